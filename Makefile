@@ -1,0 +1,84 @@
+# devtensor — plain GNU make.
+#   make          build the examples and tests (CPU; CUDA variants too when nvcc is found)
+#   make run      build and run examples/gpus.c (the chapter's first sections)
+#   make test     build and run every test; ends with "N passed, N failed, N skipped"
+#   make asan     the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make bench    the CPU benchmarks against NumPy/OpenBLAS (and the GPU ones when CUDA is on)
+#   CUDA=0 / CUDA=1 forces the CUDA variants off / on; default: on when nvcc is found.
+
+CC      ?= cc
+CXX     ?= g++
+B       := build
+WARN    := -Wall -Wextra -Werror
+CSTD    := -std=c99 -pedantic
+CXXSTD  := -std=c++17
+OPT     ?= -O2
+# OpenMP when the compiler has it (the CPU matmul and big elementwise ops use every core)
+OPENMP  := $(shell printf 'int main(void){return 0;}' | $(CC) -fopenmp -x c - -o /dev/null 2>/dev/null && echo -fopenmp)
+CFLAGS  ?=
+LDLIBS  := -lm
+
+NVCC    ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
+ifeq ($(origin CUDA), undefined)
+  CUDA := $(if $(and $(NVCC),$(wildcard devtensor_cuda.cu)),1,0)
+endif
+
+PYTHON  ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import numpy' 2>/dev/null && { echo $$p; break; }; done)
+
+HDR      := devtensor.h
+TESTS    := $(basename $(notdir $(wildcard tests/test_*.c)))
+EXAMPLES := $(basename $(notdir $(wildcard examples/*.c)))
+
+C_TESTS   := $(addprefix $(B)/c/,$(TESTS))
+CXX_TESTS := $(addprefix $(B)/cxx/,$(TESTS))
+ASAN_TESTS:= $(addprefix $(B)/asan/,$(TESTS))
+EX_BINS   := $(addprefix $(B)/ex/,$(EXAMPLES))
+
+.PHONY: all run test asan bench clean
+all: $(C_TESTS) $(CXX_TESTS) $(EX_BINS) $(B)/static_unit $(B)/two_units
+
+$(B)/c/% : tests/%.c $(HDR) tests/harness.h $(wildcard tests/*.inc)
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(OPENMP) $(CFLAGS) -I. $< -o $@ $(LDLIBS)
+
+$(B)/cxx/% : tests/%.c $(HDR) tests/harness.h $(wildcard tests/*.inc)
+	@mkdir -p $(@D)
+	$(CXX) -x c++ $(CXXSTD) $(WARN) $(OPT) $(CFLAGS) -I. $< -o $@ $(LDLIBS)
+
+$(B)/asan/% : tests/%.c $(HDR) tests/harness.h $(wildcard tests/*.inc)
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
+	  $(CFLAGS) -I. $< -o $@ $(LDLIBS)
+
+$(B)/ex/% : examples/%.c $(HDR)
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(OPENMP) $(CFLAGS) -I. $< -o $@ $(LDLIBS)
+
+# DEVTENSOR_STATIC: every function static, unused ones must not warn
+$(B)/static_unit: tests/static_unit.c $(HDR)
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(CFLAGS) -I. $< -o $@ $(LDLIBS)
+
+# the implementation in one unit, the declarations used from another
+$(B)/two_units: tests/two_units_a.c tests/two_units_b.c $(HDR)
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(CFLAGS) -I. tests/two_units_a.c tests/two_units_b.c -o $@ $(LDLIBS)
+
+run: $(B)/ex/gpus
+	./$(B)/ex/gpus
+
+test: all
+	@sh tests/run.sh $(C_TESTS) $(CXX_TESTS) $(B)/static_unit $(B)/two_units
+
+asan: $(ASAN_TESTS)
+	@ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 sh tests/run.sh $(ASAN_TESTS)
+
+bench: $(B)/bench_cpu
+	@sh bench/run_cpu.sh ./$(B)/bench_cpu "$(PYTHON)"
+
+$(B)/bench_cpu: bench/bench_cpu.c $(HDR)
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(OPENMP) $(CFLAGS) -I. $< -o $@ $(LDLIBS)
+
+clean:
+	rm -rf $(B)
