@@ -195,6 +195,56 @@ typedef struct dt_memory_stats { size_t allocated, reserved, peak_allocated; } d
 DTDEF dt_status dt_memory_stats_get(dt_device d, dt_memory_stats *out); /* torch.cuda.memory_allocated / _reserved */
 DTDEF dt_status dt_empty_cache(dt_device d);
 
+/* ---- neural networks ---- */
+
+typedef struct dt_module dt_module;
+DTDEF dt_module *dt_linear(int64_t in_features, int64_t out_features); /* y = x W^T + b; in_features 0: lazy */
+DTDEF dt_module *dt_relu_layer(void);
+DTDEF dt_module *dt_sequential(void);
+DTDEF dt_status  dt_sequential_add(dt_module *seq, dt_module *layer);   /* takes ownership, also on failure */
+DTDEF dt_module *dt_sequential_get(dt_module *seq, int i);              /* net[i], borrowed */
+DTDEF int        dt_sequential_len(const dt_module *seq);
+DTDEF dt_status  dt_module_to(dt_module *m, dt_device d);               /* params and grads; all or nothing */
+DTDEF dt_status  dt_module_to_dtype(dt_module *m, dt_dtype t);          /* F32 or F64: net.double() */
+DTDEF dt_device  dt_module_device(const dt_module *m);
+DTDEF dt_tensor *dt_forward(dt_module *m, const dt_tensor *x);          /* x: (n, in) on the module's device */
+DTDEF dt_tensor *dt_linear_weight(dt_module *m);                        /* borrowed: net[0].weight, (out, in) */
+DTDEF dt_tensor *dt_linear_bias(dt_module *m);                          /* borrowed: (out,) */
+DTDEF int        dt_module_num_params(const dt_module *m);
+DTDEF dt_tensor *dt_module_param(dt_module *m, int i, const char **name); /* borrowed; names as state_dict: "0.weight" */
+DTDEF dt_tensor *dt_module_grad(dt_module *m, int i);                   /* borrowed */
+DTDEF void       dt_module_free(dt_module *m);
+
+DTDEF dt_tensor *dt_mse_loss(const dt_tensor *pred, const dt_tensor *target);      /* mean((pred - target)^2), 0-d */
+DTDEF dt_tensor *dt_mse_loss_grad(const dt_tensor *pred, const dt_tensor *target); /* 2 (pred - target) / numel */
+DTDEF dt_status  dt_zero_grad(dt_module *m);
+DTDEF dt_tensor *dt_backward(dt_module *m, const dt_tensor *grad_output); /* after dt_forward; accumulates grads; returns grad wrt input */
+DTDEF dt_status  dt_sgd_step(dt_module *m, double lr);
+
+DTDEF dt_status  dt_module_save(const dt_module *m, const char *path);   /* safetensors */
+DTDEF dt_status  dt_module_load(dt_module *m, const char *path);         /* into params on the module's device */
+
+/* The chapter's Trainer(max_epochs, num_gpus): keeps min(num_gpus, dt_num_gpus()) GPUs,
+   moves the model and each minibatch to the first, sums the loss on the device and
+   reads it once per epoch. */
+typedef struct dt_trainer {
+  int       max_epochs;
+  int       num_gpus;            /* GPUs kept: min(asked, available) */
+  dt_device gpus[8];
+  dt_device device;              /* where training runs: gpus[0], or the CPU */
+  int64_t   batch_size;          /* default 32 */
+  double    lr;                  /* default 0.03 */
+  int       quiet;               /* 0: one progress line per epoch on stdout */
+  int       epochs_run;
+  double    epoch_loss[64];      /* mean training loss of each epoch (the first 64) */
+  double    last_loss;           /* mean training loss of the last epoch */
+} dt_trainer;
+DTDEF dt_status  dt_trainer_init(dt_trainer *tr, int max_epochs, int num_gpus);
+DTDEF dt_status  dt_trainer_prepare_model(dt_trainer *tr, dt_module *m);
+DTDEF dt_tensor *dt_trainer_prepare_batch(dt_trainer *tr, const dt_tensor *batch); /* on tr->device */
+DTDEF dt_status  dt_trainer_fit(dt_trainer *tr, dt_module *m, const dt_tensor *X, const dt_tensor *y); /* MSE + SGD */
+DTDEF void       dt_trainer_free(dt_trainer *tr);
+
 /* ---- backend interface ----
    What a device backend implements. The core checks every argument (NULL,
    dtype, shape, device) before it calls a backend, so a backend may assume
@@ -1287,6 +1337,10 @@ DTDEF dt_status dt_empty_cache(dt_device d) {
   if ((s = dt__check_device("dt_empty_cache", d)) != DT_OK) return s;
   return dt__run("dt_empty_cache", d, dt__be(d)->empty_cache(d.index));
 }
+
+/* ---- neural networks ---- */
+
+#include "parts/nn.inc"
 
 /* ---- CPU backend ---- */
 

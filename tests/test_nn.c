@@ -1,0 +1,386 @@
+/* Networks on devices: Linear, lazy Linear, ReLU, Sequential, gradients,
+   training, the trainer, and safetensors save/load. */
+#define DEVTENSOR_IMPLEMENTATION
+#include "../devtensor.h"
+#include "harness.h"
+#include <stdlib.h>
+
+static int contains(const char *s, const char *sub) { return s && sub && strstr(s, sub) != NULL; }
+
+static double *host_f64(const dt_tensor *t) {
+  dt_tensor *c = dt_cast(t, DT_F64);
+  double *v = (double *)malloc(dt_nbytes(c) + 8);
+  dt_to_host(c, v, dt_nbytes(c) + 8);
+  dt_release(c);
+  return v;
+}
+
+static dt_module *mlp(int64_t in, int64_t hidden, int64_t out) {
+  dt_module *net = dt_sequential();
+  dt_sequential_add(net, dt_linear(in, hidden));
+  dt_sequential_add(net, dt_relu_layer());
+  dt_sequential_add(net, dt_linear(hidden, out));
+  return net;
+}
+
+static void test_linear_basics(dt_device dev) {
+  dt_module *net = mlp(3, 4, 2), *l0;
+  const char *name;
+  dt_tensor *w, *b, *x, *y;
+  double *vw, *vb, *vx, *vy;
+  int i, j, k, bad = 0;
+  T_CHECK(dt_module_num_params(net) == 4);
+  dt_module_param(net, 0, &name); T_STREQ(name, "0.weight");
+  dt_module_param(net, 1, &name); T_STREQ(name, "0.bias");
+  dt_module_param(net, 2, &name); T_STREQ(name, "2.weight");
+  dt_module_param(net, 3, &name); T_STREQ(name, "2.bias");
+  T_CHECK(dt_module_device(net).type == DT_CPU); /* a new module lives on the CPU, as in PyTorch */
+  T_CHECK(dt_module_to(net, dev) == DT_OK);
+  T_CHECK(dt_device_equal(dt_module_device(net), dev));
+  l0 = dt_sequential_get(net, 0);
+  w = dt_linear_weight(l0); b = dt_linear_bias(l0);
+  T_CHECK(dt_device_equal(dt_device_of(w), dev) && dt_device_equal(dt_device_of(dt_module_grad(net, 0)), dev));
+  T_CHECK(dt_dim(w, 0) == 4 && dt_dim(w, 1) == 3 && dt_numel(b) == 4);
+  vw = host_f64(w); vb = host_f64(b);
+  for (i = 0; i < 12; i++) bad += fabs(vw[i]) > 1 / sqrt(3.0);
+  for (i = 0; i < 4; i++) bad += fabs(vb[i]) > 1 / sqrt(3.0);
+  T_CHECK(bad == 0);
+  /* net[0](x) = x W^T + b */
+  x = dt_randn(dt_shape2(5, 3), dev);
+  y = dt_forward(l0, x);
+  T_CHECK(y && dt_dim(y, 0) == 5 && dt_dim(y, 1) == 4 && dt_device_equal(dt_device_of(y), dev));
+  vx = host_f64(x); vy = host_f64(y);
+  for (i = 0; i < 5; i++)
+    for (j = 0; j < 4; j++) {
+      double r = vb[j];
+      for (k = 0; k < 3; k++) r += vx[i * 3 + k] * vw[j * 3 + k];
+      T_CLOSE(vy[i * 4 + j], r, 1e-5, 1e-5);
+    }
+  free(vw); free(vb); free(vx); free(vy);
+  dt_release(y);
+  y = dt_forward(net, x);
+  T_CHECK(y && dt_dim(y, 1) == 2);
+  dt_release(y);
+  /* wrong input shape */
+  {
+    dt_tensor *bad_x = dt_ones(dt_shape2(5, 4), dev);
+    T_CHECK(dt_forward(net, bad_x) == NULL && dt_last_status() == DT_ERR_SHAPE);
+    dt_release(bad_x);
+  }
+  T_CHECK(dt_sequential_get(net, 3) == NULL && dt_last_status() == DT_ERR_INVALID_ARGUMENT);
+  T_CHECK(dt_sequential_get(net, -1) == dt_sequential_get(net, 2));
+  dt_release(x);
+  dt_module_free(net);
+}
+
+/* The chapter: net = nn.Sequential(nn.LazyLinear(1)); net.to(try_gpu()); net(X); net[0].weight.data.device */
+static void test_lazy_linear(dt_device dev) {
+  dt_module *net = dt_sequential();
+  dt_tensor *X, *y;
+  T_CHECK(dt_sequential_add(net, dt_linear(0, 1)) == DT_OK);
+  T_CHECK(dt_module_num_params(net) == 2);
+  T_CHECK(dt_module_param(net, 0, NULL) == NULL && dt_last_status() == DT_ERR_INVALID_ARGUMENT);
+  T_CHECK(dt_module_to(net, dev) == DT_OK);
+  X = dt_ones(dt_shape2(2, 3), dev);
+  y = dt_forward(net, X);
+  T_CHECK(y && dt_dim(y, 0) == 2 && dt_dim(y, 1) == 1);
+  T_CHECK(dt_linear_weight(dt_sequential_get(net, 0)) != NULL);
+  T_CHECK(dt_device_equal(dt_device_of(dt_linear_weight(dt_sequential_get(net, 0))), dev));
+  T_CHECK(dt_dim(dt_linear_weight(dt_sequential_get(net, 0)), 1) == 3);
+  {
+    /* both rows of ones give the same output, as in the chapter */
+    double *v = host_f64(y);
+    T_CHECK(v[0] == v[1]);
+    free(v);
+  }
+  dt_release(X); dt_release(y);
+  dt_module_free(net);
+}
+
+static void test_module_devices(dt_device dev) {
+  dt_module *net = mlp(3, 4, 2), *other = dt_linear(2, 2);
+  dt_tensor *x = dt_ones(dt_shape2(1, 3), dt_cpu());
+  char msg[200];
+  T_CHECK(dt_module_to(net, dt_gpu(dt_num_gpus())) == DT_ERR_NO_DEVICE);
+  T_CHECK(dt_module_device(net).type == DT_CPU); /* unchanged */
+  if (dev.type == DT_CPU) {
+    dt_module_free(net); dt_module_free(other); dt_release(x);
+    T_SKIP("needs a GPU");
+  }
+  T_CHECK(dt_module_to(net, dev) == DT_OK);
+  T_CHECK(dt_forward(net, x) == NULL && dt_last_status() == DT_ERR_DEVICE_MISMATCH);
+  snprintf(msg, sizeof msg, "dt_forward: x is on cpu but 0.weight is on cuda:%d", dev.index);
+  T_CHECK_MSG(contains(dt_last_error(), msg), "%s", dt_last_error());
+  /* a module with parameters on two devices cannot be made */
+  T_CHECK(dt_sequential_add(net, other) == DT_ERR_DEVICE_MISMATCH);
+  T_CHECK(dt_module_to(net, dt_cpu()) == DT_OK);
+  T_CHECK(dt_device_of(dt_module_param(net, 3, NULL)).type == DT_CPU);
+  T_CHECK(dt_device_of(dt_module_grad(net, 3)).type == DT_CPU);
+  dt_release(x);
+  dt_module_free(net);
+}
+
+/* Loss of net(x) against t, in double on the host. */
+static double loss_of(dt_module *net, dt_tensor *x, dt_tensor *t) {
+  dt_tensor *y = dt_forward(net, x), *l = dt_mse_loss(y, t);
+  double v = dt_item(l);
+  dt_release(y); dt_release(l);
+  return v;
+}
+
+/* Central differences in F64 for every parameter and the input. */
+static void test_gradient_check(dt_device dev) {
+  dt_module *net = mlp(3, 5, 2);
+  dt_tensor *x, *t, *y, *g, *gx, *x32, *t32;
+  int p, np, bad = 0;
+  int64_t i;
+  double h = 1e-6;
+  dt_manual_seed(5);
+  T_CHECK(dt_module_to_dtype(net, DT_F64) == DT_OK && dt_module_to(net, dev) == DT_OK);
+  x32 = dt_randn(dt_shape2(4, 3), dev); t32 = dt_randn(dt_shape2(4, 2), dev);
+  x = dt_cast(x32, DT_F64); t = dt_cast(t32, DT_F64);
+  dt_release(x32); dt_release(t32);
+  T_CHECK(dt_zero_grad(net) == DT_OK);
+  y = dt_forward(net, x);
+  g = dt_mse_loss_grad(y, t);
+  gx = dt_backward(net, g);
+  T_CHECK(gx && dt_dim(gx, 0) == 4 && dt_dim(gx, 1) == 3);
+  np = dt_module_num_params(net);
+  for (p = 0; p <= np; p++) {
+    dt_tensor *w = p < np ? dt_module_param(net, p, NULL) : x;
+    double *wv = host_f64(w), *an = p < np ? host_f64(dt_module_grad(net, p)) : host_f64(gx);
+    for (i = 0; i < dt_numel(w); i++) {
+      double keep = wv[i], lp, lm, num;
+      wv[i] = keep + h;
+      {
+        dt_tensor *tmp = dt_from_data(wv, dt_shape_of(w), DT_F64, dt_cpu());
+        dt_copy_(w, tmp); dt_release(tmp);
+        lp = loss_of(net, x, t);
+        wv[i] = keep - h;
+        tmp = dt_from_data(wv, dt_shape_of(w), DT_F64, dt_cpu());
+        dt_copy_(w, tmp); dt_release(tmp);
+        lm = loss_of(net, x, t);
+        wv[i] = keep;
+        tmp = dt_from_data(wv, dt_shape_of(w), DT_F64, dt_cpu());
+        dt_copy_(w, tmp); dt_release(tmp);
+      }
+      num = (lp - lm) / (2 * h);
+      if (fabs(num - an[i]) > 1e-6 * (1 + fabs(num))) {
+        bad++;
+        printf("  param %d element %lld: numeric %.10g, backward %.10g\n", p, (long long)i, num, an[i]);
+      }
+    }
+    free(wv); free(an);
+  }
+  T_CHECK(bad == 0);
+  /* grads accumulate until zeroed */
+  {
+    double *g1 = host_f64(dt_module_grad(net, 0)), *g2;
+    dt_tensor *y2 = dt_forward(net, x), *gg = dt_mse_loss_grad(y2, t), *gx2 = dt_backward(net, gg);
+    g2 = host_f64(dt_module_grad(net, 0));
+    T_CLOSE(g2[0], 2 * g1[0], 1e-12, 1e-9);
+    T_CHECK(dt_zero_grad(net) == DT_OK);
+    free(g2); g2 = host_f64(dt_module_grad(net, 0));
+    T_CHECK(g2[0] == 0);
+    free(g1); free(g2);
+    dt_release(y2); dt_release(gg); dt_release(gx2);
+  }
+  dt_release(x); dt_release(t); dt_release(y); dt_release(g); dt_release(gx);
+  dt_module_free(net);
+}
+
+static void test_backward_errors(void) {
+  dt_module *net = mlp(3, 4, 2);
+  dt_tensor *g = dt_ones(dt_shape2(1, 2), dt_cpu()), *x = dt_ones(dt_shape2(1, 3), dt_cpu()), *y;
+  T_CHECK(dt_backward(net, g) == NULL && dt_last_status() == DT_ERR_INVALID_ARGUMENT);
+  y = dt_forward(net, x);
+  T_CHECK(dt_backward(net, x) == NULL && dt_last_status() == DT_ERR_SHAPE);
+  T_CHECK(dt_mse_loss(y, x) == NULL && dt_last_status() == DT_ERR_SHAPE);
+  T_CHECK(dt_sgd_step(net, NAN) == DT_ERR_INVALID_ARGUMENT);
+  T_CHECK(dt_linear(-1, 2) == NULL && dt_last_status() == DT_ERR_SHAPE);
+  T_CHECK(dt_linear(2, 0) == NULL && dt_last_status() == DT_ERR_SHAPE);
+  T_CHECK(dt_sequential_add(NULL, dt_relu_layer()) == DT_ERR_INVALID_ARGUMENT);
+  T_CHECK(dt_sequential_add(net, NULL) == DT_ERR_INVALID_ARGUMENT);
+  dt_release(g); dt_release(x); dt_release(y);
+  dt_module_free(net);
+}
+
+/* The book's synthetic data: y = X w + b + noise, w = [2, -3.4], b = 4.2. */
+static void synthetic(dt_tensor **X, dt_tensor **y, int64_t n) {
+  float w[2] = {2.0f, -3.4f};
+  dt_tensor *wt = dt_from_data(w, dt_shape2(2, 1), DT_F32, dt_cpu()), *xw, *noise, *tmp;
+  *X = dt_randn(dt_shape2(n, 2), dt_cpu());
+  xw = dt_matmul(*X, wt);
+  noise = dt_randn(dt_shape2(n, 1), dt_cpu());
+  tmp = dt_mul_scalar(noise, 0.01);
+  dt_release(noise);
+  noise = dt_add_scalar(xw, 4.2);
+  *y = dt_add(noise, tmp);
+  dt_release(wt); dt_release(xw); dt_release(noise); dt_release(tmp);
+}
+
+static void test_linear_regression(dt_device dev) {
+  dt_tensor *X, *y;
+  dt_module *net = dt_sequential();
+  dt_trainer tr;
+  double *w, *b;
+  dt_manual_seed(42);
+  synthetic(&X, &y, 1000);
+  dt_sequential_add(net, dt_linear(0, 1)); /* LazyLinear(1) */
+  T_CHECK(dt_trainer_init(&tr, 3, dev.type == DT_CUDA ? 1 : 0) == DT_OK);
+  T_CHECK(dt_device_equal(tr.device, dev.type == DT_CUDA ? dt_gpu(0) : dt_cpu()));
+  if (dev.type == DT_CUDA && dev.index != 0) { dt_module_free(net); dt_release(X); dt_release(y); T_SKIP("the trainer uses cuda:0"); }
+  tr.batch_size = 10; tr.lr = 0.03; tr.quiet = 1;
+  /* a lazy layer gets its size from a first forward, on the trainer's device */
+  T_CHECK(dt_trainer_prepare_model(&tr, net) == DT_OK);
+  {
+    dt_tensor *x0 = dt_trainer_prepare_batch(&tr, X), *y0 = dt_forward(net, x0);
+    dt_release(x0); dt_release(y0);
+  }
+  T_CHECK_MSG(dt_trainer_fit(&tr, net, X, y) == DT_OK, "%s", dt_last_error());
+  T_CHECK(tr.epochs_run == 3 && tr.epoch_loss[2] < tr.epoch_loss[0]);
+  T_CHECK(dt_device_equal(dt_device_of(dt_module_param(net, 0, NULL)), tr.device));
+  w = host_f64(dt_module_param(net, 0, NULL)); b = host_f64(dt_module_param(net, 1, NULL));
+  T_CLOSE(w[0], 2.0, 0.01, 0);
+  T_CLOSE(w[1], -3.4, 0.01, 0);
+  T_CLOSE(b[0], 4.2, 0.01, 0);
+  free(w); free(b);
+  dt_trainer_free(&tr);
+  dt_release(X); dt_release(y);
+  dt_module_free(net);
+}
+
+/* A small MLP learns y = x^2 on [-1, 1], which no linear model can. */
+static void test_mlp_nonlinear(dt_device dev) {
+  dt_tensor *u, *X, *y;
+  dt_module *net = mlp(1, 32, 1);
+  dt_trainer tr;
+  dt_manual_seed(3);
+  u = dt_rand(dt_shape2(512, 1), dt_cpu());
+  X = dt_mul_scalar(u, 2.0);
+  dt_release(u);
+  u = X;
+  X = dt_add_scalar(u, -1.0);
+  dt_release(u);
+  y = dt_mul(X, X);
+  dt_trainer_init(&tr, 60, dev.type == DT_CUDA ? 1 : 0);
+  if (dev.type == DT_CUDA && dev.index != 0) { dt_module_free(net); dt_release(X); dt_release(y); T_SKIP("the trainer uses cuda:0"); }
+  tr.batch_size = 32; tr.lr = 0.1; tr.quiet = 1;
+  T_CHECK_MSG(dt_trainer_fit(&tr, net, X, y) == DT_OK, "%s", dt_last_error());
+  /* the variance of x^2 on [-1, 1] is 4/45 = 0.089: the best line leaves about 0.089 */
+  T_CHECK_MSG(tr.last_loss < 0.005, "final loss %g (first %g)", tr.last_loss, tr.epoch_loss[0]);
+  dt_release(X); dt_release(y);
+  dt_module_free(net);
+}
+
+static const char *tmp_path(const char *name, char *buf, size_t n) {
+  snprintf(buf, n, "build/%s", name);
+  return buf;
+}
+
+static void test_save_load(dt_device dev) {
+  dt_module *a = mlp(3, 4, 2), *b = mlp(3, 4, 2);
+  char path[128];
+  int i;
+  dt_manual_seed(11);
+  T_CHECK(dt_module_to(a, dev) == DT_OK);
+  T_CHECK(dt_module_save(a, tmp_path("nn_a.safetensors", path, sizeof path)) == DT_OK);
+  /* load straight onto the device the module is on: here the CPU, then dev */
+  T_CHECK_MSG(dt_module_load(b, path) == DT_OK, "%s", dt_last_error());
+  T_CHECK(dt_module_to(b, dev) == DT_OK);
+  T_CHECK(dt_module_load(b, path) == DT_OK);
+  for (i = 0; i < 4; i++) {
+    dt_tensor *pa = dt_module_param(a, i, NULL), *pb = dt_module_param(b, i, NULL);
+    double *va = host_f64(pa), *vb = host_f64(pb);
+    T_CHECK(dt_device_equal(dt_device_of(pb), dev));
+    T_CHECK(memcmp(va, vb, sizeof(double) * (size_t)dt_numel(pa)) == 0);
+    free(va); free(vb);
+  }
+  dt_module_free(a); dt_module_free(b);
+}
+
+
+static int write_file(const char *path, const void *data, size_t n) {
+  FILE *f = fopen(path, "wb");
+  size_t w;
+  if (!f) return 0;
+  w = fwrite(data, 1, n, f);
+  fclose(f);
+  return w == n;
+}
+
+/* A safetensors file put together by hand from the format's description. */
+static int write_st(const char *path, const char *json, const void *data, size_t nd, int64_t hlen_override) {
+  unsigned char buf[4096];
+  size_t hl = strlen(json), i;
+  uint64_t h = hlen_override >= 0 ? (uint64_t)hlen_override : hl;
+  for (i = 0; i < 8; i++) buf[i] = (unsigned char)(h >> (8 * i));
+  memcpy(buf + 8, json, hl);
+  if (nd) memcpy(buf + 8 + hl, data, nd);
+  return write_file(path, buf, 8 + hl + nd);
+}
+
+static void test_load_by_hand_and_corrupt(void) {
+  dt_module *net = dt_sequential();
+  char path[128];
+  float data[3] = {1.5f, -2.0f, 0.25f}; /* weight (1, 2), bias (1,) */
+  double *v;
+  size_t c;
+  static const struct { const char *json; int64_t hlen; dt_status want; } bad[] = {
+    {"{\"0.weight\":{\"dtype\":\"F32\",\"shape\":[1,2],\"data_offsets\":[0,8]}}", -1, DT_ERR_FORMAT},          /* 0.bias missing */
+    {"{\"0.weight\":{\"dtype\":\"F32\",\"shape\":[2,1],\"data_offsets\":[0,8]},\"0.bias\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}", -1, DT_ERR_SHAPE},
+    {"{\"0.weight\":{\"dtype\":\"F64\",\"shape\":[1,2],\"data_offsets\":[0,8]},\"0.bias\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}", -1, DT_ERR_DTYPE},
+    {"{\"0.weight\":{\"dtype\":\"F32\",\"shape\":[1,2],\"data_offsets\":[0,8]},\"0.bias\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,16]}}", -1, DT_ERR_FORMAT},
+    {"{\"0.weight\":{\"dtype\":\"F32\",\"shape\":[1,2],\"data_offsets\":[0,8]},\"0.bias\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,99999999999]}}", -1, DT_ERR_FORMAT},
+    {"{\"0.weight\":{\"dtype\":\"F32\",\"shape\":[1,2],\"data_offsets\":[0,8]},\"0.bias\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]},\"9.x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", -1, DT_ERR_FORMAT},
+    {"{\"0.weight\":{\"dtype\":\"F32\",\"shape\":[1,2],\"data_offsets\":[0,8]},\"0.weight\":{\"dtype\":\"F32\",\"shape\":[1,2],\"data_offsets\":[0,8]}}", -1, DT_ERR_FORMAT},
+    {"{\"0.weight\":{\"dtype\":\"F32\",\"shape\":[1,2],\"data_offsets\":[0,8]},\"0.bias\":", -1, DT_ERR_FORMAT},  /* cut short */
+    {"{\"0.weight\":{\"dtype\":\"F32\",\"shape\":[1,2],\"data_offsets\":[0,8]}} trailing", -1, DT_ERR_FORMAT},
+    {"[1, 2, 3]", -1, DT_ERR_FORMAT},
+    {"{}", (int64_t)1 << 62, DT_ERR_FORMAT},   /* a header longer than the file */
+    {"{}", 0, DT_ERR_FORMAT},
+    {"{\"0.weight\":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}", -1, DT_ERR_FORMAT},
+    {"{\"0.weight\":{\"dtype\":\"F32\",\"shape\":[1,2,1,1,1,1,1,1,1,1],\"data_offsets\":[0,8]}}", -1, DT_ERR_FORMAT},
+  };
+  dt_sequential_add(net, dt_linear(2, 1));
+  tmp_path("hand.safetensors", path, sizeof path);
+  T_CHECK(write_st(path, "{\"__metadata__\":{\"format\":\"pt\"}, \"0.bias\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]},"
+                         "\"0.weight\":{\"shape\":[1,2],\"dtype\":\"F32\",\"data_offsets\":[0,8]}}  ", data, sizeof data, -1));
+  T_CHECK_MSG(dt_module_load(net, path) == DT_OK, "%s", dt_last_error());
+  v = host_f64(dt_module_param(net, 0, NULL));
+  T_CHECK(v[0] == 1.5 && v[1] == -2.0);
+  free(v);
+  v = host_f64(dt_module_param(net, 1, NULL));
+  T_CHECK(v[0] == 0.25);
+  free(v);
+  for (c = 0; c < sizeof bad / sizeof bad[0]; c++) {
+    dt_status s;
+    T_CHECK(write_st(path, bad[c].json, data, sizeof data, bad[c].hlen));
+    s = dt_module_load(net, path);
+    T_CHECK_MSG(s == bad[c].want, "case %d: status %d, %s", (int)c, (int)s, dt_last_error());
+  }
+  /* the parameters are untouched by the failed loads */
+  v = host_f64(dt_module_param(net, 0, NULL));
+  T_CHECK(v[0] == 1.5 && v[1] == -2.0);
+  free(v);
+  /* short and missing files */
+  T_CHECK(write_file(path, "abc", 3));
+  T_CHECK(dt_module_load(net, path) == DT_ERR_FORMAT);
+  T_CHECK(dt_module_load(net, "build/no/such/file.safetensors") == DT_ERR_IO);
+  T_CHECK(dt_module_save(net, "build/no/such/dir/x.safetensors") == DT_ERR_IO);
+  T_CHECK(dt_module_load(net, NULL) == DT_ERR_INVALID_ARGUMENT);
+  dt_module_free(net);
+}
+
+int main(void) {
+  T_RUN_ALL_DEVICES(test_linear_basics);
+  T_RUN_ALL_DEVICES(test_lazy_linear);
+  T_RUN_ALL_DEVICES(test_module_devices);
+  T_RUN_ALL_DEVICES(test_gradient_check);
+  T_RUN(test_backward_errors);
+  T_RUN_ALL_DEVICES(test_linear_regression);
+  T_RUN_ALL_DEVICES(test_mlp_nonlinear);
+  T_RUN_ALL_DEVICES(test_save_load);
+  T_RUN(test_load_by_hand_and_corrupt);
+  return t_finish();
+}
