@@ -363,6 +363,11 @@ static void test_load_by_hand_and_corrupt(void) {
   v = host_f64(dt_module_param(net, 0, NULL));
   T_CHECK(v[0] == 1.5 && v[1] == -2.0);
   free(v);
+  /* for tests/check_safetensors.py: Python reads what we write */
+  {
+    char saved[128];
+    T_CHECK(dt_module_save(net, tmp_path("hand_saved.safetensors", saved, sizeof saved)) == DT_OK);
+  }
   /* short and missing files */
   T_CHECK(write_file(path, "abc", 3));
   T_CHECK(dt_module_load(net, path) == DT_ERR_FORMAT);
