@@ -115,6 +115,53 @@ int main(void) {
   printf("%s\n", W == Z ? "True" : "False");
   dt_release(W);
 
+  printf("\n== Neural networks and GPUs\n");
+  step("net = nn.Sequential(nn.LazyLinear(1)); net = net.to(device=try_gpu()); net(X)");
+  {
+    dt_module *net = dt_sequential();
+    dt_tensor *out;
+    if (dt_sequential_add(net, dt_linear(0, 1)) != DT_OK || dt_module_to(net, dt_try_gpu(0)) != DT_OK) {
+      fprintf(stderr, "gpus: %s\n", dt_last_error());
+      return 1;
+    }
+    out = dt_forward(net, X);
+    if (!check(out)) return 1;
+    dt_print(out);
+    dt_release(out);
+
+    step("net[0].weight.data.device");
+    printf("%s\n", repr(dt_device_of(dt_linear_weight(dt_sequential_get(net, 0))), a, sizeof a));
+    dt_module_free(net);
+  }
+
+  printf("\n== Training on the GPU: Trainer(max_epochs=3, num_gpus=1)\n");
+  step("model = LinearRegression(lr=0.03); data = SyntheticRegressionData(w=[2, -3.4], b=4.2)");
+  {
+    float w_true[2] = {2.0f, -3.4f};
+    dt_tensor *wt = dt_from_data(w_true, dt_shape2(2, 1), DT_F32, dt_cpu());
+    dt_tensor *feats = dt_randn(dt_shape2(1000, 2), dt_cpu()), *xw = dt_matmul(feats, wt);
+    dt_tensor *noise = dt_randn(dt_shape2(1000, 1), dt_cpu()), *small = dt_mul_scalar(noise, 0.01);
+    dt_tensor *shifted = dt_add_scalar(xw, 4.2), *labels = dt_add(shifted, small);
+    dt_module *net = dt_sequential();
+    dt_trainer tr;
+    float w[2], bias[1];
+    dt_sequential_add(net, dt_linear(2, 1));
+    dt_trainer_init(&tr, 3, 1);
+    tr.batch_size = 10;
+    tr.lr = 0.03;
+    step("trainer.fit(model, data)");
+    if (dt_trainer_fit(&tr, net, feats, labels) != DT_OK) { fprintf(stderr, "gpus: %s\n", dt_last_error()); return 1; }
+    dt_to_host(dt_module_param(net, 0, NULL), w, sizeof w);
+    dt_to_host(dt_module_param(net, 1, NULL), bias, sizeof bias);
+    printf("error in estimating w: [%.4f, %.4f]\n", 2.0 - w[0], -3.4 - w[1]);
+    printf("error in estimating b: [%.4f]\n", 4.2 - bias[0]);
+    printf("(the parameters are on %s)\n", dt_device_str(dt_device_of(dt_module_param(net, 0, NULL)), a, sizeof a));
+    dt_trainer_free(&tr);
+    dt_module_free(net);
+    dt_release(wt); dt_release(feats); dt_release(xw); dt_release(noise); dt_release(small);
+    dt_release(shifted); dt_release(labels);
+  }
+
   dt_release(x); dt_release(X); dt_release(Y); dt_release(Z);
   return 0;
 }
