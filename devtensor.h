@@ -180,6 +180,7 @@ DTDEF dt_tensor *dt_mean(const dt_tensor *a);
 DTDEF dt_tensor *dt_sum_dim(const dt_tensor *a, int dim);           /* reduces one dimension (removed) */
 DTDEF dt_tensor *dt_norm(const dt_tensor *a);                       /* Frobenius, 0-d, on the device */
 DTDEF dt_tensor *dt_cast(const dt_tensor *a, dt_dtype t);
+DTDEF dt_tensor *dt_stack(const dt_tensor *const *ts, int n);      /* torch.stack: (n, ...) on their device */
 DTDEF dt_status  dt_fill_(dt_tensor *t, double v);
 DTDEF dt_status  dt_axpy_(dt_tensor *y, double alpha, const dt_tensor *x); /* y += alpha * x */
 
@@ -1251,6 +1252,42 @@ DTDEF dt_tensor *dt_cast(const dt_tensor *a, dt_dtype t) {
   if (!(y = dt__new_like(op, a, t))) return NULL;
   if (y->numel == 0) return y;
   return dt__done(op, y, dt__be(a->st->device)->cast(a->st->device.index, a->dtype, t, a->numel, a->st->ptr, y->st->ptr));
+}
+
+DTDEF dt_tensor *dt_stack(const dt_tensor *const *ts, int n) {
+  const char *op = "dt_stack";
+  dt_shape s;
+  dt_tensor *y;
+  int i, k;
+  char name[24], other[24], a[200], b[200];
+  if (!ts) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: ts is NULL", op); return NULL; }
+  if (n <= 0) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: expected at least one tensor, got n = %d", op, n); return NULL; }
+  for (i = 0; i < n; i++) {
+    snprintf(name, sizeof name, "ts[%d]", i);
+    if (dt__check_tensor(op, name, ts[i]) != DT_OK) return NULL;
+  }
+  if (ts[0]->shape.ndim >= DT_MAX_DIMS) { dt__fail(DT_ERR_SHAPE, "%s: stacking %d-d tensors exceeds %d dims", op, ts[0]->shape.ndim, DT_MAX_DIMS); return NULL; }
+  snprintf(other, sizeof other, "ts[0]");
+  for (i = 1; i < n; i++) {
+    snprintf(name, sizeof name, "ts[%d]", i);
+    if (dt__same_device(op, other, ts[0], name, ts[i]) != DT_OK || dt__same_dtype(op, other, ts[0], name, ts[i]) != DT_OK) return NULL;
+    if (ts[i]->shape.ndim != ts[0]->shape.ndim || memcmp(ts[i]->shape.dims, ts[0]->shape.dims, sizeof(int64_t) * (size_t)ts[0]->shape.ndim) != 0) {
+      dt__fail(DT_ERR_SHAPE, "%s: ts[0] has shape %s but %s has shape %s", op, dt__shape_str(&ts[0]->shape, a, sizeof a), name,
+               dt__shape_str(&ts[i]->shape, b, sizeof b));
+      return NULL;
+    }
+  }
+  s = dt_shape0();
+  s.ndim = ts[0]->shape.ndim + 1;
+  s.dims[0] = n;
+  for (k = 0; k < ts[0]->shape.ndim; k++) s.dims[k + 1] = ts[0]->shape.dims[k];
+  if (!(y = dt__new(op, s, ts[0]->dtype, ts[0]->st->device))) return NULL;
+  for (i = 0; i < n; i++)
+    if (dt__copy_bytes(op, y->st->device, (char *)y->st->ptr + (size_t)i * ts[0]->nbytes, ts[i]->st->device, ts[i]->st->ptr, ts[i]->nbytes) != DT_OK) {
+      dt_release(y);
+      return NULL;
+    }
+  return y;
 }
 
 DTDEF dt_status dt_fill_(dt_tensor *t, double v) {

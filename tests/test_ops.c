@@ -467,7 +467,36 @@ static void test_fill_axpy(dt_device dev) {
   dt_release(x); dt_release(y);
 }
 
+static void test_stack(dt_device dev) {
+  dt_tensor *a = make(dt_shape2(2, 3), DT_F32, 1, dev), *b = make(dt_shape2(2, 3), DT_F32, 2, dev), *y;
+  const dt_tensor *ts[3];
+  double *va = values(a), *vb = values(b), *vy;
+  int i, bad = 0;
+  ts[0] = a; ts[1] = b; ts[2] = a;
+  y = dt_stack(ts, 3);
+  T_CHECK(y && same_shape(dt_shape_of(y), dt_shape3(3, 2, 3)) && dt_device_equal(dt_device_of(y), dev));
+  vy = values(y);
+  for (i = 0; i < 6; i++) bad += vy[i] != va[i] || vy[6 + i] != vb[i] || vy[12 + i] != va[i];
+  T_CHECK(bad == 0);
+  free(va); free(vb); free(vy); dt_release(y);
+  {
+    dt_tensor *s0 = dt_sum(a), *s1 = dt_sum(b);
+    const dt_tensor *ss[2];
+    ss[0] = s0; ss[1] = s1;
+    y = dt_stack(ss, 2); /* 0-d tensors stack into a vector: a log kept on the device */
+    T_CHECK(y && same_shape(dt_shape_of(y), dt_shape1(2)));
+    dt_release(y); dt_release(s0); dt_release(s1);
+  }
+  ts[1] = NULL;
+  T_CHECK(dt_stack(ts, 3) == NULL && dt_last_status() == DT_ERR_INVALID_ARGUMENT);
+  T_CHECK(dt_stack(ts, 0) == NULL && dt_last_status() == DT_ERR_INVALID_ARGUMENT);
+  y = dt_transpose(a); ts[1] = y;
+  T_CHECK(dt_stack(ts, 2) == NULL && dt_last_status() == DT_ERR_SHAPE);
+  dt_release(y); dt_release(a); dt_release(b);
+}
+
 int main(void) {
+  T_RUN_ALL_DEVICES(test_stack);
   T_RUN_ALL_DEVICES(test_binary_broadcast);
   T_RUN_ALL_DEVICES(test_binary_errors);
   T_RUN_ALL_DEVICES(test_mixed_devices);
