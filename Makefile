@@ -50,7 +50,7 @@ $(B)/asan/% : tests/%.c $(HDR) tests/harness.h $(wildcard tests/*.inc)
 	$(CC) $(CSTD) $(WARN) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
 	  $(CFLAGS) -I. $< -o $@ $(LDLIBS)
 
-$(B)/ex/% : examples/%.c $(HDR)
+$(B)/ex/% : examples/%.c $(HDR) examples/timing.h
 	@mkdir -p $(@D)
 	$(CC) $(CSTD) $(WARN) $(OPT) $(OPENMP) $(CFLAGS) -I. $< -o $@ $(LDLIBS)
 
@@ -68,7 +68,7 @@ run: $(B)/ex/gpus
 	./$(B)/ex/gpus
 
 test: all
-	@sh tests/run.sh $(C_TESTS) $(CXX_TESTS) $(B)/static_unit $(B)/two_units tests/safetensors_py.sh
+	@sh tests/run.sh $(C_TESTS) $(CXX_TESTS) $(B)/static_unit $(B)/two_units tests/safetensors_py.sh tests/examples_smoke.sh
 
 asan: $(ASAN_TESTS)
 	@ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 sh tests/run.sh $(ASAN_TESTS)
