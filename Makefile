@@ -34,8 +34,46 @@ CXX_TESTS := $(addprefix $(B)/cxx/,$(TESTS))
 ASAN_TESTS:= $(addprefix $(B)/asan/,$(TESTS))
 EX_BINS   := $(addprefix $(B)/ex/,$(EXAMPLES))
 
+# ---- CUDA variants (DEVTENSOR_CUDA + devtensor_cuda.cu), when CUDA=1 ----
+CUDA_HOME  ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+GENCODE    := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+NVCCFLAGS  ?= -O2 -std=c++17 $(GENCODE) -Xcompiler -Wall,-Wextra
+CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas -lstdc++ -lm
+CU_OBJ     := $(B)/cuda/devtensor_cuda.o
+CUDA_TESTS := $(addprefix $(B)/cuda/,$(TESTS))
+CUDA_EX    := $(addprefix $(B)/cuda/ex/,$(EXAMPLES))
+ifeq ($(CUDA),1)
+  CUDA_ALL := $(CUDA_TESTS) $(CUDA_EX) $(B)/cuda/own_kernel $(B)/cuda/gpus_nvcc
+  RUN_GPUS := $(B)/cuda/ex/gpus
+else
+  CUDA_ALL :=
+  RUN_GPUS := $(B)/ex/gpus
+endif
+
+$(CU_OBJ): devtensor_cuda.cu $(HDR)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -I. -c $< -o $@
+
+$(B)/cuda/% : tests/%.c $(HDR) tests/harness.h $(wildcard tests/*.inc) $(CU_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(OPENMP) $(CFLAGS) -DDEVTENSOR_CUDA -I. $< $(CU_OBJ) -o $@ $(CUDA_LIBS)
+
+$(B)/cuda/ex/% : examples/%.c $(HDR) examples/timing.h $(CU_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(OPENMP) $(CFLAGS) -DDEVTENSOR_CUDA -I. $< $(CU_OBJ) -o $@ $(CUDA_LIBS)
+
+# a user's own .cu file: the implementation compiled by nvcc, its own kernel on dt_cuda_stream()
+$(B)/cuda/own_kernel: examples/own_kernel.cu $(HDR) $(CU_OBJ)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -I. $< $(CU_OBJ) -lcublas -o $@
+
+# the README's one-command nvcc build, as a user types it
+$(B)/cuda/gpus_nvcc: examples/gpus.c devtensor_cuda.cu $(HDR)
+	@mkdir -p $(@D)
+	$(NVCC) -I. -DDEVTENSOR_CUDA examples/gpus.c devtensor_cuda.cu -lcublas -o $@
+
 .PHONY: all run test asan bench clean
-all: $(C_TESTS) $(CXX_TESTS) $(EX_BINS) $(B)/static_unit $(B)/two_units
+all: $(C_TESTS) $(CXX_TESTS) $(EX_BINS) $(B)/static_unit $(B)/two_units $(CUDA_ALL)
 
 $(B)/c/% : tests/%.c $(HDR) tests/harness.h $(wildcard tests/*.inc)
 	@mkdir -p $(@D)
@@ -64,11 +102,12 @@ $(B)/two_units: tests/two_units_a.c tests/two_units_b.c $(HDR)
 	@mkdir -p $(@D)
 	$(CC) $(CSTD) $(WARN) $(OPT) $(CFLAGS) -I. tests/two_units_a.c tests/two_units_b.c -o $@ $(LDLIBS)
 
-run: $(B)/ex/gpus
-	./$(B)/ex/gpus
+run: $(RUN_GPUS)
+	./$(RUN_GPUS)
 
 test: all
-	@sh tests/run.sh $(C_TESTS) $(CXX_TESTS) $(B)/static_unit $(B)/two_units tests/safetensors_py.sh tests/examples_smoke.sh
+	@sh tests/run.sh $(C_TESTS) $(CXX_TESTS) $(B)/static_unit $(B)/two_units tests/safetensors_py.sh tests/examples_smoke.sh \
+	  $(if $(CUDA_ALL),$(CUDA_TESTS) tests/cuda_examples.sh)
 
 asan: $(ASAN_TESTS)
 	@ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 sh tests/run.sh $(ASAN_TESTS)

@@ -365,6 +365,11 @@ const dt__backend *dt__cuda_backend(void); /* defined in devtensor_cuda.cu */
 #ifndef DEVTENSOR_IMPLEMENTATION_DONE
 #define DEVTENSOR_IMPLEMENTATION_DONE
 
+#if defined(__CUDACC__) /* nvcc compiling the implementation in a user's .cu */
+#pragma nv_diagnostic push
+#pragma nv_diag_suppress 550 /* "set but never used": loop flags read only by OpenMP */
+#endif
+
 #include <float.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -1346,6 +1351,7 @@ DTDEF dt_status dt_fprint(FILE *f, const dt_tensor *t) {
   int len;
   dt_status s = DT_OK;
   if (!f) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: f is NULL", op);
+  if (!t) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: t is NULL", op);
   if ((len = dt_snprint(small, sizeof small, t)) < 0) return dt_last_status();
   if ((size_t)len >= sizeof small) {
     if (!(buf = (char *)DT_MALLOC((size_t)len + 1)))
@@ -1357,7 +1363,10 @@ DTDEF dt_status dt_fprint(FILE *f, const dt_tensor *t) {
   return s;
 }
 
-DTDEF dt_status dt_print(const dt_tensor *t) { return dt_fprint(stdout, t); }
+DTDEF dt_status dt_print(const dt_tensor *t) {
+  if (!t) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_print: t is NULL");
+  return dt_fprint(stdout, t);
+}
 
 /* ---- memory ---- */
 
@@ -1382,6 +1391,10 @@ DTDEF dt_status dt_empty_cache(dt_device d) {
 /* ---- CPU backend ---- */
 
 #include "parts/cpu_backend.inc"
+
+#if defined(__CUDACC__)
+#pragma nv_diagnostic pop
+#endif
 
 #endif /* DEVTENSOR_IMPLEMENTATION_DONE */
 #endif /* DEVTENSOR_IMPLEMENTATION */

@@ -1,0 +1,1350 @@
+/* devtensor_cuda.cu — the CUDA backend of devtensor (cudart + cuBLAS).
+
+   Compiled by nvcc only; it includes devtensor.h for the declarations (not the
+   implementation) and exports one function, dt__cuda_backend(), that returns
+   the backend table. The core checks every argument before it calls in here.
+
+       nvcc -O2 -std=c++17 -I. -c devtensor_cuda.cu -o devtensor_cuda.o
+       cc ... -DDEVTENSOR_CUDA prog.c devtensor_cuda.o -L<cuda>/lib64 -lcudart -lcublas -lstdc++ -lm
+
+   POLICIES
+   - Devices: up to 64. Every entry point that touches a device makes it current
+     with cudaSetDevice and restores the caller's current device on return.
+   - Streams: one non-blocking stream per device, made on first use and kept for
+     the life of the process. Every kernel, cuBLAS call and copy runs on it, in
+     order. Only copies to the host, synchronize() and the out-of-memory path
+     wait for it. dt_cuda_stream() hands it out for the user's own kernels.
+   - Memory: a caching allocator per device (guarded by a mutex per device).
+     Requests are rounded up: to a multiple of 512 bytes up to 1 MiB (at least
+     512, so 0 bytes gets a real block), above that to a multiple of 2 MiB
+     (cudaMalloc's own granularity). A freed block goes back to the cache, keyed
+     by its size; a request takes the smallest cached block of its rounded size
+     (up to 1 MiB: exactly that size; above: at most 1/8 larger), and calls
+     cudaMalloc only on a miss. A freed block may be handed out again while the
+     stream still has work queued that uses it: all work runs on the one stream
+     in order, so the new owner's work comes after it (PyTorch's argument);
+     peer copies order the source's stream after the copy for the same reason.
+     Statistics count blocks: `allocated` is the sum of the sizes of the blocks
+     handed out (rounded sizes), `reserved` all cudaMalloc'd bytes held, cached
+     ones included, `peak_allocated` the highest `allocated`. The reduction
+     kernels take their small scratch buffers from the same allocator, so they
+     show in `allocated` while they run, and so does the 32 MiB cuBLAS
+     workspace of each device (taken at its first matmul, kept; cuBLAS then
+     never calls cudaMalloc itself). On a failed cudaMalloc the cache is
+     freed (after the stream drains) and cudaMalloc tried once more, unless the
+     request is larger than the device's memory; then DT_ERR_OUT_OF_MEMORY.
+   - Host to device copies go through two pinned 8 MiB staging buffers per device
+     (host memcpy into one while the other is being DMA'd), so pageable memory
+     moves at pinned speed and the call returns as soon as the user's buffer has
+     been read: it does not wait for the GPU. Page-locked host memory is copied
+     directly and then waited for. Device to host waits.
+   - GPU to GPU: cudaMemcpyPeerAsync on the destination's stream, after the
+     source's queued work (an event), and the source's stream waits for the copy.
+     Peer access is enabled once per pair where the hardware allows; without it
+     the driver stages the copy through the host.
+   - Numerics: as the CPU backend. Reductions accumulate in double (F32 too) with
+     a fixed order, so they are deterministic; long rows are split over blocks
+     and finished by a second kernel (no atomics). cuBLAS runs in its default
+     math mode: plain FP32 for float32, no TF32. Sizes given to cuBLAS must fit
+     an int (else DT_ERR_UNSUPPORTED). The random kernel computes the normals in
+     double like the CPU (fast-math never touches double), and the uniforms are
+     bit-identical to the CPU's.
+   - Errors: never abort or print; a failing function leaves a message in a
+     thread-local buffer (last_error) and returns DT_ERR_BACKEND (or
+     DT_ERR_OUT_OF_MEMORY / DT_ERR_UNSUPPORTED). */
+
+#include "devtensor.h"
+
+#include <cuda_runtime.h>
+#include <cublas_v2.h>
+#include <math_constants.h>
+
+#include <atomic>
+#include <climits>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <new>
+#include <type_traits>
+#include <unordered_map>
+
+namespace {
+
+/* ---- errors ---- */
+
+constexpr int kMaxDevices = 64;
+thread_local char g_err[512];
+
+__attribute__((format(printf, 1, 2))) void set_err(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(g_err, sizeof g_err, fmt, ap);
+  va_end(ap);
+}
+
+/* A CUDA runtime failure: "what failed: CUDA's reason". Clears the runtime's
+   last-error state so a non-sticky error is not blamed on the next launch. */
+dt_status cuda_fail(const char *what, cudaError_t e) {
+  (void)cudaGetLastError();
+  set_err("%s failed: %s", what, cudaGetErrorString(e));
+  return DT_ERR_BACKEND;
+}
+
+dt_status blas_fail(const char *what, cublasStatus_t s) {
+  (void)cudaGetLastError();
+  set_err("%s failed: %s", what, cublasGetStatusName(s));
+  return DT_ERR_BACKEND;
+}
+
+/* After a kernel launch: the launch's own error, cleared. */
+dt_status launched(const char *kernel) {
+  cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess) return DT_OK;
+  set_err("kernel launch failed (%s): %s", kernel, cudaGetErrorString(e));
+  return DT_ERR_BACKEND;
+}
+
+/* The core's dt_dtype_name/dt_dtype_size are not called: with DEVTENSOR_STATIC
+   they are static in the user's file, so this file uses its own. */
+const char *dtype_name(dt_dtype t) {
+  switch (t) { case DT_F32: return "float32"; case DT_F64: return "float64"; case DT_I32: return "int32"; case DT_I64: return "int64"; }
+  return "unknown dtype";
+}
+size_t dtype_size(dt_dtype t) { return (t == DT_F64 || t == DT_I64) ? 8 : 4; }
+
+/* "4.00 GiB", as the core writes sizes */
+const char *bytes_str(double b, char *buf, size_t n) {
+  static const char *unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  if (b < 1024.0) { snprintf(buf, n, "%.0f bytes", b); return buf; }
+  while (b >= 1024.0 && u < 6) { b /= 1024.0; u++; }
+  snprintf(buf, n, "%.2f %s", b, unit[u]);
+  return buf;
+}
+
+/* ---- devices and streams ---- */
+
+/* Makes `dev` current for a scope and restores the caller's device after. */
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int dev) {
+    if (cudaGetDevice(&orig_) != cudaSuccess) { (void)cudaGetLastError(); orig_ = -1; }
+    cur_ = orig_;
+    err_ = set(dev);
+  }
+  ~DeviceGuard() {
+    if (orig_ >= 0 && cur_ != orig_ && cudaSetDevice(orig_) != cudaSuccess) (void)cudaGetLastError();
+  }
+  cudaError_t set(int dev) {
+    if (dev == cur_) return cudaSuccess;
+    cudaError_t e = cudaSetDevice(dev);
+    if (e != cudaSuccess) { (void)cudaGetLastError(); return e; }
+    cur_ = dev;
+    return cudaSuccess;
+  }
+  cudaError_t error() const { return err_; }
+  DeviceGuard(const DeviceGuard &) = delete;
+  DeviceGuard &operator=(const DeviceGuard &) = delete;
+
+ private:
+  int orig_ = -1, cur_ = -1;
+  cudaError_t err_ = cudaSuccess;
+};
+
+constexpr size_t kStageBytes = (size_t)8 << 20; /* per staging buffer; two per device */
+
+struct DevState {
+  /* lazy init: stream, cuBLAS handle */
+  std::mutex init_mu;
+  std::atomic<bool> ready{false};
+  std::atomic<bool> blas_ready{false};
+  cudaStream_t stream = nullptr;
+  cublasHandle_t blas = nullptr;
+  std::mutex blas_mu;
+  int sms = 0;
+  /* caching allocator */
+  std::mutex mu;
+  std::multimap<size_t, void *> cache;     /* block size -> free block */
+  std::unordered_map<void *, size_t> live; /* block handed out -> its size */
+  size_t allocated = 0, reserved = 0, peak = 0;
+  /* pinned staging for host copies */
+  std::mutex stage_mu;
+  bool stage_tried = false, stage_ok = false;
+  char *stage[2] = {nullptr, nullptr};
+  cudaEvent_t stage_ev[2] = {nullptr, nullptr};
+};
+
+/* Never destroyed: tensors released from atexit handlers still find it. */
+DevState &state(int dev) {
+  static DevState *s = new DevState[kMaxDevices];
+  return s[dev];
+}
+
+/* The device's state with its stream made. Call with `dev` current. */
+dt_status ready(int dev, DevState **out) {
+  DevState &s = state(dev);
+  if (!s.ready.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lk(s.init_mu);
+    if (!s.ready.load(std::memory_order_relaxed)) {
+      cudaStream_t st = nullptr;
+      int sms = 0;
+      cudaError_t e = cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
+      if (e != cudaSuccess) return cuda_fail("cudaStreamCreateWithFlags", e);
+      if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        sms = 0;
+      }
+      s.sms = sms > 0 ? sms : 108;
+      s.stream = st;
+      s.ready.store(true, std::memory_order_release);
+    }
+  }
+  *out = &s;
+  return DT_OK;
+}
+
+/* Makes `dev` current (through `g`) and its state ready. */
+dt_status enter(DeviceGuard &g, int dev, DevState **s) {
+  if (g.error() != cudaSuccess) {
+    char what[48];
+    snprintf(what, sizeof what, "cudaSetDevice(%d)", dev);
+    return cuda_fail(what, g.error());
+  }
+  return ready(dev, s);
+}
+
+dt_status cu_alloc(int dev, size_t nbytes, void **out);
+void cu_free(int dev, void *p, size_t nbytes);
+constexpr size_t kBlasWorkspace = (size_t)32 << 20; /* what cuBLAS asks for on Hopper */
+
+/* The device's cuBLAS handle, bound to its stream. Call with `dev` current. */
+dt_status blas_handle(int dev, DevState &s, cublasHandle_t *out) {
+  if (!s.blas_ready.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lk(s.init_mu);
+    if (!s.blas_ready.load(std::memory_order_relaxed)) {
+      cublasHandle_t h = nullptr;
+      cublasStatus_t st = cublasCreate(&h);
+      if (st != CUBLAS_STATUS_SUCCESS) return blas_fail("cublasCreate", st);
+      if ((st = cublasSetStream(h, s.stream)) != CUBLAS_STATUS_SUCCESS ||
+          (st = cublasSetMathMode(h, CUBLAS_DEFAULT_MATH)) != CUBLAS_STATUS_SUCCESS) { /* FP32 stays FP32: no TF32 */
+        cublasDestroy(h);
+        return blas_fail("cublasSetStream/cublasSetMathMode", st);
+      }
+      /* its workspace from our allocator, so cuBLAS never cudaMallocs behind the
+         cache's back; where that fails cuBLAS keeps its own */
+      void *ws = nullptr;
+      if (cu_alloc(dev, kBlasWorkspace, &ws) == DT_OK && cublasSetWorkspace(h, ws, kBlasWorkspace) != CUBLAS_STATUS_SUCCESS) {
+        cu_free(dev, ws, kBlasWorkspace);
+        (void)cudaGetLastError();
+      }
+      s.blas = h;
+      s.blas_ready.store(true, std::memory_order_release);
+    }
+  }
+  *out = s.blas;
+  return DT_OK;
+}
+
+int cu_device_count(char *why, size_t n) {
+  int c = 0;
+  cudaError_t e = cudaGetDeviceCount(&c);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    if (why && n) snprintf(why, n, "%s", cudaGetErrorString(e));
+    return 0;
+  }
+  if (c <= 0) {
+    if (why && n) snprintf(why, n, "no CUDA-capable device is detected");
+    return 0;
+  }
+  return c > kMaxDevices ? kMaxDevices : c;
+}
+
+dt_status cu_device_info(int dev, dt_device_info *out) {
+  cudaDeviceProp p;
+  size_t fr = 0, tot = 0, l;
+  cudaError_t e = cudaGetDeviceProperties(&p, dev);
+  if (e != cudaSuccess) return cuda_fail("cudaGetDeviceProperties", e);
+  l = strnlen(p.name, sizeof p.name);
+  if (l >= sizeof out->name) l = sizeof out->name - 1;
+  memcpy(out->name, p.name, l);
+  out->name[l] = 0;
+  out->compute_major = p.major;
+  out->compute_minor = p.minor;
+  out->multiprocessors = p.multiProcessorCount;
+  DeviceGuard g(dev);
+  if (g.error() != cudaSuccess) return cuda_fail("cudaSetDevice", g.error());
+  if ((e = cudaMemGetInfo(&fr, &tot)) != cudaSuccess) return cuda_fail("cudaMemGetInfo", e);
+  out->free_memory = fr;
+  out->total_memory = tot;
+  return DT_OK;
+}
+
+const char *cu_last_error(void) { return g_err; }
+
+dt_status cu_synchronize(int dev) {
+  DeviceGuard g(dev);
+  DevState *s;
+  dt_status st = enter(g, dev, &s);
+  if (st != DT_OK) return st;
+  cudaError_t e = cudaStreamSynchronize(s->stream);
+  return e == cudaSuccess ? DT_OK : cuda_fail("cudaStreamSynchronize", e);
+}
+
+void *cu_stream(int dev) {
+  DeviceGuard g(dev);
+  DevState *s;
+  if (enter(g, dev, &s) != DT_OK) return nullptr;
+  return (void *)s->stream;
+}
+
+/* ---- memory ---- */
+
+constexpr size_t kSmallMax = (size_t)1 << 20; /* up to here: 512-byte steps */
+constexpr size_t kSmallStep = 512;
+constexpr size_t kLargeStep = (size_t)2 << 20;
+
+size_t round_size(size_t n) {
+  if (n <= kSmallMax) return n < kSmallStep ? kSmallStep : (n + kSmallStep - 1) & ~(kSmallStep - 1);
+  if (n > SIZE_MAX - kLargeStep) return n; /* cannot be had anyway; cudaMalloc says so */
+  return (n + kLargeStep - 1) & ~(kLargeStep - 1);
+}
+
+/* A cached block of `want` bytes or a little more; removes it from the cache. */
+bool cache_take(DevState &s, size_t want, void **p, size_t *size) {
+  auto it = s.cache.lower_bound(want);
+  if (it == s.cache.end()) return false;
+  if (want <= kSmallMax ? it->first != want : it->first > want + want / 8) return false;
+  *p = it->second;
+  *size = it->first;
+  s.cache.erase(it);
+  return true;
+}
+
+void hand_out(DevState &s, void *p, size_t size) {
+  s.live[p] = size;
+  s.allocated += size;
+  if (s.allocated > s.peak) s.peak = s.allocated;
+}
+
+/* cudaFree of every cached block; the stream must have drained. Call under s.mu. */
+cudaError_t release_cache(DevState &s) {
+  cudaError_t first = cudaSuccess;
+  for (auto &b : s.cache) {
+    cudaError_t e = cudaFree(b.second);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      if (first == cudaSuccess) first = e;
+    }
+    s.reserved -= b.first;
+  }
+  s.cache.clear();
+  return first;
+}
+
+dt_status cu_alloc(int dev, size_t nbytes, void **out) {
+  size_t want = round_size(nbytes), size = 0;
+  void *p = nullptr;
+  try {
+    DevState &s0 = state(dev);
+    {
+      std::lock_guard<std::mutex> lk(s0.mu);
+      if (cache_take(s0, want, &p, &size)) {
+        hand_out(s0, p, size);
+        *out = p;
+        return DT_OK;
+      }
+    }
+    DeviceGuard g(dev);
+    DevState *s;
+    dt_status st = enter(g, dev, &s);
+    if (st != DT_OK) return st;
+    std::lock_guard<std::mutex> lk(s->mu);
+    if (cache_take(*s, want, &p, &size)) { /* another thread freed one meanwhile */
+      hand_out(*s, p, size);
+      *out = p;
+      return DT_OK;
+    }
+    cudaError_t e = cudaMalloc(&p, want);
+    if (e == cudaErrorMemoryAllocation) {
+      size_t fr = 0, tot = 0;
+      (void)cudaGetLastError();
+      if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) { (void)cudaGetLastError(); tot = SIZE_MAX; }
+      if (!s->cache.empty() && want <= tot) {
+        /* free the cache and try once more */
+        cudaError_t se = cudaStreamSynchronize(s->stream);
+        if (se != cudaSuccess) return cuda_fail("cudaStreamSynchronize", se);
+        se = release_cache(*s);
+        if (se != cudaSuccess) return cuda_fail("cudaFree", se);
+        e = cudaMalloc(&p, want);
+      }
+    }
+    if (e != cudaSuccess) {
+      char a[32], b[32], c[32], d[32];
+      size_t fr = 0, tot = 0;
+      bool info;
+      (void)cudaGetLastError();
+      info = cudaMemGetInfo(&fr, &tot) == cudaSuccess;
+      if (!info) (void)cudaGetLastError();
+      /* an absurd size may come back as "invalid argument": it is still out of memory */
+      if (e != cudaErrorMemoryAllocation && !(e == cudaErrorInvalidValue && info && want > tot))
+        return cuda_fail("cudaMalloc", e);
+      if (info)
+        set_err("out of memory on cuda:%d: tried to allocate %s; %s total, %s free, %s held by devtensor", dev,
+                bytes_str((double)nbytes, a, sizeof a), bytes_str((double)tot, b, sizeof b),
+                bytes_str((double)fr, c, sizeof c), bytes_str((double)s->reserved, d, sizeof d));
+      else
+        set_err("out of memory on cuda:%d: tried to allocate %s; %s held by devtensor", dev,
+                bytes_str((double)nbytes, a, sizeof a), bytes_str((double)s->reserved, d, sizeof d));
+      return DT_ERR_OUT_OF_MEMORY;
+    }
+    s->reserved += want;
+    hand_out(*s, p, want);
+    *out = p;
+    return DT_OK;
+  } catch (...) { /* std::bad_alloc from the bookkeeping (a block may leak) */
+    set_err("out of host memory in the CUDA allocator's bookkeeping");
+    return DT_ERR_OUT_OF_MEMORY;
+  }
+}
+
+/* Back to the cache; no CUDA call (see POLICIES for why reuse is safe). */
+void cu_free(int dev, void *p, size_t nbytes) {
+  (void)nbytes; /* the block's own size is known */
+  if (!p) return;
+  try {
+    DevState &s = state(dev);
+    std::lock_guard<std::mutex> lk(s.mu);
+    auto it = s.live.find(p);
+    if (it == s.live.end()) return;
+    size_t size = it->second;
+    s.live.erase(it);
+    s.allocated -= size;
+    s.cache.emplace(size, p);
+  } catch (...) {
+  }
+}
+
+dt_status cu_memory_stats(int dev, dt_memory_stats *out) {
+  DevState &s = state(dev);
+  std::lock_guard<std::mutex> lk(s.mu);
+  out->allocated = s.allocated;
+  out->reserved = s.reserved;
+  out->peak_allocated = s.peak;
+  return DT_OK;
+}
+
+dt_status cu_empty_cache(int dev) {
+  DeviceGuard g(dev);
+  DevState *s;
+  dt_status st = enter(g, dev, &s);
+  if (st != DT_OK) return st;
+  std::lock_guard<std::mutex> lk(s->mu);
+  if (s->cache.empty()) return DT_OK;
+  cudaError_t e = cudaStreamSynchronize(s->stream);
+  if (e != cudaSuccess) return cuda_fail("cudaStreamSynchronize", e);
+  e = release_cache(*s);
+  return e == cudaSuccess ? DT_OK : cuda_fail("cudaFree", e);
+}
+
+/* ---- copies ---- */
+
+/* Page-locked (or otherwise CUDA-known) host memory can be DMA'd directly. */
+bool host_is_registered(const void *p) {
+  cudaPointerAttributes a;
+  memset(&a, 0, sizeof a);
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) { (void)cudaGetLastError(); return false; }
+  return a.type != cudaMemoryTypeUnregistered;
+}
+
+/* Two pinned staging buffers and their events, made on first use; false when
+   pinned memory cannot be had (copies then go unstaged). Call under stage_mu
+   with the device current. */
+bool stage_ready(DevState &s) {
+  if (s.stage_tried) return s.stage_ok;
+  s.stage_tried = true;
+  for (int b = 0; b < 2; b++) {
+    if (cudaHostAlloc((void **)&s.stage[b], kStageBytes, cudaHostAllocPortable) != cudaSuccess ||
+        cudaEventCreateWithFlags(&s.stage_ev[b], cudaEventDisableTiming) != cudaSuccess) {
+      (void)cudaGetLastError();
+      for (int c = 0; c < 2; c++) {
+        if (s.stage[c]) (void)cudaFreeHost(s.stage[c]);
+        if (s.stage_ev[c]) (void)cudaEventDestroy(s.stage_ev[c]);
+        s.stage[c] = nullptr;
+        s.stage_ev[c] = nullptr;
+      }
+      (void)cudaGetLastError();
+      return s.stage_ok = false;
+    }
+  }
+  return s.stage_ok = true;
+}
+
+/* Host to device; returns once `src` may be reused. */
+dt_status copy_h2d(int dev, void *dst, const void *src, size_t n) {
+  DeviceGuard g(dev);
+  DevState *s;
+  cudaError_t e;
+  dt_status st = enter(g, dev, &s);
+  if (st != DT_OK) return st;
+  if (!host_is_registered(src)) {
+    std::lock_guard<std::mutex> lk(s->stage_mu);
+    if (stage_ready(*s)) {
+      const char *from = (const char *)src;
+      char *to = (char *)dst;
+      size_t off = 0;
+      for (int i = 0; off < n; i++) {
+        int b = i & 1;
+        size_t len = n - off < kStageBytes ? n - off : kStageBytes;
+        /* the DMA that last read buffer b has finished */
+        if ((e = cudaEventSynchronize(s->stage_ev[b])) != cudaSuccess) return cuda_fail("cudaEventSynchronize", e);
+        memcpy(s->stage[b], from + off, len);
+        if ((e = cudaMemcpyAsync(to + off, s->stage[b], len, cudaMemcpyHostToDevice, s->stream)) != cudaSuccess)
+          return cuda_fail("cudaMemcpyAsync (host to device)", e);
+        if ((e = cudaEventRecord(s->stage_ev[b], s->stream)) != cudaSuccess) return cuda_fail("cudaEventRecord", e);
+        off += len;
+      }
+      return DT_OK;
+    }
+  }
+  /* registered memory, or no staging: copy and wait for it */
+  if ((e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s->stream)) != cudaSuccess)
+    return cuda_fail("cudaMemcpyAsync (host to device)", e);
+  if ((e = cudaStreamSynchronize(s->stream)) != cudaSuccess) return cuda_fail("cudaStreamSynchronize", e);
+  return DT_OK;
+}
+
+/* Device to host, after the work queued on the device; waits. */
+dt_status copy_d2h(void *dst, int dev, const void *src, size_t n) {
+  DeviceGuard g(dev);
+  DevState *s;
+  cudaError_t e;
+  dt_status st = enter(g, dev, &s);
+  if (st != DT_OK) return st;
+  if (!host_is_registered(dst)) {
+    std::lock_guard<std::mutex> lk(s->stage_mu);
+    if (stage_ready(*s)) {
+      const char *from = (const char *)src;
+      char *to = (char *)dst;
+      size_t chunks = (n + kStageBytes - 1) / kStageBytes;
+      /* DMA chunk c + 1 into one buffer while chunk c is copied out of the other */
+      auto issue = [&](size_t c) -> dt_status {
+        size_t off = c * kStageBytes, len = n - off < kStageBytes ? n - off : kStageBytes;
+        cudaError_t ie = cudaMemcpyAsync(s->stage[c & 1], from + off, len, cudaMemcpyDeviceToHost, s->stream);
+        if (ie != cudaSuccess) return cuda_fail("cudaMemcpyAsync (device to host)", ie);
+        if ((ie = cudaEventRecord(s->stage_ev[c & 1], s->stream)) != cudaSuccess) return cuda_fail("cudaEventRecord", ie);
+        return DT_OK;
+      };
+      if ((st = issue(0)) != DT_OK) return st;
+      for (size_t c = 0; c < chunks; c++) {
+        size_t off = c * kStageBytes, len = n - off < kStageBytes ? n - off : kStageBytes;
+        if (c + 1 < chunks && (st = issue(c + 1)) != DT_OK) return st;
+        if ((e = cudaEventSynchronize(s->stage_ev[c & 1])) != cudaSuccess) return cuda_fail("cudaEventSynchronize", e);
+        memcpy(to + off, s->stage[c & 1], len);
+      }
+      return DT_OK;
+    }
+  }
+  if ((e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s->stream)) != cudaSuccess)
+    return cuda_fail("cudaMemcpyAsync (device to host)", e);
+  if ((e = cudaStreamSynchronize(s->stream)) != cudaSuccess) return cuda_fail("cudaStreamSynchronize", e);
+  return DT_OK;
+}
+
+std::mutex g_peer_mu;
+unsigned char g_peer_tried[kMaxDevices][kMaxDevices];
+
+/* Lets `from` reach `to`'s memory directly where the hardware allows; once. */
+void enable_peer(DeviceGuard &g, int from, int to) {
+  std::lock_guard<std::mutex> lk(g_peer_mu);
+  if (g_peer_tried[from][to]) return;
+  g_peer_tried[from][to] = 1;
+  int can = 0;
+  if (cudaDeviceCanAccessPeer(&can, from, to) != cudaSuccess) { (void)cudaGetLastError(); return; }
+  if (!can || g.set(from) != cudaSuccess) return;
+  cudaError_t e = cudaDeviceEnablePeerAccess(to, 0);
+  if (e != cudaSuccess) (void)cudaGetLastError(); /* already enabled, or not possible: the copy still works */
+}
+
+/* GPU to GPU: on dst's stream after src's queued work; src's stream then waits
+   for the copy, so a block freed on src is not reused under it. */
+dt_status copy_peer(int dd, void *dst, int sd, const void *src, size_t n) {
+  DeviceGuard g(sd);
+  DevState *S, *D;
+  cudaEvent_t evs = nullptr, evd = nullptr;
+  cudaError_t e;
+  dt_status st = enter(g, sd, &S);
+  if (st != DT_OK) return st;
+  if ((e = g.set(dd)) != cudaSuccess) return cuda_fail("cudaSetDevice", e);
+  if ((st = ready(dd, &D)) != DT_OK) return st;
+  enable_peer(g, dd, sd);
+  enable_peer(g, sd, dd);
+  const char *what = nullptr;
+  if ((e = g.set(sd)) != cudaSuccess) { what = "cudaSetDevice"; goto done; }
+  if ((e = cudaEventCreateWithFlags(&evs, cudaEventDisableTiming)) != cudaSuccess) { what = "cudaEventCreate"; goto done; }
+  if ((e = cudaEventRecord(evs, S->stream)) != cudaSuccess) { what = "cudaEventRecord"; goto done; }
+  if ((e = g.set(dd)) != cudaSuccess) { what = "cudaSetDevice"; goto done; }
+  if ((e = cudaEventCreateWithFlags(&evd, cudaEventDisableTiming)) != cudaSuccess) { what = "cudaEventCreate"; goto done; }
+  if ((e = cudaStreamWaitEvent(D->stream, evs, 0)) != cudaSuccess) { what = "cudaStreamWaitEvent"; goto done; }
+  if ((e = cudaMemcpyPeerAsync(dst, dd, src, sd, n, D->stream)) != cudaSuccess) { what = "cudaMemcpyPeerAsync"; goto done; }
+  if ((e = cudaEventRecord(evd, D->stream)) != cudaSuccess) { what = "cudaEventRecord"; goto done; }
+  if ((e = g.set(sd)) != cudaSuccess) { what = "cudaSetDevice"; goto done; }
+  if ((e = cudaStreamWaitEvent(S->stream, evd, 0)) != cudaSuccess) { what = "cudaStreamWaitEvent"; goto done; }
+done:
+  if (what) (void)cudaGetLastError();
+  /* destroying an event with work pending is fine: it is released once done */
+  if (evs && g.set(sd) == cudaSuccess) (void)cudaEventDestroy(evs);
+  if (evd && g.set(dd) == cudaSuccess) (void)cudaEventDestroy(evd);
+  (void)cudaGetLastError();
+  return what ? cuda_fail(what, e) : DT_OK;
+}
+
+dt_status cu_copy(int dst_dev, void *dst, int src_dev, const void *src, size_t n) {
+  if (n == 0) return DT_OK;
+  if (dst_dev < 0 && src_dev < 0) { memmove(dst, src, n); return DT_OK; }
+  if (src_dev < 0) return copy_h2d(dst_dev, dst, src, n);
+  if (dst_dev < 0) return copy_d2h(dst, src_dev, src, n);
+  if (dst_dev != src_dev) return copy_peer(dst_dev, dst, src_dev, src, n);
+  DeviceGuard g(dst_dev);
+  DevState *s;
+  dt_status st = enter(g, dst_dev, &s);
+  if (st != DT_OK) return st;
+  cudaError_t e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, s->stream);
+  return e == cudaSuccess ? DT_OK : cuda_fail("cudaMemcpyAsync (device to device)", e);
+}
+
+/* ---- kernels: launching ---- */
+
+constexpr int kBlock = 256;
+constexpr int64_t kMaxGrid = 65536;
+
+/* f(i) for i in [0, n), grid-stride. I is uint32_t when n < 2^31 (i + stride
+   stays below 2^32), else int64_t. */
+template <typename I, typename F>
+__global__ void k_map(I n, F f) {
+  I stride = (I)blockDim.x * (I)gridDim.x;
+  for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < n; i += stride) f(i);
+}
+
+unsigned grid_for(int64_t count, int block) {
+  int64_t g = (count + block - 1) / block;
+  if (g > kMaxGrid) g = kMaxGrid;
+  if (g < 1) g = 1;
+  return (unsigned)g;
+}
+
+template <typename F>
+dt_status run_map(const char *what, cudaStream_t st, int64_t count, const F &f) {
+  if (count <= 0) return DT_OK;
+  if (count <= (int64_t)INT32_MAX) k_map<uint32_t, F><<<grid_for(count, kBlock), kBlock, 0, st>>>((uint32_t)count, f);
+  else k_map<int64_t, F><<<grid_for(count, kBlock), kBlock, 0, st>>>(count, f);
+  return launched(what);
+}
+
+bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
+
+/* 16 bytes of T: loads and stores as one vector instruction */
+template <typename T>
+struct alignas(16) Vec16 {
+  T v[16 / sizeof(T)];
+};
+
+/* ---- kernels: conversions shared by fill and cast ---- */
+
+/* float to int as the CPU's dt__f2i32/dt__f2i64: toward zero, NaN -> 0, saturating */
+__host__ __device__ inline int32_t f2i32(double v) {
+  if (v != v) return 0;
+  if (v >= 2147483647.0) return INT32_MAX;
+  if (v <= -2147483648.0) return INT32_MIN;
+  return (int32_t)v;
+}
+__host__ __device__ inline int64_t f2i64(double v) {
+  if (v != v) return 0;
+  if (v >= 9223372036854775807.0) return INT64_MAX;
+  if (v <= -9223372036854775808.0) return INT64_MIN;
+  return (int64_t)v;
+}
+
+template <typename S, typename D>
+struct Conv {
+  __device__ static D f(S v) { return (D)v; }
+};
+template <> struct Conv<float, int32_t> { __device__ static int32_t f(float v) { return f2i32((double)v); } };
+template <> struct Conv<float, int64_t> { __device__ static int64_t f(float v) { return f2i64((double)v); } };
+template <> struct Conv<double, int32_t> { __device__ static int32_t f(double v) { return f2i32(v); } };
+template <> struct Conv<double, int64_t> { __device__ static int64_t f(double v) { return f2i64(v); } };
+/* int64 to int32 keeps the low 32 bits, as PyTorch */
+template <> struct Conv<int64_t, int32_t> { __device__ static int32_t f(int64_t v) { return (int32_t)(uint32_t)v; } };
+
+/* ---- fill ---- */
+
+/* y: (n,) = v */
+template <typename T>
+struct FillScalar {
+  T *y; T v;
+  template <typename I> __device__ void operator()(I i) const { y[i] = v; }
+};
+template <typename T>
+struct FillVec {
+  T *y; T v; int64_t n;
+  template <typename I> __device__ void operator()(I i) const {
+    constexpr int V = 16 / sizeof(T);
+    int64_t base = (int64_t)i * V;
+    if (base + V <= n) {
+      Vec16<T> p;
+#pragma unroll
+      for (int k = 0; k < V; k++) p.v[k] = v;
+      reinterpret_cast<Vec16<T> *>(y)[i] = p;
+    } else {
+      for (int64_t k = base; k < n; k++) y[k] = v;
+    }
+  }
+};
+
+template <typename T>
+dt_status fill_t(cudaStream_t st, int64_t n, T v, void *y) {
+  T *yp = static_cast<T *>(y);
+  constexpr int V = 16 / sizeof(T);
+  if (aligned16(y)) return run_map("fill", st, (n + V - 1) / V, FillVec<T>{yp, v, n});
+  return run_map("fill", st, n, FillScalar<T>{yp, v});
+}
+
+dt_status cu_fill(int dev, dt_dtype t, int64_t n, double v, void *y) {
+  DeviceGuard g(dev);
+  DevState *s;
+  dt_status st = enter(g, dev, &s);
+  if (st != DT_OK) return st;
+  switch (t) {
+    case DT_F32: return fill_t<float>(s->stream, n, (float)v, y);
+    case DT_F64: return fill_t<double>(s->stream, n, v, y);
+    case DT_I32: return fill_t<int32_t>(s->stream, n, f2i32(v), y);
+    case DT_I64: return fill_t<int64_t>(s->stream, n, f2i64(v), y);
+  }
+  set_err("fill: unknown dtype %d", (int)t);
+  return DT_ERR_DTYPE;
+}
+
+/* ---- unary ---- */
+
+__device__ inline float d_exp(float v) { return expf(v); }
+__device__ inline double d_exp(double v) { return exp(v); }
+__device__ inline float d_log(float v) { return logf(v); }
+__device__ inline double d_log(double v) { return log(v); }
+__device__ inline float d_sqrt(float v) { return sqrtf(v); }
+__device__ inline double d_sqrt(double v) { return sqrt(v); }
+/* a * v + b rounded twice, like the CPU (no FMA contraction) */
+__device__ inline float d_affine(float a, float v, float b) { return __fadd_rn(__fmul_rn(a, v), b); }
+__device__ inline double d_affine(double a, double v, double b) { return __dadd_rn(__dmul_rn(a, v), b); }
+
+template <typename T> struct UAffine { T a, b; __device__ T operator()(T v) const { return d_affine(a, v, b); } };
+template <typename T> struct UExp { __device__ T operator()(T v) const { return d_exp(v); } };
+template <typename T> struct ULog { __device__ T operator()(T v) const { return d_log(v); } };
+template <typename T> struct USqrt { __device__ T operator()(T v) const { return d_sqrt(v); } };
+template <typename T> struct UNeg { __device__ T operator()(T v) const { return -v; } };
+template <typename T> struct URelu { __device__ T operator()(T v) const { return v > (T)0 ? v : (v != v ? v : (T)0); } };
+/* integers: a * v + b in wrapping unsigned arithmetic (NEG is a = -1, b = 0) */
+template <typename T, typename U> struct UAffineInt { U a, b; __device__ T operator()(T v) const { return (T)(a * (U)v + b); } };
+
+/* y: (n,) = op(x) */
+template <typename T, typename Op>
+struct UnaryScalar {
+  const T *x; T *y; Op op;
+  template <typename I> __device__ void operator()(I i) const { y[i] = op(x[i]); }
+};
+template <typename T, typename Op>
+struct UnaryVec {
+  const T *x; T *y; int64_t n; Op op;
+  template <typename I> __device__ void operator()(I i) const {
+    constexpr int V = 16 / sizeof(T);
+    int64_t base = (int64_t)i * V;
+    if (base + V <= n) {
+      Vec16<T> p = reinterpret_cast<const Vec16<T> *>(x)[i];
+#pragma unroll
+      for (int k = 0; k < V; k++) p.v[k] = op(p.v[k]);
+      reinterpret_cast<Vec16<T> *>(y)[i] = p;
+    } else {
+      for (int64_t k = base; k < n; k++) y[k] = op(x[k]);
+    }
+  }
+};
+
+template <typename T, typename Op>
+dt_status map1(cudaStream_t st, int64_t n, const void *x, void *y, Op op) {
+  const T *xp = static_cast<const T *>(x);
+  T *yp = static_cast<T *>(y);
+  constexpr int V = 16 / sizeof(T);
+  if (aligned16(x) && aligned16(y)) return run_map("unary", st, (n + V - 1) / V, UnaryVec<T, Op>{xp, yp, n, op});
+  return run_map("unary", st, n, UnaryScalar<T, Op>{xp, yp, op});
+}
+
+template <typename T>
+dt_status unary_float(cudaStream_t st, dt__unary_op op, int64_t n, const void *x, void *y, T a, T b) {
+  switch (op) {
+    case DT__U_AFFINE: return map1<T>(st, n, x, y, UAffine<T>{a, b});
+    case DT__U_EXP: return map1<T>(st, n, x, y, UExp<T>{});
+    case DT__U_LOG: return map1<T>(st, n, x, y, ULog<T>{});
+    case DT__U_SQRT: return map1<T>(st, n, x, y, USqrt<T>{});
+    case DT__U_NEG: return map1<T>(st, n, x, y, UNeg<T>{});
+    case DT__U_RELU: return map1<T>(st, n, x, y, URelu<T>{});
+  }
+  set_err("unary: unknown op %d", (int)op);
+  return DT_ERR_INVALID_ARGUMENT;
+}
+
+dt_status cu_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, const void *x, void *y, double p0, double p1) {
+  DeviceGuard g(dev);
+  DevState *s;
+  dt_status st = enter(g, dev, &s);
+  if (st != DT_OK) return st;
+  switch (t) {
+    case DT_F32: return unary_float<float>(s->stream, op, n, x, y, (float)p0, (float)p1);
+    case DT_F64: return unary_float<double>(s->stream, op, n, x, y, p0, p1);
+    case DT_I32:
+    case DT_I64:
+      if (op != DT__U_AFFINE && op != DT__U_NEG) {
+        set_err("unary op %d is not defined for %s", (int)op, dtype_name(t));
+        return DT_ERR_DTYPE;
+      }
+      if (t == DT_I32) {
+        uint32_t a = (uint32_t)f2i64(p0), b = (uint32_t)f2i64(p1);
+        if (op == DT__U_NEG) { a = (uint32_t)-1; b = 0; }
+        return map1<int32_t>(s->stream, n, x, y, UAffineInt<int32_t, uint32_t>{a, b});
+      } else {
+        uint64_t a = (uint64_t)f2i64(p0), b = (uint64_t)f2i64(p1);
+        if (op == DT__U_NEG) { a = (uint64_t)-1; b = 0; }
+        return map1<int64_t>(s->stream, n, x, y, UAffineInt<int64_t, uint64_t>{a, b});
+      }
+  }
+  set_err("unary: unknown dtype %d", (int)t);
+  return DT_ERR_DTYPE;
+}
+
+/* ---- binary ---- */
+
+/* arithmetic type: integers wrap through unsigned, as the CPU (and PyTorch) */
+template <typename T> struct Wrap { using U = T; };
+template <> struct Wrap<int32_t> { using U = uint32_t; };
+template <> struct Wrap<int64_t> { using U = uint64_t; };
+
+template <typename T> struct BAdd {
+  static constexpr bool uses_b = true;
+  __device__ T operator()(T u, T w) const { using U = typename Wrap<T>::U; return (T)((U)u + (U)w); }
+};
+template <typename T> struct BSub {
+  static constexpr bool uses_b = true;
+  __device__ T operator()(T u, T w) const { using U = typename Wrap<T>::U; return (T)((U)u - (U)w); }
+};
+template <typename T> struct BMul {
+  static constexpr bool uses_b = true;
+  __device__ T operator()(T u, T w) const { using U = typename Wrap<T>::U; return (T)((U)u * (U)w); }
+};
+template <typename T> struct BDiv {
+  static constexpr bool uses_b = true;
+  __device__ T operator()(T u, T w) const { return u / w; }
+};
+template <typename T> struct BReluGrad {
+  static constexpr bool uses_b = true;
+  __device__ T operator()(T u, T w) const { return w > (T)0 ? u : (T)0; }
+};
+template <typename T> struct BCopyA {
+  static constexpr bool uses_b = false;
+  __device__ T operator()(T u, T) const { return u; }
+};
+/* y += alpha * x, rounded as the CPU's `y += al * x` (no FMA) */
+template <typename T> struct BAxpy {
+  T alpha;
+  __device__ T operator()(T u, T w) const { return d_affine(alpha, w, u); }
+};
+
+/* y: (n,) = op(a, b), all three contiguous */
+template <typename T, typename Op>
+struct ZipScalar {
+  const T *a; const T *b; T *y; Op op;
+  template <typename I> __device__ void operator()(I i) const { y[i] = op(a[i], b[i]); }
+};
+template <typename T, typename Op>
+struct ZipVec {
+  const T *a; const T *b; T *y; int64_t n; Op op;
+  template <typename I> __device__ void operator()(I i) const {
+    constexpr int V = 16 / sizeof(T);
+    int64_t base = (int64_t)i * V;
+    if (base + V <= n) {
+      Vec16<T> u = reinterpret_cast<const Vec16<T> *>(a)[i];
+      Vec16<T> w = reinterpret_cast<const Vec16<T> *>(b)[i];
+#pragma unroll
+      for (int k = 0; k < V; k++) u.v[k] = op(u.v[k], w.v[k]);
+      reinterpret_cast<Vec16<T> *>(y)[i] = u;
+    } else {
+      for (int64_t k = base; k < n; k++) y[k] = op(a[k], b[k]);
+    }
+  }
+};
+/* y: dims (row-major, contiguous) = op(a, b) with a, b read through their
+   element strides (0 where they broadcast). J: uint32_t when numel < 2^31
+   (every offset is then below 2^31 too), else int64_t. */
+template <typename T, typename Op, typename J>
+struct ZipStrided {
+  const T *a; const T *b; T *y; Op op; int nd;
+  J dims[DT_MAX_DIMS], as[DT_MAX_DIMS], bs[DT_MAX_DIMS];
+  template <typename I> __device__ void operator()(I i) const {
+    J rem = (J)i, oa = 0, ob = 0;
+    for (int d = nd - 1; d > 0; d--) {
+      J q = rem % dims[d];
+      rem /= dims[d];
+      oa += q * as[d];
+      ob += q * bs[d];
+    }
+    oa += rem * as[0];
+    ob += rem * bs[0];
+    T w = (T)0;
+    if constexpr (Op::uses_b) w = b[ob];
+    y[i] = op(a[oa], w);
+  }
+};
+
+template <typename T, typename Op>
+dt_status zip_contig(cudaStream_t st, int64_t n, const T *a, const T *b, T *y, Op op, const char *what) {
+  constexpr int V = 16 / sizeof(T);
+  if (aligned16(a) && aligned16(b) && aligned16(y)) return run_map(what, st, (n + V - 1) / V, ZipVec<T, Op>{a, b, y, n, op});
+  return run_map(what, st, n, ZipScalar<T, Op>{a, b, y, op});
+}
+
+template <typename T, typename Op, typename J>
+dt_status zip_strided(cudaStream_t st, const dt__bcast &g, const T *a, const T *b, T *y, Op op) {
+  ZipStrided<T, Op, J> f;
+  f.a = a; f.b = b; f.y = y; f.op = op; f.nd = g.ndim;
+  for (int d = 0; d < DT_MAX_DIMS; d++) {
+    f.dims[d] = d < g.ndim ? (J)g.dims[d] : (J)1;
+    f.as[d] = d < g.ndim ? (J)g.astride[d] : (J)0;
+    f.bs[d] = d < g.ndim ? (J)g.bstride[d] : (J)0;
+  }
+  return run_map("binary (broadcast)", st, g.numel, f);
+}
+
+template <typename T, typename Op>
+dt_status zip(cudaStream_t st, const dt__bcast &g, const void *a, const void *b, void *y, Op op) {
+  const T *ap = static_cast<const T *>(a);
+  const T *bp = static_cast<const T *>(b);
+  T *yp = static_cast<T *>(y);
+  if (g.contiguous) return zip_contig<T, Op>(st, g.numel, ap, bp, yp, op, "binary");
+  if (g.numel <= (int64_t)INT32_MAX) return zip_strided<T, Op, uint32_t>(st, g, ap, bp, yp, op);
+  return zip_strided<T, Op, int64_t>(st, g, ap, bp, yp, op);
+}
+
+template <typename T>
+dt_status binary_t(cudaStream_t st, dt__binary_op op, dt_dtype t, const dt__bcast &g, const void *a, const void *b, void *y) {
+  constexpr bool is_float = std::is_floating_point<T>::value;
+  switch (op) {
+    case DT__B_ADD: return zip<T>(st, g, a, b, y, BAdd<T>{});
+    case DT__B_SUB: return zip<T>(st, g, a, b, y, BSub<T>{});
+    case DT__B_MUL: return zip<T>(st, g, a, b, y, BMul<T>{});
+    case DT__B_COPY_A: return zip<T>(st, g, a, b, y, BCopyA<T>{});
+    case DT__B_DIV:
+      if constexpr (is_float) return zip<T>(st, g, a, b, y, BDiv<T>{});
+      break;
+    case DT__B_RELU_GRAD:
+      if constexpr (is_float) return zip<T>(st, g, a, b, y, BReluGrad<T>{});
+      break;
+  }
+  set_err("binary op %d is not defined for %s", (int)op, dtype_name(t));
+  return DT_ERR_DTYPE;
+}
+
+dt_status cu_binary(int dev, dt__binary_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y) {
+  DeviceGuard gd(dev);
+  DevState *s;
+  dt_status st = enter(gd, dev, &s);
+  if (st != DT_OK) return st;
+  switch (t) {
+    case DT_F32: return binary_t<float>(s->stream, op, t, *g, a, b, y);
+    case DT_F64: return binary_t<double>(s->stream, op, t, *g, a, b, y);
+    case DT_I32: return binary_t<int32_t>(s->stream, op, t, *g, a, b, y);
+    case DT_I64: return binary_t<int64_t>(s->stream, op, t, *g, a, b, y);
+  }
+  set_err("binary: unknown dtype %d", (int)t);
+  return DT_ERR_DTYPE;
+}
+
+/* ---- cast ---- */
+
+/* y: (n,) of D = x: (n,) of S converted */
+template <typename S, typename D>
+struct CastMap {
+  const S *x; D *y;
+  template <typename I> __device__ void operator()(I i) const { y[i] = Conv<S, D>::f(x[i]); }
+};
+
+template <typename S, typename D>
+dt_status cast_t(cudaStream_t st, int64_t n, const void *x, void *y) {
+  return run_map("cast", st, n, CastMap<S, D>{static_cast<const S *>(x), static_cast<D *>(y)});
+}
+
+template <typename S>
+dt_status cast_from(cudaStream_t st, dt_dtype to, int64_t n, const void *x, void *y) {
+  switch (to) {
+    case DT_F32: return cast_t<S, float>(st, n, x, y);
+    case DT_F64: return cast_t<S, double>(st, n, x, y);
+    case DT_I32: return cast_t<S, int32_t>(st, n, x, y);
+    case DT_I64: return cast_t<S, int64_t>(st, n, x, y);
+  }
+  set_err("cast: unknown dtype %d", (int)to);
+  return DT_ERR_DTYPE;
+}
+
+dt_status cu_cast(int dev, dt_dtype from, dt_dtype to, int64_t n, const void *x, void *y) {
+  DeviceGuard g(dev);
+  DevState *s;
+  dt_status st = enter(g, dev, &s);
+  if (st != DT_OK) return st;
+  if (from == to) {
+    cudaError_t e = cudaMemcpyAsync(y, x, (size_t)n * dtype_size(to), cudaMemcpyDeviceToDevice, s->stream);
+    return e == cudaSuccess ? DT_OK : cuda_fail("cudaMemcpyAsync (device to device)", e);
+  }
+  switch (from) {
+    case DT_F32: return cast_from<float>(s->stream, to, n, x, y);
+    case DT_F64: return cast_from<double>(s->stream, to, n, x, y);
+    case DT_I32: return cast_from<int32_t>(s->stream, to, n, x, y);
+    case DT_I64: return cast_from<int64_t>(s->stream, to, n, x, y);
+  }
+  set_err("cast: unknown dtype %d", (int)from);
+  return DT_ERR_DTYPE;
+}
+
+/* ---- reduce ---- */
+
+/* Everything accumulates in double, in a fixed order (deterministic). */
+
+__device__ inline double r_term(double v, int op) { return op == DT__R_NORM ? v * v : v; }
+
+__device__ inline double r_final(double acc, int op, int64_t len) {
+  if (op == DT__R_MEAN) return len ? acc / (double)len : CUDART_NAN;
+  if (op == DT__R_NORM) return sqrt(acc);
+  return acc;
+}
+
+/* The sum of v over the block (blockDim.x a multiple of 32, at most 1024),
+   valid in thread 0. Every thread of the block must call it. */
+__device__ double block_sum(double v) {
+  __shared__ double warp_sums[32];
+  int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
+  __syncthreads(); /* warp_sums may still be read from a previous call */
+  if (lane == 0) warp_sums[w] = v;
+  __syncthreads();
+  v = 0.0;
+  if (w == 0) {
+    v = lane < nw ? warp_sums[lane] : 0.0;
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
+  }
+  return v;
+}
+
+/* Rows (inner == 1): x: (outer, len). Task t = (row o, chunk c) is one block;
+   it reduces x[o, c*chunk : (c+1)*chunk]. With one chunk per row the block
+   writes y[o]; otherwise partial[o * nchunks + c]. */
+template <typename T>
+__global__ void k_reduce_rows(const T *x, int64_t outer, int64_t len, int64_t chunk, int64_t nchunks, int op,
+                              double *partial, T *y) {
+  int64_t tasks = outer * nchunks;
+  for (int64_t t = blockIdx.x; t < tasks; t += gridDim.x) {
+    int64_t o = t / nchunks, c = t - o * nchunks;
+    int64_t r0 = c * chunk, r1 = r0 + chunk < len ? r0 + chunk : len;
+    const T *p = x + o * len;
+    double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+    int64_t r = r0 + threadIdx.x, step = blockDim.x;
+    for (; r + 3 * step < r1; r += 4 * step) {
+      a0 += r_term((double)p[r], op);
+      a1 += r_term((double)p[r + step], op);
+      a2 += r_term((double)p[r + 2 * step], op);
+      a3 += r_term((double)p[r + 3 * step], op);
+    }
+    for (; r < r1; r += step) a0 += r_term((double)p[r], op);
+    double acc = block_sum((a0 + a1) + (a2 + a3));
+    if (threadIdx.x == 0) {
+      if (nchunks == 1) y[o] = (T)r_final(acc, op, len);
+      else partial[t] = acc;
+    }
+  }
+}
+
+/* Second pass of the rows: y[o] = final(sum over c of partial[o * nchunks + c]). */
+template <typename T>
+__global__ void k_reduce_rows_finish(const double *partial, int64_t outer, int64_t nchunks, int64_t len, int op, T *y) {
+  for (int64_t o = blockIdx.x; o < outer; o += gridDim.x) {
+    double acc = 0.0;
+    for (int64_t c = threadIdx.x; c < nchunks; c += blockDim.x) acc += partial[o * nchunks + c];
+    acc = block_sum(acc);
+    if (threadIdx.x == 0) y[o] = (T)r_final(acc, op, len);
+  }
+}
+
+/* Columns: x: (outer, len, inner), one thread per output (o, i), i fastest, so
+   a warp reads consecutive addresses. blockIdx.y is the chunk of len; with
+   one chunk the thread writes y[o, i], else partial[c, o * inner + i]. */
+template <typename T>
+__global__ void k_reduce_cols(const T *x, int64_t outer, int64_t len, int64_t inner, int64_t chunk, int64_t nchunks,
+                              int op, double *partial, T *y) {
+  int64_t nout = outer * inner, c = blockIdx.y;
+  int64_t r0 = c * chunk, r1 = r0 + chunk < len ? r0 + chunk : len;
+  for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < nout; t += (int64_t)gridDim.x * blockDim.x) {
+    int64_t o = t / inner, i = t - o * inner;
+    const T *p = x + o * len * inner + i;
+    double a0 = 0.0, a1 = 0.0;
+    int64_t r = r0;
+    for (; r + 1 < r1; r += 2) {
+      a0 += r_term((double)p[r * inner], op);
+      a1 += r_term((double)p[(r + 1) * inner], op);
+    }
+    if (r < r1) a0 += r_term((double)p[r * inner], op);
+    double acc = a0 + a1;
+    if (nchunks == 1) y[t] = (T)r_final(acc, op, len);
+    else partial[c * nout + t] = acc;
+  }
+}
+
+/* Second pass of the columns: y[t] = final(sum over c of partial[c, t]). */
+template <typename T>
+__global__ void k_reduce_cols_finish(const double *partial, int64_t nout, int64_t nchunks, int64_t len, int op, T *y) {
+  for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < nout; t += (int64_t)gridDim.x * blockDim.x) {
+    double acc = 0.0;
+    for (int64_t c = 0; c < nchunks; c++) acc += partial[c * nout + t];
+    y[t] = (T)r_final(acc, op, len);
+  }
+}
+
+constexpr int64_t kMaxChunks = 1024;
+
+template <typename T>
+dt_status reduce_t(int dev, DevState &s, int op, int64_t outer, int64_t len, int64_t inner, const T *x, T *y) {
+  cudaStream_t st = s.stream;
+  double *partial = nullptr;
+  void *ws = nullptr;
+  dt_status rc;
+  int64_t chunk, nchunks;
+  if (inner == 1 && len > 32) {
+    /* block per row (or per piece of a long row) */
+    int block = len >= 2048 ? 256 : len >= 512 ? 128 : 64;
+    int64_t want_blocks = (int64_t)s.sms * 8;
+    nchunks = (len + 4095) / 4096; /* at least 4096 elements a block */
+    int64_t by_gpu = (want_blocks + outer - 1) / outer;
+    if (nchunks > by_gpu) nchunks = by_gpu;
+    if (nchunks > kMaxChunks) nchunks = kMaxChunks;
+    if (nchunks < 1) nchunks = 1;
+    chunk = (len + nchunks - 1) / nchunks;
+    nchunks = (len + chunk - 1) / chunk;
+    if (nchunks > 1) {
+      if ((rc = cu_alloc(dev, (size_t)(outer * nchunks) * sizeof(double), &ws)) != DT_OK) return rc;
+      partial = static_cast<double *>(ws);
+    }
+    int64_t tasks = outer * nchunks;
+    unsigned grid = (unsigned)(tasks < kMaxGrid ? tasks : kMaxGrid);
+    k_reduce_rows<T><<<grid, block, 0, st>>>(x, outer, len, chunk, nchunks, op, partial, y);
+    rc = launched("reduce");
+    if (rc == DT_OK && nchunks > 1) {
+      unsigned g2 = (unsigned)(outer < kMaxGrid ? outer : kMaxGrid);
+      int b2 = nchunks >= 256 ? 256 : nchunks >= 128 ? 128 : 64;
+      k_reduce_rows_finish<T><<<g2, b2, 0, st>>>(partial, outer, nchunks, len, op, y);
+      rc = launched("reduce (second pass)");
+    }
+  } else {
+    /* thread per output; split len over blockIdx.y when there are few outputs */
+    int64_t nout = outer * inner;
+    int64_t want_threads = (int64_t)s.sms * 2048;
+    nchunks = 1;
+    if (nout < want_threads / 2 && len > 64) {
+      nchunks = (want_threads + nout - 1) / nout;
+      int64_t by_len = (len + 31) / 32; /* at least 32 rows a chunk */
+      if (nchunks > by_len) nchunks = by_len;
+      if (nchunks > kMaxChunks) nchunks = kMaxChunks;
+      if (nchunks < 1) nchunks = 1;
+    }
+    chunk = len > 0 ? (len + nchunks - 1) / nchunks : 0;
+    if (len > 0) nchunks = (len + chunk - 1) / chunk;
+    if (nchunks > 1) {
+      if ((rc = cu_alloc(dev, (size_t)(nout * nchunks) * sizeof(double), &ws)) != DT_OK) return rc;
+      partial = static_cast<double *>(ws);
+    }
+    dim3 grid(grid_for(nout, kBlock), (unsigned)nchunks);
+    k_reduce_cols<T><<<grid, kBlock, 0, st>>>(x, outer, len, inner, chunk, nchunks, op, partial, y);
+    rc = launched("reduce");
+    if (rc == DT_OK && nchunks > 1) {
+      k_reduce_cols_finish<T><<<grid_for(nout, kBlock), kBlock, 0, st>>>(partial, nout, nchunks, len, op, y);
+      rc = launched("reduce (second pass)");
+    }
+  }
+  /* back to the cache now: later work on this stream comes after these kernels */
+  if (ws) cu_free(dev, ws, 0);
+  return rc;
+}
+
+dt_status cu_reduce(int dev, dt__reduce_op op, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *y) {
+  DeviceGuard g(dev);
+  DevState *s;
+  dt_status st = enter(g, dev, &s);
+  if (st != DT_OK) return st;
+  if (outer <= 0 || inner <= 0) return DT_OK;
+  if (t == DT_F32) return reduce_t<float>(dev, *s, (int)op, outer, len, inner, static_cast<const float *>(x), static_cast<float *>(y));
+  if (t == DT_F64) return reduce_t<double>(dev, *s, (int)op, outer, len, inner, static_cast<const double *>(x), static_cast<double *>(y));
+  set_err("reduce is not defined for %s", dtype_name(t));
+  return DT_ERR_DTYPE;
+}
+
+/* ---- gemm ---- */
+
+/* C = beta * C (beta 0: zeros, C not read) for batch items of m*n at stride_c */
+template <typename T>
+struct ScaleC {
+  T *c; T beta; int64_t mn, stride_c;
+  template <typename I> __device__ void operator()(I i) const {
+    int64_t b = (int64_t)i / mn, j = (int64_t)i - b * mn;
+    T *p = c + b * stride_c + j;
+    *p = beta == (T)0 ? (T)0 : beta * *p;
+  }
+};
+
+cublasStatus_t gemm_call(cublasHandle_t h, cublasOperation_t opb, cublasOperation_t opa, int n, int m, int k, const float *alpha,
+                         const float *b, int ldb, long long sb, const float *a, int lda, long long sa, const float *beta,
+                         float *c, int ldc, long long sc, int batch) {
+  if (batch == 1) return cublasSgemm(h, opb, opa, n, m, k, alpha, b, ldb, a, lda, beta, c, ldc);
+  return cublasSgemmStridedBatched(h, opb, opa, n, m, k, alpha, b, ldb, sb, a, lda, sa, beta, c, ldc, sc, batch);
+}
+cublasStatus_t gemm_call(cublasHandle_t h, cublasOperation_t opb, cublasOperation_t opa, int n, int m, int k, const double *alpha,
+                         const double *b, int ldb, long long sb, const double *a, int lda, long long sa, const double *beta,
+                         double *c, int ldc, long long sc, int batch) {
+  if (batch == 1) return cublasDgemm(h, opb, opa, n, m, k, alpha, b, ldb, a, lda, beta, c, ldc);
+  return cublasDgemmStridedBatched(h, opb, opa, n, m, k, alpha, b, ldb, sb, a, lda, sa, beta, c, ldc, sc, batch);
+}
+
+/* Row-major C = alpha op(A) op(B) + beta C is column-major C^T = op(B)^T op(A)^T:
+   cuBLAS gets (n, m, k) with B first. */
+template <typename T>
+dt_status gemm_t(int dev, DevState &s, int ta, int tb, int64_t batch, int64_t m, int64_t n, int64_t k, T alpha, const T *a,
+                 int64_t sa, const T *b, int64_t sb, T beta, T *c, int64_t sc) {
+  if (k == 0) return run_map("gemm (k = 0)", s.stream, batch * m * n, ScaleC<T>{c, beta, m * n, sc});
+  /* (batch, m, k) @ (k, n), A's items back to back: one gemm of (batch*m, k) @ (k, n) */
+  if (batch > 1 && sb == 0 && !ta && sa == m * k && sc == m * n) {
+    m *= batch;
+    batch = 1;
+  }
+  const char *name = sizeof(T) == 4 ? (batch == 1 ? "cublasSgemm" : "cublasSgemmStridedBatched")
+                                    : (batch == 1 ? "cublasDgemm" : "cublasDgemmStridedBatched");
+  if (m > INT_MAX || n > INT_MAX || k > INT_MAX) {
+    set_err("%s: matrix sizes m = %lld, n = %lld, k = %lld exceed cuBLAS's int range", name, (long long)m, (long long)n,
+            (long long)k);
+    return DT_ERR_UNSUPPORTED;
+  }
+  cublasHandle_t h;
+  dt_status rc = blas_handle(dev, s, &h);
+  if (rc != DT_OK) return rc;
+  cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  int lda = (int)(ta ? m : k), ldb = (int)(tb ? k : n), ldc = (int)n;
+  std::lock_guard<std::mutex> lk(s.blas_mu);
+  if ((sa == 0 || sb == 0) && batch > 1) {
+    /* a shared operand: one call per item (no reliance on zero strides) */
+    for (int64_t i = 0; i < batch; i++) {
+      cublasStatus_t st = gemm_call(h, opb, opa, (int)n, (int)m, (int)k, &alpha, b + i * sb, ldb, 0, a + i * sa, lda, 0,
+                                    &beta, c + i * sc, ldc, 0, 1);
+      if (st != CUBLAS_STATUS_SUCCESS) return blas_fail(sizeof(T) == 4 ? "cublasSgemm" : "cublasDgemm", st);
+    }
+    return DT_OK;
+  }
+  if (batch > INT_MAX) {
+    set_err("%s: batch %lld exceeds cuBLAS's int range", name, (long long)batch);
+    return DT_ERR_UNSUPPORTED;
+  }
+  cublasStatus_t st = gemm_call(h, opb, opa, (int)n, (int)m, (int)k, &alpha, b, ldb, (long long)sb, a, lda, (long long)sa,
+                                &beta, c, ldc, (long long)sc, (int)batch);
+  return st == CUBLAS_STATUS_SUCCESS ? DT_OK : blas_fail(name, st);
+}
+
+dt_status cu_gemm(int dev, dt_dtype t, int ta, int tb, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
+                  const void *a, int64_t stride_a, const void *b, int64_t stride_b, double beta, void *c, int64_t stride_c) {
+  if (batch <= 0 || m <= 0 || n <= 0) return DT_OK;
+  DeviceGuard g(dev);
+  DevState *s;
+  dt_status st = enter(g, dev, &s);
+  if (st != DT_OK) return st;
+  if (t == DT_F32)
+    return gemm_t<float>(dev, *s, ta, tb, batch, m, n, k, (float)alpha, static_cast<const float *>(a), stride_a,
+                         static_cast<const float *>(b), stride_b, (float)beta, static_cast<float *>(c), stride_c);
+  if (t == DT_F64)
+    return gemm_t<double>(dev, *s, ta, tb, batch, m, n, k, alpha, static_cast<const double *>(a), stride_a,
+                          static_cast<const double *>(b), stride_b, beta, static_cast<double *>(c), stride_c);
+  set_err("gemm is not defined for %s", dtype_name(t));
+  return DT_ERR_DTYPE;
+}
+
+/* ---- axpy ---- */
+
+dt_status cu_axpy(int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y) {
+  DeviceGuard g(dev);
+  DevState *s;
+  dt_status st = enter(g, dev, &s);
+  if (st != DT_OK) return st;
+  if (t == DT_F32) {
+    float *yp = static_cast<float *>(y);
+    return zip_contig<float>(s->stream, n, yp, static_cast<const float *>(x), yp, BAxpy<float>{(float)alpha}, "axpy");
+  }
+  if (t == DT_F64) {
+    double *yp = static_cast<double *>(y);
+    return zip_contig<double>(s->stream, n, yp, static_cast<const double *>(x), yp, BAxpy<double>{alpha}, "axpy");
+  }
+  set_err("axpy is not defined for %s", dtype_name(t));
+  return DT_ERR_DTYPE;
+}
+
+/* ---- random ---- */
+
+/* y: (n,); thread j makes Philox block j of the draw: y[4j + q] = word q mapped
+   to a uniform, or the Box-Muller normals of words (0, 1) and (2, 3), in
+   double, exactly as the CPU backend (dt__cpu_random). */
+template <bool Normal>
+__global__ void k_random(float *y, int64_t n, uint64_t seed, uint64_t draw) {
+  int64_t nb = (n + 3) / 4;
+  for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < nb; j += (int64_t)gridDim.x * blockDim.x) {
+    uint32_t w[4];
+    float z[4];
+    dt__philox_block(seed, draw, (uint64_t)j, w);
+    if (Normal) {
+      dt__box_muller(w[0], w[1], &z[0], &z[1]);
+      dt__box_muller(w[2], w[3], &z[2], &z[3]);
+    } else {
+#pragma unroll
+      for (int q = 0; q < 4; q++) z[q] = dt__u32_to_uniform(w[q]);
+    }
+#pragma unroll
+    for (int q = 0; q < 4; q++)
+      if (j * 4 + q < n) y[j * 4 + q] = z[q];
+  }
+}
+
+dt_status cu_random(int dev, int normal, uint64_t seed, uint64_t draw, int64_t n, float *y) {
+  DeviceGuard g(dev);
+  DevState *s;
+  dt_status st = enter(g, dev, &s);
+  if (st != DT_OK) return st;
+  if (n <= 0) return DT_OK;
+  unsigned grid = grid_for((n + 3) / 4, kBlock);
+  if (normal) k_random<true><<<grid, kBlock, 0, s->stream>>>(y, n, seed, draw);
+  else k_random<false><<<grid, kBlock, 0, s->stream>>>(y, n, seed, draw);
+  return launched("random");
+}
+
+} /* namespace */
+
+extern "C" const dt__backend *dt__cuda_backend(void) {
+  static const dt__backend be = {
+    "cuda",
+    cu_device_count, cu_device_info, cu_last_error,
+    cu_alloc, cu_free, cu_memory_stats, cu_empty_cache,
+    cu_copy, cu_synchronize, cu_stream,
+    cu_fill, cu_unary, cu_binary, cu_cast, cu_reduce,
+    cu_gemm, cu_axpy, cu_random
+  };
+  return &be;
+}
