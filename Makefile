@@ -3,7 +3,8 @@
 #   make run      build and run examples/gpus.c (the chapter's first sections)
 #   make test     build and run every test; ends with "N passed, N failed, N skipped"
 #   make asan     the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
-#   make bench    the CPU benchmarks against NumPy/OpenBLAS (and the GPU ones when CUDA is on)
+#   make bench    the CPU benchmarks against NumPy/OpenBLAS
+#   make bench-gpu the GPU benchmarks against cudaMemcpy and PyTorch (on a machine with a GPU)
 #   CUDA=0 / CUDA=1 forces the CUDA variants off / on; default: on when nvcc is found.
 
 CC      ?= cc
@@ -118,6 +119,24 @@ bench: $(B)/bench_cpu
 $(B)/bench_cpu: bench/bench_cpu.c $(HDR)
 	@mkdir -p $(@D)
 	$(CC) $(CSTD) $(WARN) $(OPT) $(OPENMP) $(CFLAGS) -I. $< -o $@ $(LDLIBS)
+
+# ---- GPU benchmarks: devtensor on cuda:0 against cudaMemcpy and PyTorch (bench/run_gpu.sh) ----
+$(B)/bench_gpu: bench/bench_gpu.c $(HDR) $(CU_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(CFLAGS) -DDEVTENSOR_CUDA -I. -isystem $(CUDA_HOME)/include $< $(CU_OBJ) -o $@ $(CUDA_LIBS)
+
+$(B)/bench_train: bench/bench_train.c $(HDR) $(CU_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(CFLAGS) -DDEVTENSOR_CUDA -I. $< $(CU_OBJ) -o $@ $(CUDA_LIBS)
+
+.PHONY: bench-gpu
+ifeq ($(CUDA),1)
+bench-gpu: $(B)/bench_gpu $(B)/bench_train
+	@sh bench/run_gpu.sh $(B)
+else
+bench-gpu:
+	@echo "SKIP: bench-gpu needs CUDA (nvcc not found; CUDA=1 forces it)"
+endif
 
 clean:
 	rm -rf $(B)

@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""bench/bench_torch.py - the PyTorch peer of bench_gpu.c and bench_train.c, on cuda:0.
+
+    python3 bench/bench_torch.py            (bench/run_gpu.sh runs it; compare_gpu.py reads it)
+
+Same sizes, repetition counts, warm-ups and statistic (median of the timed repetitions, best= also
+printed) as the C programs:
+    add_overhead_100x100    1000 x `a + b` on F32 (100, 100), wall clock to torch.cuda.synchronize, per op
+    alloc_cached_1024x1024  torch.empty((1024, 1024)) dropped at once (caching allocator), per pair
+    add_f32_268435456       a + b on 2^28 floats, CUDA events; GB/s counting 3 arrays (information)
+    matmul_f32_4096         a @ b, F32 (4096, 4096), CUDA events; TF32 off (plain FP32, as devtensor)
+    train_step_mlp_784_256_10_b256  nn.Sequential(Linear(784, 256), ReLU(), Linear(256, 10)), MSELoss,
+                            SGD(lr=0.01): zero_grad, forward, loss, backward, step; batch 256 on the GPU;
+                            20 warm-up steps, median of 5 runs of 200 steps, synchronized wall clock
+Prints one `torch <benchmark> key=value ...` line each; without PyTorch or CUDA a SKIP line, exit 0.
+"""
+import statistics
+import sys
+import time
+
+REPS = 20
+OVH_OPS = 1000
+ALLOC_PAIRS = 10000
+BIG_N = 1 << 28
+MM_N = 4096
+TRAIN = dict(batch=256, warmup=20, steps=200, reps=5, lr=0.01)
+
+
+def skip(why):
+    print("SKIP: torch: %s" % why)
+    sys.exit(0)
+
+
+try:
+    import torch
+    from torch import nn
+except Exception as e:  # ImportError, or a broken install
+    skip("PyTorch not importable (%s)" % e)
+if not torch.cuda.is_available():
+    skip("no GPU for PyTorch (torch %s, torch.cuda.is_available() is False)" % torch.__version__)
+
+DEV = torch.device("cuda:0")
+torch.backends.cuda.matmul.allow_tf32 = False  # plain FP32 cuBLAS, as devtensor
+torch.backends.cudnn.allow_tf32 = False
+torch.set_float32_matmul_precision("highest")
+
+
+def check(what, ok):
+    if not ok:
+        sys.exit("bench_torch: wrong result from %s" % what)
+
+
+def event_seconds(fn):
+    """GPU seconds of fn() between two CUDA events on the current stream."""
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    e0.record()
+    fn()
+    e1.record()
+    e1.synchronize()
+    return 1e-3 * e0.elapsed_time(e1)
+
+
+def add_overhead():
+    a, b = torch.rand(100, 100, device=DEV), torch.rand(100, 100, device=DEV)
+    times = []
+    for r in range(-3, REPS):  # three warm-up rounds
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(OVH_OPS):
+            a + b
+        torch.cuda.synchronize()
+        if r >= 0:
+            times.append((time.perf_counter() - t0) / OVH_OPS)
+    print("torch add_overhead_100x100 seconds_per_op=%.9f best=%.9f ops=%d reps=%d stat=median"
+          % (statistics.median(times), min(times), OVH_OPS, REPS))
+
+
+def alloc():
+    def loop():
+        for _ in range(ALLOC_PAIRS):
+            torch.empty((1024, 1024), dtype=torch.float32, device=DEV)
+    loop()  # warm-up
+    times = []
+    for _ in range(REPS):
+        t0 = time.perf_counter()
+        loop()
+        times.append((time.perf_counter() - t0) / ALLOC_PAIRS)
+    print("torch alloc_cached_1024x1024 seconds_per_pair=%.9f best=%.9f pairs=%d reps=%d stat=median"
+          % (statistics.median(times), min(times), ALLOC_PAIRS, REPS))
+
+
+def add_bandwidth():
+    a = torch.full((BIG_N,), 1.0, device=DEV)
+    b = torch.full((BIG_N,), 2.0, device=DEV)
+    times = []
+    for r in range(-2, REPS):
+        torch.cuda.synchronize()
+        t = event_seconds(lambda: a + b)
+        if r >= 0:
+            times.append(t)
+    check("a + b", float((a + b).sum(dtype=torch.float64)) == 3.0 * BIG_N)
+    nbytes = BIG_N * 4
+    med = statistics.median(times)
+    print("torch add_f32_268435456 seconds=%.9f gbps=%.1f best_gbps=%.1f bytes_counted=3x%d reps=%d stat=median timer=cudaEvent"
+          % (med, 3.0 * nbytes / med / 1e9, 3.0 * nbytes / min(times) / 1e9, nbytes, REPS))
+    del a, b
+    torch.cuda.empty_cache()
+
+
+def matmul():
+    n = MM_N
+    a, b = torch.rand(n, n, device=DEV), torch.rand(n, n, device=DEV)
+    times = []
+    for r in range(-3, REPS):
+        torch.cuda.synchronize()
+        t = event_seconds(lambda: a @ b)
+        if r >= 0:
+            times.append(t)
+    c = (a @ b).double()
+    ref = a.double() @ b.double()
+    check("a @ b (TF32 on?)", float((c - ref).abs().max() / ref.abs().max()) < 1e-4)
+    flops = 2.0 * n ** 3
+    med = statistics.median(times)
+    print("torch matmul_f32_4096 seconds=%.9f gflops=%.1f best_gflops=%.1f reps=%d stat=median timer=cudaEvent tf32=off"
+          % (med, flops / med / 1e9, flops / min(times) / 1e9, REPS))
+    del a, b, c, ref
+    torch.cuda.empty_cache()
+
+
+def train_step():
+    p = TRAIN
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10)).to(DEV)
+    loss_fn = nn.MSELoss()
+    opt = torch.optim.SGD(net.parameters(), lr=p["lr"])
+    X = torch.randn(p["batch"], 784, device=DEV)
+    Y = torch.randn(p["batch"], 10, device=DEV)
+
+    def step():
+        opt.zero_grad()
+        loss = loss_fn(net(X), Y)
+        loss.backward()
+        opt.step()
+
+    with torch.no_grad():
+        loss0 = float(loss_fn(net(X), Y))
+    for _ in range(p["warmup"]):
+        step()
+    times = []
+    for _ in range(p["reps"]):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(p["steps"]):
+            step()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t0) / p["steps"])
+    with torch.no_grad():
+        loss1 = float(loss_fn(net(X), Y))
+    print("torch train_step_mlp_784_256_10_b256 seconds_per_step=%.9f best=%.9f steps=%d reps=%d warmup=%d stat=median "
+          "loss_start=%.6f loss_end=%.6f"
+          % (statistics.median(times), min(times), p["steps"], p["reps"], p["warmup"], loss0, loss1))
+
+
+def main():
+    print("# bench_torch: torch %s, CUDA %s, %s; TF32 off (allow_tf32=False, matmul precision 'highest'); "
+          "median of the timed repetitions after warm-up"
+          % (torch.__version__, torch.version.cuda, torch.cuda.get_device_name(DEV)))
+    sys.stdout.flush()
+    for bench in (add_overhead, alloc, add_bandwidth, matmul, train_step):
+        bench()
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
