@@ -3,6 +3,7 @@
 #   make run      build and run examples/gpus.c (the chapter's first sections)
 #   make test     build and run every test; ends with "N passed, N failed, N skipped"
 #   make asan     the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make fault / fuzz / fuzz-replay / tsan / valgrind   the hardening runs (.ci/run runs them)
 #   make bench    the CPU benchmarks against NumPy/OpenBLAS
 #   make bench-gpu the GPU benchmarks against cudaMemcpy and PyTorch (on a machine with a GPU)
 #   CUDA=0 / CUDA=1 forces the CUDA variants off / on; default: on when nvcc is found.
@@ -137,6 +138,49 @@ else
 bench-gpu:
 	@echo "SKIP: bench-gpu needs CUDA (nvcc not found; CUDA=1 forces it)"
 endif
+
+# ---- hardening: fault injection, fuzzing, ThreadSanitizer, valgrind ----
+CLANG     ?= clang
+FUZZ_TIME ?= 60
+SAN       := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZERS   := safetensors device_parse print
+.PHONY: fault fuzz fuzz-replay tsan valgrind
+
+# test_threads uses pthreads (glibc >= 2.34 links them without -pthread; others need it)
+$(B)/c/test_threads $(B)/cxx/test_threads $(B)/asan/test_threads: LDLIBS += -pthread
+$(B)/cuda/test_threads: CUDA_LIBS += -pthread
+
+$(B)/fault/fault_injection: tests/fault_injection.c $(HDR) tests/harness.h
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) -O1 -g $(CFLAGS) -I. $< -o $@ $(LDLIBS)
+$(B)/fault/fault_injection_asan: tests/fault_injection.c $(HDR) tests/harness.h
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) $(SAN) $(CFLAGS) -I. $< -o $@ $(LDLIBS)
+fault: $(B)/fault/fault_injection $(B)/fault/fault_injection_asan
+	@ASAN_OPTIONS=detect_leaks=1 sh tests/run.sh $^
+
+$(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.h $(HDR)
+	@mkdir -p $(@D)
+	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -DFUZZ_LIBFUZZER -I. $< -o $@ -lm
+fuzz: $(addprefix $(B)/fuzz/fuzz_,$(FUZZERS))
+	@sh tests/fuzz/run.sh $(B)/fuzz $(FUZZ_TIME)
+
+$(B)/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.h $(HDR)
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) $(SAN) $(CFLAGS) -I. $< -o $@ $(LDLIBS)
+fuzz-replay: $(addprefix $(B)/fuzz/replay_,$(FUZZERS))
+	@ASAN_OPTIONS=detect_leaks=1 sh tests/run.sh $^
+
+$(B)/tsan/test_threads: tests/test_threads.c $(HDR) tests/harness.h
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) -O1 -g -fsanitize=thread -pthread -DTHREAD_ITERS=200 $(CFLAGS) -I. $< -o $@ $(LDLIBS)
+# setarch -R: gcc's TSan cannot start on kernels with wide mmap randomisation
+tsan: $(B)/tsan/test_threads
+	@TSAN_OPTIONS=halt_on_error=1 setarch $$(uname -m) -R sh tests/run.sh $<
+
+VALGRIND_BINS := $(filter-out %/test_gemm_kernel,$(C_TESTS) $(CXX_TESTS)) $(B)/static_unit $(B)/two_units $(B)/fault/fault_injection
+valgrind: $(VALGRIND_BINS)
+	@sh tests/valgrind.sh $^
 
 clean:
 	rm -rf $(B)

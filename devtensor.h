@@ -20,6 +20,8 @@
      DEVTENSOR_STATIC        every function is static (DTDEF is `static`)
      DEVTENSOR_CUDA          use the CUDA backend from devtensor_cuda.cu
      DEVTENSOR_CBLAS         CPU matmul through cblas_sgemm/cblas_dgemm (link e.g. -lopenblas)
+     DEVTENSOR_NO_CPU_DISPATCH  no AVX2/AVX-512 matmul kernels picked at run time: only what the
+                             compiler flags allow (plain -O2 on x86-64 is SSE2: about 5x slower)
      DT_MALLOC(sz)/DT_FREE(p) host allocator (define both or neither)
      DT_ASSERT(c)            internal invariant checks (default: assert)
      -fopenmp                the CPU matmul and large elementwise ops use every core
@@ -1020,8 +1022,8 @@ DTDEF double dt_item(const dt_tensor *t) {
 /* The broadcast geometry of a op b (NumPy's rules), with dims merged where
    both operands run contiguously across them. */
 static dt_status dt__broadcast(const char *op, const dt_shape *a, const dt_shape *b, dt_shape *out, dt__bcast *g) {
-  int nd = a->ndim > b->ndim ? a->ndim : b->ndim, i, k;
-  int64_t as = 1, bs = 1, n = 1;
+  int nd = a->ndim > b->ndim ? a->ndim : b->ndim, i, k, big = 0;
+  uint64_t as = 1, bs = 1, n = 1; /* unsigned: empty operands may have huge dims, and wrapping is defined */
   dt__bcast full;
   memset(&full, 0, sizeof full);
   *out = dt_shape0();
@@ -1037,13 +1039,18 @@ static dt_status dt__broadcast(const char *op, const dt_shape *a, const dt_shape
     d = da == 1 ? db : da;
     out->dims[i] = d;
     full.dims[i] = d;
-    full.astride[i] = (da == 1 && d != 1) ? 0 : as;
-    full.bstride[i] = (db == 1 && d != 1) ? 0 : bs;
-    as *= da; bs *= db; n *= d;
+    full.astride[i] = (da == 1 && d != 1) ? 0 : (int64_t)as;
+    full.bstride[i] = (db == 1 && d != 1) ? 0 : (int64_t)bs;
+    if (d != 0 && n > (uint64_t)INT64_MAX / (uint64_t)d) big = 1;
+    as *= (uint64_t)da; bs *= (uint64_t)db; n *= (uint64_t)d;
+  }
+  memset(g, 0, sizeof *g);
+  if (n == 0 || big) { /* nothing to compute, or a shape too large that dt__new refuses */
+    g->ndim = 1; g->numel = 0; g->astride[0] = 1; g->bstride[0] = 1;
+    return DT_OK;
   }
   /* merge: drop size-1 dims, join a dim into the next when both strides chain */
-  memset(g, 0, sizeof *g);
-  g->numel = n;
+  g->numel = (int64_t)n;
   k = 0;
   for (i = 0; i < nd; i++) {
     if (full.dims[i] == 1) continue;
@@ -1140,7 +1147,7 @@ DTDEF dt_tensor *dt_matmul(const dt_tensor *a, const dt_tensor *b) {
              dt__shape_str(&a->shape, x, sizeof x), dt__shape_str(&b->shape, y, sizeof y), (long long)k, (long long)k2);
     return NULL;
   }
-  sa = m * k; sb = k * n;
+  sa = (int64_t)((uint64_t)m * (uint64_t)k); sb = (int64_t)((uint64_t)k * (uint64_t)n); /* wrap-safe for empty operands */
   if (na == 3 || nb == 3) {
     int64_t ba = na == 3 ? a->shape.dims[0] : 1, bb = nb == 3 ? b->shape.dims[0] : 1;
     if (na == 3 && nb == 3 && ba != bb) {
@@ -1232,7 +1239,7 @@ DTDEF dt_tensor *dt_norm(const dt_tensor *a) { return dt__reduce_all("dt_norm", 
 DTDEF dt_tensor *dt_sum_dim(const dt_tensor *a, int dim) {
   const char *op = "dt_sum_dim";
   int nd, i, j;
-  int64_t outer = 1, inner = 1;
+  uint64_t outer = 1, inner = 1; /* wrap-safe: an empty a may have huge dims; dt__new checks ys */
   dt_shape ys = dt_shape0();
   if (dt__check_tensor(op, "a", a) != DT_OK || dt__float_only(op, "a", a) != DT_OK) return NULL;
   nd = a->shape.ndim;
@@ -1242,12 +1249,12 @@ DTDEF dt_tensor *dt_sum_dim(const dt_tensor *a, int dim) {
   }
   if (dim < 0) dim += nd;
   for (i = 0, j = 0; i < nd; i++) {
-    if (i < dim) outer *= a->shape.dims[i];
-    if (i > dim) inner *= a->shape.dims[i];
+    if (i < dim) outer *= (uint64_t)a->shape.dims[i];
+    if (i > dim) inner *= (uint64_t)a->shape.dims[i];
     if (i != dim) ys.dims[j++] = a->shape.dims[i];
   }
   ys.ndim = nd - 1;
-  return dt__reduce(op, DT__R_SUM, a, outer, a->shape.dims[dim], inner, ys);
+  return dt__reduce(op, DT__R_SUM, a, (int64_t)outer, a->shape.dims[dim], (int64_t)inner, ys);
 }
 
 DTDEF dt_tensor *dt_cast(const dt_tensor *a, dt_dtype t) {
@@ -1316,9 +1323,280 @@ DTDEF dt_status dt_axpy_(dt_tensor *y, double alpha, const dt_tensor *x) {
   return dt__run(op, y->st->device, dt__be(y->st->device)->axpy(y->st->device.index, y->dtype, y->numel, alpha, x->st->ptr, y->st->ptr));
 }
 
-/* ---- printing ---- */
 
-#include "parts/print.inc"
+/* ---- printing: PyTorch's tensor repr ----
+   A port of torch/_tensor_str.py (PyTorch 1.13) with the default print
+   options: precision 4, threshold 1000, edgeitems 3, linewidth 80.
+   No heap: a first pass over the (summarised) values picks the number mode
+   and the column width, a second pass writes the text. */
+
+#define DT__PRINT_PRECISION 4
+#define DT__PRINT_THRESHOLD 1000
+#define DT__PRINT_EDGEITEMS 3
+#define DT__PRINT_LINEWIDTH 80
+#define DT__PRINT_INDENT    7   /* strlen("tensor(") */
+#define DT__PRINT_NUMBUF    512 /* "%.4f" of DBL_MAX is 315 chars */
+
+/* snprintf-style sink: counts everything, stores what fits. */
+typedef struct dt__print_out {
+  char  *buf;
+  size_t cap, len;
+  size_t col;       /* characters since the last newline */
+} dt__print_out;
+
+typedef struct dt__print_ctx {
+  const void *host;
+  dt_dtype    t;
+  int         ndim;
+  int64_t     dims[DT_MAX_DIMS], strides[DT_MAX_DIMS];
+  int         summarize;                 /* numel > threshold */
+  int         int_mode, sci_mode, width; /* _Formatter's state */
+} dt__print_ctx;
+
+static void dt__print_putc(dt__print_out *o, char ch) {
+  if (o->cap && o->len < o->cap - 1) o->buf[o->len] = ch;
+  o->len++;
+  o->col = ch == '\n' ? 0 : o->col + 1;
+}
+
+static void dt__print_puts(dt__print_out *o, const char *s) {
+  while (*s) dt__print_putc(o, *s++);
+}
+
+static void dt__print_spaces(dt__print_out *o, int64_t k) {
+  while (k-- > 0) dt__print_putc(o, ' ');
+}
+
+/* Python's "{}".format(v) for an int. */
+static int dt__fmt_int(char *out, int64_t v) {
+  char tmp[24];
+  int k = 0, n = 0;
+  uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+  do { tmp[k++] = (char)('0' + (int)(u % 10)); u /= 10; } while (u);
+  if (v < 0) out[n++] = '-';
+  while (k) out[n++] = tmp[--k];
+  out[n] = '\0';
+  return n;
+}
+
+/* Python's format(v, spec) for spec ".4f" (mode 'f'), ".4e" ('e') or ".0f"
+   ('0'). nan/inf as Python writes them (never "-nan"); the decimal point is
+   always '.', whatever the C locale says. */
+static int dt__fmt_float(char *out, double v, char mode) {
+  char tmp[DT__PRINT_NUMBUF];
+  int i = 0, n = 0;
+  if (isnan(v)) { memcpy(out, "nan", 4); return 3; }
+  if (isinf(v)) { if (v < 0) out[n++] = '-'; memcpy(out + n, "inf", 4); return n + 3; }
+  if (mode == 'e') snprintf(tmp, sizeof tmp, "%.*e", DT__PRINT_PRECISION, v);
+  else snprintf(tmp, sizeof tmp, "%.*f", mode == '0' ? 0 : DT__PRINT_PRECISION, v);
+  tmp[sizeof tmp - 1] = '\0';
+  if (tmp[i] == '-') out[n++] = tmp[i++];
+  while (tmp[i] >= '0' && tmp[i] <= '9') out[n++] = tmp[i++];
+  if (tmp[i] && tmp[i] != 'e') {            /* the locale's decimal point, any length */
+    while (tmp[i] && (tmp[i] < '0' || tmp[i] > '9')) i++;
+    out[n++] = '.';
+  }
+  while (tmp[i]) out[n++] = tmp[i++];
+  out[n] = '\0';
+  return n;
+}
+
+static double dt__print_getf(const dt__print_ctx *c, int64_t i) {
+  return c->t == DT_F32 ? (double)((const float *)c->host)[i] : ((const double *)c->host)[i];
+}
+
+static int64_t dt__print_geti(const dt__print_ctx *c, int64_t i) {
+  return c->t == DT_I32 ? (int64_t)((const int32_t *)c->host)[i] : ((const int64_t *)c->host)[i];
+}
+
+/* Dim d shows `count` entries; the p-th is element `index` (summarised:
+   the first and last edgeitems). */
+static int dt__print_summ(const dt__print_ctx *c, int d) {
+  return c->summarize && c->dims[d] > 2 * DT__PRINT_EDGEITEMS;
+}
+
+static int64_t dt__print_count(const dt__print_ctx *c, int d) {
+  return dt__print_summ(c, d) ? 2 * DT__PRINT_EDGEITEMS : c->dims[d];
+}
+
+static int64_t dt__print_index(const dt__print_ctx *c, int d, int64_t p) {
+  if (dt__print_summ(c, d) && p >= DT__PRINT_EDGEITEMS) return c->dims[d] - 2 * DT__PRINT_EDGEITEMS + p;
+  return p;
+}
+
+/* One scan over get_summarized_data(). pass 0: int widths; 1: float
+   min/max/int_mode; 2: float widths. */
+static void dt__print_scan(dt__print_ctx *c, int pass, double *mn, double *mx, int *have) {
+  int64_t pos[DT_MAX_DIMS];
+  char num[DT__PRINT_NUMBUF];
+  int d, w;
+  for (d = 0; d < c->ndim; d++) pos[d] = 0;
+  for (;;) {
+    int64_t off = 0;
+    for (d = 0; d < c->ndim; d++) off += dt__print_index(c, d, pos[d]) * c->strides[d];
+    if (pass == 0) {
+      w = dt__fmt_int(num, dt__print_geti(c, off));
+      if (w > c->width) c->width = w;
+    } else {
+      double v = dt__print_getf(c, off), a = fabs(v);
+      if (!isnan(v) && !isinf(v) && v != 0) {       /* nonzero_finite_vals */
+        if (pass == 1) {
+          if (!*have || a < *mn) *mn = a;
+          if (!*have || a > *mx) *mx = a;
+          *have = 1;
+          if (v != ceil(v)) c->int_mode = 0;
+        } else {
+          w = dt__fmt_float(num, v, c->sci_mode ? 'e' : c->int_mode ? '0' : 'f');
+          if (c->int_mode && !c->sci_mode) w++;      /* the '.' */
+          if (w > c->width) c->width = w;
+        }
+      }
+    }
+    for (d = c->ndim - 1; d >= 0; d--) {
+      if (++pos[d] < dt__print_count(c, d)) break;
+      pos[d] = 0;
+    }
+    if (d < 0) break;
+  }
+}
+
+/* _Formatter.__init__ */
+static void dt__print_formatter(dt__print_ctx *c) {
+  double mn = 0, mx = 0;
+  int have = 0;
+  c->int_mode = 1; c->sci_mode = 0; c->width = 1;
+  if (c->t == DT_I32 || c->t == DT_I64) { dt__print_scan(c, 0, &mn, &mx, &have); return; }
+  dt__print_scan(c, 1, &mn, &mx, &have);
+  if (!have) return;
+  if (mx / mn > 1000.0 || mx > 1.0e8 || (!c->int_mode && mn < 1.0e-4)) c->sci_mode = 1;
+  dt__print_scan(c, 2, &mn, &mx, &have);
+}
+
+/* _Formatter.format: one element, right-aligned to the common width. */
+static void dt__print_elem(dt__print_out *o, const dt__print_ctx *c, int64_t off) {
+  char num[DT__PRINT_NUMBUF];
+  int w;
+  if (c->t == DT_I32 || c->t == DT_I64) {
+    w = dt__fmt_int(num, dt__print_geti(c, off));
+  } else {
+    double v = dt__print_getf(c, off);
+    w = dt__fmt_float(num, v, c->sci_mode ? 'e' : c->int_mode ? '0' : 'f');
+    if (c->int_mode && !c->sci_mode && !isnan(v) && !isinf(v)) { num[w++] = '.'; num[w] = '\0'; }
+  }
+  dt__print_spaces(o, (int64_t)c->width - w);
+  dt__print_puts(o, num);
+}
+
+/* _tensor_str_with_formatter / _vector_str for dims d.. at element `off`. */
+static void dt__print_rec(dt__print_out *o, const dt__print_ctx *c, int d, int64_t off, int indent) {
+  int64_t k, p, items = dt__print_count(c, d);
+  int summ = dt__print_summ(c, d), i;
+  if (summ) items++;                              /* the "..." entry */
+  dt__print_putc(o, '[');
+  if (d == c->ndim - 1) {
+    int64_t per_line = (DT__PRINT_LINEWIDTH - indent) / (c->width + 2);
+    if (per_line < 1) per_line = 1;
+    for (k = 0; k < items; k++) {
+      if (k && k % per_line == 0) { dt__print_puts(o, ",\n"); dt__print_spaces(o, indent + 1); }
+      else if (k) dt__print_puts(o, ", ");
+      if (summ && k == DT__PRINT_EDGEITEMS) { dt__print_puts(o, " ..."); continue; }
+      p = summ && k > DT__PRINT_EDGEITEMS ? k - 1 : k;
+      dt__print_elem(o, c, off + dt__print_index(c, d, p) * c->strides[d]);
+    }
+  } else {
+    for (k = 0; k < items; k++) {
+      if (k) {
+        dt__print_putc(o, ',');
+        for (i = d + 1; i < c->ndim; i++) dt__print_putc(o, '\n');
+        dt__print_spaces(o, indent + 1);
+      }
+      if (summ && k == DT__PRINT_EDGEITEMS) { dt__print_puts(o, "..."); continue; }
+      p = summ && k > DT__PRINT_EDGEITEMS ? k - 1 : k;
+      dt__print_rec(o, c, d + 1, off + dt__print_index(c, d, p) * c->strides[d], indent + 1);
+    }
+  }
+  dt__print_putc(o, ']');
+}
+
+/* _add_suffixes, one suffix a+b+c: wraps onto a new line when the current
+   one would pass the line width. *last is PyTorch's last_line_len. */
+static void dt__print_suffix(dt__print_out *o, size_t *last, const char *a, const char *b, const char *c) {
+  size_t len = strlen(a) + strlen(b) + strlen(c);
+  if (*last + len + 2 > DT__PRINT_LINEWIDTH) {
+    dt__print_puts(o, ",\n");
+    dt__print_spaces(o, DT__PRINT_INDENT);
+    *last = DT__PRINT_INDENT + len;
+  } else {
+    dt__print_puts(o, ", ");
+    *last += len + 2;
+  }
+  dt__print_puts(o, a); dt__print_puts(o, b); dt__print_puts(o, c);
+}
+
+/* Writes PyTorch's repr of a tensor whose values are in `host` (contiguous,
+   row-major, native dtype) into buf with snprintf's contract. `device` is
+   NULL (or "cpu") for the CPU, else e.g. "cuda:0". Returns -1 for bad
+   arguments (buf, when n > 0, then holds ""). */
+static int dt__format_tensor(char *buf, size_t n, const void *host, dt_dtype t, const dt_shape *s, const char *device) {
+  dt__print_out o;
+  dt__print_ctx c;
+  char sizebuf[8 + DT_MAX_DIMS * 24];
+  int64_t numel = 1;
+  size_t last;
+  int d, empty = 0;
+  const char *tname = t == DT_F32 ? "float32" : t == DT_F64 ? "float64" : t == DT_I32 ? "int32" : "int64";
+
+  if (buf && n) buf[0] = '\0';
+  if ((!buf && n) || !s || s->ndim < 0 || s->ndim > DT_MAX_DIMS || (int)t < (int)DT_F32 || (int)t > (int)DT_I64) return -1;
+  for (d = 0; d < s->ndim; d++) {
+    if (s->dims[d] < 0) return -1;
+    if (s->dims[d] == 0) empty = 1;
+    else if (numel <= DT__PRINT_THRESHOLD)   /* only compared to the threshold: no overflow */
+      numel = s->dims[d] > DT__PRINT_THRESHOLD ? DT__PRINT_THRESHOLD + 1 : numel * s->dims[d];
+  }
+  if (!empty && !host) return -1;
+
+  o.buf = buf; o.cap = n; o.len = 0; o.col = 0;
+  memset(&c, 0, sizeof c);
+  c.host = host; c.t = t; c.ndim = s->ndim;
+  for (d = c.ndim - 1; d >= 0; d--) {
+    c.dims[d] = s->dims[d];
+    c.strides[d] = d == c.ndim - 1 ? 1 : c.strides[d + 1] * c.dims[d + 1];
+  }
+  c.summarize = !empty && numel > DT__PRINT_THRESHOLD;
+
+  dt__print_puts(&o, "tensor(");
+  if (empty) {
+    dt__print_puts(&o, "[]");
+  } else {
+    dt__print_formatter(&c);
+    if (c.ndim == 0) dt__print_elem(&o, &c, 0);
+    else dt__print_rec(&o, &c, 0, 0, DT__PRINT_INDENT);
+  }
+
+  /* _str_intern: device, then (empty) size, then dtype. */
+  last = o.col + 2;   /* len(s) - s.rfind("\n") + 1 */
+  if (device && strcmp(device, "cpu") != 0) dt__print_suffix(&o, &last, "device='", device, "'");
+  if (empty) {
+    if (c.ndim != 1) {
+      int k = 0;
+      memcpy(sizebuf, "size=(", 6); k = 6;
+      for (d = 0; d < c.ndim; d++) {
+        if (d) { sizebuf[k++] = ','; sizebuf[k++] = ' '; }
+        k += dt__fmt_int(sizebuf + k, c.dims[d]);
+      }
+      sizebuf[k++] = ')'; sizebuf[k] = '\0';
+      dt__print_suffix(&o, &last, sizebuf, "", "");
+    }
+    if (t != DT_F32) dt__print_suffix(&o, &last, "dtype=torch.", tname, "");
+  } else if (t == DT_F64 || t == DT_I32) {
+    dt__print_suffix(&o, &last, "dtype=torch.", tname, "");
+  }
+  dt__print_putc(&o, ')');
+
+  if (n) buf[o.len < n ? o.len : n - 1] = '\0';
+  return o.len > (size_t)0x7fffffff ? -1 : (int)o.len;
+}
 
 DTDEF int dt_snprint(char *buf, size_t n, const dt_tensor *t) {
   const char *op = "dt_snprint";
@@ -1386,11 +1664,1870 @@ DTDEF dt_status dt_empty_cache(dt_device d) {
 
 /* ---- neural networks ---- */
 
-#include "parts/nn.inc"
+typedef enum dt__mkind { DT__M_LINEAR = 0, DT__M_RELU, DT__M_SEQ } dt__mkind;
+
+#define DT__MAX_PARAMS 256
+
+struct dt_module {
+  dt__mkind kind;
+  dt_device device;
+  dt_dtype dtype;
+  /* linear: weight (out, in), bias (out,), their grads; in == 0 until a lazy layer's first forward */
+  int64_t in, out;
+  dt_tensor *weight, *bias, *gweight, *gbias;
+  dt_tensor *input;        /* linear, relu: the last forward's input, for backward */
+  dt_shape out_shape;      /* the last forward's output shape; ndim -1 before any */
+  /* sequential */
+  dt_module **layers;
+  int n, cap;
+  int owned;               /* 1 while a sequential holds this module (it has one owner) */
+  /* the parameter table, rebuilt when asked: names as PyTorch's state_dict */
+  int nparams;
+  char (*names)[64];
+  dt_tensor **params, **grads;
+};
+
+static dt_module *dt__module_new(const char *op, dt__mkind kind) {
+  dt_module *m = (dt_module *)DT_MALLOC(sizeof(dt_module));
+  if (!m) { dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); return NULL; }
+  memset(m, 0, sizeof *m);
+  m->kind = kind; m->device = dt_cpu(); m->dtype = DT_F32; m->out_shape.ndim = -1;
+  return m;
+}
+
+/* Draws a linear layer's parameters: uniform in +-1/sqrt(in), as PyTorch's default. */
+static dt_status dt__linear_init(const char *op, dt_module *m, int64_t in) {
+  double bound = 1.0 / sqrt((double)in);
+  dt_tensor *w = NULL, *b = NULL, *gw = NULL, *gb = NULL, *u;
+  dt_status s = DT_OK;
+  if ((u = dt__random(op, dt_shape2(m->out, in), m->device, 0))) {
+    w = dt__unary(op, DT__U_AFFINE, u, 2 * bound, -bound); dt_release(u);
+  }
+  if (w && (u = dt__random(op, dt_shape1(m->out), m->device, 0))) {
+    b = dt__unary(op, DT__U_AFFINE, u, 2 * bound, -bound); dt_release(u);
+  }
+  if (b && m->dtype != DT_F32) {
+    dt_tensor *w2 = dt_cast(w, m->dtype), *b2 = w2 ? dt_cast(b, m->dtype) : NULL;
+    dt_release(w); dt_release(b); w = w2; b = b2;
+  }
+  if (b) gw = dt__filled(op, dt_shape2(m->out, in), m->dtype, 0.0, m->device);
+  if (gw) gb = dt__filled(op, dt_shape1(m->out), m->dtype, 0.0, m->device);
+  if (!gb) {
+    s = dt_last_status();
+    dt_release(w); dt_release(b); dt_release(gw);
+    return s == DT_OK ? DT_ERR_OUT_OF_MEMORY : s;
+  }
+  m->in = in; m->weight = w; m->bias = b; m->gweight = gw; m->gbias = gb;
+  return DT_OK;
+}
+
+DTDEF dt_module *dt_linear(int64_t in_features, int64_t out_features) {
+  const char *op = "dt_linear";
+  dt_module *m;
+  if (in_features < 0 || out_features <= 0) {
+    dt__fail(DT_ERR_SHAPE, "%s: expected in_features >= 0 (0: lazy) and out_features > 0, got %lld and %lld", op,
+             (long long)in_features, (long long)out_features);
+    return NULL;
+  }
+  if (in_features > ((int64_t)1 << 40) || out_features > ((int64_t)1 << 40) ||
+      (in_features > 0 && out_features > (INT64_MAX / 8) / in_features)) {
+    dt__fail(DT_ERR_SHAPE, "%s: %lld x %lld weights are too large", op, (long long)out_features, (long long)in_features);
+    return NULL;
+  }
+  if (!(m = dt__module_new(op, DT__M_LINEAR))) return NULL;
+  m->out = out_features;
+  if (in_features > 0 && dt__linear_init(op, m, in_features) != DT_OK) { DT_FREE(m); return NULL; }
+  return m;
+}
+
+DTDEF dt_module *dt_relu_layer(void) { return dt__module_new("dt_relu_layer", DT__M_RELU); }
+DTDEF dt_module *dt_sequential(void) { return dt__module_new("dt_sequential", DT__M_SEQ); }
+
+static int dt__module_has_params(const dt_module *m) {
+  int i;
+  if (m->kind == DT__M_LINEAR) return m->weight != NULL;
+  if (m->kind == DT__M_SEQ)
+    for (i = 0; i < m->n; i++) if (dt__module_has_params(m->layers[i])) return 1;
+  return 0;
+}
+
+/* Sets the device and dtype of a module whose parameters (if any) are already there. */
+static void dt__module_set_place(dt_module *m, dt_device d, dt_dtype t) {
+  int i;
+  m->device = d; m->dtype = t;
+  if (m->kind == DT__M_SEQ) for (i = 0; i < m->n; i++) dt__module_set_place(m->layers[i], d, t);
+}
+
+DTDEF void dt_module_free(dt_module *m) {
+  int i;
+  if (!m) return;
+  if (m->owned) { dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_module_free: m belongs to a sequential, which frees it"); return; }
+  dt_release(m->weight); dt_release(m->bias); dt_release(m->gweight); dt_release(m->gbias); dt_release(m->input);
+  for (i = 0; i < m->n; i++) { m->layers[i]->owned = 0; dt_module_free(m->layers[i]); }
+  if (m->layers) DT_FREE(m->layers);
+  if (m->names) DT_FREE(m->names);
+  if (m->params) DT_FREE(m->params);
+  if (m->grads) DT_FREE(m->grads);
+  DT_FREE(m);
+}
+
+/* 1 when x is m or one of m's layers, at any depth. */
+static int dt__module_contains(const dt_module *m, const dt_module *x) {
+  int i;
+  if (m == x) return 1;
+  for (i = 0; i < m->n; i++) if (dt__module_contains(m->layers[i], x)) return 1;
+  return 0;
+}
+
+DTDEF dt_status dt_sequential_add(dt_module *seq, dt_module *layer) {
+  const char *op = "dt_sequential_add";
+  char a[48], b[48];
+  /* not freed on these two failures: its owner, or seq itself, still holds it */
+  if (layer && layer->owned) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: layer already belongs to a sequential (a module has one owner)", op);
+  if (layer && seq && dt__module_contains(layer, seq))
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: cannot add a sequential to itself or to one of its own layers", op);
+  if (!seq) { dt_module_free(layer); return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: seq is NULL", op); }
+  if (!layer) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: layer is NULL", op);
+  if (seq->kind != DT__M_SEQ) { dt_module_free(layer); return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: seq is not a sequential", op); }
+  if (layer == seq) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: cannot add a sequential to itself", op);
+  if (dt__module_has_params(layer) && !dt_device_equal(layer->device, seq->device)) {
+    if (dt__module_has_params(seq)) {
+      dt_status s = dt__fail(DT_ERR_DEVICE_MISMATCH, "%s: the layer is on %s but the sequential is on %s (move one with dt_module_to)",
+                             op, dt_device_str(layer->device, a, sizeof a), dt_device_str(seq->device, b, sizeof b));
+      dt_module_free(layer);
+      return s;
+    }
+    dt__module_set_place(seq, layer->device, layer->dtype); /* nothing to move yet: follow the layer */
+  }
+  if (dt__module_has_params(layer) && layer->dtype != seq->dtype) {
+    if (dt__module_has_params(seq)) {
+      dt_status s = dt__fail(DT_ERR_DTYPE, "%s: the layer is %s but the sequential is %s", op,
+                             dt_dtype_name(layer->dtype), dt_dtype_name(seq->dtype));
+      dt_module_free(layer);
+      return s;
+    }
+    dt__module_set_place(seq, seq->device, layer->dtype);
+  }
+  if (seq->n == seq->cap) {
+    int cap = seq->cap ? seq->cap * 2 : 8;
+    dt_module **l = (dt_module **)DT_MALLOC(sizeof(dt_module *) * (size_t)cap);
+    if (!l) { dt_module_free(layer); return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); }
+    if (seq->n) memcpy(l, seq->layers, sizeof(dt_module *) * (size_t)seq->n);
+    if (seq->layers) DT_FREE(seq->layers);
+    seq->layers = l; seq->cap = cap;
+  }
+  dt__module_set_place(layer, seq->device, seq->dtype); /* a layer without parameters holds no data */
+  seq->layers[seq->n++] = layer;
+  layer->owned = 1;
+  return DT_OK;
+}
+
+DTDEF dt_module *dt_sequential_get(dt_module *seq, int i) {
+  if (!seq) { dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_sequential_get: seq is NULL"); return NULL; }
+  if (seq->kind != DT__M_SEQ) { dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_sequential_get: seq is not a sequential"); return NULL; }
+  if (i < -seq->n || i >= seq->n) {
+    dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_sequential_get: index %d out of range for %d layers", i, seq->n);
+    return NULL;
+  }
+  return seq->layers[i < 0 ? i + seq->n : i];
+}
+
+DTDEF int dt_sequential_len(const dt_module *seq) {
+  if (!seq || seq->kind != DT__M_SEQ) { dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_sequential_len: seq is not a sequential"); return -1; }
+  return seq->n;
+}
+
+DTDEF dt_device dt_module_device(const dt_module *m) {
+  if (!m) { dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_module_device: m is NULL"); return dt_cpu(); }
+  return m->device;
+}
+
+/* Every parameter slot of m (weights, biases and grads), in state_dict order. */
+static int dt__module_slots(dt_module *m, dt_tensor ***slots, int cap, int at) {
+  int i;
+  if (m->kind == DT__M_LINEAR && m->weight) {
+    if (at + 4 <= cap) { slots[at] = &m->weight; slots[at + 1] = &m->bias; slots[at + 2] = &m->gweight; slots[at + 3] = &m->gbias; }
+    return at + 4;
+  }
+  if (m->kind == DT__M_SEQ) for (i = 0; i < m->n; i++) at = dt__module_slots(m->layers[i], slots, cap, at);
+  return at;
+}
+
+static void dt__module_drop_saved(dt_module *m) {
+  int i;
+  dt_release(m->input); m->input = NULL; m->out_shape.ndim = -1;
+  if (m->kind == DT__M_SEQ) for (i = 0; i < m->n; i++) dt__module_drop_saved(m->layers[i]);
+}
+
+/* Converts every parameter and grad with `conv`; all or nothing. */
+static dt_status dt__module_convert(const char *op, dt_module *m, dt_device d, dt_dtype t) {
+  dt_tensor **slots[4 * DT__MAX_PARAMS], *fresh[4 * DT__MAX_PARAMS];
+  int n = dt__module_slots(m, slots, 4 * DT__MAX_PARAMS, 0), i;
+  if (n > 4 * DT__MAX_PARAMS) return dt__fail(DT_ERR_UNSUPPORTED, "%s: more than %d parameters", op, 2 * DT__MAX_PARAMS);
+  for (i = 0; i < n; i++) {
+    dt_tensor *moved = dt_to(*slots[i], d);
+    fresh[i] = moved && dt_dtype_of(moved) != t ? dt_cast(moved, t) : moved;
+    if (fresh[i] != moved) dt_release(moved);
+    if (!fresh[i]) {
+      dt_status s = dt_last_status();
+      while (i-- > 0) dt_release(fresh[i]);
+      return s;
+    }
+  }
+  for (i = 0; i < n; i++) { dt_release(*slots[i]); *slots[i] = fresh[i]; }
+  dt__module_drop_saved(m);
+  dt__module_set_place(m, d, t);
+  return DT_OK;
+}
+
+DTDEF dt_status dt_module_to(dt_module *m, dt_device d) {
+  dt_status s;
+  if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_module_to: m is NULL");
+  if ((s = dt__check_device("dt_module_to", d)) != DT_OK) return s;
+  return dt__module_convert("dt_module_to", m, d, m->dtype);
+}
+
+DTDEF dt_status dt_module_to_dtype(dt_module *m, dt_dtype t) {
+  if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_module_to_dtype: m is NULL");
+  if (!dt__is_float(t)) return dt__fail(DT_ERR_DTYPE, "dt_module_to_dtype: parameters are float32 or float64, not %s", dt_dtype_name(t));
+  return dt__module_convert("dt_module_to_dtype", m, m->device, t);
+}
+
+/* Rebuilds m's parameter table; names as PyTorch's state_dict ("0.weight"). */
+static void dt__params_walk(dt_module *root, dt_module *m, const char *prefix, int *count) {
+  int i;
+  if (m->kind == DT__M_LINEAR) {
+    int k;
+    for (k = 0; k < 2; k++) {
+      if (root->names && *count < root->nparams) {
+        snprintf(root->names[*count], 64, "%s%s", prefix, k ? "bias" : "weight");
+        root->params[*count] = k ? m->bias : m->weight;
+        root->grads[*count] = k ? m->gbias : m->gweight;
+      }
+      (*count)++;
+    }
+  } else if (m->kind == DT__M_SEQ) {
+    for (i = 0; i < m->n; i++) {
+      char p[64];
+      snprintf(p, sizeof p, "%s%d.", prefix, i);
+      dt__params_walk(root, m->layers[i], p, count);
+    }
+  }
+}
+
+static dt_status dt__params_build(const char *op, dt_module *m) {
+  int count = 0;
+  dt_module probe = *m;
+  probe.names = NULL;
+  dt__params_walk(&probe, m, "", &count);
+  if (count != m->nparams || !m->names) {
+    if (m->names) DT_FREE(m->names);
+    if (m->params) DT_FREE(m->params);
+    if (m->grads) DT_FREE(m->grads);
+    m->names = NULL; m->params = m->grads = NULL; m->nparams = 0;
+    if (count == 0) return DT_OK;
+    m->names = (char (*)[64])DT_MALLOC(64 * (size_t)count);
+    m->params = (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)count);
+    m->grads = (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)count);
+    if (!m->names || !m->params || !m->grads) {
+      if (m->names) DT_FREE(m->names);
+      if (m->params) DT_FREE(m->params);
+      if (m->grads) DT_FREE(m->grads);
+      m->names = NULL; m->params = m->grads = NULL;
+      return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+    }
+    m->nparams = count;
+  }
+  count = 0;
+  dt__params_walk(m, m, "", &count);
+  return DT_OK;
+}
+
+DTDEF int dt_module_num_params(const dt_module *m) {
+  int count = 0;
+  dt_module probe;
+  if (!m) { dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_module_num_params: m is NULL"); return -1; }
+  probe = *m; probe.names = NULL;
+  dt__params_walk(&probe, (dt_module *)m, "", &count);
+  return count;
+}
+
+DTDEF dt_tensor *dt_module_param(dt_module *m, int i, const char **name) {
+  const char *op = "dt_module_param";
+  if (name) *name = NULL;
+  if (!m) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op); return NULL; }
+  if (dt__params_build(op, m) != DT_OK) return NULL;
+  if (i < 0 || i >= m->nparams) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: index %d out of range for %d parameters", op, i, m->nparams); return NULL; }
+  if (name) *name = m->names[i];
+  if (!m->params[i]) dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s is not initialised yet (a lazy layer: run a forward first)", op, m->names[i]);
+  return m->params[i];
+}
+
+DTDEF dt_tensor *dt_module_grad(dt_module *m, int i) {
+  const char *op = "dt_module_grad";
+  if (!m) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op); return NULL; }
+  if (dt__params_build(op, m) != DT_OK) return NULL;
+  if (i < 0 || i >= m->nparams) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: index %d out of range for %d parameters", op, i, m->nparams); return NULL; }
+  if (!m->grads[i]) dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s is not initialised yet (a lazy layer: run a forward first)", op, m->names[i]);
+  return m->grads[i];
+}
+
+DTDEF dt_tensor *dt_linear_weight(dt_module *m) {
+  if (!m || m->kind != DT__M_LINEAR) { dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_linear_weight: m is not a linear layer"); return NULL; }
+  if (!m->weight) dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_linear_weight: a lazy layer has no weight before its first forward");
+  return m->weight;
+}
+DTDEF dt_tensor *dt_linear_bias(dt_module *m) {
+  if (!m || m->kind != DT__M_LINEAR) { dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_linear_bias: m is not a linear layer"); return NULL; }
+  if (!m->bias) dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_linear_bias: a lazy layer has no bias before its first forward");
+  return m->bias;
+}
+
+/* The first parameter's name and tensor, for messages. */
+static const char *dt__first_param(dt_module *m, char *buf, size_t n) {
+  int count = 0;
+  dt_module probe = *m;
+  char names[2][64];
+  dt_tensor *p[2], *g[2];
+  probe.names = names; probe.params = p; probe.grads = g; probe.nparams = 1;
+  dt__params_walk(&probe, m, "", &count);
+  snprintf(buf, n, "%s", count ? names[0] : "the module");
+  return buf;
+}
+
+static dt_tensor *dt__forward(const char *op, dt_module *m, const dt_tensor *x) {
+  dt_tensor *y, *cur;
+  int i;
+  switch (m->kind) {
+    case DT__M_LINEAR: {
+      char sb[200];
+      dt__bcast g;
+      dt_status s;
+      if (x->shape.ndim != 2) {
+        dt__fail(DT_ERR_SHAPE, "%s: a linear layer takes x of shape (n, in_features), got %s", op, dt__shape_str(&x->shape, sb, sizeof sb));
+        return NULL;
+      }
+      if (!m->weight && dt__linear_init(op, m, x->shape.dims[1]) != DT_OK) return NULL;
+      if (x->shape.dims[1] != m->in) {
+        dt__fail(DT_ERR_SHAPE, "%s: x has shape %s but the layer takes %lld features", op, dt__shape_str(&x->shape, sb, sizeof sb), (long long)m->in);
+        return NULL;
+      }
+      /* y: (n, out) = bias broadcast over rows, then += x W^T */
+      if (!(y = dt__new(op, dt_shape2(x->shape.dims[0], m->out), m->dtype, m->device))) return NULL;
+      if (y->numel > 0) {
+        memset(&g, 0, sizeof g);
+        g.ndim = 2; g.numel = y->numel; g.dims[0] = x->shape.dims[0]; g.dims[1] = m->out; g.astride[1] = 1;
+        s = dt__be(m->device)->binary(m->device.index, DT__B_COPY_A, m->dtype, &g, m->bias->st->ptr, m->bias->st->ptr, y->st->ptr);
+        if (s == DT_OK)
+          s = dt__be(m->device)->gemm(m->device.index, m->dtype, 0, 1, 1, x->shape.dims[0], m->out, m->in, 1.0,
+                                      x->st->ptr, 0, m->weight->st->ptr, 0, 1.0, y->st->ptr, 0);
+        if (!(y = dt__done(op, y, s))) return NULL;
+      }
+      dt_release(m->input);
+      m->input = dt_retain((dt_tensor *)x);
+      m->out_shape = y->shape;
+      return y;
+    }
+    case DT__M_RELU:
+      if (!(y = dt__unary(op, DT__U_RELU, x, 0, 0))) return NULL;
+      dt_release(m->input);
+      m->input = dt_retain((dt_tensor *)x);
+      m->out_shape = y->shape;
+      return y;
+    case DT__M_SEQ:
+      cur = dt_retain((dt_tensor *)x);
+      for (i = 0; i < m->n && cur; i++) {
+        y = dt__forward(op, m->layers[i], cur);
+        dt_release(cur);
+        cur = y;
+      }
+      if (cur) m->out_shape = cur->shape;
+      else dt__module_drop_saved(m); /* the layers before the failing one saved this forward: no backward through a mix */
+      return cur;
+  }
+  return NULL;
+}
+
+DTDEF dt_tensor *dt_forward(dt_module *m, const dt_tensor *x) {
+  const char *op = "dt_forward";
+  char a[48], b[48], pn[64];
+  if (!m) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op); return NULL; }
+  if (dt__check_tensor(op, "x", x) != DT_OK) return NULL;
+  if (!dt_device_equal(x->st->device, m->device)) {
+    dt__fail(DT_ERR_DEVICE_MISMATCH, "%s: x is on %s but %s is on %s (move one with dt_to or dt_module_to)", op,
+             dt_device_str(x->st->device, a, sizeof a), dt__first_param(m, pn, sizeof pn), dt_device_str(m->device, b, sizeof b));
+    return NULL;
+  }
+  if (x->dtype != m->dtype) {
+    dt__fail(DT_ERR_DTYPE, "%s: x is %s but the module is %s (convert with dt_cast)", op, dt_dtype_name(x->dtype), dt_dtype_name(m->dtype));
+    return NULL;
+  }
+  return dt__forward(op, m, x);
+}
+
+static dt_tensor *dt__backward(const char *op, dt_module *m, const dt_tensor *g) {
+  dt_tensor *gx, *cur;
+  int i;
+  /* each layer goes back only through its own last forward (one run on its own since breaks the chain) */
+  if (m->out_shape.ndim < 0 || (m->kind != DT__M_SEQ && !m->input) || g->shape.ndim != m->out_shape.ndim ||
+      memcmp(g->shape.dims, m->out_shape.dims, sizeof(int64_t) * (size_t)g->shape.ndim) != 0) {
+    char a[200], b[200];
+    dt__fail(DT_ERR_SHAPE, "%s: a layer's gradient has shape %s but its last forward gave %s (was a layer run on its own since?)",
+             op, dt__shape_str(&g->shape, a, sizeof a), dt__shape_str(&m->out_shape, b, sizeof b));
+    return NULL;
+  }
+  switch (m->kind) {
+    case DT__M_LINEAR: {
+      const dt__backend *be = dt__be(m->device);
+      int dev = m->device.index;
+      int64_t n = m->input->shape.dims[0];
+      dt_tensor *gb;
+      dt_status s = DT_OK;
+      /* gW (out, in) += g^T x; gb (out,) += sum over rows of g; gx (n, in) = g W */
+      if (!(gx = dt__new(op, m->input->shape, m->dtype, m->device))) return NULL;
+      if (!(gb = dt__reduce(op, DT__R_SUM, g, 1, n, m->out, m->bias->shape))) { dt_release(gx); return NULL; }
+      if (n > 0) s = be->gemm(dev, m->dtype, 1, 0, 1, m->out, m->in, n, 1.0, g->st->ptr, 0, m->input->st->ptr, 0, 1.0, m->gweight->st->ptr, 0);
+      if (s == DT_OK) s = be->axpy(dev, m->dtype, m->out, 1.0, gb->st->ptr, m->gbias->st->ptr);
+      if (s == DT_OK && gx->numel > 0) s = be->gemm(dev, m->dtype, 0, 0, 1, n, m->in, m->out, 1.0, g->st->ptr, 0, m->weight->st->ptr, 0, 0.0, gx->st->ptr, 0);
+      dt_release(gb);
+      return dt__done(op, gx, s);
+    }
+    case DT__M_RELU: {
+      dt__bcast bc;
+      if (!(gx = dt__new(op, g->shape, m->dtype, m->device))) return NULL;
+      if (gx->numel == 0) return gx;
+      memset(&bc, 0, sizeof bc);
+      bc.ndim = 1; bc.contiguous = 1; bc.numel = gx->numel; bc.dims[0] = gx->numel; bc.astride[0] = 1; bc.bstride[0] = 1;
+      return dt__done(op, gx, dt__be(m->device)->binary(m->device.index, DT__B_RELU_GRAD, m->dtype, &bc, g->st->ptr, m->input->st->ptr, gx->st->ptr));
+    }
+    case DT__M_SEQ:
+      cur = dt_retain((dt_tensor *)g);
+      for (i = m->n - 1; i >= 0 && cur; i--) {
+        gx = dt__backward(op, m->layers[i], cur);
+        dt_release(cur);
+        cur = gx;
+      }
+      return cur;
+  }
+  return NULL;
+}
+
+DTDEF dt_tensor *dt_backward(dt_module *m, const dt_tensor *grad_output) {
+  const char *op = "dt_backward";
+  char a[200], b[200];
+  if (!m) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op); return NULL; }
+  if (dt__check_tensor(op, "grad_output", grad_output) != DT_OK) return NULL;
+  if (m->out_shape.ndim < 0) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: no forward to go back through (call dt_forward first)", op); return NULL; }
+  if (!dt_device_equal(grad_output->st->device, m->device)) {
+    dt__fail(DT_ERR_DEVICE_MISMATCH, "%s: grad_output is on %s but the module is on %s", op,
+             dt_device_str(grad_output->st->device, a, sizeof a), dt_device_str(m->device, b, sizeof b));
+    return NULL;
+  }
+  if (grad_output->dtype != m->dtype) {
+    dt__fail(DT_ERR_DTYPE, "%s: grad_output is %s but the module is %s", op, dt_dtype_name(grad_output->dtype), dt_dtype_name(m->dtype));
+    return NULL;
+  }
+  if (grad_output->shape.ndim != m->out_shape.ndim ||
+      memcmp(grad_output->shape.dims, m->out_shape.dims, sizeof(int64_t) * (size_t)m->out_shape.ndim) != 0) {
+    dt__fail(DT_ERR_SHAPE, "%s: grad_output has shape %s but the forward gave %s", op,
+             dt__shape_str(&grad_output->shape, a, sizeof a), dt__shape_str(&m->out_shape, b, sizeof b));
+    return NULL;
+  }
+  return dt__backward(op, m, grad_output);
+}
+
+DTDEF dt_status dt_zero_grad(dt_module *m) {
+  dt_tensor **slots[4 * DT__MAX_PARAMS];
+  int n, i;
+  dt_status s;
+  if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_zero_grad: m is NULL");
+  n = dt__module_slots(m, slots, 4 * DT__MAX_PARAMS, 0);
+  if (n > 4 * DT__MAX_PARAMS) return dt__fail(DT_ERR_UNSUPPORTED, "dt_zero_grad: more than %d linear layers", DT__MAX_PARAMS);
+  for (i = 0; i + 3 < n && i < 4 * DT__MAX_PARAMS; i += 4) {
+    if ((s = dt_fill_(*slots[i + 2], 0)) != DT_OK) return s;
+    if ((s = dt_fill_(*slots[i + 3], 0)) != DT_OK) return s;
+  }
+  return DT_OK;
+}
+
+DTDEF dt_status dt_sgd_step(dt_module *m, double lr) {
+  dt_tensor **slots[4 * DT__MAX_PARAMS];
+  int n, i;
+  dt_status s;
+  if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_sgd_step: m is NULL");
+  if (!(lr == lr) || lr - lr != 0) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_sgd_step: lr must be finite, got %g", lr);
+  n = dt__module_slots(m, slots, 4 * DT__MAX_PARAMS, 0);
+  if (n > 4 * DT__MAX_PARAMS) return dt__fail(DT_ERR_UNSUPPORTED, "dt_sgd_step: more than %d linear layers", DT__MAX_PARAMS);
+  for (i = 0; i + 3 < n && i < 4 * DT__MAX_PARAMS; i += 4) {
+    if ((s = dt_axpy_(*slots[i], -lr, *slots[i + 2])) != DT_OK) return s;
+    if ((s = dt_axpy_(*slots[i + 1], -lr, *slots[i + 3])) != DT_OK) return s;
+  }
+  return DT_OK;
+}
+
+static dt_status dt__loss_check(const char *op, const dt_tensor *p, const dt_tensor *t) {
+  dt_status s;
+  char a[200], b[200];
+  if ((s = dt__check_tensor(op, "pred", p)) != DT_OK || (s = dt__check_tensor(op, "target", t)) != DT_OK) return s;
+  if ((s = dt__same_device(op, "pred", p, "target", t)) != DT_OK || (s = dt__same_dtype(op, "pred", p, "target", t)) != DT_OK) return s;
+  if ((s = dt__float_only(op, "pred", p)) != DT_OK) return s;
+  if (p->shape.ndim != t->shape.ndim || memcmp(p->shape.dims, t->shape.dims, sizeof(int64_t) * (size_t)p->shape.ndim) != 0)
+    return dt__fail(DT_ERR_SHAPE, "%s: pred has shape %s but target has shape %s", op, dt__shape_str(&p->shape, a, sizeof a),
+                    dt__shape_str(&t->shape, b, sizeof b));
+  return DT_OK;
+}
+
+DTDEF dt_tensor *dt_mse_loss(const dt_tensor *pred, const dt_tensor *target) {
+  const char *op = "dt_mse_loss";
+  dt_tensor *d, *sq, *l;
+  if (dt__loss_check(op, pred, target) != DT_OK) return NULL;
+  if (!(d = dt__binary(op, DT__B_SUB, pred, target))) return NULL;
+  sq = dt__binary(op, DT__B_MUL, d, d);
+  dt_release(d);
+  if (!sq) return NULL;
+  l = dt__reduce(op, DT__R_MEAN, sq, 1, sq->numel, 1, dt_shape0());
+  dt_release(sq);
+  return l;
+}
+
+DTDEF dt_tensor *dt_mse_loss_grad(const dt_tensor *pred, const dt_tensor *target) {
+  const char *op = "dt_mse_loss_grad";
+  dt_tensor *d, *g;
+  if (dt__loss_check(op, pred, target) != DT_OK) return NULL;
+  if (!(d = dt__binary(op, DT__B_SUB, pred, target))) return NULL;
+  g = dt__unary(op, DT__U_AFFINE, d, pred->numel ? 2.0 / (double)pred->numel : 0.0, 0.0);
+  dt_release(d);
+  return g;
+}
+
+/* ---- safetensors ---- */
+/* safetensors: 8-byte little-endian header length N, N bytes of JSON
+   {"name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]}, ...,
+    "__metadata__": {...}}, then the raw little-endian data. */
+
+#define DT__ST_MAX_HEADER ((uint64_t)100 << 20) /* the format's own limit: 100 MB */
+
+static const char *dt__st_dtype(dt_dtype t) {
+  switch (t) { case DT_F32: return "F32"; case DT_F64: return "F64"; case DT_I32: return "I32"; case DT_I64: return "I64"; }
+  return "?";
+}
+
+static int dt__little_endian(void) { const uint16_t one = 1; return *(const uint8_t *)&one == 1; }
+
+DTDEF dt_status dt_module_save(const dt_module *mc, const char *path) {
+  const char *op = "dt_module_save";
+  dt_module *m = (dt_module *)mc;
+  char *hdr = NULL;
+  size_t cap = 0, len = 0, maxbytes = 0;
+  uint64_t off = 0, hlen;
+  unsigned char lenbuf[8];
+  void *host = NULL;
+  FILE *f = NULL;
+  dt_status s = DT_OK;
+  int i, pass, k;
+  if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op);
+  if (!path) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: path is NULL", op);
+  if (!dt__little_endian()) return dt__fail(DT_ERR_UNSUPPORTED, "%s: big-endian hosts are not supported", op);
+  if ((s = dt__params_build(op, m)) != DT_OK) return s;
+  for (i = 0; i < m->nparams; i++) {
+    if (!m->params[i]) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s is not initialised yet (a lazy layer: run a forward first)", op, m->names[i]);
+    if (m->params[i]->nbytes > maxbytes) maxbytes = m->params[i]->nbytes;
+  }
+  /* the header, measured on pass 0 and written on pass 1 */
+  for (pass = 0; pass < 2; pass++) {
+    len = 0; off = 0;
+#define DT__ST_PUT(...) do { int w_ = snprintf(hdr ? hdr + len : NULL, hdr ? cap - len : 0, __VA_ARGS__); len += (size_t)w_; } while (0)
+    DT__ST_PUT("{");
+    for (i = 0; i < m->nparams; i++) {
+      dt_tensor *t = m->params[i];
+      DT__ST_PUT("%s\"%s\":{\"dtype\":\"%s\",\"shape\":[", i ? "," : "", m->names[i], dt__st_dtype(t->dtype));
+      for (k = 0; k < t->shape.ndim; k++) DT__ST_PUT("%s%lld", k ? "," : "", (long long)t->shape.dims[k]);
+      DT__ST_PUT("],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off, (unsigned long long)(off + t->nbytes));
+      off += t->nbytes;
+    }
+    DT__ST_PUT("%s\"__metadata__\":{\"format\":\"pt\"}}", m->nparams ? "," : "");
+#undef DT__ST_PUT
+    if (pass == 0) {
+      cap = len + 8 + 1; /* room for padding to 8 bytes */
+      if (!(hdr = (char *)DT_MALLOC(cap))) return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+    }
+  }
+  while (len % 8) hdr[len++] = ' ';
+  hlen = len;
+  for (k = 0; k < 8; k++) lenbuf[k] = (unsigned char)(hlen >> (8 * k));
+  if (maxbytes && !(host = DT_MALLOC(maxbytes))) { s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); goto done; }
+  if (!(f = fopen(path, "wb"))) { s = dt__fail(DT_ERR_IO, "%s: cannot open %s for writing", op, path); goto done; }
+  if (fwrite(lenbuf, 1, 8, f) != 8 || fwrite(hdr, 1, len, f) != len) { s = dt__fail(DT_ERR_IO, "%s: writing %s failed", op, path); goto done; }
+  for (i = 0; i < m->nparams; i++) {
+    dt_tensor *t = m->params[i];
+    if (t->nbytes == 0) continue;
+    if ((s = dt_to_host(t, host, maxbytes)) != DT_OK) goto done;
+    if (fwrite(host, 1, t->nbytes, f) != t->nbytes) { s = dt__fail(DT_ERR_IO, "%s: writing %s failed", op, path); goto done; }
+  }
+done:
+  if (f && fclose(f) != 0 && s == DT_OK) s = dt__fail(DT_ERR_IO, "%s: writing %s failed", op, path);
+  if (host) DT_FREE(host);
+  DT_FREE(hdr);
+  return s;
+}
+
+/* ---- a small JSON reader, for the header only ---- */
+
+typedef struct dt__json { const char *p, *end; } dt__json;
+
+static void dt__json_ws(dt__json *j) { while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r')) j->p++; }
+static int dt__json_eat(dt__json *j, char c) { dt__json_ws(j); if (j->p < j->end && *j->p == c) { j->p++; return 1; } return 0; }
+
+/* A string into out (NUL-terminated; at most cap - 1 bytes, else fails); out NULL skips it. */
+static int dt__json_string(dt__json *j, char *out, size_t cap) {
+  size_t n = 0;
+  if (!dt__json_eat(j, '"')) return 0;
+  while (j->p < j->end && *j->p != '"') {
+    char c = *j->p++;
+    if ((unsigned char)c < 0x20) return 0;
+    if (c == '\\') {
+      if (j->p >= j->end) return 0;
+      c = *j->p++;
+      switch (c) {
+        case '"': case '\\': case '/': break;
+        case 'b': c = '\b'; break; case 'f': c = '\f'; break; case 'n': c = '\n'; break;
+        case 'r': c = '\r'; break; case 't': c = '\t'; break;
+        case 'u': { int k; unsigned v = 0;
+          if (j->end - j->p < 4) return 0;
+          for (k = 0; k < 4; k++) { char h = *j->p++; v = v * 16 + (unsigned)(h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : 99); if (v > 0xffff) return 0; }
+          if (v == 0 || v > 0x7f) c = '?'; else c = (char)v; /* names are ASCII: others never match */
+          break; }
+        default: return 0;
+      }
+    }
+    if (out) { if (n + 1 >= cap) return 0; out[n++] = c; }
+  }
+  if (j->p >= j->end) return 0;
+  j->p++;
+  if (out) out[n] = 0;
+  return 1;
+}
+
+static int dt__json_uint(dt__json *j, uint64_t *v) {
+  int digits = 0;
+  dt__json_ws(j);
+  *v = 0;
+  while (j->p < j->end && *j->p >= '0' && *j->p <= '9') {
+    if (*v > ((uint64_t)1 << 53)) return 0;
+    *v = *v * 10 + (uint64_t)(*j->p++ - '0');
+    digits++;
+  }
+  return digits > 0 && *v <= ((uint64_t)1 << 53);
+}
+
+static int dt__json_skip(dt__json *j, int depth) {
+  if (depth > 32) return 0;
+  dt__json_ws(j);
+  if (j->p >= j->end) return 0;
+  if (*j->p == '"') return dt__json_string(j, NULL, 0);
+  if (*j->p == '{' || *j->p == '[') {
+    char close = *j->p == '{' ? '}' : ']';
+    int obj = *j->p == '{', first = 1;
+    j->p++;
+    while (!dt__json_eat(j, close)) {
+      if (!first && !dt__json_eat(j, ',')) return 0;
+      first = 0;
+      if (obj && (!dt__json_string(j, NULL, 0) || !dt__json_eat(j, ':'))) return 0;
+      if (!dt__json_skip(j, depth + 1)) return 0;
+    }
+    return 1;
+  }
+  /* numbers, true, false, null */
+  if (!(*j->p == '-' || (*j->p >= '0' && *j->p <= '9') || *j->p == 't' || *j->p == 'f' || *j->p == 'n')) return 0;
+  while (j->p < j->end && *j->p != ',' && *j->p != '}' && *j->p != ']' && *j->p != ' ' && *j->p != '\n' && *j->p != '\t' && *j->p != '\r') j->p++;
+  return 1;
+}
+
+typedef struct dt__st_entry { int seen; char dtype[16]; int ndim; int64_t dims[DT_MAX_DIMS]; uint64_t begin, end; } dt__st_entry;
+
+/* One tensor's description: {"dtype": ..., "shape": [...], "data_offsets": [b, e]} */
+static int dt__st_parse_entry(dt__json *j, dt__st_entry *e) {
+  char key[32];
+  int first = 1, have = 0;
+  if (!dt__json_eat(j, '{')) return 0;
+  while (!dt__json_eat(j, '}')) {
+    if (!first && !dt__json_eat(j, ',')) return 0;
+    first = 0;
+    if (!dt__json_string(j, key, sizeof key) || !dt__json_eat(j, ':')) return 0;
+    if (strcmp(key, "dtype") == 0) {
+      if (!dt__json_string(j, e->dtype, sizeof e->dtype)) return 0;
+      have |= 1;
+    } else if (strcmp(key, "shape") == 0) {
+      uint64_t v;
+      e->ndim = 0;
+      if (!dt__json_eat(j, '[')) return 0;
+      while (!dt__json_eat(j, ']')) {
+        if (e->ndim > 0 && !dt__json_eat(j, ',')) return 0;
+        if (e->ndim >= DT_MAX_DIMS || !dt__json_uint(j, &v)) return 0;
+        e->dims[e->ndim++] = (int64_t)v;
+      }
+      have |= 2;
+    } else if (strcmp(key, "data_offsets") == 0) {
+      if (!dt__json_eat(j, '[') || !dt__json_uint(j, &e->begin) || !dt__json_eat(j, ',') ||
+          !dt__json_uint(j, &e->end) || !dt__json_eat(j, ']')) return 0;
+      have |= 4;
+    } else if (!dt__json_skip(j, 1)) return 0;
+  }
+  return have == 7;
+}
+
+DTDEF dt_status dt_module_load(dt_module *m, const char *path) {
+  const char *op = "dt_module_load";
+  FILE *f = NULL;
+  unsigned char lenbuf[8];
+  uint64_t hlen = 0, datalen;
+  long fsize;
+  char *hdr = NULL, name[128];
+  dt__st_entry *ents = NULL;
+  dt_tensor **fresh = NULL;
+  void *host = NULL;
+  dt__json j;
+  dt_status s = DT_OK;
+  int i, k, first = 1;
+  if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op);
+  if (!path) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: path is NULL", op);
+  if (!dt__little_endian()) return dt__fail(DT_ERR_UNSUPPORTED, "%s: big-endian hosts are not supported", op);
+  if ((s = dt__params_build(op, m)) != DT_OK) return s;
+  for (i = 0; i < m->nparams; i++)
+    if (!m->params[i]) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s is not initialised yet (a lazy layer: run a forward first)", op, m->names[i]);
+  if (!(f = fopen(path, "rb"))) return dt__fail(DT_ERR_IO, "%s: cannot open %s", op, path);
+  if (fseek(f, 0, SEEK_END) != 0 || (fsize = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) { s = dt__fail(DT_ERR_IO, "%s: cannot read %s", op, path); goto done; }
+  if (fsize >= 8 && fread(lenbuf, 1, 8, f) != 8) { s = dt__fail(DT_ERR_IO, "%s: cannot read %s", op, path); goto done; } /* e.g. a directory */
+  if (fsize < 8) { s = dt__fail(DT_ERR_FORMAT, "%s: %s is too short for a safetensors file (%ld bytes)", op, path, fsize); goto done; }
+  for (k = 7; k >= 0; k--) hlen = (hlen << 8) | lenbuf[k];
+  if (hlen < 2 || hlen > (uint64_t)fsize - 8 || hlen > DT__ST_MAX_HEADER) {
+    s = dt__fail(DT_ERR_FORMAT, "%s: %s: header length %llu does not fit a %ld-byte file", op, path, (unsigned long long)hlen, fsize);
+    goto done;
+  }
+  datalen = (uint64_t)fsize - 8 - hlen;
+  /* sizes below are bounded by the file's length, never taken from it unchecked */
+  hdr = (char *)DT_MALLOC((size_t)hlen + 1);
+  ents = (dt__st_entry *)DT_MALLOC(sizeof(dt__st_entry) * (size_t)(m->nparams + 1));
+  fresh = (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)(m->nparams + 1));
+  if (fresh) memset(fresh, 0, sizeof(dt_tensor *) * (size_t)(m->nparams + 1)); /* `done` releases its entries */
+  if (!hdr || !ents || !fresh) { s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); goto done; }
+  memset(ents, 0, sizeof(dt__st_entry) * (size_t)(m->nparams + 1));
+  if (fread(hdr, 1, (size_t)hlen, f) != (size_t)hlen) { s = dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path); goto done; }
+  hdr[hlen] = 0;
+  j.p = hdr; j.end = hdr + hlen;
+  if (!dt__json_eat(&j, '{')) { s = dt__fail(DT_ERR_FORMAT, "%s: %s: the header is not a JSON object", op, path); goto done; }
+  while (!dt__json_eat(&j, '}')) {
+    dt__st_entry e;
+    if ((!first && !dt__json_eat(&j, ',')) || !dt__json_string(&j, name, sizeof name) || !dt__json_eat(&j, ':')) {
+      s = dt__fail(DT_ERR_FORMAT, "%s: %s: malformed header near byte %ld", op, path, (long)(j.p - hdr) + 8); goto done;
+    }
+    first = 0;
+    if (strcmp(name, "__metadata__") == 0) {
+      if (!dt__json_skip(&j, 0)) { s = dt__fail(DT_ERR_FORMAT, "%s: %s: malformed __metadata__", op, path); goto done; }
+      continue;
+    }
+    memset(&e, 0, sizeof e);
+    if (!dt__st_parse_entry(&j, &e)) { s = dt__fail(DT_ERR_FORMAT, "%s: %s: malformed entry for \"%s\"", op, path, name); goto done; }
+    for (i = 0; i < m->nparams && strcmp(m->names[i], name) != 0; i++) {}
+    if (i == m->nparams) { s = dt__fail(DT_ERR_FORMAT, "%s: %s holds \"%s\", which the module does not have", op, path, name); goto done; }
+    if (ents[i].seen) { s = dt__fail(DT_ERR_FORMAT, "%s: %s holds \"%s\" twice", op, path, name); goto done; }
+    ents[i] = e;
+    ents[i].seen = 1;
+  }
+  dt__json_ws(&j);
+  if (j.p != j.end) { s = dt__fail(DT_ERR_FORMAT, "%s: %s: trailing bytes after the header's JSON", op, path); goto done; }
+  for (i = 0; i < m->nparams; i++) {
+    dt_tensor *t = m->params[i];
+    dt__st_entry *e = &ents[i];
+    char a[200], b[200];
+    dt_shape es;
+    if (!e->seen) { s = dt__fail(DT_ERR_FORMAT, "%s: %s has no \"%s\"", op, path, m->names[i]); goto done; }
+    if (strcmp(e->dtype, dt__st_dtype(t->dtype)) != 0) {
+      s = dt__fail(DT_ERR_DTYPE, "%s: %s: \"%s\" is %s but the module's is %s", op, path, m->names[i], e->dtype, dt__st_dtype(t->dtype)); goto done;
+    }
+    es = dt_shape_n(e->ndim, e->dims);
+    if (es.ndim != t->shape.ndim || memcmp(es.dims, t->shape.dims, sizeof(int64_t) * (size_t)es.ndim) != 0) {
+      s = dt__fail(DT_ERR_SHAPE, "%s: %s: \"%s\" has shape %s but the module's has %s", op, path, m->names[i],
+                   dt__shape_str(&es, a, sizeof a), dt__shape_str(&t->shape, b, sizeof b)); goto done;
+    }
+    if (e->begin > e->end || e->end > datalen || e->end - e->begin != (uint64_t)t->nbytes) {
+      s = dt__fail(DT_ERR_FORMAT, "%s: %s: \"%s\" has data_offsets [%llu, %llu], which do not hold %zu bytes within the %llu data bytes",
+                   op, path, m->names[i], (unsigned long long)e->begin, (unsigned long long)e->end, t->nbytes, (unsigned long long)datalen);
+      goto done;
+    }
+  }
+  /* everything checks: read each tensor, straight onto the module's device */
+  for (i = 0; i < m->nparams; i++) {
+    dt_tensor *t = m->params[i];
+    if (!(host = t->nbytes ? DT_MALLOC(t->nbytes) : NULL) && t->nbytes) { s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); goto done; }
+    if (t->nbytes && (fseek(f, (long)(8 + hlen + ents[i].begin), SEEK_SET) != 0 || fread(host, 1, t->nbytes, f) != t->nbytes)) {
+      s = dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path); goto done;
+    }
+    if (!(fresh[i] = dt_from_data(host, t->shape, t->dtype, t->st->device))) { s = dt_last_status(); goto done; }
+    if (host) { DT_FREE(host); host = NULL; }
+  }
+  for (i = 0; i < m->nparams; i++) {
+    /* copy into the existing tensors so that borrowed pointers stay valid */
+    if ((s = dt_copy_(m->params[i], fresh[i])) != DT_OK) goto done;
+  }
+done:
+  if (fresh) { for (i = 0; i < m->nparams; i++) dt_release(fresh[i]); DT_FREE(fresh); }
+  if (host) DT_FREE(host);
+  if (ents) DT_FREE(ents);
+  if (hdr) DT_FREE(hdr);
+  if (f) fclose(f);
+  return s;
+}
+/* ---- trainer ---- */
+/* The chapter's Trainer: the model on the first kept GPU, each minibatch moved
+   there, the loss summed on the device and read once per epoch. */
+
+DTDEF dt_status dt_trainer_init(dt_trainer *tr, int max_epochs, int num_gpus) {
+  int n, i;
+  if (!tr) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_trainer_init: tr is NULL");
+  if (max_epochs < 0 || num_gpus < 0)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_trainer_init: max_epochs and num_gpus must be >= 0, got %d and %d", max_epochs, num_gpus);
+  memset(tr, 0, sizeof *tr);
+  tr->max_epochs = max_epochs;
+  n = dt__gpu_count();
+  n = num_gpus < n ? num_gpus : n;
+  n = n < 8 ? n : 8;
+  for (i = 0; i < n; i++) tr->gpus[i] = dt_gpu(i);
+  tr->num_gpus = n;
+  tr->device = n ? tr->gpus[0] : dt_cpu();
+  tr->batch_size = 32;
+  tr->lr = 0.03;
+  return DT_OK;
+}
+
+DTDEF dt_status dt_trainer_prepare_model(dt_trainer *tr, dt_module *m) {
+  if (!tr) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_trainer_prepare_model: tr is NULL");
+  if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_trainer_prepare_model: m is NULL");
+  return dt_module_to(m, tr->device);
+}
+
+DTDEF dt_tensor *dt_trainer_prepare_batch(dt_trainer *tr, const dt_tensor *batch) {
+  if (!tr) { dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_trainer_prepare_batch: tr is NULL"); return NULL; }
+  if (!batch) { dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_trainer_prepare_batch: batch is NULL"); return NULL; }
+  return dt_to((dt_tensor *)batch, tr->device);
+}
+
+/* A permutation of 0..n-1 from the seeded Philox generator (Fisher-Yates). */
+static void dt__shuffle(int64_t *idx, int64_t n) {
+  uint64_t seed = DT__ATOMIC_LOAD(&dt__seed), draw = DT__ATOMIC_ADD(&dt__draw, (uint64_t)1) - 1;
+  uint32_t w[4];
+  int64_t i;
+  for (i = 0; i < n; i++) idx[i] = i;
+  for (i = n - 1; i > 0; i--) {
+    uint64_t r;
+    dt__philox_block(seed, draw, (uint64_t)i, w);
+    r = ((uint64_t)w[0] << 32 | w[1]) % (uint64_t)(i + 1);
+    { int64_t t = idx[i]; idx[i] = idx[(int64_t)r]; idx[(int64_t)r] = t; }
+  }
+}
+
+/* One step on a minibatch that is on the trainer's device: forward, MSE,
+   backward, SGD; adds rows * loss to `acc` on the device. */
+static dt_status dt__train_step(dt_trainer *tr, dt_module *m, dt_tensor *xb, dt_tensor *yb, dt_tensor *acc) {
+  dt_tensor *pred, *loss = NULL, *g = NULL, *gx = NULL;
+  dt_status s = DT_ERR_BACKEND;
+  if (!(pred = dt_forward(m, xb))) return dt_last_status();
+  if ((loss = dt_mse_loss(pred, yb)) && dt_axpy_(acc, (double)dt_dim(xb, 0), loss) == DT_OK &&
+      (g = dt_mse_loss_grad(pred, yb)) && dt_zero_grad(m) == DT_OK && (gx = dt_backward(m, g)))
+    s = dt_sgd_step(m, tr->lr);
+  else
+    s = dt_last_status();
+  dt_release(pred); dt_release(loss); dt_release(g); dt_release(gx);
+  return s;
+}
+
+DTDEF dt_status dt_trainer_fit(dt_trainer *tr, dt_module *m, const dt_tensor *X, const dt_tensor *y) {
+  const char *op = "dt_trainer_fit";
+  int64_t n, fx, fy, bs, b, r, *idx = NULL;
+  size_t es;
+  unsigned char *xh = NULL, *yh = NULL, *xbh = NULL, *ybh = NULL;
+  dt_tensor *acc = NULL;
+  dt_status s = DT_OK;
+  int epoch;
+  if (!tr) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: tr is NULL", op);
+  if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op);
+  if ((s = dt__check_tensor(op, "X", X)) != DT_OK || (s = dt__check_tensor(op, "y", y)) != DT_OK) return s;
+  if (X->shape.ndim != 2 || y->shape.ndim != 2 || X->shape.dims[0] != y->shape.dims[0]) {
+    char a[200], c[200];
+    return dt__fail(DT_ERR_SHAPE, "%s: expected X (n, in) and y (n, out), got %s and %s", op,
+                    dt__shape_str(&X->shape, a, sizeof a), dt__shape_str(&y->shape, c, sizeof c));
+  }
+  if ((s = dt__same_dtype(op, "X", X, "y", y)) != DT_OK || (s = dt__float_only(op, "X", X)) != DT_OK) return s;
+  if (tr->batch_size <= 0) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: batch_size must be positive, got %lld", op, (long long)tr->batch_size);
+  if ((s = dt_trainer_prepare_model(tr, m)) != DT_OK) return s;
+  n = X->shape.dims[0]; fx = X->shape.dims[1]; fy = y->shape.dims[1];
+  es = dt_dtype_size(X->dtype);
+  bs = tr->batch_size < n ? tr->batch_size : n;
+  /* the data set stays on the host; each minibatch is gathered there and moved */
+  xh = (unsigned char *)DT_MALLOC(X->nbytes + 1); yh = (unsigned char *)DT_MALLOC(y->nbytes + 1);
+  xbh = (unsigned char *)DT_MALLOC((size_t)(bs * fx) * es + 1); ybh = (unsigned char *)DT_MALLOC((size_t)(bs * fy) * es + 1);
+  idx = (int64_t *)DT_MALLOC(sizeof(int64_t) * (size_t)(n + 1));
+  if (!xh || !yh || !xbh || !ybh || !idx) { s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); goto done; }
+  if ((s = dt_to_host(X, xh, X->nbytes)) != DT_OK || (s = dt_to_host(y, yh, y->nbytes)) != DT_OK) goto done;
+  if (!(acc = dt__filled(op, dt_shape0(), X->dtype, 0.0, tr->device))) { s = dt_last_status(); goto done; }
+  for (epoch = 0; epoch < tr->max_epochs; epoch++) {
+    double total, raw[1];
+    dt__shuffle(idx, n);
+    for (b = 0; b < n; b += bs) {
+      int64_t rows = n - b < bs ? n - b : bs;
+      dt_tensor *xc, *yc, *xb, *yb;
+      for (r = 0; r < rows; r++) {
+        memcpy(xbh + (size_t)(r * fx) * es, xh + (size_t)(idx[b + r] * fx) * es, (size_t)fx * es);
+        memcpy(ybh + (size_t)(r * fy) * es, yh + (size_t)(idx[b + r] * fy) * es, (size_t)fy * es);
+      }
+      xc = dt_from_data(xbh, dt_shape2(rows, fx), X->dtype, dt_cpu());
+      yc = dt_from_data(ybh, dt_shape2(rows, fy), X->dtype, dt_cpu());
+      xb = xc ? dt_trainer_prepare_batch(tr, xc) : NULL;
+      yb = yc ? dt_trainer_prepare_batch(tr, yc) : NULL;
+      s = xb && yb ? dt__train_step(tr, m, xb, yb, acc) : dt_last_status();
+      dt_release(xc); dt_release(yc); dt_release(xb); dt_release(yb);
+      if (s != DT_OK) goto done;
+    }
+    /* the one read of the epoch */
+    if ((s = dt_to_host(acc, raw, sizeof raw)) != DT_OK) goto done;
+    total = dt__host_value(raw, acc->dtype, 0);
+    if (epoch < 64) tr->epoch_loss[epoch] = total / (double)n;
+    tr->last_loss = total / (double)n;
+    tr->epochs_run = epoch + 1;
+    if (!tr->quiet) {
+      char d[48];
+      printf("epoch %d/%d, loss %.6f, on %s\n", epoch + 1, tr->max_epochs, total / (double)n, dt_device_str(tr->device, d, sizeof d));
+      fflush(stdout);
+    }
+    if ((s = dt_fill_(acc, 0)) != DT_OK) goto done;
+  }
+done:
+  dt_release(acc);
+  if (xh) DT_FREE(xh);
+  if (yh) DT_FREE(yh);
+  if (xbh) DT_FREE(xbh);
+  if (ybh) DT_FREE(ybh);
+  if (idx) DT_FREE(idx);
+  return s;
+}
+
+DTDEF void dt_trainer_free(dt_trainer *tr) { if (tr) memset(tr, 0, sizeof *tr); }
 
 /* ---- CPU backend ---- */
 
-#include "parts/cpu_backend.inc"
+static DT__TLS char dt__cpu_err[256];
+static size_t dt__cpu_allocated, dt__cpu_peak;
+
+static const char *dt__cpu_last_error(void) { return dt__cpu_err; }
+
+static int dt__cpu_device_count(char *why, size_t n) { (void)why; (void)n; return 1; }
+
+/* Name, memory and cores from /proc on Linux; zeros elsewhere. */
+static dt_status dt__cpu_device_info(int dev, dt_device_info *out) {
+  (void)dev;
+  snprintf(out->name, sizeof out->name, "cpu");
+#ifdef __linux__
+  {
+    char line[512];
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+      int named = 0;
+      while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "processor", 9) == 0) out->multiprocessors++;
+        if (!named && strncmp(line, "model name", 10) == 0) {
+          const char *p = strchr(line, ':');
+          size_t l;
+          if (p) {
+            for (p++; *p == ' ' || *p == '\t'; p++) {}
+            l = strcspn(p, "\n");
+            if (l >= sizeof out->name) l = sizeof out->name - 1;
+            memcpy(out->name, p, l);
+            out->name[l] = 0;
+            named = 1;
+          }
+        }
+      }
+      fclose(f);
+    }
+    f = fopen("/proc/meminfo", "r");
+    if (f) {
+      while (fgets(line, sizeof line, f)) {
+        unsigned long long kb;
+        if (sscanf(line, "MemTotal: %llu kB", &kb) == 1) out->total_memory = (size_t)kb * 1024;
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) out->free_memory = (size_t)kb * 1024;
+      }
+      fclose(f);
+    }
+  }
+#endif
+  return DT_OK;
+}
+
+static dt_status dt__cpu_alloc(int dev, size_t nbytes, void **out) {
+  size_t now, peak;
+  char b[32];
+  (void)dev;
+  *out = DT_MALLOC(nbytes ? nbytes : 1);
+  if (!*out) {
+    snprintf(dt__cpu_err, sizeof dt__cpu_err, "out of memory on cpu: tried to allocate %s",
+             dt__bytes_str((double)nbytes, b, sizeof b));
+    return DT_ERR_OUT_OF_MEMORY;
+  }
+  now = DT__ATOMIC_ADD(&dt__cpu_allocated, nbytes);
+  peak = DT__ATOMIC_LOAD(&dt__cpu_peak);
+  while (now > peak && !DT__ATOMIC_CAS(&dt__cpu_peak, &peak, now)) {}
+  return DT_OK;
+}
+
+static void dt__cpu_free(int dev, void *p, size_t nbytes) {
+  (void)dev;
+  if (!p) return;
+  DT__ATOMIC_ADD(&dt__cpu_allocated, (size_t)0 - nbytes);
+  DT_FREE(p);
+}
+
+static dt_status dt__cpu_memory_stats(int dev, dt_memory_stats *out) {
+  (void)dev;
+  out->allocated = DT__ATOMIC_LOAD(&dt__cpu_allocated);
+  out->reserved = out->allocated; /* the CPU keeps no cache */
+  out->peak_allocated = DT__ATOMIC_LOAD(&dt__cpu_peak);
+  return DT_OK;
+}
+
+static dt_status dt__cpu_empty_cache(int dev) { (void)dev; return DT_OK; }
+
+static dt_status dt__cpu_copy(int dst_dev, void *dst, int src_dev, const void *src, size_t nbytes) {
+  (void)dst_dev; (void)src_dev;
+  memmove(dst, src, nbytes);
+  return DT_OK;
+}
+
+static dt_status dt__cpu_synchronize(int dev) { (void)dev; return DT_OK; }
+static void *dt__cpu_stream(int dev) { (void)dev; return NULL; }
+
+static dt_status dt__cpu_fill(int dev, dt_dtype t, int64_t n, double v, void *y) {
+  int64_t i;
+  int dt__par = n >= DT__PAR_MIN;
+  (void)dev; (void)dt__par;
+  switch (t) {
+    case DT_F32: { float x = (float)v, *p = (float *)y; DT__OMP_FOR for (i = 0; i < n; i++) p[i] = x; break; }
+    case DT_F64: { double *p = (double *)y; DT__OMP_FOR for (i = 0; i < n; i++) p[i] = v; break; }
+    case DT_I32: { int32_t x = dt__f2i32(v), *p = (int32_t *)y; DT__OMP_FOR for (i = 0; i < n; i++) p[i] = x; break; }
+    case DT_I64: { int64_t x = dt__f2i64(v), *p = (int64_t *)y; DT__OMP_FOR for (i = 0; i < n; i++) p[i] = x; break; }
+  }
+  return DT_OK;
+}
+
+/* y[i] = EXPR(v) for v = x[i]; x: (n,), y: (n,) */
+#define DT__CPU_MAP(T, EXPR) do { const T *xp = (const T *)x; T *yp = (T *)y; \
+    DT__OMP_FOR for (i = 0; i < n; i++) { T v = xp[i]; yp[i] = (T)(EXPR); } } while (0)
+
+static dt_status dt__cpu_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, const void *x, void *y, double p0, double p1) {
+  int64_t i;
+  int dt__par = n >= DT__PAR_MIN;
+  (void)dev; (void)dt__par;
+  if (t == DT_F32) {
+    float a = (float)p0, b = (float)p1;
+    switch (op) {
+      case DT__U_AFFINE: DT__CPU_MAP(float, a * v + b); break;
+      case DT__U_EXP: DT__CPU_MAP(float, expf(v)); break;
+      case DT__U_LOG: DT__CPU_MAP(float, logf(v)); break;
+      case DT__U_SQRT: DT__CPU_MAP(float, sqrtf(v)); break;
+      case DT__U_NEG: DT__CPU_MAP(float, -v); break;
+      case DT__U_RELU: DT__CPU_MAP(float, v > 0.0f ? v : (v != v ? v : 0.0f)); break;
+    }
+  } else if (t == DT_F64) {
+    switch (op) {
+      case DT__U_AFFINE: DT__CPU_MAP(double, p0 * v + p1); break;
+      case DT__U_EXP: DT__CPU_MAP(double, exp(v)); break;
+      case DT__U_LOG: DT__CPU_MAP(double, log(v)); break;
+      case DT__U_SQRT: DT__CPU_MAP(double, sqrt(v)); break;
+      case DT__U_NEG: DT__CPU_MAP(double, -v); break;
+      case DT__U_RELU: DT__CPU_MAP(double, v > 0.0 ? v : (v != v ? v : 0.0)); break;
+    }
+  } else if (t == DT_I32) { /* wrapping arithmetic, as PyTorch's */
+    uint32_t a = (uint32_t)dt__f2i64(p0), b = (uint32_t)dt__f2i64(p1);
+    if (op == DT__U_NEG) { a = (uint32_t)-1; b = 0; }
+    DT__CPU_MAP(int32_t, (int32_t)(a * (uint32_t)v + b));
+  } else {
+    uint64_t a = (uint64_t)dt__f2i64(p0), b = (uint64_t)dt__f2i64(p1);
+    if (op == DT__U_NEG) { a = (uint64_t)-1; b = 0; }
+    DT__CPU_MAP(int64_t, (int64_t)(a * (uint64_t)v + b));
+  }
+  return DT_OK;
+}
+#undef DT__CPU_MAP
+
+/* y = EXPR(u, w) with u from a and w from b under broadcast geometry g.
+   The innermost dim runs as a tight loop; outer rows may go in parallel. */
+#define DT__CPU_ZIP(T, EXPR) do { \
+    const T *ap = (const T *)a; const T *bp = (const T *)b; T *yp = (T *)y; \
+    if (g->contiguous) { int64_t n = g->numel, i; \
+      DT__OMP_FOR for (i = 0; i < n; i++) { T u = ap[i], w = bp[i]; (void)w; yp[i] = (T)(EXPR); } \
+    } else { \
+      int nd = g->ndim; int64_t inner = g->dims[nd - 1], rows = g->numel / inner, r; \
+      int64_t sa = g->astride[nd - 1], sb = g->bstride[nd - 1]; \
+      DT__OMP_FOR for (r = 0; r < rows; r++) { \
+        int64_t rem = r, oa = 0, ob = 0, j; int d; \
+        const T *pa; const T *pb; T *py = yp + r * inner; \
+        for (d = nd - 2; d >= 0; d--) { int64_t q = rem % g->dims[d]; rem /= g->dims[d]; \
+          oa += q * g->astride[d]; ob += q * g->bstride[d]; } \
+        pa = ap + oa; pb = bp + ob; \
+        if (sa == 1 && sb == 0) { T w = pb[0]; (void)w; for (j = 0; j < inner; j++) { T u = pa[j]; py[j] = (T)(EXPR); } } \
+        else if (sa == 0 && sb == 1) { T u = pa[0]; for (j = 0; j < inner; j++) { T w = pb[j]; (void)w; py[j] = (T)(EXPR); } } \
+        else for (j = 0; j < inner; j++) { T u = pa[j * sa], w = pb[j * sb]; (void)w; py[j] = (T)(EXPR); } \
+      } \
+    } } while (0)
+
+static dt_status dt__cpu_binary(int dev, dt__binary_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y) {
+  int dt__par = g->numel >= DT__PAR_MIN;
+  (void)dev; (void)dt__par;
+  switch (t) {
+    case DT_F32:
+      switch (op) {
+        case DT__B_ADD: DT__CPU_ZIP(float, u + w); break;
+        case DT__B_SUB: DT__CPU_ZIP(float, u - w); break;
+        case DT__B_MUL: DT__CPU_ZIP(float, u * w); break;
+        case DT__B_DIV: DT__CPU_ZIP(float, u / w); break;
+        case DT__B_RELU_GRAD: DT__CPU_ZIP(float, w > 0.0f ? u : 0.0f); break;
+        case DT__B_COPY_A: DT__CPU_ZIP(float, u); break;
+      }
+      break;
+    case DT_F64:
+      switch (op) {
+        case DT__B_ADD: DT__CPU_ZIP(double, u + w); break;
+        case DT__B_SUB: DT__CPU_ZIP(double, u - w); break;
+        case DT__B_MUL: DT__CPU_ZIP(double, u * w); break;
+        case DT__B_DIV: DT__CPU_ZIP(double, u / w); break;
+        case DT__B_RELU_GRAD: DT__CPU_ZIP(double, w > 0.0 ? u : 0.0); break;
+        case DT__B_COPY_A: DT__CPU_ZIP(double, u); break;
+      }
+      break;
+    case DT_I32: /* wrapping arithmetic through unsigned, as PyTorch's */
+      switch (op) {
+        case DT__B_ADD: DT__CPU_ZIP(int32_t, (uint32_t)u + (uint32_t)w); break;
+        case DT__B_SUB: DT__CPU_ZIP(int32_t, (uint32_t)u - (uint32_t)w); break;
+        case DT__B_MUL: DT__CPU_ZIP(int32_t, (uint32_t)u * (uint32_t)w); break;
+        case DT__B_COPY_A: DT__CPU_ZIP(int32_t, u); break;
+        default: return DT_ERR_DTYPE;
+      }
+      break;
+    case DT_I64:
+      switch (op) {
+        case DT__B_ADD: DT__CPU_ZIP(int64_t, (uint64_t)u + (uint64_t)w); break;
+        case DT__B_SUB: DT__CPU_ZIP(int64_t, (uint64_t)u - (uint64_t)w); break;
+        case DT__B_MUL: DT__CPU_ZIP(int64_t, (uint64_t)u * (uint64_t)w); break;
+        case DT__B_COPY_A: DT__CPU_ZIP(int64_t, u); break;
+        default: return DT_ERR_DTYPE;
+      }
+      break;
+  }
+  return DT_OK;
+}
+#undef DT__CPU_ZIP
+
+/* y[i] = CONV(x[i]); x: (n,) of type S, y: (n,) of type D */
+#define DT__CPU_CONV(S, D, CONV) do { const S *xp = (const S *)x; D *yp = (D *)y; \
+    DT__OMP_FOR for (i = 0; i < n; i++) yp[i] = CONV(xp[i]); } while (0)
+#define DT__ID(v) (v)
+#define DT__TO_F32(v) ((float)(v))
+#define DT__TO_F64(v) ((double)(v))
+#define DT__TO_I32(v) ((int32_t)(v))
+#define DT__TO_I64(v) ((int64_t)(v))
+
+static dt_status dt__cpu_cast(int dev, dt_dtype from, dt_dtype to, int64_t n, const void *x, void *y) {
+  int64_t i;
+  int dt__par = n >= DT__PAR_MIN;
+  (void)dev; (void)dt__par;
+  if (from == to) { memcpy(y, x, (size_t)n * dt_dtype_size(to)); return DT_OK; }
+  switch (from) {
+    case DT_F32:
+      if (to == DT_F64) DT__CPU_CONV(float, double, DT__TO_F64);
+      else if (to == DT_I32) DT__CPU_CONV(float, int32_t, dt__f2i32);
+      else DT__CPU_CONV(float, int64_t, dt__f2i64);
+      break;
+    case DT_F64:
+      if (to == DT_F32) DT__CPU_CONV(double, float, DT__TO_F32);
+      else if (to == DT_I32) DT__CPU_CONV(double, int32_t, dt__f2i32);
+      else DT__CPU_CONV(double, int64_t, dt__f2i64);
+      break;
+    case DT_I32:
+      if (to == DT_F32) DT__CPU_CONV(int32_t, float, DT__TO_F32);
+      else if (to == DT_F64) DT__CPU_CONV(int32_t, double, DT__TO_F64);
+      else DT__CPU_CONV(int32_t, int64_t, DT__TO_I64);
+      break;
+    case DT_I64: /* to int32: keeps the low 32 bits, as PyTorch */
+      if (to == DT_F32) DT__CPU_CONV(int64_t, float, DT__TO_F32);
+      else if (to == DT_F64) DT__CPU_CONV(int64_t, double, DT__TO_F64);
+      else DT__CPU_CONV(int64_t, int32_t, (int32_t)(uint32_t));
+      break;
+  }
+  return DT_OK;
+}
+#undef DT__CPU_CONV
+#undef DT__ID
+#undef DT__TO_F32
+#undef DT__TO_F64
+#undef DT__TO_I32
+#undef DT__TO_I64
+
+/* Sums in double. x: (outer, len, inner) -> y: (outer, inner) */
+#define DT__CPU_REDUCE(T) do { const T *xp = (const T *)x; T *yp = (T *)y; \
+    for (o = 0; o < outer; o++) { \
+      int64_t i0, ic; \
+      for (i0 = 0; i0 < inner; i0 += 256) { \
+        double acc[256]; int64_t cnt = inner - i0 < 256 ? inner - i0 : 256, r; \
+        for (ic = 0; ic < cnt; ic++) acc[ic] = 0; \
+        if (inner == 1) { \
+          double s0 = 0, s1 = 0, s2 = 0, s3 = 0; const T *p = xp + o * len; \
+          if (op == DT__R_NORM) { for (r = 0; r + 4 <= len; r += 4) { s0 += (double)p[r] * p[r]; s1 += (double)p[r+1] * p[r+1]; \
+              s2 += (double)p[r+2] * p[r+2]; s3 += (double)p[r+3] * p[r+3]; } for (; r < len; r++) s0 += (double)p[r] * p[r]; } \
+          else { for (r = 0; r + 4 <= len; r += 4) { s0 += p[r]; s1 += p[r+1]; s2 += p[r+2]; s3 += p[r+3]; } for (; r < len; r++) s0 += p[r]; } \
+          acc[0] = (s0 + s1) + (s2 + s3); \
+        } else { \
+          for (r = 0; r < len; r++) { const T *p = xp + (o * len + r) * inner + i0; \
+            if (op == DT__R_NORM) for (ic = 0; ic < cnt; ic++) acc[ic] += (double)p[ic] * p[ic]; \
+            else for (ic = 0; ic < cnt; ic++) acc[ic] += p[ic]; } \
+        } \
+        for (ic = 0; ic < cnt; ic++) { double v = acc[ic]; \
+          if (op == DT__R_MEAN) v = len ? v / (double)len : NAN; else if (op == DT__R_NORM) v = sqrt(v); \
+          yp[o * inner + i0 + ic] = (T)v; } \
+      } \
+    } } while (0)
+
+static dt_status dt__cpu_reduce(int dev, dt__reduce_op op, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *y) {
+  int64_t o;
+  (void)dev;
+  if (t == DT_F32) DT__CPU_REDUCE(float);
+  else if (t == DT_F64) DT__CPU_REDUCE(double);
+  else return DT_ERR_DTYPE;
+  return DT_OK;
+}
+#undef DT__CPU_REDUCE
+
+/* ---- cpu gemm ---- */
+/* Row-major C = alpha * op(A) @ op(B) + beta * C for F32 and F64: dt__cpu_sgemm, dt__cpu_dgemm.
+
+   The built-in kernel follows BLIS/GotoBLAS: op(A) is packed in (kc, mr) panels and op(B) in
+   (kc, nr) panels into 64-byte aligned buffers, and a register-blocked micro-kernel computes an
+   (mr, nr) tile of C from one panel of each, keeping the tile in registers for kc steps.
+   The micro-kernels are written with GCC/Clang vector extensions (no intrinsics). On x86 with
+   GCC >= 6 or Clang >= 5 they are also compiled for AVX2+FMA (6x16) and AVX-512 (12x32) through
+   `target` attributes, and the best one the CPU has is picked at run time, so a plain -O2 build
+   runs at full speed; DEVTENSOR_NO_CPU_DISPATCH turns that off (then the compiler flags decide:
+   16-byte vectors for plain x86-64, wider with -mavx / -march=native). Other compilers get a
+   plain C kernel. With -fopenmp the blocks of C are shared among the threads. Tiny problems
+   (m n k <= DT__GEMM_SMALL), thin ones (m or n <= 2), and any whose packing buffers cannot be
+   allocated take a simple loop that needs no memory; nothing aborts or prints.
+
+   With DEVTENSOR_CBLAS, cblas_sgemm/cblas_dgemm do the work (sizes above INT_MAX still take the
+   built-in kernel). Their prototypes are declared here with int arguments and the standard CBLAS
+   values (RowMajor 101, NoTrans 111, Trans 112), so no cblas.h is needed; if a cblas.h was
+   included before this point (its guard CBLAS_H is defined), its declarations are used instead.
+   An LP64 BLAS (32-bit int: -lopenblas, -lblas on Linux distributions, Accelerate) is assumed. */
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#if defined(DT_MALLOC) && defined(DT_FREE)
+#define DT__GEMM_MALLOC(sz) DT_MALLOC(sz)
+#define DT__GEMM_FREE(p) DT_FREE(p)
+#else
+#define DT__GEMM_MALLOC(sz) malloc(sz)
+#define DT__GEMM_FREE(p) free(p)
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#ifndef DT__GEMM_VEC
+#define DT__GEMM_VEC 1 /* GCC/Clang vector extensions (-DDT__GEMM_VEC=0: plain C, for testing) */
+#endif
+#define DT__GEMM_RESTRICT __restrict
+#define DT__GEMM_MAYBE_UNUSED __attribute__((unused))
+#else
+#undef DT__GEMM_VEC
+#define DT__GEMM_VEC 0
+#define DT__GEMM_RESTRICT
+#define DT__GEMM_MAYBE_UNUSED
+#endif
+
+/* ISO C/C++ modes make GCC stop fusing a*b+c into an FMA; the kernels want it. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define DT__GEMM_FMA_ATTR __attribute__((optimize("fp-contract=fast")))
+#else
+#define DT__GEMM_FMA_ATTR
+#endif
+
+/* Run-time choice among AVX-512 / AVX2+FMA / baseline kernels (x86, GCC >= 6 or Clang >= 5). */
+#if DT__GEMM_VEC && !defined(DEVTENSOR_NO_CPU_DISPATCH) && (defined(__x86_64__) || defined(__i386__)) && \
+    ((defined(__clang__) && __clang_major__ >= 5) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 6))
+#define DT__GEMM_X86 1
+#else
+#define DT__GEMM_X86 0
+#endif
+
+/* Kernel families, in dt__gemm_plan_get's order of preference. */
+enum { DT__GEMM_ISA_C = 0, DT__GEMM_ISA_AVX2 = 1, DT__GEMM_ISA_AVX512 = 2, DT__GEMM_ISA_COUNT = 3 };
+
+/* c: (mr, nr) tile of C with row stride ldc; pa: (kc, MR) packed; pb: (kc, NR) packed.
+   c = alpha * pa^T @ pb + beta * c on the first mr rows and nr columns; beta == 0: c is not read. */
+typedef void (*dt__gemm_kern_fn)(int64_t kc, const void *pa, const void *pb, void *c, int64_t ldc,
+                                 int mr, int nr, double alpha, double beta);
+/* src: element (x, p) at src[x * rs + p * cs], x < rows, p < kc.
+   dst: ceil(rows / r) panels of (kc, r), zero padded: panel q holds dst[(q * kc + p) * r + i] = src(q * r + i, p). */
+typedef void (*dt__gemm_pack_fn)(int64_t rows, int64_t kc, const void *src, int64_t rs, int64_t cs, int r, void *dst);
+
+typedef struct dt__gemm_plan {
+  dt__gemm_kern_fn kern;
+  dt__gemm_pack_fn pack;
+  size_t es;             /* element size */
+  int mr, nr;            /* micro-tile */
+  int64_t kc, nc;        /* depth of a packed panel (mr * kc fits L1), columns per task (kc * nc fits L2) */
+} dt__gemm_plan;
+
+/* ---- cpu gemm: packing ---- */
+
+#define DT__GEMM_DEFINE_PACK(NAME, T)                                                               \
+  static void NAME(int64_t rows, int64_t kc, const void *src_, int64_t rs, int64_t cs, int r,       \
+                   void *dst_) {                                                                    \
+    const T *src = (const T *)src_;                                                                 \
+    T *dst = (T *)dst_;                                                                             \
+    int64_t x0, p;                                                                                  \
+    int i;                                                                                          \
+    for (x0 = 0; x0 < rows; x0 += r, dst += kc * r) {                                               \
+      int w = rows - x0 < r ? (int)(rows - x0) : r;                                                 \
+      const T *s = src + x0 * rs;                                                                   \
+      if (rs == 1) { /* x contiguous: copy rows of the panel */                                     \
+        for (p = 0; p < kc; p++) {                                                                  \
+          const T *sp = s + p * cs;                                                                 \
+          T *d = dst + p * r;                                                                       \
+          memcpy(d, sp, (size_t)w * sizeof(T));                                                     \
+          for (i = w; i < r; i++) d[i] = 0;                                                         \
+        }                                                                                           \
+      } else { /* p contiguous (cs == 1) or general: walk each x, 64 depths at a time */           \
+        int64_t p0, p1;                                                                             \
+        for (p0 = 0; p0 < kc; p0 = p1) {                                                            \
+          p1 = p0 + 64 < kc ? p0 + 64 : kc;                                                         \
+          for (i = 0; i < w; i++) {                                                                 \
+            const T *sx = s + i * rs;                                                               \
+            T *d = dst + i;                                                                         \
+            for (p = p0; p < p1; p++) d[p * r] = sx[p * cs];                                        \
+          }                                                                                         \
+        }                                                                                           \
+        for (i = w; i < r; i++)                                                                     \
+          for (p = 0; p < kc; p++) dst[p * r + i] = 0;                                              \
+      }                                                                                             \
+    }                                                                                               \
+  }
+
+DT__GEMM_DEFINE_PACK(dt__gemm_pack_f32, float)
+DT__GEMM_DEFINE_PACK(dt__gemm_pack_f64, double)
+
+/* ---- cpu gemm: micro-kernels ---- */
+
+#if DT__GEMM_VEC
+/* Vector types. Memory goes in and out of them through memcpy (one load or store). */
+typedef float dt__gemm_f32x4 __attribute__((vector_size(16)));
+typedef float dt__gemm_f32x8 __attribute__((vector_size(32)));
+typedef float dt__gemm_f32x16 __attribute__((vector_size(64)));
+typedef double dt__gemm_f64x2 __attribute__((vector_size(16)));
+typedef double dt__gemm_f64x4 __attribute__((vector_size(32)));
+typedef double dt__gemm_f64x8 __attribute__((vector_size(64)));
+
+/* Row lists for the X-macros below: the micro-tile has that many rows. */
+#define DT__GEMM_ROWS6(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define DT__GEMM_ROWS8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#define DT__GEMM_ROWS12(X) DT__GEMM_ROWS8(X) X(8) X(9) X(10) X(11)
+
+/* Each row i of the tile is two vectors, c<i>a and c<i>b (nr = 2 * lanes). */
+#define DT__GEMM_DECL(i) dt__gemm_v c##i##a = vz, c##i##b = vz;
+#define DT__GEMM_FMA(i)                                                                             \
+  {                                                                                                 \
+    const dt__gemm_v ai = pa[i] - vz;                                                               \
+    c##i##a += ai * b0;                                                                             \
+    c##i##b += ai * b1;                                                                             \
+  }
+#define DT__GEMM_STORE0(i)                                                                          \
+  {                                                                                                 \
+    dt__gemm_v r0 = va * c##i##a, r1 = va * c##i##b;                                                \
+    memcpy(c + i * ldc, &r0, sizeof r0);                                                            \
+    memcpy(c + i * ldc + DT__GEMM_W, &r1, sizeof r1);                                               \
+  }
+#define DT__GEMM_STOREB(i)                                                                          \
+  {                                                                                                 \
+    dt__gemm_v o0, o1;                                                                              \
+    memcpy(&o0, c + i * ldc, sizeof o0);                                                            \
+    memcpy(&o1, c + i * ldc + DT__GEMM_W, sizeof o1);                                               \
+    o0 = va * c##i##a + vb * o0;                                                                    \
+    o1 = va * c##i##b + vb * o1;                                                                    \
+    memcpy(c + i * ldc, &o0, sizeof o0);                                                            \
+    memcpy(c + i * ldc + DT__GEMM_W, &o1, sizeof o1);                                               \
+  }
+#define DT__GEMM_SPILL(i)                                                                           \
+  memcpy(tile + i * 2 * DT__GEMM_W, &c##i##a, sizeof c##i##a);                                      \
+  memcpy(tile + i * 2 * DT__GEMM_W + DT__GEMM_W, &c##i##b, sizeof c##i##b);
+
+/* Defines NAME, a dt__gemm_kern_fn for element T with vector type V (LANES wide), MR rows
+   (ROWS lists them) and 2 * LANES columns. ATTR: extra function attributes (the target). */
+#define DT__GEMM_DEFINE_KERNEL(NAME, ATTR, T, V, LANES, MR, ROWS)                                   \
+  ATTR DT__GEMM_FMA_ATTR static void NAME(int64_t kc, const void *pa_, const void *pb_, void *c_,   \
+                                          int64_t ldc, int mr, int nr, double alpha, double beta) { \
+    typedef V dt__gemm_v;                                                                           \
+    enum { DT__GEMM_W = LANES };                                                                    \
+    const T *DT__GEMM_RESTRICT pa = (const T *)pa_;                                                 \
+    const T *DT__GEMM_RESTRICT pb = (const T *)pb_;                                                 \
+    T *c = (T *)c_;                                                                                 \
+    const dt__gemm_v vz = {0};                                                                      \
+    const dt__gemm_v va = vz + (T)alpha, vb = vz + (T)beta;                                         \
+    int64_t p;                                                                                      \
+    ROWS(DT__GEMM_DECL)                                                                             \
+    for (p = 0; p < kc; p++) {                                                                      \
+      dt__gemm_v b0, b1;                                                                            \
+      memcpy(&b0, pb, sizeof b0);                                                                   \
+      memcpy(&b1, pb + DT__GEMM_W, sizeof b1);                                                      \
+      ROWS(DT__GEMM_FMA)                                                                            \
+      pa += MR;                                                                                     \
+      pb += 2 * DT__GEMM_W;                                                                         \
+    }                                                                                               \
+    if (mr == MR && nr == 2 * DT__GEMM_W) {                                                         \
+      if (beta == 0) {                                                                              \
+        ROWS(DT__GEMM_STORE0)                                                                       \
+      } else {                                                                                      \
+        ROWS(DT__GEMM_STOREB)                                                                       \
+      }                                                                                             \
+    } else { /* edge tile: through a buffer */                                                      \
+      T tile[MR * 2 * DT__GEMM_W];                                                                  \
+      int i, j;                                                                                     \
+      ROWS(DT__GEMM_SPILL)                                                                          \
+      for (i = 0; i < mr; i++)                                                                      \
+        for (j = 0; j < nr; j++) {                                                                  \
+          T v = (T)alpha * tile[i * 2 * DT__GEMM_W + j];                                            \
+          c[i * ldc + j] = beta == 0 ? v : v + (T)beta * c[i * ldc + j];                            \
+        }                                                                                           \
+    }                                                                                               \
+  }
+
+/* Baseline: the widest vectors the compiler flags allow: 12x32 / 12x16 with AVX-512 (-march=...),
+   6x16 / 6x8 with AVX, else 16-byte vectors (SSE2 on x86-64, NEON on arm64): 6x8 F32, 6x4 F64. */
+#if defined(__AVX512F__)
+DT__GEMM_DEFINE_KERNEL(dt__gemm_kern_f32_c, , float, dt__gemm_f32x16, 16, 12, DT__GEMM_ROWS12)
+DT__GEMM_DEFINE_KERNEL(dt__gemm_kern_f64_c, , double, dt__gemm_f64x8, 8, 12, DT__GEMM_ROWS12)
+#define DT__GEMM_C_MR 12
+#define DT__GEMM_C_NR_F32 32
+#define DT__GEMM_C_NR_F64 16
+#elif defined(__AVX__)
+DT__GEMM_DEFINE_KERNEL(dt__gemm_kern_f32_c, , float, dt__gemm_f32x8, 8, 6, DT__GEMM_ROWS6)
+DT__GEMM_DEFINE_KERNEL(dt__gemm_kern_f64_c, , double, dt__gemm_f64x4, 4, 6, DT__GEMM_ROWS6)
+#define DT__GEMM_C_MR 6
+#define DT__GEMM_C_NR_F32 16
+#define DT__GEMM_C_NR_F64 8
+#else
+DT__GEMM_DEFINE_KERNEL(dt__gemm_kern_f32_c, , float, dt__gemm_f32x4, 4, 6, DT__GEMM_ROWS6)
+DT__GEMM_DEFINE_KERNEL(dt__gemm_kern_f64_c, , double, dt__gemm_f64x2, 2, 6, DT__GEMM_ROWS6)
+#define DT__GEMM_C_MR 6
+#define DT__GEMM_C_NR_F32 8
+#define DT__GEMM_C_NR_F64 4
+#endif
+
+#if DT__GEMM_X86
+/* AVX2+FMA: 16 ymm registers; 6x16 F32, 6x8 F64 (12 accumulators). */
+DT__GEMM_DEFINE_KERNEL(dt__gemm_kern_f32_avx2, __attribute__((target("avx2,fma"))), float,
+                       dt__gemm_f32x8, 8, 6, DT__GEMM_ROWS6)
+DT__GEMM_DEFINE_KERNEL(dt__gemm_kern_f64_avx2, __attribute__((target("avx2,fma"))), double,
+                       dt__gemm_f64x4, 4, 6, DT__GEMM_ROWS6)
+/* AVX-512: 32 zmm registers; 12x32 F32, 12x16 F64 (24 accumulators). */
+DT__GEMM_DEFINE_KERNEL(dt__gemm_kern_f32_avx512, __attribute__((target("avx512f"))), float,
+                       dt__gemm_f32x16, 16, 12, DT__GEMM_ROWS12)
+DT__GEMM_DEFINE_KERNEL(dt__gemm_kern_f64_avx512, __attribute__((target("avx512f"))), double,
+                       dt__gemm_f64x8, 8, 12, DT__GEMM_ROWS12)
+#endif
+
+#else /* !DT__GEMM_VEC: plain C, 4x4 */
+
+#define DT__GEMM_DEFINE_KERNEL_C(NAME, T)                                                           \
+  static void NAME(int64_t kc, const void *pa_, const void *pb_, void *c_, int64_t ldc, int mr,     \
+                   int nr, double alpha, double beta) {                                             \
+    const T *pa = (const T *)pa_, *pb = (const T *)pb_;                                             \
+    T *c = (T *)c_;                                                                                 \
+    T acc[16] = {0};                                                                                \
+    int64_t p;                                                                                      \
+    int i, j;                                                                                       \
+    for (p = 0; p < kc; p++, pa += 4, pb += 4)                                                      \
+      for (i = 0; i < 4; i++)                                                                       \
+        for (j = 0; j < 4; j++) acc[i * 4 + j] += pa[i] * pb[j];                                    \
+    for (i = 0; i < mr; i++)                                                                        \
+      for (j = 0; j < nr; j++) {                                                                    \
+        T v = (T)alpha * acc[i * 4 + j];                                                            \
+        c[i * ldc + j] = beta == 0 ? v : v + (T)beta * c[i * ldc + j];                              \
+      }                                                                                             \
+  }
+DT__GEMM_DEFINE_KERNEL_C(dt__gemm_kern_f32_c, float)
+DT__GEMM_DEFINE_KERNEL_C(dt__gemm_kern_f64_c, double)
+#define DT__GEMM_C_MR 4
+#define DT__GEMM_C_NR_F32 4
+#define DT__GEMM_C_NR_F64 4
+#endif
+
+/* The plan for kernel family isa (DT__GEMM_ISA_*) and F64 when dbl; 0 when this CPU or build lacks it. */
+static int dt__gemm_plan_get(int isa, int dbl, dt__gemm_plan *pl) {
+  pl->pack = dbl ? dt__gemm_pack_f64 : dt__gemm_pack_f32;
+  pl->es = dbl ? sizeof(double) : sizeof(float);
+  switch (isa) {
+    case DT__GEMM_ISA_C:
+      pl->kern = dbl ? dt__gemm_kern_f64_c : dt__gemm_kern_f32_c;
+      pl->mr = DT__GEMM_C_MR;
+      pl->nr = dbl ? DT__GEMM_C_NR_F64 : DT__GEMM_C_NR_F32;
+      pl->kc = 256;
+      pl->nc = DT__GEMM_C_MR == 12 ? (dbl ? 192 : 256) : dbl ? 64 : 128;
+      return 1;
+#if DT__GEMM_X86
+    case DT__GEMM_ISA_AVX2: /* L2 of 256 KiB and up: B's panels 128 KiB */
+      if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return 0;
+      pl->kern = dbl ? dt__gemm_kern_f64_avx2 : dt__gemm_kern_f32_avx2;
+      pl->mr = 6;
+      pl->nr = dbl ? 8 : 16;
+      pl->kc = 256;
+      pl->nc = dbl ? 64 : 128;
+      return 1;
+    case DT__GEMM_ISA_AVX512: /* L2 of 1 MiB and up: B's panels 384 KiB; A's micro-panel 18 / 24 KiB */
+      if (!__builtin_cpu_supports("avx512f")) return 0;
+      pl->kern = dbl ? dt__gemm_kern_f64_avx512 : dt__gemm_kern_f32_avx512;
+      pl->mr = 12;
+      pl->nr = dbl ? 16 : 32;
+      pl->kc = dbl ? 256 : 384;
+      pl->nc = dbl ? 192 : 256;
+      return 1;
+#endif
+    default: return 0;
+  }
+}
+
+/* ---- cpu gemm: simple loops (small or thin sizes, out of memory) ---- */
+
+/* a: op(A) (m, k) at a[i * rsa + p * csa]; b: op(B) (k, n) at b[p * rsb + j * csb]; c: (m, n).
+   Rows of C as sums of rows of op(B) when those are contiguous and long, else dot products
+   with four partial sums. */
+#define DT__GEMM_DEFINE_SIMPLE(NAME, T)                                                             \
+  static void NAME(int64_t m, int64_t n, int64_t k, T alpha, const T *a, int64_t rsa, int64_t csa, \
+                   const T *b, int64_t rsb, int64_t csb, T beta, T *c) {                            \
+    int64_t i, j, p;                                                                                \
+    for (i = 0; i < m; i++) {                                                                       \
+      T *DT__GEMM_RESTRICT ci = c + i * n;                                                          \
+      const T *ai = a + i * rsa;                                                                    \
+      if (csb == 1 && n >= 16) { /* c_i = beta c_i + sum_p (alpha a_ip) b_p */                     \
+        if (beta == 0)                                                                              \
+          for (j = 0; j < n; j++) ci[j] = 0;                                                        \
+        else if (beta != 1)                                                                         \
+          for (j = 0; j < n; j++) ci[j] *= beta;                                                    \
+        for (p = 0; p < k; p++) {                                                                   \
+          const T aip = alpha * ai[p * csa];                                                        \
+          const T *DT__GEMM_RESTRICT bp = b + p * rsb;                                              \
+          for (j = 0; j < n; j++) ci[j] += aip * bp[j];                                             \
+        }                                                                                           \
+      } else {                                                                                      \
+        for (j = 0; j < n; j++) {                                                                   \
+          const T *bj = b + j * csb;                                                                \
+          T s0 = 0, s1 = 0, s2 = 0, s3 = 0, s;                                                      \
+          for (p = 0; p + 4 <= k; p += 4) {                                                         \
+            s0 += ai[p * csa] * bj[p * rsb];                                                        \
+            s1 += ai[(p + 1) * csa] * bj[(p + 1) * rsb];                                            \
+            s2 += ai[(p + 2) * csa] * bj[(p + 2) * rsb];                                            \
+            s3 += ai[(p + 3) * csa] * bj[(p + 3) * rsb];                                            \
+          }                                                                                         \
+          for (; p < k; p++) s0 += ai[p * csa] * bj[p * rsb];                                       \
+          s = (s0 + s1) + (s2 + s3);                                                                \
+          ci[j] = beta == 0 ? alpha * s : alpha * s + beta * ci[j];                                 \
+        }                                                                                           \
+      }                                                                                             \
+    }                                                                                               \
+  }
+DT__GEMM_DEFINE_SIMPLE(dt__gemm_simple_f32, float)
+DT__GEMM_DEFINE_SIMPLE(dt__gemm_simple_f64, double)
+
+/* ---- cpu gemm: blocked driver ---- */
+
+/* Largest problem (m * n * k) that takes the simple loop: packing does not pay below it. */
+#ifndef DT__GEMM_SMALL
+#define DT__GEMM_SMALL 1024
+#endif
+/* Work (m * n * k) per OpenMP thread, at least: about 50 us on one core. */
+#ifndef DT__GEMM_PAR_MIN
+#define DT__GEMM_PAR_MIN (128 * 128 * 128)
+#endif
+
+static int64_t dt__gemm_min(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t dt__gemm_max(int64_t a, int64_t b) { return a > b ? a : b; }
+static int64_t dt__gemm_roundup(int64_t a, int64_t r) { return (a + r - 1) / r * r; }
+
+/* Largest packed copy of A (bytes) kept at once; bigger A is done in slabs of rows. */
+#ifndef DT__GEMM_ABYTES
+#define DT__GEMM_ABYTES ((size_t)16 << 20)
+#endif
+
+/* op(A) element (i, p) is a[i * rsa + p * csa]; op(B) element (p, j) is b[p * rsb + j * csb];
+   c: (m, n) contiguous. m, n, k >= 1. Returns 0, having done nothing, if out of memory.
+   A slab of rows of op(A) is packed whole; then each task, a block of (rows of the slab,
+   nc columns) of C, packs its own (kc, nc) panels of op(B) (kept in L2) and, for each (mr, kc)
+   micro-panel of A (kept in L1), runs the micro-kernel along them. The tasks go to the OpenMP
+   threads dynamically and share nothing but the packed A, so the threads meet only at the end
+   of the slab, and a thread that the OS has descheduled (a busy machine) does not hold up the
+   others. (A is packed by one thread: on an idle machine that costs a few percent, on a busy
+   one a barrier after a shared packing costs more.) */
+static int dt__gemm_blocked(const dt__gemm_plan *pl, int64_t m, int64_t n, int64_t k, double alpha,
+                            const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,
+                            int64_t csb, double beta, void *c) {
+  const size_t es = pl->es;
+  const int mr = pl->mr, nr = pl->nr;
+  const int64_t kc = dt__gemm_min(pl->kc, k);                             /* depth of a block */
+  int64_t ncw = dt__gemm_roundup(dt__gemm_min(pl->nc, n), nr);           /* task width */
+  int64_t ncol;                                                           /* column tasks */
+  int64_t ms = (int64_t)(DT__GEMM_ABYTES / ((size_t)k * es)) / mr * mr;   /* rows per slab */
+  int64_t nrow = 1;                                                       /* row tasks per slab */
+  int nt = 1;                                                             /* threads */
+  size_t asz, bsz;
+  char *raw, *abuf;
+  int64_t s0;
+  if ((size_t)mr * (size_t)k * es > DT__GEMM_ABYTES && k > kc) { /* very deep: one slice of k at a time */
+    const int64_t ks = dt__gemm_max(kc, (int64_t)(DT__GEMM_ABYTES / ((size_t)mr * es)) / kc * kc);
+    int64_t p0;
+    for (p0 = 0; p0 < k; p0 += ks) {
+      const int64_t kk = dt__gemm_min(ks, k - p0);
+      const void *ap = (const char *)a + (size_t)(p0 * csa) * es, *bp = (const char *)b + (size_t)(p0 * rsb) * es;
+      const double bet = p0 == 0 ? beta : 1.0;
+      if (dt__gemm_blocked(pl, m, n, kk, alpha, ap, rsa, csa, bp, rsb, csb, bet, c)) continue;
+      if (es == sizeof(double)) /* out of memory */
+        dt__gemm_simple_f64(m, n, kk, alpha, (const double *)ap, rsa, csa, (const double *)bp, rsb, csb, bet,
+                            (double *)c);
+      else
+        dt__gemm_simple_f32(m, n, kk, (float)alpha, (const float *)ap, rsa, csa, (const float *)bp, rsb, csb,
+                            (float)bet, (float *)c);
+    }
+    return 1;
+  }
+  if (ms < mr) ms = mr;
+  if (ms > m) ms = dt__gemm_roundup(m, mr);
+#ifdef _OPENMP
+  { /* at most one thread per DT__GEMM_PAR_MIN of work */
+    double w = (double)m * (double)n * (double)k / (double)DT__GEMM_PAR_MIN;
+    nt = omp_get_max_threads();
+    if (w < nt) nt = (int)w;
+    if (nt < 1) nt = 1;
+  }
+#endif
+  if (nt > 1) { /* about 4 tasks per thread: narrower tasks (down to 4 micro-panels), then row tasks
+                   (of 128 rows or more, as each packs its B again) */
+    ncw = dt__gemm_min(ncw, dt__gemm_max(4 * nr, dt__gemm_roundup((n + 4 * nt - 1) / (4 * nt), nr)));
+    if ((n + ncw - 1) / ncw < 4 * (int64_t)nt)
+      nrow = dt__gemm_max(1, dt__gemm_min((4 * (int64_t)nt * ncw + n - 1) / n, dt__gemm_min(ms, m) / 128));
+  }
+  ncol = (n + ncw - 1) / ncw;
+  asz = ((size_t)(ms * k) * es + 63) & ~(size_t)63;
+  bsz = ((size_t)(kc * ncw) * es + 63) & ~(size_t)63;
+  raw = (char *)DT__GEMM_MALLOC(asz + (size_t)nt * bsz + 64);
+  if (!raw) return 0;
+  abuf = raw + (64 - (size_t)((uintptr_t)raw & 63));
+
+  for (s0 = 0; s0 < m; s0 += ms) {
+    const int64_t sm = dt__gemm_min(ms, m - s0);       /* rows in this slab */
+    const int64_t smp = dt__gemm_roundup(sm, mr);      /* padded */
+    const int64_t npan = smp / mr;                     /* A micro-panels per depth block */
+    const int64_t rpt = (npan + nrow - 1) / nrow * mr; /* rows per row task */
+    const int64_t nrt = (sm + rpt - 1) / rpt;          /* row tasks */
+    int64_t pc, t;
+    /* pack A(s0:s0+sm, :): depth block pc at abuf + smp * pc, its panel i at + i * kcur */
+    for (pc = 0; pc < k; pc += kc)
+      pl->pack(sm, dt__gemm_min(kc, k - pc), (const char *)a + (size_t)(s0 * rsa + pc * csa) * es, rsa, csa, mr,
+               abuf + (size_t)(smp * pc) * es);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic) num_threads(nt) if (nt > 1)
+#endif
+    for (t = 0; t < nrt * ncol; t++) {
+      const int64_t r0 = t / ncol * rpt, r1 = dt__gemm_min(sm, r0 + rpt); /* rows of the slab */
+      const int64_t jc = t % ncol * ncw, nc = dt__gemm_min(ncw, n - jc);  /* columns of C */
+      char *bbuf = abuf + asz;
+      int64_t p0, jr, ir;
+#ifdef _OPENMP
+      bbuf += (size_t)omp_get_thread_num() * bsz;
+#endif
+      for (p0 = 0; p0 < k; p0 += kc) {
+        const int64_t kcur = dt__gemm_min(kc, k - p0);
+        const double bet = p0 == 0 ? beta : 1.0;
+        const char *ap = abuf + (size_t)(smp * p0) * es;
+        /* pack B(p0:p0+kcur, jc:jc+nc) */
+        pl->pack(nc, kcur, (const char *)b + (size_t)(p0 * rsb + jc * csb) * es, csb, rsb, nr, bbuf);
+        for (ir = r0; ir < r1; ir += mr) { /* A's micro-panel stays in L1, B's panels stream from L2 */
+          const char *pa = ap + (size_t)(ir * kcur) * es;
+          char *cr = (char *)c + (size_t)((s0 + ir) * n + jc) * es;
+          const int mrr = (int)dt__gemm_min(mr, sm - ir);
+          for (jr = 0; jr < nc; jr += nr)
+            pl->kern(kcur, pa, bbuf + (size_t)(jr * kcur) * es, cr + (size_t)jr * es, n, mrr,
+                     (int)dt__gemm_min(nr, nc - jr), alpha, bet);
+        }
+      }
+    }
+  }
+  DT__GEMM_FREE(raw);
+  return 1;
+}
+
+/* The best plan this CPU supports. */
+static void dt__gemm_plan_best(int dbl, dt__gemm_plan *pl) {
+  int isa;
+  for (isa = DT__GEMM_ISA_COUNT - 1; isa > 0; isa--)
+    if (dt__gemm_plan_get(isa, dbl, pl)) return;
+  dt__gemm_plan_get(DT__GEMM_ISA_C, dbl, pl);
+}
+
+/* Built-in gemm with plan pl (NULL: the best one). c: (m, n). */
+static void dt__gemm_builtin(const dt__gemm_plan *pl, int dbl, int ta, int tb, int64_t m, int64_t n,
+                             int64_t k, double alpha, const void *a, const void *b, double beta, void *c) {
+  const int64_t rsa = ta ? 1 : k, csa = ta ? m : 1; /* op(A)(i, p) */
+  const int64_t rsb = tb ? 1 : n, csb = tb ? k : 1; /* op(B)(p, j) */
+  dt__gemm_plan best;
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0 || alpha == 0) { /* C = beta * C */
+    int64_t i, mn = m * n;
+    if (dbl) {
+      double *cd = (double *)c;
+      for (i = 0; i < mn; i++) cd[i] = beta == 0 ? 0.0 : beta * cd[i];
+    } else {
+      float *cf = (float *)c;
+      for (i = 0; i < mn; i++) cf[i] = beta == 0 ? 0.0f : (float)beta * cf[i];
+    }
+    return;
+  }
+  /* packing pays for itself unless the problem is tiny, or one row or column (or two) wide */
+  if ((double)m * (double)n * (double)k > (double)DT__GEMM_SMALL && m > 2 && n > 2) {
+    if (!pl) {
+      dt__gemm_plan_best(dbl, &best);
+      pl = &best;
+    }
+    if (dt__gemm_blocked(pl, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c)) return;
+  }
+  if (dbl)
+    dt__gemm_simple_f64(m, n, k, alpha, (const double *)a, rsa, csa, (const double *)b, rsb, csb, beta,
+                        (double *)c);
+  else
+    dt__gemm_simple_f32(m, n, k, (float)alpha, (const float *)a, rsa, csa, (const float *)b, rsb, csb,
+                        (float)beta, (float *)c);
+}
+
+/* ---- cpu gemm: cblas ---- */
+
+#ifdef DEVTENSOR_CBLAS
+#include <limits.h>
+#ifndef CBLAS_H
+#ifdef __cplusplus
+extern "C" {
+#endif
+void cblas_sgemm(int order, int transa, int transb, int m, int n, int k, float alpha, const float *a,
+                 int lda, const float *b, int ldb, float beta, float *c, int ldc);
+void cblas_dgemm(int order, int transa, int transb, int m, int n, int k, double alpha, const double *a,
+                 int lda, const double *b, int ldb, double beta, double *c, int ldc);
+#ifdef __cplusplus
+}
+#endif
+#define DT__GEMM_CBLAS_ROW 101
+#define DT__GEMM_CBLAS_N 111
+#define DT__GEMM_CBLAS_T 112
+#else
+#define DT__GEMM_CBLAS_ROW CblasRowMajor
+#define DT__GEMM_CBLAS_N CblasNoTrans
+#define DT__GEMM_CBLAS_T CblasTrans
+#endif
+/* CBLAS needs int sizes and leading dimensions >= 1. */
+static int dt__gemm_cblas_ok(int64_t m, int64_t n, int64_t k) {
+  return m > 0 && n > 0 && k > 0 && m <= INT_MAX && n <= INT_MAX && k <= INT_MAX;
+}
+#endif
+
+/* ---- cpu gemm: entry points ---- */
+
+/* a: (m, k), or (k, m) when ta; b: (k, n), or (n, k) when tb; c: (m, n). */
+static DT__GEMM_MAYBE_UNUSED void dt__cpu_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
+                                                const float *a, const float *b, float beta, float *c) {
+#ifdef DEVTENSOR_CBLAS
+  if (dt__gemm_cblas_ok(m, n, k)) {
+    cblas_sgemm(DT__GEMM_CBLAS_ROW, ta ? DT__GEMM_CBLAS_T : DT__GEMM_CBLAS_N, tb ? DT__GEMM_CBLAS_T : DT__GEMM_CBLAS_N,
+                (int)m, (int)n, (int)k, alpha, a, ta ? (int)m : (int)k, b, tb ? (int)k : (int)n, beta, c, (int)n);
+    return;
+  }
+#endif
+  dt__gemm_builtin(NULL, 0, ta, tb, m, n, k, alpha, a, b, beta, c);
+}
+
+/* a: (m, k), or (k, m) when ta; b: (k, n), or (n, k) when tb; c: (m, n). */
+static DT__GEMM_MAYBE_UNUSED void dt__cpu_dgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
+                                                const double *a, const double *b, double beta, double *c) {
+#ifdef DEVTENSOR_CBLAS
+  if (dt__gemm_cblas_ok(m, n, k)) {
+    cblas_dgemm(DT__GEMM_CBLAS_ROW, ta ? DT__GEMM_CBLAS_T : DT__GEMM_CBLAS_N, tb ? DT__GEMM_CBLAS_T : DT__GEMM_CBLAS_N,
+                (int)m, (int)n, (int)k, alpha, a, ta ? (int)m : (int)k, b, tb ? (int)k : (int)n, beta, c, (int)n);
+    return;
+  }
+#endif
+  dt__gemm_builtin(NULL, 1, ta, tb, m, n, k, alpha, a, b, beta, c);
+}
+
+static dt_status dt__cpu_gemm(int dev, dt_dtype t, int ta, int tb, int64_t batch, int64_t m, int64_t n, int64_t k,
+                              double alpha, const void *a, int64_t stride_a, const void *b, int64_t stride_b,
+                              double beta, void *c, int64_t stride_c) {
+  int64_t i;
+  (void)dev;
+  for (i = 0; i < batch; i++) {
+    if (t == DT_F32)
+      dt__cpu_sgemm(ta, tb, m, n, k, (float)alpha, (const float *)a + i * stride_a, (const float *)b + i * stride_b,
+                    (float)beta, (float *)c + i * stride_c);
+    else if (t == DT_F64)
+      dt__cpu_dgemm(ta, tb, m, n, k, alpha, (const double *)a + i * stride_a, (const double *)b + i * stride_b,
+                    beta, (double *)c + i * stride_c);
+    else return DT_ERR_DTYPE;
+  }
+  return DT_OK;
+}
+
+static dt_status dt__cpu_axpy(int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y) {
+  int64_t i;
+  int dt__par = n >= DT__PAR_MIN;
+  (void)dev; (void)dt__par;
+  if (t == DT_F32) {
+    const float *xp = (const float *)x; float *yp = (float *)y, al = (float)alpha;
+    DT__OMP_FOR for (i = 0; i < n; i++) yp[i] += al * xp[i];
+  } else if (t == DT_F64) {
+    const double *xp = (const double *)x; double *yp = (double *)y;
+    DT__OMP_FOR for (i = 0; i < n; i++) yp[i] += alpha * xp[i];
+  } else return DT_ERR_DTYPE;
+  return DT_OK;
+}
+
+/* y[i] = word i % 4 of Philox block i / 4, as uniform or normal. y: (n,) */
+static dt_status dt__cpu_random(int dev, int normal, uint64_t seed, uint64_t draw, int64_t n, float *y) {
+  int64_t j, nb = (n + 3) / 4;
+  int dt__par = n >= DT__PAR_MIN;
+  (void)dev; (void)dt__par;
+  DT__OMP_FOR for (j = 0; j < nb; j++) {
+    uint32_t w[4];
+    float z[4];
+    int q;
+    dt__philox_block(seed, draw, (uint64_t)j, w);
+    if (normal) { dt__box_muller(w[0], w[1], &z[0], &z[1]); dt__box_muller(w[2], w[3], &z[2], &z[3]); }
+    else for (q = 0; q < 4; q++) z[q] = dt__u32_to_uniform(w[q]);
+    for (q = 0; q < 4 && j * 4 + q < n; q++) y[j * 4 + q] = z[q];
+  }
+  return DT_OK;
+}
+
+static const dt__backend *dt__cpu_backend(void) {
+  static const dt__backend be = {
+    "cpu",
+    dt__cpu_device_count, dt__cpu_device_info, dt__cpu_last_error,
+    dt__cpu_alloc, dt__cpu_free, dt__cpu_memory_stats, dt__cpu_empty_cache,
+    dt__cpu_copy, dt__cpu_synchronize, dt__cpu_stream,
+    dt__cpu_fill, dt__cpu_unary, dt__cpu_binary, dt__cpu_cast, dt__cpu_reduce,
+    dt__cpu_gemm, dt__cpu_axpy, dt__cpu_random
+  };
+  return &be;
+}
 
 #if defined(__CUDACC__)
 #pragma nv_diagnostic pop

@@ -1,30 +1,12 @@
 /* tests/test_print_format.c — dt__format_tensor against the text PyTorch prints.
 
    The cases come from tests/print_cases.inc (tests/gen_print_cases.py).
-   Standalone, before parts/print.inc is merged into the header:
-
-       gcc -std=c99 -Wall -Wextra -Werror -pedantic -DDT_PRINT_STANDALONE -Iparts \
-           tests/test_print_format.c -lm -o test_print_format
-
-   Without DT_PRINT_STANDALONE it takes dt__format_tensor from devtensor.h.
    Prints "PASS name" / "FAIL name" / "SKIP name: why" and a final
    "N passed, N failed, N skipped" like tests/harness.h. */
-#ifdef DT_PRINT_STANDALONE
-#include <math.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-typedef enum dt_dtype { DT_F32 = 0, DT_F64, DT_I32, DT_I64 } dt_dtype;
-#define DT_MAX_DIMS 8
-typedef struct dt_shape { int ndim; int64_t dims[DT_MAX_DIMS]; } dt_shape;
-#include "print.inc"
-#else
 #define DEVTENSOR_IMPLEMENTATION
 #include "../devtensor.h"
 #include <stdlib.h>
 #include <string.h>
-#endif
 #include <locale.h>
 
 #include "print_cases.inc"

@@ -1,0 +1,423 @@
+/* Fault injection, SQLite-style: every host allocation devtensor makes goes
+   through a counting allocator (DT_MALLOC/DT_FREE, which also back the CPU
+   backend's tensor data). A representative workload runs once for every
+   N = 1, 2, ... with allocation number N failing ("single" mode), and again
+   with N and every allocation after it failing ("persistent" mode), until a
+   run completes without an injected failure.
+
+   Every injected failure must surface as a NULL / non-OK return with
+   dt_last_status() == DT_ERR_OUT_OF_MEMORY and a message that names the
+   function ("dt_xxx: ... out of memory ..."); what the workload already held
+   must be unchanged (checked for tensors, a network's parameters and a
+   failed load); once the workload has released everything, the number of
+   live allocations must be back to zero. The only allocations whose failure
+   may be absorbed are the CPU matmul's packing buffers (the CPU matmul falls
+   back to a loop that needs no memory); their results are checked.
+
+   Build: cc -std=c99 -I. tests/fault_injection.c -lm (no -fopenmp), also with
+   -fsanitize=address,undefined. Run from the repository root (it writes
+   build/fault_injection_<pid>.safetensors and removes it). */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+/* ---- the counting allocator ---- */
+
+static long fi_calls;            /* allocations asked for in this run */
+static long fi_fail_at;          /* 0: never fail; else the number of the first failing one */
+static int fi_persistent;        /* fail every allocation from fi_fail_at on */
+static long fi_live;             /* live allocations */
+static long fi_injected;         /* injected failures in this run */
+static long fi_injected_hard;    /* ... of them at sites that must report it */
+static long fi_bad_free;         /* DT_FREE of something DT_MALLOC did not give */
+static long fi_max_calls;        /* the most allocations a complete run made */
+
+#define FI_MAGIC 0x6474616c6c6f63ULL /* "dtalloc" */
+#define FI_HDR 16                    /* keeps 16-byte alignment */
+
+static void *fi_malloc(size_t n, const char *file) {
+  unsigned char *p;
+  fi_calls++;
+  if (fi_fail_at > 0 && (fi_calls == fi_fail_at || (fi_persistent && fi_calls > fi_fail_at))) {
+    fi_injected++;
+    /* the CPU matmul's packing buffer: failure falls back to a loop, by design */
+    if (!strstr(file, "gemm.inc")) fi_injected_hard++;
+    return NULL;
+  }
+  if (n > (size_t)-1 - FI_HDR) return NULL;
+  p = (unsigned char *)malloc(n + FI_HDR);
+  if (!p) return NULL;
+  {
+    uint64_t magic = FI_MAGIC;
+    memcpy(p, &magic, sizeof magic);
+  }
+  fi_live++;
+  return p + FI_HDR;
+}
+
+static void fi_free(void *q) {
+  unsigned char *p;
+  uint64_t magic;
+  if (!q) return;
+  p = (unsigned char *)q - FI_HDR;
+  memcpy(&magic, p, sizeof magic);
+  if (magic != FI_MAGIC) { fi_bad_free++; return; } /* not ours, or freed twice: leak it rather than crash */
+  magic = 0;
+  memcpy(p, &magic, sizeof magic);
+  fi_live--;
+  free(p);
+}
+
+#define DT_MALLOC(sz) fi_malloc((sz), __FILE__)
+#define DT_FREE(p) fi_free(p)
+#define DEVTENSOR_IMPLEMENTATION
+#include "../devtensor.h"
+#include "harness.h"
+
+/* ---- the workload ---- */
+
+static char fi_path[256];
+static int fi_verbose_left = 30;     /* problem lines printed, at most */
+static long fi_problems;             /* in this run */
+static const char *fi_mode_name;
+static long fi_run_n;                /* N of the run, for messages */
+
+static void fi_problem(int line, const char *what) {
+  fi_problems++;
+  if (fi_verbose_left > 0) {
+    fi_verbose_left--;
+    printf("  %s mode, N = %ld, tests/fault_injection.c:%d: %s [status %d, \"%s\"]\n", fi_mode_name, fi_run_n, line, what,
+           (int)dt_last_status(), dt_last_error());
+  }
+}
+
+/* A failed step: it must be an injected failure, reported as out of memory by a dt_ function. */
+static void fi_check_failure(int line, long injected_before) {
+  const char *msg = dt_last_error();
+  if (fi_injected == injected_before) { fi_problem(line, "a step failed with no injected failure"); return; }
+  if (dt_last_status() != DT_ERR_OUT_OF_MEMORY) fi_problem(line, "status is not DT_ERR_OUT_OF_MEMORY");
+  if (!msg || !msg[0]) fi_problem(line, "empty message");
+  else if (strncmp(msg, "dt_", 3) != 0 || !strchr(msg, ':')) fi_problem(line, "message does not start with \"dt_xxx:\"");
+  else if (!strstr(msg, "out of memory")) fi_problem(line, "message does not say \"out of memory\"");
+}
+
+/* Every step: clear the error, run it, and on failure check the report and
+   unwind. A step that succeeds must not have swallowed an injected failure. */
+#define STEP(ok) do { long inj_ = fi_injected, hard_ = fi_injected_hard; dt_clear_error(); \
+    if (!(ok)) { fi_check_failure(__LINE__, inj_); failed_line = __LINE__; goto out; } \
+    if (fi_injected_hard != hard_) fi_problem(__LINE__, "a step succeeded although an allocation it made failed"); \
+  } while (0)
+/* A check of a value (never expected to fail, injected failure or not). */
+#define VERIFY(cond) do { if (!(cond)) fi_problem(__LINE__, "wrong result: " #cond); } while (0)
+
+#define POOL 128
+static dt_tensor *pool[POOL];
+static int npool;
+static dt_tensor *keep(dt_tensor *t) {
+  if (t) { if (npool < POOL) pool[npool++] = t; else fi_problem(__LINE__, "test pool full"); }
+  return t;
+}
+/* dt_sequential_add takes the layer, also when it fails */
+#define ADD(seq) do { dt_module *l_ = l; l = NULL; STEP(dt_sequential_add((seq), l_) == DT_OK); } while (0)
+#define NEW(var, expr) STEP(((var) = keep(expr)) != NULL)
+
+static double val(dt_tensor *t, int64_t i) {
+  const void *p = dt_data_ptr(t);
+  switch (dt_dtype_of(t)) {
+    case DT_F32: return ((const float *)p)[i];
+    case DT_F64: return ((const double *)p)[i];
+    case DT_I32: return ((const int32_t *)p)[i];
+    case DT_I64: return (double)((const int64_t *)p)[i];
+  }
+  return 0;
+}
+
+/* The parameters of a Sequential(Linear, ReLU, Linear), in order, as doubles. Allocates nothing. */
+static int snap_net(dt_module *net, double *out, int cap, dt_dtype *dtype) {
+  int n = 0, l, k;
+  int64_t i;
+  for (l = 0; l < 3; l += 2) {
+    dt_module *lin = dt_sequential_get(net, l);
+    for (k = 0; k < 2; k++) {
+      dt_tensor *p = lin ? (k ? dt_linear_bias(lin) : dt_linear_weight(lin)) : NULL;
+      if (!p) continue;
+      if (dtype) *dtype = dt_dtype_of(p);
+      for (i = 0; i < dt_numel(p) && n < cap; i++) out[n++] = val(p, i);
+    }
+  }
+  return n;
+}
+static int same(const double *a, const double *b, int n) {
+  int i;
+  for (i = 0; i < n; i++) if (a[i] != b[i]) return 0;
+  return 1;
+}
+
+static const float A6[6] = {1, 2, 3, 4, 5, 6};
+
+/* One run; returns the line of the failed step, 0 when it ran to the end. */
+static int workload(void) {
+  int failed_line = 0;
+  dt_tensor *a = NULL, *b = NULL, *a64 = NULL, *b64 = NULL, *i32 = NULL, *i64 = NULL, *e = NULL, *t = NULL, *u = NULL;
+  dt_tensor *m1 = NULL, *m2 = NULL, *big1 = NULL, *big2 = NULL, *x4 = NULL, *x8 = NULL, *y4 = NULL, *pred = NULL, *g = NULL;
+  dt_tensor *bigt = NULL, *X = NULL, *Y = NULL;
+  dt_module *net = NULL, *net2 = NULL, *l = NULL;
+  FILE *tf = NULL;
+  double snap[64], snap2[64], host[64], v;
+  int nsnap = 0, nsnap2 = 0, i, k, loaded = 0, net_rows = 0;
+  dt_dtype sdt = DT_F32;
+  char buf[256];
+  dt_trainer tr;
+
+  npool = 0;
+
+  /* creation, every dtype */
+  NEW(a, dt_from_data(A6, dt_shape2(2, 3), DT_F32, dt_cpu()));
+  NEW(b, dt_arange(1, 4, 1, DT_F32, dt_cpu()));                 /* (3,) broadcasts over a's rows */
+  NEW(a64, dt_cast(a, DT_F64));
+  NEW(b64, dt_full(dt_shape2(2, 1), 0.5, dt_cpu()));
+  NEW(t, dt_cast(b64, DT_F64)); b64 = t;
+  NEW(i32, dt_arange(0, 6, 1, DT_I32, dt_cpu()));
+  NEW(i64, dt_arange(-3, 3, 1, DT_I64, dt_cpu()));
+  NEW(e, dt_empty(dt_shape2(0, 3), DT_F32, dt_cpu()));
+  NEW(t, dt_zeros(dt_shape3(2, 2, 2), dt_cpu())); VERIFY(val(t, 7) == 0);
+  NEW(t, dt_ones(dt_shape0(), dt_cpu())); VERIFY(val(t, 0) == 1);
+  NEW(t, dt_empty(dt_shape1(4), DT_I64, dt_cpu()));
+
+  /* binary, with broadcasting */
+  NEW(t, dt_add(a, b)); VERIFY(val(t, 4) == 7);
+  NEW(t, dt_sub(a, b)); VERIFY(val(t, 5) == 3);
+  NEW(t, dt_mul(a, b)); VERIFY(val(t, 5) == 18);
+  NEW(t, dt_div(a, b)); VERIFY(val(t, 3) == 4);
+  NEW(t, dt_add(a64, b64)); VERIFY(val(t, 5) == 6.5);
+  NEW(t, dt_div(a64, b64)); VERIFY(val(t, 0) == 2);
+  NEW(t, dt_add(i32, i32)); VERIFY(val(t, 5) == 10);
+  NEW(t, dt_mul(i64, i64)); VERIFY(val(t, 0) == 9);
+  NEW(t, dt_add(e, b)); VERIFY(dt_numel(t) == 0);
+
+  /* unary and scalar */
+  NEW(t, dt_exp(a)); NEW(t, dt_log(a)); NEW(t, dt_sqrt(a64)); NEW(t, dt_neg(i32)); VERIFY(val(t, 5) == -5);
+  NEW(t, dt_relu(a)); NEW(t, dt_add_scalar(i64, 2)); VERIFY(val(t, 0) == -1);
+  NEW(t, dt_mul_scalar(a64, 3)); VERIFY(val(t, 5) == 18);
+
+  /* matmul: (2,3)@(3,2), vectors, batched, and one big enough for the packed kernel */
+  NEW(u, dt_transpose(a)); VERIFY(val(u, 1) == 4);
+  NEW(t, dt_matmul(a, u)); VERIFY(val(t, 0) == 14 && val(t, 3) == 77);
+  NEW(t, dt_matmul(a, b)); VERIFY(val(t, 1) == 32);
+  NEW(u, dt_transpose(a64));
+  NEW(t, dt_matmul(a64, u)); VERIFY(val(t, 1) == 32);
+  NEW(t, dt_reshape(i32, dt_shape3(1, 2, -1)));
+  NEW(m1, dt_rand(dt_shape3(2, 3, 4), dt_cpu()));
+  NEW(m2, dt_randn(dt_shape3(2, 4, 5), dt_cpu()));
+  NEW(t, dt_matmul(m1, m2)); VERIFY(dt_dim(t, 0) == 2 && dt_dim(t, 2) == 5);
+  NEW(u, dt_ones(dt_shape2(4, 2), dt_cpu()));
+  NEW(t, dt_matmul(m1, u)); VERIFY(dt_dim(t, 0) == 2 && dt_dim(t, 2) == 2);
+  NEW(big1, dt_arange(0, 48 * 48, 1, DT_F32, dt_cpu()));
+  NEW(t, dt_reshape(big1, dt_shape2(48, -1))); big1 = t;
+  NEW(big2, dt_full(dt_shape2(48, 48), 0.25, dt_cpu()));
+  NEW(t, dt_matmul(big1, big2));
+  /* row i of big1 sums to 48*48*i + 48*47/2; times 0.25 */
+  for (i = 0; i < 48; i += 7) VERIFY(val(t, i * 48 + 5) == 0.25 * (48.0 * 48.0 * i + 1128.0));
+  NEW(u, dt_cast(big1, DT_F64));
+  NEW(t, dt_cast(big2, DT_F64));
+  NEW(t, dt_matmul(u, t)); VERIFY(val(t, 47 * 48) == 0.25 * (48.0 * 48.0 * 47 + 1128.0));
+
+  /* reshape, reductions, casts */
+  NEW(t, dt_reshape(a, dt_shape1(-1))); VERIFY(dt_numel(t) == 6);
+  NEW(t, dt_sum(a)); VERIFY(val(t, 0) == 21);
+  NEW(t, dt_mean(a64)); VERIFY(val(t, 0) == 3.5);
+  NEW(t, dt_norm(a)); NEW(t, dt_sum_dim(a, 0)); VERIFY(val(t, 2) == 9);
+  NEW(t, dt_sum_dim(a64, -1)); VERIFY(val(t, 1) == 15);
+  NEW(t, dt_cast(i32, DT_F32)); NEW(t, dt_cast(i64, DT_I32)); NEW(t, dt_cast(a, DT_I64)); VERIFY(val(t, 5) == 6);
+  NEW(t, dt_cast(e, DT_F64));
+
+  /* in place */
+  NEW(t, dt_zeros(dt_shape2(2, 3), dt_cpu()));
+  STEP(dt_fill_(t, 2) == DT_OK);
+  STEP(dt_axpy_(t, 2, a) == DT_OK); VERIFY(val(t, 5) == 14);
+  STEP(dt_fill_(i32, 7) == DT_OK);
+
+  /* copies */
+  NEW(t, dt_to(a, dt_cpu())); VERIFY(t == a);
+  NEW(t, dt_copyto(a, dt_cpu())); VERIFY(t != a && val(t, 2) == 3);
+  STEP(dt_copy_(t, a) == DT_OK);
+  STEP(dt_to_host(a, host, sizeof host) == DT_OK); VERIFY(host[0] != 0);
+  NEW(t, dt_sum(a64));
+  v = dt_item(t);
+  STEP(!isnan(v)); VERIFY(v == 21);
+
+  /* printing */
+  STEP(dt_snprint(buf, sizeof buf, a) > 0); VERIFY(strncmp(buf, "tensor([[1., 2., 3.],", 21) == 0);
+  STEP(dt_snprint(NULL, 0, i32) > 0);
+  tf = tmpfile();
+  if (tf) {
+    STEP(dt_fprint(tf, a64) == DT_OK);
+    NEW(bigt, dt_arange(0, 300, 1.5, DT_F32, dt_cpu()));      /* 200 values: more than 512 characters */
+    STEP(dt_snprint(NULL, 0, bigt) > 512);
+    STEP(dt_fprint(tf, bigt) == DT_OK);
+  }
+
+  /* a network: Sequential(Linear(2, 3), ReLU, LazyLinear(1)) */
+  STEP((net = dt_sequential()) != NULL);
+  STEP((l = dt_linear(2, 3)) != NULL);
+  ADD(net);
+  STEP((l = dt_relu_layer()) != NULL);
+  ADD(net);
+  STEP((l = dt_linear(0, 1)) != NULL);
+  ADD(net);
+  NEW(x4, dt_randn(dt_shape2(4, 2), dt_cpu()));
+  NEW(y4, dt_rand(dt_shape2(4, 1), dt_cpu()));
+  NEW(pred, dt_forward(net, x4)); net_rows = 4;              /* sizes the lazy layer */
+  VERIFY(dt_module_num_params(net) == 4);
+  STEP(dt_module_param(net, 2, NULL) != NULL);
+  STEP(dt_module_grad(net, 3) != NULL);
+  NEW(t, dt_mse_loss(pred, y4));
+  NEW(g, dt_mse_loss_grad(pred, y4));
+  STEP(dt_zero_grad(net) == DT_OK);
+  NEW(t, dt_backward(net, g)); VERIFY(dt_dim(t, 0) == 4 && dt_dim(t, 1) == 2);
+  STEP(dt_sgd_step(net, 0.1) == DT_OK);
+  /* a forward with another batch size; a failure in its middle must leave a consistent net */
+  NEW(x8, dt_randn(dt_shape2(8, 2), dt_cpu()));
+  NEW(t, dt_forward(net, x8)); net_rows = 8;
+
+  /* net.double(), all or nothing, and back */
+  nsnap = snap_net(net, snap, 64, &sdt);
+  STEP(dt_module_to_dtype(net, DT_F64) == DT_OK);
+  net_rows = 0;
+  NEW(u, dt_cast(x4, DT_F64));
+  NEW(t, dt_forward(net, u)); VERIFY(dt_dtype_of(t) == DT_F64);
+  net_rows = 4;
+  STEP(dt_module_to_dtype(net, DT_F32) == DT_OK);
+  net_rows = 0;
+  STEP(dt_module_to(net, dt_cpu()) == DT_OK);
+  nsnap = snap_net(net, snap, 64, &sdt);
+
+  /* save, then load into a second net of the same shape */
+  STEP(dt_module_save(net, fi_path) == DT_OK);
+  STEP((net2 = dt_sequential()) != NULL);
+  STEP((l = dt_linear(2, 3)) != NULL);
+  ADD(net2);
+  STEP((l = dt_relu_layer()) != NULL);
+  ADD(net2);
+  STEP((l = dt_linear(3, 1)) != NULL);
+  ADD(net2);
+  nsnap2 = snap_net(net2, snap2, 64, NULL);
+  STEP(dt_module_load(net2, fi_path) == DT_OK);
+  loaded = 1;
+  {
+    double now[64];
+    VERIFY(snap_net(net2, now, 64, NULL) == nsnap && same(now, snap, nsnap));
+  }
+
+  /* a short training */
+  NEW(X, dt_randn(dt_shape2(10, 2), dt_cpu()));
+  NEW(Y, dt_rand(dt_shape2(10, 1), dt_cpu()));
+  STEP(dt_trainer_init(&tr, 2, 0) == DT_OK);
+  tr.quiet = 1; tr.batch_size = 4;
+  STEP(dt_trainer_fit(&tr, net2, X, Y) == DT_OK);
+  VERIFY(tr.epochs_run == 2 && tr.last_loss == tr.last_loss);
+  dt_trainer_free(&tr);
+
+out:
+  /* nothing held was changed by a failure */
+  if (a) { for (k = 0; k < 6; k++) if (val(a, k) != A6[k]) { fi_problem(__LINE__, "tensor a was changed"); break; } }
+  if (net && nsnap && failed_line) {
+    double now[64];
+    dt_dtype ndt = DT_F32;
+    int n = snap_net(net, now, 64, &ndt);
+    if (ndt == sdt && (n != nsnap || !same(now, snap, nsnap))) fi_problem(failed_line, "net's parameters changed by a failed step");
+  }
+  if (net2 && nsnap2 && failed_line && !loaded) {
+    double now[64];
+    if (snap_net(net2, now, 64, NULL) != nsnap2 || !same(now, snap2, nsnap2)) fi_problem(failed_line, "a failed dt_module_load changed the net");
+  }
+  /* the program can go on: with no more failures, what is held still works */
+  if (failed_line) {
+    long save = fi_fail_at;
+    fi_fail_at = 0;
+    dt_clear_error();
+    if (net) {
+      /* a backward shaped like the last successful forward: must be computed or refused, never read out of bounds */
+      if (net_rows > 0) {
+        dt_tensor *g1 = dt_ones(dt_shape2(net_rows, 1), dt_cpu());
+        dt_tensor *gg = g1 ? dt_cast(g1, dt_dtype_of(dt_linear_weight(dt_sequential_get(net, 0)))) : NULL;
+        dt_tensor *gx = gg ? dt_backward(net, gg) : NULL;
+        dt_release(g1);
+        if (gx && dt_dim(gx, 0) != net_rows) fi_problem(failed_line, "backward after a failed step gave a wrong shape");
+        dt_release(gx); dt_release(gg);
+      }
+      if (x4) {
+        dt_tensor *xx = dt_module_device(net).type == DT_CPU ? dt_cast(x4, dt_dtype_of(dt_linear_weight(dt_sequential_get(net, 0)))) : NULL;
+        dt_tensor *yy = xx ? dt_forward(net, xx) : NULL;
+        if (xx && dt_linear_weight(dt_sequential_get(net, 0)) && !yy) fi_problem(failed_line, "forward after a failed step fails");
+        dt_release(yy); dt_release(xx);
+      }
+    }
+    if (a) {
+      dt_tensor *s = dt_sum(a);
+      if (!s || val(s, 0) != 21) fi_problem(failed_line, "dt_sum after a failed step");
+      dt_release(s);
+    }
+    fi_fail_at = save;
+  }
+  if (tf) fclose(tf);
+  dt_module_free(l);
+  dt_module_free(net);
+  dt_module_free(net2);
+  for (i = 0; i < npool; i++) dt_release(pool[i]);
+  npool = 0;
+  return failed_line;
+}
+
+/* Runs the workload for N = 1, 2, ... until a run sees no injected failure. */
+static void fault_mode(int persistent) {
+  long n, covered = 0, runs_with_problems = 0;
+  fi_persistent = persistent;
+  fi_mode_name = persistent ? "persistent" : "single";
+  for (n = 1;; n++) {
+    int line;
+    fi_calls = 0; fi_fail_at = n; fi_run_n = n; fi_injected = 0; fi_injected_hard = 0; fi_problems = 0; fi_bad_free = 0;
+    line = workload();
+    if (fi_live != 0) { fi_problem(line, "allocations still live after the workload released everything (a leak)"); fi_live = 0; }
+    if (fi_bad_free) fi_problem(line, "DT_FREE of a pointer DT_MALLOC did not give (or a double free)");
+    if (fi_problems) runs_with_problems++;
+    covered++;
+    if (fi_injected == 0) {                       /* ran to the end: every allocation has been failed once */
+      if (line) { fi_problem(line, "the run without failures did not complete"); runs_with_problems++; }
+      break;
+    }
+    if (!line && fi_injected_hard) { fi_problem(0, "an injected failure was never reported"); runs_with_problems++; }
+    if (n > 100000) { fi_problem(0, "runaway"); break; }
+  }
+  T_CHECK_MSG(runs_with_problems == 0, "%ld of %ld runs had problems", runs_with_problems, covered);
+  printf("  %s mode: %ld runs (N = 1..%ld; a complete run makes %ld allocations)\n", fi_mode_name, covered, covered, fi_calls);
+  if (fi_calls > fi_max_calls) fi_max_calls = fi_calls;
+}
+
+static void test_reference_run(void) {
+  int line;
+  fi_mode_name = "reference"; fi_fail_at = 0; fi_calls = 0; fi_problems = 0; fi_injected = 0; fi_injected_hard = 0;
+  line = workload();
+  T_CHECK_MSG(line == 0, "the workload fails without injected failures at line %d: %s", line, dt_last_error());
+  T_CHECK(fi_problems == 0);
+  T_CHECK_MSG(fi_live == 0, "%ld allocations live", fi_live);
+  T_CHECK(fi_calls > 100);
+  printf("  a complete run makes %ld allocations\n", fi_calls);
+}
+static void test_fault_single(void) { fault_mode(0); }
+static void test_fault_persistent(void) { fault_mode(1); }
+
+int main(void) {
+  mkdir("build", 0777);
+  snprintf(fi_path, sizeof fi_path, "build/fault_injection_%ld.safetensors", (long)getpid());
+  T_RUN(test_reference_run);
+  T_RUN(test_fault_single);
+  T_RUN(test_fault_persistent);
+  remove(fi_path);
+  return t_finish();
+}

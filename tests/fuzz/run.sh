@@ -1,0 +1,28 @@
+#!/bin/sh
+# Runs each libFuzzer target for SECONDS (default 60) on a copy of its seed
+# corpus, from the repository root:
+#   sh tests/fuzz/run.sh build/fuzz 60
+# Prints one PASS/FAIL line per target and "N passed, N failed, 0 skipped".
+# A crash, leak or failed invariant leaves its input in BUILD_DIR
+# (crash-*, leak-*, ...) and the fuzzer's log in BUILD_DIR/<target>.log;
+# replay it with the target's plain build: build/fuzz/replay_<target> FILE.
+bin=${1:-build/fuzz}; secs=${2:-60}
+passed=0; failed=0
+for f in safetensors device_parse print; do
+  case $f in device_parse) corpus=tests/fuzz/corpus_device ;; *) corpus=tests/fuzz/corpus_$f ;; esac
+  exe=$bin/fuzz_$f; work=$bin/work_$f; log=$bin/fuzz_$f.log
+  if [ ! -x "$exe" ]; then echo "FAIL fuzz_$f: $exe not built"; failed=$((failed + 1)); continue; fi
+  mkdir -p "$work"
+  dict=; [ -f "tests/fuzz/$f.dict" ] && dict="-dict=tests/fuzz/$f.dict"
+  # shellcheck disable=SC2086
+  "$exe" -max_total_time="$secs" -print_final_stats=1 -artifact_prefix="$bin/" $dict "$work" "$corpus" > "$log" 2>&1
+  rc=$?
+  runs=$(grep 'stat::number_of_executed_units' "$log" | awk '{print $2}')
+  if [ "$rc" -eq 0 ]; then
+    echo "PASS fuzz_$f: ${runs:-?} inputs in ${secs} s, corpus $(ls "$work" | wc -l) files"; passed=$((passed + 1))
+  else
+    echo "FAIL fuzz_$f: exit status $rc; the end of $log:"; tail -n 30 "$log"; failed=$((failed + 1))
+  fi
+done
+echo "$passed passed, $failed failed, 0 skipped"
+[ "$failed" -eq 0 ]

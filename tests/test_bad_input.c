@@ -1,0 +1,614 @@
+/* Bad input, table-driven: every public function called with NULL pointers,
+   negative and overflowing dims, unknown dtypes, mismatched shapes and
+   devices that do not exist. Each call must fail the documented way: NULL,
+   -1, NaN or a non-OK status; dt_last_status() the documented status; and a
+   message that starts with the called function's name ("dt_xxx: ") and
+   names the argument or the values at fault. The error handler must see
+   the same. After the table, a few scenarios that need state (networks,
+   outputs left untouched on failure). */
+#define _POSIX_C_SOURCE 200809L
+#define DEVTENSOR_IMPLEMENTATION
+#include "../devtensor.h"
+#include "harness.h"
+#include <stdlib.h>
+#include <unistd.h>
+
+/* ---- fixtures, made in main ---- */
+
+static dt_tensor *F;     /* f32 (2, 3) */
+static dt_tensor *D;     /* f64 (2, 3) */
+static dt_tensor *I;     /* i32 (2, 3) */
+static dt_tensor *L;     /* i64 (3,) */
+static dt_tensor *V;     /* f32 (3,) */
+static dt_tensor *S;     /* f32 0-d */
+static dt_tensor *X;     /* f32 (5, 3): net input */
+static dt_tensor *Y;     /* f32 (5, 2): net target */
+static dt_tensor *M4;    /* f32 (2, 2, 2, 2) */
+static dt_module *NET;   /* Sequential(Linear(3, 4), ReLU, Linear(4, 2)), never run */
+static dt_module *LAZY;  /* Sequential(LazyLinear(2)) */
+static dt_module *RELU;  /* a ReLU layer on its own */
+static dt_trainer TR;
+static char OUTPATH[256];  /* a file that cannot be created */
+static char BADFILE[256];  /* a corrupt safetensors file */
+static char SMALLBUF[64];
+static FILE *RO;           /* a stream open for reading only */
+static double HOST[64];
+static dt_device DEV;
+static dt_device_info INFO;
+static dt_memory_stats STATS;
+
+/* A call that should fail: 1 when it did. A tensor made anyway is released. */
+static int nul(dt_tensor *t) { if (!t) return 1; dt_release(t); return 0; }
+static int nulm(dt_module *m) { if (!m) return 1; dt_module_free(m); return 0; }
+static int bad(dt_status s) { return s != DT_OK; }
+static int neg(int64_t v) { return v < 0; }
+static int isnanv(double v) { return v != v; }
+
+#define U64(x) ((int64_t)1 << (x))
+#define BIG INT64_MAX
+#define GPU7 dt_gpu(7)
+#define GPUM dt_gpu(-1)
+#define CPU3 (DEV.type = DT_CPU, DEV.index = 3, DEV)
+#define ALIEN (DEV.type = (dt_device_type)5, DEV.index = 0, DEV)
+#define BADT ((dt_dtype)9)
+
+/* name, expected status, message prefix, words the message must hold ('|' between), the call (1: failed) */
+#define BAD_CASES(X_)                                                                                                      \
+  /* errors */                                                                                                              \
+  X_(status_string_unknown, DT_OK, "", "", strcmp(dt_status_string((dt_status)99), "unknown status") != 0)                  \
+  X_(status_string_negative, DT_OK, "", "", strcmp(dt_status_string((dt_status)-1), "unknown status") != 0)                 \
+  X_(dtype_name_unknown, DT_OK, "", "", strcmp(dt_dtype_name(BADT), "unknown dtype") != 0)                                  \
+  X_(dtype_size_unknown, DT_OK, "", "", dt_dtype_size(BADT) != 0 || dt_dtype_size((dt_dtype)-1) != 0)                        \
+  X_(shape_n_negative, DT_OK, "", "", dt_shape_n(-1, NULL).ndim != -1 || dt_shape_n(INT_MIN, NULL).ndim != -1)               \
+  X_(release_null_ok, DT_OK, "", "", (dt_release(NULL), dt_module_free(NULL), dt_trainer_free(NULL), 0))                     \
+  /* devices */                                                                                                             \
+  X_(try_gpu_7, DT_OK, "", "", dt_try_gpu(7).type != DT_CPU)                                                               \
+  X_(try_gpu_minus1, DT_OK, "", "", dt_try_gpu(-1).type != DT_CPU)                                                         \
+  X_(try_all_gpus_null, DT_OK, "", "", dt_try_all_gpus(NULL, 4) != 1)                                                      \
+  X_(try_all_gpus_negcap, DT_OK, "", "", dt_try_all_gpus(&DEV, -1) != 1)                                                   \
+  X_(device_str_null, DT_OK, "", "", dt_device_str(dt_cpu(), NULL, 10)[0] != 0)                                            \
+  X_(device_str_alien, DT_OK, "", "", strcmp(dt_device_str(ALIEN, SMALLBUF, sizeof SMALLBUF), "device?5:0") != 0)          \
+  X_(device_str_short, DT_OK, "", "", strcmp(dt_device_str(GPU7, SMALLBUF, 3), "cu") != 0)                                \
+  X_(parse_null, DT_ERR_INVALID_ARGUMENT, "dt_device_parse:", "s is NULL", bad(dt_device_parse(NULL, &DEV)))                \
+  X_(parse_null_out, DT_ERR_INVALID_ARGUMENT, "dt_device_parse:", "out is NULL", bad(dt_device_parse("cpu", NULL)))          \
+  X_(parse_tpu, DT_ERR_INVALID_ARGUMENT, "dt_device_parse:", "\"tpu:0\"", bad(dt_device_parse("tpu:0", &DEV)))              \
+  X_(parse_empty, DT_ERR_INVALID_ARGUMENT, "dt_device_parse:", "\"\"", bad(dt_device_parse("", &DEV)))                      \
+  X_(parse_colon, DT_ERR_INVALID_ARGUMENT, "dt_device_parse:", "index|\"cuda:\"", bad(dt_device_parse("cuda:", &DEV)))      \
+  X_(parse_negative, DT_ERR_INVALID_ARGUMENT, "dt_device_parse:", "\"cuda:-1\"", bad(dt_device_parse("cuda:-1", &DEV)))     \
+  X_(parse_huge, DT_ERR_INVALID_ARGUMENT, "dt_device_parse:", "99999999999", bad(dt_device_parse("cuda:99999999999", &DEV))) \
+  X_(parse_trailing, DT_ERR_INVALID_ARGUMENT, "dt_device_parse:", "\"cuda:1x\"", bad(dt_device_parse("cuda:1x", &DEV)))     \
+  X_(parse_cpu3, DT_ERR_INVALID_ARGUMENT, "dt_device_parse:", "\"cpu:3\"", bad(dt_device_parse("cpu:3", &DEV)))             \
+  X_(parse_space, DT_ERR_INVALID_ARGUMENT, "dt_device_parse:", "\" cpu\"", bad(dt_device_parse(" cpu", &DEV)))              \
+  X_(parse_cpux, DT_ERR_INVALID_ARGUMENT, "dt_device_parse:", "\"cpux\"", bad(dt_device_parse("cpux", &DEV)))               \
+  X_(info_null, DT_ERR_INVALID_ARGUMENT, "dt_device_get_info:", "out is NULL", bad(dt_device_get_info(dt_cpu(), NULL)))    \
+  X_(info_gpu7, DT_ERR_NO_DEVICE, "dt_device_get_info:", "cuda:7", bad(dt_device_get_info(GPU7, &INFO)))                    \
+  X_(info_gpum, DT_ERR_INVALID_ARGUMENT, "dt_device_get_info:", "-1", bad(dt_device_get_info(GPUM, &INFO)))                 \
+  X_(info_cpu3, DT_ERR_NO_DEVICE, "dt_device_get_info:", "cpu:3", bad(dt_device_get_info(CPU3, &INFO)))                     \
+  X_(info_alien, DT_ERR_INVALID_ARGUMENT, "dt_device_get_info:", "device type 5", bad(dt_device_get_info(ALIEN, &INFO)))    \
+  X_(sync_gpu7, DT_ERR_NO_DEVICE, "dt_synchronize:", "cuda:7", bad(dt_synchronize(GPU7)))                                   \
+  X_(sync_gpum, DT_ERR_INVALID_ARGUMENT, "dt_synchronize:", "-1", bad(dt_synchronize(GPUM)))                                \
+  X_(sync_cpu3, DT_ERR_NO_DEVICE, "dt_synchronize:", "cpu:3", bad(dt_synchronize(CPU3)))                                    \
+  X_(sync_alien, DT_ERR_INVALID_ARGUMENT, "dt_synchronize:", "device type 5", bad(dt_synchronize(ALIEN)))                   \
+  X_(stream_gpu7, DT_ERR_NO_DEVICE, "dt_cuda_stream:", "cuda:7", dt_cuda_stream(GPU7) == NULL)                              \
+  X_(stream_alien, DT_ERR_INVALID_ARGUMENT, "dt_cuda_stream:", "device type 5", dt_cuda_stream(ALIEN) == NULL)              \
+  /* creation */                                                                                                            \
+  X_(empty_neg, DT_ERR_SHAPE, "dt_empty:", "negative dimension -1|(2, -1)", nul(dt_empty(dt_shape2(2, -1), DT_F32, dt_cpu()))) \
+  X_(empty_overflow, DT_ERR_SHAPE, "dt_empty:", "too large", nul(dt_empty(dt_shape2(BIG, 2), DT_F32, dt_cpu())))            \
+  X_(empty_overflow_bytes, DT_ERR_SHAPE, "dt_empty:", "too large", nul(dt_empty(dt_shape1(U64(61)), DT_F64, dt_cpu())))     \
+  X_(empty_overflow_4d, DT_ERR_SHAPE, "dt_empty:", "too large", nul(dt_empty(dt_shape4(U64(20), U64(20), U64(20), 8), DT_I32, dt_cpu()))) \
+  X_(empty_huge_oom, DT_ERR_OUT_OF_MEMORY, "dt_empty:", "out of memory|cpu|EiB", nul(dt_empty(dt_shape1(U64(59)), DT_F32, dt_cpu()))) \
+  X_(empty_zero_dim_ok, DT_OK, "", "", nul(dt_empty(dt_shape3(BIG, 0, BIG), DT_F64, dt_cpu())))                            \
+  X_(empty_bad_ndim, DT_ERR_SHAPE, "dt_empty:", "0 to 8 dimensions|-1", nul(dt_empty(dt_shape_n(9, NULL), DT_F32, dt_cpu()))) \
+  X_(empty_null_dims, DT_ERR_SHAPE, "dt_empty:", "dimensions", nul(dt_empty(dt_shape_n(2, NULL), DT_F32, dt_cpu())))        \
+  X_(empty_dtype, DT_ERR_DTYPE, "dt_empty:", "unknown dtype 9", nul(dt_empty(dt_shape1(2), BADT, dt_cpu())))                \
+  X_(empty_dtype_neg, DT_ERR_DTYPE, "dt_empty:", "unknown dtype -1", nul(dt_empty(dt_shape1(2), (dt_dtype)-1, dt_cpu())))   \
+  X_(empty_gpu7_first, DT_ERR_NO_DEVICE, "dt_empty:", "no such device cuda:7", nul(dt_empty(dt_shape1(-1), BADT, GPU7)))    \
+  X_(empty_gpum, DT_ERR_INVALID_ARGUMENT, "dt_empty:", "device index -1", nul(dt_empty(dt_shape1(2), DT_F32, GPUM)))        \
+  X_(empty_cpu3, DT_ERR_NO_DEVICE, "dt_empty:", "cpu:3", nul(dt_empty(dt_shape1(2), DT_F32, CPU3)))                         \
+  X_(empty_alien, DT_ERR_INVALID_ARGUMENT, "dt_empty:", "device type 5", nul(dt_empty(dt_shape1(2), DT_F32, ALIEN)))        \
+  X_(zeros_neg, DT_ERR_SHAPE, "dt_zeros:", "negative dimension -5", nul(dt_zeros(dt_shape1(-5), dt_cpu())))                \
+  X_(zeros_gpu7, DT_ERR_NO_DEVICE, "dt_zeros:", "cuda:7", nul(dt_zeros(dt_shape1(2), GPU7)))                               \
+  X_(ones_overflow, DT_ERR_SHAPE, "dt_ones:", "too large", nul(dt_ones(dt_shape3(BIG, BIG, BIG), dt_cpu())))                \
+  X_(ones_cpu3, DT_ERR_NO_DEVICE, "dt_ones:", "cpu:3", nul(dt_ones(dt_shape1(2), CPU3)))                                    \
+  X_(full_neg, DT_ERR_SHAPE, "dt_full:", "negative", nul(dt_full(dt_shape2(-1, -1), 1.0, dt_cpu())))                        \
+  X_(full_alien, DT_ERR_INVALID_ARGUMENT, "dt_full:", "device type 5", nul(dt_full(dt_shape1(1), 1.0, ALIEN)))              \
+  X_(arange_step0, DT_ERR_INVALID_ARGUMENT, "dt_arange:", "step", nul(dt_arange(0, 10, 0, DT_F32, dt_cpu())))               \
+  X_(arange_nan, DT_ERR_INVALID_ARGUMENT, "dt_arange:", "finite", nul(dt_arange(0, NAN, 1, DT_F32, dt_cpu())))              \
+  X_(arange_inf, DT_ERR_INVALID_ARGUMENT, "dt_arange:", "finite", nul(dt_arange(0, 1, INFINITY, DT_F32, dt_cpu())))         \
+  X_(arange_side, DT_ERR_INVALID_ARGUMENT, "dt_arange:", "wrong side", nul(dt_arange(0, 10, -1, DT_F32, dt_cpu())))         \
+  X_(arange_many, DT_ERR_SHAPE, "dt_arange:", "too many", nul(dt_arange(0, 1e300, 1, DT_F32, dt_cpu())))                    \
+  X_(arange_many_tiny, DT_ERR_SHAPE, "dt_arange:", "too many", nul(dt_arange(0, 1, 1e-300, DT_F32, dt_cpu())))              \
+  X_(arange_dtype, DT_ERR_DTYPE, "dt_arange:", "unknown dtype", nul(dt_arange(0, 10, 1, BADT, dt_cpu())))                   \
+  X_(arange_gpu7, DT_ERR_NO_DEVICE, "dt_arange:", "cuda:7", nul(dt_arange(0, 10, 1, DT_F32, GPU7)))                         \
+  X_(arange_empty_ok, DT_OK, "", "", nul(dt_arange(3, 3, 1, DT_I64, dt_cpu())))                                             \
+  X_(from_data_null, DT_ERR_INVALID_ARGUMENT, "dt_from_data:", "host is NULL", nul(dt_from_data(NULL, dt_shape1(3), DT_F32, dt_cpu()))) \
+  X_(from_data_null_empty_ok, DT_OK, "", "", nul(dt_from_data(NULL, dt_shape2(0, 3), DT_F32, dt_cpu())))                   \
+  X_(from_data_dtype, DT_ERR_DTYPE, "dt_from_data:", "unknown dtype", nul(dt_from_data(HOST, dt_shape1(3), BADT, dt_cpu()))) \
+  X_(from_data_neg, DT_ERR_SHAPE, "dt_from_data:", "negative", nul(dt_from_data(HOST, dt_shape1(-3), DT_F32, dt_cpu())))    \
+  X_(from_data_gpu7, DT_ERR_NO_DEVICE, "dt_from_data:", "cuda:7", nul(dt_from_data(HOST, dt_shape1(3), DT_F32, GPU7)))      \
+  X_(rand_neg, DT_ERR_SHAPE, "dt_rand:", "negative", nul(dt_rand(dt_shape1(-1), dt_cpu())))                                 \
+  X_(rand_gpu7, DT_ERR_NO_DEVICE, "dt_rand:", "cuda:7", nul(dt_rand(dt_shape1(1), GPU7)))                                   \
+  X_(randn_overflow, DT_ERR_SHAPE, "dt_randn:", "too large", nul(dt_randn(dt_shape2(BIG, 3), dt_cpu())))                    \
+  X_(randn_gpum, DT_ERR_INVALID_ARGUMENT, "dt_randn:", "-1", nul(dt_randn(dt_shape1(1), GPUM)))                              \
+  /* properties */                                                                                                          \
+  X_(device_of_null, DT_ERR_INVALID_ARGUMENT, "dt_device_of:", "t is NULL", dt_device_of(NULL).type == DT_CPU)              \
+  X_(dtype_of_null, DT_ERR_INVALID_ARGUMENT, "dt_dtype_of:", "t is NULL", dt_dtype_of(NULL) == DT_F32)                     \
+  X_(shape_of_null, DT_ERR_INVALID_ARGUMENT, "dt_shape_of:", "t is NULL", dt_shape_of(NULL).ndim == -1)                    \
+  X_(ndim_null, DT_ERR_INVALID_ARGUMENT, "dt_ndim:", "t is NULL", neg(dt_ndim(NULL)))                                       \
+  X_(dim_null, DT_ERR_INVALID_ARGUMENT, "dt_dim:", "t is NULL", neg(dt_dim(NULL, 0)))                                       \
+  X_(dim_range, DT_ERR_INVALID_ARGUMENT, "dt_dim:", "dimension 2|2-d", neg(dt_dim(F, 2)))                                   \
+  X_(dim_range_neg, DT_ERR_INVALID_ARGUMENT, "dt_dim:", "dimension -3", neg(dt_dim(F, -3)))                                 \
+  X_(dim_intmin, DT_ERR_INVALID_ARGUMENT, "dt_dim:", "out of range", neg(dt_dim(F, INT_MIN)))                               \
+  X_(dim_scalar, DT_ERR_INVALID_ARGUMENT, "dt_dim:", "0-d", neg(dt_dim(S, 0)))                                              \
+  X_(numel_null, DT_ERR_INVALID_ARGUMENT, "dt_numel:", "t is NULL", neg(dt_numel(NULL)))                                    \
+  X_(nbytes_null, DT_ERR_INVALID_ARGUMENT, "dt_nbytes:", "t is NULL", dt_nbytes(NULL) == 0)                                 \
+  X_(data_ptr_null, DT_ERR_INVALID_ARGUMENT, "dt_data_ptr:", "t is NULL", dt_data_ptr(NULL) == NULL)                        \
+  X_(retain_null_ok, DT_OK, "", "", dt_retain(NULL) != NULL)                                                               \
+  /* copies */                                                                                                              \
+  X_(to_null, DT_ERR_INVALID_ARGUMENT, "dt_to:", "t is NULL", nul(dt_to(NULL, dt_cpu())))                                   \
+  X_(to_gpu7, DT_ERR_NO_DEVICE, "dt_to:", "cuda:7", nul(dt_to(F, GPU7)))                                                    \
+  X_(to_gpum, DT_ERR_INVALID_ARGUMENT, "dt_to:", "-1", nul(dt_to(F, GPUM)))                                                 \
+  X_(to_cpu3, DT_ERR_NO_DEVICE, "dt_to:", "cpu:3", nul(dt_to(F, CPU3)))                                                     \
+  X_(to_alien, DT_ERR_INVALID_ARGUMENT, "dt_to:", "device type 5", nul(dt_to(F, ALIEN)))                                    \
+  X_(copyto_null, DT_ERR_INVALID_ARGUMENT, "dt_copyto:", "t is NULL", nul(dt_copyto(NULL, dt_cpu())))                       \
+  X_(copyto_gpu7, DT_ERR_NO_DEVICE, "dt_copyto:", "cuda:7", nul(dt_copyto(F, GPU7)))                                        \
+  X_(copyto_cpu3, DT_ERR_NO_DEVICE, "dt_copyto:", "cpu:3", nul(dt_copyto(F, CPU3)))                                         \
+  X_(copy_null_dst, DT_ERR_INVALID_ARGUMENT, "dt_copy_:", "dst is NULL", bad(dt_copy_(NULL, F)))                            \
+  X_(copy_null_src, DT_ERR_INVALID_ARGUMENT, "dt_copy_:", "src is NULL", bad(dt_copy_(F, NULL)))                            \
+  X_(copy_dtype, DT_ERR_DTYPE, "dt_copy_:", "dst is float32|src is float64", bad(dt_copy_(F, D)))                           \
+  X_(copy_shape, DT_ERR_SHAPE, "dt_copy_:", "dst has shape (2, 3)|src has shape (3,)", bad(dt_copy_(F, V)))                 \
+  X_(to_host_null, DT_ERR_INVALID_ARGUMENT, "dt_to_host:", "t is NULL", bad(dt_to_host(NULL, HOST, sizeof HOST)))            \
+  X_(to_host_null_dst, DT_ERR_INVALID_ARGUMENT, "dt_to_host:", "dst is NULL", bad(dt_to_host(F, NULL, 24)))                  \
+  X_(to_host_small, DT_ERR_INVALID_ARGUMENT, "dt_to_host:", "dst holds 8 bytes|24", bad(dt_to_host(F, HOST, 8)))             \
+  X_(item_null, DT_ERR_INVALID_ARGUMENT, "dt_item:", "t is NULL", isnanv(dt_item(NULL)))                                    \
+  X_(item_shape, DT_ERR_SHAPE, "dt_item:", "one element|(2, 3)", isnanv(dt_item(F)))                                        \
+  /* elementwise */                                                                                                         \
+  X_(add_null_a, DT_ERR_INVALID_ARGUMENT, "dt_add:", "a is NULL", nul(dt_add(NULL, F)))                                     \
+  X_(add_null_b, DT_ERR_INVALID_ARGUMENT, "dt_add:", "b is NULL", nul(dt_add(F, NULL)))                                     \
+  X_(add_dtype, DT_ERR_DTYPE, "dt_add:", "float32|float64", nul(dt_add(F, D)))                                              \
+  X_(add_bcast, DT_ERR_SHAPE, "dt_add:", "(2, 3)|(2, 2, 2, 2)|broadcast", nul(dt_add(F, M4)))                               \
+  X_(sub_bcast, DT_ERR_SHAPE, "dt_sub:", "(3,)|(2, 2, 2, 2)", nul(dt_sub(V, M4)))                                           \
+  X_(mul_dtype, DT_ERR_DTYPE, "dt_mul:", "int32|float32", nul(dt_mul(I, F)))                                                \
+  X_(div_int, DT_ERR_DTYPE, "dt_div:", "a is int32|dt_cast", nul(dt_div(I, I)))                                            \
+  X_(div_null, DT_ERR_INVALID_ARGUMENT, "dt_div:", "b is NULL", nul(dt_div(F, NULL)))                                      \
+  X_(add_scalar_null, DT_ERR_INVALID_ARGUMENT, "dt_add_scalar:", "a is NULL", nul(dt_add_scalar(NULL, 1)))                  \
+  X_(add_scalar_frac, DT_ERR_DTYPE, "dt_add_scalar:", "int32|whole number|0.5", nul(dt_add_scalar(I, 0.5)))                 \
+  X_(add_scalar_nan, DT_ERR_DTYPE, "dt_add_scalar:", "int64|whole number", nul(dt_add_scalar(L, NAN)))                     \
+  X_(add_scalar_huge, DT_ERR_DTYPE, "dt_add_scalar:", "int64|whole number", nul(dt_add_scalar(L, 1e300)))                  \
+  X_(mul_scalar_inf, DT_ERR_DTYPE, "dt_mul_scalar:", "int32|whole number", nul(dt_mul_scalar(I, INFINITY)))                \
+  X_(exp_int, DT_ERR_DTYPE, "dt_exp:", "a is int32", nul(dt_exp(I)))                                                        \
+  X_(log_null, DT_ERR_INVALID_ARGUMENT, "dt_log:", "a is NULL", nul(dt_log(NULL)))                                          \
+  X_(sqrt_int, DT_ERR_DTYPE, "dt_sqrt:", "a is int64", nul(dt_sqrt(L)))                                                     \
+  X_(neg_null, DT_ERR_INVALID_ARGUMENT, "dt_neg:", "a is NULL", nul(dt_neg(NULL)))                                          \
+  X_(relu_int, DT_ERR_DTYPE, "dt_relu:", "a is int32", nul(dt_relu(I)))                                                     \
+  /* matmul, transpose, reshape */                                                                                          \
+  X_(matmul_null, DT_ERR_INVALID_ARGUMENT, "dt_matmul:", "a is NULL", nul(dt_matmul(NULL, F)))                              \
+  X_(matmul_null_b, DT_ERR_INVALID_ARGUMENT, "dt_matmul:", "b is NULL", nul(dt_matmul(F, NULL)))                            \
+  X_(matmul_int, DT_ERR_DTYPE, "dt_matmul:", "int32", nul(dt_matmul(I, I)))                                                 \
+  X_(matmul_dtype, DT_ERR_DTYPE, "dt_matmul:", "float32|float64", nul(dt_matmul(F, D)))                                     \
+  X_(matmul_inner, DT_ERR_SHAPE, "dt_matmul:", "(2, 3)|3 != 2", nul(dt_matmul(F, F)))                                       \
+  X_(matmul_0d, DT_ERR_SHAPE, "dt_matmul:", "()", nul(dt_matmul(S, F)))                                                     \
+  X_(matmul_4d, DT_ERR_SHAPE, "dt_matmul:", "(2, 2, 2, 2)", nul(dt_matmul(M4, M4)))                                         \
+  X_(transpose_null, DT_ERR_INVALID_ARGUMENT, "dt_transpose:", "a is NULL", nul(dt_transpose(NULL)))                        \
+  X_(transpose_1d, DT_ERR_SHAPE, "dt_transpose:", "2-d|(3,)", nul(dt_transpose(V)))                                         \
+  X_(reshape_null, DT_ERR_INVALID_ARGUMENT, "dt_reshape:", "a is NULL", nul(dt_reshape(NULL, dt_shape1(6))))                \
+  X_(reshape_count, DT_ERR_SHAPE, "dt_reshape:", "(2, 3)|(4, 2)", nul(dt_reshape(F, dt_shape2(4, 2))))                      \
+  X_(reshape_two_infer, DT_ERR_SHAPE, "dt_reshape:", "-1", nul(dt_reshape(F, dt_shape2(-1, -1))))                           \
+  X_(reshape_infer_zero, DT_ERR_SHAPE, "dt_reshape:", "(-1, 0)|6 elements", nul(dt_reshape(F, dt_shape2(-1, 0))))           \
+  X_(reshape_infer_uneven, DT_ERR_SHAPE, "dt_reshape:", "(-1, 4)", nul(dt_reshape(F, dt_shape2(-1, 4))))                    \
+  X_(reshape_neg, DT_ERR_SHAPE, "dt_reshape:", "-5", nul(dt_reshape(F, dt_shape2(-5, 2))))                                  \
+  X_(reshape_overflow, DT_ERR_SHAPE, "dt_reshape:", "too large", nul(dt_reshape(F, dt_shape3(BIG, BIG, 2))))                \
+  X_(reshape_infer_overflow, DT_ERR_SHAPE, "dt_reshape:", "6 elements", nul(dt_reshape(F, dt_shape3(BIG, -1, BIG))))        \
+  X_(reshape_ndim, DT_ERR_SHAPE, "dt_reshape:", "0 to 8 dimensions", nul(dt_reshape(F, dt_shape_n(9, NULL))))               \
+  /* reductions, casts, in place */                                                                                         \
+  X_(sum_null, DT_ERR_INVALID_ARGUMENT, "dt_sum:", "a is NULL", nul(dt_sum(NULL)))                                          \
+  X_(sum_int, DT_ERR_DTYPE, "dt_sum:", "a is int32", nul(dt_sum(I)))                                                        \
+  X_(mean_int, DT_ERR_DTYPE, "dt_mean:", "a is int64", nul(dt_mean(L)))                                                     \
+  X_(norm_null, DT_ERR_INVALID_ARGUMENT, "dt_norm:", "a is NULL", nul(dt_norm(NULL)))                                       \
+  X_(sum_dim_null, DT_ERR_INVALID_ARGUMENT, "dt_sum_dim:", "a is NULL", nul(dt_sum_dim(NULL, 0)))                           \
+  X_(sum_dim_range, DT_ERR_INVALID_ARGUMENT, "dt_sum_dim:", "dim 2|2-d", nul(dt_sum_dim(F, 2)))                             \
+  X_(sum_dim_range_neg, DT_ERR_INVALID_ARGUMENT, "dt_sum_dim:", "dim -3", nul(dt_sum_dim(F, -3)))                           \
+  X_(sum_dim_intmin, DT_ERR_INVALID_ARGUMENT, "dt_sum_dim:", "out of range", nul(dt_sum_dim(F, INT_MIN)))                   \
+  X_(sum_dim_0d, DT_ERR_INVALID_ARGUMENT, "dt_sum_dim:", "0-d", nul(dt_sum_dim(S, 0)))                                      \
+  X_(sum_dim_int, DT_ERR_DTYPE, "dt_sum_dim:", "int32", nul(dt_sum_dim(I, 0)))                                              \
+  X_(cast_null, DT_ERR_INVALID_ARGUMENT, "dt_cast:", "a is NULL", nul(dt_cast(NULL, DT_F64)))                               \
+  X_(cast_dtype, DT_ERR_DTYPE, "dt_cast:", "unknown dtype 9", nul(dt_cast(F, BADT)))                                        \
+  X_(fill_null, DT_ERR_INVALID_ARGUMENT, "dt_fill_:", "t is NULL", bad(dt_fill_(NULL, 1)))                                  \
+  X_(axpy_null_y, DT_ERR_INVALID_ARGUMENT, "dt_axpy_:", "y is NULL", bad(dt_axpy_(NULL, 1, F)))                             \
+  X_(axpy_null_x, DT_ERR_INVALID_ARGUMENT, "dt_axpy_:", "x is NULL", bad(dt_axpy_(F, 1, NULL)))                             \
+  X_(axpy_dtype, DT_ERR_DTYPE, "dt_axpy_:", "float32|float64", bad(dt_axpy_(F, 1, D)))                                      \
+  X_(axpy_int, DT_ERR_DTYPE, "dt_axpy_:", "y is int32", bad(dt_axpy_(I, 1, I)))                                             \
+  X_(axpy_shape, DT_ERR_SHAPE, "dt_axpy_:", "y has shape (2, 3)|x has shape (3,)", bad(dt_axpy_(F, 1, V)))                  \
+  /* printing */                                                                                                            \
+  X_(print_null, DT_ERR_INVALID_ARGUMENT, "dt_print:", "t is NULL", bad(dt_print(NULL)))                                    \
+  X_(fprint_null_f, DT_ERR_INVALID_ARGUMENT, "dt_fprint:", "f is NULL", bad(dt_fprint(NULL, F)))                            \
+  X_(fprint_readonly, DT_ERR_IO, "dt_fprint:", "writing", bad(dt_fprint(RO, F)))                                         \
+  X_(fprint_null_t, DT_ERR_INVALID_ARGUMENT, "dt_fprint:", "t is NULL", bad(dt_fprint(stdout, NULL)))                       \
+  X_(snprint_null_t, DT_ERR_INVALID_ARGUMENT, "dt_snprint:", "t is NULL", neg(dt_snprint(SMALLBUF, sizeof SMALLBUF, NULL)))  \
+  X_(snprint_null_buf, DT_ERR_INVALID_ARGUMENT, "dt_snprint:", "buf is NULL|10", neg(dt_snprint(NULL, 10, F)))              \
+  X_(snprint_measure_ok, DT_OK, "", "", dt_snprint(NULL, 0, F) <= 0)                                                       \
+  X_(snprint_tiny_ok, DT_OK, "", "", dt_snprint(SMALLBUF, 1, F) <= 0 || SMALLBUF[0] != 0)                                 \
+  /* memory */                                                                                                              \
+  X_(stats_null, DT_ERR_INVALID_ARGUMENT, "dt_memory_stats_get:", "out is NULL", bad(dt_memory_stats_get(dt_cpu(), NULL)))  \
+  X_(stats_gpu7, DT_ERR_NO_DEVICE, "dt_memory_stats_get:", "cuda:7", bad(dt_memory_stats_get(GPU7, &STATS)))                \
+  X_(stats_alien, DT_ERR_INVALID_ARGUMENT, "dt_memory_stats_get:", "device type 5", bad(dt_memory_stats_get(ALIEN, &STATS))) \
+  X_(empty_cache_gpum, DT_ERR_INVALID_ARGUMENT, "dt_empty_cache:", "-1", bad(dt_empty_cache(GPUM)))                         \
+  X_(empty_cache_cpu3, DT_ERR_NO_DEVICE, "dt_empty_cache:", "cpu:3", bad(dt_empty_cache(CPU3)))                             \
+  /* modules */                                                                                                             \
+  X_(linear_neg_in, DT_ERR_SHAPE, "dt_linear:", "in_features|-1", nulm(dt_linear(-1, 2)))                                   \
+  X_(linear_zero_out, DT_ERR_SHAPE, "dt_linear:", "out_features|0", nulm(dt_linear(2, 0)))                                  \
+  X_(linear_huge, DT_ERR_SHAPE, "dt_linear:", "too large", nulm(dt_linear(U64(41), 1)))                                     \
+  X_(linear_overflow, DT_ERR_SHAPE, "dt_linear:", "too large", nulm(dt_linear(U64(40), U64(40))))                           \
+  X_(linear_max, DT_ERR_SHAPE, "dt_linear:", "too large", nulm(dt_linear(BIG, BIG)))                                        \
+  X_(linear_oom, DT_ERR_OUT_OF_MEMORY, "dt_linear:", "out of memory", nulm(dt_linear(U64(30), U64(28))))                   \
+  X_(seq_add_null_seq, DT_ERR_INVALID_ARGUMENT, "dt_sequential_add:", "seq is NULL", bad(dt_sequential_add(NULL, dt_relu_layer()))) \
+  X_(seq_add_null_layer, DT_ERR_INVALID_ARGUMENT, "dt_sequential_add:", "layer is NULL", bad(dt_sequential_add(NET, NULL))) \
+  X_(seq_add_not_seq, DT_ERR_INVALID_ARGUMENT, "dt_sequential_add:", "seq is not a sequential", bad(dt_sequential_add(RELU, dt_relu_layer()))) \
+  X_(seq_add_self, DT_ERR_INVALID_ARGUMENT, "dt_sequential_add:", "itself", bad(dt_sequential_add(NET, NET)))              \
+  X_(seq_get_null, DT_ERR_INVALID_ARGUMENT, "dt_sequential_get:", "seq is NULL", dt_sequential_get(NULL, 0) == NULL)        \
+  X_(seq_get_not_seq, DT_ERR_INVALID_ARGUMENT, "dt_sequential_get:", "not a sequential", dt_sequential_get(RELU, 0) == NULL) \
+  X_(seq_get_range, DT_ERR_INVALID_ARGUMENT, "dt_sequential_get:", "index 3|3 layers", dt_sequential_get(NET, 3) == NULL)   \
+  X_(seq_get_range_neg, DT_ERR_INVALID_ARGUMENT, "dt_sequential_get:", "index -4", dt_sequential_get(NET, -4) == NULL)      \
+  X_(seq_get_intmin, DT_ERR_INVALID_ARGUMENT, "dt_sequential_get:", "out of range", dt_sequential_get(NET, INT_MIN) == NULL) \
+  X_(seq_len_null, DT_ERR_INVALID_ARGUMENT, "dt_sequential_len:", "seq", neg(dt_sequential_len(NULL)))                      \
+  X_(seq_len_not_seq, DT_ERR_INVALID_ARGUMENT, "dt_sequential_len:", "not a sequential", neg(dt_sequential_len(RELU)))      \
+  X_(module_to_null, DT_ERR_INVALID_ARGUMENT, "dt_module_to:", "m is NULL", bad(dt_module_to(NULL, dt_cpu())))              \
+  X_(module_to_gpu7, DT_ERR_NO_DEVICE, "dt_module_to:", "cuda:7", bad(dt_module_to(NET, GPU7)))                             \
+  X_(module_to_gpum, DT_ERR_INVALID_ARGUMENT, "dt_module_to:", "-1", bad(dt_module_to(NET, GPUM)))                          \
+  X_(module_to_cpu3, DT_ERR_NO_DEVICE, "dt_module_to:", "cpu:3", bad(dt_module_to(NET, CPU3)))                              \
+  X_(module_to_alien, DT_ERR_INVALID_ARGUMENT, "dt_module_to:", "device type 5", bad(dt_module_to(NET, ALIEN)))             \
+  X_(module_to_dtype_null, DT_ERR_INVALID_ARGUMENT, "dt_module_to_dtype:", "m is NULL", bad(dt_module_to_dtype(NULL, DT_F64))) \
+  X_(module_to_dtype_int, DT_ERR_DTYPE, "dt_module_to_dtype:", "int32", bad(dt_module_to_dtype(NET, DT_I32)))               \
+  X_(module_to_dtype_bad, DT_ERR_DTYPE, "dt_module_to_dtype:", "unknown dtype", bad(dt_module_to_dtype(NET, BADT)))         \
+  X_(module_device_null, DT_ERR_INVALID_ARGUMENT, "dt_module_device:", "m is NULL", dt_module_device(NULL).type == DT_CPU)   \
+  X_(forward_null_m, DT_ERR_INVALID_ARGUMENT, "dt_forward:", "m is NULL", nul(dt_forward(NULL, X)))                         \
+  X_(forward_null_x, DT_ERR_INVALID_ARGUMENT, "dt_forward:", "x is NULL", nul(dt_forward(NET, NULL)))                       \
+  X_(forward_dtype, DT_ERR_DTYPE, "dt_forward:", "x is float64|float32", nul(dt_forward(NET, D)))                           \
+  X_(forward_1d, DT_ERR_SHAPE, "dt_forward:", "(3,)", nul(dt_forward(NET, V)))                                             \
+  X_(forward_features, DT_ERR_SHAPE, "dt_forward:", "(2, 2, 2, 2)", nul(dt_forward(NET, M4)))                              \
+  X_(forward_in, DT_ERR_SHAPE, "dt_forward:", "(5, 2)|3 features", nul(dt_forward(NET, Y)))                                \
+  X_(weight_null, DT_ERR_INVALID_ARGUMENT, "dt_linear_weight:", "m", dt_linear_weight(NULL) == NULL)                       \
+  X_(weight_relu, DT_ERR_INVALID_ARGUMENT, "dt_linear_weight:", "not a linear layer", dt_linear_weight(RELU) == NULL)       \
+  X_(weight_lazy, DT_ERR_INVALID_ARGUMENT, "dt_linear_weight:", "lazy", dt_linear_weight(dt_sequential_get(LAZY, 0)) == NULL) \
+  X_(bias_seq, DT_ERR_INVALID_ARGUMENT, "dt_linear_bias:", "not a linear layer", dt_linear_bias(NET) == NULL)               \
+  X_(bias_lazy, DT_ERR_INVALID_ARGUMENT, "dt_linear_bias:", "lazy", dt_linear_bias(dt_sequential_get(LAZY, 0)) == NULL)     \
+  X_(num_params_null, DT_ERR_INVALID_ARGUMENT, "dt_module_num_params:", "m is NULL", neg(dt_module_num_params(NULL)))       \
+  X_(param_null, DT_ERR_INVALID_ARGUMENT, "dt_module_param:", "m is NULL", dt_module_param(NULL, 0, NULL) == NULL)          \
+  X_(param_range, DT_ERR_INVALID_ARGUMENT, "dt_module_param:", "index 4|4 parameters", dt_module_param(NET, 4, NULL) == NULL) \
+  X_(param_neg, DT_ERR_INVALID_ARGUMENT, "dt_module_param:", "index -1", dt_module_param(NET, -1, NULL) == NULL)            \
+  X_(param_lazy, DT_ERR_INVALID_ARGUMENT, "dt_module_param:", "0.weight|lazy", dt_module_param(LAZY, 0, NULL) == NULL) \
+  X_(param_relu, DT_ERR_INVALID_ARGUMENT, "dt_module_param:", "0 parameters", dt_module_param(RELU, 0, NULL) == NULL)       \
+  X_(grad_null, DT_ERR_INVALID_ARGUMENT, "dt_module_grad:", "m is NULL", dt_module_grad(NULL, 0) == NULL)                   \
+  X_(grad_range, DT_ERR_INVALID_ARGUMENT, "dt_module_grad:", "index 9", dt_module_grad(NET, 9) == NULL)                     \
+  X_(mse_null_pred, DT_ERR_INVALID_ARGUMENT, "dt_mse_loss:", "pred is NULL", nul(dt_mse_loss(NULL, Y)))                     \
+  X_(mse_null_target, DT_ERR_INVALID_ARGUMENT, "dt_mse_loss:", "target is NULL", nul(dt_mse_loss(Y, NULL)))                 \
+  X_(mse_shape, DT_ERR_SHAPE, "dt_mse_loss:", "pred has shape (5, 2)|target has shape (5, 3)", nul(dt_mse_loss(Y, X)))      \
+  X_(mse_dtype, DT_ERR_DTYPE, "dt_mse_loss:", "float32|float64", nul(dt_mse_loss(F, D)))                                    \
+  X_(mse_int, DT_ERR_DTYPE, "dt_mse_loss:", "pred is int32", nul(dt_mse_loss(I, I)))                                        \
+  X_(mse_grad_null, DT_ERR_INVALID_ARGUMENT, "dt_mse_loss_grad:", "target is NULL", nul(dt_mse_loss_grad(F, NULL)))         \
+  X_(mse_grad_shape, DT_ERR_SHAPE, "dt_mse_loss_grad:", "(2, 3)|(3,)", nul(dt_mse_loss_grad(F, V)))                         \
+  X_(zero_grad_null, DT_ERR_INVALID_ARGUMENT, "dt_zero_grad:", "m is NULL", bad(dt_zero_grad(NULL)))                        \
+  X_(backward_null_m, DT_ERR_INVALID_ARGUMENT, "dt_backward:", "m is NULL", nul(dt_backward(NULL, Y)))                      \
+  X_(backward_null_g, DT_ERR_INVALID_ARGUMENT, "dt_backward:", "grad_output is NULL", nul(dt_backward(NET, NULL)))          \
+  X_(backward_no_forward, DT_ERR_INVALID_ARGUMENT, "dt_backward:", "dt_forward first", nul(dt_backward(NET, Y)))            \
+  X_(backward_relu_no_forward, DT_ERR_INVALID_ARGUMENT, "dt_backward:", "forward", nul(dt_backward(RELU, Y)))               \
+  X_(sgd_null, DT_ERR_INVALID_ARGUMENT, "dt_sgd_step:", "m is NULL", bad(dt_sgd_step(NULL, 0.1)))                           \
+  X_(sgd_nan, DT_ERR_INVALID_ARGUMENT, "dt_sgd_step:", "lr|nan", bad(dt_sgd_step(NET, NAN)))                                \
+  X_(sgd_inf, DT_ERR_INVALID_ARGUMENT, "dt_sgd_step:", "lr|inf", bad(dt_sgd_step(NET, -INFINITY)))                          \
+  X_(save_null_m, DT_ERR_INVALID_ARGUMENT, "dt_module_save:", "m is NULL", bad(dt_module_save(NULL, OUTPATH)))              \
+  X_(save_null_path, DT_ERR_INVALID_ARGUMENT, "dt_module_save:", "path is NULL", bad(dt_module_save(NET, NULL)))            \
+  X_(save_lazy, DT_ERR_INVALID_ARGUMENT, "dt_module_save:", "0.weight|lazy", bad(dt_module_save(LAZY, OUTPATH)))            \
+  X_(save_nodir, DT_ERR_IO, "dt_module_save:", "no/such/dir", bad(dt_module_save(NET, OUTPATH)))                            \
+  X_(load_null_m, DT_ERR_INVALID_ARGUMENT, "dt_module_load:", "m is NULL", bad(dt_module_load(NULL, BADFILE)))              \
+  X_(load_null_path, DT_ERR_INVALID_ARGUMENT, "dt_module_load:", "path is NULL", bad(dt_module_load(NET, NULL)))            \
+  X_(load_missing, DT_ERR_IO, "dt_module_load:", "no/such/dir", bad(dt_module_load(NET, OUTPATH)))                          \
+  X_(load_lazy, DT_ERR_INVALID_ARGUMENT, "dt_module_load:", "0.weight|lazy", bad(dt_module_load(LAZY, BADFILE)))            \
+  X_(load_corrupt, DT_ERR_FORMAT, "dt_module_load:", "header length", bad(dt_module_load(NET, BADFILE)))                    \
+  X_(load_dir, DT_ERR_IO, "dt_module_load:", "build", bad(dt_module_load(NET, "build")))                                    \
+  /* the trainer */                                                                                                         \
+  X_(trainer_init_null, DT_ERR_INVALID_ARGUMENT, "dt_trainer_init:", "tr is NULL", bad(dt_trainer_init(NULL, 1, 0)))        \
+  X_(trainer_init_neg, DT_ERR_INVALID_ARGUMENT, "dt_trainer_init:", "max_epochs|-1", bad(dt_trainer_init(&TR, -1, 0)))      \
+  X_(trainer_init_neg_gpus, DT_ERR_INVALID_ARGUMENT, "dt_trainer_init:", "num_gpus|-2", bad(dt_trainer_init(&TR, 1, -2)))    \
+  X_(prepare_model_null_tr, DT_ERR_INVALID_ARGUMENT, "dt_trainer_prepare_model:", "tr is NULL", bad(dt_trainer_prepare_model(NULL, NET))) \
+  X_(prepare_model_null_m, DT_ERR_INVALID_ARGUMENT, "dt_trainer_prepare_model:", "m is NULL", bad(dt_trainer_prepare_model(&TR, NULL))) \
+  X_(prepare_batch_null_tr, DT_ERR_INVALID_ARGUMENT, "dt_trainer_prepare_batch:", "tr is NULL", nul(dt_trainer_prepare_batch(NULL, X))) \
+  X_(prepare_batch_null, DT_ERR_INVALID_ARGUMENT, "dt_trainer_prepare_batch:", "batch is NULL", nul(dt_trainer_prepare_batch(&TR, NULL))) \
+  X_(fit_null_tr, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit:", "tr is NULL", bad(dt_trainer_fit(NULL, NET, X, Y)))           \
+  X_(fit_null_m, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit:", "m is NULL", bad(dt_trainer_fit(&TR, NULL, X, Y)))             \
+  X_(fit_null_x, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit:", "X is NULL", bad(dt_trainer_fit(&TR, NET, NULL, Y)))           \
+  X_(fit_null_y, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit:", "y is NULL", bad(dt_trainer_fit(&TR, NET, X, NULL)))           \
+  X_(fit_1d, DT_ERR_SHAPE, "dt_trainer_fit:", "(3,)", bad(dt_trainer_fit(&TR, NET, V, Y)))                                  \
+  X_(fit_rows, DT_ERR_SHAPE, "dt_trainer_fit:", "(2, 3)|(5, 2)", bad(dt_trainer_fit(&TR, NET, F, Y)))                       \
+  X_(fit_int, DT_ERR_DTYPE, "dt_trainer_fit:", "int32", bad(dt_trainer_fit(&TR, NET, I, I)))                                \
+  X_(fit_dtypes, DT_ERR_DTYPE, "dt_trainer_fit:", "float64|float32", bad(dt_trainer_fit(&TR, NET, D, F)))                   \
+  X_(fit_features, DT_ERR_SHAPE, "dt_forward:", "(5, 2)|3 features", bad(dt_trainer_fit(&TR, NET, Y, Y)))
+
+#define X_DEF(name, want, prefix, words, call) static int bad_##name(void) { return (call); }
+BAD_CASES(X_DEF)
+#undef X_DEF
+
+typedef struct bad_case { const char *name; int (*call)(void); dt_status want; const char *prefix, *words; } bad_case;
+#define X_ROW(name, want, prefix, words, call) { #name, bad_##name, want, prefix, words },
+static const bad_case CASES[] = { BAD_CASES(X_ROW) };
+#undef X_ROW
+
+static int h_calls;
+static dt_status h_status;
+static char h_msg[1024];
+static void on_error(dt_status s, const char *msg, void *user) {
+  (void)user;
+  h_calls++; h_status = s;
+  snprintf(h_msg, sizeof h_msg, "%s", msg);
+}
+
+/* Every word of `words` ('|' between them) is in msg. */
+static int has_words(const char *msg, const char *words, char *missing, size_t n) {
+  const char *w = words;
+  while (*w) {
+    const char *e = strchr(w, '|');
+    size_t len = e ? (size_t)(e - w) : strlen(w);
+    char word[128];
+    if (len >= sizeof word) len = sizeof word - 1;
+    memcpy(word, w, len); word[len] = 0;
+    if (len && !strstr(msg, word)) { snprintf(missing, n, "%s", word); return 0; }
+    w += len + (e ? 1 : 0);
+    if (!e) break;
+  }
+  return 1;
+}
+
+static void run_cases(void) {
+  size_t i, n = sizeof CASES / sizeof CASES[0];
+  char name[128];
+  for (i = 0; i < n; i++) {
+    const bad_case *c = &CASES[i];
+    int failed;
+    char missing[128];
+    t_cur_failed = 0; t_cur_skip = NULL;
+    dt_clear_error();
+    h_calls = 0; h_msg[0] = 0;
+    dt_set_error_handler(on_error, NULL);
+    failed = c->call();
+    dt_set_error_handler(NULL, NULL);
+    snprintf(name, sizeof name, "bad_input/%s", c->name);
+    if (c->want == DT_OK) {
+      T_CHECK_MSG(!failed, "the call failed: %s", dt_last_error());
+      T_CHECK_MSG(dt_last_status() == DT_OK, "status %d: %s", (int)dt_last_status(), dt_last_error());
+    } else {
+      const char *msg = dt_last_error();
+      T_CHECK_MSG(failed, "the call did not report a failure (status %d, \"%s\")", (int)dt_last_status(), msg);
+      T_CHECK_MSG(dt_last_status() == c->want, "status %d (%s), expected %d (%s); \"%s\"", (int)dt_last_status(),
+                  dt_status_string(dt_last_status()), (int)c->want, dt_status_string(c->want), msg);
+      T_CHECK_MSG(strncmp(msg, c->prefix, strlen(c->prefix)) == 0 && msg[strlen(c->prefix)] == ' ',
+                  "message does not start with \"%s \": \"%s\"", c->prefix, msg);
+      T_CHECK_MSG(has_words(msg, c->words, missing, sizeof missing), "message lacks \"%s\": \"%s\"", missing, msg);
+      T_CHECK_MSG(h_calls >= 1 && h_status == dt_last_status() && strcmp(h_msg, msg) == 0,
+                  "the handler saw %d calls, last %d \"%s\"", h_calls, (int)h_status, h_msg);
+    }
+    t_report(name, NULL);
+  }
+}
+
+/* ---- scenarios with state ---- */
+
+static dt_module *mlp(int64_t in, int64_t hidden, int64_t out) {
+  dt_module *net = dt_sequential();
+  dt_sequential_add(net, dt_linear(in, hidden));
+  dt_sequential_add(net, dt_relu_layer());
+  dt_sequential_add(net, dt_linear(hidden, out));
+  return net;
+}
+
+/* dt_num_gpus: 0 leaves the reason, naming the function; with GPUs, no error. */
+static void test_num_gpus(void) {
+  int n;
+  dt_clear_error();
+  n = dt_num_gpus();
+  T_CHECK(n >= 0);
+  if (n == 0) {
+    T_CHECK(dt_last_status() == DT_ERR_NO_DEVICE);
+    T_CHECK_MSG(strncmp(dt_last_error(), "dt_num_gpus: ", 13) == 0 && strstr(dt_last_error(), "CUDA"), "%s", dt_last_error());
+  } else {
+    T_CHECK(dt_last_status() == DT_OK);
+  }
+  T_CHECK(dt_try_all_gpus(NULL, 0) == (n ? n : 1));
+}
+
+/* A failing call changes none of its outputs. */
+static void test_outputs_untouched(void) {
+  dt_device d = dt_gpu(5);
+  float buf[6] = {9, 9, 9, 9, 9, 9};
+  dt_tensor *c = dt_copyto(F, dt_cpu());
+  float before[6], after[6];
+  int i;
+  T_CHECK(dt_device_parse("cuda:x", &d) != DT_OK && d.type == DT_CUDA && d.index == 5);
+  T_CHECK(dt_device_parse("cpu:1", &d) != DT_OK && d.index == 5);
+  T_CHECK(dt_to_host(F, buf, 8) != DT_OK && buf[0] == 9 && buf[5] == 9);
+  dt_to_host(c, before, sizeof before);
+  T_CHECK(dt_copy_(c, V) == DT_ERR_SHAPE);
+  T_CHECK(dt_copy_(c, D) == DT_ERR_DTYPE);
+  T_CHECK(dt_axpy_(c, 1, V) == DT_ERR_SHAPE);
+  dt_to_host(c, after, sizeof after);
+  for (i = 0; i < 6; i++) T_CHECK(before[i] == after[i]);
+  T_CHECK(dt_device_get_info(dt_gpu(7), &INFO) == DT_ERR_NO_DEVICE);
+  dt_release(c);
+}
+
+/* dt_sequential_add owns the layer; refused adds that would make a cycle or a layer with two owners. */
+static void test_sequential_ownership(void) {
+  dt_module *a = dt_sequential(), *b = dt_sequential(), *l = dt_linear(2, 2), *c = dt_sequential();
+  T_CHECK(dt_sequential_add(a, l) == DT_OK);
+  /* the same layer again: two owners would free it twice */
+  T_CHECK(dt_sequential_add(a, l) == DT_ERR_INVALID_ARGUMENT);
+  T_CHECK_MSG(strncmp(dt_last_error(), "dt_sequential_add: ", 19) == 0, "%s", dt_last_error());
+  T_CHECK(dt_sequential_add(b, dt_sequential_get(a, 0)) == DT_ERR_INVALID_ARGUMENT);
+  T_CHECK(dt_sequential_len(a) == 1 && dt_sequential_len(b) == 0);
+  /* a cycle: b in a, then a in b */
+  T_CHECK(dt_sequential_add(a, b) == DT_OK);
+  T_CHECK(dt_sequential_add(b, a) == DT_ERR_INVALID_ARGUMENT);
+  T_CHECK(dt_sequential_add(c, c) == DT_ERR_INVALID_ARGUMENT);
+  T_CHECK(dt_module_num_params(a) == 2);
+  /* freeing a borrowed layer is refused (the sequential frees it) */
+  dt_clear_error();
+  dt_module_free(dt_sequential_get(a, 0));
+  T_CHECK(dt_last_status() == DT_ERR_INVALID_ARGUMENT);
+  T_CHECK(dt_sequential_len(a) == 2 && dt_linear_weight(dt_sequential_get(a, 0)) != NULL);
+  dt_module_free(a); /* frees l and b too */
+  dt_module_free(c);
+}
+
+/* A layer run on its own between a network's forward and backward breaks the chain: refused, never read out of bounds. */
+static void test_backward_after_sublayer_forward(void) {
+  dt_module *net = mlp(2, 3, 1);
+  dt_tensor *x4 = dt_randn(dt_shape2(4, 2), dt_cpu()), *x8 = dt_randn(dt_shape2(8, 2), dt_cpu());
+  dt_tensor *y = dt_forward(net, x4), *y0, *g = dt_ones(dt_shape2(4, 1), dt_cpu()), *gx;
+  T_CHECK(y != NULL);
+  y0 = dt_forward(dt_sequential_get(net, 0), x8); /* net[0] now holds an 8-row input */
+  T_CHECK(y0 != NULL);
+  gx = dt_backward(net, g);
+  T_CHECK_MSG(gx == NULL && dt_last_status() == DT_ERR_SHAPE, "%s", dt_last_error());
+  T_CHECK_MSG(strncmp(dt_last_error(), "dt_backward: ", 13) == 0, "%s", dt_last_error());
+  dt_release(gx);
+  /* a fresh forward makes it whole again */
+  dt_release(y);
+  y = dt_forward(net, x4);
+  gx = dt_backward(net, g);
+  T_CHECK(gx && dt_dim(gx, 0) == 4 && dt_dim(gx, 1) == 2);
+  dt_release(gx); dt_release(y); dt_release(y0); dt_release(g); dt_release(x4); dt_release(x8);
+  dt_module_free(net);
+}
+
+/* A forward that fails in a later layer leaves no half-saved state behind. */
+static void test_failed_forward_then_backward(void) {
+  dt_module *net = dt_sequential();
+  dt_tensor *x = dt_ones(dt_shape2(4, 2), dt_cpu()), *x8 = dt_ones(dt_shape2(8, 2), dt_cpu()), *bad, *y, *g, *gx;
+  dt_sequential_add(net, dt_linear(2, 3));
+  dt_sequential_add(net, dt_relu_layer());
+  dt_sequential_add(net, dt_linear(0, 2)); /* lazy: sized by the first forward */
+  y = dt_forward(net, x);
+  T_CHECK(y && dt_dim(y, 1) == 2);
+  /* x of another dtype fails up front and leaves the last forward's state as it was */
+  bad = dt_cast(x8, DT_F64);
+  T_CHECK(dt_forward(net, bad) == NULL && dt_last_status() == DT_ERR_DTYPE);
+  g = dt_ones(dt_shape2(4, 2), dt_cpu());
+  gx = dt_backward(net, g);
+  T_CHECK_MSG(gx && dt_dim(gx, 0) == 4, "%s", dt_last_error());
+  dt_release(gx); dt_release(bad); dt_release(y); dt_release(g);
+  dt_release(x); dt_release(x8);
+  dt_module_free(net);
+}
+
+/* Shapes and numbers at the edges that are valid. */
+static void test_valid_edges(void) {
+  dt_tensor *e = dt_zeros(dt_shape2(0, 3), dt_cpu()), *s, *m, *r;
+  dt_module *net = mlp(3, 2, 1);
+  dt_tensor *x0 = dt_zeros(dt_shape2(0, 3), dt_cpu()), *y0;
+  char buf[64];
+  T_CHECK(e != NULL);
+  s = dt_sum(e); T_CHECK(s && dt_item(s) == 0); dt_release(s);
+  m = dt_mean(e); T_CHECK(m && dt_item(m) != dt_item(m)); dt_release(m); /* mean of nothing is nan, as PyTorch */
+  r = dt_matmul(e, F); T_CHECK(r == NULL); /* (0,3)@(2,3): shapes refuse */
+  r = dt_sum_dim(e, 0); T_CHECK(r && dt_numel(r) == 3); dt_release(r);
+  T_CHECK(dt_snprint(buf, sizeof buf, e) > 0);
+  T_STREQ(buf, "tensor([], size=(0, 3))");
+  y0 = dt_forward(net, x0);
+  T_CHECK(y0 && dt_dim(y0, 0) == 0 && dt_dim(y0, 1) == 1);
+  dt_release(y0); dt_release(x0); dt_release(e);
+  dt_module_free(net);
+}
+
+/* Empty tensors may have huge other dims: no arithmetic on them may overflow (UBSan watches). */
+static void test_empty_huge_dims(void) {
+  dt_tensor *a = dt_empty(dt_shape3(0, U64(62), 4), DT_F32, dt_cpu());
+  dt_tensor *b = dt_empty(dt_shape3(0, 1, U64(62)), DT_F32, dt_cpu());
+  dt_tensor *c = dt_empty(dt_shape4(U64(62), 4, 0, 5), DT_F32, dt_cpu());
+  dt_tensor *m1 = dt_empty(dt_shape3(0, 4, U64(62)), DT_F32, dt_cpu());
+  dt_tensor *m2 = dt_empty(dt_shape3(0, U64(62), 4), DT_F32, dt_cpu());
+  dt_tensor *r;
+  T_CHECK(a && b && c && m1 && m2);
+  r = dt_add(a, a); T_CHECK(r && dt_numel(r) == 0); dt_release(r);
+  r = dt_mul(a, b); /* (0, 2^62, 4) with (0, 1, 2^62): 4 and 2^62 do not broadcast */
+  T_CHECK(r == NULL && dt_last_status() == DT_ERR_SHAPE);
+  r = dt_sum_dim(c, 3); T_CHECK_MSG(r && dt_numel(r) == 0 && dt_ndim(r) == 3, "%s", dt_last_error()); dt_release(r);
+  r = dt_sum_dim(c, 2); /* (2^62, 4, 5) holds too many elements */
+  T_CHECK(r == NULL && dt_last_status() == DT_ERR_SHAPE);
+  r = dt_sum_dim(a, 0); T_CHECK(r == NULL && dt_last_status() == DT_ERR_SHAPE);
+  r = dt_matmul(m1, m2); T_CHECK_MSG(r && dt_numel(r) == 0 && dt_dim(r, 2) == 4, "%s", dt_last_error()); dt_release(r);
+  r = dt_sum(a); T_CHECK(r && dt_item(r) == 0); dt_release(r);
+  r = dt_reshape(a, dt_shape2(-1, 4)); T_CHECK(r && dt_dim(r, 0) == 0 && dt_dim(r, 1) == 4); dt_release(r); /* as PyTorch */
+  dt_release(a); dt_release(b); dt_release(c); dt_release(m1); dt_release(m2);
+}
+
+/* Networks deeper than the parameter table: training must not skip layers silently. */
+static void test_many_layers(void) {
+  dt_module *net = dt_sequential();
+  dt_tensor *x = dt_ones(dt_shape2(1, 1), dt_cpu()), *y, *g, *gx, *w;
+  float before, after;
+  dt_status s;
+  int i;
+  for (i = 0; i < 300; i++) T_CHECK(dt_sequential_add(net, dt_linear(1, 1)) == DT_OK);
+  w = dt_linear_weight(dt_sequential_get(net, 299));
+  dt_to_host(w, &before, sizeof before);
+  y = dt_forward(net, x);
+  g = dt_ones(dt_shape2(1, 1), dt_cpu());
+  gx = dt_backward(net, g);
+  T_CHECK(y && gx);
+  s = dt_zero_grad(net);
+  T_CHECK_MSG(s == DT_OK || s == DT_ERR_UNSUPPORTED, "%s", dt_last_error());
+  dt_release(gx);
+  gx = dt_backward(net, g);
+  s = dt_sgd_step(net, 0.5);
+  dt_to_host(w, &after, sizeof after);
+  /* either every layer takes the step, or none does and it says why */
+  T_CHECK_MSG((s == DT_OK && after != before) || (s == DT_ERR_UNSUPPORTED && after == before), "status %d, %g -> %g: %s",
+              (int)s, before, after, dt_last_error());
+  dt_release(gx); dt_release(g); dt_release(y); dt_release(x);
+  dt_module_free(net);
+}
+
+int main(void) {
+  static const float f6[6] = {1, 2, 3, 4, 5, 6};
+  static const double d6[6] = {1, 2, 3, 4, 5, 6};
+  static const int32_t i6[6] = {1, 2, 3, 4, 5, 6};
+  static const int64_t l3[3] = {1, 2, 3};
+  FILE *f;
+  F = dt_from_data(f6, dt_shape2(2, 3), DT_F32, dt_cpu());
+  D = dt_from_data(d6, dt_shape2(2, 3), DT_F64, dt_cpu());
+  I = dt_from_data(i6, dt_shape2(2, 3), DT_I32, dt_cpu());
+  L = dt_from_data(l3, dt_shape1(3), DT_I64, dt_cpu());
+  V = dt_ones(dt_shape1(3), dt_cpu());
+  S = dt_full(dt_shape0(), 2.0, dt_cpu());
+  X = dt_randn(dt_shape2(5, 3), dt_cpu());
+  Y = dt_randn(dt_shape2(5, 2), dt_cpu());
+  M4 = dt_ones(dt_shape4(2, 2, 2, 2), dt_cpu());
+  NET = mlp(3, 4, 2);
+  LAZY = dt_sequential();
+  dt_sequential_add(LAZY, dt_linear(0, 2));
+  RELU = dt_relu_layer();
+  dt_trainer_init(&TR, 1, 0);
+  TR.quiet = 1;
+  snprintf(OUTPATH, sizeof OUTPATH, "build/no/such/dir/x.safetensors");
+  snprintf(BADFILE, sizeof BADFILE, "build/bad_input_%ld.safetensors", (long)getpid());
+  f = fopen(BADFILE, "wb");
+  if (f) { fwrite("\xff\xff\xff\xff\xff\xff\xff\x7f{}", 1, 10, f); fclose(f); }
+  RO = fopen(BADFILE, "rb");
+  if (!F || !D || !I || !L || !V || !S || !X || !Y || !M4 || !NET || !LAZY || !RELU || !f || !RO) {
+    printf("FAIL bad_input: fixtures: %s\n0 passed, 1 failed, 0 skipped\n", dt_last_error());
+    return 1;
+  }
+  run_cases();
+  T_RUN(test_num_gpus);
+  T_RUN(test_outputs_untouched);
+  T_RUN(test_sequential_ownership);
+  T_RUN(test_backward_after_sublayer_forward);
+  T_RUN(test_failed_forward_then_backward);
+  T_RUN(test_valid_edges);
+  T_RUN(test_empty_huge_dims);
+  T_RUN(test_many_layers);
+  fclose(RO);
+  remove(BADFILE);
+  dt_release(F); dt_release(D); dt_release(I); dt_release(L); dt_release(V); dt_release(S);
+  dt_release(X); dt_release(Y); dt_release(M4);
+  dt_module_free(NET); dt_module_free(LAZY); dt_module_free(RELU);
+  return t_finish();
+}

@@ -1,0 +1,259 @@
+/* tests/test_gemm_kernel.c — the CPU gemm of devtensor.h on its own, against a naive loop in double.
+
+   Every kernel this CPU has (baseline vectors, AVX2+FMA, AVX-512), the blocked driver on its own
+   (also for tiny sizes), the simple loop, the out-of-memory fallback and the public entry points
+   dt__cpu_sgemm/dt__cpu_dgemm are run for many shapes, all four ta/tb, beta 0 (C starts as NaN),
+   1 and 0.5, alpha 1, -1.5 and 0. Prints PASS/FAIL/SKIP lines and "N passed, N failed, N skipped".
+
+     cc -std=c99 -O2 -Wall -Wextra -Werror -pedantic [-fopenmp] tests/test_gemm_kernel.c -lm
+     c++ -std=c++17 -O2 -Wall -Wextra -Werror -x c++ tests/test_gemm_kernel.c
+     add -DDEVTENSOR_CBLAS ... -lopenblas to test the entry points through CBLAS */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+
+/* An allocator that can be told to fail, to test the fallback. */
+static int t_fail_alloc;
+static void *t_malloc(size_t n) { return t_fail_alloc ? NULL : malloc(n); }
+#define DT_MALLOC(sz) t_malloc(sz)
+#define DT_FREE(p) free(p)
+/* A small cap on the packed copy of A (default 16 MiB), so that the medium shapes also go
+   through the slabs of rows and the slices of a very deep k. */
+#define DT__GEMM_ABYTES ((size_t)256 << 10)
+
+#define DEVTENSOR_IMPLEMENTATION
+#include "../devtensor.h" /* the kernel is the header's CPU matmul (dt__cpu_sgemm) */
+
+static int t_passed, t_failed, t_skipped;
+
+/* ---- data ---- */
+
+static uint64_t t_rng = 88172645463325252ull;
+static double t_rand(void) { /* uniform in [-1, 1), xorshift64 */
+  t_rng ^= t_rng << 13;
+  t_rng ^= t_rng >> 7;
+  t_rng ^= t_rng << 17;
+  return (double)(t_rng >> 11) * (2.0 / 9007199254740992.0) - 1.0;
+}
+
+typedef struct t_case {
+  int64_t m, n, k;
+  int ta, tb;
+  double *a, *b, *c0;   /* a: (m, k) or (k, m); b: (k, n) or (n, k); c0: (m, n) start of C */
+  double *prod, *mag;   /* op(A) @ op(B) exactly enough; sum of |a||b| for the error bound */
+} t_case;
+
+/* op(A)(i, p) and op(B)(p, j) of the case. */
+static double t_a(const t_case *tc, int64_t i, int64_t p) { return tc->ta ? tc->a[p * tc->m + i] : tc->a[i * tc->k + p]; }
+static double t_b(const t_case *tc, int64_t p, int64_t j) { return tc->tb ? tc->b[j * tc->k + p] : tc->b[p * tc->n + j]; }
+
+static void *t_alloc(int64_t count, size_t es) { return calloc((size_t)(count > 0 ? count : 1), es); }
+
+/* Values are rounded to float so that F32 and F64 see the same numbers. */
+static void t_case_init(t_case *tc, int64_t m, int64_t n, int64_t k, int ta, int tb) {
+  int64_t i, j, p;
+  tc->m = m; tc->n = n; tc->k = k; tc->ta = ta; tc->tb = tb;
+  tc->a = (double *)t_alloc(m * k, sizeof(double));
+  tc->b = (double *)t_alloc(k * n, sizeof(double));
+  tc->c0 = (double *)t_alloc(m * n, sizeof(double));
+  tc->prod = (double *)t_alloc(m * n, sizeof(double));
+  tc->mag = (double *)t_alloc(m * n, sizeof(double));
+  for (i = 0; i < m * k; i++) tc->a[i] = (float)t_rand();
+  for (i = 0; i < k * n; i++) tc->b[i] = (float)t_rand();
+  for (i = 0; i < m * n; i++) tc->c0[i] = (float)t_rand();
+  for (i = 0; i < m; i++)
+    for (j = 0; j < n; j++) {
+      double s = 0, g = 0;
+      for (p = 0; p < k; p++) {
+        s += t_a(tc, i, p) * t_b(tc, p, j);
+        g += fabs(t_a(tc, i, p) * t_b(tc, p, j));
+      }
+      tc->prod[i * n + j] = s;
+      tc->mag[i * n + j] = g;
+    }
+}
+
+static void t_case_free(t_case *tc) {
+  free(tc->a); free(tc->b); free(tc->c0); free(tc->prod); free(tc->mag);
+}
+
+/* ---- the ways to call the gemm ---- */
+
+enum { P_ENTRY, P_BUILTIN, P_BLOCKED, P_SIMPLE, P_NOMEM };
+static const char *t_path_name[] = {"entry", "builtin", "blocked", "simple", "nomem"};
+
+/* Runs path on C (m, n) of F32 (dbl 0) or F64; pl: the plan for P_BUILTIN / P_BLOCKED. */
+static void t_call(int path, const dt__gemm_plan *pl, int dbl, const t_case *tc, double alpha,
+                   const void *a, const void *b, double beta, void *c) {
+  const int64_t m = tc->m, n = tc->n, k = tc->k;
+  const int64_t rsa = tc->ta ? 1 : k, csa = tc->ta ? m : 1, rsb = tc->tb ? 1 : n, csb = tc->tb ? k : 1;
+  switch (path) {
+    case P_ENTRY:
+      if (dbl) dt__cpu_dgemm(tc->ta, tc->tb, m, n, k, alpha, (const double *)a, (const double *)b, beta, (double *)c);
+      else dt__cpu_sgemm(tc->ta, tc->tb, m, n, k, (float)alpha, (const float *)a, (const float *)b, (float)beta, (float *)c);
+      break;
+    case P_BUILTIN: dt__gemm_builtin(pl, dbl, tc->ta, tc->tb, m, n, k, alpha, a, b, beta, c); break;
+    case P_BLOCKED: /* the driver itself, also for sizes the entry sends to the simple loop */
+      if (m > 0 && n > 0 && k > 0 && alpha != 0)
+        (void)dt__gemm_blocked(pl, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c);
+      else
+        dt__gemm_builtin(pl, dbl, tc->ta, tc->tb, m, n, k, alpha, a, b, beta, c);
+      break;
+    case P_SIMPLE:
+      if (dbl) dt__gemm_simple_f64(m, n, k, alpha, (const double *)a, rsa, csa, (const double *)b, rsb, csb, beta, (double *)c);
+      else dt__gemm_simple_f32(m, n, k, (float)alpha, (const float *)a, rsa, csa, (const float *)b, rsb, csb, (float)beta, (float *)c);
+      break;
+    case P_NOMEM: /* every allocation fails: the blocked driver must give up and the loop do it */
+      t_fail_alloc = 1;
+      dt__gemm_builtin(pl, dbl, tc->ta, tc->tb, m, n, k, alpha, a, b, beta, c);
+      t_fail_alloc = 0;
+      break;
+  }
+}
+
+#define T_GUARD 16 /* elements of C's buffer checked on each side */
+
+/* Runs one (path, dtype) on the case with one alpha/beta; returns the number of wrong elements. */
+static int64_t t_check(int path, const dt__gemm_plan *pl, int dbl, const t_case *tc, double alpha, double beta,
+                       const char *what) {
+  const int64_t m = tc->m, n = tc->n, k = tc->k, mn = m * n;
+  const size_t es = dbl ? sizeof(double) : sizeof(float);
+  const double eps = dbl ? 1.1102230246251565e-16 : 5.9604644775390625e-08;
+  char *a = (char *)t_alloc(m * k, es), *b = (char *)t_alloc(k * n, es);
+  char *cbuf = (char *)t_alloc(mn + 2 * T_GUARD, es), *c = cbuf + T_GUARD * es;
+  int64_t i, bad = 0;
+  for (i = 0; i < m * k; i++) {
+    if (dbl) ((double *)a)[i] = tc->a[i]; else ((float *)a)[i] = (float)tc->a[i];
+  }
+  for (i = 0; i < k * n; i++) {
+    if (dbl) ((double *)b)[i] = tc->b[i]; else ((float *)b)[i] = (float)tc->b[i];
+  }
+  for (i = -T_GUARD; i < mn + T_GUARD; i++) { /* C: c0, or NaN when beta == 0; guards: 1234 */
+    double v = i < 0 || i >= mn ? 1234.0 : beta == 0 ? NAN : tc->c0[i];
+    if (dbl) ((double *)c)[i] = v; else ((float *)c)[i] = (float)v;
+  }
+  t_call(path, pl, dbl, tc, alpha, a, b, beta, c);
+  for (i = -T_GUARD; i < mn + T_GUARD; i++) {
+    double got = dbl ? ((double *)c)[i] : (double)((float *)c)[i];
+    double want, tol;
+    if (i < 0 || i >= mn) {
+      want = 1234.0; tol = 0;
+    } else {
+      double cz = beta == 0 ? 0 : beta * tc->c0[i];
+      want = alpha * tc->prod[i] + cz;
+      /* |error| <= gamma_(k+2) (|alpha| sum |a b| + |beta c|), with room */
+      tol = 2.0 * (double)(k + 3) * eps * (fabs(alpha) * tc->mag[i] + fabs(cz)) + 1e-300;
+    }
+    if (!(fabs(got - want) <= tol)) {
+      if (bad < 3)
+        printf("  %s %s m=%ld n=%ld k=%ld ta=%d tb=%d alpha=%g beta=%g: c[%ld] = %.9g, want %.9g\n", what,
+               t_path_name[path], (long)m, (long)n, (long)k, tc->ta, tc->tb, alpha, beta, (long)i, got, want);
+      bad++;
+    }
+  }
+  free(a); free(b); free(cbuf);
+  return bad;
+}
+
+/* ---- the shapes ---- */
+
+static const int64_t t_small[] = {0, 1, 2, 3, 5, 7, 8, 13, 16, 17, 33};
+static const int64_t t_small_k[] = {0, 1, 2, 7, 16, 33};
+static const int64_t t_medium[][3] = {
+  {97, 130, 257}, {200, 65, 300}, {1, 1000, 300}, {1000, 1, 300}, {129, 200, 1}, {64, 64, 64},
+  {5, 4100, 7}, {150, 170, 530}, {12, 32, 256}, {13, 33, 257}, {96, 96, 96}, {2, 3, 6000}, {5, 7, 6000}, {600, 40, 200},
+};
+#define T_COUNT(x) (sizeof(x) / sizeof((x)[0]))
+
+static t_case *t_cases[2]; /* small, medium */
+static int t_ncases[2];
+
+/* Every shape with every ta/tb, reference included, made once. */
+static void t_make_cases(void) {
+  unsigned ta, im, in, ik;
+  int n = 0;
+  t_cases[0] = (t_case *)malloc(4 * T_COUNT(t_small) * T_COUNT(t_small) * T_COUNT(t_small_k) * sizeof(t_case));
+  for (ta = 0; ta < 4; ta++)
+    for (im = 0; im < T_COUNT(t_small); im++)
+      for (in = 0; in < T_COUNT(t_small); in++)
+        for (ik = 0; ik < T_COUNT(t_small_k); ik++)
+          t_case_init(&t_cases[0][n++], t_small[im], t_small[in], t_small_k[ik], (int)(ta & 1), (int)(ta >> 1));
+  t_ncases[0] = n;
+  n = 0;
+  t_cases[1] = (t_case *)malloc(4 * T_COUNT(t_medium) * sizeof(t_case));
+  for (ta = 0; ta < 4; ta++)
+    for (im = 0; im < T_COUNT(t_medium); im++)
+      t_case_init(&t_cases[1][n++], t_medium[im][0], t_medium[im][1], t_medium[im][2], (int)(ta & 1), (int)(ta >> 1));
+  t_ncases[1] = n;
+}
+
+/* All shapes, all ta/tb, all alpha/beta for one path and dtype; prints one line. */
+static void t_run(const char *name, int path, const dt__gemm_plan *pl, int dbl, int medium) {
+  static const double alphas[] = {1.0, -1.5, 0.0}, betas[] = {0.0, 1.0, 0.5};
+  int64_t bad = 0, runs = 0;
+  unsigned ia, ib;
+  int i;
+  for (i = 0; i < t_ncases[medium]; i++)
+    for (ia = 0; ia < (!medium ? T_COUNT(alphas) : path == P_SIMPLE || path == P_NOMEM ? 1 : 2); ia++)
+      for (ib = 0; ib < T_COUNT(betas); ib++, runs++)
+        bad += t_check(path, pl, dbl, &t_cases[medium][i], alphas[ia], betas[ib], name);
+  if (bad) {
+    t_failed++;
+    printf("FAIL %s: %ld wrong elements\n", name, (long)bad);
+  } else {
+    t_passed++;
+    printf("PASS %s (%ld runs)\n", name, (long)runs);
+  }
+  fflush(stdout);
+}
+
+static const char *t_isa_name[] = {"baseline", "avx2", "avx512"};
+
+int main(void) {
+  int dbl, isa, medium;
+  char name[128];
+  t_make_cases();
+  for (dbl = 0; dbl < 2; dbl++) {
+    const char *g = dbl ? "dgemm" : "sgemm";
+    for (medium = 0; medium < 2; medium++) {
+      const char *sz = medium ? "medium" : "small";
+      dt__gemm_plan pl;
+      dt__gemm_plan_best(dbl, &pl);
+      snprintf(name, sizeof name, "%s_entry_%s", g, sz);
+      t_run(name, P_ENTRY, NULL, dbl, medium);
+      snprintf(name, sizeof name, "%s_simple_%s", g, sz);
+      t_run(name, P_SIMPLE, NULL, dbl, medium);
+      snprintf(name, sizeof name, "%s_out_of_memory_%s", g, sz);
+      t_run(name, P_NOMEM, &pl, dbl, medium);
+      for (isa = 0; isa < DT__GEMM_ISA_COUNT; isa++) {
+        snprintf(name, sizeof name, "%s_%s_%s", g, t_isa_name[isa], sz);
+        if (!dt__gemm_plan_get(isa, dbl, &pl)) {
+          t_skipped++;
+          printf("SKIP %s: not available on this CPU or build\n", name);
+          continue;
+        }
+        t_run(name, medium ? P_BUILTIN : P_BLOCKED, &pl, dbl, medium);
+      }
+    }
+#ifdef _OPENMP
+    { /* more threads than cores, and one, with the best kernel */
+      int nt[] = {3, 1}, i, saved = omp_get_max_threads();
+      for (i = 0; i < 2; i++) {
+        omp_set_num_threads(nt[i]);
+        snprintf(name, sizeof name, "%s_threads%d_medium", g, nt[i]);
+        t_run(name, P_ENTRY, NULL, dbl, 1);
+      }
+      omp_set_num_threads(saved);
+    }
+#endif
+  }
+  for (medium = 0; medium < 2; medium++) {
+    int i;
+    for (i = 0; i < t_ncases[medium]; i++) t_case_free(&t_cases[medium][i]);
+    free(t_cases[medium]);
+  }
+  printf("%d passed, %d failed, %d skipped\n", t_passed, t_failed, t_skipped);
+  return t_failed ? 1 : 0;
+}

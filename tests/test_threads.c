@@ -1,0 +1,206 @@
+/* Threads: 8 threads at once create, compute (broadcasting binary ops,
+   matmul, reductions), print and release tensors, train and save small
+   networks, and share one tensor through dt_retain/dt_release, dt_to and
+   dt_reshape. Half of them provoke errors all along; each thread checks
+   that its error state is its own: the clean threads never see an error,
+   the failing ones always see exactly theirs. The first GPU query (a lazily
+   initialised global) happens in all threads at once.
+
+   Worker threads record problems in their own struct; only the main thread
+   uses the harness. Link with -pthread; run under ThreadSanitizer with
+     gcc -std=c99 -fsanitize=thread -O1 -g -pthread -I. tests/test_threads.c -lm
+   (without -fopenmp: libgomp is not instrumented). */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#define DEVTENSOR_IMPLEMENTATION
+#include "../devtensor.h"
+#include "harness.h"
+
+#define NTHREADS 8
+#ifndef THREAD_ITERS
+#define THREAD_ITERS 40
+#endif
+
+typedef struct worker {
+  int id;
+  pthread_t th;
+  int problems;
+  char first[2048];
+  int errors_made;     /* errors this thread provoked on purpose */
+  int ngpus;
+} worker;
+
+static dt_tensor *SHARED;          /* f32 (32, 32) of 2s, shared by every thread */
+static pthread_barrier_t START;
+static long handler_calls;         /* updated atomically */
+
+static void on_error(dt_status s, const char *msg, void *user) {
+  (void)s; (void)msg; (void)user;
+  __atomic_add_fetch(&handler_calls, 1, __ATOMIC_RELAXED);
+}
+
+static void problem(worker *w, int line, const char *what) {
+  if (!w->problems) snprintf(w->first, sizeof w->first, "thread %d, line %d: %s [status %d, \"%s\"]", w->id, line, what,
+                             (int)dt_last_status(), dt_last_error());
+  w->problems++;
+}
+#define W_CHECK(cond) do { if (!(cond)) problem(w, __LINE__, #cond); } while (0)
+/* a clean thread's error state must stay empty; a failing thread's must still hold its own last error */
+#define W_STATE() do { if (w->id % 2 == 0) { W_CHECK(dt_last_status() == DT_OK && dt_last_error()[0] == 0); } \
+    else if (w->errors_made) { W_CHECK(dt_last_status() == DT_ERR_SHAPE && strstr(dt_last_error(), own) != NULL); } } while (0)
+
+static double item_release(dt_tensor *t) {
+  double v = t ? dt_item(t) : -1e300;
+  dt_release(t);
+  return v;
+}
+
+static void *work(void *arg) {
+  worker *w = (worker *)arg;
+  char own[64], buf[256], path[128];
+  int it;
+  snprintf(own, sizeof own, "negative dimension -%d ", 1000 + w->id);
+  snprintf(path, sizeof path, "build/test_threads_%ld_%d.safetensors", (long)getpid(), w->id);
+  dt_clear_error();
+  pthread_barrier_wait(&START);
+  /* everyone asks for the GPUs at once: the lazily initialised count */
+  w->ngpus = dt_num_gpus();
+  dt_clear_error(); /* dt_num_gpus leaves the reason when there is none */
+  for (it = 0; it < THREAD_ITERS; it++) {
+    const double fill = 1 + w->id;
+    dt_tensor *a = dt_full(dt_shape2(16, 24), fill, dt_cpu()), *b = dt_ones(dt_shape1(24), dt_cpu());
+    dt_tensor *c = dt_add(a, b), *d, *m1, *m2, *p, *r, *s;
+    W_STATE();
+    W_CHECK(item_release(dt_sum(c)) == 16 * 24 * (fill + 1));
+    d = dt_mul(c, b);
+    W_CHECK(item_release(dt_mean(d)) == fill + 1);
+    W_CHECK(item_release(dt_norm(b)) > 4.898 && item_release(dt_norm(b)) < 4.899);
+    r = dt_sum_dim(d, 0);
+    W_CHECK(r && dt_numel(r) == 24 && item_release(dt_sum(r)) == 16 * 24 * (fill + 1));
+    dt_release(r);
+    /* a matmul big enough for the packed kernel (and its buffer), and a batched one */
+    m1 = dt_full(dt_shape2(40, 40), 1, dt_cpu());
+    m2 = dt_full(dt_shape2(40, 40), fill, dt_cpu());
+    p = dt_matmul(m1, m2);
+    W_CHECK(p && item_release(dt_mean(p)) == 40 * fill);
+    dt_release(p); dt_release(m1); dt_release(m2);
+    m1 = dt_ones(dt_shape3(2, 3, 4), dt_cpu());
+    m2 = dt_full(dt_shape3(2, 4, 5), fill, dt_cpu());
+    p = dt_matmul(m1, m2);
+    W_CHECK(p && item_release(dt_sum(p)) == 2 * 3 * 5 * 4 * fill);
+    dt_release(p); dt_release(m1); dt_release(m2);
+    /* printing */
+    s = dt_full(dt_shape1(2), fill, dt_cpu());
+    W_CHECK(dt_snprint(buf, sizeof buf, s) > 0);
+    {
+      char want[64];
+      snprintf(want, sizeof want, "tensor([%d., %d.])", (int)fill, (int)fill);
+      W_CHECK(strcmp(buf, want) == 0);
+    }
+    dt_release(s);
+    /* the shared tensor: more references, views and copies, from every thread */
+    {
+      dt_tensor *h = dt_retain(SHARED), *h2 = dt_to(SHARED, dt_cpu()), *v = dt_reshape(SHARED, dt_shape1(-1));
+      dt_tensor *cp = dt_copyto(SHARED, dt_cpu());
+      W_CHECK(h == SHARED && h2 == SHARED && v && dt_numel(v) == 1024);
+      W_CHECK(item_release(dt_sum(v)) == 2048 && item_release(dt_sum(cp)) == 2048);
+      dt_release(cp); dt_release(v); dt_release(h2); dt_release(h);
+    }
+    W_STATE();
+    /* the failing threads provoke their own error, with their own numbers in it */
+    if (w->id % 2 == 1) {
+      dt_tensor *bad = dt_zeros(dt_shape2(3, -(1000 + w->id)), dt_cpu());
+      W_CHECK(bad == NULL);
+      w->errors_made++;
+      W_CHECK(dt_last_status() == DT_ERR_SHAPE && strstr(dt_last_error(), own) != NULL);
+    }
+    /* a small network: forward, loss, backward, step; sometimes save and load */
+    {
+      dt_module *net = dt_sequential();
+      dt_tensor *x = dt_randn(dt_shape2(8, 3), dt_cpu()), *y = dt_rand(dt_shape2(8, 1), dt_cpu()), *pred, *g, *gx;
+      W_CHECK(dt_sequential_add(net, dt_linear(3, 4)) == DT_OK);
+      W_CHECK(dt_sequential_add(net, dt_relu_layer()) == DT_OK);
+      W_CHECK(dt_sequential_add(net, dt_linear(0, 1)) == DT_OK);
+      pred = dt_forward(net, x);
+      g = pred ? dt_mse_loss_grad(pred, y) : NULL;
+      W_CHECK(dt_zero_grad(net) == DT_OK);
+      gx = g ? dt_backward(net, g) : NULL;
+      W_CHECK(gx && dt_dim(gx, 0) == 8 && dt_dim(gx, 1) == 3);
+      W_CHECK(dt_sgd_step(net, 0.01) == DT_OK);
+      if (it % 8 == 0) {
+        W_CHECK(dt_module_save(net, path) == DT_OK);
+        W_CHECK(dt_module_load(net, path) == DT_OK);
+      }
+      dt_release(gx); dt_release(g); dt_release(pred); dt_release(x); dt_release(y);
+      dt_module_free(net);
+    }
+    W_STATE();
+    dt_release(a); dt_release(b); dt_release(c); dt_release(d);
+  }
+  remove(path);
+  return NULL;
+}
+
+static void test_threads(void) {
+  worker w[NTHREADS];
+  dt_memory_stats before, after;
+  int i, made = 0, ngpus0;
+  memset(w, 0, sizeof w);
+  SHARED = dt_full(dt_shape2(32, 32), 2, dt_cpu());
+  T_CHECK(SHARED != NULL);
+  T_CHECK(dt_memory_stats_get(dt_cpu(), &before) == DT_OK);
+  T_CHECK(pthread_barrier_init(&START, NULL, NTHREADS) == 0);
+  dt_set_error_handler(on_error, NULL);
+  for (i = 0; i < NTHREADS; i++) {
+    w[i].id = i;
+    T_CHECK(pthread_create(&w[i].th, NULL, work, &w[i]) == 0);
+  }
+  for (i = 0; i < NTHREADS; i++) pthread_join(w[i].th, NULL);
+  dt_set_error_handler(NULL, NULL);
+  pthread_barrier_destroy(&START);
+  ngpus0 = dt_num_gpus();
+  for (i = 0; i < NTHREADS; i++) {
+    T_CHECK_MSG(w[i].problems == 0, "%d problems; the first: %s", w[i].problems, w[i].first);
+    T_CHECK(w[i].ngpus == ngpus0);
+    made += w[i].errors_made;
+  }
+  T_CHECK(made == (NTHREADS / 2) * THREAD_ITERS);
+  /* the handler ran once per error: the provoked ones, and dt_num_gpus's reason when there is no GPU */
+  T_CHECK_MSG(handler_calls == made + (ngpus0 == 0 ? NTHREADS : 0), "%ld handler calls, %d errors made", handler_calls, made);
+  /* the shared tensor is intact and every thread's memory is back */
+  T_CHECK(item_release(dt_sum(SHARED)) == 2048);
+  T_CHECK(dt_memory_stats_get(dt_cpu(), &after) == DT_OK);
+  T_CHECK_MSG(after.allocated == before.allocated, "%zu bytes allocated before, %zu after", before.allocated, after.allocated);
+  dt_release(SHARED);
+  /* the main thread's error state was never touched by the workers */
+  dt_clear_error();
+}
+
+/* The main thread's error is not another thread's. */
+static void *fail_once(void *arg) {
+  (void)arg;
+  dt_clear_error();
+  if (dt_sum(NULL) != NULL || dt_last_status() != DT_ERR_INVALID_ARGUMENT) return (void *)1;
+  return NULL;
+}
+static void test_error_is_per_thread(void) {
+  pthread_t th;
+  void *res = (void *)2;
+  dt_tensor *t = dt_zeros(dt_shape1(-7), dt_cpu());
+  T_CHECK(t == NULL && dt_last_status() == DT_ERR_SHAPE);
+  T_CHECK(pthread_create(&th, NULL, fail_once, NULL) == 0);
+  pthread_join(th, &res);
+  T_CHECK(res == NULL);
+  T_CHECK(dt_last_status() == DT_ERR_SHAPE);
+  T_CHECK_MSG(strstr(dt_last_error(), "dt_zeros: negative dimension -7") == dt_last_error(), "%s", dt_last_error());
+}
+
+int main(void) {
+  T_RUN(test_threads);
+  T_RUN(test_error_is_per_thread);
+  return t_finish();
+}
