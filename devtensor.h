@@ -11,7 +11,7 @@
    To get GPUs, also #define DEVTENSOR_CUDA before the include in that one file,
    compile devtensor_cuda.cu with nvcc and link -lcudart -lcublas:
 
-       nvcc -O2 -DDEVTENSOR_CUDA examples/gpus.c devtensor_cuda.cu -lcublas -o gpus
+       nvcc -I. -DDEVTENSOR_CUDA examples/gpus.c devtensor_cuda.cu -lcublas -o gpus
 
    Without DEVTENSOR_CUDA the same program builds and runs on the CPU and
    dt_num_gpus() is 0.

@@ -4,7 +4,7 @@
    chapter's try_gpu() does.
 
      make run                       (CPU build, or CUDA when nvcc is found)
-     nvcc -DDEVTENSOR_CUDA -x cu examples/gpus.c devtensor_cuda.cu -lcublas -o gpus */
+     nvcc -I. -DDEVTENSOR_CUDA examples/gpus.c devtensor_cuda.cu -lcublas -o gpus */
 #define DEVTENSOR_IMPLEMENTATION
 #include "devtensor.h"
 
