@@ -4,7 +4,7 @@
 #   make test     build and run every test; ends with "N passed, N failed, N skipped"
 #   make asan     the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fault / fuzz / fuzz-replay / tsan / valgrind   the hardening runs (.ci/run runs them)
-#   make bench    the CPU benchmarks against NumPy/OpenBLAS
+#   make bench    the CPU benchmarks against NumPy/OpenBLAS (make bench-cblas: with DEVTENSOR_CBLAS)
 #   make bench-gpu the GPU benchmarks against cudaMemcpy and PyTorch (on a machine with a GPU)
 #   CUDA=0 / CUDA=1 forces the CUDA variants off / on; default: on when nvcc is found.
 
@@ -74,7 +74,7 @@ $(B)/cuda/gpus_nvcc: examples/gpus.c devtensor_cuda.cu $(HDR)
 	@mkdir -p $(@D)
 	$(NVCC) -I. -DDEVTENSOR_CUDA examples/gpus.c devtensor_cuda.cu -lcublas -o $@
 
-.PHONY: all run test asan bench clean
+.PHONY: all run test asan bench bench-cblas clean
 all: $(C_TESTS) $(CXX_TESTS) $(EX_BINS) $(B)/static_unit $(B)/two_units $(CUDA_ALL)
 
 $(B)/c/% : tests/%.c $(HDR) tests/harness.h $(wildcard tests/*.inc)
@@ -116,6 +116,14 @@ asan: $(ASAN_TESTS)
 
 bench: $(B)/bench_cpu
 	@sh bench/run_cpu.sh ./$(B)/bench_cpu "$(PYTHON)"
+
+# the same benchmark with DEVTENSOR_CBLAS linked to OpenBLAS (apt-get install libopenblas-dev)
+bench-cblas: $(B)/bench_cpu_cblas
+	@sh bench/run_cpu.sh ./$(B)/bench_cpu_cblas "$(PYTHON)"
+
+$(B)/bench_cpu_cblas: bench/bench_cpu.c $(HDR)
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(OPENMP) $(CFLAGS) -DDEVTENSOR_CBLAS -I. $< -o $@ $(LDLIBS) -lopenblas
 
 $(B)/bench_cpu: bench/bench_cpu.c $(HDR)
 	@mkdir -p $(@D)
