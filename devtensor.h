@@ -1787,7 +1787,13 @@ DTDEF dt_status dt_sequential_add(dt_module *seq, dt_module *layer) {
   if (layer && seq && dt__module_contains(layer, seq))
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: cannot add a sequential to itself or to one of its own layers", op);
   if (!seq) { dt_module_free(layer); return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: seq is NULL", op); }
-  if (!layer) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: layer is NULL", op);
+  if (!layer) { /* usually dt_sequential_add(net, dt_linear(...)) whose constructor failed: keep its reason */
+    char prev[sizeof dt__err_msg];
+    dt_status ps = dt__err_status;
+    if (ps == DT_OK) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: layer is NULL", op);
+    memcpy(prev, dt__err_msg, sizeof prev);
+    return dt__fail(ps, "%s: layer is NULL, after %.900s", op, prev);
+  }
   if (seq->kind != DT__M_SEQ) { dt_module_free(layer); return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: seq is not a sequential", op); }
   if (layer == seq) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: cannot add a sequential to itself", op);
   if (dt__module_has_params(layer) && !dt_device_equal(layer->device, seq->device)) {

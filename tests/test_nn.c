@@ -200,7 +200,11 @@ static void test_backward_errors(void) {
   T_CHECK(dt_linear(-1, 2) == NULL && dt_last_status() == DT_ERR_SHAPE);
   T_CHECK(dt_linear(2, 0) == NULL && dt_last_status() == DT_ERR_SHAPE);
   T_CHECK(dt_sequential_add(NULL, dt_relu_layer()) == DT_ERR_INVALID_ARGUMENT);
+  dt_clear_error();
   T_CHECK(dt_sequential_add(net, NULL) == DT_ERR_INVALID_ARGUMENT);
+  /* a failed constructor's reason survives the add */
+  T_CHECK(dt_sequential_add(net, dt_linear(-2, 1)) == DT_ERR_SHAPE);
+  T_CHECK(strstr(dt_last_error(), "dt_sequential_add: layer is NULL, after dt_linear: expected in_features") != NULL);
   dt_release(g); dt_release(x); dt_release(y);
   dt_module_free(net);
 }
