@@ -316,6 +316,26 @@ typedef struct dt__backend {
 } dt__backend;
 
 
+/* Small helpers shared by the core and every backend (a backend cannot call
+   the core's functions: with DEVTENSOR_STATIC they are static in the user's file). */
+static inline size_t dt__dtype_bytes(dt_dtype t) {
+  switch (t) { case DT_F32: case DT_I32: return 4; case DT_F64: case DT_I64: return 8; }
+  return 0;
+}
+static inline const char *dt__dtype_str(dt_dtype t) {
+  switch (t) { case DT_F32: return "float32"; case DT_F64: return "float64"; case DT_I32: return "int32"; case DT_I64: return "int64"; }
+  return "unknown dtype";
+}
+/* "4.00 GiB", as every out-of-memory message writes sizes */
+static inline const char *dt__bytes_str(double b, char *buf, size_t n) {
+  static const char *const unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  if (b < 1024.0) { snprintf(buf, n, "%.0f bytes", b); return buf; }
+  while (b >= 1024.0 && u < 6) { b /= 1024.0; u++; }
+  snprintf(buf, n, "%.2f %s", b, unit[u]);
+  return buf;
+}
+
 /* Philox 4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3",
    SC'11), shared by every backend so that a seed gives the same numbers on
    every device. Element i of draw d uses counter (i / 4, d) and key seed, and
@@ -463,16 +483,6 @@ DTDEF const char *dt_status_string(dt_status s) {
   return "unknown status";
 }
 
-/* "4.00 GiB" */
-static const char *dt__bytes_str(double b, char *buf, size_t n) {
-  static const char *unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  int u = 0;
-  if (b < 1024.0) { snprintf(buf, n, "%.0f bytes", b); return buf; }
-  while (b >= 1024.0 && u < 6) { b /= 1024.0; u++; }
-  snprintf(buf, n, "%.2f %s", b, unit[u]);
-  return buf;
-}
-
 /* "(2, 3)", "(3,)", "()" as Python prints a shape */
 static const char *dt__shape_str(const dt_shape *s, char *buf, size_t n) {
   size_t at = 0;
@@ -505,14 +515,8 @@ DTDEF dt_shape dt_shape_n(int ndim, const int64_t *dims) {
   return s;
 }
 
-DTDEF size_t dt_dtype_size(dt_dtype t) {
-  switch (t) { case DT_F32: case DT_I32: return 4; case DT_F64: case DT_I64: return 8; }
-  return 0;
-}
-DTDEF const char *dt_dtype_name(dt_dtype t) {
-  switch (t) { case DT_F32: return "float32"; case DT_F64: return "float64"; case DT_I32: return "int32"; case DT_I64: return "int64"; }
-  return "unknown dtype";
-}
+DTDEF size_t dt_dtype_size(dt_dtype t) { return dt__dtype_bytes(t); }
+DTDEF const char *dt_dtype_name(dt_dtype t) { return dt__dtype_str(t); }
 static int dt__is_float(dt_dtype t) { return t == DT_F32 || t == DT_F64; }
 
 static dt_status dt__check_dtype(const char *op, dt_dtype t) {

@@ -107,23 +107,8 @@ dt_status launched(const char *kernel) {
   return DT_ERR_BACKEND;
 }
 
-/* The core's dt_dtype_name/dt_dtype_size are not called: with DEVTENSOR_STATIC
-   they are static in the user's file, so this file uses its own. */
-const char *dtype_name(dt_dtype t) {
-  switch (t) { case DT_F32: return "float32"; case DT_F64: return "float64"; case DT_I32: return "int32"; case DT_I64: return "int64"; }
-  return "unknown dtype";
-}
-size_t dtype_size(dt_dtype t) { return (t == DT_F64 || t == DT_I64) ? 8 : 4; }
-
-/* "4.00 GiB", as the core writes sizes */
-const char *bytes_str(double b, char *buf, size_t n) {
-  static const char *unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  int u = 0;
-  if (b < 1024.0) { snprintf(buf, n, "%.0f bytes", b); return buf; }
-  while (b >= 1024.0 && u < 6) { b /= 1024.0; u++; }
-  snprintf(buf, n, "%.2f %s", b, unit[u]);
-  return buf;
-}
+/* dt__dtype_str, dt__dtype_bytes and dt__bytes_str come from devtensor.h,
+   shared with the core (whose own functions may be static in a user's file). */
 
 /* ---- devices and streams ---- */
 
@@ -394,11 +379,11 @@ dt_status cu_alloc(int dev, size_t nbytes, void **out) {
         return cuda_fail("cudaMalloc", e);
       if (info)
         set_err("out of memory on cuda:%d: tried to allocate %s; %s total, %s free, %s held by devtensor", dev,
-                bytes_str((double)nbytes, a, sizeof a), bytes_str((double)tot, b, sizeof b),
-                bytes_str((double)fr, c, sizeof c), bytes_str((double)s->reserved, d, sizeof d));
+                dt__bytes_str((double)nbytes, a, sizeof a), dt__bytes_str((double)tot, b, sizeof b),
+                dt__bytes_str((double)fr, c, sizeof c), dt__bytes_str((double)s->reserved, d, sizeof d));
       else
         set_err("out of memory on cuda:%d: tried to allocate %s; %s held by devtensor", dev,
-                bytes_str((double)nbytes, a, sizeof a), bytes_str((double)s->reserved, d, sizeof d));
+                dt__bytes_str((double)nbytes, a, sizeof a), dt__bytes_str((double)s->reserved, d, sizeof d));
       return DT_ERR_OUT_OF_MEMORY;
     }
     s->reserved += want;
@@ -805,7 +790,7 @@ dt_status cu_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, const void *
     case DT_I32:
     case DT_I64:
       if (op != DT__U_AFFINE && op != DT__U_NEG) {
-        set_err("unary op %d is not defined for %s", (int)op, dtype_name(t));
+        set_err("unary op %d is not defined for %s", (int)op, dt__dtype_str(t));
         return DT_ERR_DTYPE;
       }
       if (t == DT_I32) {
@@ -949,7 +934,7 @@ dt_status binary_t(cudaStream_t st, dt__binary_op op, dt_dtype t, const dt__bcas
       if constexpr (is_float) return zip<T>(st, g, a, b, y, BReluGrad<T>{});
       break;
   }
-  set_err("binary op %d is not defined for %s", (int)op, dtype_name(t));
+  set_err("binary op %d is not defined for %s", (int)op, dt__dtype_str(t));
   return DT_ERR_DTYPE;
 }
 
@@ -1000,7 +985,7 @@ dt_status cu_cast(int dev, dt_dtype from, dt_dtype to, int64_t n, const void *x,
   dt_status st = enter(g, dev, &s);
   if (st != DT_OK) return st;
   if (from == to) {
-    cudaError_t e = cudaMemcpyAsync(y, x, (size_t)n * dtype_size(to), cudaMemcpyDeviceToDevice, s->stream);
+    cudaError_t e = cudaMemcpyAsync(y, x, (size_t)n * dt__dtype_bytes(to), cudaMemcpyDeviceToDevice, s->stream);
     return e == cudaSuccess ? DT_OK : cuda_fail("cudaMemcpyAsync (device to device)", e);
   }
   switch (from) {
@@ -1190,7 +1175,7 @@ dt_status cu_reduce(int dev, dt__reduce_op op, dt_dtype t, int64_t outer, int64_
   if (outer <= 0 || inner <= 0) return DT_OK;
   if (t == DT_F32) return reduce_t<float>(dev, *s, (int)op, outer, len, inner, static_cast<const float *>(x), static_cast<float *>(y));
   if (t == DT_F64) return reduce_t<double>(dev, *s, (int)op, outer, len, inner, static_cast<const double *>(x), static_cast<double *>(y));
-  set_err("reduce is not defined for %s", dtype_name(t));
+  set_err("reduce is not defined for %s", dt__dtype_str(t));
   return DT_ERR_DTYPE;
 }
 
@@ -1275,7 +1260,7 @@ dt_status cu_gemm(int dev, dt_dtype t, int ta, int tb, int64_t batch, int64_t m,
   if (t == DT_F64)
     return gemm_t<double>(dev, *s, ta, tb, batch, m, n, k, alpha, static_cast<const double *>(a), stride_a,
                           static_cast<const double *>(b), stride_b, beta, static_cast<double *>(c), stride_c);
-  set_err("gemm is not defined for %s", dtype_name(t));
+  set_err("gemm is not defined for %s", dt__dtype_str(t));
   return DT_ERR_DTYPE;
 }
 
@@ -1294,7 +1279,7 @@ dt_status cu_axpy(int dev, dt_dtype t, int64_t n, double alpha, const void *x, v
     double *yp = static_cast<double *>(y);
     return zip_contig<double>(s->stream, n, yp, static_cast<const double *>(x), yp, BAxpy<double>{alpha}, "axpy");
   }
-  set_err("axpy is not defined for %s", dtype_name(t));
+  set_err("axpy is not defined for %s", dt__dtype_str(t));
   return DT_ERR_DTYPE;
 }
 
