@@ -222,6 +222,7 @@ DTDEF dt_tensor *dt_mse_loss(const dt_tensor *pred, const dt_tensor *target);   
 DTDEF dt_tensor *dt_mse_loss_grad(const dt_tensor *pred, const dt_tensor *target); /* 2 (pred - target) / numel */
 DTDEF dt_status  dt_zero_grad(dt_module *m);
 DTDEF dt_tensor *dt_backward(dt_module *m, const dt_tensor *grad_output); /* after dt_forward; accumulates grads; returns grad wrt input */
+DTDEF dt_status  dt_backward_params(dt_module *m, const dt_tensor *grad_output); /* dt_backward's grads, bit for bit, but no grad wrt input (x needs none): for training */
 DTDEF dt_status  dt_sgd_step(dt_module *m, double lr);
 
 DTDEF dt_status  dt_module_save(const dt_module *m, const char *path);   /* safetensors */
@@ -2075,75 +2076,142 @@ DTDEF dt_tensor *dt_forward(dt_module *m, const dt_tensor *x) {
   return dt__forward(op, m, x);
 }
 
-static dt_tensor *dt__backward(const char *op, dt_module *m, const dt_tensor *g) {
-  dt_tensor *gx, *cur;
-  int i;
-  /* each layer goes back only through its own last forward (one run on its own since breaks the chain) */
-  if (m->out_shape.ndim < 0 || (m->kind != DT__M_SEQ && !m->input) || g->shape.ndim != m->out_shape.ndim ||
-      memcmp(g->shape.dims, m->out_shape.dims, sizeof(int64_t) * (size_t)g->shape.ndim) != 0) {
+/* One layer's check before going back: a forward to go back through, and a gradient shaped
+   like its output (each layer goes back only through its own last forward: one run on its own
+   since breaks the chain). */
+static dt_status dt__backward_check(const char *op, const dt_module *m, const dt_shape *gs) {
+  if (m->out_shape.ndim < 0 || (m->kind != DT__M_SEQ && !m->input) || gs->ndim != m->out_shape.ndim ||
+      memcmp(gs->dims, m->out_shape.dims, sizeof(int64_t) * (size_t)gs->ndim) != 0) {
     char a[200], b[200];
-    dt__fail(DT_ERR_SHAPE, "%s: a layer's gradient has shape %s but its last forward gave %s (was a layer run on its own since?)",
-             op, dt__shape_str(&g->shape, a, sizeof a), dt__shape_str(&m->out_shape, b, sizeof b));
-    return NULL;
+    return dt__fail(DT_ERR_SHAPE, "%s: a layer's gradient has shape %s but its last forward gave %s (was a layer run on its own since?)",
+                    op, dt__shape_str(gs, a, sizeof a), dt__shape_str(&m->out_shape, b, sizeof b));
   }
+  return DT_OK;
+}
+
+/* The shape of the input of m's last forward (m checked). */
+static const dt_shape *dt__forward_in_shape(const dt_module *m) {
+  if (m->kind != DT__M_SEQ) return &m->input->shape;
+  return m->n ? dt__forward_in_shape(m->layers[0]) : &m->out_shape;
+}
+
+/* The checks of dt__backward alone, for layers that have nothing to compute. */
+static dt_status dt__backward_check_all(const char *op, const dt_module *m, const dt_shape *gs) {
+  dt_status s;
+  int i;
+  if ((s = dt__backward_check(op, m, gs)) != DT_OK) return s;
+  if (m->kind == DT__M_SEQ)
+    for (i = m->n - 1; i >= 0; i--) {
+      if ((s = dt__backward_check_all(op, m->layers[i], gs)) != DT_OK) return s;
+      gs = dt__forward_in_shape(m->layers[i]);
+    }
+  return DT_OK;
+}
+
+/* The index of the first layer of a sequential that holds parameters; m->n when none does. */
+static int dt__first_param_layer(const dt_module *m) {
+  int i;
+  for (i = 0; i < m->n; i++) {
+    const dt_module *l = m->layers[i];
+    if (l->kind == DT__M_LINEAR || (l->kind == DT__M_SEQ && dt__first_param_layer(l) < l->n)) break;
+  }
+  return i;
+}
+
+/* Goes back through m's last forward with g, the gradient wrt its output: adds to the
+   parameters' gradients and, when gx is not NULL, sets *gx to the gradient wrt its input.
+   With gx NULL no input gradient is computed for m, nor for any layer in front of the
+   first one with parameters (PyTorch's input that does not require grad). */
+static dt_status dt__backward(const char *op, dt_module *m, const dt_tensor *g, dt_tensor **gx) {
+  dt_tensor *cur, *nx;
+  dt_status s;
+  int i, k;
+  if ((s = dt__backward_check(op, m, &g->shape)) != DT_OK) return s;
   switch (m->kind) {
     case DT__M_LINEAR: {
       const dt__backend *be = dt__be(m->device);
       int dev = m->device.index;
       int64_t n = m->input->shape.dims[0];
-      dt_tensor *gb;
-      dt_status s = DT_OK;
+      dt_tensor *gb, *x = NULL;
+      s = DT_OK;
       /* gW (out, in) += g^T x; gb (out,) += sum over rows of g; gx (n, in) = g W */
-      if (!(gx = dt__new(op, m->input->shape, m->dtype, m->device))) return NULL;
-      if (!(gb = dt__reduce(op, DT__R_SUM, g, 1, n, m->out, m->bias->shape))) { dt_release(gx); return NULL; }
+      if (gx && !(x = dt__new(op, m->input->shape, m->dtype, m->device))) return dt_last_status();
+      if (!(gb = dt__reduce(op, DT__R_SUM, g, 1, n, m->out, m->bias->shape))) { dt_release(x); return dt_last_status(); }
       if (n > 0) s = be->gemm(dev, m->dtype, 1, 0, 1, m->out, m->in, n, 1.0, g->st->ptr, 0, m->input->st->ptr, 0, 1.0, m->gweight->st->ptr, 0);
       if (s == DT_OK) s = be->axpy(dev, m->dtype, m->out, 1.0, gb->st->ptr, m->gbias->st->ptr);
-      if (s == DT_OK && gx->numel > 0) s = be->gemm(dev, m->dtype, 0, 0, 1, n, m->in, m->out, 1.0, g->st->ptr, 0, m->weight->st->ptr, 0, 0.0, gx->st->ptr, 0);
+      if (s == DT_OK && x && x->numel > 0) s = be->gemm(dev, m->dtype, 0, 0, 1, n, m->in, m->out, 1.0, g->st->ptr, 0, m->weight->st->ptr, 0, 0.0, x->st->ptr, 0);
       dt_release(gb);
-      return dt__done(op, gx, s);
+      if (!gx) return s == DT_OK ? DT_OK : dt__backend_fail(op, m->device, s);
+      if (!(*gx = dt__done(op, x, s))) return dt_last_status();
+      return DT_OK;
     }
     case DT__M_RELU: {
       dt__bcast bc;
-      if (!(gx = dt__new(op, g->shape, m->dtype, m->device))) return NULL;
-      if (gx->numel == 0) return gx;
-      memset(&bc, 0, sizeof bc);
-      bc.ndim = 1; bc.contiguous = 1; bc.numel = gx->numel; bc.dims[0] = gx->numel; bc.astride[0] = 1; bc.bstride[0] = 1;
-      return dt__done(op, gx, dt__be(m->device)->binary(m->device.index, DT__B_RELU_GRAD, m->dtype, &bc, g->st->ptr, m->input->st->ptr, gx->st->ptr));
+      if (!gx) return DT_OK; /* no parameters: nothing to do without the input gradient */
+      if (!(nx = dt__new(op, g->shape, m->dtype, m->device))) return dt_last_status();
+      if (nx->numel > 0) {
+        memset(&bc, 0, sizeof bc);
+        bc.ndim = 1; bc.contiguous = 1; bc.numel = nx->numel; bc.dims[0] = nx->numel; bc.astride[0] = 1; bc.bstride[0] = 1;
+        if (!(nx = dt__done(op, nx, dt__be(m->device)->binary(m->device.index, DT__B_RELU_GRAD, m->dtype, &bc, g->st->ptr, m->input->st->ptr, nx->st->ptr))))
+          return dt_last_status();
+      }
+      *gx = nx;
+      return DT_OK;
     }
     case DT__M_SEQ:
+      /* layers after the first one with parameters pass their input gradient on; that one
+         needs none (unless asked), and the layers in front of it are only checked */
+      k = gx ? 0 : dt__first_param_layer(m);
       cur = dt_retain((dt_tensor *)g);
-      for (i = m->n - 1; i >= 0 && cur; i--) {
-        gx = dt__backward(op, m->layers[i], cur);
+      for (i = m->n - 1; i >= k; i--) {
+        nx = NULL;
+        s = dt__backward(op, m->layers[i], cur, gx || i > k ? &nx : NULL);
         dt_release(cur);
-        cur = gx;
+        cur = nx;
+        if (s != DT_OK) { dt_release(cur); return s; }
       }
-      return cur;
+      if (gx) { *gx = cur; return DT_OK; }
+      dt_release(cur);
+      for (i = k - 1; i >= 0; i--) {
+        const dt_shape *gs = i + 1 < m->n ? dt__forward_in_shape(m->layers[i + 1]) : &g->shape;
+        if ((s = dt__backward_check_all(op, m->layers[i], gs)) != DT_OK) return s;
+      }
+      return DT_OK;
   }
-  return NULL;
+  return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: not a module", op);
+}
+
+/* The checks shared by dt_backward and dt_backward_params. */
+static dt_status dt__backward_args(const char *op, dt_module *m, const dt_tensor *grad_output) {
+  char a[200], b[200];
+  dt_status s;
+  if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op);
+  if ((s = dt__check_tensor(op, "grad_output", grad_output)) != DT_OK) return s;
+  if (m->out_shape.ndim < 0) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: no forward to go back through (call dt_forward first)", op);
+  if (!dt_device_equal(grad_output->st->device, m->device))
+    return dt__fail(DT_ERR_DEVICE_MISMATCH, "%s: grad_output is on %s but the module is on %s", op,
+                    dt_device_str(grad_output->st->device, a, sizeof a), dt_device_str(m->device, b, sizeof b));
+  if (grad_output->dtype != m->dtype)
+    return dt__fail(DT_ERR_DTYPE, "%s: grad_output is %s but the module is %s", op, dt_dtype_name(grad_output->dtype), dt_dtype_name(m->dtype));
+  if (grad_output->shape.ndim != m->out_shape.ndim ||
+      memcmp(grad_output->shape.dims, m->out_shape.dims, sizeof(int64_t) * (size_t)m->out_shape.ndim) != 0)
+    return dt__fail(DT_ERR_SHAPE, "%s: grad_output has shape %s but the forward gave %s", op,
+                    dt__shape_str(&grad_output->shape, a, sizeof a), dt__shape_str(&m->out_shape, b, sizeof b));
+  return DT_OK;
 }
 
 DTDEF dt_tensor *dt_backward(dt_module *m, const dt_tensor *grad_output) {
   const char *op = "dt_backward";
-  char a[200], b[200];
-  if (!m) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op); return NULL; }
-  if (dt__check_tensor(op, "grad_output", grad_output) != DT_OK) return NULL;
-  if (m->out_shape.ndim < 0) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: no forward to go back through (call dt_forward first)", op); return NULL; }
-  if (!dt_device_equal(grad_output->st->device, m->device)) {
-    dt__fail(DT_ERR_DEVICE_MISMATCH, "%s: grad_output is on %s but the module is on %s", op,
-             dt_device_str(grad_output->st->device, a, sizeof a), dt_device_str(m->device, b, sizeof b));
-    return NULL;
-  }
-  if (grad_output->dtype != m->dtype) {
-    dt__fail(DT_ERR_DTYPE, "%s: grad_output is %s but the module is %s", op, dt_dtype_name(grad_output->dtype), dt_dtype_name(m->dtype));
-    return NULL;
-  }
-  if (grad_output->shape.ndim != m->out_shape.ndim ||
-      memcmp(grad_output->shape.dims, m->out_shape.dims, sizeof(int64_t) * (size_t)m->out_shape.ndim) != 0) {
-    dt__fail(DT_ERR_SHAPE, "%s: grad_output has shape %s but the forward gave %s", op,
-             dt__shape_str(&grad_output->shape, a, sizeof a), dt__shape_str(&m->out_shape, b, sizeof b));
-    return NULL;
-  }
-  return dt__backward(op, m, grad_output);
+  dt_tensor *gx = NULL;
+  if (dt__backward_args(op, m, grad_output) != DT_OK || dt__backward(op, m, grad_output, &gx) != DT_OK) return NULL;
+  return gx;
+}
+
+DTDEF dt_status dt_backward_params(dt_module *m, const dt_tensor *grad_output) {
+  const char *op = "dt_backward_params";
+  dt_status s;
+  if ((s = dt__backward_args(op, m, grad_output)) != DT_OK) return s;
+  return dt__backward(op, m, grad_output, NULL);
 }
 
 DTDEF dt_status dt_zero_grad(dt_module *m) {
@@ -2539,15 +2607,16 @@ static void dt__shuffle(int64_t *idx, int64_t n) {
 /* One step on a minibatch that is on the trainer's device: forward, MSE,
    backward, SGD; adds rows * loss to `acc` on the device. */
 static dt_status dt__train_step(dt_trainer *tr, dt_module *m, dt_tensor *xb, dt_tensor *yb, dt_tensor *acc) {
-  dt_tensor *pred, *loss = NULL, *g = NULL, *gx = NULL;
+  dt_tensor *pred, *loss = NULL, *g = NULL;
   dt_status s = DT_ERR_BACKEND;
   if (!(pred = dt_forward(m, xb))) return dt_last_status();
+  /* the minibatch needs no gradient: dt_backward_params skips the first layer's g W */
   if ((loss = dt_mse_loss(pred, yb)) && dt_axpy_(acc, (double)dt_dim(xb, 0), loss) == DT_OK &&
-      (g = dt_mse_loss_grad(pred, yb)) && dt_zero_grad(m) == DT_OK && (gx = dt_backward(m, g)))
+      (g = dt_mse_loss_grad(pred, yb)) && dt_zero_grad(m) == DT_OK && dt_backward_params(m, g) == DT_OK)
     s = dt_sgd_step(m, tr->lr);
   else
     s = dt_last_status();
-  dt_release(pred); dt_release(loss); dt_release(g); dt_release(gx);
+  dt_release(pred); dt_release(loss); dt_release(g);
   return s;
 }
 

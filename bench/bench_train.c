@@ -5,7 +5,9 @@
         -o build/bench_train -L<cuda>/lib64 -lcudart -lcublas -lstdc++ -lm
 
    The step, F32, batch 256, the batch already on the GPU (as in the PyTorch peer):
-     pred = net(X); loss = mse(pred, Y); g = dmse/dpred; zero_grad; backward(g); sgd_step(lr)
+     pred = net(X); loss = mse(pred, Y); g = dmse/dpred; zero_grad; backward_params(g); sgd_step(lr)
+   (dt_backward_params: the parameters' gradients only, no gradient for X, which PyTorch does
+   not compute either since X does not require grad)
    with net = Linear(784, 256), ReLU, Linear(256, 10), every temporary released each step and
    the loss never read on the host inside the timed loop. WARMUP steps, then REPS times STEPS
    steps, wall clock from dt_synchronize to dt_synchronize; prints the median seconds per step
@@ -44,16 +46,16 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* forward, MSE loss, its gradient, zero_grad, backward, SGD; nothing read on the host */
+/* forward, MSE loss, its gradient, zero_grad, backward (parameters only), SGD; nothing read on the host */
 static void step(dt_module *net, const dt_tensor *X, const dt_tensor *Y) {
-  dt_tensor *pred, *loss, *g, *gx;
+  dt_tensor *pred, *loss, *g;
   if (!(pred = dt_forward(net, X))) die("dt_forward");
   if (!(loss = dt_mse_loss(pred, Y))) die("dt_mse_loss");
   if (!(g = dt_mse_loss_grad(pred, Y))) die("dt_mse_loss_grad");
   if (dt_zero_grad(net) != DT_OK) die("dt_zero_grad");
-  if (!(gx = dt_backward(net, g))) die("dt_backward");
+  if (dt_backward_params(net, g) != DT_OK) die("dt_backward_params"); /* X needs no gradient, as in PyTorch */
   if (dt_sgd_step(net, LR) != DT_OK) die("dt_sgd_step");
-  dt_release(pred); dt_release(loss); dt_release(g); dt_release(gx);
+  dt_release(pred); dt_release(loss); dt_release(g);
 }
 
 /* the loss of the current parameters, read on the host */

@@ -280,6 +280,7 @@ static int workload(void) {
   NEW(g, dt_mse_loss_grad(pred, y4));
   STEP(dt_zero_grad(net) == DT_OK);
   NEW(t, dt_backward(net, g)); VERIFY(dt_dim(t, 0) == 4 && dt_dim(t, 1) == 2);
+  STEP(dt_backward_params(net, g) == DT_OK);                 /* the training step's backward: no input gradient */
   STEP(dt_sgd_step(net, 0.1) == DT_OK);
   /* a forward with another batch size; a failure in its middle must leave a consistent net */
   NEW(x8, dt_randn(dt_shape2(8, 2), dt_cpu()));
@@ -349,6 +350,8 @@ out:
         dt_tensor *gx = gg ? dt_backward(net, gg) : NULL;
         dt_release(g1);
         if (gx && dt_dim(gx, 0) != net_rows) fi_problem(failed_line, "backward after a failed step gave a wrong shape");
+        if (gg && (dt_backward_params(net, gg) == DT_OK) != (gx != NULL))
+          fi_problem(failed_line, "dt_backward_params and dt_backward disagree after a failed step");
         dt_release(gx); dt_release(gg);
       }
       if (x4) {

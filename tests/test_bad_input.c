@@ -51,6 +51,7 @@ static int isnanv(double v) { return v != v; }
 #define CPU3 (DEV.type = DT_CPU, DEV.index = 3, DEV)
 #define ALIEN (DEV.type = (dt_device_type)5, DEV.index = 0, DEV)
 #define BADT ((dt_dtype)9)
+static int ALL_GPUS = 1; /* what dt_try_all_gpus counts: every GPU, or the CPU alone; set in main */
 
 /* name, expected status, message prefix, words the message must hold ('|' between), the call (1: failed) */
 #define BAD_CASES(X_)                                                                                                      \
@@ -64,8 +65,8 @@ static int isnanv(double v) { return v != v; }
   /* devices */                                                                                                             \
   X_(try_gpu_7, DT_OK, "", "", dt_try_gpu(7).type != DT_CPU)                                                               \
   X_(try_gpu_minus1, DT_OK, "", "", dt_try_gpu(-1).type != DT_CPU)                                                         \
-  X_(try_all_gpus_null, DT_OK, "", "", dt_try_all_gpus(NULL, 4) != 1)                                                      \
-  X_(try_all_gpus_negcap, DT_OK, "", "", dt_try_all_gpus(&DEV, -1) != 1)                                                   \
+  X_(try_all_gpus_null, DT_OK, "", "", dt_try_all_gpus(NULL, 4) != ALL_GPUS)                                               \
+  X_(try_all_gpus_negcap, DT_OK, "", "", dt_try_all_gpus(&DEV, -1) != ALL_GPUS)                                            \
   X_(device_str_null, DT_OK, "", "", dt_device_str(dt_cpu(), NULL, 10)[0] != 0)                                            \
   X_(device_str_alien, DT_OK, "", "", strcmp(dt_device_str(ALIEN, SMALLBUF, sizeof SMALLBUF), "device?5:0") != 0)          \
   X_(device_str_short, DT_OK, "", "", strcmp(dt_device_str(GPU7, SMALLBUF, 3), "cu") != 0)                                \
@@ -292,6 +293,10 @@ static int isnanv(double v) { return v != v; }
   X_(backward_null_g, DT_ERR_INVALID_ARGUMENT, "dt_backward:", "grad_output is NULL", nul(dt_backward(NET, NULL)))          \
   X_(backward_no_forward, DT_ERR_INVALID_ARGUMENT, "dt_backward:", "dt_forward first", nul(dt_backward(NET, Y)))            \
   X_(backward_relu_no_forward, DT_ERR_INVALID_ARGUMENT, "dt_backward:", "forward", nul(dt_backward(RELU, Y)))               \
+  X_(backward_params_null_m, DT_ERR_INVALID_ARGUMENT, "dt_backward_params:", "m is NULL", bad(dt_backward_params(NULL, Y)))  \
+  X_(backward_params_null_g, DT_ERR_INVALID_ARGUMENT, "dt_backward_params:", "grad_output is NULL", bad(dt_backward_params(NET, NULL))) \
+  X_(backward_params_no_forward, DT_ERR_INVALID_ARGUMENT, "dt_backward_params:", "dt_forward first", bad(dt_backward_params(NET, Y))) \
+  X_(backward_params_relu_no_forward, DT_ERR_INVALID_ARGUMENT, "dt_backward_params:", "forward", bad(dt_backward_params(RELU, Y))) \
   X_(sgd_null, DT_ERR_INVALID_ARGUMENT, "dt_sgd_step:", "m is NULL", bad(dt_sgd_step(NULL, 0.1)))                           \
   X_(sgd_nan, DT_ERR_INVALID_ARGUMENT, "dt_sgd_step:", "lr|nan", bad(dt_sgd_step(NET, NAN)))                                \
   X_(sgd_inf, DT_ERR_INVALID_ARGUMENT, "dt_sgd_step:", "lr|inf", bad(dt_sgd_step(NET, -INFINITY)))                          \
@@ -469,11 +474,13 @@ static void test_backward_after_sublayer_forward(void) {
   T_CHECK_MSG(gx == NULL && dt_last_status() == DT_ERR_SHAPE, "%s", dt_last_error());
   T_CHECK_MSG(strncmp(dt_last_error(), "dt_backward: ", 13) == 0, "%s", dt_last_error());
   dt_release(gx);
+  T_CHECK_MSG(dt_backward_params(net, g) == DT_ERR_SHAPE && strncmp(dt_last_error(), "dt_backward_params: ", 20) == 0, "%s", dt_last_error());
   /* a fresh forward makes it whole again */
   dt_release(y);
   y = dt_forward(net, x4);
   gx = dt_backward(net, g);
   T_CHECK(gx && dt_dim(gx, 0) == 4 && dt_dim(gx, 1) == 2);
+  T_CHECK(dt_backward_params(net, g) == DT_OK);
   dt_release(gx); dt_release(y); dt_release(y0); dt_release(g); dt_release(x4); dt_release(x8);
   dt_module_free(net);
 }
@@ -572,6 +579,8 @@ int main(void) {
   static const int32_t i6[6] = {1, 2, 3, 4, 5, 6};
   static const int64_t l3[3] = {1, 2, 3};
   FILE *f;
+  if (dt_num_gpus() > 0) ALL_GPUS = dt_num_gpus();
+  dt_clear_error();
   F = dt_from_data(f6, dt_shape2(2, 3), DT_F32, dt_cpu());
   D = dt_from_data(d6, dt_shape2(2, 3), DT_F64, dt_cpu());
   I = dt_from_data(i6, dt_shape2(2, 3), DT_I32, dt_cpu());

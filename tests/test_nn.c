@@ -209,6 +209,143 @@ static void test_backward_errors(void) {
   dt_module_free(net);
 }
 
+/* Every parameter gradient of net, on the host; n set to the total count. */
+static double *all_grads(dt_module *net, int64_t *n) {
+  int p, np = dt_module_num_params(net);
+  int64_t total = 0, at = 0;
+  double *v;
+  for (p = 0; p < np; p++) total += dt_numel(dt_module_grad(net, p));
+  v = (double *)malloc(sizeof(double) * (size_t)(total + 1));
+  for (p = 0; p < np; p++) {
+    double *g = host_f64(dt_module_grad(net, p));
+    memcpy(v + at, g, sizeof(double) * (size_t)dt_numel(dt_module_grad(net, p)));
+    at += dt_numel(dt_module_grad(net, p));
+    free(g);
+  }
+  *n = total;
+  return v;
+}
+
+/* The gradients from a zero_grad, then `times` rounds of forward and dt_backward (params 0) or dt_backward_params (1). */
+static double *grads_after(dt_module *net, const dt_tensor *x, const dt_tensor *t, int params, int times, int64_t *n) {
+  int r;
+  T_CHECK(dt_zero_grad(net) == DT_OK);
+  for (r = 0; r < times; r++) {
+    dt_tensor *y = dt_forward(net, x), *g = dt_mse_loss_grad(y, t);
+    T_CHECK(y && g);
+    if (params) {
+      T_CHECK_MSG(dt_backward_params(net, g) == DT_OK, "%s", dt_last_error());
+    } else {
+      dt_tensor *gx = dt_backward(net, g);
+      T_CHECK_MSG(gx != NULL, "%s", dt_last_error());
+      dt_release(gx);
+    }
+    dt_release(y); dt_release(g);
+  }
+  return all_grads(net, n);
+}
+
+/* dt_backward_params gives dt_backward's parameter gradients, bit for bit on the CPU. */
+static void test_backward_params(dt_device dev) {
+  dt_module *nets[5], *inner;
+  int64_t ins[5] = {3, 3, 3, 3, 3}, outs[5] = {2, 4, 2, 2, 3};
+  int c;
+  dt_manual_seed(21);
+  nets[0] = mlp(3, 5, 2);                                       /* Linear, ReLU, Linear */
+  nets[1] = dt_linear(3, 4);                                    /* a bare Linear */
+  nets[2] = dt_sequential();                                    /* ReLU first: nothing in front of the Linear */
+  dt_sequential_add(nets[2], dt_relu_layer());
+  dt_sequential_add(nets[2], dt_linear(3, 2));
+  nets[3] = dt_sequential();                                    /* ReLU, Sequential(Linear, ReLU, Linear), ReLU */
+  inner = mlp(3, 4, 2);
+  dt_sequential_add(nets[3], dt_relu_layer());
+  dt_sequential_add(nets[3], inner);
+  dt_sequential_add(nets[3], dt_relu_layer());
+  nets[4] = dt_sequential();                                    /* lazy, then sized by the first forward */
+  dt_sequential_add(nets[4], dt_linear(0, 3));
+  for (c = 0; c < 5; c++) {
+    dt_tensor *x = dt_randn(dt_shape2(6, ins[c]), dev), *t = dt_randn(dt_shape2(6, outs[c]), dev);
+    double *a, *b;
+    int64_t na, nb;
+    T_CHECK(dt_module_to(nets[c], dev) == DT_OK);
+    a = grads_after(nets[c], x, t, 0, 2, &na);                  /* accumulated over two rounds */
+    b = grads_after(nets[c], x, t, 1, 2, &nb);
+    T_CHECK_MSG(na == nb && na > 0, "case %d: %lld and %lld gradients", c, (long long)na, (long long)nb);
+    if (na == nb) {
+      if (dev.type == DT_CPU) {
+        T_CHECK_MSG(memcmp(a, b, sizeof(double) * (size_t)na) == 0, "case %d: the gradients differ", c);
+      } else {
+        int64_t i;
+        for (i = 0; i < na; i++) T_CLOSE(b[i], a[i], 1e-6, 1e-5);
+      }
+    }
+    free(a); free(b);
+    dt_release(x); dt_release(t);
+    dt_module_free(nets[c]);
+  }
+}
+
+/* dt_backward_params makes no (n, in) input gradient: the peak of live bytes does not grow by one. */
+static void test_backward_params_memory(dt_device dev) {
+  dt_module *net = mlp(1000, 4, 1);
+  dt_tensor *x = dt_randn(dt_shape2(500, 1000), dev), *t = dt_randn(dt_shape2(500, 1), dev), *y, *g, *gx;
+  dt_memory_stats before, after;
+  T_CHECK(dt_module_to(net, dev) == DT_OK);
+  y = dt_forward(net, x);
+  g = dt_mse_loss_grad(y, t);
+  T_CHECK(dt_synchronize(dev) == DT_OK && dt_memory_stats_get(dev, &before) == DT_OK);
+  T_CHECK(dt_backward_params(net, g) == DT_OK);
+  T_CHECK(dt_synchronize(dev) == DT_OK && dt_memory_stats_get(dev, &after) == DT_OK);
+  T_CHECK_MSG(after.peak_allocated < before.peak_allocated + dt_nbytes(x) / 2, "peak %zu -> %zu", before.peak_allocated, after.peak_allocated);
+  /* dt_backward does make one */
+  gx = dt_backward(net, g);
+  T_CHECK(gx && dt_memory_stats_get(dev, &after) == DT_OK && after.peak_allocated >= before.peak_allocated + dt_nbytes(x));
+  dt_release(x); dt_release(t); dt_release(y); dt_release(g); dt_release(gx);
+  dt_module_free(net);
+}
+
+/* dt_backward_params fails where dt_backward fails, the same way, with its own name. */
+static void test_backward_params_errors(void) {
+  dt_module *net = mlp(3, 4, 2), *relu = dt_relu_layer(), *rnet = dt_sequential();
+  dt_tensor *g = dt_ones(dt_shape2(1, 2), dt_cpu()), *x = dt_ones(dt_shape2(1, 3), dt_cpu()), *x2 = dt_ones(dt_shape2(2, 3), dt_cpu());
+  dt_tensor *gd = dt_cast(g, DT_F64), *y, *y0, *yr, *gr;
+  dt_status s;
+  s = dt_backward_params(NULL, g);
+  T_CHECK(s == DT_ERR_INVALID_ARGUMENT && dt_last_status() == s && strcmp(dt_last_error(), "dt_backward_params: m is NULL") == 0);
+  s = dt_backward_params(net, NULL);
+  T_CHECK(s == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "dt_backward_params: grad_output is NULL"));
+  s = dt_backward_params(net, g);                               /* no forward yet */
+  T_CHECK(s == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "dt_backward_params: no forward to go back through"));
+  T_CHECK(dt_backward(net, g) == NULL && dt_last_status() == s);
+  T_CHECK(dt_backward_params(relu, g) == DT_ERR_INVALID_ARGUMENT);
+  y = dt_forward(net, x);
+  T_CHECK(dt_backward_params(net, x) == DT_ERR_SHAPE && contains(dt_last_error(), "dt_backward_params: grad_output has shape (1, 3)"));
+  T_CHECK(dt_backward_params(net, gd) == DT_ERR_DTYPE && contains(dt_last_error(), "float64"));
+  T_CHECK(dt_backward_params(net, g) == DT_OK);
+  /* a layer run on its own since the network's forward breaks the chain, as for dt_backward */
+  y0 = dt_forward(dt_sequential_get(net, 0), x2);
+  T_CHECK(dt_backward(net, g) == NULL && dt_last_status() == DT_ERR_SHAPE);
+  T_CHECK(dt_backward_params(net, g) == DT_ERR_SHAPE && strncmp(dt_last_error(), "dt_backward_params: ", 20) == 0);
+  /* also in front of the first layer with parameters, where nothing is computed */
+  dt_sequential_add(rnet, dt_relu_layer());
+  dt_sequential_add(rnet, dt_linear(3, 2));
+  yr = dt_forward(rnet, x);
+  T_CHECK(dt_backward_params(rnet, g) == DT_OK);
+  gr = dt_forward(dt_sequential_get(rnet, 0), x2);
+  T_CHECK(dt_backward(rnet, g) == NULL && dt_last_status() == DT_ERR_SHAPE);
+  T_CHECK(dt_backward_params(rnet, g) == DT_ERR_SHAPE);
+  dt_release(gr); gr = NULL;
+  dt_release(yr);
+  yr = dt_forward(rnet, x);
+  T_CHECK(dt_backward_params(rnet, g) == DT_OK);
+  /* a ReLU alone has no parameters: nothing to do, after its checks */
+  gr = dt_forward(relu, x);
+  T_CHECK(dt_backward_params(relu, x) == DT_OK);
+  T_CHECK(dt_backward_params(relu, g) == DT_ERR_SHAPE);
+  dt_release(g); dt_release(gd); dt_release(x); dt_release(x2); dt_release(y); dt_release(y0); dt_release(yr); dt_release(gr);
+  dt_module_free(net); dt_module_free(relu); dt_module_free(rnet);
+}
+
 /* The book's synthetic data: y = X w + b + noise, w = [2, -3.4], b = 4.2. */
 static void synthetic(dt_tensor **X, dt_tensor **y, int64_t n) {
   float w[2] = {2.0f, -3.4f};
@@ -387,6 +524,9 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_module_devices);
   T_RUN_ALL_DEVICES(test_gradient_check);
   T_RUN(test_backward_errors);
+  T_RUN_ALL_DEVICES(test_backward_params);
+  T_RUN_ALL_DEVICES(test_backward_params_memory);
+  T_RUN(test_backward_params_errors);
   T_RUN_ALL_DEVICES(test_linear_regression);
   T_RUN_ALL_DEVICES(test_mlp_nonlinear);
   T_RUN_ALL_DEVICES(test_save_load);
