@@ -2281,7 +2281,9 @@ DTDEF dt_tensor *dt_mse_loss_grad(const dt_tensor *pred, const dt_tensor *target
 /* ---- safetensors ---- */
 /* safetensors: 8-byte little-endian header length N, N bytes of JSON
    {"name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]}, ...,
-    "__metadata__": {...}}, then the raw little-endian data. */
+    "__metadata__": {...}}, then the raw little-endian data. The tensors' byte ranges,
+   sorted by begin, tile the data: the first begins at 0, each begins where the one before
+   ends, the last ends at the end of the file. */
 
 #define DT__ST_MAX_HEADER ((uint64_t)100 << 20) /* the format's own limit: 100 MB */
 
@@ -2421,7 +2423,7 @@ static int dt__json_skip(dt__json *j, int depth) {
   return 1;
 }
 
-typedef struct dt__st_entry { int seen; char dtype[16]; int ndim; int64_t dims[DT_MAX_DIMS]; uint64_t begin, end; } dt__st_entry;
+typedef struct dt__st_entry { int seen, idx; char dtype[16]; int ndim; int64_t dims[DT_MAX_DIMS]; uint64_t begin, end; } dt__st_entry;
 
 /* One tensor's description: {"dtype": ..., "shape": [...], "data_offsets": [b, e]} */
 static int dt__st_parse_entry(dt__json *j, dt__st_entry *e) {
@@ -2454,19 +2456,32 @@ static int dt__st_parse_entry(dt__json *j, dt__st_entry *e) {
   return have == 7;
 }
 
+/* Data offsets in file order: by begin, then end (zero-byte tensors first at a shared offset). */
+static int dt__st_cmp(const void *a, const void *b) {
+  const dt__st_entry *x = (const dt__st_entry *)a, *y = (const dt__st_entry *)b;
+  if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
+  return x->end < y->end ? -1 : x->end > y->end;
+}
+
+/* The file is read front to back and never seeked: the header, then (once the offsets are
+   known to tile the data buffer) each tensor in the order of its data, then one byte more
+   must be the end of the file. So no file size is needed, and none is limited to a long
+   (32 bits on Windows, where ftell fails past 2 GiB), whatever feature macros came before
+   <stdio.h>. A 32-bit POSIX build still needs -D_FILE_OFFSET_BITS=64 for fopen itself to
+   open a file of 2 GiB or more. */
 DTDEF dt_status dt_module_load(dt_module *m, const char *path) {
   const char *op = "dt_module_load";
   FILE *f = NULL;
   unsigned char lenbuf[8];
-  uint64_t hlen = 0, datalen;
-  long fsize;
+  uint64_t hlen = 0, at;
+  size_t got, cap, want;
   char *hdr = NULL, name[128];
   dt__st_entry *ents = NULL;
   dt_tensor **fresh = NULL;
   void *host = NULL;
   dt__json j;
   dt_status s = DT_OK;
-  int i, k, first = 1;
+  int i, k, first = 1, c;
   if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op);
   if (!path) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: path is NULL", op);
   if (!dt__little_endian()) return dt__fail(DT_ERR_UNSUPPORTED, "%s: big-endian hosts are not supported", op);
@@ -2474,23 +2489,43 @@ DTDEF dt_status dt_module_load(dt_module *m, const char *path) {
   for (i = 0; i < m->nparams; i++)
     if (!m->params[i]) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s is not initialised yet (a lazy layer: run a forward first)", op, m->names[i]);
   if (!(f = fopen(path, "rb"))) return dt__fail(DT_ERR_IO, "%s: cannot open %s", op, path);
-  if (fseek(f, 0, SEEK_END) != 0 || (fsize = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) { s = dt__fail(DT_ERR_IO, "%s: cannot read %s", op, path); goto done; }
-  if (fsize >= 8 && fread(lenbuf, 1, 8, f) != 8) { s = dt__fail(DT_ERR_IO, "%s: cannot read %s", op, path); goto done; } /* e.g. a directory */
-  if (fsize < 8) { s = dt__fail(DT_ERR_FORMAT, "%s: %s is too short for a safetensors file (%ld bytes)", op, path, fsize); goto done; }
-  for (k = 7; k >= 0; k--) hlen = (hlen << 8) | lenbuf[k];
-  if (hlen < 2 || hlen > (uint64_t)fsize - 8 || hlen > DT__ST_MAX_HEADER) {
-    s = dt__fail(DT_ERR_FORMAT, "%s: %s: header length %llu does not fit a %ld-byte file", op, path, (unsigned long long)hlen, fsize);
+  if ((got = fread(lenbuf, 1, 8, f)) != 8) {
+    if (ferror(f)) s = dt__fail(DT_ERR_IO, "%s: cannot read %s", op, path); /* e.g. a directory */
+    else s = dt__fail(DT_ERR_FORMAT, "%s: %s is too short for a safetensors file (%zu bytes)", op, path, got);
     goto done;
   }
-  datalen = (uint64_t)fsize - 8 - hlen;
-  /* sizes below are bounded by the file's length, never taken from it unchecked */
-  hdr = (char *)DT_MALLOC((size_t)hlen + 1);
+  for (k = 7; k >= 0; k--) hlen = (hlen << 8) | lenbuf[k];
+  if (hlen < 2 || hlen > DT__ST_MAX_HEADER) {
+    s = dt__fail(DT_ERR_FORMAT, "%s: %s: header length %llu is not within the format's 2 bytes to 100 MB", op, path, (unsigned long long)hlen);
+    goto done;
+  }
   ents = (dt__st_entry *)DT_MALLOC(sizeof(dt__st_entry) * (size_t)(m->nparams + 1));
   fresh = (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)(m->nparams + 1));
   if (fresh) memset(fresh, 0, sizeof(dt_tensor *) * (size_t)(m->nparams + 1)); /* `done` releases its entries */
-  if (!hdr || !ents || !fresh) { s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); goto done; }
+  if (!ents || !fresh) { s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); goto done; }
   memset(ents, 0, sizeof(dt__st_entry) * (size_t)(m->nparams + 1));
-  if (fread(hdr, 1, (size_t)hlen, f) != (size_t)hlen) { s = dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path); goto done; }
+  /* the header, in a buffer that grows as its bytes arrive: a length that lies about a short
+     file costs no more memory than the file holds */
+  cap = (size_t)(hlen < 65536 ? hlen : 65536);
+  got = 0;
+  if (!(hdr = (char *)DT_MALLOC(cap + 1))) { s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); goto done; }
+  while (got < (size_t)hlen) {
+    if (got == cap) {
+      size_t ncap = cap * 2 < (size_t)hlen ? cap * 2 : (size_t)hlen;
+      char *bigger = (char *)DT_MALLOC(ncap + 1);
+      if (!bigger) { s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); goto done; }
+      memcpy(bigger, hdr, got);
+      DT_FREE(hdr);
+      hdr = bigger; cap = ncap;
+    }
+    want = cap - got;
+    if (fread(hdr + got, 1, want, f) != want) {
+      if (ferror(f)) s = dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
+      else s = dt__fail(DT_ERR_FORMAT, "%s: %s: header length %llu runs past the end of the file", op, path, (unsigned long long)hlen);
+      goto done;
+    }
+    got = cap;
+  }
   hdr[hlen] = 0;
   j.p = hdr; j.end = hdr + hlen;
   if (!dt__json_eat(&j, '{')) { s = dt__fail(DT_ERR_FORMAT, "%s: %s: the header is not a JSON object", op, path); goto done; }
@@ -2511,6 +2546,7 @@ DTDEF dt_status dt_module_load(dt_module *m, const char *path) {
     if (ents[i].seen) { s = dt__fail(DT_ERR_FORMAT, "%s: %s holds \"%s\" twice", op, path, name); goto done; }
     ents[i] = e;
     ents[i].seen = 1;
+    ents[i].idx = i;
   }
   dt__json_ws(&j);
   if (j.p != j.end) { s = dt__fail(DT_ERR_FORMAT, "%s: %s: trailing bytes after the header's JSON", op, path); goto done; }
@@ -2528,21 +2564,53 @@ DTDEF dt_status dt_module_load(dt_module *m, const char *path) {
       s = dt__fail(DT_ERR_SHAPE, "%s: %s: \"%s\" has shape %s but the module's has %s", op, path, m->names[i],
                    dt__shape_str(&es, a, sizeof a), dt__shape_str(&t->shape, b, sizeof b)); goto done;
     }
-    if (e->begin > e->end || e->end > datalen || e->end - e->begin != (uint64_t)t->nbytes) {
-      s = dt__fail(DT_ERR_FORMAT, "%s: %s: \"%s\" has data_offsets [%llu, %llu], which do not hold %zu bytes within the %llu data bytes",
-                   op, path, m->names[i], (unsigned long long)e->begin, (unsigned long long)e->end, t->nbytes, (unsigned long long)datalen);
+    if (e->begin > e->end || e->end - e->begin != (uint64_t)t->nbytes) {
+      s = dt__fail(DT_ERR_FORMAT, "%s: %s: \"%s\" has data_offsets [%llu, %llu], which do not hold its %zu bytes",
+                   op, path, m->names[i], (unsigned long long)e->begin, (unsigned long long)e->end, t->nbytes);
       goto done;
     }
   }
-  /* everything checks: read each tensor, straight onto the module's device */
-  for (i = 0; i < m->nparams; i++) {
-    dt_tensor *t = m->params[i];
+  /* the format's layout: sorted by offset, the tensors tile the data buffer from byte 0,
+     each beginning where the one before ends (no holes, no overlaps; checked at the end of
+     the file below, no bytes after the last) */
+  if (m->nparams > 1) qsort(ents, (size_t)m->nparams, sizeof *ents, dt__st_cmp);
+  for (i = 0, at = 0; i < m->nparams; i++) {
+    const dt__st_entry *e = &ents[i], *p = i ? &ents[i - 1] : NULL;
+    if (e->begin == at) { at = e->end; continue; }
+    if (!p)
+      s = dt__fail(DT_ERR_FORMAT, "%s: %s: \"%s\", the first tensor in the data, begins at byte %llu, not 0 (safetensors data has no gaps)",
+                   op, path, m->names[e->idx], (unsigned long long)e->begin);
+    else if (e->begin > at)
+      s = dt__fail(DT_ERR_FORMAT, "%s: %s: \"%s\" begins at data byte %llu but \"%s\" before it ends at %llu (safetensors data has no gaps)",
+                   op, path, m->names[e->idx], (unsigned long long)e->begin, m->names[p->idx], (unsigned long long)at);
+    else
+      s = dt__fail(DT_ERR_FORMAT, "%s: %s: \"%s\" at data bytes [%llu, %llu] overlaps \"%s\" at [%llu, %llu]", op, path,
+                   m->names[e->idx], (unsigned long long)e->begin, (unsigned long long)e->end, m->names[p->idx],
+                   (unsigned long long)p->begin, (unsigned long long)p->end);
+    goto done;
+  }
+  /* everything checks: read each tensor in the order of its data, straight onto the module's device */
+  for (k = 0; k < m->nparams; k++) {
+    const dt__st_entry *e = &ents[k];
+    dt_tensor *t = m->params[e->idx];
     if (!(host = t->nbytes ? DT_MALLOC(t->nbytes) : NULL) && t->nbytes) { s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); goto done; }
-    if (t->nbytes && (fseek(f, (long)(8 + hlen + ents[i].begin), SEEK_SET) != 0 || fread(host, 1, t->nbytes, f) != t->nbytes)) {
-      s = dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path); goto done;
+    if (t->nbytes && fread(host, 1, t->nbytes, f) != t->nbytes) {
+      if (ferror(f)) s = dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
+      else s = dt__fail(DT_ERR_FORMAT, "%s: %s is cut short: the data of \"%s\" is [%llu, %llu] but the file ends before", op, path,
+                        m->names[e->idx], (unsigned long long)e->begin, (unsigned long long)e->end);
+      goto done;
     }
-    if (!(fresh[i] = dt_from_data(host, t->shape, t->dtype, t->st->device))) { s = dt_last_status(); goto done; }
+    if (!(fresh[e->idx] = dt_from_data(host, t->shape, t->dtype, t->st->device))) { s = dt_last_status(); goto done; }
     if (host) { DT_FREE(host); host = NULL; }
+  }
+  if ((c = fgetc(f)) != EOF || ferror(f)) {
+    if (c == EOF) s = dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
+    else if (m->nparams)
+      s = dt__fail(DT_ERR_FORMAT, "%s: %s: bytes follow the data of the last tensor, \"%s\", which ends at data byte %llu (safetensors data has no trailing bytes)",
+                   op, path, m->names[ents[m->nparams - 1].idx], (unsigned long long)at);
+    else
+      s = dt__fail(DT_ERR_FORMAT, "%s: %s holds no tensors but has data bytes after its header", op, path);
+    goto done;
   }
   for (i = 0; i < m->nparams; i++) {
     /* copy into the existing tensors so that borrowed pointers stay valid */

@@ -518,6 +518,74 @@ static void test_load_by_hand_and_corrupt(void) {
   dt_module_free(net);
 }
 
+/* The data layout the format demands: sorted by offset, the tensors fill the data buffer
+   exactly, from byte 0 to its end, any order of names. */
+static void test_load_layout(void) {
+  dt_module *net = dt_sequential(), *empty = dt_sequential();
+  char path[128], saved[128];
+  float wb[4] = {1.5f, -2.0f, 0.25f, 7.0f}, bw[3] = {0.25f, 1.5f, -2.0f}; /* weight (1, 2) then bias (1,); bias first */
+  double *v;
+  size_t c;
+  static const char *W = "\"0.weight\":{\"dtype\":\"F32\",\"shape\":[1,2],\"data_offsets\":";
+  static const char *B = "\"0.bias\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":";
+  static const struct { const char *w, *b; size_t nd; const char *words[3]; } bad[] = {
+    {"[0,8]", "[4,8]", 12, {"\"0.bias\" at data bytes [4, 8] overlaps \"0.weight\" at [0, 8]", 0, 0}},
+    {"[0,8]", "[0,4]", 12, {"\"0.weight\" at data bytes [0, 8] overlaps \"0.bias\" at [0, 4]", 0, 0}},
+    {"[0,8]", "[2,6]", 12, {"\"0.bias\" at data bytes [2, 6] overlaps \"0.weight\"", 0, 0}},  /* inside it */
+    {"[0,8]", "[12,16]", 16, {"\"0.bias\" begins at data byte 12", "\"0.weight\" before it ends at 8", "gaps"}},
+    {"[4,12]", "[12,16]", 16, {"\"0.weight\", the first tensor in the data, begins at byte 4, not 0", 0, 0}},
+    {"[0,8]", "[8,12]", 16, {"bytes follow the data of the last tensor, \"0.bias\", which ends at data byte 12", 0, 0}},
+    {"[4,12]", "[0,4]", 13, {"bytes follow", "\"0.weight\"", "12"}},
+    {"[0,8]", "[8,12]", 10, {"is cut short", "\"0.bias\" is [8, 12]", 0}},
+    {"[0,8]", "[8,12]", 0, {"is cut short", "\"0.weight\" is [0, 8]", 0}},
+  };
+  dt_sequential_add(net, dt_linear(2, 1));
+  tmp_path("layout.safetensors", path, sizeof path);
+  /* what Python's safetensors writes: __metadata__ first, the data sorted by name (0.bias
+     before 0.weight), the header padded with spaces to a multiple of 8 */
+  {
+    char h[512];
+    size_t n;
+    snprintf(h, sizeof h, "{\"__metadata__\":{\"format\":\"pt\"},%s[0,4]},%s[4,12]}}", B, W);
+    for (n = strlen(h); n % 8; n++) h[n] = ' ';
+    h[n] = 0;
+    T_CHECK(write_st(path, h, bw, sizeof bw, -1));
+    T_CHECK_MSG(dt_module_load(net, path) == DT_OK, "%s", dt_last_error());
+    v = host_f64(dt_module_param(net, 0, NULL));
+    T_CHECK(v[0] == 1.5 && v[1] == -2.0);
+    free(v);
+    v = host_f64(dt_module_param(net, 1, NULL));
+    T_CHECK(v[0] == 0.25);
+    free(v);
+  }
+  for (c = 0; c < sizeof bad / sizeof bad[0]; c++) {
+    char h[512];
+    int k;
+    dt_status s;
+    snprintf(h, sizeof h, "{%s%s},%s%s}}", W, bad[c].w, B, bad[c].b);
+    T_CHECK(write_st(path, h, wb, bad[c].nd, -1));
+    s = dt_module_load(net, path);
+    T_CHECK_MSG(s == DT_ERR_FORMAT && dt_last_status() == s, "case %d: status %d, %s", (int)c, (int)s, dt_last_error());
+    T_CHECK_MSG(strncmp(dt_last_error(), "dt_module_load: build/layout.safetensors", 40) == 0, "case %d: %s", (int)c, dt_last_error());
+    for (k = 0; k < 3; k++)
+      if (bad[c].words[k]) T_CHECK_MSG(contains(dt_last_error(), bad[c].words[k]), "case %d: no '%s' in: %s", (int)c, bad[c].words[k], dt_last_error());
+  }
+  /* the parameters are untouched by the failed loads */
+  v = host_f64(dt_module_param(net, 0, NULL));
+  T_CHECK(v[0] == 1.5 && v[1] == -2.0);
+  free(v);
+  /* what dt_module_save writes loads */
+  T_CHECK(dt_module_save(net, tmp_path("layout_saved.safetensors", saved, sizeof saved)) == DT_OK);
+  T_CHECK_MSG(dt_module_load(net, saved) == DT_OK, "%s", dt_last_error());
+  /* no tensors: no data bytes */
+  T_CHECK(write_st(path, "{\"__metadata__\":{}}", wb, 0, -1));
+  T_CHECK_MSG(dt_module_load(empty, path) == DT_OK, "%s", dt_last_error());
+  T_CHECK(write_st(path, "{\"__metadata__\":{}}", wb, 4, -1));
+  T_CHECK(dt_module_load(empty, path) == DT_ERR_FORMAT && contains(dt_last_error(), "holds no tensors but has data bytes"));
+  T_CHECK(dt_module_save(empty, saved) == DT_OK && dt_module_load(empty, saved) == DT_OK);
+  dt_module_free(net); dt_module_free(empty);
+}
+
 int main(void) {
   T_RUN_ALL_DEVICES(test_linear_basics);
   T_RUN_ALL_DEVICES(test_lazy_linear);
@@ -531,5 +599,6 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_mlp_nonlinear);
   T_RUN_ALL_DEVICES(test_save_load);
   T_RUN(test_load_by_hand_and_corrupt);
+  T_RUN(test_load_layout);
   return t_finish();
 }

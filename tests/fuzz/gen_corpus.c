@@ -118,6 +118,21 @@ int main(void) {
   file_with(ST "empty_object.bin", "{}", 0);
   file_with(ST "only_metadata.bin", "{\"__metadata__\":{}}", 0);
   file_with(ST "unknown_tensor.bin", "{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4);
+  /* the data layout: the tensors, sorted by offset, fill the data exactly (any order of names) */
+#define FZ_T(n, sh, b, e) "\"" n "\":{\"dtype\":\"F32\",\"shape\":" sh ",\"data_offsets\":[" b "," e "]}"
+  file_with(ST "offsets_permuted.safetensors",
+            "{" FZ_T("2.bias", "[1]", "0", "4") "," FZ_T("2.weight", "[1,3]", "4", "16") ","
+                FZ_T("0.bias", "[3]", "16", "28") "," FZ_T("0.weight", "[3,2]", "28", "52") "}", 52);
+  file_with(ST "offsets_gap.bin",
+            "{" FZ_T("2.bias", "[1]", "0", "4") "," FZ_T("2.weight", "[1,3]", "8", "20") ","
+                FZ_T("0.bias", "[3]", "20", "32") "," FZ_T("0.weight", "[3,2]", "32", "56") "}", 56);
+  file_with(ST "offsets_not_at_zero.bin",
+            "{" FZ_T("2.bias", "[1]", "4", "8") "," FZ_T("2.weight", "[1,3]", "8", "20") ","
+                FZ_T("0.bias", "[3]", "20", "32") "," FZ_T("0.weight", "[3,2]", "32", "56") "}", 56);
+  file_with(ST "trailing_data.bin",
+            "{" FZ_T("0.weight", "[3,2]", "0", "24") "," FZ_T("0.bias", "[3]", "24", "36") ","
+                FZ_T("2.weight", "[1,3]", "36", "48") "," FZ_T("2.bias", "[1]", "48", "52") "}", 56);
+#undef FZ_T
   free(v);
   /* device names */
   {
