@@ -6,6 +6,7 @@
 #   make fault / fuzz / fuzz-replay / tsan / valgrind   the hardening runs (.ci/run runs them)
 #   make bench    the CPU benchmarks against NumPy/OpenBLAS (make bench-cblas: with DEVTENSOR_CBLAS)
 #   make bench-gpu the GPU benchmarks against cudaMemcpy and PyTorch (on a machine with a GPU)
+#   make test-emu the CUDA backend on the CPU emulator (tests/emu): the suite's GPU cases without a GPU
 #   CUDA=0 / CUDA=1 forces the CUDA variants off / on; default: on when nvcc is found.
 
 CC      ?= cc
@@ -146,6 +147,45 @@ else
 bench-gpu:
 	@echo "SKIP: bench-gpu needs CUDA (nvcc not found; CUDA=1 forces it)"
 endif
+
+# ---- the CUDA backend on the CPU emulator (tests/emu): every GPU path of the suite
+#      without a GPU. devtensor_cuda.cu is compiled by the host C++ compiler with
+#      -DDTEMU against tests/emu's cuda_runtime.h / cublas_v2.h; streams are worker
+#      threads, kernels run per thread (fibers where blocks synchronise); all of it
+#      under ASan + UBSan. Two emulated GPUs, so peer copies and device switching run.
+EMU_SAN    := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+EMU_DIR    := $(B)/emu
+EMU_LIB    := $(EMU_DIR)/libcudart_emu.so
+EMU_OBJ    := $(EMU_DIR)/devtensor_cuda.o
+EMU_LINK   := -L$(EMU_DIR) -lcudart_emu -Wl,-rpath,$(abspath $(EMU_DIR)) -lstdc++ -lm -pthread
+EMU_TESTS  := $(addprefix $(EMU_DIR)/,$(TESTS))
+EMU_EX     := $(addprefix $(EMU_DIR)/ex/,$(EXAMPLES))
+EMU_HDRS   := $(wildcard tests/emu/*.h)
+EMU_ENV    := DTEMU_GPUS=2 ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1
+
+$(EMU_LIB): tests/emu/emu.cpp $(EMU_HDRS)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXSTD) $(WARN) $(EMU_SAN) -fPIC -shared -Itests/emu $< -o $@ -pthread
+
+$(EMU_OBJ): devtensor_cuda.cu $(HDR) $(EMU_HDRS)
+	@mkdir -p $(@D)
+	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas $(EMU_SAN) -ffp-contract=off -DDTEMU -Itests/emu -I. -c $< -o $@
+
+$(EMU_DIR)/% : tests/%.c $(HDR) tests/harness.h $(wildcard tests/*.inc) $(EMU_OBJ) $(EMU_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) $(EMU_SAN) $(CFLAGS) -DDEVTENSOR_CUDA -I. $< $(EMU_OBJ) -o $@ $(EMU_LINK)
+
+$(EMU_DIR)/ex/% : examples/%.c $(HDR) examples/timing.h $(EMU_OBJ) $(EMU_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) $(EMU_SAN) $(CFLAGS) -DDEVTENSOR_CUDA -I. $< $(EMU_OBJ) -o $@ $(EMU_LINK)
+
+$(EMU_DIR)/gpu_check: tests/cuda/gpu_check.cu $(HDR) $(EMU_OBJ) $(EMU_LIB)
+	@mkdir -p $(@D)
+	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas $(EMU_SAN) -DDTEMU -DDEVTENSOR_CUDA -Itests/emu -I. $< -x none $(EMU_OBJ) -o $@ $(EMU_LINK)
+
+.PHONY: test-emu
+test-emu: $(EMU_TESTS) $(EMU_EX) $(EMU_DIR)/gpu_check
+	@$(EMU_ENV) sh tests/run.sh $(EMU_TESTS) tests/emu/gpu_check.sh tests/emu/examples.sh
 
 # ---- hardening: fault injection, fuzzing, ThreadSanitizer, valgrind ----
 CLANG     ?= clang

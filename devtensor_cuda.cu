@@ -603,6 +603,20 @@ dt_status cu_copy(int dst_dev, void *dst, int src_dev, const void *src, size_t n
 
 /* ---- kernels: launching ---- */
 
+/* DT_LAUNCH(grid, block, stream, kernel)(args...) is kernel<<<grid, block, 0,
+   stream>>>(args...). DT_LAUNCH_COOP marks a kernel whose threads meet at
+   __syncthreads or warp shuffles. The spelling lets tests/emu (the CPU emulator
+   the test suite uses where there is no GPU) run the same kernels: there
+   DTEMU is defined and a launch is queued on an emulated stream, cooperative
+   blocks as fibers. */
+#ifdef DTEMU
+#define DT_LAUNCH(grid, block, stream, ...) (dtemu::Launch{dim3(grid), dim3(block), (stream), false}.kernel(__VA_ARGS__))
+#define DT_LAUNCH_COOP(grid, block, stream, ...) (dtemu::Launch{dim3(grid), dim3(block), (stream), true}.kernel(__VA_ARGS__))
+#else
+#define DT_LAUNCH(grid, block, stream, ...) __VA_ARGS__<<<(grid), (block), 0, (stream)>>>
+#define DT_LAUNCH_COOP(grid, block, stream, ...) __VA_ARGS__<<<(grid), (block), 0, (stream)>>>
+#endif
+
 constexpr int kBlock = 256;
 constexpr int64_t kMaxGrid = 65536;
 
@@ -624,8 +638,8 @@ unsigned grid_for(int64_t count, int block) {
 template <typename F>
 dt_status run_map(const char *what, cudaStream_t st, int64_t count, const F &f) {
   if (count <= 0) return DT_OK;
-  if (count <= (int64_t)INT32_MAX) k_map<uint32_t, F><<<grid_for(count, kBlock), kBlock, 0, st>>>((uint32_t)count, f);
-  else k_map<int64_t, F><<<grid_for(count, kBlock), kBlock, 0, st>>>(count, f);
+  if (count <= (int64_t)INT32_MAX) DT_LAUNCH(grid_for(count, kBlock), kBlock, st, k_map<uint32_t, F>)((uint32_t)count, f);
+  else DT_LAUNCH(grid_for(count, kBlock), kBlock, st, k_map<int64_t, F>)(count, f);
   return launched(what);
 }
 
@@ -1128,12 +1142,12 @@ dt_status reduce_t(int dev, DevState &s, int op, int64_t outer, int64_t len, int
     }
     int64_t tasks = outer * nchunks;
     unsigned grid = (unsigned)(tasks < kMaxGrid ? tasks : kMaxGrid);
-    k_reduce_rows<T><<<grid, block, 0, st>>>(x, outer, len, chunk, nchunks, op, partial, y);
+    DT_LAUNCH_COOP(grid, block, st, k_reduce_rows<T>)(x, outer, len, chunk, nchunks, op, partial, y);
     rc = launched("reduce");
     if (rc == DT_OK && nchunks > 1) {
       unsigned g2 = (unsigned)(outer < kMaxGrid ? outer : kMaxGrid);
       int b2 = nchunks >= 256 ? 256 : nchunks >= 128 ? 128 : 64;
-      k_reduce_rows_finish<T><<<g2, b2, 0, st>>>(partial, outer, nchunks, len, op, y);
+      DT_LAUNCH_COOP(g2, b2, st, k_reduce_rows_finish<T>)(partial, outer, nchunks, len, op, y);
       rc = launched("reduce (second pass)");
     }
   } else {
@@ -1155,10 +1169,10 @@ dt_status reduce_t(int dev, DevState &s, int op, int64_t outer, int64_t len, int
       partial = static_cast<double *>(ws);
     }
     dim3 grid(grid_for(nout, kBlock), (unsigned)nchunks);
-    k_reduce_cols<T><<<grid, kBlock, 0, st>>>(x, outer, len, inner, chunk, nchunks, op, partial, y);
+    DT_LAUNCH(grid, kBlock, st, k_reduce_cols<T>)(x, outer, len, inner, chunk, nchunks, op, partial, y);
     rc = launched("reduce");
     if (rc == DT_OK && nchunks > 1) {
-      k_reduce_cols_finish<T><<<grid_for(nout, kBlock), kBlock, 0, st>>>(partial, nout, nchunks, len, op, y);
+      DT_LAUNCH(grid_for(nout, kBlock), kBlock, st, k_reduce_cols_finish<T>)(partial, nout, nchunks, len, op, y);
       rc = launched("reduce (second pass)");
     }
   }
@@ -1315,8 +1329,8 @@ dt_status cu_random(int dev, int normal, uint64_t seed, uint64_t draw, int64_t n
   if (st != DT_OK) return st;
   if (n <= 0) return DT_OK;
   unsigned grid = grid_for((n + 3) / 4, kBlock);
-  if (normal) k_random<true><<<grid, kBlock, 0, s->stream>>>(y, n, seed, draw);
-  else k_random<false><<<grid, kBlock, 0, s->stream>>>(y, n, seed, draw);
+  if (normal) DT_LAUNCH(grid, kBlock, s->stream, k_random<true>)(y, n, seed, draw);
+  else DT_LAUNCH(grid, kBlock, s->stream, k_random<false>)(y, n, seed, draw);
   return launched("random");
 }
 

@@ -4,7 +4,8 @@
    the allocator under 8 threads, out-of-memory recovery and a few timings.
 
      nvcc -O2 -I. -DDEVTENSOR_CUDA tests/cuda/gpu_check.cu devtensor_cuda.cu -lcublas -o build/cudacheck/gpu_check
-     ./build/cudacheck/gpu_check            (prints FAIL lines, then "N checks, N failed") */
+     ./build/cudacheck/gpu_check            (prints FAIL lines, then "N checks, N failed")
+   make test-emu builds and runs it on the CPU emulator (tests/emu) with --no-timings. */
 #define DEVTENSOR_IMPLEMENTATION
 #ifndef DEVTENSOR_CUDA
 #define DEVTENSOR_CUDA
@@ -18,6 +19,7 @@
 #include <time.h>
 
 static const dt__backend *G, *C;
+static int thread_iters = 300; /* fewer on the emulator (--no-timings) */
 static int checks, fails;
 #define CHECK(c, ...) do { checks++; if (!(c)) { fails++; printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); fflush(stdout); } } while (0)
 #define OK(call) do { dt_status s_ = (call); CHECK(s_ == DT_OK, "%s -> %d: %s", #call, (int)s_, G->last_error()); } while (0)
@@ -326,7 +328,7 @@ static void check_copies(void) {
 static void *worker(void *arg) {
   int id = (int)(intptr_t)arg;
   dt_device dev = dt_gpu(0);
-  for (int it = 0; it < 300; it++) {
+  for (int it = 0; it < thread_iters; it++) {
     int64_t n = 1 + (int64_t)((it * 7919 + id * 104729) % 300000);
     dt_tensor *a = dt_full(dt_shape1(n), (double)id, dev), *b = dt_add_scalar(a, 1.0), *s = dt_sum(b);
     double v = s ? dt_item(s) : -1;
@@ -423,8 +425,10 @@ static void timings(void) {
   dt_release(a); dt_release(b);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   int n = dt_num_gpus();
+  int no_timings = argc > 1 && strcmp(argv[1], "--no-timings") == 0; /* the emulator (tests/emu) is too slow for them */
+  if (no_timings) thread_iters = 20;
   if (n == 0) { printf("no GPU: %s\n0 checks, 0 failed\n", dt_last_error()); return 0; }
   G = dt__cuda_backend();
   C = dt__cpu_backend();
@@ -442,7 +446,7 @@ int main(void) {
   check_copies(); printf("copies done\n"); fflush(stdout);
   check_threads_and_memory(); printf("threads/memory done\n"); fflush(stdout);
   OK(G->synchronize(0));
-  timings();
+  if (!no_timings) timings();
   printf("%d checks, %d failed\n", checks, fails);
   return fails ? 1 : 0;
 }

@@ -1,0 +1,206 @@
+/* tests/emu/cuda_runtime.h — the CUDA runtime API as devtensor uses it, run on
+   the CPU: a test double, not a product. It lets devtensor_cuda.cu (compiled by
+   the host C++ compiler with -DDTEMU -Itests/emu) run the whole test suite on a
+   machine without a GPU, with each emulated device's streams as worker threads
+   (so work really is asynchronous), kernels as functions run once per thread
+   of the grid (blocks that use __syncthreads or warp shuffles run their threads
+   as fibers), and cuBLAS as a plain loop. See tests/emu/emu.cpp for what it
+   checks (launch configurations, copy directions and extents, streams and
+   handles used on the wrong device, divergent barriers) and README.md, "Testing".
+
+   Environment: DTEMU_GPUS (number of devices, default 1; 0: no device),
+   DTEMU_MEM_MB (memory per device, default 2048), DTEMU_NO_PEER=1 (devices
+   cannot reach each other: peer copies go "through the host"). */
+#ifndef DTEMU_CUDA_RUNTIME_H
+#define DTEMU_CUDA_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum cudaError {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorInitializationError = 3,
+  cudaErrorInvalidConfiguration = 9,
+  cudaErrorInvalidDevicePointer = 17,
+  cudaErrorInvalidMemcpyDirection = 21,
+  cudaErrorNoDevice = 100,
+  cudaErrorInvalidDevice = 101,
+  cudaErrorInvalidResourceHandle = 400,
+  cudaErrorNotReady = 600,
+  cudaErrorPeerAccessAlreadyEnabled = 704,
+  cudaErrorPeerAccessNotEnabled = 705,
+  cudaErrorLaunchFailure = 719
+} cudaError_t;
+
+typedef struct dtemu_stream *cudaStream_t;
+typedef struct dtemu_event *cudaEvent_t;
+
+enum cudaMemcpyKind {
+  cudaMemcpyHostToHost = 0,
+  cudaMemcpyHostToDevice = 1,
+  cudaMemcpyDeviceToHost = 2,
+  cudaMemcpyDeviceToDevice = 3,
+  cudaMemcpyDefault = 4
+};
+
+enum cudaMemoryType {
+  cudaMemoryTypeUnregistered = 0,
+  cudaMemoryTypeHost = 1,
+  cudaMemoryTypeDevice = 2,
+  cudaMemoryTypeManaged = 3
+};
+
+struct cudaPointerAttributes {
+  enum cudaMemoryType type;
+  int device;
+  void *devicePointer;
+  void *hostPointer;
+};
+
+struct cudaDeviceProp {
+  char name[256];
+  size_t totalGlobalMem;
+  int major, minor;
+  int multiProcessorCount;
+  int warpSize;
+  int maxThreadsPerBlock;
+  int maxGridSize[3];
+};
+
+enum cudaDeviceAttr { cudaDevAttrMaxThreadsPerBlock = 1, cudaDevAttrMultiProcessorCount = 16 };
+
+#define cudaStreamDefault 0x00
+#define cudaStreamNonBlocking 0x01
+#define cudaEventDefault 0x00
+#define cudaEventBlockingSync 0x01
+#define cudaEventDisableTiming 0x02
+#define cudaHostAllocDefault 0x00
+#define cudaHostAllocPortable 0x01
+
+cudaError_t cudaGetDeviceCount(int *count);
+cudaError_t cudaGetDevice(int *dev);
+cudaError_t cudaSetDevice(int dev);
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int dev);
+cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int dev);
+cudaError_t cudaDeviceSynchronize(void);
+cudaError_t cudaDeviceCanAccessPeer(int *can, int dev, int peer);
+cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned flags);
+cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes);
+
+cudaError_t cudaMalloc(void **p, size_t n);
+cudaError_t cudaFree(void *p);
+cudaError_t cudaHostAlloc(void **p, size_t n, unsigned flags);
+cudaError_t cudaMallocHost(void **p, size_t n);
+cudaError_t cudaFreeHost(void *p);
+cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void *p);
+
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind);
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s);
+cudaError_t cudaMemcpyPeerAsync(void *dst, int dst_dev, const void *src, int src_dev, size_t n, cudaStream_t s);
+cudaError_t cudaMemsetAsync(void *p, int value, size_t n, cudaStream_t s);
+
+cudaError_t cudaStreamCreate(cudaStream_t *s);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags);
+cudaError_t cudaStreamDestroy(cudaStream_t s);
+cudaError_t cudaStreamSynchronize(cudaStream_t s);
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags);
+
+cudaError_t cudaEventCreate(cudaEvent_t *e);
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags);
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s);
+cudaError_t cudaEventSynchronize(cudaEvent_t e);
+cudaError_t cudaEventQuery(cudaEvent_t e);
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
+cudaError_t cudaEventDestroy(cudaEvent_t e);
+
+cudaError_t cudaGetLastError(void);
+cudaError_t cudaPeekAtLastError(void);
+const char *cudaGetErrorString(cudaError_t e);
+const char *cudaGetErrorName(cudaError_t e);
+
+#ifdef __cplusplus
+} /* extern "C" */
+
+/* ---- device code, compiled for the host ---- */
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+/* one copy per worker thread, which runs one block at a time: per block */
+#define __shared__ static thread_local
+
+struct uint3 { unsigned x, y, z; };
+struct dim3 {
+  unsigned x, y, z;
+  dim3(unsigned vx = 1, unsigned vy = 1, unsigned vz = 1) : x(vx), y(vy), z(vz) {}
+};
+
+extern thread_local uint3 threadIdx, blockIdx;
+extern thread_local dim3 blockDim, gridDim;
+
+namespace dtemu {
+/* A launch: checked and queued on the stream (or an error for cudaGetLastError).
+   coop: the kernel uses __syncthreads or warp shuffles, so a block's threads run
+   as fibers that switch at those points; otherwise they run one after another
+   and such a call aborts the program (it would mean a missing annotation). */
+void launch(dim3 grid, dim3 block, cudaStream_t s, bool coop, std::function<void()> body);
+void syncthreads();
+void shfl(const void *mine, void *out, size_t size, unsigned mask, int src_lane);
+
+template <class... P>
+struct Bound {
+  dim3 grid, block;
+  cudaStream_t stream;
+  bool coop;
+  void (*k)(P...);
+  template <class... A>
+  void operator()(A &&...a) const {
+    /* arguments are converted to the parameters' types and copied, as CUDA does */
+    std::tuple<typename std::decay<P>::type...> args(std::forward<A>(a)...);
+    void (*kk)(P...) = k;
+    launch(grid, block, stream, coop, [kk, args]() { std::apply(kk, args); });
+  }
+};
+struct Launch {
+  dim3 grid, block;
+  cudaStream_t stream;
+  bool coop;
+  template <class... P>
+  Bound<P...> kernel(void (*k)(P...)) const { return Bound<P...>{grid, block, stream, coop, k}; }
+};
+} /* namespace dtemu */
+
+inline void __syncthreads() { dtemu::syncthreads(); }
+
+template <class T>
+inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+  unsigned tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  int lane = (int)(tid & 31u), base = lane & ~(width - 1), src = lane + (int)delta;
+  if (src >= base + width) src = lane;
+  T r;
+  dtemu::shfl(&v, &r, sizeof(T), mask, src);
+  return r;
+}
+
+/* the _rn intrinsics: one IEEE operation, rounded to nearest (build with -ffp-contract=off) */
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline double __dadd_rn(double a, double b) { return a + b; }
+inline double __dmul_rn(double a, double b) { return a * b; }
+
+#endif /* __cplusplus */
+#endif

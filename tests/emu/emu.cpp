@@ -1,0 +1,1055 @@
+/* tests/emu/emu.cpp — a CUDA runtime and cuBLAS emulator for testing
+   devtensor_cuda.cu on a machine without a GPU (a test double; see
+   cuda_runtime.h). Built as a shared library (libcudart_emu.so) so a test can
+   interpose cudaMalloc exactly as it would over the real libcudart.
+
+   What it models:
+   - devices (DTEMU_GPUS), each with DTEMU_MEM_MB of memory; the current device
+     is per host thread, as in CUDA;
+   - streams as worker threads running their queue in order; the legacy stream
+     (a null handle) per device; events recorded on and waited for by streams;
+   - copies with CUDA's host-side timing: a copy from pageable memory to the
+     device returns once the source was read, a copy to pageable memory waits,
+     copies with page-locked memory and device-to-device copies are queued;
+   - kernels: each block's threads run one after another, or as fibers (ucontext)
+     switching at __syncthreads and __shfl_*_sync when the launch is marked
+     cooperative; the fibers of a block meet at barriers like a real block, and a
+     barrier that not all threads reach is reported (divergent barrier);
+   - cuBLAS gemm (column-major, double accumulation) on the handle's stream.
+
+   What it checks, aborting with a message (these are bugs in the caller, which
+   a GPU would report as an error or a crash, or not at all):
+   - launch configurations beyond CUDA's limits, a stream used with another
+     device current, a cuBLAS handle used with another device current;
+   - copies whose kind does not match the pointers, device ranges that run past
+     their allocation, cuBLAS operands outside their allocation;
+   - cudaFree of something that is not a device allocation.
+   Fresh device memory is filled with 0xff bytes (NaN, -1), so reading memory
+   nobody wrote shows up in results. */
+#include "cuda_runtime.h"
+#include "cublas_v2.h"
+
+#include <setjmp.h>
+#include <ucontext.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define DTEMU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DTEMU_ASAN 1
+#endif
+#endif
+#ifdef DTEMU_ASAN
+extern "C" void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom, size_t size);
+extern "C" void __sanitizer_finish_switch_fiber(void *fake_stack_save, const void **bottom_old, size_t *size_old);
+#endif
+
+thread_local uint3 threadIdx, blockIdx;
+thread_local dim3 blockDim, gridDim;
+
+namespace {
+
+[[noreturn]] __attribute__((format(printf, 1, 2))) void die(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "dtemu: ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  fflush(stderr);
+  abort();
+}
+
+thread_local cudaError_t t_last = cudaSuccess;
+thread_local int t_dev = 0;
+
+cudaError_t ret(cudaError_t e) {
+  if (e != cudaSuccess) t_last = e;
+  return e;
+}
+
+int env_int(const char *name, int dflt) {
+  const char *v = getenv(name);
+  return v && *v ? atoi(v) : dflt;
+}
+
+/* ---- streams ---- */
+
+struct Stream {
+  int dev;
+  std::mutex mu;
+  std::condition_variable cv, idle;
+  std::deque<std::function<void()>> q;
+  bool busy = false, stop = false;
+  std::thread worker;
+  explicit Stream(int d) : dev(d) {
+    worker = std::thread([this] { run(); });
+  }
+  void run() {
+    std::unique_lock<std::mutex> lk(mu);
+    for (;;) {
+      cv.wait(lk, [this] { return stop || !q.empty(); });
+      if (q.empty()) return;
+      std::function<void()> f = std::move(q.front());
+      q.pop_front();
+      busy = true;
+      lk.unlock();
+      f();
+      lk.lock();
+      busy = false;
+      if (q.empty()) idle.notify_all();
+    }
+  }
+  void push(std::function<void()> f) {
+    std::lock_guard<std::mutex> lk(mu);
+    q.push_back(std::move(f));
+    cv.notify_one();
+  }
+  void drain() {
+    std::unique_lock<std::mutex> lk(mu);
+    idle.wait(lk, [this] { return q.empty() && !busy; });
+  }
+};
+
+struct Event {
+  int dev;
+  unsigned flags;
+  std::mutex mu;
+  std::condition_variable cv;
+  uint64_t recorded = 0, completed = 0;
+  double t = 0;
+  Event(int d, unsigned f) : dev(d), flags(f) {}
+  void wait(uint64_t g) {
+    std::unique_lock<std::mutex> lk(mu);
+    cv.wait(lk, [&] { return completed >= g; });
+  }
+};
+
+struct Alloc {
+  size_t size;
+  int dev; /* -1: page-locked host memory */
+};
+
+struct Device {
+  size_t total = 0, used = 0;
+  Stream *legacy = nullptr;
+  std::vector<Stream *> streams;
+  bool peer[64] = {};
+};
+
+struct World {
+  int ndev = 0;
+  bool no_peer = false;
+  Device dev[64];
+  std::mutex mu; /* allocations, stream and event tables */
+  std::map<uintptr_t, Alloc> allocs;
+  std::set<Stream *> streams;
+  std::map<Event *, std::shared_ptr<Event>> events;
+  World() {
+    ndev = env_int("DTEMU_GPUS", 1);
+    if (ndev < 0) ndev = 0;
+    if (ndev > 64) ndev = 64;
+    no_peer = env_int("DTEMU_NO_PEER", 0) != 0;
+    size_t mb = (size_t)env_int("DTEMU_MEM_MB", 2048);
+    for (int d = 0; d < ndev; d++) dev[d].total = mb << 20;
+  }
+};
+
+/* Never destroyed: stream workers and late frees from atexit handlers still use it. */
+World &W() {
+  static World *w = new World;
+  return *w;
+}
+
+double now_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+/* The stream a handle names (null: the legacy stream of the current device). */
+Stream *stream_of(cudaStream_t s) {
+  World &w = W();
+  if (!s) {
+    std::lock_guard<std::mutex> lk(w.mu);
+    Device &d = w.dev[t_dev];
+    if (!d.legacy) {
+      d.legacy = new Stream(t_dev);
+      w.streams.insert(d.legacy);
+      d.streams.push_back(d.legacy);
+    }
+    return d.legacy;
+  }
+  Stream *st = reinterpret_cast<Stream *>(s);
+  std::lock_guard<std::mutex> lk(w.mu);
+  if (!w.streams.count(st)) die("stream %p is not a stream (destroyed, or never created)", (void *)s);
+  return st;
+}
+
+void drain_device(int dev) {
+  World &w = W();
+  std::vector<Stream *> v;
+  {
+    std::lock_guard<std::mutex> lk(w.mu);
+    v = w.dev[dev].streams;
+  }
+  for (Stream *s : v) s->drain();
+}
+
+std::shared_ptr<Event> event_of(cudaEvent_t e) {
+  World &w = W();
+  std::lock_guard<std::mutex> lk(w.mu);
+  auto it = w.events.find(reinterpret_cast<Event *>(e));
+  if (it == w.events.end()) return nullptr;
+  return it->second;
+}
+
+/* What p points into: a device allocation (dev >= 0), page-locked host memory
+   (dev == -1), or nothing known (false). */
+bool find_alloc(const void *p, uintptr_t *base, Alloc *a) {
+  World &w = W();
+  uintptr_t u = (uintptr_t)p;
+  std::lock_guard<std::mutex> lk(w.mu);
+  auto it = w.allocs.upper_bound(u);
+  if (it == w.allocs.begin()) return false;
+  --it;
+  if (u >= it->first + (it->second.size ? it->second.size : 1)) return false;
+  *base = it->first;
+  *a = it->second;
+  return true;
+}
+
+/* n bytes at p lie in a device allocation; its device */
+int device_range(const void *p, size_t n, const char *what) {
+  uintptr_t base;
+  Alloc a;
+  if (!find_alloc(p, &base, &a) || a.dev < 0) die("%s: %p is not device memory", what, p);
+  if ((uintptr_t)p + n > base + a.size)
+    die("%s: %zu bytes at %p run past the end of their allocation (%zu bytes at %p)", what, n, p, a.size, (void *)base);
+  return a.dev;
+}
+
+bool is_device(const void *p) {
+  uintptr_t base;
+  Alloc a;
+  return find_alloc(p, &base, &a) && a.dev >= 0;
+}
+
+bool is_pinned(const void *p) {
+  uintptr_t base;
+  Alloc a;
+  return find_alloc(p, &base, &a) && a.dev < 0;
+}
+
+/* ---- fibers for cooperative blocks ----
+   A worker thread keeps one fiber per thread of the largest cooperative block
+   it has run. A fiber is entered once through makecontext/swapcontext; after
+   that every switch is _setjmp/_longjmp (no system call), and a fiber that
+   finishes its thread's work parks in a loop, ready for the next block. */
+
+constexpr size_t kFiberStack = (size_t)64 << 10;
+enum { F_READY, F_WAIT_BLOCK, F_WAIT_WARP, F_DONE };
+
+struct Fiber {
+  jmp_buf jb;
+  ucontext_t ctx;
+  char *stack = nullptr;
+  bool started = false;
+  int state = F_READY;
+  int lane = 0, src = 0;
+  void *out = nullptr;
+  size_t size = 0;
+#ifdef DTEMU_ASAN
+  void *fake = nullptr;
+#endif
+};
+
+struct Warp {
+  unsigned gen = 0;
+  unsigned char buf[2][32][16];
+};
+
+struct BlockRun {
+  std::vector<std::unique_ptr<Fiber>> f; /* stable addresses: parked fibers keep theirs */
+  std::vector<Warp> warps;
+  jmp_buf sched_jb;
+  ucontext_t sched_ctx;
+  const std::function<void()> *body = nullptr;
+  int cur = -1;
+  bool coop = false;
+#ifdef DTEMU_ASAN
+  const void *sched_bottom = nullptr;
+  size_t sched_size = 0;
+  void *sched_fake = nullptr;
+#endif
+};
+
+thread_local BlockRun *t_run = nullptr;
+
+void set_thread(unsigned t) {
+  threadIdx.x = t % blockDim.x;
+  threadIdx.y = (t / blockDim.x) % blockDim.y;
+  threadIdx.z = t / (blockDim.x * blockDim.y);
+}
+
+/* fiber -> scheduler; returns when the scheduler resumes this fiber */
+void yield_to_sched() {
+  BlockRun *r = t_run;
+  Fiber &me = *r->f[r->cur];
+#ifdef DTEMU_ASAN
+  __sanitizer_start_switch_fiber(&me.fake, r->sched_bottom, r->sched_size);
+#endif
+  if (_setjmp(me.jb) == 0) _longjmp(r->sched_jb, 1);
+#ifdef DTEMU_ASAN
+  __sanitizer_finish_switch_fiber(me.fake, &r->sched_bottom, &r->sched_size);
+#endif
+}
+
+void fiber_main() {
+#ifdef DTEMU_ASAN
+  __sanitizer_finish_switch_fiber(nullptr, &t_run->sched_bottom, &t_run->sched_size);
+#endif
+  for (;;) {
+    BlockRun *r = t_run;
+    (*r->body)();
+    r->f[r->cur]->state = F_DONE;
+    yield_to_sched(); /* parked until the next block */
+  }
+}
+
+/* scheduler -> fiber t, until it waits at a barrier or finishes */
+void resume(BlockRun &r, unsigned t) {
+  Fiber &fb = *r.f[t];
+  r.cur = (int)t;
+  set_thread(t);
+#ifdef DTEMU_ASAN
+  __sanitizer_start_switch_fiber(&r.sched_fake, fb.stack, kFiberStack);
+#endif
+  if (_setjmp(r.sched_jb) == 0) {
+    if (!fb.started) {
+      fb.started = true;
+      swapcontext(&r.sched_ctx, &fb.ctx); /* the fiber comes back by _longjmp */
+    } else {
+      _longjmp(fb.jb, 1);
+    }
+  }
+#ifdef DTEMU_ASAN
+  __sanitizer_finish_switch_fiber(r.sched_fake, nullptr, nullptr);
+#endif
+}
+
+void run_block_coop(BlockRun &r, unsigned nthreads) {
+  while (r.f.size() < nthreads) r.f.emplace_back(new Fiber);
+  r.warps.assign((nthreads + 31) / 32, Warp());
+  for (unsigned t = 0; t < nthreads; t++) {
+    Fiber &fb = *r.f[t];
+    if (!fb.stack) {
+      void *m = mmap(nullptr, kFiberStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (m == MAP_FAILED) die("cannot map a fiber stack");
+      fb.stack = (char *)m;
+      getcontext(&fb.ctx);
+      fb.ctx.uc_stack.ss_sp = fb.stack;
+      fb.ctx.uc_stack.ss_size = kFiberStack;
+      fb.ctx.uc_link = nullptr;
+      makecontext(&fb.ctx, fiber_main, 0);
+    }
+    fb.state = F_READY;
+  }
+  for (;;) {
+    for (unsigned t = 0; t < nthreads; t++)
+      if (r.f[t]->state == F_READY) resume(r, t);
+    /* every fiber now waits at a barrier or is done */
+    unsigned done = 0, at_block = 0, at_warp = 0;
+    for (unsigned t = 0; t < nthreads; t++) {
+      int st = r.f[t]->state;
+      done += st == F_DONE;
+      at_block += st == F_WAIT_BLOCK;
+      at_warp += st == F_WAIT_WARP;
+    }
+    if (done == nthreads) return;
+    bool released = false;
+    for (unsigned w = 0; w < r.warps.size(); w++) {
+      unsigned lo = w * 32, hi = lo + 32 < nthreads ? lo + 32 : nthreads, waiting = 0;
+      for (unsigned t = lo; t < hi; t++) waiting += r.f[t]->state == F_WAIT_WARP;
+      if (waiting == 0 || waiting != hi - lo) continue; /* a partial warp is judged below if nothing moves */
+      Warp &wp = r.warps[w];
+      for (unsigned t = lo; t < hi; t++) {
+        Fiber &fb = *r.f[t];
+        memcpy(fb.out, wp.buf[wp.gen & 1][fb.src], fb.size);
+        fb.state = F_READY;
+      }
+      wp.gen++;
+      released = true;
+    }
+    if (!released && at_warp == 0 && at_block + done == nthreads) {
+      for (unsigned t = 0; t < nthreads; t++)
+        if (r.f[t]->state == F_WAIT_BLOCK) r.f[t]->state = F_READY;
+      released = true;
+    }
+    if (!released)
+      die("deadlock in block (%u,%u,%u): %u threads at __syncthreads, %u at a warp shuffle, %u finished "
+          "(a barrier inside divergent code, or a shuffle with lanes missing)",
+          blockIdx.x, blockIdx.y, blockIdx.z, at_block, at_warp, done);
+  }
+}
+
+/* one kernel launch, on the stream's worker thread */
+void run_grid(dim3 grid, dim3 block, bool coop, const std::function<void()> &body) {
+  static thread_local BlockRun run;
+  unsigned nthreads = block.x * block.y * block.z;
+  gridDim = grid;
+  blockDim = block;
+  run.body = &body;
+  run.coop = coop;
+  BlockRun *prev = t_run;
+  t_run = &run;
+  for (unsigned bz = 0; bz < grid.z; bz++)
+    for (unsigned by = 0; by < grid.y; by++)
+      for (unsigned bx = 0; bx < grid.x; bx++) {
+        blockIdx.x = bx;
+        blockIdx.y = by;
+        blockIdx.z = bz;
+        if (coop) {
+          run_block_coop(run, nthreads);
+        } else {
+          run.cur = -1;
+          for (unsigned t = 0; t < nthreads; t++) {
+            set_thread(t);
+            body();
+          }
+        }
+      }
+  t_run = prev;
+}
+
+/* ---- cuBLAS ---- */
+
+struct Blas {
+  int dev;
+  cudaStream_t stream = nullptr;
+  void *ws = nullptr;
+  size_t ws_bytes = 0;
+};
+
+std::mutex g_blas_mu;
+std::set<Blas *> g_blas;
+
+Blas *blas_of(cublasHandle_t h, const char *what) {
+  Blas *b = reinterpret_cast<Blas *>(h);
+  {
+    std::lock_guard<std::mutex> lk(g_blas_mu);
+    if (!g_blas.count(b)) die("%s: %p is not a cuBLAS handle", what, (void *)h);
+  }
+  if (b->dev != t_dev)
+    die("%s: the handle belongs to device %d but device %d is current (cuBLAS needs its handle's device current)", what,
+        b->dev, t_dev);
+  return b;
+}
+
+/* the extent in elements of a column-major rows x cols matrix with leading dimension ld */
+size_t extent(int rows, int cols, int ld) { return rows == 0 || cols == 0 ? 0 : (size_t)(cols - 1) * ld + rows; }
+
+template <typename T>
+cublasStatus_t gemm(const char *what, cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                    const T *alpha, const T *a, int lda, long long sa, const T *b, int ldb, long long sb, const T *beta,
+                    T *c, int ldc, long long sc, int batch) {
+  Blas *bl = blas_of(h, what);
+  if ((ta != CUBLAS_OP_N && ta != CUBLAS_OP_T) || (tb != CUBLAS_OP_N && tb != CUBLAS_OP_T)) return CUBLAS_STATUS_INVALID_VALUE;
+  int ar = ta == CUBLAS_OP_N ? m : k, ac = ta == CUBLAS_OP_N ? k : m;
+  int br = tb == CUBLAS_OP_N ? k : n, bc = tb == CUBLAS_OP_N ? n : k;
+  if (m < 0 || n < 0 || k < 0 || batch < 0 || lda < (ar > 1 ? ar : 1) || ldb < (br > 1 ? br : 1) || ldc < (m > 1 ? m : 1))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (m == 0 || n == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;
+  T al = *alpha, be = *beta; /* host pointer mode: read now */
+  for (int i = 0; i < batch; i++) {
+    if (k > 0 && al != (T)0) {
+      if (device_range(a + i * sa, extent(ar, ac, lda) * sizeof(T), what) != bl->dev ||
+          device_range(b + i * sb, extent(br, bc, ldb) * sizeof(T), what) != bl->dev)
+        die("%s: an operand is on another device than the handle's (%d)", what, bl->dev);
+    }
+    if (device_range(c + i * sc, extent(m, n, ldc) * sizeof(T), what) != bl->dev)
+      die("%s: C is on another device than the handle's (%d)", what, bl->dev);
+  }
+  stream_of(bl->stream)->push([=] {
+    for (int i = 0; i < batch; i++) {
+      const T *A = a + i * sa, *B = b + i * sb;
+      T *C = c + i * sc;
+      for (int col = 0; col < n; col++)
+        for (int row = 0; row < m; row++) {
+          double acc = 0;
+          if (al != (T)0)
+            for (int p = 0; p < k; p++) {
+              double x = ta == CUBLAS_OP_N ? A[row + (size_t)p * lda] : A[p + (size_t)row * lda];
+              double y = tb == CUBLAS_OP_N ? B[p + (size_t)col * ldb] : B[col + (size_t)p * ldb];
+              acc += x * y;
+            }
+          T &out = C[row + (size_t)col * ldc];
+          T v = (T)((double)al * acc);
+          out = be == (T)0 ? v : (T)(v + be * out);
+        }
+    }
+  });
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cudaError_t check_dev(int dev) {
+  int n = W().ndev;
+  if (n == 0) return cudaErrorNoDevice;
+  return dev < 0 || dev >= n ? cudaErrorInvalidDevice : cudaSuccess;
+}
+
+} /* namespace */
+
+/* ---- device code support ---- */
+
+void dtemu::launch(dim3 grid, dim3 block, cudaStream_t s, bool coop, std::function<void()> body) {
+  unsigned long long threads = (unsigned long long)block.x * block.y * block.z;
+  if (W().ndev == 0) { ret(cudaErrorNoDevice); return; }
+  if (threads == 0 || threads > 1024 || block.z > 64 || grid.x == 0 || grid.y == 0 || grid.z == 0 ||
+      grid.x > 2147483647u || grid.y > 65535 || grid.z > 65535) {
+    ret(cudaErrorInvalidConfiguration);
+    return;
+  }
+  Stream *st = stream_of(s);
+  if (st->dev != t_dev) die("kernel launched on a stream of device %d while device %d is current", st->dev, t_dev);
+  st->push([grid, block, coop, body] { run_grid(grid, block, coop, body); });
+}
+
+void dtemu::syncthreads() {
+  BlockRun *r = t_run;
+  if (!r || !r->coop || r->cur < 0) die("__syncthreads in a kernel launched without DT_LAUNCH_COOP");
+  r->f[r->cur]->state = F_WAIT_BLOCK;
+  yield_to_sched();
+}
+
+void dtemu::shfl(const void *mine, void *out, size_t size, unsigned mask, int src_lane) {
+  BlockRun *r = t_run;
+  if (!r || !r->coop || r->cur < 0) die("warp shuffle in a kernel launched without DT_LAUNCH_COOP");
+  if (mask != 0xffffffffu) die("warp shuffle with a partial mask (0x%08x): the emulator only models full warps", mask);
+  if (size > 16) die("warp shuffle of %zu bytes", size);
+  unsigned nthreads = blockDim.x * blockDim.y * blockDim.z;
+  if (nthreads % 32) die("warp shuffle in a block of %u threads (not whole warps)", nthreads);
+  Fiber &me = *r->f[r->cur];
+  Warp &wp = r->warps[r->cur / 32];
+  me.lane = r->cur & 31;
+  me.src = src_lane;
+  me.out = out;
+  me.size = size;
+  memcpy(wp.buf[wp.gen & 1][me.lane], mine, size);
+  me.state = F_WAIT_WARP;
+  yield_to_sched();
+}
+
+/* ---- runtime API ---- */
+
+extern "C" {
+
+cudaError_t cudaGetDeviceCount(int *count) {
+  if (!count) return ret(cudaErrorInvalidValue);
+  *count = W().ndev;
+  if (W().ndev == 0) return ret(cudaErrorNoDevice);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDevice(int *dev) {
+  if (!dev) return ret(cudaErrorInvalidValue);
+  if (W().ndev == 0) return ret(cudaErrorNoDevice);
+  *dev = t_dev;
+  return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int dev) {
+  cudaError_t e = check_dev(dev);
+  if (e != cudaSuccess) return ret(e);
+  t_dev = dev;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int dev) {
+  cudaError_t e = check_dev(dev);
+  if (e != cudaSuccess) return ret(e);
+  if (!p) return ret(cudaErrorInvalidValue);
+  memset(p, 0, sizeof *p);
+  snprintf(p->name, sizeof p->name, "devtensor CUDA emulator");
+  p->totalGlobalMem = W().dev[dev].total;
+  p->major = 9;
+  p->minor = 0;
+  p->multiProcessorCount = 4;
+  p->warpSize = 32;
+  p->maxThreadsPerBlock = 1024;
+  p->maxGridSize[0] = 2147483647;
+  p->maxGridSize[1] = p->maxGridSize[2] = 65535;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int dev) {
+  cudaError_t e = check_dev(dev);
+  if (e != cudaSuccess) return ret(e);
+  if (!value) return ret(cudaErrorInvalidValue);
+  switch (attr) {
+    case cudaDevAttrMultiProcessorCount: *value = 4; return cudaSuccess;
+    case cudaDevAttrMaxThreadsPerBlock: *value = 1024; return cudaSuccess;
+  }
+  return ret(cudaErrorInvalidValue);
+}
+
+cudaError_t cudaDeviceSynchronize(void) {
+  cudaError_t e = check_dev(t_dev);
+  if (e != cudaSuccess) return ret(e);
+  drain_device(t_dev);
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceCanAccessPeer(int *can, int dev, int peer) {
+  cudaError_t e = check_dev(dev);
+  if (e == cudaSuccess) e = check_dev(peer);
+  if (e != cudaSuccess) return ret(e);
+  if (!can) return ret(cudaErrorInvalidValue);
+  *can = dev != peer && !W().no_peer;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned flags) {
+  World &w = W();
+  cudaError_t e = check_dev(peer);
+  if (e != cudaSuccess) return ret(e);
+  if (flags != 0 || peer == t_dev || w.no_peer) return ret(cudaErrorInvalidValue);
+  std::lock_guard<std::mutex> lk(w.mu);
+  if (w.dev[t_dev].peer[peer]) return ret(cudaErrorPeerAccessAlreadyEnabled);
+  w.dev[t_dev].peer[peer] = true;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
+  World &w = W();
+  cudaError_t e = check_dev(t_dev);
+  if (e != cudaSuccess) return ret(e);
+  if (!free_bytes || !total_bytes) return ret(cudaErrorInvalidValue);
+  std::lock_guard<std::mutex> lk(w.mu);
+  *total_bytes = w.dev[t_dev].total;
+  *free_bytes = w.dev[t_dev].total - w.dev[t_dev].used;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMalloc(void **p, size_t n) {
+  World &w = W();
+  cudaError_t e = check_dev(t_dev);
+  if (e != cudaSuccess) return ret(e);
+  if (!p) return ret(cudaErrorInvalidValue);
+  *p = nullptr;
+  if (n == 0) return cudaSuccess;
+  size_t rounded = (n + 255) & ~(size_t)255;
+  if (rounded < n) return ret(cudaErrorMemoryAllocation);
+  {
+    std::lock_guard<std::mutex> lk(w.mu);
+    Device &d = w.dev[t_dev];
+    if (rounded > d.total - d.used) return ret(cudaErrorMemoryAllocation);
+    d.used += rounded;
+  }
+  void *m = aligned_alloc(256, rounded);
+  std::lock_guard<std::mutex> lk(w.mu);
+  if (!m) {
+    w.dev[t_dev].used -= rounded;
+    return ret(cudaErrorMemoryAllocation);
+  }
+  memset(m, 0xff, rounded);
+  w.allocs[(uintptr_t)m] = Alloc{rounded, t_dev};
+  *p = m;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFree(void *p) {
+  World &w = W();
+  if (!p) return cudaSuccess;
+  uintptr_t base;
+  Alloc a;
+  if (!find_alloc(p, &base, &a) || a.dev < 0 || base != (uintptr_t)p) die("cudaFree(%p): not a device allocation", p);
+  drain_device(a.dev); /* cudaFree waits for the device */
+  {
+    std::lock_guard<std::mutex> lk(w.mu);
+    w.allocs.erase(base);
+    w.dev[a.dev].used -= a.size;
+  }
+  free(p);
+  return cudaSuccess;
+}
+
+cudaError_t cudaHostAlloc(void **p, size_t n, unsigned flags) {
+  World &w = W();
+  (void)flags;
+  if (!p) return ret(cudaErrorInvalidValue);
+  size_t rounded = (n + 4095) & ~(size_t)4095;
+  void *m = aligned_alloc(4096, rounded ? rounded : 4096);
+  if (!m) return ret(cudaErrorMemoryAllocation);
+  std::lock_guard<std::mutex> lk(w.mu);
+  w.allocs[(uintptr_t)m] = Alloc{n, -1};
+  *p = m;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMallocHost(void **p, size_t n) { return cudaHostAlloc(p, n, 0); }
+
+cudaError_t cudaFreeHost(void *p) {
+  World &w = W();
+  if (!p) return cudaSuccess;
+  uintptr_t base;
+  Alloc a;
+  if (!find_alloc(p, &base, &a) || a.dev >= 0 || base != (uintptr_t)p) die("cudaFreeHost(%p): not page-locked memory", p);
+  for (int d = 0; d < w.ndev; d++) drain_device(d);
+  {
+    std::lock_guard<std::mutex> lk(w.mu);
+    w.allocs.erase(base);
+  }
+  free(p);
+  return cudaSuccess;
+}
+
+cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void *p) {
+  uintptr_t base;
+  Alloc al;
+  if (!a) return ret(cudaErrorInvalidValue);
+  memset(a, 0, sizeof *a);
+  a->device = -2;
+  if (find_alloc(p, &base, &al)) {
+    a->type = al.dev >= 0 ? cudaMemoryTypeDevice : cudaMemoryTypeHost;
+    a->device = al.dev >= 0 ? al.dev : t_dev;
+    a->devicePointer = (void *)p;
+    if (al.dev < 0) a->hostPointer = (void *)p;
+  }
+  return cudaSuccess;
+}
+
+/* Checks a copy's pointers against its kind and queues it on st; pageable
+   sources are read now, pageable destinations are waited for. */
+static cudaError_t do_copy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, Stream *st, bool sync,
+                           const char *what) {
+  if (n == 0) return cudaSuccess;
+  if (!dst || !src) return ret(cudaErrorInvalidValue);
+  bool dd = is_device(dst), sd = is_device(src);
+  switch (kind) {
+    case cudaMemcpyHostToDevice:
+      if (!dd || sd) die("%s: cudaMemcpyHostToDevice from %s to %s", what, sd ? "device" : "host", dd ? "device" : "host");
+      break;
+    case cudaMemcpyDeviceToHost:
+      if (dd || !sd) die("%s: cudaMemcpyDeviceToHost from %s to %s", what, sd ? "device" : "host", dd ? "device" : "host");
+      break;
+    case cudaMemcpyDeviceToDevice:
+      if (!dd || !sd) die("%s: cudaMemcpyDeviceToDevice from %s to %s", what, sd ? "device" : "host", dd ? "device" : "host");
+      break;
+    case cudaMemcpyHostToHost:
+      if (dd || sd) die("%s: cudaMemcpyHostToHost with device memory", what);
+      break;
+    case cudaMemcpyDefault:
+      break;
+    default:
+      return ret(cudaErrorInvalidMemcpyDirection);
+  }
+  if (dd) device_range(dst, n, what);
+  if (sd) device_range(src, n, what);
+  if (!dd && !sd) { /* host to host: synchronous */
+    st->drain();
+    memmove(dst, src, n);
+    return cudaSuccess;
+  }
+  if (!sd && !is_pinned(src)) {
+    /* pageable source: read before returning, the DMA may come later */
+    std::shared_ptr<std::vector<char>> snap = std::make_shared<std::vector<char>>((const char *)src, (const char *)src + n);
+    st->push([dst, snap] { memcpy(dst, snap->data(), snap->size()); });
+  } else {
+    st->push([dst, src, n] { memmove(dst, src, n); });
+  }
+  if (sync || (!dd && !is_pinned(dst))) st->drain(); /* to pageable memory: waits */
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind) {
+  cudaError_t e = check_dev(t_dev);
+  if (e != cudaSuccess) return ret(e);
+  return do_copy(dst, src, n, kind, stream_of(nullptr), true, "cudaMemcpy");
+}
+
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s) {
+  cudaError_t e = check_dev(t_dev);
+  if (e != cudaSuccess) return ret(e);
+  return do_copy(dst, src, n, kind, stream_of(s), false, "cudaMemcpyAsync");
+}
+
+cudaError_t cudaMemcpyPeerAsync(void *dst, int dst_dev, const void *src, int src_dev, size_t n, cudaStream_t s) {
+  cudaError_t e = check_dev(dst_dev);
+  if (e == cudaSuccess) e = check_dev(src_dev);
+  if (e != cudaSuccess) return ret(e);
+  if (n == 0) return cudaSuccess;
+  if (device_range(dst, n, "cudaMemcpyPeerAsync (destination)") != dst_dev ||
+      device_range(src, n, "cudaMemcpyPeerAsync (source)") != src_dev)
+    die("cudaMemcpyPeerAsync: a pointer is not on the device given for it");
+  stream_of(s)->push([dst, src, n] { memmove(dst, src, n); });
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemsetAsync(void *p, int value, size_t n, cudaStream_t s) {
+  if (n == 0) return cudaSuccess;
+  device_range(p, n, "cudaMemsetAsync");
+  stream_of(s)->push([p, value, n] { memset(p, value, n); });
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags) {
+  World &w = W();
+  cudaError_t e = check_dev(t_dev);
+  if (e != cudaSuccess) return ret(e);
+  if (!s || flags > 1) return ret(cudaErrorInvalidValue);
+  Stream *st = new Stream(t_dev);
+  std::lock_guard<std::mutex> lk(w.mu);
+  w.streams.insert(st);
+  w.dev[t_dev].streams.push_back(st);
+  *s = reinterpret_cast<cudaStream_t>(st);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreate(cudaStream_t *s) { return cudaStreamCreateWithFlags(s, 0); }
+
+cudaError_t cudaStreamDestroy(cudaStream_t s) {
+  /* kept: queued work finishes; the worker lives on with the process */
+  (void)stream_of(s);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+  if (W().ndev == 0) return ret(cudaErrorNoDevice);
+  stream_of(s)->drain();
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags) {
+  std::shared_ptr<Event> ev = event_of(e);
+  if (!ev || flags) return ret(cudaErrorInvalidResourceHandle);
+  uint64_t g;
+  {
+    std::lock_guard<std::mutex> lk(ev->mu);
+    g = ev->recorded;
+  }
+  stream_of(s)->push([ev, g] { ev->wait(g); });
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags) {
+  World &w = W();
+  cudaError_t er = check_dev(t_dev);
+  if (er != cudaSuccess) return ret(er);
+  if (!e) return ret(cudaErrorInvalidValue);
+  std::shared_ptr<Event> ev = std::make_shared<Event>(t_dev, flags);
+  std::lock_guard<std::mutex> lk(w.mu);
+  w.events[ev.get()] = ev;
+  *e = reinterpret_cast<cudaEvent_t>(ev.get());
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t *e) { return cudaEventCreateWithFlags(e, 0); }
+
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+  std::shared_ptr<Event> ev = event_of(e);
+  if (!ev) return ret(cudaErrorInvalidResourceHandle);
+  Stream *st = stream_of(s);
+  if (st->dev != ev->dev) return ret(cudaErrorInvalidResourceHandle); /* event and stream of different devices */
+  uint64_t g;
+  {
+    std::lock_guard<std::mutex> lk(ev->mu);
+    g = ++ev->recorded;
+  }
+  st->push([ev, g] {
+    std::lock_guard<std::mutex> lk(ev->mu);
+    if (ev->completed < g) ev->completed = g;
+    ev->t = now_ms();
+    ev->cv.notify_all();
+  });
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t e) {
+  std::shared_ptr<Event> ev = event_of(e);
+  if (!ev) return ret(cudaErrorInvalidResourceHandle);
+  uint64_t g;
+  {
+    std::lock_guard<std::mutex> lk(ev->mu);
+    g = ev->recorded; /* never recorded: returns at once, as CUDA */
+  }
+  ev->wait(g);
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventQuery(cudaEvent_t e) {
+  std::shared_ptr<Event> ev = event_of(e);
+  if (!ev) return ret(cudaErrorInvalidResourceHandle);
+  std::lock_guard<std::mutex> lk(ev->mu);
+  return ev->completed >= ev->recorded ? cudaSuccess : cudaErrorNotReady;
+}
+
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
+  std::shared_ptr<Event> ea = event_of(a), eb = event_of(b);
+  if (!ea || !eb || !ms) return ret(cudaErrorInvalidResourceHandle);
+  if ((ea->flags | eb->flags) & cudaEventDisableTiming) return ret(cudaErrorInvalidResourceHandle);
+  std::lock_guard<std::mutex> l1(ea->mu);
+  if (ea->completed < ea->recorded || ea->recorded == 0) return ret(cudaErrorNotReady);
+  std::lock_guard<std::mutex> l2(eb->mu);
+  if (eb->completed < eb->recorded || eb->recorded == 0) return ret(cudaErrorNotReady);
+  *ms = (float)(eb->t - ea->t);
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+  World &w = W();
+  std::lock_guard<std::mutex> lk(w.mu);
+  /* work still queued holds its own reference */
+  if (!w.events.erase(reinterpret_cast<Event *>(e))) return ret(cudaErrorInvalidResourceHandle);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetLastError(void) {
+  cudaError_t e = t_last;
+  t_last = cudaSuccess;
+  return e;
+}
+
+cudaError_t cudaPeekAtLastError(void) { return t_last; }
+
+const char *cudaGetErrorName(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorInitializationError: return "cudaErrorInitializationError";
+    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidDevicePointer: return "cudaErrorInvalidDevicePointer";
+    case cudaErrorInvalidMemcpyDirection: return "cudaErrorInvalidMemcpyDirection";
+    case cudaErrorNoDevice: return "cudaErrorNoDevice";
+    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+    case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
+    case cudaErrorNotReady: return "cudaErrorNotReady";
+    case cudaErrorPeerAccessAlreadyEnabled: return "cudaErrorPeerAccessAlreadyEnabled";
+    case cudaErrorPeerAccessNotEnabled: return "cudaErrorPeerAccessNotEnabled";
+    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
+  }
+  return "cudaErrorUnknown";
+}
+
+const char *cudaGetErrorString(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInitializationError: return "initialization error";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorInvalidDevicePointer: return "invalid device pointer";
+    case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
+    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    case cudaErrorNotReady: return "device not ready";
+    case cudaErrorPeerAccessAlreadyEnabled: return "peer access is already enabled";
+    case cudaErrorPeerAccessNotEnabled: return "peer access has not been enabled";
+    case cudaErrorLaunchFailure: return "unspecified launch failure";
+  }
+  return "unknown error";
+}
+
+/* ---- cuBLAS ---- */
+
+cublasStatus_t cublasCreate(cublasHandle_t *h) {
+  if (!h) return CUBLAS_STATUS_INVALID_VALUE;
+  if (check_dev(t_dev) != cudaSuccess) return CUBLAS_STATUS_NOT_INITIALIZED;
+  Blas *b = new Blas;
+  b->dev = t_dev;
+  std::lock_guard<std::mutex> lk(g_blas_mu);
+  g_blas.insert(b);
+  *h = reinterpret_cast<cublasHandle_t>(b);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasDestroy(cublasHandle_t h) {
+  Blas *b = reinterpret_cast<Blas *>(h);
+  std::lock_guard<std::mutex> lk(g_blas_mu);
+  if (!g_blas.erase(b)) return CUBLAS_STATUS_NOT_INITIALIZED;
+  delete b;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t s) {
+  Blas *b = blas_of(h, "cublasSetStream");
+  if (stream_of(s)->dev != b->dev) die("cublasSetStream: a stream of device %d for a handle of device %d", stream_of(s)->dev, b->dev);
+  b->stream = s;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t mode) {
+  (void)blas_of(h, "cublasSetMathMode");
+  return mode <= CUBLAS_TF32_TENSOR_OP_MATH ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+}
+
+cublasStatus_t cublasSetWorkspace(cublasHandle_t h, void *ws, size_t bytes) {
+  Blas *b = blas_of(h, "cublasSetWorkspace");
+  if (bytes && device_range(ws, bytes, "cublasSetWorkspace") != b->dev) die("cublasSetWorkspace: workspace on another device");
+  if (((uintptr_t)ws & 255) != 0) return CUBLAS_STATUS_INVALID_VALUE;
+  b->ws = ws;
+  b->ws_bytes = bytes;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+const char *cublasGetStatusName(cublasStatus_t s) {
+  switch (s) {
+    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case CUBLAS_STATUS_MAPPING_ERROR: return "CUBLAS_STATUS_MAPPING_ERROR";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+  }
+  return "CUBLAS_STATUS_UNKNOWN";
+}
+
+const char *cublasGetStatusString(cublasStatus_t s) { return cublasGetStatusName(s); }
+
+cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                           const float *alpha, const float *a, int lda, const float *b, int ldb, const float *beta,
+                           float *c, int ldc) {
+  return gemm<float>("cublasSgemm", h, ta, tb, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0, 1);
+}
+
+cublasStatus_t cublasDgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                           const double *alpha, const double *a, int lda, const double *b, int ldb, const double *beta,
+                           double *c, int ldc) {
+  return gemm<double>("cublasDgemm", h, ta, tb, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0, 1);
+}
+
+cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                                         const float *alpha, const float *a, int lda, long long sa, const float *b, int ldb,
+                                         long long sb, const float *beta, float *c, int ldc, long long sc, int batch) {
+  return gemm<float>("cublasSgemmStridedBatched", h, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch);
+}
+
+cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                                         const double *alpha, const double *a, int lda, long long sa, const double *b,
+                                         int ldb, long long sb, const double *beta, double *c, int ldc, long long sc,
+                                         int batch) {
+  return gemm<double>("cublasDgemmStridedBatched", h, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc,
+                      batch);
+}
+
+} /* extern "C" */
