@@ -46,7 +46,7 @@ CU_OBJ     := $(B)/cuda/devtensor_cuda.o
 CUDA_TESTS := $(addprefix $(B)/cuda/,$(TESTS))
 CUDA_EX    := $(addprefix $(B)/cuda/ex/,$(EXAMPLES))
 ifeq ($(CUDA),1)
-  CUDA_ALL := $(CUDA_TESTS) $(CUDA_EX) $(B)/cuda/own_kernel $(B)/cuda/gpus_nvcc
+  CUDA_ALL := $(CUDA_TESTS) $(B)/cuda/fault_gpu $(CUDA_EX) $(B)/cuda/own_kernel $(B)/cuda/gpus_nvcc
   RUN_GPUS := $(B)/cuda/ex/gpus
 else
   CUDA_ALL :=
@@ -110,7 +110,7 @@ run: $(RUN_GPUS)
 
 test: all
 	@sh tests/run.sh $(C_TESTS) $(CXX_TESTS) $(B)/static_unit $(B)/two_units tests/safetensors_py.sh tests/examples_smoke.sh \
-	  $(if $(CUDA_ALL),$(CUDA_TESTS) tests/cuda_examples.sh)
+	  $(if $(CUDA_ALL),$(CUDA_TESTS) $(B)/cuda/fault_gpu tests/cuda_examples.sh)
 
 asan: $(ASAN_TESTS)
 	@ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 sh tests/run.sh $(ASAN_TESTS)
@@ -184,8 +184,8 @@ $(EMU_DIR)/gpu_check: tests/cuda/gpu_check.cu $(HDR) $(EMU_OBJ) $(EMU_LIB)
 	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas $(EMU_SAN) -DDTEMU -DDEVTENSOR_CUDA -Itests/emu -I. $< -x none $(EMU_OBJ) -o $@ $(EMU_LINK)
 
 .PHONY: test-emu
-test-emu: $(EMU_TESTS) $(EMU_EX) $(EMU_DIR)/gpu_check
-	@$(EMU_ENV) sh tests/run.sh $(EMU_TESTS) tests/emu/gpu_check.sh tests/emu/examples.sh
+test-emu: $(EMU_TESTS) $(EMU_DIR)/fault_gpu $(EMU_EX) $(EMU_DIR)/gpu_check
+	@$(EMU_ENV) sh tests/run.sh $(EMU_TESTS) $(EMU_DIR)/fault_gpu tests/emu/gpu_check.sh tests/emu/examples.sh
 
 # ---- hardening: fault injection, fuzzing, ThreadSanitizer, valgrind ----
 CLANG     ?= clang
@@ -197,6 +197,9 @@ FUZZERS   := safetensors device_parse print
 # test_threads uses pthreads (glibc >= 2.34 links them without -pthread; others need it)
 $(B)/c/test_threads $(B)/cxx/test_threads $(B)/asan/test_threads: LDLIBS += -pthread
 $(B)/cuda/test_threads: CUDA_LIBS += -pthread
+# GPU fault injection (tests/fault_gpu.c defines cudaMalloc and finds the real one with dlsym)
+$(B)/cuda/fault_gpu: CUDA_LIBS += -ldl
+$(EMU_DIR)/fault_gpu: EMU_LINK += -ldl
 
 $(B)/fault/fault_injection: tests/fault_injection.c $(HDR) tests/harness.h
 	@mkdir -p $(@D)
