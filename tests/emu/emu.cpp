@@ -25,7 +25,8 @@
      their allocation, cuBLAS operands outside their allocation;
    - cudaFree of something that is not a device allocation.
    Fresh device memory is filled with 0xff bytes (NaN, -1), so reading memory
-   nobody wrote shows up in results. */
+   nobody wrote shows up in results; with memory protection keys (x86 PKU),
+   device memory faults when a host thread touches it (see device_map). */
 #include "cuda_runtime.h"
 #include "cublas_v2.h"
 
@@ -55,6 +56,8 @@
 #endif
 #endif
 #ifdef DTEMU_ASAN
+extern "C" void __asan_poison_memory_region(void const volatile *addr, size_t size);
+extern "C" void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
 extern "C" void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom, size_t size);
 extern "C" void __sanitizer_finish_switch_fiber(void *fake_stack_save, const void **bottom_old, size_t *size_old);
 #endif
@@ -88,6 +91,62 @@ int env_int(const char *name, int dflt) {
   return v && *v ? atoi(v) : dflt;
 }
 
+/* ---- device memory the host cannot touch ----
+   Where the CPU has memory protection keys (x86 PKU), device memory is mapped
+   with its own key, which host threads have access-disabled and stream workers
+   enabled: a host-side read or write of device memory (a bug a GPU punishes
+   with a crash or garbage) faults at once, with the stack that did it.
+   Elsewhere (or DTEMU_NO_PKEY=1) device memory is ordinary heap memory. */
+
+int g_pkey = -1;
+
+void pkey_init() {
+#ifdef PKEY_DISABLE_ACCESS
+  const char *off = getenv("DTEMU_NO_PKEY");
+  if (off && *off && *off != '0') return;
+  g_pkey = pkey_alloc(0, 0);
+  if (g_pkey >= 0) pkey_set(g_pkey, PKEY_DISABLE_ACCESS); /* this thread and the threads it starts */
+#endif
+}
+
+/* the calling thread's access to device memory: set, returning the old setting */
+int device_access(int allow) {
+#ifdef PKEY_DISABLE_ACCESS
+  if (g_pkey < 0) return 1;
+  int old = pkey_get(g_pkey);
+  pkey_set(g_pkey, allow ? 0 : PKEY_DISABLE_ACCESS);
+  return old == 0;
+#else
+  (void)allow;
+  return 1;
+#endif
+}
+
+size_t page_round(size_t n) { return (n + 4095) & ~(size_t)4095; }
+
+void *device_map(size_t n) {
+  if (g_pkey < 0) return aligned_alloc(256, n);
+  size_t len = page_round(n);
+  void *m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) return nullptr;
+#ifdef PKEY_DISABLE_ACCESS
+  if (pkey_mprotect(m, len, PROT_READ | PROT_WRITE, g_pkey) != 0) die("pkey_mprotect failed");
+#endif
+#ifdef DTEMU_ASAN
+  if (len > n) __asan_poison_memory_region((char *)m + n, len - n); /* past the end, as the heap's redzones */
+#endif
+  return m;
+}
+
+void device_unmap(void *p, size_t n) {
+  if (g_pkey < 0) { free(p); return; }
+  size_t len = page_round(n);
+#ifdef DTEMU_ASAN
+  __asan_unpoison_memory_region(p, len);
+#endif
+  munmap(p, len);
+}
+
 /* ---- streams ---- */
 
 struct Stream {
@@ -101,6 +160,7 @@ struct Stream {
     worker = std::thread([this] { run(); });
   }
   void run() {
+    device_access(1); /* the "GPU" side */
     std::unique_lock<std::mutex> lk(mu);
     for (;;) {
       cv.wait(lk, [this] { return stop || !q.empty(); });
@@ -161,6 +221,7 @@ struct World {
   std::set<Stream *> streams;
   std::map<Event *, std::shared_ptr<Event>> events;
   World() {
+    pkey_init();
     ndev = env_int("DTEMU_GPUS", 1);
     if (ndev < 0) ndev = 0;
     if (ndev > 64) ndev = 64;
@@ -661,13 +722,17 @@ cudaError_t cudaMalloc(void **p, size_t n) {
     if (rounded > d.total - d.used) return ret(cudaErrorMemoryAllocation);
     d.used += rounded;
   }
-  void *m = aligned_alloc(256, rounded);
+  void *m = device_map(rounded);
+  if (m) {
+    int was = device_access(1);
+    memset(m, 0xff, rounded);
+    device_access(was);
+  }
   std::lock_guard<std::mutex> lk(w.mu);
   if (!m) {
     w.dev[t_dev].used -= rounded;
     return ret(cudaErrorMemoryAllocation);
   }
-  memset(m, 0xff, rounded);
   w.allocs[(uintptr_t)m] = Alloc{rounded, t_dev};
   *p = m;
   return cudaSuccess;
@@ -685,7 +750,7 @@ cudaError_t cudaFree(void *p) {
     w.allocs.erase(base);
     w.dev[a.dev].used -= a.size;
   }
-  free(p);
+  device_unmap(p, a.size);
   return cudaSuccess;
 }
 
