@@ -1,0 +1,104 @@
+#!/bin/sh
+# bench/gpu_session.sh — everything a session with a GPU has to run, in as few
+# device calls as possible (the device tool allows 10 minutes a command and 30
+# minutes in all, and a machine goes cold 30 s after a call, losing its builds).
+#
+#   sh bench/gpu_session.sh OUTDIR PHASE...
+#
+# PHASE is one or more of:
+#   test    build everything (make -j, CUDA=1), make test, then gpu_check (the CUDA
+#           backend against the CPU backend, op by op, plus timings)
+#   san     compute-sanitizer memcheck (with leak check), racecheck, initcheck and
+#           synccheck over the GPU test programs
+#   bench   make bench-gpu (devtensor against cudaMemcpy and PyTorch) and the
+#           chapter's exercises at full size (ex1 writes a CSV, and an SVG where
+#           gnuplot exists)
+# Each phase builds what it needs first (incremental), writes OUTDIR/<phase>.log
+# and prints a short summary; the logs are what goes into bench/RESULTS.md.
+# Suggested calls (device tool, timeout_s 600 each):
+#   sh bench/gpu_session.sh $OUT test
+#   sh bench/gpu_session.sh $OUT san bench
+set -u
+cd "$(dirname "$0")/.." || exit 1
+out=${1:?usage: gpu_session.sh OUTDIR PHASE...}
+shift
+mkdir -p "$out" && out=$(cd "$out" && pwd) || exit 1
+jobs=$(nproc 2>/dev/null || echo 4)
+status=0
+
+say() { echo "$*"; }
+header() {
+  echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(test -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" && echo ' (with uncommitted changes)')"
+  command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  command -v nvcc >/dev/null 2>&1 && nvcc --version | tail -n 2 | head -n 1
+}
+# run LOG CMD...: the command and its output into LOG (and its tail on stdout)
+run() {
+  log=$1; shift
+  echo "\$ $*" >>"$log"
+  t0=$(date +%s)
+  "$@" >>"$log" 2>&1
+  rc=$?
+  echo "(exit status $rc, $(( $(date +%s) - t0 )) s)" >>"$log"
+  [ $rc -eq 0 ] || status=1
+  return $rc
+}
+
+phase_test() {
+  log=$out/test.log
+  header >"$log"
+  run "$log" make -j"$jobs" CUDA=1 all build/cuda/fault_gpu build/bench_gpu build/bench_train
+  run "$log" make CUDA=1 test
+  say "test: $(grep '^[0-9]* passed, [0-9]* failed, [0-9]* skipped$' "$log" | tail -n 1)"
+  mkdir -p build/cudacheck
+  run "$log" nvcc -O2 -std=c++17 -I. -DDEVTENSOR_CUDA tests/cuda/gpu_check.cu devtensor_cuda.cu -lcublas -o build/cudacheck/gpu_check
+  run "$log" ./build/cudacheck/gpu_check
+  say "gpu_check: $(grep '^[0-9]* checks, [0-9]* failed$' "$log" | tail -n 1)"
+}
+
+phase_san() {
+  log=$out/san.log
+  header >"$log"
+  run "$log" make -j"$jobs" CUDA=1 build/cuda/test_ops build/cuda/test_core build/cuda/test_nn build/cuda/test_random build/cuda/test_threads
+  cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  for tool in memcheck racecheck initcheck synccheck; do
+    extra=
+    [ $tool = memcheck ] && extra="--leak-check full"
+    for t in test_ops test_core test_nn test_random; do
+      # --error-exitcode: a finding fails the run; timeout: the tools slow kernels 10-100x
+      run "$log" timeout 240 "$cs" --tool $tool $extra --error-exitcode 99 build/cuda/$t
+    done
+  done
+  say "san: $(grep -c 'exit status 0,' "$log") runs clean, $(grep -c 'exit status [1-9]' "$log") not; ERROR SUMMARY lines:"
+  grep 'ERROR SUMMARY' "$log" | sort | uniq -c
+}
+
+phase_bench() {
+  log=$out/bench.log
+  header >"$log"
+  run "$log" make -j"$jobs" CUDA=1 build/bench_gpu build/bench_train build/cuda/ex/ex1_matmul_speed build/cuda/ex/ex2_params_io \
+    build/cuda/ex/ex3_norm_log build/cuda/ex/ex4_two_gpus build/cuda/ex/devices build/cuda/ex/gpus
+  run "$log" sh bench/run_gpu.sh build
+  sed -n '/compare_gpu.py/,$p' "$log"
+  elog=$out/exercises.log
+  header >"$elog"
+  run "$elog" ./build/cuda/ex/devices
+  run "$elog" ./build/cuda/ex/gpus
+  run "$elog" ./build/cuda/ex/ex1_matmul_speed
+  cp build/ex1_matmul_speed.csv build/ex1_matmul_speed.svg "$out/" 2>/dev/null
+  run "$elog" ./build/cuda/ex/ex2_params_io
+  run "$elog" ./build/cuda/ex/ex3_norm_log
+  run "$elog" ./build/cuda/ex/ex4_two_gpus
+  say "exercises: $(grep -c 'exit status 0,' "$elog") of 6 ran"
+}
+
+for p in "$@"; do
+  case $p in
+    test) phase_test ;;
+    san) phase_san ;;
+    bench) phase_bench ;;
+    *) echo "unknown phase $p"; status=2 ;;
+  esac
+done
+exit $status
