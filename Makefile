@@ -225,9 +225,22 @@ fuzz-replay: $(addprefix $(B)/fuzz/replay_,$(FUZZERS))
 $(B)/tsan/test_threads: tests/test_threads.c $(HDR) tests/harness.h
 	@mkdir -p $(@D)
 	$(CC) $(CSTD) $(WARN) -O1 -g -fsanitize=thread -pthread -DTHREAD_ITERS=200 $(CFLAGS) -I. $< -o $@ $(LDLIBS)
+# the same 8 threads on two emulated GPUs: the CUDA backend's host side (allocator,
+# lazy init, staging buffers and their events) against the emulator's stream workers
+TSAN_EMU := $(B)/tsan-emu
+$(TSAN_EMU)/libcudart_emu.so: tests/emu/emu.cpp $(EMU_HDRS)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXSTD) $(WARN) -O1 -g -fsanitize=thread -fPIC -shared -Itests/emu $< -o $@ -pthread
+$(TSAN_EMU)/devtensor_cuda.o: devtensor_cuda.cu $(HDR) $(EMU_HDRS)
+	@mkdir -p $(@D)
+	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas -O1 -g -fsanitize=thread -fPIC -ffp-contract=off -DDTEMU -Itests/emu -I. -c $< -o $@
+$(TSAN_EMU)/test_threads: tests/test_threads.c $(HDR) tests/harness.h $(TSAN_EMU)/devtensor_cuda.o $(TSAN_EMU)/libcudart_emu.so
+	$(CC) $(CSTD) $(WARN) -O1 -g -fsanitize=thread -DTHREAD_ITERS=60 $(CFLAGS) -DDEVTENSOR_CUDA -I. $< $(TSAN_EMU)/devtensor_cuda.o -o $@ \
+	  -L$(TSAN_EMU) -lcudart_emu -Wl,-rpath,$(abspath $(TSAN_EMU)) -lstdc++ -lm -pthread
+
 # setarch -R: gcc's TSan cannot start on kernels with wide mmap randomisation
-tsan: $(B)/tsan/test_threads
-	@TSAN_OPTIONS=halt_on_error=1 setarch $$(uname -m) -R sh tests/run.sh $<
+tsan: $(B)/tsan/test_threads $(TSAN_EMU)/test_threads
+	@TSAN_OPTIONS=halt_on_error=1 DTEMU_GPUS=2 setarch $$(uname -m) -R sh tests/run.sh $^
 
 VALGRIND_BINS := $(filter-out %/test_gemm_kernel,$(C_TESTS) $(CXX_TESTS)) $(B)/static_unit $(B)/two_units $(B)/fault/fault_injection
 valgrind: $(VALGRIND_BINS)

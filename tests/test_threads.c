@@ -32,9 +32,10 @@ typedef struct worker {
   char first[2048];
   int errors_made;     /* errors this thread provoked on purpose */
   int ngpus;
+  dt_device dev;       /* the device it works on */
 } worker;
 
-static dt_tensor *SHARED;          /* f32 (32, 32) of 2s, shared by every thread */
+static dt_tensor *SHARED;          /* f32 (32, 32) of 2s, shared by every thread (on the first device of the run) */
 static pthread_barrier_t START;
 static long handler_calls;         /* updated atomically */
 
@@ -61,6 +62,7 @@ static double item_release(dt_tensor *t) {
 
 static void *work(void *arg) {
   worker *w = (worker *)arg;
+  dt_device dv = w->dev; /* where this thread works */
   char own[64], buf[256], path[128];
   int it;
   snprintf(own, sizeof own, "negative dimension -%d ", 1000 + w->id);
@@ -72,7 +74,7 @@ static void *work(void *arg) {
   dt_clear_error(); /* dt_num_gpus leaves the reason when there is none */
   for (it = 0; it < THREAD_ITERS; it++) {
     const double fill = 1 + w->id;
-    dt_tensor *a = dt_full(dt_shape2(16, 24), fill, dt_cpu()), *b = dt_ones(dt_shape1(24), dt_cpu());
+    dt_tensor *a = dt_full(dt_shape2(16, 24), fill, dv), *b = dt_ones(dt_shape1(24), dv);
     dt_tensor *c = dt_add(a, b), *d, *m1, *m2, *p, *r, *s;
     W_STATE();
     W_CHECK(item_release(dt_sum(c)) == 16 * 24 * (fill + 1));
@@ -83,37 +85,40 @@ static void *work(void *arg) {
     W_CHECK(r && dt_numel(r) == 24 && item_release(dt_sum(r)) == 16 * 24 * (fill + 1));
     dt_release(r);
     /* a matmul big enough for the packed kernel (and its buffer), and a batched one */
-    m1 = dt_full(dt_shape2(40, 40), 1, dt_cpu());
-    m2 = dt_full(dt_shape2(40, 40), fill, dt_cpu());
+    m1 = dt_full(dt_shape2(40, 40), 1, dv);
+    m2 = dt_full(dt_shape2(40, 40), fill, dv);
     p = dt_matmul(m1, m2);
     W_CHECK(p && item_release(dt_mean(p)) == 40 * fill);
     dt_release(p); dt_release(m1); dt_release(m2);
-    m1 = dt_ones(dt_shape3(2, 3, 4), dt_cpu());
-    m2 = dt_full(dt_shape3(2, 4, 5), fill, dt_cpu());
+    m1 = dt_ones(dt_shape3(2, 3, 4), dv);
+    m2 = dt_full(dt_shape3(2, 4, 5), fill, dv);
     p = dt_matmul(m1, m2);
     W_CHECK(p && item_release(dt_sum(p)) == 2 * 3 * 5 * 4 * fill);
     dt_release(p); dt_release(m1); dt_release(m2);
     /* printing */
-    s = dt_full(dt_shape1(2), fill, dt_cpu());
+    s = dt_full(dt_shape1(2), fill, dv);
     W_CHECK(dt_snprint(buf, sizeof buf, s) > 0);
     {
       char want[64];
-      snprintf(want, sizeof want, "tensor([%d., %d.])", (int)fill, (int)fill);
+      if (dv.type == DT_CUDA) snprintf(want, sizeof want, "tensor([%d., %d.], device='cuda:%d')", (int)fill, (int)fill, dv.index);
+      else snprintf(want, sizeof want, "tensor([%d., %d.])", (int)fill, (int)fill);
       W_CHECK(strcmp(buf, want) == 0);
     }
     dt_release(s);
     /* the shared tensor: more references, views and copies, from every thread */
     {
-      dt_tensor *h = dt_retain(SHARED), *h2 = dt_to(SHARED, dt_cpu()), *v = dt_reshape(SHARED, dt_shape1(-1));
-      dt_tensor *cp = dt_copyto(SHARED, dt_cpu());
-      W_CHECK(h == SHARED && h2 == SHARED && v && dt_numel(v) == 1024);
+      /* on another GPU than SHARED's, dt_to and dt_copyto are peer copies */
+      dt_tensor *h = dt_retain(SHARED), *h2 = dt_to(SHARED, dv), *v = dt_reshape(SHARED, dt_shape1(-1));
+      dt_tensor *cp = dt_copyto(SHARED, dv);
+      W_CHECK(h == SHARED && v && dt_numel(v) == 1024);
+      W_CHECK(dt_device_equal(dv, dt_device_of(SHARED)) ? h2 == SHARED : (h2 != SHARED && item_release(dt_sum(h2)) == 2048));
       W_CHECK(item_release(dt_sum(v)) == 2048 && item_release(dt_sum(cp)) == 2048);
       dt_release(cp); dt_release(v); dt_release(h2); dt_release(h);
     }
     W_STATE();
     /* the failing threads provoke their own error, with their own numbers in it */
     if (w->id % 2 == 1) {
-      dt_tensor *bad = dt_zeros(dt_shape2(3, -(1000 + w->id)), dt_cpu());
+      dt_tensor *bad = dt_zeros(dt_shape2(3, -(1000 + w->id)), dv);
       W_CHECK(bad == NULL);
       w->errors_made++;
       W_CHECK(dt_last_status() == DT_ERR_SHAPE && strstr(dt_last_error(), own) != NULL);
@@ -121,10 +126,11 @@ static void *work(void *arg) {
     /* a small network: forward, loss, backward, step; sometimes save and load */
     {
       dt_module *net = dt_sequential();
-      dt_tensor *x = dt_randn(dt_shape2(8, 3), dt_cpu()), *y = dt_rand(dt_shape2(8, 1), dt_cpu()), *pred, *g, *gx;
+      dt_tensor *x = dt_randn(dt_shape2(8, 3), dv), *y = dt_rand(dt_shape2(8, 1), dv), *pred, *g, *gx;
       W_CHECK(dt_sequential_add(net, dt_linear(3, 4)) == DT_OK);
       W_CHECK(dt_sequential_add(net, dt_relu_layer()) == DT_OK);
       W_CHECK(dt_sequential_add(net, dt_linear(0, 1)) == DT_OK);
+      W_CHECK(dt_module_to(net, dv) == DT_OK);
       pred = dt_forward(net, x);
       g = pred ? dt_mse_loss_grad(pred, y) : NULL;
       W_CHECK(dt_zero_grad(net) == DT_OK);
@@ -145,18 +151,27 @@ static void *work(void *arg) {
   return NULL;
 }
 
-static void test_threads(void) {
+/* 8 threads at once on `ndev` devices (thread i on devs[i % ndev]); every
+   thread's work checked, every device's memory back where it was. */
+static void threads_on(const dt_device *devs, int ndev) {
   worker w[NTHREADS];
-  dt_memory_stats before, after;
+  dt_memory_stats before[NTHREADS], after;
   int i, made = 0, ngpus0;
   memset(w, 0, sizeof w);
-  SHARED = dt_full(dt_shape2(32, 32), 2, dt_cpu());
+  handler_calls = 0;
+  for (i = 0; i < ndev; i++) { /* a first matmul: a GPU's cuBLAS workspace stays allocated for the process */
+    dt_tensor *m = dt_ones(dt_shape2(2, 2), devs[i]), *p = dt_matmul(m, m);
+    T_CHECK(p != NULL);
+    dt_release(p); dt_release(m);
+    T_CHECK(dt_memory_stats_get(devs[i], &before[i]) == DT_OK);
+  }
+  SHARED = dt_full(dt_shape2(32, 32), 2, devs[0]);
   T_CHECK(SHARED != NULL);
-  T_CHECK(dt_memory_stats_get(dt_cpu(), &before) == DT_OK);
   T_CHECK(pthread_barrier_init(&START, NULL, NTHREADS) == 0);
   dt_set_error_handler(on_error, NULL);
   for (i = 0; i < NTHREADS; i++) {
     w[i].id = i;
+    w[i].dev = devs[i % ndev];
     T_CHECK(pthread_create(&w[i].th, NULL, work, &w[i]) == 0);
   }
   for (i = 0; i < NTHREADS; i++) pthread_join(w[i].th, NULL);
@@ -173,11 +188,30 @@ static void test_threads(void) {
   T_CHECK_MSG(handler_calls == made + (ngpus0 == 0 ? NTHREADS : 0), "%ld handler calls, %d errors made", handler_calls, made);
   /* the shared tensor is intact and every thread's memory is back */
   T_CHECK(item_release(dt_sum(SHARED)) == 2048);
-  T_CHECK(dt_memory_stats_get(dt_cpu(), &after) == DT_OK);
-  T_CHECK_MSG(after.allocated == before.allocated, "%zu bytes allocated before, %zu after", before.allocated, after.allocated);
   dt_release(SHARED);
+  for (i = 0; i < ndev; i++) {
+    T_CHECK(dt_memory_stats_get(devs[i], &after) == DT_OK);
+    T_CHECK_MSG(after.allocated == before[i].allocated, "device %d: %zu bytes allocated before, %zu after", i,
+                before[i].allocated, after.allocated);
+  }
   /* the main thread's error state was never touched by the workers */
   dt_clear_error();
+}
+
+static void test_threads(void) {
+  dt_device cpu = dt_cpu();
+  threads_on(&cpu, 1);
+}
+
+/* the same on the GPUs (spread over all of them), where there are any */
+static void test_threads_gpu(void) {
+  dt_device devs[NTHREADS];
+  int i, n = dt_num_gpus();
+  dt_clear_error();
+  if (n == 0) T_SKIP("no GPU on this machine");
+  if (n > NTHREADS) n = NTHREADS;
+  for (i = 0; i < n; i++) devs[i] = dt_gpu(i);
+  threads_on(devs, n);
 }
 
 /* The main thread's error is not another thread's. */
@@ -201,6 +235,7 @@ static void test_error_is_per_thread(void) {
 
 int main(void) {
   T_RUN(test_threads);
+  T_RUN(test_threads_gpu);
   T_RUN(test_error_is_per_thread);
   return t_finish();
 }

@@ -55,6 +55,19 @@
 #define DTEMU_ASAN 1
 #endif
 #endif
+#if defined(__SANITIZE_THREAD__)
+#define DTEMU_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define DTEMU_TSAN 1
+#endif
+#endif
+#ifdef DTEMU_TSAN
+/* ThreadSanitizer follows fibers through its own API, and only across swapcontext */
+extern "C" void *__tsan_get_current_fiber(void);
+extern "C" void *__tsan_create_fiber(unsigned flags);
+extern "C" void __tsan_switch_to_fiber(void *fiber, unsigned flags);
+#endif
 #ifdef DTEMU_ASAN
 extern "C" void __asan_poison_memory_region(void const volatile *addr, size_t size);
 extern "C" void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
@@ -321,7 +334,8 @@ bool is_pinned(const void *p) {
    A worker thread keeps one fiber per thread of the largest cooperative block
    it has run. A fiber is entered once through makecontext/swapcontext; after
    that every switch is _setjmp/_longjmp (no system call), and a fiber that
-   finishes its thread's work parks in a loop, ready for the next block. */
+   finishes its thread's work parks in a loop, ready for the next block. Under
+   ThreadSanitizer every switch is a swapcontext announced to it. */
 
 constexpr size_t kFiberStack = (size_t)64 << 10;
 enum { F_READY, F_WAIT_BLOCK, F_WAIT_WARP, F_DONE };
@@ -337,6 +351,9 @@ struct Fiber {
   size_t size = 0;
 #ifdef DTEMU_ASAN
   void *fake = nullptr;
+#endif
+#ifdef DTEMU_TSAN
+  void *tsan = nullptr;
 #endif
 };
 
@@ -358,6 +375,9 @@ struct BlockRun {
   size_t sched_size = 0;
   void *sched_fake = nullptr;
 #endif
+#ifdef DTEMU_TSAN
+  void *sched_tsan = nullptr;
+#endif
 };
 
 thread_local BlockRun *t_run = nullptr;
@@ -375,7 +395,12 @@ void yield_to_sched() {
 #ifdef DTEMU_ASAN
   __sanitizer_start_switch_fiber(&me.fake, r->sched_bottom, r->sched_size);
 #endif
+#ifdef DTEMU_TSAN
+  __tsan_switch_to_fiber(r->sched_tsan, 0);
+  swapcontext(&me.ctx, &r->sched_ctx);
+#else
   if (_setjmp(me.jb) == 0) _longjmp(r->sched_jb, 1);
+#endif
 #ifdef DTEMU_ASAN
   __sanitizer_finish_switch_fiber(me.fake, &r->sched_bottom, &r->sched_size);
 #endif
@@ -401,6 +426,12 @@ void resume(BlockRun &r, unsigned t) {
 #ifdef DTEMU_ASAN
   __sanitizer_start_switch_fiber(&r.sched_fake, fb.stack, kFiberStack);
 #endif
+#ifdef DTEMU_TSAN
+  if (!r.sched_tsan) r.sched_tsan = __tsan_get_current_fiber();
+  if (!fb.tsan) fb.tsan = __tsan_create_fiber(0);
+  __tsan_switch_to_fiber(fb.tsan, 0);
+  swapcontext(&r.sched_ctx, &fb.ctx); /* the fiber saves its place in fb.ctx when it yields */
+#else
   if (_setjmp(r.sched_jb) == 0) {
     if (!fb.started) {
       fb.started = true;
@@ -409,6 +440,7 @@ void resume(BlockRun &r, unsigned t) {
       _longjmp(fb.jb, 1);
     }
   }
+#endif
 #ifdef DTEMU_ASAN
   __sanitizer_finish_switch_fiber(r.sched_fake, nullptr, nullptr);
 #endif
