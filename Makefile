@@ -183,9 +183,14 @@ $(EMU_DIR)/gpu_check: tests/cuda/gpu_check.cu $(HDR) $(EMU_OBJ) $(EMU_LIB)
 	@mkdir -p $(@D)
 	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas $(EMU_SAN) -DDTEMU -DDEVTENSOR_CUDA -Itests/emu -I. $< -x none $(EMU_OBJ) -o $@ $(EMU_LINK)
 
+# the GPU benchmarks with tiny sizes (BENCH_SMOKE): run end to end, timings meaningless
+$(EMU_DIR)/bench/% : bench/%.c $(HDR) $(EMU_OBJ) $(EMU_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) $(EMU_SAN) $(CFLAGS) -DBENCH_SMOKE -DDEVTENSOR_CUDA -I. -Itests/emu $< $(EMU_OBJ) -o $@ $(EMU_LINK)
+
 .PHONY: test-emu
-test-emu: $(EMU_TESTS) $(EMU_DIR)/fault_gpu $(EMU_EX) $(EMU_DIR)/gpu_check
-	@$(EMU_ENV) sh tests/run.sh $(EMU_TESTS) $(EMU_DIR)/fault_gpu tests/emu/gpu_check.sh tests/emu/examples.sh
+test-emu: $(EMU_TESTS) $(EMU_DIR)/fault_gpu $(EMU_EX) $(EMU_DIR)/gpu_check $(EMU_DIR)/bench/bench_gpu $(EMU_DIR)/bench/bench_train
+	@$(EMU_ENV) sh tests/run.sh $(EMU_TESTS) $(EMU_DIR)/fault_gpu tests/emu/gpu_check.sh tests/emu/examples.sh tests/emu/bench.sh
 
 # ---- hardening: fault injection, fuzzing, ThreadSanitizer, valgrind ----
 CLANG     ?= clang

@@ -40,6 +40,7 @@
 #pragma GCC diagnostic pop
 #endif
 
+#ifndef BENCH_SMOKE
 #define REPS 20           /* timed repetitions of everything */
 #define OVH_OPS 1000      /* dt_add per repetition of the overhead loop */
 #define ALLOC_PAIRS 10000 /* dt_empty + dt_release per repetition */
@@ -47,6 +48,15 @@
 #define MM_N 4096
 #define H2D_BYTES ((size_t)256 << 20)
 #define H2D_REPS 10
+#else /* tiny sizes: make test-emu runs the program on the emulator to see it work, not to time it */
+#define REPS 2
+#define OVH_OPS 20
+#define ALLOC_PAIRS 50
+#define BIG_N ((int64_t)1 << 16)
+#define MM_N 64
+#define H2D_BYTES ((size_t)1 << 20)
+#define H2D_REPS 2
+#endif
 
 static double now(void) {
   struct timespec ts;

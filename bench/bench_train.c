@@ -26,9 +26,15 @@
 #define HIDDEN 256
 #define OUT 10
 #define LR 0.01
+#ifndef BENCH_SMOKE
 #define WARMUP 20
 #define STEPS 200
 #define REPS 5
+#else /* make test-emu: a few steps on the emulator, to see it work */
+#define WARMUP 1
+#define STEPS 3
+#define REPS 2
+#endif
 
 static double now(void) {
   struct timespec ts;
