@@ -70,6 +70,11 @@ $(B)/cuda/own_kernel: examples/own_kernel.cu $(HDR) $(CU_OBJ)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -I. $< $(CU_OBJ) -lcublas -o $@
 
+# the differential check of the CUDA backend against the CPU backend (tests/cuda/gpu_check.cu), for a GPU
+$(B)/cuda/gpu_check: tests/cuda/gpu_check.cu $(HDR) $(CU_OBJ)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -DDEVTENSOR_CUDA -I. $< $(CU_OBJ) -lcublas -o $@
+
 # the README's one-command nvcc build, as a user types it
 $(B)/cuda/gpus_nvcc: examples/gpus.c devtensor_cuda.cu $(HDR)
 	@mkdir -p $(@D)

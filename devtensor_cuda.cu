@@ -15,12 +15,14 @@
      order. Only copies to the host, synchronize() and the out-of-memory path
      wait for it. dt_cuda_stream() hands it out for the user's own kernels.
    - Memory: a caching allocator per device (guarded by a mutex per device).
-     Requests are rounded up: to a multiple of 512 bytes up to 1 MiB (at least
-     512, so 0 bytes gets a real block), above that to a multiple of 2 MiB
-     (cudaMalloc's own granularity). A freed block goes back to the cache, keyed
-     by its size; a request takes the smallest cached block of its rounded size
-     (up to 1 MiB: exactly that size; above: at most 1/8 larger), and calls
-     cudaMalloc only on a miss. A freed block may be handed out again while the
+     Requests are rounded up: up to 1 MiB to a size class, four per power of
+     two from 512 bytes (512, 640, 768, 896, 1024, 1280, ...; 0 bytes gets a
+     real block), above that to a multiple of 2 MiB (cudaMalloc's own
+     granularity). A freed block goes back to the cache, keyed by its size; a
+     request takes the smallest cached block of its rounded size (up to 1 MiB:
+     exactly that class; above: at most 1/8 larger), and calls cudaMalloc only
+     on a miss. DEVTENSOR_CUDA_NO_CACHE=1 turns the cache off (for
+     compute-sanitizer). A freed block may be handed out again while the
      stream still has work queued that uses it: all work runs on the one stream
      in order, so the new owner's work comes after it (PyTorch's argument);
      peer copies order the source's stream after the copy for the same reason.
@@ -61,6 +63,7 @@
 
 #include <atomic>
 #include <climits>
+#include <cstdlib>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
@@ -292,10 +295,31 @@ constexpr size_t kSmallMax = (size_t)1 << 20; /* up to here: 512-byte steps */
 constexpr size_t kSmallStep = 512;
 constexpr size_t kLargeStep = (size_t)2 << 20;
 
+/* Up to 1 MiB: size classes, four per power of two (512, 640, 768, 896, 1024,
+   1280, ...; at most 25% over the request), so blocks freed by tensors of
+   slightly different sizes serve each other (44 classes instead of 2048
+   multiples of 512). Above: multiples of 2 MiB. */
 size_t round_size(size_t n) {
-  if (n <= kSmallMax) return n < kSmallStep ? kSmallStep : (n + kSmallStep - 1) & ~(kSmallStep - 1);
+  if (n <= kSmallStep) return kSmallStep;
+  if (n <= kSmallMax) {
+    size_t p = kSmallStep; /* the largest power of two below n */
+    while (p * 2 < n) p *= 2;
+    size_t step = p / 4;
+    return (n + step - 1) / step * step;
+  }
   if (n > SIZE_MAX - kLargeStep) return n; /* cannot be had anyway; cudaMalloc says so */
   return (n + kLargeStep - 1) & ~(kLargeStep - 1);
+}
+
+/* DEVTENSOR_CUDA_NO_CACHE=1 (read once): every block straight from cudaMalloc and
+   back with cudaFree, exact sizes, so compute-sanitizer sees every overrun and
+   use after free (as PyTorch's PYTORCH_NO_CUDA_MEMORY_CACHING). Slow. */
+bool no_cache() {
+  static const bool off = [] {
+    const char *v = getenv("DEVTENSOR_CUDA_NO_CACHE");
+    return v && *v && strcmp(v, "0") != 0;
+  }();
+  return off;
 }
 
 /* A cached block of `want` bytes or a little more; removes it from the cache. */
@@ -331,7 +355,7 @@ cudaError_t release_cache(DevState &s) {
 }
 
 dt_status cu_alloc(int dev, size_t nbytes, void **out) {
-  size_t want = round_size(nbytes), size = 0;
+  size_t want = no_cache() ? (nbytes ? nbytes : 1) : round_size(nbytes), size = 0;
   void *p = nullptr;
   try {
     DevState &s0 = state(dev);
@@ -408,6 +432,12 @@ void cu_free(int dev, void *p, size_t nbytes) {
     size_t size = it->second;
     s.live.erase(it);
     s.allocated -= size;
+    if (no_cache()) { /* cudaFree waits for the device's work, then frees */
+      DeviceGuard g(dev);
+      if (g.error() != cudaSuccess || cudaFree(p) != cudaSuccess) (void)cudaGetLastError();
+      s.reserved -= size;
+      return;
+    }
     s.cache.emplace(size, p);
   } catch (...) {
   }
@@ -593,6 +623,7 @@ dt_status cu_copy(int dst_dev, void *dst, int src_dev, const void *src, size_t n
   if (src_dev < 0) return copy_h2d(dst_dev, dst, src, n);
   if (dst_dev < 0) return copy_d2h(dst, src_dev, src, n);
   if (dst_dev != src_dev) return copy_peer(dst_dev, dst, src_dev, src, n);
+  if (dst == src) return DT_OK; /* dt_copy_(t, t): cudaMemcpy forbids overlapping ranges */
   DeviceGuard g(dst_dev);
   DevState *s;
   dt_status st = enter(g, dst_dev, &s);
@@ -1226,7 +1257,7 @@ dt_status gemm_t(int dev, DevState &s, int ta, int tb, int64_t batch, int64_t m,
                  int64_t sa, const T *b, int64_t sb, T beta, T *c, int64_t sc) {
   if (k == 0) return run_map("gemm (k = 0)", s.stream, batch * m * n, ScaleC<T>{c, beta, m * n, sc});
   /* (batch, m, k) @ (k, n), A's items back to back: one gemm of (batch*m, k) @ (k, n) */
-  if (batch > 1 && sb == 0 && !ta && sa == m * k && sc == m * n) {
+  if (batch > 1 && sb == 0 && !ta && sa == m * k && sc == m * n && m * batch <= INT_MAX) {
     m *= batch;
     batch = 1;
   }

@@ -116,9 +116,13 @@ def matmul():
         t = event_seconds(lambda: a @ b)
         if r >= 0:
             times.append(t)
-    c = (a @ b).double()
-    ref = a.double() @ b.double()
-    check("a @ b (TF32 on?)", float((c - ref).abs().max() / ref.abs().max()) < 1e-4)
+    # TF32 check: on uniform [0, 1) data TF32's error hides below 1e-4 relative; on zero-mean
+    # data FP32 stays near 1e-7 of the largest entry and TF32 lands near 1e-4, so 1e-5 tells them apart
+    check("TF32 flags", not torch.backends.cuda.matmul.allow_tf32 and torch.get_float32_matmul_precision() == "highest")
+    za, zb = torch.randn(512, n, device=DEV), torch.randn(n, 512, device=DEV)
+    c = (za @ zb).double()
+    ref = za.double() @ zb.double()
+    check("a @ b (TF32 on?)", float((c - ref).abs().max() / ref.abs().max()) < 1e-5)
     flops = 2.0 * n ** 3
     med = statistics.median(times)
     print("torch matmul_f32_4096 seconds=%.9f gflops=%.1f best_gflops=%.1f reps=%d stat=median timer=cudaEvent tf32=off"

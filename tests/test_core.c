@@ -300,6 +300,28 @@ static void test_memory_stats(dt_device dev) {
   T_CHECK(dt_memory_stats_get(dev, &after) == DT_OK && after.reserved >= after.allocated);
 }
 
+/* Tensors of 262 different sizes up to 1 MiB, made and released one at a time
+   (one live at a time): a caching allocator must serve them from a few cached
+   blocks, not keep one block per size (the GPU's size classes: four per power
+   of two, so at most about 6.5 MiB in all for sizes up to 1 MiB). */
+static void test_cache_reuse(dt_device dev) {
+  dt_memory_stats before, after;
+  int i;
+  if (dev.type == DT_CPU) T_SKIP("the CPU backend has no cache");
+  T_CHECK(dt_empty_cache(dev) == DT_OK);
+  T_CHECK(dt_memory_stats_get(dev, &before) == DT_OK);
+  for (i = 0; i < 262; i++) {
+    dt_tensor *t = dt_empty(dt_shape1(1000 + (int64_t)i * 1000), DT_F32, dev); /* 4 kB to 1.05 MB */
+    T_CHECK(t != NULL);
+    dt_release(t);
+  }
+  T_CHECK(dt_memory_stats_get(dev, &after) == DT_OK);
+  T_CHECK(after.allocated == before.allocated);
+  T_CHECK_MSG(after.reserved - before.reserved <= ((size_t)16 << 20), "%zu bytes reserved for one live tensor at a time",
+              after.reserved - before.reserved);
+  T_CHECK(dt_empty_cache(dev) == DT_OK);
+}
+
 static void test_out_of_memory(dt_device dev) {
   /* 2^60 bytes: no machine has it; the error names the size, and all keeps working */
   dt_tensor *t = dt_empty(dt_shape1((int64_t)1 << 58), DT_F32, dev), *u, *s;
@@ -334,6 +356,7 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_refcounts);
   T_RUN_ALL_DEVICES(test_copy_rules);
   T_RUN_ALL_DEVICES(test_memory_stats);
+  T_RUN_ALL_DEVICES(test_cache_reuse);
   T_RUN_ALL_DEVICES(test_out_of_memory);
   T_RUN_ALL_DEVICES(test_item);
   return t_finish();
