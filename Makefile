@@ -158,7 +158,7 @@ endif
 #      -DDTEMU against tests/emu's cuda_runtime.h / cublas_v2.h; streams are worker
 #      threads, kernels run per thread (fibers where blocks synchronise); all of it
 #      under ASan + UBSan. Two emulated GPUs, so peer copies and device switching run.
-EMU_SAN    := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+EMU_SAN    := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -U_FORTIFY_SOURCE
 EMU_DIR    := $(B)/emu
 EMU_LIB    := $(EMU_DIR)/libcudart_emu.so
 EMU_OBJ    := $(EMU_DIR)/devtensor_cuda.o
@@ -195,7 +195,8 @@ $(EMU_DIR)/bench/% : bench/%.c $(HDR) $(EMU_OBJ) $(EMU_LIB)
 
 .PHONY: test-emu
 test-emu: $(EMU_TESTS) $(EMU_DIR)/fault_gpu $(EMU_EX) $(EMU_DIR)/gpu_check $(EMU_DIR)/bench/bench_gpu $(EMU_DIR)/bench/bench_train
-	@$(EMU_ENV) sh tests/run.sh $(EMU_TESTS) $(EMU_DIR)/fault_gpu tests/emu/gpu_check.sh tests/emu/examples.sh tests/emu/bench.sh
+	@$(EMU_ENV) sh tests/run.sh $(EMU_TESTS) $(EMU_DIR)/fault_gpu tests/emu/gpu_check.sh tests/emu/examples.sh tests/emu/bench.sh \
+	  tests/emu/second_pass.sh
 
 # ---- hardening: fault injection, fuzzing, ThreadSanitizer, valgrind ----
 CLANG     ?= clang

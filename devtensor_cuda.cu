@@ -432,9 +432,10 @@ void cu_free(int dev, void *p, size_t nbytes) {
     size_t size = it->second;
     s.live.erase(it);
     s.allocated -= size;
-    if (no_cache()) { /* cudaFree waits for the device's work, then frees */
+    if (no_cache()) { /* the work queued on the block finishes first (cudaFree alone may not wait) */
       DeviceGuard g(dev);
-      if (g.error() != cudaSuccess || cudaFree(p) != cudaSuccess) (void)cudaGetLastError();
+      if (g.error() != cudaSuccess || (s.stream && cudaStreamSynchronize(s.stream) != cudaSuccess) || cudaFree(p) != cudaSuccess)
+        (void)cudaGetLastError();
       s.reserved -= size;
       return;
     }

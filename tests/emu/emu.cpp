@@ -27,6 +27,9 @@
    Fresh device memory is filled with 0xff bytes (NaN, -1), so reading memory
    nobody wrote shows up in results; with memory protection keys (x86 PKU),
    device memory faults when a host thread touches it (see device_map). */
+/* _FORTIFY_SOURCE turns _longjmp into __longjmp_chk, which refuses the jump
+   between the scheduler's stack and a fiber's (Ubuntu's gcc enables it) */
+#undef _FORTIFY_SOURCE
 #include "cuda_runtime.h"
 #include "cublas_v2.h"
 
@@ -91,6 +94,12 @@ namespace {
   abort();
 }
 
+/* DTEMU_ORDER=reverse runs blocks and threads last to first (an order
+   dependence between them is a race on a GPU); DTEMU_SMS the multiprocessor
+   count reported (4; the H100 has 132), which steers the reductions' splits */
+bool g_reverse = [] { const char *v = getenv("DTEMU_ORDER"); return v && strcmp(v, "reverse") == 0; }();
+int g_sms = [] { const char *v = getenv("DTEMU_SMS"); int n = v ? atoi(v) : 0; return n > 0 ? n : 4; }();
+
 thread_local cudaError_t t_last = cudaSuccess;
 thread_local int t_dev = 0;
 
@@ -138,7 +147,10 @@ int device_access(int allow) {
 size_t page_round(size_t n) { return (n + 4095) & ~(size_t)4095; }
 
 void *device_map(size_t n) {
-  if (g_pkey < 0) return aligned_alloc(256, n);
+  if (g_pkey < 0) {
+    void *m = nullptr;
+    return posix_memalign(&m, 256, n) == 0 ? m : nullptr; /* any size; ASan's redzone right after n */
+  }
   size_t len = page_round(n);
   void *m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (m == MAP_FAILED) return nullptr;
@@ -167,7 +179,8 @@ struct Stream {
   std::mutex mu;
   std::condition_variable cv, idle;
   std::deque<std::function<void()>> q;
-  bool busy = false, stop = false;
+  uint64_t pushed = 0, done = 0; /* work items queued / finished */
+  bool stop = false;
   std::thread worker;
   explicit Stream(int d) : dev(d) {
     worker = std::thread([this] { run(); });
@@ -180,22 +193,24 @@ struct Stream {
       if (q.empty()) return;
       std::function<void()> f = std::move(q.front());
       q.pop_front();
-      busy = true;
       lk.unlock();
       f();
       lk.lock();
-      busy = false;
-      if (q.empty()) idle.notify_all();
+      done++;
+      idle.notify_all();
     }
   }
   void push(std::function<void()> f) {
     std::lock_guard<std::mutex> lk(mu);
     q.push_back(std::move(f));
+    pushed++;
     cv.notify_one();
   }
+  /* waits for the work queued before the call (not for what others add meanwhile) */
   void drain() {
     std::unique_lock<std::mutex> lk(mu);
-    idle.wait(lk, [this] { return q.empty() && !busy; });
+    uint64_t upto = pushed;
+    idle.wait(lk, [this, upto] { return done >= upto; });
   }
 };
 
@@ -452,9 +467,10 @@ void run_block_coop(BlockRun &r, unsigned nthreads) {
   for (unsigned t = 0; t < nthreads; t++) {
     Fiber &fb = *r.f[t];
     if (!fb.stack) {
-      void *m = mmap(nullptr, kFiberStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-      if (m == MAP_FAILED) die("cannot map a fiber stack");
-      fb.stack = (char *)m;
+      /* a guard page below the stack: an overflow faults instead of corrupting */
+      void *m = mmap(nullptr, kFiberStack + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (m == MAP_FAILED || mprotect(m, 4096, PROT_NONE) != 0) die("cannot map a fiber stack");
+      fb.stack = (char *)m + 4096;
       getcontext(&fb.ctx);
       fb.ctx.uc_stack.ss_sp = fb.stack;
       fb.ctx.uc_stack.ss_size = kFiberStack;
@@ -464,8 +480,10 @@ void run_block_coop(BlockRun &r, unsigned nthreads) {
     fb.state = F_READY;
   }
   for (;;) {
-    for (unsigned t = 0; t < nthreads; t++)
+    for (unsigned i = 0; i < nthreads; i++) {
+      unsigned t = g_reverse ? nthreads - 1 - i : i;
       if (r.f[t]->state == F_READY) resume(r, t);
+    }
     /* every fiber now waits at a barrier or is done */
     unsigned done = 0, at_block = 0, at_warp = 0;
     for (unsigned t = 0; t < nthreads; t++) {
@@ -514,15 +532,15 @@ void run_grid(dim3 grid, dim3 block, bool coop, const std::function<void()> &bod
   for (unsigned bz = 0; bz < grid.z; bz++)
     for (unsigned by = 0; by < grid.y; by++)
       for (unsigned bx = 0; bx < grid.x; bx++) {
-        blockIdx.x = bx;
-        blockIdx.y = by;
-        blockIdx.z = bz;
+        blockIdx.x = g_reverse ? grid.x - 1 - bx : bx;
+        blockIdx.y = g_reverse ? grid.y - 1 - by : by;
+        blockIdx.z = g_reverse ? grid.z - 1 - bz : bz;
         if (coop) {
           run_block_coop(run, nthreads);
         } else {
           run.cur = -1;
-          for (unsigned t = 0; t < nthreads; t++) {
-            set_thread(t);
+          for (unsigned i = 0; i < nthreads; i++) {
+            set_thread(g_reverse ? nthreads - 1 - i : i);
             body();
           }
         }
@@ -682,7 +700,7 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int dev) {
   p->totalGlobalMem = W().dev[dev].total;
   p->major = 9;
   p->minor = 0;
-  p->multiProcessorCount = 4;
+  p->multiProcessorCount = g_sms;
   p->warpSize = 32;
   p->maxThreadsPerBlock = 1024;
   p->maxGridSize[0] = 2147483647;
@@ -695,7 +713,7 @@ cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int dev
   if (e != cudaSuccess) return ret(e);
   if (!value) return ret(cudaErrorInvalidValue);
   switch (attr) {
-    case cudaDevAttrMultiProcessorCount: *value = 4; return cudaSuccess;
+    case cudaDevAttrMultiProcessorCount: *value = g_sms; return cudaSuccess;
     case cudaDevAttrMaxThreadsPerBlock: *value = 1024; return cudaSuccess;
   }
   return ret(cudaErrorInvalidValue);
@@ -754,10 +772,10 @@ cudaError_t cudaMalloc(void **p, size_t n) {
     if (rounded > d.total - d.used) return ret(cudaErrorMemoryAllocation);
     d.used += rounded;
   }
-  void *m = device_map(rounded);
+  void *m = device_map(n); /* bytes past n are poisoned (ASan) or unmapped */
   if (m) {
     int was = device_access(1);
-    memset(m, 0xff, rounded);
+    memset(m, 0xff, n);
     device_access(was);
   }
   std::lock_guard<std::mutex> lk(w.mu);
@@ -765,7 +783,7 @@ cudaError_t cudaMalloc(void **p, size_t n) {
     w.dev[t_dev].used -= rounded;
     return ret(cudaErrorMemoryAllocation);
   }
-  w.allocs[(uintptr_t)m] = Alloc{rounded, t_dev};
+  w.allocs[(uintptr_t)m] = Alloc{n, t_dev}; /* copies and cuBLAS operands are checked against n */
   *p = m;
   return cudaSuccess;
 }
@@ -780,7 +798,7 @@ cudaError_t cudaFree(void *p) {
   {
     std::lock_guard<std::mutex> lk(w.mu);
     w.allocs.erase(base);
-    w.dev[a.dev].used -= a.size;
+    w.dev[a.dev].used -= (a.size + 255) & ~(size_t)255; /* as counted by cudaMalloc */
   }
   device_unmap(p, a.size);
   return cudaSuccess;
@@ -868,7 +886,9 @@ static cudaError_t do_copy(void *dst, const void *src, size_t n, enum cudaMemcpy
     std::shared_ptr<std::vector<char>> snap = std::make_shared<std::vector<char>>((const char *)src, (const char *)src + n);
     st->push([dst, snap] { memcpy(dst, snap->data(), snap->size()); });
   } else {
-    st->push([dst, src, n] { memmove(dst, src, n); });
+    if (dd && sd && (const char *)dst < (const char *)src + n && (const char *)src < (const char *)dst + n)
+      die("%s: device ranges overlap (%p and %p, %zu bytes): CUDA copies must not overlap", what, dst, src, n);
+    st->push([dst, src, n] { memcpy(dst, src, n); });
   }
   if (sync || (!dd && !is_pinned(dst))) st->drain(); /* to pageable memory: waits */
   return cudaSuccess;
@@ -894,7 +914,7 @@ cudaError_t cudaMemcpyPeerAsync(void *dst, int dst_dev, const void *src, int src
   if (device_range(dst, n, "cudaMemcpyPeerAsync (destination)") != dst_dev ||
       device_range(src, n, "cudaMemcpyPeerAsync (source)") != src_dev)
     die("cudaMemcpyPeerAsync: a pointer is not on the device given for it");
-  stream_of(s)->push([dst, src, n] { memmove(dst, src, n); });
+  stream_of(s)->push([dst, src, n] { memcpy(dst, src, n); }); /* different devices: never overlapping */
   return cudaSuccess;
 }
 
@@ -1000,6 +1020,12 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
   std::shared_ptr<Event> ea = event_of(a), eb = event_of(b);
   if (!ea || !eb || !ms) return ret(cudaErrorInvalidResourceHandle);
   if ((ea->flags | eb->flags) & cudaEventDisableTiming) return ret(cudaErrorInvalidResourceHandle);
+  if (ea == eb) { /* the same event twice: one lock */
+    std::lock_guard<std::mutex> l(ea->mu);
+    if (ea->completed < ea->recorded || ea->recorded == 0) return ret(cudaErrorNotReady);
+    *ms = 0;
+    return cudaSuccess;
+  }
   std::lock_guard<std::mutex> l1(ea->mu);
   if (ea->completed < ea->recorded || ea->recorded == 0) return ret(cudaErrorNotReady);
   std::lock_guard<std::mutex> l2(eb->mu);
