@@ -40,9 +40,17 @@ if not torch.cuda.is_available():
     skip("no GPU for PyTorch (torch %s, torch.cuda.is_available() is False)" % torch.__version__)
 
 DEV = torch.device("cuda:0")
-torch.backends.cuda.matmul.allow_tf32 = False  # plain FP32 cuBLAS, as devtensor
-torch.backends.cudnn.allow_tf32 = False
-torch.set_float32_matmul_precision("highest")
+# plain FP32 cuBLAS, as devtensor: the newer setting where this PyTorch has it (2.9+
+# deprecates the older ones), else the older ones
+try:
+    torch.backends.cuda.matmul.fp32_precision = "ieee"
+    NEW_TF32_API = torch.backends.cuda.matmul.fp32_precision == "ieee"
+except Exception:
+    NEW_TF32_API = False
+if not NEW_TF32_API:
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
 
 
 def check(what, ok):
@@ -118,7 +126,10 @@ def matmul():
             times.append(t)
     # TF32 check: on uniform [0, 1) data TF32's error hides below 1e-4 relative; on zero-mean
     # data FP32 stays near 1e-7 of the largest entry and TF32 lands near 1e-4, so 1e-5 tells them apart
-    check("TF32 flags", not torch.backends.cuda.matmul.allow_tf32 and torch.get_float32_matmul_precision() == "highest")
+    if NEW_TF32_API:
+        check("TF32 setting", torch.backends.cuda.matmul.fp32_precision == "ieee")
+    else:
+        check("TF32 flags", not torch.backends.cuda.matmul.allow_tf32 and torch.get_float32_matmul_precision() == "highest")
     za, zb = torch.randn(512, n, device=DEV), torch.randn(n, 512, device=DEV)
     c = (za @ zb).double()
     ref = za.double() @ zb.double()
