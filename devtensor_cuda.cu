@@ -291,7 +291,7 @@ void *cu_stream(int dev) {
 
 /* ---- memory ---- */
 
-constexpr size_t kSmallMax = (size_t)1 << 20; /* up to here: 512-byte steps */
+constexpr size_t kSmallMax = (size_t)1 << 20; /* up to here: size classes (round_size) */
 constexpr size_t kSmallStep = 512;
 constexpr size_t kLargeStep = (size_t)2 << 20;
 
