@@ -111,7 +111,7 @@ static int params_of(dt_module *m, double *out, int cap) {
     dt_tensor *p = dt_module_param(m, i, NULL), *h = dt_to(p, dt_cpu());
     int64_t j;
     if (!h) return -1;
-    for (j = 0; j < dt_numel(h) && n < cap; j++) n++, out[n - 1] = ((const float *)dt_data_ptr(h))[j];
+    for (j = 0; j < dt_numel(h) && n < cap; j++) out[n++] = ((const float *)dt_data_ptr(h))[j];
     dt_release(h);
   }
   return n;

@@ -461,11 +461,21 @@ static int write_st(const char *path, const char *json, const void *data, size_t
   return write_file(path, buf, 8 + hl + nd);
 }
 
+/* The parameters the hand-written files hold: weight [[1.5, -2]] and, with_bias, bias [0.25]. */
+static void check_hand_params(dt_module *net, int with_bias) {
+  double *v = host_f64(dt_module_param(net, 0, NULL));
+  T_CHECK(v[0] == 1.5 && v[1] == -2.0);
+  free(v);
+  if (!with_bias) return;
+  v = host_f64(dt_module_param(net, 1, NULL));
+  T_CHECK(v[0] == 0.25);
+  free(v);
+}
+
 static void test_load_by_hand_and_corrupt(void) {
   dt_module *net = dt_sequential();
   char path[128];
   float data[3] = {1.5f, -2.0f, 0.25f}; /* weight (1, 2), bias (1,) */
-  double *v;
   size_t c;
   static const struct { const char *json; int64_t hlen; dt_status want; } bad[] = {
     {"{\"0.weight\":{\"dtype\":\"F32\",\"shape\":[1,2],\"data_offsets\":[0,8]}}", -1, DT_ERR_FORMAT},          /* 0.bias missing */
@@ -488,12 +498,7 @@ static void test_load_by_hand_and_corrupt(void) {
   T_CHECK(write_st(path, "{\"__metadata__\":{\"format\":\"pt\"}, \"0.bias\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]},"
                          "\"0.weight\":{\"shape\":[1,2],\"dtype\":\"F32\",\"data_offsets\":[0,8]}}  ", data, sizeof data, -1));
   T_CHECK_MSG(dt_module_load(net, path) == DT_OK, "%s", dt_last_error());
-  v = host_f64(dt_module_param(net, 0, NULL));
-  T_CHECK(v[0] == 1.5 && v[1] == -2.0);
-  free(v);
-  v = host_f64(dt_module_param(net, 1, NULL));
-  T_CHECK(v[0] == 0.25);
-  free(v);
+  check_hand_params(net, 1);
   for (c = 0; c < sizeof bad / sizeof bad[0]; c++) {
     dt_status s;
     T_CHECK(write_st(path, bad[c].json, data, sizeof data, bad[c].hlen));
@@ -501,9 +506,7 @@ static void test_load_by_hand_and_corrupt(void) {
     T_CHECK_MSG(s == bad[c].want, "case %d: status %d, %s", (int)c, (int)s, dt_last_error());
   }
   /* the parameters are untouched by the failed loads */
-  v = host_f64(dt_module_param(net, 0, NULL));
-  T_CHECK(v[0] == 1.5 && v[1] == -2.0);
-  free(v);
+  check_hand_params(net, 0);
   /* for tests/check_safetensors.py: Python reads what we write */
   {
     char saved[128];
@@ -524,7 +527,6 @@ static void test_load_layout(void) {
   dt_module *net = dt_sequential(), *empty = dt_sequential();
   char path[128], saved[128];
   float wb[4] = {1.5f, -2.0f, 0.25f, 7.0f}, bw[3] = {0.25f, 1.5f, -2.0f}; /* weight (1, 2) then bias (1,); bias first */
-  double *v;
   size_t c;
   static const char *W = "\"0.weight\":{\"dtype\":\"F32\",\"shape\":[1,2],\"data_offsets\":";
   static const char *B = "\"0.bias\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":";
@@ -551,12 +553,7 @@ static void test_load_layout(void) {
     h[n] = 0;
     T_CHECK(write_st(path, h, bw, sizeof bw, -1));
     T_CHECK_MSG(dt_module_load(net, path) == DT_OK, "%s", dt_last_error());
-    v = host_f64(dt_module_param(net, 0, NULL));
-    T_CHECK(v[0] == 1.5 && v[1] == -2.0);
-    free(v);
-    v = host_f64(dt_module_param(net, 1, NULL));
-    T_CHECK(v[0] == 0.25);
-    free(v);
+    check_hand_params(net, 1);
   }
   for (c = 0; c < sizeof bad / sizeof bad[0]; c++) {
     char h[512];
@@ -571,9 +568,7 @@ static void test_load_layout(void) {
       if (bad[c].words[k]) T_CHECK_MSG(contains(dt_last_error(), bad[c].words[k]), "case %d: no '%s' in: %s", (int)c, bad[c].words[k], dt_last_error());
   }
   /* the parameters are untouched by the failed loads */
-  v = host_f64(dt_module_param(net, 0, NULL));
-  T_CHECK(v[0] == 1.5 && v[1] == -2.0);
-  free(v);
+  check_hand_params(net, 0);
   /* what dt_module_save writes loads */
   T_CHECK(dt_module_save(net, tmp_path("layout_saved.safetensors", saved, sizeof saved)) == DT_OK);
   T_CHECK_MSG(dt_module_load(net, saved) == DT_OK, "%s", dt_last_error());

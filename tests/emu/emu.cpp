@@ -180,7 +180,6 @@ struct Stream {
   std::condition_variable cv, idle;
   std::deque<std::function<void()>> q;
   uint64_t pushed = 0, done = 0; /* work items queued / finished */
-  bool stop = false;
   std::thread worker;
   explicit Stream(int d) : dev(d) {
     worker = std::thread([this] { run(); });
@@ -189,8 +188,7 @@ struct Stream {
     device_access(1); /* the "GPU" side */
     std::unique_lock<std::mutex> lk(mu);
     for (;;) {
-      cv.wait(lk, [this] { return stop || !q.empty(); });
-      if (q.empty()) return;
+      cv.wait(lk, [this] { return !q.empty(); }); /* a worker lives as long as the process */
       std::function<void()> f = std::move(q.front());
       q.pop_front();
       lk.unlock();
