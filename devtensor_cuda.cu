@@ -90,9 +90,22 @@ __attribute__((format(printf, 1, 2))) void set_err(const char *fmt, ...) {
 
 /* A CUDA runtime failure: "what failed: CUDA's reason". Clears the runtime's
    last-error state so a non-sticky error is not blamed on the next launch. */
+/* Errors that poison the process's CUDA context: a kernel faulted earlier, and
+   every later call on that context returns the same error, whichever it is. */
+const char *sticky_note(cudaError_t e) {
+  switch (e) {
+    case cudaErrorIllegalAddress: case cudaErrorLaunchFailure: case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction: case cudaErrorMisalignedAddress: case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc: case cudaErrorAssert: case cudaErrorLaunchTimeout: case cudaErrorECCUncorrectable:
+      return " (an earlier GPU kernel faulted asynchronously; the CUDA context is unusable and every later GPU "
+             "call fails: restart the process, and run it under compute-sanitizer to find the kernel)";
+    default: return "";
+  }
+}
+
 dt_status cuda_fail(const char *what, cudaError_t e) {
   (void)cudaGetLastError();
-  set_err("%s failed: %s", what, cudaGetErrorString(e));
+  set_err("%s failed: %s%s", what, cudaGetErrorString(e), sticky_note(e));
   return DT_ERR_BACKEND;
 }
 
@@ -106,7 +119,7 @@ dt_status blas_fail(const char *what, cublasStatus_t s) {
 dt_status launched(const char *kernel) {
   cudaError_t e = cudaGetLastError();
   if (e == cudaSuccess) return DT_OK;
-  set_err("kernel launch failed (%s): %s", kernel, cudaGetErrorString(e));
+  set_err("kernel launch failed (%s): %s%s", kernel, cudaGetErrorString(e), sticky_note(e));
   return DT_ERR_BACKEND;
 }
 
@@ -1276,7 +1289,15 @@ dt_status gemm_t(int dev, DevState &s, int ta, int tb, int64_t batch, int64_t m,
   int lda = (int)(ta ? m : k), ldb = (int)(tb ? k : n), ldc = (int)n;
   std::lock_guard<std::mutex> lk(s.blas_mu);
   if ((sa == 0 || sb == 0) && batch > 1) {
-    /* a shared operand: one call per item (no reliance on zero strides) */
+    /* A shared operand: one strided-batched call with a zero stride for it
+       (cuBLAS takes a batch stride of 0 for A or B; C's items never overlap).
+       Should a cuBLAS refuse it, or the batch exceed an int, one call per item. */
+    if (batch <= INT_MAX) {
+      cublasStatus_t st = gemm_call(h, opb, opa, (int)n, (int)m, (int)k, &alpha, b, ldb, (long long)sb, a, lda,
+                                    (long long)sa, &beta, c, ldc, (long long)sc, (int)batch);
+      if (st == CUBLAS_STATUS_SUCCESS) return DT_OK;
+      if (st != CUBLAS_STATUS_INVALID_VALUE && st != CUBLAS_STATUS_NOT_SUPPORTED) return blas_fail(name, st);
+    }
     for (int64_t i = 0; i < batch; i++) {
       cublasStatus_t st = gemm_call(h, opb, opa, (int)n, (int)m, (int)k, &alpha, b + i * sb, ldb, 0, a + i * sa, lda, 0,
                                     &beta, c + i * sc, ldc, 0, 1);

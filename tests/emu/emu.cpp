@@ -584,6 +584,9 @@ cublasStatus_t gemm(const char *what, cublasHandle_t h, cublasOperation_t ta, cu
   if (m < 0 || n < 0 || k < 0 || batch < 0 || lda < (ar > 1 ? ar : 1) || ldb < (br > 1 ? br : 1) || ldc < (m > 1 ? m : 1))
     return CUBLAS_STATUS_INVALID_VALUE;
   if (m == 0 || n == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;
+  if (batch > 1 && (sc < 0 ? -sc : sc) < (long long)extent(m, n, ldc))
+    die("%s: C's batch stride %lld makes its %d items overlap (each spans %zu elements)", what, sc, batch,
+        extent(m, n, ldc));
   T al = *alpha, be = *beta; /* host pointer mode: read now */
   for (int i = 0; i < batch; i++) {
     if (k > 0 && al != (T)0) {
@@ -1064,6 +1067,8 @@ const char *cudaGetErrorName(cudaError_t e) {
     case cudaErrorPeerAccessAlreadyEnabled: return "cudaErrorPeerAccessAlreadyEnabled";
     case cudaErrorPeerAccessNotEnabled: return "cudaErrorPeerAccessNotEnabled";
     case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
+    case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
+    default: break; /* the emulator never returns the other faults */
   }
   return "cudaErrorUnknown";
 }
@@ -1084,6 +1089,8 @@ const char *cudaGetErrorString(cudaError_t e) {
     case cudaErrorPeerAccessAlreadyEnabled: return "peer access is already enabled";
     case cudaErrorPeerAccessNotEnabled: return "peer access has not been enabled";
     case cudaErrorLaunchFailure: return "unspecified launch failure";
+    case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
+    default: break;
   }
   return "unknown error";
 }
