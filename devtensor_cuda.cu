@@ -935,7 +935,11 @@ struct ZipStrided {
   J dims[DT_MAX_DIMS], as[DT_MAX_DIMS], bs[DT_MAX_DIMS];
   template <typename I> __device__ void operator()(I i) const {
     J rem = (J)i, oa = 0, ob = 0;
-    for (int d = nd - 1; d > 0; d--) {
+    /* unrolled with constant indices, so the arrays stay in registers and
+       parameter space instead of a copy in local memory */
+#pragma unroll
+    for (int d = DT_MAX_DIMS - 1; d > 0; d--) {
+      if (d >= nd) continue;
       J q = rem % dims[d];
       rem /= dims[d];
       oa += q * as[d];
