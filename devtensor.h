@@ -1891,16 +1891,31 @@ static dt_status dt__module_convert(const char *op, dt_module *m, dt_device d, d
   return DT_OK;
 }
 
+/* A layer of a sequential moves with it: moving it alone would make a module
+   whose parameters sit on two devices (or in two dtypes). Staying put is fine. */
+static dt_status dt__module_check_borrowed(const char *op, const dt_module *m, dt_device d, dt_dtype t) {
+  char a[48], b[48];
+  if (!m->owned || (dt_device_equal(d, m->device) && t == m->dtype)) return DT_OK;
+  return dt__fail(DT_ERR_INVALID_ARGUMENT,
+                  "%s: m is a layer of a sequential (on %s, %s); move the sequential that holds it, so that all its "
+                  "parameters stay on one device in one dtype (asked for %s, %s)",
+                  op, dt_device_str(m->device, a, sizeof a), dt_dtype_name(m->dtype), dt_device_str(d, b, sizeof b),
+                  dt_dtype_name(t));
+}
+
 DTDEF dt_status dt_module_to(dt_module *m, dt_device d) {
   dt_status s;
   if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_module_to: m is NULL");
   if ((s = dt__check_device("dt_module_to", d)) != DT_OK) return s;
+  if ((s = dt__module_check_borrowed("dt_module_to", m, d, m->dtype)) != DT_OK) return s;
   return dt__module_convert("dt_module_to", m, d, m->dtype);
 }
 
 DTDEF dt_status dt_module_to_dtype(dt_module *m, dt_dtype t) {
+  dt_status s;
   if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_module_to_dtype: m is NULL");
   if (!dt__is_float(t)) return dt__fail(DT_ERR_DTYPE, "dt_module_to_dtype: parameters are float32 or float64, not %s", dt_dtype_name(t));
+  if ((s = dt__module_check_borrowed("dt_module_to_dtype", m, m->device, t)) != DT_OK) return s;
   return dt__module_convert("dt_module_to_dtype", m, m->device, t);
 }
 

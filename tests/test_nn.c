@@ -1,9 +1,25 @@
 /* Networks on devices: Linear, lazy Linear, ReLU, Sequential, gradients,
    training, the trainer, and safetensors save/load. */
+#define _POSIX_C_SOURCE 200809L /* dup, dup2, fileno: the trainer's progress lines are read back */
 #define DEVTENSOR_IMPLEMENTATION
 #include "../devtensor.h"
 #include "harness.h"
 #include <stdlib.h>
+#include <unistd.h>
+
+/* The CUDA emulator (tests/emu, `make test-emu`) counts device-to-host copies;
+   elsewhere this is NULL and the count is not checked. */
+#if defined(__GNUC__)
+#ifdef __cplusplus
+extern "C"
+#endif
+unsigned long long dtemu_d2h_copies(void) __attribute__((weak));
+#define D2H_COPIES() (dtemu_d2h_copies ? dtemu_d2h_copies() : 0ULL)
+#define HAVE_D2H_COUNT (dtemu_d2h_copies != NULL)
+#else
+#define D2H_COPIES() 0ULL
+#define HAVE_D2H_COUNT 0
+#endif
 
 static int contains(const char *s, const char *sub) { return s && sub && strstr(s, sub) != NULL; }
 
@@ -118,6 +134,149 @@ static void test_module_devices(dt_device dev) {
   T_CHECK(dt_device_of(dt_module_grad(net, 3)).type == DT_CPU);
   dt_release(x);
   dt_module_free(net);
+}
+
+/* A layer borrowed with dt_sequential_get cannot leave its sequential's
+   device or dtype (that would make a module with parameters on two devices). */
+static void test_borrowed_layer(dt_device dev) {
+  dt_module *net = mlp(3, 4, 2), *l0;
+  dt_tensor *x, *y;
+  T_CHECK(dt_module_to(net, dev) == DT_OK);
+  l0 = dt_sequential_get(net, 0);
+  T_CHECK(dt_module_to_dtype(l0, DT_F64) == DT_ERR_INVALID_ARGUMENT && dt_last_status() == DT_ERR_INVALID_ARGUMENT);
+  T_CHECK_MSG(contains(dt_last_error(), "dt_module_to_dtype: m is a layer of a sequential") &&
+                  contains(dt_last_error(), "move the sequential"), "%s", dt_last_error());
+  T_CHECK(dt_dtype_of(dt_linear_weight(l0)) == DT_F32);
+  /* where it already is: nothing to do, and allowed */
+  T_CHECK(dt_module_to_dtype(l0, DT_F32) == DT_OK);
+  T_CHECK(dt_module_to(l0, dev) == DT_OK);
+  T_CHECK(dt_module_to(l0, dev.type == DT_CPU ? dt_gpu(0) : dt_cpu()) ==
+          (dev.type == DT_CPU && dt_num_gpus() == 0 ? DT_ERR_NO_DEVICE : DT_ERR_INVALID_ARGUMENT));
+  T_CHECK(dt_device_equal(dt_device_of(dt_linear_weight(l0)), dev));
+  /* the sequential still works, and moves as a whole */
+  x = dt_ones(dt_shape2(2, 3), dev);
+  y = dt_forward(net, x);
+  T_CHECK_MSG(y != NULL, "%s", dt_last_error());
+  T_CHECK(dt_module_to_dtype(net, DT_F64) == DT_OK && dt_dtype_of(dt_linear_weight(l0)) == DT_F64);
+  dt_release(x); dt_release(y);
+  dt_module_free(net);
+}
+
+/* dt_trainer_init keeps min(num_gpus, dt_num_gpus()) GPUs, cuda:0 first. */
+static void test_trainer_gpus(void) {
+  dt_trainer tr;
+  int i, have = dt_num_gpus(), want = have < 3 ? have : 3;
+  T_CHECK(dt_trainer_init(&tr, 2, 3) == DT_OK);
+  T_CHECK_MSG(tr.num_gpus == want, "asked for 3 of %d GPUs, kept %d", have, tr.num_gpus);
+  for (i = 0; i < want; i++) T_CHECK(dt_device_equal(tr.gpus[i], dt_gpu(i)));
+  T_CHECK(dt_device_equal(tr.device, want ? dt_gpu(0) : dt_cpu()));
+  dt_trainer_free(&tr);
+  T_CHECK(dt_trainer_init(&tr, 2, 0) == DT_OK && tr.num_gpus == 0 && tr.device.type == DT_CPU);
+  dt_trainer_free(&tr);
+  T_CHECK(dt_trainer_init(&tr, 2, -1) == DT_ERR_INVALID_ARGUMENT);
+}
+
+/* One epoch of batch-1 SGD from fixed parameters, the shuffle seeded with
+   `seed` (seed 0: no trainer, rows in order); the final parameters. */
+static void sgd_epoch(dt_device dev, uint64_t seed, double out[3]) {
+  static const float xs[16] = {1, 0, 0, 1, 1, 1, 2, -1, -1, 2, 0.5f, 0.5f, 3, 1, -2, -1};
+  static const float ys[8] = {1, -1, 0.5f, 2, 0, 1, -3, 0.25f};
+  dt_module *net = dt_linear(2, 1);
+  dt_tensor *X = dt_from_data(xs, dt_shape2(8, 2), DT_F32, dt_cpu());
+  dt_tensor *y = dt_from_data(ys, dt_shape2(8, 1), DT_F32, dt_cpu());
+  double *w, *b;
+  dt_module_to(net, dev);
+  dt_fill_(dt_linear_weight(net), 0.25);
+  dt_fill_(dt_module_param(net, 1, NULL), -0.5);
+  if (seed) {
+    dt_trainer tr;
+    dt_trainer_init(&tr, 1, dev.type == DT_CUDA ? 1 : 0);
+    tr.batch_size = 1; tr.lr = 0.05; tr.quiet = 1;
+    dt_manual_seed(seed);
+    T_CHECK_MSG(dt_trainer_fit(&tr, net, X, y) == DT_OK, "%s", dt_last_error());
+    dt_trainer_free(&tr);
+  } else {
+    int64_t r;
+    for (r = 0; r < 8; r++) {
+      dt_tensor *xr = dt_from_data(xs + 2 * r, dt_shape2(1, 2), DT_F32, dev);
+      dt_tensor *yr = dt_from_data(ys + r, dt_shape2(1, 1), DT_F32, dev);
+      dt_tensor *p = dt_forward(net, xr), *g = dt_mse_loss_grad(p, yr);
+      dt_zero_grad(net);
+      T_CHECK(dt_backward_params(net, g) == DT_OK && dt_sgd_step(net, 0.05) == DT_OK);
+      dt_release(xr); dt_release(yr); dt_release(p); dt_release(g);
+    }
+  }
+  w = host_f64(dt_linear_weight(net));
+  b = host_f64(dt_module_param(net, 1, NULL));
+  out[0] = w[0]; out[1] = w[1]; out[2] = b[0];
+  free(w); free(b);
+  dt_release(X); dt_release(y);
+  dt_module_free(net);
+}
+
+/* The trainer's shuffle comes from the seeded generator: the same seed gives
+   the same order (the same parameters, bit for bit), another seed another
+   order, and neither is the data's own order. */
+static void test_trainer_shuffle(dt_device dev) {
+  double a[3], a2[3], c[3], plain[3];
+  if (dev.type == DT_CUDA && dev.index != 0) T_SKIP("the trainer uses cuda:0");
+  sgd_epoch(dev, 7, a);
+  sgd_epoch(dev, 7, a2);
+  sgd_epoch(dev, 8, c);
+  sgd_epoch(dev, 0, plain);
+  T_CHECK_MSG(memcmp(a, a2, sizeof a) == 0, "same seed: %.9g %.9g %.9g vs %.9g %.9g %.9g", a[0], a[1], a[2], a2[0], a2[1], a2[2]);
+  T_CHECK_MSG(memcmp(a, c, sizeof a) != 0, "seeds 7 and 8 gave the same parameters");
+  T_CHECK_MSG(memcmp(a, plain, sizeof a) != 0 && memcmp(c, plain, sizeof c) != 0, "a shuffled epoch equals the in-order one");
+  dt_manual_seed(0);
+}
+
+/* One progress line per epoch unless quiet, and (where the emulator counts
+   them) exactly one device-to-host read per epoch: the loss, never per step. */
+static void test_trainer_output(dt_device dev) {
+  dt_module *net = mlp(2, 8, 1);
+  dt_tensor *X = dt_randn(dt_shape2(40, 2), dt_cpu()), *y = dt_randn(dt_shape2(40, 1), dt_cpu());
+  dt_trainer tr;
+  char line[256], want[64], dn[48];
+  int quiet, nlines;
+  if (dev.type == DT_CUDA && dev.index != 0) { dt_module_free(net); dt_release(X); dt_release(y); T_SKIP("the trainer uses cuda:0"); }
+  for (quiet = 0; quiet < 2; quiet++) {
+    FILE *f = tmpfile();
+    int saved;
+    unsigned long long d2h;
+    dt_status s;
+    T_CHECK(f != NULL);
+    if (!f) break;
+    dt_trainer_init(&tr, 3, dev.type == DT_CUDA ? 1 : 0);
+    tr.batch_size = 4; tr.quiet = quiet;
+    T_CHECK(dt_trainer_prepare_model(&tr, net) == DT_OK);
+    fflush(stdout);
+    saved = dup(1);
+    dup2(fileno(f), 1);
+    d2h = D2H_COPIES();
+    s = dt_trainer_fit(&tr, net, X, y);
+    d2h = D2H_COPIES() - d2h;
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    T_CHECK_MSG(s == DT_OK, "%s", dt_last_error());
+    if (HAVE_D2H_COUNT && dev.type == DT_CUDA)
+      T_CHECK_MSG(d2h == 3, "%llu device-to-host copies in 3 epochs of 10 steps (want 3: the loss, once an epoch)", d2h);
+    rewind(f);
+    nlines = 0;
+    while (fgets(line, sizeof line, f)) {
+      nlines++;
+      snprintf(want, sizeof want, "epoch %d/3, loss ", nlines);
+      T_CHECK_MSG(strncmp(line, want, strlen(want)) == 0, "line %d: %s", nlines, line);
+      snprintf(want, sizeof want, ", on %s\n", dt_device_str(tr.device, dn, sizeof dn));
+      T_CHECK_MSG(strlen(line) > strlen(want) && strcmp(line + strlen(line) - strlen(want), want) == 0, "line %d: %s", nlines, line);
+    }
+    T_CHECK_MSG(nlines == (quiet ? 0 : 3), "quiet %d: %d lines", quiet, nlines);
+    T_CHECK(tr.epochs_run == 3 && tr.last_loss == tr.epoch_loss[2]);
+    fclose(f);
+    dt_trainer_free(&tr);
+  }
+  dt_module_free(net);
+  dt_release(X); dt_release(y);
 }
 
 /* Loss of net(x) against t, in double on the host. */
@@ -585,12 +744,16 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_linear_basics);
   T_RUN_ALL_DEVICES(test_lazy_linear);
   T_RUN_ALL_DEVICES(test_module_devices);
+  T_RUN_ALL_DEVICES(test_borrowed_layer);
   T_RUN_ALL_DEVICES(test_gradient_check);
   T_RUN(test_backward_errors);
   T_RUN_ALL_DEVICES(test_backward_params);
   T_RUN_ALL_DEVICES(test_backward_params_memory);
   T_RUN(test_backward_params_errors);
   T_RUN_ALL_DEVICES(test_linear_regression);
+  T_RUN(test_trainer_gpus);
+  T_RUN_ALL_DEVICES(test_trainer_shuffle);
+  T_RUN_ALL_DEVICES(test_trainer_output);
   T_RUN_ALL_DEVICES(test_mlp_nonlinear);
   T_RUN_ALL_DEVICES(test_save_load);
   T_RUN(test_load_by_hand_and_corrupt);
