@@ -21,6 +21,12 @@ static void test_devices_without_gpu(void) {
   T_CHECK(t == NULL);
   T_CHECK(dt_last_status() == DT_ERR_NO_DEVICE);
   T_CHECK_MSG(contains(dt_last_error(), "dt_ones: no such device cuda:1"), "%s", dt_last_error());
+  /* and why there is none: the build, or CUDA's own reason */
+#ifdef DEVTENSOR_CUDA
+  T_CHECK_MSG(contains(dt_last_error(), "(no GPU available: CUDA unavailable: "), "%s", dt_last_error());
+#else
+  T_CHECK_MSG(contains(dt_last_error(), "(no GPU available: devtensor was built without CUDA"), "%s", dt_last_error());
+#endif
   T_CHECK(strcmp(dt_device_str(dt_gpu(1), buf, sizeof buf), "cuda:1") == 0);
 }
 
@@ -327,6 +333,12 @@ static void test_out_of_memory(dt_device dev) {
   dt_tensor *t = dt_empty(dt_shape1((int64_t)1 << 58), DT_F32, dev), *u, *s;
   T_CHECK(t == NULL && dt_last_status() == DT_ERR_OUT_OF_MEMORY);
   T_CHECK_MSG(contains(dt_last_error(), "dt_empty: out of memory on") && contains(dt_last_error(), "1.00 EiB"), "%s", dt_last_error());
+  if (dev.type == DT_CUDA) { /* DESIGN.md's message: requested, device, total, free, and what devtensor holds */
+    char where[96];
+    snprintf(where, sizeof where, "out of memory on cuda:%d: tried to allocate 1.00 EiB; ", dev.index);
+    T_CHECK_MSG(contains(dt_last_error(), where) && contains(dt_last_error(), " total, ") &&
+                    contains(dt_last_error(), " free, ") && contains(dt_last_error(), " held by devtensor"), "%s", dt_last_error());
+  }
   u = dt_ones(dt_shape1(8), dev);
   s = dt_sum(u);
   T_CHECK(u != NULL && s != NULL && dt_item(s) == 8);
