@@ -39,7 +39,11 @@ EX_BINS   := $(addprefix $(B)/ex/,$(EXAMPLES))
 
 # ---- CUDA variants (DEVTENSOR_CUDA + devtensor_cuda.cu), when CUDA=1 ----
 CUDA_HOME  ?= $(patsubst %/bin/nvcc,%,$(NVCC))
-GENCODE    := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+# machine code for sm_80 (A100; also runs on sm_86/sm_89: A10, L4, RTX 30/40) and
+# sm_90 (H100, H200); PTX for compute_75 (T4, RTX 20: CUDA 13's oldest, compiled
+# by the driver at first use) and compute_90 (GPUs newer than Hopper)
+GENCODE    := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+              -gencode arch=compute_75,code=compute_75 -gencode arch=compute_90,code=compute_90
 NVCCFLAGS  ?= -O2 -std=c++17 $(GENCODE) -Xcompiler -Wall,-Wextra
 CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas -lstdc++ -lm
 CU_OBJ     := $(B)/cuda/devtensor_cuda.o

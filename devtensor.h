@@ -695,8 +695,11 @@ DTDEF dt_status dt_synchronize(dt_device d) {
 }
 
 DTDEF void *dt_cuda_stream(dt_device d) {
+  void *s;
   if (dt__check_device("dt_cuda_stream", d) != DT_OK) return NULL;
-  return dt__be(d)->stream(d.index);
+  s = dt__be(d)->stream(d.index);
+  if (!s && d.type == DT_CUDA) dt__backend_fail("dt_cuda_stream", d, DT_ERR_BACKEND);
+  return s;
 }
 
 /* ---- tensors ---- */

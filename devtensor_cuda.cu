@@ -178,9 +178,16 @@ struct DevState {
   cudaEvent_t stage_ev[2] = {nullptr, nullptr};
 };
 
-/* Never destroyed: tensors released from atexit handlers still find it. */
+/* Never destroyed: tensors released from atexit handlers still find it. In
+   static storage, so its making cannot fail for want of host memory (none of
+   its members allocates until used). */
 DevState &state(int dev) {
-  static DevState *s = new DevState[kMaxDevices];
+  alignas(DevState) static unsigned char storage[sizeof(DevState) * kMaxDevices];
+  static DevState *s = [] {
+    DevState *p = reinterpret_cast<DevState *>(storage);
+    for (int i = 0; i < kMaxDevices; i++) new (p + i) DevState();
+    return p;
+  }();
   return s[dev];
 }
 
@@ -228,6 +235,10 @@ dt_status blas_handle(int dev, DevState &s, cublasHandle_t *out) {
     if (!s.blas_ready.load(std::memory_order_relaxed)) {
       cublasHandle_t h = nullptr;
       cublasStatus_t st = cublasCreate(&h);
+      if (st == CUBLAS_STATUS_ALLOC_FAILED) {
+        set_err("cublasCreate failed: out of memory on cuda:%d (cuBLAS needs memory for its handle)", dev);
+        return DT_ERR_OUT_OF_MEMORY;
+      }
       if (st != CUBLAS_STATUS_SUCCESS) return blas_fail("cublasCreate", st);
       if ((st = cublasSetStream(h, s.stream)) != CUBLAS_STATUS_SUCCESS ||
           (st = cublasSetMathMode(h, CUBLAS_DEFAULT_MATH)) != CUBLAS_STATUS_SUCCESS) { /* FP32 stays FP32: no TF32 */
@@ -335,21 +346,23 @@ bool no_cache() {
   return off;
 }
 
-/* A cached block of `want` bytes or a little more; removes it from the cache. */
-bool cache_take(DevState &s, size_t want, void **p, size_t *size) {
+/* Records p as handed out. The map insertion is the only step that can throw
+   (std::bad_alloc), and it comes first: if it throws, nothing has changed. */
+void hand_out(DevState &s, void *p, size_t size) {
+  s.live.emplace(p, size);
+  s.allocated += size;
+  if (s.allocated > s.peak) s.peak = s.allocated;
+}
+
+/* Hands out a cached block of `want` bytes or a little more, if there is one. */
+bool cache_take(DevState &s, size_t want, void **p) {
   auto it = s.cache.lower_bound(want);
   if (it == s.cache.end()) return false;
   if (want <= kSmallMax ? it->first != want : it->first > want + want / 8) return false;
+  hand_out(s, it->second, it->first);
   *p = it->second;
-  *size = it->first;
   s.cache.erase(it);
   return true;
-}
-
-void hand_out(DevState &s, void *p, size_t size) {
-  s.live[p] = size;
-  s.allocated += size;
-  if (s.allocated > s.peak) s.peak = s.allocated;
 }
 
 /* cudaFree of every cached block; the stream must have drained. Call under s.mu. */
@@ -368,14 +381,13 @@ cudaError_t release_cache(DevState &s) {
 }
 
 dt_status cu_alloc(int dev, size_t nbytes, void **out) {
-  size_t want = no_cache() ? (nbytes ? nbytes : 1) : round_size(nbytes), size = 0;
+  size_t want = no_cache() ? (nbytes ? nbytes : 1) : round_size(nbytes);
   void *p = nullptr;
   try {
     DevState &s0 = state(dev);
     {
       std::lock_guard<std::mutex> lk(s0.mu);
-      if (cache_take(s0, want, &p, &size)) {
-        hand_out(s0, p, size);
+      if (cache_take(s0, want, &p)) {
         *out = p;
         return DT_OK;
       }
@@ -385,8 +397,7 @@ dt_status cu_alloc(int dev, size_t nbytes, void **out) {
     dt_status st = enter(g, dev, &s);
     if (st != DT_OK) return st;
     std::lock_guard<std::mutex> lk(s->mu);
-    if (cache_take(*s, want, &p, &size)) { /* another thread freed one meanwhile */
-      hand_out(*s, p, size);
+    if (cache_take(*s, want, &p)) { /* another thread freed one meanwhile */
       *out = p;
       return DT_OK;
     }
@@ -423,11 +434,16 @@ dt_status cu_alloc(int dev, size_t nbytes, void **out) {
                 dt__bytes_str((double)nbytes, a, sizeof a), dt__bytes_str((double)s->reserved, d, sizeof d));
       return DT_ERR_OUT_OF_MEMORY;
     }
+    try {
+      hand_out(*s, p, want);
+    } catch (...) { /* no room to record it: give it back rather than lose it */
+      if (cudaFree(p) != cudaSuccess) (void)cudaGetLastError();
+      throw;
+    }
     s->reserved += want;
-    hand_out(*s, p, want);
     *out = p;
     return DT_OK;
-  } catch (...) { /* std::bad_alloc from the bookkeeping (a block may leak) */
+  } catch (...) { /* std::bad_alloc from the bookkeeping, before any block changed hands */
     set_err("out of host memory in the CUDA allocator's bookkeeping");
     return DT_ERR_OUT_OF_MEMORY;
   }
@@ -452,7 +468,13 @@ void cu_free(int dev, void *p, size_t nbytes) {
       s.reserved -= size;
       return;
     }
-    s.cache.emplace(size, p);
+    try {
+      s.cache.emplace(size, p);
+    } catch (...) { /* no room in the cache's map: straight back to CUDA (cudaFree waits for the device) */
+      DeviceGuard g(dev);
+      if (g.error() != cudaSuccess || cudaFree(p) != cudaSuccess) (void)cudaGetLastError();
+      s.reserved -= size;
+    }
   } catch (...) {
   }
 }

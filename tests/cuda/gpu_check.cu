@@ -3,7 +3,7 @@
    backend (the reference) with the same inputs, then compared. Plus copies,
    the allocator under 8 threads, out-of-memory recovery and a few timings.
 
-     make build/cuda/gpu_check             (nvcc, sm_80 + sm_90 + PTX, as the library)
+     make build/cuda/gpu_check             (nvcc, the library's GENCODE: sm_80 + sm_90 + PTX)
      ./build/cuda/gpu_check                 (prints FAIL lines, then "N checks, N failed")
    make test-emu builds and runs it on the CPU emulator (tests/emu) with --no-timings. */
 #define DEVTENSOR_IMPLEMENTATION
