@@ -12,7 +12,10 @@
    failed load); once the workload has released everything, the number of
    live allocations must be back to zero. The only allocations whose failure
    may be absorbed are the CPU matmul's packing buffers (the CPU matmul falls
-   back to a loop that needs no memory); their results are checked.
+   back to a loop that needs no memory); their results are checked. Calls
+   that must be refused for their arguments (dt_stack's NULL list, count 0,
+   NULL item, shapes, dtypes) must be refused before they allocate, so with
+   their own status whatever is failing.
 
    Build: cc -std=c99 -I. tests/fault_injection.c -lm (no -fopenmp), also with
    -fsanitize=address,undefined. Run from the repository root (it writes
@@ -125,6 +128,13 @@ static dt_tensor *keep(dt_tensor *t) {
 /* dt_sequential_add takes the layer, also when it fails */
 #define ADD(seq) do { dt_module *l_ = l; l = NULL; STEP(dt_sequential_add((seq), l_) == DT_OK); } while (0)
 #define NEW(var, expr) STEP(((var) = keep(expr)) != NULL)
+/* A call refused for its arguments: refused before it allocates anything, so with the
+   status it documents whatever fails (never out of memory), and no tensor made. */
+#define REFUSE(expr, want) do { long calls_ = fi_calls; dt_tensor *r_; dt_clear_error(); r_ = (expr); \
+    if (r_) { fi_problem(__LINE__, "a call that must be refused made a tensor: " #expr); dt_release(r_); } \
+    else if (dt_last_status() != (want)) fi_problem(__LINE__, "a refused call gave another status: " #expr); \
+    if (fi_calls != calls_) fi_problem(__LINE__, "a refused call allocated: " #expr); \
+  } while (0)
 
 static double val(dt_tensor *t, int64_t i) {
   const void *p = dt_data_ptr(t);
@@ -172,6 +182,7 @@ static int workload(void) {
   int nsnap = 0, nsnap2 = 0, i, k, loaded = 0, net_rows = 0;
   dt_dtype sdt = DT_F32;
   char buf[256];
+  const dt_tensor *ts[3];
   dt_trainer tr;
 
   npool = 0;
@@ -235,6 +246,26 @@ static int workload(void) {
   NEW(t, dt_sum_dim(a64, -1)); VERIFY(val(t, 1) == 15);
   NEW(t, dt_cast(i32, DT_F32)); NEW(t, dt_cast(i64, DT_I32)); NEW(t, dt_cast(a, DT_I64)); VERIFY(val(t, 5) == 6);
   NEW(t, dt_cast(e, DT_F64));
+
+  /* stack: (3, 2, 3) from a, a + 10, a; 0-d sums into a vector; empty tensors; the refusals */
+  NEW(u, dt_add_scalar(a, 10));
+  ts[0] = a; ts[1] = u; ts[2] = a;
+  NEW(t, dt_stack(ts, 3)); VERIFY(dt_ndim(t) == 3 && dt_dim(t, 0) == 3 && val(t, 6) == 11 && val(t, 11) == 16 && val(t, 17) == 6);
+  NEW(u, dt_sum(a)); NEW(t, dt_sum(b));
+  ts[0] = u; ts[1] = t;
+  NEW(t, dt_stack(ts, 2)); VERIFY(dt_ndim(t) == 1 && val(t, 0) == 21 && val(t, 1) == 6);
+  ts[0] = a64; ts[1] = b64;
+  NEW(t, dt_stack(ts, 1)); VERIFY(dt_dim(t, 0) == 1 && val(t, 5) == 6);
+  ts[0] = e; ts[1] = e;
+  NEW(t, dt_stack(ts, 2)); VERIFY(dt_dim(t, 0) == 2 && dt_dim(t, 1) == 0 && dt_numel(t) == 0);
+  REFUSE(dt_stack(NULL, 2), DT_ERR_INVALID_ARGUMENT);
+  ts[0] = a; ts[1] = b; ts[2] = NULL;
+  REFUSE(dt_stack(ts, 0), DT_ERR_INVALID_ARGUMENT);
+  REFUSE(dt_stack(ts, 3), DT_ERR_INVALID_ARGUMENT);                 /* ts[2] is NULL */
+  REFUSE(dt_stack(ts, 2), DT_ERR_SHAPE);                            /* (2, 3) and (3,) */
+  ts[1] = a64;
+  REFUSE(dt_stack(ts, 2), DT_ERR_DTYPE);                            /* float32 and float64 */
+  /* (mixed devices need a GPU: tests/test_bad_input.c and the emulator's runs) */
 
   /* in place */
   NEW(t, dt_zeros(dt_shape2(2, 3), dt_cpu()));
