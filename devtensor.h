@@ -1286,11 +1286,15 @@ DTDEF dt_tensor *dt_stack(const dt_tensor *const *ts, int n) {
     snprintf(name, sizeof name, "ts[%d]", i);
     if (dt__check_tensor(op, name, ts[i]) != DT_OK) return NULL;
   }
-  if (ts[0]->shape.ndim >= DT_MAX_DIMS) { dt__fail(DT_ERR_SHAPE, "%s: stacking %d-d tensors exceeds %d dims", op, ts[0]->shape.ndim, DT_MAX_DIMS); return NULL; }
   snprintf(other, sizeof other, "ts[0]");
+  for (i = 1; i < n; i++) { /* devices first, as every operation checks them */
+    snprintf(name, sizeof name, "ts[%d]", i);
+    if (dt__same_device(op, other, ts[0], name, ts[i]) != DT_OK) return NULL;
+  }
+  if (ts[0]->shape.ndim >= DT_MAX_DIMS) { dt__fail(DT_ERR_SHAPE, "%s: stacking %d-d tensors exceeds %d dims", op, ts[0]->shape.ndim, DT_MAX_DIMS); return NULL; }
   for (i = 1; i < n; i++) {
     snprintf(name, sizeof name, "ts[%d]", i);
-    if (dt__same_device(op, other, ts[0], name, ts[i]) != DT_OK || dt__same_dtype(op, other, ts[0], name, ts[i]) != DT_OK) return NULL;
+    if (dt__same_dtype(op, other, ts[0], name, ts[i]) != DT_OK) return NULL;
     if (ts[i]->shape.ndim != ts[0]->shape.ndim || memcmp(ts[i]->shape.dims, ts[0]->shape.dims, sizeof(int64_t) * (size_t)ts[0]->shape.ndim) != 0) {
       dt__fail(DT_ERR_SHAPE, "%s: ts[0] has shape %s but %s has shape %s", op, dt__shape_str(&ts[0]->shape, a, sizeof a), name,
                dt__shape_str(&ts[i]->shape, b, sizeof b));
@@ -2717,12 +2721,13 @@ DTDEF dt_status dt_trainer_fit(dt_trainer *tr, dt_module *m, const dt_tensor *X,
   if (!tr) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: tr is NULL", op);
   if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op);
   if ((s = dt__check_tensor(op, "X", X)) != DT_OK || (s = dt__check_tensor(op, "y", y)) != DT_OK) return s;
+  if ((s = dt__same_device(op, "X", X, "y", y)) != DT_OK || (s = dt__same_dtype(op, "X", X, "y", y)) != DT_OK) return s;
   if (X->shape.ndim != 2 || y->shape.ndim != 2 || X->shape.dims[0] != y->shape.dims[0]) {
     char a[200], c[200];
     return dt__fail(DT_ERR_SHAPE, "%s: expected X (n, in) and y (n, out), got %s and %s", op,
                     dt__shape_str(&X->shape, a, sizeof a), dt__shape_str(&y->shape, c, sizeof c));
   }
-  if ((s = dt__same_dtype(op, "X", X, "y", y)) != DT_OK || (s = dt__float_only(op, "X", X)) != DT_OK) return s;
+  if ((s = dt__float_only(op, "X", X)) != DT_OK) return s;
   if (tr->batch_size <= 0) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: batch_size must be positive, got %lld", op, (long long)tr->batch_size);
   if ((s = dt_trainer_prepare_model(tr, m)) != DT_OK) return s;
   n = X->shape.dims[0]; fx = X->shape.dims[1]; fy = y->shape.dims[1];

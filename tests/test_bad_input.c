@@ -314,6 +314,7 @@ static int ALL_GPUS = 1; /* what dt_try_all_gpus counts: every GPU, or the CPU a
   X_(stack_gpu_cpu_last, DT_ERR_DEVICE_MISMATCH, "dt_stack:", "=expected all tensors on the same device, but ts[2] is on cpu and ts[0] is on cuda:0 (move one with dt_to)", GPUS(1, nul(stack3(G0, G0, F)))) \
   X_(stack_device_before_dtype, DT_ERR_DEVICE_MISMATCH, "dt_stack:", "ts[1] is on cuda:0|ts[0] is on cpu", GPUS(1, nul(stack2(F, GD0)))) \
   X_(stack_device_before_shape, DT_ERR_DEVICE_MISMATCH, "dt_stack:", "ts[1] is on cuda:0|ts[0] is on cpu", GPUS(1, nul(stack2(F, G0V)))) \
+  X_(stack_device_before_earlier_dtype, DT_ERR_DEVICE_MISMATCH, "dt_stack:", "ts[2] is on cuda:0|ts[0] is on cpu", GPUS(1, nul(stack3(F, D, G0)))) \
   X_(stack_gpu0_gpu1, DT_ERR_DEVICE_MISMATCH, "dt_stack:", "=expected all tensors on the same device, but ts[1] is on cuda:1 and ts[0] is on cuda:0 (move one with dt_to)", GPUS(2, nul(stack2(G0, G1)))) \
   X_(stack_gpu_ok, DT_OK, "", "", GPUS(1, nul(stack3(G0, G0, G0))))                                                         \
   X_(fill_null, DT_ERR_INVALID_ARGUMENT, "dt_fill_:", "t is NULL", bad(dt_fill_(NULL, 1)))                                  \

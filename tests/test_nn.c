@@ -176,6 +176,23 @@ static void test_trainer_gpus(void) {
   T_CHECK(dt_trainer_init(&tr, 2, -1) == DT_ERR_INVALID_ARGUMENT);
 }
 
+/* X and y on two devices: refused, like every operation (no silent copy). */
+static void test_trainer_devices(dt_device dev) {
+  dt_module *net = dt_linear(3, 2);
+  dt_tensor *X = dt_ones(dt_shape2(4, 3), dev), *y = dt_ones(dt_shape2(4, 2), dt_cpu());
+  dt_trainer tr;
+  char want[160];
+  if (dev.type == DT_CPU) { dt_module_free(net); dt_release(X); dt_release(y); T_SKIP("needs a GPU"); }
+  dt_trainer_init(&tr, 1, 1);
+  tr.quiet = 1;
+  T_CHECK(dt_trainer_fit(&tr, net, X, y) == DT_ERR_DEVICE_MISMATCH);
+  snprintf(want, sizeof want, "dt_trainer_fit: expected all tensors on the same device, but y is on cpu and X is on cuda:%d", dev.index);
+  T_CHECK_MSG(contains(dt_last_error(), want), "%s", dt_last_error());
+  T_CHECK(tr.epochs_run == 0);
+  dt_trainer_free(&tr);
+  dt_module_free(net); dt_release(X); dt_release(y);
+}
+
 /* One epoch of batch-1 SGD from fixed parameters, the shuffle seeded with
    `seed` (seed 0: no trainer, rows in order); the final parameters. */
 static void sgd_epoch(dt_device dev, uint64_t seed, double out[3]) {
@@ -752,6 +769,7 @@ int main(void) {
   T_RUN(test_backward_params_errors);
   T_RUN_ALL_DEVICES(test_linear_regression);
   T_RUN(test_trainer_gpus);
+  T_RUN_ALL_DEVICES(test_trainer_devices);
   T_RUN_ALL_DEVICES(test_trainer_shuffle);
   T_RUN_ALL_DEVICES(test_trainer_output);
   T_RUN_ALL_DEVICES(test_mlp_nonlinear);
