@@ -363,12 +363,92 @@ static DT__HD inline void dt__philox_block(uint64_t seed, uint64_t draw, uint64_
 }
 /* uniform [0, 1) from the top 24 bits: exactly representable in float */
 static DT__HD inline float dt__u32_to_uniform(uint32_t w) { return (float)(w >> 8) * (1.0f / 16777216.0f); }
-/* Box-Muller in double on every device, then rounded: words (w0, w1) give two normals. */
+/* Box-Muller in double, then rounded: words (w0, w1) give two normals. The
+   same on every device, bit for bit: log, sin and cos are computed here from
+   +, -, *, / and sqrt alone (correctly rounded everywhere), in a fixed order,
+   rather than by each platform's maths library (glibc's and CUDA's differ by
+   an ulp now and then). On the GPU every step is an explicitly rounded
+   intrinsic, so nvcc cannot fuse a multiply and an add; on the host the same
+   holds unless the compiler is told to contract (-ffp-contract=fast with an
+   FMA -march; ISO modes such as -std=c99 never do). Accuracy: about 2 ulp
+   of double before the rounding to float. */
+#if defined(__CUDA_ARCH__)
+#define DT__DMUL(a, b) __dmul_rn((a), (b))
+#define DT__DADD(a, b) __dadd_rn((a), (b))
+#define DT__DDIV(a, b) __ddiv_rn((a), (b))
+#define DT__DSQRT(a) __dsqrt_rn(a)
+#else
+#define DT__DMUL(a, b) ((a) * (b))
+#define DT__DADD(a, b) ((a) + (b))
+#define DT__DDIV(a, b) ((a) / (b))
+#define DT__DSQRT(a) sqrt(a)
+#endif
+/* log(x) for x = k / 2^32, 1 <= k <= 2^32: x = m 2^e with m in [sqrt(1/2), sqrt(2)),
+   log m = 2 atanh(s), s = (m - 1) / (m + 1), |s| < 0.172, by its series to s^27. */
+static DT__HD inline double dt__log_unit(double x) {
+  static const double ln2_hi = 0.6931471806019545, ln2_lo = -4.2009150726810846e-11; /* ln2_hi: 32 bits, so e * ln2_hi is exact */
+  double m = x, f, s, z, p;
+  int e = 0;
+  while (m < 0.7071067811865476) { m = DT__DMUL(m, 2.0); e--; } /* exact; at most 32 steps */
+  f = DT__DADD(m, -1.0);                                          /* exact (Sterbenz) */
+  s = DT__DDIV(f, DT__DADD(f, 2.0));
+  z = DT__DMUL(s, s);
+  p = 0.037037037037037035;                                       /* 1/27, then Horner down to 1/3 */
+  p = DT__DADD(DT__DMUL(p, z), 0.04);
+  p = DT__DADD(DT__DMUL(p, z), 0.043478260869565216);
+  p = DT__DADD(DT__DMUL(p, z), 0.047619047619047616);
+  p = DT__DADD(DT__DMUL(p, z), 0.05263157894736842);
+  p = DT__DADD(DT__DMUL(p, z), 0.058823529411764705);
+  p = DT__DADD(DT__DMUL(p, z), 0.06666666666666667);
+  p = DT__DADD(DT__DMUL(p, z), 0.07692307692307693);
+  p = DT__DADD(DT__DMUL(p, z), 0.09090909090909091);
+  p = DT__DADD(DT__DMUL(p, z), 0.1111111111111111);
+  p = DT__DADD(DT__DMUL(p, z), 0.14285714285714285);
+  p = DT__DADD(DT__DMUL(p, z), 0.2);
+  p = DT__DADD(DT__DMUL(p, z), 0.3333333333333333);
+  /* log m = 2s + 2s z p; log x = e ln2_hi + (e ln2_lo + log m) */
+  return DT__DADD(DT__DMUL((double)e, ln2_hi),
+                  DT__DADD(DT__DMUL((double)e, ln2_lo), DT__DADD(DT__DMUL(2.0, s), DT__DMUL(DT__DMUL(2.0, s), DT__DMUL(z, p)))));
+}
+/* sin a and cos a for 0 <= a <= pi/4, by their Taylor series to a^19 / a^20. */
+static DT__HD inline void dt__sincos_octant(double a, double *sn, double *cs) {
+  double z = DT__DMUL(a, a), ps, pc;
+  ps = -8.22063524662433e-18;                               /* -1/19! ... */
+  ps = DT__DADD(DT__DMUL(ps, z), 2.8114572543455206e-15);   /* 1/17! */
+  ps = DT__DADD(DT__DMUL(ps, z), -7.647163731819816e-13);   /* -1/15! */
+  ps = DT__DADD(DT__DMUL(ps, z), 1.6059043836821613e-10);   /* 1/13! */
+  ps = DT__DADD(DT__DMUL(ps, z), -2.505210838544172e-08);   /* -1/11! */
+  ps = DT__DADD(DT__DMUL(ps, z), 2.7557319223985893e-06);   /* 1/9! */
+  ps = DT__DADD(DT__DMUL(ps, z), -0.0001984126984126984);   /* -1/7! */
+  ps = DT__DADD(DT__DMUL(ps, z), 0.008333333333333333);     /* 1/5! */
+  ps = DT__DADD(DT__DMUL(ps, z), -0.16666666666666666);     /* -1/3! */
+  pc = 4.110317623312165e-19;                               /* 1/20! ... */
+  pc = DT__DADD(DT__DMUL(pc, z), -1.5619206968586225e-16);  /* -1/18! */
+  pc = DT__DADD(DT__DMUL(pc, z), 4.779477332387385e-14);    /* 1/16! */
+  pc = DT__DADD(DT__DMUL(pc, z), -1.1470745597729725e-11);  /* -1/14! */
+  pc = DT__DADD(DT__DMUL(pc, z), 2.08767569878681e-09);     /* 1/12! */
+  pc = DT__DADD(DT__DMUL(pc, z), -2.755731922398589e-07);   /* -1/10! */
+  pc = DT__DADD(DT__DMUL(pc, z), 2.48015873015873e-05);     /* 1/8! */
+  pc = DT__DADD(DT__DMUL(pc, z), -0.001388888888888889);    /* -1/6! */
+  pc = DT__DADD(DT__DMUL(pc, z), 0.041666666666666664);     /* 1/4! */
+  pc = DT__DADD(DT__DMUL(pc, z), -0.5);                     /* -1/2! */
+  *sn = DT__DADD(a, DT__DMUL(DT__DMUL(a, z), ps));          /* a + a z ps */
+  *cs = DT__DADD(1.0, DT__DMUL(z, pc));                     /* 1 + z pc */
+}
 static DT__HD inline void dt__box_muller(uint32_t w0, uint32_t w1, float *z0, float *z1) {
-  double u1 = ((double)w0 + 1.0) * (1.0 / 4294967296.0); /* (0, 1] */
-  double u2 = (double)w1 * (1.0 / 4294967296.0);         /* [0, 1) */
-  double r = sqrt(-2.0 * log(u1)), th = 6.283185307179586 * u2;
-  *z0 = (float)(r * cos(th)); *z1 = (float)(r * sin(th));
+  double u1 = DT__DMUL((double)w0 + 1.0, 1.0 / 4294967296.0); /* (0, 1], exact */
+  double t = DT__DMUL((double)(w1 & 0x3FFFFFFFu), 1.0 / 1073741824.0); /* [0, 1): where in its quarter turn theta = 2 pi w1 / 2^32 is, exact */
+  double r = DT__DSQRT(DT__DMUL(-2.0, dt__log_unit(u1))), sn, cs, c, d;
+  unsigned q = w1 >> 30;                                      /* the quarter turn */
+  if (t <= 0.5) {
+    dt__sincos_octant(DT__DMUL(t, 1.5707963267948966), &sn, &cs);
+  } else { /* sin(pi/2 - a) = cos a */
+    dt__sincos_octant(DT__DMUL(DT__DADD(1.0, -t), 1.5707963267948966), &cs, &sn);
+  }
+  /* (cos, sin) of theta = q pi/2 + t pi/2 */
+  c = q == 0 ? cs : q == 1 ? -sn : q == 2 ? -cs : sn;
+  d = q == 0 ? sn : q == 1 ? cs : q == 2 ? -sn : -cs;
+  *z0 = (float)DT__DMUL(r, c); *z1 = (float)DT__DMUL(r, d);
 }
 
 #ifdef DEVTENSOR_CUDA
