@@ -7,15 +7,29 @@ dir=${1:-build/ex}; label=${2:-}
 [ $# -gt 0 ] && shift
 [ $# -gt 0 ] && shift
 p=0; f=0
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+pass() { echo "PASS ${label}example $1"; p=$((p + 1)); }
+fail() { echo "FAIL ${label}example $1"; f=$((f + 1)); }
 run() {
   name=$1; shift
-  if out=$("$@" 2>&1); then echo "PASS ${label}example $name"; p=$((p + 1))
-  else echo "FAIL ${label}example $name:"; printf '%s\n' "$out" | tail -n 5; f=$((f + 1)); fi
+  out=$("$@" 2>&1); rc=$?
+  if [ "$rc" -eq 0 ]; then pass "$name"
+  else fail "$name: exit status $rc"; printf '%s\n' "$out" | tail -n 5; fi
+}
+# expect_fail NAME TEXT CMD...: CMD must exit non-zero and say TEXT, and must not say "wrote"
+expect_fail() {
+  name=$1; text=$2; shift 2
+  out=$("$@" 2>&1); rc=$?
+  if [ "$rc" -ne 0 ] && printf '%s\n' "$out" | grep -qF "$text" && ! printf '%s\n' "$out" | grep -q '^wrote'; then pass "$name"
+  else fail "$name: exit status $rc, output:"; printf '%s\n' "$out" | tail -n 5; fi
 }
 run gpus "$dir/gpus"
 run devices "$dir/devices"
-run ex1_matmul_speed "$dir/ex1_matmul_speed" 128
-run ex2_params_io "$dir/ex2_params_io"
+run ex1_matmul_speed "$dir/ex1_matmul_speed" 128 "$tmp/ex1.csv"
+expect_fail "ex1_matmul_speed reports an unwritable CSV" "$tmp/no/ex1.csv" "$dir/ex1_matmul_speed" 32 "$tmp/no/ex1.csv"
+run ex2_params_io "$dir/ex2_params_io" "$tmp/ex2.safetensors"
+expect_fail "ex2_params_io reports an unwritable path" "$tmp/no/ex2.safetensors" "$dir/ex2_params_io" "$tmp/no/ex2.safetensors"
 run ex3_norm_log "$dir/ex3_norm_log" 50
 run ex4_two_gpus "$dir/ex4_two_gpus" 128
 for extra in "$@"; do run "$(basename "$extra")" "$extra"; done
