@@ -1,13 +1,19 @@
 #!/bin/sh
 # Runs every example once with small sizes (a smoke test: each must exit 0; one
 # that exits 77 did not run what it shows on this machine, e.g. own_kernel
-# without a GPU, and counts as skipped).
+# without a GPU, and counts as skipped), then checks gpus's transcript.
 #   tests/examples_smoke.sh [DIR [LABEL [EXTRA_BINARY ...]]]
 # DIR holds the example binaries (build/ex); LABEL prefixes the names
 # ("cuda " for the CUDA builds); each EXTRA_BINARY runs without arguments.
+# GPUS_GOLDEN: space-separated VAR=VALUE:FILE; for each, gpus runs with VAR=VALUE
+# in its environment and its output (stdout and stderr) must equal FILE.
+# For build/ex it defaults to the CPU transcript under one and two threads.
 dir=${1:-build/ex}; label=${2:-}
 [ $# -gt 0 ] && shift
 [ $# -gt 0 ] && shift
+if [ -z "${GPUS_GOLDEN+set}" ] && [ "$dir" = build/ex ]; then
+  GPUS_GOLDEN="OMP_NUM_THREADS=1:tests/golden/gpus_cpu.txt OMP_NUM_THREADS=2:tests/golden/gpus_cpu.txt"
+fi
 p=0; f=0; s=0
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
@@ -37,5 +43,23 @@ expect_fail "ex2_params_io reports an unwritable path" "$tmp/no/ex2.safetensors"
 run ex3_norm_log "$dir/ex3_norm_log" 50
 run ex4_two_gpus "$dir/ex4_two_gpus" 128
 for extra in "$@"; do run "$(basename "$extra")" "$extra"; done
+
+# gpus's whole transcript against a golden file
+for g in ${GPUS_GOLDEN:-}; do
+  setting=${g%%:*}; file=${g#*:}
+  name="gpus ($setting) prints $file"
+  if [ ! -f "$file" ]; then fail "$name: $file is missing"; continue; fi
+  env "$setting" "$dir/gpus" > "$tmp/gpus.txt" 2>&1; rc=$?
+  if [ "$rc" -ne 0 ]; then fail "$name: exit status $rc"; tail -n 5 "$tmp/gpus.txt"; continue; fi
+  if diff -u "$file" "$tmp/gpus.txt" > "$tmp/gpus.diff"; then pass "$name"
+  else fail "$name: the output differs (- expected, + got):"; cat "$tmp/gpus.diff"; fi
+  # On one GPU dt_add refuses X + Y; without a GPU gpus quotes that refusal: the
+  # same words (tests/golden/gpus_cpu.txt holds what the CPU build prints).
+  q=$(sed -n 's/^refused: \(.* b is on cpu and a is on cuda:0 .*\)$/\1/p' "$tmp/gpus.txt")
+  if [ -n "$q" ]; then
+    if grep -qxF " \"$q\")" tests/golden/gpus_cpu.txt; then pass "gpus without a GPU quotes this refusal word for word"
+    else fail "gpus without a GPU quotes this refusal differently: the library says"; echo "  $q"; fi
+  fi
+done
 echo "$p passed, $f failed, $s skipped"
 [ "$f" -eq 0 ]
