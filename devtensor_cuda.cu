@@ -88,8 +88,6 @@ __attribute__((format(printf, 1, 2))) void set_err(const char *fmt, ...) {
   va_end(ap);
 }
 
-/* A CUDA runtime failure: "what failed: CUDA's reason". Clears the runtime's
-   last-error state so a non-sticky error is not blamed on the next launch. */
 /* Errors that poison the process's CUDA context: a kernel faulted earlier, and
    every later call on that context returns the same error, whichever it is. */
 const char *sticky_note(cudaError_t e) {
@@ -103,6 +101,8 @@ const char *sticky_note(cudaError_t e) {
   }
 }
 
+/* A CUDA runtime failure: "what failed: CUDA's reason". Clears the runtime's
+   last-error state so a non-sticky error is not blamed on the next launch. */
 dt_status cuda_fail(const char *what, cudaError_t e) {
   (void)cudaGetLastError();
   set_err("%s failed: %s%s", what, cudaGetErrorString(e), sticky_note(e));
@@ -470,9 +470,10 @@ void cu_free(int dev, void *p, size_t nbytes) {
     }
     try {
       s.cache.emplace(size, p);
-    } catch (...) { /* no room in the cache's map: straight back to CUDA (cudaFree waits for the device) */
+    } catch (...) { /* no room in the cache's map: straight back to CUDA, once the work queued on it is done */
       DeviceGuard g(dev);
-      if (g.error() != cudaSuccess || cudaFree(p) != cudaSuccess) (void)cudaGetLastError();
+      if (g.error() != cudaSuccess || (s.stream && cudaStreamSynchronize(s.stream) != cudaSuccess) || cudaFree(p) != cudaSuccess)
+        (void)cudaGetLastError();
       s.reserved -= size;
     }
   } catch (...) {
