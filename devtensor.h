@@ -368,10 +368,16 @@ static DT__HD inline float dt__u32_to_uniform(uint32_t w) { return (float)(w >> 
    +, -, *, / and sqrt alone (correctly rounded everywhere), in a fixed order,
    rather than by each platform's maths library (glibc's and CUDA's differ by
    an ulp now and then). On the GPU every step is an explicitly rounded
-   intrinsic, so nvcc cannot fuse a multiply and an add; on the host the same
-   holds unless the compiler is told to contract (-ffp-contract=fast with an
-   FMA -march; ISO modes such as -std=c99 never do). Accuracy: about 2 ulp
-   of double before the rounding to float. */
+   intrinsic, so nvcc cannot fuse a multiply and an add; on the host clang is
+   told not to (FP_CONTRACT OFF), and GCC does not in ISO modes (-std=c99,
+   -std=c11). GCC in a GNU mode with an FMA -march, or any compiler given
+   -ffp-contract=fast, may fuse on the CPU and differ in a last bit now and
+   then. Accuracy: about 2 ulp of double before the rounding to float. */
+#if defined(__clang__)
+#define DT__NO_CONTRACT _Pragma("STDC FP_CONTRACT OFF")
+#else
+#define DT__NO_CONTRACT
+#endif
 #if defined(__CUDA_ARCH__)
 #define DT__DMUL(a, b) __dmul_rn((a), (b))
 #define DT__DADD(a, b) __dadd_rn((a), (b))
@@ -386,6 +392,7 @@ static DT__HD inline float dt__u32_to_uniform(uint32_t w) { return (float)(w >> 
 /* log(x) for x = k / 2^32, 1 <= k <= 2^32: x = m 2^e with m in [sqrt(1/2), sqrt(2)),
    log m = 2 atanh(s), s = (m - 1) / (m + 1), |s| < 0.172, by its series to s^27. */
 static DT__HD inline double dt__log_unit(double x) {
+  DT__NO_CONTRACT
   static const double ln2_hi = 0.6931471806019545, ln2_lo = -4.2009150726810846e-11; /* ln2_hi: 32 bits, so e * ln2_hi is exact */
   double m = x, f, s, z, p;
   int e = 0;
@@ -412,6 +419,7 @@ static DT__HD inline double dt__log_unit(double x) {
 }
 /* sin a and cos a for 0 <= a <= pi/4, by their Taylor series to a^19 / a^20. */
 static DT__HD inline void dt__sincos_octant(double a, double *sn, double *cs) {
+  DT__NO_CONTRACT
   double z = DT__DMUL(a, a), ps, pc;
   ps = -8.22063524662433e-18;                               /* -1/19! ... */
   ps = DT__DADD(DT__DMUL(ps, z), 2.8114572543455206e-15);   /* 1/17! */
@@ -436,6 +444,7 @@ static DT__HD inline void dt__sincos_octant(double a, double *sn, double *cs) {
   *cs = DT__DADD(1.0, DT__DMUL(z, pc));                     /* 1 + z pc */
 }
 static DT__HD inline void dt__box_muller(uint32_t w0, uint32_t w1, float *z0, float *z1) {
+  DT__NO_CONTRACT
   double u1 = DT__DMUL((double)w0 + 1.0, 1.0 / 4294967296.0); /* (0, 1], exact */
   double t = DT__DMUL((double)(w1 & 0x3FFFFFFFu), 1.0 / 1073741824.0); /* [0, 1): where in its quarter turn theta = 2 pi w1 / 2^32 is, exact */
   double r = DT__DSQRT(DT__DMUL(-2.0, dt__log_unit(u1))), sn, cs, c, d;

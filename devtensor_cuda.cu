@@ -63,6 +63,7 @@
 
 #include <atomic>
 #include <climits>
+#include <new>
 #include <cstdlib>
 #include <cstdarg>
 #include <cstdint>
@@ -186,7 +187,7 @@ DevState &state(int dev) {
   static DevState *s = [] {
     DevState *p = reinterpret_cast<DevState *>(storage);
     for (int i = 0; i < kMaxDevices; i++) new (p + i) DevState();
-    return p;
+    return std::launder(p);
   }();
   return s[dev];
 }

@@ -268,7 +268,13 @@ static void test_trainer_output(dt_device dev) {
     T_CHECK(dt_trainer_prepare_model(&tr, net) == DT_OK);
     fflush(stdout);
     saved = dup(1);
-    dup2(fileno(f), 1);
+    T_CHECK(saved >= 0);
+    if (saved < 0 || dup2(fileno(f), 1) < 0) { /* cannot capture stdout: leave it alone */
+      if (saved >= 0) close(saved);
+      fclose(f);
+      dt_trainer_free(&tr);
+      break;
+    }
     d2h = D2H_COPIES();
     s = dt_trainer_fit(&tr, net, X, y);
     d2h = D2H_COPIES() - d2h;

@@ -75,7 +75,6 @@ static void test_distributions(dt_device dev) {
   dt_release(u); dt_release(g);
 }
 
-/* The same seed gives the same tensor on the CPU and on every GPU. */
 /* devtensor's own log/sin/cos in Box-Muller against the C library's: within
    an ulp of float, and the same float in all but a handful of rounding ties;
    plus the quarter-turn and end points. */
@@ -106,6 +105,7 @@ static void test_box_muller_vs_libm(void) {
   T_CHECK_MSG(differ <= 10, "%lld of %lld normals differ from the C library's rounding", (long long)differ, (long long)(2 * n));
 }
 
+/* The same seed gives the same tensor on the CPU and on every GPU. */
 static void test_same_on_every_device(dt_device dev) {
   int64_t n = 100003, i, diff = 0;
   float *a = (float *)malloc((size_t)n * 4), *b = (float *)malloc((size_t)n * 4);

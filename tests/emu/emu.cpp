@@ -850,12 +850,12 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void
   return cudaSuccess;
 }
 
-/* Checks a copy's pointers against its kind and queues it on st; pageable
-   sources are read now, pageable destinations are waited for. */
 /* device-to-host copies made so far, for tests that count host reads */
 static std::atomic<unsigned long long> g_d2h{0};
 extern "C" unsigned long long dtemu_d2h_copies(void) { return g_d2h.load(); }
 
+/* Checks a copy's pointers against its kind and queues it on st; pageable
+   sources are read now, pageable destinations are waited for. */
 static cudaError_t do_copy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, Stream *st, bool sync,
                            const char *what) {
   if (n == 0) return cudaSuccess;
