@@ -198,9 +198,14 @@ $(EMU_DIR)/bench/% : bench/%.c $(HDR) $(EMU_OBJ) $(EMU_LIB)
 	$(CC) $(CSTD) $(WARN) $(EMU_SAN) $(CFLAGS) -DBENCH_SMOKE -DDEVTENSOR_CUDA -I. -Itests/emu $< $(EMU_OBJ) -o $@ $(EMU_LINK)
 
 .PHONY: test-emu
-test-emu: $(EMU_TESTS) $(EMU_DIR)/fault_gpu $(EMU_EX) $(EMU_DIR)/gpu_check $(EMU_DIR)/bench/bench_gpu $(EMU_DIR)/bench/bench_train
-	@$(EMU_ENV) sh tests/run.sh $(EMU_TESTS) $(EMU_DIR)/fault_gpu tests/emu/gpu_check.sh tests/emu/examples.sh tests/emu/bench.sh \
-	  tests/emu/second_pass.sh
+# which devices get a CUDA context (a program on cuda:1 alone makes none on cuda:0)
+$(EMU_DIR)/ctx_check: tests/emu/ctx_check.c $(HDR) tests/harness.h $(EMU_OBJ) $(EMU_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) $(EMU_SAN) $(CFLAGS) -DDEVTENSOR_CUDA -I. $< $(EMU_OBJ) -o $@ $(EMU_LINK)
+
+test-emu: $(EMU_TESTS) $(EMU_DIR)/fault_gpu $(EMU_DIR)/ctx_check $(EMU_EX) $(EMU_DIR)/gpu_check $(EMU_DIR)/bench/bench_gpu $(EMU_DIR)/bench/bench_train
+	@$(EMU_ENV) sh tests/run.sh $(EMU_TESTS) $(EMU_DIR)/fault_gpu $(EMU_DIR)/ctx_check tests/emu/gpu_check.sh tests/emu/examples.sh \
+	  tests/emu/bench.sh tests/emu/second_pass.sh
 
 # ---- hardening: fault injection, fuzzing, ThreadSanitizer, valgrind ----
 CLANG     ?= clang

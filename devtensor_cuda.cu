@@ -129,7 +129,39 @@ dt_status launched(const char *kernel) {
 
 /* ---- devices and streams ---- */
 
-/* Makes `dev` current for a scope and restores the caller's device after. */
+/* Whether `dev`'s primary context exists (PyTorch's hasPrimaryContext): the
+   driver's cuDevicePrimaryCtxGetState, reached through the runtime, so no
+   -lcuda. Where it cannot be asked, "yes". */
+bool has_primary_context(int dev) {
+  typedef int (*DeviceGetFn)(int *, int);                   /* cuDeviceGet(CUdevice *, int ordinal) */
+  typedef int (*CtxStateFn)(int, unsigned int *, int *);    /* cuDevicePrimaryCtxGetState(CUdevice, flags, active) */
+  struct Fns { DeviceGetFn get; CtxStateFn state; };
+  static const Fns fns = [] {
+    Fns f = {nullptr, nullptr};
+    void *p = nullptr, *q = nullptr;
+    cudaDriverEntryPointQueryResult r1 = cudaDriverEntryPointSymbolNotFound, r2 = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion("cuDeviceGet", &p, 12000, cudaEnableDefault, &r1) != cudaSuccess ||
+        cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &q, 12000, cudaEnableDefault, &r2) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return f;
+    }
+    if (r1 == cudaDriverEntryPointSuccess && r2 == cudaDriverEntryPointSuccess && p && q) {
+      f.get = reinterpret_cast<DeviceGetFn>(p);
+      f.state = reinterpret_cast<CtxStateFn>(q);
+    }
+    return f;
+  }();
+  int d = -1, active = 1;
+  unsigned int flags = 0;
+  if (!fns.get || !fns.state || fns.get(&d, dev) != 0 || fns.state(d, &flags, &active) != 0) return true;
+  return active != 0;
+}
+
+/* Makes `dev` current for a scope and restores the caller's device after,
+   unless that device has no CUDA context yet: since CUDA 12, cudaSetDevice
+   creates one (hundreds of MiB), so a thread that never chose a device and
+   works only on cuda:1 would otherwise make a context on cuda:0 at every
+   call. It stays on `dev` then, as PyTorch's device guards do. */
 class DeviceGuard {
  public:
   explicit DeviceGuard(int dev) {
@@ -138,7 +170,8 @@ class DeviceGuard {
     err_ = set(dev);
   }
   ~DeviceGuard() {
-    if (orig_ >= 0 && cur_ != orig_ && cudaSetDevice(orig_) != cudaSuccess) (void)cudaGetLastError();
+    if (orig_ >= 0 && cur_ != orig_ && has_primary_context(orig_) && cudaSetDevice(orig_) != cudaSuccess)
+      (void)cudaGetLastError();
   }
   cudaError_t set(int dev) {
     if (dev == cur_) return cudaSuccess;

@@ -92,6 +92,17 @@ enum cudaDeviceAttr { cudaDevAttrMaxThreadsPerBlock = 1, cudaDevAttrMultiProcess
 #define cudaHostAllocDefault 0x00
 #define cudaHostAllocPortable 0x01
 
+enum cudaDriverEntryPointQueryResult {
+  cudaDriverEntryPointSuccess = 0,
+  cudaDriverEntryPointSymbolNotFound = 1,
+  cudaDriverEntryPointVersionNotSufficent = 2
+};
+enum cudaGetDriverEntryPointFlags { cudaEnableDefault = 0 };
+/* cuDeviceGet and cuDevicePrimaryCtxGetState only; the emulator's primary
+   contexts exist once a call has run with their device current (CUDA 12+) */
+cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **fn, unsigned int version, unsigned long long flags,
+                                             enum cudaDriverEntryPointQueryResult *status);
+int dtemu_context_active(int dev); /* for tests: whether device dev's primary context exists */
 cudaError_t cudaGetDeviceCount(int *count);
 cudaError_t cudaGetDevice(int *dev);
 cudaError_t cudaSetDevice(int dev);

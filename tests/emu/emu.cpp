@@ -232,6 +232,7 @@ struct Alloc {
 };
 
 struct Device {
+  std::atomic<bool> ctx{false}; /* its primary context exists: something ran with it current */
   size_t total = 0, used = 0;
   Stream *legacy = nullptr;
   std::vector<Stream *> streams;
@@ -619,6 +620,13 @@ cublasStatus_t gemm(const char *what, cublasHandle_t h, cublasOperation_t ta, cu
   return CUBLAS_STATUS_SUCCESS;
 }
 
+/* A call that works in the current device's context: as in CUDA 12+, that
+   context now exists (cudaSetDevice, allocations, streams, events, copies,
+   launches, cuBLAS handles). Device queries and cudaGetDevice make none. */
+void use_ctx() {
+  if (t_dev >= 0 && t_dev < W().ndev) W().dev[t_dev].ctx = true;
+}
+
 cudaError_t check_dev(int dev) {
   int n = W().ndev;
   if (n == 0) return cudaErrorNoDevice;
@@ -638,6 +646,7 @@ void dtemu::launch(dim3 grid, dim3 block, cudaStream_t s, bool coop, std::functi
     return;
   }
   Stream *st = stream_of(s);
+  use_ctx();
   if (st->dev != t_dev) die("kernel launched on a stream of device %d while device %d is current", st->dev, t_dev);
   st->push([grid, block, coop, body] { run_grid(grid, block, coop, body); });
 }
@@ -671,6 +680,33 @@ void dtemu::shfl(const void *mine, void *out, size_t size, unsigned mask, int sr
 
 extern "C" {
 
+/* The two driver entry points devtensor asks for (has_primary_context). */
+static int drv_device_get(int *d, int ordinal) {
+  if (!d || ordinal < 0 || ordinal >= W().ndev) return 101; /* CUDA_ERROR_INVALID_DEVICE */
+  *d = ordinal;
+  return 0;
+}
+static int drv_primary_ctx_state(int d, unsigned int *flags, int *active) {
+  if (!flags || !active) return 1; /* CUDA_ERROR_INVALID_VALUE */
+  if (d < 0 || d >= W().ndev) return 101;
+  *flags = 0;
+  *active = W().dev[d].ctx ? 1 : 0;
+  return 0;
+}
+
+cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **fn, unsigned int version, unsigned long long flags,
+                                             enum cudaDriverEntryPointQueryResult *status) {
+  (void)version; (void)flags;
+  if (!symbol || !fn) return ret(cudaErrorInvalidValue);
+  *fn = nullptr;
+  if (strcmp(symbol, "cuDeviceGet") == 0) *fn = reinterpret_cast<void *>(&drv_device_get);
+  else if (strcmp(symbol, "cuDevicePrimaryCtxGetState") == 0) *fn = reinterpret_cast<void *>(&drv_primary_ctx_state);
+  if (status) *status = *fn ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
+  return cudaSuccess;
+}
+
+int dtemu_context_active(int dev) { return dev >= 0 && dev < W().ndev && W().dev[dev].ctx ? 1 : 0; }
+
 cudaError_t cudaGetDeviceCount(int *count) {
   if (!count) return ret(cudaErrorInvalidValue);
   *count = W().ndev;
@@ -689,6 +725,7 @@ cudaError_t cudaSetDevice(int dev) {
   cudaError_t e = check_dev(dev);
   if (e != cudaSuccess) return ret(e);
   t_dev = dev;
+  use_ctx();
   return cudaSuccess;
 }
 
@@ -721,6 +758,7 @@ cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int dev
 }
 
 cudaError_t cudaDeviceSynchronize(void) {
+  use_ctx();
   cudaError_t e = check_dev(t_dev);
   if (e != cudaSuccess) return ret(e);
   drain_device(t_dev);
@@ -737,6 +775,7 @@ cudaError_t cudaDeviceCanAccessPeer(int *can, int dev, int peer) {
 }
 
 cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned flags) {
+  use_ctx();
   World &w = W();
   cudaError_t e = check_dev(peer);
   if (e != cudaSuccess) return ret(e);
@@ -748,6 +787,7 @@ cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned flags) {
 }
 
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
+  use_ctx();
   World &w = W();
   cudaError_t e = check_dev(t_dev);
   if (e != cudaSuccess) return ret(e);
@@ -759,6 +799,7 @@ cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
 }
 
 cudaError_t cudaMalloc(void **p, size_t n) {
+  use_ctx();
   World &w = W();
   cudaError_t e = check_dev(t_dev);
   if (e != cudaSuccess) return ret(e);
@@ -806,6 +847,7 @@ cudaError_t cudaFree(void *p) {
 }
 
 cudaError_t cudaHostAlloc(void **p, size_t n, unsigned flags) {
+  use_ctx();
   World &w = W();
   (void)flags;
   if (!p) return ret(cudaErrorInvalidValue);
@@ -901,12 +943,14 @@ static cudaError_t do_copy(void *dst, const void *src, size_t n, enum cudaMemcpy
 }
 
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind) {
+  use_ctx();
   cudaError_t e = check_dev(t_dev);
   if (e != cudaSuccess) return ret(e);
   return do_copy(dst, src, n, kind, stream_of(nullptr), true, "cudaMemcpy");
 }
 
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s) {
+  use_ctx();
   cudaError_t e = check_dev(t_dev);
   if (e != cudaSuccess) return ret(e);
   return do_copy(dst, src, n, kind, stream_of(s), false, "cudaMemcpyAsync");
@@ -925,6 +969,7 @@ cudaError_t cudaMemcpyPeerAsync(void *dst, int dst_dev, const void *src, int src
 }
 
 cudaError_t cudaMemsetAsync(void *p, int value, size_t n, cudaStream_t s) {
+  use_ctx();
   if (n == 0) return cudaSuccess;
   device_range(p, n, "cudaMemsetAsync");
   stream_of(s)->push([p, value, n] { memset(p, value, n); });
@@ -932,6 +977,7 @@ cudaError_t cudaMemsetAsync(void *p, int value, size_t n, cudaStream_t s) {
 }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags) {
+  use_ctx();
   World &w = W();
   cudaError_t e = check_dev(t_dev);
   if (e != cudaSuccess) return ret(e);
@@ -971,6 +1017,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags) {
 }
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags) {
+  use_ctx();
   World &w = W();
   cudaError_t er = check_dev(t_dev);
   if (er != cudaSuccess) return ret(er);
@@ -1103,6 +1150,7 @@ const char *cudaGetErrorString(cudaError_t e) {
 /* ---- cuBLAS ---- */
 
 cublasStatus_t cublasCreate(cublasHandle_t *h) {
+  use_ctx();
   if (!h) return CUBLAS_STATUS_INVALID_VALUE;
   if (check_dev(t_dev) != cudaSuccess) return CUBLAS_STATUS_NOT_INITIALIZED;
   Blas *b = new Blas;
