@@ -140,8 +140,15 @@ bool has_primary_context(int dev) {
     Fns f = {nullptr, nullptr};
     void *p = nullptr, *q = nullptr;
     cudaDriverEntryPointQueryResult r1 = cudaDriverEntryPointSymbolNotFound, r2 = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
     if (cudaGetDriverEntryPointByVersion("cuDeviceGet", &p, 12000, cudaEnableDefault, &r1) != cudaSuccess ||
         cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &q, 12000, cudaEnableDefault, &r2) != cudaSuccess) {
+#elif CUDART_VERSION >= 12000
+    if (cudaGetDriverEntryPoint("cuDeviceGet", &p, cudaEnableDefault, &r1) != cudaSuccess ||
+        cudaGetDriverEntryPoint("cuDevicePrimaryCtxGetState", &q, cudaEnableDefault, &r2) != cudaSuccess) {
+#else /* before CUDA 12, cudaSetDevice made no context: restoring is free */
+    if (true) {
+#endif
       (void)cudaGetLastError();
       return f;
     }

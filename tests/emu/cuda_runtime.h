@@ -92,6 +92,7 @@ enum cudaDeviceAttr { cudaDevAttrMaxThreadsPerBlock = 1, cudaDevAttrMultiProcess
 #define cudaHostAllocDefault 0x00
 #define cudaHostAllocPortable 0x01
 
+#define CUDART_VERSION 13000 /* the API emulated: CUDA 13's */
 enum cudaDriverEntryPointQueryResult {
   cudaDriverEntryPointSuccess = 0,
   cudaDriverEntryPointSymbolNotFound = 1,
