@@ -394,25 +394,16 @@ static DT__HD inline float dt__u32_to_uniform(uint32_t w) { return (float)(w >> 
 static DT__HD inline double dt__log_unit(double x) {
   DT__NO_CONTRACT
   static const double ln2_hi = 0.6931471806019545, ln2_lo = -4.2009150726810846e-11; /* ln2_hi: 32 bits, so e * ln2_hi is exact */
+  static const double c[13] = {1.0 / 27, 1.0 / 25, 1.0 / 23, 1.0 / 21, 1.0 / 19, 1.0 / 17, 1.0 / 15,
+                               1.0 / 13, 1.0 / 11, 1.0 / 9,  1.0 / 7,  1.0 / 5,  1.0 / 3};
   double m = x, f, s, z, p;
-  int e = 0;
+  int e = 0, i;
   while (m < 0.7071067811865476) { m = DT__DMUL(m, 2.0); e--; } /* exact; at most 32 steps */
   f = DT__DADD(m, -1.0);                                          /* exact (Sterbenz) */
   s = DT__DDIV(f, DT__DADD(f, 2.0));
   z = DT__DMUL(s, s);
-  p = 0.037037037037037035;                                       /* 1/27, then Horner down to 1/3 */
-  p = DT__DADD(DT__DMUL(p, z), 0.04);
-  p = DT__DADD(DT__DMUL(p, z), 0.043478260869565216);
-  p = DT__DADD(DT__DMUL(p, z), 0.047619047619047616);
-  p = DT__DADD(DT__DMUL(p, z), 0.05263157894736842);
-  p = DT__DADD(DT__DMUL(p, z), 0.058823529411764705);
-  p = DT__DADD(DT__DMUL(p, z), 0.06666666666666667);
-  p = DT__DADD(DT__DMUL(p, z), 0.07692307692307693);
-  p = DT__DADD(DT__DMUL(p, z), 0.09090909090909091);
-  p = DT__DADD(DT__DMUL(p, z), 0.1111111111111111);
-  p = DT__DADD(DT__DMUL(p, z), 0.14285714285714285);
-  p = DT__DADD(DT__DMUL(p, z), 0.2);
-  p = DT__DADD(DT__DMUL(p, z), 0.3333333333333333);
+  p = c[0];
+  for (i = 1; i < 13; i++) p = DT__DADD(DT__DMUL(p, z), c[i]);  /* Horner from 1/27 down to 1/3 */
   /* log m = 2s + 2s z p; log x = e ln2_hi + (e ln2_lo + log m) */
   return DT__DADD(DT__DMUL((double)e, ln2_hi),
                   DT__DADD(DT__DMUL((double)e, ln2_lo), DT__DADD(DT__DMUL(2.0, s), DT__DMUL(DT__DMUL(2.0, s), DT__DMUL(z, p)))));
@@ -420,26 +411,17 @@ static DT__HD inline double dt__log_unit(double x) {
 /* sin a and cos a for 0 <= a <= pi/4, by their Taylor series to a^19 / a^20. */
 static DT__HD inline void dt__sincos_octant(double a, double *sn, double *cs) {
   DT__NO_CONTRACT
-  double z = DT__DMUL(a, a), ps, pc;
-  ps = -8.22063524662433e-18;                               /* -1/19! ... */
-  ps = DT__DADD(DT__DMUL(ps, z), 2.8114572543455206e-15);   /* 1/17! */
-  ps = DT__DADD(DT__DMUL(ps, z), -7.647163731819816e-13);   /* -1/15! */
-  ps = DT__DADD(DT__DMUL(ps, z), 1.6059043836821613e-10);   /* 1/13! */
-  ps = DT__DADD(DT__DMUL(ps, z), -2.505210838544172e-08);   /* -1/11! */
-  ps = DT__DADD(DT__DMUL(ps, z), 2.7557319223985893e-06);   /* 1/9! */
-  ps = DT__DADD(DT__DMUL(ps, z), -0.0001984126984126984);   /* -1/7! */
-  ps = DT__DADD(DT__DMUL(ps, z), 0.008333333333333333);     /* 1/5! */
-  ps = DT__DADD(DT__DMUL(ps, z), -0.16666666666666666);     /* -1/3! */
-  pc = 4.110317623312165e-19;                               /* 1/20! ... */
-  pc = DT__DADD(DT__DMUL(pc, z), -1.5619206968586225e-16);  /* -1/18! */
-  pc = DT__DADD(DT__DMUL(pc, z), 4.779477332387385e-14);    /* 1/16! */
-  pc = DT__DADD(DT__DMUL(pc, z), -1.1470745597729725e-11);  /* -1/14! */
-  pc = DT__DADD(DT__DMUL(pc, z), 2.08767569878681e-09);     /* 1/12! */
-  pc = DT__DADD(DT__DMUL(pc, z), -2.755731922398589e-07);   /* -1/10! */
-  pc = DT__DADD(DT__DMUL(pc, z), 2.48015873015873e-05);     /* 1/8! */
-  pc = DT__DADD(DT__DMUL(pc, z), -0.001388888888888889);    /* -1/6! */
-  pc = DT__DADD(DT__DMUL(pc, z), 0.041666666666666664);     /* 1/4! */
-  pc = DT__DADD(DT__DMUL(pc, z), -0.5);                     /* -1/2! */
+  /* -1/19!, 1/17!, ..., -1/3! and 1/20!, -1/18!, ..., -1/2!: Horner from the highest term down */
+  static const double sin_c[9] = {-1.0 / 121645100408832000.0, 1.0 / 355687428096000.0, -1.0 / 1307674368000.0,
+                                  1.0 / 6227020800.0, -1.0 / 39916800.0, 1.0 / 362880.0, -1.0 / 5040.0, 1.0 / 120.0,
+                                  -1.0 / 6.0};
+  static const double cos_c[10] = {1.0 / 2432902008176640000.0, -1.0 / 6402373705728000.0, 1.0 / 20922789888000.0,
+                                   -1.0 / 87178291200.0, 1.0 / 479001600.0, -1.0 / 3628800.0, 1.0 / 40320.0, -1.0 / 720.0,
+                                   1.0 / 24.0, -1.0 / 2.0};
+  double z = DT__DMUL(a, a), ps = sin_c[0], pc = cos_c[0];
+  int i;
+  for (i = 1; i < 9; i++) ps = DT__DADD(DT__DMUL(ps, z), sin_c[i]);
+  for (i = 1; i < 10; i++) pc = DT__DADD(DT__DMUL(pc, z), cos_c[i]);
   *sn = DT__DADD(a, DT__DMUL(DT__DMUL(a, z), ps));          /* a + a z ps */
   *cs = DT__DADD(1.0, DT__DMUL(z, pc));                     /* 1 + z pc */
 }
