@@ -633,6 +633,12 @@ cudaError_t check_dev(int dev) {
   return dev < 0 || dev >= n ? cudaErrorInvalidDevice : cudaSuccess;
 }
 
+/* check_dev of the current device, for a call that works in its context */
+cudaError_t check_cur() {
+  use_ctx();
+  return check_dev(t_dev);
+}
+
 } /* namespace */
 
 /* ---- device code support ---- */
@@ -758,8 +764,7 @@ cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int dev
 }
 
 cudaError_t cudaDeviceSynchronize(void) {
-  use_ctx();
-  cudaError_t e = check_dev(t_dev);
+  cudaError_t e = check_cur();
   if (e != cudaSuccess) return ret(e);
   drain_device(t_dev);
   return cudaSuccess;
@@ -787,9 +792,8 @@ cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned flags) {
 }
 
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
-  use_ctx();
   World &w = W();
-  cudaError_t e = check_dev(t_dev);
+  cudaError_t e = check_cur();
   if (e != cudaSuccess) return ret(e);
   if (!free_bytes || !total_bytes) return ret(cudaErrorInvalidValue);
   std::lock_guard<std::mutex> lk(w.mu);
@@ -799,9 +803,8 @@ cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
 }
 
 cudaError_t cudaMalloc(void **p, size_t n) {
-  use_ctx();
   World &w = W();
-  cudaError_t e = check_dev(t_dev);
+  cudaError_t e = check_cur();
   if (e != cudaSuccess) return ret(e);
   if (!p) return ret(cudaErrorInvalidValue);
   *p = nullptr;
@@ -943,15 +946,13 @@ static cudaError_t do_copy(void *dst, const void *src, size_t n, enum cudaMemcpy
 }
 
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind) {
-  use_ctx();
-  cudaError_t e = check_dev(t_dev);
+  cudaError_t e = check_cur();
   if (e != cudaSuccess) return ret(e);
   return do_copy(dst, src, n, kind, stream_of(nullptr), true, "cudaMemcpy");
 }
 
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s) {
-  use_ctx();
-  cudaError_t e = check_dev(t_dev);
+  cudaError_t e = check_cur();
   if (e != cudaSuccess) return ret(e);
   return do_copy(dst, src, n, kind, stream_of(s), false, "cudaMemcpyAsync");
 }
@@ -977,9 +978,8 @@ cudaError_t cudaMemsetAsync(void *p, int value, size_t n, cudaStream_t s) {
 }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags) {
-  use_ctx();
   World &w = W();
-  cudaError_t e = check_dev(t_dev);
+  cudaError_t e = check_cur();
   if (e != cudaSuccess) return ret(e);
   if (!s || flags > 1) return ret(cudaErrorInvalidValue);
   Stream *st = new Stream(t_dev);
@@ -1017,9 +1017,8 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags) {
 }
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags) {
-  use_ctx();
   World &w = W();
-  cudaError_t er = check_dev(t_dev);
+  cudaError_t er = check_cur();
   if (er != cudaSuccess) return ret(er);
   if (!e) return ret(cudaErrorInvalidValue);
   std::shared_ptr<Event> ev = std::make_shared<Event>(t_dev, flags);
@@ -1150,9 +1149,8 @@ const char *cudaGetErrorString(cudaError_t e) {
 /* ---- cuBLAS ---- */
 
 cublasStatus_t cublasCreate(cublasHandle_t *h) {
-  use_ctx();
   if (!h) return CUBLAS_STATUS_INVALID_VALUE;
-  if (check_dev(t_dev) != cudaSuccess) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (check_cur() != cudaSuccess) return CUBLAS_STATUS_NOT_INITIALIZED;
   Blas *b = new Blas;
   b->dev = t_dev;
   std::lock_guard<std::mutex> lk(g_blas_mu);
