@@ -40,10 +40,23 @@
    returns NULL on failure; the others return a dt_status. dt_last_error()
    says why, per thread.
 
+   VERSION
+   DEVTENSOR_VERSION_MAJOR/MINOR/PATCH below; DEVTENSOR_VERSION is
+   MAJOR * 10000 + MINOR * 100 + PATCH, for #if checks. Changes:
+     0.1.0 (2026-11-22)  the first numbered version: CPU and CUDA backends, the
+                         chapter's API, modules, trainer, safetensors (before
+                         it, see git log)
+
    LICENSE: MIT (see README.md). */
 
 #ifndef DEVTENSOR_H
 #define DEVTENSOR_H
+
+#define DEVTENSOR_VERSION_MAJOR 0
+#define DEVTENSOR_VERSION_MINOR 1
+#define DEVTENSOR_VERSION_PATCH 0
+#define DEVTENSOR_VERSION \
+  (DEVTENSOR_VERSION_MAJOR * 10000 + DEVTENSOR_VERSION_MINOR * 100 + DEVTENSOR_VERSION_PATCH)
 
 #include <stddef.h>
 #include <stdint.h>
@@ -249,6 +262,25 @@ DTDEF dt_tensor *dt_trainer_prepare_batch(dt_trainer *tr, const dt_tensor *batch
 DTDEF dt_status  dt_trainer_fit(dt_trainer *tr, dt_module *m, const dt_tensor *X, const dt_tensor *y); /* MSE + SGD */
 DTDEF void       dt_trainer_free(dt_trainer *tr);
 
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DEVTENSOR_H */
+
+/* ======================================================================== */
+/*  BACKEND CONTRACT: for the implementation and devtensor_cuda.cu only.     */
+/*  A user's translation unit never sees it: it opens only where             */
+/*  DEVTENSOR_IMPLEMENTATION or DEVTENSOR_BACKEND (devtensor_cuda.cu) is     */
+/*  defined. Its own guard, so an earlier plain include does not hide it.   */
+/* ======================================================================== */
+#if (defined(DEVTENSOR_IMPLEMENTATION) || defined(DEVTENSOR_BACKEND)) && !defined(DEVTENSOR_BACKEND_H)
+#define DEVTENSOR_BACKEND_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ---- backend interface ----
    What a device backend implements. The core checks every argument (NULL,
    dtype, shape, device) before it calls a backend, so a backend may assume
@@ -281,6 +313,16 @@ typedef struct dt__bcast {
   int64_t astride[DT_MAX_DIMS];
   int64_t bstride[DT_MAX_DIMS];
 } dt__bcast;
+
+/* Each table entry is written by name: DT__SLOT(alloc) dt__cpu_alloc, ... It is a
+   designated initializer where the language has one (C99; C++20, which also
+   checks the order), a plain positional entry in C++11-17. A slot written
+   under the wrong name fails the C build; one out of order fails C++20. */
+#if !defined(__cplusplus) || __cplusplus >= 202002L
+#define DT__SLOT(name) .name =
+#else
+#define DT__SLOT(name)
+#endif
 
 typedef struct dt__backend {
   const char *name;
@@ -450,7 +492,7 @@ const dt__backend *dt__cuda_backend(void); /* defined in devtensor_cuda.cu */
 }
 #endif
 
-#endif /* DEVTENSOR_H */
+#endif /* DEVTENSOR_BACKEND_H */
 
 /* ======================================================================== */
 /*                              IMPLEMENTATION                              */
@@ -3760,12 +3802,25 @@ static dt_status dt__cpu_random(int dev, int normal, uint64_t seed, uint64_t dra
 
 static const dt__backend *dt__cpu_backend(void) {
   static const dt__backend be = {
-    "cpu",
-    dt__cpu_device_count, dt__cpu_device_info, dt__cpu_last_error,
-    dt__cpu_alloc, dt__cpu_free, dt__cpu_memory_stats, dt__cpu_empty_cache,
-    dt__cpu_copy, dt__cpu_synchronize, dt__cpu_stream,
-    dt__cpu_fill, dt__cpu_unary, dt__cpu_binary, dt__cpu_cast, dt__cpu_reduce,
-    dt__cpu_gemm, dt__cpu_axpy, dt__cpu_random
+    DT__SLOT(name) "cpu",
+    DT__SLOT(device_count) dt__cpu_device_count,
+    DT__SLOT(device_info) dt__cpu_device_info,
+    DT__SLOT(last_error) dt__cpu_last_error,
+    DT__SLOT(alloc) dt__cpu_alloc,
+    DT__SLOT(free) dt__cpu_free,
+    DT__SLOT(memory_stats) dt__cpu_memory_stats,
+    DT__SLOT(empty_cache) dt__cpu_empty_cache,
+    DT__SLOT(copy) dt__cpu_copy,
+    DT__SLOT(synchronize) dt__cpu_synchronize,
+    DT__SLOT(stream) dt__cpu_stream,
+    DT__SLOT(fill) dt__cpu_fill,
+    DT__SLOT(unary) dt__cpu_unary,
+    DT__SLOT(binary) dt__cpu_binary,
+    DT__SLOT(cast) dt__cpu_cast,
+    DT__SLOT(reduce) dt__cpu_reduce,
+    DT__SLOT(gemm) dt__cpu_gemm,
+    DT__SLOT(axpy) dt__cpu_axpy,
+    DT__SLOT(random) dt__cpu_random
   };
   return &be;
 }

@@ -55,6 +55,7 @@
      thread-local buffer (last_error) and returns DT_ERR_BACKEND (or
      DT_ERR_OUT_OF_MEMORY / DT_ERR_UNSUPPORTED). */
 
+#define DEVTENSOR_BACKEND /* the backend contract (dt__backend and its helpers) */
 #include "devtensor.h"
 
 #include <cuda_runtime.h>
@@ -1459,12 +1460,25 @@ dt_status cu_random(int dev, int normal, uint64_t seed, uint64_t draw, int64_t n
 
 extern "C" const dt__backend *dt__cuda_backend(void) {
   static const dt__backend be = {
-    "cuda",
-    cu_device_count, cu_device_info, cu_last_error,
-    cu_alloc, cu_free, cu_memory_stats, cu_empty_cache,
-    cu_copy, cu_synchronize, cu_stream,
-    cu_fill, cu_unary, cu_binary, cu_cast, cu_reduce,
-    cu_gemm, cu_axpy, cu_random
+    DT__SLOT(name) "cuda",
+    DT__SLOT(device_count) cu_device_count,
+    DT__SLOT(device_info) cu_device_info,
+    DT__SLOT(last_error) cu_last_error,
+    DT__SLOT(alloc) cu_alloc,
+    DT__SLOT(free) cu_free,
+    DT__SLOT(memory_stats) cu_memory_stats,
+    DT__SLOT(empty_cache) cu_empty_cache,
+    DT__SLOT(copy) cu_copy,
+    DT__SLOT(synchronize) cu_synchronize,
+    DT__SLOT(stream) cu_stream,
+    DT__SLOT(fill) cu_fill,
+    DT__SLOT(unary) cu_unary,
+    DT__SLOT(binary) cu_binary,
+    DT__SLOT(cast) cu_cast,
+    DT__SLOT(reduce) cu_reduce,
+    DT__SLOT(gemm) cu_gemm,
+    DT__SLOT(axpy) cu_axpy,
+    DT__SLOT(random) cu_random
   };
   return &be;
 }
