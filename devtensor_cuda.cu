@@ -577,75 +577,76 @@ bool stage_ready(DevState &s) {
   return s.stage_ok = true;
 }
 
-/* Host to device; returns once `src` may be reused. */
-dt_status copy_h2d(int dev, void *dst, const void *src, size_t n) {
+/* Bytes in staging chunk starting at `off` of an n-byte copy. */
+size_t stage_len(size_t n, size_t off) { return n - off < kStageBytes ? n - off : kStageBytes; }
+
+/* A copy between the host and device `dev` that has finished when it returns.
+   Pageable `host` memory goes through the two pinned staging buffers
+   (`staged`, under stage_mu); page-locked memory, or no staging buffers, one
+   direct copy and a wait. `what` names the direct copy in errors. */
+template <class Staged>
+dt_status copy_host(int dev, const void *host, void *dst, const void *src, size_t n, const char *what, Staged staged) {
   DeviceGuard g(dev);
   DevState *s;
-  cudaError_t e;
   dt_status st = enter(g, dev, &s);
   if (st != DT_OK) return st;
-  if (!host_is_registered(src)) {
+  if (!host_is_registered(host)) {
     std::lock_guard<std::mutex> lk(s->stage_mu);
-    if (stage_ready(*s)) {
-      const char *from = (const char *)src;
-      char *to = (char *)dst;
-      size_t off = 0;
-      for (int i = 0; off < n; i++) {
-        int b = i & 1;
-        size_t len = n - off < kStageBytes ? n - off : kStageBytes;
-        /* the DMA that last read buffer b has finished */
-        if ((e = cudaEventSynchronize(s->stage_ev[b])) != cudaSuccess) return cuda_fail("cudaEventSynchronize", e);
-        memcpy(s->stage[b], from + off, len);
-        if ((e = cudaMemcpyAsync(to + off, s->stage[b], len, cudaMemcpyHostToDevice, s->stream)) != cudaSuccess)
-          return cuda_fail("cudaMemcpyAsync (host to device)", e);
-        if ((e = cudaEventRecord(s->stage_ev[b], s->stream)) != cudaSuccess) return cuda_fail("cudaEventRecord", e);
-        off += len;
-      }
-      return DT_OK;
-    }
+    if (stage_ready(*s)) return staged(*s);
   }
-  /* registered memory, or no staging: copy and wait for it */
-  if ((e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s->stream)) != cudaSuccess)
-    return cuda_fail("cudaMemcpyAsync (host to device)", e);
+  cudaError_t e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s->stream);
+  if (e != cudaSuccess) return cuda_fail(what, e);
   if ((e = cudaStreamSynchronize(s->stream)) != cudaSuccess) return cuda_fail("cudaStreamSynchronize", e);
   return DT_OK;
 }
 
+/* Host to device; returns once `src` may be reused. */
+dt_status copy_h2d(int dev, void *dst, const void *src, size_t n) {
+  return copy_host(dev, src, dst, src, n, "cudaMemcpyAsync (host to device)", [&](DevState &s) -> dt_status {
+    const char *from = (const char *)src;
+    char *to = (char *)dst;
+    cudaError_t e;
+    size_t off = 0;
+    for (int i = 0; off < n; i++) {
+      int b = i & 1;
+      size_t len = stage_len(n, off);
+      /* the DMA that last read buffer b has finished */
+      if ((e = cudaEventSynchronize(s.stage_ev[b])) != cudaSuccess) return cuda_fail("cudaEventSynchronize", e);
+      memcpy(s.stage[b], from + off, len);
+      if ((e = cudaMemcpyAsync(to + off, s.stage[b], len, cudaMemcpyHostToDevice, s.stream)) != cudaSuccess)
+        return cuda_fail("cudaMemcpyAsync (host to device)", e);
+      if ((e = cudaEventRecord(s.stage_ev[b], s.stream)) != cudaSuccess) return cuda_fail("cudaEventRecord", e);
+      off += len;
+    }
+    return DT_OK;
+  });
+}
+
 /* Device to host, after the work queued on the device; waits. */
 dt_status copy_d2h(void *dst, int dev, const void *src, size_t n) {
-  DeviceGuard g(dev);
-  DevState *s;
-  cudaError_t e;
-  dt_status st = enter(g, dev, &s);
-  if (st != DT_OK) return st;
-  if (!host_is_registered(dst)) {
-    std::lock_guard<std::mutex> lk(s->stage_mu);
-    if (stage_ready(*s)) {
-      const char *from = (const char *)src;
-      char *to = (char *)dst;
-      size_t chunks = (n + kStageBytes - 1) / kStageBytes;
-      /* DMA chunk c + 1 into one buffer while chunk c is copied out of the other */
-      auto issue = [&](size_t c) -> dt_status {
-        size_t off = c * kStageBytes, len = n - off < kStageBytes ? n - off : kStageBytes;
-        cudaError_t ie = cudaMemcpyAsync(s->stage[c & 1], from + off, len, cudaMemcpyDeviceToHost, s->stream);
-        if (ie != cudaSuccess) return cuda_fail("cudaMemcpyAsync (device to host)", ie);
-        if ((ie = cudaEventRecord(s->stage_ev[c & 1], s->stream)) != cudaSuccess) return cuda_fail("cudaEventRecord", ie);
-        return DT_OK;
-      };
-      if ((st = issue(0)) != DT_OK) return st;
-      for (size_t c = 0; c < chunks; c++) {
-        size_t off = c * kStageBytes, len = n - off < kStageBytes ? n - off : kStageBytes;
-        if (c + 1 < chunks && (st = issue(c + 1)) != DT_OK) return st;
-        if ((e = cudaEventSynchronize(s->stage_ev[c & 1])) != cudaSuccess) return cuda_fail("cudaEventSynchronize", e);
-        memcpy(to + off, s->stage[c & 1], len);
-      }
+  return copy_host(dev, dst, dst, src, n, "cudaMemcpyAsync (device to host)", [&](DevState &s) -> dt_status {
+    const char *from = (const char *)src;
+    char *to = (char *)dst;
+    size_t chunks = (n + kStageBytes - 1) / kStageBytes;
+    dt_status st;
+    /* DMA chunk c + 1 into one buffer while chunk c is copied out of the other */
+    auto issue = [&](size_t c) -> dt_status {
+      size_t off = c * kStageBytes;
+      cudaError_t e = cudaMemcpyAsync(s.stage[c & 1], from + off, stage_len(n, off), cudaMemcpyDeviceToHost, s.stream);
+      if (e != cudaSuccess) return cuda_fail("cudaMemcpyAsync (device to host)", e);
+      if ((e = cudaEventRecord(s.stage_ev[c & 1], s.stream)) != cudaSuccess) return cuda_fail("cudaEventRecord", e);
       return DT_OK;
+    };
+    if ((st = issue(0)) != DT_OK) return st;
+    for (size_t c = 0; c < chunks; c++) {
+      size_t off = c * kStageBytes;
+      cudaError_t e;
+      if (c + 1 < chunks && (st = issue(c + 1)) != DT_OK) return st;
+      if ((e = cudaEventSynchronize(s.stage_ev[c & 1])) != cudaSuccess) return cuda_fail("cudaEventSynchronize", e);
+      memcpy(to + off, s.stage[c & 1], stage_len(n, off));
     }
-  }
-  if ((e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s->stream)) != cudaSuccess)
-    return cuda_fail("cudaMemcpyAsync (device to host)", e);
-  if ((e = cudaStreamSynchronize(s->stream)) != cudaSuccess) return cuda_fail("cudaStreamSynchronize", e);
-  return DT_OK;
+    return DT_OK;
+  });
 }
 
 std::mutex g_peer_mu;
