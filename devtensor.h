@@ -218,6 +218,7 @@ DTDEF dt_module *dt_linear(int64_t in_features, int64_t out_features); /* y = x 
 DTDEF dt_module *dt_relu_layer(void);
 DTDEF dt_module *dt_sequential(void);
 DTDEF dt_status  dt_sequential_add(dt_module *seq, dt_module *layer);   /* takes ownership, also on failure */
+#define DT_MODULE_MAX_DEPTH 64 /* sequentials nest at most this deep (the outermost counts 1): deeper, dt_sequential_add refuses */
 DTDEF dt_module *dt_sequential_get(dt_module *seq, int i);              /* net[i], borrowed */
 DTDEF int        dt_sequential_len(const dt_module *seq);
 DTDEF dt_status  dt_module_to(dt_module *m, dt_device d);               /* params and grads; all or nothing */
@@ -1805,12 +1806,17 @@ struct dt_module {
   /* sequential */
   dt_module **layers;
   int n, cap;
-  int owned;               /* 1 while a sequential holds this module (it has one owner) */
+  dt_module *parent;       /* the sequential that holds this module (it has one owner), or NULL */
+  int height;              /* sequentials from this module down to its deepest layer: 0 for a layer, 1 for a flat sequential */
   /* the parameter table, rebuilt when asked: names as PyTorch's state_dict */
   int nparams;
-  char (*names)[64];
+  char **names;            /* nparams pointers into name_pool */
+  char *name_pool;
   dt_tensor **params, **grads;
 };
+
+/* The longest parameter name: one "index." per sequential (an int has at most 10 digits), then "weight". */
+#define DT__NAME_MAX (DT_MODULE_MAX_DEPTH * 11 + 8)
 
 static dt_module *dt__module_new(const char *op, dt__mkind kind) {
   dt_module *m = (dt_module *)DT_MALLOC(sizeof(dt_module));
@@ -1866,7 +1872,11 @@ DTDEF dt_module *dt_linear(int64_t in_features, int64_t out_features) {
 }
 
 DTDEF dt_module *dt_relu_layer(void) { return dt__module_new("dt_relu_layer", DT__M_RELU); }
-DTDEF dt_module *dt_sequential(void) { return dt__module_new("dt_sequential", DT__M_SEQ); }
+DTDEF dt_module *dt_sequential(void) {
+  dt_module *m = dt__module_new("dt_sequential", DT__M_SEQ);
+  if (m) m->height = 1;
+  return m;
+}
 
 static int dt__module_has_params(const dt_module *m) {
   int i;
@@ -1886,31 +1896,36 @@ static void dt__module_set_place(dt_module *m, dt_device d, dt_dtype t) {
 DTDEF void dt_module_free(dt_module *m) {
   int i;
   if (!m) return;
-  if (m->owned) { dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_module_free: m belongs to a sequential, which frees it"); return; }
+  if (m->parent) { dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_module_free: m belongs to a sequential, which frees it"); return; }
   dt_release(m->weight); dt_release(m->bias); dt_release(m->gweight); dt_release(m->gbias); dt_release(m->input);
-  for (i = 0; i < m->n; i++) { m->layers[i]->owned = 0; dt_module_free(m->layers[i]); }
+  for (i = 0; i < m->n; i++) { m->layers[i]->parent = NULL; dt_module_free(m->layers[i]); } /* at most DT_MODULE_MAX_DEPTH deep */
   if (m->layers) DT_FREE(m->layers);
   if (m->names) DT_FREE(m->names);
+  if (m->name_pool) DT_FREE(m->name_pool);
   if (m->params) DT_FREE(m->params);
   if (m->grads) DT_FREE(m->grads);
   DT_FREE(m);
 }
 
-/* 1 when x is m or one of m's layers, at any depth. */
-static int dt__module_contains(const dt_module *m, const dt_module *x) {
-  int i;
-  if (m == x) return 1;
-  for (i = 0; i < m->n; i++) if (dt__module_contains(m->layers[i], x)) return 1;
-  return 0;
+/* The outermost sequential that holds m (m itself when none does), and how many sequentials
+   lie on the way from it to m, m included when it is one: at most DT_MODULE_MAX_DEPTH steps. */
+static dt_module *dt__module_root(dt_module *m, int *depth) {
+  int d = m->kind == DT__M_SEQ;
+  while (m->parent) { m = m->parent; d++; }
+  if (depth) *depth = d;
+  return m;
 }
 
 DTDEF dt_status dt_sequential_add(dt_module *seq, dt_module *layer) {
   const char *op = "dt_sequential_add";
   char a[48], b[48];
+  dt_module *root, *up;
+  int depth;
   /* not freed on these two failures: its owner, or seq itself, still holds it */
-  if (layer && layer->owned) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: layer already belongs to a sequential (a module has one owner)", op);
-  if (layer && seq && dt__module_contains(layer, seq))
-    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: cannot add a sequential to itself or to one of its own layers", op);
+  if (layer && layer->parent) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: layer already belongs to a sequential (a module has one owner)", op);
+  if (layer && seq) /* layer holds seq when it is seq or one of the sequentials above it */
+    for (up = seq; up; up = up->parent)
+      if (up == layer) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: cannot add a sequential to itself or to one of its own layers", op);
   if (!seq) { dt_module_free(layer); return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: seq is NULL", op); }
   if (!layer) { /* usually dt_sequential_add(net, dt_linear(...)) whose constructor failed: keep its reason */
     char prev[sizeof dt__err_msg];
@@ -1920,28 +1935,36 @@ DTDEF dt_status dt_sequential_add(dt_module *seq, dt_module *layer) {
     return dt__fail(ps, "%s: layer is NULL, after %.900s", op, prev);
   }
   if (seq->kind != DT__M_SEQ) { dt_module_free(layer); return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: seq is not a sequential", op); }
-  if (layer == seq) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: cannot add a sequential to itself", op);
-  if (dt__module_has_params(layer) && !dt_device_equal(layer->device, seq->device)) {
-    if (dt__module_has_params(seq)) {
-      dt_status s = dt__fail(DT_ERR_DEVICE_MISMATCH, "%s: the layer is on %s but the sequential is on %s (move one with dt_module_to)",
-                             op, dt_device_str(layer->device, a, sizeof a), dt_device_str(seq->device, b, sizeof b));
-      dt_module_free(layer);
-      return s;
-    }
-    dt__module_set_place(seq, layer->device, layer->dtype); /* nothing to move yet: follow the layer */
+  root = dt__module_root(seq, &depth);
+  if (depth + layer->height > DT_MODULE_MAX_DEPTH) {
+    dt_status s = dt__fail(DT_ERR_INVALID_ARGUMENT,
+                           "%s: sequentials nest at most %d deep (DT_MODULE_MAX_DEPTH), but seq is %d deep and the layer "
+                           "holds %d more, which would make %d", op, DT_MODULE_MAX_DEPTH, depth, layer->height, depth + layer->height);
+    dt_module_free(layer);
+    return s;
   }
-  if (dt__module_has_params(layer) && layer->dtype != seq->dtype) {
-    if (dt__module_has_params(seq)) {
-      dt_status s = dt__fail(DT_ERR_DTYPE, "%s: the layer is %s but the sequential is %s", op,
-                             dt_dtype_name(layer->dtype), dt_dtype_name(seq->dtype));
+  /* the whole network, from its outermost sequential down, is on one device in one dtype */
+  if (dt__module_has_params(layer) && !dt_device_equal(layer->device, root->device)) {
+    if (dt__module_has_params(root)) {
+      dt_status s = dt__fail(DT_ERR_DEVICE_MISMATCH, "%s: the layer is on %s but the sequential is on %s (move one with dt_module_to)",
+                             op, dt_device_str(layer->device, a, sizeof a), dt_device_str(root->device, b, sizeof b));
       dt_module_free(layer);
       return s;
     }
-    dt__module_set_place(seq, seq->device, layer->dtype);
+    dt__module_set_place(root, layer->device, layer->dtype); /* nothing to move yet: follow the layer */
+  }
+  if (dt__module_has_params(layer) && layer->dtype != root->dtype) {
+    if (dt__module_has_params(root)) {
+      dt_status s = dt__fail(DT_ERR_DTYPE, "%s: the layer is %s but the sequential is %s", op,
+                             dt_dtype_name(layer->dtype), dt_dtype_name(root->dtype));
+      dt_module_free(layer);
+      return s;
+    }
+    dt__module_set_place(root, root->device, layer->dtype);
   }
   if (seq->n == seq->cap) {
     int cap = seq->cap ? seq->cap * 2 : 8;
-    dt_module **l = (dt_module **)DT_MALLOC(sizeof(dt_module *) * (size_t)cap);
+    dt_module **l = seq->cap > INT_MAX / 2 ? NULL : (dt_module **)DT_MALLOC(sizeof(dt_module *) * (size_t)cap);
     if (!l) { dt_module_free(layer); return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); }
     if (seq->n) memcpy(l, seq->layers, sizeof(dt_module *) * (size_t)seq->n);
     if (seq->layers) DT_FREE(seq->layers);
@@ -1949,7 +1972,9 @@ DTDEF dt_status dt_sequential_add(dt_module *seq, dt_module *layer) {
   }
   dt__module_set_place(layer, seq->device, seq->dtype); /* a layer without parameters holds no data */
   seq->layers[seq->n++] = layer;
-  layer->owned = 1;
+  layer->parent = seq;
+  /* the heights above it: each step stops at the first sequential already as high */
+  for (up = seq; up && up->height < layer->height + 1; layer = up, up = up->parent) up->height = layer->height + 1;
   return DT_OK;
 }
 
@@ -2015,7 +2040,7 @@ static dt_status dt__module_convert(const char *op, dt_module *m, dt_device d, d
    whose parameters sit on two devices (or in two dtypes). Staying put is fine. */
 static dt_status dt__module_check_borrowed(const char *op, const dt_module *m, dt_device d, dt_dtype t) {
   char a[48], b[48];
-  if (!m->owned || (dt_device_equal(d, m->device) && t == m->dtype)) return DT_OK;
+  if (!m->parent || (dt_device_equal(d, m->device) && t == m->dtype)) return DT_OK;
   return dt__fail(DT_ERR_INVALID_ARGUMENT,
                   "%s: m is a layer of a sequential (on %s, %s); move the sequential that holds it, so that all its "
                   "parameters stay on one device in one dtype (asked for %s, %s)",
@@ -2039,62 +2064,75 @@ DTDEF dt_status dt_module_to_dtype(dt_module *m, dt_dtype t) {
   return dt__module_convert("dt_module_to_dtype", m, m->device, t);
 }
 
-/* Rebuilds m's parameter table; names as PyTorch's state_dict ("0.weight"). */
-static void dt__params_walk(dt_module *root, dt_module *m, const char *prefix, int *count) {
+/* Walks m's parameters in state_dict order, names as PyTorch's ("0.weight"): counts them in
+   *count and their names' bytes (NULs included) in *bytes, and when root->names is set, fills
+   root's table. prefix (DT__NAME_MAX bytes) holds plen bytes of the name so far; a name never
+   runs past it, as sequentials nest at most DT_MODULE_MAX_DEPTH deep. */
+static void dt__params_walk(dt_module *root, dt_module *m, char *prefix, size_t plen, int *count, size_t *bytes) {
   int i;
   if (m->kind == DT__M_LINEAR) {
     int k;
     for (k = 0; k < 2; k++) {
+      size_t len = plen + (k ? 4 : 6);
       if (root->names && *count < root->nparams) {
-        snprintf(root->names[*count], 64, "%s%s", prefix, k ? "bias" : "weight");
+        char *name = root->name_pool + *bytes;
+        memcpy(name, prefix, plen);
+        memcpy(name + plen, k ? "bias" : "weight", len - plen + 1);
+        root->names[*count] = name;
         root->params[*count] = k ? m->bias : m->weight;
         root->grads[*count] = k ? m->gbias : m->gweight;
       }
       (*count)++;
+      *bytes += len + 1;
     }
   } else if (m->kind == DT__M_SEQ) {
     for (i = 0; i < m->n; i++) {
-      char p[64];
-      snprintf(p, sizeof p, "%s%d.", prefix, i);
-      dt__params_walk(root, m->layers[i], p, count);
+      int w = snprintf(prefix + plen, DT__NAME_MAX - plen, "%d.", i);
+      dt__params_walk(root, m->layers[i], prefix, plen + (size_t)w, count, bytes);
     }
   }
 }
 
+static void dt__params_free(dt_module *m) {
+  if (m->names) DT_FREE(m->names);
+  if (m->name_pool) DT_FREE(m->name_pool);
+  if (m->params) DT_FREE(m->params);
+  if (m->grads) DT_FREE(m->grads);
+  m->names = NULL; m->name_pool = NULL; m->params = m->grads = NULL; m->nparams = 0;
+}
+
+/* Rebuilds m's parameter table: names as PyTorch's state_dict ("0.weight"), as long as they are. */
 static dt_status dt__params_build(const char *op, dt_module *m) {
   int count = 0;
+  size_t bytes = 0;
+  char prefix[DT__NAME_MAX];
   dt_module probe = *m;
   probe.names = NULL;
-  dt__params_walk(&probe, m, "", &count);
-  if (count != m->nparams || !m->names) {
-    if (m->names) DT_FREE(m->names);
-    if (m->params) DT_FREE(m->params);
-    if (m->grads) DT_FREE(m->grads);
-    m->names = NULL; m->params = m->grads = NULL; m->nparams = 0;
-    if (count == 0) return DT_OK;
-    m->names = (char (*)[64])DT_MALLOC(64 * (size_t)count);
-    m->params = (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)count);
-    m->grads = (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)count);
-    if (!m->names || !m->params || !m->grads) {
-      if (m->names) DT_FREE(m->names);
-      if (m->params) DT_FREE(m->params);
-      if (m->grads) DT_FREE(m->grads);
-      m->names = NULL; m->params = m->grads = NULL;
-      return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
-    }
-    m->nparams = count;
+  dt__params_walk(&probe, m, prefix, 0, &count, &bytes);
+  dt__params_free(m);
+  if (count == 0) return DT_OK;
+  m->names = (char **)DT_MALLOC(sizeof(char *) * (size_t)count);
+  m->name_pool = (char *)DT_MALLOC(bytes);
+  m->params = (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)count);
+  m->grads = (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)count);
+  if (!m->names || !m->name_pool || !m->params || !m->grads) {
+    dt__params_free(m);
+    return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
   }
-  count = 0;
-  dt__params_walk(m, m, "", &count);
+  m->nparams = count;
+  count = 0; bytes = 0;
+  dt__params_walk(m, m, prefix, 0, &count, &bytes);
   return DT_OK;
 }
 
 DTDEF int dt_module_num_params(const dt_module *m) {
   int count = 0;
+  size_t bytes = 0;
+  char prefix[DT__NAME_MAX];
   dt_module probe;
   if (!m) { dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_module_num_params: m is NULL"); return -1; }
   probe = *m; probe.names = NULL;
-  dt__params_walk(&probe, (dt_module *)m, "", &count);
+  dt__params_walk(&probe, (dt_module *)m, prefix, 0, &count, &bytes);
   return count;
 }
 
@@ -2129,35 +2167,53 @@ DTDEF dt_tensor *dt_linear_bias(dt_module *m) {
   return m->bias;
 }
 
-/* The first parameter's name and tensor, for messages. */
+/* The first parameter's name, for messages ("the module" when it has none). */
 static const char *dt__first_param(dt_module *m, char *buf, size_t n) {
-  int count = 0;
-  dt_module probe = *m;
-  char names[2][64];
-  dt_tensor *p[2], *g[2];
-  probe.names = names; probe.params = p; probe.grads = g; probe.nparams = 1;
-  dt__params_walk(&probe, m, "", &count);
-  snprintf(buf, n, "%s", count ? names[0] : "the module");
+  int i;
+  size_t at = 0;
+  for (;;) {
+    if (m->kind == DT__M_LINEAR && m->weight) { snprintf(buf + at, n - at, "weight"); return buf; }
+    if (m->kind != DT__M_SEQ) break;
+    for (i = 0; i < m->n && !dt__module_has_params(m->layers[i]); i++) {}
+    if (i == m->n) break;
+    at += (size_t)snprintf(buf + at, n - at, "%d.", i);
+    if (at >= n) return buf;
+    m = m->layers[i];
+  }
+  snprintf(buf, n, "the module");
   return buf;
 }
 
-static dt_tensor *dt__forward(const char *op, dt_module *m, const dt_tensor *x) {
+/* Where a forward is: the network's input, and the path of the layer running ("2.", "1.0."). */
+typedef struct dt__fwd { const dt_tensor *input; char path[DT__NAME_MAX]; size_t plen; } dt__fwd;
+
+/* A linear layer's input that does not fit: names the layer and the network's input,
+   "layer 2 (linear, 3 -> 1) takes 3 features, but its input has shape (4, 2) (the network's input has shape (4, 5))". */
+static void dt__forward_misfit(const char *op, const dt_module *m, const dt_tensor *x, const dt__fwd *fw) {
+  char want[64], in[24], xs[200], ns[200], who[DT__NAME_MAX + 64];
+  if (m->in) snprintf(in, sizeof in, "%lld", (long long)m->in); else snprintf(in, sizeof in, "lazy");
+  if (x->shape.ndim != 2) snprintf(want, sizeof want, "input of shape (n, %s)", m->in ? in : "in_features");
+  else snprintf(want, sizeof want, "%lld features", (long long)m->in);
+  if (fw->plen) snprintf(who, sizeof who, "layer %.*s (linear, %s -> %lld)", (int)fw->plen - 1, fw->path, in, (long long)m->out);
+  else snprintf(who, sizeof who, "the layer (linear, %s -> %lld)", in, (long long)m->out);
+  dt__shape_str(&x->shape, xs, sizeof xs);
+  if (x == fw->input)
+    dt__fail(DT_ERR_SHAPE, "%s: %s takes %s, but %s has shape %s", op, who, want, fw->plen ? "the network's input" : "the input", xs);
+  else
+    dt__fail(DT_ERR_SHAPE, "%s: %s takes %s, but its input has shape %s (the network's input has shape %s)", op, who, want, xs,
+             dt__shape_str(&fw->input->shape, ns, sizeof ns));
+}
+
+static dt_tensor *dt__forward(const char *op, dt_module *m, const dt_tensor *x, dt__fwd *fw) {
   dt_tensor *y, *cur;
   int i;
   switch (m->kind) {
     case DT__M_LINEAR: {
-      char sb[200];
       dt__bcast g;
       dt_status s;
-      if (x->shape.ndim != 2) {
-        dt__fail(DT_ERR_SHAPE, "%s: a linear layer takes x of shape (n, in_features), got %s", op, dt__shape_str(&x->shape, sb, sizeof sb));
-        return NULL;
-      }
+      if (x->shape.ndim != 2) { dt__forward_misfit(op, m, x, fw); return NULL; }
       if (!m->weight && dt__linear_init(op, m, x->shape.dims[1]) != DT_OK) return NULL;
-      if (x->shape.dims[1] != m->in) {
-        dt__fail(DT_ERR_SHAPE, "%s: x has shape %s but the layer takes %lld features", op, dt__shape_str(&x->shape, sb, sizeof sb), (long long)m->in);
-        return NULL;
-      }
+      if (x->shape.dims[1] != m->in) { dt__forward_misfit(op, m, x, fw); return NULL; }
       /* y: (n, out) = bias broadcast over rows, then += x W^T */
       if (!(y = dt__new(op, dt_shape2(x->shape.dims[0], m->out), m->dtype, m->device))) return NULL;
       if (y->numel > 0) {
@@ -2180,23 +2236,27 @@ static dt_tensor *dt__forward(const char *op, dt_module *m, const dt_tensor *x) 
       m->input = dt_retain((dt_tensor *)x);
       m->out_shape = y->shape;
       return y;
-    case DT__M_SEQ:
+    case DT__M_SEQ: {
+      size_t plen = fw->plen;
       cur = dt_retain((dt_tensor *)x);
       for (i = 0; i < m->n && cur; i++) {
-        y = dt__forward(op, m->layers[i], cur);
+        fw->plen = plen + (size_t)snprintf(fw->path + plen, sizeof fw->path - plen, "%d.", i);
+        y = dt__forward(op, m->layers[i], cur, fw);
         dt_release(cur);
         cur = y;
       }
+      fw->plen = plen;
       if (cur) m->out_shape = cur->shape;
       else dt__module_drop_saved(m); /* the layers before the failing one saved this forward: no backward through a mix */
       return cur;
+    }
   }
   return NULL;
 }
 
 DTDEF dt_tensor *dt_forward(dt_module *m, const dt_tensor *x) {
   const char *op = "dt_forward";
-  char a[48], b[48], pn[64];
+  char a[48], b[48], pn[DT__NAME_MAX];
   if (!m) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op); return NULL; }
   if (dt__check_tensor(op, "x", x) != DT_OK) return NULL;
   if (!dt_device_equal(x->st->device, m->device)) {
@@ -2208,7 +2268,11 @@ DTDEF dt_tensor *dt_forward(dt_module *m, const dt_tensor *x) {
     dt__fail(DT_ERR_DTYPE, "%s: x is %s but the module is %s (convert with dt_cast)", op, dt_dtype_name(x->dtype), dt_dtype_name(m->dtype));
     return NULL;
   }
-  return dt__forward(op, m, x);
+  {
+    dt__fwd fw;
+    fw.input = x; fw.plen = 0; fw.path[0] = 0;
+    return dt__forward(op, m, x, &fw);
+  }
 }
 
 /* One layer's check before going back: a forward to go back through, and a gradient shaped
@@ -2414,6 +2478,14 @@ DTDEF dt_tensor *dt_mse_loss_grad(const dt_tensor *pred, const dt_tensor *target
 }
 
 /* ---- safetensors ---- */
+#if defined(_WIN32)
+#include <sys/stat.h>
+#else
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#endif
 /* safetensors: 8-byte little-endian header length N, N bytes of JSON
    {"name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]}, ...,
     "__metadata__": {...}}, then the raw little-endian data. The tensors' byte ranges,
@@ -2487,108 +2559,283 @@ done:
 }
 
 /* ---- a small JSON reader, for the header only ---- */
+/* It takes what serde_json (the reader of the format's reference implementation) takes and
+   refuses what it refuses (RFC 8259): whitespace is space, tab, CR and LF; literals are
+   exactly true, false, null; numbers have no '+', no leading zeros, digits on both sides of
+   a '.', and must be finite as doubles; strings have no control characters, only the escapes
+   \" \\ \/ \b \f \n \r \t \uXXXX (four hex digits, surrogates in pairs); containers have no
+   trailing commas and nest at most 127 deep (serde_json's limit). UTF-8 is checked over the
+   whole header first, as the reference does. A failure leaves its reason in `why`. */
 
-typedef struct dt__json { const char *p, *end; } dt__json;
+#define DT__JSON_MAX_DEPTH 127
+
+typedef struct dt__json { const char *p, *begin, *end; int depth; const char *why, *at; } dt__json;
+
+static int dt__json_bad(dt__json *j, const char *why) {
+  if (!j->why) { j->why = why; j->at = j->p; }
+  return 0;
+}
+
+/* Strict UTF-8 (no overlong forms, no surrogates, nothing past U+10FFFF); returns the offset of
+   the first bad byte, or n. */
+static size_t dt__utf8_check(const unsigned char *s, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+    unsigned c = s[i], need, cp, k;
+    if (c < 0x80) { i++; continue; }
+    if (c >= 0xc2 && c <= 0xdf) { need = 1; cp = c & 0x1f; }
+    else if (c >= 0xe0 && c <= 0xef) { need = 2; cp = c & 0x0f; }
+    else if (c >= 0xf0 && c <= 0xf4) { need = 3; cp = c & 0x07; }
+    else return i;
+    if (n - i <= need) return i;
+    for (k = 1; k <= need; k++) {
+      if ((s[i + k] & 0xc0) != 0x80) return i;
+      cp = (cp << 6) | (s[i + k] & 0x3f);
+    }
+    if ((need == 2 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (need == 3 && (cp < 0x10000 || cp > 0x10ffff))) return i;
+    i += need + 1;
+  }
+  return n;
+}
 
 static void dt__json_ws(dt__json *j) { while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r')) j->p++; }
 static int dt__json_eat(dt__json *j, char c) { dt__json_ws(j); if (j->p < j->end && *j->p == c) { j->p++; return 1; } return 0; }
+static int dt__json_peek(dt__json *j, char c) { dt__json_ws(j); return j->p < j->end && *j->p == c; }
 
-/* A string into out (NUL-terminated; at most cap - 1 bytes, else fails); out NULL skips it. */
-static int dt__json_string(dt__json *j, char *out, size_t cap) {
-  size_t n = 0;
-  if (!dt__json_eat(j, '"')) return 0;
-  while (j->p < j->end && *j->p != '"') {
-    char c = *j->p++;
-    if ((unsigned char)c < 0x20) return 0;
-    if (c == '\\') {
-      if (j->p >= j->end) return 0;
-      c = *j->p++;
-      switch (c) {
-        case '"': case '\\': case '/': break;
-        case 'b': c = '\b'; break; case 'f': c = '\f'; break; case 'n': c = '\n'; break;
-        case 'r': c = '\r'; break; case 't': c = '\t'; break;
-        case 'u': { int k; unsigned v = 0;
-          if (j->end - j->p < 4) return 0;
-          for (k = 0; k < 4; k++) { char h = *j->p++; v = v * 16 + (unsigned)(h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : 99); if (v > 0xffff) return 0; }
-          if (v == 0 || v > 0x7f) c = '?'; else c = (char)v; /* names are ASCII: others never match */
-          break; }
-        default: return 0;
-      }
-    }
-    if (out) { if (n + 1 >= cap) return 0; out[n++] = c; }
+static int dt__json_hex4(dt__json *j, unsigned *v) {
+  int k;
+  *v = 0;
+  for (k = 0; k < 4; k++) {
+    char h = j->p < j->end ? *j->p : 0;
+    unsigned d = h >= '0' && h <= '9' ? (unsigned)(h - '0') : h >= 'a' && h <= 'f' ? (unsigned)(h - 'a' + 10) : h >= 'A' && h <= 'F' ? (unsigned)(h - 'A' + 10) : 16;
+    if (d == 16) return dt__json_bad(j, "a \\u escape needs four hex digits");
+    *v = *v * 16 + d;
+    j->p++;
   }
-  if (j->p >= j->end) return 0;
-  j->p++;
-  if (out) out[n] = 0;
   return 1;
 }
 
+/* A string: its bytes, escapes decoded (as UTF-8), into out when out is not NULL: at most
+   cap - 1 of them, then a NUL; *len gets its whole length (a longer one fits no name here). */
+static int dt__json_string(dt__json *j, char *out, size_t cap, size_t *len) {
+  size_t n = 0;
+  if (!dt__json_eat(j, '"')) return dt__json_bad(j, "expected a string");
+  for (;;) {
+    unsigned char c;
+    unsigned cp;
+    char u[4];
+    int k, nu = 1;
+    if (j->p >= j->end) return dt__json_bad(j, "an unterminated string");
+    c = (unsigned char)*j->p;
+    if (c == '"') break;
+    if (c < 0x20) return dt__json_bad(j, "a control character in a string (escape it)");
+    j->p++;
+    u[0] = (char)c;
+    if (c == '\\') {
+      char e = j->p < j->end ? *j->p : 0;
+      j->p++;
+      switch (e) {
+        case '"': case '\\': case '/': u[0] = e; break;
+        case 'b': u[0] = '\b'; break; case 'f': u[0] = '\f'; break; case 'n': u[0] = '\n'; break;
+        case 'r': u[0] = '\r'; break; case 't': u[0] = '\t'; break;
+        case 'u':
+          if (!dt__json_hex4(j, &cp)) return 0;
+          if (cp >= 0xdc00 && cp <= 0xdfff) return dt__json_bad(j, "a lone low surrogate in a \\u escape");
+          if (cp >= 0xd800 && cp <= 0xdbff) {
+            unsigned lo;
+            if (j->end - j->p < 2 || j->p[0] != '\\' || j->p[1] != 'u') return dt__json_bad(j, "a lone high surrogate in a \\u escape");
+            j->p += 2;
+            if (!dt__json_hex4(j, &lo)) return 0;
+            if (lo < 0xdc00 || lo > 0xdfff) return dt__json_bad(j, "a high surrogate not followed by a low one");
+            cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+          }
+          if (cp < 0x80) u[0] = (char)cp;
+          else if (cp < 0x800) { u[0] = (char)(0xc0 | (cp >> 6)); u[1] = (char)(0x80 | (cp & 0x3f)); nu = 2; }
+          else if (cp < 0x10000) { u[0] = (char)(0xe0 | (cp >> 12)); u[1] = (char)(0x80 | ((cp >> 6) & 0x3f)); u[2] = (char)(0x80 | (cp & 0x3f)); nu = 3; }
+          else { u[0] = (char)(0xf0 | (cp >> 18)); u[1] = (char)(0x80 | ((cp >> 12) & 0x3f)); u[2] = (char)(0x80 | ((cp >> 6) & 0x3f)); u[3] = (char)(0x80 | (cp & 0x3f)); nu = 4; }
+          break;
+        default: j->p--; return dt__json_bad(j, "an unknown escape in a string");
+      }
+    }
+    for (k = 0; k < nu; k++, n++) if (out && n + 1 < cap) out[n] = u[k];
+  }
+  j->p++;
+  if (out && cap) out[n < cap ? n : cap - 1] = 0;
+  if (len) *len = n;
+  return 1;
+}
+
+static int dt__json_digit(const dt__json *j) { return j->p < j->end && *j->p >= '0' && *j->p <= '9'; }
+
+/* A number, checked: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?, finite as a double. */
+static int dt__json_number(dt__json *j) {
+  const char *ip, *ie, *fp = NULL, *fe = NULL, *d;
+  long e10 = 0, lead = -1, at = 0;
+  int eneg = 0;
+  static const char dmax[] = "1797693134862315807937289714053034150799"; /* DBL_MAX rounds up to infinity from here */
+  if (j->p < j->end && *j->p == '-') j->p++;
+  if (!dt__json_digit(j)) return dt__json_bad(j, "expected a value");
+  ip = j->p;
+  if (*j->p == '0') j->p++;
+  else while (dt__json_digit(j)) j->p++;
+  ie = j->p;
+  if (j->p < j->end && *j->p == '.') {
+    j->p++;
+    if (!dt__json_digit(j)) return dt__json_bad(j, "a number with no digit after its '.'");
+    fp = j->p;
+    while (dt__json_digit(j)) j->p++;
+    fe = j->p;
+  }
+  if (j->p < j->end && (*j->p == 'e' || *j->p == 'E')) {
+    j->p++;
+    if (j->p < j->end && (*j->p == '+' || *j->p == '-')) eneg = *j->p++ == '-';
+    if (!dt__json_digit(j)) return dt__json_bad(j, "a number with no digit in its exponent");
+    while (dt__json_digit(j)) { if (e10 < 100000000L) e10 = e10 * 10 + (*j->p - '0'); j->p++; }
+    if (eneg) e10 = -e10;
+  }
+  /* the power of ten of the first nonzero digit, against DBL_MAX's 308 */
+  for (d = ip; d < ie && lead < 0; d++, at++) if (*d != '0') lead = at;
+  for (d = fp; fp && d < fe && lead < 0; d++, at++) if (*d != '0') lead = at;
+  if (lead < 0) return 1; /* zero */
+  e10 += (long)(ie - ip) - 1 - lead;
+  if (e10 < 308) return 1;
+  if (e10 == 308) { /* compare the digits with DBL_MAX's rounding boundary */
+    int k = 0, cmp = 0;
+    for (d = ip; d < ie && cmp == 0; d++) if (d - ip >= lead) cmp = k < 40 ? *d - dmax[k++] : (*d != '0');
+    for (d = fp; fp && d < fe && cmp == 0; d++) if ((ie - ip) + (d - fp) >= lead) cmp = k < 40 ? *d - dmax[k++] : (*d != '0');
+    if (cmp < 0 || (cmp == 0 && k <= 40)) return 1;
+  }
+  return dt__json_bad(j, "a number out of a double's range");
+}
+
+/* An unsigned integer that serde_json reads as a usize: digits only (no sign, '.', exponent,
+   leading zero), at most 2^64 - 1. */
 static int dt__json_uint(dt__json *j, uint64_t *v) {
-  int digits = 0;
   dt__json_ws(j);
   *v = 0;
-  while (j->p < j->end && *j->p >= '0' && *j->p <= '9') {
-    if (*v > ((uint64_t)1 << 53)) return 0;
-    *v = *v * 10 + (uint64_t)(*j->p++ - '0');
-    digits++;
-  }
-  return digits > 0 && *v <= ((uint64_t)1 << 53);
-}
-
-static int dt__json_skip(dt__json *j, int depth) {
-  if (depth > 32) return 0;
-  dt__json_ws(j);
-  if (j->p >= j->end) return 0;
-  if (*j->p == '"') return dt__json_string(j, NULL, 0);
-  if (*j->p == '{' || *j->p == '[') {
-    char close = *j->p == '{' ? '}' : ']';
-    int obj = *j->p == '{', first = 1;
-    j->p++;
-    while (!dt__json_eat(j, close)) {
-      if (!first && !dt__json_eat(j, ',')) return 0;
-      first = 0;
-      if (obj && (!dt__json_string(j, NULL, 0) || !dt__json_eat(j, ':'))) return 0;
-      if (!dt__json_skip(j, depth + 1)) return 0;
+  if (!dt__json_digit(j)) return dt__json_bad(j, "expected a non-negative integer");
+  if (*j->p == '0') j->p++;
+  else
+    while (dt__json_digit(j)) {
+      unsigned dg = (unsigned)(*j->p - '0');
+      if (*v > (UINT64_MAX - dg) / 10) return dt__json_bad(j, "an integer past 2^64 - 1");
+      *v = *v * 10 + dg;
+      j->p++;
     }
-    return 1;
-  }
-  /* numbers, true, false, null */
-  if (!(*j->p == '-' || (*j->p >= '0' && *j->p <= '9') || *j->p == 't' || *j->p == 'f' || *j->p == 'n')) return 0;
-  while (j->p < j->end && *j->p != ',' && *j->p != '}' && *j->p != ']' && *j->p != ' ' && *j->p != '\n' && *j->p != '\t' && *j->p != '\r') j->p++;
+  if (j->p < j->end && (*j->p == '.' || *j->p == 'e' || *j->p == 'E')) return dt__json_bad(j, "expected an integer, not a fraction");
   return 1;
 }
 
-typedef struct dt__st_entry { int seen, idx; char dtype[16]; int ndim; int64_t dims[DT_MAX_DIMS]; uint64_t begin, end; } dt__st_entry;
+static int dt__json_open(dt__json *j, char c) {
+  if (!dt__json_eat(j, c)) return dt__json_bad(j, c == '{' ? "expected an object" : "expected an array");
+  if (++j->depth > DT__JSON_MAX_DEPTH) return dt__json_bad(j, "containers nested more than 127 deep");
+  return 1;
+}
 
-/* One tensor's description: {"dtype": ..., "shape": [...], "data_offsets": [b, e]} */
+/* Between the members of an object or array: 1 for another, 0 at its end (closed), -1 on an error. */
+static int dt__json_next(dt__json *j, char close, int first) {
+  if (dt__json_eat(j, close)) { j->depth--; return 0; }
+  if (!first && !dt__json_eat(j, ',')) { dt__json_bad(j, close == '}' ? "expected ',' or '}'" : "expected ',' or ']'"); return -1; }
+  if (!first && dt__json_peek(j, close)) { dt__json_bad(j, "a trailing comma"); return -1; }
+  return 1;
+}
+
+/* Any value, checked and skipped. */
+static int dt__json_skip(dt__json *j) {
+  int first, r;
+  dt__json_ws(j);
+  if (j->p >= j->end) return dt__json_bad(j, "expected a value");
+  switch (*j->p) {
+    case '"': return dt__json_string(j, NULL, 0, NULL);
+    case '{': case '[': {
+      char close = *j->p == '{' ? '}' : ']';
+      if (!dt__json_open(j, *j->p)) return 0;
+      for (first = 1; (r = dt__json_next(j, close, first)) > 0; first = 0) {
+        if (close == '}' && (!dt__json_string(j, NULL, 0, NULL) || !dt__json_eat(j, ':'))) return dt__json_bad(j, "expected \"key\": value");
+        if (!dt__json_skip(j)) return 0;
+      }
+      return r == 0;
+    }
+    case 't': case 'f': case 'n': {
+      const char *lit = *j->p == 't' ? "true" : *j->p == 'f' ? "false" : "null";
+      size_t n = strlen(lit);
+      if ((size_t)(j->end - j->p) < n || memcmp(j->p, lit, n) != 0) return dt__json_bad(j, "an unknown word (JSON has true, false and null)");
+      j->p += n;
+      return 1;
+    }
+    default: return dt__json_number(j);
+  }
+}
+
+typedef struct dt__st_entry {
+  int seen, idx, ndim;           /* ndim: all the dims the file gives; the first DT_MAX_DIMS are kept */
+  char dtype[16];
+  size_t dtype_len;
+  uint64_t dims[DT_MAX_DIMS], begin, end;
+} dt__st_entry;
+
+/* The dtypes the format knows (its reference's Dtype): others are not safetensors. */
+static int dt__st_known_dtype(const dt__st_entry *e) {
+  static const char *const known[] = {"BOOL", "U8", "I8", "I16", "U16", "F16", "BF16", "I32", "U32", "F32", "F64", "I64",
+                                      "U64", "C64", "F4", "F6_E2M3", "F6_E3M2", "F8_E5M2", "F8_E4M3", "F8_E8M0", "E8M0"};
+  size_t i;
+  for (i = 0; i < sizeof known / sizeof known[0]; i++)
+    if (e->dtype_len == strlen(known[i]) && strcmp(e->dtype, known[i]) == 0) return 1;
+  return 0;
+}
+
+/* One tensor's description: {"dtype": "F32", "shape": [2, 3], "data_offsets": [b, e]}, each
+   key once; other keys are skipped (their values checked), as serde's derive does. */
 static int dt__st_parse_entry(dt__json *j, dt__st_entry *e) {
-  char key[32];
-  int first = 1, have = 0;
-  if (!dt__json_eat(j, '{')) return 0;
-  while (!dt__json_eat(j, '}')) {
-    if (!first && !dt__json_eat(j, ',')) return 0;
-    first = 0;
-    if (!dt__json_string(j, key, sizeof key) || !dt__json_eat(j, ':')) return 0;
-    if (strcmp(key, "dtype") == 0) {
-      if (!dt__json_string(j, e->dtype, sizeof e->dtype)) return 0;
-      have |= 1;
-    } else if (strcmp(key, "shape") == 0) {
+  static const char *const keys[3] = {"dtype", "shape", "data_offsets"};
+  char key[16];
+  size_t klen;
+  int first, r, have = 0, k;
+  if (!dt__json_open(j, '{')) return 0;
+  for (first = 1; (r = dt__json_next(j, '}', first)) > 0; first = 0) {
+    if (!dt__json_string(j, key, sizeof key, &klen) || !dt__json_eat(j, ':')) return dt__json_bad(j, "expected \"key\": value");
+    for (k = 0; k < 3 && !(klen == strlen(keys[k]) && strcmp(key, keys[k]) == 0); k++) {}
+    if (k < 3 && (have & (1 << k))) return dt__json_bad(j, k == 0 ? "a second \"dtype\"" : k == 1 ? "a second \"shape\"" : "a second \"data_offsets\"");
+    if (k < 3) have |= 1 << k;
+    if (k == 0) {
+      if (!dt__json_peek(j, '"')) return dt__json_bad(j, "\"dtype\" must be a string");
+      if (!dt__json_string(j, e->dtype, sizeof e->dtype, &e->dtype_len)) return 0;
+    } else if (k == 1) {
+      int fr, r2;
       uint64_t v;
       e->ndim = 0;
-      if (!dt__json_eat(j, '[')) return 0;
-      while (!dt__json_eat(j, ']')) {
-        if (e->ndim > 0 && !dt__json_eat(j, ',')) return 0;
-        if (e->ndim >= DT_MAX_DIMS || !dt__json_uint(j, &v)) return 0;
-        e->dims[e->ndim++] = (int64_t)v;
+      if (!dt__json_open(j, '[')) return dt__json_bad(j, "\"shape\" must be an array of non-negative integers");
+      for (fr = 1; (r2 = dt__json_next(j, ']', fr)) > 0; fr = 0) {
+        if (!dt__json_uint(j, &v)) return 0;
+        if (e->ndim < DT_MAX_DIMS) e->dims[e->ndim] = v;
+        e->ndim++;
       }
-      have |= 2;
-    } else if (strcmp(key, "data_offsets") == 0) {
-      if (!dt__json_eat(j, '[') || !dt__json_uint(j, &e->begin) || !dt__json_eat(j, ',') ||
-          !dt__json_uint(j, &e->end) || !dt__json_eat(j, ']')) return 0;
-      have |= 4;
-    } else if (!dt__json_skip(j, 1)) return 0;
+      if (r2 < 0) return 0;
+    } else if (k == 2) {
+      if (!dt__json_open(j, '[')) return dt__json_bad(j, "\"data_offsets\" must be [begin, end]");
+      if (!dt__json_uint(j, &e->begin) || !dt__json_eat(j, ',') || !dt__json_uint(j, &e->end) || !dt__json_eat(j, ']'))
+        return dt__json_bad(j, "\"data_offsets\" must be [begin, end]");
+      j->depth--;
+    } else if (!dt__json_skip(j)) return 0;
   }
-  return have == 7;
+  if (r < 0) return 0;
+  if (have != 7) return dt__json_bad(j, !(have & 1) ? "no \"dtype\"" : !(have & 2) ? "no \"shape\"" : "no \"data_offsets\"");
+  return 1;
+}
+
+/* "__metadata__": an object of strings, or null (the reference's Option<HashMap<String, String>>). */
+static int dt__st_parse_metadata(dt__json *j) {
+  int first, r;
+  dt__json_ws(j);
+  if (j->end - j->p >= 4 && memcmp(j->p, "null", 4) == 0) { j->p += 4; return 1; }
+  if (!dt__json_peek(j, '{')) return dt__json_bad(j, "\"__metadata__\" must be an object of strings");
+  if (!dt__json_open(j, '{')) return 0;
+  for (first = 1; (r = dt__json_next(j, '}', first)) > 0; first = 0) {
+    if (!dt__json_string(j, NULL, 0, NULL) || !dt__json_eat(j, ':')) return dt__json_bad(j, "expected \"key\": value");
+    if (!dt__json_peek(j, '"')) return dt__json_bad(j, "\"__metadata__\"'s values must be strings");
+    if (!dt__json_string(j, NULL, 0, NULL)) return 0;
+  }
+  return r == 0;
 }
 
 /* Data offsets in file order: by begin, then end (zero-byte tensors first at a shared offset). */
@@ -2598,165 +2845,284 @@ static int dt__st_cmp(const void *a, const void *b) {
   return x->end < y->end ? -1 : x->end > y->end;
 }
 
+/* A file read front to back. POSIX: opened without blocking and refused unless it is a regular
+   file (a FIFO would wait for a writer forever; a directory or a device is no safetensors file). */
+typedef struct dt__rfile {
+#if defined(_WIN32)
+  FILE *f;
+#else
+  int fd;
+#endif
+} dt__rfile;
+
+static dt_status dt__rfile_open(const char *op, const char *path, dt__rfile *r) {
+  const char *kind = NULL;
+#if defined(_WIN32)
+  struct _stat64 st;
+  if (_stat64(path, &st) == 0 && (st.st_mode & _S_IFMT) != _S_IFREG) kind = (st.st_mode & _S_IFMT) == _S_IFDIR ? "a directory" : "";
+  if (!kind && !(r->f = fopen(path, "rb"))) return dt__fail(DT_ERR_IO, "%s: cannot open %s", op, path);
+#else
+  struct stat st;
+  int fd, fl;
+  do fd = open(path, O_RDONLY | O_NONBLOCK); while (fd < 0 && errno == EINTR);
+  if (fd < 0) return dt__fail(DT_ERR_IO, "%s: cannot open %s", op, path);
+  if (fstat(fd, &st) != 0) { close(fd); return dt__fail(DT_ERR_IO, "%s: cannot read %s", op, path); }
+  if (!S_ISREG(st.st_mode))
+    kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) ? "a character device"
+         : S_ISBLK(st.st_mode) ? "a block device" : "";
+  if (kind) close(fd);
+  else {
+    if ((fl = fcntl(fd, F_GETFL)) >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK); /* reads of a regular file never wait anyway */
+    r->fd = fd;
+  }
+#endif
+  if (kind) return dt__fail(DT_ERR_IO, "%s: %s is %s%snot a regular file", op, path, kind, kind[0] ? ", " : "");
+  return DT_OK;
+}
+
+/* n bytes into buf: 1 when they all came, 0 when the file ended first, -1 on an error; *got: how many came. */
+static int dt__rfile_read(dt__rfile *r, void *buf, size_t n, size_t *got) {
+  size_t at = 0;
+#if defined(_WIN32)
+  at = fread(buf, 1, n, r->f);
+  if (got) *got = at;
+  return at == n ? 1 : ferror(r->f) ? -1 : 0;
+#else
+  while (at < n) {
+    size_t want = n - at < ((size_t)1 << 30) ? n - at : ((size_t)1 << 30);
+    long k = (long)read(r->fd, (char *)buf + at, want);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) { if (got) *got = at; return k < 0 ? -1 : 0; }
+    at += (size_t)k;
+  }
+  if (got) *got = at;
+  return 1;
+#endif
+}
+
+static void dt__rfile_close(dt__rfile *r) {
+#if defined(_WIN32)
+  fclose(r->f);
+#else
+  close(r->fd);
+#endif
+}
+
+/* Reading: the header's length and its bytes, in a buffer that grows as they arrive (a length
+   that lies about a short file costs no more memory than the file holds). */
+static dt_status dt__st_read_header(const char *op, const char *path, dt__rfile *f, char **hdr_out, size_t *hlen_out) {
+  unsigned char lenbuf[8];
+  uint64_t hlen = 0;
+  size_t got = 0, cap, want;
+  char *hdr;
+  int k, rc;
+  if ((rc = dt__rfile_read(f, lenbuf, 8, &got)) != 1) {
+    if (rc < 0) return dt__fail(DT_ERR_IO, "%s: cannot read %s", op, path);
+    return dt__fail(DT_ERR_FORMAT, "%s: %s is too short for a safetensors file (%zu bytes)", op, path, got);
+  }
+  for (k = 7; k >= 0; k--) hlen = (hlen << 8) | lenbuf[k];
+  if (hlen < 2 || hlen > DT__ST_MAX_HEADER)
+    return dt__fail(DT_ERR_FORMAT, "%s: %s: header length %llu is not within the format's 2 bytes to 100 MB", op, path, (unsigned long long)hlen);
+  cap = (size_t)(hlen < 65536 ? hlen : 65536);
+  got = 0;
+  if (!(hdr = (char *)DT_MALLOC(cap + 1))) return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+  while (got < (size_t)hlen) {
+    if (got == cap) {
+      size_t ncap = cap * 2 < (size_t)hlen ? cap * 2 : (size_t)hlen;
+      char *bigger = (char *)DT_MALLOC(ncap + 1);
+      if (!bigger) { DT_FREE(hdr); return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); }
+      memcpy(bigger, hdr, got);
+      DT_FREE(hdr);
+      hdr = bigger; cap = ncap;
+    }
+    want = cap - got;
+    if ((rc = dt__rfile_read(f, hdr + got, want, NULL)) != 1) {
+      DT_FREE(hdr);
+      if (rc < 0) return dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
+      return dt__fail(DT_ERR_FORMAT, "%s: %s: header length %llu runs past the end of the file", op, path, (unsigned long long)hlen);
+    }
+    got = cap;
+  }
+  hdr[hlen] = 0;
+  *hdr_out = hdr; *hlen_out = (size_t)hlen;
+  return DT_OK;
+}
+
+/* Validating the JSON, and matching its tensors to the module's names: ents[i] gets the entry of
+   m->names[i]. Each tensor once, none the module lacks. */
+static dt_status dt__st_parse_header(const char *op, const char *path, dt_module *m, const char *hdr, size_t hlen, dt__st_entry *ents) {
+  char name[DT__NAME_MAX + 1];
+  size_t nlen, bad;
+  dt__json j;
+  int first, r, meta = 0, i;
+  if ((bad = dt__utf8_check((const unsigned char *)hdr, hlen)) < hlen)
+    return dt__fail(DT_ERR_FORMAT, "%s: %s: the header is not valid UTF-8 (byte %zu of the file)", op, path, bad + 8);
+  memset(&j, 0, sizeof j);
+  j.p = j.begin = hdr; j.end = hdr + hlen;
+  if (!dt__json_open(&j, '{')) goto bad_json;
+  for (first = 1; (r = dt__json_next(&j, '}', first)) > 0; first = 0) {
+    dt__st_entry e;
+    if (!dt__json_string(&j, name, sizeof name, &nlen) || !dt__json_eat(&j, ':')) { dt__json_bad(&j, "expected \"name\": {...}"); goto bad_json; }
+    if (nlen == 12 && memcmp(name, "__metadata__", 12) == 0) {
+      if (meta++) { dt__json_bad(&j, "a second \"__metadata__\""); goto bad_json; }
+      if (!dt__st_parse_metadata(&j)) goto bad_json;
+      continue;
+    }
+    memset(&e, 0, sizeof e);
+    if (!dt__st_parse_entry(&j, &e))
+      return dt__fail(DT_ERR_FORMAT, "%s: %s: the entry of \"%.200s\" is not valid: %s (byte %ld of the file)", op, path, name,
+                      j.why ? j.why : "malformed", (long)(j.at - hdr) + 8);
+    for (i = 0; i < m->nparams && !(nlen == strlen(m->names[i]) && memcmp(m->names[i], name, nlen) == 0); i++) {}
+    if (i == m->nparams)
+      return dt__fail(DT_ERR_FORMAT, "%s: %s holds \"%.200s%s\", which the module does not have", op, path, name, nlen > 200 ? "..." : "");
+    if (ents[i].seen) return dt__fail(DT_ERR_FORMAT, "%s: %s holds \"%s\" twice", op, path, m->names[i]);
+    ents[i] = e;
+    ents[i].seen = 1;
+    ents[i].idx = i;
+  }
+  if (r < 0) goto bad_json;
+  dt__json_ws(&j);
+  if (j.p != j.end) { dt__json_bad(&j, "bytes after the header's object"); goto bad_json; }
+  return DT_OK;
+bad_json:
+  return dt__fail(DT_ERR_FORMAT, "%s: %s: the header is not valid JSON: %s (byte %ld of the file)", op, path,
+                  j.why ? j.why : "malformed", (long)((j.why ? j.at : j.p) - hdr) + 8);
+}
+
+/* "(2, 3)" for a file's shape, whose dims may not fit an int64. */
+static const char *dt__st_shape_str(const dt__st_entry *e, char *buf, size_t n) {
+  size_t at = (size_t)snprintf(buf, n, "(");
+  int i;
+  for (i = 0; i < e->ndim && i < DT_MAX_DIMS && at < n; i++)
+    at += (size_t)snprintf(buf + at, n - at, i ? ", %llu" : "%llu", (unsigned long long)e->dims[i]);
+  if (at < n) snprintf(buf + at, n - at, e->ndim > DT_MAX_DIMS ? ", ...: %d dims)" : e->ndim == 1 ? ",)" : ")", e->ndim);
+  return buf;
+}
+
+/* Validating each tensor against the module's: there, of its dtype and shape, its byte count. */
+static dt_status dt__st_check_entries(const char *op, const char *path, dt_module *m, const dt__st_entry *ents) {
+  int i, k;
+  for (i = 0; i < m->nparams; i++) {
+    const dt_tensor *t = m->params[i];
+    const dt__st_entry *e = &ents[i];
+    char a[200], b[200];
+    int same;
+    if (!e->seen) return dt__fail(DT_ERR_FORMAT, "%s: %s has no \"%s\"", op, path, m->names[i]);
+    if (!dt__st_known_dtype(e))
+      return dt__fail(DT_ERR_FORMAT, "%s: %s: \"%s\" has dtype \"%.15s%s\", which is not a safetensors dtype", op, path, m->names[i],
+                      e->dtype, e->dtype_len > 15 ? "..." : "");
+    if (strcmp(e->dtype, dt__st_dtype(t->dtype)) != 0)
+      return dt__fail(DT_ERR_DTYPE, "%s: %s: \"%s\" is %s but the module's is %s", op, path, m->names[i], e->dtype, dt__st_dtype(t->dtype));
+    same = e->ndim == t->shape.ndim;
+    for (k = 0; same && k < e->ndim; k++) same = e->dims[k] == (uint64_t)t->shape.dims[k];
+    if (!same)
+      return dt__fail(DT_ERR_SHAPE, "%s: %s: \"%s\" has shape %s but the module's has %s", op, path, m->names[i],
+                      dt__st_shape_str(e, a, sizeof a), dt__shape_str(&t->shape, b, sizeof b));
+    if (e->begin > e->end || e->end - e->begin != (uint64_t)t->nbytes)
+      return dt__fail(DT_ERR_FORMAT, "%s: %s: \"%s\" has data_offsets [%llu, %llu], which do not hold its %zu bytes",
+                      op, path, m->names[i], (unsigned long long)e->begin, (unsigned long long)e->end, t->nbytes);
+  }
+  return DT_OK;
+}
+
+/* Checking the byte ranges: sorted by offset, the tensors tile the data buffer from byte 0,
+   each beginning where the one before ends (no holes, no overlaps; no bytes after the last is
+   checked at the end of the file). *end: where the data ends. Sorts ents. */
+static dt_status dt__st_check_ranges(const char *op, const char *path, dt_module *m, dt__st_entry *ents, uint64_t *end) {
+  uint64_t at = 0;
+  int i;
+  if (m->nparams > 1) qsort(ents, (size_t)m->nparams, sizeof *ents, dt__st_cmp);
+  for (i = 0; i < m->nparams; i++) {
+    const dt__st_entry *e = &ents[i], *p = i ? &ents[i - 1] : NULL;
+    if (e->begin == at) { at = e->end; continue; }
+    if (!p)
+      return dt__fail(DT_ERR_FORMAT, "%s: %s: \"%s\", the first tensor in the data, begins at byte %llu, not 0 (safetensors data has no gaps)",
+                      op, path, m->names[e->idx], (unsigned long long)e->begin);
+    if (e->begin > at)
+      return dt__fail(DT_ERR_FORMAT, "%s: %s: \"%s\" begins at data byte %llu but \"%s\" before it ends at %llu (safetensors data has no gaps)",
+                      op, path, m->names[e->idx], (unsigned long long)e->begin, m->names[p->idx], (unsigned long long)at);
+    return dt__fail(DT_ERR_FORMAT, "%s: %s: \"%s\" at data bytes [%llu, %llu] overlaps \"%s\" at [%llu, %llu]", op, path,
+                    m->names[e->idx], (unsigned long long)e->begin, (unsigned long long)e->end, m->names[p->idx],
+                    (unsigned long long)p->begin, (unsigned long long)p->end);
+  }
+  *end = at;
+  return DT_OK;
+}
+
+/* Reading the data: each tensor in file order, straight onto the module's device into fresh[],
+   then one byte more must be the end of the file. */
+static dt_status dt__st_read_data(const char *op, const char *path, dt_module *m, dt__rfile *f, const dt__st_entry *ents,
+                                  uint64_t end, dt_tensor **fresh) {
+  unsigned char one;
+  int k, rc;
+  for (k = 0; k < m->nparams; k++) {
+    const dt__st_entry *e = &ents[k];
+    dt_tensor *t = m->params[e->idx];
+    void *host = NULL;
+    if (t->nbytes) {
+      if (!(host = DT_MALLOC(t->nbytes))) return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+      if ((rc = dt__rfile_read(f, host, t->nbytes, NULL)) != 1) {
+        DT_FREE(host);
+        if (rc < 0) return dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
+        return dt__fail(DT_ERR_FORMAT, "%s: %s is cut short: the data of \"%s\" is [%llu, %llu] but the file ends before", op, path,
+                        m->names[e->idx], (unsigned long long)e->begin, (unsigned long long)e->end);
+      }
+    }
+    fresh[e->idx] = dt_from_data(host, t->shape, t->dtype, t->st->device);
+    if (host) DT_FREE(host);
+    if (!fresh[e->idx]) return dt_last_status();
+  }
+  if ((rc = dt__rfile_read(f, &one, 1, NULL)) != 0) {
+    if (rc < 0) return dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
+    if (m->nparams)
+      return dt__fail(DT_ERR_FORMAT, "%s: %s: bytes follow the data of the last tensor, \"%s\", which ends at data byte %llu (safetensors data has no trailing bytes)",
+                      op, path, m->names[ents[m->nparams - 1].idx], (unsigned long long)end);
+    return dt__fail(DT_ERR_FORMAT, "%s: %s holds no tensors but has data bytes after its header", op, path);
+  }
+  return DT_OK;
+}
+
 /* The file is read front to back and never seeked: the header, then (once the offsets are
    known to tile the data buffer) each tensor in the order of its data, then one byte more
-   must be the end of the file. So no file size is needed, and none is limited to a long
-   (32 bits on Windows, where ftell fails past 2 GiB), whatever feature macros came before
-   <stdio.h>. A 32-bit POSIX build still needs -D_FILE_OFFSET_BITS=64 for fopen itself to
-   open a file of 2 GiB or more. */
+   must be the end of the file. So no file size is needed, and none is limited to a long. */
 DTDEF dt_status dt_module_load(dt_module *m, const char *path) {
   const char *op = "dt_module_load";
-  FILE *f = NULL;
-  unsigned char lenbuf[8];
-  uint64_t hlen = 0, at;
-  size_t got, cap, want;
-  char *hdr = NULL, name[128];
+  dt__rfile f;
+  char *hdr = NULL;
+  size_t hlen = 0;
+  uint64_t end = 0;
   dt__st_entry *ents = NULL;
   dt_tensor **fresh = NULL;
-  void *host = NULL;
-  dt__json j;
-  dt_status s = DT_OK;
-  int i, k, first = 1, c;
+  dt_status s;
+  int i;
   if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op);
   if (!path) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: path is NULL", op);
   if (!dt__little_endian()) return dt__fail(DT_ERR_UNSUPPORTED, "%s: big-endian hosts are not supported", op);
   if ((s = dt__params_build(op, m)) != DT_OK) return s;
   for (i = 0; i < m->nparams; i++)
     if (!m->params[i]) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s is not initialised yet (a lazy layer: run a forward first)", op, m->names[i]);
-  if (!(f = fopen(path, "rb"))) return dt__fail(DT_ERR_IO, "%s: cannot open %s", op, path);
-  if ((got = fread(lenbuf, 1, 8, f)) != 8) {
-    if (ferror(f)) s = dt__fail(DT_ERR_IO, "%s: cannot read %s", op, path); /* e.g. a directory */
-    else s = dt__fail(DT_ERR_FORMAT, "%s: %s is too short for a safetensors file (%zu bytes)", op, path, got);
-    goto done;
-  }
-  for (k = 7; k >= 0; k--) hlen = (hlen << 8) | lenbuf[k];
-  if (hlen < 2 || hlen > DT__ST_MAX_HEADER) {
-    s = dt__fail(DT_ERR_FORMAT, "%s: %s: header length %llu is not within the format's 2 bytes to 100 MB", op, path, (unsigned long long)hlen);
-    goto done;
-  }
   ents = (dt__st_entry *)DT_MALLOC(sizeof(dt__st_entry) * (size_t)(m->nparams + 1));
   fresh = (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)(m->nparams + 1));
-  if (fresh) memset(fresh, 0, sizeof(dt_tensor *) * (size_t)(m->nparams + 1)); /* `done` releases its entries */
-  if (!ents || !fresh) { s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); goto done; }
+  if (!ents || !fresh) {
+    if (ents) DT_FREE(ents);
+    if (fresh) DT_FREE(fresh);
+    return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+  }
   memset(ents, 0, sizeof(dt__st_entry) * (size_t)(m->nparams + 1));
-  /* the header, in a buffer that grows as its bytes arrive: a length that lies about a short
-     file costs no more memory than the file holds */
-  cap = (size_t)(hlen < 65536 ? hlen : 65536);
-  got = 0;
-  if (!(hdr = (char *)DT_MALLOC(cap + 1))) { s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); goto done; }
-  while (got < (size_t)hlen) {
-    if (got == cap) {
-      size_t ncap = cap * 2 < (size_t)hlen ? cap * 2 : (size_t)hlen;
-      char *bigger = (char *)DT_MALLOC(ncap + 1);
-      if (!bigger) { s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); goto done; }
-      memcpy(bigger, hdr, got);
-      DT_FREE(hdr);
-      hdr = bigger; cap = ncap;
-    }
-    want = cap - got;
-    if (fread(hdr + got, 1, want, f) != want) {
-      if (ferror(f)) s = dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
-      else s = dt__fail(DT_ERR_FORMAT, "%s: %s: header length %llu runs past the end of the file", op, path, (unsigned long long)hlen);
-      goto done;
-    }
-    got = cap;
+  memset(fresh, 0, sizeof(dt_tensor *) * (size_t)(m->nparams + 1));
+  if ((s = dt__rfile_open(op, path, &f)) == DT_OK) {
+    if ((s = dt__st_read_header(op, path, &f, &hdr, &hlen)) == DT_OK &&
+        (s = dt__st_parse_header(op, path, m, hdr, hlen, ents)) == DT_OK &&
+        (s = dt__st_check_entries(op, path, m, ents)) == DT_OK &&
+        (s = dt__st_check_ranges(op, path, m, ents, &end)) == DT_OK &&
+        (s = dt__st_read_data(op, path, m, &f, ents, end, fresh)) == DT_OK)
+      for (i = 0; i < m->nparams && s == DT_OK; i++) s = dt_copy_(m->params[i], fresh[i]); /* into the existing tensors: borrowed pointers stay valid */
+    dt__rfile_close(&f);
   }
-  hdr[hlen] = 0;
-  j.p = hdr; j.end = hdr + hlen;
-  if (!dt__json_eat(&j, '{')) { s = dt__fail(DT_ERR_FORMAT, "%s: %s: the header is not a JSON object", op, path); goto done; }
-  while (!dt__json_eat(&j, '}')) {
-    dt__st_entry e;
-    if ((!first && !dt__json_eat(&j, ',')) || !dt__json_string(&j, name, sizeof name) || !dt__json_eat(&j, ':')) {
-      s = dt__fail(DT_ERR_FORMAT, "%s: %s: malformed header near byte %ld", op, path, (long)(j.p - hdr) + 8); goto done;
-    }
-    first = 0;
-    if (strcmp(name, "__metadata__") == 0) {
-      if (!dt__json_skip(&j, 0)) { s = dt__fail(DT_ERR_FORMAT, "%s: %s: malformed __metadata__", op, path); goto done; }
-      continue;
-    }
-    memset(&e, 0, sizeof e);
-    if (!dt__st_parse_entry(&j, &e)) { s = dt__fail(DT_ERR_FORMAT, "%s: %s: malformed entry for \"%s\"", op, path, name); goto done; }
-    for (i = 0; i < m->nparams && strcmp(m->names[i], name) != 0; i++) {}
-    if (i == m->nparams) { s = dt__fail(DT_ERR_FORMAT, "%s: %s holds \"%s\", which the module does not have", op, path, name); goto done; }
-    if (ents[i].seen) { s = dt__fail(DT_ERR_FORMAT, "%s: %s holds \"%s\" twice", op, path, name); goto done; }
-    ents[i] = e;
-    ents[i].seen = 1;
-    ents[i].idx = i;
-  }
-  dt__json_ws(&j);
-  if (j.p != j.end) { s = dt__fail(DT_ERR_FORMAT, "%s: %s: trailing bytes after the header's JSON", op, path); goto done; }
-  for (i = 0; i < m->nparams; i++) {
-    dt_tensor *t = m->params[i];
-    dt__st_entry *e = &ents[i];
-    char a[200], b[200];
-    dt_shape es;
-    if (!e->seen) { s = dt__fail(DT_ERR_FORMAT, "%s: %s has no \"%s\"", op, path, m->names[i]); goto done; }
-    if (strcmp(e->dtype, dt__st_dtype(t->dtype)) != 0) {
-      s = dt__fail(DT_ERR_DTYPE, "%s: %s: \"%s\" is %s but the module's is %s", op, path, m->names[i], e->dtype, dt__st_dtype(t->dtype)); goto done;
-    }
-    es = dt_shape_n(e->ndim, e->dims);
-    if (es.ndim != t->shape.ndim || memcmp(es.dims, t->shape.dims, sizeof(int64_t) * (size_t)es.ndim) != 0) {
-      s = dt__fail(DT_ERR_SHAPE, "%s: %s: \"%s\" has shape %s but the module's has %s", op, path, m->names[i],
-                   dt__shape_str(&es, a, sizeof a), dt__shape_str(&t->shape, b, sizeof b)); goto done;
-    }
-    if (e->begin > e->end || e->end - e->begin != (uint64_t)t->nbytes) {
-      s = dt__fail(DT_ERR_FORMAT, "%s: %s: \"%s\" has data_offsets [%llu, %llu], which do not hold its %zu bytes",
-                   op, path, m->names[i], (unsigned long long)e->begin, (unsigned long long)e->end, t->nbytes);
-      goto done;
-    }
-  }
-  /* the format's layout: sorted by offset, the tensors tile the data buffer from byte 0,
-     each beginning where the one before ends (no holes, no overlaps; checked at the end of
-     the file below, no bytes after the last) */
-  if (m->nparams > 1) qsort(ents, (size_t)m->nparams, sizeof *ents, dt__st_cmp);
-  for (i = 0, at = 0; i < m->nparams; i++) {
-    const dt__st_entry *e = &ents[i], *p = i ? &ents[i - 1] : NULL;
-    if (e->begin == at) { at = e->end; continue; }
-    if (!p)
-      s = dt__fail(DT_ERR_FORMAT, "%s: %s: \"%s\", the first tensor in the data, begins at byte %llu, not 0 (safetensors data has no gaps)",
-                   op, path, m->names[e->idx], (unsigned long long)e->begin);
-    else if (e->begin > at)
-      s = dt__fail(DT_ERR_FORMAT, "%s: %s: \"%s\" begins at data byte %llu but \"%s\" before it ends at %llu (safetensors data has no gaps)",
-                   op, path, m->names[e->idx], (unsigned long long)e->begin, m->names[p->idx], (unsigned long long)at);
-    else
-      s = dt__fail(DT_ERR_FORMAT, "%s: %s: \"%s\" at data bytes [%llu, %llu] overlaps \"%s\" at [%llu, %llu]", op, path,
-                   m->names[e->idx], (unsigned long long)e->begin, (unsigned long long)e->end, m->names[p->idx],
-                   (unsigned long long)p->begin, (unsigned long long)p->end);
-    goto done;
-  }
-  /* everything checks: read each tensor in the order of its data, straight onto the module's device */
-  for (k = 0; k < m->nparams; k++) {
-    const dt__st_entry *e = &ents[k];
-    dt_tensor *t = m->params[e->idx];
-    if (!(host = t->nbytes ? DT_MALLOC(t->nbytes) : NULL) && t->nbytes) { s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); goto done; }
-    if (t->nbytes && fread(host, 1, t->nbytes, f) != t->nbytes) {
-      if (ferror(f)) s = dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
-      else s = dt__fail(DT_ERR_FORMAT, "%s: %s is cut short: the data of \"%s\" is [%llu, %llu] but the file ends before", op, path,
-                        m->names[e->idx], (unsigned long long)e->begin, (unsigned long long)e->end);
-      goto done;
-    }
-    if (!(fresh[e->idx] = dt_from_data(host, t->shape, t->dtype, t->st->device))) { s = dt_last_status(); goto done; }
-    if (host) { DT_FREE(host); host = NULL; }
-  }
-  if ((c = fgetc(f)) != EOF || ferror(f)) {
-    if (c == EOF) s = dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
-    else if (m->nparams)
-      s = dt__fail(DT_ERR_FORMAT, "%s: %s: bytes follow the data of the last tensor, \"%s\", which ends at data byte %llu (safetensors data has no trailing bytes)",
-                   op, path, m->names[ents[m->nparams - 1].idx], (unsigned long long)at);
-    else
-      s = dt__fail(DT_ERR_FORMAT, "%s: %s holds no tensors but has data bytes after its header", op, path);
-    goto done;
-  }
-  for (i = 0; i < m->nparams; i++) {
-    /* copy into the existing tensors so that borrowed pointers stay valid */
-    if ((s = dt_copy_(m->params[i], fresh[i])) != DT_OK) goto done;
-  }
-done:
-  if (fresh) { for (i = 0; i < m->nparams; i++) dt_release(fresh[i]); DT_FREE(fresh); }
-  if (host) DT_FREE(host);
-  if (ents) DT_FREE(ents);
+  for (i = 0; i < m->nparams; i++) dt_release(fresh[i]);
+  DT_FREE(fresh);
+  DT_FREE(ents);
   if (hdr) DT_FREE(hdr);
-  if (f) fclose(f);
   return s;
 }
 /* ---- trainer ---- */

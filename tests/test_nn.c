@@ -6,6 +6,7 @@
 #include "harness.h"
 #include <stdlib.h>
 #include <unistd.h>
+#include <sys/stat.h> /* mkfifo */
 
 /* The CUDA emulator (tests/emu, `make test-emu`) counts device-to-host copies;
    elsewhere this is NULL and the count is not checked. */
@@ -673,7 +674,7 @@ static void test_load_by_hand_and_corrupt(void) {
     {"{}", (int64_t)1 << 62, DT_ERR_FORMAT},   /* a header longer than the file */
     {"{}", 0, DT_ERR_FORMAT},
     {"{\"0.weight\":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}", -1, DT_ERR_FORMAT},
-    {"{\"0.weight\":{\"dtype\":\"F32\",\"shape\":[1,2,1,1,1,1,1,1,1,1],\"data_offsets\":[0,8]}}", -1, DT_ERR_FORMAT},
+    {"{\"0.weight\":{\"dtype\":\"F32\",\"shape\":[1,2,1,1,1,1,1,1,1,1],\"data_offsets\":[0,8]}}", -1, DT_ERR_SHAPE}, /* valid JSON, a shape the module lacks */
   };
   dt_sequential_add(net, dt_linear(2, 1));
   tmp_path("hand.safetensors", path, sizeof path);
@@ -763,6 +764,311 @@ static void test_load_layout(void) {
   dt_module_free(net); dt_module_free(empty);
 }
 
+/* Sequentials nest at most DT_MODULE_MAX_DEPTH deep, refused at dt_sequential_add (no deep
+   recursion later); names as deep as that are whole, and save and load agree on them. */
+static void test_nesting_depth(void) {
+  dt_module *top, *cur, *inner, *twin, *s;
+  char path[128], want[512];
+  const char *name;
+  int i, ok = 0;
+  dt_status st = DT_OK;
+  /* bottom up, 30000 levels asked: the first DT_MODULE_MAX_DEPTH go in, the next is refused (and freed) */
+  cur = dt_linear(2, 1);
+  for (i = 0; i < 30000; i++) {
+    s = dt_sequential();
+    if ((st = dt_sequential_add(s, cur)) != DT_OK) { cur = s; break; }
+    ok++;
+    cur = s;
+  }
+  T_CHECK(ok == DT_MODULE_MAX_DEPTH && DT_MODULE_MAX_DEPTH == 64);
+  T_CHECK(st == DT_ERR_INVALID_ARGUMENT && dt_last_status() == DT_ERR_INVALID_ARGUMENT);
+  T_STREQ(dt_last_error(), "dt_sequential_add: sequentials nest at most 64 deep (DT_MODULE_MAX_DEPTH), but seq is 1 deep and "
+                           "the layer holds 64 more, which would make 65");
+  T_CHECK(dt_sequential_len(cur) == 0);
+  dt_module_free(cur);
+  /* top down: 64 sequentials, the innermost holding Linear(2, 3), ReLU, Linear(3, 1); a 65th is refused */
+  top = cur = dt_sequential();
+  for (i = 1; i < 64; i++) { s = dt_sequential(); T_CHECK(dt_sequential_add(cur, s) == DT_OK); cur = s; }
+  inner = cur;
+  T_CHECK(dt_sequential_add(inner, dt_linear(2, 3)) == DT_OK && dt_sequential_add(inner, dt_relu_layer()) == DT_OK &&
+          dt_sequential_add(inner, dt_linear(3, 1)) == DT_OK);
+  T_CHECK(dt_sequential_add(inner, dt_sequential()) == DT_ERR_INVALID_ARGUMENT);
+  T_STREQ(dt_last_error(), "dt_sequential_add: sequentials nest at most 64 deep (DT_MODULE_MAX_DEPTH), but seq is 64 deep and "
+                           "the layer holds 1 more, which would make 65");
+  T_CHECK(dt_sequential_len(inner) == 3);
+  /* names: 63 "0." then "0.weight", ..., "2.bias": 132 bytes, whole */
+  want[0] = 0;
+  for (i = 1; i < 64; i++) strcat(want, "0.");
+  strcat(want, "2.bias");
+  T_CHECK(dt_module_num_params(top) == 4);
+  T_CHECK(dt_module_param(top, 3, &name) != NULL);
+  T_STREQ(name, want);
+  T_CHECK(strlen(name) == 132);
+  /* save, then load into a twin built the same way: the same parameters, bit for bit */
+  twin = cur = dt_sequential();
+  for (i = 1; i < 64; i++) { s = dt_sequential(); dt_sequential_add(cur, s); cur = s; }
+  dt_sequential_add(cur, dt_linear(2, 3)); dt_sequential_add(cur, dt_relu_layer()); dt_sequential_add(cur, dt_linear(3, 1));
+  tmp_path("deep.safetensors", path, sizeof path);
+  T_CHECK_MSG(dt_module_save(top, path) == DT_OK, "%s", dt_last_error());
+  T_CHECK_MSG(dt_module_load(twin, path) == DT_OK, "%s", dt_last_error());
+  for (i = 0; i < 4; i++) {
+    dt_tensor *a = dt_module_param(top, i, NULL), *b = dt_module_param(twin, i, NULL);
+    T_CHECK(a && b && dt_nbytes(a) == dt_nbytes(b) && memcmp(dt_data_ptr(a), dt_data_ptr(b), dt_nbytes(a)) == 0);
+  }
+  /* forward and backward through all 64 levels: the same as the flat network */
+  {
+    float xv[4] = {1, -2, 0.5f, 3};
+    dt_tensor *x = dt_from_data(xv, dt_shape2(2, 2), DT_F32, dt_cpu()), *y = dt_forward(top, x);
+    dt_module *flat = dt_sequential();
+    dt_tensor *yf, *g;
+    dt_sequential_add(flat, dt_linear(2, 3)); dt_sequential_add(flat, dt_relu_layer()); dt_sequential_add(flat, dt_linear(3, 1));
+    T_CHECK(dt_module_load(flat, path) != DT_OK); /* its names are "0.weight", ...: not the deep ones */
+    for (i = 0; i < 4; i++) dt_copy_(dt_module_param(flat, i, NULL), dt_module_param(top, i, NULL));
+    yf = dt_forward(flat, x);
+    T_CHECK(y && yf && memcmp(dt_data_ptr(y), dt_data_ptr(yf), 8) == 0);
+    g = dt_backward(top, y);
+    T_CHECK(g && dt_dim(g, 0) == 2 && dt_dim(g, 1) == 2);
+    dt_release(x); dt_release(y); dt_release(yf); dt_release(g);
+    dt_module_free(flat);
+  }
+  dt_module_free(top); dt_module_free(twin);
+}
+
+/* Names longer than 63 bytes: two linear layers 40 sequentials down used to save under one
+   cut name, which the load then refused as a duplicate. */
+static void test_long_names(void) {
+  dt_module *net = dt_sequential(), *cur = net, *s, *back = dt_sequential(), *bc = back;
+  char path[128];
+  const char *n0, *n2;
+  int i;
+  for (i = 1; i < 40; i++) {
+    s = dt_sequential(); dt_sequential_add(cur, s); cur = s;
+    s = dt_sequential(); dt_sequential_add(bc, s); bc = s;
+  }
+  for (i = 0; i < 12; i++) { dt_sequential_add(cur, dt_relu_layer()); dt_sequential_add(bc, dt_relu_layer()); }
+  dt_sequential_add(cur, dt_linear(2, 2)); dt_sequential_add(cur, dt_linear(2, 2));
+  dt_sequential_add(bc, dt_linear(2, 2)); dt_sequential_add(bc, dt_linear(2, 2));
+  dt_module_param(net, 0, &n0);
+  dt_module_param(net, 2, &n2);
+  T_CHECK(n0 && n2 && strlen(n0) == 39 * 2 + 3 + 6 && strcmp(n0, n2) != 0);
+  T_CHECK(n2 && strcmp(n2 + 78, "13.weight") == 0);
+  tmp_path("long_names.safetensors", path, sizeof path);
+  T_CHECK_MSG(dt_module_save(net, path) == DT_OK, "%s", dt_last_error());
+  T_CHECK_MSG(dt_module_load(back, path) == DT_OK, "%s", dt_last_error());
+  for (i = 0; i < 4; i++) {
+    dt_tensor *a = dt_module_param(net, i, NULL), *b = dt_module_param(back, i, NULL);
+    T_CHECK(a && b && memcmp(dt_data_ptr(a), dt_data_ptr(b), dt_nbytes(a)) == 0);
+  }
+  dt_module_free(net); dt_module_free(back);
+}
+
+/* A sequential nested in another follows the whole network's dtype: the outermost one's, not
+   only its own (a layer of another dtype used to make a network of two dtypes). */
+static void test_nested_place(void) {
+  dt_module *root = dt_sequential(), *child = dt_sequential(), *l64 = dt_linear(2, 1);
+  dt_tensor *x, *y;
+  double xv[2] = {1, 2};
+  T_CHECK(dt_sequential_add(root, child) == DT_OK);
+  T_CHECK(dt_module_to_dtype(l64, DT_F64) == DT_OK);
+  T_CHECK(dt_sequential_add(child, l64) == DT_OK); /* nothing to convert yet: the network follows the layer */
+  x = dt_from_data(xv, dt_shape2(1, 2), DT_F64, dt_cpu());
+  y = dt_forward(root, x);
+  T_CHECK_MSG(y != NULL, "%s", dt_last_error());
+  if (y) {
+    double *w = host_f64(dt_linear_weight(l64)), *b = host_f64(dt_linear_bias(l64)), *v = host_f64(y);
+    T_CHECK(v[0] == w[0] * 1 + w[1] * 2 + b[0]);
+    free(w); free(b); free(v);
+  }
+  /* a float32 layer beside it is refused: the network holds float64 parameters */
+  T_CHECK(dt_sequential_add(root, dt_linear(2, 2)) == DT_ERR_DTYPE);
+  {
+    dt_module *r2 = dt_sequential(), *c2 = dt_sequential(), *l = dt_linear(2, 2);
+    T_CHECK(dt_sequential_add(r2, dt_linear(2, 2)) == DT_OK && dt_sequential_add(r2, c2) == DT_OK);
+    dt_module_to_dtype(l, DT_F64);
+    T_CHECK(dt_sequential_add(c2, l) == DT_ERR_DTYPE);
+    T_STREQ(dt_last_error(), "dt_sequential_add: the layer is float64 but the sequential is float32");
+    dt_module_free(r2);
+  }
+  dt_release(x); dt_release(y);
+  dt_module_free(root);
+}
+
+/* A shape that does not fit names the layer and the network's input. */
+static void test_forward_misfit(void) {
+  dt_module *net = dt_sequential(), *outer = dt_sequential(), *lin = dt_linear(3, 1);
+  dt_tensor *x = dt_zeros(dt_shape2(4, 5), dt_cpu()), *x3 = dt_zeros(dt_shape2(4, 3), dt_cpu());
+  dt_tensor *v = dt_zeros(dt_shape1(5), dt_cpu());
+  dt_sequential_add(net, dt_linear(5, 2)); dt_sequential_add(net, dt_relu_layer()); dt_sequential_add(net, dt_linear(3, 1));
+  T_CHECK(dt_forward(net, x) == NULL && dt_last_status() == DT_ERR_SHAPE);
+  T_STREQ(dt_last_error(), "dt_forward: layer 2 (linear, 3 -> 1) takes 3 features, but its input has shape (4, 2) "
+                           "(the network's input has shape (4, 5))");
+  T_CHECK(dt_forward(net, x3) == NULL);
+  T_STREQ(dt_last_error(), "dt_forward: layer 0 (linear, 5 -> 2) takes 5 features, but the network's input has shape (4, 3)");
+  T_CHECK(dt_forward(net, v) == NULL);
+  T_STREQ(dt_last_error(), "dt_forward: layer 0 (linear, 5 -> 2) takes input of shape (n, 5), but the network's input has shape (5,)");
+  T_CHECK(dt_forward(lin, x) == NULL);
+  T_STREQ(dt_last_error(), "dt_forward: the layer (linear, 3 -> 1) takes 3 features, but the input has shape (4, 5)");
+  /* nested: the path as in the parameters' names */
+  dt_sequential_add(outer, dt_relu_layer());
+  dt_sequential_add(outer, net);
+  T_CHECK(dt_forward(outer, x) == NULL);
+  T_STREQ(dt_last_error(), "dt_forward: layer 1.2 (linear, 3 -> 1) takes 3 features, but its input has shape (4, 2) "
+                           "(the network's input has shape (4, 5))");
+  dt_release(x); dt_release(x3); dt_release(v);
+  dt_module_free(outer); dt_module_free(lin);
+}
+
+/* Writes an 8-byte length, the header text and nd data bytes (any size). */
+static int write_st_big(const char *path, const char *json, const void *data, size_t nd) {
+  size_t hl = strlen(json), i;
+  unsigned char *buf = (unsigned char *)malloc(8 + hl + nd);
+  int ok;
+  for (i = 0; i < 8; i++) buf[i] = (unsigned char)((uint64_t)hl >> (8 * i));
+  memcpy(buf + 8, json, hl);
+  if (nd) memcpy(buf + 8 + hl, data, nd);
+  ok = write_file(path, buf, 8 + hl + nd);
+  free(buf);
+  return ok;
+}
+
+/* The header is JSON as serde_json (the format's reference reader) reads it: what it refuses
+   is DT_ERR_FORMAT, what it takes loads. Each case is the good file with one change. */
+static void test_load_json_strict(void) {
+  dt_module *net = dt_sequential();
+  char path[128], json[8192];
+  float data[3] = {1.5f, -2.0f, 0.25f};
+  int c, i;
+  /* %s: a slot in the weight's entry (an extra key, or a replaced one) and __metadata__'s value */
+  static const struct { const char *entry, *meta; } bad[] = {
+    {"\"x\":\"\\u00zz\"", "{}"},               /* \u with bad hex digits */
+    {"\"x\":\"\\u12\"", "{}"},
+    {"\"x\":nope", "{}"},                      /* bare words */
+    {"\"x\":trueish", "{}"},
+    {"\"x\":nul", "{}"},
+    {"\"x\":True", "{}"},
+    {"\"x\":012", "{}"},                       /* leading zero */
+    {"\"x\":-012", "{}"},
+    {"\"x\":+1", "{}"},                        /* '+' sign */
+    {"\"x\":NaN", "{}"},
+    {"\"x\":Infinity", "{}"},
+    {"\"x\":-Infinity", "{}"},
+    {"\"x\":1.", "{}"},
+    {"\"x\":.5", "{}"},
+    {"\"x\":1e", "{}"},
+    {"\"x\":-", "{}"},
+    {"\"x\":0x10", "{}"},
+    {"\"x\":1e400", "{}"},                     /* infinite as a double */
+    {"\"x\":[1,2,]", "{}"},                    /* trailing commas */
+    {"\"x\":{\"a\":1,}", "{}"},
+    {"\"x\":[,]", "{}"},
+    {"\"x\":'a'", "{}"},
+    {"\"x\":\"a\tb\"", "{}"},                  /* a raw control character */
+    {"\"x\":\"\\x41\"", "{}"},                 /* an unknown escape */
+    {"\"x\":\"\\ud800\"", "{}"},               /* lone surrogates */
+    {"\"x\":\"\\udc00\"", "{}"},
+    {"\"x\":\"\\ud800\\u0041\"", "{}"},
+    {"\"x\":\"\xff\"", "{}"},                  /* not UTF-8 */
+    {"\"x\":\"\xc0\xaf\"", "{}"},              /* overlong */
+    {"\"x\":\"\xed\xa0\x80\"", "{}"},          /* an encoded surrogate */
+    {"\"x\":{\"a\" 1}", "{}"},
+    {"\"x\":/*c*/1", "{}"},
+    {"\"dtype\":\"F32\"", "{}"},               /* duplicate keys in an entry */
+    {"\"shape\":[1,2]", "{}"},
+    {"\"data_offsets\":[0,8]", "{}"},
+    {"\"dtype\":1", "{}"},                     /* (replaces nothing: a second dtype, and not a string) */
+    {"\"y\":1", "[]"},                         /* non-object __metadata__ */
+    {"\"y\":1", "\"pt\""},
+    {"\"y\":1", "1"},
+    {"\"y\":1", "{\"format\":1}"},             /* __metadata__'s values are strings */
+    {"\"y\":1", "{\"format\":[\"pt\"]}"},
+    {"\"y\":1", "{\"format\":\"pt\"},\"__metadata__\":{}"}, /* twice */
+    {"\"y\":1", "nullx"},
+  };
+  static const struct { const char *entry, *meta; } good[] = {
+    {"\"x\":[1,-2.5e3,true,false,null,{\"b\":\"\\n\\t\\\"\\/\\u00e9\\ud83d\\ude00\"}],\"y\":0", "{}"},
+    {"\"x\":-0.0e+0,\"z\":1.7976931348623157e308,\"w\":1e-400,\"v\":1E5", "{\"a\":\"\xc3\xa9\xf0\x9f\x98\x80\",\"a\":\"b\"}"},
+    {"\"x\" : \t\r\n [ ] ", "null"},
+  };
+  dt_sequential_add(net, dt_linear(2, 1));
+  tmp_path("strict.safetensors", path, sizeof path);
+#define STRICT_JSON(ent, met) snprintf(json, sizeof json, "{\"0.weight\":{\"dtype\":\"F32\",\"shape\":[1,2],\"data_offsets\":[0,8],%s}," \
+                                       "\"0.bias\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]},\"__metadata__\":%s}", ent, met)
+  for (c = 0; c < (int)(sizeof bad / sizeof bad[0]); c++) {
+    dt_status s;
+    STRICT_JSON(bad[c].entry, bad[c].meta);
+    T_CHECK(write_st_big(path, json, data, sizeof data));
+    s = dt_module_load(net, path);
+    T_CHECK_MSG(s == DT_ERR_FORMAT && strncmp(dt_last_error(), "dt_module_load: ", 16) == 0, "bad case %d (%s, %s): status %d, %s",
+                c, bad[c].entry, bad[c].meta, (int)s, dt_last_error());
+  }
+  for (c = 0; c < (int)(sizeof good / sizeof good[0]); c++) {
+    dt_status s;
+    STRICT_JSON(good[c].entry, good[c].meta);
+    T_CHECK(write_st_big(path, json, data, sizeof data));
+    s = dt_module_load(net, path);
+    T_CHECK_MSG(s == DT_OK, "good case %d: %s", c, dt_last_error());
+  }
+#undef STRICT_JSON
+  /* shapes and offsets are usize: no sign, fraction or leading zero */
+  {
+    static const char *const sh[] = {"[1.0,2]", "[01,2]", "[-1,2]", "[1,2e0]", "[1,\"2\"]", "[1,2,]", "[1 2]", "1"};
+    for (c = 0; c < (int)(sizeof sh / sizeof sh[0]); c++) {
+      snprintf(json, sizeof json, "{\"0.weight\":{\"dtype\":\"F32\",\"shape\":%s,\"data_offsets\":[0,8]},"
+                                  "\"0.bias\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}", sh[c]);
+      T_CHECK(write_st_big(path, json, data, sizeof data));
+      T_CHECK_MSG(dt_module_load(net, path) == DT_ERR_FORMAT, "shape %s: %s", sh[c], dt_last_error());
+      snprintf(json, sizeof json, "{\"0.weight\":{\"dtype\":\"F32\",\"shape\":[1,2],\"data_offsets\":[0,8]},"
+                                  "\"0.bias\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":%s}}",
+               c == 0 ? "[8,12.0]" : c == 1 ? "[08,12]" : c == 2 ? "[8,12,16]" : c == 3 ? "[8]" : c == 4 ? "[8,\"12\"]" : c == 5 ? "[8,12,]" : c == 6 ? "[8 12]" : "8");
+      T_CHECK(write_st_big(path, json, data, sizeof data));
+      T_CHECK_MSG(dt_module_load(net, path) == DT_ERR_FORMAT, "offsets case %d: %s", c, dt_last_error());
+    }
+  }
+  /* an unknown dtype is no safetensors file; a known one the module lacks is a dtype error */
+  T_CHECK(write_st_big(path, "{\"0.weight\":{\"dtype\":\"X32\",\"shape\":[1,2],\"data_offsets\":[0,8]},"
+                             "\"0.bias\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}", data, sizeof data));
+  T_CHECK(dt_module_load(net, path) == DT_ERR_FORMAT);
+  T_STREQ(dt_last_error(), "dt_module_load: build/strict.safetensors: \"0.weight\" has dtype \"X32\", which is not a safetensors dtype");
+  /* serde_json's nesting limit: 127 containers in all (here 2 around the value) */
+  for (c = 125; c <= 126; c++) {
+    size_t at;
+    at = (size_t)snprintf(json, sizeof json, "{\"0.weight\":{\"dtype\":\"F32\",\"shape\":[1,2],\"data_offsets\":[0,8],\"x\":");
+    for (i = 0; i < c; i++) json[at++] = '[';
+    for (i = 0; i < c; i++) json[at++] = ']';
+    snprintf(json + at, sizeof json - at, "},\"0.bias\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}");
+    T_CHECK(write_st_big(path, json, data, sizeof data));
+    T_CHECK_MSG(dt_module_load(net, path) == (c == 125 ? DT_OK : DT_ERR_FORMAT), "depth %d: %s", c, dt_last_error());
+  }
+  /* a message names the reason and the byte */
+  T_CHECK(write_st_big(path, "{\"0.weight\":{\"dtype\":\"F32\",\"shape\":[1,2],\"data_offsets\":[0,8]},\"__metadata__\":{\"a\":\"\\u00zz\"}}",
+                       data, sizeof data));
+  T_CHECK(dt_module_load(net, path) == DT_ERR_FORMAT);
+  T_STREQ(dt_last_error(), "dt_module_load: build/strict.safetensors: the header is not valid JSON: a \\u escape needs four hex "
+                           "digits (byte 96 of the file)");
+  check_hand_params(net, 1);
+  dt_module_free(net);
+}
+
+/* A FIFO, a directory or a device as the path: refused at once (a FIFO used to block forever). */
+static void test_load_not_regular(void) {
+  dt_module *net = dt_sequential();
+  char path[128];
+  dt_sequential_add(net, dt_linear(2, 1));
+  tmp_path("fifo.safetensors", path, sizeof path);
+  remove(path);
+  if (mkfifo(path, 0600) != 0) { dt_module_free(net); T_SKIP("mkfifo failed"); }
+  alarm(20); /* the old code waits for a writer: the test dies rather than hangs */
+  T_CHECK(dt_module_load(net, path) == DT_ERR_IO);
+  alarm(0);
+  T_STREQ(dt_last_error(), "dt_module_load: build/fifo.safetensors is a FIFO, not a regular file");
+  remove(path);
+  T_CHECK(dt_module_load(net, "build") == DT_ERR_IO);
+  T_STREQ(dt_last_error(), "dt_module_load: build is a directory, not a regular file");
+  T_CHECK(dt_module_load(net, "/dev/null") == DT_ERR_IO);
+  T_STREQ(dt_last_error(), "dt_module_load: /dev/null is a character device, not a regular file");
+  dt_module_free(net);
+}
+
 int main(void) {
   T_RUN_ALL_DEVICES(test_linear_basics);
   T_RUN_ALL_DEVICES(test_lazy_linear);
@@ -782,5 +1088,11 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_save_load);
   T_RUN(test_load_by_hand_and_corrupt);
   T_RUN(test_load_layout);
+  T_RUN(test_nesting_depth);
+  T_RUN(test_long_names);
+  T_RUN(test_nested_place);
+  T_RUN(test_forward_misfit);
+  T_RUN(test_load_json_strict);
+  T_RUN(test_load_not_regular);
   return t_finish();
 }
