@@ -239,6 +239,7 @@ fuzz: $(addprefix $(B)/fuzz/fuzz_,$(FUZZERS))
 $(B)/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.h $(HDR)
 	@mkdir -p $(@D)
 	$(CC) $(CSTD) $(WARN) $(SAN) $(CFLAGS) -I. $< -o $@ $(LDLIBS)
+$(B)/fuzz/fuzz_safetensors $(B)/fuzz/replay_safetensors: tests/fuzz/nest_decode.h
 fuzz-replay: $(addprefix $(B)/fuzz/replay_,$(FUZZERS))
 	@ASAN_OPTIONS=detect_leaks=1 sh tests/run.sh $^
 

@@ -1812,6 +1812,7 @@ struct dt_module {
   int nparams;
   char **names;            /* nparams pointers into name_pool */
   char *name_pool;
+  size_t pool_bytes;
   dt_tensor **params, **grads;
 };
 
@@ -2098,10 +2099,12 @@ static void dt__params_free(dt_module *m) {
   if (m->name_pool) DT_FREE(m->name_pool);
   if (m->params) DT_FREE(m->params);
   if (m->grads) DT_FREE(m->grads);
-  m->names = NULL; m->name_pool = NULL; m->params = m->grads = NULL; m->nparams = 0;
+  m->names = NULL; m->name_pool = NULL; m->params = m->grads = NULL; m->nparams = 0; m->pool_bytes = 0;
 }
 
-/* Rebuilds m's parameter table: names as PyTorch's state_dict ("0.weight"), as long as they are. */
+/* Rebuilds m's parameter table: names as PyTorch's state_dict ("0.weight"), as long as they are.
+   While the count and the names' bytes stay, the table stays where it is (a name handed out
+   by dt_module_param stays valid). */
 static dt_status dt__params_build(const char *op, dt_module *m) {
   int count = 0;
   size_t bytes = 0;
@@ -2109,6 +2112,11 @@ static dt_status dt__params_build(const char *op, dt_module *m) {
   dt_module probe = *m;
   probe.names = NULL;
   dt__params_walk(&probe, m, prefix, 0, &count, &bytes);
+  if (count == m->nparams && bytes == m->pool_bytes && m->names) {
+    count = 0; bytes = 0;
+    dt__params_walk(m, m, prefix, 0, &count, &bytes);
+    return DT_OK;
+  }
   dt__params_free(m);
   if (count == 0) return DT_OK;
   m->names = (char **)DT_MALLOC(sizeof(char *) * (size_t)count);
@@ -2119,7 +2127,7 @@ static dt_status dt__params_build(const char *op, dt_module *m) {
     dt__params_free(m);
     return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
   }
-  m->nparams = count;
+  m->nparams = count; m->pool_bytes = bytes;
   count = 0; bytes = 0;
   dt__params_walk(m, m, prefix, 0, &count, &bytes);
   return DT_OK;

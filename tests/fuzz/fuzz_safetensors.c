@@ -8,6 +8,11 @@
      same status from dt_last_status(), a message starting "dt_module_load: ",
      and leaves every parameter byte as it was (all or nothing);
    - an accepted file is then undone, so every input starts from the same nets.
+   An input "DTNN<program>\n<file>" (tests/fuzz/nest_decode.h) first builds a network of
+   nested sequentials, linear and ReLU layers from <program>, then checks: depth past
+   DT_MODULE_MAX_DEPTH is refused exactly there; the parameters' names are the state_dict's,
+   whole; the network saves and loads itself back; <file> loads into it under the invariants
+   above; a forward gives a result or DT_ERR_SHAPE.
 
    libFuzzer build (from the repository root):
      clang -g -O1 -fsanitize=fuzzer,address,undefined -DFUZZ_LIBFUZZER -I. \
@@ -23,6 +28,7 @@
 #include <unistd.h>
 #define DEVTENSOR_IMPLEMENTATION
 #include "../../devtensor.h"
+#include "nest_decode.h"
 
 #define FZ_CHECK(c) do { if (!(c)) { fprintf(stderr, "fuzz_safetensors: invariant failed: %s (%s:%d); last error: %s\n", \
                                                  #c, __FILE__, __LINE__, dt_last_error()); abort(); } } while (0)
@@ -68,11 +74,65 @@ static int fz_same(const dt_tensor *a, const dt_tensor *b) {
          memcmp(dt_data_ptr((dt_tensor *)a), dt_data_ptr((dt_tensor *)b), dt_nbytes(a)) == 0;
 }
 
+static void fz_write(const char *path, const uint8_t *data, size_t size) {
+  FILE *f = fopen(path, "wb");
+  FZ_CHECK(f != NULL);
+  FZ_CHECK(size == 0 || fwrite(data, 1, size, f) == size);
+  FZ_CHECK(fclose(f) == 0);
+}
+
+/* "DTNN<program>\n<file>": a network built from <program>, <file> loaded into it. */
+static void fz_nested(const uint8_t *data, size_t size) {
+  const uint8_t *nl = (const uint8_t *)memchr(data, '\n', size);
+  size_t plen = nl ? (size_t)(nl - data) - 4 : size - 4, i;
+  nest_net n;
+  dt_tensor *orig[2 * NEST_MAX_LAYERS];
+  char self[300];
+  dt_status s;
+  FZ_CHECK(nest_build(&n, data + 4, plen));
+  FZ_CHECK(dt_module_num_params(n.net) == n.nparams);
+  for (i = 0; i < (size_t)n.nparams; i++) {
+    const char *name = NULL;
+    FZ_CHECK(dt_module_param(n.net, (int)i, &name) != NULL && name && strcmp(name, n.names[i]) == 0);
+    FZ_CHECK((orig[i] = dt_copyto(dt_module_param(n.net, (int)i, NULL), dt_cpu())) != NULL);
+  }
+  /* it saves and loads itself back, names and all */
+  snprintf(self, sizeof self, "%s.self", fz_path);
+  FZ_CHECK(dt_module_save(n.net, self) == DT_OK);
+  FZ_CHECK(dt_module_load(n.net, self) == DT_OK);
+  remove(self);
+  for (i = 0; i < (size_t)n.nparams; i++) FZ_CHECK(fz_same(dt_module_param(n.net, (int)i, NULL), orig[i]));
+  /* the file: all or nothing */
+  fz_write(fz_path, nl ? nl + 1 : data + size, nl ? size - (size_t)(nl + 1 - data) : 0);
+  dt_clear_error();
+  s = dt_module_load(n.net, fz_path);
+  FZ_CHECK(dt_last_status() == s);
+  if (s != DT_OK) {
+    FZ_CHECK(s == DT_ERR_FORMAT || s == DT_ERR_DTYPE || s == DT_ERR_SHAPE);
+    FZ_CHECK(strncmp(dt_last_error(), "dt_module_load: ", 16) == 0);
+    for (i = 0; i < (size_t)n.nparams; i++) FZ_CHECK(fz_same(dt_module_param(n.net, (int)i, NULL), orig[i]));
+  }
+  /* a forward: through every layer, or a shape error naming one */
+  if (n.in_first) {
+    dt_tensor *x = dt_zeros(dt_shape2(2, n.in_first), dt_cpu()), *x2 = x, *y;
+    FZ_CHECK(x != NULL);
+    if (n.f64) FZ_CHECK((x2 = dt_cast(x, DT_F64)) != NULL);
+    y = dt_forward(n.net, x2);
+    FZ_CHECK(y != NULL || (dt_last_status() == DT_ERR_SHAPE && strncmp(dt_last_error(), "dt_forward: ", 12) == 0));
+    dt_release(y);
+    if (x2 != x) dt_release(x2);
+    dt_release(x);
+  }
+  for (i = 0; i < (size_t)n.nparams; i++) dt_release(orig[i]);
+  nest_free(&n);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static int ready;
   FILE *f;
   int n, i;
   if (!ready) { fz_init(); ready = 1; }
+  if (size >= 4 && memcmp(data, "DTNN", 4) == 0) { fz_nested(data, size); return 0; }
   f = fopen(fz_path, "wb");
   FZ_CHECK(f != NULL);
   FZ_CHECK(size == 0 || fwrite(data, 1, size, f) == size);

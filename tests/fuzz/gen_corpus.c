@@ -2,6 +2,8 @@
      cc -std=c99 -I. tests/fuzz/gen_corpus.c -o build/gen_corpus -lm && build/gen_corpus
    tests/fuzz/corpus_safetensors/: files dt_module_save writes for the
    fuzzer's two networks (float32, float64), and broken variants of them;
+   nested_*: "DTNN<program>\n<file>" inputs (tests/fuzz/nest_decode.h), networks of nested
+   sequentials with the files they save, and broken variants;
    tests/fuzz/corpus_device/: device names, good and bad. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -10,6 +12,7 @@
 #include <sys/stat.h>
 #define DEVTENSOR_IMPLEMENTATION
 #include "../../devtensor.h"
+#include "nest_decode.h"
 
 #define ST "tests/fuzz/corpus_safetensors/"
 #define DV "tests/fuzz/corpus_device/"
@@ -69,6 +72,29 @@ static void edit(const char *valid, size_t vn, const char *path, const char *fro
     free(p);
   }
   free(h); free(out);
+}
+
+/* "DTNN" prog "\n", then the file the network of prog saves (edited: `from` to `to`, when given). */
+static void nested(const char *path, const char *prog, size_t plen, const char *from, const char *to) {
+  nest_net n;
+  unsigned char *v, *p;
+  size_t vn;
+  if (!nest_build(&n, (const unsigned char *)prog, plen) || dt_module_save(n.net, "tests/fuzz/nested.tmp") != DT_OK) {
+    fprintf(stderr, "cannot build %s: %s\n", path, dt_last_error()); exit(1);
+  }
+  nest_free(&n);
+  v = get("tests/fuzz/nested.tmp", &vn);
+  remove("tests/fuzz/nested.tmp");
+  if (from) {
+    edit((const char *)v, vn, "tests/fuzz/nested.tmp", from, to);
+    free(v);
+    v = get("tests/fuzz/nested.tmp", &vn);
+    remove("tests/fuzz/nested.tmp");
+  }
+  p = (unsigned char *)malloc(4 + plen + 1 + vn);
+  memcpy(p, "DTNN", 4); memcpy(p + 4, prog, plen); p[4 + plen] = '\n'; memcpy(p + 5 + plen, v, vn);
+  put(path, p, 5 + plen + vn);
+  free(p); free(v);
 }
 
 int main(void) {
@@ -133,7 +159,54 @@ int main(void) {
             "{" FZ_T("0.weight", "[3,2]", "0", "24") "," FZ_T("0.bias", "[3]", "24", "36") ","
                 FZ_T("2.weight", "[1,3]", "36", "48") "," FZ_T("2.bias", "[1]", "48", "52") "}", 56);
 #undef FZ_T
+  /* huge dims in empty shapes, and dims past 2^64 - 1 */
+  edit((const char *)v, vn, ST "shape_huge_empty.bin", "[3,2]", "[0,18446744073709551615]");
+  edit((const char *)v, vn, ST "shape_huge_empty3.bin", "[3,2]", "[4294967296,4294967296,0]");
+  edit((const char *)v, vn, ST "shape_past_u64.bin", "[3,2]", "[18446744073709551616,2]");
+  /* JSON that serde_json, the format's reference reader, refuses; and some it takes */
+  edit((const char *)v, vn, ST "json_bad_hex.bin", "\"pt\"", "\"p\\u12g4\"");
+  edit((const char *)v, vn, ST "json_lone_surrogate.bin", "\"pt\"", "\"\\ud800\"");
+  edit((const char *)v, vn, ST "json_pair.safetensors", "\"pt\"", "\"\\ud83d\\ude00\"");
+  edit((const char *)v, vn, ST "json_bare_word.bin", "\"F32\",", "\"F32\",\"x\":trueish,");
+  edit((const char *)v, vn, ST "json_leading_zero.bin", "[3,2]", "[03,2]");
+  edit((const char *)v, vn, ST "json_plus.bin", "\"F32\",", "\"F32\",\"x\":+1,");
+  edit((const char *)v, vn, ST "json_nan.bin", "\"F32\",", "\"F32\",\"x\":NaN,");
+  edit((const char *)v, vn, ST "json_number_ok.safetensors", "\"F32\",", "\"F32\",\"x\":[-0.5e-3,1E2,0],");
+  edit((const char *)v, vn, ST "json_trailing_comma.bin", "[3,2]", "[3,2,]");
+  edit((const char *)v, vn, ST "json_dup_dtype.bin", "\"F32\",", "\"F32\",\"dtype\":\"F32\",");
+  edit((const char *)v, vn, ST "json_dup_metadata.bin", "\"__metadata__\":{\"format\":\"pt\"}", "\"__metadata__\":{},\"__metadata__\":{}");
+  edit((const char *)v, vn, ST "json_metadata_array.bin", "{\"format\":\"pt\"}", "[]");
+  edit((const char *)v, vn, ST "json_metadata_null.safetensors", "{\"format\":\"pt\"}", "null");
+  edit((const char *)v, vn, ST "json_bad_utf8.bin", "\"pt\"", "\"\xc0\xaf\"");
+  edit((const char *)v, vn, ST "json_dtype_unknown.bin", "\"F32\"", "\"X32\"");
   free(v);
+  /* nested networks */
+  {
+    static const char two[] = "(L\x01\x02R(L\x02\x00))L\x00\x01";
+    char deep[256], cut[512], full[512];
+    size_t k;
+    nested(ST "nested_valid.safetensors", two, sizeof two - 1, NULL, NULL);
+    nested(ST "nested_f64.safetensors", "D(RL\x01\x01)", 10, NULL, NULL);
+    nested(ST "nested_wrong_name.bin", two, sizeof two - 1, "\"0.2.0.weight\"", "\"0.2.1.weight\"");
+    nested(ST "nested_empty.bin", "((()))R", 7, NULL, NULL);
+    /* 63 levels down: the longest names there are */
+    for (k = 0; k < 63; k++) deep[k] = '(';
+    memcpy(deep + 63, "L\x01\x02RL\x02\x00", 7);
+    nested(ST "nested_depth_64.safetensors", deep, 70, NULL, NULL);
+    /* 70 levels asked: refused past 64, the layers go in at 64 */
+    for (k = 0; k < 70; k++) deep[k] = '(';
+    memcpy(deep + 70, "L\x01\x02)RL\x02\x00", 8);
+    nested(ST "nested_too_deep.safetensors", deep, 78, NULL, NULL);
+    /* 40 levels and two layers: the names the old 63-byte cut made the same */
+    for (k = 0; k < 40; k++) deep[k] = '(';
+    memcpy(deep + 40, "L\x01\x01L\x01\x01", 6);
+    strcpy(full, "\"");
+    for (k = 0; k < 40; k++) strcat(full, "0.");
+    strcat(full, "1.weight\"");
+    memcpy(cut, full, 64); cut[64] = '"'; cut[65] = 0;
+    nested(ST "nested_long_names.safetensors", deep, 46, NULL, NULL);
+    nested(ST "nested_cut_names.bin", deep, 46, full, cut);
+  }
   /* device names */
   {
     static const char *names[] = {"cpu", "cpu:0", "cuda", "cuda:0", "cuda:7", "gpu", "gpu:1", "cuda:2147483647",
