@@ -176,7 +176,7 @@ static int workload(void) {
   dt_tensor *a = NULL, *b = NULL, *a64 = NULL, *b64 = NULL, *i32 = NULL, *i64 = NULL, *e = NULL, *t = NULL, *u = NULL;
   dt_tensor *m1 = NULL, *m2 = NULL, *big1 = NULL, *big2 = NULL, *x4 = NULL, *x8 = NULL, *y4 = NULL, *pred = NULL, *g = NULL;
   dt_tensor *bigt = NULL, *X = NULL, *Y = NULL;
-  dt_module *net = NULL, *net2 = NULL, *l = NULL;
+  dt_module *net = NULL, *net2 = NULL, *l = NULL, *net3 = NULL, *inner = NULL;
   FILE *tf = NULL;
   double snap[64], snap2[64], host[64], v;
   int nsnap = 0, nsnap2 = 0, i, k, loaded = 0, net_rows = 0;
@@ -355,6 +355,22 @@ static int workload(void) {
   VERIFY(tr.epochs_run == 2 && tr.last_loss == tr.last_loss);
   dt_trainer_free(&tr);
 
+  /* a nested network (names "0.0.1.weight"): built, saved, loaded back, run */
+  STEP((net3 = dt_sequential()) != NULL);
+  STEP((l = dt_sequential()) != NULL);
+  ADD(net3);
+  STEP((l = dt_sequential()) != NULL);
+  ADD(dt_sequential_get(net3, 0));
+  STEP((inner = dt_sequential_get(dt_sequential_get(net3, 0), 0)) != NULL);
+  STEP((l = dt_relu_layer()) != NULL);
+  ADD(inner);
+  STEP((l = dt_linear(2, 3)) != NULL);
+  ADD(inner);
+  STEP(dt_module_save(net3, fi_path) == DT_OK);
+  STEP(dt_module_load(net3, fi_path) == DT_OK);
+  NEW(t, dt_forward(net3, x4));
+  VERIFY(dt_dim(t, 1) == 3);
+
 out:
   /* nothing held was changed by a failure */
   if (a) { for (k = 0; k < 6; k++) if (val(a, k) != A6[k]) { fi_problem(__LINE__, "tensor a was changed"); break; } }
@@ -403,6 +419,7 @@ out:
   dt_module_free(l);
   dt_module_free(net);
   dt_module_free(net2);
+  dt_module_free(net3);
   for (i = 0; i < npool; i++) dt_release(pool[i]);
   npool = 0;
   return failed_line;

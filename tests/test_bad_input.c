@@ -96,6 +96,17 @@ static dt_module *linear_on(int64_t in, int64_t out, int i) {
   return l;
 }
 
+/* Adds a sequential to the innermost of DT_MODULE_MAX_DEPTH nested ones (one too deep); frees them. */
+static dt_status add_too_deep(void) {
+  dt_module *top = dt_sequential(), *cur = top, *s;
+  dt_status st;
+  int i;
+  for (i = 1; i < DT_MODULE_MAX_DEPTH; i++) { s = dt_sequential(); if (dt_sequential_add(cur, s) != DT_OK) break; cur = s; }
+  st = dt_sequential_add(cur, dt_sequential());
+  dt_module_free(top);
+  return st;
+}
+
 #define U64(x) ((int64_t)1 << (x))
 #define BIG INT64_MAX
 #define GPU7 dt_gpu(7)
@@ -458,6 +469,10 @@ static int ALL_GPUS = 1; /* what dt_try_all_gpus counts: every GPU, or the CPU a
   X_(load_lazy, DT_ERR_INVALID_ARGUMENT, "dt_module_load:", "0.weight|lazy", bad(dt_module_load(LAZY, BADFILE)))            \
   X_(load_corrupt, DT_ERR_FORMAT, "dt_module_load:", "header length", bad(dt_module_load(NET, BADFILE)))                    \
   X_(load_dir, DT_ERR_IO, "dt_module_load:", "build", bad(dt_module_load(NET, "build")))                                    \
+  X_(load_dir_words, DT_ERR_IO, "dt_module_load:", "=build is a directory, not a regular file", bad(dt_module_load(NET, "build"))) \
+  X_(load_device, DT_ERR_IO, "dt_module_load:", "=/dev/null is a character device, not a regular file", bad(dt_module_load(NET, "/dev/null"))) \
+  X_(seq_add_too_deep, DT_ERR_INVALID_ARGUMENT, "dt_sequential_add:", "=sequentials nest at most 64 deep (DT_MODULE_MAX_DEPTH), but seq is 64 deep and the layer holds 1 more, which would make 65", bad(add_too_deep())) \
+  X_(forward_in_words, DT_ERR_SHAPE, "dt_forward:", "=layer 0 (linear, 3 -> 4) takes 3 features, but the network's input has shape (5, 2)", nul(dt_forward(NET, Y))) \
   /* the trainer */                                                                                                         \
   X_(trainer_init_null, DT_ERR_INVALID_ARGUMENT, "dt_trainer_init:", "tr is NULL", bad(dt_trainer_init(NULL, 1, 0)))        \
   X_(trainer_init_neg, DT_ERR_INVALID_ARGUMENT, "dt_trainer_init:", "max_epochs|-1", bad(dt_trainer_init(&TR, -1, 0)))      \
