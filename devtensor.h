@@ -2956,9 +2956,16 @@ static dt_status dt__st_read_header(const char *op, const char *path, dt__rfile 
   return DT_OK;
 }
 
-/* Validating the JSON, and matching its tensors to the module's names: ents[i] gets the entry of
-   m->names[i]. Each tensor once, none the module lacks. */
-static dt_status dt__st_parse_header(const char *op, const char *path, dt_module *m, const char *hdr, size_t hlen, dt__st_entry *ents) {
+/* The module's names, sorted, for finding a file's in O(log n). */
+typedef struct dt__st_name { const char *name; int idx; } dt__st_name;
+static int dt__st_name_cmp(const void *a, const void *b) {
+  return strcmp(((const dt__st_name *)a)->name, ((const dt__st_name *)b)->name);
+}
+
+/* Validating the JSON, and matching its tensors to the module's names (sorted in byname):
+   ents[i] gets the entry of m->names[i]. Each tensor once, none the module lacks. */
+static dt_status dt__st_parse_header(const char *op, const char *path, dt_module *m, const dt__st_name *byname, const char *hdr,
+                                     size_t hlen, dt__st_entry *ents) {
   char name[DT__NAME_MAX + 1];
   size_t nlen, bad;
   dt__json j;
@@ -2980,7 +2987,13 @@ static dt_status dt__st_parse_header(const char *op, const char *path, dt_module
     if (!dt__st_parse_entry(&j, &e))
       return dt__fail(DT_ERR_FORMAT, "%s: %s: the entry of \"%.200s\" is not valid: %s (byte %ld of the file)", op, path, name,
                       j.why ? j.why : "malformed", (long)(j.at - hdr) + 8);
-    for (i = 0; i < m->nparams && !(nlen == strlen(m->names[i]) && memcmp(m->names[i], name, nlen) == 0); i++) {}
+    {
+      dt__st_name key, *hit = NULL;
+      key.name = name; key.idx = 0;
+      if (nlen == strlen(name) && m->nparams) /* (a name with a NUL in it is none of the module's) */
+        hit = (dt__st_name *)bsearch(&key, byname, (size_t)m->nparams, sizeof *byname, dt__st_name_cmp);
+      i = hit ? hit->idx : m->nparams;
+    }
     if (i == m->nparams)
       return dt__fail(DT_ERR_FORMAT, "%s: %s holds \"%.200s%s\", which the module does not have", op, path, name, nlen > 200 ? "..." : "");
     if (ents[i].seen) return dt__fail(DT_ERR_FORMAT, "%s: %s holds \"%s\" twice", op, path, m->names[i]);
@@ -3100,6 +3113,7 @@ DTDEF dt_status dt_module_load(dt_module *m, const char *path) {
   size_t hlen = 0;
   uint64_t end = 0;
   dt__st_entry *ents = NULL;
+  dt__st_name *byname = NULL;
   dt_tensor **fresh = NULL;
   dt_status s;
   int i;
@@ -3111,16 +3125,20 @@ DTDEF dt_status dt_module_load(dt_module *m, const char *path) {
     if (!m->params[i]) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s is not initialised yet (a lazy layer: run a forward first)", op, m->names[i]);
   ents = (dt__st_entry *)DT_MALLOC(sizeof(dt__st_entry) * (size_t)(m->nparams + 1));
   fresh = (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)(m->nparams + 1));
-  if (!ents || !fresh) {
+  byname = (dt__st_name *)DT_MALLOC(sizeof(dt__st_name) * (size_t)(m->nparams + 1));
+  if (!ents || !fresh || !byname) {
     if (ents) DT_FREE(ents);
     if (fresh) DT_FREE(fresh);
+    if (byname) DT_FREE(byname);
     return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
   }
+  for (i = 0; i < m->nparams; i++) { byname[i].name = m->names[i]; byname[i].idx = i; }
+  if (m->nparams > 1) qsort(byname, (size_t)m->nparams, sizeof *byname, dt__st_name_cmp);
   memset(ents, 0, sizeof(dt__st_entry) * (size_t)(m->nparams + 1));
   memset(fresh, 0, sizeof(dt_tensor *) * (size_t)(m->nparams + 1));
   if ((s = dt__rfile_open(op, path, &f)) == DT_OK) {
     if ((s = dt__st_read_header(op, path, &f, &hdr, &hlen)) == DT_OK &&
-        (s = dt__st_parse_header(op, path, m, hdr, hlen, ents)) == DT_OK &&
+        (s = dt__st_parse_header(op, path, m, byname, hdr, hlen, ents)) == DT_OK &&
         (s = dt__st_check_entries(op, path, m, ents)) == DT_OK &&
         (s = dt__st_check_ranges(op, path, m, ents, &end)) == DT_OK &&
         (s = dt__st_read_data(op, path, m, &f, ents, end, fresh)) == DT_OK)
@@ -3130,6 +3148,7 @@ DTDEF dt_status dt_module_load(dt_module *m, const char *path) {
   for (i = 0; i < m->nparams; i++) dt_release(fresh[i]);
   DT_FREE(fresh);
   DT_FREE(ents);
+  DT_FREE(byname);
   if (hdr) DT_FREE(hdr);
   return s;
 }
