@@ -2175,14 +2175,22 @@ DTDEF dt_tensor *dt_linear_bias(dt_module *m) {
   return m->bias;
 }
 
-/* The first parameter's name, for messages ("the module" when it has none). */
+/* 1 when m is or holds a linear layer (lazy or not). */
+static int dt__module_has_linear(const dt_module *m) {
+  int i;
+  if (m->kind == DT__M_LINEAR) return 1;
+  for (i = 0; i < m->n; i++) if (dt__module_has_linear(m->layers[i])) return 1;
+  return 0;
+}
+
+/* The first parameter's name, for messages, a lazy layer's too ("the module" when it has none). */
 static const char *dt__first_param(dt_module *m, char *buf, size_t n) {
   int i;
   size_t at = 0;
   for (;;) {
-    if (m->kind == DT__M_LINEAR && m->weight) { snprintf(buf + at, n - at, "weight"); return buf; }
+    if (m->kind == DT__M_LINEAR) { snprintf(buf + at, n - at, "weight"); return buf; }
     if (m->kind != DT__M_SEQ) break;
-    for (i = 0; i < m->n && !dt__module_has_params(m->layers[i]); i++) {}
+    for (i = 0; i < m->n && !dt__module_has_linear(m->layers[i]); i++) {}
     if (i == m->n) break;
     at += (size_t)snprintf(buf + at, n - at, "%d.", i);
     if (at >= n) return buf;
