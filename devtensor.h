@@ -263,6 +263,101 @@ DTDEF dt_tensor *dt_trainer_prepare_batch(dt_trainer *tr, const dt_tensor *batch
 DTDEF dt_status  dt_trainer_fit(dt_trainer *tr, dt_module *m, const dt_tensor *X, const dt_tensor *y); /* MSE + SGD */
 DTDEF void       dt_trainer_free(dt_trainer *tr);
 
+/* ---- interop: DLPack, memory the caller owns, safetensors of any tensors ----
+   DLPack (github.com/dmlc/dlpack) is how tensors cross into PyTorch, CuPy, JAX and
+   NumPy without a copy. Its ABI types are declared here under dlpack.h's own names
+   and include guard, unless a dlpack.h came first (either order works; a pre-1.0
+   dlpack.h first gets the 1.x types added). devtensor holds dense row-major tensors
+   of float32/64 and int32/64 on the CPU or a CUDA GPU: an import of anything else
+   (strided views, read-only arrays, bool, uint8, float16, ...) is refused with a
+   message saying what to convert, and the capsule stays with its caller. */
+#ifndef DLPACK_DLPACK_H_
+#define DLPACK_DLPACK_H_
+#define DLPACK_MAJOR_VERSION 1
+#define DLPACK_MINOR_VERSION 1
+typedef struct { uint32_t major; uint32_t minor; } DLPackVersion;
+#ifdef __cplusplus
+typedef enum : int32_t {
+#else
+typedef enum {
+#endif
+  kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLOpenCL = 4, kDLVulkan = 7, kDLMetal = 8, kDLVPI = 9,
+  kDLROCM = 10, kDLROCMHost = 11, kDLExtDev = 12, kDLCUDAManaged = 13, kDLOneAPI = 14,
+  kDLWebGPU = 15, kDLHexagon = 16, kDLMAIA = 17
+} DLDeviceType;
+typedef struct { DLDeviceType device_type; int32_t device_id; } DLDevice;
+typedef enum {
+  kDLInt = 0U, kDLUInt = 1U, kDLFloat = 2U, kDLOpaqueHandle = 3U, kDLBfloat = 4U, kDLComplex = 5U, kDLBool = 6U
+} DLDataTypeCode;
+typedef struct { uint8_t code; uint8_t bits; uint16_t lanes; } DLDataType;
+typedef struct {
+  void *data;              /* plus byte_offset: the first element */
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t *shape;
+  int64_t *strides;        /* in elements; NULL: compact row-major */
+  uint64_t byte_offset;
+} DLTensor;
+typedef struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void *manager_ctx;
+  void (*deleter)(struct DLManagedTensor *self);
+} DLManagedTensor;
+#define DLPACK_FLAG_BITMASK_READ_ONLY (1UL << 0UL)
+#define DLPACK_FLAG_BITMASK_IS_COPIED (1UL << 1UL)
+#define DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED (1UL << 2UL)
+typedef struct DLManagedTensorVersioned {
+  DLPackVersion version;
+  void *manager_ctx;
+  void (*deleter)(struct DLManagedTensorVersioned *self);
+  uint64_t flags;
+  DLTensor dl_tensor;
+} DLManagedTensorVersioned;
+#elif (!defined(DLPACK_MAJOR_VERSION) || DLPACK_MAJOR_VERSION < 1) && !defined(DT__DLPACK_VERSIONED)
+/* a pre-1.0 dlpack.h (e.g. PyTorch's ATen/dlpack.h) came first: add what 1.x added */
+#define DT__DLPACK_VERSIONED
+typedef struct { uint32_t major; uint32_t minor; } DLPackVersion;
+#ifndef DLPACK_FLAG_BITMASK_READ_ONLY
+#define DLPACK_FLAG_BITMASK_READ_ONLY (1UL << 0UL)
+#define DLPACK_FLAG_BITMASK_IS_COPIED (1UL << 1UL)
+#endif
+typedef struct DLManagedTensorVersioned {
+  DLPackVersion version;
+  void *manager_ctx;
+  void (*deleter)(struct DLManagedTensorVersioned *self);
+  uint64_t flags;
+  DLTensor dl_tensor;
+} DLManagedTensorVersioned;
+#endif
+
+/* Zero copy both ways. The capsule dt_to_dlpack makes holds a reference to t (t may be
+   released at once); its deleter drops it. For a CUDA tensor, devtensor's stream is
+   drained first, so the consumer may read on any stream. dt_from_dlpack takes ownership
+   on success only: m->deleter runs once, when the last tensor over that memory is
+   released (after devtensor's stream is drained); on failure m is untouched and still
+   the caller's. Imports: kDLCPU, kDLCUDAHost (as CPU tensors) and kDLCUDA; float32/64,
+   int32/64; compact row-major (strides NULL or matching); not read-only. A CUDA
+   producer must make its data ready for dt_cuda_stream(dev) first (Python:
+   x.__dlpack__(stream=that stream)). */
+DTDEF struct DLManagedTensorVersioned *dt_to_dlpack(dt_tensor *t);
+DTDEF dt_tensor *dt_from_dlpack(struct DLManagedTensorVersioned *m);
+DTDEF struct DLManagedTensor *dt_to_dlpack_legacy(dt_tensor *t);  /* pre-1.0 capsules: NumPy < 2.1, PyTorch < 2.4 */
+DTDEF dt_tensor *dt_from_dlpack_legacy(struct DLManagedTensor *m);
+/* Wraps memory the caller owns (host memory for the CPU, a device pointer for cuda:i),
+   compact row-major, aligned to the element size. deleter(data, ctx) runs once when the
+   last reference goes; NULL: the caller frees it after the tensor is released. On
+   failure the deleter is not called. */
+DTDEF dt_tensor *dt_from_blob(void *data, dt_shape s, dt_dtype t, dt_device d,
+                              void (*deleter)(void *data, void *ctx), void *ctx);
+/* safetensors.torch.save_file / load_file: names unique, not "__metadata__", at most 255 bytes. */
+DTDEF dt_status  dt_save_tensors(const char *path, const char *const *names, const dt_tensor *const *ts, int n);
+/* Every tensor of a safetensors file, on device d, in the header's order. On success
+   *n, *names and *ts are set; free them with dt_free_tensors. On failure they are
+   set to 0 and NULL. */
+DTDEF dt_status  dt_load_tensors(const char *path, dt_device d, int *n, char ***names, dt_tensor ***ts);
+DTDEF void       dt_free_tensors(int n, char **names, dt_tensor **ts);
+
 #ifdef __cplusplus
 }
 #endif
@@ -823,6 +918,12 @@ typedef struct dt__storage {
   dt_device device;
   void *ptr;
   size_t nbytes;
+  /* foreign memory (dt_from_blob, dt_from_dlpack; see "interop"): not the backend's to
+     free. The last release drains the device's stream, then calls deleter(del_data,
+     del_ctx) if there is one. Views (dt_reshape, dt_to on the same device) share it. */
+  int foreign;
+  void (*deleter)(void *data, void *ctx);
+  void *del_data, *del_ctx;
 } dt__storage;
 
 struct dt_tensor {
@@ -836,7 +937,13 @@ struct dt_tensor {
 
 static void dt__storage_release(dt__storage *st) {
   if (st && DT__ATOMIC_ADD(&st->refs, -1) == 0) {
-    dt__be(st->device)->free(st->device.index, st->ptr, st->nbytes);
+    if (!st->foreign) {
+      dt__be(st->device)->free(st->device.index, st->ptr, st->nbytes);
+    } else {
+      /* queued work may still read it; the owner frees it once that is done */
+      if (st->device.type != DT_CPU) (void)dt__be(st->device)->synchronize(st->device.index);
+      if (st->deleter) st->deleter(st->del_data, st->del_ctx);
+    }
     DT_FREE(st);
   }
 }
@@ -864,6 +971,7 @@ static dt_tensor *dt__new(const char *op, dt_shape s, dt_dtype t, dt_device d) {
   st = (dt__storage *)DT_MALLOC(sizeof(dt__storage));
   if (!st) { dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host allocating a tensor header", op); return NULL; }
   st->refs = 1; st->device = d; st->nbytes = nbytes; st->ptr = NULL;
+  st->foreign = 0; st->deleter = NULL; st->del_data = st->del_ctx = NULL;
   if ((rc = dt__be(d)->alloc(d.index, nbytes, &st->ptr)) != DT_OK) {
     DT_FREE(st);
     dt__backend_fail(op, d, rc);
@@ -3296,6 +3404,525 @@ done:
 }
 
 DTDEF void dt_trainer_free(dt_trainer *tr) { if (tr) memset(tr, 0, sizeof *tr); }
+
+/* ---- interop ----
+   DLPack capsules both ways, memory the caller owns (dt_from_blob), and safetensors
+   files of any named tensors. Foreign memory lives in a dt__storage with `foreign` set
+   and a deleter (see dt__storage_release). The safetensors part reuses the module
+   reader's JSON functions and entry parser. */
+
+/* DLPack's ABI constants by value, so that any dlpack.h (0.6's too) works */
+enum { DT__DL_CPU = 1, DT__DL_CUDA = 2, DT__DL_CUDA_HOST = 3, DT__DL_CUDA_MANAGED = 13 };
+enum { DT__DL_INT = 0, DT__DL_UINT = 1, DT__DL_FLOAT = 2, DT__DL_BFLOAT = 4, DT__DL_COMPLEX = 5, DT__DL_BOOL = 6 };
+
+/* A tensor over memory devtensor does not own. Allocates both headers before it
+   records the deleter, so a failure never calls it. */
+static dt_tensor *dt__foreign(const char *op, dt_device d, void *ptr, const dt_shape *s, dt_dtype t, int64_t numel,
+                              size_t nbytes, void (*deleter)(void *, void *), void *del_data, void *del_ctx) {
+  dt__storage *st = (dt__storage *)DT_MALLOC(sizeof(dt__storage));
+  dt_tensor *x = st ? (dt_tensor *)DT_MALLOC(sizeof(dt_tensor)) : NULL;
+  if (!x) {
+    if (st) DT_FREE(st);
+    dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host allocating a tensor header", op);
+    return NULL;
+  }
+  st->refs = 1; st->device = d; st->ptr = ptr; st->nbytes = nbytes;
+  st->foreign = 1; st->deleter = deleter; st->del_data = del_data; st->del_ctx = del_ctx;
+  x->refs = 1; x->dtype = t; x->shape = *s; x->numel = numel; x->nbytes = nbytes; x->st = st;
+  return x;
+}
+
+static dt_status dt__check_aligned(const char *op, const void *p, dt_dtype t) {
+  size_t es = dt_dtype_size(t);
+  if (es && ((uintptr_t)p % es) != 0)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: data %p is not aligned to the %zu bytes of a %s element (copy it to aligned memory)",
+                    op, p, es, dt_dtype_name(t));
+  return DT_OK;
+}
+
+DTDEF dt_tensor *dt_from_blob(void *data, dt_shape s, dt_dtype t, dt_device d, void (*deleter)(void *data, void *ctx), void *ctx) {
+  const char *op = "dt_from_blob";
+  int64_t numel = 0;
+  size_t nbytes = 0;
+  if (dt__check_device(op, d) != DT_OK || dt__check_dtype(op, t) != DT_OK) return NULL;
+  if (dt__check_shape(op, &s, t, &numel, &nbytes) != DT_OK) return NULL;
+  if (!data && numel > 0) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: data is NULL for %lld elements", op, (long long)numel); return NULL; }
+  if (dt__check_aligned(op, data, t) != DT_OK) return NULL;
+  return dt__foreign(op, d, data, &s, t, numel, nbytes, deleter, data, ctx);
+}
+
+/* ---- interop: DLPack export ---- */
+
+typedef struct dt__dl_export {
+  struct DLManagedTensorVersioned v;   /* one of the two is handed out; manager_ctx points here */
+  struct DLManagedTensor legacy;
+  dt_tensor *t;                        /* the capsule's reference */
+  int64_t shape[DT_MAX_DIMS], strides[DT_MAX_DIMS];
+} dt__dl_export;
+
+static void dt__dl_export_free(dt__dl_export *e) {
+  dt_release(e->t);
+  DT_FREE(e);
+}
+static void dt__dl_delete_v(struct DLManagedTensorVersioned *self) {
+  if (self) dt__dl_export_free((dt__dl_export *)self->manager_ctx);
+}
+static void dt__dl_delete_legacy(struct DLManagedTensor *self) {
+  if (self) dt__dl_export_free((dt__dl_export *)self->manager_ctx);
+}
+
+/* A capsule's state (its reference to t, shape, compact strides); first drains the
+   device's stream so that the consumer may use the data on any stream (the producer's
+   half of __dlpack__(stream=...)). */
+static dt__dl_export *dt__dl_export_new(const char *op, dt_tensor *t) {
+  dt__dl_export *e;
+  int64_t stride = 1;
+  int i;
+  dt_device d;
+  if (dt__check_tensor(op, "t", t) != DT_OK) return NULL;
+  d = t->st->device;
+  if (d.type != DT_CPU && dt__run(op, d, dt__be(d)->synchronize(d.index)) != DT_OK) return NULL;
+  if (!(e = (dt__dl_export *)DT_MALLOC(sizeof(dt__dl_export)))) {
+    dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host allocating a DLPack capsule", op);
+    return NULL;
+  }
+  memset(e, 0, sizeof *e);
+  e->t = dt_retain(t);
+  for (i = t->shape.ndim - 1; i >= 0; i--) {
+    e->shape[i] = t->shape.dims[i];
+    e->strides[i] = stride;
+    stride *= t->shape.dims[i] > 0 ? t->shape.dims[i] : 1;
+  }
+  return e;
+}
+
+static void dt__dl_fill(dt__dl_export *e, DLTensor *x) {
+  dt_tensor *t = e->t;
+  x->data = t->numel > 0 ? t->st->ptr : NULL;  /* the spec: NULL for an empty tensor */
+  x->device.device_type = (DLDeviceType)(t->st->device.type == DT_CUDA ? DT__DL_CUDA : DT__DL_CPU);
+  x->device.device_id = t->st->device.type == DT_CUDA ? t->st->device.index : 0;
+  x->ndim = t->shape.ndim;
+  x->dtype.code = (uint8_t)(dt__is_float(t->dtype) ? DT__DL_FLOAT : DT__DL_INT);
+  x->dtype.bits = (uint8_t)(8 * dt_dtype_size(t->dtype));
+  x->dtype.lanes = 1;
+  x->shape = e->shape;
+  x->strides = e->strides;   /* always given: DLPack 1.2 asks for them, older consumers accept them */
+  x->byte_offset = 0;
+}
+
+DTDEF struct DLManagedTensorVersioned *dt_to_dlpack(dt_tensor *t) {
+  dt__dl_export *e = dt__dl_export_new("dt_to_dlpack", t);
+  if (!e) return NULL;
+  e->v.version.major = 1;
+  e->v.version.minor = 1;
+  e->v.manager_ctx = e;
+  e->v.deleter = dt__dl_delete_v;
+  e->v.flags = 0;            /* writable, shared (not a copy) */
+  dt__dl_fill(e, &e->v.dl_tensor);
+  return &e->v;
+}
+
+DTDEF struct DLManagedTensor *dt_to_dlpack_legacy(dt_tensor *t) {
+  dt__dl_export *e = dt__dl_export_new("dt_to_dlpack_legacy", t);
+  if (!e) return NULL;
+  e->legacy.manager_ctx = e;
+  e->legacy.deleter = dt__dl_delete_legacy;
+  dt__dl_fill(e, &e->legacy.dl_tensor);
+  return &e->legacy;
+}
+
+/* ---- interop: DLPack import ---- */
+
+static void dt__dl_release_v(void *data, void *ctx) {
+  struct DLManagedTensorVersioned *m = (struct DLManagedTensorVersioned *)ctx;
+  (void)data;
+  if (m->deleter) m->deleter(m);
+}
+static void dt__dl_release_legacy(void *data, void *ctx) {
+  struct DLManagedTensor *m = (struct DLManagedTensor *)ctx;
+  (void)data;
+  if (m->deleter) m->deleter(m);
+}
+
+static const char *dt__dl_type_name(DLDataType t, char *buf, size_t n) {
+  const char *base;
+  switch (t.code) {
+    case DT__DL_INT: base = "int"; break;
+    case DT__DL_UINT: base = "uint"; break;
+    case DT__DL_FLOAT: base = "float"; break;
+    case DT__DL_BFLOAT: base = "bfloat"; break;
+    case DT__DL_COMPLEX: base = "complex"; break;
+    case DT__DL_BOOL: base = "bool"; break;
+    default: base = "type code "; break;
+  }
+  if (t.code == DT__DL_BOOL) snprintf(buf, n, "bool (%u bits)", (unsigned)t.bits);
+  else if (base[0] == 't') snprintf(buf, n, "type code %u, %u bits", (unsigned)t.code, (unsigned)t.bits);
+  else snprintf(buf, n, "%s%u", base, (unsigned)t.bits);
+  if (t.lanes != 1) { size_t l = strlen(buf); snprintf(buf + l, n - l, " x %u lanes", (unsigned)t.lanes); }
+  return buf;
+}
+
+/* Checks a DLTensor and wraps it; `rel` and `m` release it later. */
+static dt_tensor *dt__dl_import(const char *op, const DLTensor *x, void (*rel)(void *, void *), void *m) {
+  dt_shape s;
+  dt_dtype t;
+  dt_device d;
+  int64_t numel = 0, want = 1;
+  size_t nbytes = 0;
+  char *data;
+  char tb[64], sb[200];
+  int i, ok = 1;
+  if (x->ndim < 0 || x->ndim > DT_MAX_DIMS) {
+    dt__fail(DT_ERR_SHAPE, "%s: %d dimensions, devtensor holds 0 to %d (reshape it first)", op, (int)x->ndim, DT_MAX_DIMS);
+    return NULL;
+  }
+  if (x->ndim > 0 && !x->shape) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: dl_tensor.shape is NULL for %d dimensions", op, (int)x->ndim); return NULL; }
+  if (x->dtype.lanes == 1 && x->dtype.code == DT__DL_FLOAT && x->dtype.bits == 32) t = DT_F32;
+  else if (x->dtype.lanes == 1 && x->dtype.code == DT__DL_FLOAT && x->dtype.bits == 64) t = DT_F64;
+  else if (x->dtype.lanes == 1 && x->dtype.code == DT__DL_INT && x->dtype.bits == 32) t = DT_I32;
+  else if (x->dtype.lanes == 1 && x->dtype.code == DT__DL_INT && x->dtype.bits == 64) t = DT_I64;
+  else {
+    dt__fail(DT_ERR_DTYPE, "%s: dtype %s has no devtensor dtype (float32, float64, int32, int64): convert it first, e.g. x.to(torch.float32) or x.astype(np.int64)",
+             op, dt__dl_type_name(x->dtype, tb, sizeof tb));
+    return NULL;
+  }
+  switch ((int)x->device.device_type) {
+    case DT__DL_CPU: case DT__DL_CUDA_HOST: d = dt_cpu(); break;   /* pinned host memory is host memory */
+    case DT__DL_CUDA:
+      if (x->device.device_id < 0) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: CUDA device id %d", op, (int)x->device.device_id); return NULL; }
+      d = dt_gpu(x->device.device_id);
+      break;
+    case DT__DL_CUDA_MANAGED:
+      dt__fail(DT_ERR_UNSUPPORTED, "%s: CUDA managed (unified) memory is not supported: copy it to a CUDA device tensor first", op);
+      return NULL;
+    default:
+      dt__fail(DT_ERR_UNSUPPORTED, "%s: DLPack device type %d is not supported (devtensor takes kDLCPU, kDLCUDAHost and kDLCUDA): copy it to the CPU or a CUDA GPU first",
+               op, (int)x->device.device_type);
+      return NULL;
+  }
+  if (dt__check_device(op, d) != DT_OK) return NULL;
+  s = dt_shape_n(x->ndim, x->shape);
+  if (dt__check_shape(op, &s, t, &numel, &nbytes) != DT_OK) return NULL;
+  if (x->strides && numel > 0)
+    for (i = x->ndim - 1; i >= 0; i--) {
+      if (s.dims[i] != 1 && x->strides[i] != want) ok = 0;   /* a dimension of size 1 may have any stride */
+      want *= s.dims[i];
+    }
+  if (!ok) {
+    size_t at = 0;
+    sb[0] = 0;
+    for (i = 0; i < x->ndim && at < sizeof sb; i++)
+      at += (size_t)snprintf(sb + at, sizeof sb - at, i ? ", %lld" : "%lld", (long long)x->strides[i]);
+    dt__fail(DT_ERR_UNSUPPORTED, "%s: strides (%s) are not compact row-major, which devtensor needs: make it contiguous first (x.contiguous(), np.ascontiguousarray(x))",
+             op, sb);
+    return NULL;
+  }
+  data = (char *)x->data;
+  if (!data && numel > 0) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: dl_tensor.data is NULL for %lld elements", op, (long long)numel); return NULL; }
+  if (data) data += x->byte_offset;
+  if (dt__check_aligned(op, data, t) != DT_OK) return NULL;
+  return dt__foreign(op, d, data, &s, t, numel, nbytes, rel, NULL, m);
+}
+
+DTDEF dt_tensor *dt_from_dlpack(struct DLManagedTensorVersioned *m) {
+  const char *op = "dt_from_dlpack";
+  if (!m) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op); return NULL; }
+  if (m->version.major != 1) {
+    dt__fail(DT_ERR_UNSUPPORTED, "%s: DLPack version %u.%u, devtensor reads 1.x (the caller keeps the capsule and must call its deleter)",
+             op, (unsigned)m->version.major, (unsigned)m->version.minor);
+    return NULL;
+  }
+  if (m->flags & DLPACK_FLAG_BITMASK_READ_ONLY) {
+    dt__fail(DT_ERR_UNSUPPORTED, "%s: the tensor is read-only and devtensor's tensors are writable: export a writable copy (e.g. np.array(x, copy=True)) or use dt_from_data",
+             op);
+    return NULL;
+  }
+  /* DLPACK_FLAG_BITMASK_IS_COPIED: ours alone either way, nothing to do */
+  return dt__dl_import(op, &m->dl_tensor, dt__dl_release_v, m);
+}
+
+DTDEF dt_tensor *dt_from_dlpack_legacy(struct DLManagedTensor *m) {
+  const char *op = "dt_from_dlpack_legacy";
+  if (!m) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op); return NULL; }
+  return dt__dl_import(op, &m->dl_tensor, dt__dl_release_legacy, m);
+}
+
+/* ---- interop: safetensors of any named tensors ---- */
+
+#define DT__ST_NAME_MAX 255
+
+/* Writes `name` as a JSON string ("" and \ escaped) into hdr at len (measures when hdr is NULL). */
+static size_t dt__st_put_name(char *hdr, size_t len, const char *name) {
+  const char *p;
+  if (hdr) hdr[len] = '"';
+  len++;
+  for (p = name; *p; p++) {
+    if (*p == '"' || *p == '\\') { if (hdr) hdr[len] = '\\'; len++; }
+    if (hdr) hdr[len] = *p;
+    len++;
+  }
+  if (hdr) hdr[len] = '"';
+  return len + 1;
+}
+
+DTDEF dt_status dt_save_tensors(const char *path, const char *const *names, const dt_tensor *const *ts, int n) {
+  const char *op = "dt_save_tensors";
+  char *hdr = NULL, num[128];
+  size_t len = 0, maxbytes = 0, k;
+  uint64_t off = 0;
+  unsigned char lenbuf[8];
+  void *host = NULL;
+  FILE *f = NULL;
+  dt_status s = DT_OK;
+  int i, j, pass, d;
+  if (!path) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: path is NULL", op);
+  if (n < 0) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: n is %d", op, n);
+  if (n > 0 && (!names || !ts)) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s is NULL for n = %d", op, names ? "ts" : "names", n);
+  if (!dt__little_endian()) return dt__fail(DT_ERR_UNSUPPORTED, "%s: big-endian hosts are not supported", op);
+  for (i = 0; i < n; i++) {
+    const char *p;
+    if (!names[i]) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: names[%d] is NULL", op, i);
+    if (!ts[i]) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: ts[%d] (\"%.64s\") is NULL", op, i, names[i]);
+    if (!names[i][0] || strlen(names[i]) > DT__ST_NAME_MAX || strcmp(names[i], "__metadata__") == 0)
+      return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: names[%d] \"%.64s\" is not a tensor name (1 to %d bytes, not __metadata__)",
+                      op, i, names[i], DT__ST_NAME_MAX);
+    for (p = names[i]; *p; p++)
+      if ((unsigned char)*p < 0x20)
+        return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: names[%d] has a control character (byte %d)", op, i, (int)(p - names[i]));
+    for (j = 0; j < i; j++)
+      if (strcmp(names[j], names[i]) == 0)
+        return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: names[%d] and names[%d] are both \"%.64s\"", op, j, i, names[i]);
+    if (ts[i]->nbytes > maxbytes) maxbytes = ts[i]->nbytes;
+  }
+  /* the header, measured on pass 0 and written on pass 1 */
+  for (pass = 0; pass < 2; pass++) {
+    len = 0; off = 0;
+    if (hdr) hdr[len] = '{';
+    len++;
+    for (i = 0; i < n; i++) {
+      const dt_tensor *t = ts[i];
+      size_t at = 0;
+      if (i) { if (hdr) hdr[len] = ','; len++; }
+      len = dt__st_put_name(hdr, len, names[i]);
+      at += (size_t)snprintf(num, sizeof num, ":{\"dtype\":\"%s\",\"shape\":[", dt__st_dtype(t->dtype));
+      if (hdr) memcpy(hdr + len, num, at);
+      len += at;
+      for (d = 0; d < t->shape.ndim; d++) {
+        at = (size_t)snprintf(num, sizeof num, "%s%lld", d ? "," : "", (long long)t->shape.dims[d]);
+        if (hdr) memcpy(hdr + len, num, at);
+        len += at;
+      }
+      at = (size_t)snprintf(num, sizeof num, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off,
+                            (unsigned long long)(off + t->nbytes));
+      if (hdr) memcpy(hdr + len, num, at);
+      len += at;
+      off += t->nbytes;
+    }
+    k = (size_t)snprintf(num, sizeof num, "%s\"__metadata__\":{\"format\":\"pt\"}}", n ? "," : "");
+    if (hdr) memcpy(hdr + len, num, k);
+    len += k;
+    if (pass == 0 && !(hdr = (char *)DT_MALLOC(len + 8))) return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+  }
+  while (len % 8) hdr[len++] = ' ';   /* the data starts 8-byte aligned, as safetensors writes it */
+  for (k = 0; k < 8; k++) lenbuf[k] = (unsigned char)((uint64_t)len >> (8 * k));
+  if (maxbytes && !(host = DT_MALLOC(maxbytes))) { s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); goto done; }
+  if (!(f = fopen(path, "wb"))) { s = dt__fail(DT_ERR_IO, "%s: cannot open %s for writing", op, path); goto done; }
+  if (fwrite(lenbuf, 1, 8, f) != 8 || fwrite(hdr, 1, len, f) != len) { s = dt__fail(DT_ERR_IO, "%s: writing %s failed", op, path); goto done; }
+  for (i = 0; i < n; i++) {
+    if (ts[i]->nbytes == 0) continue;
+    if ((s = dt_to_host(ts[i], host, maxbytes)) != DT_OK) goto done;
+    if (fwrite(host, 1, ts[i]->nbytes, f) != ts[i]->nbytes) { s = dt__fail(DT_ERR_IO, "%s: writing %s failed", op, path); goto done; }
+  }
+done:
+  if (f && fclose(f) != 0 && s == DT_OK) s = dt__fail(DT_ERR_IO, "%s: writing %s failed", op, path);
+  if (host) DT_FREE(host);
+  DT_FREE(hdr);
+  return s;
+}
+
+DTDEF void dt_free_tensors(int n, char **names, dt_tensor **ts) {
+  int i;
+  for (i = 0; i < n; i++) {
+    if (names && names[i]) DT_FREE(names[i]);
+    if (ts) dt_release(ts[i]);
+  }
+  if (names) DT_FREE(names);
+  if (ts) DT_FREE(ts);
+}
+
+/* Reads the whole header of an open safetensors file into a NUL-terminated buffer. */
+static dt_status dt__st_read_header(const char *op, const char *path, FILE *f, char **out, uint64_t *hlen_out) {
+  unsigned char lenbuf[8];
+  uint64_t hlen = 0;
+  size_t got, cap, want;
+  char *hdr;
+  int k;
+  *out = NULL;
+  if ((got = fread(lenbuf, 1, 8, f)) != 8) {
+    if (ferror(f)) return dt__fail(DT_ERR_IO, "%s: cannot read %s", op, path);
+    return dt__fail(DT_ERR_FORMAT, "%s: %s is too short for a safetensors file (%zu bytes)", op, path, got);
+  }
+  for (k = 7; k >= 0; k--) hlen = (hlen << 8) | lenbuf[k];
+  if (hlen < 2 || hlen > DT__ST_MAX_HEADER)
+    return dt__fail(DT_ERR_FORMAT, "%s: %s: header length %llu is not within the format's 2 bytes to 100 MB", op, path, (unsigned long long)hlen);
+  /* grows as bytes arrive: a length that lies about a short file costs no more than the file */
+  cap = (size_t)(hlen < 65536 ? hlen : 65536);
+  got = 0;
+  if (!(hdr = (char *)DT_MALLOC(cap + 1))) return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+  while (got < (size_t)hlen) {
+    if (got == cap) {
+      size_t ncap = cap * 2 < (size_t)hlen ? cap * 2 : (size_t)hlen;
+      char *bigger = (char *)DT_MALLOC(ncap + 1);
+      if (!bigger) { DT_FREE(hdr); return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); }
+      memcpy(bigger, hdr, got);
+      DT_FREE(hdr);
+      hdr = bigger; cap = ncap;
+    }
+    want = cap - got;
+    if (fread(hdr + got, 1, want, f) != want) {
+      dt_status s = ferror(f) ? dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path)
+                              : dt__fail(DT_ERR_FORMAT, "%s: %s: header length %llu runs past the end of the file", op, path, (unsigned long long)hlen);
+      DT_FREE(hdr);
+      return s;
+    }
+    got = cap;
+  }
+  hdr[hlen] = 0;
+  *out = hdr;
+  *hlen_out = hlen;
+  return DT_OK;
+}
+
+DTDEF dt_status dt_load_tensors(const char *path, dt_device dev, int *n_out, char ***names_out, dt_tensor ***ts_out) {
+  const char *op = "dt_load_tensors";
+  FILE *f = NULL;
+  uint64_t hlen = 0, at;
+  char *hdr = NULL, name[DT__ST_NAME_MAX + 2];
+  dt__st_entry *ents = NULL, *sorted = NULL;
+  char **names = NULL;
+  dt_tensor **ts = NULL;
+  void *host = NULL;
+  dt__json j;
+  dt_status s = DT_OK;
+  int n = 0, cap = 0, i, k, first = 1, c;
+  if (n_out) *n_out = 0;
+  if (names_out) *names_out = NULL;
+  if (ts_out) *ts_out = NULL;
+  if (!path) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: path is NULL", op);
+  if (!n_out || !names_out || !ts_out)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s is NULL", op, !n_out ? "n" : !names_out ? "names" : "ts");
+  if ((s = dt__check_device(op, dev)) != DT_OK) return s;
+  if (!dt__little_endian()) return dt__fail(DT_ERR_UNSUPPORTED, "%s: big-endian hosts are not supported", op);
+  if (!(f = fopen(path, "rb"))) return dt__fail(DT_ERR_IO, "%s: cannot open %s", op, path);
+  if ((s = dt__st_read_header(op, path, f, &hdr, &hlen)) != DT_OK) goto done;
+  j.p = hdr; j.end = hdr + hlen;
+  if (!dt__json_eat(&j, '{')) { s = dt__fail(DT_ERR_FORMAT, "%s: %s: the header is not a JSON object", op, path); goto done; }
+  while (!dt__json_eat(&j, '}')) {
+    dt__st_entry e;
+    if ((!first && !dt__json_eat(&j, ',')) || !dt__json_string(&j, name, sizeof name) || !dt__json_eat(&j, ':')) {
+      s = dt__fail(DT_ERR_FORMAT, "%s: %s: malformed header near byte %ld", op, path, (long)(j.p - hdr) + 8); goto done;
+    }
+    first = 0;
+    if (strcmp(name, "__metadata__") == 0) {
+      if (!dt__json_skip(&j, 0)) { s = dt__fail(DT_ERR_FORMAT, "%s: %s: malformed __metadata__", op, path); goto done; }
+      continue;
+    }
+    memset(&e, 0, sizeof e);
+    if (!dt__st_parse_entry(&j, &e)) { s = dt__fail(DT_ERR_FORMAT, "%s: %s: malformed entry for \"%s\"", op, path, name); goto done; }
+    for (i = 0; i < n && strcmp(names[i], name) != 0; i++) {}
+    if (i < n) { s = dt__fail(DT_ERR_FORMAT, "%s: %s holds \"%s\" twice", op, path, name); goto done; }
+    if (n == cap) {   /* ents, names and ts grow together */
+      int ncap = cap ? 2 * cap : 8;
+      dt__st_entry *ne = (dt__st_entry *)DT_MALLOC(sizeof(dt__st_entry) * (size_t)ncap);
+      char **nn = (char **)DT_MALLOC(sizeof(char *) * (size_t)ncap);
+      dt_tensor **nt = (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)ncap);
+      if (!ne || !nn || !nt) {
+        if (ne) DT_FREE(ne);
+        if (nn) DT_FREE(nn);
+        if (nt) DT_FREE(nt);
+        s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); goto done;
+      }
+      if (n) { memcpy(ne, ents, sizeof(dt__st_entry) * (size_t)n); memcpy(nn, names, sizeof(char *) * (size_t)n); }
+      memset(nt, 0, sizeof(dt_tensor *) * (size_t)ncap);
+      if (ents) DT_FREE(ents);
+      if (names) DT_FREE(names);
+      if (ts) DT_FREE(ts);
+      ents = ne; names = nn; ts = nt; cap = ncap;
+    }
+    if (!(names[n] = (char *)DT_MALLOC(strlen(name) + 1))) { s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); goto done; }
+    memcpy(names[n], name, strlen(name) + 1);
+    ents[n] = e;
+    ents[n].seen = 1;
+    ents[n].idx = n;
+    n++;
+  }
+  dt__json_ws(&j);
+  if (j.p != j.end) { s = dt__fail(DT_ERR_FORMAT, "%s: %s: trailing bytes after the header's JSON", op, path); goto done; }
+  for (i = 0; i < n; i++) {
+    dt__st_entry *e = &ents[i];
+    dt_dtype t;
+    dt_shape es = dt_shape_n(e->ndim, e->dims);
+    size_t nbytes = 0;
+    if (strcmp(e->dtype, "F32") == 0) t = DT_F32;
+    else if (strcmp(e->dtype, "F64") == 0) t = DT_F64;
+    else if (strcmp(e->dtype, "I32") == 0) t = DT_I32;
+    else if (strcmp(e->dtype, "I64") == 0) t = DT_I64;
+    else {
+      s = dt__fail(DT_ERR_DTYPE, "%s: %s: \"%s\" is %s, which devtensor has no dtype for (F32, F64, I32, I64): convert it before saving, e.g. t.float()",
+                   op, path, names[i], e->dtype);
+      goto done;
+    }
+    e->seen = (int)t;   /* from here on: the dtype */
+    if ((s = dt__check_shape(op, &es, t, NULL, &nbytes)) != DT_OK) goto done;
+    if (e->begin > e->end || e->end - e->begin != (uint64_t)nbytes) {
+      s = dt__fail(DT_ERR_FORMAT, "%s: %s: \"%s\" has data_offsets [%llu, %llu], which do not hold its %zu bytes",
+                   op, path, names[i], (unsigned long long)e->begin, (unsigned long long)e->end, nbytes);
+      goto done;
+    }
+  }
+  /* the tensors, sorted by offset, tile the data from byte 0 (no holes, no overlaps) */
+  if (n && !(sorted = (dt__st_entry *)DT_MALLOC(sizeof(dt__st_entry) * (size_t)n))) { s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); goto done; }
+  if (n) memcpy(sorted, ents, sizeof(dt__st_entry) * (size_t)n);
+  if (n > 1) qsort(sorted, (size_t)n, sizeof *sorted, dt__st_cmp);
+  for (i = 0, at = 0; i < n; i++) {
+    if (sorted[i].begin != at) {
+      s = dt__fail(DT_ERR_FORMAT, "%s: %s: \"%s\" begins at data byte %llu but the data before it ends at %llu (safetensors data has no gaps or overlaps)",
+                   op, path, names[sorted[i].idx], (unsigned long long)sorted[i].begin, (unsigned long long)at);
+      goto done;
+    }
+    at = sorted[i].end;
+  }
+  /* read each tensor in the order of its data, straight onto the device */
+  for (k = 0; k < n; k++) {
+    const dt__st_entry *e = &sorted[k];
+    size_t nb = (size_t)(e->end - e->begin);
+    dt_shape es = dt_shape_n(e->ndim, e->dims);
+    if (nb && !(host = DT_MALLOC(nb))) { s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); goto done; }
+    if (nb && fread(host, 1, nb, f) != nb) {
+      if (ferror(f)) s = dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
+      else s = dt__fail(DT_ERR_FORMAT, "%s: %s is cut short: the data of \"%s\" is [%llu, %llu] but the file ends before", op, path,
+                        names[e->idx], (unsigned long long)e->begin, (unsigned long long)e->end);
+      goto done;
+    }
+    if (!(ts[e->idx] = dt_from_data(host, es, (dt_dtype)e->seen, dev))) { s = dt_last_status(); goto done; }
+    if (host) { DT_FREE(host); host = NULL; }
+  }
+  if ((c = fgetc(f)) != EOF || ferror(f)) {
+    if (c == EOF) s = dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
+    else s = dt__fail(DT_ERR_FORMAT, "%s: %s: bytes follow the last tensor's data, which ends at data byte %llu (safetensors data has no trailing bytes)",
+                      op, path, (unsigned long long)at);
+    goto done;
+  }
+done:
+  if (host) DT_FREE(host);
+  if (sorted) DT_FREE(sorted);
+  if (ents) DT_FREE(ents);
+  if (hdr) DT_FREE(hdr);
+  if (f) fclose(f);
+  if (s != DT_OK) { dt_free_tensors(n, names, ts); return s; }
+  *n_out = n; *names_out = names; *ts_out = ts;
+  return DT_OK;
+}
 
 /* ---- CPU backend ---- */
 
