@@ -1,0 +1,487 @@
+/* Interop: DLPack capsules both ways (every field against the spec, the deleter
+   count, refused imports leaving the capsule to its owner), dt_from_blob, and
+   safetensors files of any named tensors. The Python side (NumPy, PyTorch) is
+   tests/interop_py.sh; the installed package is tests/packaging.sh. */
+#define DEVTENSOR_IMPLEMENTATION
+#include "../devtensor.h"
+#include "harness.h"
+#include <stdlib.h>
+
+static int contains(const char *s, const char *sub) { return s && sub && strstr(s, sub) != NULL; }
+static const dt_dtype DTYPES[4] = {DT_F32, DT_F64, DT_I32, DT_I64};
+
+/* the element i of a host buffer of dtype t, as a double */
+static double at(const void *p, dt_dtype t, int64_t i) {
+  switch (t) {
+    case DT_F32: return ((const float *)p)[i];
+    case DT_F64: return ((const double *)p)[i];
+    case DT_I32: return ((const int32_t *)p)[i];
+    case DT_I64: return (double)((const int64_t *)p)[i];
+  }
+  return NAN;
+}
+
+/* t's values equal start, start + 1, ... (what dt_arange(start, ...) gives) */
+static int is_arange(const dt_tensor *t, double start) {
+  int64_t i, n = dt_numel(t);
+  void *h = malloc(dt_nbytes(t) + 8);
+  int ok = h && dt_to_host(t, h, dt_nbytes(t) + 8) == DT_OK;
+  for (i = 0; ok && i < n; i++) ok = at(h, dt_dtype_of(t), i) == start + (double)i;
+  free(h);
+  return ok;
+}
+
+/* ---- export ---- */
+
+static void check_dltensor(const DLTensor *x, dt_tensor *t, dt_device dev, int ndim, const int64_t *dims) {
+  int64_t stride = 1;
+  int i;
+  dt_dtype ty = dt_dtype_of(t);
+  T_CHECK(x->data == (dt_numel(t) ? dt_data_ptr(t) : NULL));
+  T_CHECK((int)x->device.device_type == (dev.type == DT_CUDA ? 2 : 1)); /* kDLCUDA, kDLCPU */
+  T_CHECK(x->device.device_id == (dev.type == DT_CUDA ? dev.index : 0));
+  T_CHECK(x->ndim == ndim);
+  T_CHECK(x->dtype.code == (ty == DT_F32 || ty == DT_F64 ? kDLFloat : kDLInt));
+  T_CHECK(x->dtype.bits == 8 * dt_dtype_size(ty));
+  T_CHECK(x->dtype.lanes == 1);
+  T_CHECK(x->byte_offset == 0);
+  T_CHECK(ndim == 0 || (x->shape && x->strides));
+  for (i = ndim - 1; i >= 0 && x->shape && x->strides; i--) {
+    T_CHECK(x->shape[i] == dims[i]);
+    T_CHECK(x->strides[i] == stride);   /* compact row-major, in elements (a 0 dim counts as 1, as in PyTorch) */
+    stride *= dims[i] > 0 ? dims[i] : 1;
+  }
+}
+
+static void test_to_dlpack_fields(dt_device dev) {
+  static const int64_t d23[2] = {2, 3}, d405[3] = {4, 0, 5};
+  int k;
+  for (k = 0; k < 4; k++) {
+    dt_tensor *r = dt_arange(0, 6, 1, DTYPES[k], dev), *t = dt_reshape(r, dt_shape2(2, 3));
+    struct DLManagedTensorVersioned *m;
+    struct DLManagedTensor *l;
+    dt_release(r);
+    T_CHECK(t != NULL);
+    if (!t) return;
+    m = dt_to_dlpack(t);
+    l = dt_to_dlpack_legacy(t);
+    T_CHECK(m && l);
+    if (!m || !l) { dt_release(t); return; }
+    T_CHECK(m->version.major == 1 && m->version.minor == 1);
+    T_CHECK(m->flags == 0);   /* writable, not a copy */
+    T_CHECK(m->deleter != NULL && m->manager_ctx != NULL);
+    T_CHECK(l->deleter != NULL);
+    check_dltensor(&m->dl_tensor, t, dev, 2, d23);
+    check_dltensor(&l->dl_tensor, t, dev, 2, d23);
+    dt_release(t);   /* the capsules hold the memory now */
+    if (dev.type == DT_CPU) {
+      T_CHECK(at(m->dl_tensor.data, DTYPES[k], 5) == 5.0);
+      T_CHECK(at(l->dl_tensor.data, DTYPES[k], 4) == 4.0);
+    }
+    m->deleter(m);
+    l->deleter(l);   /* the last reference: ASan checks nothing is left */
+  }
+  {
+    dt_tensor *s = dt_full(dt_shape0(), 2.5, dev), *e = dt_empty(dt_shape3(4, 0, 5), DT_F64, dev);
+    struct DLManagedTensorVersioned *ms = dt_to_dlpack(s), *me = dt_to_dlpack(e);
+    T_CHECK(ms && me);
+    if (ms) { check_dltensor(&ms->dl_tensor, s, dev, 0, NULL); if (dev.type == DT_CPU) T_CHECK(*(float *)ms->dl_tensor.data == 2.5f); ms->deleter(ms); }
+    if (me) { check_dltensor(&me->dl_tensor, e, dev, 3, d405); T_CHECK(me->dl_tensor.data == NULL); me->deleter(me); }
+    dt_release(s); dt_release(e);
+  }
+  T_CHECK(dt_to_dlpack(NULL) == NULL && contains(dt_last_error(), "dt_to_dlpack: t is NULL"));
+  T_CHECK(dt_to_dlpack_legacy(NULL) == NULL && contains(dt_last_error(), "dt_to_dlpack_legacy: t is NULL"));
+}
+
+/* ---- a producer's capsule, with a deleter that counts ---- */
+
+static int n_deleted;
+typedef struct producer {
+  struct DLManagedTensorVersioned v;
+  struct DLManagedTensor l;
+  int64_t shape[DT_MAX_DIMS], strides[DT_MAX_DIMS];
+  void *mem;          /* malloc'd host memory, or NULL */
+  dt_tensor *owner;   /* or a devtensor tensor whose memory it lends (a GPU's) */
+} producer;
+static void producer_free(producer *p) { n_deleted++; free(p->mem); dt_release(p->owner); free(p); }
+static void del_v(struct DLManagedTensorVersioned *self) { producer_free((producer *)self->manager_ctx); }
+static void del_l(struct DLManagedTensor *self) { producer_free((producer *)self->manager_ctx); }
+
+/* A float32 (2, 3) capsule over 0..5 on dev, data at byte `off` of its buffer. */
+static producer *make_producer(dt_device dev, uint64_t off) {
+  producer *p = (producer *)calloc(1, sizeof *p);
+  DLTensor x;
+  int i;
+  memset(&x, 0, sizeof x);
+  if (dev.type == DT_CPU) {
+    float *f = (float *)malloc(off + 6 * sizeof(float));
+    for (i = 0; i < 6; i++) ((float *)((char *)f + off))[i] = (float)i;
+    p->mem = f;
+    x.data = f;
+    x.device.device_type = kDLCPU;
+  } else {
+    dt_tensor *pad = dt_zeros(dt_shape1(6 + (int64_t)off / 4), dev), *src = dt_arange(0, 6, 1, DT_F32, dev);
+    p->owner = pad;
+    /* the values at byte `off`: a tensor over that part, filled from src */
+    {
+      dt_tensor *part = dt_from_blob((char *)dt_data_ptr(pad) + off, dt_shape1(6), DT_F32, dev, NULL, NULL);
+      dt_copy_(part, src);
+      dt_release(part);
+    }
+    dt_release(src);
+    x.data = dt_data_ptr(pad);
+    x.device.device_type = kDLCUDA;
+    x.device.device_id = dev.index;
+  }
+  x.byte_offset = off;
+  x.ndim = 2;
+  x.dtype.code = kDLFloat; x.dtype.bits = 32; x.dtype.lanes = 1;
+  p->shape[0] = 2; p->shape[1] = 3; p->strides[0] = 3; p->strides[1] = 1;
+  x.shape = p->shape;
+  x.strides = p->strides;
+  p->v.version.major = 1; p->v.version.minor = 0;
+  p->v.manager_ctx = p; p->v.deleter = del_v; p->v.dl_tensor = x;
+  p->l.manager_ctx = p; p->l.deleter = del_l; p->l.dl_tensor = x;
+  return p;
+}
+
+static void test_from_dlpack(dt_device dev) {
+  int legacy;
+  for (legacy = 0; legacy < 2; legacy++) {
+    producer *p = make_producer(dev, 8);
+    dt_tensor *t, *view, *sum;
+    n_deleted = 0;
+    t = legacy ? dt_from_dlpack_legacy(&p->l) : dt_from_dlpack(&p->v);
+    T_CHECK_MSG(t != NULL, "%s", dt_last_error());
+    if (!t) { producer_free(p); continue; }
+    T_CHECK(dt_data_ptr(t) == (char *)p->v.dl_tensor.data + 8);   /* zero copy, byte_offset honoured */
+    T_CHECK(dt_device_equal(dt_device_of(t), dev) && dt_dtype_of(t) == DT_F32);
+    T_CHECK(dt_ndim(t) == 2 && dt_dim(t, 0) == 2 && dt_dim(t, 1) == 3);
+    T_CHECK(is_arange(t, 0));
+    view = dt_reshape(t, dt_shape1(6));   /* shares the foreign memory */
+    dt_release(t);
+    T_CHECK(n_deleted == 0);
+    T_CHECK(dt_fill_(view, 7) == DT_OK);  /* writable, seen through the producer's pointer */
+    sum = dt_sum(view);
+    T_CHECK(dt_item(sum) == 42.0);
+    dt_release(sum);
+    if (dev.type == DT_CPU) T_CHECK(((float *)((char *)p->mem + 8))[5] == 7.0f);
+    dt_release(view);
+    T_CHECK(n_deleted == 1);   /* once, when the last reference went */
+  }
+  /* strides NULL (compact row-major), and a size-1 dimension with any stride */
+  {
+    producer *p = make_producer(dev, 0);
+    dt_tensor *t;
+    n_deleted = 0;
+    p->v.dl_tensor.strides = NULL;
+    t = dt_from_dlpack(&p->v);
+    T_CHECK(t && is_arange(t, 0));
+    dt_release(t);
+    p = make_producer(dev, 0);
+    p->shape[0] = 1; p->shape[1] = 6; p->strides[0] = 99; p->strides[1] = 1;
+    t = dt_from_dlpack(&p->v);
+    T_CHECK(t && dt_dim(t, 0) == 1 && is_arange(t, 0));
+    dt_release(t);
+    T_CHECK(n_deleted == 2);
+  }
+  /* our own capsule back: the same memory, the values, one reference each way */
+  {
+    dt_tensor *a = dt_arange(0, 12, 1, DT_I64, dev), *b, *c;
+    struct DLManagedTensorVersioned *m = dt_to_dlpack(a);
+    struct DLManagedTensor *l = dt_to_dlpack_legacy(a);
+    b = dt_from_dlpack(m);
+    c = dt_from_dlpack_legacy(l);
+    T_CHECK(b && c && dt_data_ptr(b) == dt_data_ptr(a) && dt_data_ptr(c) == dt_data_ptr(a));
+    dt_release(a);
+    T_CHECK(b && is_arange(b, 0));
+    dt_release(b);
+    T_CHECK(c && is_arange(c, 0));
+    dt_release(c);   /* ASan: the last reference frees everything */
+  }
+}
+
+/* kDLCUDAHost (pinned host memory) is host memory: a CPU tensor */
+static void test_from_dlpack_cuda_host(void) {
+  producer *p = make_producer(dt_cpu(), 0);
+  dt_tensor *t;
+  n_deleted = 0;
+  p->v.dl_tensor.device.device_type = kDLCUDAHost;
+  t = dt_from_dlpack(&p->v);
+  T_CHECK(t && dt_device_of(t).type == DT_CPU && dt_data_ptr(t) == p->mem && is_arange(t, 0));
+  dt_release(t);
+  T_CHECK(n_deleted == 1);
+}
+
+/* Each refused import names the function and what to do; the capsule is untouched. */
+static void refuse(producer *p, int legacy, const char *what, const char *expect) {
+  producer before = *p;
+  dt_tensor *t = legacy ? dt_from_dlpack_legacy(&p->l) : dt_from_dlpack(&p->v);
+  T_CHECK_MSG(t == NULL, "%s was accepted", what);
+  dt_release(t);
+  T_CHECK_MSG(contains(dt_last_error(), legacy ? "dt_from_dlpack_legacy: " : "dt_from_dlpack: "), "%s: %s", what, dt_last_error());
+  T_CHECK_MSG(contains(dt_last_error(), expect), "%s: [%s] lacks [%s]", what, dt_last_error(), expect);
+  T_CHECK_MSG(memcmp(&before, p, sizeof before) == 0, "%s: the capsule changed", what);
+  T_CHECK_MSG(n_deleted == 0, "%s: the deleter ran", what);
+}
+
+static void test_refused_imports(void) {
+  int legacy;
+  n_deleted = 0;
+  for (legacy = 0; legacy < 2; legacy++) {
+    producer *p = make_producer(dt_cpu(), 0);
+    DLTensor *x = legacy ? &p->l.dl_tensor : &p->v.dl_tensor;
+    float *mem = (float *)p->mem;
+    p->strides[0] = 1; p->strides[1] = 2;   /* a transposed view */
+    refuse(p, legacy, "transposed", "contiguous");
+    p->strides[0] = 3; p->strides[1] = 1;
+    x->dtype.code = kDLUInt; x->dtype.bits = 8;
+    refuse(p, legacy, "uint8", "uint8 has no devtensor dtype");
+    x->dtype.code = kDLBool;
+    refuse(p, legacy, "bool", "bool");
+    x->dtype.code = kDLFloat; x->dtype.bits = 16;
+    refuse(p, legacy, "float16", "float16");
+    x->dtype.bits = 32; x->dtype.lanes = 4;
+    refuse(p, legacy, "vector lanes", "lanes");
+    x->dtype.lanes = 1;
+    x->device.device_type = kDLOpenCL;
+    refuse(p, legacy, "OpenCL", "device type 4");
+    x->device.device_type = kDLCUDAManaged;
+    refuse(p, legacy, "managed", "managed");
+    x->device.device_type = kDLCUDA; x->device.device_id = 64;
+    refuse(p, legacy, "cuda:64", "no such device cuda:64");
+    x->device.device_type = kDLCPU; x->device.device_id = 0;
+    x->ndim = 9;
+    refuse(p, legacy, "9 dims", "9 dimensions");
+    x->ndim = 2;
+    x->shape = NULL;
+    refuse(p, legacy, "shape NULL", "shape is NULL");
+    x->shape = p->shape;
+    x->data = NULL;
+    refuse(p, legacy, "data NULL", "data is NULL");
+    x->data = mem;
+    x->byte_offset = 2;
+    refuse(p, legacy, "misaligned", "not aligned");
+    x->byte_offset = 0;
+    p->shape[1] = -3;
+    refuse(p, legacy, "negative dim", "negative dimension");
+    p->shape[1] = 3;
+    if (!legacy) {
+      p->v.version.major = 2;
+      refuse(p, legacy, "DLPack 2.0", "version 2.0");
+      p->v.version.major = 0;
+      refuse(p, legacy, "DLPack 0.8", "version 0.");
+      p->v.version.major = 1;
+      p->v.flags = DLPACK_FLAG_BITMASK_READ_ONLY;
+      refuse(p, legacy, "read-only", "read-only");
+      p->v.flags = DLPACK_FLAG_BITMASK_IS_COPIED;   /* accepted: ours alone */
+      {
+        dt_tensor *t = dt_from_dlpack(&p->v);
+        T_CHECK(t && is_arange(t, 0));
+        dt_release(t);
+        T_CHECK(n_deleted == 1);
+        n_deleted = 0;
+        continue;
+      }
+    }
+    /* still the caller's after every refusal: it calls the deleter itself */
+    p->l.deleter(&p->l);
+    T_CHECK(n_deleted == 1);
+    n_deleted = 0;
+  }
+  T_CHECK(dt_from_dlpack(NULL) == NULL && contains(dt_last_error(), "dt_from_dlpack: m is NULL"));
+  T_CHECK(dt_from_dlpack_legacy(NULL) == NULL && contains(dt_last_error(), "dt_from_dlpack_legacy: m is NULL"));
+}
+
+/* ---- dt_from_blob ---- */
+
+static int blob_deleted;
+static void *blob_seen_data, *blob_seen_ctx;
+static void blob_free(void *data, void *ctx) { blob_deleted++; blob_seen_data = data; blob_seen_ctx = ctx; free(data); }
+
+static void test_from_blob(dt_device dev) {
+  int ctx_tag;
+  if (dev.type == DT_CPU) {
+    double *d = (double *)malloc(4 * sizeof(double));
+    dt_tensor *t, *v, *y;
+    int i;
+    for (i = 0; i < 4; i++) d[i] = 1.5 * i;
+    blob_deleted = 0;
+    t = dt_from_blob(d, dt_shape2(2, 2), DT_F64, dev, blob_free, &ctx_tag);
+    T_CHECK(t && dt_data_ptr(t) == d && dt_dtype_of(t) == DT_F64);
+    y = dt_mul_scalar(t, 2);
+    if (y) { double h[4]; dt_to_host(y, h, sizeof h); T_CHECK(h[3] == 9.0); }
+    dt_release(y);
+    v = dt_reshape(t, dt_shape1(4));
+    dt_release(t);
+    T_CHECK(blob_deleted == 0);
+    dt_fill_(v, 3);
+    T_CHECK(d[2] == 3.0);   /* the caller's memory itself */
+    dt_release(v);
+    T_CHECK(blob_deleted == 1 && blob_seen_data == (void *)d && blob_seen_ctx == (void *)&ctx_tag);
+  } else {
+    /* a device pointer the caller owns (here from a devtensor tensor), no deleter */
+    dt_tensor *own = dt_arange(0, 8, 1, DT_I32, dev), *t, *y;
+    t = dt_from_blob(dt_data_ptr(own), dt_shape2(2, 4), DT_I32, dev, NULL, NULL);
+    T_CHECK(t && dt_data_ptr(t) == dt_data_ptr(own) && is_arange(t, 0));
+    y = dt_add_scalar(t, 10);
+    T_CHECK(y && is_arange(y, 10));
+    dt_release(y);
+    dt_release(t);
+    T_CHECK(is_arange(own, 0));
+    dt_release(own);
+  }
+}
+
+static void test_from_blob_refused(void) {
+  float f[8];
+  char *c = (char *)f;
+  dt_tensor *t;
+  blob_deleted = 0;
+  T_CHECK(dt_from_blob(NULL, dt_shape1(3), DT_F32, dt_cpu(), blob_free, NULL) == NULL);
+  T_CHECK(contains(dt_last_error(), "dt_from_blob: data is NULL for 3 elements"));
+  T_CHECK(dt_from_blob(c + 2, dt_shape1(3), DT_F32, dt_cpu(), blob_free, NULL) == NULL);
+  T_CHECK(contains(dt_last_error(), "dt_from_blob: data") && contains(dt_last_error(), "not aligned to the 4 bytes"));
+  T_CHECK(dt_from_blob(f, dt_shape1(-1), DT_F32, dt_cpu(), blob_free, NULL) == NULL);
+  T_CHECK(contains(dt_last_error(), "dt_from_blob: negative dimension"));
+  T_CHECK(dt_from_blob(f, dt_shape1(2), (dt_dtype)9, dt_cpu(), blob_free, NULL) == NULL);
+  T_CHECK(contains(dt_last_error(), "dt_from_blob: unknown dtype 9"));
+  T_CHECK(dt_from_blob(f, dt_shape1(2), DT_F32, dt_gpu(63), blob_free, NULL) == NULL);
+  T_CHECK(contains(dt_last_error(), "dt_from_blob: no such device cuda:63"));
+  T_CHECK(blob_deleted == 0);
+  /* an empty tensor needs no memory */
+  t = dt_from_blob(NULL, dt_shape2(0, 4), DT_F32, dt_cpu(), NULL, NULL);
+  T_CHECK(t && dt_numel(t) == 0);
+  dt_release(t);
+}
+
+/* ---- safetensors ---- */
+
+static void test_save_load_tensors(dt_device dev) {
+  const char *path = "build/interop_tensors.safetensors";
+  const char *names[6] = {"w", "b.bias", "idx32", "idx64", "scalar", "odd \"name\\"};
+  dt_tensor *ts[6];
+  char **lnames = NULL;
+  dt_tensor **lts = NULL;
+  int n = -1, i, j;
+  dt_tensor *r0 = dt_arange(0, 6, 1, DT_F32, dev), *r3 = dt_arange(100, 100, 1, DT_I64, dev);
+  ts[0] = dt_reshape(r0, dt_shape2(3, 2));
+  ts[1] = dt_arange(-2, 1, 1, DT_F64, dev);
+  ts[2] = dt_arange(5, 9, 1, DT_I32, dev);
+  ts[3] = dt_reshape(r3, dt_shape2(0, 7));
+  dt_release(r0); dt_release(r3);
+  ts[4] = dt_full(dt_shape0(), 1, dev);
+  ts[5] = dt_arange(3, 4, 1, DT_I64, dev);
+  T_CHECK_MSG(dt_save_tensors(path, names, (const dt_tensor *const *)ts, 6) == DT_OK, "%s", dt_last_error());
+  T_CHECK_MSG(dt_load_tensors(path, dev, &n, &lnames, &lts) == DT_OK, "%s", dt_last_error());
+  T_CHECK(n == 6);
+  for (i = 0; i < n && i < 6; i++) {
+    T_STREQ(lnames[i], names[i]);
+    T_CHECK(dt_device_equal(dt_device_of(lts[i]), dev));
+    T_CHECK(dt_dtype_of(lts[i]) == dt_dtype_of(ts[i]) && dt_ndim(lts[i]) == dt_ndim(ts[i]));
+    for (j = 0; j < dt_ndim(ts[i]); j++) T_CHECK(dt_dim(lts[i], j) == dt_dim(ts[i], j));
+  }
+  if (n == 6) {
+    T_CHECK(is_arange(lts[0], 0) && is_arange(lts[1], -2) && is_arange(lts[2], 5) && is_arange(lts[5], 3));
+    T_CHECK(dt_numel(lts[3]) == 0 && dt_item(lts[4]) == 1.0);
+  }
+  dt_free_tensors(n, lnames, lts);
+  /* the header as written, byte for byte (keys in the caller's order, padded to 8) */
+  {
+    FILE *f = fopen(path, "rb");
+    unsigned char lb[8];
+    char hdr[512];
+    uint64_t hl = 0;
+    const char *want = "{\"w\":{\"dtype\":\"F32\",\"shape\":[3,2],\"data_offsets\":[0,24]},"
+                       "\"b.bias\":{\"dtype\":\"F64\",\"shape\":[3],\"data_offsets\":[24,48]},"
+                       "\"idx32\":{\"dtype\":\"I32\",\"shape\":[4],\"data_offsets\":[48,64]},"
+                       "\"idx64\":{\"dtype\":\"I64\",\"shape\":[0,7],\"data_offsets\":[64,64]},"
+                       "\"scalar\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[64,68]},"
+                       "\"odd \\\"name\\\\\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[68,76]},"
+                       "\"__metadata__\":{\"format\":\"pt\"}}";
+    T_CHECK(f && fread(lb, 1, 8, f) == 8);
+    for (i = 7; i >= 0; i--) hl = (hl << 8) | lb[i];
+    T_CHECK(hl % 8 == 0 && hl < sizeof hdr && hl >= strlen(want));
+    if (f && hl < sizeof hdr && fread(hdr, 1, (size_t)hl, f) == hl) {
+      hdr[hl] = 0;
+      T_CHECK(strncmp(hdr, want, strlen(want)) == 0);
+      for (i = (int)strlen(want); i < (int)hl; i++) T_CHECK(hdr[i] == ' ');
+    }
+    if (f) fclose(f);
+  }
+  for (i = 0; i < 6; i++) dt_release(ts[i]);
+}
+
+static void write_file(const char *path, const char *hdr, const void *data, size_t n) {
+  FILE *f = fopen(path, "wb");
+  unsigned char lb[8];
+  size_t hl = strlen(hdr);
+  int i;
+  for (i = 0; i < 8; i++) lb[i] = (unsigned char)((uint64_t)hl >> (8 * i));
+  fwrite(lb, 1, 8, f); fwrite(hdr, 1, hl, f); if (n) fwrite(data, 1, n, f);
+  fclose(f);
+}
+
+static void test_load_tensors_refused(void) {
+  const char *path = "build/interop_bad.safetensors";
+  float v[4] = {1, 2, 3, 4};
+  int n = 5;
+  char **names = (char **)&n;
+  dt_tensor **ts = (dt_tensor **)&n;
+  struct { const char *hdr; size_t nbytes; const char *expect; } cases[] = {
+    {"{\"a\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4, "\"a\" is BF16, which devtensor has no dtype for"},
+    {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[12,16]}}", 16, "no gaps"},
+    {"{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 8, "do not hold its 12 bytes"},
+    {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 12, "trailing bytes"},
+    {"{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}", 8, "cut short"},
+    {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 8, "twice"},
+    {"[1, 2]", 0, "not a JSON object"},
+  };
+  size_t k;
+  for (k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    write_file(path, cases[k].hdr, v, cases[k].nbytes);
+    n = 5; names = (char **)&n; ts = (dt_tensor **)&n;
+    T_CHECK(dt_load_tensors(path, dt_cpu(), &n, &names, &ts) != DT_OK);
+    T_CHECK_MSG(contains(dt_last_error(), "dt_load_tensors: ") && contains(dt_last_error(), cases[k].expect),
+                "case %d: [%s] lacks [%s]", (int)k, dt_last_error(), cases[k].expect);
+    T_CHECK(n == 0 && names == NULL && ts == NULL);
+  }
+  /* __metadata__ anywhere is skipped; an empty file of tensors loads as none */
+  write_file(path, "{\"__metadata__\":{\"x\":\"y\"},\"a\":{\"dtype\":\"I32\",\"shape\":[2],\"data_offsets\":[0,8]}}", v, 8);
+  T_CHECK(dt_load_tensors(path, dt_cpu(), &n, &names, &ts) == DT_OK && n == 1 && strcmp(names[0], "a") == 0);
+  if (n == 1) T_CHECK(dt_numel(ts[0]) == 2 && dt_dtype_of(ts[0]) == DT_I32);
+  dt_free_tensors(n, names, ts);
+  T_CHECK(dt_save_tensors(path, NULL, NULL, 0) == DT_OK);
+  T_CHECK(dt_load_tensors(path, dt_cpu(), &n, &names, &ts) == DT_OK && n == 0);
+  dt_free_tensors(n, names, ts);
+  /* the saver's refusals */
+  {
+    dt_tensor *a = dt_ones(dt_shape1(2), dt_cpu());
+    const dt_tensor *two[2];
+    const char *dup[2] = {"x", "x"}, *meta[1] = {"__metadata__"}, *empty[1] = {""}, *ctl[1] = {"a\nb"}, *nul[1] = {NULL};
+    two[0] = a; two[1] = a;
+    T_CHECK(dt_save_tensors(path, dup, two, 2) == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "names[0] and names[1] are both \"x\""));
+    T_CHECK(dt_save_tensors(path, meta, two, 1) == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "not __metadata__"));
+    T_CHECK(dt_save_tensors(path, empty, two, 1) == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "names[0]"));
+    T_CHECK(dt_save_tensors(path, ctl, two, 1) == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "control character"));
+    T_CHECK(dt_save_tensors(path, nul, two, 1) == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "names[0] is NULL"));
+    T_CHECK(dt_save_tensors(path, dup, two, -1) == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "n is -1"));
+    T_CHECK(dt_save_tensors("build/no/such/dir/x.safetensors", dup, two, 1) == DT_ERR_IO);
+    dt_release(a);
+  }
+  T_CHECK(dt_load_tensors("build/no/such/file", dt_cpu(), &n, &names, &ts) == DT_ERR_IO);
+  T_CHECK(dt_load_tensors(path, dt_cpu(), NULL, &names, &ts) == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "dt_load_tensors: n is NULL"));
+  T_CHECK(dt_load_tensors(path, dt_gpu(63), &n, &names, &ts) == DT_ERR_NO_DEVICE);
+}
+
+int main(void) {
+  T_RUN_ALL_DEVICES(test_to_dlpack_fields);
+  T_RUN_ALL_DEVICES(test_from_dlpack);
+  T_RUN(test_from_dlpack_cuda_host);
+  T_RUN(test_refused_imports);
+  T_RUN_ALL_DEVICES(test_from_blob);
+  T_RUN(test_from_blob_refused);
+  T_RUN_ALL_DEVICES(test_save_load_tensors);
+  T_RUN(test_load_tensors_refused);
+  return t_finish();
+}
