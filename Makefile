@@ -6,6 +6,7 @@
 #   make fault / fuzz / fuzz-replay / tsan / valgrind   the hardening runs (.ci/run runs them)
 #   make bench    the CPU benchmarks against NumPy/OpenBLAS (make bench-cblas: with DEVTENSOR_CBLAS)
 #   make bench-gpu the GPU benchmarks against cudaMemcpy and PyTorch (on a machine with a GPU)
+#   make lib      libdevtensor.so and .a; make install PREFIX=... adds devtensor.pc and a CMake package
 #   make test-emu the CUDA backend on the CPU emulator (tests/emu): the suite's GPU cases without a GPU
 #   CUDA=0 / CUDA=1 forces the CUDA variants off / on; default: on when nvcc is found.
 
@@ -117,8 +118,9 @@ $(B)/two_units: tests/two_units_a.c tests/two_units_b.c $(HDR)
 run: $(RUN_GPUS)
 	./$(RUN_GPUS)
 
-test: all
-	@sh tests/run.sh $(C_TESTS) $(CXX_TESTS) $(B)/static_unit $(B)/two_units tests/safetensors_py.sh tests/examples_smoke.sh \
+test: all lib
+	@DT_CUDA=$(CUDA) sh tests/run.sh $(C_TESTS) $(CXX_TESTS) $(B)/static_unit $(B)/two_units tests/safetensors_py.sh tests/examples_smoke.sh \
+	  tests/interop_py.sh tests/packaging.sh \
 	  $(if $(CUDA_ALL),$(CUDA_TESTS) $(B)/cuda/fault_gpu tests/cuda_examples.sh)
 
 asan: $(ASAN_TESTS)
@@ -266,6 +268,50 @@ tsan: $(B)/tsan/test_threads $(TSAN_EMU)/test_threads
 VALGRIND_BINS := $(filter-out %/test_gemm_kernel,$(C_TESTS) $(CXX_TESTS)) $(B)/static_unit $(B)/two_units $(B)/fault/fault_injection
 valgrind: $(VALGRIND_BINS)
 	@sh tests/valgrind.sh $^
+
+# ---- library and install (issue 15): the implementation as libdevtensor.so / .a, with the
+#      CUDA backend inside when CUDA=1; `make install PREFIX=... [DESTDIR=...]` puts the header,
+#      the libraries, devtensor.pc and a CMake package (devtensor::devtensor) under PREFIX.
+#      The single header is used as before: nothing here changes it.
+PREFIX     ?= /usr/local
+LIBDIR     ?= $(PREFIX)/lib
+INCDIR     ?= $(PREFIX)/include
+DT_MAJOR   := $(shell sed -n 's/^\#define DEVTENSOR_VERSION_MAJOR \([0-9]*\).*/\1/p' $(HDR))
+DT_MINOR   := $(shell sed -n 's/^\#define DEVTENSOR_VERSION_MINOR \([0-9]*\).*/\1/p' $(HDR))
+DT_VERSION := $(DT_MAJOR).$(DT_MINOR).$(shell sed -n 's/^\#define DEVTENSOR_VERSION_PATCH \([0-9]*\).*/\1/p' $(HDR))
+LIB_B      := $(B)/lib/$(if $(filter 1,$(CUDA)),cuda,cpu)
+LIB_SO     := $(LIB_B)/libdevtensor.so
+LIB_A      := $(LIB_B)/libdevtensor.a
+LIB_OBJS   := $(LIB_B)/devtensor.o $(if $(filter 1,$(CUDA)),$(LIB_B)/devtensor_cuda.o)
+LIB_PRIV   := $(OPENMP) $(if $(filter 1,$(CUDA)),-L$(CUDA_HOME)/lib64 -lcudart -lcublas -lstdc++) -lm
+.PHONY: lib install
+lib: $(LIB_SO) $(LIB_A)
+$(LIB_B)/devtensor.o: packaging/devtensor.c $(HDR)
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(OPENMP) -fPIC $(CFLAGS) $(if $(filter 1,$(CUDA)),-DDEVTENSOR_CUDA) -I. -c $< -o $@
+$(LIB_B)/devtensor_cuda.o: devtensor_cuda.cu $(HDR)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -Xcompiler -fPIC -I. -c $< -o $@
+$(LIB_SO): $(LIB_OBJS)
+	$(CC) -shared -Wl,-soname,libdevtensor.so.$(DT_MAJOR) $(OPENMP) $^ -o $@ \
+	  $(if $(filter 1,$(CUDA)),$(CUDA_LIBS),-lm)
+$(LIB_A): $(LIB_OBJS)
+	rm -f $@ && ar rcs $@ $^
+install: lib
+	install -d $(DESTDIR)$(INCDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(LIBDIR)/cmake/devtensor
+	install -m 644 $(HDR) $(DESTDIR)$(INCDIR)/devtensor.h
+	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/libdevtensor.so.$(DT_VERSION)
+	ln -sf libdevtensor.so.$(DT_VERSION) $(DESTDIR)$(LIBDIR)/libdevtensor.so.$(DT_MAJOR)
+	ln -sf libdevtensor.so.$(DT_MAJOR) $(DESTDIR)$(LIBDIR)/libdevtensor.so
+	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/libdevtensor.a
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' -e 's|@VERSION@|$(DT_VERSION)|' \
+	  -e 's|@LIBS_PRIVATE@|$(strip $(LIB_PRIV))|' packaging/devtensor.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/devtensor.pc
+	sed -e 's|@VERSION@|$(DT_VERSION)|g' -e 's|@MAJOR@|$(DT_MAJOR)|g' -e 's|@CUDA@|$(CUDA)|' \
+	  -e 's|@INC_FROM_LIB@|$(shell realpath -m --relative-to=$(LIBDIR) $(INCDIR))|' \
+	  -e 's|@LIBS_PRIVATE_CMAKE@|$(subst $() $(),;,$(strip $(LIB_PRIV)))|' \
+	  packaging/devtensorConfig.cmake.in > $(DESTDIR)$(LIBDIR)/cmake/devtensor/devtensorConfig.cmake
+	sed -e 's|@VERSION@|$(DT_VERSION)|g' -e 's|@MAJOR@|$(DT_MAJOR)|g' -e 's|@MINOR@|$(DT_MINOR)|g' \
+	  packaging/devtensorConfigVersion.cmake.in > $(DESTDIR)$(LIBDIR)/cmake/devtensor/devtensorConfigVersion.cmake
 
 clean:
 	rm -rf $(B)

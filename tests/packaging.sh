@@ -1,0 +1,56 @@
+#!/bin/sh
+# `make install` into a temporary prefix, then a pkg-config build and a CMake
+# project (find_package(devtensor): the shared and the static library) compile
+# tests/packaging/consumer.c against it and run it. A missing pkg-config or
+# cmake is a SKIP (.ci/run installs both).
+passed=0; failed=0; skipped=0
+pass() { echo "PASS packaging: $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL packaging: $1"; failed=$((failed + 1)); }
+skip() { echo "SKIP packaging: $1"; skipped=$((skipped + 1)); }
+# a consumer's own lines, folded into ours
+run() {
+  out=$("$@" 2>&1); rc=$?
+  printf '%s\n' "$out" | grep -v '^[0-9]* passed'
+  line=$(printf '%s\n' "$out" | grep '^[0-9]* passed, [0-9]* failed, [0-9]* skipped$' | tail -n 1)
+  if [ $rc -ne 0 ] || [ -z "$line" ]; then fail "$* exited with status $rc"; return; fi
+  passed=$((passed + $(echo "$line" | cut -d' ' -f1)))
+}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/devtensor-pkg.XXXXXX") || { echo "FAIL packaging: mktemp"; echo "0 passed, 1 failed, 0 skipped"; exit 1; }
+trap 'rm -rf "$tmp"' EXIT
+prefix="$tmp/prefix"
+if env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL ${MAKE:-make} -s --no-print-directory install PREFIX="$prefix" ${DT_CUDA:+CUDA=$DT_CUDA} ${CC:+CC=$CC} >"$tmp/install.log" 2>&1; then
+  ok=1
+  for f in include/devtensor.h lib/libdevtensor.so lib/libdevtensor.a lib/pkgconfig/devtensor.pc lib/cmake/devtensor/devtensorConfig.cmake; do
+    [ -e "$prefix/$f" ] || { fail "make install left no $f"; ok=0; }
+  done
+  [ $ok = 1 ] && pass "make install PREFIX=<tmp> installs the header, both libraries, devtensor.pc and the CMake package"
+else
+  cat "$tmp/install.log"; fail "make install PREFIX=<tmp> failed"
+  echo "$passed passed, $failed failed, $skipped skipped"; exit 1
+fi
+cc=${CC:-cc}
+if command -v pkg-config >/dev/null 2>&1; then
+  export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+  if $cc -std=c99 -Wall -Wextra -Werror tests/packaging/consumer.c $(pkg-config --cflags --libs devtensor) \
+       -Wl,-rpath,"$prefix/lib" -o "$tmp/consumer_pc" 2>"$tmp/pc.log"; then
+    pass "cc consumer.c \$(pkg-config --cflags --libs devtensor) builds"
+    run "$tmp/consumer_pc" "pkg-config"
+  else cat "$tmp/pc.log"; fail "the pkg-config build failed"; fi
+  v=$(pkg-config --modversion devtensor)
+  want=$(sed -n 's/^#define DEVTENSOR_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/\2/p' devtensor.h | paste -sd. -)
+  if [ "$v" = "$want" ]; then pass "pkg-config --modversion devtensor is $v"; else fail "pkg-config --modversion says $v, the header $want"; fi
+else
+  skip "no pkg-config on this machine (apt-get install pkg-config)"
+fi
+if command -v cmake >/dev/null 2>&1; then
+  if cmake -S tests/packaging -B "$tmp/cmake" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$(command -v $cc)" >"$tmp/cmake.log" 2>&1 \
+     && cmake --build "$tmp/cmake" >>"$tmp/cmake.log" 2>&1; then
+    pass "a CMake project with find_package(devtensor 0.1) and devtensor::devtensor(_static) builds"
+    run "$tmp/cmake/consumer_shared" "cmake, shared"
+    run "$tmp/cmake/consumer_static" "cmake, static"
+  else cat "$tmp/cmake.log"; fail "the CMake build failed"; fi
+else
+  skip "no cmake on this machine (apt-get install cmake)"
+fi
+echo "$passed passed, $failed failed, $skipped skipped"
+[ $failed -eq 0 ]
