@@ -169,6 +169,10 @@ static int same(const double *a, const double *b, int n) {
 }
 
 static const float A6[6] = {1, 2, 3, 4, 5, 6};
+/* dt_from_blob's memory and its deleter's count */
+static float fi_blob[4] = {1, 2, 3, 4};
+static int fi_blob_freed;
+static void fi_blob_free(void *data, void *ctx) { (void)ctx; if (data == (void *)fi_blob) fi_blob_freed++; }
 
 /* One run; returns the line of the failed step, 0 when it ran to the end. */
 static int workload(void) {
@@ -184,8 +188,15 @@ static int workload(void) {
   char buf[256];
   const dt_tensor *ts[3];
   dt_trainer tr;
+  struct DLManagedTensorVersioned *dlv = NULL;   /* a capsule still ours (not imported) */
+  struct DLManagedTensor *dll = NULL;
+  static const char *const st_names[3] = {"a", "i32", "i64"};
+  char **lnames = NULL;
+  dt_tensor **lts = NULL;
+  int ln = 0, blob_made = 0;
 
   npool = 0;
+  fi_blob_freed = 0;
 
   /* creation, every dtype */
   NEW(a, dt_from_data(A6, dt_shape2(2, 3), DT_F32, dt_cpu()));
@@ -370,8 +381,26 @@ static int workload(void) {
   STEP(dt_module_load(net3, fi_path) == DT_OK);
   NEW(t, dt_forward(net3, x4));
   VERIFY(dt_dim(t, 1) == 3);
+  /* interop: DLPack both ways (a refused import leaves the capsule ours), dt_from_blob, safetensors of named tensors */
+  STEP((dlv = dt_to_dlpack(a)) != NULL);
+  NEW(t, dt_from_dlpack(dlv)); dlv = NULL;
+  VERIFY(dt_data_ptr(t) == dt_data_ptr(a));
+  STEP((dll = dt_to_dlpack_legacy(i64)) != NULL);
+  NEW(t, dt_from_dlpack_legacy(dll)); dll = NULL;
+  VERIFY(val(t, 5) == 2);
+  NEW(t, dt_from_blob(fi_blob, dt_shape2(2, 2), DT_F32, dt_cpu(), fi_blob_free, NULL)); blob_made = 1;
+  NEW(u, dt_mul_scalar(t, 2)); VERIFY(val(u, 3) == 8);
+  ts[0] = a; ts[1] = i32; ts[2] = i64;
+  STEP(dt_save_tensors(fi_path, st_names, ts, 3) == DT_OK);
+  STEP(dt_load_tensors(fi_path, dt_cpu(), &ln, &lnames, &lts) == DT_OK);
+  VERIFY(ln == 3 && strcmp(lnames[2], "i64") == 0 && val(lts[0], 5) == 6 && val(lts[1], 4) == 7 && val(lts[2], 0) == -3);
 
 out:
+  if (failed_line && !ln && (lnames || lts)) fi_problem(failed_line, "a failed dt_load_tensors left its outputs set");
+  dt_free_tensors(ln, lnames, lts);
+  if (dlv) dlv->deleter(dlv);   /* refused: still ours, so ours to delete (a second delete would show as a bad free) */
+  if (dll) dll->deleter(dll);
+  if (!blob_made && fi_blob_freed) fi_problem(failed_line, "a failed dt_from_blob called the deleter");
   /* nothing held was changed by a failure */
   if (a) { for (k = 0; k < 6; k++) if (val(a, k) != A6[k]) { fi_problem(__LINE__, "tensor a was changed"); break; } }
   if (net && nsnap && failed_line) {
@@ -422,6 +451,7 @@ out:
   dt_module_free(net3);
   for (i = 0; i < npool; i++) dt_release(pool[i]);
   npool = 0;
+  if (fi_blob_freed != blob_made) fi_problem(failed_line, "dt_from_blob's deleter did not run exactly once at the last release");
   return failed_line;
 }
 

@@ -58,6 +58,13 @@ static char OUTPATH[256];  /* a file that cannot be created */
 static char BADFILE[256];  /* a corrupt safetensors file */
 static char SMALLBUF[64];
 static FILE *RO;           /* a stream open for reading only */
+/* interop */
+static struct DLManagedTensorVersioned DLZ;  /* all zero: DLPack version 0.0 */
+static struct DLManagedTensor DLZL;          /* all zero: dtype int0 */
+static const char *NAMES1[1] = {"f"}, *NAMES2[2] = {"f", "f"};
+static int LN;
+static char **LNAMES;
+static dt_tensor **LTS;
 static double HOST[64];
 static dt_device DEV;
 static dt_device_info INFO;
@@ -473,6 +480,28 @@ static int ALL_GPUS = 1; /* what dt_try_all_gpus counts: every GPU, or the CPU a
   X_(load_device, DT_ERR_IO, "dt_module_load:", "=/dev/null is a character device, not a regular file", bad(dt_module_load(NET, "/dev/null"))) \
   X_(seq_add_too_deep, DT_ERR_INVALID_ARGUMENT, "dt_sequential_add:", "=sequentials nest at most 64 deep (DT_MODULE_MAX_DEPTH), but seq is 64 deep and the layer holds 1 more, which would make 65", bad(add_too_deep())) \
   X_(forward_in_words, DT_ERR_SHAPE, "dt_forward:", "=layer 0 (linear, 3 -> 4) takes 3 features, but the network's input has shape (5, 2)", nul(dt_forward(NET, Y))) \
+  /* interop */                                                                                                             \
+  X_(to_dlpack_null, DT_ERR_INVALID_ARGUMENT, "dt_to_dlpack:", "t is NULL", dt_to_dlpack(NULL) == NULL)                     \
+  X_(to_dlpack_legacy_null, DT_ERR_INVALID_ARGUMENT, "dt_to_dlpack_legacy:", "t is NULL", dt_to_dlpack_legacy(NULL) == NULL) \
+  X_(from_dlpack_null, DT_ERR_INVALID_ARGUMENT, "dt_from_dlpack:", "m is NULL", nul(dt_from_dlpack(NULL)))                  \
+  X_(from_dlpack_v0, DT_ERR_UNSUPPORTED, "dt_from_dlpack:", "version 0.0|caller keeps", nul(dt_from_dlpack(&DLZ)))          \
+  X_(from_dlpack_legacy_null, DT_ERR_INVALID_ARGUMENT, "dt_from_dlpack_legacy:", "m is NULL", nul(dt_from_dlpack_legacy(NULL))) \
+  X_(from_dlpack_legacy_int0, DT_ERR_DTYPE, "dt_from_dlpack_legacy:", "int0|float32", nul(dt_from_dlpack_legacy(&DLZL)))    \
+  X_(from_blob_null, DT_ERR_INVALID_ARGUMENT, "dt_from_blob:", "data is NULL for 3 elements", nul(dt_from_blob(NULL, dt_shape1(3), DT_F32, dt_cpu(), NULL, NULL))) \
+  X_(from_blob_neg, DT_ERR_SHAPE, "dt_from_blob:", "negative dimension -2", nul(dt_from_blob(SMALLBUF, dt_shape1(-2), DT_F32, dt_cpu(), NULL, NULL))) \
+  X_(from_blob_dtype, DT_ERR_DTYPE, "dt_from_blob:", "unknown dtype 9", nul(dt_from_blob(SMALLBUF, dt_shape1(2), BADT, dt_cpu(), NULL, NULL))) \
+  X_(from_blob_gpu7, DT_ERR_NO_DEVICE, "dt_from_blob:", "cuda:7", nul(dt_from_blob(SMALLBUF, dt_shape1(2), DT_F32, GPU7, NULL, NULL))) \
+  X_(from_blob_misaligned, DT_ERR_INVALID_ARGUMENT, "dt_from_blob:", "not aligned to the 8 bytes|float64", nul(dt_from_blob(SMALLBUF + 1, dt_shape1(2), DT_F64, dt_cpu(), NULL, NULL))) \
+  X_(save_tensors_null_path, DT_ERR_INVALID_ARGUMENT, "dt_save_tensors:", "path is NULL", bad(dt_save_tensors(NULL, NAMES1, STK, 1))) \
+  X_(save_tensors_neg_n, DT_ERR_INVALID_ARGUMENT, "dt_save_tensors:", "n is -1", bad(dt_save_tensors(OUTPATH, NAMES1, STK, -1))) \
+  X_(save_tensors_null_names, DT_ERR_INVALID_ARGUMENT, "dt_save_tensors:", "names is NULL", bad(dt_save_tensors(OUTPATH, NULL, STK, 1))) \
+  X_(save_tensors_dup, DT_ERR_INVALID_ARGUMENT, "dt_save_tensors:", "names[0] and names[1]|\"f\"", bad(dt_save_tensors(OUTPATH, NAMES2, STK, 2))) \
+  X_(save_tensors_nodir, DT_ERR_IO, "dt_save_tensors:", "no/such/dir", bad(dt_save_tensors(OUTPATH, NAMES1, STK, 1)))        \
+  X_(load_tensors_null_path, DT_ERR_INVALID_ARGUMENT, "dt_load_tensors:", "path is NULL", bad(dt_load_tensors(NULL, dt_cpu(), &LN, &LNAMES, &LTS))) \
+  X_(load_tensors_null_ts, DT_ERR_INVALID_ARGUMENT, "dt_load_tensors:", "ts is NULL", bad(dt_load_tensors(BADFILE, dt_cpu(), &LN, &LNAMES, NULL))) \
+  X_(load_tensors_gpu7, DT_ERR_NO_DEVICE, "dt_load_tensors:", "cuda:7", bad(dt_load_tensors(BADFILE, GPU7, &LN, &LNAMES, &LTS))) \
+  X_(load_tensors_missing, DT_ERR_IO, "dt_load_tensors:", "no/such/dir", bad(dt_load_tensors(OUTPATH, dt_cpu(), &LN, &LNAMES, &LTS))) \
+  X_(load_tensors_corrupt, DT_ERR_FORMAT, "dt_load_tensors:", "header length", bad(dt_load_tensors(BADFILE, dt_cpu(), &LN, &LNAMES, &LTS))) \
   /* the trainer */                                                                                                         \
   X_(trainer_init_null, DT_ERR_INVALID_ARGUMENT, "dt_trainer_init:", "tr is NULL", bad(dt_trainer_init(NULL, 1, 0)))        \
   X_(trainer_init_neg, DT_ERR_INVALID_ARGUMENT, "dt_trainer_init:", "max_epochs|-1", bad(dt_trainer_init(&TR, -1, 0)))      \
