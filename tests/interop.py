@@ -180,19 +180,27 @@ class Exported:
         return self.dev
 
 
-def cpu_bytes():
-    """devtensor's CPU allocator in use (the leak check): dt_memory_stats_get."""
+def cpu_bytes(dev=CPU):
+    """devtensor's allocator in use on dev (the leak check): dt_memory_stats_get."""
     class Stats(C.Structure):
         _fields_ = [("allocated", C.c_size_t), ("reserved", C.c_size_t), ("peak", C.c_size_t)]
     s = Stats()
     lib.dt_memory_stats_get.argtypes = [Device, C.POINTER(Stats)]
-    lib.dt_memory_stats_get(CPU, C.byref(s))
+    lib.dt_memory_stats_get(dev, C.byref(s))
     return s.allocated
+
+
+def torch_capsule(x, dev):
+    """torch's capsule for devtensor; on a GPU with the handshake (__dlpack__(stream=...)):
+    devtensor's stream waits for the work torch queued on its current stream."""
+    if x.is_cuda:
+        return x.__dlpack__(stream=lib.dt_cuda_stream(dev) or 1)
+    return tdl.to_dlpack(x)
 
 
 def test_to_torch(dev, tdev):
     """devtensor -> torch: every dtype, the same pointer, shared writes, the deleter once."""
-    base = cpu_bytes()
+    base = cpu_bytes(dev)
     for dt in (F32, F64, I32, I64):
         t = dt_arange(12, dt, dev, 3, 4)
         ptr = lib.dt_data_ptr(t)
@@ -204,24 +212,19 @@ def test_to_torch(dev, tdev):
               and torch.equal(x.cpu(), torch.arange(12, dtype=DT_TORCH[dt]).reshape(3, 4)))
         check(name + ": zero copy, values", ok, (hex(x.data_ptr()), hex(ptr), x))
         x[1, 2] = 77                          # torch writes, devtensor sees it (through another capsule back)
-        back = import_capsule(tdl.to_dlpack(x))
+        back = import_capsule(torch_capsule(x, dev))
         check(name + ": a write seen from devtensor", back and lib.dt_data_ptr(back) == ptr and dt_values(back)[1, 2] == 77)
         lib.dt_release(back)
         del x, cap
         gc.collect()
-    check("devtensor -> torch [%s]: every byte returned after the capsules die" % tdev, dev.type != 0 or cpu_bytes() == base,
-          (cpu_bytes(), base))
+    check("devtensor -> torch [%s]: every byte returned after the capsules die" % tdev, cpu_bytes(dev) == base, (cpu_bytes(dev), base))
 
 
 def test_from_torch(dev, tdev):
     """torch -> devtensor: every dtype, the same pointer, writes both ways, torch's reference released."""
     for dt in (F32, F64, I32, I64):
         x = torch.arange(10, dtype=DT_TORCH[dt], device=tdev).reshape(2, 5)
-        if tdev == "cuda":
-            # the handshake: torch's stream ready for devtensor's (x.__dlpack__(stream=...) in torch >= 1.10)
-            cap = x.__dlpack__(stream=lib.dt_cuda_stream(dev) or 1)
-        else:
-            cap = tdl.to_dlpack(x)
+        cap = torch_capsule(x, dev)   # on a GPU: torch's arange ordered before devtensor's stream
         t = import_capsule(cap)
         name = "torch %s -> devtensor [%s]" % (DT_TORCH[dt], tdev)
         if t:
