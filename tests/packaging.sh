@@ -52,5 +52,19 @@ if command -v cmake >/dev/null 2>&1; then
 else
   skip "no cmake on this machine (apt-get install cmake)"
 fi
+# a dlpack.h included before devtensor.h (its types then come from there): the system's
+# (dlpack/dlpack.h, 1.x) or PyTorch's ATen/dlpack.h (0.6, without the versioned struct)
+found=0
+for h in dlpack/dlpack.h ATen/dlpack.h; do
+  printf '#include <%s>\n#include <devtensor.h>\nint main(void) { struct DLManagedTensorVersioned *m = 0; DLManagedTensor *l = 0; return (m != 0) + (l != 0) + (DLPACK_FLAG_BITMASK_READ_ONLY != 1); }\n' "$h" > "$tmp/dl.c"
+  if printf '#include <%s>\n' "$h" | $cc -E -x c - >/dev/null 2>&1; then
+    found=1
+    if $cc -std=c99 -pedantic -Wall -Wextra -Werror -I"$prefix/include" "$tmp/dl.c" -L"$prefix/lib" -ldevtensor -o "$tmp/dl" 2>"$tmp/dl.log" \
+       && ${CXX:-c++} -x c++ -std=c++17 -Wall -Wextra -Werror -I"$prefix/include" "$tmp/dl.c" -fsyntax-only 2>>"$tmp/dl.log"; then
+      pass "<$h> included before devtensor.h builds (C99 and C++17)"
+    else cat "$tmp/dl.log"; fail "<$h> included before devtensor.h does not build"; fi
+  fi
+done
+[ $found = 1 ] || skip "no dlpack.h on this machine to include before devtensor.h"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ $failed -eq 0 ]
