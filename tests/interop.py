@@ -275,6 +275,25 @@ def test_numpy(dev):
     check("devtensor -> numpy: every byte returned", cpu_bytes() == base, (cpu_bytes(), base))
 
 
+def test_edge_shapes():
+    """0-d and empty tensors both ways (an empty export's data is NULL, as the spec asks)."""
+    e = dt_arange(0, F32, CPU, 0, 3)
+    x = tdl.from_dlpack(PyCapsule_New(C.cast(lib.dt_to_dlpack_legacy(e), P), b"dltensor", None))
+    a = np.from_dlpack(Exported(e))
+    lib.dt_release(e)
+    check("devtensor (0, 3) -> torch and numpy", tuple(x.shape) == (0, 3) and a.shape == (0, 3))
+    z = dt_arange(1, I64, CPU)   # 0-d: the value 0
+    y = tdl.from_dlpack(PyCapsule_New(C.cast(lib.dt_to_dlpack_legacy(z), P), b"dltensor", None))
+    lib.dt_release(z)
+    check("devtensor 0-d -> torch", tuple(y.shape) == () and y.item() == 0 and y.dtype == torch.int64)
+    t = import_capsule(tdl.to_dlpack(torch.tensor(3.5, dtype=torch.float64)))
+    t2 = import_capsule(tdl.to_dlpack(torch.empty(0, 4)))
+    check("torch 0-d and (0, 4) -> devtensor", bool(t) and bool(t2) and lib.dt_ndim(t) == 0 and float(dt_values(t)) == 3.5
+          and lib.dt_ndim(t2) == 2 and lib.dt_numel(t2) == 0)
+    lib.dt_release(t)
+    lib.dt_release(t2)
+
+
 def test_refused():
     """What devtensor cannot hold is refused, and the capsule stays the producer's."""
     cases = [(torch.arange(6.).reshape(2, 3).t(), "contiguous"), (torch.ones(3, dtype=torch.bool), "bool"),
@@ -413,6 +432,7 @@ print("numpy %s, torch %s, %s" % (np.__version__, torch.__version__, os.path.bas
 test_to_torch(CPU, "cpu")
 test_from_torch(CPU, "cpu")
 test_numpy(CPU)
+test_edge_shapes()
 test_refused()
 test_versioned()
 test_safetensors()
