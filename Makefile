@@ -213,7 +213,7 @@ test-emu: $(EMU_TESTS) $(EMU_DIR)/fault_gpu $(EMU_DIR)/ctx_check $(EMU_EX) $(EMU
 CLANG     ?= clang
 FUZZ_TIME ?= 60
 SAN       := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-FUZZERS   := safetensors device_parse print
+FUZZERS   := safetensors device_parse print load_tensors
 .PHONY: fault fuzz fuzz-replay tsan valgrind
 
 # test_threads uses pthreads (glibc >= 2.34 links them without -pthread; others need it)

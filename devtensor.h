@@ -3793,6 +3793,33 @@ static dt_status dt__st_read_header(const char *op, const char *path, FILE *f, c
   return DT_OK;
 }
 
+/* Reads nb bytes into a new buffer *out (NULL for 0) that grows as bytes arrive, so a
+   header that claims more data than the file holds costs no more than the file.
+   0: done; 1: out of memory; 2: read error; 3: the file ends first. */
+static int dt__st_read_data(FILE *f, size_t nb, void **out) {
+  size_t got = 0, cap = nb < ((size_t)1 << 20) ? nb : ((size_t)1 << 20);
+  char *buf;
+  *out = NULL;
+  if (nb == 0) return 0;
+  if (!(buf = (char *)DT_MALLOC(cap))) return 1;
+  for (;;) {
+    size_t r = fread(buf + got, 1, cap - got, f);
+    got += r;
+    if (got < cap) { DT_FREE(buf); return ferror(f) ? 2 : 3; }
+    if (got == nb) break;
+    {
+      size_t ncap = cap < nb / 2 ? cap * 2 : nb;
+      char *bigger = (char *)DT_MALLOC(ncap);
+      if (!bigger) { DT_FREE(buf); return 1; }
+      memcpy(bigger, buf, got);
+      DT_FREE(buf);
+      buf = bigger; cap = ncap;
+    }
+  }
+  *out = buf;
+  return 0;
+}
+
 DTDEF dt_status dt_load_tensors(const char *path, dt_device dev, int *n_out, char ***names_out, dt_tensor ***ts_out) {
   const char *op = "dt_load_tensors";
   FILE *f = NULL;
@@ -3897,9 +3924,10 @@ DTDEF dt_status dt_load_tensors(const char *path, dt_device dev, int *n_out, cha
     const dt__st_entry *e = &sorted[k];
     size_t nb = (size_t)(e->end - e->begin);
     dt_shape es = dt_shape_n(e->ndim, e->dims);
-    if (nb && !(host = DT_MALLOC(nb))) { s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); goto done; }
-    if (nb && fread(host, 1, nb, f) != nb) {
-      if (ferror(f)) s = dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
+    int rd = dt__st_read_data(f, nb, &host);
+    if (rd != 0) {
+      if (rd == 1) s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host reading \"%s\" (%zu bytes)", op, names[e->idx], nb);
+      else if (rd == 2) s = dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
       else s = dt__fail(DT_ERR_FORMAT, "%s: %s is cut short: the data of \"%s\" is [%llu, %llu] but the file ends before", op, path,
                         names[e->idx], (unsigned long long)e->begin, (unsigned long long)e->end);
       goto done;

@@ -8,12 +8,13 @@
 # replay it with the target's plain build: build/fuzz/replay_<target> FILE.
 bin=${1:-build/fuzz}; secs=${2:-60}
 passed=0; failed=0
-for f in safetensors device_parse print; do
-  case $f in device_parse) corpus=tests/fuzz/corpus_device ;; *) corpus=tests/fuzz/corpus_$f ;; esac
+for f in safetensors device_parse print load_tensors; do
+  case $f in device_parse) corpus=tests/fuzz/corpus_device ;; load_tensors) corpus=tests/fuzz/corpus_safetensors ;; *) corpus=tests/fuzz/corpus_$f ;; esac
   exe=$bin/fuzz_$f; work=$bin/work_$f; log=$bin/fuzz_$f.log
   if [ ! -x "$exe" ]; then echo "FAIL fuzz_$f: $exe not built"; failed=$((failed + 1)); continue; fi
   mkdir -p "$work"
   dict=; [ -f "tests/fuzz/$f.dict" ] && dict="-dict=tests/fuzz/$f.dict"
+  [ $f = load_tensors ] && dict="-dict=tests/fuzz/safetensors.dict"
   # shellcheck disable=SC2086
   "$exe" -max_total_time="$secs" -print_final_stats=1 -artifact_prefix="$bin/" $dict "$work" "$corpus" > "$log" 2>&1
   rc=$?
