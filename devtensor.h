@@ -3750,88 +3750,111 @@ DTDEF void dt_free_tensors(int n, char **names, dt_tensor **ts) {
   if (ts) DT_FREE(ts);
 }
 
-/* Reads the whole header of an open safetensors file into a NUL-terminated buffer. */
-static dt_status dt__st_read_header(const char *op, const char *path, FILE *f, char **out, uint64_t *hlen_out) {
-  unsigned char lenbuf[8];
-  uint64_t hlen = 0;
-  size_t got, cap, want;
-  char *hdr;
-  int k;
-  *out = NULL;
-  if ((got = fread(lenbuf, 1, 8, f)) != 8) {
-    if (ferror(f)) return dt__fail(DT_ERR_IO, "%s: cannot read %s", op, path);
-    return dt__fail(DT_ERR_FORMAT, "%s: %s is too short for a safetensors file (%zu bytes)", op, path, got);
-  }
-  for (k = 7; k >= 0; k--) hlen = (hlen << 8) | lenbuf[k];
-  if (hlen < 2 || hlen > DT__ST_MAX_HEADER)
-    return dt__fail(DT_ERR_FORMAT, "%s: %s: header length %llu is not within the format's 2 bytes to 100 MB", op, path, (unsigned long long)hlen);
-  /* grows as bytes arrive: a length that lies about a short file costs no more than the file */
-  cap = (size_t)(hlen < 65536 ? hlen : 65536);
-  got = 0;
-  if (!(hdr = (char *)DT_MALLOC(cap + 1))) return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
-  while (got < (size_t)hlen) {
-    if (got == cap) {
-      size_t ncap = cap * 2 < (size_t)hlen ? cap * 2 : (size_t)hlen;
-      char *bigger = (char *)DT_MALLOC(ncap + 1);
-      if (!bigger) { DT_FREE(hdr); return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); }
-      memcpy(bigger, hdr, got);
-      DT_FREE(hdr);
-      hdr = bigger; cap = ncap;
-    }
-    want = cap - got;
-    if (fread(hdr + got, 1, want, f) != want) {
-      dt_status s = ferror(f) ? dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path)
-                              : dt__fail(DT_ERR_FORMAT, "%s: %s: header length %llu runs past the end of the file", op, path, (unsigned long long)hlen);
-      DT_FREE(hdr);
-      return s;
-    }
-    got = cap;
-  }
-  hdr[hlen] = 0;
-  *out = hdr;
-  *hlen_out = hlen;
-  return DT_OK;
-}
-
-/* Reads nb bytes into a new buffer *out (NULL for 0) that grows as bytes arrive, so a
+/* Reads nb bytes of f into a new buffer *out (NULL for 0) that grows as they arrive, so a
    header that claims more data than the file holds costs no more than the file.
-   0: done; 1: out of memory; 2: read error; 3: the file ends first. */
-static int dt__st_read_data(FILE *f, size_t nb, void **out) {
+   1: done; 0: the file ends first; -1: a read error; -2: out of memory. */
+static int dt__st_read_grow(dt__rfile *f, size_t nb, void **out) {
   size_t got = 0, cap = nb < ((size_t)1 << 20) ? nb : ((size_t)1 << 20);
   char *buf;
+  int rc;
   *out = NULL;
-  if (nb == 0) return 0;
-  if (!(buf = (char *)DT_MALLOC(cap))) return 1;
+  if (nb == 0) return 1;
+  if (!(buf = (char *)DT_MALLOC(cap))) return -2;
   for (;;) {
-    size_t r = fread(buf + got, 1, cap - got, f);
-    got += r;
-    if (got < cap) { DT_FREE(buf); return ferror(f) ? 2 : 3; }
+    if ((rc = dt__rfile_read(f, buf + got, cap - got, NULL)) != 1) { DT_FREE(buf); return rc; }
+    got = cap;
     if (got == nb) break;
     {
       size_t ncap = cap < nb / 2 ? cap * 2 : nb;
       char *bigger = (char *)DT_MALLOC(ncap);
-      if (!bigger) { DT_FREE(buf); return 1; }
+      if (!bigger) { DT_FREE(buf); return -2; }
       memcpy(bigger, buf, got);
       DT_FREE(buf);
       buf = bigger; cap = ncap;
     }
   }
   *out = buf;
-  return 0;
+  return 1;
+}
+
+/* The header's tensors, in its order, into the growing arrays *ents and *names (n of them,
+   room for *cap); the module loader's JSON reader, entry parser and metadata rules. */
+static dt_status dt__st_list_header(const char *op, const char *path, const char *hdr, size_t hlen, dt__st_entry **ents,
+                                    char ***names, dt_tensor ***ts, int *n, int *cap) {
+  char name[DT__ST_NAME_MAX + 1];
+  size_t nlen, bad;
+  dt__json j;
+  int first, r, meta = 0, i;
+  if ((bad = dt__utf8_check((const unsigned char *)hdr, hlen)) < hlen)
+    return dt__fail(DT_ERR_FORMAT, "%s: %s: the header is not valid UTF-8 (byte %zu of the file)", op, path, bad + 8);
+  memset(&j, 0, sizeof j);
+  j.p = j.begin = hdr; j.end = hdr + hlen;
+  if (!dt__json_open(&j, '{')) goto bad_json;
+  for (first = 1; (r = dt__json_next(&j, '}', first)) > 0; first = 0) {
+    dt__st_entry e;
+    if (!dt__json_string(&j, name, sizeof name, &nlen) || !dt__json_eat(&j, ':')) {
+      dt__json_bad(&j, "expected \"name\": {...} (names are at most 255 bytes)");
+      goto bad_json;
+    }
+    if (nlen == 12 && memcmp(name, "__metadata__", 12) == 0) {
+      if (meta++) { dt__json_bad(&j, "a second \"__metadata__\""); goto bad_json; }
+      if (!dt__st_parse_metadata(&j)) goto bad_json;
+      continue;
+    }
+    if (nlen != strlen(name)) return dt__fail(DT_ERR_FORMAT, "%s: %s: a tensor name holds a NUL character", op, path);
+    memset(&e, 0, sizeof e);
+    if (!dt__st_parse_entry(&j, &e))
+      return dt__fail(DT_ERR_FORMAT, "%s: %s: the entry of \"%s\" is not valid: %s (byte %ld of the file)", op, path, name,
+                      j.why ? j.why : "malformed", (long)(j.at - hdr) + 8);
+    for (i = 0; i < *n && strcmp((*names)[i], name) != 0; i++) {}
+    if (i < *n) return dt__fail(DT_ERR_FORMAT, "%s: %s holds \"%s\" twice", op, path, name);
+    if (*n == *cap) {   /* ents, names and ts grow together */
+      int ncap = *cap ? 2 * *cap : 8;
+      dt__st_entry *ne = (dt__st_entry *)DT_MALLOC(sizeof(dt__st_entry) * (size_t)ncap);
+      char **nn = (char **)DT_MALLOC(sizeof(char *) * (size_t)ncap);
+      dt_tensor **nt = (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)ncap);
+      if (!ne || !nn || !nt) {
+        if (ne) DT_FREE(ne);
+        if (nn) DT_FREE(nn);
+        if (nt) DT_FREE(nt);
+        return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+      }
+      if (*n) { memcpy(ne, *ents, sizeof(dt__st_entry) * (size_t)*n); memcpy(nn, *names, sizeof(char *) * (size_t)*n); }
+      memset(nt, 0, sizeof(dt_tensor *) * (size_t)ncap);
+      if (*ents) DT_FREE(*ents);
+      if (*names) DT_FREE(*names);
+      if (*ts) DT_FREE(*ts);
+      *ents = ne; *names = nn; *ts = nt; *cap = ncap;
+    }
+    if (!((*names)[*n] = (char *)DT_MALLOC(nlen + 1))) return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+    memcpy((*names)[*n], name, nlen + 1);
+    (*ents)[*n] = e;
+    (*ents)[*n].idx = *n;
+    (*n)++;
+  }
+  if (r < 0) goto bad_json;
+  dt__json_ws(&j);
+  if (j.p != j.end) { dt__json_bad(&j, "bytes after the header's object"); goto bad_json; }
+  return DT_OK;
+bad_json:
+  return dt__fail(DT_ERR_FORMAT, "%s: %s: the header is not valid JSON: %s (byte %ld of the file)", op, path,
+                  j.why ? j.why : "malformed", (long)((j.why ? j.at : j.p) - hdr) + 8);
 }
 
 DTDEF dt_status dt_load_tensors(const char *path, dt_device dev, int *n_out, char ***names_out, dt_tensor ***ts_out) {
   const char *op = "dt_load_tensors";
-  FILE *f = NULL;
-  uint64_t hlen = 0, at;
-  char *hdr = NULL, name[DT__ST_NAME_MAX + 2];
+  dt__rfile f;
+  int opened = 0;
+  size_t hlen = 0;
+  uint64_t at;
+  char *hdr = NULL;
   dt__st_entry *ents = NULL, *sorted = NULL;
   char **names = NULL;
   dt_tensor **ts = NULL;
-  void *host = NULL;
-  dt__json j;
+  dt_dtype *types = NULL;
   dt_status s = DT_OK;
-  int n = 0, cap = 0, i, k, first = 1, c;
+  int n = 0, cap = 0, i, k, rc;
+  unsigned char one;
   if (n_out) *n_out = 0;
   if (names_out) *names_out = NULL;
   if (ts_out) *ts_out = NULL;
@@ -3840,67 +3863,42 @@ DTDEF dt_status dt_load_tensors(const char *path, dt_device dev, int *n_out, cha
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s is NULL", op, !n_out ? "n" : !names_out ? "names" : "ts");
   if ((s = dt__check_device(op, dev)) != DT_OK) return s;
   if (!dt__little_endian()) return dt__fail(DT_ERR_UNSUPPORTED, "%s: big-endian hosts are not supported", op);
-  if (!(f = fopen(path, "rb"))) return dt__fail(DT_ERR_IO, "%s: cannot open %s", op, path);
-  if ((s = dt__st_read_header(op, path, f, &hdr, &hlen)) != DT_OK) goto done;
-  j.p = hdr; j.end = hdr + hlen;
-  if (!dt__json_eat(&j, '{')) { s = dt__fail(DT_ERR_FORMAT, "%s: %s: the header is not a JSON object", op, path); goto done; }
-  while (!dt__json_eat(&j, '}')) {
-    dt__st_entry e;
-    if ((!first && !dt__json_eat(&j, ',')) || !dt__json_string(&j, name, sizeof name) || !dt__json_eat(&j, ':')) {
-      s = dt__fail(DT_ERR_FORMAT, "%s: %s: malformed header near byte %ld", op, path, (long)(j.p - hdr) + 8); goto done;
-    }
-    first = 0;
-    if (strcmp(name, "__metadata__") == 0) {
-      if (!dt__json_skip(&j, 0)) { s = dt__fail(DT_ERR_FORMAT, "%s: %s: malformed __metadata__", op, path); goto done; }
-      continue;
-    }
-    memset(&e, 0, sizeof e);
-    if (!dt__st_parse_entry(&j, &e)) { s = dt__fail(DT_ERR_FORMAT, "%s: %s: malformed entry for \"%s\"", op, path, name); goto done; }
-    for (i = 0; i < n && strcmp(names[i], name) != 0; i++) {}
-    if (i < n) { s = dt__fail(DT_ERR_FORMAT, "%s: %s holds \"%s\" twice", op, path, name); goto done; }
-    if (n == cap) {   /* ents, names and ts grow together */
-      int ncap = cap ? 2 * cap : 8;
-      dt__st_entry *ne = (dt__st_entry *)DT_MALLOC(sizeof(dt__st_entry) * (size_t)ncap);
-      char **nn = (char **)DT_MALLOC(sizeof(char *) * (size_t)ncap);
-      dt_tensor **nt = (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)ncap);
-      if (!ne || !nn || !nt) {
-        if (ne) DT_FREE(ne);
-        if (nn) DT_FREE(nn);
-        if (nt) DT_FREE(nt);
-        s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); goto done;
-      }
-      if (n) { memcpy(ne, ents, sizeof(dt__st_entry) * (size_t)n); memcpy(nn, names, sizeof(char *) * (size_t)n); }
-      memset(nt, 0, sizeof(dt_tensor *) * (size_t)ncap);
-      if (ents) DT_FREE(ents);
-      if (names) DT_FREE(names);
-      if (ts) DT_FREE(ts);
-      ents = ne; names = nn; ts = nt; cap = ncap;
-    }
-    if (!(names[n] = (char *)DT_MALLOC(strlen(name) + 1))) { s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); goto done; }
-    memcpy(names[n], name, strlen(name) + 1);
-    ents[n] = e;
-    ents[n].seen = 1;
-    ents[n].idx = n;
-    n++;
-  }
-  dt__json_ws(&j);
-  if (j.p != j.end) { s = dt__fail(DT_ERR_FORMAT, "%s: %s: trailing bytes after the header's JSON", op, path); goto done; }
+  if ((s = dt__rfile_open(op, path, &f)) != DT_OK) return s;
+  opened = 1;
+  if ((s = dt__st_read_header(op, path, &f, &hdr, &hlen)) != DT_OK) goto done;
+  if ((s = dt__st_list_header(op, path, hdr, hlen, &ents, &names, &ts, &n, &cap)) != DT_OK) goto done;
+  if (n && !(types = (dt_dtype *)DT_MALLOC(sizeof(dt_dtype) * (size_t)n))) { s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); goto done; }
   for (i = 0; i < n; i++) {
     dt__st_entry *e = &ents[i];
-    dt_dtype t;
-    dt_shape es = dt_shape_n(e->ndim, e->dims);
+    dt_shape es;
     size_t nbytes = 0;
-    if (strcmp(e->dtype, "F32") == 0) t = DT_F32;
-    else if (strcmp(e->dtype, "F64") == 0) t = DT_F64;
-    else if (strcmp(e->dtype, "I32") == 0) t = DT_I32;
-    else if (strcmp(e->dtype, "I64") == 0) t = DT_I64;
+    char sb[200];
+    if (!dt__st_known_dtype(e)) {
+      s = dt__fail(DT_ERR_FORMAT, "%s: %s: \"%s\" has dtype \"%.15s%s\", which is not a safetensors dtype", op, path, names[i],
+                   e->dtype, e->dtype_len > 15 ? "..." : "");
+      goto done;
+    }
+    if (strcmp(e->dtype, "F32") == 0) types[i] = DT_F32;
+    else if (strcmp(e->dtype, "F64") == 0) types[i] = DT_F64;
+    else if (strcmp(e->dtype, "I32") == 0) types[i] = DT_I32;
+    else if (strcmp(e->dtype, "I64") == 0) types[i] = DT_I64;
     else {
       s = dt__fail(DT_ERR_DTYPE, "%s: %s: \"%s\" is %s, which devtensor has no dtype for (F32, F64, I32, I64): convert it before saving, e.g. t.float()",
                    op, path, names[i], e->dtype);
       goto done;
     }
-    e->seen = (int)t;   /* from here on: the dtype */
-    if ((s = dt__check_shape(op, &es, t, NULL, &nbytes)) != DT_OK) goto done;
+    es = dt_shape0();
+    es.ndim = e->ndim;
+    for (k = 0; k < e->ndim && k < DT_MAX_DIMS; k++) {
+      if (e->dims[k] > (uint64_t)INT64_MAX) { es.ndim = -1; break; }
+      es.dims[k] = (int64_t)e->dims[k];
+    }
+    if (e->ndim > DT_MAX_DIMS || es.ndim < 0) {
+      s = dt__fail(DT_ERR_SHAPE, "%s: %s: \"%s\" has shape %s, which devtensor cannot hold (at most %d dims, each below 2^63)", op, path,
+                   names[i], dt__st_shape_str(e, sb, sizeof sb), DT_MAX_DIMS);
+      goto done;
+    }
+    if ((s = dt__check_shape(op, &es, types[i], NULL, &nbytes)) != DT_OK) goto done;
     if (e->begin > e->end || e->end - e->begin != (uint64_t)nbytes) {
       s = dt__fail(DT_ERR_FORMAT, "%s: %s: \"%s\" has data_offsets [%llu, %llu], which do not hold its %zu bytes",
                    op, path, names[i], (unsigned long long)e->begin, (unsigned long long)e->end, nbytes);
@@ -3923,30 +3921,33 @@ DTDEF dt_status dt_load_tensors(const char *path, dt_device dev, int *n_out, cha
   for (k = 0; k < n; k++) {
     const dt__st_entry *e = &sorted[k];
     size_t nb = (size_t)(e->end - e->begin);
-    dt_shape es = dt_shape_n(e->ndim, e->dims);
-    int rd = dt__st_read_data(f, nb, &host);
-    if (rd != 0) {
-      if (rd == 1) s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host reading \"%s\" (%zu bytes)", op, names[e->idx], nb);
-      else if (rd == 2) s = dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
+    dt_shape es = dt_shape0();
+    void *host = NULL;
+    es.ndim = e->ndim;
+    for (i = 0; i < e->ndim; i++) es.dims[i] = (int64_t)e->dims[i];
+    if ((rc = dt__st_read_grow(&f, nb, &host)) != 1) {
+      if (rc == -2) s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host reading \"%s\" (%zu bytes)", op, names[e->idx], nb);
+      else if (rc < 0) s = dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
       else s = dt__fail(DT_ERR_FORMAT, "%s: %s is cut short: the data of \"%s\" is [%llu, %llu] but the file ends before", op, path,
                         names[e->idx], (unsigned long long)e->begin, (unsigned long long)e->end);
       goto done;
     }
-    if (!(ts[e->idx] = dt_from_data(host, es, (dt_dtype)e->seen, dev))) { s = dt_last_status(); goto done; }
-    if (host) { DT_FREE(host); host = NULL; }
+    ts[e->idx] = dt_from_data(host, es, types[e->idx], dev);
+    if (host) DT_FREE(host);
+    if (!ts[e->idx]) { s = dt_last_status(); goto done; }
   }
-  if ((c = fgetc(f)) != EOF || ferror(f)) {
-    if (c == EOF) s = dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
+  if ((rc = dt__rfile_read(&f, &one, 1, NULL)) != 0) {
+    if (rc < 0) s = dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
     else s = dt__fail(DT_ERR_FORMAT, "%s: %s: bytes follow the last tensor's data, which ends at data byte %llu (safetensors data has no trailing bytes)",
                       op, path, (unsigned long long)at);
     goto done;
   }
 done:
-  if (host) DT_FREE(host);
+  if (opened) dt__rfile_close(&f);
+  if (types) DT_FREE(types);
   if (sorted) DT_FREE(sorted);
   if (ents) DT_FREE(ents);
   if (hdr) DT_FREE(hdr);
-  if (f) fclose(f);
   if (s != DT_OK) { dt_free_tensors(n, names, ts); return s; }
   *n_out = n; *names_out = names; *ts_out = ts;
   return DT_OK;

@@ -435,7 +435,7 @@ static void test_load_tensors_refused(void) {
     {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 12, "trailing bytes"},
     {"{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}", 8, "cut short"},
     {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 8, "twice"},
-    {"[1, 2]", 0, "not a JSON object"},
+    {"[1, 2]", 0, "not valid JSON: expected an object"},
     /* 8 GB claimed, 16 bytes there: read as they come, never allocated up front */
     {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2000000000],\"data_offsets\":[0,8000000000]}}", 16, "cut short"},
   };
