@@ -612,6 +612,7 @@ const dt__backend *dt__cuda_backend(void); /* defined in devtensor_cuda.cu */
 #elif !defined(DT_MALLOC) && !defined(DT_FREE)
 #define DT_MALLOC(sz) malloc(sz)
 #define DT_FREE(p) free(p)
+#define DT__HOST_DEFAULT_ALLOC 1 /* the CPU backend may cache blocks and map huge pages */
 #else
 #error "devtensor: define both DT_MALLOC and DT_FREE, or neither"
 #endif
@@ -3956,7 +3957,6 @@ done:
 /* ---- CPU backend ---- */
 
 static DT__TLS char dt__cpu_err[256];
-static size_t dt__cpu_allocated, dt__cpu_peak;
 
 static const char *dt__cpu_last_error(void) { return dt__cpu_err; }
 
@@ -4003,38 +4003,304 @@ static dt_status dt__cpu_device_info(int dev, dt_device_info *out) {
   return DT_OK;
 }
 
+/* ---- CPU backend: memory ----
+   Host memory for tensors comes from a caching allocator, as on the GPU (README, Memory):
+   - a request is rounded up to a size class: 64 bytes at least, four classes per power of two
+     (at most a quarter more than asked); from DT__CPU_HUGE (4 MiB) on, also to a multiple of 2 MiB;
+   - blocks of DT__CPU_HUGE and more are mapped straight from the kernel on Linux (mmap), 2 MiB
+     aligned, with madvise(MADV_HUGEPAGE): a fresh 64 MiB block faults in 32 huge pages instead of
+     16384 small ones; smaller blocks, and every block elsewhere, come from DT_MALLOC;
+   - a released block goes to its class's free list (linked through the block's first bytes) and
+     the next request of that class takes it without asking the system; the cache holds at most
+     DEVTENSOR_CPU_CACHE_MAX bytes (default 1 GiB; 0, or DEVTENSOR_CPU_NO_CACHE: no cache): a block that does not fit in it
+     pushes out cached blocks of the largest classes first, or, larger than the cap itself, goes
+     straight back to the system;
+   - when the system refuses, the cache is given back and the request tried once more;
+   - `allocated` counts the rounded sizes of live tensors; `reserved` every byte held: live
+     tensors, the matmul's packing buffers while they are in use, and the cache;
+   - with user-defined DT_MALLOC/DT_FREE, every block is one DT_MALLOC of the exact size, given back
+     with DT_FREE on release: no rounding, no cache, no mmap (the user's allocator sees and decides
+     everything); reserved == allocated + packing buffers in use.
+   One spinlock (DT__ATOMIC_CAS) guards the lists and counters; no system call is made under it.
+   Under AddressSanitizer the cache stays but mmap does not, and cached blocks are poisoned, so a
+   use after release is still reported. */
+
+#ifndef DEVTENSOR_CPU_CACHE_MAX
+#define DEVTENSOR_CPU_CACHE_MAX ((size_t)1 << 30)
+#endif
+#define DT__CPU_HUGE ((size_t)4 << 20)
+#define DT__CPU_PAGE2M ((size_t)2 << 20)
+#define DT__CPU_NBINS 240
+
+#if defined(__SANITIZE_ADDRESS__)
+#define DT__CPU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DT__CPU_ASAN 1
+#endif
+#endif
+#ifndef DT__CPU_ASAN
+#define DT__CPU_ASAN 0
+#endif
+
+#if defined(DT__HOST_DEFAULT_ALLOC) && !defined(DEVTENSOR_CPU_NO_CACHE)
+#define DT__CPU_CACHE 1
+#else
+#define DT__CPU_CACHE 0
+#endif
+
+/* mmap + madvise(MADV_HUGEPAGE) for large blocks: Linux, on the architectures whose MAP_ANONYMOUS
+   is 0x20 (ISO C modes hide it and madvise; their kernel values are used then). */
+#if defined(DT__HOST_DEFAULT_ALLOC) && !DT__CPU_ASAN && !defined(DEVTENSOR_CPU_NO_MMAP) && defined(__linux__) && \
+    (defined(__x86_64__) || defined(__i386__) || defined(__aarch64__) || defined(__arm__) || defined(__riscv) || \
+     defined(__powerpc__) || defined(__s390__))
+#define DT__CPU_MMAP 1
+#include <sys/mman.h>
+#ifdef MAP_ANONYMOUS
+#define DT__CPU_MAP_ANON MAP_ANONYMOUS
+#else
+#define DT__CPU_MAP_ANON 0x20
+#endif
+#ifdef MADV_HUGEPAGE
+#define DT__CPU_MADV_HUGEPAGE MADV_HUGEPAGE
+#else /* madvise is hidden with MADV_HUGEPAGE (ISO C mode) */
+#define DT__CPU_MADV_HUGEPAGE 14
+#ifdef __cplusplus
+extern "C" int madvise(void *addr, size_t len, int advice);
+#else
+extern int madvise(void *addr, size_t len, int advice);
+#endif
+#endif
+#else
+#define DT__CPU_MMAP 0
+#endif
+
+#if DT__CPU_ASAN && DT__CPU_CACHE
+#ifdef __cplusplus
+extern "C" {
+#endif
+void __asan_poison_memory_region(void const volatile *addr, size_t size);
+void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
+#ifdef __cplusplus
+}
+#endif
+#define DT__CPU_POISON(p, n) __asan_poison_memory_region((const char *)(p) + 2 * sizeof(size_t), (n) - 2 * sizeof(size_t))
+#define DT__CPU_UNPOISON(p, n) __asan_unpoison_memory_region((p), (n))
+#else
+#define DT__CPU_POISON(p, n) ((void)0)
+#define DT__CPU_UNPOISON(p, n) ((void)0)
+#endif
+
+static int dt__cpu_lock_word;
+static size_t dt__cpu_allocated, dt__cpu_peak, dt__cpu_scratch, dt__cpu_cached;
+#if DT__CPU_CACHE
+static void *dt__cpu_bins[DT__CPU_NBINS]; /* free blocks of each class, linked through their first word */
+#endif
+
+static void dt__cpu_lock(void) {
+  for (;;) {
+    int expected = 0;
+    if (DT__ATOMIC_CAS(&dt__cpu_lock_word, &expected, 1)) return;
+    while (DT__ATOMIC_LOAD(&dt__cpu_lock_word)) {}
+  }
+}
+static void dt__cpu_unlock(void) { DT__ATOMIC_STORE(&dt__cpu_lock_word, 0); }
+
+/* The class of a request: its bin and rounded size; 0 when nbytes is too large to round. */
+static int dt__cpu_class(size_t nbytes, size_t *rounded) {
+#if DT__CPU_CACHE
+  size_t r = nbytes < 64 ? 64 : nbytes, base, step, size;
+  int e = 6;
+  if (r > (SIZE_MAX >> 2)) { *rounded = 0; return 0; }
+  while (((size_t)1 << (e + 1)) < r) e++;          /* 2^e < r <= 2^(e+1), or r == 64 */
+  base = (size_t)1 << e;
+  step = base >> 2;
+  size = r <= base ? base : base + (r - base + step - 1) / step * step;
+  if (size >= DT__CPU_HUGE) size = (size + DT__CPU_PAGE2M - 1) & ~(DT__CPU_PAGE2M - 1);
+  *rounded = size;
+  return (e - 6) * 4 + (int)((size - base + step - 1) / step); /* size's own class for 2 MiB roundings */
+#else
+  *rounded = nbytes ? nbytes : 1;
+  return 0;
+#endif
+}
+
+static void *dt__cpu_sys_alloc(size_t size) {
+#if DT__CPU_MMAP
+  if (size >= DT__CPU_HUGE) {
+    char *p = (char *)mmap(NULL, size + DT__CPU_PAGE2M, PROT_READ | PROT_WRITE, MAP_PRIVATE | DT__CPU_MAP_ANON, -1, 0);
+    size_t head;
+    if (p == (char *)MAP_FAILED) return NULL;
+    head = (size_t)(-(uintptr_t)p & (DT__CPU_PAGE2M - 1)); /* to the next 2 MiB boundary */
+    if (head) munmap(p, head);
+    if (DT__CPU_PAGE2M - head) munmap(p + head + size, DT__CPU_PAGE2M - head);
+    (void)madvise(p + head, size, DT__CPU_MADV_HUGEPAGE); /* advice only: without THP it changes nothing */
+    return p + head;
+  }
+#endif
+  return DT_MALLOC(size);
+}
+
+static void dt__cpu_sys_free(void *p, size_t size) {
+#if DT__CPU_MMAP
+  if (size >= DT__CPU_HUGE) {
+    munmap(p, size);
+    return;
+  }
+#endif
+  (void)size;
+  DT_FREE(p);
+}
+
+#if DT__CPU_CACHE
+/* Gives back a list of cached blocks (taken out under the lock), outside the lock. */
+static void dt__cpu_release_list(void *list) {
+  while (list) {
+    void *next;
+    size_t size;
+    memcpy(&next, list, sizeof next);
+    memcpy(&size, (char *)list + sizeof next, sizeof size);
+    dt__cpu_sys_free(list, size);
+    list = next;
+  }
+}
+
+/* Takes blocks out of the cache, largest classes first, until at most keep bytes stay; returns them
+   as a list (next pointer, then size, at the start of each). Under the lock. */
+static void *dt__cpu_trim_locked(size_t keep) {
+  void *out = NULL;
+  int bin;
+  for (bin = DT__CPU_NBINS - 1; bin >= 0 && dt__cpu_cached > keep; bin--)
+    while (dt__cpu_bins[bin] && dt__cpu_cached > keep) {
+      void *b = dt__cpu_bins[bin], *next;
+      size_t size;
+      DT__CPU_UNPOISON(b, 2 * sizeof(size_t));
+      memcpy(&next, b, sizeof next);
+      memcpy(&size, (char *)b + sizeof next, sizeof size);
+      DT__CPU_UNPOISON(b, size);
+      dt__cpu_bins[bin] = next;
+      dt__cpu_cached -= size;
+      memcpy(b, &out, sizeof out);
+      out = b;
+    }
+  return out;
+}
+#endif
+
+/* A block of at least nbytes (its rounded size in *rounded); NULL when the system has none. tensor:
+   counted in `allocated` (else a packing buffer). */
+static void *dt__cpu_block_get(size_t nbytes, int tensor, size_t *rounded) {
+  size_t size;
+  void *p = NULL;
+  int bin = dt__cpu_class(nbytes, &size);
+  if (size < nbytes) return NULL; /* too large to round */
+#if !DT__CPU_CACHE
+  (void)bin;
+#else
+  dt__cpu_lock();
+  if ((p = dt__cpu_bins[bin]) != NULL) {
+    void *next;
+    DT__CPU_UNPOISON(p, size);
+    memcpy(&next, p, sizeof next);
+    dt__cpu_bins[bin] = next;
+    dt__cpu_cached -= size;
+  }
+  dt__cpu_unlock();
+#endif
+  if (!p && !(p = dt__cpu_sys_alloc(size))) {
+#if DT__CPU_CACHE
+    void *list;
+    dt__cpu_lock();
+    list = dt__cpu_trim_locked(0);
+    dt__cpu_unlock();
+    if (list) {
+      dt__cpu_release_list(list);
+      p = dt__cpu_sys_alloc(size);
+    }
+#endif
+    if (!p) return NULL;
+  }
+  dt__cpu_lock();
+  if (tensor) {
+    dt__cpu_allocated += size;
+    if (dt__cpu_allocated > dt__cpu_peak) dt__cpu_peak = dt__cpu_allocated;
+  } else dt__cpu_scratch += size;
+  dt__cpu_unlock();
+  *rounded = size;
+  return p;
+}
+
+/* Back to the cache (or the system) a block dt__cpu_block_get gave for nbytes. */
+static void dt__cpu_block_put(void *p, size_t nbytes, int tensor) {
+  size_t size;
+  int bin = dt__cpu_class(nbytes, &size);
+  void *list = NULL;
+  if (!p) return;
+  dt__cpu_lock();
+  if (tensor) dt__cpu_allocated -= size;
+  else dt__cpu_scratch -= size;
+#if DT__CPU_CACHE
+  if (size <= DEVTENSOR_CPU_CACHE_MAX) {
+    if (dt__cpu_cached + size > DEVTENSOR_CPU_CACHE_MAX) list = dt__cpu_trim_locked(DEVTENSOR_CPU_CACHE_MAX - size);
+    memcpy(p, &dt__cpu_bins[bin], sizeof(void *));
+    memcpy((char *)p + sizeof(void *), &size, sizeof size);
+    dt__cpu_bins[bin] = p;
+    dt__cpu_cached += size;
+    DT__CPU_POISON(p, size);
+    p = NULL;
+  }
+#else
+  (void)bin;
+#endif
+  dt__cpu_unlock();
+#if DT__CPU_CACHE
+  dt__cpu_release_list(list);
+#else
+  (void)list;
+#endif
+  if (p) dt__cpu_sys_free(p, size);
+}
+
 static dt_status dt__cpu_alloc(int dev, size_t nbytes, void **out) {
-  size_t now, peak;
+  size_t rounded;
   char b[32];
   (void)dev;
-  *out = DT_MALLOC(nbytes ? nbytes : 1);
-  if (!*out) {
+  if (!(*out = dt__cpu_block_get(nbytes, 1, &rounded))) {
     snprintf(dt__cpu_err, sizeof dt__cpu_err, "out of memory on cpu: tried to allocate %s",
              dt__bytes_str((double)nbytes, b, sizeof b));
     return DT_ERR_OUT_OF_MEMORY;
   }
-  now = DT__ATOMIC_ADD(&dt__cpu_allocated, nbytes);
-  peak = DT__ATOMIC_LOAD(&dt__cpu_peak);
-  while (now > peak && !DT__ATOMIC_CAS(&dt__cpu_peak, &peak, now)) {}
   return DT_OK;
 }
 
 static void dt__cpu_free(int dev, void *p, size_t nbytes) {
   (void)dev;
-  if (!p) return;
-  DT__ATOMIC_ADD(&dt__cpu_allocated, (size_t)0 - nbytes);
-  DT_FREE(p);
+  dt__cpu_block_put(p, nbytes, 1);
 }
 
 static dt_status dt__cpu_memory_stats(int dev, dt_memory_stats *out) {
   (void)dev;
-  out->allocated = DT__ATOMIC_LOAD(&dt__cpu_allocated);
-  out->reserved = out->allocated; /* the CPU keeps no cache */
-  out->peak_allocated = DT__ATOMIC_LOAD(&dt__cpu_peak);
+  dt__cpu_lock();
+  out->allocated = dt__cpu_allocated;
+  out->reserved = dt__cpu_allocated + dt__cpu_scratch + dt__cpu_cached;
+  out->peak_allocated = dt__cpu_peak;
+  dt__cpu_unlock();
   return DT_OK;
 }
 
-static dt_status dt__cpu_empty_cache(int dev) { (void)dev; return DT_OK; }
+static dt_status dt__cpu_empty_cache(int dev) {
+  (void)dev;
+#if DT__CPU_CACHE
+  {
+    void *list;
+    dt__cpu_lock();
+    list = dt__cpu_trim_locked(0);
+    dt__cpu_unlock();
+    dt__cpu_release_list(list);
+  }
+#endif
+  return DT_OK;
+}
 
 static dt_status dt__cpu_copy(int dst_dev, void *dst, int src_dev, const void *src, size_t nbytes) {
   (void)dst_dev; (void)src_dev;
@@ -4270,12 +4536,18 @@ static dt_status dt__cpu_reduce(int dev, dt__reduce_op op, dt_dtype t, int64_t o
 #include <omp.h>
 #endif
 
-#if defined(DT_MALLOC) && defined(DT_FREE)
-#define DT__GEMM_MALLOC(sz) DT_MALLOC(sz)
-#define DT__GEMM_FREE(p) DT_FREE(p)
+/* Packing buffers: from the CPU backend's cache (a released buffer is the next call's: no system
+   allocation per call once warm), or one DT_MALLOC per call where the user defined DT_MALLOC. */
+#ifdef DT__HOST_DEFAULT_ALLOC
+#define DT__GEMM_MALLOC(sz) dt__gemm_scratch_get(sz)
+#define DT__GEMM_FREE(p, sz) dt__cpu_block_put((p), (sz), 0)
+static void *dt__gemm_scratch_get(size_t sz) {
+  size_t rounded;
+  return dt__cpu_block_get(sz, 0, &rounded);
+}
 #else
-#define DT__GEMM_MALLOC(sz) malloc(sz)
-#define DT__GEMM_FREE(p) free(p)
+#define DT__GEMM_MALLOC(sz) DT_MALLOC(sz)
+#define DT__GEMM_FREE(p, sz) DT_FREE(p)
 #endif
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -4624,7 +4896,7 @@ static int dt__gemm_blocked(const dt__gemm_plan *pl, int64_t m, int64_t n, int64
   int64_t ms = (int64_t)(DT__GEMM_ABYTES / ((size_t)k * es)) / mr * mr;   /* rows per slab */
   int64_t nrow = 1;                                                       /* row tasks per slab */
   int nt = 1;                                                             /* threads */
-  size_t asz, bsz;
+  size_t asz, bsz, rawsz;
   char *raw, *abuf;
   int64_t s0;
   if ((size_t)mr * (size_t)k * es > DT__GEMM_ABYTES && k > kc) { /* very deep: one slice of k at a time */
@@ -4663,7 +4935,8 @@ static int dt__gemm_blocked(const dt__gemm_plan *pl, int64_t m, int64_t n, int64
   ncol = (n + ncw - 1) / ncw;
   asz = ((size_t)(ms * k) * es + 63) & ~(size_t)63;
   bsz = ((size_t)(kc * ncw) * es + 63) & ~(size_t)63;
-  raw = (char *)DT__GEMM_MALLOC(asz + (size_t)nt * bsz + 64);
+  rawsz = asz + (size_t)nt * bsz + 64;
+  raw = (char *)DT__GEMM_MALLOC(rawsz);
   if (!raw) return 0;
   abuf = raw + (64 - (size_t)((uintptr_t)raw & 63));
 
@@ -4706,7 +4979,7 @@ static int dt__gemm_blocked(const dt__gemm_plan *pl, int64_t m, int64_t n, int64
       }
     }
   }
-  DT__GEMM_FREE(raw);
+  DT__GEMM_FREE(raw, rawsz);
   return 1;
 }
 

@@ -313,7 +313,6 @@ static void test_memory_stats(dt_device dev) {
 static void test_cache_reuse(dt_device dev) {
   dt_memory_stats before, after;
   int i;
-  if (dev.type == DT_CPU) T_SKIP("the CPU backend has no cache");
   T_CHECK(dt_empty_cache(dev) == DT_OK);
   T_CHECK(dt_memory_stats_get(dev, &before) == DT_OK);
   for (i = 0; i < 262; i++) {
@@ -326,6 +325,50 @@ static void test_cache_reuse(dt_device dev) {
   T_CHECK_MSG(after.reserved - before.reserved <= ((size_t)16 << 20), "%zu bytes reserved for one live tensor at a time",
               after.reserved - before.reserved);
   T_CHECK(dt_empty_cache(dev) == DT_OK);
+}
+
+/* The CPU's cache: a released block is kept (reserved, not allocated) and the next tensor of its
+   size class gets it back; dt_empty_cache gives it to the system; a block of 64 MiB (mapped
+   with huge pages on Linux) is reused the same way; what is read back is what was written. */
+static void test_cpu_cache(void) {
+  dt_device cpu = dt_cpu();
+  dt_memory_stats s0, s1, s2;
+  dt_tensor *t, *u;
+  void *p = NULL;
+  int64_t sizes[2] = {1000, (int64_t)1 << 24};
+  int i;
+  for (i = 0; i < 2; i++) {
+    const int64_t n = sizes[i];
+    const size_t bytes = (size_t)n * sizeof(float);
+    T_CHECK(dt_empty_cache(cpu) == DT_OK);
+    T_CHECK(dt_memory_stats_get(cpu, &s0) == DT_OK);
+    T_CHECK_MSG(s0.reserved == s0.allocated, "nothing cached after dt_empty_cache: %zu reserved, %zu allocated", s0.reserved,
+                s0.allocated);
+    t = dt_full(dt_shape1(n), 3, cpu);
+    T_CHECK(t != NULL && (p = dt_data_ptr(t)) != NULL);
+    T_CHECK(dt_memory_stats_get(cpu, &s1) == DT_OK);
+    /* allocated counts the rounded size: at most a quarter more (and a 2 MiB page) */
+    T_CHECK_MSG(s1.allocated - s0.allocated >= bytes && s1.allocated - s0.allocated <= bytes + bytes / 4 + ((size_t)2 << 20),
+                "%zu bytes for a %zu-byte tensor", s1.allocated - s0.allocated, bytes);
+    T_CHECK(s1.reserved == s1.allocated && s1.peak_allocated >= s1.allocated);
+    dt_release(t);
+    T_CHECK(dt_memory_stats_get(cpu, &s2) == DT_OK);
+    T_CHECK(s2.allocated == s0.allocated);
+    T_CHECK_MSG(s2.reserved == s1.reserved, "the released block stays reserved: %zu, was %zu", s2.reserved, s1.reserved);
+    /* the same size class (a little smaller) gets the same block back, zeroed when asked */
+    u = dt_zeros(dt_shape1(n - 7), cpu);
+    T_CHECK(u != NULL && dt_data_ptr(u) == p);
+    {
+      dt_tensor *su = dt_sum(u);
+      T_CHECK(su && dt_item(su) == 0);
+      dt_release(su);
+    }
+    dt_release(u);
+    T_CHECK(dt_empty_cache(cpu) == DT_OK);
+    T_CHECK(dt_memory_stats_get(cpu, &s2) == DT_OK);
+    T_CHECK_MSG(s2.reserved == s0.reserved && s2.allocated == s0.allocated, "after dt_empty_cache: %zu reserved, want %zu",
+                s2.reserved, s0.reserved);
+  }
 }
 
 static void test_out_of_memory(dt_device dev) {
@@ -369,6 +412,7 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_copy_rules);
   T_RUN_ALL_DEVICES(test_memory_stats);
   T_RUN_ALL_DEVICES(test_cache_reuse);
+  T_RUN(test_cpu_cache);
   T_RUN_ALL_DEVICES(test_out_of_memory);
   T_RUN_ALL_DEVICES(test_item);
   return t_finish();
