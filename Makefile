@@ -4,7 +4,7 @@
 #   make test     build and run every test; ends with "N passed, N failed, N skipped"
 #   make asan     the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fault / fuzz / fuzz-replay / tsan / valgrind   the hardening runs (.ci/run runs them)
-#   make bench    the CPU benchmarks against NumPy/OpenBLAS (make bench-cblas: with DEVTENSOR_CBLAS)
+#   make bench    the CPU benchmarks against NumPy and PyTorch (CPU), one table (make bench-cblas: with DEVTENSOR_CBLAS)
 #   make bench-gpu the GPU benchmarks against cudaMemcpy and PyTorch (on a machine with a GPU)
 #   make lib      libdevtensor.so and .a; make install PREFIX=... adds devtensor.pc and a CMake package
 #   make test-emu the CUDA backend on the CPU emulator (tests/emu): the suite's GPU cases without a GPU

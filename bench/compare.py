@@ -1,28 +1,44 @@
 #!/usr/bin/env python3
-"""bench/compare.py - devtensor against NumPy, from the lines bench_cpu and bench_numpy.py print.
+"""bench/compare.py - devtensor against its best CPU peer (NumPy, PyTorch), from the lines that
+bench_cpu and bench_peers.py print (bench/run_cpu.sh feeds it several interleaved rounds).
 
-    ./bench_cpu > dt.txt; python3 bench/bench_numpy.py > np.txt
-    python3 bench/compare.py dt.txt np.txt
-    (./bench_cpu; python3 bench/bench_numpy.py) | python3 bench/compare.py
-    python3 bench/compare.py --strict ...           # exit status 1 when a target is not met
+    python3 bench/compare.py [--strict] FILE...      (- : standard input)
 
-Input lines look like `<library> <benchmark> seconds=<s> gflops=<x> threads=<n> blas=<name>`;
-anything else is ignored. Where a benchmark appears more than once for a library the fastest
-line counts (so several interleaved runs of both programs give a fair best-of-all). Each
-devtensor build (blas=builtin or cblas, thread count) is a row, compared with the NumPy line
-of the same thread count when there is one, else with NumPy's run on the most threads.
-The ratio is devtensor's speed over NumPy's (higher is better). Targets:
-    matmul_*  >= 0.50 with the built-in kernel, >= 0.95 with blas=cblas
-    add_*     >= 0.80
+Input lines: `<library> <case> seconds=<s> [median=<s>] ... threads=<n> blas=<name>`; anything else
+is ignored. Per library and case: the best `seconds` over all rounds counts, and the spread is
+how much slower the worst round's best was (max/min - 1, over rounds). The peer is the faster
+of NumPy and PyTorch on that case; the ratio is devtensor's speed over the peer's (higher is
+better: 1.00x same speed). Targets (issue 13): the best peer's speed times
+    add of 2^24, the 10x10 add                     1.0
+    matmul 256..2048 (square)                      0.9
+    matmul 32..128 and the skinny shapes           0.8
+    every other case                               0.8
+    the MLP epoch                                  1/0.6 (devtensor's epoch <= 0.6x PyTorch's time)
+Prints a Markdown table (for bench/RESULTS.md). --strict: exit status 1 when a target is missed.
 Standard library only.
 """
+import re
 import sys
 
-TARGETS = (("matmul", 0.50, 0.95), ("add", 0.80, 0.80))  # prefix, built-in, cblas
+PEERS = ("numpy", "torch")
+
+
+def target(case):
+    if case in ("add_f32_16777216", "add_f32_10x10"):
+        return 1.0
+    if case.startswith("mlp_epoch"):
+        return 1 / 0.6
+    m = re.match(r"matmul_f32_(\d+)x(\d+)x(\d+)$", case)
+    if m:
+        a, b, c = (int(x) for x in m.groups())
+        if a == b == c and 256 <= a <= 2048:
+            return 0.9
+        return 0.8
+    return 0.8
 
 
 def parse(lines):
-    """{library: {benchmark: fields}}, fields keeping the fastest run; a speed is 1 / seconds."""
+    """{library: {case: {"runs": [seconds, ...], "threads": str, "blas": str}}}"""
     out = {}
     for line in lines:
         parts = line.split()
@@ -30,32 +46,31 @@ def parse(lines):
             continue
         fields = dict(p.split("=", 1) for p in parts[2:] if "=" in p)
         try:
-            fields["_speed"] = 1.0 / float(fields["seconds"])
-        except (KeyError, ValueError, ZeroDivisionError):
+            s = float(fields["seconds"])
+        except (KeyError, ValueError):
             continue
-        lib, bench = parts[0], parts[1]
-        if lib == "devtensor":  # builds (built-in or CBLAS, thread counts) are kept apart
-            bench += "@%s@%s" % (fields.get("blas", "builtin"), fields.get("threads", "?"))
-        else:
-            bench += "@%s" % fields.get("threads", "?")
-        old = out.setdefault(lib, {}).get(bench)
-        if old is None or fields["_speed"] > old["_speed"]:
-            out[lib][bench] = fields
+        if s <= 0:
+            continue
+        e = out.setdefault(parts[0], {}).setdefault(parts[1], {"runs": [], "threads": "?", "blas": "?"})
+        e["runs"].append(s)
+        e["threads"], e["blas"] = fields.get("threads", "?"), fields.get("blas", "?")
     return out
 
 
-def rate(fields):
-    for key, unit in (("gflops", "GFLOP/s"), ("gbps", "GB/s")):
-        if key in fields:
-            return "%s %s" % (fields[key], unit)
-    return "%.6f s" % float(fields["seconds"])
+def fmt_time(s):
+    if s >= 1:
+        return "%.3f s" % s
+    if s >= 1e-3:
+        return "%.3f ms" % (s * 1e3)
+    return "%.2f us" % (s * 1e6)
 
 
-def target(bench, blas):
-    for prefix, builtin, cblas in TARGETS:
-        if bench.startswith(prefix):
-            return cblas if blas == "cblas" else builtin
-    return None
+def cell(e):
+    if not e:
+        return "-"
+    best, worst = min(e["runs"]), max(e["runs"])
+    spread = "" if len(e["runs"]) < 2 else " (+%.0f%%)" % (100 * (worst / best - 1))
+    return fmt_time(best) + spread
 
 
 def main(argv):
@@ -69,38 +84,39 @@ def main(argv):
             with open(p) as f:
                 lines += f.read().splitlines()
     res = parse(lines)
-    dt, ref = res.get("devtensor", {}), res.get("numpy", {})
-    if not dt or not ref:
-        print("compare.py: need both devtensor and numpy lines (got: %s)" % (", ".join(sorted(res)) or "none"))
+    dt = res.get("devtensor", {})
+    if not dt:
+        print("compare.py: no devtensor lines")
         return 2
-    head = ("benchmark", "devtensor", "numpy", "ratio", "target", "")
+    rounds = max(len(e["runs"]) for e in dt.values())
+    print("Best per call over %d round%s (in brackets: the spread, how much slower the slowest round's best was)."
+          % (rounds, "" if rounds == 1 else "s"))
+    print("Ratio: devtensor's speed over the faster peer's (higher is better).\n")
+    head = ["case", "devtensor"] + list(PEERS) + ["ratio vs best peer", "target", "verdict"]
     rows, missed = [], 0
-    by_bench = {}  # numpy lines per benchmark: {threads: fields}
-    for key, fields in ref.items():
-        bench, threads = key.split("@")
-        by_bench.setdefault(bench, {})[threads] = fields
-    for key in sorted(dt):
-        bench, blas, threads = key.split("@")
-        d, runs = dt[key], by_bench.get(bench, {})
-        # numpy with the same thread count when there is such a line, else its most threads
-        r = runs.get(threads) or (runs[max(runs, key=lambda t: int(t) if t.isdigit() else 0)] if runs else None)
-        name = "%s (%s, %s thread%s)" % (bench, blas, threads, "" if threads == "1" else "s")
-        if not r:
-            rows.append((name, rate(d), "-", "-", "-", "(no numpy line)"))
-            continue
-        ratio = d["_speed"] / r["_speed"]
-        t = target(bench, blas)
-        verdict = "" if t is None else ("met" if ratio >= t else "NOT MET")
-        missed += verdict == "NOT MET"
-        note = "numpy on %s thread%s" % (r.get("threads", "?"), "" if r.get("threads") == "1" else "s")
-        rows.append((name, rate(d), rate(r), "%.2fx" % ratio, ">= %.2fx" % t if t else "-",
-                     "%s (%s)" % (verdict, note) if verdict else note))
-    for bench in sorted(set(by_bench) - set(k.split("@", 1)[0] for k in dt)):
-        for threads, r in sorted(by_bench[bench].items()):
-            rows.append(("%s (%s threads)" % (bench, threads), "-", rate(r), "-", "-", "(no devtensor line)"))
-    widths = [max(len(str(x[i])) for x in rows + [head]) for i in range(len(head))]
-    for row in [head] + rows:
-        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
+    for case in sorted(dt, key=lambda c: list(dt).index(c)):  # the order bench_cpu printed
+        d = dt[case]
+        peers = {p: res.get(p, {}).get(case) for p in PEERS}
+        have = {p: min(e["runs"]) for p, e in peers.items() if e}
+        row = [case, cell(d)] + [cell(peers[p]) for p in PEERS]
+        if have:
+            bp = min(have, key=have.get)
+            ratio = have[bp] / min(d["runs"])
+            t = target(case)
+            ok = ratio >= t
+            missed += not ok
+            row += ["%.2fx (%s)" % (ratio, bp), ">= %.2fx" % t, "met" if ok else "NOT MET"]
+        else:
+            row += ["-", "-", "no peer line"]
+        rows.append(row)
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+    th = {lib: next(iter(v.values()))["threads"] for lib, v in res.items() if v}
+    bl = {lib: next(iter(v.values()))["blas"] for lib, v in res.items() if v}
+    print("\nThreads: " + ", ".join("%s %s (%s)" % (lib, th[lib], bl[lib]) for lib in sorted(th)))
+    print("%d of %d targets missed." % (missed, len(rows)))
     return 1 if strict and missed else 0
 
 

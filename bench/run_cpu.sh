@@ -1,17 +1,27 @@
 #!/bin/sh
-# make bench: devtensor's CPU benchmarks and NumPy's, interleaved in one run, then the ratio table.
-#   bench/run_cpu.sh BENCH_CPU PYTHON [rounds]
-bin=${1:-build/bench_cpu}; py=${2:-python3}; rounds=${3:-3}
-out=$(mktemp); trap 'rm -f "$out"' EXIT
-echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')  host: $(uname -m), $(nproc) cores  commit: $(git rev-parse --short HEAD 2>/dev/null)"
-if [ -z "$py" ] || ! "$py" -c 'import numpy' 2>/dev/null; then
-  echo "SKIP: NumPy not found (apt-get install python3-numpy; or PYTHON=...); devtensor alone:"
-  "$bin"; exit $?
-fi
-i=0
-while [ "$i" -lt "$rounds" ]; do
-  "$bin" | tee -a "$out" || exit 1
-  "$py" bench/bench_numpy.py | tee -a "$out" || exit 1
+# make bench: devtensor's CPU benchmarks and its peers' (NumPy, PyTorch on the CPU), in interleaved
+# rounds in one run, then one table of ratios against the faster peer (bench/compare.py).
+#   bench/run_cpu.sh BENCH_CPU PYTHON [rounds [samples [case-prefix]]]
+# The peers run with OpenBLAS at its best: this machine's environment may set OPENBLAS_CORETYPE and
+# OPENBLAS_L2_SIZE (which slow it down), so they are unset for them. Every library gets the same
+# threads: all cores, or OMP_NUM_THREADS when set. The raw lines go to build/bench_cpu.txt.
+bin=${1:-build/bench_cpu}; py=${2:-/usr/bin/python3}; rounds=${3:-3}; samples=${4:-5}; only=${5:-}
+out=build/bench_cpu.txt
+mkdir -p build && : > "$out" || exit 1
+peer() { env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$py" bench/bench_peers.py "$1" "$samples" "$only"; }
+echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')  host: $(uname -m), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //')"
+echo "commit: $(git rev-parse --short HEAD 2>/dev/null)  load average at start: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)  threads: ${OMP_NUM_THREADS:-all cores}"
+peers=
+for lib in numpy torch; do
+  if [ -n "$py" ] && "$py" -c "import $lib" 2>/dev/null; then peers="$peers $lib"; else echo "SKIP: $lib not importable with '$py'"; fi
+done
+i=1
+while [ "$i" -le "$rounds" ]; do
+  echo "round $i of $rounds"
+  "$bin" "$samples" "$only" | tee -a "$out" || exit 1
+  for lib in $peers; do peer "$lib" | tee -a "$out" || exit 1; done
   i=$((i + 1))
 done
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
+echo
 python3 bench/compare.py "$out"

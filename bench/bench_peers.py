@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""bench/bench_peers.py - bench_cpu.c's cases with NumPy or PyTorch on the CPU (its peers).
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 bench/bench_peers.py numpy|torch [samples [prefix]]
+
+Same names, sizes, calls per sample, warm-up and statistics as bench_cpu.c (see its header): a
+warm-up sample, then `samples` (default 7) timed samples of `inner` calls each, a fresh result per
+call; prints `numpy <case> seconds=<best per call> median=<median> ... threads=<n> blas=<name>`.
+A case a library does not have is left out (the MLP epoch: NumPy has no autograd).
+Threads: every core (or OMP_NUM_THREADS when set), for OpenBLAS and torch.set_num_threads alike.
+The MLP epoch: nn.Sequential(Linear(784, 256), ReLU(), Linear(256, 10)), MSELoss on one-hot
+targets, SGD(lr=0.01), batches of 256 of a synthetic (60000, 784) uniform dataset, in order;
+each step zero_grad, forward, loss, backward, step (what bench_cpu.c does).
+"""
+import os
+import sys
+import time
+
+
+def nthreads():
+    v = os.environ.get("OMP_NUM_THREADS", "").strip()
+    return int(v) if v.isdigit() and int(v) > 0 else (os.cpu_count() or 1)
+
+
+def blas_name():
+    try:
+        with open("/proc/self/maps") as f:
+            maps = f.read().lower()
+        for name in ("openblas", "mkl", "blis", "accelerate", "atlas"):
+            if name in maps:
+                return name
+    except OSError:
+        pass
+    return "unknown"
+
+
+# name, kind, sizes (m, k, n), calls per sample: as bench_cpu.c's CASES
+CASES = [
+    ("add_f32_16777216", "add", (0, 0, 1 << 24), 1),
+    ("add_f32_10x10", "add", (10, 0, 10), 20000),
+    ("add_f32_100000", "add", (0, 0, 100000), 200),
+    ("exp_f32_1000000", "exp", (0, 0, 1000000), 20),
+    ("sum_f32_16777216", "sum", (0, 0, 1 << 24), 2),
+    ("randn_f32_16777216", "randn", (0, 0, 1 << 24), 1),
+] + [("matmul_f32_%dx%dx%d" % mkn, "matmul", mkn, inner) for mkn, inner in [
+    ((32, 32, 32), 2000), ((64, 64, 64), 500), ((128, 128, 128), 100), ((256, 256, 256), 10),
+    ((512, 512, 512), 2), ((1024, 1024, 1024), 1), ((2048, 2048, 2048), 1),
+    ((256, 256, 10), 500), ((1, 1024, 1024), 200), ((256, 784, 256), 10), ((256, 256, 784), 10)]] + [
+    ("mlp_epoch_784_256_10_b256", "mlp", (0, 0, 60000), 1),
+]
+
+
+def numpy_case(kind, m, k, n):
+    """(function making one result, or None when NumPy has no such case)"""
+    import numpy as np
+    rng = np.random.default_rng(0)
+    shape = (m, n) if m else (n,)
+    if kind == "add":
+        a, b = rng.random(shape, dtype=np.float32), rng.random(shape, dtype=np.float32)
+        return lambda: a + b
+    if kind == "exp":
+        a = rng.random(shape, dtype=np.float32)
+        return lambda: np.exp(a)
+    if kind == "sum":
+        a = rng.random(shape, dtype=np.float32)
+        return lambda: a.sum()
+    if kind == "randn":
+        return lambda: rng.standard_normal(n, dtype=np.float32)
+    if kind == "matmul":
+        a, b = rng.random((m, k), dtype=np.float32), rng.random((k, n), dtype=np.float32)
+        return lambda: a @ b
+    return None
+
+
+def torch_case(kind, m, k, n):
+    import torch
+    g = torch.Generator().manual_seed(0)
+    shape = (m, n) if m else (n,)
+    if kind == "add":
+        a, b = torch.rand(shape, generator=g), torch.rand(shape, generator=g)
+        return lambda: a + b
+    if kind == "exp":
+        a = torch.rand(shape, generator=g)
+        return lambda: torch.exp(a)
+    if kind == "sum":
+        a = torch.rand(shape, generator=g)
+        return lambda: a.sum()
+    if kind == "randn":
+        return lambda: torch.randn(n)
+    if kind == "matmul":
+        a, b = torch.rand((m, k), generator=g), torch.rand((k, n), generator=g)
+        return lambda: a @ b
+    if kind == "mlp":
+        from torch import nn
+        x = torch.rand((n, 784), generator=g)
+        labels = torch.arange(n) * 7 % 10
+        y = torch.nn.functional.one_hot(labels, 10).float()
+        xs, ys = x.split(256), y.split(256)
+        net = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
+        opt = torch.optim.SGD(net.parameters(), lr=0.01)
+        loss_fn = nn.MSELoss()
+
+        def epoch():
+            for xb, yb in zip(xs, ys):
+                opt.zero_grad()
+                loss = loss_fn(net(xb), yb)
+                loss.backward()
+                opt.step()
+        return epoch
+    return None
+
+
+def main():
+    lib = sys.argv[1] if len(sys.argv) > 1 else "numpy"
+    samples = max(1, min(100, int(sys.argv[2]))) if len(sys.argv) > 2 else 7
+    prefix = sys.argv[3] if len(sys.argv) > 3 else ""
+    nt = nthreads()
+    if lib == "numpy":
+        try:
+            import numpy  # noqa: F401
+        except ImportError as e:
+            print("SKIP: numpy: %s" % e)
+            return 0
+        make, blas = numpy_case, blas_name()
+    elif lib == "torch":
+        try:
+            import torch
+        except ImportError as e:
+            print("SKIP: torch: %s" % e)
+            return 0
+        torch.set_num_threads(nt)
+        make, blas = torch_case, "torch-%s" % torch.__version__.split("+")[0]
+    else:
+        print("bench_peers.py: library must be numpy or torch, not %r" % lib)
+        return 2
+    for name, kind, (m, k, n), inner in CASES:
+        if not name.startswith(prefix):
+            continue
+        fn = make(kind, m, k, n)
+        if fn is None:
+            continue
+        times = []
+        for s in range(-1, samples):
+            t0 = time.perf_counter()
+            for _ in range(inner):
+                fn()
+            t = (time.perf_counter() - t0) / inner
+            if s >= 0:
+                times.append(t)
+        times.sort()
+        med = times[len(times) // 2] if len(times) % 2 else 0.5 * (times[len(times) // 2 - 1] + times[len(times) // 2])
+        print("%s %s seconds=%.9f median=%.9f threads=%d blas=%s" % (lib, name, times[0], med, nt, blas), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
