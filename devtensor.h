@@ -4589,9 +4589,16 @@ typedef void (*dt__gemm_kern_fn)(int64_t kc, const void *pa, const void *pb, voi
    dst: ceil(rows / r) panels of (kc, r), zero padded: panel q holds dst[(q * kc + p) * r + i] = src(q * r + i, p). */
 typedef void (*dt__gemm_pack_fn)(int64_t rows, int64_t kc, const void *src, int64_t rs, int64_t cs, int r, void *dst);
 
+/* the skinny kernel (no packing of A): see DT__GEMM_DEFINE_ROWS; NULL in plain C builds */
+typedef void (*dt__gemm_rows_fn)(int64_t m, int64_t n, int64_t k, double alpha, const void *a, int64_t rsa, int64_t csa,
+                                 const void *b, int64_t rsb, const void *tail, int64_t ldt, double beta, void *c,
+                                 int64_t ldc);
+
 typedef struct dt__gemm_plan {
   dt__gemm_kern_fn kern;
   dt__gemm_pack_fn pack;
+  dt__gemm_rows_fn rows;
+  int rw;                /* the rows kernel's column block (2 vectors) */
   size_t es;             /* element size */
   int mr, nr;            /* micro-tile */
   int64_t kc, nc;        /* depth of a packed panel (mr * kc fits L1), columns per task (kc * nc fits L2) */
@@ -4754,6 +4761,102 @@ DT__GEMM_DEFINE_KERNEL(dt__gemm_kern_f64_avx512, __attribute__((target("avx512f"
                        dt__gemm_f64x8, 8, 12, DT__GEMM_ROWS12)
 #endif
 
+/* Skinny kernels, no packing of A (vector extensions; per ISA like the micro-kernels). A block
+   computes R rows (4 or 1) and NV vectors (2 or 1) of columns of C = alpha op(A) op(B) + beta C,
+   op(B)'s rows contiguous at b + p * ldb (a multiple of NV vectors readable), its accumulators in
+   registers over all of k: every element of op(B) is loaded once per R rows. For a vector times a
+   matrix, little depth, few columns or small problems, where packing does not pay. */
+#define DT__GEMM_R4(X) X(0) X(1) X(2) X(3)
+#define DT__GEMM_R1(X) X(0)
+#define DT__GEMM_RB_DECL(r) dt__v s##r##0 = vz, s##r##1 = vz;
+#define DT__GEMM_RB_FMA(r)                                                                          \
+  {                                                                                                 \
+    const dt__v x = vz + a[(r) * rsa + p * csa];                                                    \
+    s##r##0 += x * b0;                                                                              \
+    if (DT__GEMM_NV == 2) s##r##1 += x * b1;                                                        \
+  }
+#define DT__GEMM_RB_STORE(r)                                                                        \
+  {                                                                                                 \
+    dt__t *cr = c + (r) * ldc;                                                                      \
+    if (w == DT__GEMM_NV * DT__GEMM_W) { /* whole vectors */                                        \
+      dt__v o0 = va * s##r##0, o1 = va * s##r##1;                                                   \
+      if (beta != 0) {                                                                              \
+        dt__v c0, c1 = vz;                                                                          \
+        memcpy(&c0, cr, sizeof c0);                                                                 \
+        if (DT__GEMM_NV == 2) memcpy(&c1, cr + DT__GEMM_W, sizeof c1);                              \
+        o0 += vb * c0;                                                                              \
+        o1 += vb * c1;                                                                              \
+      }                                                                                             \
+      memcpy(cr, &o0, sizeof o0);                                                                   \
+      if (DT__GEMM_NV == 2) memcpy(cr + DT__GEMM_W, &o1, sizeof o1);                                \
+    } else {                                                                                        \
+      memcpy(out, &s##r##0, sizeof(dt__v));                                                         \
+      memcpy(out + DT__GEMM_W, &s##r##1, sizeof(dt__v));                                            \
+      if (beta == 0)                                                                                \
+        for (q = 0; q < w; q++) cr[q] = alpha * out[q];                                             \
+      else                                                                                          \
+        for (q = 0; q < w; q++) cr[q] = alpha * out[q] + beta * cr[q];                              \
+    }                                                                                               \
+  }
+#define DT__GEMM_DEFINE_RBLOCK(NAME, ATTR, T, V, LANES, ROWS, NV)                                    \
+  ATTR DT__GEMM_FMA_ATTR static void NAME(int64_t k, int64_t w, T alpha, const T *a, int64_t rsa,   \
+                                          int64_t csa, const T *b, int64_t ldb, T beta, T *c,       \
+                                          int64_t ldc) {                                            \
+    typedef V dt__v;                                                                                \
+    typedef T dt__t;                                                                                \
+    enum { DT__GEMM_W = LANES, DT__GEMM_NV = NV };                                                  \
+    const dt__v vz = {0};                                                                           \
+    const dt__v va = vz + alpha, vb = vz + beta;                                                    \
+    T out[2 * LANES];                                                                               \
+    int64_t p, q;                                                                                   \
+    ROWS(DT__GEMM_RB_DECL)                                                                          \
+    for (p = 0; p < k; p++) {                                                                       \
+      dt__v b0, b1 = vz;                                                                            \
+      memcpy(&b0, b + p * ldb, sizeof b0);                                                          \
+      if (NV == 2) memcpy(&b1, b + p * ldb + LANES, sizeof b1);                                     \
+      ROWS(DT__GEMM_RB_FMA)                                                                         \
+    }                                                                                               \
+    ROWS(DT__GEMM_RB_STORE)                                                                         \
+  }
+/* NAME: C (m, n) (row stride ldc) from op(B) (k, n) at b (row stride rsb; columns up to the last
+   multiple of 2 * LANES), its last n % (2 * LANES) columns (if any) from tail (row stride ldt,
+   2 * LANES readable, zero padded). */
+#define DT__GEMM_DEFINE_ROWS(NAME, ATTR, T, V, LANES)                                                \
+  DT__GEMM_DEFINE_RBLOCK(NAME##_4x2, ATTR, T, V, LANES, DT__GEMM_R4, 2)                             \
+  DT__GEMM_DEFINE_RBLOCK(NAME##_4x1, ATTR, T, V, LANES, DT__GEMM_R4, 1)                             \
+  DT__GEMM_DEFINE_RBLOCK(NAME##_1x2, ATTR, T, V, LANES, DT__GEMM_R1, 2)                             \
+  DT__GEMM_DEFINE_RBLOCK(NAME##_1x1, ATTR, T, V, LANES, DT__GEMM_R1, 1)                             \
+  static void NAME(int64_t m, int64_t n, int64_t k, double alpha_, const void *a_, int64_t rsa,     \
+                   int64_t csa, const void *b_, int64_t rsb, const void *tail_, int64_t ldt,        \
+                   double beta_, void *c_, int64_t ldc) {                                           \
+    const T *a = (const T *)a_, *b = (const T *)b_, *tail = (const T *)tail_;                       \
+    T *c = (T *)c_;                                                                                 \
+    const T alpha = (T)alpha_, beta = (T)beta_;                                                     \
+    const int64_t jt = n / (2 * LANES) * (2 * LANES), tw = n - jt;                                  \
+    int64_t i, j;                                                                                   \
+    for (i = 0; i + 4 <= m; i += 4) {                                                               \
+      for (j = 0; j < jt; j += 2 * LANES)                                                           \
+        NAME##_4x2(k, 2 * LANES, alpha, a + i * rsa, rsa, csa, b + j, rsb, beta, c + i * ldc + j, ldc); \
+      if (tw > LANES) NAME##_4x2(k, tw, alpha, a + i * rsa, rsa, csa, tail, ldt, beta, c + i * ldc + jt, ldc); \
+      else if (tw) NAME##_4x1(k, tw, alpha, a + i * rsa, rsa, csa, tail, ldt, beta, c + i * ldc + jt, ldc); \
+    }                                                                                               \
+    for (; i < m; i++) {                                                                            \
+      for (j = 0; j < jt; j += 2 * LANES)                                                           \
+        NAME##_1x2(k, 2 * LANES, alpha, a + i * rsa, rsa, csa, b + j, rsb, beta, c + i * ldc + j, ldc); \
+      if (tw > LANES) NAME##_1x2(k, tw, alpha, a + i * rsa, rsa, csa, tail, ldt, beta, c + i * ldc + jt, ldc); \
+      else if (tw) NAME##_1x1(k, tw, alpha, a + i * rsa, rsa, csa, tail, ldt, beta, c + i * ldc + jt, ldc); \
+    }                                                                                               \
+  }
+
+DT__GEMM_DEFINE_ROWS(dt__gemm_rows_f32_c, , float, dt__gemm_f32x4, 4)
+DT__GEMM_DEFINE_ROWS(dt__gemm_rows_f64_c, , double, dt__gemm_f64x2, 2)
+#if DT__GEMM_X86
+DT__GEMM_DEFINE_ROWS(dt__gemm_rows_f32_avx2, __attribute__((target("avx2,fma"))), float, dt__gemm_f32x8, 8)
+DT__GEMM_DEFINE_ROWS(dt__gemm_rows_f64_avx2, __attribute__((target("avx2,fma"))), double, dt__gemm_f64x4, 4)
+DT__GEMM_DEFINE_ROWS(dt__gemm_rows_f32_avx512, __attribute__((target("avx512f"))), float, dt__gemm_f32x16, 16)
+DT__GEMM_DEFINE_ROWS(dt__gemm_rows_f64_avx512, __attribute__((target("avx512f"))), double, dt__gemm_f64x8, 8)
+#endif
+
 #else /* !DT__GEMM_VEC: plain C, 4x4 */
 
 #define DT__GEMM_DEFINE_KERNEL_C(NAME, T)                                                           \
@@ -4787,6 +4890,13 @@ static int dt__gemm_plan_get(int isa, int dbl, dt__gemm_plan *pl) {
   switch (isa) {
     case DT__GEMM_ISA_C:
       pl->kern = dbl ? dt__gemm_kern_f64_c : dt__gemm_kern_f32_c;
+#if DT__GEMM_VEC
+      pl->rows = dbl ? dt__gemm_rows_f64_c : dt__gemm_rows_f32_c;
+      pl->rw = dbl ? 4 : 8;
+#else
+      pl->rows = NULL;
+      pl->rw = 0;
+#endif
       pl->mr = DT__GEMM_C_MR;
       pl->nr = dbl ? DT__GEMM_C_NR_F64 : DT__GEMM_C_NR_F32;
       pl->kc = 256;
@@ -4796,6 +4906,8 @@ static int dt__gemm_plan_get(int isa, int dbl, dt__gemm_plan *pl) {
     case DT__GEMM_ISA_AVX2: /* L2 of 256 KiB and up: B's panels 128 KiB */
       if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return 0;
       pl->kern = dbl ? dt__gemm_kern_f64_avx2 : dt__gemm_kern_f32_avx2;
+      pl->rows = dbl ? dt__gemm_rows_f64_avx2 : dt__gemm_rows_f32_avx2;
+      pl->rw = dbl ? 8 : 16;
       pl->mr = 6;
       pl->nr = dbl ? 8 : 16;
       pl->kc = 256;
@@ -4804,6 +4916,8 @@ static int dt__gemm_plan_get(int isa, int dbl, dt__gemm_plan *pl) {
     case DT__GEMM_ISA_AVX512: /* L2 of 1 MiB and up: B's panels 384 KiB; A's micro-panel 18 / 24 KiB */
       if (!__builtin_cpu_supports("avx512f")) return 0;
       pl->kern = dbl ? dt__gemm_kern_f64_avx512 : dt__gemm_kern_f32_avx512;
+      pl->rows = dbl ? dt__gemm_rows_f64_avx512 : dt__gemm_rows_f32_avx512;
+      pl->rw = dbl ? 16 : 32;
       pl->mr = 12;
       pl->nr = dbl ? 16 : 32;
       pl->kc = dbl ? 256 : 384;
@@ -4875,6 +4989,41 @@ static int64_t dt__gemm_roundup(int64_t a, int64_t r) { return (a + r - 1) / r *
 #ifndef DT__GEMM_ABYTES
 #define DT__GEMM_ABYTES ((size_t)16 << 20)
 #endif
+
+/* One task of a slab of dt__gemm_blocked: the rows r0..r1 of the slab, the columns jc..jc+nc of C;
+   bbuf: this thread's buffer for B's panels. */
+typedef struct dt__gemm_slab {
+  const dt__gemm_plan *pl;
+  int64_t k, n, kc, ncol, ncw, rpt, sm, smp, s0, rsb, csb;
+  const char *abuf;
+  double alpha, beta;
+  const void *b;
+  void *c;
+} dt__gemm_slab;
+
+static void dt__gemm_task(const dt__gemm_slab *g, int64_t t, char *bbuf) {
+  const dt__gemm_plan *pl = g->pl;
+  const size_t es = pl->es;
+  const int mr = pl->mr, nr = pl->nr;
+  const int64_t r0 = t / g->ncol * g->rpt, r1 = dt__gemm_min(g->sm, r0 + g->rpt); /* rows of the slab */
+  const int64_t jc = t % g->ncol * g->ncw, nc = dt__gemm_min(g->ncw, g->n - jc); /* columns of C */
+  int64_t p0, jr, ir;
+  for (p0 = 0; p0 < g->k; p0 += g->kc) {
+    const int64_t kcur = dt__gemm_min(g->kc, g->k - p0);
+    const double bet = p0 == 0 ? g->beta : 1.0;
+    const char *ap = g->abuf + (size_t)(g->smp * p0) * es;
+    /* pack B(p0:p0+kcur, jc:jc+nc) */
+    pl->pack(nc, kcur, (const char *)g->b + (size_t)(p0 * g->rsb + jc * g->csb) * es, g->csb, g->rsb, nr, bbuf);
+    for (ir = r0; ir < r1; ir += mr) { /* A's micro-panel stays in L1, B's panels stream from L2 */
+      const char *pa = ap + (size_t)(ir * kcur) * es;
+      char *cr = (char *)g->c + (size_t)((g->s0 + ir) * g->n + jc) * es;
+      const int mrr = (int)dt__gemm_min(mr, g->sm - ir);
+      for (jr = 0; jr < nc; jr += nr)
+        pl->kern(kcur, pa, bbuf + (size_t)(jr * kcur) * es, cr + (size_t)jr * es, g->n, mrr,
+                 (int)dt__gemm_min(nr, nc - jr), g->alpha, bet);
+    }
+  }
+}
 
 /* op(A) element (i, p) is a[i * rsa + p * csa]; op(B) element (p, j) is b[p * rsb + j * csb];
    c: (m, n) contiguous. m, n, k >= 1. Returns 0, having done nothing, if out of memory.
@@ -4951,35 +5100,120 @@ static int dt__gemm_blocked(const dt__gemm_plan *pl, int64_t m, int64_t n, int64
     for (pc = 0; pc < k; pc += kc)
       pl->pack(sm, dt__gemm_min(kc, k - pc), (const char *)a + (size_t)(s0 * rsa + pc * csa) * es, rsa, csa, mr,
                abuf + (size_t)(smp * pc) * es);
+    {
+      dt__gemm_slab g;
+      g.pl = pl; g.k = k; g.n = n; g.kc = kc; g.ncol = ncol; g.ncw = ncw; g.rpt = rpt; g.sm = sm; g.smp = smp;
+      g.s0 = s0; g.abuf = abuf; g.alpha = alpha; g.beta = beta; g.b = b; g.rsb = rsb; g.csb = csb; g.c = c;
+      if (nt == 1) { /* no parallel region: even a team of one costs microseconds */
+        for (t = 0; t < nrt * ncol; t++) dt__gemm_task(&g, t, abuf + asz);
+      } else {
 #ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic) num_threads(nt) if (nt > 1)
+#pragma omp parallel for schedule(dynamic) num_threads(nt)
 #endif
-    for (t = 0; t < nrt * ncol; t++) {
-      const int64_t r0 = t / ncol * rpt, r1 = dt__gemm_min(sm, r0 + rpt); /* rows of the slab */
-      const int64_t jc = t % ncol * ncw, nc = dt__gemm_min(ncw, n - jc);  /* columns of C */
-      char *bbuf = abuf + asz;
-      int64_t p0, jr, ir;
+        for (t = 0; t < nrt * ncol; t++) {
+          char *bbuf = abuf + asz;
 #ifdef _OPENMP
-      bbuf += (size_t)omp_get_thread_num() * bsz;
+          bbuf += (size_t)omp_get_thread_num() * bsz;
 #endif
-      for (p0 = 0; p0 < k; p0 += kc) {
-        const int64_t kcur = dt__gemm_min(kc, k - p0);
-        const double bet = p0 == 0 ? beta : 1.0;
-        const char *ap = abuf + (size_t)(smp * p0) * es;
-        /* pack B(p0:p0+kcur, jc:jc+nc) */
-        pl->pack(nc, kcur, (const char *)b + (size_t)(p0 * rsb + jc * csb) * es, csb, rsb, nr, bbuf);
-        for (ir = r0; ir < r1; ir += mr) { /* A's micro-panel stays in L1, B's panels stream from L2 */
-          const char *pa = ap + (size_t)(ir * kcur) * es;
-          char *cr = (char *)c + (size_t)((s0 + ir) * n + jc) * es;
-          const int mrr = (int)dt__gemm_min(mr, sm - ir);
-          for (jr = 0; jr < nc; jr += nr)
-            pl->kern(kcur, pa, bbuf + (size_t)(jr * kcur) * es, cr + (size_t)jr * es, n, mrr,
-                     (int)dt__gemm_min(nr, nc - jr), alpha, bet);
+          dt__gemm_task(&g, t, bbuf);
         }
       }
     }
   }
   DT__GEMM_FREE(raw, rawsz);
+  return 1;
+}
+
+/* ---- cpu gemm: skinny shapes ---- */
+
+/* Work (m * n * k) per OpenMP thread, at least, for the skinny kernel. */
+#ifndef DT__GEMM_SKINNY_PAR
+#define DT__GEMM_SKINNY_PAR (128 * 1024)
+#endif
+/* Problems up to this size (m * n * k) take the rows kernel (no packing of A). */
+#ifndef DT__GEMM_ROWS_MAX
+#define DT__GEMM_ROWS_MAX (64 * 64 * 64)
+#endif
+/* The most bytes of op(B) copied for the rows kernel when its rows are not contiguous. */
+#ifndef DT__GEMM_ROWS_COPY
+#define DT__GEMM_ROWS_COPY ((size_t)1 << 20)
+#endif
+
+/* One thread's share of the rows kernel: rows (a multiple of 4) or columns (whole blocks) per. */
+typedef struct dt__gemm_rows_job {
+  const dt__gemm_plan *pl;
+  int64_t m, n, k, rsa, csa, ldb, ldt, per;
+  double alpha, beta;
+  const void *a, *b, *tail;
+  void *c;
+  int by_rows;
+} dt__gemm_rows_job;
+
+static void dt__gemm_rows_part(const dt__gemm_rows_job *j, int64_t t) {
+  const size_t es = j->pl->es;
+  const int64_t lo = t * j->per, hi = dt__gemm_min(j->by_rows ? j->m : j->n, lo + j->per);
+  if (lo >= hi) return;
+  if (j->by_rows)
+    j->pl->rows(hi - lo, j->n, j->k, j->alpha, (const char *)j->a + (size_t)(lo * j->rsa) * es, j->rsa, j->csa, j->b,
+                j->ldb, j->tail, j->ldt, j->beta, (char *)j->c + (size_t)(lo * j->n) * es, j->n);
+  else
+    j->pl->rows(j->m, hi - lo, j->k, j->alpha, j->a, j->rsa, j->csa, (const char *)j->b + (size_t)lo * es, j->ldb,
+                j->tail, j->ldt, j->beta, (char *)j->c + (size_t)lo * es, j->n);
+}
+
+/* The rows kernel, where it pays: few rows of C (a vector times a matrix), little depth, few
+   columns, or a small problem. op(B) is read in place when its rows are contiguous (csb == 1;
+   its last columns, short of a whole block, copied zero padded), else copied whole when small.
+   Rows (or, for fewer rows than threads, columns) are shared among the OpenMP threads.
+   Returns 0, having done nothing, where it does not fit or out of memory. */
+static int dt__gemm_skinny(const dt__gemm_plan *pl, int64_t m, int64_t n, int64_t k, double alpha, const void *a,
+                           int64_t rsa, int64_t csa, const void *b, int64_t rsb, int64_t csb, double beta, void *c) {
+  const size_t es = pl->es;
+  const double work = (double)m * (double)n * (double)k;
+  const int64_t rw = pl->rw, jt = rw ? n / rw * rw : 0;
+  const void *bb = b, *tail = NULL;
+  int64_t ldb = rsb, ldt = rw, t;
+  char *buf = NULL;
+  size_t bsz = 0;
+  int nt = 1;
+  if (!pl->rows || !(m <= 4 || k <= 16 || n <= 16 || work <= (double)DT__GEMM_ROWS_MAX)) return 0;
+  if (csb != 1) { /* op(B) copied: (k, npad), zero padded; its last block is the tail */
+    const int64_t npad = dt__gemm_roundup(n, rw);
+    bsz = (size_t)(k * npad) * es;
+    if (bsz > DT__GEMM_ROWS_COPY || !(buf = (char *)DT__GEMM_MALLOC(bsz))) return 0;
+    pl->pack(n, k, b, csb, rsb, (int)npad, buf);
+    bb = buf;
+    ldb = ldt = npad;
+    tail = buf + (size_t)jt * es;
+  } else if (jt < n) { /* the last n - jt columns: (k, rw), zero padded */
+    bsz = (size_t)(k * rw) * es;
+    if (!(buf = (char *)DT__GEMM_MALLOC(bsz))) return 0;
+    pl->pack(n - jt, k, (const char *)b + (size_t)jt * es, 1, rsb, (int)rw, buf);
+    tail = buf;
+  }
+#ifdef _OPENMP
+  {
+    const double w = work / (double)DT__GEMM_SKINNY_PAR;
+    nt = omp_get_max_threads();
+    if (w < nt) nt = (int)w;
+    if (nt < 1) nt = 1;
+  }
+#endif
+  {
+    dt__gemm_rows_job job;
+    job.pl = pl; job.m = m; job.n = n; job.k = k; job.alpha = alpha; job.beta = beta;
+    job.a = a; job.rsa = rsa; job.csa = csa; job.b = bb; job.ldb = ldb; job.tail = tail; job.ldt = ldt; job.c = c;
+    job.by_rows = m >= 4 * (int64_t)nt;
+    job.per = job.by_rows ? ((m + nt - 1) / nt + 3) / 4 * 4 : dt__gemm_roundup((n + nt - 1) / nt, rw);
+    if (nt == 1) dt__gemm_rows_part(&job, 0); /* no parallel region: even a team of one costs microseconds */
+    else {
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(nt)
+#endif
+      for (t = 0; t < nt; t++) dt__gemm_rows_part(&job, t);
+    }
+  }
+  if (buf) DT__GEMM_FREE(buf, bsz);
   return 1;
 }
 
@@ -5010,12 +5244,13 @@ static void dt__gemm_builtin(const dt__gemm_plan *pl, int dbl, int ta, int tb, i
     return;
   }
   /* packing pays for itself unless the problem is tiny, or one row or column (or two) wide */
-  if ((double)m * (double)n * (double)k > (double)DT__GEMM_SMALL && m > 2 && n > 2) {
+  if ((double)m * (double)n * (double)k > (double)DT__GEMM_SMALL) {
     if (!pl) {
       dt__gemm_plan_best(dbl, &best);
       pl = &best;
     }
-    if (dt__gemm_blocked(pl, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c)) return;
+    if (dt__gemm_skinny(pl, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c)) return;
+    if (m > 2 && n > 2 && dt__gemm_blocked(pl, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c)) return;
   }
   if (dbl)
     dt__gemm_simple_f64(m, n, k, alpha, (const double *)a, rsa, csa, (const double *)b, rsb, csb, beta,
