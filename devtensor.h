@@ -4771,10 +4771,17 @@ DT__GEMM_DEFINE_KERNEL(dt__gemm_kern_f64_avx512, __attribute__((target("avx512f"
 #define DT__GEMM_RB_DECL(r) dt__v s##r##0 = vz, s##r##1 = vz;
 #define DT__GEMM_RB_FMA(r)                                                                          \
   {                                                                                                 \
-    const dt__v x = vz + a[(r) * rsa + p * csa];                                                    \
+    const dt__v x = a[(r) * rsa + p * csa] - vz; /* a splat (x - 0 is x, also for -0) */          \
     s##r##0 += x * b0;                                                                              \
     if (DT__GEMM_NV == 2) s##r##1 += x * b1;                                                        \
   }
+#define DT__GEMM_RB_FMA2(r)                                                                         \
+  {                                                                                                 \
+    const dt__v x0 = a[(r) * rsa + p * csa] - vz, x1 = a[(r) * rsa + (p + 1) * csa] - vz;          \
+    s##r##0 += x0 * b0;                                                                             \
+    s##r##1 += x1 * b1;                                                                             \
+  }
+#define DT__GEMM_RB_FOLD(r) s##r##0 += s##r##1; s##r##1 = vz;
 #define DT__GEMM_RB_STORE(r)                                                                        \
   {                                                                                                 \
     dt__t *cr = c + (r) * ldc;                                                                      \
@@ -4810,13 +4817,63 @@ DT__GEMM_DEFINE_KERNEL(dt__gemm_kern_f64_avx512, __attribute__((target("avx512f"
     T out[2 * LANES];                                                                               \
     int64_t p, q;                                                                                   \
     ROWS(DT__GEMM_RB_DECL)                                                                          \
-    for (p = 0; p < k; p++) {                                                                       \
+    p = 0;                                                                                          \
+    if (NV == 1) /* two depths a step, into s<r>0 and s<r>1: twice the FMA chains in flight */     \
+      for (; p + 2 <= k; p += 2) {                                                                  \
+        dt__v b0, b1;                                                                               \
+        memcpy(&b0, b + p * ldb, sizeof b0);                                                        \
+        memcpy(&b1, b + (p + 1) * ldb, sizeof b1);                                                  \
+        ROWS(DT__GEMM_RB_FMA2)                                                                      \
+      }                                                                                             \
+    for (; p < k; p++) {                                                                            \
       dt__v b0, b1 = vz;                                                                            \
       memcpy(&b0, b + p * ldb, sizeof b0);                                                          \
       if (NV == 2) memcpy(&b1, b + p * ldb + LANES, sizeof b1);                                     \
       ROWS(DT__GEMM_RB_FMA)                                                                         \
     }                                                                                               \
+    if (NV == 1) { ROWS(DT__GEMM_RB_FOLD) }                                                         \
     ROWS(DT__GEMM_RB_STORE)                                                                         \
+  }
+/* NAME: one row of C, c = alpha sum_p a[p * csa] op(B)(p, :) + beta c, four rows of op(B) a step
+   (for fewer rows of C than a block: op(B) is read row after row, as it lies in memory). */
+#define DT__GEMM_DEFINE_AXPY(NAME, ATTR, T, V, LANES)                                                \
+  ATTR DT__GEMM_FMA_ATTR static void NAME(int64_t n, int64_t k, T alpha, const T *a, int64_t csa,   \
+                                          const T *b, int64_t ldb, T beta, T *c) {                  \
+    typedef V dt__v;                                                                                \
+    const dt__v vz = {0};                                                                           \
+    int64_t j, p;                                                                                   \
+    if (beta == 0)                                                                                  \
+      for (j = 0; j < n; j++) c[j] = 0;                                                             \
+    else if (beta != 1)                                                                             \
+      for (j = 0; j < n; j++) c[j] *= beta;                                                         \
+    for (p = 0; p + 4 <= k; p += 4) {                                                               \
+      const T x0 = alpha * a[p * csa], x1 = alpha * a[(p + 1) * csa];                               \
+      const T x2 = alpha * a[(p + 2) * csa], x3 = alpha * a[(p + 3) * csa];                         \
+      const dt__v v0 = x0 - vz, v1 = x1 - vz, v2 = x2 - vz, v3 = x3 - vz;                           \
+      const T *b0 = b + p * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;                    \
+      for (j = 0; j + LANES <= n; j += LANES) {                                                     \
+        dt__v cv, y0, y1, y2, y3;                                                                   \
+        memcpy(&cv, c + j, sizeof cv);                                                              \
+        memcpy(&y0, b0 + j, sizeof y0); memcpy(&y1, b1 + j, sizeof y1);                             \
+        memcpy(&y2, b2 + j, sizeof y2); memcpy(&y3, b3 + j, sizeof y3);                             \
+        cv += v0 * y0 + v1 * y1 + v2 * y2 + v3 * y3;                                                \
+        memcpy(c + j, &cv, sizeof cv);                                                              \
+      }                                                                                             \
+      for (; j < n; j++) c[j] += x0 * b0[j] + x1 * b1[j] + x2 * b2[j] + x3 * b3[j];                 \
+    }                                                                                               \
+    for (; p < k; p++) { /* the last k % 4 rows */                                                  \
+      const T x0 = alpha * a[p * csa];                                                              \
+      const dt__v v0 = x0 - vz;                                                                     \
+      const T *b0 = b + p * ldb;                                                                    \
+      for (j = 0; j + LANES <= n; j += LANES) {                                                     \
+        dt__v cv, y0;                                                                               \
+        memcpy(&cv, c + j, sizeof cv);                                                              \
+        memcpy(&y0, b0 + j, sizeof y0);                                                             \
+        cv += v0 * y0;                                                                              \
+        memcpy(c + j, &cv, sizeof cv);                                                              \
+      }                                                                                             \
+      for (; j < n; j++) c[j] += x0 * b0[j];                                                        \
+    }                                                                                               \
   }
 /* NAME: C (m, n) (row stride ldc) from op(B) (k, n) at b (row stride rsb; columns up to the last
    multiple of 2 * LANES), its last n % (2 * LANES) columns (if any) from tail (row stride ldt,
@@ -4826,6 +4883,7 @@ DT__GEMM_DEFINE_KERNEL(dt__gemm_kern_f64_avx512, __attribute__((target("avx512f"
   DT__GEMM_DEFINE_RBLOCK(NAME##_4x1, ATTR, T, V, LANES, DT__GEMM_R4, 1)                             \
   DT__GEMM_DEFINE_RBLOCK(NAME##_1x2, ATTR, T, V, LANES, DT__GEMM_R1, 2)                             \
   DT__GEMM_DEFINE_RBLOCK(NAME##_1x1, ATTR, T, V, LANES, DT__GEMM_R1, 1)                             \
+  DT__GEMM_DEFINE_AXPY(NAME##_axpy, ATTR, T, V, LANES)                                              \
   static void NAME(int64_t m, int64_t n, int64_t k, double alpha_, const void *a_, int64_t rsa,     \
                    int64_t csa, const void *b_, int64_t rsb, const void *tail_, int64_t ldt,        \
                    double beta_, void *c_, int64_t ldc) {                                           \
@@ -4834,6 +4892,10 @@ DT__GEMM_DEFINE_KERNEL(dt__gemm_kern_f64_avx512, __attribute__((target("avx512f"
     const T alpha = (T)alpha_, beta = (T)beta_;                                                     \
     const int64_t jt = n / (2 * LANES) * (2 * LANES), tw = n - jt;                                  \
     int64_t i, j;                                                                                   \
+    if (m < 4) { /* a row or three: each row of C a sum of rows of op(B), read in order */         \
+      for (i = 0; i < m; i++) NAME##_axpy(n, k, alpha, a + i * rsa, csa, b, rsb, beta, c + i * ldc); \
+      return;                                                                                       \
+    }                                                                                               \
     for (i = 0; i + 4 <= m; i += 4) {                                                               \
       for (j = 0; j < jt; j += 2 * LANES)                                                           \
         NAME##_4x2(k, 2 * LANES, alpha, a + i * rsa, rsa, csa, b + j, rsb, beta, c + i * ldc + j, ldc); \
@@ -5039,7 +5101,9 @@ static int dt__gemm_blocked(const dt__gemm_plan *pl, int64_t m, int64_t n, int64
                             int64_t csb, double beta, void *c) {
   const size_t es = pl->es;
   const int mr = pl->mr, nr = pl->nr;
-  const int64_t kc = dt__gemm_min(pl->kc, k);                             /* depth of a block */
+  /* depth of a block: at most the plan's, the blocks of k as even as can be (784 = 392 + 392, not
+     384 + 384 + 16: a thin last block costs a whole pass over C) */
+  const int64_t kc = dt__gemm_min(dt__gemm_roundup((k + (k + pl->kc - 1) / pl->kc - 1) / ((k + pl->kc - 1) / pl->kc), 8), k);
   int64_t ncw = dt__gemm_roundup(dt__gemm_min(pl->nc, n), nr);           /* task width */
   int64_t ncol;                                                           /* column tasks */
   int64_t ms = (int64_t)(DT__GEMM_ABYTES / ((size_t)k * es)) / mr * mr;   /* rows per slab */
