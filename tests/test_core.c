@@ -371,6 +371,33 @@ static void test_cpu_cache(void) {
   }
 }
 
+/* The CPU matmul's packing buffer comes from the cache: after a first matmul it waits there (reserved,
+   not allocated) with the released result, and the next matmuls of that shape take both back: the
+   reserved bytes do not move. */
+static void test_cpu_matmul_buffer_cached(void) {
+  dt_device cpu = dt_cpu();
+  dt_tensor *a = dt_rand(dt_shape2(200, 300), cpu), *b = dt_rand(dt_shape2(300, 200), cpu), *c;
+  dt_memory_stats s0, s1, s2;
+  const size_t cbytes = 200 * 200 * sizeof(float);
+  int i;
+  T_CHECK(a && b && dt_empty_cache(cpu) == DT_OK && dt_memory_stats_get(cpu, &s0) == DT_OK);
+  c = dt_matmul(a, b);
+  T_CHECK(c != NULL);
+  dt_release(c);
+  T_CHECK(dt_memory_stats_get(cpu, &s1) == DT_OK && s1.allocated == s0.allocated);
+  /* cached: the result's block (at most a quarter more than its bytes) and the packing buffer */
+  T_CHECK_MSG(s1.reserved - s1.allocated > cbytes + cbytes / 4, "%zu bytes cached after a matmul", s1.reserved - s1.allocated);
+  for (i = 0; i < 5; i++) {
+    c = dt_matmul(a, b);
+    T_CHECK(c != NULL);
+    dt_release(c);
+  }
+  T_CHECK(dt_memory_stats_get(cpu, &s2) == DT_OK);
+  T_CHECK_MSG(s2.reserved == s1.reserved, "reserved %zu after more matmuls, %zu after the first", s2.reserved, s1.reserved);
+  dt_release(a); dt_release(b);
+  T_CHECK(dt_empty_cache(cpu) == DT_OK);
+}
+
 static void test_out_of_memory(dt_device dev) {
   /* 2^60 bytes: no machine has it; the error names the size, and all keeps working */
   dt_tensor *t = dt_empty(dt_shape1((int64_t)1 << 58), DT_F32, dev), *u, *s;
@@ -413,6 +440,7 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_memory_stats);
   T_RUN_ALL_DEVICES(test_cache_reuse);
   T_RUN(test_cpu_cache);
+  T_RUN(test_cpu_matmul_buffer_cached);
   T_RUN_ALL_DEVICES(test_out_of_memory);
   T_RUN_ALL_DEVICES(test_item);
   return t_finish();
