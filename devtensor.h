@@ -5192,7 +5192,7 @@ static int dt__gemm_blocked(const dt__gemm_plan *pl, int64_t m, int64_t n, int64
 
 /* Work (m * n * k) per OpenMP thread, at least, for the skinny kernel. */
 #ifndef DT__GEMM_SKINNY_PAR
-#define DT__GEMM_SKINNY_PAR (128 * 1024)
+#define DT__GEMM_SKINNY_PAR (512 * 1024) /* about 15-25 us on one core: less is not worth a fork/join */
 #endif
 /* Problems up to this size (m * n * k) take the rows kernel (no packing of A). */
 #ifndef DT__GEMM_ROWS_MAX
