@@ -642,13 +642,6 @@ const dt__backend *dt__cuda_backend(void); /* defined in devtensor_cuda.cu */
 #error "devtensor: needs GCC or Clang atomics (__atomic builtins)"
 #endif
 
-#ifdef _OPENMP
-#define DT__OMP_FOR _Pragma("omp parallel for if(dt__par) schedule(static)")
-#else
-#define DT__OMP_FOR
-#endif
-/* Elementwise loops go parallel from this many elements (with -fopenmp). */
-#define DT__PAR_MIN 65536
 
 /* ---- errors ---- */
 
@@ -4311,205 +4304,812 @@ static dt_status dt__cpu_copy(int dst_dev, void *dst, int src_dev, const void *s
 static dt_status dt__cpu_synchronize(int dev) { (void)dev; return DT_OK; }
 static void *dt__cpu_stream(int dev) { (void)dev; return NULL; }
 
-static dt_status dt__cpu_fill(int dev, dt_dtype t, int64_t n, double v, void *y) {
-  int64_t i;
-  int dt__par = n >= DT__PAR_MIN;
-  (void)dev; (void)dt__par;
-  switch (t) {
-    case DT_F32: { float x = (float)v, *p = (float *)y; DT__OMP_FOR for (i = 0; i < n; i++) p[i] = x; break; }
-    case DT_F64: { double *p = (double *)y; DT__OMP_FOR for (i = 0; i < n; i++) p[i] = v; break; }
-    case DT_I32: { int32_t x = dt__f2i32(v), *p = (int32_t *)y; DT__OMP_FOR for (i = 0; i < n; i++) p[i] = x; break; }
-    case DT_I64: { int64_t x = dt__f2i64(v), *p = (int64_t *)y; DT__OMP_FOR for (i = 0; i < n; i++) p[i] = x; break; }
+/* ---- cpu threads ----
+   With -fopenmp (how a build asks for threads) big elementwise work and reductions are shared
+   among a small pool of worker threads on pthreads, started once at the first big call:
+   omp_get_max_threads() - 1 of them (OMP_NUM_THREADS is honoured). They are not OpenMP threads:
+   libgomp may print "out of memory" and exit the process when it cannot make its team, and it
+   spin-waits between regions, which costs a lot on a loaded machine. Here:
+   - small work (fewer than two grains of elements) is a plain call, no lock, no thread wake-up;
+   - if a worker cannot be started (no memory for its stack) the pool has fewer workers, down to
+     none, and the work runs on the calling thread; once started, a dispatch allocates nothing;
+   - idle workers sleep on a condition variable (no spinning); the caller takes chunks from a
+     shared counter as the workers do and waits only for chunks a worker has taken, so a worker
+     that does not get a core soon costs nothing but its share of the speed-up;
+   - one job at a time: a second thread that finds the pool busy runs its work itself;
+   - a forked child runs everything on its one thread.
+   Chunk boundaries depend on the size of the work only, never on the number of threads, so the
+   results (sums included) are the same with any number of threads. */
+
+/* fn(ctx, lo, hi) does items [lo, hi) of a job. */
+typedef void (*dt__task_fn)(void *ctx, int64_t lo, int64_t hi);
+
+#if defined(_OPENMP) && !defined(DEVTENSOR_NO_THREADS)
+#define DT__POOL 1
+#include <omp.h>
+#include <pthread.h>
+
+#define DT__POOL_MAX 63 /* workers */
+
+typedef struct dt__pool_t {
+  pthread_mutex_t mu;       /* guards everything below but next */
+  pthread_cond_t work;      /* a job was opened */
+  pthread_cond_t done;      /* busy fell to 0 */
+  pthread_mutex_t dispatch; /* held by the thread whose job the pool runs */
+  int nworkers;             /* started workers; 0: everything runs on the caller */
+  unsigned gen;             /* job number */
+  int open;                 /* workers may still join job gen */
+  int busy;                 /* workers that joined job gen and have not finished */
+  dt__task_fn fn;
+  void *ctx;
+  int64_t n, grain, nchunks;
+  int64_t next;             /* next chunk to take (atomic) */
+  int64_t dispatches;       /* jobs that went to the pool (atomic; read by the tests) */
+} dt__pool_t;
+
+static dt__pool_t dt__pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
+                              PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, NULL, NULL, 0, 0, 0, 0, 0};
+static pthread_once_t dt__pool_once = PTHREAD_ONCE_INIT;
+
+static void dt__pool_take(dt__task_fn fn, void *ctx, int64_t n, int64_t grain, int64_t nchunks) {
+  int64_t c;
+  while ((c = DT__ATOMIC_ADD(&dt__pool.next, 1) - 1) < nchunks) {
+    int64_t lo = c * grain;
+    fn(ctx, lo, n - lo < grain ? n : lo + grain);
   }
-  return DT_OK;
 }
 
-/* y[i] = EXPR(v) for v = x[i]; x: (n,), y: (n,) */
-#define DT__CPU_MAP(T, EXPR) do { const T *xp = (const T *)x; T *yp = (T *)y; \
-    DT__OMP_FOR for (i = 0; i < n; i++) { T v = xp[i]; yp[i] = (T)(EXPR); } } while (0)
+static void *dt__pool_worker(void *arg) {
+  unsigned seen = 0;
+  (void)arg;
+  for (;;) {
+    dt__task_fn fn;
+    void *ctx;
+    int64_t n, grain, nchunks;
+    pthread_mutex_lock(&dt__pool.mu);
+    while (!dt__pool.open || dt__pool.gen == seen) pthread_cond_wait(&dt__pool.work, &dt__pool.mu);
+    seen = dt__pool.gen;
+    dt__pool.busy++;
+    fn = dt__pool.fn; ctx = dt__pool.ctx; n = dt__pool.n; grain = dt__pool.grain; nchunks = dt__pool.nchunks;
+    pthread_mutex_unlock(&dt__pool.mu);
+    dt__pool_take(fn, ctx, n, grain, nchunks);
+    pthread_mutex_lock(&dt__pool.mu);
+    if (--dt__pool.busy == 0) pthread_cond_signal(&dt__pool.done);
+    pthread_mutex_unlock(&dt__pool.mu);
+  }
+  return NULL;
+}
+
+static void dt__pool_forked(void) { dt__pool.nworkers = 0; }
+
+static void dt__pool_start(void) {
+  int nt = omp_get_max_threads(), i = 0; /* reads the ICV: no allocation, no team */
+  pthread_attr_t at;
+  if (nt > 1 && pthread_attr_init(&at) == 0) {
+    pthread_attr_setstacksize(&at, (size_t)1 << 19); /* the kernels need little stack */
+    for (; i < nt - 1 && i < DT__POOL_MAX; i++) {
+      pthread_t th;
+      if (pthread_create(&th, &at, dt__pool_worker, NULL) != 0) break; /* fewer workers */
+      pthread_detach(th);
+    }
+    pthread_attr_destroy(&at);
+  }
+  if (i > 0) pthread_atfork(NULL, NULL, dt__pool_forked);
+  DT__ATOMIC_STORE(&dt__pool.nworkers, i);
+}
+
+/* fn over [0, n) in chunks of grain items: on the pool when there are two chunks or more and
+   workers, else as one plain call fn(ctx, 0, n). */
+static void dt__par_for(int64_t n, int64_t grain, dt__task_fn fn, void *ctx) {
+  if (n <= 0) return;
+  if (n >= 2 * grain) {
+    pthread_once(&dt__pool_once, dt__pool_start);
+    if (DT__ATOMIC_LOAD(&dt__pool.nworkers) > 0 && pthread_mutex_trylock(&dt__pool.dispatch) == 0) {
+      int64_t nchunks = (n + grain - 1) / grain;
+      DT__ATOMIC_ADD(&dt__pool.dispatches, 1);
+      pthread_mutex_lock(&dt__pool.mu);
+      dt__pool.fn = fn; dt__pool.ctx = ctx; dt__pool.n = n; dt__pool.grain = grain; dt__pool.nchunks = nchunks;
+      DT__ATOMIC_STORE(&dt__pool.next, 0);
+      dt__pool.gen++;
+      dt__pool.open = 1;
+      pthread_cond_broadcast(&dt__pool.work);
+      pthread_mutex_unlock(&dt__pool.mu);
+      dt__pool_take(fn, ctx, n, grain, nchunks);
+      pthread_mutex_lock(&dt__pool.mu);
+      dt__pool.open = 0; /* every chunk is taken: late workers stay asleep */
+      while (dt__pool.busy > 0) pthread_cond_wait(&dt__pool.done, &dt__pool.mu);
+      pthread_mutex_unlock(&dt__pool.mu);
+      pthread_mutex_unlock(&dt__pool.dispatch);
+      return;
+    }
+  }
+  fn(ctx, 0, n);
+}
+#else
+#define DT__POOL 0
+static void dt__par_for(int64_t n, int64_t grain, dt__task_fn fn, void *ctx) {
+  (void)grain;
+  if (n > 0) fn(ctx, 0, n);
+}
+#endif
+
+/* Grains (items per chunk): about 10-20 us of work each. */
+#define DT__GRAIN_MEM 32768  /* memory-bound elementwise work: fill, add, cast, axpy */
+#define DT__GRAIN_MATH 8192  /* exp, log, sqrt, random */
+
+/* ---- cpu elementwise kernels ----
+   Typed kernels, chosen from small tables by dtype and operation. The loops that matter most
+   (F32/F64 add, sub, mul, div; F32 exp and log; fill; F32 <-> F64 casts; sums and norms) are
+   written with GCC/Clang vector types and compiled three times on x86 (GCC >= 6, Clang >= 5):
+   for the baseline (16-byte vectors), AVX2 and AVX-512; dt__ew_isa() picks the widest one the
+   CPU has, once, as the matmul does (DEVTENSOR_NO_CPU_DISPATCH: the baseline only).
+   - add, sub, mul, div, fill and casts give the same bits in every variant (one IEEE operation
+     per element; no FMA: the AVX2 variant is compiled without it, AVX-512's has no a*b+c);
+   - F32 exp and log: polynomials (Cephes' expf and logf coefficients, after Cody-Waite range
+     reduction) on the vectors, the same operations in every variant; arguments outside the
+     polynomial's range (exp: x < -87 or x > 88, log: x not a positive normal, and inf, NaN)
+     take libm's expf / logf. Error: at most 1 ulp (tests/test_vmath.c measures it against
+     exp/log in double over a sweep of the floats and the edge cases);
+   - sums and norms accumulate in double (as before): sixteen partial sums per block of
+     elements, the same in every variant, blocks combined in order. */
+
+#if !defined(DEVTENSOR_NO_CPU_DISPATCH) && (defined(__x86_64__) || defined(__i386__)) && \
+    ((defined(__clang__) && __clang_major__ >= 5) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 6))
+#define DT__EW_X86 1
+#else
+#define DT__EW_X86 0
+#endif
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 9)
+#define DT__EW_CONVERT(v, T) __builtin_convertvector(v, T)
+#endif
+
+enum { DT__EW_BASE = 0, DT__EW_AVX2 = 1, DT__EW_AVX512 = 2, DT__EW_NISA = 3 };
+
+/* The widest variant this CPU runs, found once. */
+static int dt__ew_isa_cached = -1;
+static int dt__ew_isa(void) {
+  int isa = DT__ATOMIC_LOAD(&dt__ew_isa_cached);
+  if (isa < 0) {
+    isa = DT__EW_BASE;
+#if DT__EW_X86
+    if (__builtin_cpu_supports("avx512f")) isa = DT__EW_AVX512;
+    else if (__builtin_cpu_supports("avx2")) isa = DT__EW_AVX2;
+#endif
+    DT__ATOMIC_STORE(&dt__ew_isa_cached, isa);
+  }
+  return isa;
+}
+
+/* y[i] = a[i * sa] op b[i * sb], i < n */
+typedef void (*dt__zip_fn)(int64_t n, const void *a, int64_t sa, const void *b, int64_t sb, void *y);
+/* y[i] = f(x[i]), i < n; p0, p1: the operation's parameters */
+typedef void (*dt__map_fn)(int64_t n, const void *x, void *y, double p0, double p1);
+/* y[i] = x[i] converted, i < n */
+typedef void (*dt__conv_fn)(int64_t n, const void *x, void *y);
+/* the 16 partial sums (of squares when sq) of x[0..n) in acc: acc[j] gets the elements i % 16 == j */
+typedef void (*dt__sum16_fn)(int64_t n, const void *x, int sq, double acc[16]);
+/* y[i] = v, i < n */
+typedef void (*dt__fill_fn)(int64_t n, const void *v, void *y);
+
+/* Scalar kernels: EXPR of u (from a) and w (from b). */
+#define DT__EW_ZIP(NAME, T, EXPR)                                                                   \
+  static void NAME(int64_t n, const void *a_, int64_t sa, const void *b_, int64_t sb, void *y_) {  \
+    const T *a = (const T *)a_, *b = (const T *)b_;                                                 \
+    T *y = (T *)y_;                                                                                 \
+    int64_t i;                                                                                      \
+    if (sa == 1 && sb == 1)                                                                         \
+      for (i = 0; i < n; i++) { T u = a[i], w = b[i]; (void)w; y[i] = (T)(EXPR); }                 \
+    else if (sa == 1 && sb == 0) {                                                                  \
+      T w = b[0]; (void)w;                                                                          \
+      for (i = 0; i < n; i++) { T u = a[i]; y[i] = (T)(EXPR); }                                     \
+    } else if (sa == 0 && sb == 1) {                                                                \
+      T u = a[0];                                                                                   \
+      for (i = 0; i < n; i++) { T w = b[i]; (void)w; y[i] = (T)(EXPR); }                            \
+    } else                                                                                          \
+      for (i = 0; i < n; i++) { T u = a[i * sa], w = b[i * sb]; (void)w; y[i] = (T)(EXPR); }       \
+  }
+DT__EW_ZIP(dt__zip_relu_grad_f32, float, w > 0.0f ? u : 0.0f)
+DT__EW_ZIP(dt__zip_copy_f32, float, u)
+DT__EW_ZIP(dt__zip_relu_grad_f64, double, w > 0.0 ? u : 0.0)
+DT__EW_ZIP(dt__zip_copy_f64, double, u)
+/* integers: wrapping arithmetic through unsigned, as PyTorch's */
+DT__EW_ZIP(dt__zip_add_i32, int32_t, (uint32_t)u + (uint32_t)w)
+DT__EW_ZIP(dt__zip_sub_i32, int32_t, (uint32_t)u - (uint32_t)w)
+DT__EW_ZIP(dt__zip_mul_i32, int32_t, (uint32_t)u * (uint32_t)w)
+DT__EW_ZIP(dt__zip_copy_i32, int32_t, u)
+DT__EW_ZIP(dt__zip_add_i64, int64_t, (uint64_t)u + (uint64_t)w)
+DT__EW_ZIP(dt__zip_sub_i64, int64_t, (uint64_t)u - (uint64_t)w)
+DT__EW_ZIP(dt__zip_mul_i64, int64_t, (uint64_t)u * (uint64_t)w)
+DT__EW_ZIP(dt__zip_copy_i64, int64_t, u)
+
+#define DT__EW_MAP(NAME, T, EXPR)                                                                   \
+  static void NAME(int64_t n, const void *x_, void *y_, double p0, double p1) {                    \
+    const T *x = (const T *)x_;                                                                     \
+    T *y = (T *)y_;                                                                                 \
+    int64_t i;                                                                                      \
+    (void)p0; (void)p1;                                                                             \
+    for (i = 0; i < n; i++) { T v = x[i]; y[i] = (T)(EXPR); }                                       \
+  }
+DT__EW_MAP(dt__map_sqrt_f32, float, sqrtf(v))
+DT__EW_MAP(dt__map_neg_f32, float, -v)
+DT__EW_MAP(dt__map_relu_f32, float, v > 0.0f ? v : (v != v ? v : 0.0f))
+DT__EW_MAP(dt__map_exp_f64, double, exp(v))
+DT__EW_MAP(dt__map_log_f64, double, log(v))
+DT__EW_MAP(dt__map_sqrt_f64, double, sqrt(v))
+DT__EW_MAP(dt__map_neg_f64, double, -v)
+DT__EW_MAP(dt__map_relu_f64, double, v > 0.0 ? v : (v != v ? v : 0.0))
+DT__EW_MAP(dt__map_affine_f64, double, p0 * v + p1)
+/* integer affine and neg (a = -1, b = 0): wrapping */
+DT__EW_MAP(dt__map_neg_i32, int32_t, (int32_t)((uint32_t)0 - (uint32_t)v))
+DT__EW_MAP(dt__map_neg_i64, int64_t, (int64_t)((uint64_t)0 - (uint64_t)v))
+
+#define DT__EW_AFFINE_INT(NAME, T, U)                                                               \
+  static void NAME(int64_t n, const void *x_, void *y_, double p0, double p1) {                    \
+    const T *x = (const T *)x_;                                                                     \
+    const U a = (U)dt__f2i64(p0), b = (U)dt__f2i64(p1);                                             \
+    T *y = (T *)y_;                                                                                 \
+    int64_t i;                                                                                      \
+    for (i = 0; i < n; i++) y[i] = (T)(a * (U)x[i] + b);                                            \
+  }
+DT__EW_AFFINE_INT(dt__map_affine_i32, int32_t, uint32_t)
+DT__EW_AFFINE_INT(dt__map_affine_i64, int64_t, uint64_t)
+
+static void dt__map_affine_f32(int64_t n, const void *x_, void *y_, double p0, double p1) {
+  const float *x = (const float *)x_, a = (float)p0, b = (float)p1;
+  float *y = (float *)y_;
+  int64_t i;
+  for (i = 0; i < n; i++) y[i] = a * x[i] + b;
+}
+
+#define DT__EW_CONV(NAME, S, D, EXPR)                                                               \
+  static void NAME(int64_t n, const void *x_, void *y_) {                                           \
+    const S *x = (const S *)x_;                                                                     \
+    D *y = (D *)y_;                                                                                 \
+    int64_t i;                                                                                      \
+    for (i = 0; i < n; i++) { S v = x[i]; y[i] = EXPR; }                                            \
+  }
+DT__EW_CONV(dt__conv_f32_i32, float, int32_t, dt__f2i32(v))
+DT__EW_CONV(dt__conv_f32_i64, float, int64_t, dt__f2i64(v))
+DT__EW_CONV(dt__conv_f64_i32, double, int32_t, dt__f2i32(v))
+DT__EW_CONV(dt__conv_f64_i64, double, int64_t, dt__f2i64(v))
+DT__EW_CONV(dt__conv_i32_f32, int32_t, float, (float)v)
+DT__EW_CONV(dt__conv_i32_f64, int32_t, double, (double)v)
+DT__EW_CONV(dt__conv_i32_i64, int32_t, int64_t, (int64_t)v)
+DT__EW_CONV(dt__conv_i64_f32, int64_t, float, (float)v)
+DT__EW_CONV(dt__conv_i64_f64, int64_t, double, (double)v)
+DT__EW_CONV(dt__conv_i64_i32, int64_t, int32_t, (int32_t)(uint32_t)v) /* the low 32 bits, as PyTorch */
+
+#define DT__EW_FILL(NAME, T)                                                                        \
+  static void NAME(int64_t n, const void *v, void *y_) {                                            \
+    T x, *y = (T *)y_;                                                                              \
+    int64_t i;                                                                                      \
+    memcpy(&x, v, sizeof x);                                                                        \
+    for (i = 0; i < n; i++) y[i] = x;                                                               \
+  }
+DT__EW_FILL(dt__fill_32, int32_t)
+DT__EW_FILL(dt__fill_64, int64_t)
+
+/* Vector kernels, defined once per variant by DT__EW_VARIANT(SUF, ATTR, BYTES).
+   Vectors move to and from memory through memcpy (one unaligned load or store). */
+
+/* y = a OP b: contiguous, or one side a broadcast scalar */
+#define DT__EW_VARITH(NAME, ATTR, T, V, OP)                                                         \
+  ATTR static void NAME(int64_t n, const void *a_, int64_t sa, const void *b_, int64_t sb, void *y_) { \
+    enum { W = sizeof(V) / sizeof(T) };                                                             \
+    const T *a = (const T *)a_, *b = (const T *)b_;                                                 \
+    T *y = (T *)y_;                                                                                 \
+    const V vz = {0};                                                                               \
+    int64_t i = 0;                                                                                  \
+    if (sa == 1 && sb == 1) {                                                                       \
+      for (; i + W <= n; i += W) {                                                                  \
+        V u, w;                                                                                     \
+        memcpy(&u, a + i, sizeof u); memcpy(&w, b + i, sizeof w);                                   \
+        u = u OP w;                                                                                 \
+        memcpy(y + i, &u, sizeof u);                                                                \
+      }                                                                                             \
+      for (; i < n; i++) y[i] = a[i] OP b[i];                                                       \
+    } else if (sa == 1 && sb == 0) {                                                                \
+      const T s = b[0];                                                                             \
+      const V w = vz + s;                                                                           \
+      for (; i + W <= n; i += W) {                                                                  \
+        V u;                                                                                        \
+        memcpy(&u, a + i, sizeof u);                                                                \
+        u = u OP w;                                                                                 \
+        memcpy(y + i, &u, sizeof u);                                                                \
+      }                                                                                             \
+      for (; i < n; i++) y[i] = a[i] OP s;                                                          \
+    } else if (sa == 0 && sb == 1) {                                                                \
+      const T s = a[0];                                                                             \
+      const V u = vz + s;                                                                           \
+      for (; i + W <= n; i += W) {                                                                  \
+        V w;                                                                                        \
+        memcpy(&w, b + i, sizeof w);                                                                \
+        w = u OP w;                                                                                 \
+        memcpy(y + i, &w, sizeof w);                                                                \
+      }                                                                                             \
+      for (; i < n; i++) y[i] = s OP b[i];                                                          \
+    } else                                                                                          \
+      for (; i < n; i++) y[i] = a[i * sa] OP b[i * sb];                                             \
+  }
+
+/* expf on a vector of floats in the polynomial's range (-87 <= x <= 88): exp(x) = 2^k exp(r),
+   k = round(x / ln 2), r = x - k ln 2 in two parts (k * 0.693359375 is exact). */
+#define DT__EW_VEXPF(NAME, ATTR, VF, VI)                                                            \
+  ATTR static VF NAME(VF x) {                                                                       \
+    VF t = x * 1.44269504088896341f + 12582912.0f, k = t - 12582912.0f, r, z, p;                   \
+    VI e;                                                                                           \
+    memcpy(&e, &t, sizeof e);                                                                       \
+    e = (e - 0x4B400000 + 127) << 23; /* 2^k */                                                     \
+    r = x - k * 0.693359375f;                                                                       \
+    r = r + k * 2.12194440e-4f;                                                                     \
+    z = r * r;                                                                                      \
+    p = r * 1.9875691500e-4f + 1.3981999507e-3f;                                                   \
+    p = p * r + 8.3334519073e-3f;                                                                   \
+    p = p * r + 4.1665795894e-2f;                                                                   \
+    p = p * r + 1.6666665459e-1f;                                                                   \
+    p = p * r + 5.0000001201e-1f;                                                                   \
+    p = p * z + r;                                                                                  \
+    p = p + 1.0f;                                                                                   \
+    memcpy(&t, &e, sizeof t);                                                                       \
+    return p * t;                                                                                   \
+  }
+
+/* logf on a vector of positive normal floats: x = 2^e m, m in [sqrt(1/2), sqrt(2)),
+   log x = e ln 2 + log1p(m - 1). */
+#define DT__EW_VLOGF(NAME, ATTR, VF, VI)                                                            \
+  ATTR static VF NAME(VF x) {                                                                       \
+    const VF vz = {0}, sqrt2 = vz + 1.41421356f;                                                    \
+    VI b, e, big, hb;                                                                               \
+    VF m, h, f, z, p, ef;                                                                           \
+    memcpy(&b, &x, sizeof b);                                                                       \
+    e = (b >> 23) - 127;                                                                            \
+    b = (b & 0x007fffff) | 0x3f800000;                                                              \
+    memcpy(&m, &b, sizeof m); /* [1, 2) */                                                          \
+    h = m * 0.5f;                                                                                   \
+    big = (VI)(m > sqrt2); /* -1 where m is halved */                                            \
+    memcpy(&hb, &h, sizeof hb);                                                                     \
+    b = (b & ~big) | (hb & big);                                                                    \
+    memcpy(&m, &b, sizeof m);                                                                       \
+    e = e - big;                                                                                    \
+    e = e + 0x4B400000; /* e as a float: 1.5 * 2^23 + e, less 1.5 * 2^23 */                         \
+    memcpy(&ef, &e, sizeof ef);                                                                     \
+    ef = ef - 12582912.0f;                                                                          \
+    f = m - 1.0f;                                                                                   \
+    z = f * f;                                                                                      \
+    p = f * 7.0376836292e-2f - 1.1514610310e-1f;                                                    \
+    p = p * f + 1.1676998740e-1f;                                                                   \
+    p = p * f - 1.2420140846e-1f;                                                                   \
+    p = p * f + 1.4249322787e-1f;                                                                   \
+    p = p * f - 1.6668057665e-1f;                                                                   \
+    p = p * f + 2.0000714765e-1f;                                                                   \
+    p = p * f - 2.4999993993e-1f;                                                                   \
+    p = p * f + 3.3333331174e-1f;                                                                   \
+    p = p * f;                                                                                      \
+    p = p * z;                                                                                      \
+    p = p - ef * 2.12194440e-4f;                                                                    \
+    p = p - z * 0.5f;                                                                               \
+    p = f + p;                                                                                      \
+    return p + ef * 0.693359375f;                                                                   \
+  }
+
+/* y = FN(x) on whole vectors (the last one padded), lanes outside [LO, HI] from LIBM. */
+#define DT__EW_VMATH(NAME, ATTR, VF, FN, LO, HI, LIBM)                                              \
+  ATTR static void NAME(int64_t n, const void *x_, void *y_, double p0, double p1) {               \
+    enum { W = sizeof(VF) / sizeof(float) };                                                        \
+    const float *x = (const float *)x_;                                                             \
+    float *y = (float *)y_;                                                                         \
+    int64_t i;                                                                                      \
+    int j;                                                                                          \
+    (void)p0; (void)p1;                                                                             \
+    for (i = 0; i < n; i += W) {                                                                    \
+      float in[W], out[W];                                                                          \
+      int m = n - i < W ? (int)(n - i) : W, all = 1;                                                \
+      VF v;                                                                                         \
+      for (j = 0; j < W; j++) {                                                                     \
+        in[j] = j < m ? x[i + j] : 1.0f;                                                            \
+        all &= in[j] >= (LO) && in[j] <= (HI);                                                      \
+      }                                                                                             \
+      memcpy(&v, in, sizeof v);                                                                     \
+      v = FN(v);                                                                                    \
+      memcpy(out, &v, sizeof v);                                                                    \
+      if (!all)                                                                                     \
+        for (j = 0; j < W; j++)                                                                     \
+          if (!(in[j] >= (LO) && in[j] <= (HI))) out[j] = LIBM(in[j]);                              \
+      memcpy(y + i, out, (size_t)m * sizeof(float));                                                \
+    }                                                                                               \
+  }
+
+#define DT__EW_VFILL(NAME, ATTR, T, V)                                                              \
+  ATTR static void NAME(int64_t n, const void *v_, void *y_) {                                      \
+    enum { W = sizeof(V) / sizeof(T) };                                                             \
+    const V vz = {0};                                                                               \
+    T x, *y = (T *)y_;                                                                              \
+    V v;                                                                                            \
+    int64_t i = 0;                                                                                  \
+    memcpy(&x, v_, sizeof x);                                                                       \
+    v = vz + x;                                                                                     \
+    for (; i + W <= n; i += W) memcpy(y + i, &v, sizeof v);                                         \
+    for (; i < n; i++) y[i] = x;                                                                    \
+  }
+
+/* 16 partial sums in double; VH: half as many lanes of T as VD has doubles' bytes / 8 */
+#define DT__EW_VSUM16(NAME, ATTR, T, VH, VD)                                                        \
+  ATTR static void NAME(int64_t n, const void *x_, int sq, double acc[16]) {                        \
+    enum { L = sizeof(VD) / sizeof(double), Q = 16 / L };                                           \
+    const T *x = (const T *)x_;                                                                     \
+    const VD vz = {0};                                                                              \
+    VD s[Q];                                                                                        \
+    int64_t i = 0;                                                                                  \
+    int q, j;                                                                                       \
+    for (q = 0; q < Q; q++) s[q] = vz;                                                              \
+    for (; i + 16 <= n; i += 16)                                                                    \
+      for (q = 0; q < Q; q++) {                                                                     \
+        VH h;                                                                                       \
+        VD d;                                                                                       \
+        memcpy(&h, x + i + q * L, sizeof h);                                                        \
+        d = DT__EW_CONVERT(h, VD);                                                                  \
+        s[q] += sq ? d * d : d;                                                                     \
+      }                                                                                             \
+    for (q = 0; q < Q; q++) memcpy(acc + q * L, &s[q], sizeof s[q]);                                \
+    for (j = 0; i < n; i++, j++) acc[j] += sq ? (double)x[i] * x[i] : (double)x[i];                 \
+  }
+
+#define DT__EW_VCONV(NAME, ATTR, S, D, VS, VD)                                                      \
+  ATTR static void NAME(int64_t n, const void *x_, void *y_) {                                      \
+    enum { W = sizeof(VS) / sizeof(S) };                                                            \
+    const S *x = (const S *)x_;                                                                     \
+    D *y = (D *)y_;                                                                                 \
+    int64_t i = 0;                                                                                  \
+    for (; i + W <= n; i += W) {                                                                    \
+      VS a;                                                                                         \
+      VD b;                                                                                         \
+      memcpy(&a, x + i, sizeof a);                                                                  \
+      b = DT__EW_CONVERT(a, VD);                                                                    \
+      memcpy(y + i, &b, sizeof b);                                                                  \
+    }                                                                                               \
+    for (; i < n; i++) y[i] = (D)x[i];                                                              \
+  }
+
+/* Every vector kernel for one variant: BYTES-wide vectors, function attributes ATTR. */
+#define DT__EW_VARIANT(SUF, ATTR, BYTES)                                                            \
+  typedef float dt__vf##SUF __attribute__((vector_size(BYTES)));                                    \
+  typedef int32_t dt__vi##SUF __attribute__((vector_size(BYTES)));                                  \
+  typedef double dt__vd##SUF __attribute__((vector_size(BYTES)));                                   \
+  typedef int64_t dt__vl##SUF __attribute__((vector_size(BYTES)));                                  \
+  typedef float dt__vh##SUF __attribute__((vector_size(BYTES / 2)));                                \
+  DT__EW_VARITH(dt__add_f32##SUF, ATTR, float, dt__vf##SUF, +)                                      \
+  DT__EW_VARITH(dt__sub_f32##SUF, ATTR, float, dt__vf##SUF, -)                                      \
+  DT__EW_VARITH(dt__mul_f32##SUF, ATTR, float, dt__vf##SUF, *)                                      \
+  DT__EW_VARITH(dt__div_f32##SUF, ATTR, float, dt__vf##SUF, /)                                      \
+  DT__EW_VARITH(dt__add_f64##SUF, ATTR, double, dt__vd##SUF, +)                                     \
+  DT__EW_VARITH(dt__sub_f64##SUF, ATTR, double, dt__vd##SUF, -)                                     \
+  DT__EW_VARITH(dt__mul_f64##SUF, ATTR, double, dt__vd##SUF, *)                                     \
+  DT__EW_VARITH(dt__div_f64##SUF, ATTR, double, dt__vd##SUF, /)                                     \
+  DT__EW_VEXPF(dt__vexpf##SUF, ATTR, dt__vf##SUF, dt__vi##SUF)                                      \
+  DT__EW_VLOGF(dt__vlogf##SUF, ATTR, dt__vf##SUF, dt__vi##SUF)                                      \
+  DT__EW_VMATH(dt__exp_f32##SUF, ATTR, dt__vf##SUF, dt__vexpf##SUF, -87.0f, 88.0f, expf)            \
+  DT__EW_VMATH(dt__log_f32##SUF, ATTR, dt__vf##SUF, dt__vlogf##SUF, FLT_MIN, FLT_MAX, logf)         \
+  DT__EW_VFILL(dt__fill_32##SUF, ATTR, int32_t, dt__vi##SUF)                                        \
+  DT__EW_VFILL(dt__fill_64##SUF, ATTR, int64_t, dt__vl##SUF)                                           \
+  DT__EW_VARIANT_CONV(SUF, ATTR)
+
+#ifdef DT__EW_CONVERT
+#define DT__EW_VARIANT_CONV(SUF, ATTR)                                                              \
+  DT__EW_VSUM16(dt__sum16_f32##SUF, ATTR, float, dt__vh##SUF, dt__vd##SUF)                          \
+  DT__EW_VSUM16(dt__sum16_f64##SUF, ATTR, double, dt__vd##SUF, dt__vd##SUF)                         \
+  DT__EW_VCONV(dt__conv_f32_f64##SUF, ATTR, float, double, dt__vh##SUF, dt__vd##SUF)                \
+  DT__EW_VCONV(dt__conv_f64_f32##SUF, ATTR, double, float, dt__vd##SUF, dt__vh##SUF)
+#else /* no __builtin_convertvector: plain loops */
+#define DT__EW_VARIANT_CONV(SUF, ATTR)                                                              \
+  ATTR static void dt__sum16_f32##SUF(int64_t n, const void *x_, int sq, double acc[16]) {          \
+    const float *x = (const float *)x_;                                                             \
+    int64_t i;                                                                                      \
+    int j;                                                                                          \
+    for (j = 0; j < 16; j++) acc[j] = 0;                                                            \
+    for (i = 0; i < n; i++) acc[i & 15] += sq ? (double)x[i] * x[i] : (double)x[i];                 \
+  }                                                                                                 \
+  ATTR static void dt__sum16_f64##SUF(int64_t n, const void *x_, int sq, double acc[16]) {          \
+    const double *x = (const double *)x_;                                                           \
+    int64_t i;                                                                                      \
+    int j;                                                                                          \
+    for (j = 0; j < 16; j++) acc[j] = 0;                                                            \
+    for (i = 0; i < n; i++) acc[i & 15] += sq ? x[i] * x[i] : x[i];                                 \
+  }                                                                                                 \
+  DT__EW_CONV(dt__conv_f32_f64##SUF, float, double, (double)v)                                      \
+  DT__EW_CONV(dt__conv_f64_f32##SUF, double, float, (float)v)
+#endif
+
+DT__EW_VARIANT(_base, , 16)
+#if DT__EW_X86
+DT__EW_VARIANT(_avx2, __attribute__((target("avx2"))), 32)
+DT__EW_VARIANT(_avx512, __attribute__((target("avx512f"))), 64)
+#endif
+
+/* The vector kernels of each variant, [isa][f64]. */
+typedef struct dt__ew_vtab {
+  dt__zip_fn arith[2][4]; /* add, sub, mul, div */
+  dt__map_fn exp_f32, log_f32;
+  dt__fill_fn fill[2];    /* 32-bit, 64-bit */
+  dt__sum16_fn sum16[2];
+  dt__conv_fn f32_f64, f64_f32;
+} dt__ew_vtab;
+
+#define DT__EW_VTAB(SUF)                                                                            \
+  {{{dt__add_f32##SUF, dt__sub_f32##SUF, dt__mul_f32##SUF, dt__div_f32##SUF},                       \
+    {dt__add_f64##SUF, dt__sub_f64##SUF, dt__mul_f64##SUF, dt__div_f64##SUF}},                      \
+   dt__exp_f32##SUF, dt__log_f32##SUF, {dt__fill_32##SUF, dt__fill_64##SUF},                        \
+   {dt__sum16_f32##SUF, dt__sum16_f64##SUF}, dt__conv_f32_f64##SUF, dt__conv_f64_f32##SUF}
+
+static const dt__ew_vtab dt__ew_vtabs[DT__EW_NISA] = {
+  DT__EW_VTAB(_base),
+#if DT__EW_X86
+  DT__EW_VTAB(_avx2), DT__EW_VTAB(_avx512)
+#else
+  DT__EW_VTAB(_base), DT__EW_VTAB(_base)
+#endif
+};
+
+static const dt__ew_vtab *dt__ew_kernels(void) { return &dt__ew_vtabs[dt__ew_isa()]; }
+
+/* ---- cpu elementwise: the backend's calls ---- */
+
+/* A job of n elements: y[i] = f(x[i]) by a dt__map_fn, dt__conv_fn or dt__fill_fn. */
+typedef struct dt__ew_job {
+  dt__map_fn map;
+  dt__conv_fn conv;
+  dt__fill_fn fill;
+  const char *x;
+  char *y;
+  size_t xs, ys; /* element sizes */
+  double p0, p1;
+  unsigned char v[8]; /* fill: the value */
+} dt__ew_job;
+
+static void dt__ew_task(void *ctx, int64_t lo, int64_t hi) {
+  const dt__ew_job *j = (const dt__ew_job *)ctx;
+  char *y = j->y + (size_t)lo * j->ys;
+  if (j->fill) j->fill(hi - lo, j->v, y);
+  else if (j->conv) j->conv(hi - lo, j->x + (size_t)lo * j->xs, y);
+  else j->map(hi - lo, j->x + (size_t)lo * j->xs, y, j->p0, j->p1);
+}
+
+static dt_status dt__cpu_fill(int dev, dt_dtype t, int64_t n, double v, void *y) {
+  dt__ew_job j;
+  (void)dev;
+  memset(&j, 0, sizeof j);
+  j.y = (char *)y;
+  j.ys = dt_dtype_size(t);
+  switch (t) {
+    case DT_F32: { float x = (float)v; memcpy(j.v, &x, sizeof x); break; }
+    case DT_F64: memcpy(j.v, &v, sizeof v); break;
+    case DT_I32: { int32_t x = dt__f2i32(v); memcpy(j.v, &x, sizeof x); break; }
+    case DT_I64: { int64_t x = dt__f2i64(v); memcpy(j.v, &x, sizeof x); break; }
+  }
+  if (n < 2 * DT__GRAIN_MEM) { /* small: no table, no job */
+    if (j.ys == 4) dt__fill_32(n, j.v, y); else dt__fill_64(n, j.v, y);
+    return DT_OK;
+  }
+  j.fill = dt__ew_kernels()->fill[j.ys == 8];
+  dt__par_for(n, DT__GRAIN_MEM, dt__ew_task, &j);
+  return DT_OK;
+}
 
 static dt_status dt__cpu_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, const void *x, void *y, double p0, double p1) {
-  int64_t i;
-  int dt__par = n >= DT__PAR_MIN;
-  (void)dev; (void)dt__par;
-  if (t == DT_F32) {
-    float a = (float)p0, b = (float)p1;
-    switch (op) {
-      case DT__U_AFFINE: DT__CPU_MAP(float, a * v + b); break;
-      case DT__U_EXP: DT__CPU_MAP(float, expf(v)); break;
-      case DT__U_LOG: DT__CPU_MAP(float, logf(v)); break;
-      case DT__U_SQRT: DT__CPU_MAP(float, sqrtf(v)); break;
-      case DT__U_NEG: DT__CPU_MAP(float, -v); break;
-      case DT__U_RELU: DT__CPU_MAP(float, v > 0.0f ? v : (v != v ? v : 0.0f)); break;
-    }
-  } else if (t == DT_F64) {
-    switch (op) {
-      case DT__U_AFFINE: DT__CPU_MAP(double, p0 * v + p1); break;
-      case DT__U_EXP: DT__CPU_MAP(double, exp(v)); break;
-      case DT__U_LOG: DT__CPU_MAP(double, log(v)); break;
-      case DT__U_SQRT: DT__CPU_MAP(double, sqrt(v)); break;
-      case DT__U_NEG: DT__CPU_MAP(double, -v); break;
-      case DT__U_RELU: DT__CPU_MAP(double, v > 0.0 ? v : (v != v ? v : 0.0)); break;
-    }
-  } else if (t == DT_I32) { /* wrapping arithmetic, as PyTorch's */
-    uint32_t a = (uint32_t)dt__f2i64(p0), b = (uint32_t)dt__f2i64(p1);
-    if (op == DT__U_NEG) { a = (uint32_t)-1; b = 0; }
-    DT__CPU_MAP(int32_t, (int32_t)(a * (uint32_t)v + b));
-  } else {
-    uint64_t a = (uint64_t)dt__f2i64(p0), b = (uint64_t)dt__f2i64(p1);
-    if (op == DT__U_NEG) { a = (uint64_t)-1; b = 0; }
-    DT__CPU_MAP(int64_t, (int64_t)(a * (uint64_t)v + b));
-  }
-  return DT_OK;
-}
-#undef DT__CPU_MAP
-
-/* y = EXPR(u, w) with u from a and w from b under broadcast geometry g.
-   The innermost dim runs as a tight loop; outer rows may go in parallel. */
-#define DT__CPU_ZIP(T, EXPR) do { \
-    const T *ap = (const T *)a; const T *bp = (const T *)b; T *yp = (T *)y; \
-    if (g->contiguous) { int64_t n = g->numel, i; \
-      DT__OMP_FOR for (i = 0; i < n; i++) { T u = ap[i], w = bp[i]; (void)w; yp[i] = (T)(EXPR); } \
-    } else { \
-      int nd = g->ndim; int64_t inner = g->dims[nd - 1], rows = g->numel / inner, r; \
-      int64_t sa = g->astride[nd - 1], sb = g->bstride[nd - 1]; \
-      DT__OMP_FOR for (r = 0; r < rows; r++) { \
-        int64_t rem = r, oa = 0, ob = 0, j; int d; \
-        const T *pa; const T *pb; T *py = yp + r * inner; \
-        for (d = nd - 2; d >= 0; d--) { int64_t q = rem % g->dims[d]; rem /= g->dims[d]; \
-          oa += q * g->astride[d]; ob += q * g->bstride[d]; } \
-        pa = ap + oa; pb = bp + ob; \
-        if (sa == 1 && sb == 0) { T w = pb[0]; (void)w; for (j = 0; j < inner; j++) { T u = pa[j]; py[j] = (T)(EXPR); } } \
-        else if (sa == 0 && sb == 1) { T u = pa[0]; for (j = 0; j < inner; j++) { T w = pb[j]; (void)w; py[j] = (T)(EXPR); } } \
-        else for (j = 0; j < inner; j++) { T u = pa[j * sa], w = pb[j * sb]; (void)w; py[j] = (T)(EXPR); } \
-      } \
-    } } while (0)
-
-static dt_status dt__cpu_binary(int dev, dt__binary_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y) {
-  int dt__par = g->numel >= DT__PAR_MIN;
-  (void)dev; (void)dt__par;
+  dt__ew_job j;
+  int math = op == DT__U_EXP || op == DT__U_LOG || op == DT__U_SQRT;
+  (void)dev;
+  memset(&j, 0, sizeof j);
   switch (t) {
-    case DT_F32:
-      switch (op) {
-        case DT__B_ADD: DT__CPU_ZIP(float, u + w); break;
-        case DT__B_SUB: DT__CPU_ZIP(float, u - w); break;
-        case DT__B_MUL: DT__CPU_ZIP(float, u * w); break;
-        case DT__B_DIV: DT__CPU_ZIP(float, u / w); break;
-        case DT__B_RELU_GRAD: DT__CPU_ZIP(float, w > 0.0f ? u : 0.0f); break;
-        case DT__B_COPY_A: DT__CPU_ZIP(float, u); break;
-      }
+    case DT_F32: {
+      static const dt__map_fn tab[] = {dt__map_affine_f32, NULL, NULL, dt__map_sqrt_f32, dt__map_neg_f32, dt__map_relu_f32};
+      j.map = op == DT__U_EXP ? dt__ew_kernels()->exp_f32 : op == DT__U_LOG ? dt__ew_kernels()->log_f32 : tab[op];
       break;
-    case DT_F64:
-      switch (op) {
-        case DT__B_ADD: DT__CPU_ZIP(double, u + w); break;
-        case DT__B_SUB: DT__CPU_ZIP(double, u - w); break;
-        case DT__B_MUL: DT__CPU_ZIP(double, u * w); break;
-        case DT__B_DIV: DT__CPU_ZIP(double, u / w); break;
-        case DT__B_RELU_GRAD: DT__CPU_ZIP(double, w > 0.0 ? u : 0.0); break;
-        case DT__B_COPY_A: DT__CPU_ZIP(double, u); break;
-      }
+    }
+    case DT_F64: {
+      static const dt__map_fn tab[] = {dt__map_affine_f64, dt__map_exp_f64, dt__map_log_f64, dt__map_sqrt_f64, dt__map_neg_f64, dt__map_relu_f64};
+      j.map = tab[op];
       break;
-    case DT_I32: /* wrapping arithmetic through unsigned, as PyTorch's */
-      switch (op) {
-        case DT__B_ADD: DT__CPU_ZIP(int32_t, (uint32_t)u + (uint32_t)w); break;
-        case DT__B_SUB: DT__CPU_ZIP(int32_t, (uint32_t)u - (uint32_t)w); break;
-        case DT__B_MUL: DT__CPU_ZIP(int32_t, (uint32_t)u * (uint32_t)w); break;
-        case DT__B_COPY_A: DT__CPU_ZIP(int32_t, u); break;
-        default: return DT_ERR_DTYPE;
-      }
-      break;
-    case DT_I64:
-      switch (op) {
-        case DT__B_ADD: DT__CPU_ZIP(int64_t, (uint64_t)u + (uint64_t)w); break;
-        case DT__B_SUB: DT__CPU_ZIP(int64_t, (uint64_t)u - (uint64_t)w); break;
-        case DT__B_MUL: DT__CPU_ZIP(int64_t, (uint64_t)u * (uint64_t)w); break;
-        case DT__B_COPY_A: DT__CPU_ZIP(int64_t, u); break;
-        default: return DT_ERR_DTYPE;
-      }
-      break;
+    }
+    case DT_I32: j.map = op == DT__U_NEG ? dt__map_neg_i32 : dt__map_affine_i32; break;
+    case DT_I64: j.map = op == DT__U_NEG ? dt__map_neg_i64 : dt__map_affine_i64; break;
   }
+  j.x = (const char *)x; j.y = (char *)y;
+  j.xs = j.ys = dt_dtype_size(t);
+  j.p0 = p0; j.p1 = p1;
+  dt__par_for(n, math ? DT__GRAIN_MATH : DT__GRAIN_MEM, dt__ew_task, &j);
   return DT_OK;
 }
-#undef DT__CPU_ZIP
-
-/* y[i] = CONV(x[i]); x: (n,) of type S, y: (n,) of type D */
-#define DT__CPU_CONV(S, D, CONV) do { const S *xp = (const S *)x; D *yp = (D *)y; \
-    DT__OMP_FOR for (i = 0; i < n; i++) yp[i] = CONV(xp[i]); } while (0)
-#define DT__ID(v) (v)
-#define DT__TO_F32(v) ((float)(v))
-#define DT__TO_F64(v) ((double)(v))
-#define DT__TO_I32(v) ((int32_t)(v))
-#define DT__TO_I64(v) ((int64_t)(v))
 
 static dt_status dt__cpu_cast(int dev, dt_dtype from, dt_dtype to, int64_t n, const void *x, void *y) {
-  int64_t i;
-  int dt__par = n >= DT__PAR_MIN;
-  (void)dev; (void)dt__par;
+  static const dt__conv_fn tab[4][4] = {
+    {NULL, NULL, dt__conv_f32_i32, dt__conv_f32_i64},
+    {NULL, NULL, dt__conv_f64_i32, dt__conv_f64_i64},
+    {dt__conv_i32_f32, dt__conv_i32_f64, NULL, dt__conv_i32_i64},
+    {dt__conv_i64_f32, dt__conv_i64_f64, dt__conv_i64_i32, NULL}};
+  dt__ew_job j;
+  (void)dev;
   if (from == to) { memcpy(y, x, (size_t)n * dt_dtype_size(to)); return DT_OK; }
-  switch (from) {
-    case DT_F32:
-      if (to == DT_F64) DT__CPU_CONV(float, double, DT__TO_F64);
-      else if (to == DT_I32) DT__CPU_CONV(float, int32_t, dt__f2i32);
-      else DT__CPU_CONV(float, int64_t, dt__f2i64);
-      break;
-    case DT_F64:
-      if (to == DT_F32) DT__CPU_CONV(double, float, DT__TO_F32);
-      else if (to == DT_I32) DT__CPU_CONV(double, int32_t, dt__f2i32);
-      else DT__CPU_CONV(double, int64_t, dt__f2i64);
-      break;
-    case DT_I32:
-      if (to == DT_F32) DT__CPU_CONV(int32_t, float, DT__TO_F32);
-      else if (to == DT_F64) DT__CPU_CONV(int32_t, double, DT__TO_F64);
-      else DT__CPU_CONV(int32_t, int64_t, DT__TO_I64);
-      break;
-    case DT_I64: /* to int32: keeps the low 32 bits, as PyTorch */
-      if (to == DT_F32) DT__CPU_CONV(int64_t, float, DT__TO_F32);
-      else if (to == DT_F64) DT__CPU_CONV(int64_t, double, DT__TO_F64);
-      else DT__CPU_CONV(int64_t, int32_t, (int32_t)(uint32_t));
-      break;
+  memset(&j, 0, sizeof j);
+  j.conv = from == DT_F32 && to == DT_F64 ? dt__ew_kernels()->f32_f64
+           : from == DT_F64 && to == DT_F32 ? dt__ew_kernels()->f64_f32 : tab[from][to];
+  j.x = (const char *)x; j.y = (char *)y;
+  j.xs = dt_dtype_size(from); j.ys = dt_dtype_size(to);
+  dt__par_for(n, DT__GRAIN_MEM, dt__ew_task, &j);
+  return DT_OK;
+}
+
+/* A binary job: contiguous (items are elements) or rows of the innermost dim (items are rows). */
+typedef struct dt__zip_job {
+  dt__zip_fn fn;
+  const dt__bcast *g;
+  const char *a, *b;
+  char *y;
+  size_t es;
+} dt__zip_job;
+
+static void dt__zip_task(void *ctx, int64_t lo, int64_t hi) {
+  const dt__zip_job *j = (const dt__zip_job *)ctx;
+  const dt__bcast *g = j->g;
+  const size_t es = j->es;
+  int nd = g->ndim, d;
+  int64_t inner, r;
+  if (g->contiguous) {
+    j->fn(hi - lo, j->a + (size_t)lo * es, 1, j->b + (size_t)lo * es, 1, j->y + (size_t)lo * es);
+    return;
+  }
+  inner = g->dims[nd - 1];
+  for (r = lo; r < hi; r++) {
+    int64_t rem = r, oa = 0, ob = 0;
+    for (d = nd - 2; d >= 0; d--) {
+      int64_t q = rem % g->dims[d];
+      rem /= g->dims[d];
+      oa += q * g->astride[d];
+      ob += q * g->bstride[d];
+    }
+    j->fn(inner, j->a + (size_t)oa * es, g->astride[nd - 1], j->b + (size_t)ob * es, g->bstride[nd - 1],
+          j->y + (size_t)(r * inner) * es);
+  }
+}
+
+static dt_status dt__cpu_binary(int dev, dt__binary_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y) {
+  static const dt__zip_fn itab[2][6] = {
+    {dt__zip_add_i32, dt__zip_sub_i32, dt__zip_mul_i32, NULL, NULL, dt__zip_copy_i32},
+    {dt__zip_add_i64, dt__zip_sub_i64, dt__zip_mul_i64, NULL, NULL, dt__zip_copy_i64}};
+  dt__zip_job j;
+  (void)dev;
+  if (t == DT_F32 || t == DT_F64) {
+    int dbl = t == DT_F64;
+    if (op <= DT__B_DIV) j.fn = dt__ew_kernels()->arith[dbl][op];
+    else if (op == DT__B_RELU_GRAD) j.fn = dbl ? dt__zip_relu_grad_f64 : dt__zip_relu_grad_f32;
+    else j.fn = dbl ? dt__zip_copy_f64 : dt__zip_copy_f32;
+  } else {
+    j.fn = itab[t == DT_I64][op];
+    if (!j.fn) return DT_ERR_DTYPE;
+  }
+  j.g = g; j.a = (const char *)a; j.b = (const char *)b; j.y = (char *)y; j.es = dt_dtype_size(t);
+  if (g->numel <= 0) return DT_OK;
+  if (g->contiguous) dt__par_for(g->numel, DT__GRAIN_MEM, dt__zip_task, &j);
+  else {
+    int64_t inner = g->dims[g->ndim - 1], rows = g->numel / inner;
+    dt__par_for(rows, (DT__GRAIN_MEM + inner - 1) / inner, dt__zip_task, &j);
   }
   return DT_OK;
 }
-#undef DT__CPU_CONV
-#undef DT__ID
-#undef DT__TO_F32
-#undef DT__TO_F64
-#undef DT__TO_I32
-#undef DT__TO_I64
 
-/* Sums in double. x: (outer, len, inner) -> y: (outer, inner) */
-#define DT__CPU_REDUCE(T) do { const T *xp = (const T *)x; T *yp = (T *)y; \
-    for (o = 0; o < outer; o++) { \
-      int64_t i0, ic; \
-      for (i0 = 0; i0 < inner; i0 += 256) { \
-        double acc[256]; int64_t cnt = inner - i0 < 256 ? inner - i0 : 256, r; \
-        for (ic = 0; ic < cnt; ic++) acc[ic] = 0; \
-        if (inner == 1) { \
-          double s0 = 0, s1 = 0, s2 = 0, s3 = 0; const T *p = xp + o * len; \
-          if (op == DT__R_NORM) { for (r = 0; r + 4 <= len; r += 4) { s0 += (double)p[r] * p[r]; s1 += (double)p[r+1] * p[r+1]; \
-              s2 += (double)p[r+2] * p[r+2]; s3 += (double)p[r+3] * p[r+3]; } for (; r < len; r++) s0 += (double)p[r] * p[r]; } \
-          else { for (r = 0; r + 4 <= len; r += 4) { s0 += p[r]; s1 += p[r+1]; s2 += p[r+2]; s3 += p[r+3]; } for (; r < len; r++) s0 += p[r]; } \
-          acc[0] = (s0 + s1) + (s2 + s3); \
-        } else { \
-          for (r = 0; r < len; r++) { const T *p = xp + (o * len + r) * inner + i0; \
-            if (op == DT__R_NORM) for (ic = 0; ic < cnt; ic++) acc[ic] += (double)p[ic] * p[ic]; \
-            else for (ic = 0; ic < cnt; ic++) acc[ic] += p[ic]; } \
-        } \
-        for (ic = 0; ic < cnt; ic++) { double v = acc[ic]; \
-          if (op == DT__R_MEAN) v = len ? v / (double)len : NAN; else if (op == DT__R_NORM) v = sqrt(v); \
-          yp[o * inner + i0 + ic] = (T)v; } \
-      } \
-    } } while (0)
+/* ---- cpu reductions ----
+   Sums in double. x: (outer, len, inner) -> y: (outer, inner). A sum over contiguous elements
+   (inner == 1) adds blocks of dt__red_block(len) elements, each as 16 partial sums
+   (dt__sum16_fn) added pairwise, and then the blocks' sums in order; the blocks of one long
+   row (outer == 1) go to the threads. Other shapes keep a double per output column and add
+   the rows in order; the (outer, 256-column) tiles go to the threads. */
+
+#define DT__RED_MAXBLOCKS 1024
+
+static int64_t dt__red_block(int64_t len) {
+  int64_t b = 65536;
+  if (len > b * DT__RED_MAXBLOCKS) b = ((len + DT__RED_MAXBLOCKS - 1) / DT__RED_MAXBLOCKS + 15) & ~(int64_t)15;
+  return b;
+}
+
+typedef struct dt__red_job {
+  dt__reduce_op op;
+  dt_dtype t;
+  int64_t outer, len, inner, block;
+  const char *x;
+  char *y;
+  dt__sum16_fn sum16;
+  double *part; /* outer == 1: one sum per block */
+} dt__red_job;
+
+static double dt__red_block_sum(const dt__red_job *j, const char *x, int64_t n) {
+  double a[16];
+  int k;
+  j->sum16(n, x, j->op == DT__R_NORM, a);
+  for (k = 0; k < 8; k++) a[k] += a[k + 8];
+  for (k = 0; k < 4; k++) a[k] += a[k + 4];
+  return (a[0] + a[2]) + (a[1] + a[3]);
+}
+
+static void dt__red_store(const dt__red_job *j, int64_t at, double v) {
+  if (j->op == DT__R_MEAN) v = j->len ? v / (double)j->len : NAN;
+  else if (j->op == DT__R_NORM) v = sqrt(v);
+  if (j->t == DT_F32) ((float *)j->y)[at] = (float)v;
+  else ((double *)j->y)[at] = v;
+}
+
+/* outer == 1, inner == 1: items are blocks */
+static void dt__red_task_blocks(void *ctx, int64_t lo, int64_t hi) {
+  const dt__red_job *j = (const dt__red_job *)ctx;
+  size_t es = dt_dtype_size(j->t);
+  int64_t b;
+  for (b = lo; b < hi; b++) {
+    int64_t s = b * j->block, n = j->len - s < j->block ? j->len - s : j->block;
+    j->part[b] = dt__red_block_sum(j, j->x + (size_t)s * es, n);
+  }
+}
+
+/* inner == 1: items are rows */
+static void dt__red_task_rows(void *ctx, int64_t lo, int64_t hi) {
+  const dt__red_job *j = (const dt__red_job *)ctx;
+  size_t es = dt_dtype_size(j->t);
+  int64_t o, s;
+  for (o = lo; o < hi; o++) {
+    double acc = 0;
+    for (s = 0; s < j->len; s += j->block)
+      acc += dt__red_block_sum(j, j->x + (size_t)(o * j->len + s) * es, j->len - s < j->block ? j->len - s : j->block);
+    dt__red_store(j, o, acc);
+  }
+}
+
+/* inner > 1: items are (o, 256-column tile) pairs */
+#define DT__RED_COLS(T)                                                                             \
+  {                                                                                                 \
+    const T *xp = (const T *)j->x;                                                                  \
+    for (r = 0; r < j->len; r++) {                                                                  \
+      const T *p = xp + (o * j->len + r) * j->inner + i0;                                           \
+      if (j->op == DT__R_NORM) for (ic = 0; ic < cnt; ic++) acc[ic] += (double)p[ic] * p[ic];       \
+      else for (ic = 0; ic < cnt; ic++) acc[ic] += p[ic];                                           \
+    }                                                                                               \
+  }
+static void dt__red_task_cols(void *ctx, int64_t lo, int64_t hi) {
+  const dt__red_job *j = (const dt__red_job *)ctx;
+  const int64_t tiles = (j->inner + 255) / 256;
+  int64_t it;
+  for (it = lo; it < hi; it++) {
+    const int64_t o = it / tiles, i0 = it % tiles * 256, cnt = j->inner - i0 < 256 ? j->inner - i0 : 256;
+    double acc[256];
+    int64_t ic, r;
+    for (ic = 0; ic < cnt; ic++) acc[ic] = 0;
+    if (j->t == DT_F32) DT__RED_COLS(float) else DT__RED_COLS(double)
+    for (ic = 0; ic < cnt; ic++) dt__red_store(j, o * j->inner + i0 + ic, acc[ic]);
+  }
+}
+#undef DT__RED_COLS
 
 static dt_status dt__cpu_reduce(int dev, dt__reduce_op op, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *y) {
-  int64_t o;
+  dt__red_job j;
   (void)dev;
-  if (t == DT_F32) DT__CPU_REDUCE(float);
-  else if (t == DT_F64) DT__CPU_REDUCE(double);
-  else return DT_ERR_DTYPE;
+  if (t != DT_F32 && t != DT_F64) return DT_ERR_DTYPE;
+  j.op = op; j.t = t; j.outer = outer; j.len = len; j.inner = inner; j.block = dt__red_block(len);
+  j.x = (const char *)x; j.y = (char *)y;
+  j.sum16 = dt__ew_kernels()->sum16[t == DT_F64];
+  j.part = NULL;
+  if (outer <= 0 || inner <= 0) return DT_OK;
+  if (inner == 1 && outer == 1) {
+    double part[DT__RED_MAXBLOCKS], acc = 0;
+    int64_t nb = (len + j.block - 1) / j.block, b;
+    j.part = part;
+    dt__par_for(nb, 1, dt__red_task_blocks, &j);
+    for (b = 0; b < nb; b++) acc += part[b];
+    dt__red_store(&j, 0, acc);
+  } else if (inner == 1)
+    dt__par_for(outer, (DT__GRAIN_MEM + len - 1) / (len ? len : 1), dt__red_task_rows, &j);
+  else {
+    int64_t tiles = (inner + 255) / 256, per = (len ? len : 1) * (inner < 256 ? inner : 256);
+    dt__par_for(outer * tiles, (DT__GRAIN_MEM + per - 1) / per, dt__red_task_cols, &j);
+  }
   return DT_OK;
 }
-#undef DT__CPU_REDUCE
 
 /* ---- cpu gemm ---- */
 /* Row-major C = alpha * op(A) @ op(B) + beta * C for F32 and F64: dt__cpu_sgemm, dt__cpu_dgemm.
@@ -5398,34 +5998,64 @@ static dt_status dt__cpu_gemm(int dev, dt_dtype t, int ta, int tb, int64_t batch
   return DT_OK;
 }
 
-static dt_status dt__cpu_axpy(int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y) {
+typedef struct dt__axpy_job {
+  dt_dtype t;
+  double alpha;
+  const void *x;
+  void *y;
+} dt__axpy_job;
+
+static void dt__axpy_task(void *ctx, int64_t lo, int64_t hi) {
+  const dt__axpy_job *j = (const dt__axpy_job *)ctx;
   int64_t i;
-  int dt__par = n >= DT__PAR_MIN;
-  (void)dev; (void)dt__par;
-  if (t == DT_F32) {
-    const float *xp = (const float *)x; float *yp = (float *)y, al = (float)alpha;
-    DT__OMP_FOR for (i = 0; i < n; i++) yp[i] += al * xp[i];
-  } else if (t == DT_F64) {
-    const double *xp = (const double *)x; double *yp = (double *)y;
-    DT__OMP_FOR for (i = 0; i < n; i++) yp[i] += alpha * xp[i];
-  } else return DT_ERR_DTYPE;
+  if (j->t == DT_F32) {
+    const float *xp = (const float *)j->x, al = (float)j->alpha;
+    float *yp = (float *)j->y;
+    for (i = lo; i < hi; i++) yp[i] += al * xp[i];
+  } else {
+    const double *xp = (const double *)j->x, al = j->alpha;
+    double *yp = (double *)j->y;
+    for (i = lo; i < hi; i++) yp[i] += al * xp[i];
+  }
+}
+
+static dt_status dt__cpu_axpy(int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y) {
+  dt__axpy_job j;
+  (void)dev;
+  if (t != DT_F32 && t != DT_F64) return DT_ERR_DTYPE;
+  j.t = t; j.alpha = alpha; j.x = x; j.y = y;
+  dt__par_for(n, DT__GRAIN_MEM, dt__axpy_task, &j);
   return DT_OK;
+}
+
+typedef struct dt__random_job {
+  int normal;
+  uint64_t seed, draw;
+  int64_t n;
+  float *y;
+} dt__random_job;
+
+/* Philox blocks [lo, hi) */
+static void dt__random_task(void *ctx, int64_t lo, int64_t hi) {
+  const dt__random_job *r = (const dt__random_job *)ctx;
+  int64_t j;
+  for (j = lo; j < hi; j++) {
+    uint32_t w[4];
+    float z[4];
+    int q;
+    dt__philox_block(r->seed, r->draw, (uint64_t)j, w);
+    if (r->normal) { dt__box_muller(w[0], w[1], &z[0], &z[1]); dt__box_muller(w[2], w[3], &z[2], &z[3]); }
+    else for (q = 0; q < 4; q++) z[q] = dt__u32_to_uniform(w[q]);
+    for (q = 0; q < 4 && j * 4 + q < r->n; q++) r->y[j * 4 + q] = z[q];
+  }
 }
 
 /* y[i] = word i % 4 of Philox block i / 4, as uniform or normal. y: (n,) */
 static dt_status dt__cpu_random(int dev, int normal, uint64_t seed, uint64_t draw, int64_t n, float *y) {
-  int64_t j, nb = (n + 3) / 4;
-  int dt__par = n >= DT__PAR_MIN;
-  (void)dev; (void)dt__par;
-  DT__OMP_FOR for (j = 0; j < nb; j++) {
-    uint32_t w[4];
-    float z[4];
-    int q;
-    dt__philox_block(seed, draw, (uint64_t)j, w);
-    if (normal) { dt__box_muller(w[0], w[1], &z[0], &z[1]); dt__box_muller(w[2], w[3], &z[2], &z[3]); }
-    else for (q = 0; q < 4; q++) z[q] = dt__u32_to_uniform(w[q]);
-    for (q = 0; q < 4 && j * 4 + q < n; q++) y[j * 4 + q] = z[q];
-  }
+  dt__random_job r;
+  (void)dev;
+  r.normal = normal; r.seed = seed; r.draw = draw; r.n = n; r.y = y;
+  dt__par_for((n + 3) / 4, DT__GRAIN_MATH / 4, dt__random_task, &r);
   return DT_OK;
 }
 
