@@ -4453,7 +4453,7 @@ static void dt__par_for(int64_t n, int64_t grain, dt__task_fn fn, void *ctx) {
    - sums and norms accumulate in double (as before): sixteen partial sums per block of
      elements, the same in every variant, blocks combined in order. */
 
-#if !defined(DEVTENSOR_NO_CPU_DISPATCH) && (defined(__x86_64__) || defined(__i386__)) && \
+#if !defined(DEVTENSOR_NO_CPU_DISPATCH) && (defined(__x86_64__) || defined(__i386__)) &&            \
     ((defined(__clang__) && __clang_major__ >= 5) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 6))
 #define DT__EW_X86 1
 #else
@@ -4493,12 +4493,12 @@ typedef void (*dt__fill_fn)(int64_t n, const void *v, void *y);
 
 /* Scalar kernels: EXPR of u (from a) and w (from b). */
 #define DT__EW_ZIP(NAME, T, EXPR)                                                                   \
-  static void NAME(int64_t n, const void *a_, int64_t sa, const void *b_, int64_t sb, void *y_) {  \
+  static void NAME(int64_t n, const void *a_, int64_t sa, const void *b_, int64_t sb, void *y_) {   \
     const T *a = (const T *)a_, *b = (const T *)b_;                                                 \
     T *y = (T *)y_;                                                                                 \
     int64_t i;                                                                                      \
     if (sa == 1 && sb == 1)                                                                         \
-      for (i = 0; i < n; i++) { T u = a[i], w = b[i]; (void)w; y[i] = (T)(EXPR); }                 \
+      for (i = 0; i < n; i++) { T u = a[i], w = b[i]; (void)w; y[i] = (T)(EXPR); }                  \
     else if (sa == 1 && sb == 0) {                                                                  \
       T w = b[0]; (void)w;                                                                          \
       for (i = 0; i < n; i++) { T u = a[i]; y[i] = (T)(EXPR); }                                     \
@@ -4506,7 +4506,7 @@ typedef void (*dt__fill_fn)(int64_t n, const void *v, void *y);
       T u = a[0];                                                                                   \
       for (i = 0; i < n; i++) { T w = b[i]; (void)w; y[i] = (T)(EXPR); }                            \
     } else                                                                                          \
-      for (i = 0; i < n; i++) { T u = a[i * sa], w = b[i * sb]; (void)w; y[i] = (T)(EXPR); }       \
+      for (i = 0; i < n; i++) { T u = a[i * sa], w = b[i * sb]; (void)w; y[i] = (T)(EXPR); }        \
   }
 DT__EW_ZIP(dt__zip_relu_grad_f32, float, w > 0.0f ? u : 0.0f)
 DT__EW_ZIP(dt__zip_copy_f32, float, u)
@@ -4523,7 +4523,7 @@ DT__EW_ZIP(dt__zip_mul_i64, int64_t, (uint64_t)u * (uint64_t)w)
 DT__EW_ZIP(dt__zip_copy_i64, int64_t, u)
 
 #define DT__EW_MAP(NAME, T, EXPR)                                                                   \
-  static void NAME(int64_t n, const void *x_, void *y_, double p0, double p1) {                    \
+  static void NAME(int64_t n, const void *x_, void *y_, double p0, double p1) {                     \
     const T *x = (const T *)x_;                                                                     \
     T *y = (T *)y_;                                                                                 \
     int64_t i;                                                                                      \
@@ -4544,7 +4544,7 @@ DT__EW_MAP(dt__map_neg_i32, int32_t, (int32_t)((uint32_t)0 - (uint32_t)v))
 DT__EW_MAP(dt__map_neg_i64, int64_t, (int64_t)((uint64_t)0 - (uint64_t)v))
 
 #define DT__EW_AFFINE_INT(NAME, T, U)                                                               \
-  static void NAME(int64_t n, const void *x_, void *y_, double p0, double p1) {                    \
+  static void NAME(int64_t n, const void *x_, void *y_, double p0, double p1) {                     \
     const T *x = (const T *)x_;                                                                     \
     const U a = (U)dt__f2i64(p0), b = (U)dt__f2i64(p1);                                             \
     T *y = (T *)y_;                                                                                 \
@@ -4586,8 +4586,8 @@ DT__EW_CONV(dt__conv_i64_i32, int64_t, int32_t, (int32_t)(uint32_t)v) /* the low
     memcpy(&x, v, sizeof x);                                                                        \
     for (i = 0; i < n; i++) y[i] = x;                                                               \
   }
-DT__EW_FILL(dt__fill_32, int32_t)
-DT__EW_FILL(dt__fill_64, int64_t)
+DT__EW_FILL(dt__fill_32, uint32_t)
+DT__EW_FILL(dt__fill_64, uint64_t)
 
 /* Vector kernels, defined once per variant by DT__EW_VARIANT(SUF, ATTR, BYTES).
    Vectors move to and from memory through memcpy (one unaligned load or store). */
@@ -4636,14 +4636,14 @@ DT__EW_FILL(dt__fill_64, int64_t)
    k = round(x / ln 2), r = x - k ln 2 in two parts (k * 0.693359375 is exact). */
 #define DT__EW_VEXPF(NAME, ATTR, VF, VI)                                                            \
   ATTR static VF NAME(VF x) {                                                                       \
-    VF t = x * 1.44269504088896341f + 12582912.0f, k = t - 12582912.0f, r, z, p;                   \
+    VF t = x * 1.44269504088896341f + 12582912.0f, k = t - 12582912.0f, r, z, p;                    \
     VI e;                                                                                           \
     memcpy(&e, &t, sizeof e);                                                                       \
-    e = (e - 0x4B400000 + 127) << 23; /* 2^k */                                                     \
+    e = (e - 0x4B400000u + 127u) << 23; /* 2^k */                                                   \
     r = x - k * 0.693359375f;                                                                       \
     r = r + k * 2.12194440e-4f;                                                                     \
     z = r * r;                                                                                      \
-    p = r * 1.9875691500e-4f + 1.3981999507e-3f;                                                   \
+    p = r * 1.9875691500e-4f + 1.3981999507e-3f;                                                    \
     p = p * r + 8.3334519073e-3f;                                                                   \
     p = p * r + 4.1665795894e-2f;                                                                   \
     p = p * r + 1.6666665459e-1f;                                                                   \
@@ -4662,16 +4662,16 @@ DT__EW_FILL(dt__fill_64, int64_t)
     VI b, e, big, hb;                                                                               \
     VF m, h, f, z, p, ef;                                                                           \
     memcpy(&b, &x, sizeof b);                                                                       \
-    e = (b >> 23) - 127;                                                                            \
-    b = (b & 0x007fffff) | 0x3f800000;                                                              \
+    e = (b >> 23) - 127u;                                                                           \
+    b = (b & 0x007fffffu) | 0x3f800000u;                                                            \
     memcpy(&m, &b, sizeof m); /* [1, 2) */                                                          \
     h = m * 0.5f;                                                                                   \
-    big = (VI)(m > sqrt2); /* -1 where m is halved */                                            \
+    big = (VI)(m > sqrt2); /* -1 where m is halved */                                               \
     memcpy(&hb, &h, sizeof hb);                                                                     \
     b = (b & ~big) | (hb & big);                                                                    \
     memcpy(&m, &b, sizeof m);                                                                       \
     e = e - big;                                                                                    \
-    e = e + 0x4B400000; /* e as a float: 1.5 * 2^23 + e, less 1.5 * 2^23 */                         \
+    e = e + 0x4B400000u; /* e as a float: 1.5 * 2^23 + e, less 1.5 * 2^23 */                        \
     memcpy(&ef, &e, sizeof ef);                                                                     \
     ef = ef - 12582912.0f;                                                                          \
     f = m - 1.0f;                                                                                   \
@@ -4694,7 +4694,7 @@ DT__EW_FILL(dt__fill_64, int64_t)
 
 /* y = FN(x) on whole vectors (the last one padded), lanes outside [LO, HI] from LIBM. */
 #define DT__EW_VMATH(NAME, ATTR, VF, FN, LO, HI, LIBM)                                              \
-  ATTR static void NAME(int64_t n, const void *x_, void *y_, double p0, double p1) {               \
+  ATTR static void NAME(int64_t n, const void *x_, void *y_, double p0, double p1) {                \
     enum { W = sizeof(VF) / sizeof(float) };                                                        \
     const float *x = (const float *)x_;                                                             \
     float *y = (float *)y_;                                                                         \
@@ -4773,9 +4773,9 @@ DT__EW_FILL(dt__fill_64, int64_t)
 /* Every vector kernel for one variant: BYTES-wide vectors, function attributes ATTR. */
 #define DT__EW_VARIANT(SUF, ATTR, BYTES)                                                            \
   typedef float dt__vf##SUF __attribute__((vector_size(BYTES)));                                    \
-  typedef int32_t dt__vi##SUF __attribute__((vector_size(BYTES)));                                  \
+  typedef uint32_t dt__vi##SUF __attribute__((vector_size(BYTES)));                                 \
   typedef double dt__vd##SUF __attribute__((vector_size(BYTES)));                                   \
-  typedef int64_t dt__vl##SUF __attribute__((vector_size(BYTES)));                                  \
+  typedef uint64_t dt__vl##SUF __attribute__((vector_size(BYTES)));                                 \
   typedef float dt__vh##SUF __attribute__((vector_size(BYTES / 2)));                                \
   DT__EW_VARITH(dt__add_f32##SUF, ATTR, float, dt__vf##SUF, +)                                      \
   DT__EW_VARITH(dt__sub_f32##SUF, ATTR, float, dt__vf##SUF, -)                                      \
@@ -4789,8 +4789,8 @@ DT__EW_FILL(dt__fill_64, int64_t)
   DT__EW_VLOGF(dt__vlogf##SUF, ATTR, dt__vf##SUF, dt__vi##SUF)                                      \
   DT__EW_VMATH(dt__exp_f32##SUF, ATTR, dt__vf##SUF, dt__vexpf##SUF, -87.0f, 88.0f, expf)            \
   DT__EW_VMATH(dt__log_f32##SUF, ATTR, dt__vf##SUF, dt__vlogf##SUF, FLT_MIN, FLT_MAX, logf)         \
-  DT__EW_VFILL(dt__fill_32##SUF, ATTR, int32_t, dt__vi##SUF)                                        \
-  DT__EW_VFILL(dt__fill_64##SUF, ATTR, int64_t, dt__vl##SUF)                                           \
+  DT__EW_VFILL(dt__fill_32##SUF, ATTR, uint32_t, dt__vi##SUF)                                       \
+  DT__EW_VFILL(dt__fill_64##SUF, ATTR, uint64_t, dt__vl##SUF)                                       \
   DT__EW_VARIANT_CONV(SUF, ATTR)
 
 #ifdef DT__EW_CONVERT
@@ -5021,7 +5021,7 @@ typedef struct dt__red_job {
   double *part; /* outer == 1: one sum per block */
 } dt__red_job;
 
-static double dt__red_block_sum(const dt__red_job *j, const char *x, int64_t n) {
+static double dt__red_block_sum(const dt__red_job *j, const void *x, int64_t n) {
   double a[16];
   int k;
   j->sum16(n, x, j->op == DT__R_NORM, a);
