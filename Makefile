@@ -229,8 +229,15 @@ $(B)/fault/fault_injection: tests/fault_injection.c $(HDR) tests/harness.h
 $(B)/fault/fault_injection_asan: tests/fault_injection.c $(HDR) tests/harness.h
 	@mkdir -p $(@D)
 	$(CC) $(CSTD) $(WARN) $(SAN) $(CFLAGS) -I. $< -o $@ $(LDLIBS)
-fault: $(B)/fault/fault_injection $(B)/fault/fault_injection_asan
-	@ASAN_OPTIONS=detect_leaks=1 sh tests/run.sh $^
+# the OpenMP build too: the same fault injection, and allocation until failure under ulimit -v
+$(B)/fault/fault_injection_omp: tests/fault_injection.c $(HDR) tests/harness.h
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) -O1 -g $(OPENMP) $(CFLAGS) -I. $< -o $@ $(LDLIBS)
+$(B)/fault/oom_exhaust: tests/oom_exhaust.c $(HDR) tests/harness.h
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) -O1 -g $(OPENMP) $(CFLAGS) -I. $< -o $@ $(LDLIBS)
+fault: $(B)/fault/fault_injection $(B)/fault/fault_injection_asan $(B)/fault/fault_injection_omp $(B)/fault/oom_exhaust
+	@ASAN_OPTIONS=detect_leaks=1 OOM_EXHAUST_BIN=$(B)/fault/oom_exhaust sh tests/run.sh $(filter-out %/oom_exhaust,$^) tests/oom_exhaust.sh
 
 $(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.h $(HDR)
 	@mkdir -p $(@D)

@@ -17,8 +17,8 @@
    NULL item, shapes, dtypes) must be refused before they allocate, so with
    their own status whatever is failing.
 
-   Build: cc -std=c99 -I. tests/fault_injection.c -lm (no -fopenmp), also with
-   -fsanitize=address,undefined. Run from the repository root (it writes
+   Build: cc -std=c99 -I. tests/fault_injection.c -lm, also with -fopenmp and with
+   -fsanitize=address,undefined (make fault builds and runs all three). Run from the repository root (it writes
    build/fault_injection_<pid>.safetensors and removes it). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
