@@ -4692,30 +4692,45 @@ DT__EW_FILL(dt__fill_64, uint64_t)
     return p + ef * 0.693359375f;                                                                   \
   }
 
-/* y = FN(x) on whole vectors (the last one padded), lanes outside [LO, HI] from LIBM. */
-#define DT__EW_VMATH(NAME, ATTR, VF, FN, LO, HI, LIBM)                                              \
+/* y = FN(x) on whole vectors (the last one padded), lanes outside [LO, HI] (and NaN) from LIBM. */
+#define DT__EW_VMATH(NAME, ATTR, VF, VI, FN, LO, HI, LIBM)                                          \
   ATTR static void NAME(int64_t n, const void *x_, void *y_, double p0, double p1) {                \
     enum { W = sizeof(VF) / sizeof(float) };                                                        \
     const float *x = (const float *)x_;                                                             \
     float *y = (float *)y_;                                                                         \
+    const VF vz = {0}, lo = vz + (LO), hi = vz + (HI);                                              \
     int64_t i;                                                                                      \
     int j;                                                                                          \
     (void)p0; (void)p1;                                                                             \
     for (i = 0; i < n; i += W) {                                                                    \
-      float in[W], out[W];                                                                          \
-      int m = n - i < W ? (int)(n - i) : W, all = 1;                                                \
+      float in[W];                                                                                  \
+      uint32_t ok[W], all = 0xffffffffu;                                                            \
+      const int m = n - i < W ? (int)(n - i) : W;                                                   \
       VF v;                                                                                         \
-      for (j = 0; j < W; j++) {                                                                     \
-        in[j] = j < m ? x[i + j] : 1.0f;                                                            \
-        all &= in[j] >= (LO) && in[j] <= (HI);                                                      \
+      VI k;                                                                                         \
+      if (m == W) memcpy(&v, x + i, sizeof v);                                                      \
+      else { /* the last, partial vector: padded with 1 */                                          \
+        for (j = 0; j < W; j++) in[j] = j < m ? x[i + j] : 1.0f;                                    \
+        memcpy(&v, in, sizeof v);                                                                   \
       }                                                                                             \
-      memcpy(&v, in, sizeof v);                                                                     \
+      k = (VI)(v >= lo) & (VI)(v <= hi);                                                            \
+      memcpy(ok, &k, sizeof ok);                                                                    \
+      for (j = 0; j < W; j++) all &= ok[j];                                                         \
+      memcpy(in, &v, sizeof v);                                                                     \
       v = FN(v);                                                                                    \
-      memcpy(out, &v, sizeof v);                                                                    \
-      if (!all)                                                                                     \
+      if (all != 0xffffffffu) {                                                                     \
+        float out[W];                                                                               \
+        memcpy(out, &v, sizeof v);                                                                  \
         for (j = 0; j < W; j++)                                                                     \
-          if (!(in[j] >= (LO) && in[j] <= (HI))) out[j] = LIBM(in[j]);                              \
-      memcpy(y + i, out, (size_t)m * sizeof(float));                                                \
+          if (!ok[j]) out[j] = LIBM(in[j]);                                                         \
+        memcpy(&v, out, sizeof v);                                                                  \
+      }                                                                                             \
+      if (m == W) memcpy(y + i, &v, sizeof v);                                                      \
+      else {                                                                                        \
+        float out[W];                                                                               \
+        memcpy(out, &v, sizeof v);                                                                  \
+        for (j = 0; j < m; j++) y[i + j] = out[j];                                                  \
+      }                                                                                             \
     }                                                                                               \
   }
 
@@ -4787,8 +4802,8 @@ DT__EW_FILL(dt__fill_64, uint64_t)
   DT__EW_VARITH(dt__div_f64##SUF, ATTR, double, dt__vd##SUF, /)                                     \
   DT__EW_VEXPF(dt__vexpf##SUF, ATTR, dt__vf##SUF, dt__vi##SUF)                                      \
   DT__EW_VLOGF(dt__vlogf##SUF, ATTR, dt__vf##SUF, dt__vi##SUF)                                      \
-  DT__EW_VMATH(dt__exp_f32##SUF, ATTR, dt__vf##SUF, dt__vexpf##SUF, -87.0f, 88.0f, expf)            \
-  DT__EW_VMATH(dt__log_f32##SUF, ATTR, dt__vf##SUF, dt__vlogf##SUF, FLT_MIN, FLT_MAX, logf)         \
+  DT__EW_VMATH(dt__exp_f32##SUF, ATTR, dt__vf##SUF, dt__vi##SUF, dt__vexpf##SUF, -87.0f, 88.0f, expf) \
+  DT__EW_VMATH(dt__log_f32##SUF, ATTR, dt__vf##SUF, dt__vi##SUF, dt__vlogf##SUF, FLT_MIN, FLT_MAX, logf) \
   DT__EW_VFILL(dt__fill_32##SUF, ATTR, uint32_t, dt__vi##SUF)                                       \
   DT__EW_VFILL(dt__fill_64##SUF, ATTR, uint64_t, dt__vl##SUF)                                       \
   DT__EW_VARIANT_CONV(SUF, ATTR)
