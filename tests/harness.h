@@ -9,7 +9,11 @@
    the program and returns nonzero when something failed; tests/run.sh adds the
    programs' lines up. T_RUN_ALL_DEVICES runs a test on the CPU and on every
    GPU present; where the build has CUDA but the machine has no GPU, the GPU
-   case is reported as skipped. */
+   case is reported as skipped.
+
+   A program with its own kind of test (test_gemm_kernel, test_print_format)
+   prints its PASS/FAIL/SKIP lines itself, counts them in t_passed, t_failed
+   and t_skipped, and ends with t_finish(): one set of counters, one summary. */
 #ifndef DT_TEST_HARNESS_H
 #define DT_TEST_HARNESS_H
 #include <math.h>
@@ -42,7 +46,7 @@ static DT__UNUSED void t_report(const char *name, const char *dev) {
   fflush(stdout);
 }
 
-static DT__UNUSED void t_run(const char *name, void (*fn)(void)) {
+static DT__UNUSED void t_run_one(const char *name, void (*fn)(void)) {
   t_cur_failed = 0; t_cur_skip = NULL; dt_clear_error();
   fn();
   t_report(name, NULL);
@@ -65,7 +69,7 @@ static DT__UNUSED void t_run_devices(const char *name, void (*fn)(dt_device)) {
 #endif
 }
 
-#define T_RUN(fn) t_run(#fn, fn)
+#define T_RUN(fn) t_run_one(#fn, fn)
 #define T_RUN_ALL_DEVICES(fn) t_run_devices(#fn, fn)
 
 static DT__UNUSED int t_finish(void) {

@@ -25,8 +25,7 @@ static void *t_malloc(size_t n) { return t_fail_alloc ? NULL : malloc(n); }
 
 #define DEVTENSOR_IMPLEMENTATION
 #include "../devtensor.h" /* the kernel is the header's CPU matmul (dt__cpu_sgemm) */
-
-static int t_passed, t_failed, t_skipped;
+#include "harness.h"      /* t_passed, t_failed, t_skipped and t_finish() */
 
 /* ---- data ---- */
 
@@ -254,6 +253,5 @@ int main(void) {
     for (i = 0; i < t_ncases[medium]; i++) t_case_free(&t_cases[medium][i]);
     free(t_cases[medium]);
   }
-  printf("%d passed, %d failed, %d skipped\n", t_passed, t_failed, t_skipped);
-  return t_failed ? 1 : 0;
+  return t_finish();
 }

@@ -2,16 +2,15 @@
 
    The cases come from tests/print_cases.inc (tests/gen_print_cases.py).
    Prints "PASS name" / "FAIL name" / "SKIP name: why" and a final
-   "N passed, N failed, N skipped" like tests/harness.h. */
+   "N passed, N failed, N skipped" through tests/harness.h's counters. */
 #define DEVTENSOR_IMPLEMENTATION
 #include "../devtensor.h"
+#include "harness.h"
 #include <stdlib.h>
 #include <string.h>
 #include <locale.h>
 
 #include "print_cases.inc"
-
-static int t_passed, t_failed, t_skipped;
 
 static void t_result(const char *name, int failed) {
   if (failed) t_failed++; else t_passed++;
@@ -138,6 +137,5 @@ int main(void) {
   test_cases();
   test_bad_arguments();
   test_locale();
-  printf("%d passed, %d failed, %d skipped\n", t_passed, t_failed, t_skipped);
-  return t_failed ? 1 : 0;
+  return t_finish();
 }

@@ -34,7 +34,7 @@ static void test_seed_determinism(dt_device dev) {
   dt_manual_seed(42);
   z = dt_rand(dt_shape1(1001), dev);
   T_CHECK(x && y && z);
-  dt_to_host(x, a, sizeof a); dt_to_host(y, b, sizeof b); dt_to_host(z, c, sizeof c);
+  T_CHECK(dt_to_host(x, a, sizeof a) == DT_OK && dt_to_host(y, b, sizeof b) == DT_OK && dt_to_host(z, c, sizeof c) == DT_OK);
   T_CHECK(memcmp(a, c, sizeof a) == 0);
   T_CHECK(memcmp(a, b, sizeof a) != 0);
   dt_release(x); dt_release(y); dt_release(z);
@@ -48,7 +48,7 @@ static void test_prefix_property(dt_device dev) {
   x = dt_randn(dt_shape2(2, 5), dev);
   dt_manual_seed(7);
   y = dt_randn(dt_shape1(7), dev);
-  dt_to_host(x, a, sizeof a); dt_to_host(y, b, sizeof b);
+  T_CHECK(x && y && dt_to_host(x, a, sizeof a) == DT_OK && dt_to_host(y, b, sizeof b) == DT_OK);
   T_CHECK(memcmp(a, b, sizeof b) == 0);
   dt_release(x); dt_release(y);
 }
@@ -60,12 +60,12 @@ static void test_distributions(dt_device dev) {
   dt_tensor *u, *g;
   dt_manual_seed(1234);
   u = dt_rand(dt_shape1(n), dev);
-  dt_to_host(u, h, (size_t)n * sizeof(float));
+  T_CHECK(h && u && dt_to_host(u, h, (size_t)n * sizeof(float)) == DT_OK);
   for (i = 0; i < n; i++) { s += h[i]; if (h[i] < mn) mn = h[i]; if (h[i] > mx) mx = h[i]; }
   T_CHECK(mn >= 0 && mx < 1);
   T_CLOSE(s / n, 0.5, 0.002, 0);            /* std of the mean: 0.29 / 1024 */
   g = dt_randn(dt_shape1(n), dev);
-  dt_to_host(g, h, (size_t)n * sizeof(float));
+  T_CHECK(g && dt_to_host(g, h, (size_t)n * sizeof(float)) == DT_OK);
   for (i = 0, s = 0; i < n; i++) { s += h[i]; s2 += (double)h[i] * h[i]; }
   T_CLOSE(s / n, 0.0, 0.005, 0);
   T_CLOSE(s2 / n, 1.0, 0.01, 0);
@@ -117,7 +117,7 @@ static void test_same_on_every_device(dt_device dev) {
     x = normal ? dt_randn(dt_shape1(n), dt_cpu()) : dt_rand(dt_shape1(n), dt_cpu());
     dt_manual_seed(99);
     y = normal ? dt_randn(dt_shape1(n), dev) : dt_rand(dt_shape1(n), dev);
-    dt_to_host(x, a, (size_t)n * 4); dt_to_host(y, b, (size_t)n * 4);
+    T_CHECK(a && b && x && y && dt_to_host(x, a, (size_t)n * 4) == DT_OK && dt_to_host(y, b, (size_t)n * 4) == DT_OK);
     /* bit for bit, normals too: Box-Muller uses no platform maths library */
     for (i = 0, diff = 0; i < n; i++) diff += memcmp(&a[i], &b[i], 4) != 0;
     T_CHECK_MSG(diff == 0, "%s: %lld of %lld elements differ", normal ? "randn" : "rand", (long long)diff, (long long)n);
