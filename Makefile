@@ -1,14 +1,24 @@
-# devtensor — plain GNU make.
-#   make          build the examples and tests (CPU; CUDA variants too when nvcc is found)
-#   make run      build and run examples/gpus.c (the chapter's first sections)
-#   make test     build and run every test; ends with "N passed, N failed, N skipped"
-#   make asan     the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
-#   make fault / fuzz / fuzz-replay / tsan / valgrind   the hardening runs (.ci/run runs them)
-#   make bench    the CPU benchmarks against NumPy and PyTorch (CPU), one table (make bench-cblas: with DEVTENSOR_CBLAS)
-#   make bench-gpu the GPU benchmarks against cudaMemcpy and PyTorch (on a machine with a GPU)
-#   make lib      libdevtensor.so and .a; make install PREFIX=... adds devtensor.pc and a CMake package
-#   make test-emu the CUDA backend on the CPU emulator (tests/emu): the suite's GPU cases without a GPU
+# devtensor — plain GNU make (3.82 or newer).
+#   make             build the examples and tests (CPU; CUDA variants too when nvcc is found)
+#   make run         build and run examples/gpus.c (the chapter's first sections)
+#   make test        build and run every test; ends with "N passed, N failed, N skipped"
+#   make asan        the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make test-emu    the CUDA backend on the CPU emulator (tests/emu): the suite's GPU cases without a GPU
+#   make fault       every host allocation failing in turn (plain, ASan+UBSan, OpenMP), and memory exhausted under ulimit -v
+#   make fuzz        libFuzzer on the parsers, FUZZ_TIME seconds each (clang)
+#   make fuzz-replay the fuzz corpora replayed under ASan+UBSan (gcc)
+#   make tsan        8 threads under ThreadSanitizer, on the CPU and on two emulated GPUs
+#   make valgrind    memcheck over the CPU tests
+#   make bench       the CPU benchmarks against NumPy and PyTorch (CPU), one table (make bench-cblas: with DEVTENSOR_CBLAS)
+#   make bench-gpu   the GPU benchmarks against cudaMemcpy and PyTorch (on a machine with a GPU)
+#   make lib         libdevtensor.so and .a; make install PREFIX=... adds devtensor.pc and a CMake package
+#   make clean       remove build/
 #   CUDA=0 / CUDA=1 forces the CUDA variants off / on; default: on when nvcc is found.
+#   JOBS=N: test programs run N at a time (tests/run.sh; default: make's -j, else 1).
+#
+# Every program is built by one template (VARIANT, below) from a variant's compiler command
+# (V_CMD), its libraries (V_LIBS) and what else it depends on (V_DEPS); the program's .c files
+# and .o objects are its prerequisites. Adding a variant: three variables and one $(eval).
 
 CC      ?= cc
 CXX     ?= g++
@@ -21,6 +31,10 @@ OPT     ?= -O2
 OPENMP  := $(shell printf 'int main(void){return 0;}' | $(CC) -fopenmp -x c - -o /dev/null 2>/dev/null && echo -fopenmp)
 CFLAGS  ?=
 LDLIBS  := -lm
+SAN     := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+CLANG   ?= clang
+FUZZ_TIME ?= 60
+FUZZERS := safetensors device_parse print load_tensors
 
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
 ifeq ($(origin CUDA), undefined)
@@ -32,13 +46,15 @@ PYTHON  ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import numpy' 2
 HDR      := devtensor.h
 TESTS    := $(basename $(notdir $(wildcard tests/test_*.c)))
 EXAMPLES := $(basename $(notdir $(wildcard examples/*.c)))
+TEST_DEPS:= $(HDR) tests/harness.h $(wildcard tests/*.inc)
+EX_DEPS  := $(HDR) examples/timing.h
 
 C_TESTS   := $(addprefix $(B)/c/,$(TESTS))
 CXX_TESTS := $(addprefix $(B)/cxx/,$(TESTS))
 ASAN_TESTS:= $(addprefix $(B)/asan/,$(TESTS))
 EX_BINS   := $(addprefix $(B)/ex/,$(EXAMPLES))
 
-# ---- CUDA variants (DEVTENSOR_CUDA + devtensor_cuda.cu), when CUDA=1 ----
+# ---- CUDA (DEVTENSOR_CUDA + devtensor_cuda.cu compiled by nvcc), when CUDA=1 ----
 CUDA_HOME  ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 # machine code for sm_80 (A100; also runs on sm_86/sm_89: A10, L4, RTX 30/40) and
 # sm_90 (H100, H200); PTX for compute_75 (T4, RTX 20: CUDA 13's oldest, compiled
@@ -58,62 +74,144 @@ else
   RUN_GPUS := $(B)/ex/gpus
 endif
 
-$(CU_OBJ): devtensor_cuda.cu $(HDR)
-	@mkdir -p $(@D)
+# ---- the CUDA backend on the CPU emulator (tests/emu, see its README): devtensor_cuda.cu
+#      compiled by the host C++ compiler with -DDTEMU against tests/emu's cuda_runtime.h /
+#      cublas_v2.h, all of it under ASan + UBSan; two emulated GPUs.
+EMU_SAN    := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -U_FORTIFY_SOURCE
+EMU_DIR    := $(B)/emu
+EMU_LIB    := $(EMU_DIR)/libcudart_emu.so
+EMU_OBJ    := $(EMU_DIR)/devtensor_cuda.o
+EMU_LINK   := -L$(EMU_DIR) -lcudart_emu -Wl,-rpath,$(abspath $(EMU_DIR)) -lstdc++ -lm -pthread
+EMU_TESTS  := $(addprefix $(EMU_DIR)/,$(TESTS))
+EMU_EX     := $(addprefix $(EMU_DIR)/ex/,$(EXAMPLES))
+EMU_HDRS   := $(wildcard tests/emu/*.h)
+EMU_ENV    := DTEMU_GPUS=2 ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1
+TSAN_EMU   := $(B)/tsan-emu
+
+# ---- the variants: V_CMD compiles and links (the sources and objects follow it),
+#      V_LIBS comes last, V_DEPS are further prerequisites of every program ----
+c_CMD        = $(CC) $(CSTD) $(WARN) $(OPT) $(OPENMP) $(CFLAGS) -I.
+c_LIBS       = $(LDLIBS)
+cxx_CMD      = $(CXX) -x c++ $(CXXSTD) $(WARN) $(OPT) $(CFLAGS) -I.
+cxx_LIBS     = $(LDLIBS)
+serial_CMD   = $(CC) $(CSTD) $(WARN) $(OPT) $(CFLAGS) -I.
+serial_LIBS  = $(LDLIBS)
+asan_CMD     = $(CC) $(CSTD) $(WARN) $(SAN) $(CFLAGS) -I.
+asan_LIBS    = $(LDLIBS)
+cblas_CMD    = $(CC) $(CSTD) $(WARN) $(OPT) $(OPENMP) $(CFLAGS) -DDEVTENSOR_CBLAS -I.
+cblas_LIBS   = $(LDLIBS) -lopenblas
+fault_CMD    = $(CC) $(CSTD) $(WARN) -O1 -g $(CFLAGS) -I.
+fault_LIBS   = $(LDLIBS)
+faultomp_CMD = $(CC) $(CSTD) $(WARN) -O1 -g $(OPENMP) $(CFLAGS) -I.
+faultomp_LIBS= $(LDLIBS)
+tsan_CMD     = $(CC) $(CSTD) $(WARN) -O1 -g -fsanitize=thread -pthread -DTHREAD_ITERS=200 $(CFLAGS) -I.
+tsan_LIBS    = $(LDLIBS)
+fuzz_CMD     = $(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -DFUZZ_LIBFUZZER -I.
+fuzz_LIBS    = -lm
+cuda_CMD     = $(CC) $(CSTD) $(WARN) $(OPT) $(OPENMP) $(CFLAGS) -DDEVTENSOR_CUDA -I.
+cuda_LIBS    = $(CUDA_LIBS)
+cuda_DEPS    = $(CU_OBJ)
+gpubench_CMD = $(CC) $(CSTD) $(WARN) $(OPT) $(CFLAGS) -DDEVTENSOR_CUDA -I.
+gpubench_LIBS= $(CUDA_LIBS)
+gpubench_DEPS= $(CU_OBJ)
+emu_CMD      = $(CC) $(CSTD) $(WARN) $(EMU_SAN) $(CFLAGS) -DDEVTENSOR_CUDA -I.
+emu_LIBS     = $(EMU_LINK)
+emu_DEPS     = $(EMU_OBJ) $(EMU_LIB)
+emubench_CMD = $(CC) $(CSTD) $(WARN) $(EMU_SAN) $(CFLAGS) -DBENCH_SMOKE -DDEVTENSOR_CUDA -I. -Itests/emu
+emubench_LIBS= $(EMU_LINK)
+emubench_DEPS= $(EMU_OBJ) $(EMU_LIB)
+tsanemu_CMD  = $(CC) $(CSTD) $(WARN) -O1 -g -fsanitize=thread -DTHREAD_ITERS=60 $(CFLAGS) -DDEVTENSOR_CUDA -I.
+tsanemu_LIBS = -L$(TSAN_EMU) -lcudart_emu -Wl,-rpath,$(abspath $(TSAN_EMU)) -lstdc++ -lm -pthread
+tsanemu_DEPS = $(TSAN_EMU)/devtensor_cuda.o $(TSAN_EMU)/libcudart_emu.so
+
+# $(call VARIANT,variant,target or pattern,sources and prerequisites): the rule that builds it,
+# its folder made first (order-only: a newer folder rebuilds nothing)
+.SECONDEXPANSION:
+define VARIANT
+$(2): $(3) $$($(1)_DEPS) | $$$$(@D)
+	$$($(1)_CMD) $$(filter %.c %.o,$$^) -o $$@ $$($(1)_LIBS)
+endef
+
+$(eval $(call VARIANT,c,$(B)/c/%,tests/%.c $(TEST_DEPS)))
+$(eval $(call VARIANT,cxx,$(B)/cxx/%,tests/%.c $(TEST_DEPS)))
+$(eval $(call VARIANT,asan,$(B)/asan/%,tests/%.c $(TEST_DEPS)))
+$(eval $(call VARIANT,c,$(B)/ex/%,examples/%.c $(EX_DEPS)))
+# DEVTENSOR_STATIC: every function static, unused ones must not warn
+$(eval $(call VARIANT,serial,$(B)/static_unit,tests/static_unit.c $(HDR)))
+# the implementation in one unit, the declarations used from another
+$(eval $(call VARIANT,serial,$(B)/two_units,tests/two_units_a.c tests/two_units_b.c $(HDR)))
+$(eval $(call VARIANT,cuda,$(B)/cuda/%,tests/%.c $(TEST_DEPS)))
+$(eval $(call VARIANT,cuda,$(B)/cuda/ex/%,examples/%.c $(EX_DEPS)))
+$(eval $(call VARIANT,emu,$(EMU_DIR)/%,tests/%.c $(TEST_DEPS)))
+$(eval $(call VARIANT,emu,$(EMU_DIR)/ex/%,examples/%.c $(EX_DEPS)))
+# emulator-only programs (tests/emu/*.c): which devices get a CUDA context, the no-driver reason
+$(eval $(call VARIANT,emu,$(EMU_DIR)/%,tests/emu/%.c $(HDR) tests/harness.h))
+# the GPU benchmarks with tiny sizes (BENCH_SMOKE): run end to end, timings meaningless
+$(eval $(call VARIANT,emubench,$(EMU_DIR)/bench/%,bench/%.c $(HDR)))
+$(eval $(call VARIANT,c,$(B)/bench_cpu,bench/bench_cpu.c $(HDR)))
+$(eval $(call VARIANT,cblas,$(B)/bench_cpu_cblas,bench/bench_cpu.c $(HDR)))
+$(eval $(call VARIANT,gpubench,$(B)/bench_train,bench/bench_train.c $(HDR)))
+$(eval $(call VARIANT,gpubench,$(B)/bench_gpu,bench/bench_gpu.c $(HDR)))
+$(eval $(call VARIANT,fault,$(B)/fault/fault_injection,tests/fault_injection.c $(HDR) tests/harness.h))
+$(eval $(call VARIANT,asan,$(B)/fault/fault_injection_asan,tests/fault_injection.c $(HDR) tests/harness.h))
+$(eval $(call VARIANT,faultomp,$(B)/fault/fault_injection_omp,tests/fault_injection.c $(HDR) tests/harness.h))
+$(eval $(call VARIANT,faultomp,$(B)/fault/oom_exhaust,tests/oom_exhaust.c $(HDR) tests/harness.h))
+$(eval $(call VARIANT,fuzz,$(B)/fuzz/fuzz_%,tests/fuzz/fuzz_%.c tests/fuzz/replay_main.h $(HDR)))
+$(eval $(call VARIANT,asan,$(B)/fuzz/replay_%,tests/fuzz/fuzz_%.c tests/fuzz/replay_main.h $(HDR)))
+$(eval $(call VARIANT,tsan,$(B)/tsan/test_threads,tests/test_threads.c $(HDR) tests/harness.h))
+# the same 8 threads on two emulated GPUs: the CUDA backend's host side (allocator,
+# lazy init, staging buffers and their events) against the emulator's stream workers
+$(eval $(call VARIANT,tsanemu,$(TSAN_EMU)/test_threads,tests/test_threads.c $(HDR) tests/harness.h))
+
+# programs that need more than their variant
+# test_threads uses pthreads (glibc >= 2.34 links them without -pthread; others need it)
+$(B)/c/test_threads $(B)/cxx/test_threads $(B)/asan/test_threads: LDLIBS += -pthread
+$(B)/cuda/test_threads: CUDA_LIBS += -pthread
+# GPU fault injection (tests/fault_gpu.c defines cudaMalloc and finds the real one with dlsym)
+$(B)/cuda/fault_gpu: CUDA_LIBS += -ldl
+$(EMU_DIR)/fault_gpu: EMU_LINK += -ldl
+$(B)/bench_gpu: gpubench_CMD += -isystem $(CUDA_HOME)/include
+$(B)/fuzz/fuzz_safetensors $(B)/fuzz/replay_safetensors: tests/fuzz/nest_decode.h
+
+# the folders programs are built in
+BUILD_DIRS := $(B) $(addprefix $(B)/,c cxx asan ex cuda cuda/ex emu emu/ex emu/bench fault fuzz tsan tsan-emu lib/cpu lib/cuda)
+$(BUILD_DIRS):
+	@mkdir -p $@
+
+# ---- objects and programs compiled by nvcc or as C++ ----
+$(CU_OBJ): devtensor_cuda.cu $(HDR) | $$(@D)
 	$(NVCC) $(NVCCFLAGS) -I. -c $< -o $@
 
-$(B)/cuda/% : tests/%.c $(HDR) tests/harness.h $(wildcard tests/*.inc) $(CU_OBJ)
-	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) $(OPT) $(OPENMP) $(CFLAGS) -DDEVTENSOR_CUDA -I. $< $(CU_OBJ) -o $@ $(CUDA_LIBS)
-
-$(B)/cuda/ex/% : examples/%.c $(HDR) examples/timing.h $(CU_OBJ)
-	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) $(OPT) $(OPENMP) $(CFLAGS) -DDEVTENSOR_CUDA -I. $< $(CU_OBJ) -o $@ $(CUDA_LIBS)
-
 # a user's own .cu file: the implementation compiled by nvcc, its own kernel on dt_cuda_stream()
-$(B)/cuda/own_kernel: examples/own_kernel.cu $(HDR) $(CU_OBJ)
-	@mkdir -p $(@D)
+$(B)/cuda/own_kernel: examples/own_kernel.cu $(HDR) $(CU_OBJ) | $$(@D)
 	$(NVCC) $(NVCCFLAGS) -I. $< $(CU_OBJ) -lcublas -o $@
 
 # the differential check of the CUDA backend against the CPU backend (tests/cuda/gpu_check.cu), for a GPU
-$(B)/cuda/gpu_check: tests/cuda/gpu_check.cu $(HDR) $(CU_OBJ)
-	@mkdir -p $(@D)
+$(B)/cuda/gpu_check: tests/cuda/gpu_check.cu $(HDR) $(CU_OBJ) | $$(@D)
 	$(NVCC) $(NVCCFLAGS) -DDEVTENSOR_CUDA -I. $< $(CU_OBJ) -lcublas -o $@
 
 # the README's one-command nvcc build, as a user types it
-$(B)/cuda/gpus_nvcc: examples/gpus.c devtensor_cuda.cu $(HDR)
-	@mkdir -p $(@D)
+$(B)/cuda/gpus_nvcc: examples/gpus.c devtensor_cuda.cu $(HDR) | $$(@D)
 	$(NVCC) -I. -DDEVTENSOR_CUDA examples/gpus.c devtensor_cuda.cu -lcublas -o $@
 
-.PHONY: all run test asan bench bench-cblas clean
+# the emulator (a shared library standing in for libcudart and libcublas) and the backend built on it
+$(EMU_LIB): tests/emu/emu.cpp $(EMU_HDRS) | $$(@D)
+	$(CXX) $(CXXSTD) $(WARN) $(EMU_SAN) -fPIC -shared -Itests/emu $< -o $@ -pthread
+
+$(EMU_OBJ): devtensor_cuda.cu $(HDR) $(EMU_HDRS) | $$(@D)
+	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas $(EMU_SAN) -ffp-contract=off -DDTEMU -Itests/emu -I. -c $< -o $@
+
+$(EMU_DIR)/gpu_check: tests/cuda/gpu_check.cu $(HDR) $(EMU_OBJ) $(EMU_LIB) | $$(@D)
+	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas $(EMU_SAN) -DDTEMU -DDEVTENSOR_CUDA -Itests/emu -I. $< -x none $(EMU_OBJ) -o $@ $(EMU_LINK)
+
+$(TSAN_EMU)/libcudart_emu.so: tests/emu/emu.cpp $(EMU_HDRS) | $$(@D)
+	$(CXX) $(CXXSTD) $(WARN) -O1 -g -fsanitize=thread -fPIC -shared -Itests/emu $< -o $@ -pthread
+$(TSAN_EMU)/devtensor_cuda.o: devtensor_cuda.cu $(HDR) $(EMU_HDRS) | $$(@D)
+	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas -O1 -g -fsanitize=thread -fPIC -ffp-contract=off -DDTEMU -Itests/emu -I. -c $< -o $@
+
+# ---- what make runs ----
+.PHONY: all run test asan test-emu bench bench-cblas bench-gpu fault fuzz fuzz-replay tsan valgrind clean
 all: $(C_TESTS) $(CXX_TESTS) $(EX_BINS) $(B)/static_unit $(B)/two_units $(CUDA_ALL)
-
-$(B)/c/% : tests/%.c $(HDR) tests/harness.h $(wildcard tests/*.inc)
-	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) $(OPT) $(OPENMP) $(CFLAGS) -I. $< -o $@ $(LDLIBS)
-
-$(B)/cxx/% : tests/%.c $(HDR) tests/harness.h $(wildcard tests/*.inc)
-	@mkdir -p $(@D)
-	$(CXX) -x c++ $(CXXSTD) $(WARN) $(OPT) $(CFLAGS) -I. $< -o $@ $(LDLIBS)
-
-$(B)/asan/% : tests/%.c $(HDR) tests/harness.h $(wildcard tests/*.inc)
-	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
-	  $(CFLAGS) -I. $< -o $@ $(LDLIBS)
-
-$(B)/ex/% : examples/%.c $(HDR) examples/timing.h
-	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) $(OPT) $(OPENMP) $(CFLAGS) -I. $< -o $@ $(LDLIBS)
-
-# DEVTENSOR_STATIC: every function static, unused ones must not warn
-$(B)/static_unit: tests/static_unit.c $(HDR)
-	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) $(OPT) $(CFLAGS) -I. $< -o $@ $(LDLIBS)
-
-# the implementation in one unit, the declarations used from another
-$(B)/two_units: tests/two_units_a.c tests/two_units_b.c $(HDR)
-	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) $(OPT) $(CFLAGS) -I. tests/two_units_a.c tests/two_units_b.c -o $@ $(LDLIBS)
 
 run: $(RUN_GPUS)
 	./$(RUN_GPUS)
@@ -126,6 +224,10 @@ test: all lib
 asan: $(ASAN_TESTS)
 	@ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 sh tests/run.sh $(ASAN_TESTS)
 
+test-emu: $(EMU_TESTS) $(EMU_DIR)/fault_gpu $(EMU_DIR)/ctx_check $(EMU_EX) $(EMU_DIR)/gpu_check $(EMU_DIR)/bench/bench_gpu $(EMU_DIR)/bench/bench_train
+	@$(EMU_ENV) sh tests/run.sh $(EMU_TESTS) $(EMU_DIR)/fault_gpu $(EMU_DIR)/ctx_check tests/emu/gpu_check.sh tests/emu/examples.sh \
+	  tests/emu/bench.sh tests/emu/second_pass.sh
+
 bench: $(B)/bench_cpu
 	@sh bench/run_cpu.sh ./$(B)/bench_cpu "$(PYTHON)"
 
@@ -133,24 +235,7 @@ bench: $(B)/bench_cpu
 bench-cblas: $(B)/bench_cpu_cblas
 	@sh bench/run_cpu.sh ./$(B)/bench_cpu_cblas "$(PYTHON)"
 
-$(B)/bench_cpu_cblas: bench/bench_cpu.c $(HDR)
-	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) $(OPT) $(OPENMP) $(CFLAGS) -DDEVTENSOR_CBLAS -I. $< -o $@ $(LDLIBS) -lopenblas
-
-$(B)/bench_cpu: bench/bench_cpu.c $(HDR)
-	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) $(OPT) $(OPENMP) $(CFLAGS) -I. $< -o $@ $(LDLIBS)
-
-# ---- GPU benchmarks: devtensor on cuda:0 against cudaMemcpy and PyTorch (bench/run_gpu.sh) ----
-$(B)/bench_gpu: bench/bench_gpu.c $(HDR) $(CU_OBJ)
-	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) $(OPT) $(CFLAGS) -DDEVTENSOR_CUDA -I. -isystem $(CUDA_HOME)/include $< $(CU_OBJ) -o $@ $(CUDA_LIBS)
-
-$(B)/bench_train: bench/bench_train.c $(HDR) $(CU_OBJ)
-	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) $(OPT) $(CFLAGS) -DDEVTENSOR_CUDA -I. $< $(CU_OBJ) -o $@ $(CUDA_LIBS)
-
-.PHONY: bench-gpu
+# GPU benchmarks: devtensor on cuda:0 against cudaMemcpy and PyTorch (bench/run_gpu.sh)
 ifeq ($(CUDA),1)
 bench-gpu: $(B)/bench_gpu $(B)/bench_train
 	@sh bench/run_gpu.sh $(B)
@@ -159,114 +244,15 @@ bench-gpu:
 	@echo "SKIP: bench-gpu needs CUDA (nvcc not found; CUDA=1 forces it)"
 endif
 
-# ---- the CUDA backend on the CPU emulator (tests/emu): every GPU path of the suite
-#      without a GPU. devtensor_cuda.cu is compiled by the host C++ compiler with
-#      -DDTEMU against tests/emu's cuda_runtime.h / cublas_v2.h; streams are worker
-#      threads, kernels run per thread (fibers where blocks synchronise); all of it
-#      under ASan + UBSan. Two emulated GPUs, so peer copies and device switching run.
-EMU_SAN    := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -U_FORTIFY_SOURCE
-EMU_DIR    := $(B)/emu
-EMU_LIB    := $(EMU_DIR)/libcudart_emu.so
-EMU_OBJ    := $(EMU_DIR)/devtensor_cuda.o
-EMU_LINK   := -L$(EMU_DIR) -lcudart_emu -Wl,-rpath,$(abspath $(EMU_DIR)) -lstdc++ -lm -pthread
-EMU_TESTS  := $(addprefix $(EMU_DIR)/,$(TESTS))
-EMU_EX     := $(addprefix $(EMU_DIR)/ex/,$(EXAMPLES))
-EMU_HDRS   := $(wildcard tests/emu/*.h)
-EMU_ENV    := DTEMU_GPUS=2 ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1
-
-$(EMU_LIB): tests/emu/emu.cpp $(EMU_HDRS)
-	@mkdir -p $(@D)
-	$(CXX) $(CXXSTD) $(WARN) $(EMU_SAN) -fPIC -shared -Itests/emu $< -o $@ -pthread
-
-$(EMU_OBJ): devtensor_cuda.cu $(HDR) $(EMU_HDRS)
-	@mkdir -p $(@D)
-	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas $(EMU_SAN) -ffp-contract=off -DDTEMU -Itests/emu -I. -c $< -o $@
-
-$(EMU_DIR)/% : tests/%.c $(HDR) tests/harness.h $(wildcard tests/*.inc) $(EMU_OBJ) $(EMU_LIB)
-	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) $(EMU_SAN) $(CFLAGS) -DDEVTENSOR_CUDA -I. $< $(EMU_OBJ) -o $@ $(EMU_LINK)
-
-$(EMU_DIR)/ex/% : examples/%.c $(HDR) examples/timing.h $(EMU_OBJ) $(EMU_LIB)
-	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) $(EMU_SAN) $(CFLAGS) -DDEVTENSOR_CUDA -I. $< $(EMU_OBJ) -o $@ $(EMU_LINK)
-
-$(EMU_DIR)/gpu_check: tests/cuda/gpu_check.cu $(HDR) $(EMU_OBJ) $(EMU_LIB)
-	@mkdir -p $(@D)
-	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas $(EMU_SAN) -DDTEMU -DDEVTENSOR_CUDA -Itests/emu -I. $< -x none $(EMU_OBJ) -o $@ $(EMU_LINK)
-
-# the GPU benchmarks with tiny sizes (BENCH_SMOKE): run end to end, timings meaningless
-$(EMU_DIR)/bench/% : bench/%.c $(HDR) $(EMU_OBJ) $(EMU_LIB)
-	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) $(EMU_SAN) $(CFLAGS) -DBENCH_SMOKE -DDEVTENSOR_CUDA -I. -Itests/emu $< $(EMU_OBJ) -o $@ $(EMU_LINK)
-
-.PHONY: test-emu
-# which devices get a CUDA context (a program on cuda:1 alone makes none on cuda:0)
-$(EMU_DIR)/ctx_check: tests/emu/ctx_check.c $(HDR) tests/harness.h $(EMU_OBJ) $(EMU_LIB)
-	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) $(EMU_SAN) $(CFLAGS) -DDEVTENSOR_CUDA -I. $< $(EMU_OBJ) -o $@ $(EMU_LINK)
-
-test-emu: $(EMU_TESTS) $(EMU_DIR)/fault_gpu $(EMU_DIR)/ctx_check $(EMU_EX) $(EMU_DIR)/gpu_check $(EMU_DIR)/bench/bench_gpu $(EMU_DIR)/bench/bench_train
-	@$(EMU_ENV) sh tests/run.sh $(EMU_TESTS) $(EMU_DIR)/fault_gpu $(EMU_DIR)/ctx_check tests/emu/gpu_check.sh tests/emu/examples.sh \
-	  tests/emu/bench.sh tests/emu/second_pass.sh
-
-# ---- hardening: fault injection, fuzzing, ThreadSanitizer, valgrind ----
-CLANG     ?= clang
-FUZZ_TIME ?= 60
-SAN       := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-FUZZERS   := safetensors device_parse print load_tensors
-.PHONY: fault fuzz fuzz-replay tsan valgrind
-
-# test_threads uses pthreads (glibc >= 2.34 links them without -pthread; others need it)
-$(B)/c/test_threads $(B)/cxx/test_threads $(B)/asan/test_threads: LDLIBS += -pthread
-$(B)/cuda/test_threads: CUDA_LIBS += -pthread
-# GPU fault injection (tests/fault_gpu.c defines cudaMalloc and finds the real one with dlsym)
-$(B)/cuda/fault_gpu: CUDA_LIBS += -ldl
-$(EMU_DIR)/fault_gpu: EMU_LINK += -ldl
-
-$(B)/fault/fault_injection: tests/fault_injection.c $(HDR) tests/harness.h
-	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) -O1 -g $(CFLAGS) -I. $< -o $@ $(LDLIBS)
-$(B)/fault/fault_injection_asan: tests/fault_injection.c $(HDR) tests/harness.h
-	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) $(SAN) $(CFLAGS) -I. $< -o $@ $(LDLIBS)
 # the OpenMP build too: the same fault injection, and allocation until failure under ulimit -v
-$(B)/fault/fault_injection_omp: tests/fault_injection.c $(HDR) tests/harness.h
-	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) -O1 -g $(OPENMP) $(CFLAGS) -I. $< -o $@ $(LDLIBS)
-$(B)/fault/oom_exhaust: tests/oom_exhaust.c $(HDR) tests/harness.h
-	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) -O1 -g $(OPENMP) $(CFLAGS) -I. $< -o $@ $(LDLIBS)
 fault: $(B)/fault/fault_injection $(B)/fault/fault_injection_asan $(B)/fault/fault_injection_omp $(B)/fault/oom_exhaust
 	@ASAN_OPTIONS=detect_leaks=1 OOM_EXHAUST_BIN=$(B)/fault/oom_exhaust sh tests/run.sh $(filter-out %/oom_exhaust,$^) tests/oom_exhaust.sh
 
-$(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.h $(HDR)
-	@mkdir -p $(@D)
-	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -DFUZZ_LIBFUZZER -I. $< -o $@ -lm
 fuzz: $(addprefix $(B)/fuzz/fuzz_,$(FUZZERS))
 	@sh tests/fuzz/run.sh $(B)/fuzz $(FUZZ_TIME)
 
-$(B)/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.h $(HDR)
-	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) $(SAN) $(CFLAGS) -I. $< -o $@ $(LDLIBS)
-$(B)/fuzz/fuzz_safetensors $(B)/fuzz/replay_safetensors: tests/fuzz/nest_decode.h
 fuzz-replay: $(addprefix $(B)/fuzz/replay_,$(FUZZERS))
 	@ASAN_OPTIONS=detect_leaks=1 sh tests/run.sh $^
-
-$(B)/tsan/test_threads: tests/test_threads.c $(HDR) tests/harness.h
-	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) -O1 -g -fsanitize=thread -pthread -DTHREAD_ITERS=200 $(CFLAGS) -I. $< -o $@ $(LDLIBS)
-# the same 8 threads on two emulated GPUs: the CUDA backend's host side (allocator,
-# lazy init, staging buffers and their events) against the emulator's stream workers
-TSAN_EMU := $(B)/tsan-emu
-$(TSAN_EMU)/libcudart_emu.so: tests/emu/emu.cpp $(EMU_HDRS)
-	@mkdir -p $(@D)
-	$(CXX) $(CXXSTD) $(WARN) -O1 -g -fsanitize=thread -fPIC -shared -Itests/emu $< -o $@ -pthread
-$(TSAN_EMU)/devtensor_cuda.o: devtensor_cuda.cu $(HDR) $(EMU_HDRS)
-	@mkdir -p $(@D)
-	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas -O1 -g -fsanitize=thread -fPIC -ffp-contract=off -DDTEMU -Itests/emu -I. -c $< -o $@
-$(TSAN_EMU)/test_threads: tests/test_threads.c $(HDR) tests/harness.h $(TSAN_EMU)/devtensor_cuda.o $(TSAN_EMU)/libcudart_emu.so
-	$(CC) $(CSTD) $(WARN) -O1 -g -fsanitize=thread -DTHREAD_ITERS=60 $(CFLAGS) -DDEVTENSOR_CUDA -I. $< $(TSAN_EMU)/devtensor_cuda.o -o $@ \
-	  -L$(TSAN_EMU) -lcudart_emu -Wl,-rpath,$(abspath $(TSAN_EMU)) -lstdc++ -lm -pthread
 
 # setarch -R: gcc's TSan cannot start on kernels with wide mmap randomisation
 tsan: $(B)/tsan/test_threads $(TSAN_EMU)/test_threads
@@ -293,11 +279,9 @@ LIB_OBJS   := $(LIB_B)/devtensor.o $(if $(filter 1,$(CUDA)),$(LIB_B)/devtensor_c
 LIB_PRIV   := $(OPENMP) $(if $(filter 1,$(CUDA)),-L$(CUDA_HOME)/lib64 -lcudart -lcublas -lstdc++) -lm
 .PHONY: lib install
 lib: $(LIB_SO) $(LIB_A)
-$(LIB_B)/devtensor.o: packaging/devtensor.c $(HDR)
-	@mkdir -p $(@D)
+$(LIB_B)/devtensor.o: packaging/devtensor.c $(HDR) | $$(@D)
 	$(CC) $(CSTD) $(WARN) $(OPT) $(OPENMP) -fPIC $(CFLAGS) $(if $(filter 1,$(CUDA)),-DDEVTENSOR_CUDA) -I. -c $< -o $@
-$(LIB_B)/devtensor_cuda.o: devtensor_cuda.cu $(HDR)
-	@mkdir -p $(@D)
+$(LIB_B)/devtensor_cuda.o: devtensor_cuda.cu $(HDR) | $$(@D)
 	$(NVCC) $(NVCCFLAGS) -Xcompiler -fPIC -I. -c $< -o $@
 $(LIB_SO): $(LIB_OBJS)
 	$(CC) -shared -Wl,-soname,libdevtensor.so.$(DT_MAJOR) $(OPENMP) $^ -o $@ \
