@@ -1,6 +1,7 @@
 # devtensor — plain GNU make (3.82 or newer).
 #   make             build the examples and tests (CPU; CUDA variants too when nvcc is found)
-#   make run         build and run examples/gpus.c (the chapter's first sections)
+#   make run         build and run examples/gpus.c (the chapter's first sections; the CPU build
+#                    when no NVIDIA driver is installed, unless CUDA=1 is given)
 #   make test        build and run every test; ends with "N passed, N failed, N skipped"
 #   make asan        the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make test-emu    the CUDA backend on the CPU emulator (tests/emu): the suite's GPU cases without a GPU
@@ -62,13 +63,25 @@ CUDA_HOME  ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 GENCODE    := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
               -gencode arch=compute_75,code=compute_75 -gencode arch=compute_90,code=compute_90
 NVCCFLAGS  ?= -O2 -std=c++17 $(GENCODE) -Xcompiler -Wall,-Wextra
-CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas -lstdc++ -lm
+CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas -lstdc++ -lm -ldl
 CU_OBJ     := $(B)/cuda/devtensor_cuda.o
 CUDA_TESTS := $(addprefix $(B)/cuda/,$(TESTS))
 CUDA_EX    := $(addprefix $(B)/cuda/ex/,$(EXAMPLES))
 ifeq ($(CUDA),1)
   CUDA_ALL := $(CUDA_TESTS) $(B)/cuda/fault_gpu $(CUDA_EX) $(B)/cuda/own_kernel $(B)/cuda/gpus_nvcc
   RUN_GPUS := $(B)/cuda/ex/gpus
+  # make run without the NVIDIA driver: the CUDA build would only say "no GPU", after minutes
+  # of nvcc; the CPU build runs instead (CUDA=1 on the command line builds the CUDA one anyway)
+  ifneq ($(filter run,$(MAKECMDGOALS)),)
+    ifneq ($(origin CUDA),command line)
+      NVIDIA_DRIVER := $(shell { test -e /proc/driver/nvidia/version || \
+        { ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null; } | grep -q 'libcuda\.so\.1'; } && echo yes)
+      ifneq ($(NVIDIA_DRIVER),yes)
+        RUN_GPUS := $(B)/ex/gpus
+        RUN_NOTE := make run: no NVIDIA driver found (no /proc/driver/nvidia/version, no libcuda.so.1): running the CPU build; CUDA=1 make run runs the CUDA one
+      endif
+    endif
+  endif
 else
   CUDA_ALL :=
   RUN_GPUS := $(B)/ex/gpus
@@ -81,7 +94,7 @@ EMU_SAN    := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno
 EMU_DIR    := $(B)/emu
 EMU_LIB    := $(EMU_DIR)/libcudart_emu.so
 EMU_OBJ    := $(EMU_DIR)/devtensor_cuda.o
-EMU_LINK   := -L$(EMU_DIR) -lcudart_emu -Wl,-rpath,$(abspath $(EMU_DIR)) -lstdc++ -lm -pthread
+EMU_LINK   := -L$(EMU_DIR) -lcudart_emu -Wl,-rpath,$(abspath $(EMU_DIR)) -lstdc++ -lm -pthread -ldl
 EMU_TESTS  := $(addprefix $(EMU_DIR)/,$(TESTS))
 EMU_EX     := $(addprefix $(EMU_DIR)/ex/,$(EXAMPLES))
 EMU_HDRS   := $(wildcard tests/emu/*.h)
@@ -121,7 +134,7 @@ emubench_CMD = $(CC) $(CSTD) $(WARN) $(EMU_SAN) $(CFLAGS) -DBENCH_SMOKE -DDEVTEN
 emubench_LIBS= $(EMU_LINK)
 emubench_DEPS= $(EMU_OBJ) $(EMU_LIB)
 tsanemu_CMD  = $(CC) $(CSTD) $(WARN) -O1 -g -fsanitize=thread -DTHREAD_ITERS=60 $(CFLAGS) -DDEVTENSOR_CUDA -I.
-tsanemu_LIBS = -L$(TSAN_EMU) -lcudart_emu -Wl,-rpath,$(abspath $(TSAN_EMU)) -lstdc++ -lm -pthread
+tsanemu_LIBS = -L$(TSAN_EMU) -lcudart_emu -Wl,-rpath,$(abspath $(TSAN_EMU)) -lstdc++ -lm -pthread -ldl
 tsanemu_DEPS = $(TSAN_EMU)/devtensor_cuda.o $(TSAN_EMU)/libcudart_emu.so
 
 # $(call VARIANT,variant,target or pattern,sources and prerequisites): the rule that builds it,
@@ -144,7 +157,7 @@ $(eval $(call VARIANT,cuda,$(B)/cuda/%,tests/%.c $(TEST_DEPS)))
 $(eval $(call VARIANT,cuda,$(B)/cuda/ex/%,examples/%.c $(EX_DEPS)))
 $(eval $(call VARIANT,emu,$(EMU_DIR)/%,tests/%.c $(TEST_DEPS)))
 $(eval $(call VARIANT,emu,$(EMU_DIR)/ex/%,examples/%.c $(EX_DEPS)))
-# emulator-only programs (tests/emu/*.c): which devices get a CUDA context, the no-driver reason
+# emulator-only programs (tests/emu/*.c): which devices get a CUDA context, the reason given without a driver
 $(eval $(call VARIANT,emu,$(EMU_DIR)/%,tests/emu/%.c $(HDR) tests/harness.h))
 # the GPU benchmarks with tiny sizes (BENCH_SMOKE): run end to end, timings meaningless
 $(eval $(call VARIANT,emubench,$(EMU_DIR)/bench/%,bench/%.c $(HDR)))
@@ -168,8 +181,6 @@ $(eval $(call VARIANT,tsanemu,$(TSAN_EMU)/test_threads,tests/test_threads.c $(HD
 $(B)/c/test_threads $(B)/cxx/test_threads $(B)/asan/test_threads: LDLIBS += -pthread
 $(B)/cuda/test_threads: CUDA_LIBS += -pthread
 # GPU fault injection (tests/fault_gpu.c defines cudaMalloc and finds the real one with dlsym)
-$(B)/cuda/fault_gpu: CUDA_LIBS += -ldl
-$(EMU_DIR)/fault_gpu: EMU_LINK += -ldl
 $(B)/bench_gpu: gpubench_CMD += -isystem $(CUDA_HOME)/include
 $(B)/fuzz/fuzz_safetensors $(B)/fuzz/replay_safetensors: tests/fuzz/nest_decode.h
 
@@ -214,6 +225,7 @@ $(TSAN_EMU)/devtensor_cuda.o: devtensor_cuda.cu $(HDR) $(EMU_HDRS) | $$(@D)
 all: $(C_TESTS) $(CXX_TESTS) $(EX_BINS) $(B)/static_unit $(B)/two_units $(CUDA_ALL)
 
 run: $(RUN_GPUS)
+	@$(if $(RUN_NOTE),echo "$(RUN_NOTE)")
 	./$(RUN_GPUS)
 
 test: all lib
@@ -224,8 +236,8 @@ test: all lib
 asan: $(ASAN_TESTS)
 	@ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 sh tests/run.sh $(ASAN_TESTS)
 
-test-emu: $(EMU_TESTS) $(EMU_DIR)/fault_gpu $(EMU_DIR)/ctx_check $(EMU_EX) $(EMU_DIR)/gpu_check $(EMU_DIR)/bench/bench_gpu $(EMU_DIR)/bench/bench_train
-	@$(EMU_ENV) sh tests/run.sh $(EMU_TESTS) $(EMU_DIR)/fault_gpu $(EMU_DIR)/ctx_check tests/emu/gpu_check.sh tests/emu/examples.sh \
+test-emu: $(EMU_TESTS) $(EMU_DIR)/fault_gpu $(EMU_DIR)/ctx_check $(EMU_DIR)/no_driver $(EMU_EX) $(EMU_DIR)/gpu_check $(EMU_DIR)/bench/bench_gpu $(EMU_DIR)/bench/bench_train
+	@$(EMU_ENV) sh tests/run.sh $(EMU_TESTS) $(EMU_DIR)/fault_gpu $(EMU_DIR)/ctx_check $(EMU_DIR)/no_driver tests/emu/gpu_check.sh tests/emu/examples.sh \
 	  tests/emu/bench.sh tests/emu/second_pass.sh
 
 bench: $(B)/bench_cpu

@@ -61,6 +61,9 @@
 #include <cuda_runtime.h>
 #include <cublas_v2.h>
 #include <math_constants.h>
+#ifndef _WIN32
+#include <dlfcn.h>
+#endif
 
 #include <atomic>
 #include <climits>
@@ -302,12 +305,34 @@ dt_status blas_handle(int dev, DevState &s, cublasHandle_t *out) {
   return DT_OK;
 }
 
+/* The NVIDIA driver's library: where it cannot be loaded there is no driver,
+   whatever cudart says (it says "CUDA driver version is insufficient for CUDA
+   runtime version", which reads as "upgrade the driver"). The emulator names
+   its own (tests/emu/cuda_runtime.h). */
+#ifndef DT_CU_LIBCUDA
+#define DT_CU_LIBCUDA "libcuda.so.1"
+#endif
+
+static bool cu_driver_missing() {
+#ifdef _WIN32
+  return false; /* not looked for: CUDA's own reason stands */
+#else
+  void *h = dlopen(DT_CU_LIBCUDA, RTLD_LAZY | RTLD_LOCAL);
+  if (!h) return true;
+  dlclose(h);
+  return false;
+#endif
+}
+
 int cu_device_count(char *why, size_t n) {
   int c = 0;
   cudaError_t e = cudaGetDeviceCount(&c);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
-    if (why && n) snprintf(why, n, "%s", cudaGetErrorString(e));
+    if (why && n) {
+      if (cu_driver_missing()) snprintf(why, n, "no NVIDIA driver found (%s cannot be loaded)", DT_CU_LIBCUDA);
+      else snprintf(why, n, "%s", cudaGetErrorString(e));
+    }
     return 0;
   }
   if (c <= 0) {

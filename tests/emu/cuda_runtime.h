@@ -10,7 +10,10 @@
 
    Environment: DTEMU_GPUS (number of devices, default 1; 0: no device),
    DTEMU_MEM_MB (memory per device, default 2048), DTEMU_NO_PEER=1 (devices
-   cannot reach each other: peer copies go "through the host"). */
+   cannot reach each other: peer copies go "through the host"), DTEMU_DRIVER=none
+   (no NVIDIA driver: cudaErrorInsufficientDriver, as cudart says then),
+   DTEMU_LIBCUDA (the library devtensor loads to tell whether a driver is
+   installed; default libcuda.so.1). */
 #ifndef DTEMU_CUDA_RUNTIME_H
 #define DTEMU_CUDA_RUNTIME_H
 
@@ -29,6 +32,7 @@ typedef enum cudaError {
   cudaErrorInvalidConfiguration = 9,
   cudaErrorInvalidDevicePointer = 17,
   cudaErrorInvalidMemcpyDirection = 21,
+  cudaErrorInsufficientDriver = 35,
   cudaErrorNoDevice = 100,
   cudaErrorInvalidDevice = 101,
   cudaErrorECCUncorrectable = 214,
@@ -144,6 +148,9 @@ cudaError_t cudaGetLastError(void);
 cudaError_t cudaPeekAtLastError(void);
 const char *cudaGetErrorString(cudaError_t e);
 const char *cudaGetErrorName(cudaError_t e);
+/* the name devtensor_cuda.cu dlopens to tell "no driver" from other failures */
+const char *dtemu_libcuda(void);
+#define DT_CU_LIBCUDA dtemu_libcuda()
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -241,6 +241,7 @@ struct Device {
 
 struct World {
   int ndev = 0;
+  cudaError_t absent = cudaErrorNoDevice; /* what calls answer when there is no device */
   bool no_peer = false;
   Device dev[64];
   std::mutex mu; /* allocations, stream and event tables */
@@ -252,6 +253,10 @@ struct World {
     ndev = env_int("DTEMU_GPUS", 1);
     if (ndev < 0) ndev = 0;
     if (ndev > 64) ndev = 64;
+    /* DTEMU_DRIVER=none: a machine without the NVIDIA driver, where cudart
+       answers every call with cudaErrorInsufficientDriver */
+    const char *drv = getenv("DTEMU_DRIVER");
+    if (drv && strcmp(drv, "none") == 0) { ndev = 0; absent = cudaErrorInsufficientDriver; }
     no_peer = env_int("DTEMU_NO_PEER", 0) != 0;
     size_t mb = (size_t)env_int("DTEMU_MEM_MB", 2048);
     for (int d = 0; d < ndev; d++) dev[d].total = mb << 20;
@@ -629,7 +634,7 @@ void use_ctx() {
 
 cudaError_t check_dev(int dev) {
   int n = W().ndev;
-  if (n == 0) return cudaErrorNoDevice;
+  if (n == 0) return W().absent;
   return dev < 0 || dev >= n ? cudaErrorInvalidDevice : cudaSuccess;
 }
 
@@ -645,7 +650,7 @@ cudaError_t check_cur() {
 
 void dtemu::launch(dim3 grid, dim3 block, cudaStream_t s, bool coop, std::function<void()> body) {
   unsigned long long threads = (unsigned long long)block.x * block.y * block.z;
-  if (W().ndev == 0) { ret(cudaErrorNoDevice); return; }
+  if (W().ndev == 0) { ret(W().absent); return; }
   if (threads == 0 || threads > 1024 || block.z > 64 || grid.x == 0 || grid.y == 0 || grid.z == 0 ||
       grid.x > 2147483647u || grid.y > 65535 || grid.z > 65535) {
     ret(cudaErrorInvalidConfiguration);
@@ -716,13 +721,13 @@ int dtemu_context_active(int dev) { return dev >= 0 && dev < W().ndev && W().dev
 cudaError_t cudaGetDeviceCount(int *count) {
   if (!count) return ret(cudaErrorInvalidValue);
   *count = W().ndev;
-  if (W().ndev == 0) return ret(cudaErrorNoDevice);
+  if (W().ndev == 0) return ret(W().absent);
   return cudaSuccess;
 }
 
 cudaError_t cudaGetDevice(int *dev) {
   if (!dev) return ret(cudaErrorInvalidValue);
-  if (W().ndev == 0) return ret(cudaErrorNoDevice);
+  if (W().ndev == 0) return ret(W().absent);
   *dev = t_dev;
   return cudaSuccess;
 }
@@ -999,7 +1004,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) {
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
-  if (W().ndev == 0) return ret(cudaErrorNoDevice);
+  if (W().ndev == 0) return ret(W().absent);
   stream_of(s)->drain();
   return cudaSuccess;
 }
@@ -1111,6 +1116,7 @@ const char *cudaGetErrorName(cudaError_t e) {
     case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
     case cudaErrorInvalidDevicePointer: return "cudaErrorInvalidDevicePointer";
     case cudaErrorInvalidMemcpyDirection: return "cudaErrorInvalidMemcpyDirection";
+    case cudaErrorInsufficientDriver: return "cudaErrorInsufficientDriver";
     case cudaErrorNoDevice: return "cudaErrorNoDevice";
     case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
     case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
@@ -1133,6 +1139,7 @@ const char *cudaGetErrorString(cudaError_t e) {
     case cudaErrorInvalidConfiguration: return "invalid configuration argument";
     case cudaErrorInvalidDevicePointer: return "invalid device pointer";
     case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
+    case cudaErrorInsufficientDriver: return "CUDA driver version is insufficient for CUDA runtime version";
     case cudaErrorNoDevice: return "no CUDA-capable device is detected";
     case cudaErrorInvalidDevice: return "invalid device ordinal";
     case cudaErrorInvalidResourceHandle: return "invalid resource handle";
@@ -1232,3 +1239,10 @@ cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta,
 }
 
 } /* extern "C" */
+
+/* the driver library devtensor_cuda.cu tries to load when CUDA fails
+   (DT_CU_LIBCUDA): DTEMU_LIBCUDA, else the real one's name */
+const char *dtemu_libcuda(void) {
+  const char *v = getenv("DTEMU_LIBCUDA");
+  return v && *v ? v : "libcuda.so.1";
+}
