@@ -14,9 +14,12 @@ jobs=${JOBS:-$(printf '%s\n' "${MAKEFLAGS:-}" | sed -n 's/.*-j *\([0-9][0-9]*\).
 case "$jobs" in '' | *[!0-9]* | 0) jobs=1 ;; esac
 dir=$(mktemp -d "${TMPDIR:-/tmp}/dt_run.XXXXXX") || exit 1
 pids=
-trap 'rm -rf "$dir"' EXIT
+trap 'exec 3<&-; rm -rf "$dir"' EXIT
 trap 'for p in $pids; do kill "$p" 2>/dev/null; done; exit 130' INT TERM
 summary='^[0-9]* passed, [0-9]* failed, [0-9]* skipped$'
+# each program that ends writes a line here: the loop below sleeps until one does
+mkfifo "$dir/ended" || exit 1
+exec 3<>"$dir/ended"
 
 # entry i: t_i its program, n_i its name, b_i the barrier it waits behind (the
 # number of entries before the last "--" before it), s_i 1 once started;
@@ -74,7 +77,7 @@ while [ "$printed" -lt "$n" ]; do
     eval "st=\$s_$i; t=\$t_$i"
     if [ "$st" = 0 ] && ready "$i"; then
       eval "s_$i=1"
-      ( "$t" > "$dir/$i.out" 2>&1; echo $? > "$dir/$i.rc.part"; mv "$dir/$i.rc.part" "$dir/$i.rc" ) &
+      ( "$t" > "$dir/$i.out" 2>&1 3<&-; echo $? > "$dir/$i.rc.part"; mv "$dir/$i.rc.part" "$dir/$i.rc"; echo "$i" >&3 ) &
       pids="$pids $!"; running=$((running + 1))
     fi
     i=$((i + 1))
@@ -83,7 +86,7 @@ while [ "$printed" -lt "$n" ]; do
   while [ "$printed" -lt "$n" ] && [ -f "$dir/$((printed + 1)).rc" ]; do
     printed=$((printed + 1)); report "$printed"
   done
-  [ "$printed" -lt "$n" ] && sleep 0.2
+  [ "$printed" -lt "$n" ] && read -r _ <&3
 done
 wait
 echo "$passed passed, $failed failed, $skipped skipped"
