@@ -3683,10 +3683,23 @@ DTDEF dt_status dt_save_tensors(const char *path, const char *const *names, cons
     for (p = names[i]; *p; p++)
       if ((unsigned char)*p < 0x20)
         return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: names[%d] has a control character (byte %d)", op, i, (int)(p - names[i]));
-    for (j = 0; j < i; j++)
-      if (strcmp(names[j], names[i]) == 0)
-        return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: names[%d] and names[%d] are both \"%.64s\"", op, j, i, names[i]);
     if (ts[i]->nbytes > maxbytes) maxbytes = ts[i]->nbytes;
+  }
+  /* each name once: sorted, a repeat sits next to itself (O(n log n), not O(n^2)) */
+  if (n > 1) {
+    dt__st_name *by = (dt__st_name *)DT_MALLOC(sizeof(dt__st_name) * (size_t)n);
+    if (!by) return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+    for (i = 0; i < n; i++) { by[i].name = names[i]; by[i].idx = i; }
+    qsort(by, (size_t)n, sizeof *by, dt__st_name_cmp);
+    for (i = 1; i < n && strcmp(by[i - 1].name, by[i].name) != 0; i++) {}
+    if (i < n) {
+      j = by[i - 1].idx < by[i].idx ? by[i - 1].idx : by[i].idx;
+      d = by[i - 1].idx < by[i].idx ? by[i].idx : by[i - 1].idx;
+      dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: names[%d] and names[%d] are both \"%.64s\"", op, j, d, names[j]);
+      DT_FREE(by);
+      return DT_ERR_INVALID_ARGUMENT;
+    }
+    DT_FREE(by);
   }
   /* the header, measured on pass 0 and written on pass 1 */
   for (pass = 0; pass < 2; pass++) {
@@ -3800,8 +3813,6 @@ static dt_status dt__st_list_header(const char *op, const char *path, const char
     if (!dt__st_parse_entry(&j, &e))
       return dt__fail(DT_ERR_FORMAT, "%s: %s: the entry of \"%s\" is not valid: %s (byte %ld of the file)", op, path, name,
                       j.why ? j.why : "malformed", (long)(j.at - hdr) + 8);
-    for (i = 0; i < *n && strcmp((*names)[i], name) != 0; i++) {}
-    if (i < *n) return dt__fail(DT_ERR_FORMAT, "%s: %s holds \"%s\" twice", op, path, name);
     if (*n == *cap) {   /* ents, names and ts grow together */
       int ncap = *cap ? 2 * *cap : 8;
       dt__st_entry *ne = (dt__st_entry *)DT_MALLOC(sizeof(dt__st_entry) * (size_t)ncap);
@@ -3829,6 +3840,20 @@ static dt_status dt__st_list_header(const char *op, const char *path, const char
   if (r < 0) goto bad_json;
   dt__json_ws(&j);
   if (j.p != j.end) { dt__json_bad(&j, "bytes after the header's object"); goto bad_json; }
+  /* each name once: sorted, a repeat sits next to itself (O(n log n), not O(n^2)) */
+  if (*n > 1) {
+    dt__st_name *by = (dt__st_name *)DT_MALLOC(sizeof(dt__st_name) * (size_t)*n);
+    if (!by) return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+    for (i = 0; i < *n; i++) { by[i].name = (*names)[i]; by[i].idx = i; }
+    qsort(by, (size_t)*n, sizeof *by, dt__st_name_cmp);
+    for (i = 1; i < *n && strcmp(by[i - 1].name, by[i].name) != 0; i++) {}
+    if (i < *n) {
+      dt__fail(DT_ERR_FORMAT, "%s: %s holds \"%s\" twice", op, path, by[i].name);
+      DT_FREE(by);
+      return DT_ERR_FORMAT;
+    }
+    DT_FREE(by);
+  }
   return DT_OK;
 bad_json:
   return dt__fail(DT_ERR_FORMAT, "%s: %s: the header is not valid JSON: %s (byte %ld of the file)", op, path,

@@ -476,6 +476,58 @@ static void test_load_tensors_refused(void) {
   T_CHECK(dt_load_tensors(path, dt_gpu(63), &n, &names, &ts) == DT_ERR_NO_DEVICE);
 }
 
+/* Many tensors: the duplicate-name checks of the loader and the saver sort the names (the
+   old pairwise ones took minutes here; a regression shows as a CI timeout, not a flake). */
+static void test_many_names(void) {
+  const char *path = "build/interop_many.safetensors";
+  const int N = 300000;
+  size_t cap = (size_t)N * 64 + 64, len = 0;
+  char *hdr = (char *)malloc(cap), *pool = (char *)malloc((size_t)N * 12);
+  const char **names = (const char **)malloc(sizeof(char *) * (size_t)N);
+  const dt_tensor **ts = (const dt_tensor **)malloc(sizeof(dt_tensor *) * (size_t)N);
+  dt_tensor *z = dt_zeros(dt_shape1(0), dt_cpu());
+  char **ln = NULL;
+  dt_tensor **lt = NULL;
+  int n = -1, i;
+  if (!hdr || !pool || !names || !ts || !z) { free(hdr); free(pool); free(names); free(ts); dt_release(z); T_SKIP("out of memory"); }
+  /* the last entry repeats the first one's name */
+  len += (size_t)sprintf(hdr + len, "{");
+  for (i = 0; i < N - 1; i++)
+    len += (size_t)sprintf(hdr + len, "%s\"t%d\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}", i ? "," : "", i);
+  sprintf(hdr + len, ",\"t0\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}}");
+  write_file(path, hdr, NULL, 0);
+  T_CHECK(dt_load_tensors(path, dt_cpu(), &n, &ln, &lt) == DT_ERR_FORMAT);
+  T_CHECK_MSG(contains(dt_last_error(), "holds \"t0\" twice"), "%s", dt_last_error());
+  T_CHECK(n == 0 && ln == NULL && lt == NULL);
+  /* the same without the repeat loads, every tensor in order */
+  sprintf(hdr + len, ",\"last\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[0,8]}}");
+  {
+    int64_t v = 42;
+    write_file(path, hdr, &v, 8);
+  }
+  T_CHECK_MSG(dt_load_tensors(path, dt_cpu(), &n, &ln, &lt) == DT_OK, "%s", dt_last_error());
+  T_CHECK(n == N);
+  if (n == N) {
+    T_STREQ(ln[1], "t1");
+    T_STREQ(ln[N - 2], "t299998");
+    T_STREQ(ln[N - 1], "last");
+    T_CHECK(dt_numel(lt[N - 2]) == 0 && dt_item(lt[N - 1]) == 42.0);
+  }
+  dt_free_tensors(n, ln, lt);
+  /* the saver: the repeat is found (names[0] and names[N - 1]) before anything is written */
+  for (i = 0; i < N; i++) {
+    names[i] = pool + (size_t)i * 12;
+    sprintf(pool + (size_t)i * 12, "t%d", i == N - 1 ? 0 : i);
+    ts[i] = z;
+  }
+  remove(path);
+  T_CHECK(dt_save_tensors(path, names, ts, N) == DT_ERR_INVALID_ARGUMENT);
+  T_CHECK_MSG(contains(dt_last_error(), "names[0] and names[299999] are both \"t0\""), "%s", dt_last_error());
+  T_CHECK(fopen(path, "rb") == NULL);
+  free(hdr); free(pool); free(names); free(ts);
+  dt_release(z);
+}
+
 int main(void) {
   T_RUN_ALL_DEVICES(test_to_dlpack_fields);
   T_RUN_ALL_DEVICES(test_from_dlpack);
@@ -485,5 +537,6 @@ int main(void) {
   T_RUN(test_from_blob_refused);
   T_RUN_ALL_DEVICES(test_save_load_tensors);
   T_RUN(test_load_tensors_refused);
+  T_RUN(test_many_names);
   return t_finish();
 }
