@@ -350,7 +350,8 @@ DTDEF dt_tensor *dt_from_dlpack_legacy(struct DLManagedTensor *m);
    failure the deleter is not called. */
 DTDEF dt_tensor *dt_from_blob(void *data, dt_shape s, dt_dtype t, dt_device d,
                               void (*deleter)(void *data, void *ctx), void *ctx);
-/* safetensors.torch.save_file / load_file: names unique, not "__metadata__", at most 255 bytes. */
+/* safetensors.torch.save_file / load_file: names unique, not empty, valid UTF-8 without
+   control characters, not "__metadata__". */
 DTDEF dt_status  dt_save_tensors(const char *path, const char *const *names, const dt_tensor *const *ts, int n);
 /* Every tensor of a safetensors file, on device d, in the header's order. On success
    *n, *names and *ts are set; free them with dt_free_tensors. On failure they are
@@ -3643,8 +3644,6 @@ DTDEF dt_tensor *dt_from_dlpack_legacy(struct DLManagedTensor *m) {
 
 /* ---- interop: safetensors of any named tensors ---- */
 
-#define DT__ST_NAME_MAX 255
-
 /* Writes `name` as a JSON string ("" and \ escaped) into hdr at len (measures when hdr is NULL). */
 static size_t dt__st_put_name(char *hdr, size_t len, const char *name) {
   const char *p;
@@ -3662,7 +3661,7 @@ static size_t dt__st_put_name(char *hdr, size_t len, const char *name) {
 DTDEF dt_status dt_save_tensors(const char *path, const char *const *names, const dt_tensor *const *ts, int n) {
   const char *op = "dt_save_tensors";
   char *hdr = NULL, num[128];
-  size_t len = 0, maxbytes = 0, k;
+  size_t len = 0, maxbytes = 0, k, bad;
   uint64_t off = 0;
   unsigned char lenbuf[8];
   void *host = NULL;
@@ -3677,12 +3676,14 @@ DTDEF dt_status dt_save_tensors(const char *path, const char *const *names, cons
     const char *p;
     if (!names[i]) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: names[%d] is NULL", op, i);
     if (!ts[i]) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: ts[%d] (\"%.64s\") is NULL", op, i, names[i]);
-    if (!names[i][0] || strlen(names[i]) > DT__ST_NAME_MAX || strcmp(names[i], "__metadata__") == 0)
-      return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: names[%d] \"%.64s\" is not a tensor name (1 to %d bytes, not __metadata__)",
-                      op, i, names[i], DT__ST_NAME_MAX);
+    if (!names[i][0] || strcmp(names[i], "__metadata__") == 0)
+      return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: names[%d] \"%.64s\" is not a tensor name (not empty, not __metadata__)", op, i, names[i]);
     for (p = names[i]; *p; p++)
       if ((unsigned char)*p < 0x20)
         return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: names[%d] has a control character (byte %d)", op, i, (int)(p - names[i]));
+    if ((bad = dt__utf8_check((const unsigned char *)names[i], (size_t)(p - names[i]))) < (size_t)(p - names[i]))
+      return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: names[%d] is not valid UTF-8: byte %zu (0x%02x, after \"%.*s\"), which safetensors readers refuse",
+                      op, i, bad, (unsigned)(unsigned char)names[i][bad], (int)(bad < 64 ? bad : 64), names[i] + (bad < 64 ? 0 : bad - 64));
     if (ts[i]->nbytes > maxbytes) maxbytes = ts[i]->nbytes;
   }
   /* each name once: sorted, a repeat sits next to itself (O(n log n), not O(n^2)) */
@@ -3788,7 +3789,7 @@ static int dt__st_read_grow(dt__rfile *f, size_t nb, void **out) {
    room for *cap); the module loader's JSON reader, entry parser and metadata rules. */
 static dt_status dt__st_list_header(const char *op, const char *path, const char *hdr, size_t hlen, dt__st_entry **ents,
                                     char ***names, dt_tensor ***ts, int *n, int *cap) {
-  char name[DT__ST_NAME_MAX + 1];
+  char name[256];
   size_t nlen, bad;
   dt__json j;
   int first, r, meta = 0, i;
@@ -3799,8 +3800,12 @@ static dt_status dt__st_list_header(const char *op, const char *path, const char
   if (!dt__json_open(&j, '{')) goto bad_json;
   for (first = 1; (r = dt__json_next(&j, '}', first)) > 0; first = 0) {
     dt__st_entry e;
+    const char *start;
+    char *own;
+    dt__json_ws(&j);
+    start = j.p;
     if (!dt__json_string(&j, name, sizeof name, &nlen) || !dt__json_eat(&j, ':')) {
-      dt__json_bad(&j, "expected \"name\": {...} (names are at most 255 bytes)");
+      dt__json_bad(&j, "expected \"name\": {...}");
       goto bad_json;
     }
     if (nlen == 12 && memcmp(name, "__metadata__", 12) == 0) {
@@ -3808,11 +3813,27 @@ static dt_status dt__st_list_header(const char *op, const char *path, const char
       if (!dt__st_parse_metadata(&j)) goto bad_json;
       continue;
     }
-    if (nlen != strlen(name)) return dt__fail(DT_ERR_FORMAT, "%s: %s: a tensor name holds a NUL character", op, path);
+    /* the name as long as it is: a longer one than name holds is read again, into its own buffer */
+    if (!(own = (char *)DT_MALLOC(nlen + 1))) return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+    if (nlen < sizeof name) memcpy(own, name, nlen + 1);
+    else {
+      const char *after = j.p;
+      j.p = start;
+      dt__json_string(&j, own, nlen + 1, NULL);
+      j.p = after;
+    }
+    if (nlen != strlen(own)) {
+      dt__fail(DT_ERR_FORMAT, "%s: %s: the tensor name \"%s\\u0000...\" holds a NUL character", op, path, own);
+      DT_FREE(own);
+      return DT_ERR_FORMAT;
+    }
     memset(&e, 0, sizeof e);
-    if (!dt__st_parse_entry(&j, &e))
-      return dt__fail(DT_ERR_FORMAT, "%s: %s: the entry of \"%s\" is not valid: %s (byte %ld of the file)", op, path, name,
-                      j.why ? j.why : "malformed", (long)(j.at - hdr) + 8);
+    if (!dt__st_parse_entry(&j, &e)) {
+      dt__fail(DT_ERR_FORMAT, "%s: %s: the entry of \"%s\" is not valid: %s (byte %ld of the file)", op, path, own,
+               j.why ? j.why : "malformed", (long)(j.at - hdr) + 8);
+      DT_FREE(own);
+      return DT_ERR_FORMAT;
+    }
     if (*n == *cap) {   /* ents, names and ts grow together */
       int ncap = *cap ? 2 * *cap : 8;
       dt__st_entry *ne = (dt__st_entry *)DT_MALLOC(sizeof(dt__st_entry) * (size_t)ncap);
@@ -3822,6 +3843,7 @@ static dt_status dt__st_list_header(const char *op, const char *path, const char
         if (ne) DT_FREE(ne);
         if (nn) DT_FREE(nn);
         if (nt) DT_FREE(nt);
+        DT_FREE(own);
         return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
       }
       if (*n) { memcpy(ne, *ents, sizeof(dt__st_entry) * (size_t)*n); memcpy(nn, *names, sizeof(char *) * (size_t)*n); }
@@ -3831,8 +3853,7 @@ static dt_status dt__st_list_header(const char *op, const char *path, const char
       if (*ts) DT_FREE(*ts);
       *ents = ne; *names = nn; *ts = nt; *cap = ncap;
     }
-    if (!((*names)[*n] = (char *)DT_MALLOC(nlen + 1))) return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
-    memcpy((*names)[*n], name, nlen + 1);
+    (*names)[*n] = own;
     (*ents)[*n] = e;
     (*ents)[*n].idx = *n;
     (*n)++;

@@ -436,6 +436,7 @@ static void test_load_tensors_refused(void) {
     {"{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}", 8, "cut short"},
     {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 8, "twice"},
     {"[1, 2]", 0, "not valid JSON: expected an object"},
+    {"{\"a\\u0000b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4, "the tensor name \"a\\u0000...\" holds a NUL character"},
     /* 8 GB claimed, 16 bytes there: read as they come, never allocated up front */
     {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2000000000],\"data_offsets\":[0,8000000000]}}", 16, "cut short"},
   };
@@ -474,6 +475,71 @@ static void test_load_tensors_refused(void) {
   T_CHECK(dt_load_tensors("build/no/such/file", dt_cpu(), &n, &names, &ts) == DT_ERR_IO);
   T_CHECK(dt_load_tensors(path, dt_cpu(), NULL, &names, &ts) == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "dt_load_tensors: n is NULL"));
   T_CHECK(dt_load_tensors(path, dt_gpu(63), &n, &names, &ts) == DT_ERR_NO_DEVICE);
+}
+
+/* Names as long as they are: what dt_module_save writes for a deep module (hundreds of
+   bytes) and longer ones load; a name that is not UTF-8 is refused by the saver (the loaders
+   refuse such a file). */
+static void test_tensor_names(void) {
+  const char *path = "build/interop_names.safetensors";
+  char big[3001];
+  const char *nm[2];
+  const dt_tensor *two[2];
+  dt_tensor *a = dt_arange(0, 3, 1, DT_F32, dt_cpu()), *b = dt_arange(7, 8, 1, DT_I32, dt_cpu());
+  dt_module *root = dt_sequential(), *cur = root;
+  char **ln = NULL;
+  dt_tensor **lt = NULL;
+  int n = -1, d;
+  memset(big, 'x', 3000); big[3000] = 0;
+  memcpy(big, "\xc3\xa9t\xc3\xa9", 5);   /* UTF-8 at the front, escaped nowhere */
+  nm[0] = "short"; nm[1] = big; two[0] = a; two[1] = b;
+  T_CHECK_MSG(dt_save_tensors(path, nm, two, 2) == DT_OK, "%s", dt_last_error());
+  T_CHECK_MSG(dt_load_tensors(path, dt_cpu(), &n, &ln, &lt) == DT_OK, "%s", dt_last_error());
+  T_CHECK(n == 2);
+  if (n == 2) { T_STREQ(ln[0], "short"); T_STREQ(ln[1], big); T_CHECK(is_arange(lt[0], 0) && is_arange(lt[1], 7)); }
+  dt_free_tensors(n, ln, lt);
+  /* a 300-byte name written by hand, with an escape in it */
+  {
+    char hdr[600], want[302];
+    float v = 5;
+    memset(want, 'a', 301); want[300] = '"'; want[301] = 0;
+    snprintf(hdr, sizeof hdr, "{\"%.300s\\\"\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[0,4]}}", want);
+    write_file(path, hdr, &v, 4);
+    T_CHECK_MSG(dt_load_tensors(path, dt_cpu(), &n, &ln, &lt) == DT_OK, "%s", dt_last_error());
+    if (n == 1) { T_STREQ(ln[0], want); T_CHECK(dt_item(lt[0]) == 5.0); }
+    dt_free_tensors(n, ln, lt);
+  }
+  /* a module 63 deep, 100 empty layers before the next at each level: its names are
+     "100.100. ... 100.weight", 258 bytes (dt_module_save writes up to 711) */
+  for (d = 0; d < DT_MODULE_MAX_DEPTH - 2; d++) {
+    dt_module *q = dt_sequential();
+    int k;
+    for (k = 0; k < 100; k++) dt_sequential_add(cur, dt_sequential());
+    dt_sequential_add(cur, q);
+    cur = q;
+  }
+  for (d = 0; d < 100; d++) dt_sequential_add(cur, dt_sequential());
+  dt_sequential_add(cur, dt_linear(2, 3));
+  T_CHECK_MSG(dt_module_save(root, path) == DT_OK, "%s", dt_last_error());
+  T_CHECK_MSG(dt_load_tensors(path, dt_cpu(), &n, &ln, &lt) == DT_OK, "%s", dt_last_error());
+  T_CHECK(n == 2);
+  if (n == 2) {
+    const char *w = NULL;
+    dt_module_param(root, 0, &w);
+    T_STREQ(ln[0], w);
+    T_CHECK(strlen(ln[0]) > 255 && dt_numel(lt[0]) == 6);
+  }
+  dt_free_tensors(n, ln, lt);
+  dt_module_free(root);
+  /* not UTF-8 (Latin-1 "café"): refused, nothing written */
+  remove(path);
+  nm[0] = "caf\xe9";
+  T_CHECK(dt_save_tensors(path, nm, two, 1) == DT_ERR_INVALID_ARGUMENT);
+  T_CHECK_MSG(contains(dt_last_error(), "dt_save_tensors: names[0] is not valid UTF-8: byte 3 (0xe9, after \"caf\")"), "%s", dt_last_error());
+  nm[0] = "ok"; nm[1] = "\xc3\xa9\xed\xa0\x80";   /* a surrogate, encoded */
+  T_CHECK(dt_save_tensors(path, nm, two, 2) == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "names[1] is not valid UTF-8: byte 2 (0xed"));
+  T_CHECK(fopen(path, "rb") == NULL);
+  dt_release(a); dt_release(b);
 }
 
 /* Many tensors: the duplicate-name checks of the loader and the saver sort the names (the
@@ -537,6 +603,7 @@ int main(void) {
   T_RUN(test_from_blob_refused);
   T_RUN_ALL_DEVICES(test_save_load_tensors);
   T_RUN(test_load_tensors_refused);
+  T_RUN(test_tensor_names);
   T_RUN(test_many_names);
   return t_finish();
 }
