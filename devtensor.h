@@ -3734,6 +3734,13 @@ static dt_tensor *dt__dl_import(const char *op, const DLTensor *x, void (*rel)(v
     return NULL;
   }
   data = (char *)x->data;
+  /* the data, byte_offset on from data, must lie within the address space */
+  if (x->byte_offset > (uint64_t)PTRDIFF_MAX || x->byte_offset > (uint64_t)(SIZE_MAX - nbytes) ||
+      (data && (uintptr_t)data > UINTPTR_MAX - (uintptr_t)x->byte_offset - nbytes)) {
+    dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: dl_tensor.byte_offset %llu with %zu bytes of data runs past the address space", op,
+             (unsigned long long)x->byte_offset, nbytes);
+    return NULL;
+  }
   if (!data && numel > 0) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: dl_tensor.data is NULL for %lld elements", op, (long long)numel); return NULL; }
   if (data) data += x->byte_offset;
   if (dt__check_aligned(op, data, t) != DT_OK) return NULL;

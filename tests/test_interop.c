@@ -269,6 +269,11 @@ static void test_refused_imports(void) {
     x->data = mem;
     x->byte_offset = 2;
     refuse(p, legacy, "misaligned", "not aligned");
+    /* offsets that wrap the address space (data - 8 on 64 bits) or pass PTRDIFF_MAX */
+    x->byte_offset = UINT64_MAX - 7;
+    refuse(p, legacy, "byte_offset -8", "byte_offset 18446744073709551608 with 24 bytes of data runs past the address space");
+    x->byte_offset = (uint64_t)1 << 63;
+    refuse(p, legacy, "byte_offset 2^63", "runs past the address space");
     x->byte_offset = 0;
     p->shape[1] = -3;
     refuse(p, legacy, "negative dim", "negative dimension");
