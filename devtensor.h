@@ -2774,6 +2774,8 @@ DTDEF dt_status dt_module_save(const dt_module *mc, const char *path) {
     DT__ST_PUT("%s\"__metadata__\":{\"format\":\"pt\"}}", m->nparams ? "," : "");
 #undef DT__ST_PUT
     if (pass == 0) {
+      if ((uint64_t)(len + 7) / 8 * 8 > DT__ST_MAX_HEADER)
+        return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: the header would be %zu bytes, past the format's 100 MB", op, (len + 7) / 8 * 8);
       cap = len + 8 + 1; /* room for padding to 8 bytes */
       if (!(hdr = (char *)DT_MALLOC(cap))) return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
     }
@@ -3024,6 +3026,21 @@ static int dt__st_known_dtype(const dt__st_entry *e) {
   return 0;
 }
 
+/* A file's dtype string for a message, as JSON writes it (a NUL or control byte escaped,
+   so "F3\u00002" does not show as "F3"), its first 15 bytes and "..." past them. */
+static const char *dt__st_dtype_shown(const dt__st_entry *e, char *buf, size_t n) {
+  size_t i, at = 0, len = e->dtype_len < sizeof e->dtype - 1 ? e->dtype_len : sizeof e->dtype - 1;
+  buf[0] = 0;
+  for (i = 0; i < len && at + 8 < n; i++) {
+    unsigned char c = (unsigned char)e->dtype[i];
+    if (c < 0x20) at += (size_t)snprintf(buf + at, n - at, "\\u%04x", (unsigned)c);
+    else if (c == '"' || c == '\\') { buf[at++] = '\\'; buf[at++] = (char)c; buf[at] = 0; }
+    else { buf[at++] = (char)c; buf[at] = 0; }
+  }
+  if (e->dtype_len > len && at + 4 <= n) memcpy(buf + at, "...", 4);
+  return buf;
+}
+
 /* One tensor's description: {"dtype": "F32", "shape": [2, 3], "data_offsets": [b, e]}, each
    key once; other keys are skipped (their values checked), as serde's derive does. */
 static int dt__st_parse_entry(dt__json *j, dt__st_entry *e) {
@@ -3104,8 +3121,9 @@ static dt_status dt__rfile_open(const char *op, const char *path, dt__rfile *r) 
 #else
   struct stat st;
   int fd, fl;
-  do fd = open(path, O_RDONLY | O_NONBLOCK); while (fd < 0 && errno == EINTR);
+  do fd = open(path, O_RDONLY | O_NONBLOCK | DT__O_CLOEXEC); while (fd < 0 && errno == EINTR);
   if (fd < 0) return dt__fail(DT_ERR_IO, "%s: cannot open %s", op, path);
+  dt__cloexec(fd);
   if (fstat(fd, &st) != 0) { close(fd); return dt__fail(DT_ERR_IO, "%s: cannot read %s", op, path); }
   if (!S_ISREG(st.st_mode))
     kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) ? "a character device"
@@ -3262,8 +3280,11 @@ static dt_status dt__st_check_entries(const char *op, const char *path, dt_modul
     int same;
     if (!e->seen) return dt__fail(DT_ERR_FORMAT, "%s: %s has no \"%s\"", op, path, m->names[i]);
     if (!dt__st_known_dtype(e))
-      return dt__fail(DT_ERR_FORMAT, "%s: %s: \"%s\" has dtype \"%.15s%s\", which is not a safetensors dtype", op, path, m->names[i],
-                      e->dtype, e->dtype_len > 15 ? "..." : "");
+    {
+      char db[112];
+      return dt__fail(DT_ERR_FORMAT, "%s: %s: \"%s\" has dtype \"%s\", which is not a safetensors dtype", op, path, m->names[i],
+                      dt__st_dtype_shown(e, db, sizeof db));
+    }
     if (strcmp(e->dtype, dt__st_dtype(t->dtype)) != 0)
       return dt__fail(DT_ERR_DTYPE, "%s: %s: \"%s\" is %s but the module's is %s", op, path, m->names[i], e->dtype, dt__st_dtype(t->dtype));
     same = e->ndim == t->shape.ndim;
@@ -3858,6 +3879,8 @@ DTDEF dt_status dt_save_tensors(const char *path, const char *const *names, cons
     k = (size_t)snprintf(num, sizeof num, "%s\"__metadata__\":{\"format\":\"pt\"}}", n ? "," : "");
     if (hdr) memcpy(hdr + len, num, k);
     len += k;
+    if (pass == 0 && (uint64_t)(len + 7) / 8 * 8 > DT__ST_MAX_HEADER)   /* what the loaders (and safetensors) read at most */
+      return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: the header would be %zu bytes, past the format's 100 MB (fewer or shorter names)", op, (len + 7) / 8 * 8);
     if (pass == 0 && !(hdr = (char *)DT_MALLOC(len + 8))) return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
   }
   while (len % 8) hdr[len++] = ' ';   /* the data starts 8-byte aligned, as safetensors writes it */
@@ -4044,8 +4067,9 @@ DTDEF dt_status dt_load_tensors(const char *path, dt_device dev, int *n_out, cha
     size_t nbytes = 0;
     char sb[200];
     if (!dt__st_known_dtype(e)) {
-      s = dt__fail(DT_ERR_FORMAT, "%s: %s: \"%s\" has dtype \"%.15s%s\", which is not a safetensors dtype", op, path, names[i],
-                   e->dtype, e->dtype_len > 15 ? "..." : "");
+      char db[112];
+      s = dt__fail(DT_ERR_FORMAT, "%s: %s: \"%s\" has dtype \"%s\", which is not a safetensors dtype", op, path, names[i],
+                   dt__st_dtype_shown(e, db, sizeof db));
       goto done;
     }
     if (strcmp(e->dtype, "F32") == 0) types[i] = DT_F32;

@@ -448,6 +448,8 @@ static void test_load_tensors_refused(void) {
     {"{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}", 8, "cut short"},
     {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 8, "twice"},
     {"[1, 2]", 0, "not valid JSON: expected an object"},
+    {"{\"a\":{\"dtype\":\"F3\\u00002\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4, "\"a\" has dtype \"F3\\u00002\", which is not a safetensors dtype"},
+    {"{\"a\":{\"dtype\":\"F32F32F32F32F32F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4, "has dtype \"F32F32F32F32F32...\""},
     {"{\"a\\u0000b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4, "the tensor name \"a\\u0000...\" holds a NUL character"},
     /* 8 GB claimed, 16 bytes there: read as they come, never allocated up front */
     {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2000000000],\"data_offsets\":[0,8000000000]}}", 16, "cut short"},
@@ -482,6 +484,21 @@ static void test_load_tensors_refused(void) {
     T_CHECK(dt_save_tensors(path, nul, two, 1) == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "names[0] is NULL"));
     T_CHECK(dt_save_tensors(path, dup, two, -1) == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "n is -1"));
     T_CHECK(dt_save_tensors("build/no/such/dir/x.safetensors", dup, two, 1) == DT_ERR_IO);
+    /* a header past the format's 100 MB: refused before anything is written */
+    {
+      size_t big = ((size_t)100 << 20) + 1;
+      char *nm = (char *)malloc(big + 1);
+      const char *one[1];
+      if (nm) {
+        memset(nm, 'n', big); nm[big] = 0;
+        one[0] = nm;
+        remove(path);
+        T_CHECK(dt_save_tensors(path, one, two, 1) == DT_ERR_INVALID_ARGUMENT);
+        T_CHECK_MSG(contains(dt_last_error(), "past the format's 100 MB"), "%s", dt_last_error());
+        T_CHECK(fopen(path, "rb") == NULL);
+        free(nm);
+      }
+    }
     dt_release(a);
   }
   T_CHECK(dt_load_tensors("build/no/such/file", dt_cpu(), &n, &names, &ts) == DT_ERR_IO);
