@@ -273,6 +273,7 @@ DTDEF void       dt_trainer_free(dt_trainer *tr);
    message saying what to convert, and the capsule stays with its caller. */
 #ifndef DLPACK_DLPACK_H_
 #define DLPACK_DLPACK_H_
+#define DT__DLPACK_TYPEDEF   /* DLManagedTensorVersioned is a typedef here (upstream's is a struct tag only) */
 #define DLPACK_MAJOR_VERSION 1
 #define DLPACK_MINOR_VERSION 1
 typedef struct { uint32_t major; uint32_t minor; } DLPackVersion;
@@ -317,6 +318,7 @@ typedef struct DLManagedTensorVersioned {
 #elif (!defined(DLPACK_MAJOR_VERSION) || DLPACK_MAJOR_VERSION < 1) && !defined(DT__DLPACK_VERSIONED)
 /* a pre-1.0 dlpack.h (e.g. PyTorch's ATen/dlpack.h) came first: add what 1.x added */
 #define DT__DLPACK_VERSIONED
+#define DT__DLPACK_TYPEDEF
 typedef struct { uint32_t major; uint32_t minor; } DLPackVersion;
 #ifndef DLPACK_FLAG_BITMASK_READ_ONLY
 #define DLPACK_FLAG_BITMASK_READ_ONLY (1UL << 0UL)
@@ -329,6 +331,13 @@ typedef struct DLManagedTensorVersioned {
   uint64_t flags;
   DLTensor dl_tensor;
 } DLManagedTensorVersioned;
+#endif
+#if !defined(DT__DLPACK_TYPEDEF) && !defined(__cplusplus)
+/* dlpack.h 1.x came first: it declares struct DLManagedTensorVersioned without a typedef;
+   the bare name works in C here too, as it does in C++ (C99 allows one typedef only, so
+   devtensor's own declarations above say DT__DLPACK_TYPEDEF) */
+#define DT__DLPACK_TYPEDEF
+typedef struct DLManagedTensorVersioned DLManagedTensorVersioned;
 #endif
 
 /* Zero copy both ways. The capsule dt_to_dlpack makes holds a reference to t (t may be

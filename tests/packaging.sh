@@ -66,5 +66,51 @@ for h in dlpack/dlpack.h ATen/dlpack.h; do
   fi
 done
 [ $found = 1 ] || skip "no dlpack.h on this machine to include before devtensor.h"
+# upstream's dlpack.h 1.x declares struct DLManagedTensorVersioned without a typedef: the
+# bare name (as README writes it) must still work in C, in either include order. A
+# header of the same shape (declarations only, written here) stands in for it.
+mkdir -p "$tmp/dlup/dlpack"
+cat > "$tmp/dlup/dlpack/dlpack.h" <<'EOF_DL'
+#ifndef DLPACK_DLPACK_H_
+#define DLPACK_DLPACK_H_
+#include <stdint.h>
+#define DLPACK_MAJOR_VERSION 1
+#define DLPACK_MINOR_VERSION 1
+#define DLPACK_FLAG_BITMASK_READ_ONLY (1UL << 0UL)
+#define DLPACK_FLAG_BITMASK_IS_COPIED (1UL << 1UL)
+typedef struct { uint32_t major; uint32_t minor; } DLPackVersion;
+typedef enum { kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3 } DLDeviceType;
+typedef struct { DLDeviceType device_type; int32_t device_id; } DLDevice;
+typedef struct { uint8_t code; uint8_t bits; uint16_t lanes; } DLDataType;
+typedef struct { void *data; DLDevice device; int32_t ndim; DLDataType dtype; int64_t *shape; int64_t *strides; uint64_t byte_offset; } DLTensor;
+typedef struct DLManagedTensor { DLTensor dl_tensor; void *manager_ctx; void (*deleter)(struct DLManagedTensor *self); } DLManagedTensor;
+struct DLManagedTensorVersioned {
+  DLPackVersion version; void *manager_ctx; void (*deleter)(struct DLManagedTensorVersioned *self); uint64_t flags; DLTensor dl_tensor;
+};
+#endif
+EOF_DL
+for order in "dlpack/dlpack.h devtensor.h" "devtensor.h dlpack/dlpack.h"; do
+  set -- $order
+  cat > "$tmp/bare.c" <<EOF_C
+#include <$1>
+#include <$2>
+#include <stdio.h>
+int main(void) {
+  dt_tensor *t = dt_ones(dt_shape1(3), dt_cpu());
+  DLManagedTensorVersioned *m = dt_to_dlpack(t);
+  int ok = m && m->version.major == 1 && m->dl_tensor.ndim == 1 && m->dl_tensor.shape[0] == 3;
+  dt_release(t);
+  if (m) m->deleter(m);
+  printf("%s\n%d passed, %d failed, 0 skipped\n", ok ? "PASS bare DLManagedTensorVersioned" : "FAIL bare DLManagedTensorVersioned", ok, !ok);
+  return !ok;
+}
+EOF_C
+  if $cc -std=c99 -pedantic -Wall -Wextra -Werror -I"$tmp/dlup" -I"$prefix/include" "$tmp/bare.c" -L"$prefix/lib" -ldevtensor \
+       -Wl,-rpath,"$prefix/lib" -o "$tmp/bare" 2>"$tmp/bare.log" \
+     && ${CXX:-c++} -x c++ -std=c++17 -Wall -Wextra -Werror -I"$tmp/dlup" -I"$prefix/include" "$tmp/bare.c" -fsyntax-only 2>>"$tmp/bare.log"; then
+    pass "an upstream-shaped dlpack.h 1.x and devtensor.h ($1 first): DLManagedTensorVersioned *m = dt_to_dlpack(t) builds (C99 and C++17)"
+    run "$tmp/bare" "bare name, $1 first"
+  else cat "$tmp/bare.log"; fail "an upstream-shaped dlpack.h 1.x and devtensor.h ($1 first): the bare DLManagedTensorVersioned does not build"; fi
+done
 echo "$passed passed, $failed failed, $skipped skipped"
 [ $failed -eq 0 ]
