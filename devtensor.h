@@ -276,6 +276,18 @@ DTDEF void       dt_trainer_free(dt_trainer *tr);
 #define DT__DLPACK_TYPEDEF   /* DLManagedTensorVersioned is a typedef here (upstream's is a struct tag only) */
 #define DLPACK_MAJOR_VERSION 1
 #define DLPACK_MINOR_VERSION 1
+#ifdef __cplusplus
+#define DLPACK_EXTERN_C extern "C"
+#else
+#define DLPACK_EXTERN_C
+#endif
+#if defined(_WIN32) && defined(DLPACK_EXPORTS)
+#define DLPACK_DLL __declspec(dllexport)
+#elif defined(_WIN32)
+#define DLPACK_DLL __declspec(dllimport)
+#else
+#define DLPACK_DLL
+#endif
 typedef struct { uint32_t major; uint32_t minor; } DLPackVersion;
 #ifdef __cplusplus
 typedef enum : int32_t {
@@ -288,7 +300,11 @@ typedef enum {
 } DLDeviceType;
 typedef struct { DLDeviceType device_type; int32_t device_id; } DLDevice;
 typedef enum {
-  kDLInt = 0U, kDLUInt = 1U, kDLFloat = 2U, kDLOpaqueHandle = 3U, kDLBfloat = 4U, kDLComplex = 5U, kDLBool = 6U
+  kDLInt = 0U, kDLUInt = 1U, kDLFloat = 2U, kDLOpaqueHandle = 3U, kDLBfloat = 4U, kDLComplex = 5U, kDLBool = 6U,
+  /* 1.1: the narrow floats (bits 8, 6 or 4) */
+  kDLFloat8_e3m4 = 7U, kDLFloat8_e4m3 = 8U, kDLFloat8_e4m3b11fnuz = 9U, kDLFloat8_e4m3fn = 10U, kDLFloat8_e4m3fnuz = 11U,
+  kDLFloat8_e5m2 = 12U, kDLFloat8_e5m2fnuz = 13U, kDLFloat8_e8m0fnu = 14U, kDLFloat6_e2m3fn = 15U, kDLFloat6_e3m2fn = 16U,
+  kDLFloat4_e2m1fn = 17U
 } DLDataTypeCode;
 typedef struct { uint8_t code; uint8_t bits; uint16_t lanes; } DLDataType;
 typedef struct {
@@ -3691,7 +3707,16 @@ static void dt__dl_release_legacy(void *data, void *ctx) {
 }
 
 static const char *dt__dl_type_name(DLDataType t, char *buf, size_t n) {
+  /* DLPack 1.1's narrow floats, by code 7 to 17, named as PyTorch and ml_dtypes name them */
+  static const char *const narrow[11] = {"float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
+                                         "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float6_e2m3fn", "float6_e3m2fn",
+                                         "float4_e2m1fn"};
   const char *base;
+  if (t.code >= 7 && t.code <= 17) {
+    snprintf(buf, n, "%s (%u bits)", narrow[t.code - 7], (unsigned)t.bits);
+    if (t.lanes != 1) { size_t l = strlen(buf); snprintf(buf + l, n - l, " x %u lanes", (unsigned)t.lanes); }
+    return buf;
+  }
   switch (t.code) {
     case DT__DL_INT: base = "int"; break;
     case DT__DL_UINT: base = "uint"; break;

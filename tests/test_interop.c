@@ -38,6 +38,15 @@ static int is_arange(const dt_tensor *t, double start) {
   return ok;
 }
 
+/* devtensor's DLPack declarations are 1.1's, as the capsules it makes say: the 1.1 dtype
+   codes (values from the spec) and the DLPACK_EXTERN_C / DLPACK_DLL macros */
+#if !defined(DLPACK_EXTERN_C) || !defined(DLPACK_DLL) || DLPACK_MAJOR_VERSION != 1 || DLPACK_MINOR_VERSION != 1
+#error "devtensor.h declares DLPack 1.1 incompletely"
+#endif
+typedef char dlpack_1_1_codes[(kDLFloat8_e3m4 == 7 && kDLFloat8_e4m3 == 8 && kDLFloat8_e4m3b11fnuz == 9 && kDLFloat8_e4m3fn == 10 &&
+                               kDLFloat8_e4m3fnuz == 11 && kDLFloat8_e5m2 == 12 && kDLFloat8_e5m2fnuz == 13 && kDLFloat8_e8m0fnu == 14 &&
+                               kDLFloat6_e2m3fn == 15 && kDLFloat6_e3m2fn == 16 && kDLFloat4_e2m1fn == 17) ? 1 : -1];
+
 /* ---- export ---- */
 
 static void check_dltensor(const DLTensor *x, dt_tensor *t, dt_device dev, int ndim, const int64_t *dims) {
@@ -248,6 +257,12 @@ static void test_refused_imports(void) {
     refuse(p, legacy, "bool", "bool");
     x->dtype.code = kDLFloat; x->dtype.bits = 16;
     refuse(p, legacy, "float16", "float16");
+    /* DLPack 1.1's narrow floats, declared with their codes */
+    x->dtype.code = kDLFloat8_e4m3fn; x->dtype.bits = 8;
+    refuse(p, legacy, "float8_e4m3fn", "dtype float8_e4m3fn (8 bits) has no devtensor dtype");
+    x->dtype.code = kDLFloat4_e2m1fn; x->dtype.bits = 4;
+    refuse(p, legacy, "float4_e2m1fn", "dtype float4_e2m1fn (4 bits)");
+    x->dtype.code = kDLFloat;
     x->dtype.bits = 32; x->dtype.lanes = 4;
     refuse(p, legacy, "vector lanes", "lanes");
     x->dtype.lanes = 1;
