@@ -361,7 +361,9 @@ typedef struct DLManagedTensorVersioned DLManagedTensorVersioned;
    drained first, so the consumer may read on any stream. dt_from_dlpack takes ownership
    on success only: m->deleter runs once, when the last tensor over that memory is
    released (after devtensor's stream is drained); on failure m is untouched and still
-   the caller's. Imports: kDLCPU, kDLCUDAHost (as CPU tensors) and kDLCUDA; float32/64,
+   the caller's to delete. That holds for a capsule of another DLPack major version too,
+   although DLPack asks the consumer to call that one's deleter: one rule for every
+   refusal (devtensor never deletes a capsule it did not take). Imports: kDLCPU, kDLCUDAHost (as CPU tensors) and kDLCUDA; float32/64,
    int32/64; compact row-major (strides NULL or matching); not read-only. A CUDA
    producer must make its data ready for dt_cuda_stream(dev) first (Python:
    x.__dlpack__(stream=that stream)). */
