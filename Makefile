@@ -285,6 +285,8 @@ INCDIR     ?= $(PREFIX)/include
 DT_MAJOR   := $(shell sed -n 's/^\#define DEVTENSOR_VERSION_MAJOR \([0-9]*\).*/\1/p' $(HDR))
 DT_MINOR   := $(shell sed -n 's/^\#define DEVTENSOR_VERSION_MINOR \([0-9]*\).*/\1/p' $(HDR))
 DT_VERSION := $(DT_MAJOR).$(DT_MINOR).$(shell sed -n 's/^\#define DEVTENSOR_VERSION_PATCH \([0-9]*\).*/\1/p' $(HDR))
+# the soname: while the major is 0, each minor is its own ABI (as devtensorConfigVersion.cmake says)
+DT_SOVER   := $(if $(filter 0,$(DT_MAJOR)),$(DT_MAJOR).$(DT_MINOR),$(DT_MAJOR))
 LIB_B      := $(B)/lib/$(if $(filter 1,$(CUDA)),cuda,cpu)
 LIB_SO     := $(LIB_B)/libdevtensor.so
 LIB_A      := $(LIB_B)/libdevtensor.a
@@ -297,7 +299,7 @@ $(LIB_B)/devtensor.o: packaging/devtensor.c $(HDR) | $$(@D)
 $(LIB_B)/devtensor_cuda.o: devtensor_cuda.cu $(HDR) | $$(@D)
 	$(NVCC) $(NVCCFLAGS) -Xcompiler -fPIC -I. -c $< -o $@
 $(LIB_SO): $(LIB_OBJS)
-	$(CC) -shared -Wl,-soname,libdevtensor.so.$(DT_MAJOR) $(OPENMP) $^ -o $@ \
+	$(CC) -shared -Wl,-soname,libdevtensor.so.$(DT_SOVER) $(OPENMP) $^ -o $@ \
 	  $(if $(filter 1,$(CUDA)),$(CUDA_LIBS),-lm)
 $(LIB_A): $(LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
@@ -305,8 +307,8 @@ install: lib
 	install -d $(DESTDIR)$(INCDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(LIBDIR)/cmake/devtensor
 	install -m 644 $(HDR) $(DESTDIR)$(INCDIR)/devtensor.h
 	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/libdevtensor.so.$(DT_VERSION)
-	ln -sf libdevtensor.so.$(DT_VERSION) $(DESTDIR)$(LIBDIR)/libdevtensor.so.$(DT_MAJOR)
-	ln -sf libdevtensor.so.$(DT_MAJOR) $(DESTDIR)$(LIBDIR)/libdevtensor.so
+	ln -sf libdevtensor.so.$(DT_VERSION) $(DESTDIR)$(LIBDIR)/libdevtensor.so.$(DT_SOVER)
+	ln -sf libdevtensor.so.$(DT_SOVER) $(DESTDIR)$(LIBDIR)/libdevtensor.so
 	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/libdevtensor.a
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' -e 's|@VERSION@|$(DT_VERSION)|' \
 	  -e 's|@LIBS_PRIVATE@|$(strip $(LIB_PRIV))|' packaging/devtensor.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/devtensor.pc

@@ -24,6 +24,15 @@ if env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL ${MAKE:-make} -s --no-print-directory
     [ -e "$prefix/$f" ] || { fail "make install left no $f"; ok=0; }
   done
   [ $ok = 1 ] && pass "make install PREFIX=<tmp> installs the header, both libraries, devtensor.pc and the CMake package"
+  # the soname: libdevtensor.so.MAJOR, or .so.0.MINOR while the major is 0 (0.Y is compatible with 0.Y only)
+  maj=$(sed -n 's/^#define DEVTENSOR_VERSION_MAJOR \([0-9]*\).*/\1/p' devtensor.h)
+  min=$(sed -n 's/^#define DEVTENSOR_VERSION_MINOR \([0-9]*\).*/\1/p' devtensor.h)
+  if [ "$maj" = 0 ]; then so="libdevtensor.so.0.$min"; else so="libdevtensor.so.$maj"; fi
+  if command -v objdump >/dev/null 2>&1; then
+    got=$(objdump -p "$prefix/lib/libdevtensor.so" | sed -n 's/^ *SONAME *//p')
+    if [ "$got" = "$so" ] && [ -e "$prefix/lib/$so" ]; then pass "the soname is $so, installed as a link"
+    else fail "the soname is '$got' (want $so), $so installed: $([ -e "$prefix/lib/$so" ] && echo yes || echo no)"; fi
+  else skip "no objdump to read the soname"; fi
 else
   cat "$tmp/install.log"; fail "make install PREFIX=<tmp> failed"
   echo "$passed passed, $failed failed, $skipped skipped"; exit 1
