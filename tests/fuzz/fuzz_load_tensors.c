@@ -34,12 +34,12 @@ static void fz_init(void) {
   atexit(fz_cleanup);
 }
 
-/* names dt_save_tensors writes: 1 to 255 bytes, no control characters (loaded names are unique) */
+/* names dt_save_tensors writes: not empty, no control characters (loaded names are unique and UTF-8) */
 static int fz_writable(char **names, int n) {
   int i;
   const char *p;
   for (i = 0; i < n; i++) {
-    if (!names[i][0] || strlen(names[i]) > 255) return 0;
+    if (!names[i][0]) return 0;
     for (p = names[i]; *p; p++) if ((unsigned char)*p < 0x20) return 0;
   }
   return 1;
