@@ -378,7 +378,8 @@ DTDEF dt_tensor *dt_from_dlpack_legacy(struct DLManagedTensor *m);
 DTDEF dt_tensor *dt_from_blob(void *data, dt_shape s, dt_dtype t, dt_device d,
                               void (*deleter)(void *data, void *ctx), void *ctx);
 /* safetensors.torch.save_file / load_file: names unique, not empty, valid UTF-8 without
-   control characters, not "__metadata__". */
+   control characters, not "__metadata__". Written to a temporary file beside path, then
+   renamed over it (as dt_module_save): a failed save leaves an existing file as it was. */
 DTDEF dt_status  dt_save_tensors(const char *path, const char *const *names, const dt_tensor *const *ts, int n);
 /* Every tensor of a safetensors file, on device d, in the header's order. On success
    *n, *names and *ts are set; free them with dt_free_tensors. On failure they are
