@@ -40,9 +40,33 @@
    returns NULL on failure; the others return a dt_status. dt_last_error()
    says why, per thread.
 
+   CONTENTS
+   Each section opens with one banner; search for it, e.g. "---- api: tensors".
+     declarations        api: errors, devices, tensors, copies, operations, printing,
+                         memory, neural networks, interop
+     backend contract    backend: interface (the dt__backend table a backend fills, the
+                         broadcast geometry, Philox and Box-Muller; seen only by the
+                         implementation and devtensor_cuda.cu)
+     implementation      errors, shapes and dtypes, devices, tensors, random numbers,
+                         tensor properties, copies, operations, printing, memory, neural
+                         networks, safetensors, a small JSON reader, trainer, interop
+                         (DLPack export and import, safetensors of any named tensors)
+     cpu backend         cpu backend (and its memory), cpu threads, cpu elementwise
+                         kernels, cpu elementwise, cpu reductions, cpu gemm (packing,
+                         micro-kernels, simple loops, blocked driver, skinny shapes,
+                         cblas, entry points); its table is dt__cpu_backend()
+     devtensor_cuda.cu   the CUDA backend: the same table, dt__cuda_backend()
+   README.md's "Reading the code" follows dt_add through all of them.
+
    VERSION
    DEVTENSOR_VERSION_MAJOR/MINOR/PATCH below; DEVTENSOR_VERSION is
    MAJOR * 10000 + MINOR * 100 + PATCH, for #if checks. Changes:
+     0.2.0 (2026-11-22)  interop (DLPack 1.x and legacy, dt_from_blob, dt_save_tensors,
+                         dt_load_tensors), libdevtensor.so/.a with pkg-config and CMake;
+                         a caching CPU allocator, a CPU thread pool instead of OpenMP for
+                         elementwise work, vector exp/log/add/sum chosen at run time;
+                         strict safetensors JSON, nesting at most DT_MODULE_MAX_DEPTH,
+                         parameter names of any length, saves through a temporary file
      0.1.0 (2026-11-22)  the first numbered version: CPU and CUDA backends, the
                          chapter's API, modules, trainer, safetensors (before
                          it, see git log)
@@ -53,7 +77,7 @@
 #define DEVTENSOR_H
 
 #define DEVTENSOR_VERSION_MAJOR 0
-#define DEVTENSOR_VERSION_MINOR 1
+#define DEVTENSOR_VERSION_MINOR 2
 #define DEVTENSOR_VERSION_PATCH 0
 #define DEVTENSOR_VERSION \
   (DEVTENSOR_VERSION_MAJOR * 10000 + DEVTENSOR_VERSION_MINOR * 100 + DEVTENSOR_VERSION_PATCH)
@@ -81,7 +105,7 @@
 extern "C" {
 #endif
 
-/* ---- errors ---- */
+/* ---- api: errors ---- */
 
 typedef enum dt_status {
   DT_OK = 0,
@@ -104,7 +128,7 @@ DTDEF const char *dt_status_string(dt_status s);
 typedef void (*dt_error_handler)(dt_status s, const char *message, void *user);
 DTDEF void        dt_set_error_handler(dt_error_handler fn, void *user); /* NULL: none */
 
-/* ---- devices ---- */
+/* ---- api: devices ---- */
 
 typedef enum dt_device_type { DT_CPU = 0, DT_CUDA = 1 } dt_device_type;
 typedef struct dt_device { dt_device_type type; int index; } dt_device;
@@ -128,7 +152,7 @@ DTDEF dt_status   dt_device_get_info(dt_device d, dt_device_info *out);
 DTDEF dt_status   dt_synchronize(dt_device d);
 DTDEF void       *dt_cuda_stream(dt_device d);    /* the device's cudaStream_t as void *; NULL for the CPU */
 
-/* ---- tensors ---- */
+/* ---- api: tensors ---- */
 
 typedef enum dt_dtype { DT_F32 = 0, DT_F64, DT_I32, DT_I64 } dt_dtype;
 #define DT_MAX_DIMS 8
@@ -166,7 +190,7 @@ DTDEF void      *dt_data_ptr(dt_tensor *t);                   /* host or device 
 DTDEF dt_tensor *dt_retain(dt_tensor *t);
 DTDEF void       dt_release(dt_tensor *t);
 
-/* ---- copies ---- */
+/* ---- api: copies ---- */
 
 DTDEF dt_tensor *dt_to(dt_tensor *t, dt_device d);            /* already on d: t itself, one more reference; else a copy */
 DTDEF dt_tensor *dt_copyto(const dt_tensor *t, dt_device d);  /* always new memory, also on the same device */
@@ -174,7 +198,7 @@ DTDEF dt_status  dt_copy_(dt_tensor *dst, const dt_tensor *src); /* same shape a
 DTDEF dt_status  dt_to_host(const dt_tensor *t, void *dst, size_t nbytes); /* waits */
 DTDEF double     dt_item(const dt_tensor *t);                 /* one element -> value; waits; NAN on error */
 
-/* ---- operations ---- */
+/* ---- api: operations ---- */
 
 DTDEF dt_tensor *dt_add(const dt_tensor *a, const dt_tensor *b);    /* broadcasting like NumPy */
 DTDEF dt_tensor *dt_sub(const dt_tensor *a, const dt_tensor *b);
@@ -199,19 +223,19 @@ DTDEF dt_tensor *dt_stack(const dt_tensor *const *ts, int n);      /* torch.stac
 DTDEF dt_status  dt_fill_(dt_tensor *t, double v);
 DTDEF dt_status  dt_axpy_(dt_tensor *y, double alpha, const dt_tensor *x); /* y += alpha * x */
 
-/* ---- printing ---- */
+/* ---- api: printing ---- */
 
 DTDEF dt_status dt_print(const dt_tensor *t);                        /* stdout, then newline */
 DTDEF dt_status dt_fprint(FILE *f, const dt_tensor *t);              /* f, then newline */
 DTDEF int       dt_snprint(char *buf, size_t n, const dt_tensor *t); /* snprintf's contract; -1 on error */
 
-/* ---- memory ---- */
+/* ---- api: memory ---- */
 
 typedef struct dt_memory_stats { size_t allocated, reserved, peak_allocated; } dt_memory_stats;
 DTDEF dt_status dt_memory_stats_get(dt_device d, dt_memory_stats *out); /* torch.cuda.memory_allocated / _reserved */
 DTDEF dt_status dt_empty_cache(dt_device d);
 
-/* ---- neural networks ---- */
+/* ---- api: neural networks ---- */
 
 typedef struct dt_module dt_module;
 DTDEF dt_module *dt_linear(int64_t in_features, int64_t out_features); /* y = x W^T + b; in_features 0: lazy */
@@ -263,7 +287,7 @@ DTDEF dt_tensor *dt_trainer_prepare_batch(dt_trainer *tr, const dt_tensor *batch
 DTDEF dt_status  dt_trainer_fit(dt_trainer *tr, dt_module *m, const dt_tensor *X, const dt_tensor *y); /* MSE + SGD */
 DTDEF void       dt_trainer_free(dt_trainer *tr);
 
-/* ---- interop: DLPack, memory the caller owns, safetensors of any tensors ----
+/* ---- api: interop: DLPack, memory the caller owns, safetensors of any tensors ----
    DLPack (github.com/dmlc/dlpack) is how tensors cross into PyTorch, CuPy, JAX and
    NumPy without a copy. Its ABI types are declared here under dlpack.h's own names
    and include guard, unless a dlpack.h came first (either order works; a pre-1.0
@@ -406,7 +430,7 @@ DTDEF void       dt_free_tensors(int n, char **names, dt_tensor **ts);
 extern "C" {
 #endif
 
-/* ---- backend interface ----
+/* ---- backend: interface ----
    What a device backend implements. The core checks every argument (NULL,
    dtype, shape, device) before it calls a backend, so a backend may assume
    valid input: pointers are its own, sizes fit, dtypes are supported.
@@ -4184,7 +4208,7 @@ done:
   return DT_OK;
 }
 
-/* ---- CPU backend ---- */
+/* ---- cpu backend ---- */
 
 static DT__TLS char dt__cpu_err[256];
 
@@ -4233,7 +4257,7 @@ static dt_status dt__cpu_device_info(int dev, dt_device_info *out) {
   return DT_OK;
 }
 
-/* ---- CPU backend: memory ----
+/* ---- cpu backend: memory ----
    Host memory for tensors comes from a caching allocator, as on the GPU (README, Memory):
    - a request is rounded up to a size class: 64 bytes at least, four classes per power of two
      (at most a quarter more than asked); from DT__CPU_HUGE (4 MiB) on, also to a multiple of 2 MiB;
@@ -6179,7 +6203,6 @@ static void dt__gemm_builtin(const dt__gemm_plan *pl, int dbl, int ta, int tb, i
 /* ---- cpu gemm: cblas ---- */
 
 #ifdef DEVTENSOR_CBLAS
-#include <limits.h>
 #ifndef CBLAS_H
 #ifdef __cplusplus
 extern "C" {
