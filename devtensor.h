@@ -674,44 +674,149 @@ const dt__backend *dt__cuda_backend(void); /* defined in devtensor_cuda.cu */
 #define DT_ASSERT(c) assert(c)
 #endif
 
+/* ---- portability: thread-local storage, atomics, yielding ---- */
+
+/* DT__TLS: thread-local storage. MSVC's C++ reports __cplusplus 199711 unless
+   /Zc:__cplusplus, and its C has no _Thread_local: __declspec(thread) there. */
 #if defined(__cplusplus) && __cplusplus >= 201103L
 #define DT__TLS thread_local
-#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
-#define DT__TLS _Thread_local
 #elif defined(_MSC_VER)
 #define DT__TLS __declspec(thread)
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define DT__TLS _Thread_local
 #else
 #define DT__TLS __thread
 #endif
 
 #if defined(__GNUC__) || defined(__clang__)
 #define DT__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define DT__PRINTF(f, a)
+#endif
+
+/* Atomics on int, size_t and 64-bit integer objects (4 or 8 bytes):
+   DT__ATOMIC_ADD(p, v) adds and returns the new value, DT__ATOMIC_LOAD(p)
+   acquires, DT__ATOMIC_STORE(p, v) releases, DT__ATOMIC_CAS(p, &expected,
+   desired) returns 1 when *p was expected and is now desired, else 0 with
+   expected set to *p. Two implementations:
+   - GCC, Clang and compilers that define __GNUC__: the __atomic builtins;
+   - MSVC: the Interlocked intrinsics of <intrin.h> (full barriers; a load is a
+     compare-exchange of 0 with 0), on x86, x64 and ARM64 alike. A mingw-w64
+     build takes this path with -DDT__FORCE_INTERLOCKED (make mingw does).
+   C11 <stdatomic.h> is not used: its functions take _Atomic objects only,
+   which C99 and C++ before C++23 cannot declare. */
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(DT__FORCE_INTERLOCKED)
 #define DT__ATOMIC_ADD(p, v) __atomic_add_fetch((p), (v), __ATOMIC_ACQ_REL)
 #define DT__ATOMIC_LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define DT__ATOMIC_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 #define DT__ATOMIC_CAS(p, expected, desired) \
   __atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)
+#elif defined(_MSC_VER) || (defined(_WIN32) && defined(DT__FORCE_INTERLOCKED))
+#include <intrin.h>
+/* 8 bytes: __int64 (long long); 4 bytes: long (32 bits on Windows). Results
+   are computed unsigned and come back as long long, converted by the caller. */
+static long long dt__atomic_add(volatile void *p, long long v, size_t size) {
+  if (size == 8) {
+    long long old = _InterlockedExchangeAdd64((volatile long long *)p, v);
+    return (long long)((unsigned long long)old + (unsigned long long)v);
+  } else {
+    long old = _InterlockedExchangeAdd((volatile long *)p, (long)v);
+    return (long)((unsigned long)old + (unsigned long)(long)v);
+  }
+}
+static long long dt__atomic_load(volatile void *p, size_t size) {
+  if (size == 8) return _InterlockedCompareExchange64((volatile long long *)p, 0, 0);
+  return _InterlockedCompareExchange((volatile long *)p, 0, 0);
+}
+static void dt__atomic_store(volatile void *p, long long v, size_t size) {
+  if (size == 8) (void)_InterlockedExchange64((volatile long long *)p, v);
+  else (void)_InterlockedExchange((volatile long *)p, (long)v);
+}
+static int dt__atomic_cas(volatile void *p, void *expected, long long desired, size_t size) {
+  if (size == 8) {
+    long long e, old;
+    memcpy(&e, expected, 8);
+    old = _InterlockedCompareExchange64((volatile long long *)p, desired, e);
+    if (old == e) return 1;
+    memcpy(expected, &old, 8);
+  } else {
+    long e, old;
+    memcpy(&e, expected, 4);
+    old = _InterlockedCompareExchange((volatile long *)p, (long)desired, e);
+    if (old == e) return 1;
+    memcpy(expected, &old, 4);
+  }
+  return 0;
+}
+#define DT__ATOMIC_ADD(p, v) dt__atomic_add((p), (long long)(v), sizeof *(p))
+#define DT__ATOMIC_LOAD(p) dt__atomic_load((p), sizeof *(p))
+#define DT__ATOMIC_STORE(p, v) dt__atomic_store((p), (long long)(v), sizeof *(p))
+#define DT__ATOMIC_CAS(p, expected, desired) dt__atomic_cas((p), (expected), (long long)(desired), sizeof *(p))
 #else
-#error "devtensor: needs GCC or Clang atomics (__atomic builtins)"
+#error "devtensor: no atomics for this compiler (GCC/Clang __atomic builtins or MSVC Interlocked intrinsics)"
 #endif
 
+/* Giving the processor away while waiting for another thread: the first
+   waits yield, later ones sleep a millisecond (a GPU driver can take a second
+   to answer its first query). */
+#if defined(_WIN32)
+/* <windows.h>'s declarations (DWORD is unsigned long, BOOL int), without its macros */
+#ifdef __cplusplus
+extern "C" {
+#endif
+__declspec(dllimport) void __stdcall Sleep(unsigned long ms);
+__declspec(dllimport) int __stdcall SwitchToThread(void);
+#ifdef __cplusplus
+}
+#endif
+static void dt__pause(int waits) {
+  if (waits < 64) (void)SwitchToThread();
+  else Sleep(1);
+}
+#elif defined(__unix__) || defined(__unix) || defined(__APPLE__)
+#include <poll.h>
+#include <sched.h>
+static void dt__pause(int waits) {
+  if (waits < 64) (void)sched_yield();
+  else (void)poll(NULL, 0, 1);
+}
+#else
+static void dt__pause(int waits) { (void)waits; } /* no threads to yield to that we know of */
+#endif
+
+/* A lock for a few loads and stores (the random generator's state, the error
+   handler and its argument): 0 free, 1 held. */
+static void dt__lock(volatile int *l) {
+  int waits = 0, expected = 0;
+  while (!DT__ATOMIC_CAS(l, &expected, 1)) {
+    expected = 0;
+    dt__pause(waits);
+    if (waits < 64) waits++;
+  }
+}
+static void dt__unlock(volatile int *l) { DT__ATOMIC_STORE(l, 0); }
 
 /* ---- errors ---- */
 
 static DT__TLS dt_status dt__err_status;
 static DT__TLS char dt__err_msg[1024];
-static dt_error_handler dt__err_handler;
+static dt_error_handler dt__err_handler;  /* the handler and its argument, set together under the lock */
 static void *dt__err_user;
+static volatile int dt__err_lock;
 
 static DT__PRINTF(2, 3) dt_status dt__fail(dt_status s, const char *fmt, ...) {
   va_list ap;
   dt_error_handler h;
+  void *user;
   va_start(ap, fmt);
   vsnprintf(dt__err_msg, sizeof dt__err_msg, fmt, ap);
   va_end(ap);
   dt__err_status = s;
-  h = (dt_error_handler)DT__ATOMIC_LOAD(&dt__err_handler);
-  if (h) h(s, dt__err_msg, DT__ATOMIC_LOAD(&dt__err_user));
+  dt__lock(&dt__err_lock);
+  h = dt__err_handler;
+  user = dt__err_user;
+  dt__unlock(&dt__err_lock);
+  if (h) h(s, dt__err_msg, user);
   return s;
 }
 
@@ -719,8 +824,10 @@ DTDEF dt_status dt_last_status(void) { return dt__err_status; }
 DTDEF const char *dt_last_error(void) { return dt__err_msg; }
 DTDEF void dt_clear_error(void) { dt__err_status = DT_OK; dt__err_msg[0] = 0; }
 DTDEF void dt_set_error_handler(dt_error_handler fn, void *user) {
-  DT__ATOMIC_STORE(&dt__err_user, user);
-  DT__ATOMIC_STORE(&dt__err_handler, fn);
+  dt__lock(&dt__err_lock);
+  dt__err_handler = fn;
+  dt__err_user = user;
+  dt__unlock(&dt__err_lock);
 }
 
 DTDEF const char *dt_status_string(dt_status s) {
@@ -837,7 +944,11 @@ static int dt__gpu_count(void) {
     dt__gpu_n = n;
     DT__ATOMIC_STORE(&dt__gpu_state, 2);
   } else {
-    while (DT__ATOMIC_LOAD(&dt__gpu_state) != 2) { /* another thread is asking the driver */ }
+    int waits = 0;
+    while (DT__ATOMIC_LOAD(&dt__gpu_state) != 2) { /* another thread is asking the driver */
+      dt__pause(waits);
+      if (waits < 64) waits++;
+    }
   }
   return dt__gpu_n;
 }
@@ -876,7 +987,7 @@ DTDEF const char *dt_device_str(dt_device d, char *buf, size_t n) {
 DTDEF dt_status dt_device_parse(const char *s, dt_device *out) {
   dt_device d;
   const char *p;
-  long v = 0;
+  int v = 0, too_big = 0;
   if (!s) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_device_parse: s is NULL");
   if (!out) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_device_parse: out is NULL");
   if (strncmp(s, "cpu", 3) == 0) { d = dt_cpu(); p = s + 3; }
@@ -885,15 +996,15 @@ DTDEF dt_status dt_device_parse(const char *s, dt_device *out) {
   else return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_device_parse: expected \"cpu\", \"cuda\" or \"cuda:N\", got \"%.64s\"", s);
   if (*p == ':') {
     int digits = 0;
-    for (p++; *p >= '0' && *p <= '9'; p++, digits++) {
+    for (p++; *p >= '0' && *p <= '9'; p++, digits++) { /* int arithmetic only: long may be 32 bits */
+      if (v > (INT_MAX - (*p - '0')) / 10) { too_big = 1; break; }
       v = v * 10 + (*p - '0');
-      if (v > INT_MAX) break;
     }
-    if (digits == 0 || *p != 0 || v > INT_MAX)
+    if (digits == 0 || *p != 0 || too_big)
       return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_device_parse: bad device index in \"%.64s\"", s);
     if (d.type == DT_CPU && v != 0)
       return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_device_parse: the CPU is \"cpu\" or \"cpu:0\", got \"%.64s\"", s);
-    d.index = (int)v;
+    d.index = v;
   } else if (*p != 0) {
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_device_parse: expected \"cpu\", \"cuda\" or \"cuda:N\", got \"%.64s\"", s);
   }
@@ -1163,20 +1274,34 @@ DTDEF dt_tensor *dt_arange(double start, double end, double step, dt_dtype t, dt
 
 /* ---- random numbers ---- */
 
+/* The generator's state: one seed and the number of draws since it was set,
+   read and changed together under a lock (PyTorch's default generator is one
+   locked state too): every draw gets its own (seed, draw) pair, the n-th
+   after dt_manual_seed(s) is (s, n), whatever the threads do. */
 static uint64_t dt__seed = 67280421310721ull; /* PyTorch's default seed */
 static uint64_t dt__draw;                     /* draws since dt_manual_seed */
+static volatile int dt__rng_lock;
 
 DTDEF void dt_manual_seed(uint64_t seed) {
-  DT__ATOMIC_STORE(&dt__seed, seed);
-  DT__ATOMIC_STORE(&dt__draw, (uint64_t)0);
+  dt__lock(&dt__rng_lock);
+  dt__seed = seed;
+  dt__draw = 0;
+  dt__unlock(&dt__rng_lock);
+}
+
+/* The next draw: its seed and its number. */
+static void dt__rng_next(uint64_t *seed, uint64_t *draw) {
+  dt__lock(&dt__rng_lock);
+  *seed = dt__seed;
+  *draw = dt__draw++;
+  dt__unlock(&dt__rng_lock);
 }
 
 static dt_tensor *dt__random(const char *op, dt_shape s, dt_device d, int normal) {
   dt_tensor *y = dt__new(op, s, DT_F32, d);
   uint64_t draw, seed;
   if (!y) return NULL;
-  seed = DT__ATOMIC_LOAD(&dt__seed);
-  draw = DT__ATOMIC_ADD(&dt__draw, (uint64_t)1) - 1;
+  dt__rng_next(&seed, &draw);
   if (y->numel == 0) return y;
   return dt__done(op, y, dt__be(d)->random(d.index, normal, seed, draw, y->numel, (float *)y->st->ptr));
 }
@@ -1267,7 +1392,8 @@ DTDEF dt_status dt_to_host(const dt_tensor *t, void *dst, size_t nbytes) {
   if ((s = dt__check_tensor(op, "t", t)) != DT_OK) return s;
   if (!dst && t->nbytes > 0) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: dst is NULL", op);
   if (nbytes < t->nbytes)
-    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: dst holds %zu bytes but the tensor has %zu", op, nbytes, t->nbytes);
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: dst holds %llu bytes but the tensor has %llu", op,
+                    (unsigned long long)nbytes, (unsigned long long)t->nbytes);
   return dt__copy_bytes(op, dt_cpu(), dst, t->st->device, t->st->ptr, t->nbytes);
 }
 
@@ -1886,7 +2012,7 @@ DTDEF int dt_snprint(char *buf, size_t n, const dt_tensor *t) {
   int r;
   if (buf && n > 0) buf[0] = 0;
   if (dt__check_tensor(op, "t", t) != DT_OK) return -1;
-  if (!buf && n > 0) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: buf is NULL but n is %zu", op, n); return -1; }
+  if (!buf && n > 0) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: buf is NULL but n is %llu", op, (unsigned long long)n); return -1; }
   if (t->nbytes > 0) {
     if (t->st->device.type == DT_CPU) host = t->st->ptr;
     else if (!(host = DT_MALLOC(t->nbytes))) {
@@ -3228,7 +3354,7 @@ static dt_status dt__st_read_header(const char *op, const char *path, dt__rfile 
   int k, rc;
   if ((rc = dt__rfile_read(f, lenbuf, 8, &got)) != 1) {
     if (rc < 0) return dt__fail(DT_ERR_IO, "%s: cannot read %s", op, path);
-    return dt__fail(DT_ERR_FORMAT, "%s: %s is too short for a safetensors file (%zu bytes)", op, path, got);
+    return dt__fail(DT_ERR_FORMAT, "%s: %s is too short for a safetensors file (%llu bytes)", op, path, (unsigned long long)got);
   }
   for (k = 7; k >= 0; k--) hlen = (hlen << 8) | lenbuf[k];
   if (hlen < 2 || hlen > DT__ST_MAX_HEADER)
@@ -3273,7 +3399,8 @@ static dt_status dt__st_parse_header(const char *op, const char *path, dt_module
   dt__json j;
   int first, r, meta = 0, i;
   if ((bad = dt__utf8_check((const unsigned char *)hdr, hlen)) < hlen)
-    return dt__fail(DT_ERR_FORMAT, "%s: %s: the header is not valid UTF-8 (byte %zu of the file)", op, path, bad + 8);
+    return dt__fail(DT_ERR_FORMAT, "%s: %s: the header is not valid UTF-8 (byte %llu of the file)", op, path,
+                    (unsigned long long)(bad + 8));
   memset(&j, 0, sizeof j);
   j.p = j.begin = hdr; j.end = hdr + hlen;
   if (!dt__json_open(&j, '{')) goto bad_json;
@@ -3345,8 +3472,9 @@ static dt_status dt__st_check_entries(const char *op, const char *path, dt_modul
       return dt__fail(DT_ERR_SHAPE, "%s: %s: \"%s\" has shape %s but the module's has %s", op, path, m->names[i],
                       dt__st_shape_str(e, a, sizeof a), dt__shape_str(&t->shape, b, sizeof b));
     if (e->begin > e->end || e->end - e->begin != (uint64_t)t->nbytes)
-      return dt__fail(DT_ERR_FORMAT, "%s: %s: \"%s\" has data_offsets [%llu, %llu], which do not hold its %zu bytes",
-                      op, path, m->names[i], (unsigned long long)e->begin, (unsigned long long)e->end, t->nbytes);
+      return dt__fail(DT_ERR_FORMAT, "%s: %s: \"%s\" has data_offsets [%llu, %llu], which do not hold its %llu bytes",
+                      op, path, m->names[i], (unsigned long long)e->begin, (unsigned long long)e->end,
+                      (unsigned long long)t->nbytes);
   }
   return DT_OK;
 }
@@ -3493,9 +3621,10 @@ DTDEF dt_tensor *dt_trainer_prepare_batch(dt_trainer *tr, const dt_tensor *batch
 
 /* A permutation of 0..n-1 from the seeded Philox generator (Fisher-Yates). */
 static void dt__shuffle(int64_t *idx, int64_t n) {
-  uint64_t seed = DT__ATOMIC_LOAD(&dt__seed), draw = DT__ATOMIC_ADD(&dt__draw, (uint64_t)1) - 1;
+  uint64_t seed, draw;
   uint32_t w[4];
   int64_t i;
+  dt__rng_next(&seed, &draw);
   for (i = 0; i < n; i++) idx[i] = i;
   for (i = n - 1; i > 0; i--) {
     uint64_t r;

@@ -46,6 +46,12 @@ static void test_device_names(void) {
   T_CHECK(dt_device_parse("cuda:1x", &d) == DT_ERR_INVALID_ARGUMENT);
   T_CHECK(dt_device_parse("cuda:-1", &d) == DT_ERR_INVALID_ARGUMENT);
   T_CHECK(dt_device_parse("cuda:99999999999", &d) == DT_ERR_INVALID_ARGUMENT);
+  /* the largest index, and the first past it; 2^32 and 2^32 + 1 wrap to 0 and 1 in a 32-bit long (Windows) */
+  T_CHECK(dt_device_parse("cuda:2147483647", &d) == DT_OK && d.type == DT_CUDA && d.index == 2147483647);
+  T_CHECK(dt_device_parse("cuda:2147483648", &d) == DT_ERR_INVALID_ARGUMENT);
+  T_CHECK(dt_device_parse("cuda:4294967296", &d) == DT_ERR_INVALID_ARGUMENT);
+  T_CHECK(dt_device_parse("cuda:4294967297", &d) == DT_ERR_INVALID_ARGUMENT);
+  T_CHECK(dt_device_parse("cuda:000000000000000000001", &d) == DT_OK && d.index == 1);
   T_CHECK(dt_device_parse("cpu:1", &d) == DT_ERR_INVALID_ARGUMENT);
   T_CHECK(dt_device_parse("tpu", &d) == DT_ERR_INVALID_ARGUMENT);
   T_CHECK_MSG(contains(dt_last_error(), "dt_device_parse") && contains(dt_last_error(), "tpu"), "%s", dt_last_error());
