@@ -1497,8 +1497,10 @@ static dt_tensor *dt__unary(const char *op, dt__unary_op uop, const dt_tensor *a
   if (!dt__is_float(a->dtype)) {
     if (uop != DT__U_AFFINE && uop != DT__U_NEG) { dt__float_only(op, "a", a); return NULL; }
     if (uop == DT__U_AFFINE && (p0 != floor(p0) || p1 != floor(p1) || fabs(p0) > 9e15 || fabs(p1) > 9e15)) {
-      dt__fail(DT_ERR_DTYPE, "%s: a is %s, so the scalar must be a whole number, got %g", op, dt_dtype_name(a->dtype),
-               p0 != floor(p0) ? p0 : p1);
+      /* the offending scalar: p0 (dt_mul_scalar's) unless it is fine */
+      double bad = p0 != floor(p0) || fabs(p0) > 9e15 ? p0 : p1;
+      dt__fail(DT_ERR_DTYPE, "%s: a is %s, so the scalar must be a whole number within +-9e15, got %g", op,
+               dt_dtype_name(a->dtype), bad);
       return NULL;
     }
   }
@@ -1968,7 +1970,8 @@ static int dt__format_tensor(char *buf, size_t n, const void *host, dt_dtype t, 
   c.host = host; c.t = t; c.ndim = s->ndim;
   for (d = c.ndim - 1; d >= 0; d--) {
     c.dims[d] = s->dims[d];
-    c.strides[d] = d == c.ndim - 1 ? 1 : c.strides[d + 1] * c.dims[d + 1];
+    /* an empty tensor's dims may multiply past int64 ((0, 2^62, 4)); it reads no element */
+    c.strides[d] = d == c.ndim - 1 || empty ? 1 : c.strides[d + 1] * c.dims[d + 1];
   }
   c.summarize = !empty && numel > DT__PRINT_THRESHOLD;
 
@@ -3669,6 +3672,9 @@ DTDEF dt_status dt_trainer_fit(dt_trainer *tr, dt_module *m, const dt_tensor *X,
   }
   if ((s = dt__float_only(op, "X", X)) != DT_OK) return s;
   if (tr->batch_size <= 0) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: batch_size must be positive, got %lld", op, (long long)tr->batch_size);
+  if ((uint64_t)X->shape.dims[0] >= (uint64_t)(SIZE_MAX / sizeof(int64_t)))  /* the shuffle's index: 8 bytes a row */
+    return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host: X has %lld rows, and an index of 8 bytes a row "
+                    "to shuffle them does not fit in memory", op, (long long)X->shape.dims[0]);
   if ((s = dt_trainer_prepare_model(tr, m)) != DT_OK) return s;
   n = X->shape.dims[0]; fx = X->shape.dims[1]; fy = y->shape.dims[1];
   es = dt_dtype_size(X->dtype);

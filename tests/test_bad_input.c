@@ -267,6 +267,7 @@ static int ALL_GPUS = 1; /* what dt_try_all_gpus counts: every GPU, or the CPU a
   X_(add_scalar_nan, DT_ERR_DTYPE, "dt_add_scalar:", "int64|whole number", nul(dt_add_scalar(L, NAN)))                     \
   X_(add_scalar_huge, DT_ERR_DTYPE, "dt_add_scalar:", "int64|whole number", nul(dt_add_scalar(L, 1e300)))                  \
   X_(mul_scalar_inf, DT_ERR_DTYPE, "dt_mul_scalar:", "int32|whole number", nul(dt_mul_scalar(I, INFINITY)))                \
+  X_(mul_scalar_huge, DT_ERR_DTYPE, "dt_mul_scalar:", "int32|whole number|got 1e+300", nul(dt_mul_scalar(I, 1e300)))        \
   X_(exp_int, DT_ERR_DTYPE, "dt_exp:", "a is int32", nul(dt_exp(I)))                                                        \
   X_(log_null, DT_ERR_INVALID_ARGUMENT, "dt_log:", "a is NULL", nul(dt_log(NULL)))                                          \
   X_(sqrt_int, DT_ERR_DTYPE, "dt_sqrt:", "a is int64", nul(dt_sqrt(L)))                                                     \
@@ -746,6 +747,26 @@ static void test_empty_huge_dims(void) {
   dt_release(a); dt_release(b); dt_release(c); dt_release(m1); dt_release(m2);
 }
 
+/* Huge empty shapes where they reach a size in bytes or a stride: dt_trainer_fit's
+   shuffle index (8 * (2^62 + 1) bytes wrapped to 8) and the printer's strides. */
+static void test_empty_huge_fit_print(void) {
+  dt_tensor *x = dt_empty(dt_shape2(U64(62), 0), DT_F32, dt_cpu());
+  dt_tensor *y = dt_empty(dt_shape2(U64(62), 0), DT_F32, dt_cpu());
+  dt_tensor *p = dt_empty(dt_shape3(0, U64(62), 4), DT_F32, dt_cpu());
+  dt_tensor *q = dt_empty(dt_shape4(3, 0, INT64_MAX, INT64_MAX), DT_I64, dt_cpu());
+  char buf[128];
+  T_CHECK(x && y && p && q);
+  dt_clear_error();
+  T_CHECK(dt_trainer_fit(&TR, NET, x, y) == DT_ERR_OUT_OF_MEMORY);
+  T_CHECK_MSG(strstr(dt_last_error(), "dt_trainer_fit: out of memory on the host: X has 4611686018427387904 rows") == dt_last_error(),
+              "%s", dt_last_error());
+  T_CHECK(dt_snprint(buf, sizeof buf, p) > 0);
+  T_STREQ(buf, "tensor([], size=(0, 4611686018427387904, 4))"); /* torch.empty(0, 2**62, 4) */
+  T_CHECK(dt_snprint(buf, sizeof buf, q) > 0);
+  T_STREQ(buf, "tensor([], size=(3, 0, 9223372036854775807, 9223372036854775807),\n       dtype=torch.int64)"); /* past 80 columns */
+  dt_release(x); dt_release(y); dt_release(p); dt_release(q);
+}
+
 /* Networks deeper than the parameter table: training must not skip layers silently. */
 static void test_many_layers(void) {
   dt_module *net = dt_sequential();
@@ -848,6 +869,7 @@ int main(void) {
   T_RUN(test_failed_forward_then_backward);
   T_RUN(test_valid_edges);
   T_RUN(test_empty_huge_dims);
+  T_RUN(test_empty_huge_fit_print);
   T_RUN(test_many_layers);
   fclose(RO);
   remove(BADFILE);

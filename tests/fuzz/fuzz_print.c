@@ -3,7 +3,12 @@
    The input picks a dtype, a shape (up to 4 dims, each 0..63, so that both
    the full and the summarised "..." forms appear) and the values (its bytes,
    repeated: NaN, infinities, subnormals and extremes included), then a
-   buffer size. Invariants (a violation aborts):
+   buffer size. When that shape is empty (a dim is 0) and bit 6 of the second
+   byte is set, the bytes after the first four (values an empty tensor does
+   not need) give the dims instead, one byte each: v = b & 63, and b & 64
+   makes it 2^v (INT64_MAX for v = 63); so (0, 2^62, 4) and dims whose product
+   overflows int64 appear (00 44 00 50 00 7e 04 is (0, 2^62, 4)). Those dims
+   are used when one of them is 0. Invariants (a violation aborts):
    - dt_snprint keeps snprintf's contract: the same length for every buffer
      size, never a byte written past n (the buffer is exactly n bytes, under
      ASan), the text NUL-terminated at min(len, n - 1) and a prefix of the
@@ -34,7 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   unsigned char *host;
   char *full, *buf;
   size_t es, nb, i, n, flen;
-  int len, d;
+  int len, d, empty = 0;
   int64_t numel = 1;
   if (size < 4) return 0;
   t = (dt_dtype)(data[0] & 3);
@@ -43,8 +48,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (d = 0; d < s.ndim; d++) {
     s.dims[d] = (int64_t)(data[2 + d % 2] >> (d * 2 % 6)) & 63;
     if (d >= 2) s.dims[d] = (s.dims[d] & 3) + (data[1] >> 7); /* keep 3-d and 4-d tensors small */
-    numel *= s.dims[d];
+    if (s.dims[d] == 0) empty = 1;
   }
+  if (empty && (data[1] & 0x40) && size >= 4 + (size_t)s.ndim) { /* huge empty dims */
+    dt_shape h = s;
+    int zero = 0;
+    for (d = 0; d < s.ndim; d++) {
+      int v = data[4 + d] & 63;
+      h.dims[d] = !(data[4 + d] & 64) ? v : v == 63 ? INT64_MAX : (int64_t)1 << v;
+      if (h.dims[d] == 0) zero = 1;
+    }
+    if (zero) s = h;
+  }
+  for (d = 0; d < s.ndim; d++) numel = empty ? 0 : numel * s.dims[d];
   n = (size_t)data[3] * 7 % 1200;  /* the buffer size: 0 .. 1199 */
   es = dt_dtype_size(t);
   nb = (size_t)numel * es;
