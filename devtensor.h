@@ -757,8 +757,8 @@ static int dt__atomic_cas(volatile void *p, void *expected, long long desired, s
 #endif
 
 /* Giving the processor away while waiting for another thread: the first
-   waits yield, later ones sleep a millisecond (a GPU driver can take a second
-   to answer its first query). */
+   waits yield, later ones sleep a millisecond or two (a GPU driver can take a
+   second to answer its first query). */
 #if defined(_WIN32)
 /* <windows.h>'s declarations (DWORD is unsigned long, BOOL int), without its macros */
 #ifdef __cplusplus
@@ -778,7 +778,7 @@ static void dt__pause(int waits) {
 #include <sched.h>
 static void dt__pause(int waits) {
   if (waits < 64) (void)sched_yield();
-  else (void)poll(NULL, 0, 1);
+  else (void)poll(NULL, 0, 2);
 }
 #else
 static void dt__pause(int waits) { (void)waits; } /* no threads to yield to that we know of */

@@ -12,9 +12,11 @@
    (without -fopenmp: libgomp is not instrumented). */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #define DEVTENSOR_IMPLEMENTATION
 #include "../devtensor.h"
@@ -278,7 +280,164 @@ static void test_error_is_per_thread(void) {
   T_CHECK_MSG(strstr(dt_last_error(), "dt_zeros: negative dimension -7") == dt_last_error(), "%s", dt_last_error());
 }
 
+/* The generator is one consistent state: with dt_manual_seed called again and
+   again (seeds 2, 3, ...) while other threads draw, the draws under seed s
+   are exactly draws 0, 1, ..., c_s - 1 of s, each once. Every recorded draw
+   is looked up among those: a draw that read the seed and the counter apart
+   pairs a new seed with the old count (or the old seed with the count reset)
+   and leaves a draw that is no seed's next one, or one drawn twice. To make
+   the reseeding thread stop between its two stores often enough, the main
+   thread interrupts it with a signal every 100 us; the handler spins ~30 us
+   while the others draw (the new code holds its lock there: they wait). */
+#define RNG_DRAWERS 3
+#ifndef RNG_DRAWS
+#define RNG_DRAWS 20000
+#endif
+#ifndef RNG_SPIN
+#define RNG_SPIN 300
+#endif
+#ifndef RNG_SIGNALS
+#define RNG_SIGNALS 2000
+#endif
+/* a draw's numbers; the seed it must be under is in [lo, hi + 1]: the seeds published before and after it */
+typedef struct rng_rec { float v[4]; uint64_t lo, hi; int seen; } rng_rec;
+static rng_rec *rng_out;
+static int rng_stop, rng_failed, rng_count[RNG_DRAWERS];
+static uint64_t rng_pub = 1; /* the last seed set */
+static void rng_pause(int sig) {
+  volatile long spin;
+  (void)sig;
+  for (spin = 0; spin < 30000; spin++) {}
+}
+static void *rng_reseed(void *arg) {
+  uint64_t s = 2;
+  (void)arg;
+  while (!DT__ATOMIC_LOAD(&rng_stop)) {
+    volatile int spin;
+    dt_manual_seed(s);
+    DT__ATOMIC_STORE(&rng_pub, s);
+    s++;
+    for (spin = 0; spin < RNG_SPIN; spin++) {} /* a draw or so per seed */
+  }
+  return NULL;
+}
+static void *rng_draw(void *arg) {
+  int id = (int)(intptr_t)arg, i;
+  rng_rec *out = rng_out + (size_t)id * RNG_DRAWS;
+  for (i = 0; i < RNG_DRAWS && !DT__ATOMIC_LOAD(&rng_stop); i++) {
+    dt_tensor *t;
+    out[i].lo = DT__ATOMIC_LOAD(&rng_pub);
+    t = dt_rand(dt_shape1(4), dt_cpu());
+    out[i].hi = DT__ATOMIC_LOAD(&rng_pub);
+    if (!t || dt_to_host(t, out[i].v, sizeof out[i].v) != DT_OK) DT__ATOMIC_ADD(&rng_failed, 1);
+    dt_release(t);
+  }
+  rng_count[id] = i;
+  return NULL;
+}
+static int rng_cmp(const void *a, const void *b) { return memcmp(a, b, sizeof(float[4])); }
+static int u64_cmp(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+static void test_seed_while_drawing(void) {
+  pthread_t re, dr[RNG_DRAWERS];
+  struct sigaction sa, old;
+  size_t i, j, n = (size_t)RNG_DRAWERS * RNG_DRAWS, matched = 0, twice = 0, nseeds;
+  uint64_t s, *seeds;
+  rng_out = (rng_rec *)calloc(n, sizeof *rng_out);
+  T_CHECK(rng_out != NULL);
+  if (!rng_out) return;
+  rng_stop = 0; rng_failed = 0; rng_pub = 1;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = rng_pause;
+  sigemptyset(&sa.sa_mask);
+  T_CHECK(sigaction(SIGUSR1, &sa, &old) == 0);
+  dt_manual_seed(1);
+  T_CHECK(pthread_create(&re, NULL, rng_reseed, NULL) == 0);
+  for (i = 0; i < RNG_DRAWERS; i++) T_CHECK(pthread_create(&dr[i], NULL, rng_draw, (void *)(intptr_t)i) == 0);
+  for (i = 0; i < RNG_SIGNALS; i++) {
+    struct timespec ts = {0, 100000};
+    pthread_kill(re, SIGUSR1);
+    nanosleep(&ts, NULL);
+  }
+  DT__ATOMIC_STORE(&rng_stop, 1);
+  for (i = 0; i < RNG_DRAWERS; i++) pthread_join(dr[i], NULL);
+  pthread_join(re, NULL);
+  sigaction(SIGUSR1, &old, NULL);
+  T_CHECK(rng_failed == 0);
+  /* the unused records at the end of each drawer's share: zeros, no draw's numbers (those are in (0, 1)) */
+  for (i = 0, n = 0; i < RNG_DRAWERS; i++) {
+    memmove(rng_out + n, rng_out + (size_t)i * RNG_DRAWS, (size_t)rng_count[i] * sizeof *rng_out);
+    n += (size_t)rng_count[i];
+  }
+  qsort(rng_out, n, sizeof *rng_out, rng_cmp);
+  /* the seeds some draw may be under */
+  for (i = 0, nseeds = 0; i < n; i++) nseeds += (size_t)(rng_out[i].hi - rng_out[i].lo + 2);
+  seeds = (uint64_t *)malloc((nseeds + 1) * sizeof *seeds);
+  T_CHECK(seeds != NULL);
+  if (!seeds) { free(rng_out); return; }
+  for (i = 0, nseeds = 0; i < n; i++)
+    for (s = rng_out[i].lo; s <= rng_out[i].hi + 1; s++) seeds[nseeds++] = s;
+  qsort(seeds, nseeds, sizeof *seeds, u64_cmp);
+  /* each such seed's draws 0, 1, ... until one was not drawn */
+  for (j = 0; j < nseeds; j++) {
+    uint64_t k;
+    if (j && seeds[j] == seeds[j - 1]) continue;
+    s = seeds[j];
+    for (k = 0;; k++) {
+      rng_rec want, *got;
+      memset(&want, 0, sizeof want);
+      T_CHECK(dt__cpu_backend()->random(0, 0, s, k, 4, want.v) == DT_OK);
+      got = (rng_rec *)bsearch(&want, rng_out, n, sizeof *rng_out, rng_cmp);
+      if (!got) break;
+      while (got > rng_out && rng_cmp(got - 1, &want) == 0) got--;
+      for (; got < rng_out + n && rng_cmp(got, &want) == 0; got++) { twice += got->seen; got->seen = 1; matched++; }
+    }
+  }
+  T_CHECK_MSG(matched == n && twice == 0, "of %zu draws under %llu seeds, %zu are some seed's next draw, %zu repeat one: "
+              "a torn (seed, draw) state", n, (unsigned long long)DT__ATOMIC_LOAD(&rng_pub), matched - twice, twice);
+  free(seeds);
+  free(rng_out);
+  dt_manual_seed(67280421310721ull);
+}
+
+/* Threads waiting for another to ask the driver for the GPU count give the
+   processor away instead of spinning: four threads wait 500 ms (the state
+   set by hand to "being asked"), the process uses little CPU meanwhile. */
+static int gpu_waiters_seen;
+static void *gpu_wait(void *arg) {
+  (void)arg;
+  (void)dt_num_gpus();
+  DT__ATOMIC_ADD(&gpu_waiters_seen, 1);
+  return NULL;
+}
+static void test_gpu_count_wait_yields(void) {
+  pthread_t th[4];
+  int i, n = dt_num_gpus();
+  clock_t c0, c1;
+  struct timespec ts = {0, 500000000};
+  dt_clear_error();
+  T_CHECK(n == dt__gpu_n && DT__ATOMIC_LOAD(&dt__gpu_state) == 2);
+  gpu_waiters_seen = 0;
+  DT__ATOMIC_STORE(&dt__gpu_state, 1); /* as if another thread were asking the driver */
+  for (i = 0; i < 4; i++) T_CHECK(pthread_create(&th[i], NULL, gpu_wait, NULL) == 0);
+  c0 = clock();
+  nanosleep(&ts, NULL);
+  c1 = clock();
+  T_CHECK(DT__ATOMIC_LOAD(&gpu_waiters_seen) == 0); /* still waiting */
+  DT__ATOMIC_STORE(&dt__gpu_state, 2);
+  for (i = 0; i < 4; i++) pthread_join(th[i], NULL);
+  T_CHECK(gpu_waiters_seen == 4);
+  /* spinning: 500 to 2000 ms of CPU (one to four cores; 160 ms on 2 cores at load 13); yielding and sleeping: ~10 ms */
+  T_CHECK_MSG((double)(c1 - c0) / CLOCKS_PER_SEC < 0.06, "the waiting threads used %.0f ms of CPU in 500 ms",
+              1000.0 * (double)(c1 - c0) / CLOCKS_PER_SEC);
+  dt_clear_error();
+}
+
 int main(void) {
+  T_RUN(test_seed_while_drawing);
+  T_RUN(test_gpu_count_wait_yields);
   T_RUN(test_threads);
   T_RUN(test_threads_gpu);
   T_RUN(test_error_is_per_thread);
