@@ -271,6 +271,60 @@ fuzz-replay: $(addprefix $(B)/fuzz/replay_,$(FUZZERS))
 tsan: $(B)/tsan/test_threads $(TSAN_EMU)/test_threads
 	@TSAN_OPTIONS=halt_on_error=1 DTEMU_GPUS=2 setarch $$(uname -m) -R sh tests/run.sh $^
 
+# ---- portability: Windows (mingw-w64 cross build; MSVC's atomics path forced with
+#      DT__FORCE_INTERLOCKED), C++11 to C++20, and TSan over the OpenMP build ----
+# make mingw: every test but test_threads (POSIX threads and signals) three ways: C99
+# with GCC's __atomic builtins, C99 and C++11 with the Interlocked intrinsics MSVC
+# uses; run under wine64 where it is installed, else compiled and linked only.
+MINGW_CC   ?= x86_64-w64-mingw32-gcc
+MINGW_CXX  ?= x86_64-w64-mingw32-g++
+WINE       ?= $(shell command -v wine64 2>/dev/null || command -v wine 2>/dev/null || { test -x /usr/lib/wine/wine64 && echo /usr/lib/wine/wine64; })
+MINGW_T    := $(filter-out test_threads,$(TESTS))
+MINGW_EXES := $(foreach v,gcc interlocked cxx,$(addprefix $(B)/mingw/$(v)/,$(addsuffix .exe,$(MINGW_T))))
+MINGW_DEPS := $(HDR) tests/harness.h $(wildcard tests/*.inc)
+$(B)/mingw/gcc/%.exe: tests/%.c $(MINGW_DEPS)
+	@mkdir -p $(@D)
+	$(MINGW_CC) $(CSTD) $(WARN) -O1 -I. $< -o $@ -static -lm
+$(B)/mingw/interlocked/%.exe: tests/%.c $(MINGW_DEPS)
+	@mkdir -p $(@D)
+	$(MINGW_CC) $(CSTD) $(WARN) -O1 -DDT__FORCE_INTERLOCKED -I. $< -o $@ -static -lm
+$(B)/mingw/cxx/%.exe: tests/%.c $(MINGW_DEPS)
+	@mkdir -p $(@D)
+	$(MINGW_CXX) -x c++ -std=c++11 $(WARN) -O1 -DDT__FORCE_INTERLOCKED -I. $< -o $@ -static
+.PHONY: mingw cxx-std tsan-omp
+mingw: $(MINGW_EXES)
+ifneq ($(WINE),)
+	@for e in $^; do printf '#!/bin/sh\n# Windows writes CR LF: the summary line loses its CR\nout=$$(WINEDEBUG=-all WINEPREFIX=$(abspath $(B))/wine $(WINE) %s 2>&1); rc=$$?\nprintf "%%s\\n" "$$out" | tr -d "\\r"; exit $$rc\n' "$$e" > "$$e.sh"; chmod +x "$$e.sh"; done
+	@sh tests/run.sh $(addsuffix .sh,$^)
+else
+	@echo "SKIP mingw: no wine64 to run them; $(words $^) .exe files compiled and linked"
+endif
+
+# make cxx-std: every test compiled as C++11, C++14, C++17 and C++20 (CXX), warnings as errors
+CXX_STDS := c++11 c++14 c++17 c++20
+CXX_STD_OBJS := $(foreach s,$(CXX_STDS),$(addprefix $(B)/cxxstd/$(s)/,$(addsuffix .o,$(TESTS))))
+define cxx_std_rule
+$(B)/cxxstd/$(1)/%.o: tests/%.c $(MINGW_DEPS)
+	@mkdir -p $$(@D)
+	$(CXX) -x c++ -std=$(1) $(WARN) -O1 -I. -c $$< -o $$@
+endef
+$(foreach s,$(CXX_STDS),$(eval $(call cxx_std_rule,$(s))))
+cxx-std: $(CXX_STD_OBJS)
+	@echo "PASS cxx-std: $(words $^) compilations ($(CXX_STDS)) clean"
+
+# make tsan-omp: test_threads with -fopenmp under TSan. clang with LLVM's libomp (apt-get
+# install clang libomp-dev) and its Archer tool, which tells TSan about OpenMP's barriers
+# and tasks; gcc's libgomp is not instrumented, so TSan reports races inside every
+# parallel loop that are not there (tried: a report in dt__cpu_fill's first region).
+ARCHER ?= $(firstword $(wildcard $(shell $(CLANG) -print-resource-dir 2>/dev/null)/../../libarcher.so) $(wildcard /usr/lib/llvm-*/lib/libarcher.so))
+$(B)/tsan-omp/test_threads: tests/test_threads.c $(HDR) tests/harness.h
+	@mkdir -p $(@D)
+	$(CLANG) $(CSTD) $(WARN) -O1 -g -fsanitize=thread -fopenmp -pthread -DTHREAD_ITERS=100 $(CFLAGS) -I. $< -o $@ $(LDLIBS)
+tsan-omp: $(B)/tsan-omp/test_threads
+	@test -n "$(ARCHER)" || { echo "FAIL tsan-omp: libarcher.so not found (apt-get install libomp-dev)"; exit 1; }
+	@OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1" OMP_NUM_THREADS=4 \
+	  setarch $$(uname -m) -R sh tests/run.sh $^
+
 VALGRIND_BINS := $(filter-out %/test_gemm_kernel,$(C_TESTS) $(CXX_TESTS)) $(B)/static_unit $(B)/two_units $(B)/fault/fault_injection
 valgrind: $(VALGRIND_BINS)
 	@sh tests/valgrind.sh $^
