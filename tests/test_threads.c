@@ -304,20 +304,21 @@ typedef struct rng_rec { float v[4]; uint64_t lo, hi; int seen; } rng_rec;
 static rng_rec *rng_out;
 static int rng_stop, rng_failed, rng_count[RNG_DRAWERS];
 static uint64_t rng_pub = 1; /* the last seed set */
+static volatile int rng_sink; /* spin loops the compiler keeps */
 static void rng_pause(int sig) {
-  volatile long spin;
+  int i;
   (void)sig;
-  for (spin = 0; spin < 30000; spin = spin + 1) {}
+  for (i = 0; i < 30000; i++) rng_sink = i;
 }
 static void *rng_reseed(void *arg) {
   uint64_t s = 2;
   (void)arg;
   while (!DT__ATOMIC_LOAD(&rng_stop)) {
-    volatile int spin;
+    int i;
     dt_manual_seed(s);
     DT__ATOMIC_STORE(&rng_pub, s);
     s++;
-    for (spin = 0; spin < RNG_SPIN; spin = spin + 1) {} /* a draw or so per seed */
+    for (i = 0; i < RNG_SPIN; i++) rng_sink = i; /* a draw or so per seed */
   }
   return NULL;
 }
