@@ -10,6 +10,9 @@
 #   make fuzz-replay the fuzz corpora replayed under ASan+UBSan (gcc)
 #   make tsan        8 threads under ThreadSanitizer, on the CPU and on two emulated GPUs
 #   make valgrind    memcheck over the CPU tests
+#   make tsan-omp    test_threads with -fopenmp under TSan (clang, libomp, Archer)
+#   make mingw       the tests cross-built for Windows (mingw-w64; MSVC's atomics path too), run under wine64
+#   make cxx-std     the tests compiled as C++11, C++14, C++17 and C++20
 #   make bench       the CPU benchmarks against NumPy and PyTorch (CPU), one table (make bench-cblas: with DEVTENSOR_CBLAS)
 #   make bench-gpu   the GPU benchmarks against cudaMemcpy and PyTorch (on a machine with a GPU)
 #   make lib         libdevtensor.so and .a; make install PREFIX=... adds devtensor.pc and a CMake package
