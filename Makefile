@@ -282,18 +282,20 @@ tsan: $(B)/tsan/test_threads $(TSAN_EMU)/test_threads
 MINGW_CC   ?= x86_64-w64-mingw32-gcc
 MINGW_CXX  ?= x86_64-w64-mingw32-g++
 WINE       ?= $(shell command -v wine64 2>/dev/null || command -v wine 2>/dev/null || { test -x /usr/lib/wine/wine64 && echo /usr/lib/wine/wine64; })
+# msvcrt's printf has no %zu: mingw-w64's own C99 printf (a UCRT toolchain or MSVC needs nothing)
+MINGW_STDIO := -D__USE_MINGW_ANSI_STDIO=1
 MINGW_T    := $(filter-out test_threads,$(TESTS))
 MINGW_EXES := $(foreach v,gcc interlocked cxx,$(addprefix $(B)/mingw/$(v)/,$(addsuffix .exe,$(MINGW_T))))
 MINGW_DEPS := $(HDR) tests/harness.h $(wildcard tests/*.inc)
 $(B)/mingw/gcc/%.exe: tests/%.c $(MINGW_DEPS)
 	@mkdir -p $(@D)
-	$(MINGW_CC) $(CSTD) $(WARN) -O1 -I. $< -o $@ -static -lm
+	$(MINGW_CC) $(CSTD) $(WARN) -O1 $(MINGW_STDIO) -I. $< -o $@ -static -lm
 $(B)/mingw/interlocked/%.exe: tests/%.c $(MINGW_DEPS)
 	@mkdir -p $(@D)
-	$(MINGW_CC) $(CSTD) $(WARN) -O1 -DDT__FORCE_INTERLOCKED -I. $< -o $@ -static -lm
+	$(MINGW_CC) $(CSTD) $(WARN) -O1 $(MINGW_STDIO) -DDT__FORCE_INTERLOCKED -I. $< -o $@ -static -lm
 $(B)/mingw/cxx/%.exe: tests/%.c $(MINGW_DEPS)
 	@mkdir -p $(@D)
-	$(MINGW_CXX) -x c++ -std=c++11 $(WARN) -O1 -DDT__FORCE_INTERLOCKED -I. $< -o $@ -static
+	$(MINGW_CXX) -x c++ -std=c++11 $(WARN) -O1 $(MINGW_STDIO) -DDT__FORCE_INTERLOCKED -I. $< -o $@ -static
 .PHONY: mingw cxx-std tsan-omp
 mingw: $(MINGW_EXES)
 ifneq ($(WINE),)

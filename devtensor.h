@@ -688,7 +688,9 @@ const dt__backend *dt__cuda_backend(void); /* defined in devtensor_cuda.cu */
 #define DT__TLS __thread
 #endif
 
-#if defined(__GNUC__) || defined(__clang__)
+#if defined(__MINGW_PRINTF_FORMAT) /* mingw-w64: C99's %zu with __USE_MINGW_ANSI_STDIO=1; msvcrt's printf lacks it */
+#define DT__PRINTF(f, a) __attribute__((format(__MINGW_PRINTF_FORMAT, f, a)))
+#elif defined(__GNUC__) || defined(__clang__)
 #define DT__PRINTF(f, a) __attribute__((format(printf, f, a)))
 #else
 #define DT__PRINTF(f, a)
