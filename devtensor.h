@@ -4719,10 +4719,13 @@ static void *dt__cpu_stream(int dev) { (void)dev; return NULL; }
    Chunk boundaries depend on the size of the work only, never on the number of threads, so the
    results (sums included) are the same with any number of threads. */
 
-/* fn(ctx, lo, hi) does items [lo, hi) of a job. */
+/* fn(ctx, lo, hi) does items [lo, hi) of a job; fnw(ctx, lo, hi, w) too, w being the index
+   (0 .. maxw-1) of the thread that runs it among the job's threads (the caller is 0), for work
+   that needs a scratch buffer per thread (made before the job: a job allocates nothing). */
 typedef void (*dt__task_fn)(void *ctx, int64_t lo, int64_t hi);
+typedef void (*dt__task_w_fn)(void *ctx, int64_t lo, int64_t hi, int w);
 
-#if defined(_OPENMP) && !defined(DEVTENSOR_NO_THREADS)
+#if defined(_OPENMP) && !defined(DEVTENSOR_NO_THREADS) && !defined(_WIN32)
 #define DT__POOL 1
 #include <omp.h>
 #include <pthread.h>
@@ -4738,7 +4741,9 @@ typedef struct dt__pool_t {
   unsigned gen;             /* job number */
   int open;                 /* workers may still join job gen */
   int busy;                 /* workers that joined job gen and have not finished */
-  dt__task_fn fn;
+  int joined, maxw;         /* threads in job gen (the caller included), the most it takes */
+  dt__task_fn fn;           /* one of fn, fnw */
+  dt__task_w_fn fnw;
   void *ctx;
   int64_t n, grain, nchunks;
   int64_t next;             /* next chunk to take (atomic) */
@@ -4746,14 +4751,16 @@ typedef struct dt__pool_t {
 } dt__pool_t;
 
 static dt__pool_t dt__pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
-                              PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, NULL, NULL, 0, 0, 0, 0, 0};
+                              PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, 0, 0, 0, 0, 0};
 static pthread_once_t dt__pool_once = PTHREAD_ONCE_INIT;
 
-static void dt__pool_take(dt__task_fn fn, void *ctx, int64_t n, int64_t grain, int64_t nchunks) {
+static void dt__pool_take(dt__task_fn fn, dt__task_w_fn fnw, void *ctx, int64_t n, int64_t grain, int64_t nchunks,
+                          int w) {
   int64_t c;
   while ((c = DT__ATOMIC_ADD(&dt__pool.next, 1) - 1) < nchunks) {
-    int64_t lo = c * grain;
-    fn(ctx, lo, n - lo < grain ? n : lo + grain);
+    int64_t lo = c * grain, hi = n - lo < grain ? n : lo + grain;
+    if (fnw) fnw(ctx, lo, hi, w);
+    else fn(ctx, lo, hi);
   }
 }
 
@@ -4762,15 +4769,23 @@ static void *dt__pool_worker(void *arg) {
   (void)arg;
   for (;;) {
     dt__task_fn fn;
+    dt__task_w_fn fnw;
     void *ctx;
     int64_t n, grain, nchunks;
+    int w;
     pthread_mutex_lock(&dt__pool.mu);
     while (!dt__pool.open || dt__pool.gen == seen) pthread_cond_wait(&dt__pool.work, &dt__pool.mu);
     seen = dt__pool.gen;
+    if (dt__pool.joined >= dt__pool.maxw) { /* the job has all the threads it takes */
+      pthread_mutex_unlock(&dt__pool.mu);
+      continue;
+    }
+    w = dt__pool.joined++;
     dt__pool.busy++;
-    fn = dt__pool.fn; ctx = dt__pool.ctx; n = dt__pool.n; grain = dt__pool.grain; nchunks = dt__pool.nchunks;
+    fn = dt__pool.fn; fnw = dt__pool.fnw; ctx = dt__pool.ctx;
+    n = dt__pool.n; grain = dt__pool.grain; nchunks = dt__pool.nchunks;
     pthread_mutex_unlock(&dt__pool.mu);
-    dt__pool_take(fn, ctx, n, grain, nchunks);
+    dt__pool_take(fn, fnw, ctx, n, grain, nchunks, w);
     pthread_mutex_lock(&dt__pool.mu);
     if (--dt__pool.busy == 0) pthread_cond_signal(&dt__pool.done);
     pthread_mutex_unlock(&dt__pool.mu);
@@ -4796,23 +4811,36 @@ static void dt__pool_start(void) {
   DT__ATOMIC_STORE(&dt__pool.nworkers, i);
 }
 
-/* fn over [0, n) in chunks of grain items: on the pool when there are two chunks or more and
-   workers, else as one plain call fn(ctx, 0, n). */
-static void dt__par_for(int64_t n, int64_t grain, dt__task_fn fn, void *ctx) {
+/* The threads a job may get (the caller and the started workers); starts the pool. */
+static int dt__pool_threads(void) {
+  pthread_once(&dt__pool_once, dt__pool_start);
+  return DT__ATOMIC_LOAD(&dt__pool.nworkers) + 1;
+}
+
+/* The threads work is partitioned for (OMP_NUM_THREADS): not the pool's size, so that a
+   partition, where it matters, does not depend on whether workers could be started. */
+static int dt__cpu_threads(void) { return omp_get_max_threads(); /* reads the ICV: no team */ }
+
+/* fn (or fnw, with at most maxw threads) over [0, n) in chunks of grain items: on the pool when
+   there are two chunks or more, workers and maxw > 1, else as one plain call on the caller. */
+static void dt__par_run(int64_t n, int64_t grain, int maxw, dt__task_fn fn, dt__task_w_fn fnw, void *ctx) {
   if (n <= 0) return;
-  if (n >= 2 * grain) {
+  if (n >= 2 * grain && maxw > 1) {
     pthread_once(&dt__pool_once, dt__pool_start);
     if (DT__ATOMIC_LOAD(&dt__pool.nworkers) > 0 && pthread_mutex_trylock(&dt__pool.dispatch) == 0) {
       int64_t nchunks = (n + grain - 1) / grain;
       DT__ATOMIC_ADD(&dt__pool.dispatches, 1);
       pthread_mutex_lock(&dt__pool.mu);
-      dt__pool.fn = fn; dt__pool.ctx = ctx; dt__pool.n = n; dt__pool.grain = grain; dt__pool.nchunks = nchunks;
+      dt__pool.fn = fn; dt__pool.fnw = fnw; dt__pool.ctx = ctx;
+      dt__pool.n = n; dt__pool.grain = grain; dt__pool.nchunks = nchunks;
+      dt__pool.joined = 1; /* the caller is thread 0 */
+      dt__pool.maxw = maxw;
       DT__ATOMIC_STORE(&dt__pool.next, 0);
       dt__pool.gen++;
       dt__pool.open = 1;
       pthread_cond_broadcast(&dt__pool.work);
       pthread_mutex_unlock(&dt__pool.mu);
-      dt__pool_take(fn, ctx, n, grain, nchunks);
+      dt__pool_take(fn, fnw, ctx, n, grain, nchunks, 0);
       pthread_mutex_lock(&dt__pool.mu);
       dt__pool.open = 0; /* every chunk is taken: late workers stay asleep */
       while (dt__pool.busy > 0) pthread_cond_wait(&dt__pool.done, &dt__pool.mu);
@@ -4821,15 +4849,28 @@ static void dt__par_for(int64_t n, int64_t grain, dt__task_fn fn, void *ctx) {
       return;
     }
   }
-  fn(ctx, 0, n);
+  if (fnw) fnw(ctx, 0, n, 0);
+  else fn(ctx, 0, n);
 }
 #else
 #define DT__POOL 0
-static void dt__par_for(int64_t n, int64_t grain, dt__task_fn fn, void *ctx) {
-  (void)grain;
-  if (n > 0) fn(ctx, 0, n);
+static int dt__pool_threads(void) { return 1; }
+static int dt__cpu_threads(void) { return 1; }
+static void dt__par_run(int64_t n, int64_t grain, int maxw, dt__task_fn fn, dt__task_w_fn fnw, void *ctx) {
+  (void)grain; (void)maxw;
+  if (n <= 0) return;
+  if (fnw) fnw(ctx, 0, n, 0);
+  else fn(ctx, 0, n);
 }
 #endif
+
+static void dt__par_for(int64_t n, int64_t grain, dt__task_fn fn, void *ctx) {
+  dt__par_run(n, grain, 1 << 30, fn, NULL, ctx); /* every thread the pool has */
+}
+/* As dt__par_for, on at most maxw threads, each chunk told its thread's index (below maxw). */
+static void dt__par_for_w(int64_t n, int64_t grain, int maxw, dt__task_w_fn fnw, void *ctx) {
+  dt__par_run(n, grain, maxw, NULL, fnw, ctx);
+}
 
 /* Grains (items per chunk): about 10-20 us of work each. */
 #define DT__GRAIN_MEM 32768  /* memory-bound elementwise work: fill, add, cast, axpy */
@@ -5535,7 +5576,8 @@ static dt_status dt__cpu_reduce(int dev, dt__reduce_op op, dt_dtype t, int64_t o
    `target` attributes, and the best one the CPU has is picked at run time, so a plain -O2 build
    runs at full speed; DEVTENSOR_NO_CPU_DISPATCH turns that off (then the compiler flags decide:
    16-byte vectors for plain x86-64, wider with -mavx / -march=native). Other compilers get a
-   plain C kernel. With -fopenmp the blocks of C are shared among the threads. Tiny problems
+   plain C kernel. With -fopenmp the blocks of C are shared among the CPU backend's pool of
+   threads (see "cpu threads": no OpenMP region is entered). Tiny problems
    (m n k <= DT__GEMM_SMALL), thin ones (m or n <= 2), and any whose packing buffers cannot be
    allocated take a simple loop that needs no memory; nothing aborts or prints.
 
@@ -5544,10 +5586,6 @@ static dt_status dt__cpu_reduce(int dev, dt__reduce_op op, dt_dtype t, int64_t o
    values (RowMajor 101, NoTrans 111, Trans 112), so no cblas.h is needed; if a cblas.h was
    included before this point (its guard CBLAS_H is defined), its declarations are used instead.
    An LP64 BLAS (32-bit int: -lopenblas, -lblas on Linux distributions, Accelerate) is assumed. */
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 /* Packing buffers: from the CPU backend's cache (a released buffer is the next call's: no system
    allocation per call once warm), or one DT_MALLOC per call where the user defined DT_MALLOC. */
@@ -6051,7 +6089,7 @@ DT__GEMM_DEFINE_SIMPLE(dt__gemm_simple_f64, double)
 #ifndef DT__GEMM_SMALL
 #define DT__GEMM_SMALL 1024
 #endif
-/* Work (m * n * k) per OpenMP thread, at least: about 50 us on one core. */
+/* Work (m * n * k) per thread, at least: about 50 us on one core. */
 #ifndef DT__GEMM_PAR_MIN
 #define DT__GEMM_PAR_MIN (128 * 128 * 128)
 #endif
@@ -6074,6 +6112,8 @@ typedef struct dt__gemm_slab {
   double alpha, beta;
   const void *b;
   void *c;
+  char *bbuf;  /* thread w's B buffer: bbuf + w * bsz */
+  size_t bsz;
 } dt__gemm_slab;
 
 static void dt__gemm_task(const dt__gemm_slab *g, int64_t t, char *bbuf) {
@@ -6100,12 +6140,18 @@ static void dt__gemm_task(const dt__gemm_slab *g, int64_t t, char *bbuf) {
   }
 }
 
+/* Tasks [lo, hi) of a slab on the pool's thread w. */
+static void dt__gemm_slab_task(void *ctx, int64_t lo, int64_t hi, int w) {
+  const dt__gemm_slab *g = (const dt__gemm_slab *)ctx;
+  for (; lo < hi; lo++) dt__gemm_task(g, lo, g->bbuf + (size_t)w * g->bsz);
+}
+
 /* op(A) element (i, p) is a[i * rsa + p * csa]; op(B) element (p, j) is b[p * rsb + j * csb];
    c: (m, n) contiguous. m, n, k >= 1. Returns 0, having done nothing, if out of memory.
    A slab of rows of op(A) is packed whole; then each task, a block of (rows of the slab,
    nc columns) of C, packs its own (kc, nc) panels of op(B) (kept in L2) and, for each (mr, kc)
-   micro-panel of A (kept in L1), runs the micro-kernel along them. The tasks go to the OpenMP
-   threads dynamically and share nothing but the packed A, so the threads meet only at the end
+   micro-panel of A (kept in L1), runs the micro-kernel along them. The tasks go to the pool's
+   threads dynamically, each with its own B buffer, and share nothing but the packed A, so the threads meet only at the end
    of the slab, and a thread that the OS has descheduled (a busy machine) does not hold up the
    others. (A is packed by one thread: on an idle machine that costs a few percent, on a busy
    one a barrier after a shared packing costs more.) */
@@ -6121,7 +6167,7 @@ static int dt__gemm_blocked(const dt__gemm_plan *pl, int64_t m, int64_t n, int64
   int64_t ncol;                                                           /* column tasks */
   int64_t ms = (int64_t)(DT__GEMM_ABYTES / ((size_t)k * es)) / mr * mr;   /* rows per slab */
   int64_t nrow = 1;                                                       /* row tasks per slab */
-  int nt = 1;                                                             /* threads */
+  int nt = 1, nbuf;                                                       /* threads, B buffers */
   size_t asz, bsz, rawsz;
   char *raw, *abuf;
   int64_t s0;
@@ -6144,14 +6190,12 @@ static int dt__gemm_blocked(const dt__gemm_plan *pl, int64_t m, int64_t n, int64
   }
   if (ms < mr) ms = mr;
   if (ms > m) ms = dt__gemm_roundup(m, mr);
-#ifdef _OPENMP
   { /* at most one thread per DT__GEMM_PAR_MIN of work */
     double w = (double)m * (double)n * (double)k / (double)DT__GEMM_PAR_MIN;
-    nt = omp_get_max_threads();
+    nt = dt__cpu_threads();
     if (w < nt) nt = (int)w;
     if (nt < 1) nt = 1;
   }
-#endif
   if (nt > 1) { /* about 4 tasks per thread: narrower tasks (down to 4 micro-panels), then row tasks
                    (of 128 rows or more, as each packs its B again) */
     ncw = dt__gemm_min(ncw, dt__gemm_max(4 * nr, dt__gemm_roundup((n + 4 * nt - 1) / (4 * nt), nr)));
@@ -6159,9 +6203,12 @@ static int dt__gemm_blocked(const dt__gemm_plan *pl, int64_t m, int64_t n, int64
       nrow = dt__gemm_max(1, dt__gemm_min((4 * (int64_t)nt * ncw + n - 1) / n, dt__gemm_min(ms, m) / 128));
   }
   ncol = (n + ncw - 1) / ncw;
+  /* the tasks are partitioned for nt threads; B buffers for as many as the pool has */
+  nbuf = nt > 1 ? dt__pool_threads() : 1;
+  if (nbuf > nt) nbuf = nt;
   asz = ((size_t)(ms * k) * es + 63) & ~(size_t)63;
   bsz = ((size_t)(kc * ncw) * es + 63) & ~(size_t)63;
-  rawsz = asz + (size_t)nt * bsz + 64;
+  rawsz = asz + (size_t)nbuf * bsz + 64;
   raw = (char *)DT__GEMM_MALLOC(rawsz);
   if (!raw) return 0;
   abuf = raw + (64 - (size_t)((uintptr_t)raw & 63));
@@ -6181,20 +6228,11 @@ static int dt__gemm_blocked(const dt__gemm_plan *pl, int64_t m, int64_t n, int64
       dt__gemm_slab g;
       g.pl = pl; g.k = k; g.n = n; g.kc = kc; g.ncol = ncol; g.ncw = ncw; g.rpt = rpt; g.sm = sm; g.smp = smp;
       g.s0 = s0; g.abuf = abuf; g.alpha = alpha; g.beta = beta; g.b = b; g.rsb = rsb; g.csb = csb; g.c = c;
-      if (nt == 1) { /* no parallel region: even a team of one costs microseconds */
-        for (t = 0; t < nrt * ncol; t++) dt__gemm_task(&g, t, abuf + asz);
-      } else {
-#ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic) num_threads(nt)
-#endif
-        for (t = 0; t < nrt * ncol; t++) {
-          char *bbuf = abuf + asz;
-#ifdef _OPENMP
-          bbuf += (size_t)omp_get_thread_num() * bsz;
-#endif
-          dt__gemm_task(&g, t, bbuf);
-        }
-      }
+      g.bbuf = abuf + asz; g.bsz = bsz;
+      if (nbuf == 1) { /* a plain loop: no job for the pool */
+        for (t = 0; t < nrt * ncol; t++) dt__gemm_task(&g, t, g.bbuf);
+      } else
+        dt__par_for_w(nrt * ncol, 1, nbuf, dt__gemm_slab_task, &g);
     }
   }
   DT__GEMM_FREE(raw, rawsz);
@@ -6203,7 +6241,7 @@ static int dt__gemm_blocked(const dt__gemm_plan *pl, int64_t m, int64_t n, int64
 
 /* ---- cpu gemm: skinny shapes ---- */
 
-/* Work (m * n * k) per OpenMP thread, at least, for the skinny kernel. */
+/* Work (m * n * k) per thread, at least, for the skinny kernel. */
 #ifndef DT__GEMM_SKINNY_PAR
 #define DT__GEMM_SKINNY_PAR (512 * 1024) /* about 15-25 us on one core: less is not worth a fork/join */
 #endif
@@ -6238,10 +6276,14 @@ static void dt__gemm_rows_part(const dt__gemm_rows_job *j, int64_t t) {
                 j->tail, j->ldt, j->beta, (char *)j->c + (size_t)lo * es, j->n);
 }
 
+static void dt__gemm_rows_task(void *ctx, int64_t lo, int64_t hi) {
+  for (; lo < hi; lo++) dt__gemm_rows_part((const dt__gemm_rows_job *)ctx, lo);
+}
+
 /* The rows kernel, where it pays: few rows of C (a vector times a matrix), little depth, few
    columns, or a small problem. op(B) is read in place when its rows are contiguous (csb == 1;
    its last columns, short of a whole block, copied zero padded), else copied whole when small.
-   Rows (or, for fewer rows than threads, columns) are shared among the OpenMP threads.
+   Rows (or, for fewer rows than threads, columns) are split in nt parts for the pool's threads.
    Returns 0, having done nothing, where it does not fit or out of memory. */
 static int dt__gemm_skinny(const dt__gemm_plan *pl, int64_t m, int64_t n, int64_t k, double alpha, const void *a,
                            int64_t rsa, int64_t csa, const void *b, int64_t rsb, int64_t csb, double beta, void *c) {
@@ -6249,7 +6291,7 @@ static int dt__gemm_skinny(const dt__gemm_plan *pl, int64_t m, int64_t n, int64_
   const double work = (double)m * (double)n * (double)k;
   const int64_t rw = pl->rw, jt = rw ? n / rw * rw : 0;
   const void *bb = b, *tail = NULL;
-  int64_t ldb = rsb, ldt = rw, t;
+  int64_t ldb = rsb, ldt = rw;
   char *buf = NULL;
   size_t bsz = 0;
   int nt = 1;
@@ -6268,27 +6310,20 @@ static int dt__gemm_skinny(const dt__gemm_plan *pl, int64_t m, int64_t n, int64_
     pl->pack(n - jt, k, (const char *)b + (size_t)jt * es, 1, rsb, (int)rw, buf);
     tail = buf;
   }
-#ifdef _OPENMP
   {
     const double w = work / (double)DT__GEMM_SKINNY_PAR;
-    nt = omp_get_max_threads();
+    nt = dt__cpu_threads();
     if (w < nt) nt = (int)w;
     if (nt < 1) nt = 1;
   }
-#endif
   {
     dt__gemm_rows_job job;
     job.pl = pl; job.m = m; job.n = n; job.k = k; job.alpha = alpha; job.beta = beta;
     job.a = a; job.rsa = rsa; job.csa = csa; job.b = bb; job.ldb = ldb; job.tail = tail; job.ldt = ldt; job.c = c;
     job.by_rows = m >= 4 * (int64_t)nt;
     job.per = job.by_rows ? ((m + nt - 1) / nt + 3) / 4 * 4 : dt__gemm_roundup((n + nt - 1) / nt, rw);
-    if (nt == 1) dt__gemm_rows_part(&job, 0); /* no parallel region: even a team of one costs microseconds */
-    else {
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(nt)
-#endif
-      for (t = 0; t < nt; t++) dt__gemm_rows_part(&job, t);
-    }
+    if (nt == 1) dt__gemm_rows_part(&job, 0); /* a plain call: no job for the pool */
+    else dt__par_for(nt, 1, dt__gemm_rows_task, &job);
   }
   if (buf) DT__GEMM_FREE(buf, bsz);
   return 1;
