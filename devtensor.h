@@ -6475,6 +6475,95 @@ static dt_status dt__cpu_axpy(int dev, dt_dtype t, int64_t n, double alpha, cons
   return DT_OK;
 }
 
+/* Normals on x86 (GCC/Clang): dt__box_muller on vectors of pairs, compiled for the baseline,
+   AVX2 and AVX-512 as the elementwise kernels are. Every lane does dt__box_muller's operations
+   in its order, with the same constants, so the results are its bits (tests/test_random.c
+   compares them over many words and the edge cases); what differs: log's scaling of x into
+   [sqrt(1/2), sqrt(2)) reads x's exponent from its bits instead of doubling in a loop (the
+   same m and e: the scaling is exact), and the octant's branch is a select. Contraction into
+   FMA stays off (GCC: the optimize attribute, whatever the -std or -ffp-contract; Clang: the
+   pragma, as in dt__box_muller, which an explicit -ffp-contract=fast overrides in both). */
+#if DT__EW_X86
+#if defined(__clang__)
+#define DT__BM_ATTR
+#else
+#define DT__BM_ATTR __attribute__((optimize("fp-contract=off")))
+#endif
+#define DT__BM_NP 16 /* pairs per call */
+#define DT__BM_VARIANT(SUF, TARGET, VB)                                                                    \
+  typedef double dt__bm_d##SUF __attribute__((vector_size(VB)));                                          \
+  typedef long long dt__bm_i##SUF __attribute__((vector_size(VB)));                                       \
+  TARGET DT__BM_ATTR static void dt__box_muller_n##SUF(const uint32_t *w0, const uint32_t *w1, float *z0, \
+                                                       float *z1) {                                       \
+    DT__NO_CONTRACT                                                                                       \
+    static const double lc[13] = {1.0 / 27, 1.0 / 25, 1.0 / 23, 1.0 / 21, 1.0 / 19, 1.0 / 17, 1.0 / 15,   \
+                                  1.0 / 13, 1.0 / 11, 1.0 / 9,  1.0 / 7,  1.0 / 5,  1.0 / 3};             \
+    static const double sin_c[9] = {-1.0 / 121645100408832000.0, 1.0 / 355687428096000.0,                 \
+                                    -1.0 / 1307674368000.0, 1.0 / 6227020800.0, -1.0 / 39916800.0,        \
+                                    1.0 / 362880.0, -1.0 / 5040.0, 1.0 / 120.0, -1.0 / 6.0};              \
+    static const double cos_c[10] = {1.0 / 2432902008176640000.0, -1.0 / 6402373705728000.0,              \
+                                     1.0 / 20922789888000.0, -1.0 / 87178291200.0, 1.0 / 479001600.0,     \
+                                     -1.0 / 3628800.0, 1.0 / 40320.0, -1.0 / 720.0, 1.0 / 24.0, -1.0 / 2.0}; \
+    enum { L = (VB) / 8 };                                                                                \
+    int v, l, i;                                                                                          \
+    for (v = 0; v < DT__BM_NP; v += L) {                                                                  \
+      dt__bm_d##SUF x, t, mant, m, ed, f, s, z, p, lg, r, a, zz, ps, pc, sn, cs, S, C, c, d, rc, rd;      \
+      dt__bm_i##SUF bits, ex, big, lo, q, q0, q1, q2, q3;                                                 \
+      for (l = 0; l < L; l++) {                                                                           \
+        x[l] = (double)w0[v + l] + 1.0;                                                                   \
+        t[l] = (double)(w1[v + l] & 0x3FFFFFFFu);                                                         \
+        q[l] = (long long)(w1[v + l] >> 30);                                                              \
+      }                                                                                                   \
+      x = x * (1.0 / 4294967296.0); /* u1 in (0, 1], exact */                                             \
+      t = t * (1.0 / 1073741824.0);                                                                       \
+      /* dt__log_unit(x): m = x 2^-e in [sqrt(1/2), sqrt(2)) (x = 1: m = 1, e = 0) */                     \
+      bits = (dt__bm_i##SUF)x;                                                                            \
+      ex = ((bits >> 52) & 0x7FF) - 1023;                                                                 \
+      mant = (dt__bm_d##SUF)((bits & 0x000FFFFFFFFFFFFFLL) | 0x3FF0000000000000LL); /* [1, 2) */          \
+      big = (dt__bm_i##SUF)(mant >= 2.0 * 0.7071067811865476);                                            \
+      m = (dt__bm_d##SUF)(((dt__bm_i##SUF)(mant * 0.5) & big) | ((dt__bm_i##SUF)mant & ~big));            \
+      ex = ex - big;                                                                                      \
+      ed = (dt__bm_d##SUF)((ex + 1024) | 0x4330000000000000LL) - 4503599627371520.0; /* (double)e */      \
+      f = m + -1.0;                                                                                       \
+      s = f / (f + 2.0);                                                                                  \
+      z = s * s;                                                                                          \
+      p = z * 0.0 + lc[0]; /* z >= 0: lc[0] */                                                            \
+      for (i = 1; i < 13; i++) p = p * z + lc[i];                                                         \
+      lg = ed * 0.6931471806019545 + (ed * -4.2009150726810846e-11 + (2.0 * s + (2.0 * s) * (z * p)));   \
+      r = -2.0 * lg;                                                                                      \
+      for (l = 0; l < L; l++) r[l] = DT__DSQRT(r[l]);                                                     \
+      /* sin and cos of the octant */                                                                     \
+      lo = (dt__bm_i##SUF)(t <= 0.5);                                                                     \
+      a = (dt__bm_d##SUF)(((dt__bm_i##SUF)t & lo) | ((dt__bm_i##SUF)(1.0 + -t) & ~lo));                   \
+      a = a * 1.5707963267948966;                                                                         \
+      zz = a * a;                                                                                         \
+      ps = zz * 0.0 + sin_c[0];                                                                           \
+      pc = zz * 0.0 + cos_c[0];                                                                           \
+      for (i = 1; i < 9; i++) ps = ps * zz + sin_c[i];                                                    \
+      for (i = 1; i < 10; i++) pc = pc * zz + cos_c[i];                                                   \
+      sn = a + (a * zz) * ps;                                                                             \
+      cs = 1.0 + zz * pc;                                                                                 \
+      S = (dt__bm_d##SUF)(((dt__bm_i##SUF)sn & lo) | ((dt__bm_i##SUF)cs & ~lo));                          \
+      C = (dt__bm_d##SUF)(((dt__bm_i##SUF)cs & lo) | ((dt__bm_i##SUF)sn & ~lo));                          \
+      q0 = (dt__bm_i##SUF)(q == 0); q1 = (dt__bm_i##SUF)(q == 1);                                         \
+      q2 = (dt__bm_i##SUF)(q == 2); q3 = (dt__bm_i##SUF)(q == 3);                                         \
+      c = (dt__bm_d##SUF)(((dt__bm_i##SUF)C & q0) | ((dt__bm_i##SUF)(-S) & q1) |                         \
+                          ((dt__bm_i##SUF)(-C) & q2) | ((dt__bm_i##SUF)S & q3));                          \
+      d = (dt__bm_d##SUF)(((dt__bm_i##SUF)S & q0) | ((dt__bm_i##SUF)C & q1) |                             \
+                          ((dt__bm_i##SUF)(-S) & q2) | ((dt__bm_i##SUF)(-C) & q3));                       \
+      rc = r * c;                                                                                         \
+      rd = r * d;                                                                                         \
+      for (l = 0; l < L; l++) { z0[v + l] = (float)rc[l]; z1[v + l] = (float)rd[l]; }                    \
+    }                                                                                                     \
+  }
+DT__BM_VARIANT(_base, , 16)
+DT__BM_VARIANT(_avx2, __attribute__((target("avx2"))), 32)
+DT__BM_VARIANT(_avx512, __attribute__((target("avx512f"))), 64)
+typedef void (*dt__box_muller_n_fn)(const uint32_t *w0, const uint32_t *w1, float *z0, float *z1);
+static const dt__box_muller_n_fn dt__box_muller_n_tab[DT__EW_NISA] = {dt__box_muller_n_base, dt__box_muller_n_avx2,
+                                                                      dt__box_muller_n_avx512};
+#endif
+
 typedef struct dt__random_job {
   int normal;
   uint64_t seed, draw;
@@ -6485,8 +6574,28 @@ typedef struct dt__random_job {
 /* Philox blocks [lo, hi) */
 static void dt__random_task(void *ctx, int64_t lo, int64_t hi) {
   const dt__random_job *r = (const dt__random_job *)ctx;
-  int64_t j;
-  for (j = lo; j < hi; j++) {
+  int64_t j = lo;
+#if DT__EW_X86
+  if (r->normal) { /* DT__BM_NP / 2 blocks at a time on vectors */
+    const dt__box_muller_n_fn bm = dt__box_muller_n_tab[dt__ew_isa()];
+    uint32_t w0[DT__BM_NP], w1[DT__BM_NP], w[4];
+    float z0[DT__BM_NP], z1[DT__BM_NP];
+    int b, q;
+    for (; hi - j >= DT__BM_NP / 2; j += DT__BM_NP / 2) {
+      for (b = 0; b < DT__BM_NP / 2; b++) {
+        dt__philox_block(r->seed, r->draw, (uint64_t)(j + b), w);
+        w0[2 * b] = w[0]; w1[2 * b] = w[1]; w0[2 * b + 1] = w[2]; w1[2 * b + 1] = w[3];
+      }
+      bm(w0, w1, z0, z1);
+      for (b = 0; b < DT__BM_NP / 2; b++) {
+        const int64_t i0 = (j + b) * 4;
+        const float zb[4] = {z0[2 * b], z1[2 * b], z0[2 * b + 1], z1[2 * b + 1]};
+        for (q = 0; q < 4 && i0 + q < r->n; q++) r->y[i0 + q] = zb[q];
+      }
+    }
+  }
+#endif
+  for (; j < hi; j++) {
     uint32_t w[4];
     float z[4];
     int q;

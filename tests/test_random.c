@@ -105,6 +105,69 @@ static void test_box_muller_vs_libm(void) {
   T_CHECK_MSG(differ <= 10, "%lld of %lld normals differ from the C library's rounding", (long long)differ, (long long)(2 * n));
 }
 
+/* dt_randn on the CPU gives dt__box_muller's bits (the reference the GPUs give too): its
+   vector variants (x86: baseline, AVX2, AVX-512, those this CPU runs) against it on Philox
+   words and the edge cases (w0 around every power of two and every scaling boundary of log's
+   argument near sqrt(1/2) 2^j, the octant boundaries of w1), and a whole tensor whose length
+   is no multiple of the vector batch. */
+static void test_cpu_normals_bitwise(void) {
+  const int64_t n = 100003;
+  float *y;
+  int64_t i, diff = 0;
+#if DT__EW_X86
+  enum { NW = 1 << 21 };
+  static uint32_t w0[NW], w1[NW];
+  static const uint32_t w1e[] = {0, 1, 0x1fffffffu, 0x20000000u, 0x20000001u, 0x3fffffffu, 0x40000000u, 0x5fffffffu,
+                                 0x60000000u, 0x7fffffffu, 0x80000000u, 0xa0000000u, 0xbfffffffu, 0xc0000000u,
+                                 0xe0000000u, 0xffffffffu};
+  int isa, j, ne = 0, d;
+  for (j = 0; j <= 32; j++) { /* k = w0 + 1 around 2^j and around sqrt(1/2) 2^j */
+    const int64_t pw = (int64_t)1 << j, sb = (int64_t)(0.7071067811865476 * (double)pw);
+    for (d = -2; d <= 2; d++) {
+      int64_t k1 = pw + d, k2 = sb + d;
+      if (k1 >= 1 && k1 <= ((int64_t)1 << 32)) { w0[ne] = (uint32_t)(k1 - 1); w1[ne] = w1e[ne % 16]; ne++; }
+      if (k2 >= 1 && k2 <= ((int64_t)1 << 32)) { w0[ne] = (uint32_t)(k2 - 1); w1[ne] = w1e[ne % 16]; ne++; }
+    }
+  }
+  for (j = 0; j < 16; j++) { w0[ne] = (uint32_t)j * 0x11111111u; w1[ne] = w1e[j]; ne++; }
+  for (i = ne; i < NW; i += 2) {
+    uint32_t w[4];
+    dt__philox_block(77, 5, (uint64_t)i, w);
+    w0[i] = w[0]; w1[i] = w[1];
+    if (i + 1 < NW) { w0[i + 1] = w[2]; w1[i + 1] = w[3]; }
+  }
+  for (isa = 0; isa <= dt__ew_isa(); isa++) {
+    int64_t bad = 0, first = -1;
+    for (i = 0; i + DT__BM_NP <= NW; i += DT__BM_NP) {
+      float z0[DT__BM_NP], z1[DT__BM_NP], r0, r1;
+      int l;
+      dt__box_muller_n_tab[isa](w0 + i, w1 + i, z0, z1);
+      for (l = 0; l < DT__BM_NP; l++) {
+        dt__box_muller(w0[i + l], w1[i + l], &r0, &r1);
+        if (memcmp(&r0, &z0[l], 4) != 0 || memcmp(&r1, &z1[l], 4) != 0) { bad++; if (first < 0) first = i + l; }
+      }
+    }
+    T_CHECK_MSG(bad == 0, "variant %d: %lld of %d pairs differ, first w0 %08x w1 %08x", isa, (long long)bad, (int)NW,
+                first < 0 ? 0u : w0[first], first < 0 ? 0u : w1[first]);
+  }
+#endif
+  /* the CPU backend's loop (on the pool when there are workers) */
+  y = (float *)malloc((size_t)n * 4);
+  T_CHECK(y != NULL && dt__cpu_random(0, 1, 31, 7, n, y) == DT_OK);
+  if (!y) return;
+  for (i = 0; i < (n + 3) / 4; i++) {
+    uint32_t w[4];
+    float z[4];
+    int q;
+    dt__philox_block(31, 7, (uint64_t)i, w);
+    dt__box_muller(w[0], w[1], &z[0], &z[1]);
+    dt__box_muller(w[2], w[3], &z[2], &z[3]);
+    for (q = 0; q < 4 && i * 4 + q < n; q++) diff += memcmp(&z[q], &y[i * 4 + q], 4) != 0;
+  }
+  T_CHECK_MSG(diff == 0, "randn of %lld on the CPU: %lld elements differ from dt__box_muller", (long long)n, (long long)diff);
+  free(y);
+}
+
 /* The same seed gives the same tensor on the CPU and on every GPU. */
 static void test_same_on_every_device(dt_device dev) {
   int64_t n = 100003, i, diff = 0;
@@ -132,6 +195,7 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_prefix_property);
   T_RUN_ALL_DEVICES(test_distributions);
   T_RUN(test_box_muller_vs_libm);
+  T_RUN(test_cpu_normals_bitwise);
   T_RUN_ALL_DEVICES(test_same_on_every_device);
   return t_finish();
 }
