@@ -652,7 +652,7 @@ const dt__backend *dt__cuda_backend(void); /* defined in devtensor_cuda.cu */
 
 #if defined(__CUDACC__) /* nvcc compiling the implementation in a user's .cu */
 #pragma nv_diagnostic push
-#pragma nv_diag_suppress 550 /* "set but never used": loop flags read only by OpenMP */
+#pragma nv_diag_suppress 550 /* "set but never used": the elementwise kernels' (void)-cast operands (DT__EW_ZIP) */
 #endif
 
 #include <float.h>
