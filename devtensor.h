@@ -6555,11 +6555,41 @@ static dt_status dt__cpu_axpy(int dev, dt_dtype t, int64_t n, double alpha, cons
       rd = r * d;                                                                                         \
       for (l = 0; l < L; l++) { z0[v + l] = (float)rc[l]; z1[v + l] = (float)rd[l]; }                    \
     }                                                                                                     \
+  }                                                                                                      \
+  typedef unsigned long long dt__bm_u##SUF __attribute__((vector_size(VB)));                              \
+  /* dt__philox_block for blocks j0 .. j0 + DT__BM_NP / 2 - 1, words in pair order: pair 2b is words 0 \
+     and 1 of block b, pair 2b + 1 words 2 and 3 */                                                     \
+  TARGET static void dt__philox_n##SUF(uint64_t seed, uint64_t draw, uint64_t j0, uint32_t *w0, uint32_t *w1) { \
+    enum { L = (VB) / 8 };                                                                                \
+    int v, l, r;                                                                                          \
+    for (v = 0; v < DT__BM_NP / 2; v += L) {                                                              \
+      dt__bm_u##SUF c0, c1, c2, c3, p0, p1, m32;                                                          \
+      uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);                                          \
+      for (l = 0; l < L; l++) {                                                                           \
+        const uint64_t j = j0 + (uint64_t)(v + l);                                                        \
+        c0[l] = (uint32_t)j; c1[l] = (uint32_t)(j >> 32); m32[l] = 0xFFFFFFFFu;                           \
+      }                                                                                                   \
+      c2 = m32 & (uint32_t)draw; c3 = m32 & (uint32_t)(draw >> 32);                                       \
+      for (r = 0; r < 10; r++) {                                                                          \
+        dt__bm_u##SUF n0, n2;                                                                             \
+        p0 = c0 * 0xD2511F53u; p1 = c2 * 0xCD9E8D57u;                                                     \
+        n0 = (p1 >> 32) ^ c1 ^ k0; n2 = (p0 >> 32) ^ c3 ^ k1;                                             \
+        c1 = p1 & m32; c3 = p0 & m32; c0 = n0; c2 = n2;                                                   \
+        k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;                                                             \
+      }                                                                                                   \
+      for (l = 0; l < L; l++) {                                                                           \
+        const int b = v + l;                                                                              \
+        w0[2 * b] = (uint32_t)c0[l]; w1[2 * b] = (uint32_t)c1[l];                                         \
+        w0[2 * b + 1] = (uint32_t)c2[l]; w1[2 * b + 1] = (uint32_t)c3[l];                                 \
+      }                                                                                                   \
+    }                                                                                                     \
   }
 DT__BM_VARIANT(_base, , 16)
 DT__BM_VARIANT(_avx2, __attribute__((target("avx2"))), 32)
 DT__BM_VARIANT(_avx512, __attribute__((target("avx512f"))), 64)
 typedef void (*dt__box_muller_n_fn)(const uint32_t *w0, const uint32_t *w1, float *z0, float *z1);
+typedef void (*dt__philox_n_fn)(uint64_t seed, uint64_t draw, uint64_t j0, uint32_t *w0, uint32_t *w1);
+static const dt__philox_n_fn dt__philox_n_tab[DT__EW_NISA] = {dt__philox_n_base, dt__philox_n_avx2, dt__philox_n_avx512};
 static const dt__box_muller_n_fn dt__box_muller_n_tab[DT__EW_NISA] = {dt__box_muller_n_base, dt__box_muller_n_avx2,
                                                                       dt__box_muller_n_avx512};
 #endif
@@ -6576,17 +6606,17 @@ static void dt__random_task(void *ctx, int64_t lo, int64_t hi) {
   const dt__random_job *r = (const dt__random_job *)ctx;
   int64_t j = lo;
 #if DT__EW_X86
-  if (r->normal) { /* DT__BM_NP / 2 blocks at a time on vectors */
+  { /* DT__BM_NP / 2 blocks at a time on vectors */
     const dt__box_muller_n_fn bm = dt__box_muller_n_tab[dt__ew_isa()];
-    uint32_t w0[DT__BM_NP], w1[DT__BM_NP], w[4];
+    const dt__philox_n_fn ph = dt__philox_n_tab[dt__ew_isa()];
+    uint32_t w0[DT__BM_NP], w1[DT__BM_NP];
     float z0[DT__BM_NP], z1[DT__BM_NP];
     int b, q;
     for (; hi - j >= DT__BM_NP / 2; j += DT__BM_NP / 2) {
-      for (b = 0; b < DT__BM_NP / 2; b++) {
-        dt__philox_block(r->seed, r->draw, (uint64_t)(j + b), w);
-        w0[2 * b] = w[0]; w1[2 * b] = w[1]; w0[2 * b + 1] = w[2]; w1[2 * b + 1] = w[3];
-      }
-      bm(w0, w1, z0, z1);
+      ph(r->seed, r->draw, (uint64_t)j, w0, w1);
+      if (r->normal) bm(w0, w1, z0, z1);
+      else
+        for (b = 0; b < DT__BM_NP; b++) { z0[b] = dt__u32_to_uniform(w0[b]); z1[b] = dt__u32_to_uniform(w1[b]); }
       for (b = 0; b < DT__BM_NP / 2; b++) {
         const int64_t i0 = (j + b) * 4;
         const float zb[4] = {z0[2 * b], z1[2 * b], z0[2 * b + 1], z1[2 * b + 1]};

@@ -114,13 +114,15 @@ static void test_cpu_normals_bitwise(void) {
   const int64_t n = 100003;
   float *y;
   int64_t i, diff = 0;
+  int normal;
 #if DT__EW_X86
   enum { NW = 1 << 21 };
   static uint32_t w0[NW], w1[NW];
   static const uint32_t w1e[] = {0, 1, 0x1fffffffu, 0x20000000u, 0x20000001u, 0x3fffffffu, 0x40000000u, 0x5fffffffu,
                                  0x60000000u, 0x7fffffffu, 0x80000000u, 0xa0000000u, 0xbfffffffu, 0xc0000000u,
                                  0xe0000000u, 0xffffffffu};
-  int isa, j, ne = 0, d;
+  int isa, ne = 0, d;
+  int64_t j;
   for (j = 0; j <= 32; j++) { /* k = w0 + 1 around 2^j and around sqrt(1/2) 2^j */
     const int64_t pw = (int64_t)1 << j, sb = (int64_t)(0.7071067811865476 * (double)pw);
     for (d = -2; d <= 2; d++) {
@@ -149,22 +151,39 @@ static void test_cpu_normals_bitwise(void) {
     }
     T_CHECK_MSG(bad == 0, "variant %d: %lld of %d pairs differ, first w0 %08x w1 %08x", isa, (long long)bad, (int)NW,
                 first < 0 ? 0u : w0[first], first < 0 ? 0u : w1[first]);
+    /* their Philox blocks, also where the counter's low word wraps and for keys and draws above 2^32 */
+    for (bad = 0, j = 0; j < 4000; j++) {
+      static const uint64_t j0s[] = {0, 8, 0xFFFFFFFCull, 0x123456789ull};
+      const uint64_t seed = j % 2 ? 0xFEDCBA9876543210ull : (uint64_t)j, draw = j % 3 ? (uint64_t)j << 33 : (uint64_t)j;
+      const uint64_t j0 = j0s[j % 4] + (uint64_t)(j / 4) * 8;
+      uint32_t p0[DT__BM_NP], p1[DT__BM_NP], w[4];
+      int b;
+      dt__philox_n_tab[isa](seed, draw, j0, p0, p1);
+      for (b = 0; b < DT__BM_NP / 2; b++) {
+        dt__philox_block(seed, draw, j0 + (uint64_t)b, w);
+        bad += w[0] != p0[2 * b] || w[1] != p1[2 * b] || w[2] != p0[2 * b + 1] || w[3] != p1[2 * b + 1];
+      }
+    }
+    T_CHECK_MSG(bad == 0, "variant %d: %lld Philox blocks differ", isa, (long long)bad);
   }
 #endif
-  /* the CPU backend's loop (on the pool when there are workers) */
+  /* the CPU backend's loop (on the pool when there are workers), normals and uniforms */
   y = (float *)malloc((size_t)n * 4);
-  T_CHECK(y != NULL && dt__cpu_random(0, 1, 31, 7, n, y) == DT_OK);
-  if (!y) return;
-  for (i = 0; i < (n + 3) / 4; i++) {
-    uint32_t w[4];
-    float z[4];
-    int q;
-    dt__philox_block(31, 7, (uint64_t)i, w);
-    dt__box_muller(w[0], w[1], &z[0], &z[1]);
-    dt__box_muller(w[2], w[3], &z[2], &z[3]);
-    for (q = 0; q < 4 && i * 4 + q < n; q++) diff += memcmp(&z[q], &y[i * 4 + q], 4) != 0;
+  if (!y) T_SKIP("no memory");
+  for (normal = 0; normal < 2; normal++) {
+    T_CHECK(dt__cpu_random(0, normal, 31, 7, n, y) == DT_OK);
+    for (i = 0, diff = 0; i < (n + 3) / 4; i++) {
+      uint32_t w[4];
+      float z[4];
+      int q;
+      dt__philox_block(31, 7, (uint64_t)i, w);
+      if (normal) { dt__box_muller(w[0], w[1], &z[0], &z[1]); dt__box_muller(w[2], w[3], &z[2], &z[3]); }
+      else for (q = 0; q < 4; q++) z[q] = dt__u32_to_uniform(w[q]);
+      for (q = 0; q < 4 && i * 4 + q < n; q++) diff += memcmp(&z[q], &y[i * 4 + q], 4) != 0;
+    }
+    T_CHECK_MSG(diff == 0, "%s of %lld on the CPU: %lld elements differ from the scalar reference",
+                normal ? "randn" : "rand", (long long)n, (long long)diff);
   }
-  T_CHECK_MSG(diff == 0, "randn of %lld on the CPU: %lld elements differ from dt__box_muller", (long long)n, (long long)diff);
   free(y);
 }
 
