@@ -52,9 +52,10 @@ else
   skip "no pkg-config on this machine (apt-get install pkg-config)"
 fi
 if command -v cmake >/dev/null 2>&1; then
-  if cmake -S tests/packaging -B "$tmp/cmake" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$(command -v $cc)" >"$tmp/cmake.log" 2>&1 \
+  want=$(sed -n 's/^#define DEVTENSOR_VERSION_MAJOR \([0-9]*\).*/\1/p' devtensor.h).$(sed -n 's/^#define DEVTENSOR_VERSION_MINOR \([0-9]*\).*/\1/p' devtensor.h)
+  if cmake -S tests/packaging -B "$tmp/cmake" -DCMAKE_PREFIX_PATH="$prefix" -DDT_WANT_VERSION="$want" -DCMAKE_C_COMPILER="$(command -v $cc)" >"$tmp/cmake.log" 2>&1 \
      && cmake --build "$tmp/cmake" >>"$tmp/cmake.log" 2>&1; then
-    pass "a CMake project with find_package(devtensor 0.1) and devtensor::devtensor(_static) builds"
+    pass "a CMake project with find_package(devtensor $want) and devtensor::devtensor(_static) builds"
     run "$tmp/cmake/consumer_shared" "cmake, shared"
     run "$tmp/cmake/consumer_static" "cmake, static"
   else cat "$tmp/cmake.log"; fail "the CMake build failed"; fi
