@@ -5031,7 +5031,16 @@ DT__EW_FILL(dt__fill_64, uint64_t)
 /* Vector kernels, defined once per variant by DT__EW_VARIANT(SUF, ATTR, BYTES).
    Vectors move to and from memory through memcpy (one unaligned load or store). */
 
-/* y = a OP b: contiguous, or one side a broadcast scalar */
+/* The vector part of y = a OP b: u and w are loaded (LOAD_U, LOAD_W) W elements at a time */
+#define DT__EW_VSTEP(V, OP, LOAD_U, LOAD_W)                                                         \
+  for (; i + W <= n; i += W) {                                                                      \
+    V u, w;                                                                                         \
+    LOAD_U; LOAD_W;                                                                                 \
+    u = u OP w;                                                                                     \
+    memcpy(y + i, &u, sizeof u);                                                                    \
+  }
+
+/* y = a OP b: contiguous, or one side a broadcast scalar (sa or sb 0) */
 #define DT__EW_VARITH(NAME, ATTR, T, V, OP)                                                         \
   ATTR static void NAME(int64_t n, const void *a_, int64_t sa, const void *b_, int64_t sb, void *y_) { \
     enum { W = sizeof(V) / sizeof(T) };                                                             \
@@ -5040,35 +5049,15 @@ DT__EW_FILL(dt__fill_64, uint64_t)
     const V vz = {0};                                                                               \
     int64_t i = 0;                                                                                  \
     if (sa == 1 && sb == 1) {                                                                       \
-      for (; i + W <= n; i += W) {                                                                  \
-        V u, w;                                                                                     \
-        memcpy(&u, a + i, sizeof u); memcpy(&w, b + i, sizeof w);                                   \
-        u = u OP w;                                                                                 \
-        memcpy(y + i, &u, sizeof u);                                                                \
-      }                                                                                             \
-      for (; i < n; i++) y[i] = a[i] OP b[i];                                                       \
+      DT__EW_VSTEP(V, OP, memcpy(&u, a + i, sizeof u), memcpy(&w, b + i, sizeof w))                 \
     } else if (sa == 1 && sb == 0) {                                                                \
-      const T s = b[0];                                                                             \
-      const V w = vz + s;                                                                           \
-      for (; i + W <= n; i += W) {                                                                  \
-        V u;                                                                                        \
-        memcpy(&u, a + i, sizeof u);                                                                \
-        u = u OP w;                                                                                 \
-        memcpy(y + i, &u, sizeof u);                                                                \
-      }                                                                                             \
-      for (; i < n; i++) y[i] = a[i] OP s;                                                          \
+      const V ws = vz + b[0];                                                                       \
+      DT__EW_VSTEP(V, OP, memcpy(&u, a + i, sizeof u), w = ws)                                      \
     } else if (sa == 0 && sb == 1) {                                                                \
-      const T s = a[0];                                                                             \
-      const V u = vz + s;                                                                           \
-      for (; i + W <= n; i += W) {                                                                  \
-        V w;                                                                                        \
-        memcpy(&w, b + i, sizeof w);                                                                \
-        w = u OP w;                                                                                 \
-        memcpy(y + i, &w, sizeof w);                                                                \
-      }                                                                                             \
-      for (; i < n; i++) y[i] = s OP b[i];                                                          \
-    } else                                                                                          \
-      for (; i < n; i++) y[i] = a[i * sa] OP b[i * sb];                                             \
+      const V us = vz + a[0];                                                                       \
+      DT__EW_VSTEP(V, OP, u = us, memcpy(&w, b + i, sizeof w))                                      \
+    }                                                                                               \
+    for (; i < n; i++) y[i] = a[i * sa] OP b[i * sb];                                               \
   }
 
 /* expf on a vector of floats in the polynomial's range (-87 <= x <= 88): exp(x) = 2^k exp(r),
