@@ -348,13 +348,7 @@ typedef struct DLManagedTensor {
 #define DLPACK_FLAG_BITMASK_READ_ONLY (1UL << 0UL)
 #define DLPACK_FLAG_BITMASK_IS_COPIED (1UL << 1UL)
 #define DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED (1UL << 2UL)
-typedef struct DLManagedTensorVersioned {
-  DLPackVersion version;
-  void *manager_ctx;
-  void (*deleter)(struct DLManagedTensorVersioned *self);
-  uint64_t flags;
-  DLTensor dl_tensor;
-} DLManagedTensorVersioned;
+#define DT__DLPACK_DECLARE_MTV
 #elif (!defined(DLPACK_MAJOR_VERSION) || DLPACK_MAJOR_VERSION < 1) && !defined(DT__DLPACK_VERSIONED)
 /* a pre-1.0 dlpack.h (e.g. PyTorch's ATen/dlpack.h) came first: add what 1.x added */
 #define DT__DLPACK_VERSIONED
@@ -364,6 +358,10 @@ typedef struct { uint32_t major; uint32_t minor; } DLPackVersion;
 #define DLPACK_FLAG_BITMASK_READ_ONLY (1UL << 0UL)
 #define DLPACK_FLAG_BITMASK_IS_COPIED (1UL << 1UL)
 #endif
+#define DT__DLPACK_DECLARE_MTV
+#endif
+#ifdef DT__DLPACK_DECLARE_MTV /* devtensor's own declarations, or 1.x's addition to a pre-1.0 dlpack.h */
+#undef DT__DLPACK_DECLARE_MTV
 typedef struct DLManagedTensorVersioned {
   DLPackVersion version;
   void *manager_ctx;
@@ -1720,16 +1718,25 @@ DTDEF dt_status dt_fill_(dt_tensor *t, double v) {
   return dt__run("dt_fill_", t->st->device, dt__be(t->st->device)->fill(t->st->device.index, t->dtype, t->numel, v, t->st->ptr));
 }
 
+/* Two tensors `an` and `bn` of op: valid, on one device, one floating dtype, one shape
+   (the checks in this order, each message naming both). */
+static dt_status dt__same_float_shape(const char *op, const char *an, const dt_tensor *a, const char *bn,
+                                      const dt_tensor *b) {
+  dt_status s;
+  char sa[200], sb[200];
+  if ((s = dt__check_tensor(op, an, a)) != DT_OK || (s = dt__check_tensor(op, bn, b)) != DT_OK) return s;
+  if ((s = dt__same_device(op, an, a, bn, b)) != DT_OK || (s = dt__same_dtype(op, an, a, bn, b)) != DT_OK) return s;
+  if ((s = dt__float_only(op, an, a)) != DT_OK) return s;
+  if (a->shape.ndim != b->shape.ndim || memcmp(a->shape.dims, b->shape.dims, sizeof(int64_t) * (size_t)a->shape.ndim) != 0)
+    return dt__fail(DT_ERR_SHAPE, "%s: %s has shape %s but %s has shape %s", op, an, dt__shape_str(&a->shape, sa, sizeof sa),
+                    bn, dt__shape_str(&b->shape, sb, sizeof sb));
+  return DT_OK;
+}
+
 DTDEF dt_status dt_axpy_(dt_tensor *y, double alpha, const dt_tensor *x) {
   const char *op = "dt_axpy_";
   dt_status s;
-  char a[200], b[200];
-  if ((s = dt__check_tensor(op, "y", y)) != DT_OK || (s = dt__check_tensor(op, "x", x)) != DT_OK) return s;
-  if ((s = dt__same_device(op, "y", y, "x", x)) != DT_OK || (s = dt__same_dtype(op, "y", y, "x", x)) != DT_OK) return s;
-  if ((s = dt__float_only(op, "y", y)) != DT_OK) return s;
-  if (y->shape.ndim != x->shape.ndim || memcmp(y->shape.dims, x->shape.dims, sizeof(int64_t) * (size_t)y->shape.ndim) != 0)
-    return dt__fail(DT_ERR_SHAPE, "%s: y has shape %s but x has shape %s", op, dt__shape_str(&y->shape, a, sizeof a),
-                    dt__shape_str(&x->shape, b, sizeof b));
+  if ((s = dt__same_float_shape(op, "y", y, "x", x)) != DT_OK) return s;
   if (y->numel == 0) return DT_OK;
   return dt__run(op, y->st->device, dt__be(y->st->device)->axpy(y->st->device.index, y->dtype, y->numel, alpha, x->st->ptr, y->st->ptr));
 }
@@ -2745,15 +2752,7 @@ DTDEF dt_status dt_sgd_step(dt_module *m, double lr) {
 }
 
 static dt_status dt__loss_check(const char *op, const dt_tensor *p, const dt_tensor *t) {
-  dt_status s;
-  char a[200], b[200];
-  if ((s = dt__check_tensor(op, "pred", p)) != DT_OK || (s = dt__check_tensor(op, "target", t)) != DT_OK) return s;
-  if ((s = dt__same_device(op, "pred", p, "target", t)) != DT_OK || (s = dt__same_dtype(op, "pred", p, "target", t)) != DT_OK) return s;
-  if ((s = dt__float_only(op, "pred", p)) != DT_OK) return s;
-  if (p->shape.ndim != t->shape.ndim || memcmp(p->shape.dims, t->shape.dims, sizeof(int64_t) * (size_t)p->shape.ndim) != 0)
-    return dt__fail(DT_ERR_SHAPE, "%s: pred has shape %s but target has shape %s", op, dt__shape_str(&p->shape, a, sizeof a),
-                    dt__shape_str(&t->shape, b, sizeof b));
-  return DT_OK;
+  return dt__same_float_shape(op, "pred", p, "target", t);
 }
 
 DTDEF dt_tensor *dt_mse_loss(const dt_tensor *pred, const dt_tensor *target) {

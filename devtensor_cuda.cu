@@ -1428,19 +1428,20 @@ dt_status cu_gemm(int dev, dt_dtype t, int ta, int tb, int64_t batch, int64_t m,
 
 /* ---- axpy ---- */
 
+/* y[i] += alpha * x[i] for T = float or double (alpha rounded to T) */
+template <class T>
+dt_status axpy_t(cudaStream_t st, int64_t n, double alpha, const void *x, void *y) {
+  T *yp = static_cast<T *>(y);
+  return zip_contig<T>(st, n, yp, static_cast<const T *>(x), yp, BAxpy<T>{(T)alpha}, "axpy");
+}
+
 dt_status cu_axpy(int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y) {
   DeviceGuard g(dev);
   DevState *s;
   dt_status st = enter(g, dev, &s);
   if (st != DT_OK) return st;
-  if (t == DT_F32) {
-    float *yp = static_cast<float *>(y);
-    return zip_contig<float>(s->stream, n, yp, static_cast<const float *>(x), yp, BAxpy<float>{(float)alpha}, "axpy");
-  }
-  if (t == DT_F64) {
-    double *yp = static_cast<double *>(y);
-    return zip_contig<double>(s->stream, n, yp, static_cast<const double *>(x), yp, BAxpy<double>{alpha}, "axpy");
-  }
+  if (t == DT_F32) return axpy_t<float>(s->stream, n, alpha, x, y);
+  if (t == DT_F64) return axpy_t<double>(s->stream, n, alpha, x, y);
   set_err("axpy is not defined for %s", dt__dtype_str(t));
   return DT_ERR_DTYPE;
 }
