@@ -5768,24 +5768,30 @@ typedef double dt__gemm_f64x8 __attribute__((vector_size(64)));
 /* Baseline: the widest vectors the compiler flags allow: 12x32 / 12x16 with AVX-512 (-march=...),
    6x16 / 6x8 with AVX, else 16-byte vectors (SSE2 on x86-64, NEON on arm64): 6x8 F32, 6x4 F64. */
 #if defined(__AVX512F__)
-DT__GEMM_DEFINE_KERNEL(dt__gemm_kern_f32_c, , float, dt__gemm_f32x16, 16, 12, DT__GEMM_ROWS12)
-DT__GEMM_DEFINE_KERNEL(dt__gemm_kern_f64_c, , double, dt__gemm_f64x8, 8, 12, DT__GEMM_ROWS12)
 #define DT__GEMM_C_MR 12
-#define DT__GEMM_C_NR_F32 32
-#define DT__GEMM_C_NR_F64 16
+#define DT__GEMM_C_ROWS DT__GEMM_ROWS12
+#define DT__GEMM_C_VF32 dt__gemm_f32x16
+#define DT__GEMM_C_VF64 dt__gemm_f64x8
+#define DT__GEMM_C_LANES_F32 16
 #elif defined(__AVX__)
-DT__GEMM_DEFINE_KERNEL(dt__gemm_kern_f32_c, , float, dt__gemm_f32x8, 8, 6, DT__GEMM_ROWS6)
-DT__GEMM_DEFINE_KERNEL(dt__gemm_kern_f64_c, , double, dt__gemm_f64x4, 4, 6, DT__GEMM_ROWS6)
 #define DT__GEMM_C_MR 6
-#define DT__GEMM_C_NR_F32 16
-#define DT__GEMM_C_NR_F64 8
+#define DT__GEMM_C_ROWS DT__GEMM_ROWS6
+#define DT__GEMM_C_VF32 dt__gemm_f32x8
+#define DT__GEMM_C_VF64 dt__gemm_f64x4
+#define DT__GEMM_C_LANES_F32 8
 #else
-DT__GEMM_DEFINE_KERNEL(dt__gemm_kern_f32_c, , float, dt__gemm_f32x4, 4, 6, DT__GEMM_ROWS6)
-DT__GEMM_DEFINE_KERNEL(dt__gemm_kern_f64_c, , double, dt__gemm_f64x2, 2, 6, DT__GEMM_ROWS6)
 #define DT__GEMM_C_MR 6
-#define DT__GEMM_C_NR_F32 8
-#define DT__GEMM_C_NR_F64 4
+#define DT__GEMM_C_ROWS DT__GEMM_ROWS6
+#define DT__GEMM_C_VF32 dt__gemm_f32x4
+#define DT__GEMM_C_VF64 dt__gemm_f64x2
+#define DT__GEMM_C_LANES_F32 4
 #endif
+/* two vectors of lanes per row of the tile; F64 has half the lanes of F32 */
+#define DT__GEMM_C_NR_F32 (2 * DT__GEMM_C_LANES_F32)
+#define DT__GEMM_C_NR_F64 DT__GEMM_C_LANES_F32
+DT__GEMM_DEFINE_KERNEL(dt__gemm_kern_f32_c, , float, DT__GEMM_C_VF32, DT__GEMM_C_LANES_F32, DT__GEMM_C_MR, DT__GEMM_C_ROWS)
+DT__GEMM_DEFINE_KERNEL(dt__gemm_kern_f64_c, , double, DT__GEMM_C_VF64, DT__GEMM_C_LANES_F32 / 2, DT__GEMM_C_MR,
+                       DT__GEMM_C_ROWS)
 
 #if DT__GEMM_X86
 /* AVX2+FMA: 16 ymm registers; 6x16 F32, 6x8 F64 (12 accumulators). */
