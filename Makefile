@@ -309,14 +309,17 @@ endif
 # make cxx-std: every test compiled as C++11, C++14, C++17 and C++20 (CXX), warnings as errors
 CXX_STDS := c++11 c++14 c++17 c++20
 CXX_STD_OBJS := $(foreach s,$(CXX_STDS),$(addprefix $(B)/cxxstd/$(s)/,$(addsuffix .o,$(TESTS))))
-# one variant per standard: compile only (-c), warnings as errors
+# one variant per standard: checked, not compiled (-fsyntax-only: about 6x faster; the C++17
+# build of make test compiles with -O2, where the warnings that need optimisation show), warnings
+# as errors; the .o left is an empty stamp
 define cxx_std_variant
-cxxstd$(1)_CMD = $(CXX) -x c++ -std=$(1) $(WARN) -O1 -I. -c
+cxxstd$(1)_CMD = $(CXX) -x c++ -std=$(1) $(WARN) -fsyntax-only -I.
+cxxstd$(1)_LIBS = && touch $$@
 $$(eval $$(call VARIANT,cxxstd$(1),$(B)/cxxstd/$(1)/%.o,tests/%.c $(MINGW_DEPS)))
 endef
 $(foreach s,$(CXX_STDS),$(eval $(call cxx_std_variant,$(s))))
 cxx-std: $(CXX_STD_OBJS)
-	@echo "PASS cxx-std: $(words $^) compilations ($(CXX_STDS)) clean"
+	@echo "PASS cxx-std: $(words $^) files checked ($(CXX_STDS)) clean"
 
 # make tsan-omp: test_threads with -fopenmp under TSan. clang with LLVM's libomp (apt-get
 # install clang libomp-dev) and its Archer tool, which tells TSan about OpenMP's barriers
