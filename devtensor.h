@@ -4515,11 +4515,22 @@ static int dt__cpu_class(size_t nbytes, size_t *rounded) {
 #endif
 }
 
+#if DT__CPU_MMAP
+/* A large block's mapped size: whole 2 MiB pages (the cache's sizes already are; without the
+   cache, a tensor's own byte count is not, and munmap of an unaligned tail fails). 0: too large. */
+static size_t dt__cpu_map_size(size_t size) {
+  if (size > SIZE_MAX - 2 * DT__CPU_PAGE2M) return 0;
+  return (size + DT__CPU_PAGE2M - 1) & ~(DT__CPU_PAGE2M - 1);
+}
+#endif
+
 static void *dt__cpu_sys_alloc(size_t size) {
 #if DT__CPU_MMAP
   if (size >= DT__CPU_HUGE) {
-    char *p = (char *)mmap(NULL, size + DT__CPU_PAGE2M, PROT_READ | PROT_WRITE, MAP_PRIVATE | DT__CPU_MAP_ANON, -1, 0);
+    char *p;
     size_t head;
+    if (!(size = dt__cpu_map_size(size))) return NULL;
+    p = (char *)mmap(NULL, size + DT__CPU_PAGE2M, PROT_READ | PROT_WRITE, MAP_PRIVATE | DT__CPU_MAP_ANON, -1, 0);
     if (p == (char *)MAP_FAILED) return NULL;
     head = (size_t)(-(uintptr_t)p & (DT__CPU_PAGE2M - 1)); /* to the next 2 MiB boundary */
     if (head) munmap(p, head);
@@ -4534,7 +4545,7 @@ static void *dt__cpu_sys_alloc(size_t size) {
 static void dt__cpu_sys_free(void *p, size_t size) {
 #if DT__CPU_MMAP
   if (size >= DT__CPU_HUGE) {
-    munmap(p, size);
+    munmap(p, dt__cpu_map_size(size));
     return;
   }
 #endif
