@@ -112,6 +112,8 @@ cxx_CMD      = $(CXX) -x c++ $(CXXSTD) $(WARN) $(OPT) $(CFLAGS) -I.
 cxx_LIBS     = $(LDLIBS)
 serial_CMD   = $(CC) $(CSTD) $(WARN) $(OPT) $(CFLAGS) -I.
 serial_LIBS  = $(LDLIBS)
+clang_CMD    = $(CLANG) $(CSTD) $(WARN) $(OPT) $(CFLAGS) -I.
+clang_LIBS   = $(LDLIBS)
 asan_CMD     = $(CC) $(CSTD) $(WARN) $(SAN) $(CFLAGS) -I.
 asan_LIBS    = $(LDLIBS)
 cblas_CMD    = $(CC) $(CSTD) $(WARN) $(OPT) $(OPENMP) $(CFLAGS) -DDEVTENSOR_CBLAS -I.
@@ -151,6 +153,8 @@ endef
 $(eval $(call VARIANT,c,$(B)/c/%,tests/%.c $(TEST_DEPS)))
 $(eval $(call VARIANT,cxx,$(B)/cxx/%,tests/%.c $(TEST_DEPS)))
 $(eval $(call VARIANT,asan,$(B)/asan/%,tests/%.c $(TEST_DEPS)))
+# the vector kernels built by clang too (it contracts into FMA by default: every variant must still give the same bits)
+$(eval $(call VARIANT,clang,$(B)/clang/%,tests/%.c $(TEST_DEPS)))
 $(eval $(call VARIANT,c,$(B)/ex/%,examples/%.c $(EX_DEPS)))
 # DEVTENSOR_STATIC: every function static, unused ones must not warn
 $(eval $(call VARIANT,serial,$(B)/static_unit,tests/static_unit.c $(HDR)))
@@ -188,7 +192,7 @@ $(B)/bench_gpu: gpubench_CMD += -isystem $(CUDA_HOME)/include
 $(B)/fuzz/fuzz_safetensors $(B)/fuzz/replay_safetensors: tests/fuzz/nest_decode.h
 
 # the folders programs are built in
-BUILD_DIRS := $(B) $(addprefix $(B)/,c cxx asan ex cuda cuda/ex emu emu/ex emu/bench fault fuzz tsan tsan-emu lib/cpu lib/cuda \
+BUILD_DIRS := $(B) $(addprefix $(B)/,c cxx asan clang ex cuda cuda/ex emu emu/ex emu/bench fault fuzz tsan tsan-emu lib/cpu lib/cuda \
               tsan-omp mingw/gcc mingw/interlocked mingw/cxx $(addprefix cxxstd/,c++11 c++14 c++17 c++20))
 $(BUILD_DIRS):
 	@mkdir -p $@
@@ -226,14 +230,14 @@ $(TSAN_EMU)/devtensor_cuda.o: devtensor_cuda.cu $(HDR) $(EMU_HDRS) | $$(@D)
 
 # ---- what make runs ----
 .PHONY: all run test asan test-emu bench bench-cblas bench-gpu fault fuzz fuzz-replay tsan valgrind clean
-all: $(C_TESTS) $(CXX_TESTS) $(EX_BINS) $(B)/static_unit $(B)/two_units $(CUDA_ALL)
+all: $(C_TESTS) $(CXX_TESTS) $(B)/clang/test_vmath $(EX_BINS) $(B)/static_unit $(B)/two_units $(CUDA_ALL)
 
 run: $(RUN_GPUS)
 	@$(if $(RUN_NOTE),echo "$(RUN_NOTE)")
 	./$(RUN_GPUS)
 
 test: all lib
-	@DT_CUDA=$(CUDA) sh tests/run.sh $(C_TESTS) $(CXX_TESTS) $(B)/static_unit $(B)/two_units -- tests/safetensors_py.sh -- tests/examples_smoke.sh \
+	@DT_CUDA=$(CUDA) sh tests/run.sh $(C_TESTS) $(CXX_TESTS) $(B)/clang/test_vmath $(B)/static_unit $(B)/two_units -- tests/safetensors_py.sh -- tests/examples_smoke.sh \
 	  tests/interop_py.sh tests/packaging.sh \
 	  $(if $(CUDA_ALL),$(CUDA_TESTS) $(B)/cuda/fault_gpu tests/cuda_examples.sh)
 

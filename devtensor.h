@@ -5070,10 +5070,20 @@ DT__EW_FILL(dt__fill_64, uint64_t)
     for (; i < n; i++) y[i] = a[i * sa] OP b[i * sb];                                               \
   }
 
+/* exp and log compute the same operations in every variant: no multiply-add is fused, though an
+   AVX-512 target implies FMA (Clang: the pragma DT__NO_CONTRACT in the body; GCC in a GNU mode:
+   this attribute; GCC in ISO C mode does not fuse anyway). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define DT__EW_NOFMA __attribute__((optimize("fp-contract=off")))
+#else
+#define DT__EW_NOFMA
+#endif
+
 /* expf on a vector of floats in the polynomial's range (-87 <= x <= 88): exp(x) = 2^k exp(r),
    k = round(x / ln 2), r = x - k ln 2 in two parts (k * 0.693359375 is exact). */
 #define DT__EW_VEXPF(NAME, ATTR, VF, VI)                                                            \
-  ATTR static VF NAME(VF x) {                                                                       \
+  ATTR DT__EW_NOFMA static VF NAME(VF x) {                                                          \
+    DT__NO_CONTRACT                                                                                 \
     VF t = x * 1.44269504088896341f + 12582912.0f, k = t - 12582912.0f, r, z, p;                    \
     VI e;                                                                                           \
     memcpy(&e, &t, sizeof e);                                                                       \
@@ -5095,7 +5105,8 @@ DT__EW_FILL(dt__fill_64, uint64_t)
 /* logf on a vector of positive normal floats: x = 2^e m, m in [sqrt(1/2), sqrt(2)),
    log x = e ln 2 + log1p(m - 1). */
 #define DT__EW_VLOGF(NAME, ATTR, VF, VI)                                                            \
-  ATTR static VF NAME(VF x) {                                                                       \
+  ATTR DT__EW_NOFMA static VF NAME(VF x) {                                                          \
+    DT__NO_CONTRACT                                                                                 \
     const VF vz = {0}, sqrt2 = vz + 1.41421356f;                                                    \
     VI b, e, big, hb;                                                                               \
     VF m, h, f, z, p, ef;                                                                           \
