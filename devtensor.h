@@ -784,10 +784,13 @@ static void dt__pause(int waits) {
 static void dt__pause(int waits) { (void)waits; } /* no threads to yield to that we know of */
 #endif
 
+static void dt__fork_guard(void);
+
 /* A lock for a few loads and stores (the random generator's state, the error
    handler and its argument): 0 free, 1 held. */
 static void dt__lock(volatile int *l) {
   int waits = 0, expected = 0;
+  dt__fork_guard();
   while (!DT__ATOMIC_CAS(l, &expected, 1)) {
     expected = 0;
     dt__pause(waits);
@@ -4488,6 +4491,7 @@ static void *dt__cpu_bins[DT__CPU_NBINS]; /* free blocks of each class, linked t
 #endif
 
 static void dt__cpu_lock(void) {
+  dt__fork_guard();
   for (;;) {
     int expected = 0;
     if (DT__ATOMIC_CAS(&dt__cpu_lock_word, &expected, 1)) return;
@@ -4495,6 +4499,26 @@ static void dt__cpu_lock(void) {
   }
 }
 static void dt__cpu_unlock(void) { DT__ATOMIC_STORE(&dt__cpu_lock_word, 0); }
+
+/* fork() while another thread holds one of these locks would leave it held forever in the
+   child (glibc's malloc, which the allocator's cache stands in front of, guards its own locks
+   the same way): before a fork every lock is taken, in one order, and both processes give
+   them back after it, so the child starts with every structure whole and every lock free. */
+#if (defined(__unix__) || defined(__unix) || defined(__APPLE__)) && !defined(_WIN32)
+#include <pthread.h>
+static void dt__fork_prepare(void) { dt__lock(&dt__err_lock); dt__lock(&dt__rng_lock); dt__cpu_lock(); }
+static void dt__fork_release(void) { dt__cpu_unlock(); dt__unlock(&dt__rng_lock); dt__unlock(&dt__err_lock); }
+static int dt__fork_registered;
+static void dt__fork_guard(void) {
+  int expected = 0;
+  if (DT__ATOMIC_LOAD(&dt__fork_registered)) return;
+  if (DT__ATOMIC_CAS(&dt__fork_registered, &expected, 1) &&
+      pthread_atfork(dt__fork_prepare, dt__fork_release, dt__fork_release) != 0)
+    DT__ATOMIC_STORE(&dt__fork_registered, 0); /* not registered (out of memory): try again next time */
+}
+#else
+static void dt__fork_guard(void) {}
+#endif
 
 /* The class of a request: its bin and rounded size; 0 when nbytes is too large to round. */
 static int dt__cpu_class(size_t nbytes, size_t *rounded) {
