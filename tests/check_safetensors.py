@@ -6,23 +6,7 @@ import json
 import struct
 import sys
 
-passed = failed = skipped = 0
-
-
-def report(name, ok, why=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print("PASS " + name)
-    else:
-        failed += 1
-        print("FAIL " + name + (": " + why if why else ""))
-
-
-def skip(name, why):
-    global skipped
-    skipped += 1
-    print("SKIP " + name + ": " + why)
+from pyharness import check, skip, finish  # tests/pyharness.py, beside this file
 
 
 SIZES = {"F32": ("f", 4), "F64": ("d", 8), "I32": ("i", 4), "I64": ("q", 8)}
@@ -36,18 +20,18 @@ try:
     header = json.loads(blob[8:8 + n].decode("utf-8"))
     data = blob[8 + n:]
     tensors = {k: v for k, v in header.items() if k != "__metadata__"}
-    report("stdlib_header", set(tensors) == set(EXPECTED), "names %s" % sorted(tensors))
+    check("stdlib_header", set(tensors) == set(EXPECTED), "names %s" % sorted(tensors))
     ends = sorted((v["data_offsets"][0], v["data_offsets"][1]) for v in tensors.values())
     contiguous = ends[0][0] == 0 and all(a[1] == b[0] for a, b in zip(ends, ends[1:])) and ends[-1][1] == len(data)
-    report("stdlib_offsets", contiguous, "offsets %s for %d data bytes" % (ends, len(data)))
+    check("stdlib_offsets", contiguous, "offsets %s for %d data bytes" % (ends, len(data)))
     for name, (shape, values) in EXPECTED.items():
         e = tensors.get(name, {})
         code, size = SIZES.get(e.get("dtype"), ("?", 0))
         b, end = e.get("data_offsets", [0, 0])
         got = list(struct.unpack("<%d%s" % ((end - b) // max(size, 1), code), data[b:end])) if size else None
-        report("stdlib_" + name, e.get("shape") == shape and got == values, "shape %s values %s" % (e.get("shape"), got))
+        check("stdlib_" + name, e.get("shape") == shape and got == values, "shape %s values %s" % (e.get("shape"), got))
 except Exception as exc:  # a malformed file is a failure, not a crash of the runner
-    report("stdlib_read", False, repr(exc))
+    check("stdlib_read", False, repr(exc))
 
 try:
     from safetensors.torch import load_file
@@ -57,7 +41,6 @@ else:
     loaded = load_file(path)
     ok = set(loaded) == set(EXPECTED) and all(
         list(loaded[k].shape) == s and loaded[k].flatten().tolist() == v for k, (s, v) in EXPECTED.items())
-    report("safetensors_torch", ok, str(loaded))
+    check("safetensors_torch", ok, str(loaded))
 
-print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
-sys.exit(1 if failed else 0)
+finish()

@@ -16,23 +16,7 @@ import numpy as np
 import torch
 import torch.utils.dlpack as tdl
 
-passed = failed = skipped = 0
-
-
-def check(name, ok, why=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print("PASS " + name)
-    else:
-        failed += 1
-        print("FAIL " + name + (": " + str(why) if why else ""))
-
-
-def skip(name, why):
-    global skipped
-    skipped += 1
-    print("SKIP " + name + ": " + why)
+from pyharness import check, skip, finish  # tests/pyharness.py, beside this file
 
 
 # ---- the C side: devtensor.h's structs and functions ----
@@ -443,5 +427,4 @@ if ngpu > 0 and torch.cuda.is_available():
     test_cupy(Device(1, 0))
 else:
     skip("torch CUDA tensors and CuPy <-> devtensor", "no GPU here (devtensor sees %d, torch.cuda %s)" % (ngpu, torch.cuda.is_available()))
-print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
-sys.exit(1 if failed else 0)
+finish()
