@@ -4493,9 +4493,15 @@ static void *dt__cpu_bins[DT__CPU_NBINS]; /* free blocks of each class, linked t
 static void dt__cpu_lock(void) {
   dt__fork_guard();
   for (;;) {
-    int expected = 0;
+    int expected = 0, spins = 0, waits = 0;
     if (DT__ATOMIC_CAS(&dt__cpu_lock_word, &expected, 1)) return;
-    while (DT__ATOMIC_LOAD(&dt__cpu_lock_word)) {}
+    /* held for a few list operations: spin a little, then give the core to the holder (on a
+       loaded machine it may be waiting for one) */
+    while (DT__ATOMIC_LOAD(&dt__cpu_lock_word)) {
+      if (++spins < 100) continue;
+      dt__pause(waits);
+      if (waits < 64) waits++;
+    }
   }
 }
 static void dt__cpu_unlock(void) { DT__ATOMIC_STORE(&dt__cpu_lock_word, 0); }
@@ -4763,6 +4769,7 @@ typedef void (*dt__task_w_fn)(void *ctx, int64_t lo, int64_t hi, int w);
 #define DT__POOL 1
 #include <omp.h>
 #include <pthread.h>
+#include <signal.h>
 
 #define DT__POOL_MAX 63 /* workers */
 
@@ -4829,16 +4836,27 @@ static void *dt__pool_worker(void *arg) {
 
 static void dt__pool_forked(void) { dt__pool.nworkers = 0; }
 
+/* OMP_NUM_THREADS as read once, when the pool starts: LLVM's libomp sets up (allocates) a
+   thread's OpenMP state the first time that thread asks, so asking on every call from every
+   user thread could fail there, which libomp reports by exiting. */
+static int dt__pool_nt;
+
 static void dt__pool_start(void) {
-  int nt = omp_get_max_threads(), i = 0; /* reads the ICV: no allocation, no team */
+  int nt = omp_get_max_threads(), i = 0;
   pthread_attr_t at;
+  DT__ATOMIC_STORE(&dt__pool_nt, nt < 1 ? 1 : nt);
   if (nt > 1 && pthread_attr_init(&at) == 0) {
+    /* workers start with every signal blocked, so that a signal the program handles (SIGINT,
+       SIGALRM, ...) goes to one of its own threads, never into a kernel of the pool */
+    sigset_t all, old;
+    int masked = sigfillset(&all) == 0 && pthread_sigmask(SIG_SETMASK, &all, &old) == 0;
     pthread_attr_setstacksize(&at, (size_t)1 << 19); /* the kernels need little stack */
     for (; i < nt - 1 && i < DT__POOL_MAX; i++) {
       pthread_t th;
       if (pthread_create(&th, &at, dt__pool_worker, NULL) != 0) break; /* fewer workers */
       pthread_detach(th);
     }
+    if (masked) pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&at);
   }
   if (i > 0) pthread_atfork(NULL, NULL, dt__pool_forked);
@@ -4853,7 +4871,10 @@ static int dt__pool_threads(void) {
 
 /* The threads work is partitioned for (OMP_NUM_THREADS): not the pool's size, so that a
    partition, where it matters, does not depend on whether workers could be started. */
-static int dt__cpu_threads(void) { return omp_get_max_threads(); /* reads the ICV: no team */ }
+static int dt__cpu_threads(void) {
+  pthread_once(&dt__pool_once, dt__pool_start);
+  return DT__ATOMIC_LOAD(&dt__pool_nt);
+}
 
 /* fn (or fnw, with at most maxw threads) over [0, n) in chunks of grain items: on the pool when
    there are two chunks or more, workers and maxw > 1, else as one plain call on the caller. */
@@ -4938,6 +4959,24 @@ static void dt__par_for_w(int64_t n, int64_t grain, int maxw, dt__task_w_fn fnw,
 
 enum { DT__EW_BASE = 0, DT__EW_AVX2 = 1, DT__EW_AVX512 = 2, DT__EW_NISA = 3 };
 
+#if DT__EW_X86 /* implied by DT__GEMM_X86 (the same conditions and more) */
+#include <cpuid.h>
+/* Whether the operating system saves the register state in mask (XCR0 bits: 0x6 for the
+   YMM registers, 0xE6 for the ZMM registers and opmasks) on a context switch. The CPU may
+   have AVX-512 that the kernel has not enabled; older compilers' __builtin_cpu_supports
+   does not always ask. */
+static int dt__x86_os_saves(unsigned mask) {
+  unsigned a, b, c, d, lo, hi;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return 0; /* no OSXSAVE: no XGETBV */
+  __asm__ __volatile__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  (void)hi;
+  return (lo & mask) == mask;
+}
+static int dt__x86_has_avx2(void) { return __builtin_cpu_supports("avx2") && dt__x86_os_saves(0x6); }
+static int dt__x86_has_avx2_fma(void) { return dt__x86_has_avx2() && __builtin_cpu_supports("fma"); }
+static int dt__x86_has_avx512f(void) { return __builtin_cpu_supports("avx512f") && dt__x86_os_saves(0xE6); }
+#endif
+
 /* The widest variant this CPU runs, found once. */
 static int dt__ew_isa_cached = -1;
 static int dt__ew_isa(void) {
@@ -4945,8 +4984,8 @@ static int dt__ew_isa(void) {
   if (isa < 0) {
     isa = DT__EW_BASE;
 #if DT__EW_X86
-    if (__builtin_cpu_supports("avx512f")) isa = DT__EW_AVX512;
-    else if (__builtin_cpu_supports("avx2")) isa = DT__EW_AVX2;
+    if (dt__x86_has_avx512f()) isa = DT__EW_AVX512;
+    else if (dt__x86_has_avx2()) isa = DT__EW_AVX2;
 #endif
     DT__ATOMIC_STORE(&dt__ew_isa_cached, isa);
   }
@@ -6057,7 +6096,7 @@ static int dt__gemm_plan_get(int isa, int dbl, dt__gemm_plan *pl) {
       return 1;
 #if DT__GEMM_X86
     case DT__GEMM_ISA_AVX2: /* L2 of 256 KiB and up: B's panels 128 KiB */
-      if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return 0;
+      if (!dt__x86_has_avx2_fma()) return 0;
       pl->kern = dbl ? dt__gemm_kern_f64_avx2 : dt__gemm_kern_f32_avx2;
       pl->rows = dbl ? dt__gemm_rows_f64_avx2 : dt__gemm_rows_f32_avx2;
       pl->rw = dbl ? 8 : 16;
@@ -6067,7 +6106,7 @@ static int dt__gemm_plan_get(int isa, int dbl, dt__gemm_plan *pl) {
       pl->nc = dbl ? 64 : 128;
       return 1;
     case DT__GEMM_ISA_AVX512: /* L2 of 1 MiB and up: B's panels 384 KiB; A's micro-panel 18 / 24 KiB */
-      if (!__builtin_cpu_supports("avx512f")) return 0;
+      if (!dt__x86_has_avx512f()) return 0;
       pl->kern = dbl ? dt__gemm_kern_f64_avx512 : dt__gemm_kern_f32_avx512;
       pl->rows = dbl ? dt__gemm_rows_f64_avx512 : dt__gemm_rows_f32_avx512;
       pl->rw = dbl ? 16 : 32;

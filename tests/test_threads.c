@@ -520,7 +520,48 @@ static void test_fork_while_threads_allocate(void) {
   T_CHECK_MSG(hung == 0 && failed == 0, "of 50 children, %d hung on a lock and %d failed", hung, failed);
 }
 
+/* The CPU pool's workers block every signal: a signal sent to the process goes to a thread of
+   the program's own, never into a pool kernel. With the main thread blocking SIGUSR1 the signal
+   must stay pending (on the old code a worker, which had it unblocked, took it at once). */
+static volatile sig_atomic_t usr1_hits, usr1_off_main;
+static pthread_t usr1_main;
+static void on_usr1(int sig) {
+  (void)sig;
+  usr1_hits++;
+  if (!pthread_equal(pthread_self(), usr1_main)) usr1_off_main++;
+}
+static void test_pool_workers_block_signals(void) {
+  struct sigaction sa, old_sa;
+  sigset_t usr1, old_mask;
+  struct timespec ts = {0, 50 * 1000 * 1000};
+  dt_tensor *a, *b;
+#if !defined(_OPENMP)
+  T_SKIP("no CPU pool without -fopenmp");
+#endif
+  usr1_main = pthread_self();
+  usr1_hits = usr1_off_main = 0;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_usr1;
+  sigemptyset(&sa.sa_mask);
+  T_CHECK(sigaction(SIGUSR1, &sa, &old_sa) == 0);
+  a = dt_ones(dt_shape1(1 << 22), dt_cpu()); /* big enough for the pool: starts its workers */
+  b = a ? dt_add(a, a) : NULL;
+  T_CHECK(b != NULL && item_release(dt_sum(b)) == 2.0 * (1 << 22));
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
+  T_CHECK(pthread_sigmask(SIG_BLOCK, &usr1, &old_mask) == 0);
+  kill(getpid(), SIGUSR1);
+  nanosleep(&ts, NULL);
+  T_CHECK_MSG(usr1_hits == 0, "a signal the program blocks was taken by %d other thread(s)", (int)usr1_off_main);
+  T_CHECK(pthread_sigmask(SIG_SETMASK, &old_mask, NULL) == 0); /* now it is delivered, here */
+  nanosleep(&ts, NULL);
+  T_CHECK(usr1_hits == 1 && usr1_off_main == 0);
+  sigaction(SIGUSR1, &old_sa, NULL);
+  dt_release(a); dt_release(b);
+}
+
 int main(void) {
+  T_RUN(test_pool_workers_block_signals);
   T_RUN(test_seed_while_drawing);
   T_RUN(test_gpu_count_wait_yields);
   T_RUN(test_parallel_loops_from_threads);
