@@ -4965,12 +4965,19 @@ enum { DT__EW_BASE = 0, DT__EW_AVX2 = 1, DT__EW_AVX512 = 2, DT__EW_NISA = 3 };
    YMM registers, 0xE6 for the ZMM registers and opmasks) on a context switch. The CPU may
    have AVX-512 that the kernel has not enabled; older compilers' __builtin_cpu_supports
    does not always ask. */
+static int dt__x86_xcr0_cached = -1; /* read once: CPUID traps to the hypervisor in a VM (~10 us) */
 static int dt__x86_os_saves(unsigned mask) {
-  unsigned a, b, c, d, lo, hi;
-  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return 0; /* no OSXSAVE: no XGETBV */
-  __asm__ __volatile__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  (void)hi;
-  return (lo & mask) == mask;
+  int xcr0 = DT__ATOMIC_LOAD(&dt__x86_xcr0_cached);
+  if (xcr0 < 0) {
+    unsigned a, b, c, d, lo = 0, hi;
+    if (__get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 27))) { /* OSXSAVE, else no XGETBV */
+      __asm__ __volatile__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+      (void)hi;
+    }
+    xcr0 = (int)(lo & 0xFFu);
+    DT__ATOMIC_STORE(&dt__x86_xcr0_cached, xcr0);
+  }
+  return ((unsigned)xcr0 & mask) == mask;
 }
 static int dt__x86_has_avx2(void) { return __builtin_cpu_supports("avx2") && dt__x86_os_saves(0x6); }
 static int dt__x86_has_avx2_fma(void) { return dt__x86_has_avx2() && __builtin_cpu_supports("fma"); }
