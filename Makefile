@@ -187,6 +187,8 @@ $(eval $(call VARIANT,tsanemu,$(TSAN_EMU)/test_threads,tests/test_threads.c $(HD
 # test_threads uses pthreads (glibc >= 2.34 links them without -pthread; others need it)
 $(B)/c/test_threads $(B)/cxx/test_threads $(B)/asan/test_threads: LDLIBS += -pthread
 $(B)/cuda/test_threads: CUDA_LIBS += -pthread
+$(B)/c/test_optim $(B)/cxx/test_optim $(B)/asan/test_optim $(B)/clang/test_optim: LDLIBS += -pthread
+$(B)/cuda/test_optim: CUDA_LIBS += -pthread
 # GPU fault injection (tests/fault_gpu.c defines cudaMalloc and finds the real one with dlsym)
 $(B)/bench_gpu: gpubench_CMD += -isystem $(CUDA_HOME)/include
 $(B)/fuzz/fuzz_safetensors $(B)/fuzz/replay_safetensors: tests/fuzz/nest_decode.h

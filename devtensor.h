@@ -287,6 +287,28 @@ DTDEF dt_tensor *dt_trainer_prepare_batch(dt_trainer *tr, const dt_tensor *batch
 DTDEF dt_status  dt_trainer_fit(dt_trainer *tr, dt_module *m, const dt_tensor *X, const dt_tensor *y); /* MSE + SGD */
 DTDEF void       dt_trainer_free(dt_trainer *tr);
 
+/* ---- api: optimizers (and torch.no_grad) ---- */
+
+/* Whether dt_forward keeps what a backward pass needs, for the calling thread: 1 (the default)
+   yes, 0 no (torch.no_grad(): inference holds no activations, dt_backward refuses). Returns the
+   previous setting. */
+DTDEF int dt_set_grad_enabled(int enabled);
+
+/* torch.optim's SGD (dampening 0, no Nesterov), Adam (L2 weight decay added to the gradient,
+   no amsgrad) and AdamW (decoupled decay: p *= 1 - lr * weight_decay), same update rules. The
+   optimizer borrows m (which must outlive it) and takes m's parameters at each step, in
+   state_dict order, a lazy layer's once it has them. Its state (momentum buffers, exp_avg,
+   exp_avg_sq) is made at the first step on the parameters' device, and follows dt_module_to
+   and dt_module_to_dtype: a step moves (or converts) it to where the parameters are first. A
+   step is all or nothing against failures of memory: it makes or moves every state first. */
+typedef struct dt_optimizer dt_optimizer;
+DTDEF dt_optimizer *dt_sgd(dt_module *m, double lr, double momentum, double weight_decay);
+DTDEF dt_optimizer *dt_adam(dt_module *m, double lr, double beta1, double beta2, double eps, double weight_decay);
+DTDEF dt_optimizer *dt_adamw(dt_module *m, double lr, double beta1, double beta2, double eps, double weight_decay);
+DTDEF dt_status     dt_optimizer_step(dt_optimizer *o);
+DTDEF dt_status     dt_optimizer_zero_grad(dt_optimizer *o);  /* dt_zero_grad of its module */
+DTDEF void          dt_optimizer_free(dt_optimizer *o);
+
 /* ---- api: interop: DLPack, memory the caller owns, safetensors of any tensors ----
    DLPack (github.com/dmlc/dlpack) is how tensors cross into PyTorch, CuPy, JAX and
    NumPy without a copy. Its ABI types are declared here under dlpack.h's own names
@@ -449,6 +471,22 @@ typedef enum dt__binary_op {
 
 typedef enum dt__reduce_op { DT__R_SUM = 0, DT__R_MEAN, DT__R_NORM } dt__reduce_op;
 
+/* optimizers (h4): what an optimizer step does to one parameter p, as PyTorch's single-tensor
+   loops, every value rounded to p's dtype at each operation as PyTorch's ops do:
+   SGD:   d = g + weight_decay p; with momentum: buf1 = first ? d : momentum buf1 + d, d = buf1;
+          p = p - lr d
+   Adam:  d = g + weight_decay p; buf1 = beta1 buf1 + (1 - beta1) d;
+          buf2 = beta2 buf2 + (1 - beta2) d d; p = p - step_size buf1 / (sqrt(buf2) / bc2_sqrt + eps)
+   AdamW: p = p (1 - lr weight_decay), then Adam's update with d = g.
+   step_size = lr / (1 - beta1^step) and bc2_sqrt = sqrt(1 - beta2^step) come from the core. */
+typedef enum dt__optim_kind { DT__OPT_SGD = 0, DT__OPT_ADAM, DT__OPT_ADAMW } dt__optim_kind;
+typedef struct dt__optim_hp {
+  dt__optim_kind kind;
+  int first;                    /* SGD with momentum: the first step (buf1 = d) */
+  double lr, momentum, weight_decay, beta1, beta2, eps;
+  double step_size, bc2_sqrt;   /* Adam, AdamW */
+} dt__optim_hp;
+
 /* Broadcast geometry of y = a op b: out dims, and each operand's element
    strides over those dims (0 where it broadcasts). `contiguous` is 1 when
    a, b and y all have the same shape, so element i of each is at i. */
@@ -503,6 +541,9 @@ typedef struct dt__backend {
   dt_status (*axpy)(int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y);
   /* Philox 4x32-10 with key = seed and counter = (i / 4, draw): uniform [0, 1) or standard normal, F32. */
   dt_status (*random)(int dev, int normal, uint64_t seed, uint64_t draw, int64_t n, float *y);
+  /* optimizers (h4): one optimizer's update of a parameter p (n elements, F32 or F64) from its
+     gradient g and its state buf1, buf2 (see dt__optim_hp), in one pass */
+  dt_status (*optim_step)(int dev, dt_dtype t, int64_t n, const dt__optim_hp *h, void *p, const void *g, void *buf1, void *buf2);
 } dt__backend;
 
 
@@ -2084,11 +2125,21 @@ DTDEF dt_status dt_empty_cache(dt_device d) {
   return dt__run("dt_empty_cache", d, dt__be(d)->empty_cache(d.index));
 }
 
+/* ---- grad mode (h4) ----
+   torch.no_grad() per thread: with grad disabled dt_forward keeps nothing for a backward pass
+   (no layer holds its input) and dt_backward refuses. */
+
+static DT__TLS int dt__no_grad; /* 0 (the default): grad enabled */
+
+DTDEF int dt_set_grad_enabled(int enabled) {
+  int prev = !dt__no_grad;
+  dt__no_grad = !enabled;
+  return prev;
+}
+
 /* ---- neural networks ---- */
 
 typedef enum dt__mkind { DT__M_LINEAR = 0, DT__M_RELU, DT__M_SEQ } dt__mkind;
-
-#define DT__MAX_PARAMS 256
 
 struct dt_module {
   dt__mkind kind;
@@ -2099,6 +2150,7 @@ struct dt_module {
   dt_tensor *weight, *bias, *gweight, *gbias;
   dt_tensor *input;        /* linear, relu: the last forward's input, for backward */
   dt_shape out_shape;      /* the last forward's output shape; ndim -1 before any */
+  int nograd_fwd;          /* the last forward called on this module ran with grad disabled: it kept nothing */
   /* sequential */
   dt_module **layers;
   int n, cap;
@@ -2308,15 +2360,22 @@ static int dt__module_slots(dt_module *m, dt_tensor ***slots, int cap, int at) {
 
 static void dt__module_drop_saved(dt_module *m) {
   int i;
-  dt_release(m->input); m->input = NULL; m->out_shape.ndim = -1;
+  dt_release(m->input); m->input = NULL; m->out_shape.ndim = -1; m->nograd_fwd = 0;
   if (m->kind == DT__M_SEQ) for (i = 0; i < m->n; i++) dt__module_drop_saved(m->layers[i]);
 }
 
 /* Converts every parameter and grad with `conv`; all or nothing. */
 static dt_status dt__module_convert(const char *op, dt_module *m, dt_device d, dt_dtype t) {
-  dt_tensor **slots[4 * DT__MAX_PARAMS], *fresh[4 * DT__MAX_PARAMS];
-  int n = dt__module_slots(m, slots, 4 * DT__MAX_PARAMS, 0), i;
-  if (n > 4 * DT__MAX_PARAMS) return dt__fail(DT_ERR_UNSUPPORTED, "%s: more than %d parameters", op, 2 * DT__MAX_PARAMS);
+  dt_tensor ***slots, **fresh;
+  int n = dt__module_slots(m, NULL, 0, 0), i;
+  slots = n ? (dt_tensor ***)DT_MALLOC(sizeof(dt_tensor **) * (size_t)n) : NULL;
+  fresh = n ? (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)n) : NULL;
+  if (n && (!slots || !fresh)) {
+    if (slots) DT_FREE(slots);
+    if (fresh) DT_FREE(fresh);
+    return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+  }
+  dt__module_slots(m, slots, n, 0);
   for (i = 0; i < n; i++) {
     dt_tensor *moved = dt_to(*slots[i], d);
     fresh[i] = moved && dt_dtype_of(moved) != t ? dt_cast(moved, t) : moved;
@@ -2324,10 +2383,12 @@ static dt_status dt__module_convert(const char *op, dt_module *m, dt_device d, d
     if (!fresh[i]) {
       dt_status s = dt_last_status();
       while (i-- > 0) dt_release(fresh[i]);
+      DT_FREE(slots); DT_FREE(fresh);
       return s;
     }
   }
   for (i = 0; i < n; i++) { dt_release(*slots[i]); *slots[i] = fresh[i]; }
+  if (n) { DT_FREE(slots); DT_FREE(fresh); }
   dt__module_drop_saved(m);
   dt__module_set_place(m, d, t);
   return DT_OK;
@@ -2537,16 +2598,20 @@ static dt_tensor *dt__forward(const char *op, dt_module *m, const dt_tensor *x, 
                                       x->st->ptr, 0, m->weight->st->ptr, 0, 1.0, y->st->ptr, 0);
         if (!(y = dt__done(op, y, s))) return NULL;
       }
-      dt_release(m->input);
-      m->input = dt_retain((dt_tensor *)x);
-      m->out_shape = y->shape;
+      if (!dt__no_grad) { /* what backward needs; with grad disabled nothing (dt_forward dropped the last) */
+        dt_release(m->input);
+        m->input = dt_retain((dt_tensor *)x);
+        m->out_shape = y->shape;
+      }
       return y;
     }
     case DT__M_RELU:
       if (!(y = dt__unary(op, DT__U_RELU, x, 0, 0))) return NULL;
-      dt_release(m->input);
-      m->input = dt_retain((dt_tensor *)x);
-      m->out_shape = y->shape;
+      if (!dt__no_grad) {
+        dt_release(m->input);
+        m->input = dt_retain((dt_tensor *)x);
+        m->out_shape = y->shape;
+      }
       return y;
     case DT__M_SEQ: {
       size_t plen = fw->plen;
@@ -2558,8 +2623,8 @@ static dt_tensor *dt__forward(const char *op, dt_module *m, const dt_tensor *x, 
         cur = y;
       }
       fw->plen = plen;
-      if (cur) m->out_shape = cur->shape;
-      else dt__module_drop_saved(m); /* the layers before the failing one saved this forward: no backward through a mix */
+      if (cur && !dt__no_grad) m->out_shape = cur->shape;
+      else if (!cur) dt__module_drop_saved(m); /* the layers before the failing one saved this forward: no backward through a mix */
       return cur;
     }
   }
@@ -2583,6 +2648,12 @@ DTDEF dt_tensor *dt_forward(dt_module *m, const dt_tensor *x) {
   {
     dt__fwd fw;
     fw.input = x; fw.plen = 0; fw.path[0] = 0;
+    if (dt__no_grad) { /* inference: the last forward's activations go now, and this one keeps none */
+      dt__module_drop_saved(m);
+      m->nograd_fwd = 1;
+    } else {
+      m->nograd_fwd = 0;
+    }
     return dt__forward(op, m, x, &fw);
   }
 }
@@ -2698,6 +2769,12 @@ static dt_status dt__backward_args(const char *op, dt_module *m, const dt_tensor
   dt_status s;
   if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op);
   if ((s = dt__check_tensor(op, "grad_output", grad_output)) != DT_OK) return s;
+  if (dt__no_grad)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: grad is disabled on this thread (dt_set_grad_enabled(0), torch.no_grad()); "
+                    "enable it with dt_set_grad_enabled(1) and run dt_forward again", op);
+  if (m->out_shape.ndim < 0 && m->nograd_fwd)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: the last forward ran with grad disabled (dt_set_grad_enabled(0)) and kept "
+                    "nothing to go back through; run dt_forward with grad enabled", op);
   if (m->out_shape.ndim < 0) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: no forward to go back through (call dt_forward first)", op);
   if (!dt_device_equal(grad_output->st->device, m->device))
     return dt__fail(DT_ERR_DEVICE_MISMATCH, "%s: grad_output is on %s but the module is on %s", op,
@@ -2725,33 +2802,33 @@ DTDEF dt_status dt_backward_params(dt_module *m, const dt_tensor *grad_output) {
   return dt__backward(op, m, grad_output, NULL);
 }
 
-DTDEF dt_status dt_zero_grad(dt_module *m) {
-  dt_tensor **slots[4 * DT__MAX_PARAMS];
-  int n, i;
+/* Every linear layer of m with parameters, in order: zero its grads (zero 1) or take a plain
+   SGD step with lr. Recursion at most DT_MODULE_MAX_DEPTH deep; no limit on the layers. */
+static dt_status dt__grads_walk(dt_module *m, int zero, double lr) {
   dt_status s;
-  if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_zero_grad: m is NULL");
-  n = dt__module_slots(m, slots, 4 * DT__MAX_PARAMS, 0);
-  if (n > 4 * DT__MAX_PARAMS) return dt__fail(DT_ERR_UNSUPPORTED, "dt_zero_grad: more than %d linear layers", DT__MAX_PARAMS);
-  for (i = 0; i + 3 < n && i < 4 * DT__MAX_PARAMS; i += 4) {
-    if ((s = dt_fill_(*slots[i + 2], 0)) != DT_OK) return s;
-    if ((s = dt_fill_(*slots[i + 3], 0)) != DT_OK) return s;
+  int i;
+  if (m->kind == DT__M_LINEAR && m->weight) {
+    if (zero) {
+      if ((s = dt_fill_(m->gweight, 0)) != DT_OK) return s;
+      return dt_fill_(m->gbias, 0);
+    }
+    if ((s = dt_axpy_(m->weight, -lr, m->gweight)) != DT_OK) return s;
+    return dt_axpy_(m->bias, -lr, m->gbias);
   }
+  if (m->kind == DT__M_SEQ)
+    for (i = 0; i < m->n; i++) if ((s = dt__grads_walk(m->layers[i], zero, lr)) != DT_OK) return s;
   return DT_OK;
 }
 
+DTDEF dt_status dt_zero_grad(dt_module *m) {
+  if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_zero_grad: m is NULL");
+  return dt__grads_walk(m, 1, 0.0);
+}
+
 DTDEF dt_status dt_sgd_step(dt_module *m, double lr) {
-  dt_tensor **slots[4 * DT__MAX_PARAMS];
-  int n, i;
-  dt_status s;
   if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_sgd_step: m is NULL");
   if (!(lr == lr) || lr - lr != 0) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_sgd_step: lr must be finite, got %g", lr);
-  n = dt__module_slots(m, slots, 4 * DT__MAX_PARAMS, 0);
-  if (n > 4 * DT__MAX_PARAMS) return dt__fail(DT_ERR_UNSUPPORTED, "dt_sgd_step: more than %d linear layers", DT__MAX_PARAMS);
-  for (i = 0; i + 3 < n && i < 4 * DT__MAX_PARAMS; i += 4) {
-    if ((s = dt_axpy_(*slots[i], -lr, *slots[i + 2])) != DT_OK) return s;
-    if ((s = dt_axpy_(*slots[i + 1], -lr, *slots[i + 3])) != DT_OK) return s;
-  }
-  return DT_OK;
+  return dt__grads_walk(m, 0, lr);
 }
 
 static dt_status dt__loss_check(const char *op, const dt_tensor *p, const dt_tensor *t) {
@@ -2779,6 +2856,176 @@ DTDEF dt_tensor *dt_mse_loss_grad(const dt_tensor *pred, const dt_tensor *target
   g = dt__unary(op, DT__U_AFFINE, d, pred->numel ? 2.0 / (double)pred->numel : 0.0, 0.0);
   dt_release(d);
   return g;
+}
+
+/* ---- optimizers (h4) ----
+   torch.optim.SGD, Adam and AdamW. The optimizer borrows its module and holds, per parameter
+   (state_dict order), its state and step count. A step: (1) checks, and makes every missing
+   state (at the first step: zeros for Adam, an unset momentum buffer the kernel fills) or moves
+   every state to where its parameter now is (dt_module_to, dt_module_to_dtype): all of it
+   before any parameter changes, so a failed allocation leaves the module as it was; (2) one
+   fused backend kernel per parameter (dt__optim_hp, the backend's optim_step). */
+
+typedef struct dt__optim_state {
+  dt_tensor *buf1, *buf2; /* SGD: the momentum buffer; Adam, AdamW: exp_avg, exp_avg_sq. NULL until the first step */
+  int64_t step;           /* steps taken by this parameter */
+} dt__optim_state;
+
+struct dt_optimizer {
+  dt__optim_hp hp;   /* kind and hyperparameters (first, step_size and bc2_sqrt set per step) */
+  dt_module *m;      /* borrowed */
+  int n;             /* parameters, lazy ones included, when it was made */
+  dt__optim_state *st;
+};
+
+static int dt__finite(double v) { return v == v && v - v == 0; }
+
+static dt_optimizer *dt__optim_new(const char *op, dt_module *m, dt__optim_kind kind, double lr, double momentum,
+                                   double beta1, double beta2, double eps, double weight_decay) {
+  dt_optimizer *o;
+  int n;
+  if (!m) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op); return NULL; }
+  if (!(lr >= 0) || !dt__finite(lr)) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: invalid learning rate lr = %g (expected a finite lr >= 0)", op, lr); return NULL; }
+  if (kind == DT__OPT_SGD && (!(momentum >= 0) || !dt__finite(momentum))) {
+    dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: invalid momentum = %g (expected a finite momentum >= 0)", op, momentum);
+    return NULL;
+  }
+  if (kind != DT__OPT_SGD) {
+    if (!(beta1 >= 0 && beta1 < 1)) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: invalid beta1 = %g (expected 0 <= beta1 < 1)", op, beta1); return NULL; }
+    if (!(beta2 >= 0 && beta2 < 1)) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: invalid beta2 = %g (expected 0 <= beta2 < 1)", op, beta2); return NULL; }
+    if (!(eps >= 0) || !dt__finite(eps)) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: invalid eps = %g (expected a finite eps >= 0)", op, eps); return NULL; }
+  }
+  if (!(weight_decay >= 0) || !dt__finite(weight_decay)) {
+    dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: invalid weight_decay = %g (expected a finite weight_decay >= 0)", op, weight_decay);
+    return NULL;
+  }
+  if ((n = dt_module_num_params(m)) <= 0) {
+    dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m has no parameters to optimize (PyTorch: optimizer got an empty parameter list)", op);
+    return NULL;
+  }
+  if (!(o = (dt_optimizer *)DT_MALLOC(sizeof(dt_optimizer)))) { dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); return NULL; }
+  memset(o, 0, sizeof *o);
+  if (!(o->st = (dt__optim_state *)DT_MALLOC(sizeof(dt__optim_state) * (size_t)n))) {
+    DT_FREE(o);
+    dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+    return NULL;
+  }
+  memset(o->st, 0, sizeof(dt__optim_state) * (size_t)n);
+  o->n = n; o->m = m;
+  o->hp.kind = kind; o->hp.lr = lr; o->hp.momentum = momentum; o->hp.weight_decay = weight_decay;
+  o->hp.beta1 = beta1; o->hp.beta2 = beta2; o->hp.eps = eps;
+  return o;
+}
+
+DTDEF dt_optimizer *dt_sgd(dt_module *m, double lr, double momentum, double weight_decay) {
+  return dt__optim_new("dt_sgd", m, DT__OPT_SGD, lr, momentum, 0, 0, 0, weight_decay);
+}
+DTDEF dt_optimizer *dt_adam(dt_module *m, double lr, double beta1, double beta2, double eps, double weight_decay) {
+  return dt__optim_new("dt_adam", m, DT__OPT_ADAM, lr, 0, beta1, beta2, eps, weight_decay);
+}
+DTDEF dt_optimizer *dt_adamw(dt_module *m, double lr, double beta1, double beta2, double eps, double weight_decay) {
+  return dt__optim_new("dt_adamw", m, DT__OPT_ADAMW, lr, 0, beta1, beta2, eps, weight_decay);
+}
+
+DTDEF void dt_optimizer_free(dt_optimizer *o) {
+  int i;
+  if (!o) return;
+  for (i = 0; i < o->n; i++) { dt_release(o->st[i].buf1); dt_release(o->st[i].buf2); }
+  DT_FREE(o->st);
+  DT_FREE(o);
+}
+
+DTDEF dt_status dt_optimizer_zero_grad(dt_optimizer *o) {
+  if (!o) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_optimizer_zero_grad: o is NULL");
+  return dt__grads_walk(o->m, 1, 0.0);
+}
+
+/* State k (0: buf1, 1: buf2) of parameter p as the step needs it: *out is a new tensor when
+   it must be made (zeros; SGD's momentum buffer unset) or moved / converted to p's device and
+   dtype, else NULL (the state is where it should be). */
+static dt_status dt__optim_prepare(const char *op, const dt_optimizer *o, const char *name, const dt_tensor *p,
+                                   const dt_tensor *cur, dt_tensor **out) {
+  dt_device d = p->st->device;
+  *out = NULL;
+  if (!cur) {
+    *out = o->hp.kind == DT__OPT_SGD ? dt__new(op, p->shape, p->dtype, d) : dt__filled(op, p->shape, p->dtype, 0.0, d);
+    return *out ? DT_OK : dt_last_status();
+  }
+  if (cur->shape.ndim != p->shape.ndim || memcmp(cur->shape.dims, p->shape.dims, sizeof(int64_t) * (size_t)p->shape.ndim) != 0) {
+    char a[200], b[200];
+    return dt__fail(DT_ERR_SHAPE, "%s: parameter %s has shape %s but its optimizer state %s (was the module changed after the optimizer was made?)",
+                    op, name, dt__shape_str(&p->shape, a, sizeof a), dt__shape_str(&cur->shape, b, sizeof b));
+  }
+  if (!dt_device_equal(cur->st->device, d)) {
+    dt_tensor *moved = dt_copyto(cur, d);
+    if (moved && moved->dtype != p->dtype) {
+      dt_tensor *c = dt_cast(moved, p->dtype);
+      dt_release(moved);
+      moved = c;
+    }
+    *out = moved;
+    return moved ? DT_OK : dt_last_status();
+  }
+  if (cur->dtype != p->dtype) {
+    *out = dt_cast(cur, p->dtype);
+    return *out ? DT_OK : dt_last_status();
+  }
+  return DT_OK;
+}
+
+DTDEF dt_status dt_optimizer_step(dt_optimizer *o) {
+  const char *op = "dt_optimizer_step";
+  dt_tensor **fresh;
+  dt_module *m;
+  dt_status s = DT_OK;
+  int i, k, nbuf;
+  if (!o) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: o is NULL", op);
+  m = o->m;
+  if ((s = dt__params_build(op, m)) != DT_OK) return s;
+  if (m->nparams != o->n)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: the module has %d parameters but had %d when the optimizer was made "
+                    "(make a new optimizer after changing the network)", op, m->nparams, o->n);
+  nbuf = o->hp.kind == DT__OPT_SGD ? (o->hp.momentum != 0 ? 1 : 0) : 2;
+  if (!(fresh = (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * 2 * (size_t)o->n)))
+    return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+  memset(fresh, 0, sizeof(dt_tensor *) * 2 * (size_t)o->n);
+  /* (1) every state made or moved, before anything changes */
+  for (i = 0; i < o->n && s == DT_OK; i++) {
+    const dt_tensor *p = m->params[i];
+    if (!p) continue; /* a lazy layer before its first forward: nothing to step yet */
+    for (k = 0; k < nbuf && s == DT_OK; k++)
+      s = dt__optim_prepare(op, o, m->names[i], p, k ? o->st[i].buf2 : o->st[i].buf1, &fresh[2 * i + k]);
+  }
+  if (s != DT_OK) {
+    for (i = 0; i < 2 * o->n; i++) dt_release(fresh[i]);
+    DT_FREE(fresh);
+    return s;
+  }
+  for (i = 0; i < o->n; i++)
+    for (k = 0; k < 2; k++) {
+      dt_tensor **slot = k ? &o->st[i].buf2 : &o->st[i].buf1;
+      if (fresh[2 * i + k]) { dt_release(*slot); *slot = fresh[2 * i + k]; }
+    }
+  DT_FREE(fresh);
+  /* (2) one kernel per parameter */
+  for (i = 0; i < o->n; i++) {
+    dt_tensor *p = m->params[i], *g = m->grads[i];
+    dt__optim_hp hp = o->hp;
+    double step;
+    if (!p || p->numel == 0) continue;
+    step = (double)(o->st[i].step + 1);
+    hp.first = o->st[i].step == 0;
+    if (hp.kind != DT__OPT_SGD) { /* PyTorch's bias corrections, in double */
+      hp.step_size = hp.lr / (1.0 - pow(hp.beta1, step));
+      hp.bc2_sqrt = sqrt(1.0 - pow(hp.beta2, step));
+    }
+    s = dt__be(p->st->device)->optim_step(p->st->device.index, p->dtype, p->numel, &hp, p->st->ptr, g->st->ptr,
+                                         o->st[i].buf1 ? o->st[i].buf1->st->ptr : NULL,
+                                         o->st[i].buf2 ? o->st[i].buf2->st->ptr : NULL);
+    if (s != DT_OK) return dt__backend_fail(op, p->st->device, s);
+    o->st[i].step++;
+  }
+  return DT_OK;
 }
 
 /* ---- safetensors ---- */
@@ -6732,6 +6979,67 @@ static dt_status dt__cpu_random(int dev, int normal, uint64_t seed, uint64_t dra
   return DT_OK;
 }
 
+/* ---- cpu optimizers (h4) ----
+   One pass over a parameter per step: dt__optim_hp's update, element by element, each value
+   rounded to T at every operation in PyTorch's order (multiply, then add: no FMA in ISO C
+   builds), on the pool for large parameters. */
+
+typedef struct dt__optim_job {
+  const dt__optim_hp *h;
+  dt_dtype t;
+  void *p, *b1, *b2;
+  const void *g;
+} dt__optim_job;
+
+#define DT__OPTIM_LOOP(T, SQRT)                                                                                      \
+  do {                                                                                                               \
+    const dt__optim_hp *h = j->h;                                                                                    \
+    T *p = (T *)j->p, *b1 = (T *)j->b1, *b2 = (T *)j->b2;                                                            \
+    const T *g = (const T *)j->g;                                                                                    \
+    const T lr = (T)h->lr, wd = (T)h->weight_decay, mom = (T)h->momentum;                                            \
+    const T beta1 = (T)h->beta1, beta2 = (T)h->beta2, c1 = (T)(1.0 - h->beta1), c2 = (T)(1.0 - h->beta2);            \
+    const T eps = (T)h->eps, bc2 = (T)h->bc2_sqrt, nstep = (T)(-h->step_size);                                       \
+    const T decay = (T)(1.0 - h->lr * h->weight_decay);                                                              \
+    const int l2 = h->kind != DT__OPT_ADAMW && h->weight_decay != 0, first = h->first;                               \
+    if (h->kind == DT__OPT_SGD) {                                                                                    \
+      const int use_mom = h->momentum != 0;                                                                          \
+      for (i = lo; i < hi; i++) {                                                                                    \
+        T d = g[i];                                                                                                  \
+        if (l2) d = d + wd * p[i];                                                                                   \
+        if (use_mom) { b1[i] = first ? d : mom * b1[i] + d; d = b1[i]; }                                             \
+        p[i] = p[i] - lr * d;                                                                                        \
+      }                                                                                                              \
+    } else {                                                                                                         \
+      const int adamw = h->kind == DT__OPT_ADAMW;                                                                    \
+      for (i = lo; i < hi; i++) {                                                                                    \
+        T d = g[i], pv = p[i], m, v;                                                                                 \
+        if (adamw) pv = pv * decay;                                                                                  \
+        else if (l2) d = d + wd * pv;                                                                                \
+        m = beta1 * b1[i] + c1 * d;                                                                                  \
+        v = beta2 * b2[i] + c2 * d * d;                                                                              \
+        b1[i] = m; b2[i] = v;                                                                                        \
+        p[i] = pv + nstep * (m / (SQRT(v) / bc2 + eps));                                                             \
+      }                                                                                                              \
+    }                                                                                                                \
+  } while (0)
+
+static void dt__optim_task(void *ctx, int64_t lo, int64_t hi) {
+  const dt__optim_job *j = (const dt__optim_job *)ctx;
+  int64_t i;
+  if (j->t == DT_F32) DT__OPTIM_LOOP(float, sqrtf);
+  else DT__OPTIM_LOOP(double, sqrt);
+}
+
+static dt_status dt__cpu_optim_step(int dev, dt_dtype t, int64_t n, const dt__optim_hp *h, void *p, const void *g,
+                                    void *buf1, void *buf2) {
+  dt__optim_job j;
+  (void)dev;
+  if (t != DT_F32 && t != DT_F64) return DT_ERR_DTYPE;
+  j.h = h; j.t = t; j.p = p; j.g = g; j.b1 = buf1; j.b2 = buf2;
+  dt__par_for(n, DT__GRAIN_MATH, dt__optim_task, &j);
+  return DT_OK;
+}
+
 static const dt__backend *dt__cpu_backend(void) {
   static const dt__backend be = {
     DT__SLOT(name) "cpu",
@@ -6752,7 +7060,9 @@ static const dt__backend *dt__cpu_backend(void) {
     DT__SLOT(reduce) dt__cpu_reduce,
     DT__SLOT(gemm) dt__cpu_gemm,
     DT__SLOT(axpy) dt__cpu_axpy,
-    DT__SLOT(random) dt__cpu_random
+    DT__SLOT(random) dt__cpu_random,
+    /* optimizers (h4) */
+    DT__SLOT(optim_step) dt__cpu_optim_step
   };
   return &be;
 }

@@ -174,6 +174,14 @@ static float fi_blob[4] = {1, 2, 3, 4};
 static int fi_blob_freed;
 static void fi_blob_free(void *data, void *ctx) { (void)ctx; if (data == (void *)fi_blob) fi_blob_freed++; }
 
+/* A forward with grad disabled (h4); the setting comes back whatever happens. */
+static dt_tensor *forward_no_grad(dt_module *m, const dt_tensor *x) {
+  int prev = dt_set_grad_enabled(0);
+  dt_tensor *y = dt_forward(m, x);
+  dt_set_grad_enabled(prev);
+  return y;
+}
+
 /* One run; returns the line of the failed step, 0 when it ran to the end. */
 static int workload(void) {
   int failed_line = 0;
@@ -194,6 +202,7 @@ static int workload(void) {
   char **lnames = NULL;
   dt_tensor **lts = NULL;
   int ln = 0, blob_made = 0;
+  dt_optimizer *opt = NULL; /* h4 */
 
   npool = 0;
   fi_blob_freed = 0;
@@ -395,7 +404,26 @@ static int workload(void) {
   STEP(dt_load_tensors(fi_path, dt_cpu(), &ln, &lnames, &lts) == DT_OK);
   VERIFY(ln == 3 && strcmp(lnames[2], "i64") == 0 && val(lts[0], 5) == 6 && val(lts[1], 4) == 7 && val(lts[2], 0) == -3);
 
+  /* optimizers and no_grad (h4): a first step that fails (making its state) leaves the
+     parameters as they were (checked at out: against the snapshot) */
+  nsnap = snap_net(net, snap, 64, &sdt);
+  STEP((opt = dt_adam(net, 0.01, 0.9, 0.999, 1e-8, 0.1)) != NULL);
+  STEP(dt_optimizer_step(opt) == DT_OK);
+  nsnap = snap_net(net, snap, 64, &sdt);
+  STEP(dt_optimizer_step(opt) == DT_OK);
+  nsnap = snap_net(net, snap, 64, &sdt);
+  STEP(dt_optimizer_zero_grad(opt) == DT_OK);
+  dt_optimizer_free(opt); opt = NULL;
+  STEP((opt = dt_sgd(net, 0.1, 0.9, 0.01)) != NULL);
+  STEP(dt_optimizer_step(opt) == DT_OK);
+  nsnap = snap_net(net, snap, 64, &sdt);
+  dt_optimizer_free(opt); opt = NULL;
+  NEW(t, forward_no_grad(net, x4)); VERIFY(dt_dim(t, 0) == 4);
+  net_rows = 0; /* nothing kept to go back through */
+  VERIFY(dt_backward_params(net, t) == DT_ERR_INVALID_ARGUMENT);
+
 out:
+  dt_optimizer_free(opt);
   if (failed_line && !ln && (lnames || lts)) fi_problem(failed_line, "a failed dt_load_tensors left its outputs set");
   dt_free_tensors(ln, lnames, lts);
   if (dlv) dlv->deleter(dlv);   /* refused: still ours, so ours to delete (a second delete would show as a bad free) */

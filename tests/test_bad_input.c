@@ -114,6 +114,45 @@ static dt_status add_too_deep(void) {
   return st;
 }
 
+/* optimizers and no_grad (h4) */
+static int nulo(dt_optimizer *o) { if (!o) return 1; dt_optimizer_free(o); return 0; }
+/* dt_backward (params 0) or dt_backward_params (1) on NETR with grad disabled on this thread */
+static int backward_no_grad(int params) {
+  int prev = dt_set_grad_enabled(0), failed;
+  if (params) failed = bad(dt_backward_params(NETR, Y));
+  else failed = nul(dt_backward(NETR, Y));
+  dt_set_grad_enabled(prev);
+  return failed;
+}
+/* dt_backward after a forward with grad disabled, grad enabled again */
+static int backward_after_no_grad(void) {
+  dt_module *net = dt_sequential();
+  dt_tensor *y;
+  int prev, failed;
+  dt_sequential_add(net, dt_linear(3, 2));
+  prev = dt_set_grad_enabled(0);
+  y = dt_forward(net, X);
+  dt_set_grad_enabled(prev);
+  failed = y ? nul(dt_backward(net, y)) : 0;
+  dt_release(y);
+  dt_module_free(net);
+  return failed;
+}
+/* a step after the network grew: 4 parameters when made, 6 now */
+static int step_after_growth(void) {
+  dt_module *net = dt_sequential();
+  dt_optimizer *o;
+  dt_status s;
+  dt_sequential_add(net, dt_linear(3, 4));
+  dt_sequential_add(net, dt_linear(4, 2));
+  o = dt_adam(net, 0.1, 0.9, 0.999, 1e-8, 0);
+  dt_sequential_add(net, dt_linear(2, 2));
+  s = o ? dt_optimizer_step(o) : DT_OK;
+  dt_optimizer_free(o);
+  dt_module_free(net);
+  return bad(s);
+}
+
 #define U64(x) ((int64_t)1 << (x))
 #define BIG INT64_MAX
 #define GPU7 dt_gpu(7)
@@ -510,6 +549,34 @@ static int ALL_GPUS = 1; /* what dt_try_all_gpus counts: every GPU, or the CPU a
   X_(load_tensors_gpu7, DT_ERR_NO_DEVICE, "dt_load_tensors:", "cuda:7", bad(dt_load_tensors(BADFILE, GPU7, &LN, &LNAMES, &LTS))) \
   X_(load_tensors_missing, DT_ERR_IO, "dt_load_tensors:", "no/such/dir", bad(dt_load_tensors(OUTPATH, dt_cpu(), &LN, &LNAMES, &LTS))) \
   X_(load_tensors_corrupt, DT_ERR_FORMAT, "dt_load_tensors:", "header length", bad(dt_load_tensors(BADFILE, dt_cpu(), &LN, &LNAMES, &LTS))) \
+  /* optimizers and no_grad (h4) */                                                                                         \
+  X_(h4_sgd_null, DT_ERR_INVALID_ARGUMENT, "dt_sgd:", "=m is NULL", nulo(dt_sgd(NULL, 0.1, 0, 0)))                              \
+  X_(h4_sgd_lr_neg, DT_ERR_INVALID_ARGUMENT, "dt_sgd:", "=invalid learning rate lr = -0.1 (expected a finite lr >= 0)", nulo(dt_sgd(NET, -0.1, 0, 0))) \
+  X_(h4_sgd_lr_nan, DT_ERR_INVALID_ARGUMENT, "dt_sgd:", "learning rate|nan", nulo(dt_sgd(NET, NAN, 0, 0)))                      \
+  X_(h4_sgd_lr_inf, DT_ERR_INVALID_ARGUMENT, "dt_sgd:", "learning rate|inf", nulo(dt_sgd(NET, INFINITY, 0, 0)))                 \
+  X_(h4_sgd_momentum_neg, DT_ERR_INVALID_ARGUMENT, "dt_sgd:", "=invalid momentum = -0.9 (expected a finite momentum >= 0)", nulo(dt_sgd(NET, 0.1, -0.9, 0))) \
+  X_(h4_sgd_wd_neg, DT_ERR_INVALID_ARGUMENT, "dt_sgd:", "=invalid weight_decay = -0.01 (expected a finite weight_decay >= 0)", nulo(dt_sgd(NET, 0.1, 0, -0.01))) \
+  X_(h4_sgd_no_params, DT_ERR_INVALID_ARGUMENT, "dt_sgd:", "m has no parameters", nulo(dt_sgd(RELU, 0.1, 0, 0)))               \
+  X_(h4_adam_null, DT_ERR_INVALID_ARGUMENT, "dt_adam:", "=m is NULL", nulo(dt_adam(NULL, 0.1, 0.9, 0.999, 1e-8, 0)))           \
+  X_(h4_adam_lr_neg, DT_ERR_INVALID_ARGUMENT, "dt_adam:", "learning rate|-1", nulo(dt_adam(NET, -1, 0.9, 0.999, 1e-8, 0)))     \
+  X_(h4_adam_beta1_one, DT_ERR_INVALID_ARGUMENT, "dt_adam:", "=invalid beta1 = 1 (expected 0 <= beta1 < 1)", nulo(dt_adam(NET, 0.1, 1, 0.999, 1e-8, 0))) \
+  X_(h4_adam_beta1_neg, DT_ERR_INVALID_ARGUMENT, "dt_adam:", "beta1 = -0.5", nulo(dt_adam(NET, 0.1, -0.5, 0.999, 1e-8, 0)))    \
+  X_(h4_adam_beta2_big, DT_ERR_INVALID_ARGUMENT, "dt_adam:", "=invalid beta2 = 1.5 (expected 0 <= beta2 < 1)", nulo(dt_adam(NET, 0.1, 0.9, 1.5, 1e-8, 0))) \
+  X_(h4_adam_eps_neg, DT_ERR_INVALID_ARGUMENT, "dt_adam:", "=invalid eps = -1 (expected a finite eps >= 0)", nulo(dt_adam(NET, 0.1, 0.9, 0.999, -1, 0))) \
+  X_(h4_adam_wd_neg, DT_ERR_INVALID_ARGUMENT, "dt_adam:", "weight_decay = -1", nulo(dt_adam(NET, 0.1, 0.9, 0.999, 1e-8, -1)))  \
+  X_(h4_adam_no_params, DT_ERR_INVALID_ARGUMENT, "dt_adam:", "m has no parameters", nulo(dt_adam(RELU, 0.1, 0.9, 0.999, 1e-8, 0))) \
+  X_(h4_adamw_null, DT_ERR_INVALID_ARGUMENT, "dt_adamw:", "=m is NULL", nulo(dt_adamw(NULL, 0.1, 0.9, 0.999, 1e-8, 0.01)))     \
+  X_(h4_adamw_lr_nan, DT_ERR_INVALID_ARGUMENT, "dt_adamw:", "learning rate|nan", nulo(dt_adamw(NET, NAN, 0.9, 0.999, 1e-8, 0.01))) \
+  X_(h4_adamw_beta2_nan, DT_ERR_INVALID_ARGUMENT, "dt_adamw:", "beta2 = nan", nulo(dt_adamw(NET, 0.1, 0.9, NAN, 1e-8, 0.01)))  \
+  X_(h4_adamw_wd_inf, DT_ERR_INVALID_ARGUMENT, "dt_adamw:", "weight_decay = inf", nulo(dt_adamw(NET, 0.1, 0.9, 0.999, 1e-8, INFINITY))) \
+  X_(h4_optimizer_step_null, DT_ERR_INVALID_ARGUMENT, "dt_optimizer_step:", "=o is NULL", bad(dt_optimizer_step(NULL)))        \
+  X_(h4_optimizer_step_grown, DT_ERR_INVALID_ARGUMENT, "dt_optimizer_step:", "=the module has 6 parameters but had 4 when the optimizer was made (make a new optimizer after changing the network)", step_after_growth()) \
+  X_(h4_optimizer_zero_grad_null, DT_ERR_INVALID_ARGUMENT, "dt_optimizer_zero_grad:", "=o is NULL", bad(dt_optimizer_zero_grad(NULL))) \
+  X_(h4_optimizer_free_null, DT_OK, "", "", (dt_optimizer_free(NULL), 0))                                                       \
+  X_(h4_set_grad_enabled_ok, DT_OK, "", "", dt_set_grad_enabled(dt_set_grad_enabled(1)) != 1)                                  \
+  X_(h4_backward_no_grad, DT_ERR_INVALID_ARGUMENT, "dt_backward:", "grad is disabled on this thread|dt_set_grad_enabled(1)", backward_no_grad(0)) \
+  X_(h4_backward_params_no_grad, DT_ERR_INVALID_ARGUMENT, "dt_backward_params:", "grad is disabled on this thread", backward_no_grad(1)) \
+  X_(h4_backward_after_no_grad, DT_ERR_INVALID_ARGUMENT, "dt_backward:", "last forward ran with grad disabled|kept nothing", backward_after_no_grad()) \
   /* the trainer */                                                                                                         \
   X_(trainer_init_null, DT_ERR_INVALID_ARGUMENT, "dt_trainer_init:", "tr is NULL", bad(dt_trainer_init(NULL, 1, 0)))        \
   X_(trainer_init_neg, DT_ERR_INVALID_ARGUMENT, "dt_trainer_init:", "max_epochs|-1", bad(dt_trainer_init(&TR, -1, 0)))      \
