@@ -55,6 +55,9 @@
                          kernels, cpu elementwise, cpu reductions, cpu gemm (packing,
                          micro-kernels, simple loops, blocked driver, skinny shapes,
                          cblas, entry points); its table is dt__cpu_backend()
+     optimizers          api: optimizers (and torch.no_grad); grad mode (before neural
+                         networks), optimizers (after them), cpu optimizers (before the
+                         CPU table); in devtensor_cuda.cu "optimizers"
      devtensor_cuda.cu   the CUDA backend: the same table, dt__cuda_backend()
    README.md's "Reading the code" follows dt_add through all of them.
 
@@ -2878,24 +2881,24 @@ struct dt_optimizer {
   dt__optim_state *st;
 };
 
-static int dt__finite(double v) { return v == v && v - v == 0; }
+static int dt__optim_finite(double v) { return v == v && v - v == 0; }
 
 static dt_optimizer *dt__optim_new(const char *op, dt_module *m, dt__optim_kind kind, double lr, double momentum,
                                    double beta1, double beta2, double eps, double weight_decay) {
   dt_optimizer *o;
   int n;
   if (!m) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op); return NULL; }
-  if (!(lr >= 0) || !dt__finite(lr)) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: invalid learning rate lr = %g (expected a finite lr >= 0)", op, lr); return NULL; }
-  if (kind == DT__OPT_SGD && (!(momentum >= 0) || !dt__finite(momentum))) {
+  if (!(lr >= 0) || !dt__optim_finite(lr)) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: invalid learning rate lr = %g (expected a finite lr >= 0)", op, lr); return NULL; }
+  if (kind == DT__OPT_SGD && (!(momentum >= 0) || !dt__optim_finite(momentum))) {
     dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: invalid momentum = %g (expected a finite momentum >= 0)", op, momentum);
     return NULL;
   }
   if (kind != DT__OPT_SGD) {
     if (!(beta1 >= 0 && beta1 < 1)) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: invalid beta1 = %g (expected 0 <= beta1 < 1)", op, beta1); return NULL; }
     if (!(beta2 >= 0 && beta2 < 1)) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: invalid beta2 = %g (expected 0 <= beta2 < 1)", op, beta2); return NULL; }
-    if (!(eps >= 0) || !dt__finite(eps)) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: invalid eps = %g (expected a finite eps >= 0)", op, eps); return NULL; }
+    if (!(eps >= 0) || !dt__optim_finite(eps)) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: invalid eps = %g (expected a finite eps >= 0)", op, eps); return NULL; }
   }
-  if (!(weight_decay >= 0) || !dt__finite(weight_decay)) {
+  if (!(weight_decay >= 0) || !dt__optim_finite(weight_decay)) {
     dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: invalid weight_decay = %g (expected a finite weight_decay >= 0)", op, weight_decay);
     return NULL;
   }
