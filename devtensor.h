@@ -225,6 +225,19 @@ DTDEF dt_tensor *dt_cast(const dt_tensor *a, dt_dtype t);
 DTDEF dt_tensor *dt_stack(const dt_tensor *const *ts, int n);      /* torch.stack: (n, ...) on their device */
 DTDEF dt_status  dt_fill_(dt_tensor *t, double v);
 DTDEF dt_status  dt_axpy_(dt_tensor *y, double alpha, const dt_tensor *x); /* y += alpha * x */
+/* classification: arg/max/min reductions, softmax, cross-entropy (F32, F64). dim < 0 counts from
+   the end; a 0-d t takes dim 0 or -1. An empty reduction is refused, as PyTorch refuses it. NaN is
+   the max and the min (first NaN wins); ties go to the first occurrence. */
+DTDEF dt_tensor *dt_argmax(const dt_tensor *t, int dim);            /* I64, dim removed */
+DTDEF dt_tensor *dt_argmin(const dt_tensor *t, int dim);
+DTDEF dt_tensor *dt_max_dim(const dt_tensor *t, int dim);           /* values, dim removed */
+DTDEF dt_tensor *dt_min_dim(const dt_tensor *t, int dim);
+DTDEF dt_tensor *dt_max(const dt_tensor *t);                        /* over all elements: 0-d, on the device */
+DTDEF dt_tensor *dt_min(const dt_tensor *t);
+DTDEF dt_tensor *dt_softmax(const dt_tensor *t, int dim);           /* stable for any finite input */
+DTDEF dt_tensor *dt_log_softmax(const dt_tensor *t, int dim);
+DTDEF dt_tensor *dt_cross_entropy(const dt_tensor *logits, const dt_tensor *target);      /* (n, c), I64 (n,): mean loss, 0-d */
+DTDEF dt_tensor *dt_cross_entropy_grad(const dt_tensor *logits, const dt_tensor *target); /* (softmax - onehot) / n: (n, c) */
 
 /* ---- api: printing ---- */
 
@@ -547,6 +560,18 @@ typedef struct dt__backend {
   /* optimizers (h4): one optimizer's update of a parameter p (n elements, F32 or F64) from its
      gradient g and its state buf1, buf2 (see dt__optim_hp), in one pass */
   dt_status (*optim_step)(int dev, dt_dtype t, int64_t n, const dt__optim_hp *h, void *p, const void *g, void *buf1, void *buf2);
+  /* classification (argmax, softmax, cross-entropy). x: (outer, len, inner), len >= 1.
+     vals[o, i] = max (min: 1) over r of x[o, r, i], NaN above all; idx[o, i] = its first r. Either may be NULL. */
+  dt_status (*arg_reduce)(int dev, int min, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x,
+                          void *vals, int64_t *idx);
+  /* y = softmax (lg: log_softmax) of x over r; x, y: (outer, len, inner) */
+  dt_status (*softmax)(int dev, int lg, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *y);
+  /* logits: (n, c), target: (n,). grad 0: y 0-d, the mean of log-sum-exp(row) - row[label];
+     grad 1: y (n, c) = (softmax - onehot) / n. A label outside [0, c) is never read with: its row
+     is NaN; the CPU core refuses such labels first, the CUDA backend records the first one per
+     device and fails the device's next synchronizing call (synchronize, a copy to the host). */
+  dt_status (*cross_entropy)(int dev, int grad, dt_dtype t, int64_t n, int64_t c, const void *logits,
+                             const int64_t *target, void *y);
 } dt__backend;
 
 
@@ -1788,6 +1813,123 @@ DTDEF dt_status dt_axpy_(dt_tensor *y, double alpha, const dt_tensor *x) {
   return dt__run(op, y->st->device, dt__be(y->st->device)->axpy(y->st->device.index, y->dtype, y->numel, alpha, x->st->ptr, y->st->ptr));
 }
 
+
+/* ---- operations: classification ----
+   dt_argmax/dt_argmin, dt_max_dim/dt_min_dim, dt_max/dt_min, dt_softmax/dt_log_softmax and
+   dt_cross_entropy with its gradient. Each works on the (outer, len, inner) geometry of its dim,
+   as dt_sum_dim does, through the backend's arg_reduce, softmax and cross_entropy. */
+
+/* t's geometry around `dim` (< 0 counts from the end; a 0-d t is (1, 1, 1) with dim 0 or -1),
+   and the shape with dim removed. */
+static dt_status dt__dim_geom(const char *op, const dt_tensor *t, int dim, int64_t *outer, int64_t *len,
+                              int64_t *inner, dt_shape *ys) {
+  int nd = t->shape.ndim, i, j, lo = nd ? -nd : -1, hi = nd ? nd - 1 : 0;
+  uint64_t o = 1, in = 1; /* wrap-safe: an empty t may have huge dims; dt__new checks ys */
+  if (dim < lo || dim > hi)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: dim %d out of range for a %d-d tensor (expected %d to %d)", op, dim, nd, lo, hi);
+  *ys = dt_shape0();
+  if (nd == 0) { *outer = *len = *inner = 1; return DT_OK; }
+  if (dim < 0) dim += nd;
+  for (i = 0, j = 0; i < nd; i++) {
+    if (i < dim) o *= (uint64_t)t->shape.dims[i];
+    if (i > dim) in *= (uint64_t)t->shape.dims[i];
+    if (i != dim) ys->dims[j++] = t->shape.dims[i];
+  }
+  ys->ndim = nd - 1;
+  *outer = (int64_t)o; *len = t->shape.dims[dim]; *inner = (int64_t)in;
+  return DT_OK;
+}
+
+/* values (idx 0) or indices (idx 1) of the max (min 0) or min (min 1) over dim; all: over every element */
+static dt_tensor *dt__arg_reduce(const char *op, int min, int idx, int all, const dt_tensor *t, int dim) {
+  int64_t outer = 1, len = 0, inner = 1;
+  dt_shape ys = dt_shape0();
+  dt_tensor *y;
+  char sb[200];
+  if (dt__check_tensor(op, "t", t) != DT_OK || dt__float_only(op, "t", t) != DT_OK) return NULL;
+  if (all) {
+    len = t->numel;
+    if (len == 0) {
+      dt__fail(DT_ERR_SHAPE, "%s: t has no elements (shape %s): the %s of nothing is undefined", op,
+               dt__shape_str(&t->shape, sb, sizeof sb), min ? "min" : "max");
+      return NULL;
+    }
+  } else {
+    if (dt__dim_geom(op, t, dim, &outer, &len, &inner, &ys) != DT_OK) return NULL;
+    if (len == 0) {
+      dt__fail(DT_ERR_SHAPE, "%s: expected reduction dim %d to have non-zero size, but t has shape %s", op, dim,
+               dt__shape_str(&t->shape, sb, sizeof sb));
+      return NULL;
+    }
+  }
+  if (!(y = dt__new(op, ys, idx ? DT_I64 : t->dtype, t->st->device))) return NULL;
+  if (y->numel == 0) return y;
+  return dt__done(op, y, dt__be(t->st->device)->arg_reduce(t->st->device.index, min, t->dtype, outer, len, inner, t->st->ptr,
+                                                           idx ? NULL : y->st->ptr, idx ? (int64_t *)y->st->ptr : NULL));
+}
+
+DTDEF dt_tensor *dt_argmax(const dt_tensor *t, int dim) { return dt__arg_reduce("dt_argmax", 0, 1, 0, t, dim); }
+DTDEF dt_tensor *dt_argmin(const dt_tensor *t, int dim) { return dt__arg_reduce("dt_argmin", 1, 1, 0, t, dim); }
+DTDEF dt_tensor *dt_max_dim(const dt_tensor *t, int dim) { return dt__arg_reduce("dt_max_dim", 0, 0, 0, t, dim); }
+DTDEF dt_tensor *dt_min_dim(const dt_tensor *t, int dim) { return dt__arg_reduce("dt_min_dim", 1, 0, 0, t, dim); }
+DTDEF dt_tensor *dt_max(const dt_tensor *t) { return dt__arg_reduce("dt_max", 0, 0, 1, t, 0); }
+DTDEF dt_tensor *dt_min(const dt_tensor *t) { return dt__arg_reduce("dt_min", 1, 0, 1, t, 0); }
+
+static dt_tensor *dt__softmax(const char *op, int lg, const dt_tensor *t, int dim) {
+  int64_t outer, len, inner;
+  dt_shape ys;
+  dt_tensor *y;
+  if (dt__check_tensor(op, "t", t) != DT_OK || dt__float_only(op, "t", t) != DT_OK) return NULL;
+  if (dt__dim_geom(op, t, dim, &outer, &len, &inner, &ys) != DT_OK) return NULL;
+  if (!(y = dt__new_like(op, t, t->dtype))) return NULL;
+  if (y->numel == 0) return y;
+  return dt__done(op, y, dt__be(t->st->device)->softmax(t->st->device.index, lg, t->dtype, outer, len, inner, t->st->ptr, y->st->ptr));
+}
+DTDEF dt_tensor *dt_softmax(const dt_tensor *t, int dim) { return dt__softmax("dt_softmax", 0, t, dim); }
+DTDEF dt_tensor *dt_log_softmax(const dt_tensor *t, int dim) { return dt__softmax("dt_log_softmax", 1, t, dim); }
+
+/* logits: (n, c) floating, target: I64 (n,), on one device; on the CPU every label in [0, c). */
+static dt_tensor *dt__cross_entropy(const char *op, int grad, const dt_tensor *logits, const dt_tensor *target) {
+  int64_t n, c;
+  dt_tensor *y;
+  char sa[200], sb[200];
+  if (dt__check_tensor(op, "logits", logits) != DT_OK || dt__check_tensor(op, "target", target) != DT_OK) return NULL;
+  if (dt__same_device(op, "logits", logits, "target", target) != DT_OK) return NULL;
+  if (dt__float_only(op, "logits", logits) != DT_OK) return NULL;
+  if (target->dtype != DT_I64) {
+    dt__fail(DT_ERR_DTYPE, "%s: target must be int64 (class indices), got %s", op, dt_dtype_name(target->dtype));
+    return NULL;
+  }
+  if (logits->shape.ndim != 2 || target->shape.ndim != 1 || target->shape.dims[0] != logits->shape.dims[0]) {
+    dt__fail(DT_ERR_SHAPE, "%s: expected logits (n, c) and target (n,), got %s and %s", op,
+             dt__shape_str(&logits->shape, sa, sizeof sa), dt__shape_str(&target->shape, sb, sizeof sb));
+    return NULL;
+  }
+  n = logits->shape.dims[0]; c = logits->shape.dims[1];
+  if (logits->st->device.type == DT_CPU) { /* host memory: every label checked now (the GPU checks on the device) */
+    const int64_t *lab = (const int64_t *)target->st->ptr;
+    int64_t i;
+    for (i = 0; i < n; i++)
+      if (lab[i] < 0 || lab[i] >= c) {
+        dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: target[%lld] = %lld is out of range for %lld classes (expected 0 <= label < %lld)",
+                 op, (long long)i, (long long)lab[i], (long long)c, (long long)c);
+        return NULL;
+      }
+  }
+  if (!(y = dt__new(op, grad ? logits->shape : dt_shape0(), logits->dtype, logits->st->device))) return NULL;
+  if (n == 0) { /* the mean of no losses is NaN, as PyTorch's; the gradient is empty */
+    if (grad || y->numel == 0) return y;
+    return dt__done(op, y, dt__be(y->st->device)->fill(y->st->device.index, y->dtype, 1, NAN, y->st->ptr));
+  }
+  return dt__done(op, y, dt__be(logits->st->device)->cross_entropy(logits->st->device.index, grad, logits->dtype, n, c, logits->st->ptr,
+                                                                   (const int64_t *)target->st->ptr, y->st->ptr));
+}
+DTDEF dt_tensor *dt_cross_entropy(const dt_tensor *logits, const dt_tensor *target) {
+  return dt__cross_entropy("dt_cross_entropy", 0, logits, target);
+}
+DTDEF dt_tensor *dt_cross_entropy_grad(const dt_tensor *logits, const dt_tensor *target) {
+  return dt__cross_entropy("dt_cross_entropy_grad", 1, logits, target);
+}
 
 /* ---- printing: PyTorch's tensor repr ----
    A port of torch/_tensor_str.py (PyTorch 1.13) with the default print
@@ -5895,6 +6037,303 @@ static dt_status dt__cpu_reduce(int dev, dt__reduce_op op, dt_dtype t, int64_t o
   return DT_OK;
 }
 
+/* ---- cpu classification: arg reductions, softmax, cross-entropy ----
+   x: (outer, len, inner). Rows (inner == 1) go to the threads in chunks of rows; other shapes in
+   (outer, 256-column) tiles, each column's state (max, sum) kept in a small array. F32 softmax
+   takes the vector exp (dt__ew_kernels()->exp_f32) on contiguous rows; sums are in double. */
+
+/* v beats best at a later index: NaN beats everything but an earlier NaN; ties keep the earlier */
+#define DT__ARG_BEATS(v, best, min) ((best) == (best) && ((v) != (v) || ((min) ? (v) < (best) : (v) > (best))))
+
+typedef struct dt__arg_job {
+  int min;
+  dt_dtype t;
+  int64_t outer, len, inner, block;
+  const char *x;
+  char *vals;
+  int64_t *idx;
+  double *pv;  /* one long row: per block, the best value and its index */
+  int64_t *pi;
+} dt__arg_job;
+
+/* the best of x[0 .. n) at stride s: value and index */
+#define DT__ARG_SCAN(T)                                                                             \
+  {                                                                                                 \
+    const T *p = (const T *)x;                                                                      \
+    T best = p[0];                                                                                  \
+    for (r = 1; r < n && best == best; r++) {                                                       \
+      T v = p[r * s];                                                                               \
+      if (DT__ARG_BEATS(v, best, min)) { best = v; bi = r; }                                        \
+    }                                                                                               \
+    bv = (double)best;                                                                              \
+  }
+static void dt__arg_scan(dt_dtype t, int min, const void *x, int64_t n, int64_t s, double *val, int64_t *at) {
+  double bv;
+  int64_t bi = 0, r;
+  if (t == DT_F32) DT__ARG_SCAN(float) else DT__ARG_SCAN(double)
+  *val = bv; *at = bi;
+}
+#undef DT__ARG_SCAN
+
+static void dt__arg_store(const dt__arg_job *j, int64_t at, double v, int64_t i) {
+  if (j->vals) {
+    if (j->t == DT_F32) ((float *)j->vals)[at] = (float)v;
+    else ((double *)j->vals)[at] = v;
+  }
+  if (j->idx) j->idx[at] = i;
+}
+
+/* outer == inner == 1: items are blocks of the one row */
+static void dt__arg_task_blocks(void *ctx, int64_t lo, int64_t hi) {
+  const dt__arg_job *j = (const dt__arg_job *)ctx;
+  size_t es = dt_dtype_size(j->t);
+  int64_t b;
+  for (b = lo; b < hi; b++) {
+    int64_t s = b * j->block, n = j->len - s < j->block ? j->len - s : j->block;
+    dt__arg_scan(j->t, j->min, j->x + (size_t)s * es, n, 1, &j->pv[b], &j->pi[b]);
+    j->pi[b] += s;
+  }
+}
+
+/* items are output positions (o, i), strided scans of len */
+static void dt__arg_task_outs(void *ctx, int64_t lo, int64_t hi) {
+  const dt__arg_job *j = (const dt__arg_job *)ctx;
+  size_t es = dt_dtype_size(j->t);
+  int64_t k;
+  for (k = lo; k < hi; k++) {
+    int64_t o = k / j->inner, i = k % j->inner, at;
+    double v;
+    dt__arg_scan(j->t, j->min, j->x + (size_t)(o * j->len * j->inner + i) * es, j->len, j->inner, &v, &at);
+    dt__arg_store(j, k, v, at);
+  }
+}
+
+static dt_status dt__cpu_arg_reduce(int dev, int min, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x,
+                                    void *vals, int64_t *idx) {
+  dt__arg_job j;
+  (void)dev;
+  if (t != DT_F32 && t != DT_F64) return DT_ERR_DTYPE;
+  if (outer <= 0 || inner <= 0 || len <= 0) return DT_OK;
+  j.min = min; j.t = t; j.outer = outer; j.len = len; j.inner = inner; j.block = dt__red_block(len);
+  j.x = (const char *)x; j.vals = (char *)vals; j.idx = idx;
+  if (outer == 1 && inner == 1 && len > j.block) {
+    double pv[DT__RED_MAXBLOCKS];
+    int64_t pi[DT__RED_MAXBLOCKS], nb = (len + j.block - 1) / j.block, b, bi;
+    double bv;
+    pv[0] = 0; pi[0] = 0; /* nb >= 2: every one is written by the tasks */
+    j.pv = pv; j.pi = pi;
+    dt__par_for(nb, 1, dt__arg_task_blocks, &j);
+    bv = pv[0]; bi = pi[0];
+    for (b = 1; b < nb; b++)
+      if (DT__ARG_BEATS(pv[b], bv, min)) { bv = pv[b]; bi = pi[b]; }
+    dt__arg_store(&j, 0, bv, bi);
+    return DT_OK;
+  }
+  j.pv = NULL; j.pi = NULL;
+  dt__par_for(outer * inner, (DT__GRAIN_MEM + len - 1) / len, dt__arg_task_outs, &j);
+  return DT_OK;
+}
+
+typedef struct dt__smax_job {
+  int log;
+  dt_dtype t;
+  int64_t outer, len, inner;
+  const char *x;
+  char *y;
+} dt__smax_job;
+
+/* one contiguous F32 row: y = softmax(x) or log_softmax(x) */
+static void dt__smax_row_f32(int lg, int64_t len, const float *x, float *y) {
+  const dt__map_fn vexp = dt__ew_kernels()->exp_f32;
+  float m = -INFINITY, tmp[256];
+  double s = 0;
+  int64_t r, k;
+  int nan = 0;
+  for (r = 0; r < len; r++) {
+    if (x[r] > m) m = x[r];
+    else if (x[r] != x[r]) nan = 1;
+  }
+  if (nan) m = NAN; /* a NaN anywhere makes the whole row NaN, as in PyTorch */
+  for (r = 0; r < len; r++) y[r] = x[r] - m; /* all -inf (m = -inf) or an inf: NaN, as in PyTorch */
+  if (!lg) {
+    float inv;
+    vexp(len, y, y, 0, 0);
+    for (r = 0; r < len; r++) s += y[r];
+    inv = (float)(1.0 / s);
+    for (r = 0; r < len; r++) y[r] *= inv;
+    return;
+  }
+  for (r = 0; r < len; r += 256) {
+    int64_t c = len - r < 256 ? len - r : 256;
+    vexp(c, y + r, tmp, 0, 0);
+    for (k = 0; k < c; k++) s += tmp[k];
+  }
+  {
+    float ls = (float)log(s);
+    for (r = 0; r < len; r++) y[r] -= ls;
+  }
+}
+
+static void dt__smax_row_f64(int lg, int64_t len, const double *x, double *y) {
+  double m = -INFINITY, s = 0;
+  int64_t r;
+  int nan = 0;
+  for (r = 0; r < len; r++) {
+    if (x[r] > m) m = x[r];
+    else if (x[r] != x[r]) nan = 1;
+  }
+  if (nan) m = NAN;
+  for (r = 0; r < len; r++) s += exp(x[r] - m);
+  if (lg) { double ls = log(s); for (r = 0; r < len; r++) y[r] = x[r] - m - ls; }
+  else for (r = 0; r < len; r++) y[r] = exp(x[r] - m) / s;
+}
+
+/* inner == 1: items are rows */
+static void dt__smax_task_rows(void *ctx, int64_t lo, int64_t hi) {
+  const dt__smax_job *j = (const dt__smax_job *)ctx;
+  int64_t o;
+  for (o = lo; o < hi; o++) {
+    if (j->t == DT_F32) dt__smax_row_f32(j->log, j->len, (const float *)j->x + o * j->len, (float *)j->y + o * j->len);
+    else dt__smax_row_f64(j->log, j->len, (const double *)j->x + o * j->len, (double *)j->y + o * j->len);
+  }
+}
+
+/* inner > 1: items are (o, 256-column tile) pairs; three passes down the columns */
+#define DT__SMAX_COLS(T, EXP, LOG)                                                                  \
+  {                                                                                                 \
+    const T *xp = (const T *)j->x + o * j->len * j->inner + i0;                                     \
+    T *yp = (T *)j->y + o * j->len * j->inner + i0;                                                 \
+    T m[256];                                                                                       \
+    for (ic = 0; ic < cnt; ic++) { m[ic] = -INFINITY; s[ic] = 0; nan[ic] = 0; }                     \
+    for (r = 0; r < j->len; r++)                                                                    \
+      for (ic = 0; ic < cnt; ic++) {                                                                \
+        T v = xp[r * j->inner + ic];                                                                \
+        if (v > m[ic]) m[ic] = v;                                                                   \
+        else if (v != v) nan[ic] = 1;                                                               \
+      }                                                                                             \
+    for (ic = 0; ic < cnt; ic++) if (nan[ic]) m[ic] = (T)NAN;                                       \
+    for (r = 0; r < j->len; r++)                                                                    \
+      for (ic = 0; ic < cnt; ic++) s[ic] += EXP(xp[r * j->inner + ic] - m[ic]);                     \
+    for (ic = 0; ic < cnt; ic++) s[ic] = j->log ? LOG(s[ic]) : 1.0 / s[ic];                         \
+    for (r = 0; r < j->len; r++)                                                                    \
+      for (ic = 0; ic < cnt; ic++) {                                                                \
+        T d = xp[r * j->inner + ic] - m[ic];                                                        \
+        yp[r * j->inner + ic] = j->log ? (T)(d - (T)s[ic]) : (T)(EXP(d) * (T)s[ic]);                \
+      }                                                                                             \
+  }
+static void dt__smax_task_cols(void *ctx, int64_t lo, int64_t hi) {
+  const dt__smax_job *j = (const dt__smax_job *)ctx;
+  const int64_t tiles = (j->inner + 255) / 256;
+  int64_t it;
+  for (it = lo; it < hi; it++) {
+    const int64_t o = it / tiles, i0 = it % tiles * 256, cnt = j->inner - i0 < 256 ? j->inner - i0 : 256;
+    double s[256];
+    char nan[256];
+    int64_t ic, r;
+    if (j->t == DT_F32) DT__SMAX_COLS(float, expf, log) else DT__SMAX_COLS(double, exp, log)
+  }
+}
+#undef DT__SMAX_COLS
+
+static dt_status dt__cpu_softmax(int dev, int lg, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *y) {
+  dt__smax_job j;
+  (void)dev;
+  if (t != DT_F32 && t != DT_F64) return DT_ERR_DTYPE;
+  if (outer <= 0 || inner <= 0 || len <= 0) return DT_OK;
+  j.log = lg; j.t = t; j.outer = outer; j.len = len; j.inner = inner; j.x = (const char *)x; j.y = (char *)y;
+  if (inner == 1) dt__par_for(outer, (DT__GRAIN_MATH + len - 1) / len, dt__smax_task_rows, &j);
+  else {
+    int64_t tiles = (inner + 255) / 256, per = len * (inner < 256 ? inner : 256);
+    dt__par_for(outer * tiles, (DT__GRAIN_MATH + per - 1) / per, dt__smax_task_cols, &j);
+  }
+  return DT_OK;
+}
+
+typedef struct dt__xent_job {
+  int grad;
+  dt_dtype t;
+  int64_t n, c, block;
+  const char *x;
+  const int64_t *target;
+  char *y;
+  double *part; /* loss: one sum per block of rows */
+} dt__xent_job;
+
+/* row i: its loss (log-sum-exp - x[label]), and with g its gradient row (softmax - onehot) * scale.
+   A label outside [0, c) is never used: the loss and the row are NaN. */
+#define DT__XENT_ROW(T, EXP)                                                                        \
+  {                                                                                                 \
+    const T *xr = (const T *)j->x + i * j->c;                                                       \
+    T m = -INFINITY;                                                                                \
+    double s = 0;                                                                                   \
+    int64_t k;                                                                                      \
+    int nan = 0;                                                                                    \
+    for (k = 0; k < j->c; k++) {                                                                    \
+      if (xr[k] > m) m = xr[k];                                                                     \
+      else if (xr[k] != xr[k]) nan = 1;                                                             \
+    }                                                                                               \
+    if (nan) m = (T)NAN;                                                                            \
+    for (k = 0; k < j->c; k++) s += EXP(xr[k] - m);                                                 \
+    if (!ok) loss = NAN;                                                                            \
+    else loss = log(s) + (double)m - (double)xr[lab];                                               \
+    if (g) {                                                                                        \
+      T *yr = (T *)g + i * j->c;                                                                    \
+      for (k = 0; k < j->c; k++)                                                                    \
+        yr[k] = ok ? (T)((EXP(xr[k] - m) / s - (k == lab ? 1.0 : 0.0)) * scale) : (T)NAN;           \
+    }                                                                                               \
+  }
+static double dt__xent_row(const dt__xent_job *j, int64_t i, void *g, double scale) {
+  const int64_t lab = j->target[i];
+  const int ok = lab >= 0 && lab < j->c;
+  double loss;
+  if (j->t == DT_F32) DT__XENT_ROW(float, expf) else DT__XENT_ROW(double, exp)
+  return loss;
+}
+#undef DT__XENT_ROW
+
+static void dt__xent_task_grad(void *ctx, int64_t lo, int64_t hi) {
+  const dt__xent_job *j = (const dt__xent_job *)ctx;
+  int64_t i;
+  for (i = lo; i < hi; i++) (void)dt__xent_row(j, i, j->y, 1.0 / (double)j->n);
+}
+
+/* items are blocks of rows; each block's losses summed in order */
+static void dt__xent_task_loss(void *ctx, int64_t lo, int64_t hi) {
+  const dt__xent_job *j = (const dt__xent_job *)ctx;
+  int64_t b, i;
+  for (b = lo; b < hi; b++) {
+    int64_t r1 = (b + 1) * j->block < j->n ? (b + 1) * j->block : j->n;
+    double acc = 0;
+    for (i = b * j->block; i < r1; i++) acc += dt__xent_row(j, i, NULL, 0);
+    j->part[b] = acc;
+  }
+}
+
+static dt_status dt__cpu_cross_entropy(int dev, int grad, dt_dtype t, int64_t n, int64_t c, const void *logits,
+                                       const int64_t *target, void *y) {
+  dt__xent_job j;
+  (void)dev;
+  if (t != DT_F32 && t != DT_F64) return DT_ERR_DTYPE;
+  if (n <= 0) return DT_OK;
+  j.grad = grad; j.t = t; j.n = n; j.c = c; j.x = (const char *)logits; j.target = target; j.y = (char *)y; j.part = NULL;
+  if (grad) {
+    dt__par_for(n, (DT__GRAIN_MATH + c) / (c + 1), dt__xent_task_grad, &j);
+  } else {
+    double part[DT__RED_MAXBLOCKS], acc = 0;
+    int64_t per = (DT__GRAIN_MATH + c) / (c + 1), nb, b;
+    if (per * DT__RED_MAXBLOCKS < n) per = (n + DT__RED_MAXBLOCKS - 1) / DT__RED_MAXBLOCKS;
+    j.block = per;
+    nb = (n + per - 1) / per;
+    j.part = part;
+    dt__par_for(nb, 1, dt__xent_task_loss, &j);
+    for (b = 0; b < nb; b++) acc += part[b];
+    acc /= (double)n;
+    if (t == DT_F32) *(float *)y = (float)acc;
+    else *(double *)y = acc;
+  }
+  return DT_OK;
+}
+
 /* ---- cpu gemm ---- */
 /* Row-major C = alpha * op(A) @ op(B) + beta * C for F32 and F64: dt__cpu_sgemm, dt__cpu_dgemm.
 
@@ -7065,7 +7504,11 @@ static const dt__backend *dt__cpu_backend(void) {
     DT__SLOT(axpy) dt__cpu_axpy,
     DT__SLOT(random) dt__cpu_random,
     /* optimizers (h4) */
-    DT__SLOT(optim_step) dt__cpu_optim_step
+    DT__SLOT(optim_step) dt__cpu_optim_step,
+    /* classification */
+    DT__SLOT(arg_reduce) dt__cpu_arg_reduce,
+    DT__SLOT(softmax) dt__cpu_softmax,
+    DT__SLOT(cross_entropy) dt__cpu_cross_entropy
   };
   return &be;
 }
