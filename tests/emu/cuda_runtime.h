@@ -224,6 +224,17 @@ inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32) {
   return r;
 }
 
+/* lane ^ lane_mask within its width-wide segment (a butterfly: every lane gets the reduction) */
+template <class T>
+inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
+  unsigned tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  int lane = (int)(tid & 31u), base = lane & ~(width - 1), src = lane ^ lane_mask;
+  if (src < base || src >= base + width) src = lane;
+  T r;
+  dtemu::shfl(&v, &r, sizeof(T), mask, src);
+  return r;
+}
+
 /* the _rn intrinsics: one IEEE operation, rounded to nearest (build with -ffp-contract=off) */
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fmul_rn(float a, float b) { return a * b; }
