@@ -114,8 +114,8 @@ static void test_softmax_every_dim(dt_device dev) {
 static void test_softmax_shapes(dt_device dev) {
   static const int64_t shp[3][3] = {{3, 1500, 1}, {1200, 5, 1}, {4, 300, 3}};
   int c;
-  for (c = 0; c < 3; c++) {
-    int64_t o = shp[c][0], len = shp[c][1], in = shp[c][2], n = o * len * in, oi, r, i;
+  for (c = 0; c < 3; c++) { /* fewer rows on a GPU: the emulator runs warps as fibers, slowly */
+    int64_t o = dev.type == DT_CPU ? shp[c][0] : (shp[c][0] + 4) / 5, len = shp[c][1], in = shp[c][2], n = o * len * in, oi, r, i;
     float *x = (float *)malloc((size_t)n * sizeof(float));
     double *want = (double *)malloc((size_t)n * sizeof(double)), *lwant = (double *)malloc((size_t)n * sizeof(double));
     dt_tensor *a, *s, *l;
@@ -207,6 +207,23 @@ static void test_arg_long_rows(dt_device dev) {
   y = dt_max(a); want[0] = 2000; check_vals(y, want, 1, 0, "max of all"); dt_release(y);
   y = dt_min(a); want[0] = -5; check_vals(y, want, 1, 0, "min of all"); dt_release(y);
   dt_release(a);
+  { /* one row of 140000: blocks of it on CPU threads, a tie across blocks, then a NaN in the last block */
+    enum { L = 140000 };
+    float *w = (float *)malloc(L * sizeof(float));
+    for (i = 0; i < L; i++) w[i] = (float)(i % 977);
+    w[70000] = 5000; w[139000] = 5000; w[100] = -1;
+    z = dt_from_data(w, dt_shape1(L), DT_F32, dev);
+    y = dt_argmax(z, 0); want[0] = 70000; check_vals(y, want, 1, 0, "argmax across blocks"); dt_release(y);
+    y = dt_argmin(z, -1); want[0] = 100; check_vals(y, want, 1, 0, "argmin across blocks"); dt_release(y);
+    y = dt_max(z); want[0] = 5000; check_vals(y, want, 1, 0, "max across blocks"); dt_release(y);
+    dt_release(z);
+    w[139999] = NAN;
+    z = dt_from_data(w, dt_shape1(L), DT_F32, dev);
+    y = dt_argmin(z, 0); want[0] = 139999; check_vals(y, want, 1, 0, "argmin NaN in the last block"); dt_release(y);
+    y = dt_min(z); want[0] = NAN; check_vals(y, want, 1, 0, "min NaN in the last block"); dt_release(y);
+    dt_release(z);
+    free(w);
+  }
   a = dt_from_data(&x[4321], dt_shape0(), DT_F32, dev);
   y = dt_argmax(a, 0); want[0] = 0; check_vals(y, want, 1, 0, "argmax 0-d"); if (y) T_CHECK(dt_ndim(y) == 0); dt_release(y);
   y = dt_max_dim(a, -1); want[0] = 2000; check_vals(y, want, 1, 0, "max_dim 0-d"); dt_release(y);
@@ -281,13 +298,44 @@ static void test_cross_entropy_finite_difference(dt_device dev) {
   dt_release(tg); dt_release(xt); dt_release(gt);
 }
 
+/* Many short rows (threads on the CPU) and long rows (a block per row on a GPU): the loss and
+   the gradient against plain loops in double. */
+static void test_cross_entropy_shapes(dt_device dev) {
+  static const int64_t shp[2][2] = {{3000, 5}, {4, 1100}}; /* 3000: three chunks of rows on the CPU */
+  int k;
+  for (k = 0; k < 2; k++) { /* fewer rows on a GPU: the emulator runs warps as fibers, slowly */
+    int64_t n = dev.type == DT_CPU ? shp[k][0] : (shp[k][0] + 9) / 10, c = shp[k][1], i, j;
+    float *x = (float *)malloc((size_t)(n * c) * sizeof(float));
+    int64_t *lab = (int64_t *)malloc((size_t)n * sizeof(int64_t));
+    double *g = (double *)malloc((size_t)(n * c) * sizeof(double)), loss = 0;
+    dt_tensor *xt, *tt, *l, *gt;
+    for (i = 0; i < n * c; i++) x[i] = (float)(((i * 7919) % 2003) / 40.0 - 25.0);
+    for (i = 0; i < n; i++) lab[i] = (i * 13) % c;
+    for (i = 0; i < n; i++) {
+      double m = -INFINITY, s = 0;
+      for (j = 0; j < c; j++) m = x[i * c + j] > m ? x[i * c + j] : m;
+      for (j = 0; j < c; j++) s += exp(x[i * c + j] - m);
+      loss += log(s) + m - x[i * c + lab[i]];
+      for (j = 0; j < c; j++) g[i * c + j] = (exp(x[i * c + j] - m) / s - (j == lab[i])) / (double)n;
+    }
+    loss /= (double)n;
+    xt = dt_from_data(x, dt_shape2(n, c), DT_F32, dev); tt = dt_from_data(lab, dt_shape1(n), DT_I64, dev);
+    l = dt_cross_entropy(xt, tt); gt = dt_cross_entropy_grad(xt, tt);
+    check_vals(l, &loss, 1, 1e-5, "cross_entropy (shapes)");
+    check_vals(gt, g, n * c, 1e-6, "cross_entropy_grad (shapes)");
+    dt_release(xt); dt_release(tt); dt_release(l); dt_release(gt);
+    free(x); free(lab); free(g);
+  }
+}
+
 /* Labels outside [0, c): on the CPU refused at once, naming the row and the label; on a GPU the
    row is skipped (NaN) and the next synchronizing call fails once with the same facts. The
    logits are exactly (n, c), so a read at a bad label would leave them (ASan, the emulator). */
 static void test_cross_entropy_bad_labels(dt_device dev) {
   static const float lg[6] = {1, 2, 3, 4, 5, 6};
-  static const int64_t bads[2][2] = {{0, -1}, {3, 1}}; /* row 1 = -1; row 0 = c (3) and row 1 fine */
-  static const char *const says[2] = {"target[1] = -1", "target[0] = 3"};
+  /* row 0 = -1 would read before the logits, row 1 = c (3) past their end */
+  static const int64_t bads[2][2] = {{-1, 0}, {0, 3}};
+  static const char *const says[2] = {"target[0] = -1", "target[1] = 3"};
   dt_tensor *x = dt_from_data(lg, dt_shape2(2, 3), DT_F32, dev);
   int k, grad;
   for (k = 0; k < 2; k++)
@@ -314,7 +362,7 @@ static void test_cross_entropy_bad_labels(dt_device dev) {
         if (y) { /* the bad row is NaN, the good one a number */
           double *h = host(y);
           T_CHECK(h != NULL);
-          if (h && grad) T_CHECK(isnan(h[k == 0 ? 3 : 0]) && !isnan(h[k == 0 ? 0 : 3]));
+          if (h && grad) T_CHECK(isnan(h[k == 0 ? 0 : 3]) && !isnan(h[k == 0 ? 3 : 0]));
           if (h && !grad) T_CHECK(isnan(h[0]));
           free(h);
         }
@@ -356,6 +404,7 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_empty);
   T_RUN_ALL_DEVICES(test_cross_entropy_values);
   T_RUN_ALL_DEVICES(test_cross_entropy_finite_difference);
+  T_RUN_ALL_DEVICES(test_cross_entropy_shapes);
   T_RUN_ALL_DEVICES(test_cross_entropy_bad_labels);
   T_RUN_ALL_DEVICES(test_bad_args);
   return t_finish();
