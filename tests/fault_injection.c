@@ -287,6 +287,28 @@ static int workload(void) {
   REFUSE(dt_stack(ts, 2), DT_ERR_DTYPE);                            /* float32 and float64 */
   /* (mixed devices need a GPU: tests/test_bad_input.c and the emulator's runs) */
 
+  /* classification: argmax/min, max/min, softmax, cross-entropy; a = [[1, 2, 3], [4, 5, 6]] */
+  {
+    static const int64_t lab[2] = {2, 0}, badlab[2] = {0, 3};
+    const double lse0 = log(exp(1.0) + exp(2.0) + exp(3.0));
+    NEW(t, dt_argmax(a, 1)); VERIFY(dt_dtype_of(t) == DT_I64 && val(t, 0) == 2 && val(t, 1) == 2);
+    NEW(t, dt_argmin(a64, 0)); VERIFY(val(t, 2) == 0);
+    NEW(t, dt_max_dim(a, 0)); VERIFY(val(t, 1) == 5);
+    NEW(t, dt_min_dim(a64, -1)); VERIFY(val(t, 1) == 4);
+    NEW(t, dt_max(a)); VERIFY(val(t, 0) == 6);
+    NEW(t, dt_min(a64)); VERIFY(val(t, 0) == 1);
+    NEW(t, dt_softmax(a, 1)); VERIFY(fabs(val(t, 3) + val(t, 4) + val(t, 5) - 1) < 1e-6);
+    NEW(t, dt_log_softmax(a64, -1)); VERIFY(fabs(val(t, 2) - (3 - lse0)) < 1e-12);
+    NEW(u, dt_from_data(lab, dt_shape1(2), DT_I64, dt_cpu()));
+    NEW(t, dt_cross_entropy(a, u)); VERIFY(fabs(val(t, 0) - (lse0 - 3 + (lse0 + 3) - 4) / 2) < 1e-5);
+    NEW(t, dt_cross_entropy_grad(a64, u)); VERIFY(fabs(val(t, 2) - (exp(3 - lse0) - 1) / 2) < 1e-12);
+    REFUSE(dt_argmax(e, 0), DT_ERR_SHAPE);                          /* an empty dim */
+    REFUSE(dt_max(e), DT_ERR_SHAPE);
+    REFUSE(dt_cross_entropy(a, i64), DT_ERR_SHAPE);                 /* (2, 3) and (6,) */
+    NEW(u, dt_from_data(badlab, dt_shape1(2), DT_I64, dt_cpu()));
+    REFUSE(dt_cross_entropy_grad(a, u), DT_ERR_INVALID_ARGUMENT);   /* label 3 of 3 classes */
+  }
+
   /* in place */
   NEW(t, dt_zeros(dt_shape2(2, 3), dt_cpu()));
   STEP(dt_fill_(t, 2) == DT_OK);

@@ -152,6 +152,31 @@ static int step_after_growth(void) {
   dt_module_free(net);
   return bad(s);
 }
+/* classification: dt_cross_entropy(_grad) of F (2, 3) with labels {a, b} (I64) on the CPU; F's
+   label row 1 = b. 1 when it failed (NULL). */
+static int xent_labels(int grad, int64_t a, int64_t b) {
+  int64_t lab[2];
+  dt_tensor *t, *y;
+  lab[0] = a; lab[1] = b;
+  t = dt_from_data(lab, dt_shape1(2), DT_I64, dt_cpu());
+  y = grad ? dt_cross_entropy_grad(F, t) : dt_cross_entropy(F, t);
+  dt_release(t);
+  return nul(y);
+}
+/* dt_max_dim(e, 0) of e (0, 3), or (all) dt_max(e) of e (2, 0): refused, as PyTorch refuses them */
+static int empty_reduce(int all) {
+  dt_tensor *e = dt_empty(all ? dt_shape2(2, 0) : dt_shape2(0, 3), DT_F32, dt_cpu());
+  int r = nul(all ? dt_max(e) : dt_max_dim(e, 0));
+  dt_release(e);
+  return r;
+}
+/* logits on cuda:0 and labels on the CPU (device mismatch) */
+static int xent_gpu_cpu(int grad) {
+  int64_t lab[2] = {0, 1};
+  dt_tensor *t = dt_from_data(lab, dt_shape1(2), DT_I64, dt_cpu()), *y = grad ? dt_cross_entropy_grad(G0, t) : dt_cross_entropy(G0, t);
+  dt_release(t);
+  return nul(y);
+}
 
 #define U64(x) ((int64_t)1 << (x))
 #define BIG INT64_MAX
@@ -393,6 +418,35 @@ static int ALL_GPUS = 1; /* what dt_try_all_gpus counts: every GPU, or the CPU a
   X_(axpy_device_before_shape, DT_ERR_DEVICE_MISMATCH, "dt_axpy_:", "x is on cuda:0|y is on cpu", GPUS(1, bad(dt_axpy_(F, 1, G0V)))) \
   X_(axpy_device_before_dtype, DT_ERR_DEVICE_MISMATCH, "dt_axpy_:", "x is on cuda:0|y is on cpu", GPUS(1, bad(dt_axpy_(I, 1, GD0)))) \
   X_(axpy_gpu0_gpu1, DT_ERR_DEVICE_MISMATCH, "dt_axpy_:", "=expected all tensors on the same device, but x is on cuda:1 and y is on cuda:0 (move one with dt_to)", GPUS(2, bad(dt_axpy_(G0, 1, G1)))) \
+  /* classification: argmax/min, max/min, softmax, cross-entropy */                                                          \
+  X_(argmax_null, DT_ERR_INVALID_ARGUMENT, "dt_argmax:", "t is NULL", nul(dt_argmax(NULL, 0)))                               \
+  X_(argmax_range, DT_ERR_INVALID_ARGUMENT, "dt_argmax:", "=dim 2 out of range for a 2-d tensor (expected -2 to 1)", nul(dt_argmax(F, 2))) \
+  X_(argmin_range_neg, DT_ERR_INVALID_ARGUMENT, "dt_argmin:", "dim -3|2-d", nul(dt_argmin(F, -3)))                         \
+  X_(argmax_intmin, DT_ERR_INVALID_ARGUMENT, "dt_argmax:", "out of range", nul(dt_argmax(F, INT_MIN)))                     \
+  X_(argmax_0d_dim1, DT_ERR_INVALID_ARGUMENT, "dt_argmax:", "dim 1|0-d|-1 to 0", nul(dt_argmax(S, 1)))                     \
+  X_(argmax_int, DT_ERR_DTYPE, "dt_argmax:", "t is int32", nul(dt_argmax(I, 0)))                                            \
+  X_(max_dim_null, DT_ERR_INVALID_ARGUMENT, "dt_max_dim:", "t is NULL", nul(dt_max_dim(NULL, 0)))                           \
+  X_(min_dim_int, DT_ERR_DTYPE, "dt_min_dim:", "t is int64", nul(dt_min_dim(L, 0)))                                         \
+  X_(max_dim_empty, DT_ERR_SHAPE, "dt_max_dim:", "non-zero size|(0, 3)", empty_reduce(0)) \
+  X_(max_null, DT_ERR_INVALID_ARGUMENT, "dt_max:", "t is NULL", nul(dt_max(NULL)))                                          \
+  X_(min_int, DT_ERR_DTYPE, "dt_min:", "t is int32", nul(dt_min(I)))                                                        \
+  X_(max_empty, DT_ERR_SHAPE, "dt_max:", "no elements|(2, 0)", empty_reduce(1))   \
+  X_(softmax_null, DT_ERR_INVALID_ARGUMENT, "dt_softmax:", "t is NULL", nul(dt_softmax(NULL, 0)))                           \
+  X_(softmax_range, DT_ERR_INVALID_ARGUMENT, "dt_softmax:", "dim 2|2-d", nul(dt_softmax(F, 2)))                             \
+  X_(log_softmax_range, DT_ERR_INVALID_ARGUMENT, "dt_log_softmax:", "dim -3|2-d", nul(dt_log_softmax(F, -3)))               \
+  X_(log_softmax_int, DT_ERR_DTYPE, "dt_log_softmax:", "t is int64", nul(dt_log_softmax(L, 0)))                             \
+  X_(xent_null_logits, DT_ERR_INVALID_ARGUMENT, "dt_cross_entropy:", "logits is NULL", nul(dt_cross_entropy(NULL, L)))      \
+  X_(xent_null_target, DT_ERR_INVALID_ARGUMENT, "dt_cross_entropy:", "target is NULL", nul(dt_cross_entropy(F, NULL)))      \
+  X_(xent_int_logits, DT_ERR_DTYPE, "dt_cross_entropy:", "logits is int32", nul(dt_cross_entropy(I, L)))                    \
+  X_(xent_float_target, DT_ERR_DTYPE, "dt_cross_entropy:", "target must be int64|float32", nul(dt_cross_entropy(F, V)))     \
+  X_(xent_shape, DT_ERR_SHAPE, "dt_cross_entropy:", "=expected logits (n, c) and target (n,), got (2, 3) and (3,)", nul(dt_cross_entropy(F, L))) \
+  X_(xent_1d_logits, DT_ERR_SHAPE, "dt_cross_entropy_grad:", "(3,)|(n, c)", nul(dt_cross_entropy_grad(V, L)))              \
+  X_(xent_label_neg, DT_ERR_INVALID_ARGUMENT, "dt_cross_entropy:", "=target[0] = -1 is out of range for 3 classes (expected 0 <= label < 3)", xent_labels(0, -1, 0)) \
+  X_(xent_label_c, DT_ERR_INVALID_ARGUMENT, "dt_cross_entropy:", "target[1] = 3|3 classes", xent_labels(0, 0, 3))           \
+  X_(xent_grad_label_big, DT_ERR_INVALID_ARGUMENT, "dt_cross_entropy_grad:", "target[1] = 9223372036854775807", xent_labels(1, 2, INT64_MAX)) \
+  X_(xent_gpu_cpu, DT_ERR_DEVICE_MISMATCH, "dt_cross_entropy:", "=expected all tensors on the same device, but target is on cpu and logits is on cuda:0 (move one with dt_to)", GPUS(1, xent_gpu_cpu(0))) \
+  X_(xent_grad_gpu_cpu, DT_ERR_DEVICE_MISMATCH, "dt_cross_entropy_grad:", "target is on cpu|logits is on cuda:0", GPUS(1, xent_gpu_cpu(1))) \
+  X_(argmax_gpu_ok, DT_OK, "", "", GPUS(1, nul(dt_argmax(G0, 1))))                                                          \
   /* dt_copy_ is one of the functions that move data: any two devices, same dtype and shape */                              \
   X_(copy_gpu_from_cpu_ok, DT_OK, "", "", GPUS(1, bad(dt_copy_(G0, F))))                                                    \
   X_(copy_gpu1_from_gpu0_ok, DT_OK, "", "", GPUS(2, bad(dt_copy_(G1, G0))))                                                 \
