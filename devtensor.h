@@ -48,11 +48,13 @@
                          broadcast geometry, Philox and Box-Muller; seen only by the
                          implementation and devtensor_cuda.cu)
      implementation      errors, shapes and dtypes, devices, tensors, random numbers,
-                         tensor properties, copies, operations, printing, memory, neural
+                         tensor properties, copies, operations, operations: classification
+                         (argmax, max/min, softmax, cross-entropy), printing, memory, neural
                          networks, safetensors, a small JSON reader, trainer, interop
                          (DLPack export and import, safetensors of any named tensors)
      cpu backend         cpu backend (and its memory), cpu threads, cpu elementwise
-                         kernels, cpu elementwise, cpu reductions, cpu gemm (packing,
+                         kernels, cpu elementwise, cpu reductions, cpu classification
+                         (arg reductions, softmax, cross-entropy), cpu gemm (packing,
                          micro-kernels, simple loops, blocked driver, skinny shapes,
                          cblas, entry points); its table is dt__cpu_backend()
      optimizers          api: optimizers (and torch.no_grad); grad mode (before neural

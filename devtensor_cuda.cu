@@ -1637,13 +1637,18 @@ __device__ inline void team_place(int64_t *row0, int64_t *rstep, int *lane, int 
   }
 }
 
-/* grid and block for `rows` rows of `len`: a warp or a block per row */
+/* grid and block for `rows` rows of `len`: a block per row, or a warp per row, eight rows a
+   block (fewer rows: fewer warps) */
 void rows_launch(int64_t rows, int64_t len, bool *block_per_row, unsigned *grid, int *block) {
   *block_per_row = len >= kLongRow;
-  *block = kBlock;
-  int64_t g = *block_per_row ? rows : (rows + kBlock / 32 - 1) / (kBlock / 32);
+  int per = rows < kBlock / 32 ? (int)(rows < 1 ? 1 : rows) : kBlock / 32;
+  *block = *block_per_row ? kBlock : 32 * per;
+  int64_t g = *block_per_row ? rows : (rows + per - 1) / per;
   *grid = (unsigned)(g < 1 ? 1 : g > kMaxGrid ? kMaxGrid : g);
 }
+
+/* one block for n items: whole warps, at most kBlock threads */
+int small_block(int64_t n) { return n >= kBlock ? kBlock : n <= 32 ? 32 : (int)((n + 31) / 32 * 32); }
 
 /* x: (outer, len) -> vals, idx: (outer,), either may be null */
 template <typename T, bool Block>
@@ -1855,15 +1860,18 @@ __global__ void k_xent_mean(const double *part, int64_t n, T *y) {
 }
 
 /* The device's label record (4 int64, zeroed), made at its first cross-entropy. Call with dev current. */
-dt_status label_record(DevState &s, int64_t **out) {
+dt_status label_record(int dev, DevState &s, int64_t **out) {
   std::lock_guard<std::mutex> lk(s.label_mu);
   if (!s.label_rec) {
     void *p = nullptr;
     cudaError_t e = cudaMalloc(&p, 4 * sizeof(int64_t));
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
-      set_err("cudaMalloc of the label check's 32 bytes failed: %s", cudaGetErrorString(e));
-      return e == cudaErrorMemoryAllocation ? DT_ERR_OUT_OF_MEMORY : DT_ERR_BACKEND;
+      if (e == cudaErrorMemoryAllocation) {
+        set_err("out of memory on cuda:%d: tried to allocate 32 bytes (the cross-entropy label check)", dev);
+        return DT_ERR_OUT_OF_MEMORY;
+      }
+      return cuda_fail("cudaMalloc (the cross-entropy label check)", e);
     }
     if ((e = cudaMemsetAsync(p, 0, 4 * sizeof(int64_t), s.stream)) != cudaSuccess) {
       (void)cudaFree(p);
@@ -1879,9 +1887,9 @@ template <typename T>
 dt_status xent_t(int dev, DevState &s, bool grad, int64_t n, int64_t c, const T *x, const int64_t *target, T *y) {
   cudaStream_t st = s.stream;
   int64_t *rec;
-  dt_status rc = label_record(s, &rec);
+  dt_status rc = label_record(dev, s, &rec);
   if (rc != DT_OK) return rc;
-  DT_LAUNCH_COOP(1, kBlock, st, k_check_labels)(target, n, c, grad ? 1 : 0, rec);
+  DT_LAUNCH_COOP(1, small_block(n), st, k_check_labels)(target, n, c, grad ? 1 : 0, rec);
   if ((rc = launched("cross_entropy (labels)")) != DT_OK) return rc;
   s.label_pending.store(true, std::memory_order_release);
   bool bpr;
@@ -1900,7 +1908,7 @@ dt_status xent_t(int dev, DevState &s, bool grad, int64_t n, int64_t c, const T 
   else DT_LAUNCH_COOP(grid, block, st, k_xent_rows<T, false>)(x, target, n, c, part, nullptr);
   rc = launched("cross_entropy");
   if (rc == DT_OK) {
-    DT_LAUNCH_COOP(1, kBlock, st, k_xent_mean<T>)(part, n, y);
+    DT_LAUNCH_COOP(1, small_block(n), st, k_xent_mean<T>)(part, n, y);
     rc = launched("cross_entropy (mean)");
   }
   cu_free(dev, ws, 0); /* later work on this stream comes after these kernels */

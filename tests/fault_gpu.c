@@ -173,6 +173,16 @@ static void workload(void) {
   NEW(pred, dt_forward(net, x));
   NEW(loss, dt_mse_loss(pred, y));
   NEW(grad, dt_mse_loss_grad(pred, y));
+  /* cross-entropy: its scratch and the device's label record (made once) come from cudaMalloc
+     too (argmax, max/min and softmax allocate only their result, as every op) */
+  {
+    int64_t labs[16];
+    dt_tensor *lab;
+    for (i = 0; i < 16; i++) labs[i] = i % 4;
+    NEW(lab, dt_from_data(labs, dt_shape1(16), DT_I64, g));
+    NEW(t, dt_cross_entropy(pred, lab)); VERIFY(at(t, 0) > 0);
+    NEW(t, dt_cross_entropy_grad(pred, lab));
+  }
   STEP(dt_zero_grad(net) == DT_OK);
   STEP(dt_backward_params(net, grad) == DT_OK);
   STEP(dt_sgd_step(net, 0.1) == DT_OK);
