@@ -1587,7 +1587,8 @@ dt_status cu_optim_step(int dev, dt_dtype t, int64_t n, const dt__optim_hp *h, v
    and many rows), or one block of 256 threads per row when rows are long; other shapes one
    thread per column (o, i), i fastest (coalesced). A team (warp or block) reduces with
    butterfly shuffles, so every thread of it holds the result; all threads of a team work on
-   the same rows, so they meet at the same shuffles and barriers. */
+   the same rows, so they meet at the same shuffles and barriers. Sums of exponentials are in
+   double, as the CPU's. */
 
 constexpr int64_t kLongRow = 1024; /* from this length a row gets a whole block */
 
@@ -1744,16 +1745,17 @@ __global__ void k_softmax_rows(const T *x, int64_t outer, int64_t len, bool lg, 
   for (int64_t o = row0; o < outer; o += rstep) {
     const T *p = x + o * len;
     T *q = y + o * len;
-    T m = (T)-CUDART_INF, s = 0;
+    T m = (T)-CUDART_INF;
+    double s = 0; /* in double, as the CPU's */
     for (int64_t r = lane; r < len; r += width) m = NanMax<T>()(m, p[r]);
     m = team_reduce<Block>(m, NanMax<T>());
-    for (int64_t r = lane; r < len; r += width) s += d_exp(p[r] - m);
-    s = team_reduce<Block>(s, Plus<T>());
+    for (int64_t r = lane; r < len; r += width) s += (double)d_exp(p[r] - m);
+    s = team_reduce<Block>(s, Plus<double>());
     if (lg) {
-      T ls = d_log(s);
+      T ls = (T)log(s);
       for (int64_t r = lane; r < len; r += width) q[r] = (p[r] - m) - ls;
     } else {
-      T inv = (T)1 / s;
+      T inv = (T)(1.0 / s);
       for (int64_t r = lane; r < len; r += width) q[r] = d_exp(p[r] - m) * inv;
     }
   }
@@ -1767,14 +1769,15 @@ __global__ void k_softmax_cols(const T *x, int64_t outer, int64_t len, int64_t i
     int64_t o = t / inner, i = t - o * inner;
     const T *p = x + o * len * inner + i;
     T *q = y + o * len * inner + i;
-    T m = (T)-CUDART_INF, s = 0;
+    T m = (T)-CUDART_INF;
+    double s = 0;
     for (int64_t r = 0; r < len; r++) m = NanMax<T>()(m, p[r * inner]);
-    for (int64_t r = 0; r < len; r++) s += d_exp(p[r * inner] - m);
+    for (int64_t r = 0; r < len; r++) s += (double)d_exp(p[r * inner] - m);
     if (lg) {
-      T ls = d_log(s);
+      T ls = (T)log(s);
       for (int64_t r = 0; r < len; r++) q[r * inner] = (p[r * inner] - m) - ls;
     } else {
-      T inv = (T)1 / s;
+      T inv = (T)(1.0 / s);
       for (int64_t r = 0; r < len; r++) q[r * inner] = d_exp(p[r * inner] - m) * inv;
     }
   }
@@ -1835,17 +1838,18 @@ __global__ void k_xent_rows(const T *x, const int64_t *target, int64_t n, int64_
     const T *p = x + o * c;
     int64_t lab = target[o];
     bool ok = lab >= 0 && lab < c;
-    T m = (T)-CUDART_INF, s = 0;
+    T m = (T)-CUDART_INF;
+    double s = 0;
     for (int64_t r = lane; r < c; r += width) m = NanMax<T>()(m, p[r]);
     m = team_reduce<Block>(m, NanMax<T>());
-    for (int64_t r = lane; r < c; r += width) s += d_exp(p[r] - m);
-    s = team_reduce<Block>(s, Plus<T>());
+    for (int64_t r = lane; r < c; r += width) s += (double)d_exp(p[r] - m);
+    s = team_reduce<Block>(s, Plus<double>());
     if (g) {
-      T *q = g + o * c, inv = (T)1 / s, scale = (T)(1.0 / (double)n);
+      T *q = g + o * c, inv = (T)(1.0 / s), scale = (T)(1.0 / (double)n);
       for (int64_t r = lane; r < c; r += width)
         q[r] = ok ? (d_exp(p[r] - m) * inv - (r == lab ? (T)1 : (T)0)) * scale : (T)CUDART_NAN;
     } else if (lane == 0) {
-      part[o] = ok ? (double)d_log(s) + (double)m - (double)p[lab] : CUDART_NAN;
+      part[o] = ok ? log(s) + (double)m - (double)p[lab] : CUDART_NAN;
     }
   }
 }

@@ -227,6 +227,60 @@ static void check_reduce(void) {
       }
 }
 
+/* classification: arg_reduce, softmax, cross_entropy against the CPU; rows of a warp and of a
+   block, columns, and (on a GPU: big) more rows than the grid holds */
+static void check_classification(int big) {
+  int64_t shapes[][3] = {{1, 1, 1}, {7, 1, 1}, {1, 5000, 1}, {300, 10, 1}, {3, 1500, 1}, {4, 33, 5}, {2, 1, 7},
+                         {600000, 10, 1}, {1, 3000001, 1}, {2, 2000, 300}};
+  size_t nshapes = sizeof shapes / sizeof *shapes - (big ? 0 : 3);
+  for (int t = 0; t < 2; t++)
+    for (size_t i = 0; i < nshapes; i++) {
+      int64_t o = shapes[i][0], l = shapes[i][1], in = shapes[i][2], nx = o * l * in, ny = o * in;
+      size_t es = dt_dtype_size((dt_dtype)t);
+      void *x = hrand((dt_dtype)t, nx), *dx, *r = malloc((size_t)nx * es), *dy, *h;
+      int64_t *ri = (int64_t *)malloc((size_t)ny * 8), *di;
+      char what[96];
+      if (nx > 10) memcpy((char *)x + 3 * es, (char *)x + 7 * es, es); /* a tie */
+      dx = up(x, (size_t)nx * es);
+      for (int mn = 0; mn < 2; mn++) {
+        OK(G->alloc(0, (size_t)ny * es, &dy)); OK(G->alloc(0, (size_t)ny * 8, (void **)&di));
+        OK(G->arg_reduce(0, mn, (dt_dtype)t, o, l, in, dx, dy, di));
+        C->arg_reduce(0, mn, (dt_dtype)t, o, l, in, x, r, ri);
+        snprintf(what, sizeof what, "arg_reduce min=%d %s (%lld, %lld, %lld)", mn, dt_dtype_name((dt_dtype)t), (long long)o, (long long)l, (long long)in);
+        h = down(dy, (size_t)ny * es); same((dt_dtype)t, h, r, ny, 0, 0, what); free(h);
+        h = down(di, (size_t)ny * 8); same(DT_I64, h, ri, ny, 0, 0, what); free(h);
+        G->free(0, dy, 0); G->free(0, di, 0);
+      }
+      for (int lg = 0; lg < 2; lg++) {
+        OK(G->alloc(0, (size_t)nx * es, &dy));
+        OK(G->softmax(0, lg, (dt_dtype)t, o, l, in, dx, dy));
+        C->softmax(0, lg, (dt_dtype)t, o, l, in, x, r);
+        snprintf(what, sizeof what, "softmax log=%d %s (%lld, %lld, %lld)", lg, dt_dtype_name((dt_dtype)t), (long long)o, (long long)l, (long long)in);
+        h = down(dy, (size_t)nx * es); same((dt_dtype)t, h, r, nx, t == DT_F32 ? 1e-4 : 1e-11, 1e-7, what); free(h);
+        G->free(0, dy, 0);
+      }
+      if (in == 1) { /* cross-entropy of (o, l) with labels 7k % l */
+        int64_t *lab = (int64_t *)malloc((size_t)o * 8);
+        void *dl;
+        for (int64_t k = 0; k < o; k++) lab[k] = (k * 7) % l;
+        dl = up(lab, (size_t)o * 8);
+        for (int gr = 0; gr < 2; gr++) {
+          int64_t ny2 = gr ? nx : 1;
+          OK(G->alloc(0, (size_t)ny2 * es, &dy));
+          OK(G->cross_entropy(0, gr, (dt_dtype)t, o, l, dx, (const int64_t *)dl, dy));
+          C->cross_entropy(0, gr, (dt_dtype)t, o, l, x, lab, r);
+          snprintf(what, sizeof what, "cross_entropy grad=%d %s (%lld, %lld)", gr, dt_dtype_name((dt_dtype)t), (long long)o, (long long)l);
+          h = down(dy, (size_t)ny2 * es);
+          same((dt_dtype)t, h, r, ny2, t == DT_F32 ? 1e-4 : 1e-11, 1e-7, what); free(h);
+          G->free(0, dy, 0);
+        }
+        G->free(0, dl, 0); free(lab);
+      }
+      G->free(0, dx, 0); free(x); free(r); free(ri);
+    }
+  OK(G->synchronize(0)); /* every label was good: no report */
+}
+
 static void check_gemm(void) {
   int64_t sizes[][3] = {{1, 1, 1}, {17, 33, 65}, {128, 64, 1}, {5, 7, 0}, {64, 1, 300}, {1, 129, 31}};
   for (int t = 0; t < 2; t++)
@@ -442,6 +496,7 @@ int main(int argc, char **argv) {
   check_binary(); printf("binary done\n"); fflush(stdout);
   check_cast(); printf("cast done\n"); fflush(stdout);
   check_reduce(); printf("reduce done\n"); fflush(stdout);
+  check_classification(!no_timings); printf("classification done\n"); fflush(stdout);
   check_gemm(); printf("gemm done\n"); fflush(stdout);
   check_axpy_random(); printf("axpy/random done\n"); fflush(stdout);
   check_copies(); printf("copies done\n"); fflush(stdout);
