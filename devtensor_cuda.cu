@@ -814,6 +814,21 @@ template <> struct Conv<double, int64_t> { __device__ static int64_t f(double v)
 /* int64 to int32 keeps the low 32 bits, as PyTorch */
 template <> struct Conv<int64_t, int32_t> { __device__ static int32_t f(int64_t v) { return (int32_t)(uint32_t)v; } };
 
+/* issue 14 (h1): uint8 and bool. Float to uint8 as the CPU's dt__f2u8 (PyTorch's CPU conversion):
+   toward zero through int32, the low 8 bits; NaN, +-inf and beyond int32 give 0. Integers to uint8
+   keep the low 8 bits (the generic conversion). Bool is one byte, 0 or 1, spelled B8 here so its
+   conversions differ from uint8's: to bool is nonzero (NaN too), from bool is 0 or 1. */
+__host__ __device__ inline uint8_t f2u8(double v) {
+  if (!(v > -2147483649.0 && v < 2147483648.0)) return 0;
+  return (uint8_t)(uint32_t)(int32_t)v;
+}
+struct B8 { uint8_t v; };
+template <> struct Conv<float, uint8_t> { __device__ static uint8_t f(float v) { return f2u8((double)v); } };
+template <> struct Conv<double, uint8_t> { __device__ static uint8_t f(double v) { return f2u8(v); } };
+template <typename S> struct Conv<S, B8> { __device__ static B8 f(S v) { return B8{(uint8_t)(v != (S)0)}; } };
+template <typename D> struct Conv<B8, D> { __device__ static D f(B8 v) { return (D)(v.v != 0); } };
+template <> struct Conv<B8, B8> { __device__ static B8 f(B8 v) { return B8{(uint8_t)(v.v != 0)}; } };
+
 /* ---- fill ---- */
 
 /* y: (n,) = v */
@@ -857,6 +872,8 @@ dt_status cu_fill(int dev, dt_dtype t, int64_t n, double v, void *y) {
     case DT_F64: return fill_t<double>(s->stream, n, v, y);
     case DT_I32: return fill_t<int32_t>(s->stream, n, f2i32(v), y);
     case DT_I64: return fill_t<int64_t>(s->stream, n, f2i64(v), y);
+    case DT_U8: return fill_t<uint8_t>(s->stream, n, f2u8(v), y);
+    case DT_BOOL: return fill_t<uint8_t>(s->stream, n, (uint8_t)(v != 0), y);
   }
   set_err("fill: unknown dtype %d", (int)t);
   return DT_ERR_DTYPE;
@@ -884,6 +901,19 @@ template <typename T> struct ULog { __device__ T operator()(T v) const { return 
 template <typename T> struct USqrt { __device__ T operator()(T v) const { return d_sqrt(v); } };
 template <typename T> struct UNeg { __device__ T operator()(T v) const { return -v; } };
 template <typename T> struct URelu { __device__ T operator()(T v) const { return v > (T)0 ? v : (v != v ? v : (T)0); } };
+/* issue 14 (h1): sigmoid as the CPU's: e = exp(-|x|) never overflows */
+template <typename T> struct USigmoid {
+  __device__ T operator()(T v) const {
+    T e = d_exp(-fabs(v));
+    return v >= (T)0 ? (T)1 / ((T)1 + e) : e / ((T)1 + e);
+  }
+};
+__device__ inline float d_tanh(float v) { return tanhf(v); }
+__device__ inline double d_tanh(double v) { return tanh(v); }
+template <typename T> struct UTanh { __device__ T operator()(T v) const { return d_tanh(v); } };
+template <typename T> struct UAbs { __device__ T operator()(T v) const { return fabs(v); } };
+/* integers: |INT_MIN| wraps to INT_MIN, as the CPU (and PyTorch) */
+template <typename T, typename U> struct UAbsInt { __device__ T operator()(T v) const { return v < 0 ? (T)((U)0 - (U)v) : v; } };
 /* integers: a * v + b in wrapping unsigned arithmetic (NEG is a = -1, b = 0) */
 template <typename T, typename U> struct UAffineInt { U a, b; __device__ T operator()(T v) const { return (T)(a * (U)v + b); } };
 
@@ -928,6 +958,9 @@ dt_status unary_float(cudaStream_t st, dt__unary_op op, int64_t n, const void *x
     case DT__U_SQRT: return map1<T>(st, n, x, y, USqrt<T>{});
     case DT__U_NEG: return map1<T>(st, n, x, y, UNeg<T>{});
     case DT__U_RELU: return map1<T>(st, n, x, y, URelu<T>{});
+    case DT__U_SIGMOID: return map1<T>(st, n, x, y, USigmoid<T>{});
+    case DT__U_TANH: return map1<T>(st, n, x, y, UTanh<T>{});
+    case DT__U_ABS: return map1<T>(st, n, x, y, UAbs<T>{});
   }
   set_err("unary: unknown op %d", (int)op);
   return DT_ERR_INVALID_ARGUMENT;
@@ -943,6 +976,10 @@ dt_status cu_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, const void *
     case DT_F64: return unary_float<double>(s->stream, op, n, x, y, p0, p1);
     case DT_I32:
     case DT_I64:
+      if (op == DT__U_ABS) {
+        if (t == DT_I32) return map1<int32_t>(s->stream, n, x, y, UAbsInt<int32_t, uint32_t>{});
+        return map1<int64_t>(s->stream, n, x, y, UAbsInt<int64_t, uint64_t>{});
+      }
       if (op != DT__U_AFFINE && op != DT__U_NEG) {
         set_err("unary op %d is not defined for %s", (int)op, dt__dtype_str(t));
         return DT_ERR_DTYPE;
@@ -956,6 +993,10 @@ dt_status cu_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, const void *
         if (op == DT__U_NEG) { a = (uint64_t)-1; b = 0; }
         return map1<int64_t>(s->stream, n, x, y, UAffineInt<int64_t, uint64_t>{a, b});
       }
+    case DT_U8:
+    case DT_BOOL: /* the core refuses unary ops on them first */
+      set_err("unary op %d is not defined for %s", (int)op, dt__dtype_str(t));
+      return DT_ERR_DTYPE;
   }
   set_err("unary: unknown dtype %d", (int)t);
   return DT_ERR_DTYPE;
@@ -1106,6 +1147,11 @@ dt_status cu_binary(int dev, dt__binary_op op, dt_dtype t, const dt__bcast *g, c
     case DT_F64: return binary_t<double>(s->stream, op, t, *g, a, b, y);
     case DT_I32: return binary_t<int32_t>(s->stream, op, t, *g, a, b, y);
     case DT_I64: return binary_t<int64_t>(s->stream, op, t, *g, a, b, y);
+    case DT_U8:
+    case DT_BOOL: /* copies only (transposes); the core refuses arithmetic on them */
+      if (op == DT__B_COPY_A) return zip<uint8_t>(s->stream, *g, a, b, y, BCopyA<uint8_t>{});
+      set_err("binary op %d is not defined for %s", (int)op, dt__dtype_str(t));
+      return DT_ERR_DTYPE;
   }
   set_err("binary: unknown dtype %d", (int)t);
   return DT_ERR_DTYPE;
@@ -1132,6 +1178,8 @@ dt_status cast_from(cudaStream_t st, dt_dtype to, int64_t n, const void *x, void
     case DT_F64: return cast_t<S, double>(st, n, x, y);
     case DT_I32: return cast_t<S, int32_t>(st, n, x, y);
     case DT_I64: return cast_t<S, int64_t>(st, n, x, y);
+    case DT_U8: return cast_t<S, uint8_t>(st, n, x, y);
+    case DT_BOOL: return cast_t<S, B8>(st, n, x, y);
   }
   set_err("cast: unknown dtype %d", (int)to);
   return DT_ERR_DTYPE;
@@ -1151,6 +1199,8 @@ dt_status cu_cast(int dev, dt_dtype from, dt_dtype to, int64_t n, const void *x,
     case DT_F64: return cast_from<double>(s->stream, to, n, x, y);
     case DT_I32: return cast_from<int32_t>(s->stream, to, n, x, y);
     case DT_I64: return cast_from<int64_t>(s->stream, to, n, x, y);
+    case DT_U8: return cast_from<uint8_t>(s->stream, to, n, x, y);
+    case DT_BOOL: return cast_from<B8>(s->stream, to, n, x, y);
   }
   set_err("cast: unknown dtype %d", (int)from);
   return DT_ERR_DTYPE;
@@ -1543,6 +1593,82 @@ dt_status cu_optim_step(int dev, dt_dtype t, int64_t n, const dt__optim_hp *h, v
   return DT_ERR_DTYPE;
 }
 
+/* ---- compare (issue 14, h1) ----
+   y: dims (row-major, contiguous), DT_BOOL = a op b, a and b read through their element strides
+   (0 where they broadcast). Bool compares as uint8 (its bytes are 0 or 1). */
+
+template <typename T> __device__ inline uint8_t cmp_op(int op, T u, T w) {
+  switch (op) {
+    case DT__C_EQ: return u == w;
+    case DT__C_NE: return u != w;
+    case DT__C_LT: return u < w;
+    default: return u <= w;
+  }
+}
+
+template <typename T>
+struct CmpContig {
+  const T *a; const T *b; uint8_t *y; int op;
+  template <typename I> __device__ void operator()(I i) const { y[i] = cmp_op<T>(op, a[i], b[i]); }
+};
+template <typename T, typename J>
+struct CmpStrided {
+  const T *a; const T *b; uint8_t *y; int op; int nd;
+  J dims[DT_MAX_DIMS], as[DT_MAX_DIMS], bs[DT_MAX_DIMS];
+  template <typename I> __device__ void operator()(I i) const {
+    J rem = (J)i, oa = 0, ob = 0;
+#pragma unroll
+    for (int d = DT_MAX_DIMS - 1; d > 0; d--) {
+      if (d >= nd) continue;
+      J q = rem % dims[d];
+      rem /= dims[d];
+      oa += q * as[d];
+      ob += q * bs[d];
+    }
+    oa += rem * as[0];
+    ob += rem * bs[0];
+    y[i] = cmp_op<T>(op, a[oa], b[ob]);
+  }
+};
+
+template <typename T, typename J>
+dt_status compare_strided(cudaStream_t st, int op, const dt__bcast &g, const T *a, const T *b, uint8_t *y) {
+  CmpStrided<T, J> f;
+  f.a = a; f.b = b; f.y = y; f.op = op; f.nd = g.ndim;
+  for (int d = 0; d < DT_MAX_DIMS; d++) {
+    f.dims[d] = d < g.ndim ? (J)g.dims[d] : (J)1;
+    f.as[d] = d < g.ndim ? (J)g.astride[d] : (J)0;
+    f.bs[d] = d < g.ndim ? (J)g.bstride[d] : (J)0;
+  }
+  return run_map("compare (broadcast)", st, g.numel, f);
+}
+
+template <typename T>
+dt_status compare_t(cudaStream_t st, int op, const dt__bcast &g, const void *a, const void *b, void *y) {
+  const T *ap = static_cast<const T *>(a);
+  const T *bp = static_cast<const T *>(b);
+  uint8_t *yp = static_cast<uint8_t *>(y);
+  if (g.contiguous) return run_map("compare", st, g.numel, CmpContig<T>{ap, bp, yp, op});
+  if (g.numel <= (int64_t)INT32_MAX) return compare_strided<T, uint32_t>(st, op, g, ap, bp, yp);
+  return compare_strided<T, int64_t>(st, op, g, ap, bp, yp);
+}
+
+dt_status cu_compare(int dev, dt__compare_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y) {
+  DeviceGuard gd(dev);
+  DevState *s;
+  dt_status st = enter(gd, dev, &s);
+  if (st != DT_OK) return st;
+  switch (t) {
+    case DT_F32: return compare_t<float>(s->stream, (int)op, *g, a, b, y);
+    case DT_F64: return compare_t<double>(s->stream, (int)op, *g, a, b, y);
+    case DT_I32: return compare_t<int32_t>(s->stream, (int)op, *g, a, b, y);
+    case DT_I64: return compare_t<int64_t>(s->stream, (int)op, *g, a, b, y);
+    case DT_U8: case DT_BOOL: return compare_t<uint8_t>(s->stream, (int)op, *g, a, b, y);
+  }
+  set_err("compare: unknown dtype %d", (int)t);
+  return DT_ERR_DTYPE;
+}
+
 } /* namespace */
 
 extern "C" const dt__backend *dt__cuda_backend(void) {
@@ -1567,7 +1693,9 @@ extern "C" const dt__backend *dt__cuda_backend(void) {
     DT__SLOT(axpy) cu_axpy,
     DT__SLOT(random) cu_random,
     /* optimizers (h4) */
-    DT__SLOT(optim_step) cu_optim_step
+    DT__SLOT(optim_step) cu_optim_step,
+    /* issue 14 (h1) */
+    DT__SLOT(compare) cu_compare
   };
   return &be;
 }

@@ -143,6 +143,7 @@ static double val(dt_tensor *t, int64_t i) {
     case DT_F64: return ((const double *)p)[i];
     case DT_I32: return ((const int32_t *)p)[i];
     case DT_I64: return (double)((const int64_t *)p)[i];
+    case DT_U8: case DT_BOOL: return ((const uint8_t *)p)[i];
   }
   return 0;
 }
@@ -266,6 +267,19 @@ static int workload(void) {
   NEW(t, dt_sum_dim(a64, -1)); VERIFY(val(t, 1) == 15);
   NEW(t, dt_cast(i32, DT_F32)); NEW(t, dt_cast(i64, DT_I32)); NEW(t, dt_cast(a, DT_I64)); VERIFY(val(t, 5) == 6);
   NEW(t, dt_cast(e, DT_F64));
+
+  /* issue 14 (h1): uint8 and bool, comparisons, sigmoid / tanh / abs, _like */
+  NEW(u, dt_cast(i32, DT_U8)); VERIFY(val(u, 5) == 5);
+  NEW(t, dt_gt(a, b)); VERIFY(dt_dtype_of(t) == DT_BOOL && val(t, 0) == 0 && val(t, 3) == 1);
+  NEW(t, dt_eq(u, i64)); VERIFY(val(t, 0) == 0);          /* uint8 and int64: compares in int64 (a temporary) */
+  NEW(t, dt_le(u, i32)); NEW(t, dt_sum(t)); VERIFY(dt_dtype_of(t) == DT_I64 && val(t, 0) == 6);
+  NEW(t, dt_ne(e, b)); VERIFY(dt_numel(t) == 0);
+  STEP(dt_snprint(buf, sizeof buf, t) > 0);
+  NEW(t, dt_sigmoid(a)); NEW(t, dt_tanh(a64)); NEW(t, dt_abs(i64)); VERIFY(val(t, 0) == 3);
+  NEW(t, dt_abs(u)); VERIFY(val(t, 4) == 4);
+  NEW(t, dt_zeros_like(u)); NEW(t, dt_ones_like(a64)); VERIFY(val(t, 5) == 1); NEW(t, dt_empty_like(e));
+  REFUSE(dt_add(u, u), DT_ERR_DTYPE);
+  REFUSE(dt_sigmoid(i32), DT_ERR_DTYPE);
 
   /* stack: (3, 2, 3) from a, a + 10, a; 0-d sums into a vector; empty tensors; the refusals */
   NEW(u, dt_add_scalar(a, 10));

@@ -152,6 +152,14 @@ static int step_after_growth(void) {
   dt_module_free(net);
   return bad(s);
 }
+/* issue 14 (h1): uint8 / bool operands made for one call and released after it */
+static dt_tensor *h1_u8(void) { return dt_arange(0, 6, 1, DT_U8, dt_cpu()); }
+static dt_tensor *h1_bool(void) { dt_tensor *u = h1_u8(), *b = u ? dt_cast(u, DT_BOOL) : NULL; dt_release(u); return b; }
+static dt_tensor *h1_1(dt_tensor *(*fn)(const dt_tensor *), dt_tensor *a) { dt_tensor *y = fn(a); dt_release(a); return y; }
+static dt_tensor *h1_2(dt_tensor *(*fn)(const dt_tensor *, const dt_tensor *), dt_tensor *a, dt_tensor *b) {
+  dt_tensor *y = fn(a, b); dt_release(a); dt_release(b); return y;
+}
+static dt_tensor *h1_addsc(dt_tensor *a) { dt_tensor *y = dt_add_scalar(a, 1); dt_release(a); return y; }
 
 #define U64(x) ((int64_t)1 << (x))
 #define BIG INT64_MAX
@@ -577,6 +585,35 @@ static int ALL_GPUS = 1; /* what dt_try_all_gpus counts: every GPU, or the CPU a
   X_(h4_backward_no_grad, DT_ERR_INVALID_ARGUMENT, "dt_backward:", "grad is disabled on this thread|dt_set_grad_enabled(1)", backward_no_grad(0)) \
   X_(h4_backward_params_no_grad, DT_ERR_INVALID_ARGUMENT, "dt_backward_params:", "grad is disabled on this thread", backward_no_grad(1)) \
   X_(h4_backward_after_no_grad, DT_ERR_INVALID_ARGUMENT, "dt_backward:", "last forward ran with grad disabled|kept nothing", backward_after_no_grad()) \
+  /* issue 14 (h1): comparisons, sigmoid / tanh / abs, _like, uint8 and bool */                                        \
+  X_(eq_null_a, DT_ERR_INVALID_ARGUMENT, "dt_eq:", "a is NULL", nul(dt_eq(NULL, F)))                                        \
+  X_(ne_null_b, DT_ERR_INVALID_ARGUMENT, "dt_ne:", "b is NULL", nul(dt_ne(F, NULL)))                                        \
+  X_(lt_null_a, DT_ERR_INVALID_ARGUMENT, "dt_lt:", "a is NULL", nul(dt_lt(NULL, NULL)))                                     \
+  X_(le_null_b, DT_ERR_INVALID_ARGUMENT, "dt_le:", "b is NULL", nul(dt_le(I, NULL)))                                        \
+  X_(gt_null_a, DT_ERR_INVALID_ARGUMENT, "dt_gt:", "a is NULL", nul(dt_gt(NULL, V)))                                        \
+  X_(ge_null_b, DT_ERR_INVALID_ARGUMENT, "dt_ge:", "b is NULL", nul(dt_ge(S, NULL)))                                        \
+  X_(eq_bcast, DT_ERR_SHAPE, "dt_eq:", "(2, 3)|(2, 2, 2, 2)|broadcast", nul(dt_eq(F, M4)))                                  \
+  X_(gt_bcast, DT_ERR_SHAPE, "dt_gt:", "(5, 3)|(2, 3)|a has 5 and b has 2", nul(dt_gt(X, F)))                               \
+  X_(lt_gpu_cpu, DT_ERR_DEVICE_MISMATCH, "dt_lt:", "=expected all tensors on the same device, but b is on cpu and a is on cuda:0 (move one with dt_to)", GPUS(1, nul(dt_lt(G0, F)))) \
+  X_(ge_device_before_shape, DT_ERR_DEVICE_MISMATCH, "dt_ge:", "b is on cuda:0|a is on cpu", GPUS(1, nul(dt_ge(M4, G0))))   \
+  X_(ne_gpu0_gpu1, DT_ERR_DEVICE_MISMATCH, "dt_ne:", "b is on cuda:1|a is on cuda:0", GPUS(2, nul(dt_ne(G0, G1))))           \
+  X_(sigmoid_null, DT_ERR_INVALID_ARGUMENT, "dt_sigmoid:", "a is NULL", nul(dt_sigmoid(NULL)))                             \
+  X_(sigmoid_int, DT_ERR_DTYPE, "dt_sigmoid:", "a is int32|float32 or float64", nul(dt_sigmoid(I)))                         \
+  X_(tanh_null, DT_ERR_INVALID_ARGUMENT, "dt_tanh:", "a is NULL", nul(dt_tanh(NULL)))                                       \
+  X_(tanh_int, DT_ERR_DTYPE, "dt_tanh:", "a is int64", nul(dt_tanh(L)))                                                     \
+  X_(abs_null, DT_ERR_INVALID_ARGUMENT, "dt_abs:", "a is NULL", nul(dt_abs(NULL)))                                          \
+  X_(abs_bool, DT_ERR_DTYPE, "dt_abs:", "a is bool", nul(h1_1(dt_abs, h1_bool())))                                          \
+  X_(zeros_like_null, DT_ERR_INVALID_ARGUMENT, "dt_zeros_like:", "t is NULL", nul(dt_zeros_like(NULL)))                     \
+  X_(ones_like_null, DT_ERR_INVALID_ARGUMENT, "dt_ones_like:", "t is NULL", nul(dt_ones_like(NULL)))                        \
+  X_(empty_like_null, DT_ERR_INVALID_ARGUMENT, "dt_empty_like:", "t is NULL", nul(dt_empty_like(NULL)))                     \
+  X_(add_u8, DT_ERR_DTYPE, "dt_add:", "a is uint8|dt_cast", nul(h1_2(dt_add, h1_u8(), h1_u8())))                            \
+  X_(sub_bool, DT_ERR_DTYPE, "dt_sub:", "a is bool", nul(h1_2(dt_sub, h1_bool(), h1_bool())))                               \
+  X_(add_scalar_u8, DT_ERR_DTYPE, "dt_add_scalar:", "a is uint8", nul(h1_addsc(h1_u8())))                                   \
+  X_(neg_bool, DT_ERR_DTYPE, "dt_neg:", "a is bool", nul(h1_1(dt_neg, h1_bool())))                                          \
+  X_(mean_bool, DT_ERR_DTYPE, "dt_mean:", "a is bool|float32 or float64", nul(h1_1(dt_mean, h1_bool())))                    \
+  X_(arange_bool, DT_ERR_DTYPE, "dt_arange:", "bool", nul(dt_arange(0, 2, 1, DT_BOOL, dt_cpu())))                           \
+  X_(empty_dtype_6, DT_ERR_DTYPE, "dt_empty:", "unknown dtype 6", nul(dt_empty(dt_shape1(2), (dt_dtype)6, dt_cpu())))       \
+  X_(cast_dtype_6, DT_ERR_DTYPE, "dt_cast:", "unknown dtype 6", nul(dt_cast(F, (dt_dtype)6)))                               \
   /* the trainer */                                                                                                         \
   X_(trainer_init_null, DT_ERR_INVALID_ARGUMENT, "dt_trainer_init:", "tr is NULL", bad(dt_trainer_init(NULL, 1, 0)))        \
   X_(trainer_init_neg, DT_ERR_INVALID_ARGUMENT, "dt_trainer_init:", "max_epochs|-1", bad(dt_trainer_init(&TR, -1, 0)))      \

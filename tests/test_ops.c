@@ -40,6 +40,7 @@ static double *values(const dt_tensor *t) {
       case DT_F64: v[i] = ((double *)h)[i]; break;
       case DT_I32: v[i] = ((int32_t *)h)[i]; break;
       case DT_I64: v[i] = (double)((int64_t *)h)[i]; break;
+      case DT_U8: case DT_BOOL: v[i] = ((uint8_t *)h)[i]; break;
     }
   }
   free(h);
