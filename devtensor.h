@@ -48,11 +48,13 @@
                          broadcast geometry, Philox and Box-Muller; seen only by the
                          implementation and devtensor_cuda.cu)
      implementation      errors, shapes and dtypes, devices, tensors, random numbers,
-                         tensor properties, copies, operations, printing, memory, neural
+                         tensor properties, copies, operations, comparisons (sigmoid, tanh,
+                         abs, _like; issue 14), printing, memory, neural
                          networks, safetensors, a small JSON reader, trainer, interop
                          (DLPack export and import, safetensors of any named tensors)
      cpu backend         cpu backend (and its memory), cpu threads, cpu elementwise
-                         kernels, cpu elementwise, cpu reductions, cpu gemm (packing,
+                         kernels, cpu kernels: uint8 and bool, comparisons (issue 14),
+                         cpu elementwise, cpu reductions, cpu gemm (packing,
                          micro-kernels, simple loops, blocked driver, skinny shapes,
                          cblas, entry points); its table is dt__cpu_backend()
      optimizers          api: optimizers (and torch.no_grad); grad mode (before neural
@@ -64,6 +66,9 @@
    VERSION
    DEVTENSOR_VERSION_MAJOR/MINOR/PATCH below; DEVTENSOR_VERSION is
    MAJOR * 10000 + MINOR * 100 + PATCH, for #if checks. Changes:
+     unreleased          issue 14 (h1): DT_U8 and DT_BOOL (creation, casts, printing, safetensors,
+                         DLPack), dt_eq/ne/lt/le/gt/ge, dt_sigmoid/tanh/abs, dt_*_like; dt_sum
+                         of bool or uint8 is int64
      0.2.0 (2026-11-22)  interop (DLPack 1.x and legacy, dt_from_blob, dt_save_tensors,
                          dt_load_tensors), libdevtensor.so/.a with pkg-config and CMake;
                          a caching CPU allocator, a CPU thread pool instead of OpenMP for

@@ -435,7 +435,7 @@ static void test_cast(dt_device dev) {
     T_CHECK(dt_to_host(e, f, 8) == DT_OK && f[0] == 8589934592.0f && f[1] == -7.0f);
     dt_release(b); dt_release(c); dt_release(e);
   }
-  T_CHECK(dt_cast(a, (dt_dtype)5) == NULL && dt_last_status() == DT_ERR_DTYPE);
+  T_CHECK(dt_cast(a, (dt_dtype)6) == NULL && dt_last_status() == DT_ERR_DTYPE);
   dt_release(a);
 }
 
