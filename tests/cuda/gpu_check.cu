@@ -91,7 +91,7 @@ static int same(dt_dtype t, const void *g, const void *r, int64_t n, double rtol
 static void check_fill(void) {
   double vals[] = {0, 1.5, -2.7, NAN, INFINITY, 1e20, -1e20, 3e9, -3e9, 2147483647.5};
   int64_t ns[] = {1, 3, 4, 5, 17, 1000003};
-  for (int t = 0; t < 4; t++)
+  for (int t = 0; t <= DT_BOOL; t++)
     for (size_t vi = 0; vi < sizeof vals / sizeof *vals; vi++)
       for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
         int64_t n = ns[ni];
@@ -110,9 +110,9 @@ static void check_fill(void) {
 
 static void check_unary(void) {
   int64_t ns[] = {1, 7, 1000, (1 << 20) + 3};
-  for (int t = 0; t < 4; t++)
-    for (int op = 0; op <= DT__U_RELU; op++) {
-      if (t >= DT_I32 && op != DT__U_AFFINE && op != DT__U_NEG) continue;
+  for (int t = 0; t <= DT_I64; t++)
+    for (int op = 0; op <= DT__U_ABS; op++) {
+      if (t >= DT_I32 && op != DT__U_AFFINE && op != DT__U_NEG && op != DT__U_ABS) continue;
       for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
         int64_t n = ns[ni];
         size_t nb = (size_t)n * dt_dtype_size((dt_dtype)t);
@@ -165,7 +165,7 @@ static void check_binary(void) {
       for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) run_binary((dt__binary_op)op, (dt_dtype)t, &pairs[i][0], &pairs[i][1]);
     }
   /* the transpose geometry of dt_transpose: y (n, m) from a (m, n) */
-  for (int t = 0; t < 4; t++) {
+  for (int t = 0; t <= DT_BOOL; t++) {
     int64_t m = 1025, n = 333;
     size_t es = dt_dtype_size((dt_dtype)t);
     dt__bcast g;
@@ -184,8 +184,8 @@ static void check_binary(void) {
 static void check_cast(void) {
   double specials[] = {1.9, -1.9, NAN, INFINITY, -INFINITY, -3e9, 3e9, 1e19, -1e19, 0.5, -0.0, 16777217, 2147483647.0, -2147483648.0};
   int64_t n = 1000 + (int64_t)(sizeof specials / sizeof *specials);
-  for (int f = 0; f < 4; f++)
-    for (int t = 0; t < 4; t++) {
+  for (int f = 0; f <= DT_BOOL; f++)
+    for (int t = 0; t <= DT_BOOL; t++) {
       size_t fs = dt_dtype_size((dt_dtype)f), ts = dt_dtype_size((dt_dtype)t);
       void *x = hrand((dt_dtype)f, n), *r = malloc((size_t)n * ts), *dx, *dy, *h;
       if (f <= DT_F64)
@@ -203,6 +203,38 @@ static void check_cast(void) {
       same((dt_dtype)t, h, r, n, 0, 0, what); /* conversions are exact/correctly rounded on both */
       G->free(0, dx, 0); G->free(0, dy, 0); free(x); free(r); free(h);
     }
+}
+
+/* issue 14 (h1): comparisons, every dtype, the broadcast geometries of check_binary */
+static void check_compare(void) {
+  dt_shape pairs[][2] = {
+    {dt_shape1(1000003), dt_shape1(1000003)}, {dt_shape2(300, 257), dt_shape1(257)}, {dt_shape3(7, 1, 33), dt_shape3(1, 9, 33)},
+    {dt_shape0(), dt_shape2(31, 3)},
+  };
+  for (int t = 0; t <= DT_BOOL; t++)
+    for (int op = 0; op <= DT__C_LE; op++)
+      for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
+        dt_shape so;
+        dt__bcast g;
+        int64_t na = 1, nb = 1;
+        if (dt__broadcast("check", &pairs[i][0], &pairs[i][1], &so, &g) != DT_OK) { CHECK(0, "broadcast refused"); return; }
+        for (int k = 0; k < pairs[i][0].ndim; k++) na *= pairs[i][0].dims[k];
+        for (int k = 0; k < pairs[i][1].ndim; k++) nb *= pairs[i][1].dims[k];
+        size_t es = dt_dtype_size((dt_dtype)t);
+        void *a = hrand((dt_dtype)t, na), *b = hrand((dt_dtype)t, nb), *r = malloc((size_t)g.numel);
+        if (t == DT_F32 && na > 2) { ((float *)a)[0] = NAN; ((float *)a)[1] = ((float *)b)[1 % nb]; }  /* NaN; equal values */
+        if (t == DT_F64 && na > 2) { ((double *)a)[0] = NAN; ((double *)a)[1] = ((double *)b)[1 % nb]; }
+        void *da = up(a, (size_t)na * es), *db = up(b, (size_t)nb * es), *dy, *h;
+        OK(G->alloc(0, (size_t)g.numel, &dy));
+        OK(G->compare(0, (dt__compare_op)op, (dt_dtype)t, &g, da, db, dy));
+        C->compare(0, (dt__compare_op)op, (dt_dtype)t, &g, a, b, r);
+        h = down(dy, (size_t)g.numel);
+        char what[96];
+        snprintf(what, sizeof what, "compare op %d %s ndim=%d numel=%lld", op, dt_dtype_name((dt_dtype)t), g.ndim, (long long)g.numel);
+        same(DT_BOOL, h, r, g.numel, 0, 0, what);
+        G->free(0, da, 0); G->free(0, db, 0); G->free(0, dy, 0);
+        free(a); free(b); free(r); free(h);
+      }
 }
 
 static void check_reduce(void) {
@@ -444,6 +476,7 @@ int main(int argc, char **argv) {
   check_unary(); printf("unary done\n"); fflush(stdout);
   check_binary(); printf("binary done\n"); fflush(stdout);
   check_cast(); printf("cast done\n"); fflush(stdout);
+  check_compare(); printf("compare done\n"); fflush(stdout);
   check_reduce(); printf("reduce done\n"); fflush(stdout);
   check_gemm(); printf("gemm done\n"); fflush(stdout);
   check_axpy_random(); printf("axpy/random done\n"); fflush(stdout);
