@@ -170,6 +170,7 @@ static int same(const double *a, const double *b, int n) {
 }
 
 static const float A6[6] = {1, 2, 3, 4, 5, 6};
+static const int FI_PERM[2] = {1, 0}, FI_PERM_BAD[2] = {1, 1}; /* indexing (issue 14) */
 /* dt_from_blob's memory and its deleter's count */
 static float fi_blob[4] = {1, 2, 3, 4};
 static int fi_blob_freed;
@@ -300,6 +301,25 @@ static int workload(void) {
   ts[1] = a64;
   REFUSE(dt_stack(ts, 2), DT_ERR_DTYPE);                            /* float32 and float64 */
   /* (mixed devices need a GPU: tests/test_bad_input.c and the emulator's runs) */
+
+  /* indexing (issue 14): a slice along dim 0 is a view (a header and a storage, no data); along
+     dim 1, index_select, cat and permute copy; the refusals allocate nothing */
+  NEW(u, dt_slice(a, 0, 1, 2));
+  VERIFY(dt_dim(u, 0) == 1 && val(u, 0) == 4 && (char *)dt_data_ptr(u) == (char *)dt_data_ptr(a) + 3 * sizeof(float));
+  NEW(t, dt_slice(a, 1, -2, 3)); VERIFY(dt_dim(t, 1) == 2 && val(t, 0) == 2 && val(t, 3) == 6);
+  NEW(u, dt_slice(i64, 0, 3, 5)); VERIFY(val(u, 0) == 0 && val(u, 1) == 1); /* [0, 1], the index below */
+  NEW(t, dt_index_select(a, 1, u)); VERIFY(dt_dim(t, 1) == 2 && val(t, 2) == 4);
+  NEW(t, dt_index_select(a64, 0, u)); VERIFY(val(t, 5) == 6);
+  ts[0] = a; ts[1] = e;
+  NEW(t, dt_cat(ts, 2, 0)); VERIFY(dt_dim(t, 0) == 2 && val(t, 5) == 6);   /* (2, 3) and (0, 3) */
+  ts[1] = a;
+  NEW(t, dt_cat(ts, 2, 1)); VERIFY(dt_dim(t, 1) == 6 && val(t, 3) == 1 && val(t, 11) == 6);
+  NEW(t, dt_permute(a, FI_PERM)); VERIFY(dt_dim(t, 0) == 3 && val(t, 1) == 4);
+  REFUSE(dt_index_select(a, 0, i64), DT_ERR_INVALID_ARGUMENT);      /* -3 */
+  REFUSE(dt_permute(a, FI_PERM_BAD), DT_ERR_INVALID_ARGUMENT);      /* (1, 1) */
+  REFUSE(dt_slice(a, 2, 0, 1), DT_ERR_INVALID_ARGUMENT);
+  ts[1] = b;
+  REFUSE(dt_cat(ts, 2, 0), DT_ERR_SHAPE);                           /* (2, 3) and (3,) */
 
   /* in place */
   NEW(t, dt_zeros(dt_shape2(2, 3), dt_cpu()));
