@@ -60,6 +60,8 @@
      optimizers          api: optimizers (and torch.no_grad); grad mode (before neural
                          networks), optimizers (after them), cpu optimizers (before the
                          CPU table); in devtensor_cuda.cu "optimizers"
+     indexing (issue 14) "indexing: slice, index_select, cat, permute" after operations, "cpu
+                         indexing" before the cpu table, "indexing" in devtensor_cuda.cu
      devtensor_cuda.cu   the CUDA backend: the same table, dt__cuda_backend()
    README.md's "Reading the code" follows dt_add through all of them.
 
