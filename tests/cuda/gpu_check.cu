@@ -318,6 +318,68 @@ static void check_axpy_random(void) {
   }
 }
 
+/* indexing (issue 14): copy_strided (a permute, a slice along a middle dim, a cat into a wider
+   y) and index_select (bad indices included: zeros, and reported once at the next synchronize)
+   for elements of 1, 2, 4 and 8 bytes, byte for byte against the CPU backend */
+static void check_indexing(void) {
+  static const size_t ess[] = {1, 2, 4, 8};
+  for (size_t e = 0; e < sizeof ess / sizeof *ess; e++) {
+    size_t es = ess[e];
+    int64_t nx = 40000, ny = 60000;
+    unsigned char *x = (unsigned char *)malloc((size_t)nx * es), *y = (unsigned char *)malloc((size_t)ny * es), *h;
+    for (int64_t i = 0; i < nx * (int64_t)es; i++) x[i] = (unsigned char)(urand() * 256);
+    void *dx = up(x, (size_t)nx * es), *dy;
+    /* x as (7, 13, 5, 3) permuted (2, 0, 3, 1); a slice [40:300) of dim 1 of (50, 517, 1) at offset 40 as
+       (50, 260); x (50, 400) into columns 100..499 of y (50, 600) */
+    dt__bcast gs[3];
+    memset(gs, 0, sizeof gs);
+    gs[0].ndim = 4; gs[0].numel = 7 * 13 * 5 * 3;
+    gs[0].dims[0] = 5; gs[0].dims[1] = 7; gs[0].dims[2] = 3; gs[0].dims[3] = 13;
+    gs[0].astride[0] = 3; gs[0].astride[1] = 13 * 5 * 3; gs[0].astride[2] = 1; gs[0].astride[3] = 5 * 3;
+    gs[0].bstride[0] = 7 * 3 * 13; gs[0].bstride[1] = 3 * 13; gs[0].bstride[2] = 13; gs[0].bstride[3] = 1;
+    gs[1].ndim = 2; gs[1].numel = 50 * 260;
+    gs[1].dims[0] = 50; gs[1].dims[1] = 260; gs[1].astride[0] = 517; gs[1].astride[1] = 1; gs[1].bstride[0] = 260; gs[1].bstride[1] = 1;
+    gs[2].ndim = 2; gs[2].numel = 50 * 400;
+    gs[2].dims[0] = 50; gs[2].dims[1] = 400; gs[2].astride[0] = 400; gs[2].astride[1] = 1; gs[2].bstride[0] = 600; gs[2].bstride[1] = 1;
+    for (int c = 0; c < 3; c++) {
+      size_t xoff = c == 1 ? 40 * es : 0, yoff = c == 2 ? 100 * es : 0;
+      memset(y, 0x5a, (size_t)ny * es);
+      dy = up(y, (size_t)ny * es);
+      OK(G->copy_strided(0, es, &gs[c], (char *)dx + xoff, (char *)dy + yoff));
+      C->copy_strided(0, es, &gs[c], x + xoff, y + yoff);
+      h = (unsigned char *)down(dy, (size_t)ny * es);
+      CHECK(memcmp(h, y, (size_t)ny * es) == 0, "copy_strided case %d, %zu-byte elements", c, es);
+      G->free(0, dy, 0); free(h);
+    }
+    /* index_select: x as (6, 100, 7) -> y (6, 50, 7); then a bad index: zeros, reported once */
+    {
+      int64_t idx[50];
+      for (int j = 0; j < 50; j++) idx[j] = (int64_t)(urand() * 100);
+      void *di = up(idx, sizeof idx);
+      dy = up(y, (size_t)6 * 50 * 7 * es);
+      OK(G->index_select(0, es, 6, 100, 7, (const int64_t *)di, 50, dx, dy));
+      C->index_select(0, es, 6, 100, 7, idx, 50, x, y);
+      OK(G->synchronize(0));
+      h = (unsigned char *)down(dy, (size_t)6 * 50 * 7 * es);
+      CHECK(memcmp(h, y, (size_t)6 * 50 * 7 * es) == 0, "index_select, %zu-byte elements", es);
+      free(h);
+      idx[3] = 100; idx[17] = -1; idx[49] = INT64_MIN;
+      G->free(0, di, 0);
+      di = up(idx, sizeof idx);
+      OK(G->index_select(0, es, 6, 100, 7, (const int64_t *)di, 50, dx, dy));
+      C->index_select(0, es, 6, 100, 7, idx, 50, x, y); /* the CPU backend writes zeros too */
+      CHECK(G->synchronize(0) == DT_ERR_INVALID_ARGUMENT && strstr(G->last_error(), "size 100"), "index_select's bad index: %s",
+            G->last_error());
+      OK(G->synchronize(0));
+      h = (unsigned char *)down(dy, (size_t)6 * 50 * 7 * es);
+      CHECK(memcmp(h, y, (size_t)6 * 50 * 7 * es) == 0, "index_select with bad indices, %zu-byte elements", es);
+      free(h);
+      G->free(0, di, 0); G->free(0, dy, 0);
+    }
+    G->free(0, dx, 0); free(x); free(y);
+  }
+}
+
 static void check_copies(void) {
   size_t sizes[] = {1, 13, 4096, ((size_t)8 << 20) - 1, (size_t)8 << 20, ((size_t)8 << 20) + 1, ((size_t)100 << 20) + 13};
   for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
@@ -480,6 +542,7 @@ int main(int argc, char **argv) {
   check_reduce(); printf("reduce done\n"); fflush(stdout);
   check_gemm(); printf("gemm done\n"); fflush(stdout);
   check_axpy_random(); printf("axpy/random done\n"); fflush(stdout);
+  check_indexing(); printf("indexing done\n"); fflush(stdout);
   check_copies(); printf("copies done\n"); fflush(stdout);
   check_threads_and_memory(); printf("threads/memory done\n"); fflush(stdout);
   OK(G->synchronize(0));
