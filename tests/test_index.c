@@ -373,6 +373,42 @@ static void test_large(dt_device dev) {
   free(idx); free(h); free(o);
 }
 
+/* One-byte dtypes (DT_U8, DT_BOOL) move through the same by-size kernels: slice along dims 0 and 1,
+   index_select, cat and permute of a (2, 3) uint8 and bool tensor, checked element by element. */
+static void test_one_byte_dtypes(dt_device dev) {
+  static const uint8_t u[6] = {1, 2, 3, 250, 251, 252}, b[6] = {1, 0, 1, 0, 0, 1};
+  int k;
+  for (k = 0; k < 2; k++) {
+    dt_dtype t = k == 0 ? DT_U8 : DT_BOOL;
+    const uint8_t *v = k == 0 ? u : b;
+    const int64_t iv[3] = {2, 0, 2};
+    const int perm[2] = {1, 0};
+    dt_tensor *x = dt_from_data(v, dt_shape2(2, 3), t, dev);
+    dt_tensor *idx = dt_from_data(iv, dt_shape1(3), DT_I64, dev);
+    dt_tensor *s0 = x ? dt_slice(x, 0, 1, 2) : NULL, *s1 = x ? dt_slice(x, 1, -2, 3) : NULL;
+    dt_tensor *is = x && idx ? dt_index_select(x, 1, idx) : NULL, *pm = x ? dt_permute(x, perm) : NULL;
+    const dt_tensor *parts[2];
+    dt_tensor *ct;
+    uint8_t got[12];
+    int i, j;
+    parts[0] = x; parts[1] = s0;
+    ct = x && s0 ? dt_cat(parts, 2, 0) : NULL;
+    T_CHECK(x && idx && s0 && s1 && is && pm && ct);
+    if (s0 && s1 && is && pm && ct) {
+      T_CHECK(dt_dtype_of(s0) == t && dt_dtype_of(s1) == t && dt_dtype_of(is) == t && dt_dtype_of(pm) == t && dt_dtype_of(ct) == t);
+      T_CHECK(dt_to_host(s0, got, 3) == DT_OK && memcmp(got, v + 3, 3) == 0);
+      T_CHECK(dt_to_host(s1, got, 4) == DT_OK);
+      for (i = 0; i < 2; i++) for (j = 0; j < 2; j++) T_CHECK(got[i * 2 + j] == v[i * 3 + 1 + j]);
+      T_CHECK(dt_to_host(is, got, 6) == DT_OK);
+      for (i = 0; i < 2; i++) for (j = 0; j < 3; j++) T_CHECK(got[i * 3 + j] == v[i * 3 + iv[j]]);
+      T_CHECK(dt_to_host(pm, got, 6) == DT_OK);
+      for (i = 0; i < 3; i++) for (j = 0; j < 2; j++) T_CHECK(got[i * 2 + j] == v[j * 3 + i]);
+      T_CHECK(dt_to_host(ct, got, 9) == DT_OK && memcmp(got, v, 6) == 0 && memcmp(got + 6, v + 3, 3) == 0);
+    }
+    dt_release(x); dt_release(idx); dt_release(s0); dt_release(s1); dt_release(is); dt_release(pm); dt_release(ct);
+  }
+}
+
 int main(void) {
   T_RUN_ALL_DEVICES(test_slice);
   T_RUN_ALL_DEVICES(test_slice_view);
@@ -381,5 +417,6 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_cat);
   T_RUN_ALL_DEVICES(test_permute);
   T_RUN_ALL_DEVICES(test_large);
+  T_RUN_ALL_DEVICES(test_one_byte_dtypes);
   return t_finish();
 }
