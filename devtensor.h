@@ -48,24 +48,31 @@
                          broadcast geometry, Philox and Box-Muller; seen only by the
                          implementation and devtensor_cuda.cu)
      implementation      errors, shapes and dtypes, devices, tensors, random numbers,
-                         tensor properties, copies, operations, operations: classification
-                         (argmax, max/min, softmax, cross-entropy), printing, memory, neural
+                         tensor properties, copies, operations, comparisons (sigmoid, tanh,
+                         abs, _like; issue 14), operations: classification (argmax, max/min,
+                         softmax, cross-entropy), printing, memory, neural
                          networks, safetensors, a small JSON reader, trainer, interop
                          (DLPack export and import, safetensors of any named tensors)
      cpu backend         cpu backend (and its memory), cpu threads, cpu elementwise
-                         kernels, cpu elementwise, cpu reductions, cpu classification
-                         (arg reductions, softmax, cross-entropy), cpu gemm (packing,
+                         kernels, cpu kernels: uint8 and bool, comparisons (issue 14),
+                         cpu elementwise, cpu reductions, cpu classification (arg
+                         reductions, softmax, cross-entropy), cpu gemm (packing,
                          micro-kernels, simple loops, blocked driver, skinny shapes,
                          cblas, entry points); its table is dt__cpu_backend()
      optimizers          api: optimizers (and torch.no_grad); grad mode (before neural
                          networks), optimizers (after them), cpu optimizers (before the
                          CPU table); in devtensor_cuda.cu "optimizers"
+     indexing (issue 14) "indexing: slice, index_select, cat, permute" after operations, "cpu
+                         indexing" before the cpu table, "indexing" in devtensor_cuda.cu
      devtensor_cuda.cu   the CUDA backend: the same table, dt__cuda_backend()
    README.md's "Reading the code" follows dt_add through all of them.
 
    VERSION
    DEVTENSOR_VERSION_MAJOR/MINOR/PATCH below; DEVTENSOR_VERSION is
    MAJOR * 10000 + MINOR * 100 + PATCH, for #if checks. Changes:
+     unreleased          issue 14 (h1): DT_U8 and DT_BOOL (creation, casts, printing, safetensors,
+                         DLPack), dt_eq/ne/lt/le/gt/ge, dt_sigmoid/tanh/abs, dt_*_like; dt_sum
+                         of bool or uint8 is int64
      0.2.0 (2026-11-22)  interop (DLPack 1.x and legacy, dt_from_blob, dt_save_tensors,
                          dt_load_tensors), libdevtensor.so/.a with pkg-config and CMake;
                          a caching CPU allocator, a CPU thread pool instead of OpenMP for
@@ -159,7 +166,7 @@ DTDEF void       *dt_cuda_stream(dt_device d);    /* the device's cudaStream_t a
 
 /* ---- api: tensors ---- */
 
-typedef enum dt_dtype { DT_F32 = 0, DT_F64, DT_I32, DT_I64 } dt_dtype;
+typedef enum dt_dtype { DT_F32 = 0, DT_F64, DT_I32, DT_I64, DT_U8, DT_BOOL } dt_dtype; /* appended: old values keep their numbers; BOOL is one byte, 0 or 1 */
 #define DT_MAX_DIMS 8
 typedef struct dt_shape { int ndim; int64_t dims[DT_MAX_DIMS]; } dt_shape;
 
@@ -169,8 +176,8 @@ DTDEF dt_shape dt_shape2(int64_t a, int64_t b);
 DTDEF dt_shape dt_shape3(int64_t a, int64_t b, int64_t c);
 DTDEF dt_shape dt_shape4(int64_t a, int64_t b, int64_t c, int64_t d);
 DTDEF dt_shape dt_shape_n(int ndim, const int64_t *dims); /* ndim outside 0..8 or dims NULL: ndim = -1, refused on use */
-DTDEF size_t   dt_dtype_size(dt_dtype t);                 /* 4 or 8; 0 for an unknown dtype */
-DTDEF const char *dt_dtype_name(dt_dtype t);              /* "float32", "float64", "int32", "int64" */
+DTDEF size_t   dt_dtype_size(dt_dtype t);                 /* 4, 8 or 1 (U8, BOOL); 0 for an unknown dtype */
+DTDEF const char *dt_dtype_name(dt_dtype t);              /* "float32", "float64", "int32", "int64", "uint8", "bool" */
 
 typedef struct dt_tensor dt_tensor;
 
@@ -227,6 +234,29 @@ DTDEF dt_tensor *dt_cast(const dt_tensor *a, dt_dtype t);
 DTDEF dt_tensor *dt_stack(const dt_tensor *const *ts, int n);      /* torch.stack: (n, ...) on their device */
 DTDEF dt_status  dt_fill_(dt_tensor *t, double v);
 DTDEF dt_status  dt_axpy_(dt_tensor *y, double alpha, const dt_tensor *x); /* y += alpha * x */
+/* indexing (issue 14): slices, index_select, cat, permute; every dtype */
+DTDEF dt_tensor *dt_slice(const dt_tensor *t, int dim, int64_t start, int64_t end); /* t[start:end] along dim, Python's clamping and negatives; dim 0 shares t's memory (a view, like dt_reshape), other dims copy */
+DTDEF dt_tensor *dt_index_select(const dt_tensor *t, int dim, const dt_tensor *index); /* index: I64 (k,) on t's device, each in [0, n); on a GPU a bad one is reported at the next synchronizing call */
+DTDEF dt_tensor *dt_cat(const dt_tensor *const *ts, int n, int dim);  /* torch.cat: shapes equal but along dim; (0,) tensors are skipped */
+DTDEF dt_tensor *dt_permute(const dt_tensor *t, const int *dims);     /* a copy: y's dim i is t's dim dims[i] */
+
+/* issue 14 (h1): comparisons, sigmoid/tanh/abs, the _like constructors. Comparisons return DT_BOOL
+   and broadcast like NumPy; operands of two dtypes compare in PyTorch's promoted dtype
+   (bool < uint8 < int32 < int64 < float32 < float64; a 0-d operand does not widen a tensor
+   with dims of its own kind: integer, float or bool). NaN compares as IEEE: only dt_ne is true. */
+DTDEF dt_tensor *dt_eq(const dt_tensor *a, const dt_tensor *b);
+DTDEF dt_tensor *dt_ne(const dt_tensor *a, const dt_tensor *b);
+DTDEF dt_tensor *dt_lt(const dt_tensor *a, const dt_tensor *b);
+DTDEF dt_tensor *dt_le(const dt_tensor *a, const dt_tensor *b);
+DTDEF dt_tensor *dt_gt(const dt_tensor *a, const dt_tensor *b);
+DTDEF dt_tensor *dt_ge(const dt_tensor *a, const dt_tensor *b);
+DTDEF dt_tensor *dt_sigmoid(const dt_tensor *a);                   /* float32/64; 1 / (1 + e^-x), stable for any x */
+DTDEF dt_tensor *dt_tanh(const dt_tensor *a);                      /* float32/64 */
+DTDEF dt_tensor *dt_abs(const dt_tensor *a);                       /* float32/64, int32/64 (wrapping: |INT_MIN| = INT_MIN), uint8 */
+DTDEF dt_tensor *dt_zeros_like(const dt_tensor *t);                /* same shape, dtype, device */
+DTDEF dt_tensor *dt_ones_like(const dt_tensor *t);
+DTDEF dt_tensor *dt_empty_like(const dt_tensor *t);
+
 /* classification: arg/max/min reductions, softmax, cross-entropy (F32, F64). dim < 0 counts from
    the end; a 0-d t takes dim 0 or -1. An empty reduction is refused, as PyTorch refuses it. NaN is
    the max and the min (first NaN wins); ties go to the first occurrence. */
@@ -332,8 +362,8 @@ DTDEF void          dt_optimizer_free(dt_optimizer *o);
    NumPy without a copy. Its ABI types are declared here under dlpack.h's own names
    and include guard, unless a dlpack.h came first (either order works; a pre-1.0
    dlpack.h first gets the 1.x types added). devtensor holds dense row-major tensors
-   of float32/64 and int32/64 on the CPU or a CUDA GPU: an import of anything else
-   (strided views, read-only arrays, bool, uint8, float16, ...) is refused with a
+   of float32/64, int32/64, uint8 and bool on the CPU or a CUDA GPU: an import of anything else
+   (strided views, read-only arrays, int8, float16, ...) is refused with a
    message saying what to convert, and the capsule stays with its caller. */
 #ifndef DLPACK_DLPACK_H_
 #define DLPACK_DLPACK_H_
@@ -426,7 +456,7 @@ typedef struct DLManagedTensorVersioned DLManagedTensorVersioned;
    the caller's to delete. That holds for a capsule of another DLPack major version too,
    although DLPack asks the consumer to call that one's deleter: one rule for every
    refusal (devtensor never deletes a capsule it did not take). Imports: kDLCPU, kDLCUDAHost (as CPU tensors) and kDLCUDA; float32/64,
-   int32/64; compact row-major (strides NULL or matching); not read-only. A CUDA
+   int32/64, uint8 (kDLUInt, 8 bits), bool (kDLBool, 8 bits); compact row-major (strides NULL or matching); not read-only. A CUDA
    producer must make its data ready for dt_cuda_stream(dev) first (Python:
    x.__dlpack__(stream=that stream)). */
 DTDEF struct DLManagedTensorVersioned *dt_to_dlpack(dt_tensor *t);
@@ -478,8 +508,14 @@ extern "C" {
 
 typedef enum dt__unary_op {
   DT__U_AFFINE = 0,   /* y = p0 * x + p1 */
-  DT__U_EXP, DT__U_LOG, DT__U_SQRT, DT__U_NEG, DT__U_RELU
+  DT__U_EXP, DT__U_LOG, DT__U_SQRT, DT__U_NEG, DT__U_RELU,
+  /* issue 14 (h1) */
+  DT__U_SIGMOID, DT__U_TANH, DT__U_ABS  /* ABS also on I32/I64 (wrapping) */
 } dt__unary_op;
+
+/* issue 14 (h1): y = a op b as DT_BOOL (one byte, 0 or 1); the core turns gt/ge into lt/le
+   with the operands swapped. NaN: only NE is true. */
+typedef enum dt__compare_op { DT__C_EQ = 0, DT__C_NE, DT__C_LT, DT__C_LE } dt__compare_op;
 
 typedef enum dt__binary_op {
   DT__B_ADD = 0, DT__B_SUB, DT__B_MUL, DT__B_DIV,
@@ -562,6 +598,16 @@ typedef struct dt__backend {
   /* optimizers (h4): one optimizer's update of a parameter p (n elements, F32 or F64) from its
      gradient g and its state buf1, buf2 (see dt__optim_hp), in one pass */
   dt_status (*optim_step)(int dev, dt_dtype t, int64_t n, const dt__optim_hp *h, void *p, const void *g, void *buf1, void *buf2);
+  /* issue 14 (h1): y (DT_BOOL, contiguous over g's dims) = a op b, a and b of dtype t read through g */
+  dt_status (*compare)(int dev, dt__compare_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y);
+  /* indexing (issue 14: slice, cat, permute, index_select); elements of es bytes (1, 2, 4 or 8), any dtype */
+  /* y[sum_d i_d * bstride_d] = x[sum_d i_d * astride_d] for every index (i_0, ..) over g->dims (g->numel of them) */
+  dt_status (*copy_strided)(int dev, size_t es, const dt__bcast *g, const void *x, void *y);
+  /* x: (outer, n, inner), idx: (k,) I64 on the device -> y: (outer, k, inner), y[o, j, i] = x[o, idx[j], i].
+     An idx[j] outside [0, n) is never followed: its entries of y are zeros, and the failure is kept for
+     the next synchronize or device-to-host copy to report (the CPU core checks idx before it calls). */
+  dt_status (*index_select)(int dev, size_t es, int64_t outer, int64_t n, int64_t inner, const int64_t *idx, int64_t k,
+                            const void *x, void *y);
   /* classification (argmax, softmax, cross-entropy). x: (outer, len, inner), len >= 1.
      vals[o, i] = max (min: 1) over r of x[o, r, i], NaN above all; idx[o, i] = its first r. Either may be NULL. */
   dt_status (*arg_reduce)(int dev, int min, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x,
@@ -580,11 +626,14 @@ typedef struct dt__backend {
 /* Small helpers shared by the core and every backend (a backend cannot call
    the core's functions: with DEVTENSOR_STATIC they are static in the user's file). */
 static inline size_t dt__dtype_bytes(dt_dtype t) {
-  switch (t) { case DT_F32: case DT_I32: return 4; case DT_F64: case DT_I64: return 8; }
+  switch (t) { case DT_F32: case DT_I32: return 4; case DT_F64: case DT_I64: return 8; case DT_U8: case DT_BOOL: return 1; }
   return 0;
 }
 static inline const char *dt__dtype_str(dt_dtype t) {
-  switch (t) { case DT_F32: return "float32"; case DT_F64: return "float64"; case DT_I32: return "int32"; case DT_I64: return "int64"; }
+  switch (t) {
+    case DT_F32: return "float32"; case DT_F64: return "float64"; case DT_I32: return "int32"; case DT_I64: return "int64";
+    case DT_U8: return "uint8"; case DT_BOOL: return "bool";
+  }
   return "unknown dtype";
 }
 /* "4.00 GiB", as every out-of-memory message writes sizes */
@@ -1156,6 +1205,9 @@ typedef struct dt__storage {
   int foreign;
   void (*deleter)(void *data, void *ctx);
   void *del_data, *del_ctx;
+  /* a view into another storage at an offset (dt_slice along dim 0): ptr points into base's
+     memory and this storage holds one reference to base, dropped when it goes; nothing else */
+  struct dt__storage *base;
 } dt__storage;
 
 struct dt_tensor {
@@ -1169,7 +1221,9 @@ struct dt_tensor {
 
 static void dt__storage_release(dt__storage *st) {
   if (st && DT__ATOMIC_ADD(&st->refs, -1) == 0) {
-    if (!st->foreign) {
+    if (st->base) {
+      dt__storage_release(st->base); /* a view: base is never a view itself (see dt_slice) */
+    } else if (!st->foreign) {
       dt__be(st->device)->free(st->device.index, st->ptr, st->nbytes);
     } else {
       /* queued work may still read it; the owner frees it once that is done */
@@ -1203,7 +1257,7 @@ static dt_tensor *dt__new(const char *op, dt_shape s, dt_dtype t, dt_device d) {
   st = (dt__storage *)DT_MALLOC(sizeof(dt__storage));
   if (!st) { dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host allocating a tensor header", op); return NULL; }
   st->refs = 1; st->device = d; st->nbytes = nbytes; st->ptr = NULL;
-  st->foreign = 0; st->deleter = NULL; st->del_data = st->del_ctx = NULL;
+  st->foreign = 0; st->deleter = NULL; st->del_data = st->del_ctx = NULL; st->base = NULL;
   if ((rc = dt__be(d)->alloc(d.index, nbytes, &st->ptr)) != DT_OK) {
     DT_FREE(st);
     dt__backend_fail(op, d, rc);
@@ -1234,6 +1288,13 @@ static dt_status dt__same_dtype(const char *op, const char *an, const dt_tensor 
   if (a->dtype == b->dtype) return DT_OK;
   return dt__fail(DT_ERR_DTYPE, "%s: expected tensors of one dtype, but %s is %s and %s is %s (convert one with dt_cast)",
                   op, an, dt_dtype_name(a->dtype), bn, dt_dtype_name(b->dtype));
+}
+
+/* uint8 and bool hold pixels, labels and masks: creation, copy, cast, print, compare, but no arithmetic */
+static dt_status dt__no_arith(const char *op, const char *name, const dt_tensor *a) {
+  if (a->dtype != DT_U8 && a->dtype != DT_BOOL) return DT_OK;
+  return dt__fail(DT_ERR_DTYPE, "%s: %s is %s, which has no arithmetic here (convert with dt_cast to int32, int64 or a float dtype)",
+                  op, name, dt_dtype_name(a->dtype));
 }
 
 static dt_status dt__float_only(const char *op, const char *name, const dt_tensor *a) {
@@ -1301,6 +1362,14 @@ static int32_t dt__f2i32(double v) {
   if (v <= -2147483648.0) return INT32_MIN;
   return (int32_t)v;
 }
+/* float to uint8 as PyTorch's CPU conversion (x86-64): toward zero through int32, keeping the low
+   8 bits, so 255.9 -> 255, -1.5 -> 255, 300 -> 44; NaN, +-inf and values whose truncation does
+   not fit in int32 give 0 (there the int32 conversion yields INT32_MIN, whose low byte is 0). The
+   same on every device. */
+static uint8_t dt__f2u8(double v) {
+  if (!(v > -2147483649.0 && v < 2147483648.0)) return 0;
+  return (uint8_t)(uint32_t)(int32_t)v;
+}
 
 DTDEF dt_tensor *dt_arange(double start, double end, double step, dt_dtype t, dt_device d) {
   const char *op = "dt_arange";
@@ -1309,6 +1378,7 @@ DTDEF dt_tensor *dt_arange(double start, double end, double step, dt_dtype t, dt
   void *host;
   dt_tensor *y;
   if (dt__check_device(op, d) != DT_OK || dt__check_dtype(op, t) != DT_OK) return NULL;
+  if (t == DT_BOOL) { dt__fail(DT_ERR_DTYPE, "%s: no arange of bool (as PyTorch); make a uint8 one and compare or cast it", op); return NULL; }
   if (!(start == start && end == end && step == step) || start - start != 0 || end - end != 0 || step - step != 0) {
     dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: start, end and step must be finite, got %g, %g, %g", op, start, end, step);
     return NULL;
@@ -1336,6 +1406,8 @@ DTDEF dt_tensor *dt_arange(double start, double end, double step, dt_dtype t, dt
       case DT_F64: ((double *)host)[i] = v; break;
       case DT_I32: ((int32_t *)host)[i] = dt__f2i32(v); break;
       case DT_I64: ((int64_t *)host)[i] = dt__f2i64(v); break;
+      case DT_U8: ((uint8_t *)host)[i] = dt__f2u8(v); break;
+      case DT_BOOL: ((uint8_t *)host)[i] = v != 0; break; /* refused above */
     }
   }
   if (host != y->st->ptr) {
@@ -1477,6 +1549,8 @@ static double dt__host_value(const void *p, dt_dtype t, int64_t i) {
     case DT_F64: return ((const double *)p)[i];
     case DT_I32: return (double)((const int32_t *)p)[i];
     case DT_I64: return (double)((const int64_t *)p)[i];
+    case DT_U8: return (double)((const uint8_t *)p)[i];
+    case DT_BOOL: return ((const uint8_t *)p)[i] != 0 ? 1.0 : 0.0;
   }
   return 0;
 }
@@ -1553,6 +1627,7 @@ static dt_tensor *dt__binary(const char *op, dt__binary_op bop, const dt_tensor 
   if (dt__check_tensor(op, "a", a) != DT_OK || dt__check_tensor(op, "b", b) != DT_OK) return NULL;
   if (dt__same_device(op, "a", a, "b", b) != DT_OK || dt__same_dtype(op, "a", a, "b", b) != DT_OK) return NULL;
   if ((bop == DT__B_DIV || bop == DT__B_RELU_GRAD) && dt__float_only(op, "a", a) != DT_OK) return NULL;
+  if (dt__no_arith(op, "a", a) != DT_OK) return NULL;
   if (dt__broadcast(op, &a->shape, &b->shape, &s, &g) != DT_OK) return NULL;
   if (!(y = dt__new(op, s, a->dtype, a->st->device))) return NULL;
   if (y->numel == 0) return y;
@@ -1569,7 +1644,8 @@ static dt_tensor *dt__unary(const char *op, dt__unary_op uop, const dt_tensor *a
   dt_tensor *y;
   if (dt__check_tensor(op, "a", a) != DT_OK) return NULL;
   if (!dt__is_float(a->dtype)) {
-    if (uop != DT__U_AFFINE && uop != DT__U_NEG) { dt__float_only(op, "a", a); return NULL; }
+    if (uop != DT__U_AFFINE && uop != DT__U_NEG && uop != DT__U_ABS) { dt__float_only(op, "a", a); return NULL; }
+    if (dt__no_arith(op, "a", a) != DT_OK) return NULL;
     if (uop == DT__U_AFFINE && (p0 != floor(p0) || p1 != floor(p1) || fabs(p0) > 9e15 || fabs(p1) > 9e15)) {
       /* the offending scalar: p0 (dt_mul_scalar's) unless it is fine */
       double bad = p0 != floor(p0) || fabs(p0) > 9e15 ? p0 : p1;
@@ -1711,7 +1787,11 @@ static dt_tensor *dt__reduce_all(const char *op, dt__reduce_op rop, const dt_ten
   if (dt__check_tensor(op, "a", a) != DT_OK || dt__float_only(op, "a", a) != DT_OK) return NULL;
   return dt__reduce(op, rop, a, 1, a->numel, 1, dt_shape0());
 }
-DTDEF dt_tensor *dt_sum(const dt_tensor *a) { return dt__reduce_all("dt_sum", DT__R_SUM, a); }
+static dt_tensor *dt__sum_bytes(const char *op, const dt_tensor *a); /* issue 14 (h1): sum of U8/BOOL, I64 */
+DTDEF dt_tensor *dt_sum(const dt_tensor *a) {
+  if (a && (a->dtype == DT_U8 || a->dtype == DT_BOOL)) return dt__sum_bytes("dt_sum", a);
+  return dt__reduce_all("dt_sum", DT__R_SUM, a);
+}
 DTDEF dt_tensor *dt_mean(const dt_tensor *a) { return dt__reduce_all("dt_mean", DT__R_MEAN, a); }
 DTDEF dt_tensor *dt_norm(const dt_tensor *a) { return dt__reduce_all("dt_norm", DT__R_NORM, a); }
 
@@ -1815,6 +1895,413 @@ DTDEF dt_status dt_axpy_(dt_tensor *y, double alpha, const dt_tensor *x) {
   return dt__run(op, y->st->device, dt__be(y->st->device)->axpy(y->st->device.index, y->dtype, y->numel, alpha, x->st->ptr, y->st->ptr));
 }
 
+
+/* ---- comparisons, sigmoid, tanh, abs, _like (issue 14, h1) ----
+   Comparisons give DT_BOOL (one byte, 0 or 1) and broadcast with dt__broadcast, the binary ops'
+   geometry. Operands of two dtypes are first converted (by the backend's cast, into temporaries)
+   to PyTorch's result type: the wider in bool < uint8 < int32 < int64 < float32 < float64, except
+   that a 0-d operand does not widen an operand with dims unless it is of a higher kind (bool <
+   integer < float): uint8 (n,) == int64 0-d compares in uint8, as torch.eq does. */
+
+static int dt__dtype_rank(dt_dtype t) {
+  switch (t) {
+    case DT_BOOL: return 0; case DT_U8: return 1; case DT_I32: return 2; case DT_I64: return 3; case DT_F32: return 4; case DT_F64: return 5;
+  }
+  return -1;
+}
+static int dt__dtype_kind(dt_dtype t) { return t == DT_BOOL ? 0 : dt__is_float(t) ? 2 : 1; }
+
+static dt_dtype dt__result_type(const dt_tensor *a, const dt_tensor *b) {
+  int za = a->shape.ndim == 0, zb = b->shape.ndim == 0;
+  const dt_tensor *dim, *zero;
+  if (a->dtype == b->dtype) return a->dtype;
+  if (za == zb) return dt__dtype_rank(a->dtype) > dt__dtype_rank(b->dtype) ? a->dtype : b->dtype;
+  dim = za ? b : a; zero = za ? a : b;
+  return dt__dtype_kind(zero->dtype) > dt__dtype_kind(dim->dtype) ? zero->dtype : dim->dtype;
+}
+
+/* x as dtype t on its device: x itself (one more reference) or a converted copy. */
+static dt_tensor *dt__as_dtype(const char *op, const dt_tensor *x, dt_dtype t) {
+  dt_tensor *y;
+  if (x->dtype == t) { DT__ATOMIC_ADD(&((dt_tensor *)x)->refs, 1); return (dt_tensor *)x; }
+  if (!(y = dt__new_like(op, x, t)) || y->numel == 0) return y;
+  return dt__done(op, y, dt__be(x->st->device)->cast(x->st->device.index, x->dtype, t, x->numel, x->st->ptr, y->st->ptr));
+}
+
+/* y = a op b; swap: b op' a (gt, ge as lt, le). */
+static dt_tensor *dt__compare(const char *op, dt__compare_op cop, int swap, const dt_tensor *a, const dt_tensor *b) {
+  dt_shape s;
+  dt__bcast g;
+  dt_tensor *y, *ca = NULL, *cb = NULL;
+  dt_dtype ct;
+  dt_status rc;
+  dt_device d;
+  if (dt__check_tensor(op, "a", a) != DT_OK || dt__check_tensor(op, "b", b) != DT_OK) return NULL;
+  if (dt__same_device(op, "a", a, "b", b) != DT_OK) return NULL;
+  if (dt__broadcast(op, &a->shape, &b->shape, &s, &g) != DT_OK) return NULL;
+  d = a->st->device;
+  if (!(y = dt__new(op, s, DT_BOOL, d)) || y->numel == 0) return y;
+  ct = dt__result_type(a, b);
+  if (!(ca = dt__as_dtype(op, a, ct)) || !(cb = dt__as_dtype(op, b, ct))) { dt_release(ca); dt_release(y); return NULL; }
+  if (swap) {
+    int k;
+    for (k = 0; k < g.ndim; k++) { int64_t t = g.astride[k]; g.astride[k] = g.bstride[k]; g.bstride[k] = t; }
+    rc = dt__be(d)->compare(d.index, cop, ct, &g, cb->st->ptr, ca->st->ptr, y->st->ptr);
+  } else {
+    rc = dt__be(d)->compare(d.index, cop, ct, &g, ca->st->ptr, cb->st->ptr, y->st->ptr);
+  }
+  y = dt__done(op, y, rc);
+  dt_release(ca);
+  dt_release(cb);
+  return y;
+}
+
+DTDEF dt_tensor *dt_eq(const dt_tensor *a, const dt_tensor *b) { return dt__compare("dt_eq", DT__C_EQ, 0, a, b); }
+DTDEF dt_tensor *dt_ne(const dt_tensor *a, const dt_tensor *b) { return dt__compare("dt_ne", DT__C_NE, 0, a, b); }
+DTDEF dt_tensor *dt_lt(const dt_tensor *a, const dt_tensor *b) { return dt__compare("dt_lt", DT__C_LT, 0, a, b); }
+DTDEF dt_tensor *dt_le(const dt_tensor *a, const dt_tensor *b) { return dt__compare("dt_le", DT__C_LE, 0, a, b); }
+DTDEF dt_tensor *dt_gt(const dt_tensor *a, const dt_tensor *b) { return dt__compare("dt_gt", DT__C_LT, 1, a, b); }
+DTDEF dt_tensor *dt_ge(const dt_tensor *a, const dt_tensor *b) { return dt__compare("dt_ge", DT__C_LE, 1, a, b); }
+
+/* sigmoid: e = exp(-|x|), then 1 / (1 + e) for x >= 0 and e / (1 + e) below, so no exp
+   overflows (0 and 1 at the ends, NaN stays NaN), in the tensor's own precision. Accuracy
+   (tests/test_dtypes.c measures it against long double on every device): within 4 ulp. */
+DTDEF dt_tensor *dt_sigmoid(const dt_tensor *a) { return dt__unary("dt_sigmoid", DT__U_SIGMOID, a, 0, 0); }
+/* tanh: libm's tanhf / tanh on the CPU, CUDA's on a GPU (within 4 ulp, measured as sigmoid's;
+   +-1 for large |x|). */
+DTDEF dt_tensor *dt_tanh(const dt_tensor *a) { return dt__unary("dt_tanh", DT__U_TANH, a, 0, 0); }
+DTDEF dt_tensor *dt_abs(const dt_tensor *a) {
+  const char *op = "dt_abs";
+  dt_tensor *y;
+  if (!a || a->dtype != DT_U8) return dt__unary(op, DT__U_ABS, a, 0, 0);
+  /* uint8: |x| = x, a copy (torch.abs does the same) */
+  if (!(y = dt__new_like(op, a, a->dtype))) return NULL;
+  if (dt__copy_bytes(op, y->st->device, y->st->ptr, a->st->device, a->st->ptr, a->nbytes) != DT_OK) { dt_release(y); return NULL; }
+  return y;
+}
+
+DTDEF dt_tensor *dt_empty_like(const dt_tensor *t) {
+  if (dt__check_tensor("dt_empty_like", "t", t) != DT_OK) return NULL;
+  return dt__new("dt_empty_like", t->shape, t->dtype, t->st->device);
+}
+DTDEF dt_tensor *dt_zeros_like(const dt_tensor *t) {
+  if (dt__check_tensor("dt_zeros_like", "t", t) != DT_OK) return NULL;
+  return dt__filled("dt_zeros_like", t->shape, t->dtype, 0.0, t->st->device);
+}
+DTDEF dt_tensor *dt_ones_like(const dt_tensor *t) {
+  if (dt__check_tensor("dt_ones_like", "t", t) != DT_OK) return NULL;
+  return dt__filled("dt_ones_like", t->shape, t->dtype, 1.0, t->st->device);
+}
+
+/* dt_sum of uint8 or bool: an int64 0-d tensor, as torch.sum. The values go to float64 (a
+   temporary of 8 bytes an element), are summed there by the backend's reduction and the sum goes
+   to int64: exact, since every partial sum is an integer below 2^53 (255 * numel < 2^53 for any
+   tensor that fits in memory). */
+static dt_tensor *dt__sum_bytes(const char *op, const dt_tensor *a) {
+  dt_tensor *f = NULL, *sf = NULL, *y = NULL;
+  const dt__backend *be = dt__be(a->st->device);
+  int dev = a->st->device.index;
+  if (!(y = dt__new(op, dt_shape0(), DT_I64, a->st->device))) return NULL;
+  if (a->numel == 0) return dt__done(op, y, be->fill(dev, DT_I64, 1, 0.0, y->st->ptr));
+  if (!(f = dt__as_dtype(op, a, DT_F64))) { dt_release(y); return NULL; }
+  if (!(sf = dt__reduce(op, DT__R_SUM, f, 1, f->numel, 1, dt_shape0()))) { dt_release(f); dt_release(y); return NULL; }
+  y = dt__done(op, y, be->cast(dev, DT_F64, DT_I64, 1, sf->st->ptr, y->st->ptr));
+  dt_release(f);
+  dt_release(sf);
+  return y;
+}
+
+/* ---- indexing: slice, index_select, cat, permute ----
+   (issue 14) A tensor is seen as (outer, len, inner) around the dim in question. Everything
+   moves elements of dt_dtype_size bytes, whatever the dtype, through two backend calls:
+   copy_strided (slices along dims > 0, cat, permute) and index_select. A slice along dim 0
+   is a view: a storage with `base` set, pointing into t's memory (see dt__storage). */
+
+/* dim of an nd-d tensor wrapped into [0, nd) (negatives count from the end); -1 with a message when out of range */
+static int dt__wrap_dim(const char *op, const char *name, int dim, int nd) {
+  if (nd == 0) {
+    dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s %d out of range: a 0-d tensor has no dimensions", op, name, dim);
+    return -1;
+  }
+  if (dim < -nd || dim >= nd) {
+    dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s %d out of range for a %d-d tensor (expected %d to %d)", op, name, dim, nd,
+             -nd, nd - 1);
+    return -1;
+  }
+  return dim < 0 ? dim + nd : dim;
+}
+
+/* The products of the dims before and after dim (wrap-safe: only used when the tensor is not empty). */
+static void dt__around(const dt_shape *s, int dim, int64_t *outer, int64_t *inner) {
+  uint64_t o = 1, in = 1;
+  int i;
+  for (i = 0; i < dim; i++) o *= (uint64_t)s->dims[i];
+  for (i = dim + 1; i < s->ndim; i++) in *= (uint64_t)s->dims[i];
+  *outer = (int64_t)o;
+  *inner = (int64_t)in;
+}
+
+/* y[sum i_d bstride_d] = x[sum i_d astride_d] over dims (g->ndim of them, g->numel elements, > 0):
+   size-1 dims dropped, a dim joined into the next where both strides chain; a plain copy when
+   that leaves one contiguous run. x and y are on device d. */
+static dt_status dt__strided_copy(const char *op, dt_device d, size_t es, dt__bcast *g, const void *x, void *y) {
+  dt__bcast m;
+  int i, k = 0;
+  memset(&m, 0, sizeof m);
+  m.numel = g->numel;
+  for (i = 0; i < g->ndim; i++) {
+    if (g->dims[i] == 1) continue;
+    if (k > 0 && m.astride[k - 1] == g->astride[i] * g->dims[i] && m.bstride[k - 1] == g->bstride[i] * g->dims[i]) {
+      m.dims[k - 1] *= g->dims[i];
+      m.astride[k - 1] = g->astride[i];
+      m.bstride[k - 1] = g->bstride[i];
+      continue;
+    }
+    m.dims[k] = g->dims[i]; m.astride[k] = g->astride[i]; m.bstride[k] = g->bstride[i];
+    k++;
+  }
+  if (k == 0) { k = 1; m.dims[0] = 1; m.astride[0] = 1; m.bstride[0] = 1; }
+  m.ndim = k;
+  m.contiguous = k == 1 && m.astride[0] == 1 && m.bstride[0] == 1;
+  if (m.contiguous) return dt__copy_bytes(op, d, y, d, x, (size_t)m.numel * es);
+  return dt__run(op, d, dt__be(d)->copy_strided(d.index, es, &m, x, y));
+}
+
+DTDEF dt_tensor *dt_slice(const dt_tensor *t, int dim, int64_t start, int64_t end) {
+  const char *op = "dt_slice";
+  int64_t n, outer, inner, numel;
+  size_t es, nbytes;
+  dt_shape ys;
+  dt_device d;
+  dt_tensor *y;
+  if (dt__check_tensor(op, "t", t) != DT_OK) return NULL;
+  if ((dim = dt__wrap_dim(op, "dim", dim, t->shape.ndim)) < 0) return NULL;
+  n = t->shape.dims[dim];
+  /* Python's t[start:end]: negatives count from the end, then both clamp to [0, n] */
+  if (start < 0) start += n;
+  if (start < 0) start = 0;
+  if (start > n) start = n;
+  if (end < 0) end += n;
+  if (end < 0) end = 0;
+  if (end > n) end = n;
+  if (end < start) end = start;
+  ys = t->shape;
+  ys.dims[dim] = end - start;
+  if (dt__check_shape(op, &ys, t->dtype, &numel, &nbytes) != DT_OK) return NULL;
+  es = dt_dtype_size(t->dtype);
+  d = t->st->device;
+  if (dim == 0) { /* a view: rows start .. end - 1 of t's memory */
+    dt__storage *root = t->st->base ? t->st->base : t->st, *st;
+    size_t row = n > 0 ? (size_t)(t->numel / n) * es : 0;
+    if (!(st = (dt__storage *)DT_MALLOC(sizeof(dt__storage)))) {
+      dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host allocating a tensor header", op);
+      return NULL;
+    }
+    st->refs = 1; st->device = d; st->nbytes = nbytes;
+    st->ptr = (char *)t->st->ptr + (size_t)start * row;
+    st->foreign = 0; st->deleter = NULL; st->del_data = st->del_ctx = NULL;
+    st->base = root;
+    DT__ATOMIC_ADD(&root->refs, 1);
+    return dt__wrap(op, st, &ys, t->dtype, numel, nbytes); /* on failure releases st, and so root */
+  }
+  if (!(y = dt__new(op, ys, t->dtype, d)) || numel == 0) return y;
+  {
+    /* y: (outer, end - start, inner) from t: (outer, n, inner), rows start .. end - 1 */
+    dt__bcast g;
+    dt__around(&t->shape, dim, &outer, &inner);
+    memset(&g, 0, sizeof g);
+    g.ndim = 2; g.numel = numel;
+    g.dims[0] = outer; g.dims[1] = (end - start) * inner;
+    g.astride[0] = n * inner; g.astride[1] = 1;
+    g.bstride[0] = (end - start) * inner; g.bstride[1] = 1;
+    if (dt__strided_copy(op, d, es, &g, (const char *)t->st->ptr + (size_t)(start * inner) * es, y->st->ptr) != DT_OK) {
+      dt_release(y);
+      return NULL;
+    }
+  }
+  return y;
+}
+
+DTDEF dt_tensor *dt_index_select(const dt_tensor *t, int dim, const dt_tensor *index) {
+  const char *op = "dt_index_select";
+  int64_t n, k, outer = 1, inner = 1, j;
+  dt_shape ys;
+  dt_device d;
+  dt_tensor *y;
+  char sb[200];
+  dt_status s;
+  if (dt__check_tensor(op, "t", t) != DT_OK || dt__check_tensor(op, "index", index) != DT_OK) return NULL;
+  if (dt__same_device(op, "t", t, "index", index) != DT_OK) return NULL;
+  if (index->dtype != DT_I64) {
+    dt__fail(DT_ERR_DTYPE, "%s: index is %s, but it must be int64 (convert it with dt_cast)", op, dt_dtype_name(index->dtype));
+    return NULL;
+  }
+  if (index->shape.ndim > 1) {
+    dt__fail(DT_ERR_SHAPE, "%s: index must be 1-d (k,) or 0-d, got shape %s", op, dt__shape_str(&index->shape, sb, sizeof sb));
+    return NULL;
+  }
+  k = index->numel;
+  d = t->st->device;
+  ys = t->shape;
+  if (t->shape.ndim == 0) { /* PyTorch: a 0-d t takes dim 0 (or -1) and one index, 0 */
+    if (dim != 0 && dim != -1) {
+      dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: dim %d out of range for a 0-d tensor (expected -1 or 0)", op, dim);
+      return NULL;
+    }
+    if (k != 1) {
+      dt__fail(DT_ERR_SHAPE, "%s: t is 0-d, so index must hold one value, but it holds %lld", op, (long long)k);
+      return NULL;
+    }
+    n = 1;
+  } else {
+    if ((dim = dt__wrap_dim(op, "dim", dim, t->shape.ndim)) < 0) return NULL;
+    n = t->shape.dims[dim];
+    ys.dims[dim] = k;
+  }
+  if (k > 0 && n == 0) {
+    dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: index holds %lld values, but dimension %d of t (shape %s) has size 0, so none is in range",
+             op, (long long)k, dim, dt__shape_str(&t->shape, sb, sizeof sb));
+    return NULL;
+  }
+  if (d.type == DT_CPU) /* the index is in host memory: every value checked now */
+    for (j = 0; j < k; j++) {
+      int64_t v = ((const int64_t *)index->st->ptr)[j];
+      if (v < 0 || v >= n) {
+        dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: index[%lld] = %lld is out of range for dimension %d of t, of size %lld (expected 0 to %lld)",
+                 op, (long long)j, (long long)v, dim, (long long)n, (long long)(n - 1));
+        return NULL;
+      }
+    }
+  if (!(y = dt__new(op, ys, t->dtype, d)) || k == 0) return y;
+  /* on a GPU an empty y still has its indices checked (the backend's kernel records a bad one) */
+  if (y->numel == 0 && d.type == DT_CPU) return y;
+  if (t->shape.ndim > 0 && t->numel > 0) dt__around(&t->shape, dim, &outer, &inner);
+  else if (t->shape.ndim > 0) { outer = 0; inner = 0; }
+  s = dt__be(d)->index_select(d.index, dt_dtype_size(t->dtype), outer, n, inner, (const int64_t *)index->st->ptr, k,
+                              t->st->ptr, y->st->ptr);
+  return dt__done(op, y, s);
+}
+
+/* torch.cat's legacy rule: a 1-d tensor with no elements, (0,), is skipped whatever the others' shapes */
+static int dt__cat_skipped(const dt_tensor *t) { return t->shape.ndim == 1 && t->shape.dims[0] == 0; }
+
+DTDEF dt_tensor *dt_cat(const dt_tensor *const *ts, int n, int dim) {
+  const char *op = "dt_cat";
+  const dt_tensor *ref = NULL;
+  int i, r, k, nd;
+  int64_t total = 0, off = 0, outer, inner;
+  dt_shape ys;
+  dt_device d;
+  dt_tensor *y;
+  char name[24], a[200], b[200];
+  if (!ts) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: ts is NULL", op); return NULL; }
+  if (n <= 0) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: expected at least one tensor, got n = %d", op, n); return NULL; }
+  for (i = 0; i < n; i++) {
+    snprintf(name, sizeof name, "ts[%d]", i);
+    if (dt__check_tensor(op, name, ts[i]) != DT_OK) return NULL;
+  }
+  for (i = 1; i < n; i++) { /* devices first, as every operation checks them */
+    snprintf(name, sizeof name, "ts[%d]", i);
+    if (dt__same_device(op, "ts[0]", ts[0], name, ts[i]) != DT_OK) return NULL;
+  }
+  for (i = 1; i < n; i++) {
+    snprintf(name, sizeof name, "ts[%d]", i);
+    if (dt__same_dtype(op, "ts[0]", ts[0], name, ts[i]) != DT_OK) return NULL;
+  }
+  d = ts[0]->st->device;
+  for (r = 0; r < n && dt__cat_skipped(ts[r]); r++) {}
+  if (r == n) return dt__new(op, dt_shape1(0), ts[0]->dtype, d); /* all (0,): PyTorch ignores dim then */
+  ref = ts[r];
+  for (i = 0; i < n; i++)
+    if (ts[i]->shape.ndim == 0) {
+      dt__fail(DT_ERR_SHAPE, "%s: ts[%d] is 0-d, and a 0-d tensor cannot be concatenated (dt_stack stacks them)", op, i);
+      return NULL;
+    }
+  nd = ref->shape.ndim;
+  if ((dim = dt__wrap_dim(op, "dim", dim, nd)) < 0) return NULL;
+  for (i = 0; i < n; i++) {
+    const dt_shape *s = &ts[i]->shape;
+    if (dt__cat_skipped(ts[i])) continue;
+    for (k = 0; k < nd; k++)
+      if (s->ndim != nd || (k != dim && s->dims[k] != ref->shape.dims[k])) {
+        dt__fail(DT_ERR_SHAPE, "%s: ts[%d] has shape %s but ts[%d] has shape %s: sizes must match except in dimension %d", op, r,
+                 dt__shape_str(&ref->shape, a, sizeof a), i, dt__shape_str(s, b, sizeof b), dim);
+        return NULL;
+      }
+    if (s->dims[dim] > INT64_MAX - total) {
+      dt__fail(DT_ERR_SHAPE, "%s: the sizes along dimension %d add up past int64", op, dim);
+      return NULL;
+    }
+    total += s->dims[dim];
+  }
+  ys = ref->shape;
+  ys.dims[dim] = total;
+  if (!(y = dt__new(op, ys, ref->dtype, d)) || y->numel == 0) return y;
+  dt__around(&ys, dim, &outer, &inner);
+  for (i = 0; i < n; i++) {
+    const dt_tensor *x = ts[i];
+    size_t es = dt_dtype_size(x->dtype);
+    dt__bcast g;
+    if (dt__cat_skipped(x)) continue;
+    if (x->numel > 0) {
+      /* y[o, off + j, c] = x[o, j, c]: outer rows of len * inner elements, len * inner apart in x, total * inner in y */
+      memset(&g, 0, sizeof g);
+      g.ndim = 2; g.numel = x->numel;
+      g.dims[0] = outer; g.dims[1] = x->shape.dims[dim] * inner;
+      g.astride[0] = g.dims[1]; g.astride[1] = 1;
+      g.bstride[0] = total * inner; g.bstride[1] = 1;
+      if (dt__strided_copy(op, d, es, &g, x->st->ptr, (char *)y->st->ptr + (size_t)(off * inner) * es) != DT_OK) {
+        dt_release(y);
+        return NULL;
+      }
+    }
+    off += x->shape.dims[dim];
+  }
+  return y;
+}
+
+DTDEF dt_tensor *dt_permute(const dt_tensor *t, const int *dims) {
+  const char *op = "dt_permute";
+  int nd, i, p[DT_MAX_DIMS], seen[DT_MAX_DIMS];
+  int64_t xs[DT_MAX_DIMS], ystr;
+  dt_shape ys;
+  dt__bcast g;
+  dt_tensor *y;
+  char name[24];
+  if (dt__check_tensor(op, "t", t) != DT_OK) return NULL;
+  nd = t->shape.ndim;
+  if (!dims && nd > 0) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: dims is NULL for a %d-d tensor", op, nd); return NULL; }
+  memset(seen, 0, sizeof seen);
+  for (i = 0; i < nd; i++) {
+    snprintf(name, sizeof name, "dims[%d]", i);
+    if ((p[i] = dt__wrap_dim(op, name, dims[i], nd)) < 0) return NULL;
+    if (seen[p[i]]) {
+      dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: dims[%d] = %d repeats dimension %d: dims must be a permutation of 0..%d", op, i,
+               dims[i], p[i], nd - 1);
+      return NULL;
+    }
+    seen[p[i]] = 1;
+  }
+  ys = t->shape;
+  for (i = 0; i < nd; i++) ys.dims[i] = t->shape.dims[p[i]];
+  if (!(y = dt__new(op, ys, t->dtype, t->st->device)) || y->numel == 0) return y;
+  /* y[i_0, ..] = t[.., i_k at dim p[k], ..]: y's dim k walks t with t's stride of dim p[k] */
+  for (i = nd - 1, ystr = 1; i >= 0; i--) { xs[i] = ystr; ystr *= t->shape.dims[i]; }
+  memset(&g, 0, sizeof g);
+  g.ndim = nd > 0 ? nd : 1; g.numel = y->numel;
+  if (nd == 0) { g.dims[0] = 1; g.astride[0] = 1; g.bstride[0] = 1; }
+  for (i = nd - 1, ystr = 1; i >= 0; i--) {
+    g.dims[i] = ys.dims[i];
+    g.astride[i] = xs[p[i]];
+    g.bstride[i] = ystr;
+    ystr *= ys.dims[i];
+  }
+  if (dt__strided_copy(op, t->st->device, dt_dtype_size(t->dtype), &g, t->st->ptr, y->st->ptr) != DT_OK) {
+    dt_release(y);
+    return NULL;
+  }
+  return y;
+}
 
 /* ---- operations: classification ----
    dt_argmax/dt_argmin, dt_max_dim/dt_min_dim, dt_max/dt_min, dt_softmax/dt_log_softmax and
@@ -2015,7 +2502,23 @@ static double dt__print_getf(const dt__print_ctx *c, int64_t i) {
 }
 
 static int64_t dt__print_geti(const dt__print_ctx *c, int64_t i) {
-  return c->t == DT_I32 ? (int64_t)((const int32_t *)c->host)[i] : ((const int64_t *)c->host)[i];
+  switch (c->t) {
+    case DT_I32: return (int64_t)((const int32_t *)c->host)[i];
+    case DT_U8: return (int64_t)((const uint8_t *)c->host)[i];
+    case DT_BOOL: return ((const uint8_t *)c->host)[i] != 0;
+    default: return ((const int64_t *)c->host)[i];
+  }
+}
+
+/* integers and bool print as Python's f"{value}": 7, True, False */
+static int dt__print_is_int(dt_dtype t) { return t == DT_I32 || t == DT_I64 || t == DT_U8 || t == DT_BOOL; }
+static int dt__fmt_intval(char *out, const dt__print_ctx *c, int64_t i) {
+  if (c->t == DT_BOOL) {
+    int v = ((const uint8_t *)c->host)[i] != 0;
+    memcpy(out, v ? "True" : "False", v ? 5 : 6);
+    return v ? 4 : 5;
+  }
+  return dt__fmt_int(out, dt__print_geti(c, i));
 }
 
 /* Dim d shows `count` entries; the p-th is element `index` (summarised:
@@ -2044,7 +2547,7 @@ static void dt__print_scan(dt__print_ctx *c, int pass, double *mn, double *mx, i
     int64_t off = 0;
     for (d = 0; d < c->ndim; d++) off += dt__print_index(c, d, pos[d]) * c->strides[d];
     if (pass == 0) {
-      w = dt__fmt_int(num, dt__print_geti(c, off));
+      w = dt__fmt_intval(num, c, off);
       if (w > c->width) c->width = w;
     } else {
       double v = dt__print_getf(c, off), a = fabs(v);
@@ -2074,7 +2577,7 @@ static void dt__print_formatter(dt__print_ctx *c) {
   double mn = 0, mx = 0;
   int have = 0;
   c->int_mode = 1; c->sci_mode = 0; c->width = 1;
-  if (c->t == DT_I32 || c->t == DT_I64) { dt__print_scan(c, 0, &mn, &mx, &have); return; }
+  if (dt__print_is_int(c->t)) { dt__print_scan(c, 0, &mn, &mx, &have); return; }
   dt__print_scan(c, 1, &mn, &mx, &have);
   if (!have) return;
   if (mx / mn > 1000.0 || mx > 1.0e8 || (!c->int_mode && mn < 1.0e-4)) c->sci_mode = 1;
@@ -2085,8 +2588,8 @@ static void dt__print_formatter(dt__print_ctx *c) {
 static void dt__print_elem(dt__print_out *o, const dt__print_ctx *c, int64_t off) {
   char num[DT__PRINT_NUMBUF];
   int w;
-  if (c->t == DT_I32 || c->t == DT_I64) {
-    w = dt__fmt_int(num, dt__print_geti(c, off));
+  if (dt__print_is_int(c->t)) {
+    w = dt__fmt_intval(num, c, off);
   } else {
     double v = dt__print_getf(c, off);
     w = dt__fmt_float(num, v, c->sci_mode ? 'e' : c->int_mode ? '0' : 'f');
@@ -2153,10 +2656,10 @@ static int dt__format_tensor(char *buf, size_t n, const void *host, dt_dtype t, 
   int64_t numel = 1;
   size_t last;
   int d, empty = 0;
-  const char *tname = t == DT_F32 ? "float32" : t == DT_F64 ? "float64" : t == DT_I32 ? "int32" : "int64";
+  const char *tname = dt__dtype_str(t);
 
   if (buf && n) buf[0] = '\0';
-  if ((!buf && n) || !s || s->ndim < 0 || s->ndim > DT_MAX_DIMS || (int)t < (int)DT_F32 || (int)t > (int)DT_I64) return -1;
+  if ((!buf && n) || !s || s->ndim < 0 || s->ndim > DT_MAX_DIMS || (int)t < (int)DT_F32 || (int)t > (int)DT_BOOL) return -1;
   for (d = 0; d < s->ndim; d++) {
     if (s->dims[d] < 0) return -1;
     if (s->dims[d] == 0) empty = 1;
@@ -2199,7 +2702,7 @@ static int dt__format_tensor(char *buf, size_t n, const void *host, dt_dtype t, 
       dt__print_suffix(&o, &last, sizebuf, "", "");
     }
     if (t != DT_F32) dt__print_suffix(&o, &last, "dtype=torch.", tname, "");
-  } else if (t == DT_F64 || t == DT_I32) {
+  } else if (t == DT_F64 || t == DT_I32 || t == DT_U8) { /* not the defaults float32, int64, bool */
     dt__print_suffix(&o, &last, "dtype=torch.", tname, "");
   }
   dt__print_putc(&o, ')');
@@ -3193,7 +3696,10 @@ DTDEF dt_status dt_optimizer_step(dt_optimizer *o) {
 #define DT__ST_MAX_HEADER ((uint64_t)100 << 20) /* the format's own limit: 100 MB */
 
 static const char *dt__st_dtype(dt_dtype t) {
-  switch (t) { case DT_F32: return "F32"; case DT_F64: return "F64"; case DT_I32: return "I32"; case DT_I64: return "I64"; }
+  switch (t) {
+    case DT_F32: return "F32"; case DT_F64: return "F64"; case DT_I32: return "I32"; case DT_I64: return "I64";
+    case DT_U8: return "U8"; case DT_BOOL: return "BOOL";
+  }
   return "?";
 }
 
@@ -4149,7 +4655,7 @@ static dt_tensor *dt__foreign(const char *op, dt_device d, void *ptr, const dt_s
     return NULL;
   }
   st->refs = 1; st->device = d; st->ptr = ptr; st->nbytes = nbytes;
-  st->foreign = 1; st->deleter = deleter; st->del_data = del_data; st->del_ctx = del_ctx;
+  st->foreign = 1; st->deleter = deleter; st->del_data = del_data; st->del_ctx = del_ctx; st->base = NULL;
   x->refs = 1; x->dtype = t; x->shape = *s; x->numel = numel; x->nbytes = nbytes; x->st = st;
   return x;
 }
@@ -4224,7 +4730,7 @@ static void dt__dl_fill(dt__dl_export *e, DLTensor *x) {
   x->device.device_type = (DLDeviceType)(t->st->device.type == DT_CUDA ? DT__DL_CUDA : DT__DL_CPU);
   x->device.device_id = t->st->device.type == DT_CUDA ? t->st->device.index : 0;
   x->ndim = t->shape.ndim;
-  x->dtype.code = (uint8_t)(dt__is_float(t->dtype) ? DT__DL_FLOAT : DT__DL_INT);
+  x->dtype.code = (uint8_t)(dt__is_float(t->dtype) ? DT__DL_FLOAT : t->dtype == DT_U8 ? DT__DL_UINT : t->dtype == DT_BOOL ? DT__DL_BOOL : DT__DL_INT);
   x->dtype.bits = (uint8_t)(8 * dt_dtype_size(t->dtype));
   x->dtype.lanes = 1;
   x->shape = e->shape;
@@ -4312,8 +4818,10 @@ static dt_tensor *dt__dl_import(const char *op, const DLTensor *x, void (*rel)(v
   else if (x->dtype.lanes == 1 && x->dtype.code == DT__DL_FLOAT && x->dtype.bits == 64) t = DT_F64;
   else if (x->dtype.lanes == 1 && x->dtype.code == DT__DL_INT && x->dtype.bits == 32) t = DT_I32;
   else if (x->dtype.lanes == 1 && x->dtype.code == DT__DL_INT && x->dtype.bits == 64) t = DT_I64;
+  else if (x->dtype.lanes == 1 && x->dtype.code == DT__DL_UINT && x->dtype.bits == 8) t = DT_U8;
+  else if (x->dtype.lanes == 1 && x->dtype.code == DT__DL_BOOL && x->dtype.bits == 8) t = DT_BOOL;
   else {
-    dt__fail(DT_ERR_DTYPE, "%s: dtype %s has no devtensor dtype (float32, float64, int32, int64): convert it first, e.g. x.to(torch.float32) or x.astype(np.int64)",
+    dt__fail(DT_ERR_DTYPE, "%s: dtype %s has no devtensor dtype (float32, float64, int32, int64, uint8, bool): convert it first, e.g. x.to(torch.float32) or x.astype(np.int64)",
              op, dt__dl_type_name(x->dtype, tb, sizeof tb));
     return NULL;
   }
@@ -4670,8 +5178,10 @@ DTDEF dt_status dt_load_tensors(const char *path, dt_device dev, int *n_out, cha
     else if (strcmp(e->dtype, "F64") == 0) types[i] = DT_F64;
     else if (strcmp(e->dtype, "I32") == 0) types[i] = DT_I32;
     else if (strcmp(e->dtype, "I64") == 0) types[i] = DT_I64;
+    else if (strcmp(e->dtype, "U8") == 0) types[i] = DT_U8;
+    else if (strcmp(e->dtype, "BOOL") == 0) types[i] = DT_BOOL;
     else {
-      s = dt__fail(DT_ERR_DTYPE, "%s: %s: \"%s\" is %s, which devtensor has no dtype for (F32, F64, I32, I64): convert it before saving, e.g. t.float()",
+      s = dt__fail(DT_ERR_DTYPE, "%s: %s: \"%s\" is %s, which devtensor has no dtype for (F32, F64, I32, I64, U8, BOOL): convert it before saving, e.g. t.float()",
                    op, path, names[i], e->dtype);
       goto done;
     }
@@ -5779,6 +6289,254 @@ static const dt__ew_vtab dt__ew_vtabs[DT__EW_NISA] = {
 
 static const dt__ew_vtab *dt__ew_kernels(void) { return &dt__ew_vtabs[dt__ew_isa()]; }
 
+/* ---- cpu kernels: uint8 and bool, comparisons, sigmoid, tanh, abs (issue 14, h1) ----
+   Plain loops (no vector variants): each function one dtype, the operation chosen outside the
+   loop. BOOL is one byte, 0 or 1; a byte read as bool counts as true when nonzero. */
+
+static void dt__map_sigmoid_f32(int64_t n, const void *x_, void *y_, double p0, double p1) {
+  const float *x = (const float *)x_;
+  float *y = (float *)y_;
+  int64_t i;
+  (void)p0; (void)p1;
+  for (i = 0; i < n; i++) {
+    float v = x[i], e = expf(-fabsf(v)); /* in (0, 1]: no overflow */
+    y[i] = v >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
+  }
+}
+static void dt__map_sigmoid_f64(int64_t n, const void *x_, void *y_, double p0, double p1) {
+  const double *x = (const double *)x_;
+  double *y = (double *)y_;
+  int64_t i;
+  (void)p0; (void)p1;
+  for (i = 0; i < n; i++) {
+    double v = x[i], e = exp(-fabs(v));
+    y[i] = v >= 0.0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
+  }
+}
+static void dt__map_tanh_f32(int64_t n, const void *x_, void *y_, double p0, double p1) {
+  const float *x = (const float *)x_;
+  float *y = (float *)y_;
+  int64_t i;
+  (void)p0; (void)p1;
+  for (i = 0; i < n; i++) y[i] = tanhf(x[i]);
+}
+static void dt__map_tanh_f64(int64_t n, const void *x_, void *y_, double p0, double p1) {
+  const double *x = (const double *)x_;
+  double *y = (double *)y_;
+  int64_t i;
+  (void)p0; (void)p1;
+  for (i = 0; i < n; i++) y[i] = tanh(x[i]);
+}
+static void dt__map_abs_f32(int64_t n, const void *x_, void *y_, double p0, double p1) {
+  const float *x = (const float *)x_;
+  float *y = (float *)y_;
+  int64_t i;
+  (void)p0; (void)p1;
+  for (i = 0; i < n; i++) y[i] = fabsf(x[i]);
+}
+static void dt__map_abs_f64(int64_t n, const void *x_, void *y_, double p0, double p1) {
+  const double *x = (const double *)x_;
+  double *y = (double *)y_;
+  int64_t i;
+  (void)p0; (void)p1;
+  for (i = 0; i < n; i++) y[i] = fabs(x[i]);
+}
+/* integers: |INT_MIN| wraps to INT_MIN, as PyTorch's */
+static void dt__map_abs_i32(int64_t n, const void *x_, void *y_, double p0, double p1) {
+  const int32_t *x = (const int32_t *)x_;
+  int32_t *y = (int32_t *)y_;
+  int64_t i;
+  (void)p0; (void)p1;
+  for (i = 0; i < n; i++) y[i] = x[i] < 0 ? (int32_t)((uint32_t)0 - (uint32_t)x[i]) : x[i];
+}
+static void dt__map_abs_i64(int64_t n, const void *x_, void *y_, double p0, double p1) {
+  const int64_t *x = (const int64_t *)x_;
+  int64_t *y = (int64_t *)y_;
+  int64_t i;
+  (void)p0; (void)p1;
+  for (i = 0; i < n; i++) y[i] = x[i] < 0 ? (int64_t)((uint64_t)0 - (uint64_t)x[i]) : x[i];
+}
+
+/* a strided copy of bytes (DT__B_COPY_A for uint8 and bool: transposes) */
+static void dt__zip_copy_u8(int64_t n, const void *a_, int64_t sa, const void *b_, int64_t sb, void *y_) {
+  const uint8_t *a = (const uint8_t *)a_;
+  uint8_t *y = (uint8_t *)y_;
+  int64_t i;
+  (void)b_; (void)sb;
+  for (i = 0; i < n; i++) y[i] = a[i * sa];
+}
+
+/* casts to uint8 (tobool 0: dt__f2u8 from floats, the low byte from integers) or bool (nonzero) */
+static void dt__conv_to_bytes(int64_t n, dt_dtype from, int tobool, const void *x, uint8_t *y) {
+  int64_t i;
+  switch (from) {
+    case DT_F32: {
+      const float *p = (const float *)x;
+      if (tobool) for (i = 0; i < n; i++) y[i] = p[i] != 0.0f;
+      else for (i = 0; i < n; i++) y[i] = dt__f2u8((double)p[i]);
+      break;
+    }
+    case DT_F64: {
+      const double *p = (const double *)x;
+      if (tobool) for (i = 0; i < n; i++) y[i] = p[i] != 0.0;
+      else for (i = 0; i < n; i++) y[i] = dt__f2u8(p[i]);
+      break;
+    }
+    case DT_I32: {
+      const int32_t *p = (const int32_t *)x;
+      if (tobool) for (i = 0; i < n; i++) y[i] = p[i] != 0;
+      else for (i = 0; i < n; i++) y[i] = (uint8_t)(uint32_t)p[i];
+      break;
+    }
+    case DT_I64: {
+      const int64_t *p = (const int64_t *)x;
+      if (tobool) for (i = 0; i < n; i++) y[i] = p[i] != 0;
+      else for (i = 0; i < n; i++) y[i] = (uint8_t)(uint64_t)p[i];
+      break;
+    }
+    case DT_U8: case DT_BOOL: {
+      const uint8_t *p = (const uint8_t *)x;
+      if (tobool || from == DT_BOOL) for (i = 0; i < n; i++) y[i] = p[i] != 0;
+      else memcpy(y, p, (size_t)n);
+      break;
+    }
+  }
+}
+/* casts from uint8 or bool (frombool: nonzero is 1) to float32/64, int32/64 */
+static void dt__conv_from_bytes(int64_t n, int frombool, dt_dtype to, const uint8_t *x, void *y) {
+  int64_t i;
+  switch (to) {
+    case DT_F32: { float *q = (float *)y; for (i = 0; i < n; i++) q[i] = (float)(frombool ? x[i] != 0 : x[i]); break; }
+    case DT_F64: { double *q = (double *)y; for (i = 0; i < n; i++) q[i] = (double)(frombool ? x[i] != 0 : x[i]); break; }
+    case DT_I32: { int32_t *q = (int32_t *)y; for (i = 0; i < n; i++) q[i] = (int32_t)(frombool ? x[i] != 0 : x[i]); break; }
+    case DT_I64: { int64_t *q = (int64_t *)y; for (i = 0; i < n; i++) q[i] = (int64_t)(frombool ? x[i] != 0 : x[i]); break; }
+    case DT_U8: case DT_BOOL: dt__conv_to_bytes(n, frombool ? DT_BOOL : DT_U8, to == DT_BOOL, x, (uint8_t *)y); break;
+  }
+}
+
+typedef struct dt__bytes_job {
+  dt_dtype from, to;
+  const char *x;
+  char *y;
+} dt__bytes_job;
+
+static void dt__bytes_task(void *ctx, int64_t lo, int64_t hi) {
+  const dt__bytes_job *j = (const dt__bytes_job *)ctx;
+  const char *x = j->x + (size_t)lo * dt_dtype_size(j->from);
+  char *y = j->y + (size_t)lo * dt_dtype_size(j->to);
+  if (j->to == DT_U8 || j->to == DT_BOOL) dt__conv_to_bytes(hi - lo, j->from, j->to == DT_BOOL, x, (uint8_t *)y);
+  else dt__conv_from_bytes(hi - lo, j->from == DT_BOOL, j->to, (const uint8_t *)x, y);
+}
+
+/* y[i] = a[i * sa] op b[i * sb], i < n, as 0 or 1 */
+typedef void (*dt__cmp_fn)(dt__compare_op op, int64_t n, const void *a, int64_t sa, const void *b, int64_t sb, uint8_t *y);
+
+static void dt__cmp_f32(dt__compare_op op, int64_t n, const void *a_, int64_t sa, const void *b_, int64_t sb, uint8_t *y) {
+  const float *a = (const float *)a_, *b = (const float *)b_;
+  int64_t i;
+  switch (op) {
+    case DT__C_EQ: for (i = 0; i < n; i++) y[i] = a[i * sa] == b[i * sb]; break;
+    case DT__C_NE: for (i = 0; i < n; i++) y[i] = a[i * sa] != b[i * sb]; break;
+    case DT__C_LT: for (i = 0; i < n; i++) y[i] = a[i * sa] < b[i * sb]; break;
+    case DT__C_LE: for (i = 0; i < n; i++) y[i] = a[i * sa] <= b[i * sb]; break;
+  }
+}
+static void dt__cmp_f64(dt__compare_op op, int64_t n, const void *a_, int64_t sa, const void *b_, int64_t sb, uint8_t *y) {
+  const double *a = (const double *)a_, *b = (const double *)b_;
+  int64_t i;
+  switch (op) {
+    case DT__C_EQ: for (i = 0; i < n; i++) y[i] = a[i * sa] == b[i * sb]; break;
+    case DT__C_NE: for (i = 0; i < n; i++) y[i] = a[i * sa] != b[i * sb]; break;
+    case DT__C_LT: for (i = 0; i < n; i++) y[i] = a[i * sa] < b[i * sb]; break;
+    case DT__C_LE: for (i = 0; i < n; i++) y[i] = a[i * sa] <= b[i * sb]; break;
+  }
+}
+static void dt__cmp_i32(dt__compare_op op, int64_t n, const void *a_, int64_t sa, const void *b_, int64_t sb, uint8_t *y) {
+  const int32_t *a = (const int32_t *)a_, *b = (const int32_t *)b_;
+  int64_t i;
+  switch (op) {
+    case DT__C_EQ: for (i = 0; i < n; i++) y[i] = a[i * sa] == b[i * sb]; break;
+    case DT__C_NE: for (i = 0; i < n; i++) y[i] = a[i * sa] != b[i * sb]; break;
+    case DT__C_LT: for (i = 0; i < n; i++) y[i] = a[i * sa] < b[i * sb]; break;
+    case DT__C_LE: for (i = 0; i < n; i++) y[i] = a[i * sa] <= b[i * sb]; break;
+  }
+}
+static void dt__cmp_i64(dt__compare_op op, int64_t n, const void *a_, int64_t sa, const void *b_, int64_t sb, uint8_t *y) {
+  const int64_t *a = (const int64_t *)a_, *b = (const int64_t *)b_;
+  int64_t i;
+  switch (op) {
+    case DT__C_EQ: for (i = 0; i < n; i++) y[i] = a[i * sa] == b[i * sb]; break;
+    case DT__C_NE: for (i = 0; i < n; i++) y[i] = a[i * sa] != b[i * sb]; break;
+    case DT__C_LT: for (i = 0; i < n; i++) y[i] = a[i * sa] < b[i * sb]; break;
+    case DT__C_LE: for (i = 0; i < n; i++) y[i] = a[i * sa] <= b[i * sb]; break;
+  }
+}
+/* uint8 and bool (bool's bytes are 0 or 1) */
+static void dt__cmp_u8(dt__compare_op op, int64_t n, const void *a_, int64_t sa, const void *b_, int64_t sb, uint8_t *y) {
+  const uint8_t *a = (const uint8_t *)a_, *b = (const uint8_t *)b_;
+  int64_t i;
+  switch (op) {
+    case DT__C_EQ: for (i = 0; i < n; i++) y[i] = a[i * sa] == b[i * sb]; break;
+    case DT__C_NE: for (i = 0; i < n; i++) y[i] = a[i * sa] != b[i * sb]; break;
+    case DT__C_LT: for (i = 0; i < n; i++) y[i] = a[i * sa] < b[i * sb]; break;
+    case DT__C_LE: for (i = 0; i < n; i++) y[i] = a[i * sa] <= b[i * sb]; break;
+  }
+}
+
+/* A comparison job: contiguous (items are elements) or rows of the innermost dim (items are rows). */
+typedef struct dt__cmp_job {
+  dt__cmp_fn fn;
+  dt__compare_op op;
+  const dt__bcast *g;
+  const char *a, *b;
+  uint8_t *y;
+  size_t es; /* the operands' element size */
+} dt__cmp_job;
+
+static void dt__cmp_task(void *ctx, int64_t lo, int64_t hi) {
+  const dt__cmp_job *j = (const dt__cmp_job *)ctx;
+  const dt__bcast *g = j->g;
+  const size_t es = j->es;
+  int nd = g->ndim, d;
+  int64_t inner, r;
+  if (g->contiguous) {
+    j->fn(j->op, hi - lo, j->a + (size_t)lo * es, 1, j->b + (size_t)lo * es, 1, j->y + lo);
+    return;
+  }
+  inner = g->dims[nd - 1];
+  for (r = lo; r < hi; r++) {
+    int64_t rem = r, oa = 0, ob = 0;
+    for (d = nd - 2; d >= 0; d--) {
+      int64_t q = rem % g->dims[d];
+      rem /= g->dims[d];
+      oa += q * g->astride[d];
+      ob += q * g->bstride[d];
+    }
+    j->fn(j->op, inner, j->a + (size_t)oa * es, g->astride[nd - 1], j->b + (size_t)ob * es, g->bstride[nd - 1], j->y + r * inner);
+  }
+}
+
+static dt_status dt__cpu_compare(int dev, dt__compare_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y) {
+  dt__cmp_job j;
+  (void)dev;
+  switch (t) {
+    case DT_F32: j.fn = dt__cmp_f32; break;
+    case DT_F64: j.fn = dt__cmp_f64; break;
+    case DT_I32: j.fn = dt__cmp_i32; break;
+    case DT_I64: j.fn = dt__cmp_i64; break;
+    case DT_U8: case DT_BOOL: j.fn = dt__cmp_u8; break;
+    default: return DT_ERR_DTYPE;
+  }
+  j.op = op; j.g = g; j.a = (const char *)a; j.b = (const char *)b; j.y = (uint8_t *)y; j.es = dt_dtype_size(t);
+  if (g->numel <= 0) return DT_OK;
+  if (g->contiguous) dt__par_for(g->numel, DT__GRAIN_MEM, dt__cmp_task, &j);
+  else {
+    int64_t inner = g->dims[g->ndim - 1], rows = g->numel / inner;
+    dt__par_for(rows, (DT__GRAIN_MEM + inner - 1) / inner, dt__cmp_task, &j);
+  }
+  return DT_OK;
+}
+
 /* ---- cpu elementwise: the backend's calls ---- */
 
 /* A job of n elements: y[i] = f(x[i]) by a dt__map_fn, dt__conv_fn or dt__fill_fn. */
@@ -5812,7 +6570,10 @@ static dt_status dt__cpu_fill(int dev, dt_dtype t, int64_t n, double v, void *y)
     case DT_F64: memcpy(j.v, &v, sizeof v); break;
     case DT_I32: { int32_t x = dt__f2i32(v); memcpy(j.v, &x, sizeof x); break; }
     case DT_I64: { int64_t x = dt__f2i64(v); memcpy(j.v, &x, sizeof x); break; }
+    case DT_U8: j.v[0] = dt__f2u8(v); break;
+    case DT_BOOL: j.v[0] = v != 0; break;
   }
+  if (j.ys == 1) { memset(y, j.v[0], (size_t)n); return DT_OK; }
   if (n < 2 * DT__GRAIN_MEM) { /* small: no table, no job */
     if (j.ys == 4) dt__fill_32(n, j.v, y); else dt__fill_64(n, j.v, y);
     return DT_OK;
@@ -5824,22 +6585,25 @@ static dt_status dt__cpu_fill(int dev, dt_dtype t, int64_t n, double v, void *y)
 
 static dt_status dt__cpu_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, const void *x, void *y, double p0, double p1) {
   dt__ew_job j;
-  int math = op == DT__U_EXP || op == DT__U_LOG || op == DT__U_SQRT;
+  int math = op == DT__U_EXP || op == DT__U_LOG || op == DT__U_SQRT || op == DT__U_SIGMOID || op == DT__U_TANH;
   (void)dev;
   memset(&j, 0, sizeof j);
   switch (t) {
     case DT_F32: {
-      static const dt__map_fn tab[] = {dt__map_affine_f32, NULL, NULL, dt__map_sqrt_f32, dt__map_neg_f32, dt__map_relu_f32};
+      static const dt__map_fn tab[] = {dt__map_affine_f32, NULL, NULL, dt__map_sqrt_f32, dt__map_neg_f32, dt__map_relu_f32,
+                                       dt__map_sigmoid_f32, dt__map_tanh_f32, dt__map_abs_f32};
       j.map = op == DT__U_EXP ? dt__ew_kernels()->exp_f32 : op == DT__U_LOG ? dt__ew_kernels()->log_f32 : tab[op];
       break;
     }
     case DT_F64: {
-      static const dt__map_fn tab[] = {dt__map_affine_f64, dt__map_exp_f64, dt__map_log_f64, dt__map_sqrt_f64, dt__map_neg_f64, dt__map_relu_f64};
+      static const dt__map_fn tab[] = {dt__map_affine_f64, dt__map_exp_f64, dt__map_log_f64, dt__map_sqrt_f64, dt__map_neg_f64, dt__map_relu_f64,
+                                       dt__map_sigmoid_f64, dt__map_tanh_f64, dt__map_abs_f64};
       j.map = tab[op];
       break;
     }
-    case DT_I32: j.map = op == DT__U_NEG ? dt__map_neg_i32 : dt__map_affine_i32; break;
-    case DT_I64: j.map = op == DT__U_NEG ? dt__map_neg_i64 : dt__map_affine_i64; break;
+    case DT_I32: j.map = op == DT__U_NEG ? dt__map_neg_i32 : op == DT__U_ABS ? dt__map_abs_i32 : dt__map_affine_i32; break;
+    case DT_I64: j.map = op == DT__U_NEG ? dt__map_neg_i64 : op == DT__U_ABS ? dt__map_abs_i64 : dt__map_affine_i64; break;
+    case DT_U8: case DT_BOOL: return DT_ERR_DTYPE; /* the core refuses them first */
   }
   j.x = (const char *)x; j.y = (char *)y;
   j.xs = j.ys = dt_dtype_size(t);
@@ -5857,6 +6621,12 @@ static dt_status dt__cpu_cast(int dev, dt_dtype from, dt_dtype to, int64_t n, co
   dt__ew_job j;
   (void)dev;
   if (from == to) { memcpy(y, x, (size_t)n * dt_dtype_size(to)); return DT_OK; }
+  if (from == DT_U8 || from == DT_BOOL || to == DT_U8 || to == DT_BOOL) { /* issue 14 (h1) */
+    dt__bytes_job bj;
+    bj.from = from; bj.to = to; bj.x = (const char *)x; bj.y = (char *)y;
+    dt__par_for(n, DT__GRAIN_MEM, dt__bytes_task, &bj);
+    return DT_OK;
+  }
   memset(&j, 0, sizeof j);
   j.conv = from == DT_F32 && to == DT_F64 ? dt__ew_kernels()->f32_f64
            : from == DT_F64 && to == DT_F32 ? dt__ew_kernels()->f64_f32 : tab[from][to];
@@ -5910,6 +6680,9 @@ static dt_status dt__cpu_binary(int dev, dt__binary_op op, dt_dtype t, const dt_
     if (op <= DT__B_DIV) j.fn = dt__ew_kernels()->arith[dbl][op];
     else if (op == DT__B_RELU_GRAD) j.fn = dbl ? dt__zip_relu_grad_f64 : dt__zip_relu_grad_f32;
     else j.fn = dbl ? dt__zip_copy_f64 : dt__zip_copy_f32;
+  } else if (t == DT_U8 || t == DT_BOOL) { /* copies only (transposes); the core refuses arithmetic */
+    if (op != DT__B_COPY_A) return DT_ERR_DTYPE;
+    j.fn = dt__zip_copy_u8;
   } else {
     j.fn = itab[t == DT_I64][op];
     if (!j.fn) return DT_ERR_DTYPE;
@@ -7484,6 +8257,103 @@ static dt_status dt__cpu_optim_step(int dev, dt_dtype t, int64_t n, const dt__op
   return DT_OK;
 }
 
+/* ---- cpu indexing ----
+   (issue 14) The strided copy (slices along dims > 0, cat, permute) and index_select, on
+   elements of es bytes moved by memcpy of a constant size (one load and one store), so one
+   kernel serves every dtype. Both run over rows of the innermost dim on the thread pool. */
+
+/* n elements of ES bytes, xs and ys elements apart */
+#define DT__STRIDED_ROW(ES)                                                                        \
+  static void dt__strided_row_##ES(int64_t n, const char *x, int64_t xs, char *y, int64_t ys) {   \
+    int64_t i;                                                                                     \
+    for (i = 0; i < n; i++) memcpy(y + (size_t)(i * ys) * ES, x + (size_t)(i * xs) * ES, ES);      \
+  }
+DT__STRIDED_ROW(1)
+DT__STRIDED_ROW(2)
+DT__STRIDED_ROW(4)
+DT__STRIDED_ROW(8)
+#undef DT__STRIDED_ROW
+
+typedef struct dt__strided_job {
+  const dt__bcast *g;
+  size_t es;
+  const char *x;
+  char *y;
+} dt__strided_job;
+
+/* rows [lo, hi) of g's innermost dim */
+static void dt__strided_task(void *ctx, int64_t lo, int64_t hi) {
+  const dt__strided_job *j = (const dt__strided_job *)ctx;
+  const dt__bcast *g = j->g;
+  const int nd = g->ndim;
+  const int64_t inner = g->dims[nd - 1], as = g->astride[nd - 1], bs = g->bstride[nd - 1];
+  int64_t r;
+  for (r = lo; r < hi; r++) {
+    int64_t rem = r, ox = 0, oy = 0;
+    const char *x;
+    char *y;
+    int d;
+    for (d = nd - 2; d >= 0; d--) {
+      int64_t q = rem % g->dims[d];
+      rem /= g->dims[d];
+      ox += q * g->astride[d];
+      oy += q * g->bstride[d];
+    }
+    x = j->x + (size_t)ox * j->es;
+    y = j->y + (size_t)oy * j->es;
+    if (as == 1 && bs == 1) memcpy(y, x, (size_t)inner * j->es);
+    else if (j->es == 1) dt__strided_row_1(inner, x, as, y, bs);
+    else if (j->es == 2) dt__strided_row_2(inner, x, as, y, bs);
+    else if (j->es == 4) dt__strided_row_4(inner, x, as, y, bs);
+    else dt__strided_row_8(inner, x, as, y, bs);
+  }
+}
+
+static dt_status dt__cpu_copy_strided(int dev, size_t es, const dt__bcast *g, const void *x, void *y) {
+  dt__strided_job j;
+  int64_t inner;
+  (void)dev;
+  if (g->numel <= 0) return DT_OK;
+  if (es != 1 && es != 2 && es != 4 && es != 8) {
+    snprintf(dt__cpu_err, sizeof dt__cpu_err, "copy_strided: elements of %zu bytes are not supported", es);
+    return DT_ERR_DTYPE;
+  }
+  j.g = g; j.es = es; j.x = (const char *)x; j.y = (char *)y;
+  inner = g->dims[g->ndim - 1];
+  dt__par_for(g->numel / inner, (DT__GRAIN_MEM + inner - 1) / inner, dt__strided_task, &j);
+  return DT_OK;
+}
+
+typedef struct dt__gather_job {
+  size_t row;          /* bytes in a row: inner elements */
+  int64_t n, k;
+  const int64_t *idx;
+  const char *x;
+  char *y;
+} dt__gather_job;
+
+/* rows [lo, hi) of y: (outer, k) rows of inner elements */
+static void dt__gather_task(void *ctx, int64_t lo, int64_t hi) {
+  const dt__gather_job *j = (const dt__gather_job *)ctx;
+  int64_t r;
+  for (r = lo; r < hi; r++) {
+    int64_t o = r / j->k, v = j->idx[r % j->k];
+    if (v < 0 || v >= j->n) memset(j->y + (size_t)r * j->row, 0, j->row); /* never read: the core refused it already */
+    else memcpy(j->y + (size_t)r * j->row, j->x + (size_t)(o * j->n + v) * j->row, j->row);
+  }
+}
+
+/* x: (outer, n, inner), idx: (k,) -> y: (outer, k, inner) */
+static dt_status dt__cpu_index_select(int dev, size_t es, int64_t outer, int64_t n, int64_t inner, const int64_t *idx,
+                                      int64_t k, const void *x, void *y) {
+  dt__gather_job j;
+  (void)dev;
+  if (outer <= 0 || inner <= 0 || k <= 0) return DT_OK;
+  j.row = (size_t)inner * es; j.n = n; j.k = k; j.idx = idx; j.x = (const char *)x; j.y = (char *)y;
+  dt__par_for(outer * k, (DT__GRAIN_MEM + inner - 1) / inner, dt__gather_task, &j);
+  return DT_OK;
+}
+
 static const dt__backend *dt__cpu_backend(void) {
   static const dt__backend be = {
     DT__SLOT(name) "cpu",
@@ -7507,6 +8377,11 @@ static const dt__backend *dt__cpu_backend(void) {
     DT__SLOT(random) dt__cpu_random,
     /* optimizers (h4) */
     DT__SLOT(optim_step) dt__cpu_optim_step,
+    /* issue 14 (h1) */
+    DT__SLOT(compare) dt__cpu_compare,
+    /* indexing (issue 14) */
+    DT__SLOT(copy_strided) dt__cpu_copy_strided,
+    DT__SLOT(index_select) dt__cpu_index_select,
     /* classification */
     DT__SLOT(arg_reduce) dt__cpu_arg_reduce,
     DT__SLOT(softmax) dt__cpu_softmax,

@@ -221,6 +221,10 @@ struct DevState {
   bool stage_tried = false, stage_ok = false;
   char *stage[2] = {nullptr, nullptr};
   cudaEvent_t stage_ev[2] = {nullptr, nullptr};
+  /* indexing (issue 14): dt_index_select's error record in device memory (an IndexErr, made at
+     the first index_select, kept), and whether one ran since the record was last read */
+  void *index_err = nullptr;
+  std::atomic<bool> index_pending{false};
   /* cross-entropy's label check: {1 + which (0: none), row, label, c} on the device, read at the next
      synchronizing call after a cross-entropy (pending) */
   std::mutex label_mu;
@@ -369,6 +373,8 @@ dt_status cu_device_info(int dev, dt_device_info *out) {
 
 const char *cu_last_error(void) { return g_err; }
 
+dt_status index_errors(int dev, DevState &s); /* indexing (issue 14), below */
+
 /* After a cross-entropy on the device: waits for the stream and reads the label record; a bad
    label found there fails this (synchronizing) call, once, and the record is cleared. Call with
    the device current. */
@@ -400,6 +406,8 @@ dt_status cu_synchronize(int dev) {
   if (st != DT_OK) return st;
   cudaError_t e = cudaStreamSynchronize(s->stream);
   if (e != cudaSuccess) return cuda_fail("cudaStreamSynchronize", e);
+  dt_status r = index_errors(dev, *s);
+  if (r != DT_OK) return r;
   return labels_report(dev, *s);
 }
 
@@ -756,6 +764,14 @@ dt_status cu_copy(int dst_dev, void *dst, int src_dev, const void *src, size_t n
   if (n == 0) return DT_OK;
   if (dst_dev < 0 && src_dev < 0) { memmove(dst, src, n); return DT_OK; }
   if (src_dev < 0) return copy_h2d(dst_dev, dst, src, n);
+  if (dst_dev < 0 && state(src_dev).index_pending.load(std::memory_order_acquire)) {
+    /* a dt_index_select ran since the last check: a bad index fails the copy before it writes */
+    DeviceGuard g(src_dev);
+    DevState *s;
+    dt_status st = enter(g, src_dev, &s);
+    if (st == DT_OK) st = index_errors(src_dev, *s);
+    if (st != DT_OK) return st;
+  }
   if (dst_dev < 0) {
     if (state(src_dev).label_pending.load(std::memory_order_acquire)) { /* a bad label fails the copy, which writes nothing */
       DeviceGuard g(src_dev);
@@ -853,6 +869,21 @@ template <> struct Conv<double, int64_t> { __device__ static int64_t f(double v)
 /* int64 to int32 keeps the low 32 bits, as PyTorch */
 template <> struct Conv<int64_t, int32_t> { __device__ static int32_t f(int64_t v) { return (int32_t)(uint32_t)v; } };
 
+/* issue 14 (h1): uint8 and bool. Float to uint8 as the CPU's dt__f2u8 (PyTorch's CPU conversion):
+   toward zero through int32, the low 8 bits; NaN, +-inf and beyond int32 give 0. Integers to uint8
+   keep the low 8 bits (the generic conversion). Bool is one byte, 0 or 1, spelled B8 here so its
+   conversions differ from uint8's: to bool is nonzero (NaN too), from bool is 0 or 1. */
+__host__ __device__ inline uint8_t f2u8(double v) {
+  if (!(v > -2147483649.0 && v < 2147483648.0)) return 0;
+  return (uint8_t)(uint32_t)(int32_t)v;
+}
+struct B8 { uint8_t v; };
+template <> struct Conv<float, uint8_t> { __device__ static uint8_t f(float v) { return f2u8((double)v); } };
+template <> struct Conv<double, uint8_t> { __device__ static uint8_t f(double v) { return f2u8(v); } };
+template <typename S> struct Conv<S, B8> { __device__ static B8 f(S v) { return B8{(uint8_t)(v != (S)0)}; } };
+template <typename D> struct Conv<B8, D> { __device__ static D f(B8 v) { return (D)(v.v != 0); } };
+template <> struct Conv<B8, B8> { __device__ static B8 f(B8 v) { return B8{(uint8_t)(v.v != 0)}; } };
+
 /* ---- fill ---- */
 
 /* y: (n,) = v */
@@ -896,6 +927,8 @@ dt_status cu_fill(int dev, dt_dtype t, int64_t n, double v, void *y) {
     case DT_F64: return fill_t<double>(s->stream, n, v, y);
     case DT_I32: return fill_t<int32_t>(s->stream, n, f2i32(v), y);
     case DT_I64: return fill_t<int64_t>(s->stream, n, f2i64(v), y);
+    case DT_U8: return fill_t<uint8_t>(s->stream, n, f2u8(v), y);
+    case DT_BOOL: return fill_t<uint8_t>(s->stream, n, (uint8_t)(v != 0), y);
   }
   set_err("fill: unknown dtype %d", (int)t);
   return DT_ERR_DTYPE;
@@ -923,6 +956,19 @@ template <typename T> struct ULog { __device__ T operator()(T v) const { return 
 template <typename T> struct USqrt { __device__ T operator()(T v) const { return d_sqrt(v); } };
 template <typename T> struct UNeg { __device__ T operator()(T v) const { return -v; } };
 template <typename T> struct URelu { __device__ T operator()(T v) const { return v > (T)0 ? v : (v != v ? v : (T)0); } };
+/* issue 14 (h1): sigmoid as the CPU's: e = exp(-|x|) never overflows */
+template <typename T> struct USigmoid {
+  __device__ T operator()(T v) const {
+    T e = d_exp(-fabs(v));
+    return v >= (T)0 ? (T)1 / ((T)1 + e) : e / ((T)1 + e);
+  }
+};
+__device__ inline float d_tanh(float v) { return tanhf(v); }
+__device__ inline double d_tanh(double v) { return tanh(v); }
+template <typename T> struct UTanh { __device__ T operator()(T v) const { return d_tanh(v); } };
+template <typename T> struct UAbs { __device__ T operator()(T v) const { return fabs(v); } };
+/* integers: |INT_MIN| wraps to INT_MIN, as the CPU (and PyTorch) */
+template <typename T, typename U> struct UAbsInt { __device__ T operator()(T v) const { return v < 0 ? (T)((U)0 - (U)v) : v; } };
 /* integers: a * v + b in wrapping unsigned arithmetic (NEG is a = -1, b = 0) */
 template <typename T, typename U> struct UAffineInt { U a, b; __device__ T operator()(T v) const { return (T)(a * (U)v + b); } };
 
@@ -967,6 +1013,9 @@ dt_status unary_float(cudaStream_t st, dt__unary_op op, int64_t n, const void *x
     case DT__U_SQRT: return map1<T>(st, n, x, y, USqrt<T>{});
     case DT__U_NEG: return map1<T>(st, n, x, y, UNeg<T>{});
     case DT__U_RELU: return map1<T>(st, n, x, y, URelu<T>{});
+    case DT__U_SIGMOID: return map1<T>(st, n, x, y, USigmoid<T>{});
+    case DT__U_TANH: return map1<T>(st, n, x, y, UTanh<T>{});
+    case DT__U_ABS: return map1<T>(st, n, x, y, UAbs<T>{});
   }
   set_err("unary: unknown op %d", (int)op);
   return DT_ERR_INVALID_ARGUMENT;
@@ -982,6 +1031,10 @@ dt_status cu_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, const void *
     case DT_F64: return unary_float<double>(s->stream, op, n, x, y, p0, p1);
     case DT_I32:
     case DT_I64:
+      if (op == DT__U_ABS) {
+        if (t == DT_I32) return map1<int32_t>(s->stream, n, x, y, UAbsInt<int32_t, uint32_t>{});
+        return map1<int64_t>(s->stream, n, x, y, UAbsInt<int64_t, uint64_t>{});
+      }
       if (op != DT__U_AFFINE && op != DT__U_NEG) {
         set_err("unary op %d is not defined for %s", (int)op, dt__dtype_str(t));
         return DT_ERR_DTYPE;
@@ -995,6 +1048,10 @@ dt_status cu_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, const void *
         if (op == DT__U_NEG) { a = (uint64_t)-1; b = 0; }
         return map1<int64_t>(s->stream, n, x, y, UAffineInt<int64_t, uint64_t>{a, b});
       }
+    case DT_U8:
+    case DT_BOOL: /* the core refuses unary ops on them first */
+      set_err("unary op %d is not defined for %s", (int)op, dt__dtype_str(t));
+      return DT_ERR_DTYPE;
   }
   set_err("unary: unknown dtype %d", (int)t);
   return DT_ERR_DTYPE;
@@ -1145,6 +1202,11 @@ dt_status cu_binary(int dev, dt__binary_op op, dt_dtype t, const dt__bcast *g, c
     case DT_F64: return binary_t<double>(s->stream, op, t, *g, a, b, y);
     case DT_I32: return binary_t<int32_t>(s->stream, op, t, *g, a, b, y);
     case DT_I64: return binary_t<int64_t>(s->stream, op, t, *g, a, b, y);
+    case DT_U8:
+    case DT_BOOL: /* copies only (transposes); the core refuses arithmetic on them */
+      if (op == DT__B_COPY_A) return zip<uint8_t>(s->stream, *g, a, b, y, BCopyA<uint8_t>{});
+      set_err("binary op %d is not defined for %s", (int)op, dt__dtype_str(t));
+      return DT_ERR_DTYPE;
   }
   set_err("binary: unknown dtype %d", (int)t);
   return DT_ERR_DTYPE;
@@ -1171,6 +1233,8 @@ dt_status cast_from(cudaStream_t st, dt_dtype to, int64_t n, const void *x, void
     case DT_F64: return cast_t<S, double>(st, n, x, y);
     case DT_I32: return cast_t<S, int32_t>(st, n, x, y);
     case DT_I64: return cast_t<S, int64_t>(st, n, x, y);
+    case DT_U8: return cast_t<S, uint8_t>(st, n, x, y);
+    case DT_BOOL: return cast_t<S, B8>(st, n, x, y);
   }
   set_err("cast: unknown dtype %d", (int)to);
   return DT_ERR_DTYPE;
@@ -1190,6 +1254,8 @@ dt_status cu_cast(int dev, dt_dtype from, dt_dtype to, int64_t n, const void *x,
     case DT_F64: return cast_from<double>(s->stream, to, n, x, y);
     case DT_I32: return cast_from<int32_t>(s->stream, to, n, x, y);
     case DT_I64: return cast_from<int64_t>(s->stream, to, n, x, y);
+    case DT_U8: return cast_from<uint8_t>(s->stream, to, n, x, y);
+    case DT_BOOL: return cast_from<B8>(s->stream, to, n, x, y);
   }
   set_err("cast: unknown dtype %d", (int)from);
   return DT_ERR_DTYPE;
@@ -1582,6 +1648,264 @@ dt_status cu_optim_step(int dev, dt_dtype t, int64_t n, const dt__optim_hp *h, v
   return DT_ERR_DTYPE;
 }
 
+/* ---- compare (issue 14, h1) ----
+   y: dims (row-major, contiguous), DT_BOOL = a op b, a and b read through their element strides
+   (0 where they broadcast). Bool compares as uint8 (its bytes are 0 or 1). */
+
+template <typename T> __device__ inline uint8_t cmp_op(int op, T u, T w) {
+  switch (op) {
+    case DT__C_EQ: return u == w;
+    case DT__C_NE: return u != w;
+    case DT__C_LT: return u < w;
+    default: return u <= w;
+  }
+}
+
+template <typename T>
+struct CmpContig {
+  const T *a; const T *b; uint8_t *y; int op;
+  template <typename I> __device__ void operator()(I i) const { y[i] = cmp_op<T>(op, a[i], b[i]); }
+};
+template <typename T, typename J>
+struct CmpStrided {
+  const T *a; const T *b; uint8_t *y; int op; int nd;
+  J dims[DT_MAX_DIMS], as[DT_MAX_DIMS], bs[DT_MAX_DIMS];
+  template <typename I> __device__ void operator()(I i) const {
+    J rem = (J)i, oa = 0, ob = 0;
+#pragma unroll
+    for (int d = DT_MAX_DIMS - 1; d > 0; d--) {
+      if (d >= nd) continue;
+      J q = rem % dims[d];
+      rem /= dims[d];
+      oa += q * as[d];
+      ob += q * bs[d];
+    }
+    oa += rem * as[0];
+    ob += rem * bs[0];
+    y[i] = cmp_op<T>(op, a[oa], b[ob]);
+  }
+};
+
+template <typename T, typename J>
+dt_status compare_strided(cudaStream_t st, int op, const dt__bcast &g, const T *a, const T *b, uint8_t *y) {
+  CmpStrided<T, J> f;
+  f.a = a; f.b = b; f.y = y; f.op = op; f.nd = g.ndim;
+  for (int d = 0; d < DT_MAX_DIMS; d++) {
+    f.dims[d] = d < g.ndim ? (J)g.dims[d] : (J)1;
+    f.as[d] = d < g.ndim ? (J)g.astride[d] : (J)0;
+    f.bs[d] = d < g.ndim ? (J)g.bstride[d] : (J)0;
+  }
+  return run_map("compare (broadcast)", st, g.numel, f);
+}
+
+template <typename T>
+dt_status compare_t(cudaStream_t st, int op, const dt__bcast &g, const void *a, const void *b, void *y) {
+  const T *ap = static_cast<const T *>(a);
+  const T *bp = static_cast<const T *>(b);
+  uint8_t *yp = static_cast<uint8_t *>(y);
+  if (g.contiguous) return run_map("compare", st, g.numel, CmpContig<T>{ap, bp, yp, op});
+  if (g.numel <= (int64_t)INT32_MAX) return compare_strided<T, uint32_t>(st, op, g, ap, bp, yp);
+  return compare_strided<T, int64_t>(st, op, g, ap, bp, yp);
+}
+
+dt_status cu_compare(int dev, dt__compare_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y) {
+  DeviceGuard gd(dev);
+  DevState *s;
+  dt_status st = enter(gd, dev, &s);
+  if (st != DT_OK) return st;
+  switch (t) {
+    case DT_F32: return compare_t<float>(s->stream, (int)op, *g, a, b, y);
+    case DT_F64: return compare_t<double>(s->stream, (int)op, *g, a, b, y);
+    case DT_I32: return compare_t<int32_t>(s->stream, (int)op, *g, a, b, y);
+    case DT_I64: return compare_t<int64_t>(s->stream, (int)op, *g, a, b, y);
+    case DT_U8: case DT_BOOL: return compare_t<uint8_t>(s->stream, (int)op, *g, a, b, y);
+  }
+  set_err("compare: unknown dtype %d", (int)t);
+  return DT_ERR_DTYPE;
+}
+
+/* ---- indexing (issue 14): strided copy, index_select ----
+   Elements move as unsigned integers of their size (1, 2, 4 or 8 bytes), so one kernel
+   serves every dtype. index_select never follows an index outside [0, n): the kernel writes
+   zeros for it and records it in the device's IndexErr (plain stores: every racing writer of
+   one launch writes size n and one of the bad values, each store a whole aligned word). The
+   record is read only when an index_select ran since it was last read, at the next
+   synchronize or device-to-host copy (index_errors), which then fails with the bad value:
+   no copy back to the host per call. */
+
+template <size_t ES> struct Bits;
+template <> struct Bits<1> { using T = uint8_t; };
+template <> struct Bits<2> { using T = uint16_t; };
+template <> struct Bits<4> { using T = uint32_t; };
+template <> struct Bits<8> { using T = unsigned long long; };
+
+/* y[sum_d i_d * bs_d] = x[sum_d i_d * as_d]; J as in ZipStrided (uint32_t when every offset fits) */
+template <typename T, typename J>
+struct StridedCopy {
+  const T *x; T *y; int nd;
+  J dims[DT_MAX_DIMS], as[DT_MAX_DIMS], bs[DT_MAX_DIMS];
+  template <typename I> __device__ void operator()(I i) const {
+    J rem = (J)i, ox = 0, oy = 0;
+#pragma unroll
+    for (int d = DT_MAX_DIMS - 1; d > 0; d--) {
+      if (d >= nd) continue;
+      J q = rem % dims[d];
+      rem /= dims[d];
+      ox += q * as[d];
+      oy += q * bs[d];
+    }
+    ox += rem * as[0];
+    oy += rem * bs[0];
+    y[oy] = x[ox];
+  }
+};
+
+template <typename T, typename J>
+dt_status strided_t(cudaStream_t st, const dt__bcast &g, const void *x, void *y) {
+  StridedCopy<T, J> f;
+  f.x = static_cast<const T *>(x); f.y = static_cast<T *>(y); f.nd = g.ndim;
+  for (int d = 0; d < DT_MAX_DIMS; d++) {
+    f.dims[d] = d < g.ndim ? (J)g.dims[d] : (J)1;
+    f.as[d] = d < g.ndim ? (J)g.astride[d] : (J)0;
+    f.bs[d] = d < g.ndim ? (J)g.bstride[d] : (J)0;
+  }
+  return run_map("copy_strided", st, g.numel, f);
+}
+
+template <size_t ES>
+dt_status strided_es(cudaStream_t st, const dt__bcast &g, const void *x, void *y) {
+  /* the largest offset either side, + 1: 32-bit indexing when it and numel fit */
+  uint64_t ax = 1, by = 1;
+  for (int d = 0; d < g.ndim; d++) {
+    ax += (uint64_t)(g.dims[d] - 1) * (uint64_t)g.astride[d];
+    by += (uint64_t)(g.dims[d] - 1) * (uint64_t)g.bstride[d];
+  }
+  if (g.numel <= (int64_t)INT32_MAX && ax <= (uint64_t)INT32_MAX && by <= (uint64_t)INT32_MAX)
+    return strided_t<typename Bits<ES>::T, uint32_t>(st, g, x, y);
+  return strided_t<typename Bits<ES>::T, int64_t>(st, g, x, y);
+}
+
+dt_status cu_copy_strided(int dev, size_t es, const dt__bcast *g, const void *x, void *y) {
+  DeviceGuard gd(dev);
+  DevState *s;
+  dt_status st = enter(gd, dev, &s);
+  if (st != DT_OK) return st;
+  if (g->numel <= 0) return DT_OK;
+  switch (es) {
+    case 1: return strided_es<1>(s->stream, *g, x, y);
+    case 2: return strided_es<2>(s->stream, *g, x, y);
+    case 4: return strided_es<4>(s->stream, *g, x, y);
+    case 8: return strided_es<8>(s->stream, *g, x, y);
+  }
+  set_err("copy_strided: elements of %zu bytes are not supported", es);
+  return DT_ERR_DTYPE;
+}
+
+/* bad != 0 once an index outside [0, size) was seen; value: one such index */
+struct IndexErr { long long bad, value, size; };
+
+struct IndexErrClear {
+  IndexErr *err;
+  template <typename I> __device__ void operator()(I) const { err->bad = 0; err->value = 0; err->size = 0; }
+};
+
+/* y: (outer, k, inner) from x: (outer, n, inner), y[o, j, c] = x[o, idx[j], c] */
+template <typename T, typename J>
+struct IndexGather {
+  const T *x; T *y; const int64_t *idx; J n, k, inner; IndexErr *err;
+  template <typename I> __device__ void operator()(I i) const {
+    J c = (J)i % inner, r = (J)i / inner, j = r % k, o = r / k;
+    int64_t v = idx[j];
+    if (v < 0 || v >= (int64_t)n) {
+      y[i] = (T)0;
+      err->value = (long long)v; err->size = (long long)n; err->bad = 1;
+      return;
+    }
+    y[i] = x[(o * n + (J)v) * inner + c];
+  }
+};
+
+/* an empty y: the indices are still checked */
+struct IndexCheck {
+  const int64_t *idx; int64_t n; IndexErr *err;
+  template <typename I> __device__ void operator()(I j) const {
+    int64_t v = idx[j];
+    if (v < 0 || v >= n) { err->value = (long long)v; err->size = (long long)n; err->bad = 1; }
+  }
+};
+
+template <size_t ES>
+dt_status gather_es(cudaStream_t st, int64_t outer, int64_t n, int64_t inner, const int64_t *idx, int64_t k, const void *x,
+                    void *y, IndexErr *err) {
+  using T = typename Bits<ES>::T;
+  int64_t numel = outer * k * inner;
+  if (numel <= (int64_t)INT32_MAX && (uint64_t)outer * (uint64_t)n * (uint64_t)inner <= (uint64_t)INT32_MAX)
+    return run_map("index_select", st, numel,
+                   IndexGather<T, uint32_t>{static_cast<const T *>(x), static_cast<T *>(y), idx, (uint32_t)n, (uint32_t)k,
+                                            (uint32_t)inner, err});
+  return run_map("index_select", st, numel,
+                 IndexGather<T, int64_t>{static_cast<const T *>(x), static_cast<T *>(y), idx, n, k, inner, err});
+}
+
+/* The device's error record, made and cleared at first use. Call with `dev` current. Outside the
+   caching allocator (like the stream), so it never shows in the memory statistics. */
+dt_status index_err_record(int dev, DevState &s, IndexErr **out) {
+  std::lock_guard<std::mutex> lk(s.init_mu);
+  if (!s.index_err) {
+    void *p = nullptr;
+    cudaError_t e = cudaMalloc(&p, sizeof(IndexErr));
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      set_err("out of memory on cuda:%d: cudaMalloc of index_select's %zu-byte error record failed: %s", dev,
+              sizeof(IndexErr), cudaGetErrorString(e));
+      return DT_ERR_OUT_OF_MEMORY;
+    }
+    dt_status st = run_map("index_select (error record)", s.stream, 1, IndexErrClear{static_cast<IndexErr *>(p)});
+    if (st != DT_OK) { (void)cudaFree(p); return st; }
+    s.index_err = p;
+  }
+  *out = static_cast<IndexErr *>(s.index_err);
+  return DT_OK;
+}
+
+/* After an index_select: reads the record (waiting for the stream), and on a bad index
+   clears it and fails with the value. Call with `dev` current. */
+dt_status index_errors(int dev, DevState &s) {
+  if (!s.index_pending.exchange(false, std::memory_order_acq_rel)) return DT_OK;
+  IndexErr h = {0, 0, 0};
+  cudaError_t e = cudaMemcpyAsync(&h, s.index_err, sizeof h, cudaMemcpyDeviceToHost, s.stream);
+  if (e != cudaSuccess) return cuda_fail("cudaMemcpyAsync (index_select's error record)", e);
+  if ((e = cudaStreamSynchronize(s.stream)) != cudaSuccess) return cuda_fail("cudaStreamSynchronize", e);
+  if (!h.bad) return DT_OK;
+  dt_status st = run_map("index_select (error record)", s.stream, 1, IndexErrClear{static_cast<IndexErr *>(s.index_err)});
+  if (st != DT_OK) return st;
+  set_err("dt_index_select on cuda:%d was given index %lld, out of range for a dimension of size %lld (expected 0 to %lld); "
+          "found by its kernel, which wrote zeros for it, and reported at this first synchronizing call after it",
+          dev, h.value, h.size, h.size - 1);
+  return DT_ERR_INVALID_ARGUMENT;
+}
+
+dt_status cu_index_select(int dev, size_t es, int64_t outer, int64_t n, int64_t inner, const int64_t *idx, int64_t k,
+                          const void *x, void *y) {
+  DeviceGuard gd(dev);
+  DevState *s;
+  IndexErr *err = nullptr;
+  dt_status st = enter(gd, dev, &s);
+  if (st != DT_OK) return st;
+  if (k <= 0) return DT_OK;
+  if ((st = index_err_record(dev, *s, &err)) != DT_OK) return st;
+  s->index_pending.store(true, std::memory_order_release);
+  if (outer <= 0 || inner <= 0) return run_map("index_select (check)", s->stream, k, IndexCheck{idx, n, err});
+  switch (es) {
+    case 1: return gather_es<1>(s->stream, outer, n, inner, idx, k, x, y, err);
+    case 2: return gather_es<2>(s->stream, outer, n, inner, idx, k, x, y, err);
+    case 4: return gather_es<4>(s->stream, outer, n, inner, idx, k, x, y, err);
+    case 8: return gather_es<8>(s->stream, outer, n, inner, idx, k, x, y, err);
+  }
+  set_err("index_select: elements of %zu bytes are not supported", es);
+  return DT_ERR_DTYPE;
+}
+
 /* ---- classification: arg reductions, softmax, cross-entropy ----
    Contiguous rows (inner == 1) take one warp per row (eight rows a block: rows of few elements
    and many rows), or one block of 256 threads per row when rows are long; other shapes one
@@ -1957,6 +2281,11 @@ extern "C" const dt__backend *dt__cuda_backend(void) {
     DT__SLOT(random) cu_random,
     /* optimizers (h4) */
     DT__SLOT(optim_step) cu_optim_step,
+    /* issue 14 (h1) */
+    DT__SLOT(compare) cu_compare,
+    /* indexing (issue 14) */
+    DT__SLOT(copy_strided) cu_copy_strided,
+    DT__SLOT(index_select) cu_index_select,
     /* classification */
     DT__SLOT(arg_reduce) cu_arg_reduce,
     DT__SLOT(softmax) cu_softmax,

@@ -143,6 +143,7 @@ static double val(dt_tensor *t, int64_t i) {
     case DT_F64: return ((const double *)p)[i];
     case DT_I32: return ((const int32_t *)p)[i];
     case DT_I64: return (double)((const int64_t *)p)[i];
+    case DT_U8: case DT_BOOL: return ((const uint8_t *)p)[i];
   }
   return 0;
 }
@@ -169,6 +170,7 @@ static int same(const double *a, const double *b, int n) {
 }
 
 static const float A6[6] = {1, 2, 3, 4, 5, 6};
+static const int FI_PERM[2] = {1, 0}, FI_PERM_BAD[2] = {1, 1}; /* indexing (issue 14) */
 /* dt_from_blob's memory and its deleter's count */
 static float fi_blob[4] = {1, 2, 3, 4};
 static int fi_blob_freed;
@@ -267,6 +269,19 @@ static int workload(void) {
   NEW(t, dt_cast(i32, DT_F32)); NEW(t, dt_cast(i64, DT_I32)); NEW(t, dt_cast(a, DT_I64)); VERIFY(val(t, 5) == 6);
   NEW(t, dt_cast(e, DT_F64));
 
+  /* issue 14 (h1): uint8 and bool, comparisons, sigmoid / tanh / abs, _like */
+  NEW(u, dt_cast(i32, DT_U8)); VERIFY(val(u, 5) == 5);
+  NEW(t, dt_gt(a, b)); VERIFY(dt_dtype_of(t) == DT_BOOL && val(t, 0) == 0 && val(t, 3) == 1);
+  NEW(t, dt_eq(u, i64)); VERIFY(val(t, 0) == 0);          /* uint8 and int64: compares in int64 (a temporary) */
+  NEW(t, dt_le(u, i32)); NEW(t, dt_sum(t)); VERIFY(dt_dtype_of(t) == DT_I64 && val(t, 0) == 6);
+  NEW(t, dt_ne(e, b)); VERIFY(dt_numel(t) == 0);
+  STEP(dt_snprint(buf, sizeof buf, t) > 0);
+  NEW(t, dt_sigmoid(a)); NEW(t, dt_tanh(a64)); NEW(t, dt_abs(i64)); VERIFY(val(t, 0) == 3);
+  NEW(t, dt_abs(u)); VERIFY(val(t, 4) == 4);
+  NEW(t, dt_zeros_like(u)); NEW(t, dt_ones_like(a64)); VERIFY(val(t, 5) == 1); NEW(t, dt_empty_like(e));
+  REFUSE(dt_add(u, u), DT_ERR_DTYPE);
+  REFUSE(dt_sigmoid(i32), DT_ERR_DTYPE);
+
   /* stack: (3, 2, 3) from a, a + 10, a; 0-d sums into a vector; empty tensors; the refusals */
   NEW(u, dt_add_scalar(a, 10));
   ts[0] = a; ts[1] = u; ts[2] = a;
@@ -286,6 +301,25 @@ static int workload(void) {
   ts[1] = a64;
   REFUSE(dt_stack(ts, 2), DT_ERR_DTYPE);                            /* float32 and float64 */
   /* (mixed devices need a GPU: tests/test_bad_input.c and the emulator's runs) */
+
+  /* indexing (issue 14): a slice along dim 0 is a view (a header and a storage, no data); along
+     dim 1, index_select, cat and permute copy; the refusals allocate nothing */
+  NEW(u, dt_slice(a, 0, 1, 2));
+  VERIFY(dt_dim(u, 0) == 1 && val(u, 0) == 4 && (char *)dt_data_ptr(u) == (char *)dt_data_ptr(a) + 3 * sizeof(float));
+  NEW(t, dt_slice(a, 1, -2, 3)); VERIFY(dt_dim(t, 1) == 2 && val(t, 0) == 2 && val(t, 3) == 6);
+  NEW(u, dt_slice(i64, 0, 3, 5)); VERIFY(val(u, 0) == 0 && val(u, 1) == 1); /* [0, 1], the index below */
+  NEW(t, dt_index_select(a, 1, u)); VERIFY(dt_dim(t, 1) == 2 && val(t, 2) == 4);
+  NEW(t, dt_index_select(a64, 0, u)); VERIFY(val(t, 5) == 6);
+  ts[0] = a; ts[1] = e;
+  NEW(t, dt_cat(ts, 2, 0)); VERIFY(dt_dim(t, 0) == 2 && val(t, 5) == 6);   /* (2, 3) and (0, 3) */
+  ts[1] = a;
+  NEW(t, dt_cat(ts, 2, 1)); VERIFY(dt_dim(t, 1) == 6 && val(t, 3) == 1 && val(t, 11) == 6);
+  NEW(t, dt_permute(a, FI_PERM)); VERIFY(dt_dim(t, 0) == 3 && val(t, 1) == 4);
+  REFUSE(dt_index_select(a, 0, i64), DT_ERR_INVALID_ARGUMENT);      /* -3 */
+  REFUSE(dt_permute(a, FI_PERM_BAD), DT_ERR_INVALID_ARGUMENT);      /* (1, 1) */
+  REFUSE(dt_slice(a, 2, 0, 1), DT_ERR_INVALID_ARGUMENT);
+  ts[1] = b;
+  REFUSE(dt_cat(ts, 2, 0), DT_ERR_SHAPE);                           /* (2, 3) and (3,) */
 
   /* classification: argmax/min, max/min, softmax, cross-entropy; a = [[1, 2, 3], [4, 5, 6]] */
   {

@@ -79,9 +79,9 @@ for name, res, args in [
     f.restype = res
     f.argtypes = args
 
-F32, F64, I32, I64 = 0, 1, 2, 3
-DT_NP = {F32: np.float32, F64: np.float64, I32: np.int32, I64: np.int64}
-DT_TORCH = {F32: torch.float32, F64: torch.float64, I32: torch.int32, I64: torch.int64}
+F32, F64, I32, I64, U8, BOOL = 0, 1, 2, 3, 4, 5
+DT_NP = {F32: np.float32, F64: np.float64, I32: np.int32, I64: np.int64, U8: np.uint8, BOOL: np.bool_}
+DT_TORCH = {F32: torch.float32, F64: torch.float64, I32: torch.int32, I64: torch.int64, U8: torch.uint8, BOOL: torch.bool}
 CPU = Device(0, 0)
 
 
@@ -233,6 +233,30 @@ def test_from_torch(dev, tdev):
         gc.collect()
 
 
+def test_bytes_torch(dev, tdev):
+    """uint8 and bool both ways (kDLUInt 8 bits, kDLBool 8 bits): zero copy, dtype, values (issue 14)."""
+    for dt, x in ((U8, torch.tensor([[0, 1, 200], [255, 7, 3]], dtype=torch.uint8)),
+                  (BOOL, torch.tensor([[True, False, True], [False, False, True]]))):
+        x = x.to(tdev)
+        name = "torch %s [%s]" % (x.dtype, tdev)
+        try:
+            cap = torch_capsule(x, dev)
+        except (RuntimeError, TypeError, BufferError) as e:   # torch < 2.x exports no bool
+            skip(name + " <-> devtensor", "this torch cannot export it: %s" % e)
+            continue
+        t = import_capsule(cap)
+        check(name + " -> devtensor: zero copy, dtype, values", bool(t) and lib.dt_dtype_of(t) == dt
+              and lib.dt_data_ptr(t) == x.data_ptr() and (dt_values(t) == x.cpu().numpy()).all(), lib.dt_last_error())
+        if t:
+            y = tdl.from_dlpack(PyCapsule_New(C.cast(lib.dt_to_dlpack_legacy(t), P), b"dltensor", None))
+            lib.dt_release(t)
+            check(name + " -> devtensor -> torch: the same dtype, values and memory",
+                  y.dtype == x.dtype and y.data_ptr() == x.data_ptr() and torch.equal(y.cpu(), x.cpu()))
+            del y
+        del cap
+        gc.collect()
+
+
 def test_numpy(dev):
     """NumPy 1.24: np.from_dlpack of devtensor's capsule; ndarray.__dlpack__ into devtensor."""
     base = cpu_bytes()
@@ -280,8 +304,8 @@ def test_edge_shapes():
 
 def test_refused():
     """What devtensor cannot hold is refused, and the capsule stays the producer's."""
-    cases = [(torch.arange(6.).reshape(2, 3).t(), "contiguous"), (torch.ones(3, dtype=torch.bool), "bool"),
-             (np.ones(3, dtype=np.bool_), "bool"), (torch.ones(3, dtype=torch.uint8), "uint8"),
+    cases = [(torch.arange(6.).reshape(2, 3).t(), "contiguous"), (torch.ones(3, dtype=torch.int8), "int8"),
+             (np.ones(3, dtype=np.int16), "int16"), (np.ones(3, dtype=np.uint16), "uint16"),
              (torch.ones(3, dtype=torch.float16), "float16"), (torch.ones(3, dtype=torch.bfloat16), "bfloat16"),
              (np.ones((3, 4), dtype=np.float32)[:, ::2], "contiguous"), (np.ones(3, dtype=np.complex64), "complex64")]
     for x, word in cases:
@@ -367,12 +391,13 @@ def test_safetensors():
         lib.dt_release(t)
     # a file as safetensors.torch.save_file writes it: keys sorted, header padded with spaces to 8
     want = {"b": torch.arange(5, dtype=torch.float64) / 4, "a.w": torch.arange(6, dtype=torch.float32).reshape(3, 2) - 2,
-            "i": torch.tensor([[7, -8]], dtype=torch.int64), "j": torch.tensor(3, dtype=torch.int32)}
+            "i": torch.tensor([[7, -8]], dtype=torch.int64), "j": torch.tensor(3, dtype=torch.int32),
+            "px": torch.tensor([0, 128, 255], dtype=torch.uint8), "m": torch.tensor([[True], [False]])}
     path2 = os.path.join(d, "torch.safetensors")
     if save_file:
         save_file(want, path2)
     else:
-        code = {torch.float32: "F32", torch.float64: "F64", torch.int32: "I32", torch.int64: "I64"}
+        code = {torch.float32: "F32", torch.float64: "F64", torch.int32: "I32", torch.int64: "I64", torch.uint8: "U8", torch.bool: "BOOL"}
         h, blob = {"__metadata__": {"format": "pt"}}, b""
         for k in sorted(want):
             v = want[k]
@@ -386,7 +411,7 @@ def test_safetensors():
     nm = C.POINTER(C.c_char_p)()
     tp = C.POINTER(P)()
     rc = lib.dt_load_tensors(path2.encode(), CPU, C.byref(n), C.byref(nm), C.byref(tp))
-    ok = rc == 0 and n.value == 4
+    ok = rc == 0 and n.value == 6
     for i in range(n.value if rc == 0 else 0):
         k = nm[i].decode()
         ok = ok and k in want and (dt_values(tp[i]) == want[k].numpy()).all() and dt_values(tp[i]).dtype == want[k].numpy().dtype
@@ -415,6 +440,7 @@ def test_cupy(dev):
 print("numpy %s, torch %s, %s" % (np.__version__, torch.__version__, os.path.basename(os.path.dirname(sys.argv[1]))))
 test_to_torch(CPU, "cpu")
 test_from_torch(CPU, "cpu")
+test_bytes_torch(CPU, "cpu")
 test_numpy(CPU)
 test_edge_shapes()
 test_refused()
@@ -424,6 +450,7 @@ ngpu = lib.dt_num_gpus()
 if ngpu > 0 and torch.cuda.is_available():
     test_to_torch(Device(1, 0), "cuda")
     test_from_torch(Device(1, 0), "cuda")
+    test_bytes_torch(Device(1, 0), "cuda")
     test_cupy(Device(1, 0))
 else:
     skip("torch CUDA tensors and CuPy <-> devtensor", "no GPU here (devtensor sees %d, torch.cuda %s)" % (ngpu, torch.cuda.is_available()))

@@ -103,6 +103,23 @@ static dt_module *linear_on(int64_t in, int64_t out, int i) {
   return l;
 }
 
+/* indexing (issue 14): lists for dt_cat, permutations, and index tensors made on the spot */
+static dt_tensor *cat2(const dt_tensor *a, const dt_tensor *b, int dim) {
+  const dt_tensor *ts[2];
+  ts[0] = a; ts[1] = b;
+  return dt_cat(ts, 2, dim);
+}
+static const int PERM_RANGE[2] = {0, 2}, PERM_REPEAT[2] = {1, -1}, PERM_NEG[2] = {-1, -2};
+/* dt_index_select(t, dim, index) with index = values (I64, n of them; shaped (n, 1) when two_d) on device d */
+static dt_tensor *isel(const dt_tensor *t, int dim, const int64_t *values, int n, int two_d, dt_device d) {
+  dt_tensor *i = dt_from_data(values, two_d ? dt_shape2(n, 1) : dt_shape1(n), DT_I64, d), *r;
+  if (!i) return NULL;
+  r = dt_index_select(t, dim, i);
+  dt_release(i);
+  return r;
+}
+static const int64_t IDX_NEG[2] = {0, -1}, IDX_OK[2] = {1, 0};
+
 /* Adds a sequential to the innermost of DT_MODULE_MAX_DEPTH nested ones (one too deep); frees them. */
 static dt_status add_too_deep(void) {
   dt_module *top = dt_sequential(), *cur = top, *s;
@@ -152,6 +169,14 @@ static int step_after_growth(void) {
   dt_module_free(net);
   return bad(s);
 }
+/* issue 14 (h1): uint8 / bool operands made for one call and released after it */
+static dt_tensor *h1_u8(void) { return dt_arange(0, 6, 1, DT_U8, dt_cpu()); }
+static dt_tensor *h1_bool(void) { dt_tensor *u = h1_u8(), *b = u ? dt_cast(u, DT_BOOL) : NULL; dt_release(u); return b; }
+static dt_tensor *h1_1(dt_tensor *(*fn)(const dt_tensor *), dt_tensor *a) { dt_tensor *y = fn(a); dt_release(a); return y; }
+static dt_tensor *h1_2(dt_tensor *(*fn)(const dt_tensor *, const dt_tensor *), dt_tensor *a, dt_tensor *b) {
+  dt_tensor *y = fn(a, b); dt_release(a); dt_release(b); return y;
+}
+static dt_tensor *h1_addsc(dt_tensor *a) { dt_tensor *y = dt_add_scalar(a, 1); dt_release(a); return y; }
 /* classification: dt_cross_entropy(_grad) of F (2, 3) with labels {a, b} (I64) on the CPU; F's
    label row 1 = b. 1 when it failed (NULL). */
 static int xent_labels(int grad, int64_t a, int64_t b) {
@@ -631,7 +656,75 @@ static int ALL_GPUS = 1; /* what dt_try_all_gpus counts: every GPU, or the CPU a
   X_(h4_backward_no_grad, DT_ERR_INVALID_ARGUMENT, "dt_backward:", "grad is disabled on this thread|dt_set_grad_enabled(1)", backward_no_grad(0)) \
   X_(h4_backward_params_no_grad, DT_ERR_INVALID_ARGUMENT, "dt_backward_params:", "grad is disabled on this thread", backward_no_grad(1)) \
   X_(h4_backward_after_no_grad, DT_ERR_INVALID_ARGUMENT, "dt_backward:", "last forward ran with grad disabled|kept nothing", backward_after_no_grad()) \
+  /* issue 14 (h1): comparisons, sigmoid / tanh / abs, _like, uint8 and bool */                                        \
+  X_(eq_null_a, DT_ERR_INVALID_ARGUMENT, "dt_eq:", "a is NULL", nul(dt_eq(NULL, F)))                                        \
+  X_(ne_null_b, DT_ERR_INVALID_ARGUMENT, "dt_ne:", "b is NULL", nul(dt_ne(F, NULL)))                                        \
+  X_(lt_null_a, DT_ERR_INVALID_ARGUMENT, "dt_lt:", "a is NULL", nul(dt_lt(NULL, NULL)))                                     \
+  X_(le_null_b, DT_ERR_INVALID_ARGUMENT, "dt_le:", "b is NULL", nul(dt_le(I, NULL)))                                        \
+  X_(gt_null_a, DT_ERR_INVALID_ARGUMENT, "dt_gt:", "a is NULL", nul(dt_gt(NULL, V)))                                        \
+  X_(ge_null_b, DT_ERR_INVALID_ARGUMENT, "dt_ge:", "b is NULL", nul(dt_ge(S, NULL)))                                        \
+  X_(eq_bcast, DT_ERR_SHAPE, "dt_eq:", "(2, 3)|(2, 2, 2, 2)|broadcast", nul(dt_eq(F, M4)))                                  \
+  X_(gt_bcast, DT_ERR_SHAPE, "dt_gt:", "(5, 3)|(2, 3)|a has 5 and b has 2", nul(dt_gt(X, F)))                               \
+  X_(lt_gpu_cpu, DT_ERR_DEVICE_MISMATCH, "dt_lt:", "=expected all tensors on the same device, but b is on cpu and a is on cuda:0 (move one with dt_to)", GPUS(1, nul(dt_lt(G0, F)))) \
+  X_(ge_device_before_shape, DT_ERR_DEVICE_MISMATCH, "dt_ge:", "b is on cuda:0|a is on cpu", GPUS(1, nul(dt_ge(M4, G0))))   \
+  X_(ne_gpu0_gpu1, DT_ERR_DEVICE_MISMATCH, "dt_ne:", "b is on cuda:1|a is on cuda:0", GPUS(2, nul(dt_ne(G0, G1))))           \
+  X_(sigmoid_null, DT_ERR_INVALID_ARGUMENT, "dt_sigmoid:", "a is NULL", nul(dt_sigmoid(NULL)))                             \
+  X_(sigmoid_int, DT_ERR_DTYPE, "dt_sigmoid:", "a is int32|float32 or float64", nul(dt_sigmoid(I)))                         \
+  X_(tanh_null, DT_ERR_INVALID_ARGUMENT, "dt_tanh:", "a is NULL", nul(dt_tanh(NULL)))                                       \
+  X_(tanh_int, DT_ERR_DTYPE, "dt_tanh:", "a is int64", nul(dt_tanh(L)))                                                     \
+  X_(abs_null, DT_ERR_INVALID_ARGUMENT, "dt_abs:", "a is NULL", nul(dt_abs(NULL)))                                          \
+  X_(abs_bool, DT_ERR_DTYPE, "dt_abs:", "a is bool", nul(h1_1(dt_abs, h1_bool())))                                          \
+  X_(zeros_like_null, DT_ERR_INVALID_ARGUMENT, "dt_zeros_like:", "t is NULL", nul(dt_zeros_like(NULL)))                     \
+  X_(ones_like_null, DT_ERR_INVALID_ARGUMENT, "dt_ones_like:", "t is NULL", nul(dt_ones_like(NULL)))                        \
+  X_(empty_like_null, DT_ERR_INVALID_ARGUMENT, "dt_empty_like:", "t is NULL", nul(dt_empty_like(NULL)))                     \
+  X_(add_u8, DT_ERR_DTYPE, "dt_add:", "a is uint8|dt_cast", nul(h1_2(dt_add, h1_u8(), h1_u8())))                            \
+  X_(sub_bool, DT_ERR_DTYPE, "dt_sub:", "a is bool", nul(h1_2(dt_sub, h1_bool(), h1_bool())))                               \
+  X_(add_scalar_u8, DT_ERR_DTYPE, "dt_add_scalar:", "a is uint8", nul(h1_addsc(h1_u8())))                                   \
+  X_(neg_bool, DT_ERR_DTYPE, "dt_neg:", "a is bool", nul(h1_1(dt_neg, h1_bool())))                                          \
+  X_(mean_bool, DT_ERR_DTYPE, "dt_mean:", "a is bool|float32 or float64", nul(h1_1(dt_mean, h1_bool())))                    \
+  X_(arange_bool, DT_ERR_DTYPE, "dt_arange:", "bool", nul(dt_arange(0, 2, 1, DT_BOOL, dt_cpu())))                           \
+  X_(empty_dtype_6, DT_ERR_DTYPE, "dt_empty:", "unknown dtype 6", nul(dt_empty(dt_shape1(2), (dt_dtype)6, dt_cpu())))       \
+  X_(cast_dtype_6, DT_ERR_DTYPE, "dt_cast:", "unknown dtype 6", nul(dt_cast(F, (dt_dtype)6)))                               \
   /* the trainer */                                                                                                         \
+  /* indexing (issue 14): dt_slice, dt_index_select, dt_cat, dt_permute */                                                  \
+  X_(slice_null, DT_ERR_INVALID_ARGUMENT, "dt_slice:", "=t is NULL", nul(dt_slice(NULL, 0, 0, 1)))                           \
+  X_(slice_dim, DT_ERR_INVALID_ARGUMENT, "dt_slice:", "=dim 2 out of range for a 2-d tensor (expected -2 to 1)", nul(dt_slice(F, 2, 0, 1))) \
+  X_(slice_dim_neg, DT_ERR_INVALID_ARGUMENT, "dt_slice:", "dim -3|2-d", nul(dt_slice(F, -3, 0, 1)))                         \
+  X_(slice_dim_intmin, DT_ERR_INVALID_ARGUMENT, "dt_slice:", "dim -2147483648", nul(dt_slice(F, INT_MIN, 0, 1)))            \
+  X_(slice_0d, DT_ERR_INVALID_ARGUMENT, "dt_slice:", "=dim 0 out of range: a 0-d tensor has no dimensions", nul(dt_slice(S, 0, 0, 1))) \
+  X_(slice_empty_ok, DT_OK, "", "", nul(dt_slice(F, 1, 2, -2)))                                                              \
+  X_(isel_null_t, DT_ERR_INVALID_ARGUMENT, "dt_index_select:", "=t is NULL", nul(dt_index_select(NULL, 0, L)))               \
+  X_(isel_null_index, DT_ERR_INVALID_ARGUMENT, "dt_index_select:", "=index is NULL", nul(dt_index_select(F, 0, NULL)))       \
+  X_(isel_index_i32, DT_ERR_DTYPE, "dt_index_select:", "=index is int32, but it must be int64 (convert it with dt_cast)", nul(dt_index_select(F, 0, I))) \
+  X_(isel_index_f32, DT_ERR_DTYPE, "dt_index_select:", "index is float32|int64", nul(dt_index_select(F, 0, V)))             \
+  X_(isel_index_2d, DT_ERR_SHAPE, "dt_index_select:", "=index must be 1-d (k,) or 0-d, got shape (2, 1)", nul(isel(F, 0, IDX_OK, 2, 1, dt_cpu()))) \
+  X_(isel_dim, DT_ERR_INVALID_ARGUMENT, "dt_index_select:", "=dim 2 out of range for a 2-d tensor (expected -2 to 1)", nul(dt_index_select(F, 2, L))) \
+  X_(isel_range, DT_ERR_INVALID_ARGUMENT, "dt_index_select:", "=index[1] = 2 is out of range for dimension 0 of t, of size 2 (expected 0 to 1)", nul(dt_index_select(F, 0, L))) \
+  X_(isel_negative, DT_ERR_INVALID_ARGUMENT, "dt_index_select:", "index[1] = -1|size 3", nul(isel(F, 1, IDX_NEG, 2, 0, dt_cpu()))) \
+  X_(isel_0d_many, DT_ERR_SHAPE, "dt_index_select:", "=t is 0-d, so index must hold one value, but it holds 3", nul(dt_index_select(S, 0, L))) \
+  X_(isel_0d_dim, DT_ERR_INVALID_ARGUMENT, "dt_index_select:", "dim 1|0-d", nul(dt_index_select(S, 1, L)))                  \
+  X_(isel_ok, DT_OK, "", "", nul(isel(F, 1, IDX_OK, 2, 0, dt_cpu())))                                                        \
+  X_(isel_gpu_cpu, DT_ERR_DEVICE_MISMATCH, "dt_index_select:", "=expected all tensors on the same device, but index is on cpu and t is on cuda:0 (move one with dt_to)", GPUS(1, nul(dt_index_select(G0, 0, L)))) \
+  X_(isel_cpu_gpu, DT_ERR_DEVICE_MISMATCH, "dt_index_select:", "index is on cuda:0|t is on cpu", GPUS(1, nul(isel(F, 0, IDX_OK, 2, 0, dt_gpu(0))))) \
+  X_(isel_gpu1_gpu0, DT_ERR_DEVICE_MISMATCH, "dt_index_select:", "index is on cuda:0|t is on cuda:1", GPUS(2, nul(isel(G1, 0, IDX_OK, 2, 0, dt_gpu(0))))) \
+  X_(cat_null, DT_ERR_INVALID_ARGUMENT, "dt_cat:", "=ts is NULL", nul(dt_cat(NULL, 2, 0)))                                   \
+  X_(cat_n0, DT_ERR_INVALID_ARGUMENT, "dt_cat:", "=expected at least one tensor, got n = 0", nul(dt_cat(STK, 0, 0)))        \
+  X_(cat_n_intmin, DT_ERR_INVALID_ARGUMENT, "dt_cat:", "n = -2147483648", nul(dt_cat(STK, INT_MIN, 0)))                     \
+  X_(cat_null_item, DT_ERR_INVALID_ARGUMENT, "dt_cat:", "=ts[1] is NULL", nul(cat2(F, NULL, 0)))                             \
+  X_(cat_shape, DT_ERR_SHAPE, "dt_cat:", "=ts[0] has shape (2, 3) but ts[1] has shape (3,): sizes must match except in dimension 0", nul(cat2(F, V, 0))) \
+  X_(cat_shape_other_dim, DT_ERR_SHAPE, "dt_cat:", "(2, 3)|(2, 2, 2, 2)|dimension 1", nul(cat2(F, M4, 1)))                   \
+  X_(cat_dtype, DT_ERR_DTYPE, "dt_cat:", "=expected tensors of one dtype, but ts[0] is float32 and ts[1] is float64 (convert one with dt_cast)", nul(cat2(F, D, 0))) \
+  X_(cat_0d, DT_ERR_SHAPE, "dt_cat:", "=ts[0] is 0-d, and a 0-d tensor cannot be concatenated (dt_stack stacks them)", nul(cat2(S, S, 0))) \
+  X_(cat_dim, DT_ERR_INVALID_ARGUMENT, "dt_cat:", "=dim 2 out of range for a 2-d tensor (expected -2 to 1)", nul(cat2(F, F, 2))) \
+  X_(cat_ok, DT_OK, "", "", nul(cat2(F, F, -1)))                                                                             \
+  X_(cat_cpu_gpu, DT_ERR_DEVICE_MISMATCH, "dt_cat:", "=expected all tensors on the same device, but ts[1] is on cuda:0 and ts[0] is on cpu (move one with dt_to)", GPUS(1, nul(cat2(F, G0, 0)))) \
+  X_(cat_gpu0_gpu1, DT_ERR_DEVICE_MISMATCH, "dt_cat:", "ts[1] is on cuda:1|ts[0] is on cuda:0", GPUS(2, nul(cat2(G0, G1, 0)))) \
+  X_(permute_null, DT_ERR_INVALID_ARGUMENT, "dt_permute:", "=t is NULL", nul(dt_permute(NULL, PERM_NEG)))                   \
+  X_(permute_null_dims, DT_ERR_INVALID_ARGUMENT, "dt_permute:", "=dims is NULL for a 2-d tensor", nul(dt_permute(F, NULL))) \
+  X_(permute_range, DT_ERR_INVALID_ARGUMENT, "dt_permute:", "=dims[1] 2 out of range for a 2-d tensor (expected -2 to 1)", nul(dt_permute(F, PERM_RANGE))) \
+  X_(permute_repeat, DT_ERR_INVALID_ARGUMENT, "dt_permute:", "=dims[1] = -1 repeats dimension 1: dims must be a permutation of 0..1", nul(dt_permute(F, PERM_REPEAT))) \
+  X_(permute_neg_ok, DT_OK, "", "", nul(dt_permute(F, PERM_NEG)))                                                            \
+  X_(permute_0d_ok, DT_OK, "", "", nul(dt_permute(S, NULL)))                                                                 \
   X_(trainer_init_null, DT_ERR_INVALID_ARGUMENT, "dt_trainer_init:", "tr is NULL", bad(dt_trainer_init(NULL, 1, 0)))        \
   X_(trainer_init_neg, DT_ERR_INVALID_ARGUMENT, "dt_trainer_init:", "max_epochs|-1", bad(dt_trainer_init(&TR, -1, 0)))      \
   X_(trainer_init_neg_gpus, DT_ERR_INVALID_ARGUMENT, "dt_trainer_init:", "num_gpus|-2", bad(dt_trainer_init(&TR, 1, -2)))    \

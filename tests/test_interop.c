@@ -24,6 +24,7 @@ static double at(const void *p, dt_dtype t, int64_t i) {
     case DT_F64: return ((const double *)p)[i];
     case DT_I32: return ((const int32_t *)p)[i];
     case DT_I64: return (double)((const int64_t *)p)[i];
+    case DT_U8: case DT_BOOL: return ((const uint8_t *)p)[i];
   }
   return NAN;
 }
@@ -251,10 +252,12 @@ static void test_refused_imports(void) {
     p->strides[0] = 1; p->strides[1] = 2;   /* a transposed view */
     refuse(p, legacy, "transposed", "contiguous");
     p->strides[0] = 3; p->strides[1] = 1;
-    x->dtype.code = kDLUInt; x->dtype.bits = 8;
-    refuse(p, legacy, "uint8", "uint8 has no devtensor dtype");
-    x->dtype.code = kDLBool;
-    refuse(p, legacy, "bool", "bool");
+    x->dtype.code = kDLInt; x->dtype.bits = 8;   /* uint8 and bool (8 bits) import: tests/test_dtypes.c */
+    refuse(p, legacy, "int8", "int8 has no devtensor dtype");
+    x->dtype.code = kDLUInt; x->dtype.bits = 16;
+    refuse(p, legacy, "uint16", "uint16 has no devtensor dtype");
+    x->dtype.code = kDLBool; x->dtype.bits = 32;
+    refuse(p, legacy, "bool (32 bits)", "bool (32 bits)");
     x->dtype.code = kDLFloat; x->dtype.bits = 16;
     refuse(p, legacy, "float16", "float16");
     /* DLPack 1.1's narrow floats, declared with their codes */

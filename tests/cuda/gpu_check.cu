@@ -39,6 +39,8 @@ static void *hrand(dt_dtype t, int64_t n) {
       case DT_F64: ((double *)p)[i] = v; break;
       case DT_I32: ((int32_t *)p)[i] = (int32_t)(v * 333); break;
       case DT_I64: ((int64_t *)p)[i] = (int64_t)(v * 333) * (i % 3 ? 1 : 100000000000ll); break;
+      case DT_U8: ((uint8_t *)p)[i] = (uint8_t)(int)(v * 40 + 128); break;
+      case DT_BOOL: ((uint8_t *)p)[i] = v > 0; break;
     }
   }
   return p;
@@ -60,6 +62,7 @@ static double val(dt_dtype t, const void *p, int64_t i) {
     case DT_F64: return ((const double *)p)[i];
     case DT_I32: return ((const int32_t *)p)[i];
     case DT_I64: return (double)((const int64_t *)p)[i];
+    case DT_U8: case DT_BOOL: return ((const uint8_t *)p)[i];
   }
   return 0;
 }
@@ -88,7 +91,7 @@ static int same(dt_dtype t, const void *g, const void *r, int64_t n, double rtol
 static void check_fill(void) {
   double vals[] = {0, 1.5, -2.7, NAN, INFINITY, 1e20, -1e20, 3e9, -3e9, 2147483647.5};
   int64_t ns[] = {1, 3, 4, 5, 17, 1000003};
-  for (int t = 0; t < 4; t++)
+  for (int t = 0; t <= DT_BOOL; t++)
     for (size_t vi = 0; vi < sizeof vals / sizeof *vals; vi++)
       for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
         int64_t n = ns[ni];
@@ -107,9 +110,9 @@ static void check_fill(void) {
 
 static void check_unary(void) {
   int64_t ns[] = {1, 7, 1000, (1 << 20) + 3};
-  for (int t = 0; t < 4; t++)
-    for (int op = 0; op <= DT__U_RELU; op++) {
-      if (t >= DT_I32 && op != DT__U_AFFINE && op != DT__U_NEG) continue;
+  for (int t = 0; t <= DT_I64; t++)
+    for (int op = 0; op <= DT__U_ABS; op++) {
+      if (t >= DT_I32 && op != DT__U_AFFINE && op != DT__U_NEG && op != DT__U_ABS) continue;
       for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
         int64_t n = ns[ni];
         size_t nb = (size_t)n * dt_dtype_size((dt_dtype)t);
@@ -162,7 +165,7 @@ static void check_binary(void) {
       for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) run_binary((dt__binary_op)op, (dt_dtype)t, &pairs[i][0], &pairs[i][1]);
     }
   /* the transpose geometry of dt_transpose: y (n, m) from a (m, n) */
-  for (int t = 0; t < 4; t++) {
+  for (int t = 0; t <= DT_BOOL; t++) {
     int64_t m = 1025, n = 333;
     size_t es = dt_dtype_size((dt_dtype)t);
     dt__bcast g;
@@ -181,8 +184,8 @@ static void check_binary(void) {
 static void check_cast(void) {
   double specials[] = {1.9, -1.9, NAN, INFINITY, -INFINITY, -3e9, 3e9, 1e19, -1e19, 0.5, -0.0, 16777217, 2147483647.0, -2147483648.0};
   int64_t n = 1000 + (int64_t)(sizeof specials / sizeof *specials);
-  for (int f = 0; f < 4; f++)
-    for (int t = 0; t < 4; t++) {
+  for (int f = 0; f <= DT_BOOL; f++)
+    for (int t = 0; t <= DT_BOOL; t++) {
       size_t fs = dt_dtype_size((dt_dtype)f), ts = dt_dtype_size((dt_dtype)t);
       void *x = hrand((dt_dtype)f, n), *r = malloc((size_t)n * ts), *dx, *dy, *h;
       if (f <= DT_F64)
@@ -200,6 +203,38 @@ static void check_cast(void) {
       same((dt_dtype)t, h, r, n, 0, 0, what); /* conversions are exact/correctly rounded on both */
       G->free(0, dx, 0); G->free(0, dy, 0); free(x); free(r); free(h);
     }
+}
+
+/* issue 14 (h1): comparisons, every dtype, the broadcast geometries of check_binary */
+static void check_compare(void) {
+  dt_shape pairs[][2] = {
+    {dt_shape1(1000003), dt_shape1(1000003)}, {dt_shape2(300, 257), dt_shape1(257)}, {dt_shape3(7, 1, 33), dt_shape3(1, 9, 33)},
+    {dt_shape0(), dt_shape2(31, 3)},
+  };
+  for (int t = 0; t <= DT_BOOL; t++)
+    for (int op = 0; op <= DT__C_LE; op++)
+      for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
+        dt_shape so;
+        dt__bcast g;
+        int64_t na = 1, nb = 1;
+        if (dt__broadcast("check", &pairs[i][0], &pairs[i][1], &so, &g) != DT_OK) { CHECK(0, "broadcast refused"); return; }
+        for (int k = 0; k < pairs[i][0].ndim; k++) na *= pairs[i][0].dims[k];
+        for (int k = 0; k < pairs[i][1].ndim; k++) nb *= pairs[i][1].dims[k];
+        size_t es = dt_dtype_size((dt_dtype)t);
+        void *a = hrand((dt_dtype)t, na), *b = hrand((dt_dtype)t, nb), *r = malloc((size_t)g.numel);
+        if (t == DT_F32 && na > 2) { ((float *)a)[0] = NAN; ((float *)a)[1] = ((float *)b)[1 % nb]; }  /* NaN; equal values */
+        if (t == DT_F64 && na > 2) { ((double *)a)[0] = NAN; ((double *)a)[1] = ((double *)b)[1 % nb]; }
+        void *da = up(a, (size_t)na * es), *db = up(b, (size_t)nb * es), *dy, *h;
+        OK(G->alloc(0, (size_t)g.numel, &dy));
+        OK(G->compare(0, (dt__compare_op)op, (dt_dtype)t, &g, da, db, dy));
+        C->compare(0, (dt__compare_op)op, (dt_dtype)t, &g, a, b, r);
+        h = down(dy, (size_t)g.numel);
+        char what[96];
+        snprintf(what, sizeof what, "compare op %d %s ndim=%d numel=%lld", op, dt_dtype_name((dt_dtype)t), g.ndim, (long long)g.numel);
+        same(DT_BOOL, h, r, g.numel, 0, 0, what);
+        G->free(0, da, 0); G->free(0, db, 0); G->free(0, dy, 0);
+        free(a); free(b); free(r); free(h);
+      }
 }
 
 static void check_reduce(void) {
@@ -334,6 +369,68 @@ static void check_axpy_random(void) {
       same(DT_F32, h, r, n, 0, 0, normal ? "randn" : "rand"); /* bit for bit, normals too */
       G->free(0, d, 0); free(r); free(h);
     }
+  }
+}
+
+/* indexing (issue 14): copy_strided (a permute, a slice along a middle dim, a cat into a wider
+   y) and index_select (bad indices included: zeros, and reported once at the next synchronize)
+   for elements of 1, 2, 4 and 8 bytes, byte for byte against the CPU backend */
+static void check_indexing(void) {
+  static const size_t ess[] = {1, 2, 4, 8};
+  for (size_t e = 0; e < sizeof ess / sizeof *ess; e++) {
+    size_t es = ess[e];
+    int64_t nx = 40000, ny = 60000;
+    unsigned char *x = (unsigned char *)malloc((size_t)nx * es), *y = (unsigned char *)malloc((size_t)ny * es), *h;
+    for (int64_t i = 0; i < nx * (int64_t)es; i++) x[i] = (unsigned char)(urand() * 256);
+    void *dx = up(x, (size_t)nx * es), *dy;
+    /* x as (7, 13, 5, 3) permuted (2, 0, 3, 1); a slice [40:300) of dim 1 of (50, 517, 1) at offset 40 as
+       (50, 260); x (50, 400) into columns 100..499 of y (50, 600) */
+    dt__bcast gs[3];
+    memset(gs, 0, sizeof gs);
+    gs[0].ndim = 4; gs[0].numel = 7 * 13 * 5 * 3;
+    gs[0].dims[0] = 5; gs[0].dims[1] = 7; gs[0].dims[2] = 3; gs[0].dims[3] = 13;
+    gs[0].astride[0] = 3; gs[0].astride[1] = 13 * 5 * 3; gs[0].astride[2] = 1; gs[0].astride[3] = 5 * 3;
+    gs[0].bstride[0] = 7 * 3 * 13; gs[0].bstride[1] = 3 * 13; gs[0].bstride[2] = 13; gs[0].bstride[3] = 1;
+    gs[1].ndim = 2; gs[1].numel = 50 * 260;
+    gs[1].dims[0] = 50; gs[1].dims[1] = 260; gs[1].astride[0] = 517; gs[1].astride[1] = 1; gs[1].bstride[0] = 260; gs[1].bstride[1] = 1;
+    gs[2].ndim = 2; gs[2].numel = 50 * 400;
+    gs[2].dims[0] = 50; gs[2].dims[1] = 400; gs[2].astride[0] = 400; gs[2].astride[1] = 1; gs[2].bstride[0] = 600; gs[2].bstride[1] = 1;
+    for (int c = 0; c < 3; c++) {
+      size_t xoff = c == 1 ? 40 * es : 0, yoff = c == 2 ? 100 * es : 0;
+      memset(y, 0x5a, (size_t)ny * es);
+      dy = up(y, (size_t)ny * es);
+      OK(G->copy_strided(0, es, &gs[c], (char *)dx + xoff, (char *)dy + yoff));
+      C->copy_strided(0, es, &gs[c], x + xoff, y + yoff);
+      h = (unsigned char *)down(dy, (size_t)ny * es);
+      CHECK(memcmp(h, y, (size_t)ny * es) == 0, "copy_strided case %d, %zu-byte elements", c, es);
+      G->free(0, dy, 0); free(h);
+    }
+    /* index_select: x as (6, 100, 7) -> y (6, 50, 7); then a bad index: zeros, reported once */
+    {
+      int64_t idx[50];
+      for (int j = 0; j < 50; j++) idx[j] = (int64_t)(urand() * 100);
+      void *di = up(idx, sizeof idx);
+      dy = up(y, (size_t)6 * 50 * 7 * es);
+      OK(G->index_select(0, es, 6, 100, 7, (const int64_t *)di, 50, dx, dy));
+      C->index_select(0, es, 6, 100, 7, idx, 50, x, y);
+      OK(G->synchronize(0));
+      h = (unsigned char *)down(dy, (size_t)6 * 50 * 7 * es);
+      CHECK(memcmp(h, y, (size_t)6 * 50 * 7 * es) == 0, "index_select, %zu-byte elements", es);
+      free(h);
+      idx[3] = 100; idx[17] = -1; idx[49] = INT64_MIN;
+      G->free(0, di, 0);
+      di = up(idx, sizeof idx);
+      OK(G->index_select(0, es, 6, 100, 7, (const int64_t *)di, 50, dx, dy));
+      C->index_select(0, es, 6, 100, 7, idx, 50, x, y); /* the CPU backend writes zeros too */
+      CHECK(G->synchronize(0) == DT_ERR_INVALID_ARGUMENT && strstr(G->last_error(), "size 100"), "index_select's bad index: %s",
+            G->last_error());
+      OK(G->synchronize(0));
+      h = (unsigned char *)down(dy, (size_t)6 * 50 * 7 * es);
+      CHECK(memcmp(h, y, (size_t)6 * 50 * 7 * es) == 0, "index_select with bad indices, %zu-byte elements", es);
+      free(h);
+      G->free(0, di, 0); G->free(0, dy, 0);
+    }
+    G->free(0, dx, 0); free(x); free(y);
   }
 }
 
@@ -495,10 +592,12 @@ int main(int argc, char **argv) {
   check_unary(); printf("unary done\n"); fflush(stdout);
   check_binary(); printf("binary done\n"); fflush(stdout);
   check_cast(); printf("cast done\n"); fflush(stdout);
+  check_compare(); printf("compare done\n"); fflush(stdout);
   check_reduce(); printf("reduce done\n"); fflush(stdout);
   check_classification(!no_timings); printf("classification done\n"); fflush(stdout);
   check_gemm(); printf("gemm done\n"); fflush(stdout);
   check_axpy_random(); printf("axpy/random done\n"); fflush(stdout);
+  check_indexing(); printf("indexing done\n"); fflush(stdout);
   check_copies(); printf("copies done\n"); fflush(stdout);
   check_threads_and_memory(); printf("threads/memory done\n"); fflush(stdout);
   OK(G->synchronize(0));
