@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""The training of examples/fashion_mnist.c in PyTorch, for comparison (issue 14).
+
+Same data (the same .gz files, read with gzip + numpy, pixels / 255 as float32),
+same networks (softmax regression: Linear(784, 10); the MLP: Linear(784, 256),
+ReLU, Linear(256, 10)), same initial distribution (weights normal with std 0.01,
+biases zero, as D2L does), same hyperparameters (SGD, lr 0.1, batch 256, 10
+epochs, the training set shuffled each epoch, mean cross-entropy), and the same
+progress line per epoch: train loss and train accuracy (both over the epoch's
+minibatches, before each step's update), test accuracy after the epoch, seconds.
+
+  /usr/bin/python3 bench/fashion_torch.py [--epochs N] [--train N] [--test N]
+      [--model softmax|mlp|both] [--data DIR] [--device cpu|cuda] [--csv PATH]
+
+Debian's torch (CPU): run it with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset.
+"""
+import argparse
+import gzip
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+from torch import nn
+
+DEFAULT_DIR = "/usr/share/datasets/fashion-mnist"
+
+
+def read_idx(path, ndim, limit):
+    if not os.path.exists(path):
+        sys.exit(f"{path}: cannot open it: Fashion-MNIST is not installed there "
+                 "(apt-get install dataset-fashion-mnist, or give its directory with --data DIR)")
+    with gzip.open(path, "rb") as f:
+        raw = f.read()
+    if len(raw) < 4 + 4 * ndim or raw[0:3] != b"\x00\x00\x08" or raw[3] != ndim:
+        sys.exit(f"{path}: not an IDX file of unsigned bytes with {ndim} dimensions")
+    dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
+    data = np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim)
+    if data.size != int(np.prod(dims)):
+        sys.exit(f"{path}: {data.size} data bytes, the header says {int(np.prod(dims))}")
+    data = data.reshape(dims)
+    return data[:limit] if limit > 0 else data
+
+
+def load(data_dir, which, limit):
+    x = read_idx(f"{data_dir}/{which}-images-idx3-ubyte.gz", 3, limit)
+    y = read_idx(f"{data_dir}/{which}-labels-idx1-ubyte.gz", 1, limit)
+    x = torch.from_numpy(x.reshape(x.shape[0], -1).astype(np.float32) / np.float32(255))
+    return x, torch.from_numpy(y.astype(np.int64))
+
+
+def make_net(model):
+    net = nn.Sequential(nn.Linear(784, 10)) if model == "softmax" else \
+        nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
+    for m in net:
+        if isinstance(m, nn.Linear):
+            nn.init.normal_(m.weight, std=0.01)
+            nn.init.zeros_(m.bias)
+    return net
+
+
+def accuracy_count(logits, y):
+    return (logits.argmax(dim=1) == y).sum()
+
+
+def train(model, xtr, ytr, xte, yte, args, dev, csv):
+    torch.manual_seed(args.seed)
+    net = make_net(model).to(dev)
+    opt = torch.optim.SGD(net.parameters(), lr=args.lr)
+    loss_fn = nn.CrossEntropyLoss()
+    xtr, ytr, xte, yte = xtr.to(dev), ytr.to(dev), xte.to(dev), yte.to(dev)
+    n, res = xtr.shape[0], None
+    for epoch in range(args.epochs):
+        t0 = time.perf_counter()
+        net.train()
+        loss_sum = torch.zeros((), device=dev)
+        correct = torch.zeros((), dtype=torch.int64, device=dev)
+        perm = torch.randperm(n, device=dev)
+        for b in range(0, n, args.batch):
+            idx = perm[b:b + args.batch]
+            xb, yb = xtr[idx], ytr[idx]
+            out = net(xb)
+            loss = loss_fn(out, yb)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            with torch.no_grad():
+                loss_sum += loss.detach() * xb.shape[0]
+                correct += accuracy_count(out, yb)
+        net.eval()
+        with torch.no_grad():
+            test_correct = torch.zeros((), dtype=torch.int64, device=dev)
+            for b in range(0, xte.shape[0], 1024):
+                test_correct += accuracy_count(net(xte[b:b + 1024]), yte[b:b + 1024])
+        loss_v, tr_acc = loss_sum.item() / n, correct.item() / n
+        te_acc = test_correct.item() / xte.shape[0]
+        sec = time.perf_counter() - t0
+        print(f"{model:<7s} epoch {epoch + 1:2d}/{args.epochs}  train loss {loss_v:.4f}  train acc {tr_acc:.4f}"
+              f"  test acc {te_acc:.4f}  {sec:.3f} s", flush=True)
+        if csv:
+            csv.write(f"{model},{epoch + 1},{loss_v:.6f},{tr_acc:.6f},{te_acc:.6f},{sec:.6f}\n")
+        res = te_acc
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--epochs", type=int, default=10)
+    ap.add_argument("--train", type=int, default=0, help="first N training examples (0: all)")
+    ap.add_argument("--test", type=int, default=0, help="first N test examples (0: all)")
+    ap.add_argument("--model", choices=["softmax", "mlp", "both"], default="both")
+    ap.add_argument("--data", default=os.environ.get("FASHION_MNIST_DIR", DEFAULT_DIR))
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--lr", type=float, default=0.1)
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--csv", default="")
+    args = ap.parse_args()
+    dev = torch.device(args.device)
+    xtr, ytr = load(args.data, "train", args.train)
+    xte, yte = load(args.data, "t10k", args.test)
+    print(f"torch {torch.__version__} on {dev}, {torch.get_num_threads()} threads: "
+          f"{xtr.shape[0]} training and {xte.shape[0]} test examples", flush=True)
+    csv = open(args.csv, "w") if args.csv else None
+    if csv:
+        csv.write("model,epoch,train_loss,train_acc,test_acc,seconds\n")
+    for model in (["softmax", "mlp"] if args.model == "both" else [args.model]):
+        train(model, xtr, ytr, xte, yte, args, dev, csv)
+    if csv:
+        csv.close()
+
+
+if __name__ == "__main__":
+    main()
