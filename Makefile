@@ -2,6 +2,8 @@
 #   make             build the examples and tests (CPU; CUDA variants too when nvcc is found)
 #   make run         build and run examples/gpus.c (the chapter's first sections; the CPU build
 #                    when no NVIDIA driver is installed, unless CUDA=1 is given)
+#   make fashion     Fashion-MNIST: softmax regression and an MLP, 10 epochs (needs zlib1g-dev and
+#                    dataset-fashion-mnist; bench/fashion_torch.py is the same in PyTorch)
 #   make test        build and run every test; ends with "N passed, N failed, N skipped"
 #   make asan        the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make test-emu    the CUDA backend on the CPU emulator (tests/emu): the suite's GPU cases without a GPU
@@ -50,6 +52,11 @@ PYTHON  ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import numpy' 2
 HDR      := devtensor.h
 TESTS    := $(basename $(notdir $(wildcard tests/test_*.c)))
 EXAMPLES := $(basename $(notdir $(wildcard examples/*.c)))
+# examples/fashion_mnist.c needs zlib's header (apt-get install zlib1g-dev): without it, it is left out
+HAVE_ZLIB := $(shell printf '\043include <zlib.h>\nint main(void){return 0;}\n' | $(CC) -x c - -lz -o /dev/null 2>/dev/null && echo 1)
+ifneq ($(HAVE_ZLIB),1)
+  EXAMPLES := $(filter-out fashion_mnist,$(EXAMPLES))
+endif
 TEST_DEPS:= $(HDR) tests/harness.h $(wildcard tests/*.inc)
 EX_DEPS  := $(HDR) examples/timing.h
 
@@ -75,7 +82,7 @@ ifeq ($(CUDA),1)
   RUN_GPUS := $(B)/cuda/ex/gpus
   # make run without the NVIDIA driver: the CUDA build would only say "no GPU", after minutes
   # of nvcc; the CPU build runs instead (CUDA=1 on the command line builds the CUDA one anyway)
-  ifneq ($(filter run,$(MAKECMDGOALS)),)
+  ifneq ($(filter run fashion,$(MAKECMDGOALS)),)
     ifneq ($(origin CUDA),command line)
       NVIDIA_DRIVER := $(shell { test -e /proc/driver/nvidia/version || \
         { ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null; } | grep -q 'libcuda\.so\.1'; } && echo yes)
@@ -189,6 +196,12 @@ $(B)/c/test_threads $(B)/cxx/test_threads $(B)/asan/test_threads: LDLIBS += -pth
 $(B)/cuda/test_threads: CUDA_LIBS += -pthread
 $(B)/c/test_optim $(B)/cxx/test_optim $(B)/asan/test_optim $(B)/clang/test_optim: LDLIBS += -pthread
 $(B)/cuda/test_optim: CUDA_LIBS += -pthread
+# examples/fashion_mnist.c reads the gzip'd data set with zlib (apt-get install zlib1g-dev)
+FASHION_EX := $(B)/ex/fashion_mnist $(B)/cuda/ex/fashion_mnist $(EMU_DIR)/ex/fashion_mnist
+$(FASHION_EX): examples/fashion_data.h
+$(B)/ex/fashion_mnist: LDLIBS += -lz
+$(B)/cuda/ex/fashion_mnist: CUDA_LIBS += -lz
+$(EMU_DIR)/ex/fashion_mnist: EMU_LINK += -lz
 # GPU fault injection (tests/fault_gpu.c defines cudaMalloc and finds the real one with dlsym)
 $(B)/bench_gpu: gpubench_CMD += -isystem $(CUDA_HOME)/include
 $(B)/fuzz/fuzz_safetensors $(B)/fuzz/replay_safetensors: tests/fuzz/nest_decode.h
@@ -231,7 +244,7 @@ $(TSAN_EMU)/devtensor_cuda.o: devtensor_cuda.cu $(HDR) $(EMU_HDRS) | $$(@D)
 	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas -O1 -g -fsanitize=thread -fPIC -ffp-contract=off -DDTEMU -Itests/emu -I. -c $< -o $@
 
 # ---- what make runs ----
-.PHONY: all run test asan test-emu bench bench-cblas bench-gpu fault fuzz fuzz-replay tsan valgrind clean
+.PHONY: all run fashion test asan test-emu bench bench-cblas bench-gpu fault fuzz fuzz-replay tsan valgrind clean
 all: $(C_TESTS) $(CXX_TESTS) $(B)/clang/test_vmath $(EX_BINS) $(B)/static_unit $(B)/two_units $(CUDA_ALL)
 
 run: $(RUN_GPUS)
@@ -245,6 +258,26 @@ test: all lib
 
 asan: $(ASAN_TESTS)
 	@ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 sh tests/run.sh $(ASAN_TESTS)
+
+# Fashion-MNIST (issue 14): softmax regression and the MLP, 10 epochs each, on cuda:0 or the CPU
+# (the build make run picks); the data set: apt-get install dataset-fashion-mnist
+FASHION_BIN := $(if $(filter $(B)/cuda/ex/gpus,$(RUN_GPUS)),$(B)/cuda/ex/fashion_mnist,$(B)/ex/fashion_mnist)
+# what a fresh Debian machine lacks is installed when make runs as root with apt-get
+FASHION_DATA := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
+FASHION_NEED := $(if $(filter fashion,$(MAKECMDGOALS)),$(if $(HAVE_ZLIB),,zlib1g-dev) $(if $(FASHION_MNIST_DIR)$(wildcard $(FASHION_DATA)),,dataset-fashion-mnist))
+ifneq ($(strip $(FASHION_NEED)),)
+  $(shell [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && { apt-get update -qq && apt-get install -y -qq $(FASHION_NEED); } >/dev/null 2>&1)
+  HAVE_ZLIB := $(shell printf '\043include <zlib.h>\nint main(void){return 0;}\n' | $(CC) -x c - -lz -o /dev/null 2>/dev/null && echo 1)
+endif
+ifeq ($(HAVE_ZLIB),1)
+fashion: $(FASHION_BIN)
+	@test -n "$$FASHION_MNIST_DIR" || test -f $(FASHION_DATA) || \
+	  { echo "make fashion: Fashion-MNIST is not installed: apt-get install dataset-fashion-mnist (or set FASHION_MNIST_DIR)"; exit 1; }
+	./$(FASHION_BIN) --csv $(B)/fashion_mnist.csv
+else
+fashion:
+	@echo "make fashion: zlib's header is missing: apt-get install zlib1g-dev"; exit 1
+endif
 
 # fault_gpu first: the longest program, started while the others share the second job
 test-emu: $(EMU_TESTS) $(EMU_DIR)/fault_gpu $(EMU_DIR)/ctx_check $(EMU_DIR)/no_driver $(EMU_EX) $(EMU_DIR)/gpu_check $(EMU_DIR)/bench/bench_gpu $(EMU_DIR)/bench/bench_train

@@ -315,8 +315,21 @@ DTDEF dt_status  dt_module_save(const dt_module *m, const char *path);   /* safe
 DTDEF dt_status  dt_module_load(dt_module *m, const char *path);         /* into params on the module's device */
 
 /* The chapter's Trainer(max_epochs, num_gpus): keeps min(num_gpus, dt_num_gpus()) GPUs,
-   moves the model and each minibatch to the first, sums the loss on the device and
-   reads it once per epoch. */
+   moves the model and each minibatch to the first, sums the loss (and for classification
+   the right answers) on the device and reads them once per epoch.
+   Regression: loss_fn DT_LOSS_MSE, y (n, out) of X's dtype. Classification: loss_fn
+   DT_LOSS_CROSS_ENTROPY, the model's output (n, classes) are logits, y holds int64 class
+   labels (n,). X on tr->device: minibatches are gathered there (dt_index_select of a
+   shuffled order); X on the CPU while training on a GPU: gathered on the host, and the
+   next minibatch is gathered and copied while the current step computes. */
+typedef enum dt_loss_fn { DT_LOSS_MSE = 0, DT_LOSS_CROSS_ENTROPY = 1 } dt_loss_fn;
+typedef struct dt_epoch_result {
+  int    epoch;                  /* 1, 2, ... */
+  double loss;                   /* mean training loss over the epoch (each minibatch before its step) */
+  double train_acc;              /* fraction of the training examples classified right, likewise; NaN for MSE */
+  double val_loss, val_acc;      /* on the validation set after the epoch; NaN without one (val_acc: also for MSE) */
+  double seconds;                /* wall-clock time of the epoch, its validation included */
+} dt_epoch_result;
 typedef struct dt_trainer {
   int       max_epochs;
   int       num_gpus;            /* GPUs kept: min(asked, available) */
@@ -328,11 +341,23 @@ typedef struct dt_trainer {
   int       epochs_run;
   double    epoch_loss[64];      /* mean training loss of each epoch (the first 64) */
   double    last_loss;           /* mean training loss of the last epoch */
+  /* h5 (issue 14): classification, an optimizer, validation, per-epoch results */
+  dt_loss_fn loss_fn;            /* DT_LOSS_MSE (default) or DT_LOSS_CROSS_ENTROPY */
+  struct dt_optimizer *optimizer;/* borrowed, made on the same module (dt_sgd, dt_adam, ...); NULL: dt_sgd_step(m, lr) */
+  void (*on_epoch)(const struct dt_trainer *tr, const dt_epoch_result *r, void *user); /* after each epoch; may be NULL */
+  void     *user;                /* handed to on_epoch */
+  dt_epoch_result last;          /* the last epoch's results */
+  dt_epoch_result epochs[64];    /* each epoch's results (the first 64) */
 } dt_trainer;
 DTDEF dt_status  dt_trainer_init(dt_trainer *tr, int max_epochs, int num_gpus);
 DTDEF dt_status  dt_trainer_prepare_model(dt_trainer *tr, dt_module *m);
 DTDEF dt_tensor *dt_trainer_prepare_batch(dt_trainer *tr, const dt_tensor *batch); /* on tr->device */
-DTDEF dt_status  dt_trainer_fit(dt_trainer *tr, dt_module *m, const dt_tensor *X, const dt_tensor *y); /* MSE + SGD */
+DTDEF dt_status  dt_trainer_fit(dt_trainer *tr, dt_module *m, const dt_tensor *X, const dt_tensor *y); /* no validation set */
+/* h5 (issue 14) */
+DTDEF dt_status  dt_trainer_fit_val(dt_trainer *tr, dt_module *m, const dt_tensor *X, const dt_tensor *y,
+                                    const dt_tensor *X_val, const dt_tensor *y_val); /* X_val, y_val: NULL for none */
+DTDEF dt_status  dt_trainer_evaluate(dt_trainer *tr, dt_module *m, const dt_tensor *X, const dt_tensor *y,
+                                     double *loss, double *accuracy); /* no grad, on tr->device, one read; either out may be NULL */
 DTDEF void       dt_trainer_free(dt_trainer *tr);
 
 /* ---- api: optimizers (and torch.no_grad) ---- */
@@ -4541,93 +4566,366 @@ static void dt__shuffle(int64_t *idx, int64_t n) {
   }
 }
 
-/* One step on a minibatch that is on the trainer's device: forward, MSE,
-   backward, SGD; adds rows * loss to `acc` on the device. */
-static dt_status dt__train_step(dt_trainer *tr, dt_module *m, dt_tensor *xb, dt_tensor *yb, dt_tensor *acc) {
-  dt_tensor *pred, *loss = NULL, *g = NULL;
-  dt_status s = DT_ERR_BACKEND;
+/* Wall-clock seconds, for the epochs' times. */
+#if defined(_WIN32) && !defined(__MINGW32__)
+#include <time.h>
+static double dt__wall_seconds(void) { return (double)clock() / CLOCKS_PER_SEC; } /* wall time on Windows */
+#else
+#include <sys/time.h>
+static double dt__wall_seconds(void) {
+  struct timeval tv;
+  gettimeofday(&tv, NULL);
+  return (double)tv.tv_sec + 1e-6 * (double)tv.tv_usec;
+}
+#endif
+
+/* A data set as the trainer reads it: y on the device; X on the device (rows
+   gathered there), or on the host when the trainer runs on a GPU and X is on the
+   CPU (rows gathered on the host, each minibatch copied). */
+typedef struct dt__tr_data {
+  const dt_tensor *X;   /* as given */
+  dt_tensor *Xd;        /* X on the device; NULL: gathered on the host */
+  dt_tensor *yd;        /* y on the device */
+  int64_t n;
+} dt__tr_data;
+
+/* The sums of an epoch or an evaluation, on the device: loss * rows (X's dtype)
+   and right answers (int64; classification only). */
+typedef struct dt__tr_sums { dt_tensor *loss, *right; } dt__tr_sums;
+
+static void dt__tr_data_free(dt__tr_data *d) { dt_release(d->Xd); dt_release(d->yd); d->Xd = d->yd = NULL; }
+static void dt__tr_sums_free(dt__tr_sums *s) { dt_release(s->loss); dt_release(s->right); s->loss = s->right = NULL; }
+
+static dt_status dt__tr_data_init(dt_trainer *tr, const dt_tensor *X, const dt_tensor *y, dt__tr_data *d) {
+  int host = X->st->device.type == DT_CPU && tr->device.type != DT_CPU;
+  d->X = X; d->n = X->shape.dims[0];
+  d->Xd = host ? NULL : dt_to((dt_tensor *)X, tr->device);
+  d->yd = (host || d->Xd) ? dt_to((dt_tensor *)y, tr->device) : NULL;
+  if ((!host && !d->Xd) || !d->yd) { dt__tr_data_free(d); return dt_last_status(); }
+  return DT_OK;
+}
+
+static dt_status dt__tr_sums_init(const char *op, dt_trainer *tr, const dt_tensor *X, dt__tr_sums *s) {
+  s->right = NULL;
+  if (!(s->loss = dt__filled(op, dt_shape0(), X->dtype, 0.0, tr->device))) return dt_last_status();
+  if (tr->loss_fn == DT_LOSS_CROSS_ENTROPY && !(s->right = dt__filled(op, dt_shape0(), DT_I64, 0.0, tr->device))) {
+    dt__tr_sums_free(s);
+    return dt_last_status();
+  }
+  return DT_OK;
+}
+
+/* Rows [b, b + rows) of the data set on the device: in the order `perm_d` (I64 on the
+   device; `perm_h` the same order on the CPU, for host gathering), or in order when
+   perm_d is NULL. */
+static dt_status dt__tr_batch(dt_trainer *tr, const dt__tr_data *d, const dt_tensor *perm_d, const dt_tensor *perm_h,
+                              int64_t b, int64_t rows, dt_tensor **xb, dt_tensor **yb) {
+  dt_tensor *idx = NULL, *xh = NULL;
+  *xb = *yb = NULL;
+  if (perm_d) {
+    if ((idx = dt_slice(perm_d, 0, b, b + rows)) && (*yb = dt_index_select(d->yd, 0, idx))) {
+      if (d->Xd) *xb = dt_index_select(d->Xd, 0, idx);
+      else {
+        dt_tensor *ih = dt_slice(perm_h, 0, b, b + rows);
+        xh = ih ? dt_index_select(d->X, 0, ih) : NULL;
+        dt_release(ih);
+      }
+    }
+  } else if ((*yb = dt_slice(d->yd, 0, b, b + rows))) {
+    if (d->Xd) *xb = dt_slice(d->Xd, 0, b, b + rows);
+    else xh = dt_slice(d->X, 0, b, b + rows);
+  }
+  /* the host rows go to the device: queued behind the work already queued there,
+     returning once xh has been read (the CUDA backend stages pageable memory) */
+  if (xh) *xb = dt_trainer_prepare_batch(tr, xh);
+  dt_release(idx); dt_release(xh);
+  if (!*xb || !*yb) { dt_release(*xb); dt_release(*yb); *xb = *yb = NULL; return dt_last_status(); }
+  return DT_OK;
+}
+
+/* Adds rows * loss(pred, yb) and (classification) the right answers to `sums`, on the device. */
+static dt_status dt__tr_accumulate(dt_trainer *tr, const dt_tensor *pred, const dt_tensor *yb, dt__tr_sums *sums) {
+  dt_tensor *loss = tr->loss_fn == DT_LOSS_CROSS_ENTROPY ? dt_cross_entropy(pred, yb) : dt_mse_loss(pred, yb);
+  dt_status s = loss ? dt_axpy_(sums->loss, (double)pred->shape.dims[0], loss) : dt_last_status();
+  dt_release(loss);
+  if (s == DT_OK && sums->right) {
+    dt_tensor *am = dt_argmax(pred, 1), *eq = am ? dt_eq(am, yb) : NULL, *c = eq ? dt_sum(eq) : NULL;
+    dt_tensor *t = c ? dt_add(sums->right, c) : NULL;
+    if (t) { dt_release(sums->right); sums->right = t; } else s = dt_last_status();
+    dt_release(am); dt_release(eq); dt_release(c);
+  }
+  return s;
+}
+
+/* One training step on a minibatch on the device: forward, loss (summed into `sums`,
+   with the right answers), backward, the optimizer's step (plain SGD without one).
+   Nothing here waits for the device. */
+static dt_status dt__trainer_step(dt_trainer *tr, dt_module *m, const dt_tensor *xb, const dt_tensor *yb, dt__tr_sums *sums) {
+  dt_tensor *pred, *g = NULL;
+  dt_status s;
   if (!(pred = dt_forward(m, xb))) return dt_last_status();
-  /* the minibatch needs no gradient: dt_backward_params skips the first layer's g W */
-  if ((loss = dt_mse_loss(pred, yb)) && dt_axpy_(acc, (double)dt_dim(xb, 0), loss) == DT_OK &&
-      (g = dt_mse_loss_grad(pred, yb)) && dt_zero_grad(m) == DT_OK && dt_backward_params(m, g) == DT_OK)
-    s = dt_sgd_step(m, tr->lr);
-  else
-    s = dt_last_status();
-  dt_release(pred); dt_release(loss); dt_release(g);
+  if ((s = dt__tr_accumulate(tr, pred, yb, sums)) == DT_OK) {
+    g = tr->loss_fn == DT_LOSS_CROSS_ENTROPY ? dt_cross_entropy_grad(pred, yb) : dt_mse_loss_grad(pred, yb);
+    /* the minibatch needs no gradient: dt_backward_params skips the first layer's g W */
+    if (!g || dt_zero_grad(m) != DT_OK || dt_backward_params(m, g) != DT_OK) s = dt_last_status();
+    else s = tr->optimizer ? dt_optimizer_step(tr->optimizer) : dt_sgd_step(m, tr->lr);
+  }
+  dt_release(pred); dt_release(g);
+  return s;
+}
+
+/* One epoch over the data in a fresh shuffled order; sums on the device, nothing read.
+   The order goes to the device once; minibatch k + 1 is gathered (and, from the host,
+   copied) right after step k is queued, so it is ready when step k finishes and the
+   host never waits for the device. */
+static dt_status dt__trainer_epoch(const char *op, dt_trainer *tr, dt_module *m, const dt__tr_data *d, int64_t *idx,
+                                   dt__tr_sums *sums) {
+  int64_t n = d->n, bs = tr->batch_size, b;
+  dt_tensor *perm_h, *perm_d = NULL, *xb = NULL, *yb = NULL;
+  dt_status s = DT_OK;
+  dt__shuffle(idx, n);
+  if (!(perm_h = dt_from_blob(idx, dt_shape1(n), DT_I64, dt_cpu(), NULL, NULL))) return dt_last_status();
+  if (!(perm_d = dt_to(perm_h, d->Xd ? d->Xd->st->device : tr->device))) { s = dt_last_status(); goto done; }
+  (void)op;
+  if (n > 0 && (s = dt__tr_batch(tr, d, perm_d, perm_h, 0, bs < n ? bs : n, &xb, &yb)) != DT_OK) goto done;
+  for (b = 0; b < n; b += bs) {
+    dt_tensor *x = xb, *y = yb;
+    s = dt__trainer_step(tr, m, x, y, sums);
+    xb = yb = NULL;
+    if (s == DT_OK && b + bs < n) s = dt__tr_batch(tr, d, perm_d, perm_h, b + bs, n - (b + bs) < bs ? n - (b + bs) : bs, &xb, &yb);
+    dt_release(x); dt_release(y);
+    if (s != DT_OK) break;
+  }
+done:
+  dt_release(xb); dt_release(yb);
+  dt_release(perm_d); dt_release(perm_h);
+  return s;
+}
+
+/* The loss and right answers of the model on a data set, in order, without
+   gradients (no activations kept); sums on the device, nothing read. */
+static dt_status dt__trainer_eval(dt_trainer *tr, dt_module *m, const dt__tr_data *d, dt__tr_sums *sums) {
+  int64_t n = d->n, bs = tr->batch_size, b;
+  int was = dt_set_grad_enabled(0);
+  dt_status s = DT_OK;
+  for (b = 0; b < n && s == DT_OK; b += bs) {
+    dt_tensor *xb, *yb, *pred;
+    if ((s = dt__tr_batch(tr, d, NULL, NULL, b, n - b < bs ? n - b : bs, &xb, &yb)) != DT_OK) break;
+    if ((pred = dt_forward(m, xb)) != NULL) s = dt__tr_accumulate(tr, pred, yb, sums);
+    else s = dt_last_status();
+    dt_release(pred); dt_release(xb); dt_release(yb);
+  }
+  dt_set_grad_enabled(was);
+  return s;
+}
+
+/* The sums of up to two dt__tr_sums, read to the host in one copy: out[0..3] =
+   a.loss, a.right, b.loss, b.right (NaN where absent). */
+static dt_status dt__tr_read(const char *op, const dt__tr_sums *a, const dt__tr_sums *b, double out[4]) {
+  const dt_tensor *src[4];
+  dt_tensor *parts[4], *all = NULL;
+  double raw[4];
+  int k = 0, i, j;
+  dt_status s = DT_OK;
+  src[0] = a->loss; src[1] = a->right; src[2] = b ? b->loss : NULL; src[3] = b ? b->right : NULL;
+  for (i = 0; i < 4; i++) {
+    dt_tensor *c;
+    out[i] = NAN;
+    if (!src[i]) continue;
+    c = dt_cast(src[i], DT_F64);
+    parts[k] = c ? dt_reshape(c, dt_shape1(1)) : NULL;
+    dt_release(c);
+    if (!parts[k]) { s = dt_last_status(); break; }
+    k++;
+  }
+  if (s == DT_OK && !(all = k == 1 ? dt_retain(parts[0]) : dt_cat((const dt_tensor *const *)parts, k, 0))) s = dt_last_status();
+  /* the one read */
+  if (s == DT_OK) s = dt_to_host(all, raw, sizeof(double) * (size_t)k);
+  for (i = 0, j = 0; s == DT_OK && i < 4; i++)
+    if (src[i]) out[i] = raw[j++];
+  for (i = 0; i < k; i++) dt_release(parts[i]);
+  dt_release(all);
+  (void)op;
+  return s;
+}
+
+/* (X, y) as loss_fn needs them: MSE, X (n, in) float and y (n, out) of its dtype;
+   cross-entropy, X (n, in) float and y (n,) int64 labels; on one device. */
+static dt_status dt__trainer_check_xy(const char *op, const dt_trainer *tr, const char *xn, const dt_tensor *X,
+                                      const char *yn, const dt_tensor *y) {
+  dt_status s;
+  char a[200], c[200];
+  if ((s = dt__check_tensor(op, xn, X)) != DT_OK || (s = dt__check_tensor(op, yn, y)) != DT_OK) return s;
+  if ((s = dt__same_device(op, xn, X, yn, y)) != DT_OK) return s;
+  if (tr->loss_fn == DT_LOSS_CROSS_ENTROPY) {
+    if (X->shape.ndim != 2 || y->shape.ndim != 1 || X->shape.dims[0] != y->shape.dims[0])
+      return dt__fail(DT_ERR_SHAPE, "%s: expected %s (n, in) and %s (n,) of class labels for the cross-entropy loss, got %s and %s",
+                      op, xn, yn, dt__shape_str(&X->shape, a, sizeof a), dt__shape_str(&y->shape, c, sizeof c));
+    if (y->dtype != DT_I64)
+      return dt__fail(DT_ERR_DTYPE, "%s: expected %s to hold int64 class labels for the cross-entropy loss, got %s (convert with dt_cast)",
+                      op, yn, dt_dtype_name(y->dtype));
+    return dt__float_only(op, xn, X);
+  }
+  if ((s = dt__same_dtype(op, xn, X, yn, y)) != DT_OK) return s;
+  if (X->shape.ndim != 2 || y->shape.ndim != 2 || X->shape.dims[0] != y->shape.dims[0])
+    return dt__fail(DT_ERR_SHAPE, "%s: expected %s (n, in) and %s (n, out), got %s and %s", op, xn, yn,
+                    dt__shape_str(&X->shape, a, sizeof a), dt__shape_str(&y->shape, c, sizeof c));
+  return dt__float_only(op, xn, X);
+}
+
+/* The labels of y (int64, on any device) in [0, classes): checked once, on the host,
+   before the first step (the loss would otherwise see them on the device). -1: none. */
+static dt_status dt__trainer_label_range(const char *op, const char *yn, const dt_tensor *y, int64_t *lo, int64_t *hi) {
+  int64_t *h, i;
+  dt_status s;
+  *lo = 0; *hi = -1;
+  if (y->numel == 0) return DT_OK;
+  if (!(h = (int64_t *)DT_MALLOC(y->nbytes))) return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host reading %s", op, yn);
+  if ((s = dt_to_host(y, h, y->nbytes)) == DT_OK) {
+    *lo = *hi = h[0];
+    for (i = 1; i < y->numel; i++) { if (h[i] < *lo) *lo = h[i]; if (h[i] > *hi) *hi = h[i]; }
+    if (*lo < 0) s = dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s holds the class label %lld; labels must be >= 0", op, yn, (long long)*lo);
+  }
+  DT_FREE(h);
+  return s;
+}
+
+static dt_status dt__trainer_check(const char *op, dt_trainer *tr, dt_module *m) {
+  if (!tr) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: tr is NULL", op);
+  if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op);
+  if (tr->loss_fn != DT_LOSS_MSE && tr->loss_fn != DT_LOSS_CROSS_ENTROPY)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: loss_fn must be DT_LOSS_MSE or DT_LOSS_CROSS_ENTROPY, got %d", op, (int)tr->loss_fn);
+  if (tr->batch_size <= 0) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: batch_size must be positive, got %lld", op, (long long)tr->batch_size);
+  return DT_OK;
+}
+
+/* After the first forward: the model's classes against the labels' largest. */
+static dt_status dt__trainer_check_classes(const char *op, dt_module *m, const dt__tr_data *d, int64_t hi, const char *yn) {
+  dt_tensor *xb, *pred;
+  int64_t classes;
+  int was;
+  if (hi < 0 || d->n == 0) return DT_OK;
+  was = dt_set_grad_enabled(0);
+  xb = d->Xd ? dt_slice(d->Xd, 0, 0, 1) : NULL;
+  if (!d->Xd) { dt_tensor *xh = dt_slice(d->X, 0, 0, 1); xb = xh ? dt_to(xh, dt_module_device(m)) : NULL; dt_release(xh); }
+  pred = xb ? dt_forward(m, xb) : NULL;
+  dt_set_grad_enabled(was);
+  dt_release(xb);
+  if (!pred) return dt_last_status();
+  classes = pred->shape.ndim == 2 ? pred->shape.dims[1] : -1;
+  dt_release(pred);
+  if (classes < 0) return dt__fail(DT_ERR_SHAPE, "%s: the model's output must be (n, classes) for the cross-entropy loss", op);
+  if (hi >= classes)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s holds the class label %lld, but the model has %lld outputs (classes 0..%lld)",
+                    op, yn, (long long)hi, (long long)classes, (long long)classes - 1);
+  return DT_OK;
+}
+
+static dt_status dt__trainer_fit(const char *op, dt_trainer *tr, dt_module *m, const dt_tensor *X, const dt_tensor *y,
+                                 const dt_tensor *Xv, const dt_tensor *yv) {
+  dt__tr_data d, dv;
+  dt__tr_sums sums, vs;
+  int64_t *idx = NULL, lo, hi, vlo, vhi;
+  int epoch, val = Xv || yv;
+  dt_status s;
+  memset(&d, 0, sizeof d); memset(&dv, 0, sizeof dv); memset(&sums, 0, sizeof sums); memset(&vs, 0, sizeof vs);
+  if ((s = dt__trainer_check(op, tr, m)) != DT_OK) return s;
+  if ((s = dt__trainer_check_xy(op, tr, "X", X, "y", y)) != DT_OK) return s;
+  if (val) {
+    char a[200], c[200];
+    if ((s = dt__trainer_check_xy(op, tr, "X_val", Xv, "y_val", yv)) != DT_OK) return s;
+    if (Xv->dtype != X->dtype || Xv->shape.dims[1] != X->shape.dims[1] ||
+        (y->shape.ndim == 2 && yv->shape.dims[1] != y->shape.dims[1]))
+      return dt__fail(DT_ERR_SHAPE, "%s: expected X_val and y_val with X's and y's columns and dtype, got X %s %s and X_val %s %s", op,
+                      dt__shape_str(&X->shape, a, sizeof a), dt_dtype_name(X->dtype), dt__shape_str(&Xv->shape, c, sizeof c),
+                      dt_dtype_name(Xv->dtype));
+  }
+  if ((uint64_t)X->shape.dims[0] >= (uint64_t)(SIZE_MAX / sizeof(int64_t)))  /* the shuffle's index: 8 bytes a row */
+    return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host: X has %lld rows, and an index of 8 bytes a row "
+                    "to shuffle them does not fit in memory", op, (long long)X->shape.dims[0]);
+  if (tr->loss_fn == DT_LOSS_CROSS_ENTROPY) {
+    if ((s = dt__trainer_label_range(op, "y", y, &lo, &hi)) != DT_OK) return s;
+    if (val && (s = dt__trainer_label_range(op, "y_val", yv, &vlo, &vhi)) != DT_OK) return s;
+  } else {
+    hi = vhi = -1;
+  }
+  if ((s = dt_trainer_prepare_model(tr, m)) != DT_OK) return s;
+  if (!(idx = (int64_t *)DT_MALLOC(sizeof(int64_t) * (size_t)(X->shape.dims[0] + 1))))
+    return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+  if ((s = dt__tr_data_init(tr, X, y, &d)) != DT_OK) goto done;
+  if (val && (s = dt__tr_data_init(tr, Xv, yv, &dv)) != DT_OK) goto done;
+  if ((s = dt__trainer_check_classes(op, m, &d, hi, "y")) != DT_OK) goto done;
+  if (val && (s = dt__trainer_check_classes(op, m, &dv, vhi, "y_val")) != DT_OK) goto done;
+  if ((s = dt__tr_sums_init(op, tr, X, &sums)) != DT_OK) goto done;
+  if (val && (s = dt__tr_sums_init(op, tr, X, &vs)) != DT_OK) goto done;
+  for (epoch = 0; epoch < tr->max_epochs; epoch++) {
+    double t0 = dt__wall_seconds(), v[4];
+    dt_epoch_result r;
+    if ((s = dt__trainer_epoch(op, tr, m, &d, idx, &sums)) != DT_OK) goto done;
+    if (val && (s = dt__trainer_eval(tr, m, &dv, &vs)) != DT_OK) goto done;
+    if ((s = dt__tr_read(op, &sums, val ? &vs : NULL, v)) != DT_OK) goto done;
+    r.epoch = epoch + 1;
+    r.loss = v[0] / (double)d.n;
+    r.train_acc = v[1] / (double)d.n;
+    r.val_loss = val ? v[2] / (double)dv.n : NAN;
+    r.val_acc = val ? v[3] / (double)dv.n : NAN;
+    r.seconds = dt__wall_seconds() - t0;
+    if (epoch < 64) { tr->epoch_loss[epoch] = r.loss; tr->epochs[epoch] = r; }
+    tr->last_loss = r.loss;
+    tr->last = r;
+    tr->epochs_run = epoch + 1;
+    if (!tr->quiet) {
+      char dn[48];
+      printf("epoch %d/%d, loss %.6f", epoch + 1, tr->max_epochs, r.loss);
+      if (tr->loss_fn == DT_LOSS_CROSS_ENTROPY) printf(", train acc %.4f", r.train_acc);
+      if (val) printf(tr->loss_fn == DT_LOSS_CROSS_ENTROPY ? ", val loss %.6f, val acc %.4f" : ", val loss %.6f", r.val_loss, r.val_acc);
+      printf(", on %s\n", dt_device_str(tr->device, dn, sizeof dn));
+      fflush(stdout);
+    }
+    if (tr->on_epoch) tr->on_epoch(tr, &r, tr->user);
+    if ((s = dt_fill_(sums.loss, 0)) != DT_OK || (sums.right && (s = dt_fill_(sums.right, 0)) != DT_OK)) goto done;
+    if (val && ((s = dt_fill_(vs.loss, 0)) != DT_OK || (vs.right && (s = dt_fill_(vs.right, 0)) != DT_OK))) goto done;
+  }
+done:
+  dt__tr_sums_free(&sums); dt__tr_sums_free(&vs);
+  dt__tr_data_free(&d); dt__tr_data_free(&dv);
+  if (idx) DT_FREE(idx);
   return s;
 }
 
 DTDEF dt_status dt_trainer_fit(dt_trainer *tr, dt_module *m, const dt_tensor *X, const dt_tensor *y) {
-  const char *op = "dt_trainer_fit";
-  int64_t n, fx, fy, bs, b, r, *idx = NULL;
-  size_t es;
-  unsigned char *xh = NULL, *yh = NULL, *xbh = NULL, *ybh = NULL;
-  dt_tensor *acc = NULL;
-  dt_status s = DT_OK;
-  int epoch;
-  if (!tr) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: tr is NULL", op);
-  if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op);
-  if ((s = dt__check_tensor(op, "X", X)) != DT_OK || (s = dt__check_tensor(op, "y", y)) != DT_OK) return s;
-  if ((s = dt__same_device(op, "X", X, "y", y)) != DT_OK || (s = dt__same_dtype(op, "X", X, "y", y)) != DT_OK) return s;
-  if (X->shape.ndim != 2 || y->shape.ndim != 2 || X->shape.dims[0] != y->shape.dims[0]) {
-    char a[200], c[200];
-    return dt__fail(DT_ERR_SHAPE, "%s: expected X (n, in) and y (n, out), got %s and %s", op,
-                    dt__shape_str(&X->shape, a, sizeof a), dt__shape_str(&y->shape, c, sizeof c));
-  }
-  if ((s = dt__float_only(op, "X", X)) != DT_OK) return s;
-  if (tr->batch_size <= 0) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: batch_size must be positive, got %lld", op, (long long)tr->batch_size);
-  if ((uint64_t)X->shape.dims[0] >= (uint64_t)(SIZE_MAX / sizeof(int64_t)))  /* the shuffle's index: 8 bytes a row */
-    return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host: X has %lld rows, and an index of 8 bytes a row "
-                    "to shuffle them does not fit in memory", op, (long long)X->shape.dims[0]);
+  return dt__trainer_fit("dt_trainer_fit", tr, m, X, y, NULL, NULL);
+}
+
+DTDEF dt_status dt_trainer_fit_val(dt_trainer *tr, dt_module *m, const dt_tensor *X, const dt_tensor *y,
+                                   const dt_tensor *X_val, const dt_tensor *y_val) {
+  const char *op = "dt_trainer_fit_val";
+  if (tr && m && X && y && (!X_val) != (!y_val))
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: give X_val and y_val both or neither, got X_val %s and y_val %s", op,
+                    X_val ? "set" : "NULL", y_val ? "set" : "NULL");
+  return dt__trainer_fit(op, tr, m, X, y, X_val, y_val);
+}
+
+DTDEF dt_status dt_trainer_evaluate(dt_trainer *tr, dt_module *m, const dt_tensor *X, const dt_tensor *y,
+                                    double *loss, double *accuracy) {
+  const char *op = "dt_trainer_evaluate";
+  dt__tr_data d;
+  dt__tr_sums sums;
+  int64_t lo, hi = -1;
+  double v[4];
+  dt_status s;
+  memset(&d, 0, sizeof d); memset(&sums, 0, sizeof sums);
+  if ((s = dt__trainer_check(op, tr, m)) != DT_OK || (s = dt__trainer_check_xy(op, tr, "X", X, "y", y)) != DT_OK) return s;
+  if (tr->loss_fn == DT_LOSS_CROSS_ENTROPY && (s = dt__trainer_label_range(op, "y", y, &lo, &hi)) != DT_OK) return s;
   if ((s = dt_trainer_prepare_model(tr, m)) != DT_OK) return s;
-  n = X->shape.dims[0]; fx = X->shape.dims[1]; fy = y->shape.dims[1];
-  es = dt_dtype_size(X->dtype);
-  bs = tr->batch_size < n ? tr->batch_size : n;
-  /* the data set stays on the host; each minibatch is gathered there and moved */
-  xh = (unsigned char *)DT_MALLOC(X->nbytes + 1); yh = (unsigned char *)DT_MALLOC(y->nbytes + 1);
-  xbh = (unsigned char *)DT_MALLOC((size_t)(bs * fx) * es + 1); ybh = (unsigned char *)DT_MALLOC((size_t)(bs * fy) * es + 1);
-  idx = (int64_t *)DT_MALLOC(sizeof(int64_t) * (size_t)(n + 1));
-  if (!xh || !yh || !xbh || !ybh || !idx) { s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); goto done; }
-  if ((s = dt_to_host(X, xh, X->nbytes)) != DT_OK || (s = dt_to_host(y, yh, y->nbytes)) != DT_OK) goto done;
-  if (!(acc = dt__filled(op, dt_shape0(), X->dtype, 0.0, tr->device))) { s = dt_last_status(); goto done; }
-  for (epoch = 0; epoch < tr->max_epochs; epoch++) {
-    double total, raw[1];
-    dt__shuffle(idx, n);
-    for (b = 0; b < n; b += bs) {
-      int64_t rows = n - b < bs ? n - b : bs;
-      dt_tensor *xc, *yc, *xb, *yb;
-      for (r = 0; r < rows; r++) {
-        memcpy(xbh + (size_t)(r * fx) * es, xh + (size_t)(idx[b + r] * fx) * es, (size_t)fx * es);
-        memcpy(ybh + (size_t)(r * fy) * es, yh + (size_t)(idx[b + r] * fy) * es, (size_t)fy * es);
-      }
-      xc = dt_from_data(xbh, dt_shape2(rows, fx), X->dtype, dt_cpu());
-      yc = dt_from_data(ybh, dt_shape2(rows, fy), X->dtype, dt_cpu());
-      xb = xc ? dt_trainer_prepare_batch(tr, xc) : NULL;
-      yb = yc ? dt_trainer_prepare_batch(tr, yc) : NULL;
-      s = xb && yb ? dt__train_step(tr, m, xb, yb, acc) : dt_last_status();
-      dt_release(xc); dt_release(yc); dt_release(xb); dt_release(yb);
-      if (s != DT_OK) goto done;
-    }
-    /* the one read of the epoch */
-    if ((s = dt_to_host(acc, raw, sizeof raw)) != DT_OK) goto done;
-    total = dt__host_value(raw, acc->dtype, 0);
-    if (epoch < 64) tr->epoch_loss[epoch] = total / (double)n;
-    tr->last_loss = total / (double)n;
-    tr->epochs_run = epoch + 1;
-    if (!tr->quiet) {
-      char d[48];
-      printf("epoch %d/%d, loss %.6f, on %s\n", epoch + 1, tr->max_epochs, total / (double)n, dt_device_str(tr->device, d, sizeof d));
-      fflush(stdout);
-    }
-    if ((s = dt_fill_(acc, 0)) != DT_OK) goto done;
+  if ((s = dt__tr_data_init(tr, X, y, &d)) == DT_OK && (s = dt__trainer_check_classes(op, m, &d, hi, "y")) == DT_OK &&
+      (s = dt__tr_sums_init(op, tr, X, &sums)) == DT_OK && (s = dt__trainer_eval(tr, m, &d, &sums)) == DT_OK &&
+      (s = dt__tr_read(op, &sums, NULL, v)) == DT_OK) {
+    if (loss) *loss = v[0] / (double)d.n;
+    if (accuracy) *accuracy = v[1] / (double)d.n;
   }
-done:
-  dt_release(acc);
-  if (xh) DT_FREE(xh);
-  if (yh) DT_FREE(yh);
-  if (xbh) DT_FREE(xbh);
-  if (ybh) DT_FREE(ybh);
-  if (idx) DT_FREE(idx);
+  dt__tr_sums_free(&sums);
+  dt__tr_data_free(&d);
   return s;
 }
 

@@ -42,6 +42,19 @@ run ex2_params_io "$dir/ex2_params_io" "$tmp/ex2.safetensors"
 expect_fail "ex2_params_io reports an unwritable path" "$tmp/no/ex2.safetensors" "$dir/ex2_params_io" "$tmp/no/ex2.safetensors"
 run ex3_norm_log "$dir/ex3_norm_log" 50
 run ex4_two_gpus "$dir/ex4_two_gpus" 128
+# Fashion-MNIST: two short epochs of both models must learn (loss below ln 10 and
+# falling, test accuracy well above chance); emulated GPUs get fewer examples
+if [ -x "$dir/fashion_mnist" ]; then
+  case "$label" in emu*) fm="--train 512 --test 256 --batch 128";; *) fm="--train 2000 --test 1000";; esac
+  # shellcheck disable=SC2086
+  run fashion_mnist "$dir/fashion_mnist" --epochs 2 $fm --min-acc 0.4 --csv "$tmp/fashion.csv"
+  mkdir "$tmp/fm"
+  # a header promising 2 images of 28 x 28, and 100 bytes of them
+  { printf '\000\000\010\003\000\000\000\002\000\000\000\034\000\000\000\034'; head -c 100 /dev/zero; } | gzip > "$tmp/fm/train-images-idx3-ubyte.gz"
+  expect_fail "fashion_mnist reports a truncated data file" "train-images-idx3-ubyte.gz: truncated" "$dir/fashion_mnist" --data "$tmp/fm"
+else
+  echo "SKIP ${label}example fashion_mnist: not built (zlib's header is missing: apt-get install zlib1g-dev)"; s=$((s + 1))
+fi
 for extra in "$@"; do run "$(basename "$extra")" "$extra"; done
 
 # gpus's whole transcript against a golden file
