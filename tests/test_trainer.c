@@ -1,0 +1,270 @@
+/* The trainer learns classification (issue 14): cross-entropy on int64 labels,
+   an optimizer of the user's choice, accuracy on a validation set counted on
+   the device and read once per epoch, per-epoch results, minibatches gathered
+   on the device or on the host; dt_trainer_evaluate. On every device; the GPU
+   runs must give the CPU's results. */
+#define DEVTENSOR_IMPLEMENTATION
+#include "../devtensor.h"
+#include "harness.h"
+#include <stdlib.h>
+
+/* The CUDA emulator (tests/emu) counts device-to-host copies; elsewhere NULL. */
+#if defined(__GNUC__)
+#ifdef __cplusplus
+extern "C"
+#endif
+unsigned long long dtemu_d2h_copies(void) __attribute__((weak));
+#define D2H_COPIES() (dtemu_d2h_copies ? dtemu_d2h_copies() : 0ULL)
+#define HAVE_D2H_COUNT (dtemu_d2h_copies != NULL)
+#else
+#define D2H_COPIES() 0ULL
+#define HAVE_D2H_COUNT 0
+#endif
+
+#define NTRAIN 60
+#define NVAL 30
+#define EPOCHS 12
+
+/* Three classes of points in the plane, around (3, 0), (-1.5, 2.6) and (-1.5, -2.6)
+   with offsets of at most 0.7 from a fixed formula: separable by a linear model.
+   Example i has class i % 3. X (n, 2) float32 and y (n,) int64 on the CPU. */
+static void three_clusters(int n, int salt, dt_tensor **X, dt_tensor **y) {
+  static const float cx[3] = {3.0f, -1.5f, -1.5f}, cy[3] = {0.0f, 2.6f, -2.6f};
+  float xs[2 * 128];
+  int64_t ys[128];
+  int i;
+  for (i = 0; i < n; i++) {
+    int k = i % 3;
+    float u = (float)((i * 37 + salt * 11) % 29) / 28.0f - 0.5f, v = (float)((i * 53 + salt * 7) % 31) / 30.0f - 0.5f;
+    xs[2 * i] = cx[k] + 1.4f * u;
+    xs[2 * i + 1] = cy[k] + 1.4f * v;
+    ys[i] = k;
+  }
+  *X = dt_from_data(xs, dt_shape2(n, 2), DT_F32, dt_cpu());
+  *y = dt_from_data(ys, dt_shape1(n), DT_I64, dt_cpu());
+}
+
+static dt_module *small_net(void) {
+  dt_module *net = dt_sequential();
+  dt_sequential_add(net, dt_linear(2, 8));
+  dt_sequential_add(net, dt_relu_layer());
+  dt_sequential_add(net, dt_linear(8, 3));
+  return net;
+}
+
+/* All parameters of a network, in order, as doubles (at most cap). */
+static int params_of(dt_module *net, double *out, int cap) {
+  int i, k = 0, np = dt_module_num_params(net);
+  for (i = 0; i < np; i++) {
+    dt_tensor *c = dt_cast(dt_module_param(net, i, NULL), DT_F64);
+    int64_t j, n = c ? dt_numel(c) : 0;
+    double buf[64];
+    if (!c || n > 64 || k + n > cap) { dt_release(c); return -1; }
+    dt_to_host(c, buf, sizeof(double) * (size_t)n);
+    for (j = 0; j < n; j++) out[k++] = buf[j];
+    dt_release(c);
+  }
+  return k;
+}
+
+typedef struct fit_out {
+  dt_epoch_result r[EPOCHS];
+  int calls;
+  double params[128];
+  int nparams;
+  unsigned long long d2h;
+  dt_status s;
+} fit_out;
+
+static void record(const dt_trainer *tr, const dt_epoch_result *r, void *user) {
+  fit_out *o = (fit_out *)user;
+  if (o->calls < EPOCHS) o->r[o->calls] = *r;
+  o->calls++;
+  (void)tr;
+}
+
+enum { OPT_PLAIN, OPT_SGD, OPT_ADAM };
+
+/* Trains small_net on the clusters on `dev` from seed 3: the per-epoch results,
+   the final parameters. data_on_dev: X, y, X_val, y_val moved to dev first. */
+static void fit_clusters(dt_device dev, int data_on_dev, int opt_kind, fit_out *o) {
+  dt_tensor *X, *y, *Xv, *yv;
+  dt_module *net;
+  dt_optimizer *opt = NULL;
+  dt_trainer tr;
+  memset(o, 0, sizeof *o);
+  three_clusters(NTRAIN, 1, &X, &y);
+  three_clusters(NVAL, 2, &Xv, &yv);
+  if (data_on_dev) {
+    dt_tensor *a = dt_to(X, dev), *b = dt_to(y, dev), *c = dt_to(Xv, dev), *d = dt_to(yv, dev);
+    dt_release(X); dt_release(y); dt_release(Xv); dt_release(yv);
+    X = a; y = b; Xv = c; yv = d;
+  }
+  dt_manual_seed(3);
+  net = small_net();
+  dt_trainer_init(&tr, EPOCHS, dev.type == DT_CUDA ? 1 : 0);
+  tr.batch_size = 8; tr.lr = 0.2; tr.quiet = 1;
+  tr.loss_fn = DT_LOSS_CROSS_ENTROPY;
+  tr.on_epoch = record; tr.user = o;
+  if (opt_kind == OPT_SGD) opt = dt_sgd(net, 0.2, 0.0, 0.0);
+  if (opt_kind == OPT_ADAM) opt = dt_adam(net, 0.05, 0.9, 0.999, 1e-8, 0.0);
+  tr.optimizer = opt;
+  o->d2h = D2H_COPIES();
+  o->s = dt_trainer_fit_val(&tr, net, X, y, Xv, yv);
+  o->d2h = D2H_COPIES() - o->d2h;
+  T_CHECK_MSG(o->s == DT_OK, "%s", dt_last_error());
+  T_CHECK(tr.epochs_run == EPOCHS && o->calls == EPOCHS);
+  if (o->calls == EPOCHS) {
+    T_CHECK(memcmp(&tr.last, &o->r[EPOCHS - 1], sizeof tr.last) == 0);
+    T_CHECK(memcmp(&tr.epochs[3], &o->r[3], sizeof tr.last) == 0 && tr.epoch_loss[3] == o->r[3].loss);
+  }
+  o->nparams = params_of(net, o->params, 128);
+  dt_optimizer_free(opt);
+  dt_trainer_free(&tr);
+  dt_module_free(net);
+  dt_release(X); dt_release(y); dt_release(Xv); dt_release(yv);
+}
+
+/* A separable problem is learnt: accuracy 1 on the training and validation sets,
+   the loss falling; the callback sees epochs 1, 2, ...; on a GPU the CPU's
+   accuracies exactly and its losses and parameters to float rounding; with the
+   data on the GPU the same bits as with the data on the host. */
+static void test_learns_clusters(dt_device dev) {
+  fit_out o, ref, ondev;
+  int e;
+  if (dev.type == DT_CUDA && dev.index != 0) T_SKIP("the trainer uses cuda:0");
+  fit_clusters(dev, 0, OPT_PLAIN, &o);
+  if (o.s != DT_OK) return;
+  for (e = 0; e < EPOCHS; e++) {
+    T_CHECK(o.r[e].epoch == e + 1);
+    T_CHECK(o.r[e].seconds >= 0 && o.r[e].seconds < 60);
+    T_CHECK(o.r[e].train_acc >= 0 && o.r[e].train_acc <= 1 && o.r[e].val_acc >= 0 && o.r[e].val_acc <= 1);
+  }
+  T_CHECK_MSG(o.r[EPOCHS - 1].train_acc == 1.0 && o.r[EPOCHS - 1].val_acc == 1.0, "last epoch: train acc %.4f, val acc %.4f",
+              o.r[EPOCHS - 1].train_acc, o.r[EPOCHS - 1].val_acc);
+  T_CHECK_MSG(o.r[0].loss > 0.3 && o.r[EPOCHS - 1].loss < 0.1 * o.r[0].loss, "loss %.6f then %.6f", o.r[0].loss, o.r[EPOCHS - 1].loss);
+  T_CHECK(o.r[EPOCHS - 1].val_loss < 0.1 && o.r[EPOCHS - 1].val_loss >= 0);
+  /* counts of right answers: multiples of 1/n */
+  T_CLOSE(o.r[0].train_acc * NTRAIN, floor(o.r[0].train_acc * NTRAIN + 0.5), 1e-9, 0);
+  if (dev.type == DT_CPU) return;
+  fit_clusters(dt_cpu(), 0, OPT_PLAIN, &ref);
+  for (e = 0; e < EPOCHS; e++) {
+    T_CHECK_MSG(o.r[e].train_acc == ref.r[e].train_acc && o.r[e].val_acc == ref.r[e].val_acc, "epoch %d: acc %.4f/%.4f vs cpu %.4f/%.4f",
+                e + 1, o.r[e].train_acc, o.r[e].val_acc, ref.r[e].train_acc, ref.r[e].val_acc);
+    T_CLOSE(o.r[e].loss, ref.r[e].loss, 1e-6, 1e-4);
+    T_CLOSE(o.r[e].val_loss, ref.r[e].val_loss, 1e-6, 1e-4);
+  }
+  T_CHECK(o.nparams == ref.nparams && o.nparams > 0);
+  for (e = 0; e < o.nparams && e < ref.nparams; e++) T_CLOSE(o.params[e], ref.params[e], 1e-5, 1e-4);
+  fit_clusters(dev, 1, OPT_PLAIN, &ondev);
+  T_CHECK(ondev.nparams == o.nparams && memcmp(ondev.params, o.params, sizeof(double) * (size_t)o.nparams) == 0);
+  for (e = 0; e < EPOCHS; e++) T_CHECK(ondev.r[e].loss == o.r[e].loss && ondev.r[e].val_acc == o.r[e].val_acc);
+}
+
+/* tr.optimizer: dt_sgd without momentum is the plain step; Adam learns too, to
+   other parameters. */
+static void test_optimizer_choice(dt_device dev) {
+  fit_out plain, sgd, adam;
+  int e, differ = 0;
+  if (dev.type == DT_CUDA && dev.index != 0) T_SKIP("the trainer uses cuda:0");
+  fit_clusters(dev, 0, OPT_PLAIN, &plain);
+  fit_clusters(dev, 0, OPT_SGD, &sgd);
+  fit_clusters(dev, 0, OPT_ADAM, &adam);
+  if (plain.s != DT_OK || sgd.s != DT_OK || adam.s != DT_OK) return;
+  T_CHECK(plain.nparams == sgd.nparams && plain.nparams == adam.nparams);
+  for (e = 0; e < plain.nparams; e++) {
+    T_CLOSE(sgd.params[e], plain.params[e], 1e-6, 1e-5);
+    if (fabs(adam.params[e] - plain.params[e]) > 1e-3) differ++;
+  }
+  T_CHECK_MSG(differ > plain.nparams / 2, "Adam's parameters differ from SGD's in only %d of %d", differ, plain.nparams);
+  T_CHECK_MSG(adam.r[EPOCHS - 1].train_acc == 1.0 && adam.r[EPOCHS - 1].val_acc == 1.0, "Adam: train acc %.4f, val acc %.4f",
+              adam.r[EPOCHS - 1].train_acc, adam.r[EPOCHS - 1].val_acc);
+}
+
+/* Where the emulator counts them: one device-to-host read per epoch (the loss,
+   the right answers and the validation's, in one copy), never per step. */
+static void test_one_read_per_epoch(dt_device dev) {
+  fit_out o;
+  if (dev.type == DT_CPU) T_SKIP("counts device-to-host copies");
+  if (dev.index != 0) T_SKIP("the trainer uses cuda:0");
+  if (!HAVE_D2H_COUNT) T_SKIP("device-to-host copies are counted by the emulator only");
+  fit_clusters(dev, 0, OPT_PLAIN, &o);
+  T_CHECK_MSG(o.d2h == EPOCHS, "%llu device-to-host copies in %d epochs of %d steps", o.d2h, EPOCHS, (NTRAIN + 7) / 8);
+  fit_clusters(dev, 1, OPT_PLAIN, &o);
+  T_CHECK_MSG(o.d2h == EPOCHS + 2, "%llu device-to-host copies with the labels on the device (want %d: their range once each)",
+              o.d2h, EPOCHS + 2);
+}
+
+/* dt_trainer_evaluate against the mathematics: Linear(2, 3) with W = [[1, 0], [0, 1],
+   [-1, -1]], b = [0, 0.5, 0] on four points; the mean cross-entropy of the logits
+   computed here in double, and 3 of 4 right. MSE: the mean squared error, accuracy NaN. */
+static void test_evaluate(dt_device dev) {
+  static const float w[6] = {1, 0, 0, 1, -1, -1}, b[3] = {0, 0.5f, 0};
+  static const float xs[8] = {1, 2, 3, -1, -2, -2, 0, 0};
+  static const int64_t ys[4] = {1, 0, 2, 0};
+  dt_module *net = dt_linear(2, 3);
+  dt_tensor *wt = dt_from_data(w, dt_shape2(3, 2), DT_F32, dt_cpu()), *bt = dt_from_data(b, dt_shape1(3), DT_F32, dt_cpu());
+  dt_tensor *X = dt_from_data(xs, dt_shape2(4, 2), DT_F32, dev), *y = dt_from_data(ys, dt_shape1(4), DT_I64, dev);
+  dt_tensor *T = dt_zeros(dt_shape2(4, 3), dev);
+  dt_trainer tr;
+  double loss = -1, acc = -1, want = 0;
+  int i, j;
+  if (dev.type == DT_CUDA && dev.index != 0) { dt_module_free(net); dt_release(wt); dt_release(bt); dt_release(X); dt_release(y); dt_release(T); T_SKIP("the trainer uses cuda:0"); }
+  T_CHECK(dt_copy_(dt_linear_weight(net), wt) == DT_OK && dt_copy_(dt_linear_bias(net), bt) == DT_OK);
+  for (i = 0; i < 4; i++) {
+    double z[3], mx = -1e300, se = 0;
+    for (j = 0; j < 3; j++) { z[j] = w[2 * j] * xs[2 * i] + w[2 * j + 1] * xs[2 * i + 1] + b[j]; if (z[j] > mx) mx = z[j]; }
+    for (j = 0; j < 3; j++) se += exp(z[j] - mx);
+    want += (mx + log(se) - z[ys[i]]) / 4;
+  }
+  dt_trainer_init(&tr, 1, dev.type == DT_CUDA ? 1 : 0);
+  tr.batch_size = 3; /* two chunks: 3 rows and 1 */
+  tr.loss_fn = DT_LOSS_CROSS_ENTROPY;
+  T_CHECK_MSG(dt_trainer_evaluate(&tr, net, X, y, &loss, &acc) == DT_OK, "%s", dt_last_error());
+  T_CLOSE(loss, want, 1e-6, 1e-6);
+  T_CHECK_MSG(acc == 0.75, "accuracy %.6f", acc);
+  T_CHECK(dt_trainer_evaluate(&tr, net, X, y, NULL, NULL) == DT_OK);
+  /* MSE against zeros: mean of the squared logits */
+  tr.loss_fn = DT_LOSS_MSE;
+  want = 0;
+  for (i = 0; i < 4; i++)
+    for (j = 0; j < 3; j++) { double z = w[2 * j] * xs[2 * i] + w[2 * j + 1] * xs[2 * i + 1] + b[j]; want += z * z / 12; }
+  T_CHECK_MSG(dt_trainer_evaluate(&tr, net, X, T, &loss, &acc) == DT_OK, "%s", dt_last_error());
+  T_CLOSE(loss, want, 1e-6, 1e-6);
+  T_CHECK(isnan(acc));
+  dt_trainer_free(&tr);
+  dt_module_free(net);
+  dt_release(wt); dt_release(bt); dt_release(X); dt_release(y); dt_release(T);
+}
+
+/* Regression keeps its behaviour: MSE results have NaN accuracies, and the
+   validation loss is the model's MSE on the validation set after the epoch. */
+static void test_regression_validation(dt_device dev) {
+  static const float xs[12] = {1, 0, 0, 1, 1, 1, 2, -1, -1, 2, 0.5f, 0.5f}, ys[6] = {1, -1, 0.5f, 2, 0, 1};
+  dt_tensor *X = dt_from_data(xs, dt_shape2(6, 2), DT_F32, dt_cpu()), *y = dt_from_data(ys, dt_shape2(6, 1), DT_F32, dt_cpu());
+  dt_module *net = dt_linear(2, 1);
+  dt_trainer tr;
+  double vloss = -1;
+  if (dev.type == DT_CUDA && dev.index != 0) { dt_module_free(net); dt_release(X); dt_release(y); T_SKIP("the trainer uses cuda:0"); }
+  dt_manual_seed(1);
+  dt_trainer_init(&tr, 3, dev.type == DT_CUDA ? 1 : 0);
+  tr.batch_size = 4; tr.quiet = 1;
+  T_CHECK_MSG(dt_trainer_fit_val(&tr, net, X, y, X, y) == DT_OK, "%s", dt_last_error());
+  T_CHECK(tr.epochs_run == 3 && isnan(tr.last.train_acc) && isnan(tr.last.val_acc));
+  T_CHECK(dt_trainer_evaluate(&tr, net, X, y, &vloss, NULL) == DT_OK);
+  T_CLOSE(tr.last.val_loss, vloss, 1e-7, 1e-6);
+  T_CHECK(tr.last_loss == tr.last.loss && tr.epoch_loss[2] == tr.last.loss);
+  T_CHECK(dt_trainer_fit(&tr, net, X, y) == DT_OK && isnan(tr.last.val_loss));
+  dt_trainer_free(&tr);
+  dt_module_free(net);
+  dt_release(X); dt_release(y);
+}
+
+int main(void) {
+  T_RUN_ALL_DEVICES(test_learns_clusters);
+  T_RUN_ALL_DEVICES(test_optimizer_choice);
+  T_RUN_ALL_DEVICES(test_one_read_per_epoch);
+  T_RUN_ALL_DEVICES(test_evaluate);
+  T_RUN_ALL_DEVICES(test_regression_validation);
+  return t_finish();
+}
