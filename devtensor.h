@@ -4590,7 +4590,7 @@ typedef struct dt__tr_data {
 } dt__tr_data;
 
 /* The sums of an epoch or an evaluation, on the device: loss * rows (X's dtype)
-   and right answers (int64; classification only). */
+   and right answers (float64; classification only). */
 typedef struct dt__tr_sums { dt_tensor *loss, *right; } dt__tr_sums;
 
 static void dt__tr_data_free(dt__tr_data *d) { dt_release(d->Xd); dt_release(d->yd); d->Xd = d->yd = NULL; }
@@ -4608,7 +4608,7 @@ static dt_status dt__tr_data_init(dt_trainer *tr, const dt_tensor *X, const dt_t
 static dt_status dt__tr_sums_init(const char *op, dt_trainer *tr, const dt_tensor *X, dt__tr_sums *s) {
   s->right = NULL;
   if (!(s->loss = dt__filled(op, dt_shape0(), X->dtype, 0.0, tr->device))) return dt_last_status();
-  if (tr->loss_fn == DT_LOSS_CROSS_ENTROPY && !(s->right = dt__filled(op, dt_shape0(), DT_I64, 0.0, tr->device))) {
+  if (tr->loss_fn == DT_LOSS_CROSS_ENTROPY && !(s->right = dt__filled(op, dt_shape0(), DT_F64, 0.0, tr->device))) {
     dt__tr_sums_free(s);
     return dt_last_status();
   }
@@ -4648,11 +4648,11 @@ static dt_status dt__tr_accumulate(dt_trainer *tr, const dt_tensor *pred, const 
   dt_tensor *loss = tr->loss_fn == DT_LOSS_CROSS_ENTROPY ? dt_cross_entropy(pred, yb) : dt_mse_loss(pred, yb);
   dt_status s = loss ? dt_axpy_(sums->loss, (double)pred->shape.dims[0], loss) : dt_last_status();
   dt_release(loss);
-  if (s == DT_OK && sums->right) {
+  if (s == DT_OK && sums->right) { /* sum(argmax(pred) == y), counted in float64 (exact below 2^53) */
     dt_tensor *am = dt_argmax(pred, 1), *eq = am ? dt_eq(am, yb) : NULL, *c = eq ? dt_sum(eq) : NULL;
-    dt_tensor *t = c ? dt_add(sums->right, c) : NULL;
-    if (t) { dt_release(sums->right); sums->right = t; } else s = dt_last_status();
-    dt_release(am); dt_release(eq); dt_release(c);
+    dt_tensor *c64 = c ? dt_cast(c, DT_F64) : NULL;
+    s = c64 ? dt_axpy_(sums->right, 1.0, c64) : dt_last_status();
+    dt_release(am); dt_release(eq); dt_release(c); dt_release(c64);
   }
   return s;
 }

@@ -190,6 +190,7 @@ static int workload(void) {
   dt_tensor *a = NULL, *b = NULL, *a64 = NULL, *b64 = NULL, *i32 = NULL, *i64 = NULL, *e = NULL, *t = NULL, *u = NULL;
   dt_tensor *m1 = NULL, *m2 = NULL, *big1 = NULL, *big2 = NULL, *x4 = NULL, *x8 = NULL, *y4 = NULL, *pred = NULL, *g = NULL;
   dt_tensor *bigt = NULL, *X = NULL, *Y = NULL;
+  dt_tensor *Yc = NULL; dt_module *netc = NULL; dt_optimizer *opt = NULL; /* h5 */
   dt_module *net = NULL, *net2 = NULL, *l = NULL, *net3 = NULL, *inner = NULL;
   FILE *tf = NULL;
   double snap[64], snap2[64], host[64], v;
@@ -431,6 +432,23 @@ static int workload(void) {
   VERIFY(tr.epochs_run == 2 && tr.last_loss == tr.last_loss);
   dt_trainer_free(&tr);
 
+  /* h5: classification (issue 14): cross-entropy with an optimizer and a validation set, then
+     dt_trainer_evaluate, which must see what the last validation saw */
+  {
+    static const int64_t labs[10] = {0, 1, 2, 0, 1, 2, 0, 1, 2, 0};
+    double ev_loss = -1, ev_acc = -1;
+    NEW(Yc, dt_from_data(labs, dt_shape1(10), DT_I64, dt_cpu()));
+    STEP((netc = dt_linear(2, 3)) != NULL);
+    STEP((opt = dt_sgd(netc, 0.1, 0.9, 0.0)) != NULL);
+    STEP(dt_trainer_init(&tr, 2, 0) == DT_OK);
+    tr.quiet = 1; tr.batch_size = 4; tr.loss_fn = DT_LOSS_CROSS_ENTROPY; tr.optimizer = opt;
+    STEP(dt_trainer_fit_val(&tr, netc, X, Yc, X, Yc) == DT_OK);
+    VERIFY(tr.epochs_run == 2 && tr.last.train_acc >= 0 && tr.last.train_acc <= 1);
+    STEP(dt_trainer_evaluate(&tr, netc, X, Yc, &ev_loss, &ev_acc) == DT_OK);
+    VERIFY(ev_acc == tr.last.val_acc && ev_loss == tr.last.val_loss);
+    dt_trainer_free(&tr);
+  }
+
   /* a nested network (names "0.0.1.weight"): built, saved, loaded back, run */
   STEP((net3 = dt_sequential()) != NULL);
   STEP((l = dt_sequential()) != NULL);
@@ -533,6 +551,7 @@ out:
   dt_module_free(net);
   dt_module_free(net2);
   dt_module_free(net3);
+  dt_optimizer_free(opt); dt_module_free(netc); /* h5 */
   for (i = 0; i < npool; i++) dt_release(pool[i]);
   npool = 0;
   if (fi_blob_freed != blob_made) fi_problem(failed_line, "dt_from_blob's deleter did not run exactly once at the last release");

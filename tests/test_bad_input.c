@@ -212,6 +212,47 @@ static int xent_gpu_cpu(int grad) {
 #define BADT ((dt_dtype)9)
 static int ALL_GPUS = 1; /* what dt_try_all_gpus counts: every GPU, or the CPU alone; set in main */
 
+/* h5: the trainer's classification (issue 14). NETC: Linear(3, 2) on the CPU, its own
+   (the label checks run it); labels (5,): LAB valid, LABBIG holds 2, LABNEG -1; LABF
+   float32; XI int64 (5, 3). fit_loss / eval_ce: TR with that loss and batch size. */
+static dt_module *NETC;
+static dt_tensor *LAB, *LABBIG, *LABNEG, *LABF, *XI;
+static int h5_fixtures(void) {
+  static const int64_t lab[5] = {0, 1, 1, 0, 1}, big[5] = {0, 1, 2, 0, 1}, negl[5] = {0, -1, 1, 0, 1};
+  static const float labf[5] = {0, 1, 1, 0, 1};
+  static const int64_t xi[15] = {0};
+  NETC = dt_linear(3, 2);
+  LAB = dt_from_data(lab, dt_shape1(5), DT_I64, dt_cpu()); LABBIG = dt_from_data(big, dt_shape1(5), DT_I64, dt_cpu());
+  LABNEG = dt_from_data(negl, dt_shape1(5), DT_I64, dt_cpu()); LABF = dt_from_data(labf, dt_shape1(5), DT_F32, dt_cpu());
+  XI = dt_from_data(xi, dt_shape2(5, 3), DT_I64, dt_cpu());
+  return NETC && LAB && LABBIG && LABNEG && LABF && XI;
+}
+static void h5_release(void) {
+  dt_module_free(NETC);
+  dt_release(LAB); dt_release(LABBIG); dt_release(LABNEG); dt_release(LABF); dt_release(XI);
+}
+static dt_status fit_loss(int loss_fn, int64_t batch, const dt_tensor *x, const dt_tensor *y) {
+  dt_status s;
+  TR.loss_fn = (dt_loss_fn)loss_fn; TR.batch_size = batch;
+  s = dt_trainer_fit(&TR, NETC, x, y);
+  TR.loss_fn = DT_LOSS_MSE; TR.batch_size = 32;
+  return s;
+}
+static dt_status fit_val_ce(const dt_tensor *y_val) {
+  dt_status s;
+  TR.loss_fn = DT_LOSS_CROSS_ENTROPY;
+  s = dt_trainer_fit_val(&TR, NETC, X, LAB, X, y_val);
+  TR.loss_fn = DT_LOSS_MSE;
+  return s;
+}
+static dt_status eval_ce(const dt_tensor *y) {
+  dt_status s;
+  TR.loss_fn = DT_LOSS_CROSS_ENTROPY;
+  s = dt_trainer_evaluate(&TR, NETC, X, y, HOST, HOST);
+  TR.loss_fn = DT_LOSS_MSE;
+  return s;
+}
+
 /* name, expected status, message prefix, words the message must hold ('|' between), the call (1: failed).
    Words that start with '=' are the whole message after the prefix, word for word.
    GPUS(n, call): a row that needs n GPUs; it is reported as skipped where there are fewer. */
@@ -741,7 +782,36 @@ static int ALL_GPUS = 1; /* what dt_try_all_gpus counts: every GPU, or the CPU a
   X_(fit_rows, DT_ERR_SHAPE, "dt_trainer_fit:", "(2, 3)|(5, 2)", bad(dt_trainer_fit(&TR, NET, F, Y)))                       \
   X_(fit_int, DT_ERR_DTYPE, "dt_trainer_fit:", "int32", bad(dt_trainer_fit(&TR, NET, I, I)))                                \
   X_(fit_dtypes, DT_ERR_DTYPE, "dt_trainer_fit:", "float64|float32", bad(dt_trainer_fit(&TR, NET, D, F)))                   \
-  X_(fit_features, DT_ERR_SHAPE, "dt_forward:", "(5, 2)|3 features", bad(dt_trainer_fit(&TR, NET, Y, Y)))
+  X_(fit_features, DT_ERR_SHAPE, "dt_forward:", "(5, 2)|3 features", bad(dt_trainer_fit(&TR, NET, Y, Y)))                    \
+  /* h5: the trainer's classification, validation set and evaluation (issue 14) */                                           \
+  X_(fit_val_half, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit_val:", "X_val set|y_val NULL", bad(dt_trainer_fit_val(&TR, NETC, X, Y, X, NULL))) \
+  X_(fit_val_half2, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit_val:", "X_val NULL|y_val set", bad(dt_trainer_fit_val(&TR, NETC, X, Y, NULL, Y))) \
+  X_(fit_val_null_tr, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit_val:", "tr is NULL", bad(dt_trainer_fit_val(NULL, NETC, X, Y, X, Y))) \
+  X_(fit_val_null_m, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit_val:", "m is NULL", bad(dt_trainer_fit_val(&TR, NULL, X, Y, X, Y))) \
+  X_(fit_val_null_x, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit_val:", "X is NULL", bad(dt_trainer_fit_val(&TR, NETC, NULL, Y, X, Y))) \
+  X_(fit_val_cols, DT_ERR_SHAPE, "dt_trainer_fit_val:", "X_val|(5, 3)|(5, 2)", bad(dt_trainer_fit_val(&TR, NETC, X, Y, Y, Y))) \
+  X_(fit_val_rows, DT_ERR_SHAPE, "dt_trainer_fit_val:", "X_val|y_val|(2, 3)|(5, 2)", bad(dt_trainer_fit_val(&TR, NETC, X, Y, F, Y))) \
+  X_(fit_val_dtype, DT_ERR_DTYPE, "dt_trainer_fit_val:", "X_val|y_val|float64|float32", bad(dt_trainer_fit_val(&TR, NETC, X, Y, YD, Y))) \
+  X_(fit_val_devices, DT_ERR_DEVICE_MISMATCH, "dt_trainer_fit_val:", "y_val is on cpu|X_val is on cuda:0", GPUS(1, bad(dt_trainer_fit_val(&TR, NETC, X, Y, GX, Y)))) \
+  X_(fit_loss_fn, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit:", "loss_fn|DT_LOSS_CROSS_ENTROPY|7", bad(fit_loss(7, 32, X, Y))) \
+  X_(fit_batch_zero, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit:", "batch_size|0", bad(fit_loss(DT_LOSS_MSE, 0, X, Y)))        \
+  X_(fit_ce_y_2d, DT_ERR_SHAPE, "dt_trainer_fit:", "(5, 3)|(5, 2)|class labels", bad(fit_loss(DT_LOSS_CROSS_ENTROPY, 32, X, Y))) \
+  X_(fit_ce_rows, DT_ERR_SHAPE, "dt_trainer_fit:", "(5, 3)|(3,)", bad(fit_loss(DT_LOSS_CROSS_ENTROPY, 32, X, L)))            \
+  X_(fit_ce_y_float, DT_ERR_DTYPE, "dt_trainer_fit:", "y|float32|int64", bad(fit_loss(DT_LOSS_CROSS_ENTROPY, 32, X, LABF)))  \
+  X_(fit_ce_x_int, DT_ERR_DTYPE, "dt_trainer_fit:", "X is int64", bad(fit_loss(DT_LOSS_CROSS_ENTROPY, 32, XI, LAB)))         \
+  X_(fit_ce_label_big, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit:", "class label 2|2 outputs", bad(fit_loss(DT_LOSS_CROSS_ENTROPY, 32, X, LABBIG))) \
+  X_(fit_ce_label_neg, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit:", "class label -1", bad(fit_loss(DT_LOSS_CROSS_ENTROPY, 32, X, LABNEG))) \
+  X_(fit_ce_devices, DT_ERR_DEVICE_MISMATCH, "dt_trainer_fit:", "y is on cpu|X is on cuda:0", GPUS(1, bad(fit_loss(DT_LOSS_CROSS_ENTROPY, 32, GX, LAB)))) \
+  X_(fit_val_label_big, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit_val:", "y_val|class label 2", bad(fit_val_ce(LABBIG)))      \
+  X_(evaluate_null_tr, DT_ERR_INVALID_ARGUMENT, "dt_trainer_evaluate:", "tr is NULL", bad(dt_trainer_evaluate(NULL, NETC, X, Y, HOST, HOST))) \
+  X_(evaluate_null_m, DT_ERR_INVALID_ARGUMENT, "dt_trainer_evaluate:", "m is NULL", bad(dt_trainer_evaluate(&TR, NULL, X, Y, HOST, HOST))) \
+  X_(evaluate_null_x, DT_ERR_INVALID_ARGUMENT, "dt_trainer_evaluate:", "X is NULL", bad(dt_trainer_evaluate(&TR, NETC, NULL, Y, HOST, HOST))) \
+  X_(evaluate_null_y, DT_ERR_INVALID_ARGUMENT, "dt_trainer_evaluate:", "y is NULL", bad(dt_trainer_evaluate(&TR, NETC, X, NULL, HOST, HOST))) \
+  X_(evaluate_rows, DT_ERR_SHAPE, "dt_trainer_evaluate:", "(2, 3)|(5, 2)", bad(dt_trainer_evaluate(&TR, NETC, F, Y, HOST, HOST))) \
+  X_(evaluate_devices, DT_ERR_DEVICE_MISMATCH, "dt_trainer_evaluate:", "y is on cpu|X is on cuda:0", GPUS(1, bad(dt_trainer_evaluate(&TR, NETC, GX, Y, HOST, HOST)))) \
+  X_(evaluate_features, DT_ERR_SHAPE, "dt_forward:", "(5, 2)|3 features", bad(dt_trainer_evaluate(&TR, NETC, Y, Y, HOST, HOST))) \
+  X_(evaluate_label_big, DT_ERR_INVALID_ARGUMENT, "dt_trainer_evaluate:", "class label 2|2 outputs", bad(eval_ce(LABBIG)))   \
+  X_(evaluate_untouched, DT_ERR_SHAPE, "dt_forward:", "3 features", (HOST[0] = 7, HOST[1] = 8, bad(dt_trainer_evaluate(&TR, NETC, Y, Y, HOST, HOST + 1)) && HOST[0] == 7 && HOST[1] == 8))
 
 #define X_DEF(name, want, prefix, words, call) static int bad_##name(void) { return (call); }
 BAD_CASES(X_DEF)
@@ -1070,6 +1140,7 @@ int main(void) {
   }
   dt_trainer_init(&TR, 1, 0);
   TR.quiet = 1;
+  gpus_ok = h5_fixtures() && gpus_ok; /* h5 */
   snprintf(OUTPATH, sizeof OUTPATH, "build/no/such/dir/x.safetensors");
   snprintf(BADFILE, sizeof BADFILE, "build/bad_input_%ld.safetensors", (long)getpid());
   f = fopen(BADFILE, "wb");
@@ -1097,6 +1168,7 @@ int main(void) {
   dt_release(YD); dt_release(B3); dt_release(C3); dt_release(C35); dt_release(T8);
   dt_release(G0); dt_release(G0V); dt_release(GD0); dt_release(GX); dt_release(GY); dt_release(G0B3); dt_release(G0C3);
   dt_release(G1); dt_release(G1X); dt_release(G1Y); dt_release(G1C3);
+  h5_release();
   dt_module_free(NET); dt_module_free(LAZY); dt_module_free(RELU); dt_module_free(NETR); dt_module_free(NETG);
   return t_finish();
 }
