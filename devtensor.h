@@ -4683,10 +4683,11 @@ static dt_status dt__trainer_epoch(const char *op, dt_trainer *tr, dt_module *m,
   int64_t n = d->n, bs = tr->batch_size, b;
   dt_tensor *perm_h, *perm_d = NULL, *xb = NULL, *yb = NULL;
   dt_status s = DT_OK;
-  dt__shuffle(idx, n);
-  if (!(perm_h = dt_from_blob(idx, dt_shape1(n), DT_I64, dt_cpu(), NULL, NULL))) return dt_last_status();
-  if (!(perm_d = dt_to(perm_h, d->Xd ? d->Xd->st->device : tr->device))) { s = dt_last_status(); goto done; }
+  int was = dt_set_grad_enabled(1); /* training needs the activations, whatever the caller's setting */
   (void)op;
+  dt__shuffle(idx, n);
+  if (!(perm_h = dt_from_blob(idx, dt_shape1(n), DT_I64, dt_cpu(), NULL, NULL))) { dt_set_grad_enabled(was); return dt_last_status(); }
+  if (!(perm_d = dt_to(perm_h, tr->device))) { s = dt_last_status(); goto done; }
   if (n > 0 && (s = dt__tr_batch(tr, d, perm_d, perm_h, 0, bs < n ? bs : n, &xb, &yb)) != DT_OK) goto done;
   for (b = 0; b < n; b += bs) {
     dt_tensor *x = xb, *y = yb;
@@ -4699,6 +4700,7 @@ static dt_status dt__trainer_epoch(const char *op, dt_trainer *tr, dt_module *m,
 done:
   dt_release(xb); dt_release(yb);
   dt_release(perm_d); dt_release(perm_h);
+  dt_set_grad_enabled(was);
   return s;
 }
 

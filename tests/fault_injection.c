@@ -190,7 +190,7 @@ static int workload(void) {
   dt_tensor *a = NULL, *b = NULL, *a64 = NULL, *b64 = NULL, *i32 = NULL, *i64 = NULL, *e = NULL, *t = NULL, *u = NULL;
   dt_tensor *m1 = NULL, *m2 = NULL, *big1 = NULL, *big2 = NULL, *x4 = NULL, *x8 = NULL, *y4 = NULL, *pred = NULL, *g = NULL;
   dt_tensor *bigt = NULL, *X = NULL, *Y = NULL;
-  dt_tensor *Yc = NULL; dt_module *netc = NULL; dt_optimizer *opt = NULL; /* h5 */
+  dt_tensor *Yc = NULL; dt_module *netc = NULL; dt_optimizer *opt_c = NULL; /* h5 */
   dt_module *net = NULL, *net2 = NULL, *l = NULL, *net3 = NULL, *inner = NULL;
   FILE *tf = NULL;
   double snap[64], snap2[64], host[64], v;
@@ -439,9 +439,9 @@ static int workload(void) {
     double ev_loss = -1, ev_acc = -1;
     NEW(Yc, dt_from_data(labs, dt_shape1(10), DT_I64, dt_cpu()));
     STEP((netc = dt_linear(2, 3)) != NULL);
-    STEP((opt = dt_sgd(netc, 0.1, 0.9, 0.0)) != NULL);
+    STEP((opt_c = dt_sgd(netc, 0.1, 0.9, 0.0)) != NULL);
     STEP(dt_trainer_init(&tr, 2, 0) == DT_OK);
-    tr.quiet = 1; tr.batch_size = 4; tr.loss_fn = DT_LOSS_CROSS_ENTROPY; tr.optimizer = opt;
+    tr.quiet = 1; tr.batch_size = 4; tr.loss_fn = DT_LOSS_CROSS_ENTROPY; tr.optimizer = opt_c;
     STEP(dt_trainer_fit_val(&tr, netc, X, Yc, X, Yc) == DT_OK);
     VERIFY(tr.epochs_run == 2 && tr.last.train_acc >= 0 && tr.last.train_acc <= 1);
     STEP(dt_trainer_evaluate(&tr, netc, X, Yc, &ev_loss, &ev_acc) == DT_OK);
@@ -551,7 +551,7 @@ out:
   dt_module_free(net);
   dt_module_free(net2);
   dt_module_free(net3);
-  dt_optimizer_free(opt); dt_module_free(netc); /* h5 */
+  dt_optimizer_free(opt_c); dt_module_free(netc); /* h5 */
   for (i = 0; i < npool; i++) dt_release(pool[i]);
   npool = 0;
   if (fi_blob_freed != blob_made) fi_problem(failed_line, "dt_from_blob's deleter did not run exactly once at the last release");
