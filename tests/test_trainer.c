@@ -182,9 +182,10 @@ static void test_optimizer_choice(dt_device dev) {
 }
 
 /* Where the emulator counts them: the device-to-host reads do not grow with the
-   steps (8 or 15 an epoch: the same count), at most two an epoch (the sums, in one
-   copy; the CUDA backend may add its check of the labels the cross-entropy saw),
-   and with the labels on the device two more (their range, checked once a call). */
+   steps (8 or 15 an epoch: the same count), at most four an epoch at its one
+   synchronizing point (the sums, in one copy; the CUDA backend adds its own records
+   of bad indices and labels: 3 an epoch with h2's and h3's checks), and with the
+   labels on the device two more (their range, checked once a call). */
 static void test_one_read_per_epoch(dt_device dev) {
   fit_out o, o4, od;
   if (dev.type == DT_CPU) T_SKIP("counts device-to-host copies");
@@ -193,7 +194,7 @@ static void test_one_read_per_epoch(dt_device dev) {
   fit_clusters(dev, 0, OPT_PLAIN, 8, &o);
   fit_clusters(dev, 0, OPT_PLAIN, 4, &o4);
   fit_clusters(dev, 1, OPT_PLAIN, 8, &od);
-  T_CHECK_MSG(o.d2h == o4.d2h && o.d2h >= EPOCHS && o.d2h <= 2 * EPOCHS,
+  T_CHECK_MSG(o.d2h == o4.d2h && o.d2h >= EPOCHS && o.d2h <= 4 * EPOCHS,
               "%llu and %llu device-to-host copies in %d epochs of 8 and 15 steps", o.d2h, o4.d2h, EPOCHS);
   T_CHECK_MSG(od.d2h == o.d2h + 2, "%llu device-to-host copies with the labels on the device, %llu without", od.d2h, o.d2h);
 }
