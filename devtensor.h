@@ -4583,7 +4583,7 @@ static double dt__wall_seconds(void) {
    gathered there), or on the host when the trainer runs on a GPU and X is on the
    CPU (rows gathered on the host, each minibatch copied). */
 typedef struct dt__tr_data {
-  const dt_tensor *X;   /* as given */
+  const dt_tensor *X, *y; /* as given */
   dt_tensor *Xd;        /* X on the device; NULL: gathered on the host */
   dt_tensor *yd;        /* y on the device */
   int64_t n;
@@ -4598,7 +4598,7 @@ static void dt__tr_sums_free(dt__tr_sums *s) { dt_release(s->loss); dt_release(s
 
 static dt_status dt__tr_data_init(dt_trainer *tr, const dt_tensor *X, const dt_tensor *y, dt__tr_data *d) {
   int host = X->st->device.type == DT_CPU && tr->device.type != DT_CPU;
-  d->X = X; d->n = X->shape.dims[0];
+  d->X = X; d->y = y; d->n = X->shape.dims[0];
   d->Xd = host ? NULL : dt_to((dt_tensor *)X, tr->device);
   d->yd = (host || d->Xd) ? dt_to((dt_tensor *)y, tr->device) : NULL;
   if ((!host && !d->Xd) || !d->yd) { dt__tr_data_free(d); return dt_last_status(); }
@@ -4615,21 +4615,21 @@ static dt_status dt__tr_sums_init(const char *op, dt_trainer *tr, const dt_tenso
   return DT_OK;
 }
 
-/* Rows [b, b + rows) of the data set on the device: in the order `perm_d` (I64 on the
-   device; `perm_h` the same order on the CPU, for host gathering), or in order when
-   perm_d is NULL. */
-static dt_status dt__tr_batch(dt_trainer *tr, const dt__tr_data *d, const dt_tensor *perm_d, const dt_tensor *perm_h,
+/* An epoch's order: `perm` (I64 (n,)) on the device when X is there, else on the CPU,
+   with y already in that order on the device (`y_perm`). */
+typedef struct dt__tr_order { dt_tensor *perm, *y_perm; } dt__tr_order;
+
+/* Rows [b, b + rows) of the data set on the device, in the order `o`, or in the data's
+   order when o is NULL. Gathered on the device (X there), or X's rows on the host and
+   y's a view of y_perm (no gather on the device, so no index check for it to report). */
+static dt_status dt__tr_batch(dt_trainer *tr, const dt__tr_data *d, const dt__tr_order *o,
                               int64_t b, int64_t rows, dt_tensor **xb, dt_tensor **yb) {
   dt_tensor *idx = NULL, *xh = NULL;
   *xb = *yb = NULL;
-  if (perm_d) {
-    if ((idx = dt_slice(perm_d, 0, b, b + rows)) && (*yb = dt_index_select(d->yd, 0, idx))) {
-      if (d->Xd) *xb = dt_index_select(d->Xd, 0, idx);
-      else {
-        dt_tensor *ih = dt_slice(perm_h, 0, b, b + rows);
-        xh = ih ? dt_index_select(d->X, 0, ih) : NULL;
-        dt_release(ih);
-      }
+  if (o) {
+    if ((idx = dt_slice(o->perm, 0, b, b + rows))) {
+      if (d->Xd) { if ((*yb = dt_index_select(d->yd, 0, idx))) *xb = dt_index_select(d->Xd, 0, idx); }
+      else if ((*yb = dt_slice(o->y_perm, 0, b, b + rows))) xh = dt_index_select(d->X, 0, idx);
     }
   } else if ((*yb = dt_slice(d->yd, 0, b, b + rows))) {
     if (d->Xd) *xb = dt_slice(d->Xd, 0, b, b + rows);
@@ -4675,31 +4675,38 @@ static dt_status dt__trainer_step(dt_trainer *tr, dt_module *m, const dt_tensor 
 }
 
 /* One epoch over the data in a fresh shuffled order; sums on the device, nothing read.
-   The order goes to the device once; minibatch k + 1 is gathered (and, from the host,
-   copied) right after step k is queued, so it is ready when step k finishes and the
-   host never waits for the device. */
+   X on the device: the order goes there once and each minibatch is gathered there. X on
+   the host: y goes to the device once, in the epoch's order, and each minibatch of X is
+   gathered on the host and copied. Minibatch k + 1 is gathered (and copied) right after
+   step k is queued, so it is ready when step k finishes and the host never waits for
+   the device. */
 static dt_status dt__trainer_epoch(const char *op, dt_trainer *tr, dt_module *m, const dt__tr_data *d, int64_t *idx,
                                    dt__tr_sums *sums) {
   int64_t n = d->n, bs = tr->batch_size, b;
-  dt_tensor *perm_h, *perm_d = NULL, *xb = NULL, *yb = NULL;
+  dt_tensor *perm_h, *yh = NULL, *xb = NULL, *yb = NULL;
+  dt__tr_order o;
   dt_status s = DT_OK;
   int was = dt_set_grad_enabled(1); /* training needs the activations, whatever the caller's setting */
   (void)op;
+  o.perm = o.y_perm = NULL;
   dt__shuffle(idx, n);
   if (!(perm_h = dt_from_blob(idx, dt_shape1(n), DT_I64, dt_cpu(), NULL, NULL))) { dt_set_grad_enabled(was); return dt_last_status(); }
-  if (!(perm_d = dt_to(perm_h, tr->device))) { s = dt_last_status(); goto done; }
-  if (n > 0 && (s = dt__tr_batch(tr, d, perm_d, perm_h, 0, bs < n ? bs : n, &xb, &yb)) != DT_OK) goto done;
+  if (d->Xd) o.perm = dt_to(perm_h, tr->device);
+  else if ((yh = dt_index_select(d->y, 0, perm_h)) != NULL && (o.y_perm = dt_trainer_prepare_batch(tr, yh)) != NULL)
+    o.perm = dt_retain(perm_h);
+  if (!o.perm) { s = dt_last_status(); goto done; }
+  if (n > 0 && (s = dt__tr_batch(tr, d, &o, 0, bs < n ? bs : n, &xb, &yb)) != DT_OK) goto done;
   for (b = 0; b < n; b += bs) {
     dt_tensor *x = xb, *y = yb;
     s = dt__trainer_step(tr, m, x, y, sums);
     xb = yb = NULL;
-    if (s == DT_OK && b + bs < n) s = dt__tr_batch(tr, d, perm_d, perm_h, b + bs, n - (b + bs) < bs ? n - (b + bs) : bs, &xb, &yb);
+    if (s == DT_OK && b + bs < n) s = dt__tr_batch(tr, d, &o, b + bs, n - (b + bs) < bs ? n - (b + bs) : bs, &xb, &yb);
     dt_release(x); dt_release(y);
     if (s != DT_OK) break;
   }
 done:
   dt_release(xb); dt_release(yb);
-  dt_release(perm_d); dt_release(perm_h);
+  dt_release(o.perm); dt_release(o.y_perm); dt_release(yh); dt_release(perm_h);
   dt_set_grad_enabled(was);
   return s;
 }
@@ -4712,7 +4719,7 @@ static dt_status dt__trainer_eval(dt_trainer *tr, dt_module *m, const dt__tr_dat
   dt_status s = DT_OK;
   for (b = 0; b < n && s == DT_OK; b += bs) {
     dt_tensor *xb, *yb, *pred;
-    if ((s = dt__tr_batch(tr, d, NULL, NULL, b, n - b < bs ? n - b : bs, &xb, &yb)) != DT_OK) break;
+    if ((s = dt__tr_batch(tr, d, NULL, b, n - b < bs ? n - b : bs, &xb, &yb)) != DT_OK) break;
     if ((pred = dt_forward(m, xb)) != NULL) s = dt__tr_accumulate(tr, pred, yb, sums);
     else s = dt_last_status();
     dt_release(pred); dt_release(xb); dt_release(yb);
