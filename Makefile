@@ -244,7 +244,7 @@ $(TSAN_EMU)/devtensor_cuda.o: devtensor_cuda.cu $(HDR) $(EMU_HDRS) | $$(@D)
 	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas -O1 -g -fsanitize=thread -fPIC -ffp-contract=off -DDTEMU -Itests/emu -I. -c $< -o $@
 
 # ---- what make runs ----
-.PHONY: all run fashion test asan test-emu bench bench-cblas bench-gpu fault fuzz fuzz-replay tsan valgrind clean
+.PHONY: all run fashion test asan test-emu bench bench-cblas bench-gpu bench-fashion fault fuzz fuzz-replay tsan valgrind clean
 all: $(C_TESTS) $(CXX_TESTS) $(B)/clang/test_vmath $(EX_BINS) $(B)/static_unit $(B)/two_units $(CUDA_ALL)
 
 run: $(RUN_GPUS)
@@ -278,6 +278,9 @@ else
 fashion:
 	@echo "make fashion: zlib's header is missing: apt-get install zlib1g-dev"; exit 1
 endif
+# the same training in PyTorch beside it (bench/fashion_torch.py), interleaved; ratios of epoch times
+bench-fashion: $(B)/ex/fashion_mnist
+	@sh bench/run_fashion.sh ./$(B)/ex/fashion_mnist "$(PYTHON)"
 
 # fault_gpu first: the longest program, started while the others share the second job
 test-emu: $(EMU_TESTS) $(EMU_DIR)/fault_gpu $(EMU_DIR)/ctx_check $(EMU_DIR)/no_driver $(EMU_EX) $(EMU_DIR)/gpu_check $(EMU_DIR)/bench/bench_gpu $(EMU_DIR)/bench/bench_train

@@ -10,7 +10,7 @@ progress line per epoch: train loss and train accuracy (both over the epoch's
 minibatches, before each step's update), test accuracy after the epoch, seconds.
 
   /usr/bin/python3 bench/fashion_torch.py [--epochs N] [--train N] [--test N]
-      [--model softmax|mlp|both] [--data DIR] [--device cpu|cuda] [--csv PATH]
+      [--model softmax|mlp|both] [--data DIR] [--device cpu|cuda] [--csv PATH] [--threads N]
 
 Debian's torch (CPU): run it with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset.
 """
@@ -116,8 +116,11 @@ def main():
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--csv", default="")
+    ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: OMP_NUM_THREADS or every core)")
     args = ap.parse_args()
     dev = torch.device(args.device)
+    # every core, or OMP_NUM_THREADS, as devtensor gets (torch's own default here can be 1 thread)
+    torch.set_num_threads(args.threads or int(os.environ.get("OMP_NUM_THREADS") or os.cpu_count() or 1))
     xtr, ytr = load(args.data, "train", args.train)
     xte, yte = load(args.data, "t10k", args.test)
     print(f"torch {torch.__version__} on {dev}, {torch.get_num_threads()} threads: "
