@@ -16,6 +16,7 @@
 #   make bench       the CPU benchmarks against NumPy and PyTorch (CPU), one table (make bench-cblas: with DEVTENSOR_CBLAS)
 #   make bench-gpu   the GPU benchmarks against cudaMemcpy and PyTorch (on a machine with a GPU)
 #   make lib         libdevtensor.so and .a; make install PREFIX=... adds devtensor.pc and a CMake package
+#   make test-dist   tests/test_dist.c built with DEVTENSOR_MPI (mpicc) on two ranks under mpirun, and the failure paths
 #   make clean       remove build/
 #   CUDA=0 / CUDA=1 forces the CUDA variants off / on; default: on when nvcc is found.
 #   JOBS=N: test programs run N at a time (tests/run.sh; default: make's -j, else 1).
@@ -40,6 +41,9 @@ CLANG   ?= clang
 FUZZ_TIME ?= 60
 FUZZERS := safetensors device_parse print load_tensors
 
+# distributed (issue 16): Open MPI's compiler wrapper and launcher (apt-get install openmpi-bin libopenmpi-dev)
+MPICC   ?= mpicc
+MPIRUN  ?= mpirun
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
 ifeq ($(origin CUDA), undefined)
   CUDA := $(if $(and $(NVCC),$(wildcard devtensor_cuda.cu)),1,0)
@@ -132,6 +136,8 @@ cuda_DEPS    = $(CU_OBJ)
 gpubench_CMD = $(CC) $(CSTD) $(WARN) $(OPT) $(CFLAGS) -DDEVTENSOR_CUDA -I.
 gpubench_LIBS= $(CUDA_LIBS)
 gpubench_DEPS= $(CU_OBJ)
+dist_CMD     = $(MPICC) $(CSTD) $(WARN) $(OPT) $(CFLAGS) -DDEVTENSOR_MPI -I.
+dist_LIBS    = $(LDLIBS)
 emu_CMD      = $(CC) $(CSTD) $(WARN) $(EMU_SAN) $(CFLAGS) -DDEVTENSOR_CUDA -I.
 emu_LIBS     = $(EMU_LINK)
 emu_DEPS     = $(EMU_OBJ) $(EMU_LIB)
@@ -163,6 +169,8 @@ $(eval $(call VARIANT,serial,$(B)/two_units,tests/two_units_a.c tests/two_units_
 $(eval $(call VARIANT,cuda,$(B)/cuda/%,tests/%.c $(TEST_DEPS)))
 $(eval $(call VARIANT,cuda,$(B)/cuda/ex/%,examples/%.c $(EX_DEPS)))
 $(eval $(call VARIANT,emu,$(EMU_DIR)/%,tests/%.c $(TEST_DEPS)))
+$(eval $(call VARIANT,dist,$(B)/dist/%,tests/%.c $(TEST_DEPS)))
+$(eval $(call VARIANT,dist,$(B)/dist/ex/%,examples/%.c $(EX_DEPS)))
 $(eval $(call VARIANT,emu,$(EMU_DIR)/ex/%,examples/%.c $(EX_DEPS)))
 # emulator-only programs (tests/emu/*.c): which devices get a CUDA context, the reason given without a driver
 $(eval $(call VARIANT,emu,$(EMU_DIR)/%,tests/emu/%.c $(HDR) tests/harness.h))
@@ -194,7 +202,7 @@ $(B)/bench_gpu: gpubench_CMD += -isystem $(CUDA_HOME)/include
 $(B)/fuzz/fuzz_safetensors $(B)/fuzz/replay_safetensors: tests/fuzz/nest_decode.h
 
 # the folders programs are built in
-BUILD_DIRS := $(B) $(addprefix $(B)/,c cxx asan clang ex cuda cuda/ex emu emu/ex emu/bench fault fuzz tsan tsan-emu lib/cpu lib/cuda \
+BUILD_DIRS := $(B) $(addprefix $(B)/,c cxx asan clang ex cuda cuda/ex emu emu/ex emu/bench fault fuzz tsan tsan-emu lib/cpu lib/cuda dist dist/ex \
               tsan-omp mingw/gcc mingw/interlocked mingw/cxx $(addprefix cxxstd/,c++11 c++14 c++17 c++20))
 $(BUILD_DIRS):
 	@mkdir -p $@
@@ -276,6 +284,11 @@ fuzz: $(addprefix $(B)/fuzz/fuzz_,$(FUZZERS))
 
 fuzz-replay: $(addprefix $(B)/fuzz/replay_,$(FUZZERS))
 	@ASAN_OPTIONS=detect_leaks=1 sh tests/run.sh $^
+
+# two ranks under mpirun (tests/dist.sh: the tests, a straggler, a rank that fails to start, the build without MPI)
+.PHONY: test-dist
+test-dist: $(B)/dist/test_dist $(B)/c/test_dist
+	@MPIRUN=$(MPIRUN) DIST_BIN=$(B)/dist/test_dist DIST_PLAIN=$(B)/c/test_dist sh tests/run.sh tests/dist.sh
 
 # setarch -R: gcc's TSan cannot start on kernels with wide mmap randomisation
 tsan: $(B)/tsan/test_threads $(TSAN_EMU)/test_threads
