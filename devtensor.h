@@ -4072,6 +4072,170 @@ DTDEF dt_status dt_module_load(dt_module *m, const char *path) {
   if (hdr) DT_FREE(hdr);
   return s;
 }
+/* ---- trainer: data parallel over the kept GPUs (issue 16) ----
+   dt_trainer_fit with num_gpus > 1 in one process: a replica of the model on each kept
+   GPU (the model itself on the first), each minibatch split in contiguous parts, one
+   per replica; each replica's loss gradient is weighted by its share of the rows, the
+   parameter gradients are summed over the replicas (NCCL's grouped all-reduce when
+   devtensor_cuda.cu has NCCL, else copies through the first GPU), and every replica
+   takes the same SGD step, so the replicas stay identical and the run equals one GPU
+   on the same minibatches to float rounding. Work is queued on each GPU's own stream,
+   so the replicas run at the same time. */
+typedef struct dt__replicas {
+  int n;                  /* replicas; 0 when training on one device */
+  dt_module *m[8];        /* m[0] is the caller's model, the others clones */
+  dt_tensor *acc[8];      /* each replica's loss sum on its GPU (acc[0]: the trainer's own) */
+  dt_device dev[8];
+  int idx[8];             /* device indices, for the backend */
+  void *comm[8];          /* NCCL communicators, or all NULL: sums by copies */
+} dt__replicas;
+
+static dt_status dt__train_step(dt_trainer *tr, dt_module *m, dt_tensor *xb, dt_tensor *yb, dt_tensor *acc);
+
+/* A copy of m on device d with m's parameters, zero gradients, and no draw from the
+   generator (so the shuffles stay those of a one-GPU run). */
+static dt_module *dt__module_clone(const char *op, const dt_module *m, dt_device d) {
+  dt_module *c = dt__module_new(op, m->kind);
+  int i;
+  if (!c) return NULL;
+  c->device = d; c->dtype = m->dtype; c->in = m->in; c->out = m->out;
+  if (m->kind == DT__M_LINEAR && m->weight) {
+    c->weight = dt_copyto(m->weight, d);
+    c->bias = c->weight ? dt_copyto(m->bias, d) : NULL;
+    c->gweight = c->bias ? dt__filled(op, m->weight->shape, m->dtype, 0.0, d) : NULL;
+    c->gbias = c->gweight ? dt__filled(op, m->bias->shape, m->dtype, 0.0, d) : NULL;
+    if (!c->gbias) { dt_module_free(c); return NULL; }
+  }
+  for (i = 0; m->kind == DT__M_SEQ && i < m->n; i++) {
+    dt_module *l = dt__module_clone(op, m->layers[i], d);
+    if (!l || dt_sequential_add(c, l) != DT_OK) { dt_module_free(c); return NULL; }
+  }
+  return c;
+}
+
+static int dt__module_is_lazy(const dt_module *m) {
+  int i;
+  if (m->kind == DT__M_LINEAR) return m->weight == NULL;
+  for (i = 0; m->kind == DT__M_SEQ && i < m->n; i++)
+    if (dt__module_is_lazy(m->layers[i])) return 1;
+  return 0;
+}
+
+static void dt__replicas_free(dt__replicas *r) {
+  int g;
+  for (g = 0; g < r->n; g++) {
+#ifdef DEVTENSOR_CUDA
+    if (r->comm[g]) dt__cuda_backend()->dist_comm_free(r->comm[g]);
+#endif
+    if (g > 0) { dt_module_free(r->m[g]); dt_release(r->acc[g]); }
+  }
+  memset(r, 0, sizeof *r);
+}
+
+/* The replicas for tr's GPUs (none for one device); m is on tr->gpus[0] already. */
+static dt_status dt__replicas_init(const char *op, dt_trainer *tr, dt_module *m, dt_tensor *acc, dt__replicas *r) {
+  int g;
+  memset(r, 0, sizeof *r);
+  if (tr->num_gpus < 2 || tr->device.type != DT_CUDA) return DT_OK;
+  if (dt__module_is_lazy(m))
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: training on %d GPUs copies the model to each, but it has a lazy layer "
+                    "whose size is not known yet: run one dt_forward first, or give dt_linear its in_features", op, tr->num_gpus);
+  r->n = tr->num_gpus;
+  for (g = 0; g < r->n; g++) { r->dev[g] = tr->gpus[g]; r->idx[g] = tr->gpus[g].index; }
+  r->m[0] = m; r->acc[0] = acc;
+  for (g = 1; g < r->n; g++) {
+    if (!(r->m[g] = dt__module_clone(op, m, r->dev[g])) ||
+        !(r->acc[g] = dt__filled(op, dt_shape0(), acc->dtype, 0.0, r->dev[g]))) {
+      dt_status s = dt_last_status();
+      dt__replicas_free(r);
+      return s;
+    }
+  }
+#ifdef DEVTENSOR_CUDA
+  {
+    dt_status s = dt__cuda_backend()->dist_comm_init_all(r->n, r->idx, r->comm);
+    if (s == DT_ERR_UNSUPPORTED) memset(r->comm, 0, sizeof r->comm); /* no NCCL in this build: copies */
+    else if (s != DT_OK) { dt__backend_fail(op, r->dev[0], s); dt__replicas_free(r); return s; }
+  }
+#endif
+  return DT_OK;
+}
+
+/* Rows [r0, r1) of the 2-D t, on device d. */
+static dt_tensor *dt__rows_to(const char *op, dt_tensor *t, int64_t r0, int64_t r1, dt_device d) {
+  size_t rb = t->nbytes / (size_t)t->shape.dims[0];
+  dt_tensor *y = dt__new(op, dt_shape2(r1 - r0, t->shape.dims[1]), t->dtype, d);
+  if (y && dt__copy_bytes(op, d, y->st->ptr, t->st->device, (const char *)dt_data_ptr(t) + (size_t)r0 * rb, (size_t)(r1 - r0) * rb) != DT_OK) {
+    dt_release(y);
+    return NULL;
+  }
+  return y;
+}
+
+/* The replicas' gradients summed, in every replica. */
+static dt_status dt__replicas_sum_grads(const char *op, dt__replicas *r) {
+  int i, g, np = dt_module_num_params(r->m[0]);
+  dt_status s = DT_OK;
+  (void)op;
+  for (i = 0; i < np && s == DT_OK; i++) {
+    dt_tensor *g0 = dt_module_grad(r->m[0], i);
+#ifdef DEVTENSOR_CUDA
+    if (r->comm[0]) {
+      void *bufs[8];
+      for (g = 0; g < r->n; g++) bufs[g] = dt_data_ptr(dt_module_grad(r->m[g], i));
+      s = dt__cuda_backend()->dist_all_reduce(r->n, r->comm, r->idx, g0->dtype, (int)DT_REDUCE_SUM, g0->numel, bufs);
+      if (s != DT_OK) return dt__backend_fail(op, r->dev[0], s);
+      continue;
+    }
+#endif
+    for (g = 1; g < r->n && s == DT_OK; g++) { /* without NCCL: into the first GPU's, then back */
+      dt_tensor *t = dt_copyto(dt_module_grad(r->m[g], i), r->dev[0]);
+      s = t ? dt_axpy_(g0, 1.0, t) : dt_last_status();
+      dt_release(t);
+    }
+    for (g = 1; g < r->n && s == DT_OK; g++) s = dt_copy_(dt_module_grad(r->m[g], i), g0);
+  }
+  return s;
+}
+
+/* One minibatch (on the first GPU) over the replicas; with one device, dt__train_step. */
+static dt_status dt__dp_step(dt_trainer *tr, dt__replicas *r, dt_module *m, dt_tensor *xb, dt_tensor *yb, dt_tensor *acc) {
+  const char *op = "dt_trainer_fit";
+  int64_t rows = xb->shape.dims[0];
+  dt_status s = DT_OK;
+  int g;
+  if (r->n < 2) return dt__train_step(tr, m, xb, yb, acc);
+  for (g = 0; g < r->n && s == DT_OK; g++) {
+    int64_t r0 = rows * g / r->n, r1 = rows * (g + 1) / r->n;
+    dt_tensor *x = NULL, *y = NULL, *pred = NULL, *loss = NULL, *lg = NULL, *lgs = NULL;
+    if ((s = dt_zero_grad(r->m[g])) != DT_OK || r1 == r0) continue; /* no rows: its gradients stay zero */
+    if ((x = dt__rows_to(op, xb, r0, r1, r->dev[g])) && (y = dt__rows_to(op, yb, r0, r1, r->dev[g])) &&
+        (pred = dt_forward(r->m[g], x)) && (loss = dt_mse_loss(pred, y)) &&
+        dt_axpy_(r->acc[g], (double)(r1 - r0), loss) == DT_OK && (lg = dt_mse_loss_grad(pred, y)) &&
+        (lgs = dt_mul_scalar(lg, (double)(r1 - r0) / (double)rows)))   /* this replica's share of the mean */
+      s = dt_backward_params(r->m[g], lgs);
+    else
+      s = dt_last_status();
+    dt_release(x); dt_release(y); dt_release(pred); dt_release(loss); dt_release(lg); dt_release(lgs);
+  }
+  if (s == DT_OK) s = dt__replicas_sum_grads(op, r);
+  for (g = 0; g < r->n && s == DT_OK; g++) s = dt_sgd_step(r->m[g], tr->lr);
+  return s;
+}
+
+/* The loss summed over replicas 1..n-1 since the last call, which zeroes them. */
+static dt_status dt__replicas_loss(dt__replicas *r, double *sum) {
+  int g;
+  dt_status s;
+  *sum = 0;
+  for (g = 1; g < r->n; g++) {
+    double raw[1];
+    if ((s = dt_to_host(r->acc[g], raw, sizeof raw)) != DT_OK || (s = dt_fill_(r->acc[g], 0)) != DT_OK) return s;
+    *sum += dt__host_value(raw, r->acc[g]->dtype, 0);
+  }
+  return DT_OK;
+}
+
 /* ---- trainer ---- */
 /* The chapter's Trainer: the model on the first kept GPU, each minibatch moved
    there, the loss summed on the device and read once per epoch. */
@@ -4144,7 +4308,9 @@ DTDEF dt_status dt_trainer_fit(dt_trainer *tr, dt_module *m, const dt_tensor *X,
   unsigned char *xh = NULL, *yh = NULL, *xbh = NULL, *ybh = NULL;
   dt_tensor *acc = NULL;
   dt_status s = DT_OK;
+  dt__replicas rep;
   int epoch;
+  memset(&rep, 0, sizeof rep);
   if (!tr) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: tr is NULL", op);
   if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op);
   if ((s = dt__check_tensor(op, "X", X)) != DT_OK || (s = dt__check_tensor(op, "y", y)) != DT_OK) return s;
@@ -4170,6 +4336,7 @@ DTDEF dt_status dt_trainer_fit(dt_trainer *tr, dt_module *m, const dt_tensor *X,
   if (!xh || !yh || !xbh || !ybh || !idx) { s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); goto done; }
   if ((s = dt_to_host(X, xh, X->nbytes)) != DT_OK || (s = dt_to_host(y, yh, y->nbytes)) != DT_OK) goto done;
   if (!(acc = dt__filled(op, dt_shape0(), X->dtype, 0.0, tr->device))) { s = dt_last_status(); goto done; }
+  if ((s = dt__replicas_init(op, tr, m, acc, &rep)) != DT_OK) goto done; /* num_gpus > 1: data parallel */
   for (epoch = 0; epoch < tr->max_epochs; epoch++) {
     double total, raw[1];
     dt__shuffle(idx, n);
@@ -4184,13 +4351,13 @@ DTDEF dt_status dt_trainer_fit(dt_trainer *tr, dt_module *m, const dt_tensor *X,
       yc = dt_from_data(ybh, dt_shape2(rows, fy), X->dtype, dt_cpu());
       xb = xc ? dt_trainer_prepare_batch(tr, xc) : NULL;
       yb = yc ? dt_trainer_prepare_batch(tr, yc) : NULL;
-      s = xb && yb ? dt__train_step(tr, m, xb, yb, acc) : dt_last_status();
+      s = xb && yb ? dt__dp_step(tr, &rep, m, xb, yb, acc) : dt_last_status();
       dt_release(xc); dt_release(yc); dt_release(xb); dt_release(yb);
       if (s != DT_OK) goto done;
     }
     /* the one read of the epoch */
-    if ((s = dt_to_host(acc, raw, sizeof raw)) != DT_OK) goto done;
-    total = dt__host_value(raw, acc->dtype, 0);
+    if ((s = dt_to_host(acc, raw, sizeof raw)) != DT_OK || (s = dt__replicas_loss(&rep, &total)) != DT_OK) goto done;
+    total += dt__host_value(raw, acc->dtype, 0);
     if (epoch < 64) tr->epoch_loss[epoch] = total / (double)n;
     tr->last_loss = total / (double)n;
     tr->epochs_run = epoch + 1;
@@ -4202,6 +4369,7 @@ DTDEF dt_status dt_trainer_fit(dt_trainer *tr, dt_module *m, const dt_tensor *X,
     if ((s = dt_fill_(acc, 0)) != DT_OK) goto done;
   }
 done:
+  dt__replicas_free(&rep);
   dt_release(acc);
   if (xh) DT_FREE(xh);
   if (yh) DT_FREE(yh);
@@ -4948,26 +5116,34 @@ DTDEF dt_status dt_dist_init(void) {
 #ifdef DEVTENSOR_CUDA
     if (dev.type == DT_CUDA && size > 1) {
       /* NCCL: rank 0 makes the unique id, MPI carries it to the others; then every rank
-         joins. All ranks learn whether every rank succeeded, so none waits for a failed one. */
+         joins. All ranks learn whether every rank succeeded, so none waits for a failed
+         one. A build without NCCL starts without it: CPU tensors work, GPU ones are refused. */
       const dt__backend *be = dt__cuda_backend();
       unsigned char id[128];
-      int ok = 1, all = 0;
+      int code = 0, ok = 1, all = 0; /* code, rank 0's: 0 an id, 1 no NCCL in this build, 2 NCCL failed */
       memset(id, 0, sizeof id);
-      if (rank == 0 && be->dist_unique_id(id) != DT_OK) ok = 0;
-      MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
-      if (ok) {
-        if ((rc = MPI_Bcast(id, (int)sizeof id, MPI_BYTE, 0, comm)) != MPI_SUCCESS) { MPI_Comm_free(&comm); return dt__mpi_fail(op, "MPI_Bcast of the NCCL id", rc); }
-        ok = be->dist_comm_init(dev.index, size, rank, id, &dt__dist_nccl) == DT_OK;
-      }
-      all = ok;
-      MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, comm);
-      if (!all) {
+      if (rank == 0) { dt_status st = be->dist_unique_id(id); code = st == DT_OK ? 0 : st == DT_ERR_UNSUPPORTED ? 1 : 2; }
+      if ((rc = MPI_Bcast(&code, 1, MPI_INT, 0, comm)) == MPI_SUCCESS && code == 0)
+        rc = MPI_Bcast(id, (int)sizeof id, MPI_BYTE, 0, comm);
+      if (rc != MPI_SUCCESS) { MPI_Comm_free(&comm); return dt__mpi_fail(op, "MPI_Bcast of the NCCL id", rc); }
+      if (code == 2) {
         const char *why = be->last_error();
-        if (dt__dist_nccl) be->dist_comm_free(dt__dist_nccl);
-        dt__dist_nccl = NULL;
         MPI_Comm_free(&comm);
-        if (!ok) return dt__fail(DT_ERR_BACKEND, "%s: NCCL did not start on rank %d: %s", op, rank, why && why[0] ? why : "unknown reason");
-        return dt__fail(DT_ERR_BACKEND, "%s: NCCL did not start on another rank (this one, rank %d, was ready)", op, rank);
+        if (rank == 0) return dt__fail(DT_ERR_BACKEND, "%s: NCCL did not start: %s", op, why && why[0] ? why : "ncclGetUniqueId failed");
+        return dt__fail(DT_ERR_BACKEND, "%s: NCCL did not start on rank 0 (its dt_last_error() says why)", op);
+      }
+      if (code == 0) {
+        ok = be->dist_comm_init(dev.index, size, rank, id, &dt__dist_nccl) == DT_OK;
+        all = ok;
+        if ((rc = MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, comm)) != MPI_SUCCESS) all = 0;
+        if (!all) {
+          const char *why = be->last_error();
+          if (dt__dist_nccl) be->dist_comm_free(dt__dist_nccl);
+          dt__dist_nccl = NULL;
+          MPI_Comm_free(&comm);
+          if (!ok) return dt__fail(DT_ERR_BACKEND, "%s: NCCL did not start on rank %d: %s", op, rank, why && why[0] ? why : "unknown reason");
+          return dt__fail(DT_ERR_BACKEND, "%s: NCCL did not start on another rank (this one, rank %d, was ready)", op, rank);
+        }
       }
     }
 #endif
@@ -5128,7 +5304,8 @@ DTDEF dt_status dt_all_reduce_(dt_tensor *t, dt_reduce_op op) {
   if (!dt__dist_nccl || !dt_device_equal(t->st->device, dt__dist_dev)) {
     char d[48], e[48];
     if (!dt__dist_nccl)
-      return dt__fail(DT_ERR_UNSUPPORTED, "%s: t is on %s, but this rank has no NCCL communicator (its device is %s)", fn,
+      return dt__fail(DT_ERR_UNSUPPORTED, "%s: t is on %s, but this rank has no NCCL communicator (its device is %s; GPU "
+                      "tensors need devtensor_cuda.cu compiled with -DDEVTENSOR_NCCL and -lnccl): dt_to the CPU and reduce there", fn,
                       dt_device_str(t->st->device, d, sizeof d), dt_device_str(dt__dist_dev, e, sizeof e));
     return dt__fail(DT_ERR_DEVICE_MISMATCH, "%s: t is on %s, but this rank's device is %s (dt_dist_device())", fn,
                     dt_device_str(t->st->device, d, sizeof d), dt_device_str(dt__dist_dev, e, sizeof e));
@@ -5149,10 +5326,10 @@ DTDEF dt_status dt_broadcast_(dt_tensor *t, int root) {
   const char *fn = "dt_broadcast_";
   dt_status s;
   if ((s = dt__dist_check(fn, t)) != DT_OK) return s;
-  if (root < 0 || root >= dt__dist_size_v)
-    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: root %d is not a rank (the world has rank%s 0%s%d)", fn, root,
-                    dt__dist_size_v == 1 ? "" : "s", dt__dist_size_v == 1 ? "" : " to ",
-                    dt__dist_size_v == 1 ? 0 : dt__dist_size_v - 1);
+  if (root < 0 || root >= dt__dist_size_v) {
+    if (dt__dist_size_v == 1) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: root %d is not a rank (the world has rank 0 only)", fn, root);
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: root %d is not a rank (the world has ranks 0 to %d)", fn, root, dt__dist_size_v - 1);
+  }
   if ((s = dt__check_dtype(fn, t->dtype)) != DT_OK) return s;
   if ((s = dt__dist_prelude(fn, t, 2, root)) != DT_OK) return s;
   if (dt__dist_size_v == 1 || t->numel == 0) return DT_OK;
@@ -5172,7 +5349,8 @@ DTDEF dt_status dt_broadcast_(dt_tensor *t, int root) {
   if (!dt__dist_nccl || !dt_device_equal(t->st->device, dt__dist_dev)) {
     char d[48], e[48];
     if (!dt__dist_nccl)
-      return dt__fail(DT_ERR_UNSUPPORTED, "%s: t is on %s, but this rank has no NCCL communicator (its device is %s)", fn,
+      return dt__fail(DT_ERR_UNSUPPORTED, "%s: t is on %s, but this rank has no NCCL communicator (its device is %s; GPU "
+                      "tensors need devtensor_cuda.cu compiled with -DDEVTENSOR_NCCL and -lnccl): dt_to the CPU and reduce there", fn,
                       dt_device_str(t->st->device, d, sizeof d), dt_device_str(dt__dist_dev, e, sizeof e));
     return dt__fail(DT_ERR_DEVICE_MISMATCH, "%s: t is on %s, but this rank's device is %s (dt_dist_device())", fn,
                     dt_device_str(t->st->device, d, sizeof d), dt_device_str(dt__dist_dev, e, sizeof e));

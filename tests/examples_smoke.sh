@@ -42,6 +42,7 @@ run ex2_params_io "$dir/ex2_params_io" "$tmp/ex2.safetensors"
 expect_fail "ex2_params_io reports an unwritable path" "$tmp/no/ex2.safetensors" "$dir/ex2_params_io" "$tmp/no/ex2.safetensors"
 run ex3_norm_log "$dir/ex3_norm_log" 50
 run ex4_two_gpus "$dir/ex4_two_gpus" 128
+run ddp "$dir/ddp"
 for extra in "$@"; do run "$(basename "$extra")" "$extra"; done
 
 # gpus's whole transcript against a golden file

@@ -13,7 +13,9 @@
 #include "../devtensor.h"
 #include "harness.h"
 #include <stdlib.h>
+#ifdef DEVTENSOR_MPI
 #include <unistd.h> /* _exit */
+#endif
 
 static int contains(const char *s, const char *sub) { return s && sub && strstr(s, sub) != NULL; }
 
@@ -85,6 +87,17 @@ static void test_refusals(void) {
 }
 
 #ifndef DEVTENSOR_MPI
+/* an empty value counts as unset */
+static void set_env(const char *name, const char *value) {
+#ifdef _WIN32
+  char buf[64];
+  snprintf(buf, sizeof buf, "%s=%s", name, value);
+  _putenv(buf);
+#else
+  setenv(name, value, 1);
+#endif
+}
+
 /* before dt_dist_init and after dt_dist_finalize: rank 0 of 1, collectives refused; a
    launcher's WORLD_SIZE > 1 refused by a build without MPI */
 static void test_init_finalize(void) {
@@ -93,18 +106,92 @@ static void test_init_finalize(void) {
   T_CHECK(dt_dist_rank() == 0 && dt_dist_world_size() == 1);
   T_CHECK(dt_all_reduce_(t, DT_REDUCE_SUM) == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "call dt_dist_init first"));
   T_CHECK(dt_broadcast_(t, 0) == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "call dt_dist_init first"));
-  setenv("WORLD_SIZE", "4", 1);
+  set_env("WORLD_SIZE", "4");
   T_CHECK(dt_dist_init() == DT_ERR_UNSUPPORTED);
   T_CHECK_MSG(contains(dt_last_error(), "dt_dist_init: this process is one of 4 ranks (WORLD_SIZE=4), but devtensor was built without DEVTENSOR_MPI"),
               "%s", dt_last_error());
   T_CHECK(dt_all_reduce_(t, DT_REDUCE_SUM) == DT_ERR_INVALID_ARGUMENT); /* the failed init set up nothing */
-  setenv("WORLD_SIZE", "1", 1);
+  set_env("WORLD_SIZE", "1");
   T_CHECK_MSG(dt_dist_init() == DT_OK, "%s", dt_last_error());
-  unsetenv("WORLD_SIZE");
+  set_env("WORLD_SIZE", "");
   T_CHECK(dt_all_reduce_(t, DT_REDUCE_AVG) == DT_OK && at(t, 0) == 1.0);
   dt_release(t);
 }
 #endif
+
+/* ---- one process, several GPUs: the trainer's replicas (make test-emu: two emulated GPUs) ---- */
+
+/* The emulator counts NCCL collectives; elsewhere this is NULL and the count is not checked. */
+#if defined(__GNUC__)
+#ifdef __cplusplus
+extern "C"
+#endif
+unsigned long long dtemu_nccl_collectives(void) __attribute__((weak));
+#define NCCL_CALLS() (dtemu_nccl_collectives ? dtemu_nccl_collectives() : 0ULL)
+#define HAVE_NCCL_COUNT (dtemu_nccl_collectives != NULL)
+#else
+#define NCCL_CALLS() 0ULL
+#define HAVE_NCCL_COUNT 0
+#endif
+
+static dt_module *mlp3(int lazy) {
+  dt_module *net = dt_sequential();
+  dt_sequential_add(net, dt_linear(lazy ? 0 : 3, 8));
+  dt_sequential_add(net, dt_relu_layer());
+  dt_sequential_add(net, dt_linear(8, 2));
+  return net;
+}
+
+/* dt_trainer_init(&tr, 3, 2) on two GPUs (a replica on each, minibatches split, gradients
+   all-reduced, identical steps) against one GPU on the same minibatches: the same losses and
+   parameters to float rounding, and the replicas on cuda:1 were really used (NCCL calls) */
+static void test_trainer_two_gpus(void) {
+  const int n = 43; /* batches of 10 and a last one of 3: split 5/5 and 1/2 */
+  float X[43 * 3], Y[43 * 2];
+  dt_tensor *tx, *ty;
+  dt_trainer one, two;
+  dt_module *a, *b, *lazy;
+  unsigned long long calls;
+  int i, j, e;
+  if (dt_num_gpus() < 2) T_SKIP("needs two GPUs (make test-emu has two emulated ones)");
+  for (i = 0; i < n * 3; i++) X[i] = (float)((i * 7 % 13) - 6) / 5.0f;
+  for (i = 0; i < n; i++) { Y[2 * i] = X[3 * i] - 0.5f * X[3 * i + 1]; Y[2 * i + 1] = X[3 * i + 2] * X[3 * i]; }
+  tx = dt_from_data(X, dt_shape2(n, 3), DT_F32, dt_cpu());
+  ty = dt_from_data(Y, dt_shape2(n, 2), DT_F32, dt_cpu());
+  dt_manual_seed(7);
+  a = mlp3(0);
+  T_CHECK(dt_trainer_init(&one, 3, 1) == DT_OK);
+  one.batch_size = 10; one.quiet = 1; one.lr = 0.05;
+  T_CHECK_MSG(dt_trainer_fit(&one, a, tx, ty) == DT_OK, "%s", dt_last_error());
+  dt_manual_seed(7);
+  b = mlp3(0);
+  T_CHECK(dt_trainer_init(&two, 3, 2) == DT_OK && two.num_gpus == 2);
+  two.batch_size = 10; two.quiet = 1; two.lr = 0.05;
+  calls = NCCL_CALLS();
+  T_CHECK_MSG(dt_trainer_fit(&two, b, tx, ty) == DT_OK, "%s", dt_last_error());
+  /* 3 epochs x 5 minibatches x 4 parameters, one grouped all-reduce of 2 calls each */
+  if (HAVE_NCCL_COUNT) T_CHECK_MSG(NCCL_CALLS() - calls == 3 * 5 * 4 * 2, "%llu NCCL calls", NCCL_CALLS() - calls);
+  T_CHECK(dt_device_equal(dt_module_device(b), dt_gpu(0)));
+  for (e = 0; e < 3; e++) T_CLOSE(two.epoch_loss[e], one.epoch_loss[e], 1e-6, 1e-5);
+  T_CHECK(two.epoch_loss[2] < two.epoch_loss[0]); /* it learns */
+  for (i = 0; i < dt_module_num_params(a); i++) {
+    dt_tensor *pa = dt_module_param(a, i, NULL), *pb = dt_module_param(b, i, NULL);
+    int bad = 0;
+    for (j = 0; j < dt_numel(pa); j++) {
+      double x = at(pb, j), y = at(pa, j);
+      if (fabs(x - y) > 1e-5 * (1 + fabs(y))) { if (!bad++) printf("  param %d[%d]: %.9g vs %.9g\n", i, j, x, y); }
+    }
+    T_CHECK(bad == 0);
+  }
+  /* a lazy layer cannot be copied before its size is known */
+  lazy = mlp3(1);
+  T_CHECK(dt_trainer_fit(&two, lazy, tx, ty) == DT_ERR_INVALID_ARGUMENT);
+  T_CHECK_MSG(contains(dt_last_error(), "dt_trainer_fit: training on 2 GPUs copies the model to each, but it has a lazy layer"), "%s", dt_last_error());
+  dt_module_free(lazy);
+  dt_module_free(a); dt_module_free(b);
+  dt_trainer_free(&one); dt_trainer_free(&two);
+  dt_release(tx); dt_release(ty);
+}
 
 /* ---- two or more ranks (make test-dist) ---- */
 #ifdef DEVTENSOR_MPI
@@ -293,6 +380,7 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_data_parallel_mlp);
 #else
   T_RUN(test_init_finalize);
+  T_RUN(test_trainer_two_gpus);
 #endif
   /* every rank's failures count */
   failed = t_failed;
