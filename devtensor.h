@@ -4088,9 +4088,12 @@ typedef struct dt__replicas {
   dt_device dev[8];
   int idx[8];             /* device indices, for the backend */
   void *comm[8];          /* NCCL communicators, or all NULL: sums by copies */
+  int rank, ranks;        /* a distributed run (dt_dist_init, more than one rank): this rank's part of every minibatch */
 } dt__replicas;
 
 static dt_status dt__train_step(dt_trainer *tr, dt_module *m, dt_tensor *xb, dt_tensor *yb, dt_tensor *acc);
+static int dt__dist_world(dt_device *dev);
+static dt_status dt__dist_start(const char *op, dt_module *m);
 
 /* A copy of m on device d with m's parameters, zero gradients, and no draw from the
    generator (so the shuffles stay those of a one-GPU run). */
@@ -4136,6 +4139,21 @@ static void dt__replicas_free(dt__replicas *r) {
 static dt_status dt__replicas_init(const char *op, dt_trainer *tr, dt_module *m, dt_tensor *acc, dt__replicas *r) {
   int g;
   memset(r, 0, sizeof *r);
+  if (dt__dist_world(NULL) > 1) {
+    /* a distributed run: one device per rank, every rank from rank 0's parameters and generator
+       (so the shuffles agree), each rank its part of every minibatch (DistributedSampler) */
+    dt_status s;
+    if (tr->num_gpus > 1)
+      return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: in a distributed run each rank trains on one device (dt_dist_device()), "
+                      "but the trainer keeps %d GPUs: dt_trainer_init with num_gpus 0 or 1", op, tr->num_gpus);
+    if (dt__module_is_lazy(m))
+      return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: in a distributed run every rank starts from rank 0's parameters, but the "
+                      "model has a lazy layer whose size is not known yet: run one dt_forward first", op);
+    if ((s = dt__dist_start(op, m)) != DT_OK) return s;
+    r->n = 1; r->m[0] = m; r->acc[0] = acc; r->dev[0] = tr->device; r->idx[0] = tr->device.index;
+    r->rank = dt_dist_rank(); r->ranks = dt_dist_world_size();
+    return DT_OK;
+  }
   if (tr->num_gpus < 2 || tr->device.type != DT_CUDA) return DT_OK;
   if (dt__module_is_lazy(m))
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: training on %d GPUs copies the model to each, but it has a lazy layer "
@@ -4194,6 +4212,7 @@ static dt_status dt__replicas_sum_grads(const char *op, dt__replicas *r) {
       dt_release(t);
     }
     for (g = 1; g < r->n && s == DT_OK; g++) s = dt_copy_(dt_module_grad(r->m[g], i), g0);
+    if (r->ranks > 1 && s == DT_OK) s = dt_all_reduce_(g0, DT_REDUCE_SUM); /* over the ranks (one replica each) */
   }
   return s;
 }
@@ -4204,9 +4223,10 @@ static dt_status dt__dp_step(dt_trainer *tr, dt__replicas *r, dt_module *m, dt_t
   int64_t rows = xb->shape.dims[0];
   dt_status s = DT_OK;
   int g;
-  if (r->n < 2) return dt__train_step(tr, m, xb, yb, acc);
+  int parts = r->n * (r->ranks > 1 ? r->ranks : 1);
+  if (r->n < 2 && r->ranks < 2) return dt__train_step(tr, m, xb, yb, acc);
   for (g = 0; g < r->n && s == DT_OK; g++) {
-    int64_t r0 = rows * g / r->n, r1 = rows * (g + 1) / r->n;
+    int64_t p = (int64_t)r->rank * r->n + g, r0 = rows * p / parts, r1 = rows * (p + 1) / parts;
     dt_tensor *x = NULL, *y = NULL, *pred = NULL, *loss = NULL, *lg = NULL, *lgs = NULL;
     if ((s = dt_zero_grad(r->m[g])) != DT_OK || r1 == r0) continue; /* no rows: its gradients stay zero */
     if ((x = dt__rows_to(op, xb, r0, r1, r->dev[g])) && (y = dt__rows_to(op, yb, r0, r1, r->dev[g])) &&
@@ -4223,15 +4243,23 @@ static dt_status dt__dp_step(dt_trainer *tr, dt__replicas *r, dt_module *m, dt_t
   return s;
 }
 
-/* The loss summed over replicas 1..n-1 since the last call, which zeroes them. */
+/* Adds the loss of replicas 1..n-1 since the last call (which zeroes them) to *sum, the first
+   replica's; in a distributed run, then sums *sum over the ranks. */
 static dt_status dt__replicas_loss(dt__replicas *r, double *sum) {
   int g;
   dt_status s;
-  *sum = 0;
   for (g = 1; g < r->n; g++) {
     double raw[1];
     if ((s = dt_to_host(r->acc[g], raw, sizeof raw)) != DT_OK || (s = dt_fill_(r->acc[g], 0)) != DT_OK) return s;
     *sum += dt__host_value(raw, r->acc[g]->dtype, 0);
+  }
+  if (r->ranks > 1) {
+    dt_tensor *t = dt__new("dt_trainer_fit", dt_shape0(), DT_F64, dt_cpu());
+    if (!t) return dt_last_status();
+    *(double *)t->st->ptr = *sum;
+    if ((s = dt_all_reduce_(t, DT_REDUCE_SUM)) == DT_OK) *sum = *(double *)t->st->ptr;
+    dt_release(t);
+    return s;
   }
   return DT_OK;
 }
@@ -4251,6 +4279,8 @@ DTDEF dt_status dt_trainer_init(dt_trainer *tr, int max_epochs, int num_gpus) {
   n = num_gpus < n ? num_gpus : n;
   n = n < 8 ? n : 8;
   for (i = 0; i < n; i++) tr->gpus[i] = dt_gpu(i);
+  if (n > 0 && dt__dist_world(&tr->gpus[0]) > 1) /* a distributed run: this rank's device, cuda:(local rank) */
+    n = tr->gpus[0].type == DT_CUDA ? 1 : 0;
   tr->num_gpus = n;
   tr->device = n ? tr->gpus[0] : dt_cpu();
   tr->batch_size = 32;
@@ -4356,8 +4386,9 @@ DTDEF dt_status dt_trainer_fit(dt_trainer *tr, dt_module *m, const dt_tensor *X,
       if (s != DT_OK) goto done;
     }
     /* the one read of the epoch */
-    if ((s = dt_to_host(acc, raw, sizeof raw)) != DT_OK || (s = dt__replicas_loss(&rep, &total)) != DT_OK) goto done;
-    total += dt__host_value(raw, acc->dtype, 0);
+    if ((s = dt_to_host(acc, raw, sizeof raw)) != DT_OK) goto done;
+    total = dt__host_value(raw, acc->dtype, 0);
+    if ((s = dt__replicas_loss(&rep, &total)) != DT_OK) goto done; /* other GPUs' and ranks' parts */
     if (epoch < 64) tr->epoch_loss[epoch] = total / (double)n;
     tr->last_loss = total / (double)n;
     tr->epochs_run = epoch + 1;
@@ -5155,6 +5186,32 @@ DTDEF dt_status dt_dist_init(void) {
     return DT_OK;
   }
 #endif
+}
+
+/* For the trainer: the world size (1 when none was set up) and this rank's device. */
+static int dt__dist_world(dt_device *dev) {
+  if (!dt__dist_on) return 1;
+  if (dev) *dev = dt__dist_dev;
+  return dt__dist_size_v;
+}
+
+/* For the trainer: rank 0's parameters and random generator on every rank. */
+static dt_status dt__dist_start(const char *op, dt_module *m) {
+  int i, np = dt_module_num_params(m);
+  dt_tensor *g = dt__new(op, dt_shape1(2), DT_I64, dt_cpu());
+  dt_status s = DT_OK;
+  if (!g) return dt_last_status();
+  dt__lock(&dt__rng_lock);
+  ((int64_t *)g->st->ptr)[0] = (int64_t)dt__seed; ((int64_t *)g->st->ptr)[1] = (int64_t)dt__draw;
+  dt__unlock(&dt__rng_lock);
+  for (i = 0; i < np && s == DT_OK; i++) s = dt_broadcast_(dt_module_param(m, i, NULL), 0);
+  if (s == DT_OK && (s = dt_broadcast_(g, 0)) == DT_OK) {
+    dt__lock(&dt__rng_lock);
+    dt__seed = (uint64_t)((int64_t *)g->st->ptr)[0]; dt__draw = (uint64_t)((int64_t *)g->st->ptr)[1];
+    dt__unlock(&dt__rng_lock);
+  }
+  dt_release(g);
+  return s;
 }
 
 DTDEF int dt_dist_rank(void) { return dt__dist_on ? dt__dist_rank_v : 0; }

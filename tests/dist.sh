@@ -22,8 +22,18 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 log=$(mktemp "${TMPDIR:-/tmp}/dt_dist.XXXXXX") || exit 1
 trap 'rm -f "$log"' EXIT
 
-# 1. the tests on two ranks
+# 1. the tests on two ranks; the trainer's against one process's run, written by the build without MPI
+ref=$(mktemp "${TMPDIR:-/tmp}/dt_dist_ref.XXXXXX") || exit 1
+trap 'rm -f "$log" "$ref"' EXIT
+if [ -n "$plain" ]; then
+  if DT_TEST_TRAINER_REF="$ref" timeout 60 "$plain" >"$log" 2>&1 && grep -q '^PASS test_trainer_reference' "$log"; then
+    export DT_TEST_TRAINER_REF="$ref"
+  else
+    cat "$log"; fail "dist: the one-process trainer run for the comparison"
+  fi
+fi
 timeout 60 "$MPIRUN" -np 2 --oversubscribe "$bin" >"$log" 2>&1; rc=$?
+unset DT_TEST_TRAINER_REF
 grep -v '^[0-9]* passed, [0-9]* failed, [0-9]* skipped$' "$log" | grep '^\(PASS\|FAIL\|SKIP\|  \)'
 sum=$(grep '^[0-9]* passed, [0-9]* failed, [0-9]* skipped$' "$log" | tail -1)
 if [ -z "$sum" ]; then

@@ -142,6 +142,48 @@ static dt_module *mlp3(int lazy) {
   return net;
 }
 
+/* The trainer on fixed data: 37 rows in minibatches of 8 (the last of 5), 4 epochs, from seed `seed`,
+   on the CPU; in a distributed run each rank its part of every minibatch. */
+static dt_status train_fixed(uint64_t seed, dt_module **net, dt_trainer *tr) {
+  float X[37 * 3], Y[37 * 2];
+  dt_tensor *tx, *ty;
+  dt_status s;
+  int i;
+  for (i = 0; i < 37 * 3; i++) X[i] = (float)((i * 5 % 17) - 8) / 6.0f;
+  for (i = 0; i < 37; i++) { Y[2 * i] = X[3 * i] + X[3 * i + 1]; Y[2 * i + 1] = X[3 * i + 2] - 0.25f; }
+  tx = dt_from_data(X, dt_shape2(37, 3), DT_F32, dt_cpu());
+  ty = dt_from_data(Y, dt_shape2(37, 2), DT_F32, dt_cpu());
+  dt_manual_seed(seed);
+  *net = mlp3(0);
+  dt_trainer_init(tr, 4, 0);
+  tr->batch_size = 8; tr->quiet = 1; tr->lr = 0.05;
+  s = dt_trainer_fit(tr, *net, tx, ty);
+  dt_release(tx); dt_release(ty);
+  return s;
+}
+
+#ifndef DEVTENSOR_MPI
+/* DT_TEST_TRAINER_REF=path (tests/dist.sh): the build without MPI trains one process on the
+   whole minibatches and writes its parameters and losses there; the MPI build on two ranks
+   reads them back and must match (test_trainer_ranks) */
+static void test_trainer_reference(void) {
+  const char *path = getenv("DT_TEST_TRAINER_REF");
+  const char *names[5] = {"0.weight", "0.bias", "2.weight", "2.bias", "loss"};
+  const dt_tensor *ts[5];
+  dt_module *net = NULL;
+  dt_trainer tr;
+  dt_tensor *loss;
+  int i;
+  if (!path || dt_dist_world_size() > 1) T_SKIP("DT_TEST_TRAINER_REF not set (tests/dist.sh sets it)");
+  T_CHECK_MSG(train_fixed(11, &net, &tr) == DT_OK, "%s", dt_last_error());
+  loss = dt_from_data(tr.epoch_loss, dt_shape1(4), DT_F64, dt_cpu());
+  for (i = 0; i < 4; i++) ts[i] = dt_module_param(net, i, NULL);
+  ts[4] = loss;
+  T_CHECK_MSG(dt_save_tensors(path, names, ts, 5) == DT_OK, "%s", dt_last_error());
+  dt_release(loss);
+  dt_module_free(net);
+}
+
 /* dt_trainer_init(&tr, 3, 2) on two GPUs (a replica on each, minibatches split, gradients
    all-reduced, identical steps) against one GPU on the same minibatches: the same losses and
    parameters to float rounding, and the replicas on cuda:1 were really used (NCCL calls) */
@@ -192,6 +234,7 @@ static void test_trainer_two_gpus(void) {
   dt_trainer_free(&one); dt_trainer_free(&two);
   dt_release(tx); dt_release(ty);
 }
+#endif
 
 /* ---- two or more ranks (make test-dist) ---- */
 #ifdef DEVTENSOR_MPI
@@ -270,6 +313,37 @@ static void test_mismatch_refused_on_every_rank(dt_device dev) {
   T_CHECK_MSG(dt_all_reduce_(u, DT_REDUCE_MAX) == DT_OK, "%s", dt_last_error());
   T_CHECK(at(u, 0) == value_of(0, 0) && at(u, 4 - 1) == value_of(ws - 1, 3));
   dt_release(t); dt_release(u);
+}
+
+/* The trainer on two ranks (each half of every minibatch, rank 1 from another seed) equals the
+   one-process run that tests/dist.sh had the build without MPI write to DT_TEST_TRAINER_REF. */
+static void test_trainer_ranks(void) {
+  const char *path = getenv("DT_TEST_TRAINER_REF");
+  dt_module *net = NULL;
+  dt_trainer tr;
+  char **names = NULL;
+  dt_tensor **ts = NULL;
+  int n = 0, i, j, e;
+  if (!path) T_SKIP("DT_TEST_TRAINER_REF not set (tests/dist.sh sets it)");
+  T_CHECK_MSG(train_fixed(11 + (uint64_t)dt_dist_rank(), &net, &tr) == DT_OK, "%s", dt_last_error());
+  T_CHECK(tr.num_gpus == 0 && tr.epochs_run == 4);
+  if (dt_load_tensors(path, dt_cpu(), &n, &names, &ts) != DT_OK || n != 5) {
+    T_CHECK_MSG(0, "reading %s: %s", path, dt_last_error());
+  } else {
+    for (e = 0; e < 4; e++) T_CLOSE(tr.epoch_loss[e], at(ts[4], e), 1e-7, 1e-5);
+    for (i = 0; i < 4; i++) {
+      dt_tensor *p = dt_module_param(net, i, NULL);
+      int bad = 0;
+      T_CHECK(dt_numel(p) == dt_numel(ts[i]));
+      for (j = 0; j < dt_numel(p) && j < dt_numel(ts[i]); j++) {
+        double x = at(p, j), y = at(ts[i], j);
+        if (fabs(x - y) > 1e-5 * (1 + fabs(y))) { if (!bad++) printf("  rank %d param %d[%d]: %.9g vs %.9g\n", dt_dist_rank(), i, j, x, y); }
+      }
+      T_CHECK(bad == 0);
+    }
+  }
+  dt_free_tensors(n, names, ts);
+  dt_module_free(net);
 }
 
 #include <time.h>
@@ -378,9 +452,11 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_broadcast_every_root);
   T_RUN_ALL_DEVICES(test_mismatch_refused_on_every_rank);
   T_RUN_ALL_DEVICES(test_data_parallel_mlp);
+  T_RUN(test_trainer_ranks);
 #else
   T_RUN(test_init_finalize);
   T_RUN(test_trainer_two_gpus);
+  if (getenv("DT_TEST_TRAINER_REF")) T_RUN(test_trainer_reference);
 #endif
   /* every rank's failures count */
   failed = t_failed;
