@@ -53,6 +53,9 @@
                          tensor properties, copies, operations, comparisons (sigmoid, tanh,
                          abs, _like; issue 14), printing, memory, neural
                          networks, safetensors, a small JSON reader, trainer, interop
+                         tensor properties, copies, operations, printing, memory, neural
+                         networks, safetensors, a small JSON reader, trainer (after its
+                         data-parallel part, "trainer: data parallel"), interop
                          (DLPack export and import, safetensors of any named tensors),
                          distributed (dt_dist_*, dt_all_reduce_, dt_broadcast_: MPI, NCCL)
      cpu backend         cpu backend (and its memory), cpu threads, cpu elementwise

@@ -41,6 +41,7 @@
 #include <time.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
@@ -1421,6 +1422,11 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int
   if (!comm || nranks < 1 || rank < 0 || rank >= nranks) return ncclInvalidArgument;
   if (check_cur() != cudaSuccess) return ncclUnhandledCudaError;
   std::string key(id.internal, strnlen(id.internal, sizeof id.internal));
+  /* the emulated GPUs and their cliques live in one process: an id made by another process
+     (ranks under mpirun, each with its own emulator) can never gather its ranks here */
+  char mine[32];
+  snprintf(mine, sizeof mine, "dtemu-%d-", (int)getpid());
+  if (key.compare(0, strlen(mine), mine) != 0) return ncclSystemError;
   std::shared_ptr<NcclClique> q;
   NcclComm *c = new NcclComm;
   {
@@ -1435,7 +1441,17 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int
   std::unique_lock<std::mutex> lk(q->mu);
   q->joined++;
   q->cv.notify_all();
-  q->cv.wait(lk, [&] { return q->joined >= q->n; }); /* as NCCL: returns once every rank has joined */
+  /* as NCCL: returns once every rank has joined; a rank that never comes (it failed) is
+     waited for DTEMU_NCCL_TIMEOUT seconds (default 60), then this one fails as NCCL's
+     bootstrap does when a peer is gone */
+  if (!q->cv.wait_for(lk, std::chrono::seconds(env_int("DTEMU_NCCL_TIMEOUT", 60)), [&] { return q->joined >= q->n; })) {
+    q->joined--;
+    lk.unlock();
+    std::lock_guard<std::mutex> g(g_nccl_mu);
+    g_nccl_comms.erase(c);
+    delete c;
+    return ncclRemoteError;
+  }
   *comm = reinterpret_cast<ncclComm_t>(c);
   return ncclSuccess;
 }
