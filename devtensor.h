@@ -4138,6 +4138,14 @@ static void dt__replicas_free(dt__replicas *r) {
   memset(r, 0, sizeof *r);
 }
 
+#ifdef DEVTENSOR_CUDA
+/* An environment variable set to anything but "" or "0". */
+static int dt__env_flag(const char *name) {
+  const char *v = getenv(name);
+  return v && *v && strcmp(v, "0") != 0;
+}
+#endif
+
 /* The replicas for tr's GPUs (none for one device); m is on tr->gpus[0] already. */
 static dt_status dt__replicas_init(const char *op, dt_trainer *tr, dt_module *m, dt_tensor *acc, dt__replicas *r) {
   int g;
@@ -4173,7 +4181,7 @@ static dt_status dt__replicas_init(const char *op, dt_trainer *tr, dt_module *m,
     }
   }
 #ifdef DEVTENSOR_CUDA
-  {
+  if (!dt__env_flag("DEVTENSOR_NO_NCCL")) { /* DEVTENSOR_NO_NCCL=1: sums by copies, NCCL or not */
     dt_status s = dt__cuda_backend()->dist_comm_init_all(r->n, r->idx, r->comm);
     if (s == DT_ERR_UNSUPPORTED) memset(r->comm, 0, sizeof r->comm); /* no NCCL in this build: copies */
     else if (s != DT_OK) { dt__backend_fail(op, r->dev[0], s); dt__replicas_free(r); return s; }
@@ -5109,6 +5117,10 @@ static dt_status dt__mpi_fail(const char *op, const char *what, int rc) {
 }
 #endif
 
+#ifdef DEVTENSOR_MPI
+static dt_status dt__dist_init_mpi(const char *op, long env_world, const char *which);
+#endif
+
 DTDEF dt_status dt_dist_init(void) {
   const char *op = "dt_dist_init", *which = NULL;
   long env_world = dt__env_world(&which);
@@ -5125,6 +5137,19 @@ DTDEF dt_status dt_dist_init(void) {
   dt__dist_on = 1;
   return DT_OK;
 #else
+  {
+    dt_status s = dt__dist_init_mpi(op, env_world, which);
+    if (s != DT_OK && dt__dist_started_mpi) { /* nothing was set up: MPI goes as it came */
+      MPI_Finalize();
+      dt__dist_started_mpi = 0;
+    }
+    return s;
+  }
+#endif
+}
+
+#ifdef DEVTENSOR_MPI
+static dt_status dt__dist_init_mpi(const char *op, long env_world, const char *which) {
   {
     int inited = 0, finalized = 0, provided = 0, rc, rank = 0, size = 1;
     MPI_Comm comm = MPI_COMM_NULL;
@@ -5188,8 +5213,8 @@ DTDEF dt_status dt_dist_init(void) {
     dt__dist_on = 1;
     return DT_OK;
   }
-#endif
 }
+#endif
 
 /* For the trainer: the world size (1 when none was set up) and this rank's device. */
 static int dt__dist_world(dt_device *dev) {

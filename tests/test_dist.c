@@ -225,6 +225,25 @@ static void test_trainer_two_gpus(void) {
     }
     T_CHECK(bad == 0);
   }
+  /* DEVTENSOR_NO_NCCL=1: the gradients summed by copies through cuda:0, the same training */
+  {
+    dt_module *c;
+    dt_trainer three;
+    dt_manual_seed(7);
+    c = mlp3(0);
+    set_env("DEVTENSOR_NO_NCCL", "1");
+    T_CHECK(dt_trainer_init(&three, 3, 2) == DT_OK);
+    three.batch_size = 10; three.quiet = 1; three.lr = 0.05;
+    calls = NCCL_CALLS();
+    T_CHECK_MSG(dt_trainer_fit(&three, c, tx, ty) == DT_OK, "%s", dt_last_error());
+    set_env("DEVTENSOR_NO_NCCL", "");
+    T_CHECK(NCCL_CALLS() == calls);
+    for (e = 0; e < 3; e++) T_CLOSE(three.epoch_loss[e], one.epoch_loss[e], 1e-6, 1e-5);
+    for (i = 0; i < dt_module_num_params(a); i++)
+      for (j = 0; j < dt_numel(dt_module_param(a, i, NULL)); j++)
+        T_CLOSE(at(dt_module_param(c, i, NULL), j), at(dt_module_param(a, i, NULL), j), 1e-5, 1e-5);
+    dt_module_free(c);
+  }
   /* a lazy layer cannot be copied before its size is known */
   lazy = mlp3(1);
   T_CHECK(dt_trainer_fit(&two, lazy, tx, ty) == DT_ERR_INVALID_ARGUMENT);
