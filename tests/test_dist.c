@@ -257,10 +257,16 @@ static void test_trainer_two_gpus(void) {
 
 /* ---- two or more ranks (make test-dist) ---- */
 #ifdef DEVTENSOR_MPI
+/* A GPU case runs once, on each rank's own GPU (dt_dist_device(): cuda:(local rank)) */
+#define RANK_DEVICE(dev) do { if ((dev).type == DT_CUDA) { \
+    if ((dev).index != 0) T_SKIP("GPU tensors run once, each rank on its own GPU"); \
+    (dev) = dt_dist_device(); \
+    if ((dev).type != DT_CUDA) T_SKIP("this rank is on the CPU"); } } while (0)
 
 static void test_all_reduce_every_dtype_and_op(dt_device dev) {
   int ws = dt_dist_world_size(), me = dt_dist_rank(), k, o, i, r, n = 23;
   if (ws < 2) T_SKIP("one rank (run under mpirun -np 2: make test-dist)");
+  RANK_DEVICE(dev);
   for (k = 0; k < NTYPES; k++)
     for (o = DT_REDUCE_SUM; o <= DT_REDUCE_MIN; o++) {
       int is_int = kTypes[k] == DT_I32 || kTypes[k] == DT_I64, bad = 0;
@@ -293,6 +299,7 @@ static void test_all_reduce_every_dtype_and_op(dt_device dev) {
 static void test_broadcast_every_root(dt_device dev) {
   int ws = dt_dist_world_size(), me = dt_dist_rank(), k, i, root;
   if (ws < 2) T_SKIP("one rank (run under mpirun -np 2: make test-dist)");
+  RANK_DEVICE(dev);
   for (root = 0; root < ws; root++)
     for (k = 0; k < NTYPES; k++) {
       dt_tensor *t = rank_tensor(me, 11, kTypes[k], dev);
@@ -310,6 +317,7 @@ static void test_mismatch_refused_on_every_rank(dt_device dev) {
   int ws = dt_dist_world_size(), me = dt_dist_rank(), i, bad = 0;
   dt_tensor *t, *u;
   if (ws < 2) T_SKIP("one rank (run under mpirun -np 2: make test-dist)");
+  RANK_DEVICE(dev);
   t = rank_tensor(me, me + 3, DT_F32, dev);
   T_CHECK(dt_all_reduce_(t, DT_REDUCE_SUM) == DT_ERR_SHAPE);
   T_CHECK_MSG(contains(dt_last_error(), "dt_all_reduce_: the ranks' tensors differ in size: from 3 to 4 elements"), "%s", dt_last_error());
@@ -421,6 +429,7 @@ static void test_data_parallel_mlp(dt_device dev) {
   float X[16 * 3], Y[16 * 2];
   dt_module *ddp, *ref;
   if (ws < 2) T_SKIP("one rank (run under mpirun -np 2: make test-dist)");
+  RANK_DEVICE(dev);
   per = 16 / ws;
   if (per * ws != 16) T_SKIP("world size does not divide 16");
   for (i = 0; i < 16 * 3; i++) X[i] = (float)((i * 7 % 11) - 5) / 4.0f;
