@@ -17,6 +17,7 @@
 #   make bench-gpu   the GPU benchmarks against cudaMemcpy and PyTorch (on a machine with a GPU)
 #   make lib         libdevtensor.so and .a; make install PREFIX=... adds devtensor.pc and a CMake package
 #   make test-dist   tests/test_dist.c built with DEVTENSOR_MPI (mpicc) on two ranks under mpirun, and the failure paths
+#   make test-dist-gpu  the same with CUDA and the real NCCL, each rank on its GPU (a machine with two GPUs)
 #   make clean       remove build/
 #   CUDA=0 / CUDA=1 forces the CUDA variants off / on; default: on when nvcc is found.
 #   JOBS=N: test programs run N at a time (tests/run.sh; default: make's -j, else 1).
@@ -295,6 +296,17 @@ fuzz-replay: $(addprefix $(B)/fuzz/replay_,$(FUZZERS))
 .PHONY: test-dist
 test-dist: $(B)/dist/test_dist $(B)/c/test_dist
 	@MPIRUN=$(MPIRUN) DIST_BIN=$(B)/dist/test_dist DIST_PLAIN=$(B)/c/test_dist sh tests/run.sh tests/dist.sh
+
+# on a machine with two or more GPUs: the same, each rank on its GPU, GPU tensors through the real NCCL
+# (devtensor_cuda.cu with -DDEVTENSOR_NCCL, linked with -lnccl)
+CU_NCCL_OBJ := $(B)/cuda/devtensor_cuda_nccl.o
+$(CU_NCCL_OBJ): devtensor_cuda.cu $(HDR) | $$(@D)
+	$(NVCC) $(NVCCFLAGS) -DDEVTENSOR_NCCL -I. -c $< -o $@
+$(B)/cuda/dist_test_dist: tests/test_dist.c $(TEST_DEPS) $(CU_NCCL_OBJ) | $$(@D)
+	$(MPICC) $(CSTD) $(WARN) $(OPT) -DDEVTENSOR_MPI -DDEVTENSOR_CUDA -I. $< $(CU_NCCL_OBJ) -o $@ $(CUDA_LIBS) -lnccl
+.PHONY: test-dist-gpu
+test-dist-gpu: $(B)/cuda/dist_test_dist $(B)/c/test_dist
+	@MPIRUN=$(MPIRUN) DIST_BIN=$(B)/cuda/dist_test_dist DIST_PLAIN=$(B)/c/test_dist sh tests/run.sh tests/dist.sh
 
 # setarch -R: gcc's TSan cannot start on kernels with wide mmap randomisation
 tsan: $(B)/tsan/test_threads $(TSAN_EMU)/test_threads
