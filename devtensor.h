@@ -5270,7 +5270,7 @@ DTDEF dt_status dt_dist_finalize(void) {
 /* The checks every collective makes: initialised, a tensor, a known op, a dtype the op
    takes. Bool sums are ORs (as PyTorch's), AVG needs a float dtype. */
 #ifdef DEVTENSOR_MPI
-static int dt__dist_is_bool(dt_dtype t) { return strcmp(dt_dtype_name(t), "bool") == 0; }
+static int dt__dist_is_bool(dt_dtype t) { return t == DT_BOOL; }
 #endif
 static dt_status dt__dist_check(const char *op, const dt_tensor *t) {
   dt_status s;
@@ -5314,9 +5314,9 @@ static MPI_Datatype dt__mpi_type(dt_dtype t) {
     case DT_F64: return MPI_DOUBLE;
     case DT_I32: return MPI_INT32_T;
     case DT_I64: return MPI_INT64_T;
-    default: break;
+    case DT_U8: case DT_BOOL: return MPI_UINT8_T; /* bools are 0 or 1: MAX is OR, MIN is AND */
   }
-  return MPI_UINT8_T; /* DT_U8, and DT_BOOL (0 or 1) */
+  return MPI_BYTE; /* not reached: the dtype was checked */
 }
 #endif
 

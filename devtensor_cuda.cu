@@ -1692,9 +1692,8 @@ dt_status nccl_type(dt_dtype t, ncclDataType_t *out) {
     case DT_F64: *out = ncclFloat64; return DT_OK;
     case DT_I32: *out = ncclInt32; return DT_OK;
     case DT_I64: *out = ncclInt64; return DT_OK;
-    default: break;
+    case DT_U8: case DT_BOOL: *out = ncclUint8; return DT_OK; /* bools are 0 or 1: MAX is OR, MIN is AND */
   }
-  if (dt__dtype_bytes(t) == 1) { *out = ncclUint8; return DT_OK; } /* uint8 and bool */
   set_err("NCCL collectives are not defined for %s", dt__dtype_str(t));
   return DT_ERR_DTYPE;
 }

@@ -19,17 +19,25 @@
 
 static int contains(const char *s, const char *sub) { return s && sub && strstr(s, sub) != NULL; }
 
-static const dt_dtype kTypes[] = {DT_F32, DT_F64, DT_I32, DT_I64};
+static const dt_dtype kTypes[] = {DT_F32, DT_F64, DT_I32, DT_I64, DT_U8, DT_BOOL};
 #define NTYPES ((int)(sizeof kTypes / sizeof kTypes[0]))
 
 /* values of rank r: element i is (i % 5) * (r + 1) - 2 * r + i / 5, exact in every dtype */
 static double value_of(int r, int i) { return (double)(i % 5) * (r + 1) - 2.0 * r + (double)(i / 5); }
+/* element i of rank r in dtype t: value_of, or for uint8 (i * 7 + r * 3) % 50 (sums stay below 256
+   for a few ranks), for bool 1 where (i + r) % 3 == 0 */
+static double value_t(dt_dtype t, int r, int i) {
+  if (t == DT_U8) return (double)((i * 7 + r * 3) % 50);
+  if (t == DT_BOOL) return (i + r) % 3 == 0 ? 1.0 : 0.0;
+  return value_of(r, i);
+}
+static int is_float(dt_dtype t) { return t == DT_F32 || t == DT_F64; }
 
 static dt_tensor *rank_tensor(int r, int n, dt_dtype t, dt_device dev) {
   double *v = (double *)malloc(sizeof(double) * (size_t)n);
   dt_tensor *a, *b;
   int i;
-  for (i = 0; i < n; i++) v[i] = value_of(r, i);
+  for (i = 0; i < n; i++) v[i] = value_t(t, r, i);
   a = dt_from_data(v, dt_shape1(n), DT_F64, dt_cpu());
   b = dt_cast(a, t);
   dt_release(a);
@@ -59,14 +67,14 @@ static void test_one_rank_world(dt_device dev) {
     for (o = DT_REDUCE_SUM; o <= DT_REDUCE_MIN; o++) {
       dt_tensor *t = rank_tensor(0, 7, kTypes[k], dev);
       dt_status s = dt_all_reduce_(t, (dt_reduce_op)o);
-      if (o == DT_REDUCE_AVG && (kTypes[k] == DT_I32 || kTypes[k] == DT_I64)) {
+      if (o == DT_REDUCE_AVG && !is_float(kTypes[k])) {
         T_CHECK(s == DT_ERR_DTYPE && contains(dt_last_error(), "DT_REDUCE_AVG needs float32 or float64"));
       } else {
         T_CHECK_MSG(s == DT_OK, "%s", dt_last_error());
       }
-      for (i = 0; i < 7; i++) T_CHECK(at(t, i) == value_of(0, i)); /* one rank: sum = mean = max = min = itself */
+      for (i = 0; i < 7; i++) T_CHECK(at(t, i) == value_t(kTypes[k], 0, i)); /* one rank: sum = mean = max = min = itself */
       T_CHECK(dt_broadcast_(t, 0) == DT_OK);
-      for (i = 0; i < 7; i++) T_CHECK(at(t, i) == value_of(0, i));
+      for (i = 0; i < 7; i++) T_CHECK(at(t, i) == value_t(kTypes[k], 0, i));
       dt_release(t);
     }
   T_CHECK(dt_device_equal(dt_dist_device(), dt_num_gpus() > 0 ? dt_gpu(0) : dt_cpu()) || getenv("DT_DIST_DEVICE"));
@@ -269,22 +277,24 @@ static void test_all_reduce_every_dtype_and_op(dt_device dev) {
   RANK_DEVICE(dev);
   for (k = 0; k < NTYPES; k++)
     for (o = DT_REDUCE_SUM; o <= DT_REDUCE_MIN; o++) {
-      int is_int = kTypes[k] == DT_I32 || kTypes[k] == DT_I64, bad = 0;
+      int bad = 0;
+      dt_dtype ty = kTypes[k];
       dt_tensor *t = rank_tensor(me, n, kTypes[k], dev);
       dt_status s = dt_all_reduce_(t, (dt_reduce_op)o);
-      if (o == DT_REDUCE_AVG && is_int) {
+      if (o == DT_REDUCE_AVG && !is_float(ty)) {
         T_CHECK(s == DT_ERR_DTYPE); /* refused on every rank before anything moved */
-        for (i = 0; i < n; i++) bad += at(t, i) != value_of(me, i);
+        for (i = 0; i < n; i++) bad += at(t, i) != value_t(ty, me, i);
         T_CHECK(bad == 0);
         dt_release(t);
         continue;
       }
       T_CHECK_MSG(s == DT_OK, "%s", dt_last_error());
       for (i = 0; i < n; i++) {
-        double e = value_of(0, i), got = at(t, i);
+        double e = value_t(ty, 0, i), got = at(t, i);
         for (r = 1; r < ws; r++) {
-          double v = value_of(r, i);
-          e = o == DT_REDUCE_MAX ? (v > e ? v : e) : o == DT_REDUCE_MIN ? (v < e ? v : e) : e + v;
+          double v = value_t(ty, r, i);
+          int mx = o == DT_REDUCE_MAX || (o == DT_REDUCE_SUM && ty == DT_BOOL); /* a sum of bools is their OR */
+          e = mx ? (v > e ? v : e) : o == DT_REDUCE_MIN ? (v < e ? v : e) : e + v;
         }
         if (o == DT_REDUCE_AVG) e /= ws;
         if (kTypes[k] == DT_F32 ? fabs(got - e) > 1e-6 * (1 + fabs(e)) : got != e) {
@@ -305,7 +315,7 @@ static void test_broadcast_every_root(dt_device dev) {
       dt_tensor *t = rank_tensor(me, 11, kTypes[k], dev);
       int bad = 0;
       T_CHECK_MSG(dt_broadcast_(t, root) == DT_OK, "%s", dt_last_error());
-      for (i = 0; i < 11; i++) bad += at(t, i) != value_of(root, i);
+      for (i = 0; i < 11; i++) bad += at(t, i) != value_t(kTypes[k], root, i);
       T_CHECK(bad == 0);
       dt_release(t);
     }
