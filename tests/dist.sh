@@ -24,7 +24,7 @@ trap 'rm -f "$log"' EXIT
 
 # 1. the tests on two ranks; the trainer's against one process's run, written by the build without MPI
 ref=$(mktemp "${TMPDIR:-/tmp}/dt_dist_ref.XXXXXX") || exit 1
-trap 'rm -f "$log" "$ref"' EXIT
+trap 'rm -f "$log" "$ref" "$ref.cls"' EXIT
 if [ -n "$plain" ]; then
   if DT_TEST_TRAINER_REF="$ref" timeout 60 "$plain" >"$log" 2>&1 && grep -q '^PASS test_trainer_reference' "$log"; then
     export DT_TEST_TRAINER_REF="$ref"

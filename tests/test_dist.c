@@ -170,6 +170,38 @@ static dt_status train_fixed(uint64_t seed, dt_module **net, dt_trainer *tr) {
   return s;
 }
 
+/* h5's classification through the data-parallel paths: 37 rows, labels (X0 + X1 > 0), cross-entropy,
+   dt_adam of the caller's choice, a validation set (the training set again), minibatches of 8, 4
+   epochs from seed `seed`, on `num_gpus` GPUs (0: the CPU; ranks: this rank's device). res
+   (4 x 4): each epoch's loss, train_acc, val_loss, val_acc. */
+static dt_status train_cls(uint64_t seed, int num_gpus, dt_module **net, dt_trainer *tr, double res[16]) {
+  float X[37 * 3];
+  int64_t L[37];
+  dt_tensor *tx, *ty;
+  dt_optimizer *opt;
+  dt_status s;
+  int i;
+  for (i = 0; i < 37 * 3; i++) X[i] = (float)((i * 5 % 17) - 8) / 6.0f;
+  for (i = 0; i < 37; i++) L[i] = X[3 * i] + X[3 * i + 1] > 0 ? 1 : 0;
+  tx = dt_from_data(X, dt_shape2(37, 3), DT_F32, dt_cpu());
+  ty = dt_from_data(L, dt_shape1(37), DT_I64, dt_cpu());
+  dt_manual_seed(seed);
+  *net = mlp3(0);
+  dt_trainer_init(tr, 4, num_gpus);
+  tr->batch_size = 8; tr->quiet = 1;
+  tr->loss_fn = DT_LOSS_CROSS_ENTROPY;
+  tr->optimizer = opt = dt_adam(*net, 0.02, 0.9, 0.999, 1e-8, 0.0);
+  s = opt ? dt_trainer_fit_val(tr, *net, tx, ty, tx, ty) : dt_last_status();
+  for (i = 0; i < 4; i++) {
+    res[4 * i] = tr->epochs[i].loss; res[4 * i + 1] = tr->epochs[i].train_acc;
+    res[4 * i + 2] = tr->epochs[i].val_loss; res[4 * i + 3] = tr->epochs[i].val_acc;
+  }
+  dt_optimizer_free(opt);
+  tr->optimizer = NULL;
+  dt_release(tx); dt_release(ty);
+  return s;
+}
+
 #ifndef DEVTENSOR_MPI
 /* DT_TEST_TRAINER_REF=path (tests/dist.sh): the build without MPI trains one process on the
    whole minibatches and writes its parameters and losses there; the MPI build on two ranks
@@ -190,6 +222,18 @@ static void test_trainer_reference(void) {
   T_CHECK_MSG(dt_save_tensors(path, names, ts, 5) == DT_OK, "%s", dt_last_error());
   dt_release(loss);
   dt_module_free(net);
+  { /* and the classification run (cross-entropy, Adam, validation) to path.cls */
+    char p2[1024];
+    double res[16];
+    snprintf(p2, sizeof p2, "%s.cls", path);
+    T_CHECK_MSG(train_cls(11, 0, &net, &tr, res) == DT_OK, "%s", dt_last_error());
+    loss = dt_from_data(res, dt_shape2(4, 4), DT_F64, dt_cpu());
+    for (i = 0; i < 4; i++) ts[i] = dt_module_param(net, i, NULL);
+    ts[4] = loss;
+    T_CHECK_MSG(dt_save_tensors(p2, names, ts, 5) == DT_OK, "%s", dt_last_error());
+    dt_release(loss);
+    dt_module_free(net);
+  }
 }
 
 /* dt_trainer_init(&tr, 3, 2) on two GPUs (a replica on each, minibatches split, gradients
@@ -251,6 +295,32 @@ static void test_trainer_two_gpus(void) {
       for (j = 0; j < dt_numel(dt_module_param(a, i, NULL)); j++)
         T_CLOSE(at(dt_module_param(c, i, NULL), j), at(dt_module_param(a, i, NULL), j), 1e-5, 1e-5);
     dt_module_free(c);
+  }
+  /* classification (cross-entropy, dt_adam, validation) on two GPUs, by NCCL and by copies:
+     one GPU's losses, accuracies and parameters; Adam's step on the first replica, its
+     parameters broadcast to the second */
+  {
+    dt_module *c1, *c2;
+    dt_trainer t1, t2;
+    double r1[16], r2[16];
+    int k;
+    T_CHECK_MSG(train_cls(5, 1, &c1, &t1, r1) == DT_OK, "%s", dt_last_error());
+    T_CHECK(r1[13] > 0.7); /* it learns */
+    for (k = 0; k < 2; k++) {
+      set_env("DEVTENSOR_NO_NCCL", k ? "1" : "");
+      calls = NCCL_CALLS();
+      T_CHECK_MSG(train_cls(5, 2, &c2, &t2, r2) == DT_OK, "%s", dt_last_error());
+      /* 4 epochs x 5 minibatches x 4 parameters: a grouped all-reduce and a grouped broadcast, 2 calls each */
+      if (HAVE_NCCL_COUNT) T_CHECK_MSG(NCCL_CALLS() - calls == (k ? 0u : 4u * 5 * 4 * 2 * 2), "%llu NCCL calls", NCCL_CALLS() - calls);
+      T_CHECK(t2.num_gpus == 2);
+      for (e = 0; e < 16; e++) T_CLOSE(r2[e], r1[e], 1e-6, 1e-5);
+      for (i = 0; i < dt_module_num_params(c1); i++)
+        for (j = 0; j < dt_numel(dt_module_param(c1, i, NULL)); j++)
+          T_CLOSE(at(dt_module_param(c2, i, NULL), j), at(dt_module_param(c1, i, NULL), j), 1e-5, 1e-5);
+      dt_module_free(c2);
+    }
+    set_env("DEVTENSOR_NO_NCCL", "");
+    dt_module_free(c1);
   }
   /* a lazy layer cannot be copied before its size is known */
   lazy = mlp3(1);
@@ -381,6 +451,23 @@ static void test_trainer_ranks(void) {
   }
   dt_free_tensors(n, names, ts);
   dt_module_free(net);
+  { /* classification with Adam and a validation set: losses, accuracies (summed over the ranks) and parameters */
+    char p2[1024];
+    double res[16];
+    snprintf(p2, sizeof p2, "%s.cls", path);
+    n = 0; names = NULL; ts = NULL;
+    T_CHECK_MSG(train_cls(11 + (uint64_t)dt_dist_rank(), 0, &net, &tr, res) == DT_OK, "%s", dt_last_error());
+    if (dt_load_tensors(p2, dt_cpu(), &n, &names, &ts) != DT_OK || n != 5) {
+      T_CHECK_MSG(0, "reading %s: %s", p2, dt_last_error());
+    } else {
+      for (e = 0; e < 16; e++) T_CLOSE(res[e], at(ts[4], e), 1e-6, 1e-5);
+      T_CHECK(res[13] > 0.7); /* it learns: train accuracy in the last epoch */
+      for (i = 0; i < 4; i++)
+        for (j = 0; j < dt_numel(ts[i]); j++) T_CLOSE(at(dt_module_param(net, i, NULL), j), at(ts[i], j), 1e-5, 1e-5);
+    }
+    dt_free_tensors(n, names, ts);
+    dt_module_free(net);
+  }
 }
 
 #include <time.h>
