@@ -18,6 +18,8 @@
 #   make bench       the CPU benchmarks against NumPy and PyTorch (CPU), one table (make bench-cblas: with DEVTENSOR_CBLAS)
 #   make bench-gpu   the GPU benchmarks against cudaMemcpy and PyTorch (on a machine with a GPU)
 #   make lib         libdevtensor.so and .a; make install PREFIX=... adds devtensor.pc and a CMake package
+#   make test-dist   tests/test_dist.c built with DEVTENSOR_MPI (mpicc) on two ranks under mpirun, and the failure paths
+#   make test-dist-gpu  the same with CUDA and the real NCCL, each rank on its GPU (a machine with two GPUs)
 #   make clean       remove build/
 #   CUDA=0 / CUDA=1 forces the CUDA variants off / on; default: on when nvcc is found.
 #   JOBS=N: test programs run N at a time (tests/run.sh; default: make's -j, else 1).
@@ -42,6 +44,9 @@ CLANG   ?= clang
 FUZZ_TIME ?= 60
 FUZZERS := safetensors device_parse print load_tensors
 
+# distributed (issue 16): Open MPI's compiler wrapper and launcher (apt-get install openmpi-bin libopenmpi-dev)
+MPICC   ?= mpicc
+MPIRUN  ?= mpirun
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
 ifeq ($(origin CUDA), undefined)
   CUDA := $(if $(and $(NVCC),$(wildcard devtensor_cuda.cu)),1,0)
@@ -139,6 +144,8 @@ cuda_DEPS    = $(CU_OBJ)
 gpubench_CMD = $(CC) $(CSTD) $(WARN) $(OPT) $(CFLAGS) -DDEVTENSOR_CUDA -I.
 gpubench_LIBS= $(CUDA_LIBS)
 gpubench_DEPS= $(CU_OBJ)
+dist_CMD     = $(MPICC) $(CSTD) $(WARN) $(OPT) $(CFLAGS) -DDEVTENSOR_MPI -I.
+dist_LIBS    = $(LDLIBS)
 emu_CMD      = $(CC) $(CSTD) $(WARN) $(EMU_SAN) $(CFLAGS) -DDEVTENSOR_CUDA -I.
 emu_LIBS     = $(EMU_LINK)
 emu_DEPS     = $(EMU_OBJ) $(EMU_LIB)
@@ -170,6 +177,8 @@ $(eval $(call VARIANT,serial,$(B)/two_units,tests/two_units_a.c tests/two_units_
 $(eval $(call VARIANT,cuda,$(B)/cuda/%,tests/%.c $(TEST_DEPS)))
 $(eval $(call VARIANT,cuda,$(B)/cuda/ex/%,examples/%.c $(EX_DEPS)))
 $(eval $(call VARIANT,emu,$(EMU_DIR)/%,tests/%.c $(TEST_DEPS)))
+$(eval $(call VARIANT,dist,$(B)/dist/%,tests/%.c $(TEST_DEPS)))
+$(eval $(call VARIANT,dist,$(B)/dist/ex/%,examples/%.c $(EX_DEPS)))
 $(eval $(call VARIANT,emu,$(EMU_DIR)/ex/%,examples/%.c $(EX_DEPS)))
 # emulator-only programs (tests/emu/*.c): which devices get a CUDA context, the reason given without a driver
 $(eval $(call VARIANT,emu,$(EMU_DIR)/%,tests/emu/%.c $(HDR) tests/harness.h))
@@ -207,7 +216,7 @@ $(B)/bench_gpu: gpubench_CMD += -isystem $(CUDA_HOME)/include
 $(B)/fuzz/fuzz_safetensors $(B)/fuzz/replay_safetensors: tests/fuzz/nest_decode.h
 
 # the folders programs are built in
-BUILD_DIRS := $(B) $(addprefix $(B)/,c cxx asan clang ex cuda cuda/ex emu emu/ex emu/bench fault fuzz tsan tsan-emu lib/cpu lib/cuda \
+BUILD_DIRS := $(B) $(addprefix $(B)/,c cxx asan clang ex cuda cuda/ex emu emu/ex emu/bench fault fuzz tsan tsan-emu lib/cpu lib/cuda dist dist/ex \
               tsan-omp mingw/gcc mingw/interlocked mingw/cxx $(addprefix cxxstd/,c++11 c++14 c++17 c++20))
 $(BUILD_DIRS):
 	@mkdir -p $@
@@ -233,7 +242,11 @@ $(EMU_LIB): tests/emu/emu.cpp $(EMU_HDRS) | $$(@D)
 	$(CXX) $(CXXSTD) $(WARN) $(EMU_SAN) -fPIC -shared -Itests/emu $< -o $@ -pthread
 
 $(EMU_OBJ): devtensor_cuda.cu $(HDR) $(EMU_HDRS) | $$(@D)
-	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas $(EMU_SAN) -ffp-contract=off -DDTEMU -Itests/emu -I. -c $< -o $@
+	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas $(EMU_SAN) -ffp-contract=off -DDTEMU -DDEVTENSOR_NCCL -Itests/emu -I. -c $< -o $@
+
+# distributed over ranks with emulated GPUs (tests/emu/dist_nccl.sh): MPI and the emulator's NCCL
+$(EMU_DIR)/dist_test_dist: tests/test_dist.c $(TEST_DEPS) $(EMU_OBJ) $(EMU_LIB) | $$(@D)
+	$(MPICC) $(CSTD) $(WARN) $(EMU_SAN) -DDEVTENSOR_MPI -DDEVTENSOR_CUDA -I. $< $(EMU_OBJ) -o $@ $(EMU_LINK)
 
 $(EMU_DIR)/gpu_check: tests/cuda/gpu_check.cu $(HDR) $(EMU_OBJ) $(EMU_LIB) | $$(@D)
 	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas $(EMU_SAN) -DDTEMU -DDEVTENSOR_CUDA -Itests/emu -I. $< -x none $(EMU_OBJ) -o $@ $(EMU_LINK)
@@ -241,7 +254,7 @@ $(EMU_DIR)/gpu_check: tests/cuda/gpu_check.cu $(HDR) $(EMU_OBJ) $(EMU_LIB) | $$(
 $(TSAN_EMU)/libcudart_emu.so: tests/emu/emu.cpp $(EMU_HDRS) | $$(@D)
 	$(CXX) $(CXXSTD) $(WARN) -O1 -g -fsanitize=thread -fPIC -shared -Itests/emu $< -o $@ -pthread
 $(TSAN_EMU)/devtensor_cuda.o: devtensor_cuda.cu $(HDR) $(EMU_HDRS) | $$(@D)
-	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas -O1 -g -fsanitize=thread -fPIC -ffp-contract=off -DDTEMU -Itests/emu -I. -c $< -o $@
+	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas -O1 -g -fsanitize=thread -fPIC -ffp-contract=off -DDTEMU -DDEVTENSOR_NCCL -Itests/emu -I. -c $< -o $@
 
 # ---- what make runs ----
 .PHONY: all run fashion test asan test-emu bench bench-cblas bench-gpu bench-fashion fault fuzz fuzz-replay tsan valgrind clean
@@ -283,8 +296,10 @@ bench-fashion: $(B)/ex/fashion_mnist
 	@sh bench/run_fashion.sh ./$(B)/ex/fashion_mnist "$(PYTHON)"
 
 # fault_gpu first: the longest program, started while the others share the second job
-test-emu: $(EMU_TESTS) $(EMU_DIR)/fault_gpu $(EMU_DIR)/ctx_check $(EMU_DIR)/no_driver $(EMU_EX) $(EMU_DIR)/gpu_check $(EMU_DIR)/bench/bench_gpu $(EMU_DIR)/bench/bench_train
+test-emu: $(EMU_TESTS) $(EMU_DIR)/fault_gpu $(EMU_DIR)/ctx_check $(EMU_DIR)/no_driver $(EMU_EX) $(EMU_DIR)/gpu_check $(EMU_DIR)/bench/bench_gpu $(EMU_DIR)/bench/bench_train \
+          $(if $(shell command -v $(MPICC)),$(EMU_DIR)/dist_test_dist)
 	@$(EMU_ENV) sh tests/run.sh $(EMU_DIR)/fault_gpu $(EMU_TESTS) $(EMU_DIR)/ctx_check $(EMU_DIR)/no_driver tests/emu/gpu_check.sh tests/emu/examples.sh \
+	  tests/emu/dist_nccl.sh \
 	  tests/emu/bench.sh -- tests/emu/second_pass.sh
 
 bench: $(B)/bench_cpu
@@ -312,6 +327,22 @@ fuzz: $(addprefix $(B)/fuzz/fuzz_,$(FUZZERS))
 
 fuzz-replay: $(addprefix $(B)/fuzz/replay_,$(FUZZERS))
 	@ASAN_OPTIONS=detect_leaks=1 sh tests/run.sh $^
+
+# two ranks under mpirun (tests/dist.sh: the tests, a straggler, a rank that fails to start, the build without MPI)
+.PHONY: test-dist
+test-dist: $(B)/dist/test_dist $(B)/c/test_dist
+	@MPIRUN=$(MPIRUN) DIST_BIN=$(B)/dist/test_dist DIST_PLAIN=$(B)/c/test_dist sh tests/run.sh tests/dist.sh
+
+# on a machine with two or more GPUs: the same, each rank on its GPU, GPU tensors through the real NCCL
+# (devtensor_cuda.cu with -DDEVTENSOR_NCCL, linked with -lnccl)
+CU_NCCL_OBJ := $(B)/cuda/devtensor_cuda_nccl.o
+$(CU_NCCL_OBJ): devtensor_cuda.cu $(HDR) | $$(@D)
+	$(NVCC) $(NVCCFLAGS) -DDEVTENSOR_NCCL -I. -c $< -o $@
+$(B)/cuda/dist_test_dist: tests/test_dist.c $(TEST_DEPS) $(CU_NCCL_OBJ) | $$(@D)
+	$(MPICC) $(CSTD) $(WARN) $(OPT) -DDEVTENSOR_MPI -DDEVTENSOR_CUDA -I. $< $(CU_NCCL_OBJ) -o $@ $(CUDA_LIBS) -lnccl
+.PHONY: test-dist-gpu
+test-dist-gpu: $(B)/cuda/dist_test_dist $(B)/c/test_dist
+	@MPIRUN=$(MPIRUN) DIST_BIN=$(B)/cuda/dist_test_dist DIST_PLAIN=$(B)/c/test_dist sh tests/run.sh tests/dist.sh
 
 # setarch -R: gcc's TSan cannot start on kernels with wide mmap randomisation
 tsan: $(B)/tsan/test_threads $(TSAN_EMU)/test_threads

@@ -25,6 +25,8 @@
      DT_MALLOC(sz)/DT_FREE(p) host allocator (define both or neither)
      DT_ASSERT(c)            internal invariant checks (default: assert)
      -fopenmp                the CPU matmul and large elementwise ops use every core
+     DEVTENSOR_MPI           dt_dist_* over MPI: more than one rank (compile with mpicc, run with mpirun)
+     DEVTENSOR_NCCL          (compiling devtensor_cuda.cu) GPU collectives through NCCL: link -lnccl
 
    EXAMPLE
        dt_device dev = dt_try_gpu(0);               // cuda:0, or the CPU when there is none
@@ -43,7 +45,7 @@
    CONTENTS
    Each section opens with one banner; search for it, e.g. "---- api: tensors".
      declarations        api: errors, devices, tensors, copies, operations, printing,
-                         memory, neural networks, interop
+                         memory, neural networks, interop, distributed
      backend contract    backend: interface (the dt__backend table a backend fills, the
                          broadcast geometry, Philox and Box-Muller; seen only by the
                          implementation and devtensor_cuda.cu)
@@ -51,8 +53,10 @@
                          tensor properties, copies, operations, comparisons (sigmoid, tanh,
                          abs, _like; issue 14), operations: classification (argmax, max/min,
                          softmax, cross-entropy), printing, memory, neural
-                         networks, safetensors, a small JSON reader, trainer, interop
-                         (DLPack export and import, safetensors of any named tensors)
+                         networks, safetensors, a small JSON reader, trainer (with its
+                         data-parallel part, "trainer: data parallel"), interop
+                         (DLPack export and import, safetensors of any named tensors),
+                         distributed (dt_dist_*, dt_all_reduce_, dt_broadcast_: MPI, NCCL)
      cpu backend         cpu backend (and its memory), cpu threads, cpu elementwise
                          kernels, cpu kernels: uint8 and bool, comparisons (issue 14),
                          cpu elementwise, cpu reductions, cpu classification (arg
@@ -504,6 +508,28 @@ DTDEF dt_status  dt_save_tensors(const char *path, const char *const *names, con
 DTDEF dt_status  dt_load_tensors(const char *path, dt_device d, int *n, char ***names, dt_tensor ***ts);
 DTDEF void       dt_free_tensors(int n, char **names, dt_tensor **ts);
 
+/* ---- api: distributed (issue 16: data parallel over ranks; NCCL for GPU tensors, MPI for
+   launching, bootstrapping NCCL and CPU tensors) ----
+   Build with DEVTENSOR_MPI (compile with mpicc, run under mpirun -np N) for more than one
+   rank, and DEVTENSOR_NCCL with DEVTENSOR_CUDA (compile devtensor_cuda.cu with
+   -DDEVTENSOR_NCCL, link -lnccl) for GPU tensors across ranks. Without DEVTENSOR_MPI the
+   world is this one process: dt_dist_init succeeds as rank 0 of 1 (and reports
+   DT_ERR_UNSUPPORTED when the environment says the process is one of several ranks:
+   WORLD_SIZE, OMPI_COMM_WORLD_SIZE or PMI_SIZE above 1), and a collective over one rank
+   is the identity, so the same program runs unchanged. Every rank calls each collective
+   in the same order with the same element count, dtype and op (and root); when they
+   disagree every rank gets DT_ERR_SHAPE, and a rank that does not arrive within
+   DT_DIST_TIMEOUT seconds (environment; default 300) makes the others fail with
+   DT_ERR_BACKEND instead of hanging. */
+typedef enum dt_reduce_op { DT_REDUCE_SUM = 0, DT_REDUCE_AVG, DT_REDUCE_MAX, DT_REDUCE_MIN } dt_reduce_op;
+DTDEF dt_status dt_dist_init(void);          /* under mpirun (or torchrun-style RANK, WORLD_SIZE, LOCAL_RANK) */
+DTDEF int       dt_dist_rank(void);          /* 0 before dt_dist_init */
+DTDEF int       dt_dist_world_size(void);    /* 1 before dt_dist_init */
+DTDEF dt_device dt_dist_device(void);        /* this rank's GPU (local rank modulo the GPUs), or the CPU */
+DTDEF dt_status dt_all_reduce_(dt_tensor *t, dt_reduce_op op); /* in place, every rank; AVG: float dtypes only */
+DTDEF dt_status dt_broadcast_(dt_tensor *t, int root);         /* root's values into every rank's t */
+DTDEF dt_status dt_dist_finalize(void);      /* frees the communicators; MPI_Finalize if dt_dist_init started MPI (MPI cannot start twice) */
+
 #ifdef __cplusplus
 }
 #endif
@@ -645,6 +671,18 @@ typedef struct dt__backend {
      device and fails the device's next synchronizing call (synchronize, a copy to the host). */
   dt_status (*cross_entropy)(int dev, int grad, dt_dtype t, int64_t n, int64_t c, const void *logits,
                              const int64_t *target, void *y);
+  /* distributed (issue 16): NCCL communicators and collectives. NULL, or DT_ERR_UNSUPPORTED,
+     where the backend has none. dist_unique_id fills 128 bytes (ncclUniqueId);
+     dist_comm_init joins rank `rank` of `nranks` on device `dev` (ncclCommInitRank);
+     dist_comm_init_all makes one communicator per device of `devs` in this process
+     (ncclCommInitAll). The collectives run one call per communicator in one group, each on
+     its device's stream; op is a dt_reduce_op. */
+  dt_status (*dist_unique_id)(void *id);
+  dt_status (*dist_comm_init)(int dev, int nranks, int rank, const void *id, void **comm);
+  dt_status (*dist_comm_init_all)(int ndev, const int *devs, void **comms);
+  void      (*dist_comm_free)(void *comm);
+  dt_status (*dist_all_reduce)(int ncomm, void *const *comms, const int *devs, dt_dtype t, int op, int64_t n, void *const *bufs);
+  dt_status (*dist_broadcast)(int ncomm, void *const *comms, const int *devs, dt_dtype t, int64_t n, void *const *bufs, int root);
 } dt__backend;
 
 
@@ -4518,6 +4556,8 @@ DTDEF dt_status dt_module_load(dt_module *m, const char *path) {
   return s;
 }
 /* ---- trainer ---- */
+static int dt__dist_world(dt_device *dev);                       /* "distributed" */
+static dt_status dt__dist_start(const char *op, dt_module *m);
 /* The chapter's Trainer: the model on the first kept GPU, each minibatch moved
    there, the loss summed on the device and read once per epoch. */
 
@@ -4532,6 +4572,8 @@ DTDEF dt_status dt_trainer_init(dt_trainer *tr, int max_epochs, int num_gpus) {
   n = num_gpus < n ? num_gpus : n;
   n = n < 8 ? n : 8;
   for (i = 0; i < n; i++) tr->gpus[i] = dt_gpu(i);
+  if (n > 0 && dt__dist_world(&tr->gpus[0]) > 1) /* a distributed run: this rank's device, cuda:(local rank) */
+    n = tr->gpus[0].type == DT_CUDA ? 1 : 0;
   tr->num_gpus = n;
   tr->device = n ? tr->gpus[0] : dt_cpu();
   tr->batch_size = 32;
@@ -4657,12 +4699,258 @@ static dt_status dt__tr_accumulate(dt_trainer *tr, const dt_tensor *pred, const 
   return s;
 }
 
+/* ---- trainer: data parallel over the kept GPUs (issue 16) ----
+   dt_trainer_fit with num_gpus > 1 in one process: a replica of the model on each kept
+   GPU (the model itself on the first), each minibatch split in contiguous parts, one
+   per replica; each replica's loss gradient is weighted by its share of the rows, the
+   parameter gradients are summed over the replicas (NCCL's grouped all-reduce when
+   devtensor_cuda.cu has NCCL, else copies through the first GPU), and every replica
+   takes the same SGD step, so the replicas stay identical and the run equals one GPU
+   on the same minibatches to float rounding. With tr->optimizer (made on the caller's
+   model) the first replica takes the optimizer's step and its parameters are then
+   broadcast to the others (NCCL's grouped broadcast, or copies). Each replica sums its
+   part's loss and right answers on its own GPU; at the epoch's end they are added into
+   the first GPU's sums by device-to-device copies, so the epoch still has one read.
+   Work is queued on each GPU's own stream, so the replicas run at the same time. */
+typedef struct dt__replicas {
+  int n;                  /* replicas; 0 when training on one device */
+  dt_module *m[8];        /* m[0] is the caller's model, the others clones */
+  dt__tr_sums sums[8];    /* each replica's loss and right answers on its GPU (sums[0]: the trainer's own, borrowed) */
+  dt_device dev[8];
+  int idx[8];             /* device indices, for the backend */
+  void *comm[8];          /* NCCL communicators, or all NULL: sums by copies */
+  int rank, ranks;        /* a distributed run (dt_dist_init, more than one rank): this rank's part of every minibatch */
+} dt__replicas;
+
+
+/* A copy of m on device d with m's parameters, zero gradients, and no draw from the
+   generator (so the shuffles stay those of a one-GPU run). */
+static dt_module *dt__module_clone(const char *op, const dt_module *m, dt_device d) {
+  dt_module *c = dt__module_new(op, m->kind);
+  int i;
+  if (!c) return NULL;
+  c->device = d; c->dtype = m->dtype; c->in = m->in; c->out = m->out;
+  if (m->kind == DT__M_LINEAR && m->weight) {
+    c->weight = dt_copyto(m->weight, d);
+    c->bias = c->weight ? dt_copyto(m->bias, d) : NULL;
+    c->gweight = c->bias ? dt__filled(op, m->weight->shape, m->dtype, 0.0, d) : NULL;
+    c->gbias = c->gweight ? dt__filled(op, m->bias->shape, m->dtype, 0.0, d) : NULL;
+    if (!c->gbias) { dt_module_free(c); return NULL; }
+  }
+  for (i = 0; m->kind == DT__M_SEQ && i < m->n; i++) {
+    dt_module *l = dt__module_clone(op, m->layers[i], d);
+    if (!l || dt_sequential_add(c, l) != DT_OK) { dt_module_free(c); return NULL; }
+  }
+  return c;
+}
+
+static int dt__module_is_lazy(const dt_module *m) {
+  int i;
+  if (m->kind == DT__M_LINEAR) return m->weight == NULL;
+  for (i = 0; m->kind == DT__M_SEQ && i < m->n; i++)
+    if (dt__module_is_lazy(m->layers[i])) return 1;
+  return 0;
+}
+
+static void dt__replicas_free(dt__replicas *r) {
+  int g;
+  for (g = 0; g < r->n; g++) {
+#ifdef DEVTENSOR_CUDA
+    if (r->comm[g]) dt__cuda_backend()->dist_comm_free(r->comm[g]);
+#endif
+    if (g > 0) { dt_module_free(r->m[g]); dt__tr_sums_free(&r->sums[g]); }
+  }
+  memset(r, 0, sizeof *r);
+}
+
+#ifdef DEVTENSOR_CUDA
+/* An environment variable set to anything but "" or "0". */
+static int dt__env_flag(const char *name) {
+  const char *v = getenv(name);
+  return v && *v && strcmp(v, "0") != 0;
+}
+#endif
+
+/* The replicas for tr's GPUs (none for one device); m is on tr->gpus[0] already. */
+static dt_status dt__replicas_init(const char *op, dt_trainer *tr, dt_module *m, const dt__tr_sums *sums, dt__replicas *r) {
+  int g;
+  memset(r, 0, sizeof *r);
+  if (dt__dist_world(NULL) > 1) {
+    /* a distributed run: one device per rank, every rank from rank 0's parameters and generator
+       (so the shuffles agree), each rank its part of every minibatch (DistributedSampler) */
+    dt_status s;
+    if (tr->num_gpus > 1)
+      return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: in a distributed run each rank trains on one device (dt_dist_device()), "
+                      "but the trainer keeps %d GPUs: dt_trainer_init with num_gpus 0 or 1", op, tr->num_gpus);
+    if (dt__module_is_lazy(m))
+      return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: in a distributed run every rank starts from rank 0's parameters, but the "
+                      "model has a lazy layer whose size is not known yet: run one dt_forward first", op);
+    if ((s = dt__dist_start(op, m)) != DT_OK) return s;
+    r->n = 1; r->m[0] = m; r->sums[0] = *sums; r->dev[0] = tr->device; r->idx[0] = tr->device.index;
+    r->rank = dt_dist_rank(); r->ranks = dt_dist_world_size();
+    return DT_OK;
+  }
+  if (tr->num_gpus < 2 || tr->device.type != DT_CUDA) return DT_OK;
+  if (dt__module_is_lazy(m))
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: training on %d GPUs copies the model to each, but it has a lazy layer "
+                    "whose size is not known yet: run one dt_forward first, or give dt_linear its in_features", op, tr->num_gpus);
+  r->n = tr->num_gpus;
+  for (g = 0; g < r->n; g++) { r->dev[g] = tr->gpus[g]; r->idx[g] = tr->gpus[g].index; }
+  r->m[0] = m; r->sums[0] = *sums;
+  for (g = 1; g < r->n; g++) {
+    if (!(r->m[g] = dt__module_clone(op, m, r->dev[g])) ||
+        !(r->sums[g].loss = dt__filled(op, dt_shape0(), sums->loss->dtype, 0.0, r->dev[g])) ||
+        (sums->right && !(r->sums[g].right = dt__filled(op, dt_shape0(), DT_F64, 0.0, r->dev[g])))) {
+      dt_status s = dt_last_status();
+      dt__replicas_free(r);
+      return s;
+    }
+  }
+#ifdef DEVTENSOR_CUDA
+  if (!dt__env_flag("DEVTENSOR_NO_NCCL")) { /* DEVTENSOR_NO_NCCL=1: sums by copies, NCCL or not */
+    dt_status s = dt__cuda_backend()->dist_comm_init_all(r->n, r->idx, r->comm);
+    if (s == DT_ERR_UNSUPPORTED) memset(r->comm, 0, sizeof r->comm); /* no NCCL in this build: copies */
+    else if (s != DT_OK) { dt__backend_fail(op, r->dev[0], s); dt__replicas_free(r); return s; }
+  }
+#endif
+  return DT_OK;
+}
+
+/* Rows [r0, r1) of the 1-D or 2-D contiguous t (minibatch features, targets or labels), on device d. */
+static dt_tensor *dt__rows_to(const char *op, const dt_tensor *t, int64_t r0, int64_t r1, dt_device d) {
+  size_t rb = t->nbytes / (size_t)t->shape.dims[0];
+  dt_tensor *y = dt__new(op, t->shape.ndim == 1 ? dt_shape1(r1 - r0) : dt_shape2(r1 - r0, t->shape.dims[1]), t->dtype, d);
+  if (y && dt__copy_bytes(op, d, y->st->ptr, t->st->device, (const char *)dt_data_ptr((dt_tensor *)t) + (size_t)r0 * rb, (size_t)(r1 - r0) * rb) != DT_OK) {
+    dt_release(y);
+    return NULL;
+  }
+  return y;
+}
+
+/* The replicas' gradients summed, in every replica. */
+static dt_status dt__replicas_sum_grads(const char *op, dt__replicas *r) {
+  int i, g, np = dt_module_num_params(r->m[0]);
+  dt_status s = DT_OK;
+  (void)op;
+  for (i = 0; i < np && s == DT_OK; i++) {
+    dt_tensor *g0 = dt_module_grad(r->m[0], i);
+#ifdef DEVTENSOR_CUDA
+    if (r->comm[0]) {
+      void *bufs[8];
+      for (g = 0; g < r->n; g++) bufs[g] = dt_data_ptr(dt_module_grad(r->m[g], i));
+      s = dt__cuda_backend()->dist_all_reduce(r->n, r->comm, r->idx, g0->dtype, (int)DT_REDUCE_SUM, g0->numel, bufs);
+      if (s != DT_OK) return dt__backend_fail(op, r->dev[0], s);
+      continue;
+    }
+#endif
+    for (g = 1; g < r->n && s == DT_OK; g++) { /* without NCCL: into the first GPU's, then back */
+      dt_tensor *t = dt_copyto(dt_module_grad(r->m[g], i), r->dev[0]);
+      s = t ? dt_axpy_(g0, 1.0, t) : dt_last_status();
+      dt_release(t);
+    }
+    for (g = 1; g < r->n && s == DT_OK; g++) s = dt_copy_(dt_module_grad(r->m[g], i), g0);
+    if (r->ranks > 1 && s == DT_OK) s = dt_all_reduce_(g0, DT_REDUCE_SUM); /* over the ranks (one replica each) */
+  }
+  return s;
+}
+
+/* The first replica's parameters into every other (after the optimizer's step on it). */
+static dt_status dt__replicas_bcast_params(const char *op, dt__replicas *r) {
+  int i, g, np = dt_module_num_params(r->m[0]);
+  dt_status s = DT_OK;
+  for (i = 0; i < np && s == DT_OK; i++) {
+    dt_tensor *p0 = dt_module_param(r->m[0], i, NULL);
+#ifdef DEVTENSOR_CUDA
+    if (r->comm[0]) {
+      void *bufs[8];
+      for (g = 0; g < r->n; g++) bufs[g] = dt_data_ptr(dt_module_param(r->m[g], i, NULL));
+      s = dt__cuda_backend()->dist_broadcast(r->n, r->comm, r->idx, p0->dtype, p0->numel, bufs, 0);
+      if (s != DT_OK) return dt__backend_fail(op, r->dev[0], s);
+      continue;
+    }
+#endif
+    for (g = 1; g < r->n && s == DT_OK; g++) s = dt_copy_(dt_module_param(r->m[g], i, NULL), p0);
+  }
+  (void)op;
+  return s;
+}
+
+/* One minibatch (on the first GPU, or this rank's device) over the replicas and ranks: each
+   takes its contiguous part of the rows, sums its loss (times its rows) and right answers
+   into its own sums, weights its loss gradient by its share of the rows; the gradients are
+   summed over replicas and ranks; then the step (plain SGD on every replica, or the
+   optimizer on the first and a broadcast of its parameters; across ranks each rank steps
+   its own optimizer on the same summed gradients). */
+static dt_status dt__dp_step(dt_trainer *tr, dt__replicas *r, const dt_tensor *xb, const dt_tensor *yb) {
+  const char *op = "dt_trainer_fit";
+  int64_t rows = xb->shape.dims[0];
+  dt_status s = DT_OK;
+  int g;
+  int parts = r->n * (r->ranks > 1 ? r->ranks : 1), ce = tr->loss_fn == DT_LOSS_CROSS_ENTROPY;
+  for (g = 0; g < r->n && s == DT_OK; g++) {
+    int64_t p = (int64_t)r->rank * r->n + g, r0 = rows * p / parts, r1 = rows * (p + 1) / parts;
+    dt_tensor *x = NULL, *y = NULL, *pred = NULL, *lg = NULL, *lgs = NULL;
+    if ((s = dt_zero_grad(r->m[g])) != DT_OK || r1 == r0) continue; /* no rows: its gradients stay zero */
+    if ((x = dt__rows_to(op, xb, r0, r1, r->dev[g])) && (y = dt__rows_to(op, yb, r0, r1, r->dev[g])) &&
+        (pred = dt_forward(r->m[g], x)) && dt__tr_accumulate(tr, pred, y, &r->sums[g]) == DT_OK &&
+        (lg = ce ? dt_cross_entropy_grad(pred, y) : dt_mse_loss_grad(pred, y)) &&
+        (lgs = dt_mul_scalar(lg, (double)(r1 - r0) / (double)rows)))   /* this replica's share of the mean */
+      s = dt_backward_params(r->m[g], lgs);
+    else
+      s = dt_last_status();
+    dt_release(x); dt_release(y); dt_release(pred); dt_release(lg); dt_release(lgs);
+  }
+  if (s == DT_OK) s = dt__replicas_sum_grads(op, r);
+  if (s != DT_OK) return s;
+  if (!tr->optimizer) {
+    for (g = 0; g < r->n && s == DT_OK; g++) s = dt_sgd_step(r->m[g], tr->lr);
+    return s;
+  }
+  if ((s = dt_optimizer_step(tr->optimizer)) != DT_OK || r->n < 2) return s;
+  return dt__replicas_bcast_params(op, r);
+}
+
+/* Before the epoch's read: the sums of replicas 1..n-1 since the last call (which zeroes them)
+   added into the first replica's, on its GPU (device-to-device copies, no read). */
+static dt_status dt__replicas_gather_sums(dt__replicas *r) {
+  int g, k;
+  dt_status s = DT_OK;
+  for (g = 1; g < r->n && s == DT_OK; g++)
+    for (k = 0; k < 2 && s == DT_OK; k++) {
+      dt_tensor *src = k ? r->sums[g].right : r->sums[g].loss, *dst = k ? r->sums[0].right : r->sums[0].loss, *t;
+      if (!src) continue;
+      t = dt_copyto(src, r->dev[0]);
+      s = t ? dt_axpy_(dst, 1.0, t) : dt_last_status();
+      dt_release(t);
+      if (s == DT_OK) s = dt_fill_(src, 0);
+    }
+  return s;
+}
+
+/* After the epoch's read, in a distributed run: the training sums v[0] (loss * rows) and v[1]
+   (right answers; NaN for MSE) summed over the ranks. */
+static dt_status dt__replicas_rank_sums(dt__replicas *r, double v[2]) {
+  dt_tensor *t;
+  dt_status s;
+  if (r->ranks < 2) return DT_OK;
+  if (!(t = dt__new("dt_trainer_fit", dt_shape1(2), DT_F64, dt_cpu()))) return dt_last_status();
+  ((double *)t->st->ptr)[0] = v[0]; ((double *)t->st->ptr)[1] = v[1] == v[1] ? v[1] : 0.0;
+  if ((s = dt_all_reduce_(t, DT_REDUCE_SUM)) == DT_OK) {
+    v[0] = ((double *)t->st->ptr)[0];
+    if (v[1] == v[1]) v[1] = ((double *)t->st->ptr)[1];
+  }
+  dt_release(t);
+  return s;
+}
+
 /* One training step on a minibatch on the device: forward, loss (summed into `sums`,
    with the right answers), backward, the optimizer's step (plain SGD without one).
    Nothing here waits for the device. */
-static dt_status dt__trainer_step(dt_trainer *tr, dt_module *m, const dt_tensor *xb, const dt_tensor *yb, dt__tr_sums *sums) {
+static dt_status dt__trainer_step(dt_trainer *tr, dt__replicas *rep, dt_module *m, const dt_tensor *xb, const dt_tensor *yb,
+                                  dt__tr_sums *sums) {
   dt_tensor *pred, *g = NULL;
   dt_status s;
+  if (rep && (rep->n > 1 || rep->ranks > 1)) return dt__dp_step(tr, rep, xb, yb); /* data parallel */
   if (!(pred = dt_forward(m, xb))) return dt_last_status();
   if ((s = dt__tr_accumulate(tr, pred, yb, sums)) == DT_OK) {
     g = tr->loss_fn == DT_LOSS_CROSS_ENTROPY ? dt_cross_entropy_grad(pred, yb) : dt_mse_loss_grad(pred, yb);
@@ -4680,8 +4968,8 @@ static dt_status dt__trainer_step(dt_trainer *tr, dt_module *m, const dt_tensor 
    gathered on the host and copied. Minibatch k + 1 is gathered (and copied) right after
    step k is queued, so it is ready when step k finishes and the host never waits for
    the device. */
-static dt_status dt__trainer_epoch(const char *op, dt_trainer *tr, dt_module *m, const dt__tr_data *d, int64_t *idx,
-                                   dt__tr_sums *sums) {
+static dt_status dt__trainer_epoch(const char *op, dt_trainer *tr, dt__replicas *rep, dt_module *m, const dt__tr_data *d,
+                                   int64_t *idx, dt__tr_sums *sums) {
   int64_t n = d->n, bs = tr->batch_size, b;
   dt_tensor *perm_h, *yh = NULL, *xb = NULL, *yb = NULL;
   dt__tr_order o;
@@ -4698,7 +4986,7 @@ static dt_status dt__trainer_epoch(const char *op, dt_trainer *tr, dt_module *m,
   if (n > 0 && (s = dt__tr_batch(tr, d, &o, 0, bs < n ? bs : n, &xb, &yb)) != DT_OK) goto done;
   for (b = 0; b < n; b += bs) {
     dt_tensor *x = xb, *y = yb;
-    s = dt__trainer_step(tr, m, x, y, sums);
+    s = dt__trainer_step(tr, rep, m, x, y, sums);
     xb = yb = NULL;
     if (s == DT_OK && b + bs < n) s = dt__tr_batch(tr, d, &o, b + bs, n - (b + bs) < bs ? n - (b + bs) : bs, &xb, &yb);
     dt_release(x); dt_release(y);
@@ -4834,9 +5122,11 @@ static dt_status dt__trainer_fit(const char *op, dt_trainer *tr, dt_module *m, c
                                  const dt_tensor *Xv, const dt_tensor *yv) {
   dt__tr_data d, dv;
   dt__tr_sums sums, vs;
+  dt__replicas rep;
   int64_t *idx = NULL, lo, hi, vlo, vhi;
   int epoch, val = Xv || yv;
   dt_status s;
+  memset(&rep, 0, sizeof rep);
   memset(&d, 0, sizeof d); memset(&dv, 0, sizeof dv); memset(&sums, 0, sizeof sums); memset(&vs, 0, sizeof vs);
   if ((s = dt__trainer_check(op, tr, m)) != DT_OK) return s;
   if ((s = dt__trainer_check_xy(op, tr, "X", X, "y", y)) != DT_OK) return s;
@@ -4867,12 +5157,15 @@ static dt_status dt__trainer_fit(const char *op, dt_trainer *tr, dt_module *m, c
   if (val && (s = dt__trainer_check_classes(op, m, &dv, vhi, "y_val")) != DT_OK) goto done;
   if ((s = dt__tr_sums_init(op, tr, X, &sums)) != DT_OK) goto done;
   if (val && (s = dt__tr_sums_init(op, tr, X, &vs)) != DT_OK) goto done;
+  if ((s = dt__replicas_init(op, tr, m, &sums, &rep)) != DT_OK) goto done; /* num_gpus > 1, or ranks: data parallel */
   for (epoch = 0; epoch < tr->max_epochs; epoch++) {
     double t0 = dt__wall_seconds(), v[4];
     dt_epoch_result r;
-    if ((s = dt__trainer_epoch(op, tr, m, &d, idx, &sums)) != DT_OK) goto done;
+    if ((s = dt__trainer_epoch(op, tr, &rep, m, &d, idx, &sums)) != DT_OK) goto done;
+    if ((s = dt__replicas_gather_sums(&rep)) != DT_OK) goto done; /* the other GPUs' parts, on the first */
     if (val && (s = dt__trainer_eval(tr, m, &dv, &vs)) != DT_OK) goto done;
     if ((s = dt__tr_read(op, &sums, val ? &vs : NULL, v)) != DT_OK) goto done;
+    if ((s = dt__replicas_rank_sums(&rep, v)) != DT_OK) goto done; /* the other ranks' parts */
     r.epoch = epoch + 1;
     r.loss = v[0] / (double)d.n;
     r.train_acc = v[1] / (double)d.n;
@@ -4896,6 +5189,7 @@ static dt_status dt__trainer_fit(const char *op, dt_trainer *tr, dt_module *m, c
     if (val && ((s = dt_fill_(vs.loss, 0)) != DT_OK || (vs.right && (s = dt_fill_(vs.right, 0)) != DT_OK))) goto done;
   }
 done:
+  dt__replicas_free(&rep);
   dt__tr_sums_free(&sums); dt__tr_sums_free(&vs);
   dt__tr_data_free(&d); dt__tr_data_free(&dv);
   if (idx) DT_FREE(idx);
@@ -5556,6 +5850,415 @@ done:
   if (s != DT_OK) { dt_free_tensors(n, names, ts); return s; }
   *n_out = n; *names_out = names; *ts_out = ts;
   return DT_OK;
+}
+
+/* ---- distributed ----
+   dt_dist_* and the collectives. The world is set up once by dt_dist_init: without
+   DEVTENSOR_MPI it is this process alone; with it, a duplicate of MPI_COMM_WORLD whose
+   errors return (MPI_ERRORS_RETURN) instead of aborting. Every collective first agrees
+   on what it is about to do: one nonblocking MPI_Iallreduce (MAX) of (kind, count,
+   dtype, op or root, device type) and their negations gives every rank the largest and
+   smallest of each, so a mismatch is seen on every rank and refused before any data
+   moves, and a rank that never arrives is waited for at most DT_DIST_TIMEOUT seconds.
+   Then CPU tensors go through MPI_Allreduce / MPI_Bcast, GPU tensors through the CUDA
+   backend's NCCL communicator (dist_* slots) on the device's stream. */
+#ifdef DEVTENSOR_MPI
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1 /* Open MPI's C++ bindings: not wanted, and they need the C++ runtime */
+#endif
+#include <mpi.h>
+#endif
+
+static int dt__dist_on;              /* dt_dist_init succeeded and no dt_dist_finalize since */
+static int dt__dist_rank_v, dt__dist_size_v = 1;
+static dt_device dt__dist_dev;
+#ifdef DEVTENSOR_MPI
+static MPI_Comm dt__dist_comm;
+static int dt__dist_started_mpi;     /* dt_dist_init called MPI_Init_thread */
+static void *dt__dist_nccl;          /* the CUDA backend's communicator for dt__dist_dev, or NULL */
+#endif
+
+/* An environment variable as a positive integer, else 0 (unset, not a number, or 0). */
+static long dt__env_long(const char *name) {
+  const char *v = getenv(name);
+  char *end = NULL;
+  long x;
+  if (!v || !*v) return 0;
+  x = strtol(v, &end, 10);
+  return end && *end == 0 && x > 0 ? x : 0;
+}
+
+/* The world size the launcher announced (mpirun, srun/PMI, torchrun), or 0 when none did. */
+static long dt__env_world(const char **which) {
+  static const char *const names[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "WORLD_SIZE"};
+  int i;
+  for (i = 0; i < 4; i++) {
+    long v = dt__env_long(names[i]);
+    if (v > 0) { *which = names[i]; return v; }
+  }
+  return 0;
+}
+
+/* This rank's index among the ranks of its machine (LOCAL_RANK and the launchers' names). */
+static long dt__env_local_rank(void) {
+  static const char *const names[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "LOCAL_RANK"};
+  int i;
+  for (i = 0; i < 3; i++) {
+    const char *v = getenv(names[i]);
+    if (v && *v) return strtol(v, NULL, 10) > 0 ? strtol(v, NULL, 10) : 0;
+  }
+  return 0;
+}
+
+static dt_device dt__dist_pick_device(long local) {
+  const char *force = getenv("DT_DIST_DEVICE");   /* "cpu": every rank on the CPU, GPUs or not */
+  int n = dt__gpu_count();
+  if ((force && strcmp(force, "cpu") == 0) || n == 0) return dt_cpu();
+  return dt_gpu((int)(local % n));
+}
+
+#ifdef DEVTENSOR_MPI
+static dt_status dt__mpi_fail(const char *op, const char *what, int rc) {
+  char msg[MPI_MAX_ERROR_STRING + 1];
+  int len = 0;
+  msg[0] = 0;
+  if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS) snprintf(msg, sizeof msg, "MPI error %d", rc);
+  msg[len < MPI_MAX_ERROR_STRING ? (len > 0 ? len : 0) : MPI_MAX_ERROR_STRING] = 0;
+  return dt__fail(DT_ERR_BACKEND, "%s: %s failed: %s", op, what, msg);
+}
+#endif
+
+#ifdef DEVTENSOR_MPI
+static dt_status dt__dist_init_mpi(const char *op, long env_world, const char *which);
+#endif
+
+DTDEF dt_status dt_dist_init(void) {
+  const char *op = "dt_dist_init", *which = NULL;
+  long env_world = dt__env_world(&which);
+  if (dt__dist_on)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: already initialised (rank %d of %d); call dt_dist_finalize first", op,
+                    dt__dist_rank_v, dt__dist_size_v);
+#ifndef DEVTENSOR_MPI
+  if (env_world > 1)
+    return dt__fail(DT_ERR_UNSUPPORTED, "%s: this process is one of %ld ranks (%s=%ld), but devtensor was built without "
+                    "DEVTENSOR_MPI: build with mpicc -DDEVTENSOR_MPI to train on more than one rank", op, env_world, which, env_world);
+  dt__dist_rank_v = 0;
+  dt__dist_size_v = 1;
+  dt__dist_dev = dt__dist_pick_device(dt__env_local_rank());
+  dt__dist_on = 1;
+  return DT_OK;
+#else
+  {
+    dt_status s = dt__dist_init_mpi(op, env_world, which);
+    if (s != DT_OK && dt__dist_started_mpi) { /* nothing was set up: MPI goes as it came */
+      MPI_Finalize();
+      dt__dist_started_mpi = 0;
+    }
+    return s;
+  }
+#endif
+}
+
+#ifdef DEVTENSOR_MPI
+static dt_status dt__dist_init_mpi(const char *op, long env_world, const char *which) {
+  {
+    int inited = 0, finalized = 0, provided = 0, rc, rank = 0, size = 1;
+    MPI_Comm comm = MPI_COMM_NULL;
+    dt_device dev;
+    MPI_Finalized(&finalized);
+    if (finalized) return dt__fail(DT_ERR_UNSUPPORTED, "%s: MPI was finalized in this process and cannot start again", op);
+    MPI_Initialized(&inited);
+    if (!inited) {
+      if ((rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided)) != MPI_SUCCESS) return dt__mpi_fail(op, "MPI_Init_thread", rc);
+      dt__dist_started_mpi = 1;
+    }
+    if ((rc = MPI_Comm_dup(MPI_COMM_WORLD, &comm)) != MPI_SUCCESS) return dt__mpi_fail(op, "MPI_Comm_dup", rc);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    if (env_world > 0 && env_world != size) {
+      MPI_Comm_free(&comm);
+      return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s=%ld, but MPI sees %d process%s: launch the ranks with mpirun -np %ld", op,
+                      which, env_world, size, size == 1 ? "" : "es", env_world);
+    }
+    dev = dt__dist_pick_device(dt__env_local_rank());
+    dt__dist_nccl = NULL;
+#ifdef DEVTENSOR_CUDA
+    if (dev.type == DT_CUDA && size > 1) {
+      /* NCCL: rank 0 makes the unique id, MPI carries it to the others; then every rank
+         joins. All ranks learn whether every rank succeeded, so none waits for a failed
+         one. A build without NCCL starts without it: CPU tensors work, GPU ones are refused. */
+      const dt__backend *be = dt__cuda_backend();
+      unsigned char id[128];
+      int code = 0, ok = 1, all = 0; /* code, rank 0's: 0 an id, 1 no NCCL in this build, 2 NCCL failed */
+      memset(id, 0, sizeof id);
+      if (rank == 0) { dt_status st = be->dist_unique_id(id); code = st == DT_OK ? 0 : st == DT_ERR_UNSUPPORTED ? 1 : 2; }
+      if ((rc = MPI_Bcast(&code, 1, MPI_INT, 0, comm)) == MPI_SUCCESS && code == 0)
+        rc = MPI_Bcast(id, (int)sizeof id, MPI_BYTE, 0, comm);
+      if (rc != MPI_SUCCESS) { MPI_Comm_free(&comm); return dt__mpi_fail(op, "MPI_Bcast of the NCCL id", rc); }
+      if (code == 2) {
+        const char *why = be->last_error();
+        MPI_Comm_free(&comm);
+        if (rank == 0) return dt__fail(DT_ERR_BACKEND, "%s: NCCL did not start: %s", op, why && why[0] ? why : "ncclGetUniqueId failed");
+        return dt__fail(DT_ERR_BACKEND, "%s: NCCL did not start on rank 0 (its dt_last_error() says why)", op);
+      }
+      if (code == 0) {
+        ok = be->dist_comm_init(dev.index, size, rank, id, &dt__dist_nccl) == DT_OK;
+        all = ok;
+        if ((rc = MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, comm)) != MPI_SUCCESS) all = 0;
+        if (!all) {
+          const char *why = be->last_error();
+          if (dt__dist_nccl) be->dist_comm_free(dt__dist_nccl);
+          dt__dist_nccl = NULL;
+          MPI_Comm_free(&comm);
+          if (!ok) return dt__fail(DT_ERR_BACKEND, "%s: NCCL did not start on rank %d: %s", op, rank, why && why[0] ? why : "unknown reason");
+          return dt__fail(DT_ERR_BACKEND, "%s: NCCL did not start on another rank (this one, rank %d, was ready)", op, rank);
+        }
+      }
+    }
+#endif
+    dt__dist_comm = comm;
+    dt__dist_rank_v = rank;
+    dt__dist_size_v = size;
+    dt__dist_dev = dev;
+    dt__dist_on = 1;
+    return DT_OK;
+  }
+}
+#endif
+
+/* For the trainer: the world size (1 when none was set up) and this rank's device. */
+static int dt__dist_world(dt_device *dev) {
+  if (!dt__dist_on) return 1;
+  if (dev) *dev = dt__dist_dev;
+  return dt__dist_size_v;
+}
+
+/* For the trainer: rank 0's parameters and random generator on every rank. */
+static dt_status dt__dist_start(const char *op, dt_module *m) {
+  int i, np = dt_module_num_params(m);
+  dt_tensor *g = dt__new(op, dt_shape1(2), DT_I64, dt_cpu());
+  dt_status s = DT_OK;
+  if (!g) return dt_last_status();
+  dt__lock(&dt__rng_lock);
+  ((int64_t *)g->st->ptr)[0] = (int64_t)dt__seed; ((int64_t *)g->st->ptr)[1] = (int64_t)dt__draw;
+  dt__unlock(&dt__rng_lock);
+  for (i = 0; i < np && s == DT_OK; i++) s = dt_broadcast_(dt_module_param(m, i, NULL), 0);
+  if (s == DT_OK && (s = dt_broadcast_(g, 0)) == DT_OK) {
+    dt__lock(&dt__rng_lock);
+    dt__seed = (uint64_t)((int64_t *)g->st->ptr)[0]; dt__draw = (uint64_t)((int64_t *)g->st->ptr)[1];
+    dt__unlock(&dt__rng_lock);
+  }
+  dt_release(g);
+  return s;
+}
+
+DTDEF int dt_dist_rank(void) { return dt__dist_on ? dt__dist_rank_v : 0; }
+DTDEF int dt_dist_world_size(void) { return dt__dist_on ? dt__dist_size_v : 1; }
+DTDEF dt_device dt_dist_device(void) { return dt__dist_on ? dt__dist_dev : dt__dist_pick_device(dt__env_local_rank()); }
+
+DTDEF dt_status dt_dist_finalize(void) {
+  if (!dt__dist_on) return DT_OK;
+#ifdef DEVTENSOR_MPI
+#ifdef DEVTENSOR_CUDA
+  if (dt__dist_nccl) dt__cuda_backend()->dist_comm_free(dt__dist_nccl);
+  dt__dist_nccl = NULL;
+#endif
+  MPI_Comm_free(&dt__dist_comm);
+  if (dt__dist_started_mpi) {
+    int rc = MPI_Finalize();
+    dt__dist_started_mpi = 0;
+    dt__dist_on = 0;
+    if (rc != MPI_SUCCESS) return dt__fail(DT_ERR_BACKEND, "dt_dist_finalize: MPI_Finalize failed (error %d)", rc);
+  }
+#endif
+  dt__dist_on = 0;
+  dt__dist_rank_v = 0;
+  dt__dist_size_v = 1;
+  return DT_OK;
+}
+
+/* The checks every collective makes: initialised, a tensor, a known op, a dtype the op
+   takes. Bool sums are ORs (as PyTorch's), AVG needs a float dtype. */
+#ifdef DEVTENSOR_MPI
+static int dt__dist_is_bool(dt_dtype t) { return t == DT_BOOL; }
+#endif
+static dt_status dt__dist_check(const char *op, const dt_tensor *t) {
+  dt_status s;
+  if (!dt__dist_on) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: call dt_dist_init first (no process group yet)", op);
+  if ((s = dt__check_tensor(op, "t", t)) != DT_OK) return s;
+  return DT_OK;
+}
+
+#ifdef DEVTENSOR_MPI
+/* Every rank learns the largest and smallest of each of the n (<= 8) values; waits at
+   most DT_DIST_TIMEOUT seconds for the others. */
+static dt_status dt__dist_agree(const char *op, const int64_t *v, int n, int64_t *mx, int64_t *mn) {
+  int64_t buf[16];
+  MPI_Request req;
+  long timeout = dt__env_long("DT_DIST_TIMEOUT");
+  double t0, limit = timeout > 0 ? (double)timeout : 300.0;
+  int i, done = 0, rc, waits = 0;
+  for (i = 0; i < n; i++) { buf[i] = v[i]; buf[n + i] = v[i] == INT64_MIN ? INT64_MAX : -v[i]; }
+  if ((rc = MPI_Iallreduce(MPI_IN_PLACE, buf, 2 * n, MPI_INT64_T, MPI_MAX, dt__dist_comm, &req)) != MPI_SUCCESS)
+    return dt__mpi_fail(op, "MPI_Iallreduce", rc);
+  t0 = MPI_Wtime();
+  while (!done) {
+    if ((rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE)) != MPI_SUCCESS) return dt__mpi_fail(op, "MPI_Test", rc);
+    if (done) break;
+    if (MPI_Wtime() - t0 > limit)
+      /* the request stays pending: the communicator is unusable from here on, as after any
+         failed collective; the program should end (mpirun then stops the other ranks) */
+      return dt__fail(DT_ERR_BACKEND, "%s: rank %d waited %.0f s (DT_DIST_TIMEOUT) for the other ranks to reach this "
+                      "collective; a rank has failed or is in another call. The process group is unusable now: end the program",
+                      op, dt__dist_rank_v, limit);
+    dt__pause(waits);
+    if (waits < 64) waits++;
+  }
+  for (i = 0; i < n; i++) { mx[i] = buf[i]; mn[i] = -buf[n + i]; }
+  return DT_OK;
+}
+
+static MPI_Datatype dt__mpi_type(dt_dtype t) {
+  switch (t) {
+    case DT_F32: return MPI_FLOAT;
+    case DT_F64: return MPI_DOUBLE;
+    case DT_I32: return MPI_INT32_T;
+    case DT_I64: return MPI_INT64_T;
+    case DT_U8: case DT_BOOL: return MPI_UINT8_T; /* bools are 0 or 1: MAX is OR, MIN is AND */
+  }
+  return MPI_BYTE; /* not reached: the dtype was checked */
+}
+#endif
+
+/* What every rank must agree on before a collective moves data. */
+static dt_status dt__dist_prelude(const char *op, const dt_tensor *t, int kind, int arg) {
+#ifdef DEVTENSOR_MPI
+  int64_t v[4], mx[4], mn[4];
+  dt_status s;
+  if (dt__dist_size_v == 1) return DT_OK;
+  v[0] = kind; v[1] = t->numel; v[2] = (int64_t)t->dtype; v[3] = (int64_t)arg * 2 + (t->st->device.type == DT_CUDA);
+  if ((s = dt__dist_agree(op, v, 4, mx, mn)) != DT_OK) return s;
+  if (mx[0] != mn[0])
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: the ranks are in different collectives (dt_all_reduce_ on some, dt_broadcast_ "
+                    "on others): every rank calls the same collectives in the same order", op);
+  if (mx[1] != mn[1])
+    return dt__fail(DT_ERR_SHAPE, "%s: the ranks' tensors differ in size: from %lld to %lld elements (rank %d has %lld); "
+                    "every rank passes a tensor of the same size", op, (long long)mn[1], (long long)mx[1], dt__dist_rank_v,
+                    (long long)t->numel);
+  if (mx[2] != mn[2])
+    return dt__fail(DT_ERR_DTYPE, "%s: the ranks' tensors differ in dtype (rank %d has %s); every rank passes the same dtype",
+                    op, dt__dist_rank_v, dt_dtype_name(t->dtype));
+  if (mx[3] != mn[3]) {
+    if ((mx[3] & 1) != (mn[3] & 1))
+      return dt__fail(DT_ERR_DEVICE_MISMATCH, "%s: some ranks pass CPU tensors and others GPU tensors (rank %d's is on %s); "
+                      "every rank's tensor is on dt_dist_device() or every rank's on the CPU", op, dt__dist_rank_v,
+                      t->st->device.type == DT_CUDA ? "a GPU" : "the CPU");
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: the ranks pass different %s (rank %d passes %s %d)", op,
+                    kind == 1 ? "ops" : "roots", dt__dist_rank_v, kind == 1 ? "op" : "root", arg);
+  }
+  return DT_OK;
+#else
+  (void)op; (void)t; (void)kind; (void)arg;
+  return DT_OK;
+#endif
+}
+
+DTDEF dt_status dt_all_reduce_(dt_tensor *t, dt_reduce_op op) {
+  const char *fn = "dt_all_reduce_";
+  dt_status s;
+  if ((s = dt__dist_check(fn, t)) != DT_OK) return s;
+  if ((int)op < (int)DT_REDUCE_SUM || (int)op > (int)DT_REDUCE_MIN)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: unknown op %d (DT_REDUCE_SUM, _AVG, _MAX or _MIN)", fn, (int)op);
+  if ((s = dt__check_dtype(fn, t->dtype)) != DT_OK) return s;
+  if (op == DT_REDUCE_AVG && !dt__is_float(t->dtype))
+    return dt__fail(DT_ERR_DTYPE, "%s: DT_REDUCE_AVG needs float32 or float64, t is %s (use DT_REDUCE_SUM, or dt_cast)", fn,
+                    dt_dtype_name(t->dtype));
+  if ((s = dt__dist_prelude(fn, t, 1, (int)op)) != DT_OK) return s;
+  /* one rank: the sum, mean, max and min of one value are that value */
+  if (dt__dist_size_v == 1 || t->numel == 0) return DT_OK;
+#ifdef DEVTENSOR_MPI
+  if (t->st->device.type == DT_CPU) {
+    MPI_Op mop = op == DT_REDUCE_MAX ? MPI_MAX : op == DT_REDUCE_MIN ? MPI_MIN : MPI_SUM;
+    char *p = (char *)dt_data_ptr(t);
+    size_t es = dt_dtype_size(t->dtype);
+    int64_t at = 0;
+    int rc;
+    if (dt__dist_is_bool(t->dtype) && op == DT_REDUCE_SUM) mop = MPI_MAX; /* a sum of bools is their OR (PyTorch's rule) */
+    while (at < t->numel) {
+      int64_t n = t->numel - at < (int64_t)(INT_MAX / 8) ? t->numel - at : (int64_t)(INT_MAX / 8);
+      if ((rc = MPI_Allreduce(MPI_IN_PLACE, p + (size_t)at * es, (int)n, dt__mpi_type(t->dtype), mop, dt__dist_comm)) != MPI_SUCCESS)
+        return dt__mpi_fail(fn, "MPI_Allreduce", rc);
+      at += n;
+    }
+    if (op == DT_REDUCE_AVG)
+      return dt__run(fn, t->st->device, dt__be(t->st->device)->unary(0, DT__U_AFFINE, t->dtype, t->numel, p, p,
+                                                                       1.0 / (double)dt__dist_size_v, 0.0));
+    return DT_OK;
+  }
+#ifdef DEVTENSOR_CUDA
+  if (!dt__dist_nccl || !dt_device_equal(t->st->device, dt__dist_dev)) {
+    char d[48], e[48];
+    if (!dt__dist_nccl)
+      return dt__fail(DT_ERR_UNSUPPORTED, "%s: t is on %s, but this rank has no NCCL communicator (its device is %s; GPU "
+                      "tensors need devtensor_cuda.cu compiled with -DDEVTENSOR_NCCL and -lnccl): dt_to the CPU and reduce there", fn,
+                      dt_device_str(t->st->device, d, sizeof d), dt_device_str(dt__dist_dev, e, sizeof e));
+    return dt__fail(DT_ERR_DEVICE_MISMATCH, "%s: t is on %s, but this rank's device is %s (dt_dist_device())", fn,
+                    dt_device_str(t->st->device, d, sizeof d), dt_device_str(dt__dist_dev, e, sizeof e));
+  }
+  {
+    void *ptr = dt_data_ptr(t);
+    int o = (int)op;
+    if (dt__dist_is_bool(t->dtype) && op == DT_REDUCE_SUM) o = (int)DT_REDUCE_MAX;
+    return dt__run(fn, t->st->device, dt__cuda_backend()->dist_all_reduce(1, &dt__dist_nccl, &t->st->device.index, t->dtype,
+                                                                         o, t->numel, &ptr));
+  }
+#endif
+#endif
+  return dt__fail(DT_ERR_UNSUPPORTED, "%s: no collective for tensors on this device in this build", fn);
+}
+
+DTDEF dt_status dt_broadcast_(dt_tensor *t, int root) {
+  const char *fn = "dt_broadcast_";
+  dt_status s;
+  if ((s = dt__dist_check(fn, t)) != DT_OK) return s;
+  if (root < 0 || root >= dt__dist_size_v) {
+    if (dt__dist_size_v == 1) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: root %d is not a rank (the world has rank 0 only)", fn, root);
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: root %d is not a rank (the world has ranks 0 to %d)", fn, root, dt__dist_size_v - 1);
+  }
+  if ((s = dt__check_dtype(fn, t->dtype)) != DT_OK) return s;
+  if ((s = dt__dist_prelude(fn, t, 2, root)) != DT_OK) return s;
+  if (dt__dist_size_v == 1 || t->numel == 0) return DT_OK;
+#ifdef DEVTENSOR_MPI
+  if (t->st->device.type == DT_CPU) {
+    char *p = (char *)dt_data_ptr(t);
+    size_t at = 0, nb = t->nbytes;
+    int rc;
+    while (at < nb) {
+      size_t n = nb - at < (size_t)(INT_MAX / 2) ? nb - at : (size_t)(INT_MAX / 2);
+      if ((rc = MPI_Bcast(p + at, (int)n, MPI_BYTE, root, dt__dist_comm)) != MPI_SUCCESS) return dt__mpi_fail(fn, "MPI_Bcast", rc);
+      at += n;
+    }
+    return DT_OK;
+  }
+#ifdef DEVTENSOR_CUDA
+  if (!dt__dist_nccl || !dt_device_equal(t->st->device, dt__dist_dev)) {
+    char d[48], e[48];
+    if (!dt__dist_nccl)
+      return dt__fail(DT_ERR_UNSUPPORTED, "%s: t is on %s, but this rank has no NCCL communicator (its device is %s; GPU "
+                      "tensors need devtensor_cuda.cu compiled with -DDEVTENSOR_NCCL and -lnccl): dt_to the CPU and reduce there", fn,
+                      dt_device_str(t->st->device, d, sizeof d), dt_device_str(dt__dist_dev, e, sizeof e));
+    return dt__fail(DT_ERR_DEVICE_MISMATCH, "%s: t is on %s, but this rank's device is %s (dt_dist_device())", fn,
+                    dt_device_str(t->st->device, d, sizeof d), dt_device_str(dt__dist_dev, e, sizeof e));
+  }
+  {
+    void *ptr = dt_data_ptr(t);
+    return dt__run(fn, t->st->device, dt__cuda_backend()->dist_broadcast(1, &dt__dist_nccl, &t->st->device.index, t->dtype,
+                                                                        t->numel, &ptr, root));
+  }
+#endif
+#endif
+  return dt__fail(DT_ERR_UNSUPPORTED, "%s: no collective for tensors on this device in this build", fn);
 }
 
 /* ---- cpu backend ---- */
@@ -8692,7 +9395,14 @@ static const dt__backend *dt__cpu_backend(void) {
     /* classification */
     DT__SLOT(arg_reduce) dt__cpu_arg_reduce,
     DT__SLOT(softmax) dt__cpu_softmax,
-    DT__SLOT(cross_entropy) dt__cpu_cross_entropy
+    DT__SLOT(cross_entropy) dt__cpu_cross_entropy,
+    /* distributed (issue 16): CPU tensors go through MPI in the core ("distributed") */
+    DT__SLOT(dist_unique_id) NULL,
+    DT__SLOT(dist_comm_init) NULL,
+    DT__SLOT(dist_comm_init_all) NULL,
+    DT__SLOT(dist_comm_free) NULL,
+    DT__SLOT(dist_all_reduce) NULL,
+    DT__SLOT(dist_broadcast) NULL
   };
   return &be;
 }

@@ -55,6 +55,7 @@ if [ -x "$dir/fashion_mnist" ]; then
 else
   echo "SKIP ${label}example fashion_mnist: not built (zlib's header is missing: apt-get install zlib1g-dev)"; s=$((s + 1))
 fi
+run ddp "$dir/ddp"
 for extra in "$@"; do run "$(basename "$extra")" "$extra"; done
 
 # gpus's whole transcript against a golden file

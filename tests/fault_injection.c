@@ -477,6 +477,13 @@ static int workload(void) {
   STEP(dt_save_tensors(fi_path, st_names, ts, 3) == DT_OK);
   STEP(dt_load_tensors(fi_path, dt_cpu(), &ln, &lnames, &lts) == DT_OK);
   VERIFY(ln == 3 && strcmp(lnames[2], "i64") == 0 && val(lts[0], 5) == 6 && val(lts[1], 4) == 7 && val(lts[2], 0) == -3);
+  /* distributed (issue 16): the one-rank world; collectives on a copy (a stays as it was) */
+  STEP(dt_dist_init() == DT_OK);
+  NEW(t, dt_copyto(a, dt_cpu()));
+  STEP(dt_all_reduce_(t, DT_REDUCE_AVG) == DT_OK);
+  STEP(dt_broadcast_(t, 0) == DT_OK);
+  VERIFY(val(t, 5) == A6[5] && dt_dist_world_size() == 1);
+  STEP(dt_dist_finalize() == DT_OK);
 
   /* optimizers and no_grad (h4): a first step that fails (making its state) leaves the
      parameters as they were (checked at out: against the snapshot) */
@@ -498,6 +505,7 @@ static int workload(void) {
 
 out:
   dt_optimizer_free(opt);
+  dt_dist_finalize(); /* after a failed step: the next run starts with no process group */
   if (failed_line && !ln && (lnames || lts)) fi_problem(failed_line, "a failed dt_load_tensors left its outputs set");
   dt_free_tensors(ln, lnames, lts);
   if (dlv) dlv->deleter(dlv);   /* refused: still ours, so ours to delete (a second delete would show as a bad free) */

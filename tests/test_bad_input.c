@@ -202,6 +202,44 @@ static int xent_gpu_cpu(int grad) {
   dt_release(t);
   return nul(y);
 }
+/* distributed (issue 16): a collective on the one-rank world, set up and torn down around it */
+static dt_status dist_ar(dt_tensor *t, int op) {
+  dt_status s;
+  if (dt_dist_init() != DT_OK) return DT_OK; /* counted as not failing: the row fails */
+  s = dt_all_reduce_(t, (dt_reduce_op)op);
+  dt_dist_finalize();
+  return s;
+}
+static dt_status dist_bc(dt_tensor *t, int root) {
+  dt_status s;
+  if (dt_dist_init() != DT_OK) return DT_OK;
+  s = dt_broadcast_(t, root);
+  dt_dist_finalize();
+  return s;
+}
+static dt_status dist_init_twice(void) {
+  dt_status s;
+  if (dt_dist_init() != DT_OK) return DT_OK;
+  s = dt_dist_init();
+  dt_dist_finalize();
+  return s;
+}
+/* a launcher's WORLD_SIZE of 3 in a build without DEVTENSOR_MPI */
+static dt_status dist_init_world3(void) {
+  dt_status s;
+#ifdef _WIN32
+  static char set[] = "WORLD_SIZE=3", unset[] = "WORLD_SIZE=";
+  _putenv(set);
+  s = dt_dist_init();
+  _putenv(unset);
+#else
+  setenv("WORLD_SIZE", "3", 1);
+  s = dt_dist_init();
+  unsetenv("WORLD_SIZE");
+#endif
+  if (s == DT_OK) dt_dist_finalize();
+  return s;
+}
 
 #define U64(x) ((int64_t)1 << (x))
 #define BIG INT64_MAX
@@ -811,7 +849,21 @@ static dt_status eval_ce(const dt_tensor *y) {
   X_(evaluate_devices, DT_ERR_DEVICE_MISMATCH, "dt_trainer_evaluate:", "y is on cpu|X is on cuda:0", GPUS(1, bad(dt_trainer_evaluate(&TR, NETC, GX, Y, HOST, HOST)))) \
   X_(evaluate_features, DT_ERR_SHAPE, "dt_forward:", "(5, 2)|3 features", bad(dt_trainer_evaluate(&TR, NETC, Y, Y, HOST, HOST))) \
   X_(evaluate_label_big, DT_ERR_INVALID_ARGUMENT, "dt_trainer_evaluate:", "class label 2|2 outputs", bad(eval_ce(LABBIG)))   \
-  X_(evaluate_untouched, DT_ERR_SHAPE, "dt_forward:", "3 features", (HOST[0] = 7, HOST[1] = 8, bad(dt_trainer_evaluate(&TR, NETC, Y, Y, HOST, HOST + 1)) && HOST[0] == 7 && HOST[1] == 8))
+  X_(evaluate_untouched, DT_ERR_SHAPE, "dt_forward:", "3 features", (HOST[0] = 7, HOST[1] = 8, bad(dt_trainer_evaluate(&TR, NETC, Y, Y, HOST, HOST + 1)) && HOST[0] == 7 && HOST[1] == 8)) \
+  /* distributed (issue 16) */                                                                                            \
+  X_(all_reduce_no_init, DT_ERR_INVALID_ARGUMENT, "dt_all_reduce_:", "=call dt_dist_init first (no process group yet)", bad(dt_all_reduce_(F, DT_REDUCE_SUM))) \
+  X_(broadcast_no_init, DT_ERR_INVALID_ARGUMENT, "dt_broadcast_:", "call dt_dist_init first", bad(dt_broadcast_(F, 0)))   \
+  X_(all_reduce_null, DT_ERR_INVALID_ARGUMENT, "dt_all_reduce_:", "t is NULL", bad(dist_ar(NULL, DT_REDUCE_SUM)))        \
+  X_(all_reduce_bad_op, DT_ERR_INVALID_ARGUMENT, "dt_all_reduce_:", "unknown op 9", bad(dist_ar(F, 9)))                   \
+  X_(all_reduce_neg_op, DT_ERR_INVALID_ARGUMENT, "dt_all_reduce_:", "unknown op -1", bad(dist_ar(F, -1)))                 \
+  X_(all_reduce_avg_int, DT_ERR_DTYPE, "dt_all_reduce_:", "DT_REDUCE_AVG needs float32 or float64, t is int32", bad(dist_ar(I, DT_REDUCE_AVG))) \
+  X_(broadcast_null, DT_ERR_INVALID_ARGUMENT, "dt_broadcast_:", "t is NULL", bad(dist_bc(NULL, 0)))                      \
+  X_(broadcast_root_1, DT_ERR_INVALID_ARGUMENT, "dt_broadcast_:", "=root 1 is not a rank (the world has rank 0 only)", bad(dist_bc(F, 1))) \
+  X_(broadcast_root_neg, DT_ERR_INVALID_ARGUMENT, "dt_broadcast_:", "root -1 is not a rank", bad(dist_bc(F, -1)))         \
+  X_(dist_init_twice, DT_ERR_INVALID_ARGUMENT, "dt_dist_init:", "already initialised (rank 0 of 1)", bad(dist_init_twice())) \
+  X_(dist_init_world3, DT_ERR_UNSUPPORTED, "dt_dist_init:", "one of 3 ranks (WORLD_SIZE=3)|DEVTENSOR_MPI", bad(dist_init_world3())) \
+  X_(dist_finalize_uninit_ok, DT_OK, "", "", bad(dt_dist_finalize()))                                                     \
+  X_(dist_world_default, DT_OK, "", "", dt_dist_rank() != 0 || dt_dist_world_size() != 1)
 
 #define X_DEF(name, want, prefix, words, call) static int bad_##name(void) { return (call); }
 BAD_CASES(X_DEF)

@@ -32,13 +32,16 @@
 #undef _FORTIFY_SOURCE
 #include "cuda_runtime.h"
 #include "cublas_v2.h"
+#include "nccl.h"
 
 #include <setjmp.h>
 #include <ucontext.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
@@ -48,6 +51,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -1236,6 +1240,268 @@ cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta,
                                          int batch) {
   return gemm<double>("cublasDgemmStridedBatched", h, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc,
                       batch);
+}
+
+} /* extern "C" */
+
+
+/* ---- NCCL ----
+   Communicators over this process's emulated GPUs (ncclCommInitAll, or ncclCommInitRank
+   with every rank in this process). A collective is the n-th call on each communicator
+   of a clique: each rank's call queues an item on its stream that registers its
+   buffers and waits for the other ranks' items, as NCCL's kernels wait for their peers;
+   the last to arrive reduces (in rank order, in the element type; AVG divides the sum)
+   and writes every rank's result. Stops with a message where NCCL would hang or fail:
+   ranks whose n-th collectives differ, a stream of another device, buffers outside
+   device memory, several GPUs driven by one thread outside ncclGroupStart/End. */
+namespace {
+struct NcclOp {
+  int kind = 0; /* 1 all-reduce, 2 broadcast */
+  size_t count = 0;
+  ncclDataType_t type = ncclFloat32;
+  int arg = 0;  /* op or root */
+  int arrived = 0, left = 0;
+  bool done = false;
+  std::vector<const void *> send;
+  std::vector<void *> recv;
+};
+struct NcclClique {
+  int n = 0, joined = 0;
+  bool init_all = false;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<uint64_t, std::shared_ptr<NcclOp>> ops;
+};
+struct NcclComm {
+  std::shared_ptr<NcclClique> c;
+  int rank = 0, dev = 0;
+  uint64_t seq = 0;
+};
+std::mutex g_nccl_mu;
+std::set<NcclComm *> g_nccl_comms;
+std::map<std::string, std::shared_ptr<NcclClique>> g_nccl_ids;
+std::atomic<unsigned long long> g_nccl_id_counter{0};
+std::atomic<unsigned long long> g_nccl_calls{0}; /* collectives queued: dtemu_nccl_collectives() */
+thread_local int t_nccl_group = 0;
+
+size_t nccl_size(ncclDataType_t t) {
+  switch (t) {
+    case ncclInt8: case ncclUint8: return 1;
+    case ncclFloat16: return 2;
+    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
+    case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
+  }
+  return 0;
+}
+
+template <class T>
+void nccl_reduce_t(const NcclOp &o, int n, std::vector<char> &out) {
+  T *r = reinterpret_cast<T *>(out.data());
+  for (size_t i = 0; i < o.count; i++) {
+    T acc = static_cast<const T *>(o.send[0])[i];
+    for (int k = 1; k < n; k++) {
+      T v = static_cast<const T *>(o.send[k])[i];
+      switch (o.arg) {
+        case ncclMax: acc = v > acc ? v : acc; break;
+        case ncclMin: acc = v < acc ? v : acc; break;
+        case ncclProd: acc = (T)(acc * v); break;
+        default: acc = (T)(acc + v); break;
+      }
+    }
+    if (o.arg == ncclAvg) acc = (T)(acc / (T)n);
+    r[i] = acc;
+  }
+}
+
+void nccl_reduce(const NcclOp &o, int n, std::vector<char> &out) {
+  switch (o.type) {
+    case ncclInt8: nccl_reduce_t<int8_t>(o, n, out); break;
+    case ncclUint8: nccl_reduce_t<uint8_t>(o, n, out); break;
+    case ncclInt32: nccl_reduce_t<int32_t>(o, n, out); break;
+    case ncclUint32: nccl_reduce_t<uint32_t>(o, n, out); break;
+    case ncclInt64: nccl_reduce_t<int64_t>(o, n, out); break;
+    case ncclUint64: nccl_reduce_t<uint64_t>(o, n, out); break;
+    case ncclFloat32: nccl_reduce_t<float>(o, n, out); break;
+    case ncclFloat64: nccl_reduce_t<double>(o, n, out); break;
+    default: die("NCCL: the emulator does not reduce float16");
+  }
+}
+
+NcclComm *nccl_comm(ncclComm_t c, const char *what) {
+  std::lock_guard<std::mutex> lk(g_nccl_mu);
+  NcclComm *x = reinterpret_cast<NcclComm *>(c);
+  if (!g_nccl_comms.count(x)) die("%s: %p is not a communicator (destroyed, or never made)", what, (void *)c);
+  return x;
+}
+
+ncclResult_t nccl_collective(const char *what, int kind, const void *send, void *recv, size_t count, ncclDataType_t type,
+                             int arg, ncclComm_t comm, cudaStream_t stream) {
+  NcclComm *c = nccl_comm(comm, what);
+  size_t es = nccl_size(type);
+  if (es == 0) return ncclInvalidArgument;
+  if (kind == 1 && (arg < ncclSum || arg > ncclAvg)) return ncclInvalidArgument;
+  if (kind == 2 && (arg < 0 || arg >= c->c->n)) return ncclInvalidArgument;
+  Stream *st = stream_of(stream);
+  if (st->dev != c->dev) die("%s: the stream is on device %d, the communicator on device %d", what, st->dev, c->dev);
+  if (c->c->n > 1 && c->c->init_all && t_nccl_group == 0)
+    die("%s: a communicator of ncclCommInitAll used outside ncclGroupStart/ncclGroupEnd: one thread driving several "
+        "GPUs deadlocks NCCL", what);
+  if (count > 0) {
+    if (kind == 1 || c->rank == arg) device_range(send, count * es, what);
+    device_range(recv, count * es, what);
+  }
+  g_nccl_calls++;
+  std::shared_ptr<NcclClique> q = c->c;
+  std::shared_ptr<NcclOp> o;
+  int rank = c->rank;
+  {
+    std::lock_guard<std::mutex> lk(q->mu);
+    uint64_t seq = c->seq++;
+    auto it = q->ops.find(seq);
+    if (it == q->ops.end()) {
+      o = std::make_shared<NcclOp>();
+      o->kind = kind; o->count = count; o->type = type; o->arg = arg;
+      o->send.assign(q->n, nullptr); o->recv.assign(q->n, nullptr);
+      q->ops[seq] = o;
+    } else {
+      o = it->second;
+      if (o->kind != kind || o->count != count || o->type != type || o->arg != arg)
+        die("%s: rank %d's collective %llu differs from another rank's (kind %d/%d, count %zu/%zu, type %d/%d, op or root "
+            "%d/%d): NCCL would hang or corrupt memory", what, rank, (unsigned long long)seq, kind, o->kind, count,
+            o->count, (int)type, (int)o->type, arg, o->arg);
+    }
+    o->send[rank] = send; o->recv[rank] = recv;
+  }
+  st->push([q, o, es] {
+    std::unique_lock<std::mutex> lk(q->mu);
+    if (++o->arrived == q->n) {
+      std::vector<char> out(o->count * es + 1);
+      if (o->kind == 1) nccl_reduce(*o, q->n, out);
+      else if (o->count) memcpy(out.data(), o->send[o->arg], o->count * es);
+      for (int k = 0; k < q->n; k++)
+        if (o->count) memcpy(o->recv[k], out.data(), o->count * es);
+      o->done = true;
+      q->cv.notify_all();
+    } else {
+      q->cv.wait(lk, [&] { return o->done; });
+    }
+    if (++o->left == q->n)
+      for (auto it = q->ops.begin(); it != q->ops.end(); ++it)
+        if (it->second == o) { q->ops.erase(it); break; }
+  });
+  return ncclSuccess;
+}
+} /* namespace */
+
+extern "C" {
+
+unsigned long long dtemu_nccl_collectives(void) { return g_nccl_calls.load(); }
+
+const char *ncclGetErrorString(ncclResult_t r) {
+  switch (r) {
+    case ncclSuccess: return "no error";
+    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    case ncclInternalError: return "internal error - please report this issue to the NCCL developers";
+    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case ncclRemoteError: return "remote process exited or there was a network error";
+    case ncclInProgress: return "NCCL operation in progress";
+  }
+  return "unknown result code";
+}
+
+ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
+  if (!id) return ncclInvalidArgument;
+  memset(id, 0, sizeof *id);
+  snprintf(id->internal, sizeof id->internal, "dtemu-%d-%llu", (int)getpid(), ++g_nccl_id_counter);
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank) {
+  if (!comm || nranks < 1 || rank < 0 || rank >= nranks) return ncclInvalidArgument;
+  if (check_cur() != cudaSuccess) return ncclUnhandledCudaError;
+  std::string key(id.internal, strnlen(id.internal, sizeof id.internal));
+  /* the emulated GPUs and their cliques live in one process: an id made by another process
+     (ranks under mpirun, each with its own emulator) can never gather its ranks here */
+  char mine[32];
+  snprintf(mine, sizeof mine, "dtemu-%d-", (int)getpid());
+  if (key.compare(0, strlen(mine), mine) != 0) return ncclSystemError;
+  std::shared_ptr<NcclClique> q;
+  NcclComm *c = new NcclComm;
+  {
+    std::lock_guard<std::mutex> lk(g_nccl_mu);
+    std::shared_ptr<NcclClique> &slot = g_nccl_ids[key];
+    if (!slot) { slot = std::make_shared<NcclClique>(); slot->n = nranks; }
+    q = slot;
+    if (q->n != nranks) { delete c; return ncclInvalidArgument; }
+    c->c = q; c->rank = rank; c->dev = t_dev;
+    g_nccl_comms.insert(c);
+  }
+  std::unique_lock<std::mutex> lk(q->mu);
+  q->joined++;
+  q->cv.notify_all();
+  /* as NCCL: returns once every rank has joined; a rank that never comes (it failed) is
+     waited for DTEMU_NCCL_TIMEOUT seconds (default 60), then this one fails as NCCL's
+     bootstrap does when a peer is gone */
+  if (!q->cv.wait_for(lk, std::chrono::seconds(env_int("DTEMU_NCCL_TIMEOUT", 60)), [&] { return q->joined >= q->n; })) {
+    q->joined--;
+    lk.unlock();
+    std::lock_guard<std::mutex> g(g_nccl_mu);
+    g_nccl_comms.erase(c);
+    delete c;
+    return ncclRemoteError;
+  }
+  *comm = reinterpret_cast<ncclComm_t>(c);
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist) {
+  if (!comms || ndev < 1) return ncclInvalidArgument;
+  std::vector<int> devs(ndev);
+  for (int i = 0; i < ndev; i++) {
+    devs[i] = devlist ? devlist[i] : i;
+    if (check_dev(devs[i]) != cudaSuccess) return ncclUnhandledCudaError;
+    for (int j = 0; j < i; j++)
+      if (devs[j] == devs[i]) return ncclInvalidUsage; /* NCCL: "Duplicate GPU detected" */
+  }
+  std::shared_ptr<NcclClique> q = std::make_shared<NcclClique>();
+  q->n = ndev; q->joined = ndev; q->init_all = true;
+  std::lock_guard<std::mutex> lk(g_nccl_mu);
+  for (int i = 0; i < ndev; i++) {
+    NcclComm *c = new NcclComm;
+    c->c = q; c->rank = i; c->dev = devs[i];
+    W().dev[devs[i]].ctx = true;
+    g_nccl_comms.insert(c);
+    comms[i] = reinterpret_cast<ncclComm_t>(c);
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  NcclComm *c = nccl_comm(comm, "ncclCommDestroy");
+  drain_device(c->dev); /* as NCCL: after the communicator's queued work */
+  std::lock_guard<std::mutex> lk(g_nccl_mu);
+  g_nccl_comms.erase(c);
+  delete c;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclGroupStart(void) { t_nccl_group++; return ncclSuccess; }
+ncclResult_t ncclGroupEnd(void) {
+  if (t_nccl_group == 0) return ncclInvalidUsage;
+  t_nccl_group--;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
+                           cudaStream_t stream) {
+  return nccl_collective("ncclAllReduce", 1, send, recv, count, type, (int)op, comm, stream);
+}
+
+ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count, ncclDataType_t type, int root, ncclComm_t comm,
+                           cudaStream_t stream) {
+  return nccl_collective("ncclBroadcast", 2, send, recv, count, type, root, comm, stream);
 }
 
 } /* extern "C" */

@@ -1,0 +1,598 @@
+/* Distributed data parallel (issue 16): dt_dist_*, dt_all_reduce_, dt_broadcast_.
+
+   Built plainly (make test, make test-emu) it checks the one-rank world every build
+   has: rank 0 of 1, collectives that are the identity, the refusals. Built with
+   DEVTENSOR_MPI by mpicc and run under `mpirun -np 2` (make test-dist) it checks the
+   collectives across two ranks for every dtype and op, broadcast from each root, a
+   size mismatch refused on both ranks, and a data-parallel MLP (each rank half the
+   batch, gradients averaged) against the full-batch run of one process. Only rank 0
+   prints the PASS/FAIL lines and the summary; rank 1's failures are counted into
+   rank 0's through an all-reduce, so a failure on either rank fails the run. */
+#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
+#define DEVTENSOR_IMPLEMENTATION
+#include "../devtensor.h"
+#include "harness.h"
+#include <stdlib.h>
+#ifdef DEVTENSOR_MPI
+#include <unistd.h> /* _exit */
+#endif
+
+static int contains(const char *s, const char *sub) { return s && sub && strstr(s, sub) != NULL; }
+
+static const dt_dtype kTypes[] = {DT_F32, DT_F64, DT_I32, DT_I64, DT_U8, DT_BOOL};
+#define NTYPES ((int)(sizeof kTypes / sizeof kTypes[0]))
+
+/* values of rank r: element i is (i % 5) * (r + 1) - 2 * r + i / 5, exact in every dtype */
+static double value_of(int r, int i) { return (double)(i % 5) * (r + 1) - 2.0 * r + (double)(i / 5); }
+/* element i of rank r in dtype t: value_of, or for uint8 (i * 7 + r * 3) % 50 (sums stay below 256
+   for a few ranks), for bool 1 where (i + r) % 3 == 0 */
+static double value_t(dt_dtype t, int r, int i) {
+  if (t == DT_U8) return (double)((i * 7 + r * 3) % 50);
+  if (t == DT_BOOL) return (i + r) % 3 == 0 ? 1.0 : 0.0;
+  return value_of(r, i);
+}
+static int is_float(dt_dtype t) { return t == DT_F32 || t == DT_F64; }
+
+static dt_tensor *rank_tensor(int r, int n, dt_dtype t, dt_device dev) {
+  double *v = (double *)malloc(sizeof(double) * (size_t)n);
+  dt_tensor *a, *b;
+  int i;
+  for (i = 0; i < n; i++) v[i] = value_t(t, r, i);
+  a = dt_from_data(v, dt_shape1(n), DT_F64, dt_cpu());
+  b = dt_cast(a, t);
+  dt_release(a);
+  free(v);
+  a = dt_to(b, dev);
+  dt_release(b);
+  return a;
+}
+
+static double at(const dt_tensor *t, int i) {
+  dt_tensor *c = dt_cast(t, DT_F64);
+  double *v = (double *)malloc(dt_nbytes(c) + 8), x;
+  dt_to_host(c, v, dt_nbytes(c) + 8);
+  x = v[i];
+  free(v);
+  dt_release(c);
+  return x;
+}
+
+/* ---- the one-rank world, in every build (under mpirun it is skipped: the world has two ranks there) ---- */
+
+static void test_one_rank_world(dt_device dev) {
+  int o, k, i;
+  if (dt_dist_world_size() != 1) T_SKIP("not a one-rank world");
+  T_CHECK(dt_dist_rank() == 0);
+  for (k = 0; k < NTYPES; k++)
+    for (o = DT_REDUCE_SUM; o <= DT_REDUCE_MIN; o++) {
+      dt_tensor *t = rank_tensor(0, 7, kTypes[k], dev);
+      dt_status s = dt_all_reduce_(t, (dt_reduce_op)o);
+      if (o == DT_REDUCE_AVG && !is_float(kTypes[k])) {
+        T_CHECK(s == DT_ERR_DTYPE && contains(dt_last_error(), "DT_REDUCE_AVG needs float32 or float64"));
+      } else {
+        T_CHECK_MSG(s == DT_OK, "%s", dt_last_error());
+      }
+      for (i = 0; i < 7; i++) T_CHECK(at(t, i) == value_t(kTypes[k], 0, i)); /* one rank: sum = mean = max = min = itself */
+      T_CHECK(dt_broadcast_(t, 0) == DT_OK);
+      for (i = 0; i < 7; i++) T_CHECK(at(t, i) == value_t(kTypes[k], 0, i));
+      dt_release(t);
+    }
+  T_CHECK(dt_device_equal(dt_dist_device(), dt_num_gpus() > 0 ? dt_gpu(0) : dt_cpu()) || getenv("DT_DIST_DEVICE"));
+  dt_clear_error();
+}
+
+static void test_refusals(void) {
+  dt_tensor *t = dt_ones(dt_shape1(3), dt_cpu());
+  int ws = dt_dist_world_size();
+  T_CHECK(dt_all_reduce_(NULL, DT_REDUCE_SUM) == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "dt_all_reduce_: t is NULL"));
+  T_CHECK(dt_broadcast_(NULL, 0) == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "dt_broadcast_: t is NULL"));
+  T_CHECK(dt_all_reduce_(t, (dt_reduce_op)7) == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "unknown op 7"));
+  T_CHECK(dt_broadcast_(t, ws) == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "is not a rank"));
+  T_CHECK(dt_broadcast_(t, -1) == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "root -1 is not a rank"));
+  T_CHECK(dt_dist_init() == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "dt_dist_init: already initialised"));
+  T_CHECK(at(t, 0) == 1.0 && at(t, 2) == 1.0); /* failed calls change nothing */
+  dt_release(t);
+}
+
+#ifndef DEVTENSOR_MPI
+/* an empty value counts as unset */
+static void set_env(const char *name, const char *value) {
+#ifdef _WIN32
+  char buf[64];
+  snprintf(buf, sizeof buf, "%s=%s", name, value);
+  _putenv(buf);
+#else
+  setenv(name, value, 1);
+#endif
+}
+
+/* before dt_dist_init and after dt_dist_finalize: rank 0 of 1, collectives refused; a
+   launcher's WORLD_SIZE > 1 refused by a build without MPI */
+static void test_init_finalize(void) {
+  dt_tensor *t = dt_ones(dt_shape1(2), dt_cpu());
+  T_CHECK(dt_dist_finalize() == DT_OK);
+  T_CHECK(dt_dist_rank() == 0 && dt_dist_world_size() == 1);
+  T_CHECK(dt_all_reduce_(t, DT_REDUCE_SUM) == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "call dt_dist_init first"));
+  T_CHECK(dt_broadcast_(t, 0) == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "call dt_dist_init first"));
+  set_env("WORLD_SIZE", "4");
+  T_CHECK(dt_dist_init() == DT_ERR_UNSUPPORTED);
+  T_CHECK_MSG(contains(dt_last_error(), "dt_dist_init: this process is one of 4 ranks (WORLD_SIZE=4), but devtensor was built without DEVTENSOR_MPI"),
+              "%s", dt_last_error());
+  T_CHECK(dt_all_reduce_(t, DT_REDUCE_SUM) == DT_ERR_INVALID_ARGUMENT); /* the failed init set up nothing */
+  set_env("WORLD_SIZE", "1");
+  T_CHECK_MSG(dt_dist_init() == DT_OK, "%s", dt_last_error());
+  set_env("WORLD_SIZE", "");
+  T_CHECK(dt_all_reduce_(t, DT_REDUCE_AVG) == DT_OK && at(t, 0) == 1.0);
+  dt_release(t);
+}
+#endif
+
+/* ---- one process, several GPUs: the trainer's replicas (make test-emu: two emulated GPUs) ---- */
+
+/* The emulator counts NCCL collectives; elsewhere this is NULL and the count is not checked. */
+#if defined(__GNUC__)
+#ifdef __cplusplus
+extern "C"
+#endif
+unsigned long long dtemu_nccl_collectives(void) __attribute__((weak));
+#define NCCL_CALLS() (dtemu_nccl_collectives ? dtemu_nccl_collectives() : 0ULL)
+#define HAVE_NCCL_COUNT (dtemu_nccl_collectives != NULL)
+#else
+#define NCCL_CALLS() 0ULL
+#define HAVE_NCCL_COUNT 0
+#endif
+
+static dt_module *mlp3(int lazy) {
+  dt_module *net = dt_sequential();
+  dt_sequential_add(net, dt_linear(lazy ? 0 : 3, 8));
+  dt_sequential_add(net, dt_relu_layer());
+  dt_sequential_add(net, dt_linear(8, 2));
+  return net;
+}
+
+/* The trainer on fixed data: 37 rows in minibatches of 8 (the last of 5), 4 epochs, from seed `seed`,
+   on the CPU; in a distributed run each rank its part of every minibatch. */
+static dt_status train_fixed(uint64_t seed, dt_module **net, dt_trainer *tr) {
+  float X[37 * 3], Y[37 * 2];
+  dt_tensor *tx, *ty;
+  dt_status s;
+  int i;
+  for (i = 0; i < 37 * 3; i++) X[i] = (float)((i * 5 % 17) - 8) / 6.0f;
+  for (i = 0; i < 37; i++) { Y[2 * i] = X[3 * i] + X[3 * i + 1]; Y[2 * i + 1] = X[3 * i + 2] - 0.25f; }
+  tx = dt_from_data(X, dt_shape2(37, 3), DT_F32, dt_cpu());
+  ty = dt_from_data(Y, dt_shape2(37, 2), DT_F32, dt_cpu());
+  dt_manual_seed(seed);
+  *net = mlp3(0);
+  dt_trainer_init(tr, 4, 0);
+  tr->batch_size = 8; tr->quiet = 1; tr->lr = 0.05;
+  s = dt_trainer_fit(tr, *net, tx, ty);
+  dt_release(tx); dt_release(ty);
+  return s;
+}
+
+/* h5's classification through the data-parallel paths: 37 rows, labels (X0 + X1 > 0), cross-entropy,
+   dt_adam of the caller's choice, a validation set (the training set again), minibatches of 8, 4
+   epochs from seed `seed`, on `num_gpus` GPUs (0: the CPU; ranks: this rank's device). res
+   (4 x 4): each epoch's loss, train_acc, val_loss, val_acc. */
+static dt_status train_cls(uint64_t seed, int num_gpus, dt_module **net, dt_trainer *tr, double res[16]) {
+  float X[37 * 3];
+  int64_t L[37];
+  dt_tensor *tx, *ty;
+  dt_optimizer *opt;
+  dt_status s;
+  int i;
+  for (i = 0; i < 37 * 3; i++) X[i] = (float)((i * 5 % 17) - 8) / 6.0f;
+  for (i = 0; i < 37; i++) L[i] = X[3 * i] + X[3 * i + 1] > 0 ? 1 : 0;
+  tx = dt_from_data(X, dt_shape2(37, 3), DT_F32, dt_cpu());
+  ty = dt_from_data(L, dt_shape1(37), DT_I64, dt_cpu());
+  dt_manual_seed(seed);
+  *net = mlp3(0);
+  dt_trainer_init(tr, 4, num_gpus);
+  tr->batch_size = 8; tr->quiet = 1;
+  tr->loss_fn = DT_LOSS_CROSS_ENTROPY;
+  tr->optimizer = opt = dt_adam(*net, 0.02, 0.9, 0.999, 1e-8, 0.0);
+  s = opt ? dt_trainer_fit_val(tr, *net, tx, ty, tx, ty) : dt_last_status();
+  for (i = 0; i < 4; i++) {
+    res[4 * i] = tr->epochs[i].loss; res[4 * i + 1] = tr->epochs[i].train_acc;
+    res[4 * i + 2] = tr->epochs[i].val_loss; res[4 * i + 3] = tr->epochs[i].val_acc;
+  }
+  dt_optimizer_free(opt);
+  tr->optimizer = NULL;
+  dt_release(tx); dt_release(ty);
+  return s;
+}
+
+#ifndef DEVTENSOR_MPI
+/* DT_TEST_TRAINER_REF=path (tests/dist.sh): the build without MPI trains one process on the
+   whole minibatches and writes its parameters and losses there; the MPI build on two ranks
+   reads them back and must match (test_trainer_ranks) */
+static void test_trainer_reference(void) {
+  const char *path = getenv("DT_TEST_TRAINER_REF");
+  const char *names[5] = {"0.weight", "0.bias", "2.weight", "2.bias", "loss"};
+  const dt_tensor *ts[5];
+  dt_module *net = NULL;
+  dt_trainer tr;
+  dt_tensor *loss;
+  int i;
+  if (!path || dt_dist_world_size() > 1) T_SKIP("DT_TEST_TRAINER_REF not set (tests/dist.sh sets it)");
+  T_CHECK_MSG(train_fixed(11, &net, &tr) == DT_OK, "%s", dt_last_error());
+  loss = dt_from_data(tr.epoch_loss, dt_shape1(4), DT_F64, dt_cpu());
+  for (i = 0; i < 4; i++) ts[i] = dt_module_param(net, i, NULL);
+  ts[4] = loss;
+  T_CHECK_MSG(dt_save_tensors(path, names, ts, 5) == DT_OK, "%s", dt_last_error());
+  dt_release(loss);
+  dt_module_free(net);
+  { /* and the classification run (cross-entropy, Adam, validation) to path.cls */
+    char p2[1024];
+    double res[16];
+    snprintf(p2, sizeof p2, "%s.cls", path);
+    T_CHECK_MSG(train_cls(11, 0, &net, &tr, res) == DT_OK, "%s", dt_last_error());
+    loss = dt_from_data(res, dt_shape2(4, 4), DT_F64, dt_cpu());
+    for (i = 0; i < 4; i++) ts[i] = dt_module_param(net, i, NULL);
+    ts[4] = loss;
+    T_CHECK_MSG(dt_save_tensors(p2, names, ts, 5) == DT_OK, "%s", dt_last_error());
+    dt_release(loss);
+    dt_module_free(net);
+  }
+}
+
+/* dt_trainer_init(&tr, 3, 2) on two GPUs (a replica on each, minibatches split, gradients
+   all-reduced, identical steps) against one GPU on the same minibatches: the same losses and
+   parameters to float rounding, and the replicas on cuda:1 were really used (NCCL calls) */
+static void test_trainer_two_gpus(void) {
+  const int n = 43; /* batches of 10 and a last one of 3: split 5/5 and 1/2 */
+  float X[43 * 3], Y[43 * 2];
+  dt_tensor *tx, *ty;
+  dt_trainer one, two;
+  dt_module *a, *b, *lazy;
+  unsigned long long calls;
+  int i, j, e;
+  if (dt_num_gpus() < 2) T_SKIP("needs two GPUs (make test-emu has two emulated ones)");
+  for (i = 0; i < n * 3; i++) X[i] = (float)((i * 7 % 13) - 6) / 5.0f;
+  for (i = 0; i < n; i++) { Y[2 * i] = X[3 * i] - 0.5f * X[3 * i + 1]; Y[2 * i + 1] = X[3 * i + 2] * X[3 * i]; }
+  tx = dt_from_data(X, dt_shape2(n, 3), DT_F32, dt_cpu());
+  ty = dt_from_data(Y, dt_shape2(n, 2), DT_F32, dt_cpu());
+  dt_manual_seed(7);
+  a = mlp3(0);
+  T_CHECK(dt_trainer_init(&one, 3, 1) == DT_OK);
+  one.batch_size = 10; one.quiet = 1; one.lr = 0.05;
+  T_CHECK_MSG(dt_trainer_fit(&one, a, tx, ty) == DT_OK, "%s", dt_last_error());
+  dt_manual_seed(7);
+  b = mlp3(0);
+  T_CHECK(dt_trainer_init(&two, 3, 2) == DT_OK && two.num_gpus == 2);
+  two.batch_size = 10; two.quiet = 1; two.lr = 0.05;
+  calls = NCCL_CALLS();
+  T_CHECK_MSG(dt_trainer_fit(&two, b, tx, ty) == DT_OK, "%s", dt_last_error());
+  /* 3 epochs x 5 minibatches x 4 parameters, one grouped all-reduce of 2 calls each */
+  if (HAVE_NCCL_COUNT) T_CHECK_MSG(NCCL_CALLS() - calls == 3 * 5 * 4 * 2, "%llu NCCL calls", NCCL_CALLS() - calls);
+  T_CHECK(dt_device_equal(dt_module_device(b), dt_gpu(0)));
+  for (e = 0; e < 3; e++) T_CLOSE(two.epoch_loss[e], one.epoch_loss[e], 1e-6, 1e-5);
+  T_CHECK(two.epoch_loss[2] < two.epoch_loss[0]); /* it learns */
+  for (i = 0; i < dt_module_num_params(a); i++) {
+    dt_tensor *pa = dt_module_param(a, i, NULL), *pb = dt_module_param(b, i, NULL);
+    int bad = 0;
+    for (j = 0; j < dt_numel(pa); j++) {
+      double x = at(pb, j), y = at(pa, j);
+      if (fabs(x - y) > 1e-5 * (1 + fabs(y))) { if (!bad++) printf("  param %d[%d]: %.9g vs %.9g\n", i, j, x, y); }
+    }
+    T_CHECK(bad == 0);
+  }
+  /* DEVTENSOR_NO_NCCL=1: the gradients summed by copies through cuda:0, the same training */
+  {
+    dt_module *c;
+    dt_trainer three;
+    dt_manual_seed(7);
+    c = mlp3(0);
+    set_env("DEVTENSOR_NO_NCCL", "1");
+    T_CHECK(dt_trainer_init(&three, 3, 2) == DT_OK);
+    three.batch_size = 10; three.quiet = 1; three.lr = 0.05;
+    calls = NCCL_CALLS();
+    T_CHECK_MSG(dt_trainer_fit(&three, c, tx, ty) == DT_OK, "%s", dt_last_error());
+    set_env("DEVTENSOR_NO_NCCL", "");
+    T_CHECK(NCCL_CALLS() == calls);
+    for (e = 0; e < 3; e++) T_CLOSE(three.epoch_loss[e], one.epoch_loss[e], 1e-6, 1e-5);
+    for (i = 0; i < dt_module_num_params(a); i++)
+      for (j = 0; j < dt_numel(dt_module_param(a, i, NULL)); j++)
+        T_CLOSE(at(dt_module_param(c, i, NULL), j), at(dt_module_param(a, i, NULL), j), 1e-5, 1e-5);
+    dt_module_free(c);
+  }
+  /* classification (cross-entropy, dt_adam, validation) on two GPUs, by NCCL and by copies:
+     one GPU's losses, accuracies and parameters; Adam's step on the first replica, its
+     parameters broadcast to the second */
+  {
+    dt_module *c1, *c2;
+    dt_trainer t1, t2;
+    double r1[16], r2[16];
+    int k;
+    T_CHECK_MSG(train_cls(5, 1, &c1, &t1, r1) == DT_OK, "%s", dt_last_error());
+    T_CHECK(r1[13] > 0.7); /* it learns */
+    for (k = 0; k < 2; k++) {
+      set_env("DEVTENSOR_NO_NCCL", k ? "1" : "");
+      calls = NCCL_CALLS();
+      T_CHECK_MSG(train_cls(5, 2, &c2, &t2, r2) == DT_OK, "%s", dt_last_error());
+      /* 4 epochs x 5 minibatches x 4 parameters: a grouped all-reduce and a grouped broadcast, 2 calls each */
+      if (HAVE_NCCL_COUNT) T_CHECK_MSG(NCCL_CALLS() - calls == (k ? 0u : 4u * 5 * 4 * 2 * 2), "%llu NCCL calls", NCCL_CALLS() - calls);
+      T_CHECK(t2.num_gpus == 2);
+      for (e = 0; e < 16; e++) T_CLOSE(r2[e], r1[e], 1e-6, 1e-5);
+      for (i = 0; i < dt_module_num_params(c1); i++)
+        for (j = 0; j < dt_numel(dt_module_param(c1, i, NULL)); j++)
+          T_CLOSE(at(dt_module_param(c2, i, NULL), j), at(dt_module_param(c1, i, NULL), j), 1e-5, 1e-5);
+      dt_module_free(c2);
+    }
+    set_env("DEVTENSOR_NO_NCCL", "");
+    dt_module_free(c1);
+  }
+  /* a lazy layer cannot be copied before its size is known */
+  lazy = mlp3(1);
+  T_CHECK(dt_trainer_fit(&two, lazy, tx, ty) == DT_ERR_INVALID_ARGUMENT);
+  T_CHECK_MSG(contains(dt_last_error(), "dt_trainer_fit: training on 2 GPUs copies the model to each, but it has a lazy layer"), "%s", dt_last_error());
+  dt_module_free(lazy);
+  dt_module_free(a); dt_module_free(b);
+  dt_trainer_free(&one); dt_trainer_free(&two);
+  dt_release(tx); dt_release(ty);
+}
+#endif
+
+/* ---- two or more ranks (make test-dist) ---- */
+#ifdef DEVTENSOR_MPI
+/* A GPU case runs once, on each rank's own GPU (dt_dist_device(): cuda:(local rank)) */
+#define RANK_DEVICE(dev) do { if ((dev).type == DT_CUDA) { \
+    if ((dev).index != 0) T_SKIP("GPU tensors run once, each rank on its own GPU"); \
+    (dev) = dt_dist_device(); \
+    if ((dev).type != DT_CUDA) T_SKIP("this rank is on the CPU"); } } while (0)
+
+static void test_all_reduce_every_dtype_and_op(dt_device dev) {
+  int ws = dt_dist_world_size(), me = dt_dist_rank(), k, o, i, r, n = 23;
+  if (ws < 2) T_SKIP("one rank (run under mpirun -np 2: make test-dist)");
+  RANK_DEVICE(dev);
+  for (k = 0; k < NTYPES; k++)
+    for (o = DT_REDUCE_SUM; o <= DT_REDUCE_MIN; o++) {
+      int bad = 0;
+      dt_dtype ty = kTypes[k];
+      dt_tensor *t = rank_tensor(me, n, kTypes[k], dev);
+      dt_status s = dt_all_reduce_(t, (dt_reduce_op)o);
+      if (o == DT_REDUCE_AVG && !is_float(ty)) {
+        T_CHECK(s == DT_ERR_DTYPE); /* refused on every rank before anything moved */
+        for (i = 0; i < n; i++) bad += at(t, i) != value_t(ty, me, i);
+        T_CHECK(bad == 0);
+        dt_release(t);
+        continue;
+      }
+      T_CHECK_MSG(s == DT_OK, "%s", dt_last_error());
+      for (i = 0; i < n; i++) {
+        double e = value_t(ty, 0, i), got = at(t, i);
+        for (r = 1; r < ws; r++) {
+          double v = value_t(ty, r, i);
+          int mx = o == DT_REDUCE_MAX || (o == DT_REDUCE_SUM && ty == DT_BOOL); /* a sum of bools is their OR */
+          e = mx ? (v > e ? v : e) : o == DT_REDUCE_MIN ? (v < e ? v : e) : e + v;
+        }
+        if (o == DT_REDUCE_AVG) e /= ws;
+        if (kTypes[k] == DT_F32 ? fabs(got - e) > 1e-6 * (1 + fabs(e)) : got != e) {
+          if (!bad++) printf("  %s %d: element %d is %g, expected %g\n", dt_dtype_name(kTypes[k]), o, i, got, e);
+        }
+      }
+      T_CHECK(bad == 0);
+      dt_release(t);
+    }
+}
+
+static void test_broadcast_every_root(dt_device dev) {
+  int ws = dt_dist_world_size(), me = dt_dist_rank(), k, i, root;
+  if (ws < 2) T_SKIP("one rank (run under mpirun -np 2: make test-dist)");
+  RANK_DEVICE(dev);
+  for (root = 0; root < ws; root++)
+    for (k = 0; k < NTYPES; k++) {
+      dt_tensor *t = rank_tensor(me, 11, kTypes[k], dev);
+      int bad = 0;
+      T_CHECK_MSG(dt_broadcast_(t, root) == DT_OK, "%s", dt_last_error());
+      for (i = 0; i < 11; i++) bad += at(t, i) != value_t(kTypes[k], root, i);
+      T_CHECK(bad == 0);
+      dt_release(t);
+    }
+}
+
+/* rank r passes r + 3 elements: every rank is told, none hangs, nothing changes; the
+   process group still works afterwards */
+static void test_mismatch_refused_on_every_rank(dt_device dev) {
+  int ws = dt_dist_world_size(), me = dt_dist_rank(), i, bad = 0;
+  dt_tensor *t, *u;
+  if (ws < 2) T_SKIP("one rank (run under mpirun -np 2: make test-dist)");
+  RANK_DEVICE(dev);
+  t = rank_tensor(me, me + 3, DT_F32, dev);
+  T_CHECK(dt_all_reduce_(t, DT_REDUCE_SUM) == DT_ERR_SHAPE);
+  T_CHECK_MSG(contains(dt_last_error(), "dt_all_reduce_: the ranks' tensors differ in size: from 3 to 4 elements"), "%s", dt_last_error());
+  T_CHECK(dt_broadcast_(t, 0) == DT_ERR_SHAPE && contains(dt_last_error(), "dt_broadcast_: the ranks' tensors differ in size"));
+  for (i = 0; i < me + 3; i++) bad += at(t, i) != value_of(me, i);
+  T_CHECK(bad == 0);
+  dt_release(t);
+  /* different dtypes, different ops, different roots */
+  t = rank_tensor(me, 4, me ? DT_F64 : DT_F32, dev);
+  T_CHECK(dt_all_reduce_(t, DT_REDUCE_SUM) == DT_ERR_DTYPE && contains(dt_last_error(), "differ in dtype"));
+  dt_release(t);
+  t = rank_tensor(me, 4, DT_F32, dev);
+  T_CHECK(dt_all_reduce_(t, me ? DT_REDUCE_MAX : DT_REDUCE_SUM) == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "different ops"));
+  T_CHECK(dt_broadcast_(t, me ? 0 : 1) == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "different roots"));
+  /* different collectives */
+  if (me == 0) T_CHECK(dt_all_reduce_(t, DT_REDUCE_SUM) == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "different collectives"));
+  else T_CHECK(dt_broadcast_(t, 0) == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "different collectives"));
+  /* still usable */
+  u = rank_tensor(me, 4, DT_F32, dev);
+  T_CHECK_MSG(dt_all_reduce_(u, DT_REDUCE_MAX) == DT_OK, "%s", dt_last_error());
+  T_CHECK(at(u, 0) == value_of(0, 0) && at(u, 4 - 1) == value_of(ws - 1, 3));
+  dt_release(t); dt_release(u);
+}
+
+/* The trainer on two ranks (each half of every minibatch, rank 1 from another seed) equals the
+   one-process run that tests/dist.sh had the build without MPI write to DT_TEST_TRAINER_REF. */
+static void test_trainer_ranks(void) {
+  const char *path = getenv("DT_TEST_TRAINER_REF");
+  dt_module *net = NULL;
+  dt_trainer tr;
+  char **names = NULL;
+  dt_tensor **ts = NULL;
+  int n = 0, i, j, e;
+  if (!path) T_SKIP("DT_TEST_TRAINER_REF not set (tests/dist.sh sets it)");
+  T_CHECK_MSG(train_fixed(11 + (uint64_t)dt_dist_rank(), &net, &tr) == DT_OK, "%s", dt_last_error());
+  T_CHECK(tr.num_gpus == 0 && tr.epochs_run == 4);
+  if (dt_load_tensors(path, dt_cpu(), &n, &names, &ts) != DT_OK || n != 5) {
+    T_CHECK_MSG(0, "reading %s: %s", path, dt_last_error());
+  } else {
+    for (e = 0; e < 4; e++) T_CLOSE(tr.epoch_loss[e], at(ts[4], e), 1e-7, 1e-5);
+    for (i = 0; i < 4; i++) {
+      dt_tensor *p = dt_module_param(net, i, NULL);
+      int bad = 0;
+      T_CHECK(dt_numel(p) == dt_numel(ts[i]));
+      for (j = 0; j < dt_numel(p) && j < dt_numel(ts[i]); j++) {
+        double x = at(p, j), y = at(ts[i], j);
+        if (fabs(x - y) > 1e-5 * (1 + fabs(y))) { if (!bad++) printf("  rank %d param %d[%d]: %.9g vs %.9g\n", dt_dist_rank(), i, j, x, y); }
+      }
+      T_CHECK(bad == 0);
+    }
+  }
+  dt_free_tensors(n, names, ts);
+  dt_module_free(net);
+  { /* classification with Adam and a validation set: losses, accuracies (summed over the ranks) and parameters */
+    char p2[1024];
+    double res[16];
+    snprintf(p2, sizeof p2, "%s.cls", path);
+    n = 0; names = NULL; ts = NULL;
+    T_CHECK_MSG(train_cls(11 + (uint64_t)dt_dist_rank(), 0, &net, &tr, res) == DT_OK, "%s", dt_last_error());
+    if (dt_load_tensors(p2, dt_cpu(), &n, &names, &ts) != DT_OK || n != 5) {
+      T_CHECK_MSG(0, "reading %s: %s", p2, dt_last_error());
+    } else {
+      for (e = 0; e < 16; e++) T_CLOSE(res[e], at(ts[4], e), 1e-6, 1e-5);
+      T_CHECK(res[13] > 0.7); /* it learns: train accuracy in the last epoch */
+      for (i = 0; i < 4; i++)
+        for (j = 0; j < dt_numel(ts[i]); j++) T_CLOSE(at(dt_module_param(net, i, NULL), j), at(ts[i], j), 1e-5, 1e-5);
+    }
+    dt_free_tensors(n, names, ts);
+    dt_module_free(net);
+  }
+}
+
+#include <time.h>
+/* DT_TEST_STRAGGLER=1 (tests/dist.sh, with DT_DIST_TIMEOUT=1): rank 1 reaches the
+   all-reduce 3 s late; rank 0 gives up after its 1 s with an error instead of waiting */
+static void test_straggler_times_out(void) {
+  int me = dt_dist_rank();
+  dt_tensor *t = dt_ones(dt_shape1(4), dt_cpu());
+  struct timespec a, b;
+  dt_status s;
+  double waited;
+  if (me == 1) { struct timespec d = {3, 0}; nanosleep(&d, NULL); }
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  s = dt_all_reduce_(t, DT_REDUCE_SUM);
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  waited = (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec);
+  if (me == 0) {
+    T_CHECK(s == DT_ERR_BACKEND);
+    T_CHECK_MSG(contains(dt_last_error(), "dt_all_reduce_: rank 0 waited 1 s (DT_DIST_TIMEOUT) for the other ranks"), "%s", dt_last_error());
+    T_CHECK_MSG(waited >= 0.9 && waited < 2.5, "waited %.2f s", waited);
+    T_CHECK(at(t, 0) == 1.0);
+  }
+  dt_release(t);
+}
+
+static dt_module *mlp(void) {
+  dt_module *net = dt_sequential();
+  dt_sequential_add(net, dt_linear(3, 8));
+  dt_sequential_add(net, dt_relu_layer());
+  dt_sequential_add(net, dt_linear(8, 2));
+  return net;
+}
+
+/* One SGD step of a net on rows [lo, hi) of (X, Y); with `avg`, the gradients are
+   averaged over the ranks first. */
+static dt_status step(dt_module *net, const float *X, const float *Y, int lo, int hi, int avg, dt_device dev) {
+  dt_tensor *xc = dt_from_data(X + lo * 3, dt_shape2(hi - lo, 3), DT_F32, dt_cpu());
+  dt_tensor *yc = dt_from_data(Y + lo * 2, dt_shape2(hi - lo, 2), DT_F32, dt_cpu());
+  dt_tensor *x = dt_to(xc, dev), *y = dt_to(yc, dev), *p, *g;
+  dt_status s = DT_OK;
+  int i;
+  p = dt_forward(net, x);
+  g = dt_mse_loss_grad(p, y);
+  if (dt_zero_grad(net) != DT_OK || dt_backward_params(net, g) != DT_OK) s = dt_last_status();
+  for (i = 0; avg && s == DT_OK && i < dt_module_num_params(net); i++) s = dt_all_reduce_(dt_module_grad(net, i), DT_REDUCE_AVG);
+  if (s == DT_OK) s = dt_sgd_step(net, 0.1);
+  dt_release(xc); dt_release(yc); dt_release(x); dt_release(y); dt_release(p); dt_release(g);
+  return s;
+}
+
+/* Two ranks, each half of a batch of 8, gradients averaged = one process on all 8:
+   the parameters agree to float rounding after 5 steps. Rank 1 starts from other
+   parameters; the broadcast from rank 0 puts every rank on rank 0's. */
+static void test_data_parallel_mlp(dt_device dev) {
+  int ws = dt_dist_world_size(), me = dt_dist_rank(), i, j, it, per;
+  float X[16 * 3], Y[16 * 2];
+  dt_module *ddp, *ref;
+  if (ws < 2) T_SKIP("one rank (run under mpirun -np 2: make test-dist)");
+  RANK_DEVICE(dev);
+  per = 16 / ws;
+  if (per * ws != 16) T_SKIP("world size does not divide 16");
+  for (i = 0; i < 16 * 3; i++) X[i] = (float)((i * 7 % 11) - 5) / 4.0f;
+  for (i = 0; i < 16 * 2; i++) Y[i] = (float)((i * 5 % 7) - 3) / 3.0f;
+  dt_manual_seed(42);
+  ref = mlp();
+  dt_manual_seed(42 + (uint64_t)me); /* a different start on every rank but 0 */
+  ddp = mlp();
+  T_CHECK(dt_module_to(ref, dev) == DT_OK && dt_module_to(ddp, dev) == DT_OK);
+  /* the start differs on rank 1 until the broadcast */
+  if (me == 1) T_CHECK(at(dt_module_param(ddp, 0, NULL), 0) != at(dt_module_param(ref, 0, NULL), 0));
+  for (i = 0; i < dt_module_num_params(ddp); i++) T_CHECK(dt_broadcast_(dt_module_param(ddp, i, NULL), 0) == DT_OK);
+  for (i = 0; i < dt_module_num_params(ddp); i++) T_CHECK(at(dt_module_param(ddp, i, NULL), 1) == at(dt_module_param(ref, i, NULL), 1));
+  for (it = 0; it < 5; it++) {
+    T_CHECK(step(ref, X, Y, 0, 16, 0, dev) == DT_OK);
+    T_CHECK_MSG(step(ddp, X, Y, me * per, (me + 1) * per, 1, dev) == DT_OK, "%s", dt_last_error());
+  }
+  for (i = 0; i < dt_module_num_params(ddp); i++) {
+    dt_tensor *a = dt_module_param(ddp, i, NULL), *b = dt_module_param(ref, i, NULL);
+    int bad = 0;
+    for (j = 0; j < dt_numel(a); j++) {
+      double x = at(a, j), y = at(b, j);
+      if (fabs(x - y) > 1e-5 * (1 + fabs(y))) { if (!bad++) printf("  param %d[%d]: %.9g vs %.9g\n", i, j, x, y); }
+    }
+    T_CHECK(bad == 0);
+  }
+  dt_module_free(ddp); dt_module_free(ref);
+}
+#endif /* DEVTENSOR_MPI */
+
+int main(void) {
+  int failed;
+  dt_status s = dt_dist_init();
+  if (s != DT_OK) { printf("FAIL dt_dist_init: %s\n0 passed, 1 failed, 0 skipped\n", dt_last_error()); return 1; }
+  if (dt_dist_rank() != 0) { /* only rank 0 prints; the others' PASS lines are dropped */
+    if (!freopen("/dev/null", "w", stdout)) return 1;
+  }
+  T_RUN_ALL_DEVICES(test_one_rank_world);
+  T_RUN(test_refusals);
+#ifdef DEVTENSOR_MPI /* more than one rank: make test-dist */
+  if (getenv("DT_TEST_STRAGGLER")) {
+    T_RUN(test_straggler_times_out);
+    printf("%d passed, %d failed, %d skipped\n", t_passed, t_failed, t_skipped);
+    fflush(stdout);
+    _exit(t_failed ? 1 : 0); /* the group is unusable after a timeout: no finalize (tests/dist.sh checks mpirun returns) */
+  }
+  T_RUN_ALL_DEVICES(test_all_reduce_every_dtype_and_op);
+  T_RUN_ALL_DEVICES(test_broadcast_every_root);
+  T_RUN_ALL_DEVICES(test_mismatch_refused_on_every_rank);
+  T_RUN_ALL_DEVICES(test_data_parallel_mlp);
+  T_RUN(test_trainer_ranks);
+#else
+  T_RUN(test_init_finalize);
+  T_RUN(test_trainer_two_gpus);
+  if (getenv("DT_TEST_TRAINER_REF")) T_RUN(test_trainer_reference);
+#endif
+  /* every rank's failures count */
+  failed = t_failed;
+  if (dt_dist_world_size() > 1) {
+    dt_tensor *f = dt_full(dt_shape0(), (double)t_failed, dt_cpu());
+    if (dt_all_reduce_(f, DT_REDUCE_SUM) == DT_OK) failed = (int)dt_item(f);
+    else failed = t_failed + 1;
+    dt_release(f);
+    if (failed != t_failed) printf("FAIL on another rank: %d failed check%s there\n", failed - t_failed, failed - t_failed == 1 ? "" : "s");
+    t_failed = failed;
+  }
+  dt_dist_finalize();
+  return t_finish();
+}
