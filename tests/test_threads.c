@@ -527,8 +527,8 @@ static volatile sig_atomic_t usr1_hits, usr1_off_main;
 static pthread_t usr1_main;
 static void on_usr1(int sig) {
   (void)sig;
-  usr1_hits++;
-  if (!pthread_equal(pthread_self(), usr1_main)) usr1_off_main++;
+  usr1_hits = usr1_hits + 1; /* not ++: C++20 deprecates it on a volatile */
+  if (!pthread_equal(pthread_self(), usr1_main)) usr1_off_main = usr1_off_main + 1;
 }
 static void test_pool_workers_block_signals(void) {
   struct sigaction sa, old_sa;
@@ -539,7 +539,8 @@ static void test_pool_workers_block_signals(void) {
   T_SKIP("no CPU pool without -fopenmp");
 #endif
   usr1_main = pthread_self();
-  usr1_hits = usr1_off_main = 0;
+  usr1_hits = 0;
+  usr1_off_main = 0;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_usr1;
   sigemptyset(&sa.sa_mask);
