@@ -6164,6 +6164,21 @@ static dt_status dt__dist_prelude(const char *op, const dt_tensor *t, int kind, 
 #endif
 }
 
+#if defined(DEVTENSOR_MPI) && defined(DEVTENSOR_CUDA)
+/* A GPU tensor goes through this rank's NCCL communicator, on this rank's device only. */
+static dt_status dt__dist_nccl_ready(const char *fn, const dt_tensor *t) {
+  char d[48], e[48];
+  if (!dt__dist_nccl)
+    return dt__fail(DT_ERR_UNSUPPORTED, "%s: t is on %s, but this rank has no NCCL communicator (its device is %s; GPU "
+                    "tensors need devtensor_cuda.cu compiled with -DDEVTENSOR_NCCL and -lnccl): dt_to the CPU and reduce there", fn,
+                    dt_device_str(t->st->device, d, sizeof d), dt_device_str(dt__dist_dev, e, sizeof e));
+  if (!dt_device_equal(t->st->device, dt__dist_dev))
+    return dt__fail(DT_ERR_DEVICE_MISMATCH, "%s: t is on %s, but this rank's device is %s (dt_dist_device())", fn,
+                    dt_device_str(t->st->device, d, sizeof d), dt_device_str(dt__dist_dev, e, sizeof e));
+  return DT_OK;
+}
+#endif
+
 DTDEF dt_status dt_all_reduce_(dt_tensor *t, dt_reduce_op op) {
   const char *fn = "dt_all_reduce_";
   dt_status s;
@@ -6197,15 +6212,7 @@ DTDEF dt_status dt_all_reduce_(dt_tensor *t, dt_reduce_op op) {
     return DT_OK;
   }
 #ifdef DEVTENSOR_CUDA
-  if (!dt__dist_nccl || !dt_device_equal(t->st->device, dt__dist_dev)) {
-    char d[48], e[48];
-    if (!dt__dist_nccl)
-      return dt__fail(DT_ERR_UNSUPPORTED, "%s: t is on %s, but this rank has no NCCL communicator (its device is %s; GPU "
-                      "tensors need devtensor_cuda.cu compiled with -DDEVTENSOR_NCCL and -lnccl): dt_to the CPU and reduce there", fn,
-                      dt_device_str(t->st->device, d, sizeof d), dt_device_str(dt__dist_dev, e, sizeof e));
-    return dt__fail(DT_ERR_DEVICE_MISMATCH, "%s: t is on %s, but this rank's device is %s (dt_dist_device())", fn,
-                    dt_device_str(t->st->device, d, sizeof d), dt_device_str(dt__dist_dev, e, sizeof e));
-  }
+  if ((s = dt__dist_nccl_ready(fn, t)) != DT_OK) return s;
   {
     void *ptr = dt_data_ptr(t);
     int o = (int)op;
@@ -6242,15 +6249,7 @@ DTDEF dt_status dt_broadcast_(dt_tensor *t, int root) {
     return DT_OK;
   }
 #ifdef DEVTENSOR_CUDA
-  if (!dt__dist_nccl || !dt_device_equal(t->st->device, dt__dist_dev)) {
-    char d[48], e[48];
-    if (!dt__dist_nccl)
-      return dt__fail(DT_ERR_UNSUPPORTED, "%s: t is on %s, but this rank has no NCCL communicator (its device is %s; GPU "
-                      "tensors need devtensor_cuda.cu compiled with -DDEVTENSOR_NCCL and -lnccl): dt_to the CPU and reduce there", fn,
-                      dt_device_str(t->st->device, d, sizeof d), dt_device_str(dt__dist_dev, e, sizeof e));
-    return dt__fail(DT_ERR_DEVICE_MISMATCH, "%s: t is on %s, but this rank's device is %s (dt_dist_device())", fn,
-                    dt_device_str(t->st->device, d, sizeof d), dt_device_str(dt__dist_dev, e, sizeof e));
-  }
+  if ((s = dt__dist_nccl_ready(fn, t)) != DT_OK) return s;
   {
     void *ptr = dt_data_ptr(t);
     return dt__run(fn, t->st->device, dt__cuda_backend()->dist_broadcast(1, &dt__dist_nccl, &t->st->device.index, t->dtype,
@@ -7303,69 +7302,24 @@ static const dt__ew_vtab *dt__ew_kernels(void) { return &dt__ew_vtabs[dt__ew_isa
    Plain loops (no vector variants): each function one dtype, the operation chosen outside the
    loop. BOOL is one byte, 0 or 1; a byte read as bool counts as true when nonzero. */
 
-static void dt__map_sigmoid_f32(int64_t n, const void *x_, void *y_, double p0, double p1) {
-  const float *x = (const float *)x_;
-  float *y = (float *)y_;
-  int64_t i;
-  (void)p0; (void)p1;
-  for (i = 0; i < n; i++) {
-    float v = x[i], e = expf(-fabsf(v)); /* in (0, 1]: no overflow */
-    y[i] = v >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
-  }
+/* sigmoid through e = exp(-|v|) in (0, 1]: no overflow for any v */
+static float dt__sigmoidf(float v) {
+  float e = expf(-fabsf(v));
+  return v >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
 }
-static void dt__map_sigmoid_f64(int64_t n, const void *x_, void *y_, double p0, double p1) {
-  const double *x = (const double *)x_;
-  double *y = (double *)y_;
-  int64_t i;
-  (void)p0; (void)p1;
-  for (i = 0; i < n; i++) {
-    double v = x[i], e = exp(-fabs(v));
-    y[i] = v >= 0.0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
-  }
+static double dt__sigmoid(double v) {
+  double e = exp(-fabs(v));
+  return v >= 0.0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
 }
-static void dt__map_tanh_f32(int64_t n, const void *x_, void *y_, double p0, double p1) {
-  const float *x = (const float *)x_;
-  float *y = (float *)y_;
-  int64_t i;
-  (void)p0; (void)p1;
-  for (i = 0; i < n; i++) y[i] = tanhf(x[i]);
-}
-static void dt__map_tanh_f64(int64_t n, const void *x_, void *y_, double p0, double p1) {
-  const double *x = (const double *)x_;
-  double *y = (double *)y_;
-  int64_t i;
-  (void)p0; (void)p1;
-  for (i = 0; i < n; i++) y[i] = tanh(x[i]);
-}
-static void dt__map_abs_f32(int64_t n, const void *x_, void *y_, double p0, double p1) {
-  const float *x = (const float *)x_;
-  float *y = (float *)y_;
-  int64_t i;
-  (void)p0; (void)p1;
-  for (i = 0; i < n; i++) y[i] = fabsf(x[i]);
-}
-static void dt__map_abs_f64(int64_t n, const void *x_, void *y_, double p0, double p1) {
-  const double *x = (const double *)x_;
-  double *y = (double *)y_;
-  int64_t i;
-  (void)p0; (void)p1;
-  for (i = 0; i < n; i++) y[i] = fabs(x[i]);
-}
+DT__EW_MAP(dt__map_sigmoid_f32, float, dt__sigmoidf(v))
+DT__EW_MAP(dt__map_sigmoid_f64, double, dt__sigmoid(v))
+DT__EW_MAP(dt__map_tanh_f32, float, tanhf(v))
+DT__EW_MAP(dt__map_tanh_f64, double, tanh(v))
+DT__EW_MAP(dt__map_abs_f32, float, fabsf(v))
+DT__EW_MAP(dt__map_abs_f64, double, fabs(v))
 /* integers: |INT_MIN| wraps to INT_MIN, as PyTorch's */
-static void dt__map_abs_i32(int64_t n, const void *x_, void *y_, double p0, double p1) {
-  const int32_t *x = (const int32_t *)x_;
-  int32_t *y = (int32_t *)y_;
-  int64_t i;
-  (void)p0; (void)p1;
-  for (i = 0; i < n; i++) y[i] = x[i] < 0 ? (int32_t)((uint32_t)0 - (uint32_t)x[i]) : x[i];
-}
-static void dt__map_abs_i64(int64_t n, const void *x_, void *y_, double p0, double p1) {
-  const int64_t *x = (const int64_t *)x_;
-  int64_t *y = (int64_t *)y_;
-  int64_t i;
-  (void)p0; (void)p1;
-  for (i = 0; i < n; i++) y[i] = x[i] < 0 ? (int64_t)((uint64_t)0 - (uint64_t)x[i]) : x[i];
-}
+DT__EW_MAP(dt__map_abs_i32, int32_t, v < 0 ? (int32_t)((uint32_t)0 - (uint32_t)v) : v)
+DT__EW_MAP(dt__map_abs_i64, int64_t, v < 0 ? (int64_t)((uint64_t)0 - (uint64_t)v) : v)
 
 /* a strided copy of bytes (DT__B_COPY_A for uint8 and bool: transposes) */
 static void dt__zip_copy_u8(int64_t n, const void *a_, int64_t sa, const void *b_, int64_t sb, void *y_) {
@@ -7441,57 +7395,25 @@ static void dt__bytes_task(void *ctx, int64_t lo, int64_t hi) {
 /* y[i] = a[i * sa] op b[i * sb], i < n, as 0 or 1 */
 typedef void (*dt__cmp_fn)(dt__compare_op op, int64_t n, const void *a, int64_t sa, const void *b, int64_t sb, uint8_t *y);
 
-static void dt__cmp_f32(dt__compare_op op, int64_t n, const void *a_, int64_t sa, const void *b_, int64_t sb, uint8_t *y) {
-  const float *a = (const float *)a_, *b = (const float *)b_;
-  int64_t i;
-  switch (op) {
-    case DT__C_EQ: for (i = 0; i < n; i++) y[i] = a[i * sa] == b[i * sb]; break;
-    case DT__C_NE: for (i = 0; i < n; i++) y[i] = a[i * sa] != b[i * sb]; break;
-    case DT__C_LT: for (i = 0; i < n; i++) y[i] = a[i * sa] < b[i * sb]; break;
-    case DT__C_LE: for (i = 0; i < n; i++) y[i] = a[i * sa] <= b[i * sb]; break;
+/* one function per element type; the comparison is chosen per call, the loop per op */
+#define DT__CMP_KERNEL(NAME, T)                                                                     \
+  static void NAME(dt__compare_op op, int64_t n, const void *a_, int64_t sa, const void *b_, int64_t sb, \
+                   uint8_t *y) {                                                                    \
+    const T *a = (const T *)a_, *b = (const T *)b_;                                                 \
+    int64_t i;                                                                                      \
+    switch (op) {                                                                                   \
+      case DT__C_EQ: for (i = 0; i < n; i++) y[i] = a[i * sa] == b[i * sb]; break;                  \
+      case DT__C_NE: for (i = 0; i < n; i++) y[i] = a[i * sa] != b[i * sb]; break;                  \
+      case DT__C_LT: for (i = 0; i < n; i++) y[i] = a[i * sa] < b[i * sb]; break;                   \
+      case DT__C_LE: for (i = 0; i < n; i++) y[i] = a[i * sa] <= b[i * sb]; break;                  \
+    }                                                                                               \
   }
-}
-static void dt__cmp_f64(dt__compare_op op, int64_t n, const void *a_, int64_t sa, const void *b_, int64_t sb, uint8_t *y) {
-  const double *a = (const double *)a_, *b = (const double *)b_;
-  int64_t i;
-  switch (op) {
-    case DT__C_EQ: for (i = 0; i < n; i++) y[i] = a[i * sa] == b[i * sb]; break;
-    case DT__C_NE: for (i = 0; i < n; i++) y[i] = a[i * sa] != b[i * sb]; break;
-    case DT__C_LT: for (i = 0; i < n; i++) y[i] = a[i * sa] < b[i * sb]; break;
-    case DT__C_LE: for (i = 0; i < n; i++) y[i] = a[i * sa] <= b[i * sb]; break;
-  }
-}
-static void dt__cmp_i32(dt__compare_op op, int64_t n, const void *a_, int64_t sa, const void *b_, int64_t sb, uint8_t *y) {
-  const int32_t *a = (const int32_t *)a_, *b = (const int32_t *)b_;
-  int64_t i;
-  switch (op) {
-    case DT__C_EQ: for (i = 0; i < n; i++) y[i] = a[i * sa] == b[i * sb]; break;
-    case DT__C_NE: for (i = 0; i < n; i++) y[i] = a[i * sa] != b[i * sb]; break;
-    case DT__C_LT: for (i = 0; i < n; i++) y[i] = a[i * sa] < b[i * sb]; break;
-    case DT__C_LE: for (i = 0; i < n; i++) y[i] = a[i * sa] <= b[i * sb]; break;
-  }
-}
-static void dt__cmp_i64(dt__compare_op op, int64_t n, const void *a_, int64_t sa, const void *b_, int64_t sb, uint8_t *y) {
-  const int64_t *a = (const int64_t *)a_, *b = (const int64_t *)b_;
-  int64_t i;
-  switch (op) {
-    case DT__C_EQ: for (i = 0; i < n; i++) y[i] = a[i * sa] == b[i * sb]; break;
-    case DT__C_NE: for (i = 0; i < n; i++) y[i] = a[i * sa] != b[i * sb]; break;
-    case DT__C_LT: for (i = 0; i < n; i++) y[i] = a[i * sa] < b[i * sb]; break;
-    case DT__C_LE: for (i = 0; i < n; i++) y[i] = a[i * sa] <= b[i * sb]; break;
-  }
-}
-/* uint8 and bool (bool's bytes are 0 or 1) */
-static void dt__cmp_u8(dt__compare_op op, int64_t n, const void *a_, int64_t sa, const void *b_, int64_t sb, uint8_t *y) {
-  const uint8_t *a = (const uint8_t *)a_, *b = (const uint8_t *)b_;
-  int64_t i;
-  switch (op) {
-    case DT__C_EQ: for (i = 0; i < n; i++) y[i] = a[i * sa] == b[i * sb]; break;
-    case DT__C_NE: for (i = 0; i < n; i++) y[i] = a[i * sa] != b[i * sb]; break;
-    case DT__C_LT: for (i = 0; i < n; i++) y[i] = a[i * sa] < b[i * sb]; break;
-    case DT__C_LE: for (i = 0; i < n; i++) y[i] = a[i * sa] <= b[i * sb]; break;
-  }
-}
+DT__CMP_KERNEL(dt__cmp_f32, float)
+DT__CMP_KERNEL(dt__cmp_f64, double)
+DT__CMP_KERNEL(dt__cmp_i32, int32_t)
+DT__CMP_KERNEL(dt__cmp_i64, int64_t)
+DT__CMP_KERNEL(dt__cmp_u8, uint8_t) /* uint8 and bool (bool's bytes are 0 or 1) */
+#undef DT__CMP_KERNEL
 
 /* A comparison job: contiguous (items are elements) or rows of the innermost dim (items are rows). */
 typedef struct dt__cmp_job {
@@ -7503,11 +7425,25 @@ typedef struct dt__cmp_job {
   size_t es; /* the operands' element size */
 } dt__cmp_job;
 
+/* The offsets in a and b (elements) of row r of g, a row being g's innermost dim. */
+static void dt__bcast_row(const dt__bcast *g, int64_t r, int64_t *oa, int64_t *ob) {
+  int64_t rem = r, a = 0, b = 0;
+  int d;
+  for (d = g->ndim - 2; d >= 0; d--) {
+    int64_t q = rem % g->dims[d];
+    rem /= g->dims[d];
+    a += q * g->astride[d];
+    b += q * g->bstride[d];
+  }
+  *oa = a;
+  *ob = b;
+}
+
 static void dt__cmp_task(void *ctx, int64_t lo, int64_t hi) {
   const dt__cmp_job *j = (const dt__cmp_job *)ctx;
   const dt__bcast *g = j->g;
   const size_t es = j->es;
-  int nd = g->ndim, d;
+  int nd = g->ndim;
   int64_t inner, r;
   if (g->contiguous) {
     j->fn(j->op, hi - lo, j->a + (size_t)lo * es, 1, j->b + (size_t)lo * es, 1, j->y + lo);
@@ -7515,13 +7451,8 @@ static void dt__cmp_task(void *ctx, int64_t lo, int64_t hi) {
   }
   inner = g->dims[nd - 1];
   for (r = lo; r < hi; r++) {
-    int64_t rem = r, oa = 0, ob = 0;
-    for (d = nd - 2; d >= 0; d--) {
-      int64_t q = rem % g->dims[d];
-      rem /= g->dims[d];
-      oa += q * g->astride[d];
-      ob += q * g->bstride[d];
-    }
+    int64_t oa, ob;
+    dt__bcast_row(g, r, &oa, &ob);
     j->fn(j->op, inner, j->a + (size_t)oa * es, g->astride[nd - 1], j->b + (size_t)ob * es, g->bstride[nd - 1], j->y + r * inner);
   }
 }
@@ -7659,7 +7590,7 @@ static void dt__zip_task(void *ctx, int64_t lo, int64_t hi) {
   const dt__zip_job *j = (const dt__zip_job *)ctx;
   const dt__bcast *g = j->g;
   const size_t es = j->es;
-  int nd = g->ndim, d;
+  int nd = g->ndim;
   int64_t inner, r;
   if (g->contiguous) {
     j->fn(hi - lo, j->a + (size_t)lo * es, 1, j->b + (size_t)lo * es, 1, j->y + (size_t)lo * es);
@@ -7667,13 +7598,8 @@ static void dt__zip_task(void *ctx, int64_t lo, int64_t hi) {
   }
   inner = g->dims[nd - 1];
   for (r = lo; r < hi; r++) {
-    int64_t rem = r, oa = 0, ob = 0;
-    for (d = nd - 2; d >= 0; d--) {
-      int64_t q = rem % g->dims[d];
-      rem /= g->dims[d];
-      oa += q * g->astride[d];
-      ob += q * g->bstride[d];
-    }
+    int64_t oa, ob;
+    dt__bcast_row(g, r, &oa, &ob);
     j->fn(inner, j->a + (size_t)oa * es, g->astride[nd - 1], j->b + (size_t)ob * es, g->bstride[nd - 1],
           j->y + (size_t)(r * inner) * es);
   }
@@ -9299,16 +9225,10 @@ static void dt__strided_task(void *ctx, int64_t lo, int64_t hi) {
   const int64_t inner = g->dims[nd - 1], as = g->astride[nd - 1], bs = g->bstride[nd - 1];
   int64_t r;
   for (r = lo; r < hi; r++) {
-    int64_t rem = r, ox = 0, oy = 0;
+    int64_t ox, oy;
     const char *x;
     char *y;
-    int d;
-    for (d = nd - 2; d >= 0; d--) {
-      int64_t q = rem % g->dims[d];
-      rem /= g->dims[d];
-      ox += q * g->astride[d];
-      oy += q * g->bstride[d];
-    }
+    dt__bcast_row(g, r, &ox, &oy);
     x = j->x + (size_t)ox * j->es;
     y = j->y + (size_t)oy * j->es;
     if (as == 1 && bs == 1) memcpy(y, x, (size_t)inner * j->es);

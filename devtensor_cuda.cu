@@ -1120,17 +1120,26 @@ struct ZipVec {
     }
   }
 };
-/* y: dims (row-major, contiguous) = op(a, b) with a, b read through their
-   element strides (0 where they broadcast). J: uint32_t when numel < 2^31
-   (every offset is then below 2^31 too), else int64_t. */
-template <typename T, typename Op, typename J>
-struct ZipStrided {
-  const T *a; const T *b; T *y; Op op; int nd;
+/* The broadcast geometry as a kernel reads it: element i of the output (row-major over dims)
+   reads a at offset oa and b at offset ob (strides 0 where an operand broadcasts). J: uint32_t
+   when numel < 2^31 (every offset is then below 2^31 too), else int64_t. The loop is unrolled
+   with constant indices, so the arrays stay in registers and parameter space instead of a copy
+   in local memory. */
+template <typename J>
+struct BcastGeom {
+  int nd;
   J dims[DT_MAX_DIMS], as[DT_MAX_DIMS], bs[DT_MAX_DIMS];
-  template <typename I> __device__ void operator()(I i) const {
-    J rem = (J)i, oa = 0, ob = 0;
-    /* unrolled with constant indices, so the arrays stay in registers and
-       parameter space instead of a copy in local memory */
+  void set(const dt__bcast &g) {
+    nd = g.ndim;
+    for (int d = 0; d < DT_MAX_DIMS; d++) {
+      dims[d] = d < g.ndim ? (J)g.dims[d] : (J)1;
+      as[d] = d < g.ndim ? (J)g.astride[d] : (J)0;
+      bs[d] = d < g.ndim ? (J)g.bstride[d] : (J)0;
+    }
+  }
+  __device__ __forceinline__ void offsets(J i, J &oa, J &ob) const {
+    J rem = i;
+    oa = 0; ob = 0;
 #pragma unroll
     for (int d = DT_MAX_DIMS - 1; d > 0; d--) {
       if (d >= nd) continue;
@@ -1141,6 +1150,17 @@ struct ZipStrided {
     }
     oa += rem * as[0];
     ob += rem * bs[0];
+  }
+};
+
+/* y: dims (row-major, contiguous) = op(a, b) with a, b read through their
+   element strides (0 where they broadcast); J as in BcastGeom. */
+template <typename T, typename Op, typename J>
+struct ZipStrided : BcastGeom<J> {
+  const T *a; const T *b; T *y; Op op;
+  template <typename I> __device__ void operator()(I i) const {
+    J oa, ob;
+    this->offsets((J)i, oa, ob);
     T w = (T)0;
     if constexpr (Op::uses_b) w = b[ob];
     y[i] = op(a[oa], w);
@@ -1157,12 +1177,8 @@ dt_status zip_contig(cudaStream_t st, int64_t n, const T *a, const T *b, T *y, O
 template <typename T, typename Op, typename J>
 dt_status zip_strided(cudaStream_t st, const dt__bcast &g, const T *a, const T *b, T *y, Op op) {
   ZipStrided<T, Op, J> f;
-  f.a = a; f.b = b; f.y = y; f.op = op; f.nd = g.ndim;
-  for (int d = 0; d < DT_MAX_DIMS; d++) {
-    f.dims[d] = d < g.ndim ? (J)g.dims[d] : (J)1;
-    f.as[d] = d < g.ndim ? (J)g.astride[d] : (J)0;
-    f.bs[d] = d < g.ndim ? (J)g.bstride[d] : (J)0;
-  }
+  f.a = a; f.b = b; f.y = y; f.op = op;
+  f.set(g);
   return run_map("binary (broadcast)", st, g.numel, f);
 }
 
@@ -1670,21 +1686,11 @@ struct CmpContig {
   template <typename I> __device__ void operator()(I i) const { y[i] = cmp_op<T>(op, a[i], b[i]); }
 };
 template <typename T, typename J>
-struct CmpStrided {
-  const T *a; const T *b; uint8_t *y; int op; int nd;
-  J dims[DT_MAX_DIMS], as[DT_MAX_DIMS], bs[DT_MAX_DIMS];
+struct CmpStrided : BcastGeom<J> {
+  const T *a; const T *b; uint8_t *y; int op;
   template <typename I> __device__ void operator()(I i) const {
-    J rem = (J)i, oa = 0, ob = 0;
-#pragma unroll
-    for (int d = DT_MAX_DIMS - 1; d > 0; d--) {
-      if (d >= nd) continue;
-      J q = rem % dims[d];
-      rem /= dims[d];
-      oa += q * as[d];
-      ob += q * bs[d];
-    }
-    oa += rem * as[0];
-    ob += rem * bs[0];
+    J oa, ob;
+    this->offsets((J)i, oa, ob);
     y[i] = cmp_op<T>(op, a[oa], b[ob]);
   }
 };
@@ -1692,12 +1698,8 @@ struct CmpStrided {
 template <typename T, typename J>
 dt_status compare_strided(cudaStream_t st, int op, const dt__bcast &g, const T *a, const T *b, uint8_t *y) {
   CmpStrided<T, J> f;
-  f.a = a; f.b = b; f.y = y; f.op = op; f.nd = g.ndim;
-  for (int d = 0; d < DT_MAX_DIMS; d++) {
-    f.dims[d] = d < g.ndim ? (J)g.dims[d] : (J)1;
-    f.as[d] = d < g.ndim ? (J)g.astride[d] : (J)0;
-    f.bs[d] = d < g.ndim ? (J)g.bstride[d] : (J)0;
-  }
+  f.a = a; f.b = b; f.y = y; f.op = op;
+  f.set(g);
   return run_map("compare (broadcast)", st, g.numel, f);
 }
 
@@ -1744,21 +1746,11 @@ template <> struct Bits<8> { using T = unsigned long long; };
 
 /* y[sum_d i_d * bs_d] = x[sum_d i_d * as_d]; J as in ZipStrided (uint32_t when every offset fits) */
 template <typename T, typename J>
-struct StridedCopy {
-  const T *x; T *y; int nd;
-  J dims[DT_MAX_DIMS], as[DT_MAX_DIMS], bs[DT_MAX_DIMS];
+struct StridedCopy : BcastGeom<J> {
+  const T *x; T *y;
   template <typename I> __device__ void operator()(I i) const {
-    J rem = (J)i, ox = 0, oy = 0;
-#pragma unroll
-    for (int d = DT_MAX_DIMS - 1; d > 0; d--) {
-      if (d >= nd) continue;
-      J q = rem % dims[d];
-      rem /= dims[d];
-      ox += q * as[d];
-      oy += q * bs[d];
-    }
-    ox += rem * as[0];
-    oy += rem * bs[0];
+    J ox, oy;
+    this->offsets((J)i, ox, oy);
     y[oy] = x[ox];
   }
 };
@@ -1766,12 +1758,8 @@ struct StridedCopy {
 template <typename T, typename J>
 dt_status strided_t(cudaStream_t st, const dt__bcast &g, const void *x, void *y) {
   StridedCopy<T, J> f;
-  f.x = static_cast<const T *>(x); f.y = static_cast<T *>(y); f.nd = g.ndim;
-  for (int d = 0; d < DT_MAX_DIMS; d++) {
-    f.dims[d] = d < g.ndim ? (J)g.dims[d] : (J)1;
-    f.as[d] = d < g.ndim ? (J)g.astride[d] : (J)0;
-    f.bs[d] = d < g.ndim ? (J)g.bstride[d] : (J)0;
-  }
+  f.x = static_cast<const T *>(x); f.y = static_cast<T *>(y);
+  f.set(g);
   return run_map("copy_strided", st, g.numel, f);
 }
 
