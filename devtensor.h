@@ -74,9 +74,14 @@
    VERSION
    DEVTENSOR_VERSION_MAJOR/MINOR/PATCH below; DEVTENSOR_VERSION is
    MAJOR * 10000 + MINOR * 100 + PATCH, for #if checks. Changes:
-     unreleased          issue 14 (h1): DT_U8 and DT_BOOL (creation, casts, printing, safetensors,
-                         DLPack), dt_eq/ne/lt/le/gt/ge, dt_sigmoid/tanh/abs, dt_*_like; dt_sum
-                         of bool or uint8 is int64
+     unreleased          DT_U8 and DT_BOOL (creation, casts, printing, safetensors, DLPack),
+                         dt_eq/ne/lt/le/gt/ge, dt_sigmoid/tanh/abs, dt_*_like (dt_sum of bool
+                         or uint8 is int64); dt_slice (dim 0 a view), dt_index_select, dt_cat,
+                         dt_permute; dt_argmax/argmin, dt_max/min(_dim), dt_softmax,
+                         dt_log_softmax, dt_cross_entropy(_grad); dt_set_grad_enabled;
+                         dt_sgd/dt_adam/dt_adamw; the trainer's classification (loss_fn,
+                         optimizer, dt_trainer_fit_val, dt_trainer_evaluate); dt_dist_* over
+                         MPI and NCCL, num_gpus > 1 replicas; CPU pool workers block signals
      0.2.0 (2026-11-22)  interop (DLPack 1.x and legacy, dt_from_blob, dt_save_tensors,
                          dt_load_tensors), libdevtensor.so/.a with pkg-config and CMake;
                          a caching CPU allocator, a CPU thread pool instead of OpenMP for
