@@ -379,6 +379,8 @@ $(eval $(call VARIANT,mingwcxx,$(B)/mingw/cxx/%.exe,tests/%.c $(MINGW_DEPS)))
 mingw: $(MINGW_EXES)
 ifneq ($(WINE),)
 	@for e in $^; do printf '#!/bin/sh\n# Windows writes CR LF: the summary line loses its CR\nout=$$(WINEDEBUG=-all WINEPREFIX=$(abspath $(B))/wine $(WINE) %s 2>&1); rc=$$?\nprintf "%%s\\n" "$$out" | tr -d "\\r"; exit $$rc\n' "$$e" > "$$e.sh"; chmod +x "$$e.sh"; done
+	@# the prefix made once, before programs start two at a time (two first starts race: "wine: chdir to /tmp/wine-...")
+	@WINEDEBUG=-all WINEPREFIX=$(abspath $(B))/wine $(WINE) wineboot --init >/dev/null 2>&1 || true
 	@sh tests/run.sh $(addsuffix .sh,$^)
 else
 	@echo "SKIP mingw: no wine64 to run them; $(words $^) .exe files compiled and linked"
