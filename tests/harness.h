@@ -21,6 +21,20 @@
 #include <string.h>
 #include "../devtensor.h"
 
+/* The emulator's count of device-to-host copies (tests/emu), for tests of how often a loop reads
+   from the device: 0 and HAVE_D2H_COUNT false where the program is not linked with it. */
+#if defined(__GNUC__)
+#ifdef __cplusplus
+extern "C"
+#endif
+unsigned long long dtemu_d2h_copies(void) __attribute__((weak));
+#define D2H_COPIES() (dtemu_d2h_copies ? dtemu_d2h_copies() : 0ULL)
+#define HAVE_D2H_COUNT (dtemu_d2h_copies != NULL)
+#else
+#define D2H_COPIES() 0ULL
+#define HAVE_D2H_COUNT 0
+#endif
+
 static int t_passed, t_failed, t_skipped;
 static int t_cur_failed;          /* checks failed in the running test */
 static const char *t_cur_skip;    /* set by T_SKIP */

@@ -9,17 +9,7 @@
 #include <stdlib.h>
 
 /* The CUDA emulator (tests/emu) counts device-to-host copies; elsewhere NULL. */
-#if defined(__GNUC__)
-#ifdef __cplusplus
-extern "C"
-#endif
-unsigned long long dtemu_d2h_copies(void) __attribute__((weak));
-#define D2H_COPIES() (dtemu_d2h_copies ? dtemu_d2h_copies() : 0ULL)
-#define HAVE_D2H_COUNT (dtemu_d2h_copies != NULL)
-#else
-#define D2H_COPIES() 0ULL
-#define HAVE_D2H_COUNT 0
-#endif
+/* D2H_COPIES() and HAVE_D2H_COUNT: the emulator's count of device-to-host copies (tests/harness.h) */
 
 #define NTRAIN 60
 #define NVAL 30
