@@ -5810,8 +5810,10 @@ DTDEF dt_status dt_load_tensors(const char *path, dt_device dev, int *n_out, cha
     }
   }
   /* the tensors, sorted by offset, tile the data from byte 0 (no holes, no overlaps) */
-  if (n && !(sorted = (dt__st_entry *)DT_MALLOC(sizeof(dt__st_entry) * (size_t)n))) { s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); goto done; }
-  if (n) memcpy(sorted, ents, sizeof(dt__st_entry) * (size_t)n);
+  /* n > 0 rather than n != 0: a newer GCC's -Walloc-size-larger-than= and -Wstringop-overflow= otherwise
+     see a negative int turned into a size */
+  if (n > 0 && !(sorted = (dt__st_entry *)DT_MALLOC(sizeof(dt__st_entry) * (size_t)n))) { s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); goto done; }
+  if (n > 0) memcpy(sorted, ents, sizeof(dt__st_entry) * (size_t)n);
   if (n > 1) qsort(sorted, (size_t)n, sizeof *sorted, dt__st_cmp);
   for (i = 0, at = 0; i < n; i++) {
     if (sorted[i].begin != at) {
@@ -8999,8 +9001,10 @@ static dt_status dt__cpu_axpy(int dev, dt_dtype t, int64_t n, double alpha, cons
     enum { L = (VB) / 8 };                                                                                \
     int v, l, i;                                                                                          \
     for (v = 0; v < DT__BM_NP; v += L) {                                                                  \
-      dt__bm_d##SUF x, t, mant, m, ed, f, s, z, p, lg, r, a, zz, ps, pc, sn, cs, S, C, c, d, rc, rd;      \
-      dt__bm_i##SUF bits, ex, big, lo, q, q0, q1, q2, q3;                                                 \
+      /* x, t and q start at zero: their lanes are set one by one below, which a newer GCC \
+         (the GPU machine's) -Wuninitialized calls a use of the whole vector */                                        \
+      dt__bm_d##SUF x = {0}, t = {0}, mant, m, ed, f, s, z, p, lg, r, a, zz, ps, pc, sn, cs, S, C, c, d, rc, rd;      \
+      dt__bm_i##SUF bits, ex, big, lo, q = {0}, q0, q1, q2, q3;                                                 \
       for (l = 0; l < L; l++) {                                                                           \
         x[l] = (double)w0[v + l] + 1.0;                                                                   \
         t[l] = (double)(w1[v + l] & 0x3FFFFFFFu);                                                         \

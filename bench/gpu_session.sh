@@ -53,7 +53,7 @@ run() {
 phase_test() {
   log=$out/test.log
   header >"$log"
-  run "$log" make -j"$jobs" CUDA=1 all build/cuda/gpu_check build/bench_gpu build/bench_train
+  run "$log" make -k -j"$jobs" CUDA=1 all build/cuda/gpu_check build/bench_gpu build/bench_train
   run "$log" make CUDA=1 test
   say "test: $(grep '^[0-9]* passed, [0-9]* failed, [0-9]* skipped$' "$log" | tail -n 1)"
   run "$log" make CUDA=1 build/cuda/gpu_check
