@@ -4,7 +4,8 @@
 #                    when no NVIDIA driver is installed, unless CUDA=1 is given)
 #   make fashion     Fashion-MNIST: softmax regression and an MLP, 10 epochs (needs zlib1g-dev and
 #                    dataset-fashion-mnist; bench/fashion_torch.py is the same in PyTorch)
-#   make test        build and run every test; ends with "N passed, N failed, N skipped"
+#   make test        build and run every test; ends with "N passed, N failed, N skipped" (with
+#                    CUDA, DT_REQUIRE_GPU=1 makes "no GPU" a failure, and gpu_check runs where a driver is)
 #   make asan        the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make test-emu    the CUDA backend on the CPU emulator (tests/emu): the suite's GPU cases without a GPU
 #   make fault       every host allocation failing in turn (plain, ASan+UBSan, OpenMP), and memory exhausted under ulimit -v
@@ -85,6 +86,13 @@ CUDA_EX    := $(addprefix $(B)/cuda/ex/,$(EXAMPLES))
 ifeq ($(CUDA),1)
   CUDA_ALL := $(CUDA_TESTS) $(B)/cuda/fault_gpu $(CUDA_EX) $(B)/cuda/own_kernel $(B)/cuda/gpus_nvcc
   RUN_GPUS := $(B)/cuda/ex/gpus
+  # where the NVIDIA driver is installed, make test also runs gpu_check (the CUDA backend against the CPU one)
+  ifneq ($(filter test,$(MAKECMDGOALS)),)
+    ifneq ($(shell test -e /proc/driver/nvidia/version && echo yes),)
+      CUDA_ALL += $(B)/cuda/gpu_check
+      GPU_CHECK := tests/cuda/gpu_check.sh
+    endif
+  endif
   # make run without the NVIDIA driver: the CUDA build would only say "no GPU", after minutes
   # of nvcc; the CPU build runs instead (CUDA=1 on the command line builds the CUDA one anyway)
   ifneq ($(filter run fashion,$(MAKECMDGOALS)),)
@@ -267,7 +275,7 @@ run: $(RUN_GPUS)
 test: all lib
 	@DT_CUDA=$(CUDA) sh tests/run.sh $(C_TESTS) $(CXX_TESTS) $(B)/clang/test_vmath $(B)/static_unit $(B)/two_units -- tests/safetensors_py.sh -- tests/examples_smoke.sh \
 	  tests/interop_py.sh tests/packaging.sh \
-	  $(if $(CUDA_ALL),$(CUDA_TESTS) $(B)/cuda/fault_gpu tests/cuda_examples.sh)
+	  $(if $(CUDA_ALL),$(CUDA_TESTS) $(B)/cuda/fault_gpu tests/cuda_examples.sh $(GPU_CHECK))
 
 asan: $(ASAN_TESTS)
 	@ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 sh tests/run.sh $(ASAN_TESTS)

@@ -8,7 +8,8 @@
 # BUILD_DIR/bench_gpu (devtensor against cudaMemcpy), BUILD_DIR/bench_train and bench_torch.py
 # (PyTorch; TORCH_PYTHON picks the interpreter, default python3), then compare_gpu.py's table of
 # everything they printed. Without a GPU or PyTorch the programs print SKIP lines and exit 0.
-# Exit status: 1 when a program failed or is missing (or, with --strict, a target was not met).
+# Exit status: 1 when a program failed or is missing (or, with --strict, a target was not met; or,
+# with DT_REQUIRE_GPU=1, a program skipped).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 B=build
@@ -34,6 +35,8 @@ run() {
   cat "$one"
   cat "$one" >>"$all"
   if [ $rc -ne 0 ]; then echo "(exit status $rc)"; status=1; fi
+  # DT_REQUIRE_GPU=1 (a run on a GPU machine): a benchmark that skips has failed
+  if [ "${DT_REQUIRE_GPU:-}" = 1 ] && grep -q '^SKIP' "$one"; then echo "(skipped, and DT_REQUIRE_GPU=1)"; status=1; fi
 }
 
 echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"

@@ -23,6 +23,8 @@ run() {
   name=$1; shift
   out=$("$@" 2>&1); rc=$?
   if [ "$rc" -eq 0 ]; then pass "$name"
+  elif [ "$rc" -eq 77 ] && [ "${DT_REQUIRE_GPU:-}" = 1 ] && printf '%s\n' "$out" | grep -q '^no GPU'; then
+    fail "$name: $(printf '%s\n' "$out" | grep -m 1 '^no GPU'), and DT_REQUIRE_GPU=1"
   elif [ "$rc" -eq 77 ]; then
     echo "SKIP ${label}example $name: $(printf '%s\n' "$out" | grep -m 1 '^no GPU' || echo 'exit status 77')"; s=$((s + 1))
   else fail "$name: exit status $rc"; printf '%s\n' "$out" | tail -n 5; fi

@@ -9,7 +9,7 @@
    the program and returns nonzero when something failed; tests/run.sh adds the
    programs' lines up. T_RUN_ALL_DEVICES runs a test on the CPU and on every
    GPU present; where the build has CUDA but the machine has no GPU, the GPU
-   case is reported as skipped.
+   case is reported as skipped (as failed under DT_REQUIRE_GPU=1).
 
    A program with its own kind of test (test_gemm_kernel, test_print_format)
    prints its PASS/FAIL/SKIP lines itself, counts them in t_passed, t_failed
@@ -18,6 +18,7 @@
 #define DT_TEST_HARNESS_H
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "../devtensor.h"
 
@@ -66,6 +67,13 @@ static DT__UNUSED void t_run_one(const char *name, void (*fn)(void)) {
   t_report(name, NULL);
 }
 
+/* DT_REQUIRE_GPU=1 (a run on a machine that has a GPU): a CUDA build that finds no GPU fails
+   instead of skipping its GPU cases, so such a run cannot pass by skipping. */
+static DT__UNUSED int t_require_gpu(void) {
+  const char *e = getenv("DT_REQUIRE_GPU");
+  return e && strcmp(e, "1") == 0;
+}
+
 /* The devices a device test runs on: the CPU, then every GPU. */
 static DT__UNUSED void t_run_devices(const char *name, void (*fn)(dt_device)) {
   char buf[32];
@@ -79,7 +87,8 @@ static DT__UNUSED void t_run_devices(const char *name, void (*fn)(dt_device)) {
     t_report(name, dt_device_str(dt_gpu(g), buf, sizeof buf));
   }
 #ifdef DEVTENSOR_CUDA
-  if (ngpu == 0) { t_skipped++; printf("SKIP %s [cuda]: no GPU on this machine\n", name); }
+  if (ngpu == 0 && t_require_gpu()) { t_failed++; printf("FAIL %s [cuda]: no GPU on this machine, and DT_REQUIRE_GPU=1\n", name); }
+  else if (ngpu == 0) { t_skipped++; printf("SKIP %s [cuda]: no GPU on this machine\n", name); }
 #endif
 }
 
@@ -87,6 +96,12 @@ static DT__UNUSED void t_run_devices(const char *name, void (*fn)(dt_device)) {
 #define T_RUN_ALL_DEVICES(fn) t_run_devices(#fn, fn)
 
 static DT__UNUSED int t_finish(void) {
+#ifdef DEVTENSOR_CUDA
+  if (t_require_gpu() && dt_num_gpus() == 0) {
+    t_failed++;
+    printf("FAIL DT_REQUIRE_GPU=1: this CUDA build sees no GPU (%s)\n", dt_last_error());
+  }
+#endif
   printf("%d passed, %d failed, %d skipped\n", t_passed, t_failed, t_skipped);
   return t_failed ? 1 : 0;
 }
