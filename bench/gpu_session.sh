@@ -13,6 +13,8 @@
 #   bench   make bench-gpu (devtensor against cudaMemcpy and PyTorch) and the
 #           chapter's exercises at full size (ex1 writes a CSV, and an SVG where
 #           gnuplot exists)
+#   fashion Fashion-MNIST on cuda:0 beside PyTorch on the GPU (FASHION_MNIST_DIR)
+#   dist    the MPI + NCCL build on the GPU: one rank, then make test-dist(-gpu)
 # Each phase builds what it needs first (incremental), writes OUTDIR/<phase>.log
 # and prints a short summary; the logs are what goes into bench/RESULTS.md.
 # Suggested calls (device tool, timeout_s 600 each, one right after the other so the
@@ -125,11 +127,38 @@ phase_bench() {
   say "exercises: $(grep -c 'exit status 0,' "$elog") of 6 ran"
 }
 
+# Fashion-MNIST (issue 14) on cuda:0 beside PyTorch on the same GPU: softmax regression and the MLP,
+# 10 epochs, ROUNDS rounds (default 1); the data from FASHION_MNIST_DIR (carried: no network there)
+phase_fashion() {
+  log=$out/fashion.log
+  header >"$log"
+  run "$log" make -j"$jobs" CUDA=1 build/cuda/ex/fashion_mnist
+  run "$log" sh bench/run_fashion.sh build/cuda/ex/fashion_mnist python3 "${ROUNDS:-1}" 10 cuda
+  cp build/bench_fashion.txt "$out/fashion_epochs.txt" 2>/dev/null
+  tail -n 8 "$log"
+}
+
+# distributed (issue 16) with the GPU: the MPI + real-NCCL build; one rank on cuda:0, then
+# make test-dist-gpu's two ranks (one GPU: rank 1's cuda:1 does not exist, which must be a clear error)
+phase_dist() {
+  log=$out/dist.log
+  header >"$log"
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  run "$log" make -j"$jobs" CUDA=1 build/cuda/dist_test_dist build/c/test_dist build/dist/test_dist
+  run "$log" timeout 120 mpirun -np 1 build/cuda/dist_test_dist
+  say "dist, one rank with NCCL: $(grep '^[0-9]* passed, [0-9]* failed, [0-9]* skipped$' "$log" | tail -n 1)"
+  run "$log" timeout 200 make CUDA=1 test-dist
+  run "$log" timeout 200 make CUDA=1 test-dist-gpu
+  say "dist: $(grep '^[0-9]* passed, [0-9]* failed, [0-9]* skipped$' "$log" | tail -n 3 | tr '\n' ' ')"
+}
+
 for p in "$@"; do
   case $p in
     test) phase_test ;;
     san) phase_san ;;
     bench) phase_bench ;;
+    fashion) phase_fashion ;;
+    dist) phase_dist ;;
     *) echo "unknown phase $p"; status=2 ;;
   esac
 done
