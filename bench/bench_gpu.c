@@ -6,7 +6,9 @@
 
    Measures, each as the median of REPS timed repetitions after warm-up (best= is also printed):
      add_overhead_100x100    1000 async dt_add of two F32 (100, 100) tensors, each result
-                             released; wall clock from the first launch to dt_synchronize, per op
+                             released; wall clock from the first launch to dt_synchronize, per op;
+                             also the host's enqueue time (to the last dt_add returning, per op)
+                             and the GPU span between cudaEvents around the loop, per op
      alloc_cached_1024x1024  dt_empty((1024, 1024), F32) + dt_release, every one a cache hit, per pair
      add_f32_268435456       dt_add of two F32 tensors of 2^28 elements (1 GiB each), cudaEvents on
                              dt_cuda_stream; GB/s counting 3 arrays (read a, read b, write y)
@@ -18,6 +20,11 @@
                              dt_synchronize; wall clock
        peer: cudamemcpy h2d_pinned_256mib, cudaMemcpy from the same buffer
      h2d_pageable_256mib     the same from malloc'd memory (information), peer: cudaMemcpy from it
+     sum_f32_268435456       dt_sum of 2^28 F32 ones (whole tensor), cudaEvents; GB/s counting the
+                             bytes read; sum_dim0_f32_8192x8192, sum_dim1_f32_8192x8192: dt_sum_dim
+                             of an F32 (8192, 8192) over dim 0 and 1; sum_dim0_f32_1000000x2:
+                             dt_sum_dim of an F32 (10^6, 2) over dim 0 (small integers: exact sums,
+                             every result checked after the timed part)
    devtensor and its cudaMemcpy peer are timed alternately, repetition by repetition.
    Each line is `<library> <benchmark> key=value ...`; lines starting with '#' are comments.
    Without a GPU it prints `SKIP: no GPU (<reason>)` and exits 0. */
@@ -48,6 +55,9 @@
 #define MM_N 4096
 #define H2D_BYTES ((size_t)256 << 20)
 #define H2D_REPS 10
+#define SUM_N ((int64_t)1 << 28)
+#define SQ_N 8192         /* dt_sum_dim of (SQ_N, SQ_N) */
+#define TALL_N 1000000    /* dt_sum_dim of (TALL_N, 2) over dim 0 */
 #else /* tiny sizes: make test-emu runs the program on the emulator to see it work, not to time it */
 #define REPS 2
 #define OVH_OPS 20
@@ -56,6 +66,9 @@
 #define MM_N 64
 #define H2D_BYTES ((size_t)1 << 20)
 #define H2D_REPS 2
+#define SUM_N ((int64_t)1 << 16)
+#define SQ_N 64
+#define TALL_N 1000
 #endif
 
 static double now(void) {
@@ -127,26 +140,42 @@ static void check_value(const char *what, double got, double want, double rtol) 
   exit(1);
 }
 
-/* 1. per-op overhead: async dt_add on (100, 100), wall clock to dt_synchronize */
+/* 1. per-op overhead: async dt_add on (100, 100). Per repetition: the host's time to enqueue all
+   OVH_OPS (wall clock to the last dt_add returning), the time to dt_synchronize (the existing
+   per-op figure), and the span between cudaEvents recorded on the stream before the first and
+   after the last launch (GPU side; it includes idle gaps while the GPU waits for the host) */
 static void bench_add_overhead(dt_device gpu) {
   dt_tensor *a = dt_rand(dt_shape2(100, 100), gpu), *b = dt_rand(dt_shape2(100, 100), gpu);
-  double t[REPS];
+  double t[REPS], te[REPS], tg[REPS];
   int r, i;
   if (!a || !b) die("dt_rand");
   for (r = -3; r < REPS; r++) { /* three warm-up rounds */
-    double t0;
+    double t0, t1, t2, g;
     if (dt_synchronize(gpu) != DT_OK) die("dt_synchronize");
+    CK(cudaEventRecord(ev0, stream)); /* outside the wall-clock interval */
     t0 = now();
     for (i = 0; i < OVH_OPS; i++) {
       dt_tensor *c = dt_add(a, b);
       if (!c) die("dt_add");
       dt_release(c);
     }
+    t1 = now();
+    CK(cudaEventRecord(ev1, stream));
     if (dt_synchronize(gpu) != DT_OK) die("dt_synchronize");
-    if (r >= 0) t[r] = (now() - t0) / OVH_OPS;
+    t2 = now();
+    g = event_seconds();
+    if (r >= 0) {
+      t[r] = (t2 - t0) / OVH_OPS;
+      te[r] = (t1 - t0) / OVH_OPS;
+      tg[r] = g / OVH_OPS;
+    }
   }
-  printf("devtensor add_overhead_100x100 seconds_per_op=%.9f best=%.9f ops=%d reps=%d stat=median\n",
-         median(t, REPS), lowest(t, REPS), OVH_OPS, REPS);
+  {
+    double mt = median(t, REPS), bt = lowest(t, REPS), me = median(te, REPS), be = lowest(te, REPS);
+    double mg = median(tg, REPS);
+    printf("devtensor add_overhead_100x100 seconds_per_op=%.9f best=%.9f enqueue_seconds_per_op=%.9f enqueue_best=%.9f "
+           "gpu_span_seconds_per_op=%.9f ops=%d reps=%d stat=median\n", mt, bt, me, be, mg, OVH_OPS, REPS);
+  }
   fflush(stdout);
   dt_release(a); dt_release(b);
 }
@@ -321,6 +350,85 @@ static void bench_h2d(dt_device gpu) {
   if (dt_empty_cache(gpu) != DT_OK) die("dt_empty_cache");
 }
 
+/* 6. reductions: dt_sum of the whole tensor, dt_sum_dim over one dimension; cudaEvents; GB/s
+   counting the bytes read. dim = -1: dt_sum. want[0..nwant): the exact result */
+static void bench_reduce(const char *name, const dt_tensor *x, int dim, const double *want, int64_t nwant) {
+  size_t bytes = (size_t)dt_numel(x) * sizeof(float);
+  double t[REPS], md;
+  float *got = (float *)malloc((size_t)nwant * sizeof(float));
+  dt_tensor *y;
+  int64_t k;
+  int r;
+  if (!got) { fprintf(stderr, "bench_gpu: out of host memory\n"); exit(1); }
+  for (r = -3; r < REPS; r++) { /* three warm-up rounds */
+    double tt;
+    sync_all(dt_device_of(x));
+    CK(cudaEventRecord(ev0, stream));
+    y = dim < 0 ? dt_sum(x) : dt_sum_dim(x, dim);
+    if (!y) die(dim < 0 ? "dt_sum" : "dt_sum_dim");
+    dt_release(y); /* back to the cache; the kernel is ordered before any reuse */
+    CK(cudaEventRecord(ev1, stream));
+    tt = event_seconds();
+    if (r >= 0) t[r] = tt;
+  }
+  y = dim < 0 ? dt_sum(x) : dt_sum_dim(x, dim);
+  if (!y) die(dim < 0 ? "dt_sum" : "dt_sum_dim");
+  if (dt_numel(y) != nwant) { fprintf(stderr, "bench_gpu: %s: %lld results, expected %lld\n", name, (long long)dt_numel(y), (long long)nwant); exit(1); }
+  if (dt_to_host(y, got, (size_t)nwant * sizeof(float)) != DT_OK) die("dt_to_host");
+  for (k = 0; k < nwant; k++) check_value(name, (double)got[k], want[k], 0);
+  md = median(t, REPS);
+  printf("devtensor %s seconds=%.9f gbps=%.1f best_gbps=%.1f bytes_counted=%zu reps=%d stat=median timer=cudaEvent\n",
+         name, md, (double)bytes / md / 1e9, (double)bytes / lowest(t, REPS) / 1e9, bytes, REPS);
+  fflush(stdout);
+  dt_release(y);
+  free(got);
+}
+
+/* x (rows, cols) F32 with x[i, j] = (i % 4) + 4 (j % 2) (tall: (i % 3) + j); small integers,
+   so every partial sum is exact in F32 and the column and row sums differ */
+static dt_tensor *pattern(int64_t rows, int64_t cols, int tall, double *col_sums, double *row_sums, dt_device gpu) {
+  float *h = (float *)malloc((size_t)(rows * cols) * sizeof(float));
+  dt_tensor *x;
+  int64_t i, j;
+  if (!h) { fprintf(stderr, "bench_gpu: out of host memory\n"); exit(1); }
+  for (j = 0; j < cols; j++) col_sums[j] = 0;
+  for (i = 0; i < rows; i++) {
+    row_sums[i] = 0;
+    for (j = 0; j < cols; j++) {
+      float v = tall ? (float)(i % 3 + j) : (float)(i % 4 + 4 * (j % 2));
+      h[i * cols + j] = v;
+      col_sums[j] += v;
+      row_sums[i] += v;
+    }
+  }
+  x = dt_from_data(h, dt_shape2(rows, cols), DT_F32, gpu);
+  if (!x) die("dt_from_data");
+  free(h);
+  return x;
+}
+
+static void bench_reductions(dt_device gpu) {
+  double all = (double)SUM_N, *cs, *rs;
+  dt_tensor *x = dt_full(dt_shape1(SUM_N), 1.0, gpu);
+  if (!x) die("dt_full");
+  bench_reduce("sum_f32_268435456", x, -1, &all, 1);
+  dt_release(x);
+  if (dt_empty_cache(gpu) != DT_OK) die("dt_empty_cache");
+
+  cs = (double *)malloc((size_t)(TALL_N > SQ_N ? TALL_N : SQ_N) * sizeof(double)); /* both shapes */
+  rs = (double *)malloc((size_t)(TALL_N > SQ_N ? TALL_N : SQ_N) * sizeof(double));
+  if (!cs || !rs) { fprintf(stderr, "bench_gpu: out of host memory\n"); exit(1); }
+  x = pattern(SQ_N, SQ_N, 0, cs, rs, gpu);
+  bench_reduce("sum_dim0_f32_8192x8192", x, 0, cs, SQ_N);
+  bench_reduce("sum_dim1_f32_8192x8192", x, 1, rs, SQ_N);
+  dt_release(x);
+  x = pattern(TALL_N, 2, 1, cs, rs, gpu);
+  bench_reduce("sum_dim0_f32_1000000x2", x, 0, cs, 2);
+  dt_release(x);
+  free(cs); free(rs);
+  if (dt_empty_cache(gpu) != DT_OK) die("dt_empty_cache");
+}
+
 int main(void) {
   dt_device gpu = dt_gpu(0);
   dt_device_info info;
@@ -342,6 +450,7 @@ int main(void) {
   bench_add_bandwidth(gpu);
   bench_matmul(gpu);
   bench_h2d(gpu);
+  bench_reductions(gpu);
   CK(cudaEventDestroy(ev0));
   CK(cudaEventDestroy(ev1));
   return 0;

@@ -5,10 +5,16 @@
 
 Same sizes, repetition counts, warm-ups and statistic (median of the timed repetitions, best= also
 printed) as the C programs:
-    add_overhead_100x100    1000 x `a + b` on F32 (100, 100), wall clock to torch.cuda.synchronize, per op
+    add_overhead_100x100    1000 x `a + b` on F32 (100, 100), wall clock to torch.cuda.synchronize, per op;
+                            also the host's enqueue time (to the last `a + b` returning) and the GPU
+                            span between CUDA events around the loop, per op
     alloc_cached_1024x1024  torch.empty((1024, 1024)) dropped at once (caching allocator), per pair
     add_f32_268435456       a + b on 2^28 floats, CUDA events; GB/s counting 3 arrays (information)
     matmul_f32_4096         a @ b, F32 (4096, 4096), CUDA events; TF32 off (plain FP32, as devtensor)
+    sum_f32_268435456       x.sum() of 2^28 F32 ones, CUDA events; GB/s counting the bytes read
+    sum_dim0_f32_8192x8192, sum_dim1_f32_8192x8192, sum_dim0_f32_1000000x2: x.sum(0) / x.sum(1) of
+                            F32 (8192, 8192) and x.sum(0) of F32 (10^6, 2), small integers (as
+                            bench_gpu.c), every result checked against the exact sum after timing
     train_step_mlp_784_256_10_b256  nn.Sequential(Linear(784, 256), ReLU(), Linear(256, 10)), MSELoss,
                             SGD(lr=0.01): zero_grad, forward, loss, backward, step; batch 256 on the GPU;
                             20 warm-up steps, median of 5 runs of 200 steps, synchronized wall clock
@@ -23,6 +29,9 @@ OVH_OPS = 1000
 ALLOC_PAIRS = 10000
 BIG_N = 1 << 28
 MM_N = 4096
+SUM_N = 1 << 28
+SQ_N = 8192
+TALL_N = 1000000
 TRAIN = dict(batch=256, warmup=20, steps=200, reps=5, lr=0.01)
 
 
@@ -70,17 +79,25 @@ def event_seconds(fn):
 
 def add_overhead():
     a, b = torch.rand(100, 100, device=DEV), torch.rand(100, 100, device=DEV)
-    times = []
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times, enq, gpu = [], [], []
     for r in range(-3, REPS):  # three warm-up rounds
         torch.cuda.synchronize()
+        e0.record()  # outside the wall-clock interval
         t0 = time.perf_counter()
         for _ in range(OVH_OPS):
             a + b
+        t1 = time.perf_counter()
+        e1.record()
         torch.cuda.synchronize()
+        t2 = time.perf_counter()
         if r >= 0:
-            times.append((time.perf_counter() - t0) / OVH_OPS)
-    print("torch add_overhead_100x100 seconds_per_op=%.9f best=%.9f ops=%d reps=%d stat=median"
-          % (statistics.median(times), min(times), OVH_OPS, REPS))
+            times.append((t2 - t0) / OVH_OPS)
+            enq.append((t1 - t0) / OVH_OPS)
+            gpu.append(1e-3 * e0.elapsed_time(e1) / OVH_OPS)
+    print("torch add_overhead_100x100 seconds_per_op=%.9f best=%.9f enqueue_seconds_per_op=%.9f enqueue_best=%.9f "
+          "gpu_span_seconds_per_op=%.9f ops=%d reps=%d stat=median"
+          % (statistics.median(times), min(times), statistics.median(enq), min(enq), statistics.median(gpu), OVH_OPS, REPS))
 
 
 def alloc():
@@ -142,6 +159,49 @@ def matmul():
     torch.cuda.empty_cache()
 
 
+def reduce_one(name, x, dim):
+    """x.sum() (dim None) or x.sum(dim), CUDA events; checked against the exact sum in F64."""
+    fn = (lambda: x.sum()) if dim is None else (lambda: x.sum(dim))
+    times = []
+    for r in range(-3, REPS):  # three warm-up rounds
+        torch.cuda.synchronize()
+        t = event_seconds(fn)
+        if r >= 0:
+            times.append(t)
+    want = x.double().sum() if dim is None else x.double().sum(dim)  # small integers: exact in F64
+    got = fn().double()
+    if dim is None:  # 2^28 ones: torch adds in F32, where a sum past 2^24 may round
+        check(name, float((got - want).abs()) <= 1e-6 * float(want))
+    else:
+        check(name, torch.equal(got, want))
+    nbytes = x.numel() * 4
+    med = statistics.median(times)
+    print("torch %s seconds=%.9f gbps=%.1f best_gbps=%.1f bytes_counted=%d reps=%d stat=median timer=cudaEvent"
+          % (name, med, nbytes / med / 1e9, nbytes / min(times) / 1e9, nbytes, REPS))
+    sys.stdout.flush()
+
+
+def pattern(rows, cols, tall):
+    """x[i, j] = (i % 4) + 4 (j % 2), or (i % 3) + j when tall: as bench_gpu.c."""
+    i = torch.arange(rows, device=DEV).view(rows, 1)
+    j = torch.arange(cols, device=DEV).view(1, cols)
+    return ((i % 3) + j if tall else (i % 4) + 4 * (j % 2)).float().contiguous()
+
+
+def reductions():
+    x = torch.ones(SUM_N, device=DEV)
+    reduce_one("sum_f32_268435456", x, None)
+    del x
+    x = pattern(SQ_N, SQ_N, False)
+    reduce_one("sum_dim0_f32_8192x8192", x, 0)
+    reduce_one("sum_dim1_f32_8192x8192", x, 1)
+    del x
+    x = pattern(TALL_N, 2, True)
+    reduce_one("sum_dim0_f32_1000000x2", x, 0)
+    del x
+    torch.cuda.empty_cache()
+
+
 def train_step():
     p = TRAIN
     torch.manual_seed(0)
@@ -181,7 +241,7 @@ def main():
           "median of the timed repetitions after warm-up"
           % (torch.__version__, torch.version.cuda, torch.cuda.get_device_name(DEV)))
     sys.stdout.flush()
-    for bench in (add_overhead, alloc, add_bandwidth, matmul, train_step):
+    for bench in (add_overhead, alloc, add_bandwidth, matmul, reductions, train_step):
         bench()
         sys.stdout.flush()
     return 0
