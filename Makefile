@@ -241,6 +241,10 @@ $(B)/cuda/own_kernel: examples/own_kernel.cu $(HDR) $(CU_OBJ) | $$(@D)
 $(B)/cuda/gpu_check: tests/cuda/gpu_check.cu $(HDR) $(CU_OBJ) | $$(@D)
 	$(NVCC) $(NVCCFLAGS) -DDEVTENSOR_CUDA -I. $< $(CU_OBJ) -lcublas -o $@
 
+# compute-sanitizer's planted errors (tests/cuda/san_planted.cu), for bench/gpu_session.sh san on a GPU
+$(B)/cuda/san_planted: tests/cuda/san_planted.cu | $$(@D)
+	$(NVCC) $(NVCCFLAGS) -lineinfo $< -o $@
+
 # the README's one-command nvcc build, as a user types it
 $(B)/cuda/gpus_nvcc: examples/gpus.c devtensor_cuda.cu $(HDR) | $$(@D)
 	$(NVCC) -I. -DDEVTENSOR_CUDA examples/gpus.c devtensor_cuda.cu -lcublas -o $@

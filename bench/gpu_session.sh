@@ -9,7 +9,8 @@
 #   test    build everything (make -j, CUDA=1), make test, then gpu_check (the CUDA
 #           backend against the CPU backend, op by op, plus timings)
 #   san     compute-sanitizer memcheck, racecheck, initcheck and
-#           synccheck over the GPU test programs
+#           synccheck over the GPU test programs, each tool first shown
+#           catching the error planted for it in tests/cuda/san_planted.cu
 #   bench   make bench-gpu (devtensor against cudaMemcpy and PyTorch) and the
 #           chapter's exercises at full size (ex1 writes a CSV, and an SVG where
 #           gnuplot exists)
@@ -64,48 +65,98 @@ phase_test() {
   say "gpu_check: $(grep '^[0-9]* checks, [0-9]* failed$' "$log" | tail -n 1)"
 }
 
+# san_errors LOG: the errors a compute-sanitizer log reports (its ERROR SUMMARY lines, and
+# the errors of racecheck's RACECHECK SUMMARY: "N hazards displayed (E errors, W warnings)"),
+# "none" when it has no summary line at all (the tool did not get to the end)
+san_errors() {
+  sed -n -e 's/.*ERROR SUMMARY: \([0-9][0-9]*\) error.*/\1/p' \
+         -e 's/.*RACECHECK SUMMARY: .*(\([0-9][0-9]*\) error.*/\1/p' "$1" |
+    awk '{ n += $1; c++ } END { if (c) print n; else print "none" }'
+}
+# san_exit LOG: the exit status the wrapper line "(exit status N, S s)" records
+san_exit() { sed -n 's/^(exit status \([0-9]*\),.*/\1/p' "$1" | tail -n 1; }
+
 phase_san() {
   log=$out/san.log
   header >"$log"
-  run "$log" make -j"$jobs" CUDA=1 build/cuda/test_ops build/cuda/test_core build/cuda/test_nn build/cuda/test_random build/cuda/test_threads
+  run "$log" make -j"$jobs" CUDA=1 build/cuda/test_ops build/cuda/test_core build/cuda/test_nn build/cuda/test_random \
+    build/cuda/test_threads build/cuda/san_planted
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   if [ ! -x "$cs" ]; then echo "compute-sanitizer not found" | tee -a "$log"; status=1; return; fi
+  "$cs" --version 2>&1 | tail -n 1 >>"$log"
   help=$("$cs" --help 2>&1)
-  # test_core asks cudaMalloc for 1 EiB on purpose: API errors are not findings
+  # every option is checked against the installed tool's --help; the exit status 99 tells
+  # the tool's findings from the program's own failures
   common="--error-exitcode 99"
-  case $help in *report-api-errors*) common="$common --report-api-errors none" ;; esac
+  # test_core asks cudaMalloc for 1 EiB on purpose: API errors are not findings
+  # (--report-api-errors takes all, explicit or no)
+  case $help in *report-api-errors*) common="$common --report-api-errors no" ;; esac
   # racecheck and synccheck only over devtensor's kernels (its only shared memory and
-  # barriers are in the reductions); cuBLAS's kernels would take all the time
+  # barriers are in the reductions); cuBLAS's kernels would take all the time.
+  # devtensor_cuda.cu's kernels are in an anonymous namespace: _GLOBAL__N_ in their names
   ours=
   case $help in *kernel-name*) ours="--kernel-name kns=_GLOBAL__N_" ;; esac
   for tool in memcheck racecheck initcheck synccheck; do
+    t_start=$(date +%s)
     extra=
     case $tool in racecheck|synccheck) extra=$ours ;; esac
     # memcheck and initcheck without devtensor's cache (DEVTENSOR_CUDA_NO_CACHE): every block
     # is its own cudaMalloc, so overruns past a tensor and reads of unwritten memory show
     nc=0
     case $tool in memcheck|initcheck) nc=1 ;; esac
+    case $tool in memcheck) plant=oob ;; racecheck) plant=race ;; initcheck) plant=uninit ;; synccheck) plant=sync ;; esac
     left=$((deadline - $(date +%s) - 15))
-    if [ $left -lt 30 ]; then echo "$tool: skipped, the call's time is up" | tee -a "$log"; status=1; continue; fi
+    if [ $left -lt 60 ]; then echo "$tool: skipped, the call's time is up" | tee -a "$log"; status=1; continue; fi
+    # the proof first: the same tool, options, filter and environment over tests/cuda/san_planted.cu,
+    # which must report the error planted for this tool (a filter matching nothing, a tool
+    # that does not run, would report nothing) and nothing on the clean run
+    for m in $plant none; do
+      # shellcheck disable=SC2086 # $common and $extra are lists of options
+      ( echo "\$ DEVTENSOR_CUDA_NO_CACHE=$nc timeout -k 10 60 $cs --tool $tool $common $extra build/cuda/san_planted $m"
+        t0=$(date +%s)
+        DEVTENSOR_CUDA_NO_CACHE=$nc timeout -k 10 60 "$cs" --tool $tool $common $extra build/cuda/san_planted "$m" 2>&1
+        echo "(exit status $?, $(( $(date +%s) - t0 )) s)" ) >"$out/.san_planted_$m.log" 2>&1 &
+    done
+    wait
+    p_err=$(san_errors "$out/.san_planted_$plant.log"); p_rc=$(san_exit "$out/.san_planted_$plant.log")
+    n_err=$(san_errors "$out/.san_planted_none.log"); n_rc=$(san_exit "$out/.san_planted_none.log")
+    cat "$out/.san_planted_$plant.log" "$out/.san_planted_none.log" >>"$log"
+    rm -f "$out/.san_planted_$plant.log" "$out/.san_planted_none.log"
+    proven=yes
+    case $p_err in none|0) proven=no ;; esac
+    [ "$p_rc" = 99 ] || proven=no
+    clean=yes
+    [ "$n_err" = 0 ] && [ "$n_rc" = 0 ] || clean=no
+    if [ $proven = no ] || [ $clean = no ]; then
+      echo "san $tool: NOT PROVEN: planted $plant reported ${p_err} errors, exit ${p_rc:-?} (errors and exit 99 needed); none reported ${n_err} errors, exit ${n_rc:-?} (0 and 0 needed): this tool's clean runs below do not count" | tee -a "$log"
+      status=1
+    fi
+    left=$((deadline - $(date +%s) - 15))
+    if [ $left -lt 30 ]; then echo "$tool: real runs skipped, the call's time is up" | tee -a "$log"; status=1; continue; fi
     lim=$left
     [ $lim -gt 240 ] && lim=240
     # the four programs at once (16 cores; the tools are mostly host-bound), each its own log
     for t in test_random test_core test_ops test_nn; do
+      # shellcheck disable=SC2086 # $common and $extra are lists of options
       ( echo "\$ DEVTENSOR_CUDA_NO_CACHE=$nc timeout -k 10 $lim $cs --tool $tool $common $extra build/cuda/$t"
         t0=$(date +%s)
         DEVTENSOR_CUDA_NO_CACHE=$nc timeout -k 10 $lim "$cs" --tool $tool $common $extra build/cuda/$t 2>&1
         echo "(exit status $?, $(( $(date +%s) - t0 )) s)" ) >"$out/.san_$t.log" 2>&1 &
     done
     wait
+    runs=
     for t in test_random test_core test_ops test_nn; do
       # the program's PASS lines are in the tests' own logs; keep the tool's lines and the end
       grep -v '^PASS ' "$out/.san_$t.log" >>"$log"
-      grep -q '(exit status 0,' "$out/.san_$t.log" || status=1
+      grep -q '^(exit status 0,' "$out/.san_$t.log" || status=1
+      runs="$runs; $t $(san_errors "$out/.san_$t.log") errors, exit $(san_exit "$out/.san_$t.log")"
       rm -f "$out/.san_$t.log"
     done
-    say "san $tool: $(grep -c '(exit status 0,' "$log") clean runs so far"
+    line="san $tool: planted $plant caught: $proven ($p_err errors, exit $p_rc), none clean: $clean$runs; $(( $(date +%s) - t_start )) s"
+    echo "$line" >>"$log"
+    say "$line"
   done
-  grep 'ERROR SUMMARY\|exit status' "$log" | sort | uniq -c
+  grep 'ERROR SUMMARY\|RACECHECK SUMMARY\|^(exit status\|NOT PROVEN\|time is up' "$log" | sed 's/, [0-9]* s)$/)/' | sort | uniq -c
 }
 
 phase_bench() {
