@@ -10,7 +10,7 @@ bin=${1:-build/ex/fashion_mnist}; py=${2:-/usr/bin/python3}; rounds=${3:-2}; epo
 out=build/bench_fashion.txt
 mkdir -p build && : > "$out" || exit 1
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')  host: $(uname -m), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //')"
-echo "commit: $(git rev-parse --short HEAD 2>/dev/null)  load average at start: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)  threads: ${OMP_NUM_THREADS:-all cores}"
+echo "commit: ${DT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}  load average at start: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)  threads: ${OMP_NUM_THREADS:-all cores}"
 "$py" -c 'import torch' 2>/dev/null || { echo "SKIP bench-fashion: torch not importable with '$py'"; exit 0; }
 # the peer at its best: with one thread and with every core (a busy machine makes OpenMP's
 # spin-waiting costly, so one thread can be the faster); the faster median is the reference

@@ -41,7 +41,7 @@ run() {
 
 echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 echo "host: $(uname -srm), $(nproc 2>/dev/null || echo '?') CPUs"
-if rev=$(git rev-parse --short HEAD 2>/dev/null); then
+if rev=${DT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}; then
   if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then rev="$rev, with uncommitted changes"; fi
   echo "commit: $rev"
 fi
