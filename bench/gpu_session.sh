@@ -100,6 +100,10 @@ phase_san() {
     t_start=$(date +%s)
     extra=
     case $tool in racecheck|synccheck) extra=$ours ;; esac
+    # memcheck: 1 KiB of padding after each allocation (the tool's --padding). Without it an
+    # overrun that lands in the next cudaMalloc block is a valid address to the tool: the first
+    # H100 run (13286d7) missed the planted a[256] of a 256-float block that way
+    case $tool/$help in memcheck/*--padding*) extra="--padding 1024" ;; esac
     # memcheck and initcheck without devtensor's cache (DEVTENSOR_CUDA_NO_CACHE): every block
     # is its own cudaMalloc, so overruns past a tensor and reads of unwritten memory show
     nc=0
