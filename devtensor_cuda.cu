@@ -1384,6 +1384,29 @@ __global__ void k_reduce_cols_finish(const double *partial, int64_t nout, int64_
   }
 }
 
+/* Columns with a narrow inner (2..64) and few outputs, e.g. (10^6, 2) over dim 0: k_reduce_cols
+   would keep 2 threads of each block busy, each striding through memory. Here the (len, inner)
+   slab of one o is contiguous, so a block reads its rows r0..r1 as consecutive elements
+   (coalesced); its blockDim.x threads (a multiple of inner) each keep one column,
+   i = threadIdx.x % inner, and the block then adds up the threads of each column into
+   partial[c, o * inner + i]. blockIdx.x is the chunk of rows, blockIdx.y is o. */
+template <typename T>
+__global__ void k_reduce_cols_narrow(const T *x, int64_t len, int64_t inner, int64_t chunk, int op, double *partial) {
+  __shared__ double sh[kBlock];
+  int64_t o = blockIdx.y, c = blockIdx.x, nout = (int64_t)gridDim.y * inner;
+  int64_t r0 = c * chunk, r1 = r0 + chunk < len ? r0 + chunk : len;
+  const T *p = x + o * len * inner;
+  double acc = 0.0;
+  for (int64_t e = r0 * inner + threadIdx.x; e < r1 * inner; e += blockDim.x) acc += r_term((double)p[e], op);
+  sh[threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.x < inner) {
+    double sum = 0.0;
+    for (unsigned k = threadIdx.x; k < blockDim.x; k += (unsigned)inner) sum += sh[k];
+    partial[c * nout + o * inner + threadIdx.x] = sum;
+  }
+}
+
 constexpr int64_t kMaxChunks = 1024;
 
 template <typename T>
@@ -1416,6 +1439,27 @@ dt_status reduce_t(int dev, DevState &s, int op, int64_t outer, int64_t len, int
       unsigned g2 = (unsigned)(outer < kMaxGrid ? outer : kMaxGrid);
       int b2 = nchunks >= 256 ? 256 : nchunks >= 128 ? 128 : 64;
       DT_LAUNCH_COOP(g2, b2, st, k_reduce_rows_finish<T>)(partial, outer, nchunks, len, op, y);
+      rc = launched("reduce (second pass)");
+    }
+  } else if (inner >= 2 && inner <= 64 && outer <= 65535 && outer * inner < (int64_t)s.sms * 1024 && len * inner >= 8192) {
+    /* narrow columns, few outputs: blocks over chunks of rows of each slab, then the second pass */
+    int64_t nout = outer * inner;
+    int block = (int)((kBlock / inner) * inner);
+    int64_t want_blocks = (int64_t)s.sms * 8;
+    nchunks = (len * inner + 4095) / 4096; /* at least 4096 elements a block */
+    int64_t by_gpu = (want_blocks + outer - 1) / outer;
+    if (nchunks > by_gpu) nchunks = by_gpu;
+    if (nchunks > kMaxChunks) nchunks = kMaxChunks;
+    if (nchunks < 1) nchunks = 1;
+    chunk = (len + nchunks - 1) / nchunks;
+    nchunks = (len + chunk - 1) / chunk;
+    if ((rc = cu_alloc(dev, (size_t)(nout * nchunks) * sizeof(double), &ws)) != DT_OK) return rc;
+    partial = static_cast<double *>(ws);
+    dim3 grid((unsigned)nchunks, (unsigned)outer);
+    DT_LAUNCH_COOP(grid, block, st, k_reduce_cols_narrow<T>)(x, len, inner, chunk, op, partial);
+    rc = launched("reduce");
+    if (rc == DT_OK) {
+      DT_LAUNCH(grid_for(nout, kBlock), kBlock, st, k_reduce_cols_finish<T>)(partial, nout, nchunks, len, op, y);
       rc = launched("reduce (second pass)");
     }
   } else {

@@ -96,7 +96,8 @@ phase_san() {
   # devtensor_cuda.cu's kernels are in an anonymous namespace: _GLOBAL__N_ in their names
   ours=
   case $help in *kernel-name*) ours="--kernel-name kns=_GLOBAL__N_" ;; esac
-  for tool in memcheck racecheck initcheck synccheck; do
+  # SAN_TOOLS: a subset, e.g. to rerun one tool after a fix
+  for tool in ${SAN_TOOLS:-memcheck racecheck initcheck synccheck}; do
     t_start=$(date +%s)
     extra=
     case $tool in racecheck|synccheck) extra=$ours ;; esac
