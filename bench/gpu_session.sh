@@ -79,8 +79,10 @@ san_exit() { sed -n 's/^(exit status \([0-9]*\),.*/\1/p' "$1" | tail -n 1; }
 phase_san() {
   log=$out/san.log
   header >"$log"
-  run "$log" make -j"$jobs" CUDA=1 build/cuda/test_ops build/cuda/test_core build/cuda/test_nn build/cuda/test_random \
-    build/cuda/test_threads build/cuda/san_planted
+  # SAN_PROGS: the GPU test programs the tools run over (all at once: the tools are mostly host-bound)
+  progs=${SAN_PROGS:-test_random test_core test_ops test_nn test_softmax test_index test_optim test_dtypes test_trainer test_bad_input test_interop}
+  # shellcheck disable=SC2046
+  run "$log" make -j"$jobs" CUDA=1 build/cuda/san_planted $(for t in $progs; do printf 'build/cuda/%s ' "$t"; done)
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   if [ ! -x "$cs" ]; then echo "compute-sanitizer not found" | tee -a "$log"; status=1; return; fi
   "$cs" --version 2>&1 | tail -n 1 >>"$log"
@@ -140,8 +142,8 @@ phase_san() {
     if [ $left -lt 30 ]; then echo "$tool: real runs skipped, the call's time is up" | tee -a "$log"; status=1; continue; fi
     lim=$left
     [ $lim -gt 240 ] && lim=240
-    # the four programs at once (16 cores; the tools are mostly host-bound), each its own log
-    for t in test_random test_core test_ops test_nn; do
+    # the programs at once (16 cores; the tools are mostly host-bound), each its own log
+    for t in $progs; do
       # shellcheck disable=SC2086 # $common and $extra are lists of options
       ( echo "\$ DEVTENSOR_CUDA_NO_CACHE=$nc timeout -k 10 $lim $cs --tool $tool $common $extra build/cuda/$t"
         t0=$(date +%s)
@@ -150,7 +152,7 @@ phase_san() {
     done
     wait
     runs=
-    for t in test_random test_core test_ops test_nn; do
+    for t in $progs; do
       # the program's PASS lines are in the tests' own logs; keep the tool's lines and the end
       grep -v '^PASS ' "$out/.san_$t.log" >>"$log"
       grep -q '^(exit status 0,' "$out/.san_$t.log" || status=1
