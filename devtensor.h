@@ -5998,6 +5998,24 @@ static dt_status dt__dist_init_mpi(const char *op, long env_world, const char *w
       const dt__backend *be = dt__cuda_backend();
       unsigned char id[128];
       int code = 0, ok = 1, all = 0; /* code, rank 0's: 0 an id, 1 no NCCL in this build, 2 NCCL failed */
+      /* NCCL takes one GPU per rank: ranks of a machine with fewer GPUs than ranks would share one,
+         and ncclCommInitRank would only say "invalid usage" (seen on a one-GPU H100 machine). Every
+         rank learns first whether any rank is in that case. */
+      long local = dt__env_local_rank();
+      int gpus = dt__gpu_count(), shared = local >= gpus, any = shared;
+      if ((rc = MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, comm)) != MPI_SUCCESS) {
+        MPI_Comm_free(&comm);
+        return dt__mpi_fail(op, "MPI_Allreduce", rc);
+      }
+      if (any) {
+        MPI_Comm_free(&comm);
+        if (shared)
+          return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: rank %d is local rank %ld of a machine with %d GPU%s, so it would share cuda:%ld with "
+                          "another rank, and NCCL takes one GPU per rank: start at most %d rank%s per machine, or set DT_DIST_DEVICE=cpu",
+                          op, rank, local, gpus, gpus == 1 ? "" : "s", local % gpus, gpus, gpus == 1 ? "" : "s");
+        return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: another rank would share a GPU (its machine has more ranks than GPUs), and NCCL "
+                        "takes one GPU per rank: start at most as many ranks per machine as it has GPUs, or set DT_DIST_DEVICE=cpu", op);
+      }
       memset(id, 0, sizeof id);
       if (rank == 0) { dt_status st = be->dist_unique_id(id); code = st == DT_OK ? 0 : st == DT_ERR_UNSUPPORTED ? 1 : 2; }
       if ((rc = MPI_Bcast(&code, 1, MPI_INT, 0, comm)) == MPI_SUCCESS && code == 0)
