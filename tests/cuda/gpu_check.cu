@@ -13,6 +13,9 @@
 #include "devtensor.h"
 
 #include <cuda_runtime.h>
+#ifndef DTEMU
+#include <cublas_v2.h>
+#endif
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -589,6 +592,14 @@ int main(int argc, char **argv) {
   dt_device_get_info(dt_gpu(0), &info);
   printf("%d GPU(s); cuda:0 is %s, sm_%d%d, %d SMs, %.1f GiB\n", n, info.name, info.compute_major, info.compute_minor,
          info.multiprocessors, info.total_memory / 1073741824.0);
+#ifndef DTEMU
+  { /* the libraries this program runs with (issue 11 asks for cuBLAS's version beside PyTorch's) */
+    int maj = 0, mnr = 0, pat = 0, drv = 0, rt = 0;
+    cublasGetProperty(MAJOR_VERSION, &maj); cublasGetProperty(MINOR_VERSION, &mnr); cublasGetProperty(PATCH_LEVEL, &pat);
+    cudaDriverGetVersion(&drv); cudaRuntimeGetVersion(&rt);
+    printf("cuBLAS %d.%d.%d (built for cudart %zu), cudart %d, driver API %d\n", maj, mnr, pat, cublasGetCudartVersion(), rt, drv);
+  }
+#endif
   check_fill(); printf("fill done\n"); fflush(stdout);
   check_unary(); printf("unary done\n"); fflush(stdout);
   check_binary(); printf("binary done\n"); fflush(stdout);
