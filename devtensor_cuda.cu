@@ -533,13 +533,17 @@ dt_status cu_alloc(int dev, size_t nbytes, void **out) {
       /* an absurd size may come back as "invalid argument": it is still out of memory */
       if (e != cudaErrorMemoryAllocation && !(e == cudaErrorInvalidValue && info && want > tot))
         return cuda_fail("cudaMalloc", e);
+      /* as PyTorch's message does, what devtensor holds is split into live blocks and its cache */
+      char l[32], k[32];
+      dt__bytes_str((double)s->allocated, l, sizeof l);
+      dt__bytes_str((double)(s->reserved - (s->allocated < s->reserved ? s->allocated : s->reserved)), k, sizeof k);
       if (info)
-        set_err("out of memory on cuda:%d: tried to allocate %s; %s total, %s free, %s held by devtensor", dev,
+        set_err("out of memory on cuda:%d: tried to allocate %s; %s total, %s free, %s held by devtensor (%s in use, %s cached)", dev,
                 dt__bytes_str((double)nbytes, a, sizeof a), dt__bytes_str((double)tot, b, sizeof b),
-                dt__bytes_str((double)fr, c, sizeof c), dt__bytes_str((double)s->reserved, d, sizeof d));
+                dt__bytes_str((double)fr, c, sizeof c), dt__bytes_str((double)s->reserved, d, sizeof d), l, k);
       else
-        set_err("out of memory on cuda:%d: tried to allocate %s; %s held by devtensor", dev,
-                dt__bytes_str((double)nbytes, a, sizeof a), dt__bytes_str((double)s->reserved, d, sizeof d));
+        set_err("out of memory on cuda:%d: tried to allocate %s; %s held by devtensor (%s in use, %s cached)", dev,
+                dt__bytes_str((double)nbytes, a, sizeof a), dt__bytes_str((double)s->reserved, d, sizeof d), l, k);
       return DT_ERR_OUT_OF_MEMORY;
     }
     try {

@@ -420,7 +420,8 @@ static void test_out_of_memory(dt_device dev) {
     char where[96];
     snprintf(where, sizeof where, "out of memory on cuda:%d: tried to allocate 1.00 EiB; ", dev.index);
     T_CHECK_MSG(contains(dt_last_error(), where) && contains(dt_last_error(), " total, ") &&
-                    contains(dt_last_error(), " free, ") && contains(dt_last_error(), " held by devtensor"), "%s", dt_last_error());
+                    contains(dt_last_error(), " free, ") && contains(dt_last_error(), " held by devtensor (") &&
+                    contains(dt_last_error(), " in use, ") && contains(dt_last_error(), " cached)"), "%s", dt_last_error());
   }
   u = dt_ones(dt_shape1(8), dev);
   s = dt_sum(u);
