@@ -6689,9 +6689,11 @@ static void *dt__cpu_stream(int dev) { (void)dev; return NULL; }
    - small work (fewer than two grains of elements) is a plain call, no lock, no thread wake-up;
    - if a worker cannot be started (no memory for its stack) the pool has fewer workers, down to
      none, and the work runs on the calling thread; once started, a dispatch allocates nothing;
-   - idle workers sleep on a condition variable (no spinning); the caller takes chunks from a
-     shared counter as the workers do and waits only for chunks a worker has taken, so a worker
-     that does not get a core soon costs nothing but its share of the speed-up;
+   - idle workers spin briefly (DT__POOL_SPIN pause instructions, some microseconds) for the
+     next job, then sleep on a condition variable; the caller takes chunks from a shared counter
+     as the workers do and waits (the same short spin, then the condition variable) only for
+     chunks a worker has taken, so a worker that does not get a core soon costs nothing but its
+     share of the speed-up;
    - one job at a time: a second thread that finds the pool busy runs its work itself;
    - a forked child runs everything on its one thread.
    Chunk boundaries depend on the size of the work only, never on the number of threads, so the
@@ -6733,6 +6735,20 @@ static dt__pool_t dt__pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZE
                               PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, 0, 0, 0, 0, 0};
 static pthread_once_t dt__pool_once = PTHREAD_ONCE_INIT;
 
+/* Spins before sleeping, in iterations of a pause instruction (a few to a few hundred cycles
+   each, by processor): a training step's operations come a few microseconds apart, and on a
+   virtual machine a futex wake costs tens of microseconds, more than many of them take. */
+#ifndef DT__POOL_SPIN
+#define DT__POOL_SPIN 2000
+#endif
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#define DT__CPU_RELAX() __builtin_ia32_pause()
+#elif (defined(__GNUC__) || defined(__clang__)) && defined(__aarch64__)
+#define DT__CPU_RELAX() __asm__ __volatile__("yield")
+#else
+#define DT__CPU_RELAX() ((void)0)
+#endif
+
 static void dt__pool_take(dt__task_fn fn, dt__task_w_fn fnw, void *ctx, int64_t n, int64_t grain, int64_t nchunks,
                           int w) {
   int64_t c;
@@ -6751,7 +6767,8 @@ static void *dt__pool_worker(void *arg) {
     dt__task_w_fn fnw;
     void *ctx;
     int64_t n, grain, nchunks;
-    int w;
+    int w, spin;
+    for (spin = 0; spin < DT__POOL_SPIN && DT__ATOMIC_LOAD(&dt__pool.gen) == seen; spin++) DT__CPU_RELAX();
     pthread_mutex_lock(&dt__pool.mu);
     while (!dt__pool.open || dt__pool.gen == seen) pthread_cond_wait(&dt__pool.work, &dt__pool.mu);
     seen = dt__pool.gen;
@@ -6760,13 +6777,13 @@ static void *dt__pool_worker(void *arg) {
       continue;
     }
     w = dt__pool.joined++;
-    dt__pool.busy++;
+    DT__ATOMIC_ADD(&dt__pool.busy, 1);
     fn = dt__pool.fn; fnw = dt__pool.fnw; ctx = dt__pool.ctx;
     n = dt__pool.n; grain = dt__pool.grain; nchunks = dt__pool.nchunks;
     pthread_mutex_unlock(&dt__pool.mu);
     dt__pool_take(fn, fnw, ctx, n, grain, nchunks, w);
     pthread_mutex_lock(&dt__pool.mu);
-    if (--dt__pool.busy == 0) pthread_cond_signal(&dt__pool.done);
+    if (DT__ATOMIC_ADD(&dt__pool.busy, -1) == 0) pthread_cond_signal(&dt__pool.done);
     pthread_mutex_unlock(&dt__pool.mu);
   }
   return NULL;
@@ -6829,14 +6846,20 @@ static void dt__par_run(int64_t n, int64_t grain, int maxw, dt__task_fn fn, dt__
       dt__pool.joined = 1; /* the caller is thread 0 */
       dt__pool.maxw = maxw;
       DT__ATOMIC_STORE(&dt__pool.next, 0);
-      dt__pool.gen++;
+      DT__ATOMIC_ADD(&dt__pool.gen, 1u); /* read unlocked by spinning workers */
       dt__pool.open = 1;
       pthread_cond_broadcast(&dt__pool.work);
       pthread_mutex_unlock(&dt__pool.mu);
       dt__pool_take(fn, fnw, ctx, n, grain, nchunks, 0);
       pthread_mutex_lock(&dt__pool.mu);
       dt__pool.open = 0; /* every chunk is taken: late workers stay asleep */
-      while (dt__pool.busy > 0) pthread_cond_wait(&dt__pool.done, &dt__pool.mu);
+      if (dt__pool.busy > 0) { /* a worker is finishing a chunk: spin a little, then sleep */
+        int spin;
+        pthread_mutex_unlock(&dt__pool.mu);
+        for (spin = 0; spin < DT__POOL_SPIN && DT__ATOMIC_LOAD(&dt__pool.busy) > 0; spin++) DT__CPU_RELAX();
+        pthread_mutex_lock(&dt__pool.mu);
+        while (dt__pool.busy > 0) pthread_cond_wait(&dt__pool.done, &dt__pool.mu);
+      }
       pthread_mutex_unlock(&dt__pool.mu);
       pthread_mutex_unlock(&dt__pool.dispatch);
       return;
