@@ -1413,6 +1413,20 @@ __global__ void k_reduce_cols_narrow(const T *x, int64_t len, int64_t inner, int
 
 constexpr int64_t kMaxChunks = 1024;
 
+/* How a reduction splits `len` rows of `per` elements each, for `outer` reductions side by side:
+   enough blocks for 8 a multiprocessor, at least 4096 elements a block, at most kMaxChunks.
+   Returns the number of chunks, and their rows in *chunk. */
+int64_t split_rows(const DevState &s, int64_t outer, int64_t len, int64_t per, int64_t *chunk) {
+  int64_t want_blocks = (int64_t)s.sms * 8;
+  int64_t nchunks = (len * per + 4095) / 4096;
+  int64_t by_gpu = (want_blocks + outer - 1) / outer;
+  if (nchunks > by_gpu) nchunks = by_gpu;
+  if (nchunks > kMaxChunks) nchunks = kMaxChunks;
+  if (nchunks < 1) nchunks = 1;
+  *chunk = (len + nchunks - 1) / nchunks;
+  return (len + *chunk - 1) / *chunk;
+}
+
 template <typename T>
 dt_status reduce_t(int dev, DevState &s, int op, int64_t outer, int64_t len, int64_t inner, const T *x, T *y) {
   cudaStream_t st = s.stream;
@@ -1423,14 +1437,7 @@ dt_status reduce_t(int dev, DevState &s, int op, int64_t outer, int64_t len, int
   if (inner == 1 && len > 32) {
     /* block per row (or per piece of a long row) */
     int block = len >= 2048 ? 256 : len >= 512 ? 128 : 64;
-    int64_t want_blocks = (int64_t)s.sms * 8;
-    nchunks = (len + 4095) / 4096; /* at least 4096 elements a block */
-    int64_t by_gpu = (want_blocks + outer - 1) / outer;
-    if (nchunks > by_gpu) nchunks = by_gpu;
-    if (nchunks > kMaxChunks) nchunks = kMaxChunks;
-    if (nchunks < 1) nchunks = 1;
-    chunk = (len + nchunks - 1) / nchunks;
-    nchunks = (len + chunk - 1) / chunk;
+    nchunks = split_rows(s, outer, len, 1, &chunk);
     if (nchunks > 1) {
       if ((rc = cu_alloc(dev, (size_t)(outer * nchunks) * sizeof(double), &ws)) != DT_OK) return rc;
       partial = static_cast<double *>(ws);
@@ -1449,14 +1456,7 @@ dt_status reduce_t(int dev, DevState &s, int op, int64_t outer, int64_t len, int
     /* narrow columns, few outputs: blocks over chunks of rows of each slab, then the second pass */
     int64_t nout = outer * inner;
     int block = (int)((kBlock / inner) * inner);
-    int64_t want_blocks = (int64_t)s.sms * 8;
-    nchunks = (len * inner + 4095) / 4096; /* at least 4096 elements a block */
-    int64_t by_gpu = (want_blocks + outer - 1) / outer;
-    if (nchunks > by_gpu) nchunks = by_gpu;
-    if (nchunks > kMaxChunks) nchunks = kMaxChunks;
-    if (nchunks < 1) nchunks = 1;
-    chunk = (len + nchunks - 1) / nchunks;
-    nchunks = (len + chunk - 1) / chunk;
+    nchunks = split_rows(s, outer, len, inner, &chunk);
     if ((rc = cu_alloc(dev, (size_t)(nout * nchunks) * sizeof(double), &ws)) != DT_OK) return rc;
     partial = static_cast<double *>(ws);
     dim3 grid((unsigned)nchunks, (unsigned)outer);
