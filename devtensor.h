@@ -7746,30 +7746,55 @@ static void dt__red_task_rows(void *ctx, int64_t lo, int64_t hi) {
   }
 }
 
-/* inner > 1: items are (o, 256-column tile) pairs */
-#define DT__RED_COLS(T)                                                                             \
-  {                                                                                                 \
-    const T *xp = (const T *)j->x;                                                                  \
-    for (r = 0; r < j->len; r++) {                                                                  \
-      const T *p = xp + (o * j->len + r) * j->inner + i0;                                           \
-      if (j->op == DT__R_NORM) for (ic = 0; ic < cnt; ic++) acc[ic] += (double)p[ic] * p[ic];       \
+/* (outer, inner) split in 256-column tiles (inner > 1): item it is tile (o, columns i0 .. i0 + cnt) */
+typedef struct dt__col_tile {
+  int64_t o, i0, cnt;
+} dt__col_tile;
+
+static dt__col_tile dt__col_tile_of(int64_t it, int64_t inner) {
+  const int64_t tiles = (inner + 255) / 256;
+  dt__col_tile c;
+  c.o = it / tiles;
+  c.i0 = it % tiles * 256;
+  c.cnt = inner - c.i0 < 256 ? inner - c.i0 : 256;
+  return c;
+}
+
+/* runs fn over the outer * tiles items, each of len * cnt elements, in chunks of about grain elements */
+static void dt__par_col_tiles(int64_t outer, int64_t len, int64_t inner, int64_t grain, dt__task_fn fn, void *ctx) {
+  int64_t tiles = (inner + 255) / 256, per = (len ? len : 1) * (inner < 256 ? inner : 256);
+  dt__par_for(outer * tiles, (grain + per - 1) / per, fn, ctx);
+}
+
+/* acc[0 .. cnt) = the sums (of squares with norm) of the len rows x + r * inner, in row order */
+#define DT__RED_COLS_DEFINE(NAME, T)                                                                \
+  static void NAME(int norm, const T *x, int64_t len, int64_t inner, int64_t cnt, double *acc) {     \
+    int64_t ic, r;                                                                                  \
+    for (ic = 0; ic < cnt; ic++) acc[ic] = 0;                                                       \
+    for (r = 0; r < len; r++) {                                                                     \
+      const T *p = x + r * inner;                                                                   \
+      if (norm) for (ic = 0; ic < cnt; ic++) acc[ic] += (double)p[ic] * p[ic];                      \
       else for (ic = 0; ic < cnt; ic++) acc[ic] += p[ic];                                           \
     }                                                                                               \
   }
+DT__RED_COLS_DEFINE(dt__red_cols_f32, float)
+DT__RED_COLS_DEFINE(dt__red_cols_f64, double)
+#undef DT__RED_COLS_DEFINE
+
+/* inner > 1: items are (o, 256-column tile) pairs */
 static void dt__red_task_cols(void *ctx, int64_t lo, int64_t hi) {
   const dt__red_job *j = (const dt__red_job *)ctx;
-  const int64_t tiles = (j->inner + 255) / 256;
-  int64_t it;
+  const int norm = j->op == DT__R_NORM;
+  int64_t it, ic;
   for (it = lo; it < hi; it++) {
-    const int64_t o = it / tiles, i0 = it % tiles * 256, cnt = j->inner - i0 < 256 ? j->inner - i0 : 256;
+    const dt__col_tile c = dt__col_tile_of(it, j->inner);
+    const int64_t off = c.o * j->len * j->inner + c.i0;
     double acc[256];
-    int64_t ic, r;
-    for (ic = 0; ic < cnt; ic++) acc[ic] = 0;
-    if (j->t == DT_F32) DT__RED_COLS(float) else DT__RED_COLS(double)
-    for (ic = 0; ic < cnt; ic++) dt__red_store(j, o * j->inner + i0 + ic, acc[ic]);
+    if (j->t == DT_F32) dt__red_cols_f32(norm, (const float *)j->x + off, j->len, j->inner, c.cnt, acc);
+    else dt__red_cols_f64(norm, (const double *)j->x + off, j->len, j->inner, c.cnt, acc);
+    for (ic = 0; ic < c.cnt; ic++) dt__red_store(j, c.o * j->inner + c.i0 + ic, acc[ic]);
   }
 }
-#undef DT__RED_COLS
 
 static dt_status dt__cpu_reduce(int dev, dt__reduce_op op, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *y) {
   dt__red_job j;
@@ -7789,10 +7814,8 @@ static dt_status dt__cpu_reduce(int dev, dt__reduce_op op, dt_dtype t, int64_t o
     dt__red_store(&j, 0, acc);
   } else if (inner == 1)
     dt__par_for(outer, (DT__GRAIN_MEM + len - 1) / (len ? len : 1), dt__red_task_rows, &j);
-  else {
-    int64_t tiles = (inner + 255) / 256, per = (len ? len : 1) * (inner < 256 ? inner : 256);
-    dt__par_for(outer * tiles, (DT__GRAIN_MEM + per - 1) / per, dt__red_task_cols, &j);
-  }
+  else
+    dt__par_col_tiles(outer, len, inner, DT__GRAIN_MEM, dt__red_task_cols, &j);
   return DT_OK;
 }
 
@@ -7816,23 +7839,25 @@ typedef struct dt__arg_job {
 } dt__arg_job;
 
 /* the best of x[0 .. n) at stride s: value and index */
-#define DT__ARG_SCAN(T)                                                                             \
-  {                                                                                                 \
-    const T *p = (const T *)x;                                                                      \
-    T best = p[0];                                                                                  \
+#define DT__ARG_SCAN_DEFINE(NAME, T)                                                                \
+  static void NAME(int min, const T *x, int64_t n, int64_t s, double *val, int64_t *at) {            \
+    T best = x[0];                                                                                  \
+    int64_t bi = 0, r;                                                                              \
     for (r = 1; r < n && best == best; r++) {                                                       \
-      T v = p[r * s];                                                                               \
+      T v = x[r * s];                                                                               \
       if (DT__ARG_BEATS(v, best, min)) { best = v; bi = r; }                                        \
     }                                                                                               \
-    bv = (double)best;                                                                              \
+    *val = (double)best;                                                                            \
+    *at = bi;                                                                                       \
   }
+DT__ARG_SCAN_DEFINE(dt__arg_scan_f32, float)
+DT__ARG_SCAN_DEFINE(dt__arg_scan_f64, double)
+#undef DT__ARG_SCAN_DEFINE
+
 static void dt__arg_scan(dt_dtype t, int min, const void *x, int64_t n, int64_t s, double *val, int64_t *at) {
-  double bv;
-  int64_t bi = 0, r;
-  if (t == DT_F32) DT__ARG_SCAN(float) else DT__ARG_SCAN(double)
-  *val = bv; *at = bi;
+  if (t == DT_F32) dt__arg_scan_f32(min, (const float *)x, n, s, val, at);
+  else dt__arg_scan_f64(min, (const double *)x, n, s, val, at);
 }
-#undef DT__ARG_SCAN
 
 static void dt__arg_store(const dt__arg_job *j, int64_t at, double v, int64_t i) {
   if (j->vals) {
@@ -7957,42 +7982,46 @@ static void dt__smax_task_rows(void *ctx, int64_t lo, int64_t hi) {
   }
 }
 
-/* inner > 1: items are (o, 256-column tile) pairs; three passes down the columns */
-#define DT__SMAX_COLS(T, EXP, LOG)                                                                  \
-  {                                                                                                 \
-    const T *xp = (const T *)j->x + o * j->len * j->inner + i0;                                     \
-    T *yp = (T *)j->y + o * j->len * j->inner + i0;                                                 \
+/* softmax (log_softmax with lg) of cnt columns down len rows, x + r * inner to y + r * inner;
+   three passes down the columns */
+#define DT__SMAX_COLS_DEFINE(NAME, T, EXP)                                                          \
+  static void NAME(int lg, const T *x, T *y, int64_t len, int64_t inner, int64_t cnt) {              \
     T m[256];                                                                                       \
+    double s[256];                                                                                  \
+    char nan[256];                                                                                  \
+    int64_t ic, r;                                                                                  \
     for (ic = 0; ic < cnt; ic++) { m[ic] = -INFINITY; s[ic] = 0; nan[ic] = 0; }                     \
-    for (r = 0; r < j->len; r++)                                                                    \
+    for (r = 0; r < len; r++)                                                                       \
       for (ic = 0; ic < cnt; ic++) {                                                                \
-        T v = xp[r * j->inner + ic];                                                                \
+        T v = x[r * inner + ic];                                                                    \
         if (v > m[ic]) m[ic] = v;                                                                   \
         else if (v != v) nan[ic] = 1;                                                               \
       }                                                                                             \
     for (ic = 0; ic < cnt; ic++) if (nan[ic]) m[ic] = (T)NAN;                                       \
-    for (r = 0; r < j->len; r++)                                                                    \
-      for (ic = 0; ic < cnt; ic++) s[ic] += EXP(xp[r * j->inner + ic] - m[ic]);                     \
-    for (ic = 0; ic < cnt; ic++) s[ic] = j->log ? LOG(s[ic]) : 1.0 / s[ic];                         \
-    for (r = 0; r < j->len; r++)                                                                    \
+    for (r = 0; r < len; r++)                                                                       \
+      for (ic = 0; ic < cnt; ic++) s[ic] += EXP(x[r * inner + ic] - m[ic]);                         \
+    for (ic = 0; ic < cnt; ic++) s[ic] = lg ? log(s[ic]) : 1.0 / s[ic];                             \
+    for (r = 0; r < len; r++)                                                                       \
       for (ic = 0; ic < cnt; ic++) {                                                                \
-        T d = xp[r * j->inner + ic] - m[ic];                                                        \
-        yp[r * j->inner + ic] = j->log ? (T)(d - (T)s[ic]) : (T)(EXP(d) * (T)s[ic]);                \
+        T d = x[r * inner + ic] - m[ic];                                                            \
+        y[r * inner + ic] = lg ? (T)(d - (T)s[ic]) : (T)(EXP(d) * (T)s[ic]);                        \
       }                                                                                             \
   }
+DT__SMAX_COLS_DEFINE(dt__smax_cols_f32, float, expf)
+DT__SMAX_COLS_DEFINE(dt__smax_cols_f64, double, exp)
+#undef DT__SMAX_COLS_DEFINE
+
+/* inner > 1: items are (o, 256-column tile) pairs */
 static void dt__smax_task_cols(void *ctx, int64_t lo, int64_t hi) {
   const dt__smax_job *j = (const dt__smax_job *)ctx;
-  const int64_t tiles = (j->inner + 255) / 256;
   int64_t it;
   for (it = lo; it < hi; it++) {
-    const int64_t o = it / tiles, i0 = it % tiles * 256, cnt = j->inner - i0 < 256 ? j->inner - i0 : 256;
-    double s[256];
-    char nan[256];
-    int64_t ic, r;
-    if (j->t == DT_F32) DT__SMAX_COLS(float, expf, log) else DT__SMAX_COLS(double, exp, log)
+    const dt__col_tile c = dt__col_tile_of(it, j->inner);
+    const int64_t off = c.o * j->len * j->inner + c.i0;
+    if (j->t == DT_F32) dt__smax_cols_f32(j->log, (const float *)j->x + off, (float *)j->y + off, j->len, j->inner, c.cnt);
+    else dt__smax_cols_f64(j->log, (const double *)j->x + off, (double *)j->y + off, j->len, j->inner, c.cnt);
   }
 }
-#undef DT__SMAX_COLS
 
 static dt_status dt__cpu_softmax(int dev, int lg, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *y) {
   dt__smax_job j;
@@ -8001,10 +8030,7 @@ static dt_status dt__cpu_softmax(int dev, int lg, dt_dtype t, int64_t outer, int
   if (outer <= 0 || inner <= 0 || len <= 0) return DT_OK;
   j.log = lg; j.t = t; j.outer = outer; j.len = len; j.inner = inner; j.x = (const char *)x; j.y = (char *)y;
   if (inner == 1) dt__par_for(outer, (DT__GRAIN_MATH + len - 1) / len, dt__smax_task_rows, &j);
-  else {
-    int64_t tiles = (inner + 255) / 256, per = len * (inner < 256 ? inner : 256);
-    dt__par_for(outer * tiles, (DT__GRAIN_MATH + per - 1) / per, dt__smax_task_cols, &j);
-  }
+  else dt__par_col_tiles(outer, len, inner, DT__GRAIN_MATH, dt__smax_task_cols, &j);
   return DT_OK;
 }
 
@@ -8018,37 +8044,37 @@ typedef struct dt__xent_job {
   double *part; /* loss: one sum per block of rows */
 } dt__xent_job;
 
-/* row i: its loss (log-sum-exp - x[label]), and with g its gradient row (softmax - onehot) * scale.
-   A label outside [0, c) is never used: the loss and the row are NaN. */
-#define DT__XENT_ROW(T, EXP)                                                                        \
-  {                                                                                                 \
-    const T *xr = (const T *)j->x + i * j->c;                                                       \
+/* one row xr of c logits with label lab: its loss (log-sum-exp - xr[lab]), and with g its gradient
+   row (softmax - onehot) * scale. A label outside [0, c) is never used: the loss and the row are NaN. */
+#define DT__XENT_ROW_DEFINE(NAME, T, EXP)                                                           \
+  static double NAME(const T *xr, int64_t c, int64_t lab, T *g, double scale) {                      \
+    const int ok = lab >= 0 && lab < c;                                                             \
     T m = -INFINITY;                                                                                \
     double s = 0;                                                                                   \
     int64_t k;                                                                                      \
     int nan = 0;                                                                                    \
-    for (k = 0; k < j->c; k++) {                                                                    \
+    for (k = 0; k < c; k++) {                                                                       \
       if (xr[k] > m) m = xr[k];                                                                     \
       else if (xr[k] != xr[k]) nan = 1;                                                             \
     }                                                                                               \
     if (nan) m = (T)NAN;                                                                            \
-    for (k = 0; k < j->c; k++) s += EXP(xr[k] - m);                                                 \
-    if (!ok) loss = NAN;                                                                            \
-    else loss = log(s) + (double)m - (double)xr[lab];                                               \
-    if (g) {                                                                                        \
-      T *yr = (T *)g + i * j->c;                                                                    \
-      for (k = 0; k < j->c; k++)                                                                    \
-        yr[k] = ok ? (T)((EXP(xr[k] - m) / s - (k == lab ? 1.0 : 0.0)) * scale) : (T)NAN;           \
-    }                                                                                               \
+    for (k = 0; k < c; k++) s += EXP(xr[k] - m);                                                    \
+    if (g)                                                                                          \
+      for (k = 0; k < c; k++)                                                                       \
+        g[k] = ok ? (T)((EXP(xr[k] - m) / s - (k == lab ? 1.0 : 0.0)) * scale) : (T)NAN;            \
+    return ok ? log(s) + (double)m - (double)xr[lab] : NAN;                                         \
   }
+DT__XENT_ROW_DEFINE(dt__xent_row_f32, float, expf)
+DT__XENT_ROW_DEFINE(dt__xent_row_f64, double, exp)
+#undef DT__XENT_ROW_DEFINE
+
+/* row i of the job; g: the gradient's base (NULL: the loss only) */
 static double dt__xent_row(const dt__xent_job *j, int64_t i, void *g, double scale) {
   const int64_t lab = j->target[i];
-  const int ok = lab >= 0 && lab < j->c;
-  double loss;
-  if (j->t == DT_F32) DT__XENT_ROW(float, expf) else DT__XENT_ROW(double, exp)
-  return loss;
+  if (j->t == DT_F32)
+    return dt__xent_row_f32((const float *)j->x + i * j->c, j->c, lab, g ? (float *)g + i * j->c : NULL, scale);
+  return dt__xent_row_f64((const double *)j->x + i * j->c, j->c, lab, g ? (double *)g + i * j->c : NULL, scale);
 }
-#undef DT__XENT_ROW
 
 static void dt__xent_task_grad(void *ctx, int64_t lo, int64_t hi) {
   const dt__xent_job *j = (const dt__xent_job *)ctx;
