@@ -378,6 +378,12 @@ const char *cu_last_error(void) { return g_err; }
 
 dt_status index_errors(int dev, DevState &s); /* indexing (issue 14), below */
 
+/* Waits for the work queued on s's stream. Call with the device current. */
+dt_status sync_stream(DevState &s) {
+  cudaError_t e = cudaStreamSynchronize(s.stream);
+  return e == cudaSuccess ? DT_OK : cuda_fail("cudaStreamSynchronize", e);
+}
+
 /* After a cross-entropy on the device: waits for the stream and reads the label record; a bad
    label found there fails this (synchronizing) call, once, and the record is cleared. Call with
    the device current. */
@@ -406,12 +412,9 @@ dt_status cu_synchronize(int dev) {
   DeviceGuard g(dev);
   DevState *s;
   dt_status st = enter(g, dev, &s);
-  if (st != DT_OK) return st;
-  cudaError_t e = cudaStreamSynchronize(s->stream);
-  if (e != cudaSuccess) return cuda_fail("cudaStreamSynchronize", e);
-  dt_status r = index_errors(dev, *s);
-  if (r != DT_OK) return r;
-  return labels_report(dev, *s);
+  if (st == DT_OK) st = sync_stream(*s);
+  if (st == DT_OK) st = index_errors(dev, *s);
+  return st == DT_OK ? labels_report(dev, *s) : st;
 }
 
 void *cu_stream(int dev) {
@@ -488,6 +491,23 @@ cudaError_t release_cache(DevState &s) {
   return first;
 }
 
+/* Empties the cache once the stream has drained. Call under s.mu with the device current. */
+dt_status drop_cache(DevState &s) {
+  dt_status st = sync_stream(s);
+  if (st != DT_OK) return st;
+  cudaError_t e = release_cache(s);
+  return e == cudaSuccess ? DT_OK : cuda_fail("cudaFree", e);
+}
+
+/* Straight back to CUDA once the work queued on the block is done (cudaFree alone may not wait);
+   errors are dropped. Call under s.mu. */
+void free_now(int dev, DevState &s, void *p, size_t size) {
+  DeviceGuard g(dev);
+  if (g.error() != cudaSuccess || (s.stream && cudaStreamSynchronize(s.stream) != cudaSuccess) || cudaFree(p) != cudaSuccess)
+    (void)cudaGetLastError();
+  s.reserved -= size;
+}
+
 dt_status cu_alloc(int dev, size_t nbytes, void **out) {
   size_t want = no_cache() ? (nbytes ? nbytes : 1) : round_size(nbytes);
   void *p = nullptr;
@@ -516,10 +536,7 @@ dt_status cu_alloc(int dev, size_t nbytes, void **out) {
       if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) { (void)cudaGetLastError(); tot = SIZE_MAX; }
       if (!s->cache.empty() && want <= tot) {
         /* free the cache and try once more */
-        cudaError_t se = cudaStreamSynchronize(s->stream);
-        if (se != cudaSuccess) return cuda_fail("cudaStreamSynchronize", se);
-        se = release_cache(*s);
-        if (se != cudaSuccess) return cuda_fail("cudaFree", se);
+        if ((st = drop_cache(*s)) != DT_OK) return st;
         e = cudaMalloc(&p, want);
       }
     }
@@ -573,20 +590,14 @@ void cu_free(int dev, void *p, size_t nbytes) {
     size_t size = it->second;
     s.live.erase(it);
     s.allocated -= size;
-    if (no_cache()) { /* the work queued on the block finishes first (cudaFree alone may not wait) */
-      DeviceGuard g(dev);
-      if (g.error() != cudaSuccess || (s.stream && cudaStreamSynchronize(s.stream) != cudaSuccess) || cudaFree(p) != cudaSuccess)
-        (void)cudaGetLastError();
-      s.reserved -= size;
+    if (no_cache()) {
+      free_now(dev, s, p, size);
       return;
     }
     try {
       s.cache.emplace(size, p);
-    } catch (...) { /* no room in the cache's map: straight back to CUDA, once the work queued on it is done */
-      DeviceGuard g(dev);
-      if (g.error() != cudaSuccess || (s.stream && cudaStreamSynchronize(s.stream) != cudaSuccess) || cudaFree(p) != cudaSuccess)
-        (void)cudaGetLastError();
-      s.reserved -= size;
+    } catch (...) { /* no room in the cache's map */
+      free_now(dev, s, p, size);
     }
   } catch (...) {
   }
@@ -607,11 +618,7 @@ dt_status cu_empty_cache(int dev) {
   dt_status st = enter(g, dev, &s);
   if (st != DT_OK) return st;
   std::lock_guard<std::mutex> lk(s->mu);
-  if (s->cache.empty()) return DT_OK;
-  cudaError_t e = cudaStreamSynchronize(s->stream);
-  if (e != cudaSuccess) return cuda_fail("cudaStreamSynchronize", e);
-  e = release_cache(*s);
-  return e == cudaSuccess ? DT_OK : cuda_fail("cudaFree", e);
+  return s->cache.empty() ? DT_OK : drop_cache(*s);
 }
 
 /* ---- copies ---- */
@@ -666,8 +673,7 @@ dt_status copy_host(int dev, const void *host, void *dst, const void *src, size_
   }
   cudaError_t e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s->stream);
   if (e != cudaSuccess) return cuda_fail(what, e);
-  if ((e = cudaStreamSynchronize(s->stream)) != cudaSuccess) return cuda_fail("cudaStreamSynchronize", e);
-  return DT_OK;
+  return sync_stream(*s);
 }
 
 /* Host to device; returns once `src` may be reused. */
@@ -1914,9 +1920,9 @@ dt_status index_errors(int dev, DevState &s) {
   IndexErr h = {0, 0, 0};
   cudaError_t e = cudaMemcpyAsync(&h, s.index_err, sizeof h, cudaMemcpyDeviceToHost, s.stream);
   if (e != cudaSuccess) return cuda_fail("cudaMemcpyAsync (index_select's error record)", e);
-  if ((e = cudaStreamSynchronize(s.stream)) != cudaSuccess) return cuda_fail("cudaStreamSynchronize", e);
-  if (!h.bad) return DT_OK;
-  dt_status st = run_map("index_select (error record)", s.stream, 1, IndexErrClear{static_cast<IndexErr *>(s.index_err)});
+  dt_status st = sync_stream(s);
+  if (st != DT_OK || !h.bad) return st;
+  st = run_map("index_select (error record)", s.stream, 1, IndexErrClear{static_cast<IndexErr *>(s.index_err)});
   if (st != DT_OK) return st;
   set_err("dt_index_select on cuda:%d was given index %lld, out of range for a dimension of size %lld (expected 0 to %lld); "
           "found by its kernel, which wrote zeros for it, and reported at this first synchronizing call after it",
