@@ -240,11 +240,25 @@ static void check_compare(void) {
       }
 }
 
+/* The largest cases of check_reduce: on a GPU, rows past 2^24 (F32 sums exact only in double)
+   and past kMaxChunks blocks of 4096, and 5000 short rows (a block each); on the emulator (4
+   multiprocessors: 32 chunks at most, so no clamp to reach; a block's threads are coroutines)
+   smaller: the 5000 rows alone took two of its four minutes there. */
+#ifdef DTEMU
+#define GC_LONG_ROW ((1 << 20) + 3)
+#define GC_LONG_ROW2 300001
+#define GC_MANY_ROWS 500
+#else
+#define GC_LONG_ROW ((1 << 24) + 3)
+#define GC_LONG_ROW2 3000001
+#define GC_MANY_ROWS 5000
+#endif
+
 static void check_reduce(void) {
   /* (outer, len, inner): every path of reduce_t */
   int64_t shapes[][3] = {
-    {1, 1, 1}, {1, 0, 1}, {3, 0, 4}, {1, 33, 1}, {1, 5, 1}, {1000000, 5, 1}, {5000, 100, 1}, {7, 3000, 1},
-    {1, (1 << 24) + 3, 1}, {3, 100003, 1}, {1, 1 << 20, 3}, {100, 7, 1000}, {6, 50, 7}, {2, 70001, 2}, {1, 3000001, 1},
+    {1, 1, 1}, {1, 0, 1}, {3, 0, 4}, {1, 33, 1}, {1, 5, 1}, {1000000, 5, 1}, {GC_MANY_ROWS, 100, 1}, {7, 3000, 1},
+    {1, GC_LONG_ROW, 1}, {3, 100003, 1}, {1, 1 << 20, 3}, {100, 7, 1000}, {6, 50, 7}, {2, 70001, 2}, {1, GC_LONG_ROW2, 1},
     {2, 5000, 64}, {3, 3000, 33}, {1, 4097, 2}, /* narrow columns (k_reduce_cols_narrow) */
   };
   for (int t = 0; t < 2; t++)
