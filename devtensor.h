@@ -81,7 +81,10 @@
                          dt_log_softmax, dt_cross_entropy(_grad); dt_set_grad_enabled;
                          dt_sgd/dt_adam/dt_adamw; the trainer's classification (loss_fn,
                          optimizer, dt_trainer_fit_val, dt_trainer_evaluate); dt_dist_* over
-                         MPI and NCCL, num_gpus > 1 replicas; CPU pool workers block signals
+                         MPI and NCCL, num_gpus > 1 replicas; CPU pool workers block signals;
+                         first run on an H100 (GCC 13 warnings fixed, narrow column sums,
+                         out-of-memory text splits in-use and cached, ranks sharing a GPU
+                         refused before NCCL); gemm packs A on the pool; the pool spins briefly
      0.2.0 (2026-11-22)  interop (DLPack 1.x and legacy, dt_from_blob, dt_save_tensors,
                          dt_load_tensors), libdevtensor.so/.a with pkg-config and CMake;
                          a caching CPU allocator, a CPU thread pool instead of OpenMP for
