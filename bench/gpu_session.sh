@@ -23,6 +23,10 @@
 #   DT_COMMIT=<sha> sh bench/gpu_session.sh $OUT test     (about 3-4 min)
 #   DT_COMMIT=<sha> sh bench/gpu_session.sh $OUT bench    (about 2-3 min)
 #   DT_COMMIT=<sha> sh bench/gpu_session.sh $OUT san      (stops starting tools at 560 s)
+#   FASHION_MNIST_DIR=$PWD/.fashion DT_COMMIT=<sha> sh bench/gpu_session.sh $OUT dist fashion
+#     (.fashion: a copy of /usr/share/datasets/fashion-mnist, git-excluded, named in the call's carry)
+# The first run (2026-11-22, bench/h100-2026-11-22/): test+bench about 4 min with the build,
+# san about 5 min (racecheck 3 of them), dist+fashion about 3.5 min.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 out=${1:?usage: gpu_session.sh OUTDIR PHASE...}
@@ -31,6 +35,8 @@ mkdir -p "$out" && out=$(cd "$out" && pwd) || exit 1
 jobs=$(nproc 2>/dev/null || echo 4)
 # this script runs on a GPU machine: a test, check or benchmark that skips for want of a GPU fails
 export DT_REQUIRE_GPU=1
+# the H100 machine of 2026-11-22 had no clang: make test's clang build of test_vmath uses cc there
+command -v "${CLANG:-clang}" >/dev/null 2>&1 || export CLANG=cc
 status=0
 # the device tool stops a command at 600 s: phases that can run long stop starting work
 # before CALL_BUDGET seconds (default 560) have passed since this script began
