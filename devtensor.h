@@ -8804,18 +8804,15 @@ static int dt__gemm_blocked(const dt__gemm_plan *pl, int64_t m, int64_t n, int64
     const int64_t npan = smp / mr;                     /* A micro-panels per depth block */
     const int64_t rpt = (npan + nrow - 1) / nrow * mr; /* rows per row task */
     const int64_t nrt = (sm + rpt - 1) / rpt;          /* row tasks */
-    int64_t pc, t;
+    int64_t t;
     /* pack A(s0:s0+sm, :): depth block pc at abuf + smp * pc, its panel i at + i * kcur; with the
        pool, in parallel (packed by one thread it took about a tenth of a 2-thread 512^3 product) */
     {
       dt__gemm_apack q;
       q.pl = pl; q.a = (const char *)a + (size_t)(s0 * rsa) * es; q.rsa = rsa; q.csa = csa; q.sm = sm; q.smp = smp;
       q.k = k; q.kc = kc; q.nkb = (k + kc - 1) / kc; q.abuf = abuf;
-      t = (npan + DT__GEMM_APACK_PANELS - 1) / DT__GEMM_APACK_PANELS * q.nkb; /* packing tasks */
-      if (nbuf == 1 || t < 2) {
-        for (pc = 0; pc < t; pc++) dt__gemm_apack_part(&q, pc);
-      } else
-        dt__par_for_w(t, 1, nbuf, dt__gemm_apack_task, &q);
+      /* the packing tasks; one plain call where nbuf is 1 or there is one task */
+      dt__par_for_w((npan + DT__GEMM_APACK_PANELS - 1) / DT__GEMM_APACK_PANELS * q.nkb, 1, nbuf, dt__gemm_apack_task, &q);
     }
     {
       dt__gemm_slab g;
