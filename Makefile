@@ -21,6 +21,8 @@
 #   make lib         libdevtensor.so and .a; make install PREFIX=... adds devtensor.pc and a CMake package
 #   make test-dist   tests/test_dist.c built with DEVTENSOR_MPI (mpicc) on two ranks under mpirun, and the failure paths
 #   make test-dist-gpu  the same with CUDA and the real NCCL, each rank on its GPU (a machine with two GPUs)
+#   make bench-dist  all-reduce bandwidth (nccl-tests' algbw/busbw, 4 B to 64 MiB) on BENCH_NP=2 CPU ranks under mpirun
+#   make bench-dist-gpu the same on a rank per GPU through NCCL (BENCH_NP: default the GPUs nvidia-smi lists)
 #   make clean       remove build/
 #   CUDA=0 / CUDA=1 forces the CUDA variants off / on; default: on when nvcc is found.
 #   JOBS=N: test programs run N at a time (tests/run.sh; default: make's -j, else 1).
@@ -187,6 +189,7 @@ $(eval $(call VARIANT,cuda,$(B)/cuda/ex/%,examples/%.c $(EX_DEPS)))
 $(eval $(call VARIANT,emu,$(EMU_DIR)/%,tests/%.c $(TEST_DEPS)))
 $(eval $(call VARIANT,dist,$(B)/dist/%,tests/%.c $(TEST_DEPS)))
 $(eval $(call VARIANT,dist,$(B)/dist/ex/%,examples/%.c $(EX_DEPS)))
+$(eval $(call VARIANT,dist,$(B)/dist/bench_allreduce,bench/bench_allreduce.c $(HDR)))
 $(eval $(call VARIANT,emu,$(EMU_DIR)/ex/%,examples/%.c $(EX_DEPS)))
 # emulator-only programs (tests/emu/*.c): which devices get a CUDA context, the reason given without a driver
 $(eval $(call VARIANT,emu,$(EMU_DIR)/%,tests/emu/%.c $(HDR) tests/harness.h))
@@ -342,8 +345,9 @@ fuzz-replay: $(addprefix $(B)/fuzz/replay_,$(FUZZERS))
 
 # two ranks under mpirun (tests/dist.sh: the tests, a straggler, a rank that fails to start, the build without MPI)
 .PHONY: test-dist
-test-dist: $(B)/dist/test_dist $(B)/c/test_dist
-	@MPIRUN=$(MPIRUN) DIST_BIN=$(B)/dist/test_dist DIST_PLAIN=$(B)/c/test_dist sh tests/run.sh tests/dist.sh
+test-dist: $(B)/dist/test_dist $(B)/c/test_dist $(B)/dist/bench_allreduce
+	@MPIRUN=$(MPIRUN) DIST_BIN=$(B)/dist/test_dist DIST_PLAIN=$(B)/c/test_dist DIST_BENCH=$(B)/dist/bench_allreduce DIST_BENCH_DEV=cpu \
+	  sh tests/run.sh tests/dist.sh
 
 # on a machine with two or more GPUs: the same, each rank on its GPU, GPU tensors through the real NCCL
 # (devtensor_cuda.cu with -DDEVTENSOR_NCCL, linked with -lnccl)
@@ -353,8 +357,25 @@ $(CU_NCCL_OBJ): devtensor_cuda.cu $(HDR) | $$(@D)
 $(B)/cuda/dist_test_dist: tests/test_dist.c $(TEST_DEPS) $(CU_NCCL_OBJ) | $$(@D)
 	$(MPICC) $(CSTD) $(WARN) $(OPT) -DDEVTENSOR_MPI -DDEVTENSOR_CUDA -I. $< $(CU_NCCL_OBJ) -o $@ $(CUDA_LIBS) -lnccl
 .PHONY: test-dist-gpu
-test-dist-gpu: $(B)/cuda/dist_test_dist $(B)/c/test_dist
-	@MPIRUN=$(MPIRUN) DIST_BIN=$(B)/cuda/dist_test_dist DIST_PLAIN=$(B)/c/test_dist sh tests/run.sh tests/dist.sh
+test-dist-gpu: $(B)/cuda/dist_test_dist $(B)/c/test_dist $(B)/cuda/dist_bench_allreduce
+	@MPIRUN=$(MPIRUN) DIST_BIN=$(B)/cuda/dist_test_dist DIST_PLAIN=$(B)/c/test_dist DIST_BENCH=$(B)/cuda/dist_bench_allreduce DIST_BENCH_DEV=cuda \
+	  sh tests/run.sh tests/dist.sh
+
+# the all-reduce bandwidth a data-parallel run can expect (bench/bench_allreduce.c; figures in bench/SCALING.md):
+# dt_all_reduce_ of 4 B to 64 MiB on BENCH_NP ranks, nccl-tests' table (time, algbw, busbw), every size checked;
+# BENCH_ARGS passes its options (-b MIN -e MAX -f FACTOR -w WARMUP -n ITERS). Not part of make test.
+BENCH_NP   ?= 2
+BENCH_ARGS ?=
+BENCH_MPI  := OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 $(MPIRUN) --oversubscribe
+.PHONY: bench-dist bench-dist-gpu
+bench-dist: $(B)/dist/bench_allreduce
+	$(BENCH_MPI) -np $(BENCH_NP) $< -d cpu $(BENCH_ARGS)
+# a rank per GPU (dt_dist_device()), GPU tensors through the real NCCL; the GPUs of this machine unless BENCH_NP is given
+$(B)/cuda/dist_bench_allreduce: bench/bench_allreduce.c $(HDR) $(CU_NCCL_OBJ) | $$(@D)
+	$(MPICC) $(CSTD) $(WARN) $(OPT) -DDEVTENSOR_MPI -DDEVTENSOR_CUDA -I. $< $(CU_NCCL_OBJ) -o $@ $(CUDA_LIBS) -lnccl
+GPU_NP = $(if $(filter command line environment,$(origin BENCH_NP)),$(BENCH_NP),$(or $(filter-out 0,$(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU')),2))
+bench-dist-gpu: $(B)/cuda/dist_bench_allreduce
+	$(BENCH_MPI) -np $(GPU_NP) $< -d cuda $(BENCH_ARGS)
 
 # setarch -R: gcc's TSan cannot start on kernels with wide mmap randomisation
 tsan: $(B)/tsan/test_threads $(TSAN_EMU)/test_threads

@@ -5,7 +5,10 @@
 #     and ends; mpirun then stops rank 1;
 #   - a rank that fails to start: mpirun ends the job with an error, no hang;
 #   - one rank without mpirun (MPI's singleton);
-#   - the build without MPI ($2) under mpirun -np 2: dt_dist_init says DT_ERR_UNSUPPORTED.
+#   - the build without MPI ($2) under mpirun -np 2: dt_dist_init says DT_ERR_UNSUPPORTED;
+#   - the all-reduce benchmark ($DIST_BENCH, bench/bench_allreduce.c, on $DIST_BENCH_DEV: cpu
+#     or cuda) at its smallest sizes, 4 B to 4 KiB, two calls each: its rows and its check of
+#     every element against the sum of the ranks' values.
 # Prints PASS/FAIL lines and one "N passed, N failed, N skipped" line.
 bin=${1:-$DIST_BIN}
 plain=${2:-$DIST_PLAIN}
@@ -78,6 +81,18 @@ if [ -n "$plain" ]; then
     pass "dist: a build without DEVTENSOR_MPI under mpirun -np 2 says so (DT_ERR_UNSUPPORTED)"
   else
     cat "$log"; fail "dist: the build without MPI under mpirun (exit status $rc)"
+  fi
+fi
+
+# 6. the benchmark's smallest sizes (make bench-dist runs it in full)
+if [ -n "$DIST_BENCH" ]; then
+  timeout 30 "$MPIRUN" -np 2 --oversubscribe "$DIST_BENCH" -d "${DIST_BENCH_DEV:-cpu}" -b 4 -e 4K -w 1 -n 2 >"$log" 2>&1; rc=$?
+  # 11 rows (4, 8, ..., 4096 bytes), each with no wrong element, and the check's verdict
+  rows=$(awk '$1 ~ /^[0-9]+$/ && $2 == $1 / 4 && $6 == 0' "$log" | wc -l)
+  if [ "$rc" = 0 ] && [ "$rows" = 11 ] && grep -q '^# check: OK: .* sum of the 2 ranks' "$log"; then
+    pass "dist: bench_allreduce ($DIST_BENCH_DEV) on 2 ranks, 4 B to 4 KiB: 11 sizes, every element the sum of the ranks' values"
+  else
+    cat "$log"; fail "dist: bench_allreduce at its smallest sizes (exit status $rc, $rows good rows of 11)"
   fi
 fi
 finish
