@@ -231,6 +231,46 @@ static void test_unary(dt_device dev) {
   }
 }
 
+/* relu and the relu layer's gradient on the values where a select and a mask can differ from
+   `x > 0 ? x : 0`: NaN stays NaN, -0 becomes +0, infinities, denormals; 67 elements, so that
+   the vector loops and their tails both run (the GPU follows the same rule). */
+static void test_relu_special(dt_device dev) {
+  static const float sp[] = {0.0f, -0.0f, 1.0f, -1.0f, 1e-40f, -1e-40f, 3.5f, -2.25f, 1e30f, -1e30f};
+  enum { N = 67 };
+  float x[N], g[N], y[N], dx[N];
+  int i, bad = 0, badg = 0;
+  dt_tensor *tx, *tg, *ty, *tdx;
+  dt_module *layer = dt_relu_layer();
+  for (i = 0; i < N; i++) {
+    x[i] = sp[i % 10];
+    g[i] = (float)(i + 1) * (i % 3 ? 1.0f : -1.0f);
+  }
+  x[11] = (float)NAN; x[40] = (float)INFINITY; x[41] = -(float)INFINITY; x[66] = (float)NAN;
+  g[2] = (float)NAN; g[3] = (float)NAN; /* where x > 0 the NaN passes, where x <= 0 it is 0 */
+  tx = dt_from_data(x, dt_shape2(1, N), DT_F32, dev);
+  tg = dt_from_data(g, dt_shape2(1, N), DT_F32, dev);
+  ty = dt_relu(tx);
+  T_CHECK(ty && dt_to_host(ty, y, sizeof y) == DT_OK);
+  if (ty)
+    for (i = 0; i < N; i++) {
+      float r = x[i] > 0 ? x[i] : 0.0f;
+      if (isnan(x[i]) ? !isnan(y[i]) : memcmp(&y[i], &r, sizeof r) != 0) bad++;
+    }
+  T_CHECK_MSG(bad == 0, "%d of %d relu values differ from x > 0 ? x : +0 (NaN kept)", bad, N);
+  T_CHECK(dt_module_to(layer, dev) == DT_OK);
+  dt_release(dt_forward(layer, tx));
+  tdx = dt_backward(layer, tg);
+  T_CHECK_MSG(tdx && dt_to_host(tdx, dx, sizeof dx) == DT_OK, "relu layer backward: %s", dt_last_error());
+  if (tdx)
+    for (i = 0; i < N; i++) {
+      float r = x[i] > 0 ? g[i] : 0.0f;
+      if (isnan(r) ? !isnan(dx[i]) : memcmp(&dx[i], &r, sizeof r) != 0) badg++;
+    }
+  T_CHECK_MSG(badg == 0, "%d of %d relu gradients differ from x > 0 ? g : +0", badg, N);
+  dt_release(tx); dt_release(tg); dt_release(ty); dt_release(tdx);
+  dt_module_free(layer);
+}
+
 static void ref_matmul(const double *a, const double *b, double *c, int64_t m, int64_t n, int64_t k) {
   int64_t i, j, p;
   for (i = 0; i < m; i++)
@@ -503,6 +543,7 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_mixed_devices);
   T_RUN_ALL_DEVICES(test_int_arithmetic);
   T_RUN_ALL_DEVICES(test_unary);
+  T_RUN_ALL_DEVICES(test_relu_special);
   T_RUN_ALL_DEVICES(test_matmul);
   T_RUN_ALL_DEVICES(test_matmul_batched_and_vectors);
   T_RUN_ALL_DEVICES(test_transpose_reshape);
