@@ -15,6 +15,11 @@ better: 1.00x same speed). Targets (issue 13): the best peer's speed times
     every other case                               0.8
     the MLP epoch                                  1/0.6 (devtensor's epoch <= 0.6x PyTorch's time)
 Prints a Markdown table (for bench/RESULTS.md). --strict: exit status 1 when a target is missed.
+
+    python3 bench/compare.py --loaded FILE
+
+compares `devtensor-2t` with `devtensor-1t` lines (run_cpu.sh's run beside a spinning process):
+the medians' middle over rounds, 2 threads over 1; the target is 2 threads at most 1.25x slower.
 Standard library only.
 """
 import re
@@ -73,7 +78,45 @@ def cell(e):
     return fmt_time(best) + spread
 
 
+LOADED_MAX = 1.25  # 2 threads at most this much slower than 1 with a core busy
+
+
+def loaded(lines):
+    """The --loaded table: per case, 2-thread time over 1-thread time, medians, beside a spinner."""
+    med = {}
+    for line in lines:
+        parts = line.split()
+        if len(parts) < 3 or parts[0] not in ("devtensor-1t", "devtensor-2t"):
+            continue
+        fields = dict(p.split("=", 1) for p in parts[2:] if "=" in p)
+        try:
+            m = float(fields.get("median", fields["seconds"]))
+        except (KeyError, ValueError):
+            continue
+        med.setdefault(parts[1], {}).setdefault(parts[0][-2:], []).append(m)
+    if not med:
+        print("compare.py: no devtensor-1t/2t lines")
+        return 2
+    mid = lambda v: sorted(v)[len(v) // 2]
+    print("Median per call (the middle round's median), 2 threads over 1 thread (lower is better).\n")
+    print("| case | 1 thread | 2 threads | 2t / 1t | target | verdict |")
+    print("|---|---|---|---|---|---|")
+    missed = 0
+    for case, v in med.items():
+        if "1t" not in v or "2t" not in v:
+            continue
+        r = mid(v["2t"]) / mid(v["1t"])
+        missed += r > LOADED_MAX
+        print("| %s | %s | %s | %.2fx | <= %.2fx | %s |" % (case, fmt_time(mid(v["1t"])), fmt_time(mid(v["2t"])), r,
+                                                       LOADED_MAX, "met" if r <= LOADED_MAX else "NOT MET"))
+    print("%d of %d targets missed." % (missed, len(med)))
+    return 0
+
+
 def main(argv):
+    if argv[:1] == ["--loaded"]:
+        with open(argv[1]) as f:
+            return loaded(f.read().splitlines())
     strict = "--strict" in argv
     paths = [a for a in argv if a != "--strict"] or ["-"]
     lines = []

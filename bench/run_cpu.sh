@@ -32,3 +32,27 @@ done
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
 echo
 python3 bench/compare.py "$out"
+
+# Issue 13's loaded machine: another process spins on a core while devtensor runs a few cases with
+# 1 thread and with 2, interleaved; a pool that waits well is not much slower with 2 threads than
+# with 1 there (OpenMP's spin-waiting made it 10-30x slower). LOADED=0 skips this part.
+if [ "${LOADED:-1}" != 0 ] && [ -z "$only" ]; then
+  loaded=build/bench_cpu_loaded.txt
+  : > "$loaded"
+  sh -c 'while :; do :; done' &
+  spinner=$!
+  trap 'kill $spinner 2>/dev/null' EXIT INT TERM
+  i=1
+  while [ "$i" -le "$rounds" ]; do
+    for c in add_f32_100000 exp_f32_1000000 sum_f32_16777216 matmul_f32_256x256x256 matmul_f32_256x784x256; do
+      for t in 1 2; do
+        OMP_NUM_THREADS=$t "$bin" "$samples" "$c" | sed "s/^devtensor /devtensor-${t}t /" >> "$loaded" || exit 1
+      done
+    done
+    i=$((i + 1))
+  done
+  kill $spinner 2>/dev/null
+  echo
+  echo "With one core busy (a shell loop spinning beside it), devtensor with 2 threads against 1:"
+  python3 bench/compare.py --loaded "$loaded"
+fi
