@@ -9388,23 +9388,15 @@ static dt_status dt__cpu_random(int dev, int normal, uint64_t seed, uint64_t dra
    rounded to T at every operation in PyTorch's order (multiply, then add: no FMA in ISO C
    builds), on the pool for large parameters. */
 
-typedef struct dt__optim_job {
-  const dt__optim_hp *h;
-  dt_dtype t;
-  void *p, *b1, *b2;
-  const void *g;
-} dt__optim_job;
-
-#define DT__OPTIM_LOOP(T, SQRT)                                                                                      \
-  do {                                                                                                               \
-    const dt__optim_hp *h = j->h;                                                                                    \
-    T *p = (T *)j->p, *b1 = (T *)j->b1, *b2 = (T *)j->b2;                                                            \
-    const T *g = (const T *)j->g;                                                                                    \
+/* p[lo, hi) one step along g with buffers b1 (momentum, first moment) and b2 (second moment) */
+#define DT__OPTIM_DEFINE(NAME, T, SQRT)                                                                              \
+  static void NAME(const dt__optim_hp *h, T *p, T *b1, T *b2, const T *g, int64_t lo, int64_t hi) {                 \
     const T lr = (T)h->lr, wd = (T)h->weight_decay, mom = (T)h->momentum;                                            \
     const T beta1 = (T)h->beta1, beta2 = (T)h->beta2, c1 = (T)(1.0 - h->beta1), c2 = (T)(1.0 - h->beta2);            \
     const T eps = (T)h->eps, bc2 = (T)h->bc2_sqrt, nstep = (T)(-h->step_size);                                       \
     const T decay = (T)(1.0 - h->lr * h->weight_decay);                                                              \
     const int l2 = h->kind != DT__OPT_ADAMW && h->weight_decay != 0, first = h->first;                               \
+    int64_t i;                                                                                                       \
     if (h->kind == DT__OPT_SGD) {                                                                                    \
       const int use_mom = h->momentum != 0;                                                                          \
       for (i = lo; i < hi; i++) {                                                                                    \
@@ -9425,13 +9417,22 @@ typedef struct dt__optim_job {
         p[i] = pv + nstep * (m / (SQRT(v) / bc2 + eps));                                                             \
       }                                                                                                              \
     }                                                                                                                \
-  } while (0)
+  }
+DT__OPTIM_DEFINE(dt__optim_f32, float, sqrtf)
+DT__OPTIM_DEFINE(dt__optim_f64, double, sqrt)
+#undef DT__OPTIM_DEFINE
+
+typedef struct dt__optim_job {
+  const dt__optim_hp *h;
+  dt_dtype t;
+  void *p, *b1, *b2;
+  const void *g;
+} dt__optim_job;
 
 static void dt__optim_task(void *ctx, int64_t lo, int64_t hi) {
   const dt__optim_job *j = (const dt__optim_job *)ctx;
-  int64_t i;
-  if (j->t == DT_F32) DT__OPTIM_LOOP(float, sqrtf);
-  else DT__OPTIM_LOOP(double, sqrt);
+  if (j->t == DT_F32) dt__optim_f32(j->h, (float *)j->p, (float *)j->b1, (float *)j->b2, (const float *)j->g, lo, hi);
+  else dt__optim_f64(j->h, (double *)j->p, (double *)j->b1, (double *)j->b2, (const double *)j->g, lo, hi);
 }
 
 static dt_status dt__cpu_optim_step(int dev, dt_dtype t, int64_t n, const dt__optim_hp *h, void *p, const void *g,
