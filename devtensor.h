@@ -7065,6 +7065,19 @@ static void dt__map_affine_f32(int64_t n, const void *x_, void *y_, double p0, d
   for (i = 0; i < n; i++) y[i] = a * x[i] + b;
 }
 
+/* axpy: y += p0 * x, p0 rounded to T (the map that reads y) */
+#define DT__EW_AXPY(NAME, T)                                                                        \
+  static void NAME(int64_t n, const void *x_, void *y_, double p0, double p1) {                     \
+    const T *x = (const T *)x_, al = (T)p0;                                                         \
+    T *y = (T *)y_;                                                                                 \
+    int64_t i;                                                                                      \
+    (void)p1;                                                                                       \
+    for (i = 0; i < n; i++) y[i] += al * x[i];                                                      \
+  }
+DT__EW_AXPY(dt__map_axpy_f32, float)
+DT__EW_AXPY(dt__map_axpy_f64, double)
+#undef DT__EW_AXPY
+
 #define DT__EW_CONV(NAME, S, D, EXPR)                                                               \
   static void NAME(int64_t n, const void *x_, void *y_) {                                           \
     const S *x = (const S *)x_;                                                                     \
@@ -7548,16 +7561,6 @@ DT__CMP_KERNEL(dt__cmp_i64, int64_t)
 DT__CMP_KERNEL(dt__cmp_u8, uint8_t) /* uint8 and bool (bool's bytes are 0 or 1) */
 #undef DT__CMP_KERNEL
 
-/* A comparison job: contiguous (items are elements) or rows of the innermost dim (items are rows). */
-typedef struct dt__cmp_job {
-  dt__cmp_fn fn;
-  dt__compare_op op;
-  const dt__bcast *g;
-  const char *a, *b;
-  uint8_t *y;
-  size_t es; /* the operands' element size */
-} dt__cmp_job;
-
 /* The offsets in a and b (elements) of row r of g, a row being g's innermost dim. */
 static void dt__bcast_row(const dt__bcast *g, int64_t r, int64_t *oa, int64_t *ob) {
   int64_t rem = r, a = 0, b = 0;
@@ -7572,42 +7575,69 @@ static void dt__bcast_row(const dt__bcast *g, int64_t r, int64_t *oa, int64_t *o
   *ob = b;
 }
 
-static void dt__cmp_task(void *ctx, int64_t lo, int64_t hi) {
-  const dt__cmp_job *j = (const dt__cmp_job *)ctx;
+/* A job y = f(a, b) over g (a and b read through its strides, y contiguous): a comparison
+   (cmp with op, y of bytes) or a binary op (zip). Contiguous: items are elements; else rows of
+   the innermost dim (items are rows). */
+typedef struct dt__pair_job {
+  dt__cmp_fn cmp;
+  dt__compare_op op;
+  dt__zip_fn zip;
+  const dt__bcast *g;
+  const char *a, *b;
+  char *y;
+  size_t es, ys; /* element sizes: a's and b's, y's */
+} dt__pair_job;
+
+/* n elements: a and b from elements oa and ob at strides sa and sb, into y from element at */
+static void dt__pair_run(const dt__pair_job *j, int64_t n, int64_t oa, int64_t sa, int64_t ob, int64_t sb, int64_t at) {
+  const char *a = j->a + (size_t)oa * j->es, *b = j->b + (size_t)ob * j->es;
+  char *y = j->y + (size_t)at * j->ys;
+  if (j->cmp) j->cmp(j->op, n, a, sa, b, sb, (uint8_t *)y);
+  else j->zip(n, a, sa, b, sb, y);
+}
+
+static void dt__pair_task(void *ctx, int64_t lo, int64_t hi) {
+  const dt__pair_job *j = (const dt__pair_job *)ctx;
   const dt__bcast *g = j->g;
-  const size_t es = j->es;
-  int nd = g->ndim;
+  const int nd = g->ndim;
   int64_t inner, r;
   if (g->contiguous) {
-    j->fn(j->op, hi - lo, j->a + (size_t)lo * es, 1, j->b + (size_t)lo * es, 1, j->y + lo);
+    dt__pair_run(j, hi - lo, lo, 1, lo, 1, lo);
     return;
   }
   inner = g->dims[nd - 1];
   for (r = lo; r < hi; r++) {
     int64_t oa, ob;
     dt__bcast_row(g, r, &oa, &ob);
-    j->fn(j->op, inner, j->a + (size_t)oa * es, g->astride[nd - 1], j->b + (size_t)ob * es, g->bstride[nd - 1], j->y + r * inner);
+    dt__pair_run(j, inner, oa, g->astride[nd - 1], ob, g->bstride[nd - 1], r * inner);
+  }
+}
+
+static void dt__pair_par(dt__pair_job *j) {
+  const dt__bcast *g = j->g;
+  if (g->numel <= 0) return;
+  if (g->contiguous) dt__par_for(g->numel, DT__GRAIN_MEM, dt__pair_task, j);
+  else {
+    int64_t inner = g->dims[g->ndim - 1], rows = g->numel / inner;
+    dt__par_for(rows, (DT__GRAIN_MEM + inner - 1) / inner, dt__pair_task, j);
   }
 }
 
 static dt_status dt__cpu_compare(int dev, dt__compare_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y) {
-  dt__cmp_job j;
+  dt__pair_job j;
   (void)dev;
+  memset(&j, 0, sizeof j);
   switch (t) {
-    case DT_F32: j.fn = dt__cmp_f32; break;
-    case DT_F64: j.fn = dt__cmp_f64; break;
-    case DT_I32: j.fn = dt__cmp_i32; break;
-    case DT_I64: j.fn = dt__cmp_i64; break;
-    case DT_U8: case DT_BOOL: j.fn = dt__cmp_u8; break;
+    case DT_F32: j.cmp = dt__cmp_f32; break;
+    case DT_F64: j.cmp = dt__cmp_f64; break;
+    case DT_I32: j.cmp = dt__cmp_i32; break;
+    case DT_I64: j.cmp = dt__cmp_i64; break;
+    case DT_U8: case DT_BOOL: j.cmp = dt__cmp_u8; break;
     default: return DT_ERR_DTYPE;
   }
-  j.op = op; j.g = g; j.a = (const char *)a; j.b = (const char *)b; j.y = (uint8_t *)y; j.es = dt_dtype_size(t);
-  if (g->numel <= 0) return DT_OK;
-  if (g->contiguous) dt__par_for(g->numel, DT__GRAIN_MEM, dt__cmp_task, &j);
-  else {
-    int64_t inner = g->dims[g->ndim - 1], rows = g->numel / inner;
-    dt__par_for(rows, (DT__GRAIN_MEM + inner - 1) / inner, dt__cmp_task, &j);
-  }
+  j.op = op; j.g = g; j.a = (const char *)a; j.b = (const char *)b; j.y = (char *)y;
+  j.es = dt_dtype_size(t); j.ys = 1;
+  dt__pair_par(&j);
   return DT_OK;
 }
 
@@ -7713,59 +7743,28 @@ static dt_status dt__cpu_cast(int dev, dt_dtype from, dt_dtype to, int64_t n, co
   return DT_OK;
 }
 
-/* A binary job: contiguous (items are elements) or rows of the innermost dim (items are rows). */
-typedef struct dt__zip_job {
-  dt__zip_fn fn;
-  const dt__bcast *g;
-  const char *a, *b;
-  char *y;
-  size_t es;
-} dt__zip_job;
-
-static void dt__zip_task(void *ctx, int64_t lo, int64_t hi) {
-  const dt__zip_job *j = (const dt__zip_job *)ctx;
-  const dt__bcast *g = j->g;
-  const size_t es = j->es;
-  int nd = g->ndim;
-  int64_t inner, r;
-  if (g->contiguous) {
-    j->fn(hi - lo, j->a + (size_t)lo * es, 1, j->b + (size_t)lo * es, 1, j->y + (size_t)lo * es);
-    return;
-  }
-  inner = g->dims[nd - 1];
-  for (r = lo; r < hi; r++) {
-    int64_t oa, ob;
-    dt__bcast_row(g, r, &oa, &ob);
-    j->fn(inner, j->a + (size_t)oa * es, g->astride[nd - 1], j->b + (size_t)ob * es, g->bstride[nd - 1],
-          j->y + (size_t)(r * inner) * es);
-  }
-}
-
 static dt_status dt__cpu_binary(int dev, dt__binary_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y) {
   static const dt__zip_fn itab[2][6] = {
     {dt__zip_add_i32, dt__zip_sub_i32, dt__zip_mul_i32, NULL, NULL, dt__zip_copy_i32},
     {dt__zip_add_i64, dt__zip_sub_i64, dt__zip_mul_i64, NULL, NULL, dt__zip_copy_i64}};
-  dt__zip_job j;
+  dt__pair_job j;
   (void)dev;
+  memset(&j, 0, sizeof j);
   if (t == DT_F32 || t == DT_F64) {
     int dbl = t == DT_F64;
-    if (op <= DT__B_DIV) j.fn = dt__ew_kernels()->arith[dbl][op];
-    else if (op == DT__B_RELU_GRAD) j.fn = dbl ? dt__zip_relu_grad_f64 : dt__ew_kernels()->relu_grad_f32;
-    else j.fn = dbl ? dt__zip_copy_f64 : dt__zip_copy_f32;
+    if (op <= DT__B_DIV) j.zip = dt__ew_kernels()->arith[dbl][op];
+    else if (op == DT__B_RELU_GRAD) j.zip = dbl ? dt__zip_relu_grad_f64 : dt__ew_kernels()->relu_grad_f32;
+    else j.zip = dbl ? dt__zip_copy_f64 : dt__zip_copy_f32;
   } else if (t == DT_U8 || t == DT_BOOL) { /* copies only (transposes); the core refuses arithmetic */
     if (op != DT__B_COPY_A) return DT_ERR_DTYPE;
-    j.fn = dt__zip_copy_u8;
+    j.zip = dt__zip_copy_u8;
   } else {
-    j.fn = itab[t == DT_I64][op];
-    if (!j.fn) return DT_ERR_DTYPE;
+    j.zip = itab[t == DT_I64][op];
+    if (!j.zip) return DT_ERR_DTYPE;
   }
-  j.g = g; j.a = (const char *)a; j.b = (const char *)b; j.y = (char *)y; j.es = dt_dtype_size(t);
-  if (g->numel <= 0) return DT_OK;
-  if (g->contiguous) dt__par_for(g->numel, DT__GRAIN_MEM, dt__zip_task, &j);
-  else {
-    int64_t inner = g->dims[g->ndim - 1], rows = g->numel / inner;
-    dt__par_for(rows, (DT__GRAIN_MEM + inner - 1) / inner, dt__zip_task, &j);
-  }
+  j.g = g; j.a = (const char *)a; j.b = (const char *)b; j.y = (char *)y;
+  j.es = j.ys = dt_dtype_size(t);
+  dt__pair_par(&j);
   return DT_OK;
 }
 
@@ -7784,12 +7783,32 @@ static int64_t dt__red_block(int64_t len) {
   return b;
 }
 
-typedef struct dt__red_job {
-  dt__reduce_op op;
+/* What the reductions, arg reductions and softmax work on: x: (outer, len, inner) of t (F32 or
+   F64) into y (arg reductions: the values, or NULL); a long row is cut in blocks of block elements. */
+typedef struct dt__rows {
   dt_dtype t;
   int64_t outer, len, inner, block;
   const char *x;
   char *y;
+} dt__rows;
+
+static dt__rows dt__rows_of(dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *y) {
+  dt__rows r;
+  r.t = t; r.outer = outer; r.len = len; r.inner = inner; r.block = dt__red_block(len);
+  r.x = (const char *)x; r.y = (char *)y;
+  return r;
+}
+
+/* block b of the one row (outer == inner == 1): where it starts; its length in *n */
+static const char *dt__rows_block(const dt__rows *r, int64_t b, int64_t *n) {
+  const int64_t s = b * r->block;
+  *n = r->len - s < r->block ? r->len - s : r->block;
+  return r->x + (size_t)s * dt_dtype_size(r->t);
+}
+
+typedef struct dt__red_job {
+  dt__rows r;
+  dt__reduce_op op;
   dt__sum16_fn sum16;
   double *part; /* outer == 1: one sum per block */
 } dt__red_job;
@@ -7804,32 +7823,31 @@ static double dt__red_block_sum(const dt__red_job *j, const void *x, int64_t n) 
 }
 
 static void dt__red_store(const dt__red_job *j, int64_t at, double v) {
-  if (j->op == DT__R_MEAN) v = j->len ? v / (double)j->len : NAN;
+  if (j->op == DT__R_MEAN) v = j->r.len ? v / (double)j->r.len : NAN;
   else if (j->op == DT__R_NORM) v = sqrt(v);
-  if (j->t == DT_F32) ((float *)j->y)[at] = (float)v;
-  else ((double *)j->y)[at] = v;
+  if (j->r.t == DT_F32) ((float *)j->r.y)[at] = (float)v;
+  else ((double *)j->r.y)[at] = v;
 }
 
 /* outer == 1, inner == 1: items are blocks */
 static void dt__red_task_blocks(void *ctx, int64_t lo, int64_t hi) {
   const dt__red_job *j = (const dt__red_job *)ctx;
-  size_t es = dt_dtype_size(j->t);
-  int64_t b;
+  int64_t b, n;
   for (b = lo; b < hi; b++) {
-    int64_t s = b * j->block, n = j->len - s < j->block ? j->len - s : j->block;
-    j->part[b] = dt__red_block_sum(j, j->x + (size_t)s * es, n);
+    const char *x = dt__rows_block(&j->r, b, &n);
+    j->part[b] = dt__red_block_sum(j, x, n);
   }
 }
 
 /* inner == 1: items are rows */
 static void dt__red_task_rows(void *ctx, int64_t lo, int64_t hi) {
   const dt__red_job *j = (const dt__red_job *)ctx;
-  size_t es = dt_dtype_size(j->t);
+  size_t es = dt_dtype_size(j->r.t);
   int64_t o, s;
   for (o = lo; o < hi; o++) {
     double acc = 0;
-    for (s = 0; s < j->len; s += j->block)
-      acc += dt__red_block_sum(j, j->x + (size_t)(o * j->len + s) * es, j->len - s < j->block ? j->len - s : j->block);
+    for (s = 0; s < j->r.len; s += j->r.block)
+      acc += dt__red_block_sum(j, j->r.x + (size_t)(o * j->r.len + s) * es, j->r.len - s < j->r.block ? j->r.len - s : j->r.block);
     dt__red_store(j, o, acc);
   }
 }
@@ -7875,12 +7893,12 @@ static void dt__red_task_cols(void *ctx, int64_t lo, int64_t hi) {
   const int norm = j->op == DT__R_NORM;
   int64_t it, ic;
   for (it = lo; it < hi; it++) {
-    const dt__col_tile c = dt__col_tile_of(it, j->inner);
-    const int64_t off = c.o * j->len * j->inner + c.i0;
+    const dt__col_tile c = dt__col_tile_of(it, j->r.inner);
+    const int64_t off = c.o * j->r.len * j->r.inner + c.i0;
     double acc[256];
-    if (j->t == DT_F32) dt__red_cols_f32(norm, (const float *)j->x + off, j->len, j->inner, c.cnt, acc);
-    else dt__red_cols_f64(norm, (const double *)j->x + off, j->len, j->inner, c.cnt, acc);
-    for (ic = 0; ic < c.cnt; ic++) dt__red_store(j, c.o * j->inner + c.i0 + ic, acc[ic]);
+    if (j->r.t == DT_F32) dt__red_cols_f32(norm, (const float *)j->r.x + off, j->r.len, j->r.inner, c.cnt, acc);
+    else dt__red_cols_f64(norm, (const double *)j->r.x + off, j->r.len, j->r.inner, c.cnt, acc);
+    for (ic = 0; ic < c.cnt; ic++) dt__red_store(j, c.o * j->r.inner + c.i0 + ic, acc[ic]);
   }
 }
 
@@ -7888,14 +7906,14 @@ static dt_status dt__cpu_reduce(int dev, dt__reduce_op op, dt_dtype t, int64_t o
   dt__red_job j;
   (void)dev;
   if (t != DT_F32 && t != DT_F64) return DT_ERR_DTYPE;
-  j.op = op; j.t = t; j.outer = outer; j.len = len; j.inner = inner; j.block = dt__red_block(len);
-  j.x = (const char *)x; j.y = (char *)y;
+  j.r = dt__rows_of(t, outer, len, inner, x, y);
+  j.op = op;
   j.sum16 = dt__ew_kernels()->sum16[t == DT_F64];
   j.part = NULL;
   if (outer <= 0 || inner <= 0) return DT_OK;
   if (inner == 1 && outer == 1) {
     double part[DT__RED_MAXBLOCKS], acc = 0;
-    int64_t nb = (len + j.block - 1) / j.block, b;
+    int64_t nb = (len + j.r.block - 1) / j.r.block, b;
     j.part = part;
     dt__par_for(nb, 1, dt__red_task_blocks, &j);
     for (b = 0; b < nb; b++) acc += part[b];
@@ -7916,11 +7934,8 @@ static dt_status dt__cpu_reduce(int dev, dt__reduce_op op, dt_dtype t, int64_t o
 #define DT__ARG_BEATS(v, best, min) ((best) == (best) && ((v) != (v) || ((min) ? (v) < (best) : (v) > (best))))
 
 typedef struct dt__arg_job {
+  dt__rows r; /* r.y: the values (or NULL) */
   int min;
-  dt_dtype t;
-  int64_t outer, len, inner, block;
-  const char *x;
-  char *vals;
   int64_t *idx;
   double *pv;  /* one long row: per block, the best value and its index */
   int64_t *pi;
@@ -7948,9 +7963,9 @@ static void dt__arg_scan(dt_dtype t, int min, const void *x, int64_t n, int64_t 
 }
 
 static void dt__arg_store(const dt__arg_job *j, int64_t at, double v, int64_t i) {
-  if (j->vals) {
-    if (j->t == DT_F32) ((float *)j->vals)[at] = (float)v;
-    else ((double *)j->vals)[at] = v;
+  if (j->r.y) {
+    if (j->r.t == DT_F32) ((float *)j->r.y)[at] = (float)v;
+    else ((double *)j->r.y)[at] = v;
   }
   if (j->idx) j->idx[at] = i;
 }
@@ -7958,24 +7973,23 @@ static void dt__arg_store(const dt__arg_job *j, int64_t at, double v, int64_t i)
 /* outer == inner == 1: items are blocks of the one row */
 static void dt__arg_task_blocks(void *ctx, int64_t lo, int64_t hi) {
   const dt__arg_job *j = (const dt__arg_job *)ctx;
-  size_t es = dt_dtype_size(j->t);
-  int64_t b;
+  int64_t b, n;
   for (b = lo; b < hi; b++) {
-    int64_t s = b * j->block, n = j->len - s < j->block ? j->len - s : j->block;
-    dt__arg_scan(j->t, j->min, j->x + (size_t)s * es, n, 1, &j->pv[b], &j->pi[b]);
-    j->pi[b] += s;
+    const char *x = dt__rows_block(&j->r, b, &n);
+    dt__arg_scan(j->r.t, j->min, x, n, 1, &j->pv[b], &j->pi[b]);
+    j->pi[b] += b * j->r.block;
   }
 }
 
 /* items are output positions (o, i), strided scans of len */
 static void dt__arg_task_outs(void *ctx, int64_t lo, int64_t hi) {
   const dt__arg_job *j = (const dt__arg_job *)ctx;
-  size_t es = dt_dtype_size(j->t);
+  size_t es = dt_dtype_size(j->r.t);
   int64_t k;
   for (k = lo; k < hi; k++) {
-    int64_t o = k / j->inner, i = k % j->inner, at;
+    int64_t o = k / j->r.inner, i = k % j->r.inner, at;
     double v;
-    dt__arg_scan(j->t, j->min, j->x + (size_t)(o * j->len * j->inner + i) * es, j->len, j->inner, &v, &at);
+    dt__arg_scan(j->r.t, j->min, j->r.x + (size_t)(o * j->r.len * j->r.inner + i) * es, j->r.len, j->r.inner, &v, &at);
     dt__arg_store(j, k, v, at);
   }
 }
@@ -7986,11 +8000,11 @@ static dt_status dt__cpu_arg_reduce(int dev, int min, dt_dtype t, int64_t outer,
   (void)dev;
   if (t != DT_F32 && t != DT_F64) return DT_ERR_DTYPE;
   if (outer <= 0 || inner <= 0 || len <= 0) return DT_OK;
-  j.min = min; j.t = t; j.outer = outer; j.len = len; j.inner = inner; j.block = dt__red_block(len);
-  j.x = (const char *)x; j.vals = (char *)vals; j.idx = idx;
-  if (outer == 1 && inner == 1 && len > j.block) {
+  j.r = dt__rows_of(t, outer, len, inner, x, vals);
+  j.min = min; j.idx = idx;
+  if (outer == 1 && inner == 1 && len > j.r.block) {
     double pv[DT__RED_MAXBLOCKS];
-    int64_t pi[DT__RED_MAXBLOCKS], nb = (len + j.block - 1) / j.block, b, bi;
+    int64_t pi[DT__RED_MAXBLOCKS], nb = (len + j.r.block - 1) / j.r.block, b, bi;
     double bv;
     pv[0] = 0; pi[0] = 0; /* nb >= 2: every one is written by the tasks */
     j.pv = pv; j.pi = pi;
@@ -8007,11 +8021,8 @@ static dt_status dt__cpu_arg_reduce(int dev, int min, dt_dtype t, int64_t outer,
 }
 
 typedef struct dt__smax_job {
+  dt__rows r;
   int log;
-  dt_dtype t;
-  int64_t outer, len, inner;
-  const char *x;
-  char *y;
 } dt__smax_job;
 
 /* one contiguous F32 row: y = softmax(x) or log_softmax(x) */
@@ -8065,8 +8076,8 @@ static void dt__smax_task_rows(void *ctx, int64_t lo, int64_t hi) {
   const dt__smax_job *j = (const dt__smax_job *)ctx;
   int64_t o;
   for (o = lo; o < hi; o++) {
-    if (j->t == DT_F32) dt__smax_row_f32(j->log, j->len, (const float *)j->x + o * j->len, (float *)j->y + o * j->len);
-    else dt__smax_row_f64(j->log, j->len, (const double *)j->x + o * j->len, (double *)j->y + o * j->len);
+    if (j->r.t == DT_F32) dt__smax_row_f32(j->log, j->r.len, (const float *)j->r.x + o * j->r.len, (float *)j->r.y + o * j->r.len);
+    else dt__smax_row_f64(j->log, j->r.len, (const double *)j->r.x + o * j->r.len, (double *)j->r.y + o * j->r.len);
   }
 }
 
@@ -8104,10 +8115,10 @@ static void dt__smax_task_cols(void *ctx, int64_t lo, int64_t hi) {
   const dt__smax_job *j = (const dt__smax_job *)ctx;
   int64_t it;
   for (it = lo; it < hi; it++) {
-    const dt__col_tile c = dt__col_tile_of(it, j->inner);
-    const int64_t off = c.o * j->len * j->inner + c.i0;
-    if (j->t == DT_F32) dt__smax_cols_f32(j->log, (const float *)j->x + off, (float *)j->y + off, j->len, j->inner, c.cnt);
-    else dt__smax_cols_f64(j->log, (const double *)j->x + off, (double *)j->y + off, j->len, j->inner, c.cnt);
+    const dt__col_tile c = dt__col_tile_of(it, j->r.inner);
+    const int64_t off = c.o * j->r.len * j->r.inner + c.i0;
+    if (j->r.t == DT_F32) dt__smax_cols_f32(j->log, (const float *)j->r.x + off, (float *)j->r.y + off, j->r.len, j->r.inner, c.cnt);
+    else dt__smax_cols_f64(j->log, (const double *)j->r.x + off, (double *)j->r.y + off, j->r.len, j->r.inner, c.cnt);
   }
 }
 
@@ -8116,7 +8127,8 @@ static dt_status dt__cpu_softmax(int dev, int lg, dt_dtype t, int64_t outer, int
   (void)dev;
   if (t != DT_F32 && t != DT_F64) return DT_ERR_DTYPE;
   if (outer <= 0 || inner <= 0 || len <= 0) return DT_OK;
-  j.log = lg; j.t = t; j.outer = outer; j.len = len; j.inner = inner; j.x = (const char *)x; j.y = (char *)y;
+  j.r = dt__rows_of(t, outer, len, inner, x, y);
+  j.log = lg;
   if (inner == 1) dt__par_for(outer, (DT__GRAIN_MATH + len - 1) / len, dt__smax_task_rows, &j);
   else dt__par_col_tiles(outer, len, inner, DT__GRAIN_MATH, dt__smax_task_cols, &j);
   return DT_OK;
@@ -9181,33 +9193,16 @@ static dt_status dt__cpu_gemm(int dev, dt_dtype t, int ta, int tb, int64_t batch
   return DT_OK;
 }
 
-typedef struct dt__axpy_job {
-  dt_dtype t;
-  double alpha;
-  const void *x;
-  void *y;
-} dt__axpy_job;
-
-static void dt__axpy_task(void *ctx, int64_t lo, int64_t hi) {
-  const dt__axpy_job *j = (const dt__axpy_job *)ctx;
-  int64_t i;
-  if (j->t == DT_F32) {
-    const float *xp = (const float *)j->x, al = (float)j->alpha;
-    float *yp = (float *)j->y;
-    for (i = lo; i < hi; i++) yp[i] += al * xp[i];
-  } else {
-    const double *xp = (const double *)j->x, al = j->alpha;
-    double *yp = (double *)j->y;
-    for (i = lo; i < hi; i++) yp[i] += al * xp[i];
-  }
-}
-
 static dt_status dt__cpu_axpy(int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y) {
-  dt__axpy_job j;
+  dt__ew_job j;
   (void)dev;
   if (t != DT_F32 && t != DT_F64) return DT_ERR_DTYPE;
-  j.t = t; j.alpha = alpha; j.x = x; j.y = y;
-  dt__par_for(n, DT__GRAIN_MEM, dt__axpy_task, &j);
+  memset(&j, 0, sizeof j);
+  j.map = t == DT_F32 ? dt__map_axpy_f32 : dt__map_axpy_f64;
+  j.x = (const char *)x; j.y = (char *)y;
+  j.xs = j.ys = dt_dtype_size(t);
+  j.p0 = alpha;
+  dt__par_for(n, DT__GRAIN_MEM, dt__ew_task, &j);
   return DT_OK;
 }
 
