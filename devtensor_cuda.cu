@@ -281,6 +281,28 @@ dt_status enter(DeviceGuard &g, int dev, DevState **s) {
   return ready(dev, s);
 }
 
+/* A backend entry's first step: `dev` current for the scope (the guard) and its state ready
+   (enter). Each entry begins `Entered in(dev); if (!in.ok()) return in.status();` and then
+   works on in.s (its stream: in.s->stream). */
+struct Entered {
+  DeviceGuard g;
+  DevState *s = nullptr;
+  dt_status st;
+  explicit Entered(int dev) : g(dev), st(enter(g, dev, &s)) {}
+  bool ok() const { return st == DT_OK; }
+  dt_status status() const { return st; }
+};
+
+/* f(T()) with T the C type of floating dtype t (float or double); another dtype fails with
+   "<what> is not defined for <dtype>". The kernels' entries call their T template through it. */
+template <class F>
+dt_status by_float(dt_dtype t, const char *what, F f) {
+  if (t == DT_F32) return f(float());
+  if (t == DT_F64) return f(double());
+  set_err("%s is not defined for %s", what, dt__dtype_str(t));
+  return DT_ERR_DTYPE;
+}
+
 dt_status cu_alloc(int dev, size_t nbytes, void **out);
 void cu_free(int dev, void *p, size_t nbytes);
 constexpr size_t kBlasWorkspace = (size_t)32 << 20; /* what cuBLAS asks for on Hopper */
@@ -409,19 +431,16 @@ dt_status labels_report(int dev, DevState &s) {
 }
 
 dt_status cu_synchronize(int dev) {
-  DeviceGuard g(dev);
-  DevState *s;
-  dt_status st = enter(g, dev, &s);
-  if (st == DT_OK) st = sync_stream(*s);
-  if (st == DT_OK) st = index_errors(dev, *s);
-  return st == DT_OK ? labels_report(dev, *s) : st;
+  Entered in(dev);
+  if (!in.ok()) return in.status();
+  dt_status st = sync_stream(*in.s);
+  if (st == DT_OK) st = index_errors(dev, *in.s);
+  return st == DT_OK ? labels_report(dev, *in.s) : st;
 }
 
 void *cu_stream(int dev) {
-  DeviceGuard g(dev);
-  DevState *s;
-  if (enter(g, dev, &s) != DT_OK) return nullptr;
-  return (void *)s->stream;
+  Entered in(dev);
+  return in.ok() ? (void *)in.s->stream : nullptr;
 }
 
 /* ---- memory ---- */
@@ -520,12 +539,10 @@ dt_status cu_alloc(int dev, size_t nbytes, void **out) {
         return DT_OK;
       }
     }
-    DeviceGuard g(dev);
-    DevState *s;
-    dt_status st = enter(g, dev, &s);
-    if (st != DT_OK) return st;
-    std::lock_guard<std::mutex> lk(s->mu);
-    if (cache_take(*s, want, &p)) { /* another thread freed one meanwhile */
+    Entered in(dev);
+    if (!in.ok()) return in.status();
+    std::lock_guard<std::mutex> lk(in.s->mu);
+    if (cache_take(*in.s, want, &p)) { /* another thread freed one meanwhile */
       *out = p;
       return DT_OK;
     }
@@ -534,9 +551,10 @@ dt_status cu_alloc(int dev, size_t nbytes, void **out) {
       size_t fr = 0, tot = 0;
       (void)cudaGetLastError();
       if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) { (void)cudaGetLastError(); tot = SIZE_MAX; }
-      if (!s->cache.empty() && want <= tot) {
+      if (!in.s->cache.empty() && want <= tot) {
         /* free the cache and try once more */
-        if ((st = drop_cache(*s)) != DT_OK) return st;
+        dt_status st = drop_cache(*in.s);
+        if (st != DT_OK) return st;
         e = cudaMalloc(&p, want);
       }
     }
@@ -552,24 +570,24 @@ dt_status cu_alloc(int dev, size_t nbytes, void **out) {
         return cuda_fail("cudaMalloc", e);
       /* as PyTorch's message does, what devtensor holds is split into live blocks and its cache */
       char l[32], k[32];
-      dt__bytes_str((double)s->allocated, l, sizeof l);
-      dt__bytes_str((double)(s->reserved - (s->allocated < s->reserved ? s->allocated : s->reserved)), k, sizeof k);
+      dt__bytes_str((double)in.s->allocated, l, sizeof l);
+      dt__bytes_str((double)(in.s->reserved - (in.s->allocated < in.s->reserved ? in.s->allocated : in.s->reserved)), k, sizeof k);
       if (info)
         set_err("out of memory on cuda:%d: tried to allocate %s; %s total, %s free, %s held by devtensor (%s in use, %s cached)", dev,
                 dt__bytes_str((double)nbytes, a, sizeof a), dt__bytes_str((double)tot, b, sizeof b),
-                dt__bytes_str((double)fr, c, sizeof c), dt__bytes_str((double)s->reserved, d, sizeof d), l, k);
+                dt__bytes_str((double)fr, c, sizeof c), dt__bytes_str((double)in.s->reserved, d, sizeof d), l, k);
       else
         set_err("out of memory on cuda:%d: tried to allocate %s; %s held by devtensor (%s in use, %s cached)", dev,
-                dt__bytes_str((double)nbytes, a, sizeof a), dt__bytes_str((double)s->reserved, d, sizeof d), l, k);
+                dt__bytes_str((double)nbytes, a, sizeof a), dt__bytes_str((double)in.s->reserved, d, sizeof d), l, k);
       return DT_ERR_OUT_OF_MEMORY;
     }
     try {
-      hand_out(*s, p, want);
+      hand_out(*in.s, p, want);
     } catch (...) { /* no room to record it: give it back rather than lose it */
       if (cudaFree(p) != cudaSuccess) (void)cudaGetLastError();
       throw;
     }
-    s->reserved += want;
+    in.s->reserved += want;
     *out = p;
     return DT_OK;
   } catch (...) { /* std::bad_alloc from the bookkeeping, before any block changed hands */
@@ -613,12 +631,10 @@ dt_status cu_memory_stats(int dev, dt_memory_stats *out) {
 }
 
 dt_status cu_empty_cache(int dev) {
-  DeviceGuard g(dev);
-  DevState *s;
-  dt_status st = enter(g, dev, &s);
-  if (st != DT_OK) return st;
-  std::lock_guard<std::mutex> lk(s->mu);
-  return s->cache.empty() ? DT_OK : drop_cache(*s);
+  Entered in(dev);
+  if (!in.ok()) return in.status();
+  std::lock_guard<std::mutex> lk(in.s->mu);
+  return in.s->cache.empty() ? DT_OK : drop_cache(*in.s);
 }
 
 /* ---- copies ---- */
@@ -663,17 +679,15 @@ size_t stage_len(size_t n, size_t off) { return n - off < kStageBytes ? n - off 
    direct copy and a wait. `what` names the direct copy in errors. */
 template <class Staged>
 dt_status copy_host(int dev, const void *host, void *dst, const void *src, size_t n, const char *what, Staged staged) {
-  DeviceGuard g(dev);
-  DevState *s;
-  dt_status st = enter(g, dev, &s);
-  if (st != DT_OK) return st;
+  Entered in(dev);
+  if (!in.ok()) return in.status();
   if (!host_is_registered(host)) {
-    std::lock_guard<std::mutex> lk(s->stage_mu);
-    if (stage_ready(*s)) return staged(*s);
+    std::lock_guard<std::mutex> lk(in.s->stage_mu);
+    if (stage_ready(*in.s)) return staged(*in.s);
   }
-  cudaError_t e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s->stream);
+  cudaError_t e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, in.s->stream);
   if (e != cudaSuccess) return cuda_fail(what, e);
-  return sync_stream(*s);
+  return sync_stream(*in.s);
 }
 
 /* Host to device; returns once `src` may be reused. */
@@ -743,12 +757,13 @@ void enable_peer(DeviceGuard &g, int from, int to) {
 /* GPU to GPU: on dst's stream after src's queued work; src's stream then waits
    for the copy, so a block freed on src is not reused under it. */
 dt_status copy_peer(int dd, void *dst, int sd, const void *src, size_t n) {
-  DeviceGuard g(sd);
-  DevState *S, *D;
+  Entered in(sd);
+  DeviceGuard &g = in.g;
+  DevState *S = in.s, *D;
   cudaEvent_t evs = nullptr, evd = nullptr;
   cudaError_t e;
-  dt_status st = enter(g, sd, &S);
-  if (st != DT_OK) return st;
+  dt_status st;
+  if (!in.ok()) return in.status();
   if ((e = g.set(dd)) != cudaSuccess) return cuda_fail("cudaSetDevice", e);
   if ((st = ready(dd, &D)) != DT_OK) return st;
   enable_peer(g, dd, sd);
@@ -779,29 +794,23 @@ dt_status cu_copy(int dst_dev, void *dst, int src_dev, const void *src, size_t n
   if (src_dev < 0) return copy_h2d(dst_dev, dst, src, n);
   if (dst_dev < 0 && state(src_dev).index_pending.load(std::memory_order_acquire)) {
     /* a dt_index_select ran since the last check: a bad index fails the copy before it writes */
-    DeviceGuard g(src_dev);
-    DevState *s;
-    dt_status st = enter(g, src_dev, &s);
-    if (st == DT_OK) st = index_errors(src_dev, *s);
+    Entered in(src_dev);
+    dt_status st = in.ok() ? index_errors(src_dev, *in.s) : in.status();
     if (st != DT_OK) return st;
   }
   if (dst_dev < 0) {
     if (state(src_dev).label_pending.load(std::memory_order_acquire)) { /* a bad label fails the copy, which writes nothing */
-      DeviceGuard g(src_dev);
-      DevState *s;
-      dt_status st = enter(g, src_dev, &s);
-      if (st == DT_OK) st = labels_report(src_dev, *s);
+      Entered in(src_dev);
+      dt_status st = in.ok() ? labels_report(src_dev, *in.s) : in.status();
       if (st != DT_OK) return st;
     }
     return copy_d2h(dst, src_dev, src, n);
   }
   if (dst_dev != src_dev) return copy_peer(dst_dev, dst, src_dev, src, n);
   if (dst == src) return DT_OK; /* dt_copy_(t, t): cudaMemcpy forbids overlapping ranges */
-  DeviceGuard g(dst_dev);
-  DevState *s;
-  dt_status st = enter(g, dst_dev, &s);
-  if (st != DT_OK) return st;
-  cudaError_t e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, s->stream);
+  Entered in(dst_dev);
+  if (!in.ok()) return in.status();
+  cudaError_t e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, in.s->stream);
   return e == cudaSuccess ? DT_OK : cuda_fail("cudaMemcpyAsync (device to device)", e);
 }
 
@@ -931,17 +940,15 @@ dt_status fill_t(cudaStream_t st, int64_t n, T v, void *y) {
 }
 
 dt_status cu_fill(int dev, dt_dtype t, int64_t n, double v, void *y) {
-  DeviceGuard g(dev);
-  DevState *s;
-  dt_status st = enter(g, dev, &s);
-  if (st != DT_OK) return st;
+  Entered in(dev);
+  if (!in.ok()) return in.status();
   switch (t) {
-    case DT_F32: return fill_t<float>(s->stream, n, (float)v, y);
-    case DT_F64: return fill_t<double>(s->stream, n, v, y);
-    case DT_I32: return fill_t<int32_t>(s->stream, n, f2i32(v), y);
-    case DT_I64: return fill_t<int64_t>(s->stream, n, f2i64(v), y);
-    case DT_U8: return fill_t<uint8_t>(s->stream, n, f2u8(v), y);
-    case DT_BOOL: return fill_t<uint8_t>(s->stream, n, (uint8_t)(v != 0), y);
+    case DT_F32: return fill_t<float>(in.s->stream, n, (float)v, y);
+    case DT_F64: return fill_t<double>(in.s->stream, n, v, y);
+    case DT_I32: return fill_t<int32_t>(in.s->stream, n, f2i32(v), y);
+    case DT_I64: return fill_t<int64_t>(in.s->stream, n, f2i64(v), y);
+    case DT_U8: return fill_t<uint8_t>(in.s->stream, n, f2u8(v), y);
+    case DT_BOOL: return fill_t<uint8_t>(in.s->stream, n, (uint8_t)(v != 0), y);
   }
   set_err("fill: unknown dtype %d", (int)t);
   return DT_ERR_DTYPE;
@@ -1035,18 +1042,16 @@ dt_status unary_float(cudaStream_t st, dt__unary_op op, int64_t n, const void *x
 }
 
 dt_status cu_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, const void *x, void *y, double p0, double p1) {
-  DeviceGuard g(dev);
-  DevState *s;
-  dt_status st = enter(g, dev, &s);
-  if (st != DT_OK) return st;
+  Entered in(dev);
+  if (!in.ok()) return in.status();
   switch (t) {
-    case DT_F32: return unary_float<float>(s->stream, op, n, x, y, (float)p0, (float)p1);
-    case DT_F64: return unary_float<double>(s->stream, op, n, x, y, p0, p1);
+    case DT_F32: return unary_float<float>(in.s->stream, op, n, x, y, (float)p0, (float)p1);
+    case DT_F64: return unary_float<double>(in.s->stream, op, n, x, y, p0, p1);
     case DT_I32:
     case DT_I64:
       if (op == DT__U_ABS) {
-        if (t == DT_I32) return map1<int32_t>(s->stream, n, x, y, UAbsInt<int32_t, uint32_t>{});
-        return map1<int64_t>(s->stream, n, x, y, UAbsInt<int64_t, uint64_t>{});
+        if (t == DT_I32) return map1<int32_t>(in.s->stream, n, x, y, UAbsInt<int32_t, uint32_t>{});
+        return map1<int64_t>(in.s->stream, n, x, y, UAbsInt<int64_t, uint64_t>{});
       }
       if (op != DT__U_AFFINE && op != DT__U_NEG) {
         set_err("unary op %d is not defined for %s", (int)op, dt__dtype_str(t));
@@ -1055,11 +1060,11 @@ dt_status cu_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, const void *
       if (t == DT_I32) {
         uint32_t a = (uint32_t)f2i64(p0), b = (uint32_t)f2i64(p1);
         if (op == DT__U_NEG) { a = (uint32_t)-1; b = 0; }
-        return map1<int32_t>(s->stream, n, x, y, UAffineInt<int32_t, uint32_t>{a, b});
+        return map1<int32_t>(in.s->stream, n, x, y, UAffineInt<int32_t, uint32_t>{a, b});
       } else {
         uint64_t a = (uint64_t)f2i64(p0), b = (uint64_t)f2i64(p1);
         if (op == DT__U_NEG) { a = (uint64_t)-1; b = 0; }
-        return map1<int64_t>(s->stream, n, x, y, UAffineInt<int64_t, uint64_t>{a, b});
+        return map1<int64_t>(in.s->stream, n, x, y, UAffineInt<int64_t, uint64_t>{a, b});
       }
     case DT_U8:
     case DT_BOOL: /* the core refuses unary ops on them first */
@@ -1222,18 +1227,16 @@ dt_status binary_t(cudaStream_t st, dt__binary_op op, dt_dtype t, const dt__bcas
 }
 
 dt_status cu_binary(int dev, dt__binary_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y) {
-  DeviceGuard gd(dev);
-  DevState *s;
-  dt_status st = enter(gd, dev, &s);
-  if (st != DT_OK) return st;
+  Entered in(dev);
+  if (!in.ok()) return in.status();
   switch (t) {
-    case DT_F32: return binary_t<float>(s->stream, op, t, *g, a, b, y);
-    case DT_F64: return binary_t<double>(s->stream, op, t, *g, a, b, y);
-    case DT_I32: return binary_t<int32_t>(s->stream, op, t, *g, a, b, y);
-    case DT_I64: return binary_t<int64_t>(s->stream, op, t, *g, a, b, y);
+    case DT_F32: return binary_t<float>(in.s->stream, op, t, *g, a, b, y);
+    case DT_F64: return binary_t<double>(in.s->stream, op, t, *g, a, b, y);
+    case DT_I32: return binary_t<int32_t>(in.s->stream, op, t, *g, a, b, y);
+    case DT_I64: return binary_t<int64_t>(in.s->stream, op, t, *g, a, b, y);
     case DT_U8:
     case DT_BOOL: /* copies only (transposes); the core refuses arithmetic on them */
-      if (op == DT__B_COPY_A) return zip<uint8_t>(s->stream, *g, a, b, y, BCopyA<uint8_t>{});
+      if (op == DT__B_COPY_A) return zip<uint8_t>(in.s->stream, *g, a, b, y, BCopyA<uint8_t>{});
       set_err("binary op %d is not defined for %s", (int)op, dt__dtype_str(t));
       return DT_ERR_DTYPE;
   }
@@ -1270,21 +1273,19 @@ dt_status cast_from(cudaStream_t st, dt_dtype to, int64_t n, const void *x, void
 }
 
 dt_status cu_cast(int dev, dt_dtype from, dt_dtype to, int64_t n, const void *x, void *y) {
-  DeviceGuard g(dev);
-  DevState *s;
-  dt_status st = enter(g, dev, &s);
-  if (st != DT_OK) return st;
+  Entered in(dev);
+  if (!in.ok()) return in.status();
   if (from == to) {
-    cudaError_t e = cudaMemcpyAsync(y, x, (size_t)n * dt__dtype_bytes(to), cudaMemcpyDeviceToDevice, s->stream);
+    cudaError_t e = cudaMemcpyAsync(y, x, (size_t)n * dt__dtype_bytes(to), cudaMemcpyDeviceToDevice, in.s->stream);
     return e == cudaSuccess ? DT_OK : cuda_fail("cudaMemcpyAsync (device to device)", e);
   }
   switch (from) {
-    case DT_F32: return cast_from<float>(s->stream, to, n, x, y);
-    case DT_F64: return cast_from<double>(s->stream, to, n, x, y);
-    case DT_I32: return cast_from<int32_t>(s->stream, to, n, x, y);
-    case DT_I64: return cast_from<int64_t>(s->stream, to, n, x, y);
-    case DT_U8: return cast_from<uint8_t>(s->stream, to, n, x, y);
-    case DT_BOOL: return cast_from<B8>(s->stream, to, n, x, y);
+    case DT_F32: return cast_from<float>(in.s->stream, to, n, x, y);
+    case DT_F64: return cast_from<double>(in.s->stream, to, n, x, y);
+    case DT_I32: return cast_from<int32_t>(in.s->stream, to, n, x, y);
+    case DT_I64: return cast_from<int64_t>(in.s->stream, to, n, x, y);
+    case DT_U8: return cast_from<uint8_t>(in.s->stream, to, n, x, y);
+    case DT_BOOL: return cast_from<B8>(in.s->stream, to, n, x, y);
   }
   set_err("cast: unknown dtype %d", (int)from);
   return DT_ERR_DTYPE;
@@ -1504,15 +1505,13 @@ dt_status reduce_t(int dev, DevState &s, int op, int64_t outer, int64_t len, int
 }
 
 dt_status cu_reduce(int dev, dt__reduce_op op, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *y) {
-  DeviceGuard g(dev);
-  DevState *s;
-  dt_status st = enter(g, dev, &s);
-  if (st != DT_OK) return st;
+  Entered in(dev);
+  if (!in.ok()) return in.status();
   if (outer <= 0 || inner <= 0) return DT_OK;
-  if (t == DT_F32) return reduce_t<float>(dev, *s, (int)op, outer, len, inner, static_cast<const float *>(x), static_cast<float *>(y));
-  if (t == DT_F64) return reduce_t<double>(dev, *s, (int)op, outer, len, inner, static_cast<const double *>(x), static_cast<double *>(y));
-  set_err("reduce is not defined for %s", dt__dtype_str(t));
-  return DT_ERR_DTYPE;
+  return by_float(t, "reduce", [&](auto z) {
+    using T = decltype(z);
+    return reduce_t<T>(dev, *in.s, (int)op, outer, len, inner, static_cast<const T *>(x), static_cast<T *>(y));
+  });
 }
 
 /* ---- gemm ---- */
@@ -1594,18 +1593,13 @@ dt_status gemm_t(int dev, DevState &s, int ta, int tb, int64_t batch, int64_t m,
 dt_status cu_gemm(int dev, dt_dtype t, int ta, int tb, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
                   const void *a, int64_t stride_a, const void *b, int64_t stride_b, double beta, void *c, int64_t stride_c) {
   if (batch <= 0 || m <= 0 || n <= 0) return DT_OK;
-  DeviceGuard g(dev);
-  DevState *s;
-  dt_status st = enter(g, dev, &s);
-  if (st != DT_OK) return st;
-  if (t == DT_F32)
-    return gemm_t<float>(dev, *s, ta, tb, batch, m, n, k, (float)alpha, static_cast<const float *>(a), stride_a,
-                         static_cast<const float *>(b), stride_b, (float)beta, static_cast<float *>(c), stride_c);
-  if (t == DT_F64)
-    return gemm_t<double>(dev, *s, ta, tb, batch, m, n, k, alpha, static_cast<const double *>(a), stride_a,
-                          static_cast<const double *>(b), stride_b, beta, static_cast<double *>(c), stride_c);
-  set_err("gemm is not defined for %s", dt__dtype_str(t));
-  return DT_ERR_DTYPE;
+  Entered in(dev);
+  if (!in.ok()) return in.status();
+  return by_float(t, "gemm", [&](auto z) {
+    using T = decltype(z);
+    return gemm_t<T>(dev, *in.s, ta, tb, batch, m, n, k, (T)alpha, static_cast<const T *>(a), stride_a,
+                     static_cast<const T *>(b), stride_b, (T)beta, static_cast<T *>(c), stride_c);
+  });
 }
 
 /* ---- axpy ---- */
@@ -1618,14 +1612,9 @@ dt_status axpy_t(cudaStream_t st, int64_t n, double alpha, const void *x, void *
 }
 
 dt_status cu_axpy(int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y) {
-  DeviceGuard g(dev);
-  DevState *s;
-  dt_status st = enter(g, dev, &s);
-  if (st != DT_OK) return st;
-  if (t == DT_F32) return axpy_t<float>(s->stream, n, alpha, x, y);
-  if (t == DT_F64) return axpy_t<double>(s->stream, n, alpha, x, y);
-  set_err("axpy is not defined for %s", dt__dtype_str(t));
-  return DT_ERR_DTYPE;
+  Entered in(dev);
+  if (!in.ok()) return in.status();
+  return by_float(t, "axpy", [&](auto z) { return axpy_t<decltype(z)>(in.s->stream, n, alpha, x, y); });
 }
 
 /* ---- random ---- */
@@ -1654,14 +1643,12 @@ __global__ void k_random(float *y, int64_t n, uint64_t seed, uint64_t draw) {
 }
 
 dt_status cu_random(int dev, int normal, uint64_t seed, uint64_t draw, int64_t n, float *y) {
-  DeviceGuard g(dev);
-  DevState *s;
-  dt_status st = enter(g, dev, &s);
-  if (st != DT_OK) return st;
+  Entered in(dev);
+  if (!in.ok()) return in.status();
   if (n <= 0) return DT_OK;
   unsigned grid = grid_for((n + 3) / 4, kBlock);
-  if (normal) DT_LAUNCH(grid, kBlock, s->stream, k_random<true>)(y, n, seed, draw);
-  else DT_LAUNCH(grid, kBlock, s->stream, k_random<false>)(y, n, seed, draw);
+  if (normal) DT_LAUNCH(grid, kBlock, in.s->stream, k_random<true>)(y, n, seed, draw);
+  else DT_LAUNCH(grid, kBlock, in.s->stream, k_random<false>)(y, n, seed, draw);
   return launched("random");
 }
 
@@ -1711,14 +1698,9 @@ dt_status optim_t(cudaStream_t st, int64_t n, const dt__optim_hp *h, void *p, co
 
 dt_status cu_optim_step(int dev, dt_dtype t, int64_t n, const dt__optim_hp *h, void *p, const void *g, void *buf1,
                         void *buf2) {
-  DeviceGuard gd(dev);
-  DevState *s;
-  dt_status st = enter(gd, dev, &s);
-  if (st != DT_OK) return st;
-  if (t == DT_F32) return optim_t<float>(s->stream, n, h, p, g, buf1, buf2);
-  if (t == DT_F64) return optim_t<double>(s->stream, n, h, p, g, buf1, buf2);
-  set_err("an optimizer step is not defined for %s", dt__dtype_str(t));
-  return DT_ERR_DTYPE;
+  Entered in(dev);
+  if (!in.ok()) return in.status();
+  return by_float(t, "an optimizer step", [&](auto z) { return optim_t<decltype(z)>(in.s->stream, n, h, p, g, buf1, buf2); });
 }
 
 /* ---- compare (issue 14, h1) ----
@@ -1768,16 +1750,14 @@ dt_status compare_t(cudaStream_t st, int op, const dt__bcast &g, const void *a, 
 }
 
 dt_status cu_compare(int dev, dt__compare_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y) {
-  DeviceGuard gd(dev);
-  DevState *s;
-  dt_status st = enter(gd, dev, &s);
-  if (st != DT_OK) return st;
+  Entered in(dev);
+  if (!in.ok()) return in.status();
   switch (t) {
-    case DT_F32: return compare_t<float>(s->stream, (int)op, *g, a, b, y);
-    case DT_F64: return compare_t<double>(s->stream, (int)op, *g, a, b, y);
-    case DT_I32: return compare_t<int32_t>(s->stream, (int)op, *g, a, b, y);
-    case DT_I64: return compare_t<int64_t>(s->stream, (int)op, *g, a, b, y);
-    case DT_U8: case DT_BOOL: return compare_t<uint8_t>(s->stream, (int)op, *g, a, b, y);
+    case DT_F32: return compare_t<float>(in.s->stream, (int)op, *g, a, b, y);
+    case DT_F64: return compare_t<double>(in.s->stream, (int)op, *g, a, b, y);
+    case DT_I32: return compare_t<int32_t>(in.s->stream, (int)op, *g, a, b, y);
+    case DT_I64: return compare_t<int64_t>(in.s->stream, (int)op, *g, a, b, y);
+    case DT_U8: case DT_BOOL: return compare_t<uint8_t>(in.s->stream, (int)op, *g, a, b, y);
   }
   set_err("compare: unknown dtype %d", (int)t);
   return DT_ERR_DTYPE;
@@ -1831,16 +1811,14 @@ dt_status strided_es(cudaStream_t st, const dt__bcast &g, const void *x, void *y
 }
 
 dt_status cu_copy_strided(int dev, size_t es, const dt__bcast *g, const void *x, void *y) {
-  DeviceGuard gd(dev);
-  DevState *s;
-  dt_status st = enter(gd, dev, &s);
-  if (st != DT_OK) return st;
+  Entered in(dev);
+  if (!in.ok()) return in.status();
   if (g->numel <= 0) return DT_OK;
   switch (es) {
-    case 1: return strided_es<1>(s->stream, *g, x, y);
-    case 2: return strided_es<2>(s->stream, *g, x, y);
-    case 4: return strided_es<4>(s->stream, *g, x, y);
-    case 8: return strided_es<8>(s->stream, *g, x, y);
+    case 1: return strided_es<1>(in.s->stream, *g, x, y);
+    case 2: return strided_es<2>(in.s->stream, *g, x, y);
+    case 4: return strided_es<4>(in.s->stream, *g, x, y);
+    case 8: return strided_es<8>(in.s->stream, *g, x, y);
   }
   set_err("copy_strided: elements of %zu bytes are not supported", es);
   return DT_ERR_DTYPE;
@@ -1932,20 +1910,19 @@ dt_status index_errors(int dev, DevState &s) {
 
 dt_status cu_index_select(int dev, size_t es, int64_t outer, int64_t n, int64_t inner, const int64_t *idx, int64_t k,
                           const void *x, void *y) {
-  DeviceGuard gd(dev);
-  DevState *s;
-  IndexErr *err = nullptr;
-  dt_status st = enter(gd, dev, &s);
-  if (st != DT_OK) return st;
+  Entered in(dev);
+  if (!in.ok()) return in.status();
   if (k <= 0) return DT_OK;
-  if ((st = index_err_record(dev, *s, &err)) != DT_OK) return st;
-  s->index_pending.store(true, std::memory_order_release);
-  if (outer <= 0 || inner <= 0) return run_map("index_select (check)", s->stream, k, IndexCheck{idx, n, err});
+  IndexErr *err = nullptr;
+  dt_status st = index_err_record(dev, *in.s, &err);
+  if (st != DT_OK) return st;
+  in.s->index_pending.store(true, std::memory_order_release);
+  if (outer <= 0 || inner <= 0) return run_map("index_select (check)", in.s->stream, k, IndexCheck{idx, n, err});
   switch (es) {
-    case 1: return gather_es<1>(s->stream, outer, n, inner, idx, k, x, y, err);
-    case 2: return gather_es<2>(s->stream, outer, n, inner, idx, k, x, y, err);
-    case 4: return gather_es<4>(s->stream, outer, n, inner, idx, k, x, y, err);
-    case 8: return gather_es<8>(s->stream, outer, n, inner, idx, k, x, y, err);
+    case 1: return gather_es<1>(in.s->stream, outer, n, inner, idx, k, x, y, err);
+    case 2: return gather_es<2>(in.s->stream, outer, n, inner, idx, k, x, y, err);
+    case 4: return gather_es<4>(in.s->stream, outer, n, inner, idx, k, x, y, err);
+    case 8: return gather_es<8>(in.s->stream, outer, n, inner, idx, k, x, y, err);
   }
   set_err("index_select: elements of %zu bytes are not supported", es);
   return DT_ERR_DTYPE;
@@ -2092,17 +2069,13 @@ dt_status arg_reduce_t(cudaStream_t st, bool min, int64_t outer, int64_t len, in
 
 dt_status cu_arg_reduce(int dev, int min, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *vals,
                         int64_t *idx) {
-  DeviceGuard g(dev);
-  DevState *s;
-  dt_status st = enter(g, dev, &s);
-  if (st != DT_OK) return st;
+  Entered in(dev);
+  if (!in.ok()) return in.status();
   if (outer <= 0 || inner <= 0 || len <= 0) return DT_OK;
-  if (t == DT_F32)
-    return arg_reduce_t<float>(s->stream, min != 0, outer, len, inner, static_cast<const float *>(x), static_cast<float *>(vals), idx);
-  if (t == DT_F64)
-    return arg_reduce_t<double>(s->stream, min != 0, outer, len, inner, static_cast<const double *>(x), static_cast<double *>(vals), idx);
-  set_err("arg_reduce is not defined for %s", dt__dtype_str(t));
-  return DT_ERR_DTYPE;
+  return by_float(t, "arg_reduce", [&](auto z) {
+    using T = decltype(z);
+    return arg_reduce_t<T>(in.s->stream, min != 0, outer, len, inner, static_cast<const T *>(x), static_cast<T *>(vals), idx);
+  });
 }
 
 /* x, y: (outer, len); y = softmax or log_softmax of each row (max subtracted first) */
@@ -2168,15 +2141,13 @@ dt_status softmax_t(cudaStream_t st, bool lg, int64_t outer, int64_t len, int64_
 }
 
 dt_status cu_softmax(int dev, int lg, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *y) {
-  DeviceGuard g(dev);
-  DevState *s;
-  dt_status st = enter(g, dev, &s);
-  if (st != DT_OK) return st;
+  Entered in(dev);
+  if (!in.ok()) return in.status();
   if (outer <= 0 || inner <= 0 || len <= 0) return DT_OK;
-  if (t == DT_F32) return softmax_t<float>(s->stream, lg != 0, outer, len, inner, static_cast<const float *>(x), static_cast<float *>(y));
-  if (t == DT_F64) return softmax_t<double>(s->stream, lg != 0, outer, len, inner, static_cast<const double *>(x), static_cast<double *>(y));
-  set_err("softmax is not defined for %s", dt__dtype_str(t));
-  return DT_ERR_DTYPE;
+  return by_float(t, "softmax", [&](auto z) {
+    using T = decltype(z);
+    return softmax_t<T>(in.s->stream, lg != 0, outer, len, inner, static_cast<const T *>(x), static_cast<T *>(y));
+  });
 }
 
 /* Labels: the first row of target (n,) whose label is outside [0, c), if any, goes into the
@@ -2290,15 +2261,13 @@ dt_status xent_t(int dev, DevState &s, bool grad, int64_t n, int64_t c, const T 
 
 dt_status cu_cross_entropy(int dev, int grad, dt_dtype t, int64_t n, int64_t c, const void *logits, const int64_t *target,
                            void *y) {
-  DeviceGuard g(dev);
-  DevState *s;
-  dt_status st = enter(g, dev, &s);
-  if (st != DT_OK) return st;
+  Entered in(dev);
+  if (!in.ok()) return in.status();
   if (n <= 0) return DT_OK;
-  if (t == DT_F32) return xent_t<float>(dev, *s, grad != 0, n, c, static_cast<const float *>(logits), target, static_cast<float *>(y));
-  if (t == DT_F64) return xent_t<double>(dev, *s, grad != 0, n, c, static_cast<const double *>(logits), target, static_cast<double *>(y));
-  set_err("cross_entropy is not defined for %s", dt__dtype_str(t));
-  return DT_ERR_DTYPE;
+  return by_float(t, "cross_entropy", [&](auto z) {
+    using T = decltype(z);
+    return xent_t<T>(dev, *in.s, grad != 0, n, c, static_cast<const T *>(logits), target, static_cast<T *>(y));
+  });
 }
 
 /* ---- distributed: NCCL (issue 16) ----
@@ -2333,10 +2302,8 @@ dt_status cu_dist_unique_id(void *id) {
 }
 
 dt_status cu_dist_comm_init(int dev, int nranks, int rank, const void *id, void **comm) {
-  DeviceGuard g(dev);
-  DevState *s;
-  dt_status st = enter(g, dev, &s);
-  if (st != DT_OK) return st;
+  Entered in(dev);
+  if (!in.ok()) return in.status();
   ncclUniqueId uid;
   memcpy(&uid, id, sizeof uid);
   ncclComm_t c = nullptr;
@@ -2350,10 +2317,8 @@ dt_status cu_dist_comm_init_all(int ndev, const int *devs, void **comms) {
   ncclComm_t c[kMaxDevices];
   if (ndev <= 0 || ndev > kMaxDevices) { set_err("ncclCommInitAll: %d devices (1 to %d)", ndev, kMaxDevices); return DT_ERR_INVALID_ARGUMENT; }
   for (int i = 0; i < ndev; i++) { /* every device's context and stream first */
-    DeviceGuard g(devs[i]);
-    DevState *s;
-    dt_status st = enter(g, devs[i], &s);
-    if (st != DT_OK) return st;
+    Entered in(devs[i]);
+    if (!in.ok()) return in.status();
   }
   ncclResult_t r = ncclCommInitAll(c, ndev, devs);
   if (r != ncclSuccess) return nccl_fail("ncclCommInitAll", r);
@@ -2369,9 +2334,9 @@ dt_status nccl_grouped(const char *what, int ncomm, const int *devs, F collectiv
   DevState *st[kMaxDevices];
   if (ncomm <= 0 || ncomm > kMaxDevices) { set_err("%s: %d communicators (1 to %d)", what, ncomm, kMaxDevices); return DT_ERR_INVALID_ARGUMENT; }
   for (int i = 0; i < ncomm; i++) {
-    DeviceGuard g(devs[i]);
-    dt_status e = enter(g, devs[i], &st[i]);
-    if (e != DT_OK) return e;
+    Entered in(devs[i]);
+    if (!in.ok()) return in.status();
+    st[i] = in.s;
   }
   ncclResult_t r = ncclGroupStart();
   if (r != ncclSuccess) return nccl_fail("ncclGroupStart", r);
