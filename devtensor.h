@@ -7109,17 +7109,19 @@ DT__EW_FILL(dt__fill_64, uint64_t)
 /* Vector kernels, defined once per variant by DT__EW_VARIANT(SUF, ATTR, BYTES).
    Vectors move to and from memory through memcpy (one unaligned load or store). */
 
-/* The vector part of y = a OP b: u and w are loaded (LOAD_U, LOAD_W) W elements at a time */
-#define DT__EW_VSTEP(V, OP, LOAD_U, LOAD_W)                                                         \
+/* The vector part of y = f(a, b): u and w are loaded (LOAD_U, LOAD_W) W elements at a time and
+   VEXPR (of u, w) stored */
+#define DT__EW_VSTEP(V, VEXPR, LOAD_U, LOAD_W)                                                      \
   for (; i + W <= n; i += W) {                                                                      \
     V u, w;                                                                                         \
     LOAD_U; LOAD_W;                                                                                 \
-    u = u OP w;                                                                                     \
+    u = VEXPR;                                                                                      \
     memcpy(y + i, &u, sizeof u);                                                                    \
   }
 
-/* y = a OP b: contiguous, or one side a broadcast scalar (sa or sb 0) */
-#define DT__EW_VARITH(NAME, ATTR, T, V, OP)                                                         \
+/* y = f(a, b), a dt__zip_fn: VEXPR of vectors u, w (vz: zeros), SEXPR of a[i * sa], b[i * sb];
+   vectors where both are contiguous, or one side a broadcast scalar (sa or sb 0) */
+#define DT__EW_VZIP(NAME, ATTR, T, V, VEXPR, SEXPR)                                                 \
   ATTR static void NAME(int64_t n, const void *a_, int64_t sa, const void *b_, int64_t sb, void *y_) { \
     enum { W = sizeof(V) / sizeof(T) };                                                             \
     const T *a = (const T *)a_, *b = (const T *)b_;                                                 \
@@ -7127,16 +7129,19 @@ DT__EW_FILL(dt__fill_64, uint64_t)
     const V vz = {0};                                                                               \
     int64_t i = 0;                                                                                  \
     if (sa == 1 && sb == 1) {                                                                       \
-      DT__EW_VSTEP(V, OP, memcpy(&u, a + i, sizeof u), memcpy(&w, b + i, sizeof w))                 \
+      DT__EW_VSTEP(V, VEXPR, memcpy(&u, a + i, sizeof u), memcpy(&w, b + i, sizeof w))              \
     } else if (sa == 1 && sb == 0) {                                                                \
       const V ws = vz + b[0];                                                                       \
-      DT__EW_VSTEP(V, OP, memcpy(&u, a + i, sizeof u), w = ws)                                      \
+      DT__EW_VSTEP(V, VEXPR, memcpy(&u, a + i, sizeof u), w = ws)                                   \
     } else if (sa == 0 && sb == 1) {                                                                \
       const V us = vz + a[0];                                                                       \
-      DT__EW_VSTEP(V, OP, u = us, memcpy(&w, b + i, sizeof w))                                      \
+      DT__EW_VSTEP(V, VEXPR, u = us, memcpy(&w, b + i, sizeof w))                                   \
     }                                                                                               \
-    for (; i < n; i++) y[i] = a[i * sa] OP b[i * sb];                                               \
+    for (; i < n; i++) y[i] = SEXPR;                                                                \
   }
+
+/* y = a OP b */
+#define DT__EW_VARITH(NAME, ATTR, T, V, OP) DT__EW_VZIP(NAME, ATTR, T, V, u OP w, a[i * sa] OP b[i * sb])
 
 /* exp and log compute the same operations in every variant: no multiply-add is fused, though an
    AVX-512 target implies FMA (Clang: the pragma DT__NO_CONTRACT in the body; GCC in a GNU mode:
@@ -7289,19 +7294,11 @@ DT__EW_FILL(dt__fill_64, uint64_t)
         d = DT__EW_CONVERT(h, VD);                                                                  \
         s[q] += sq ? d * d : d;                                                                     \
       }                                                                                             \
-    for (; i + 16 <= n; i += 16)                                                                    \
-      for (q = 0; q < Q; q++) {                                                                     \
-        VH h;                                                                                       \
-        VD d;                                                                                       \
-        memcpy(&h, x + i + q * L, sizeof h);                                                        \
-        d = DT__EW_CONVERT(h, VD);                                                                  \
-        s[q] += sq ? d * d : d;                                                                     \
-      }                                                                                             \
     for (q = 0; q < Q; q++) {                                                                       \
       s[q] += s[q + Q];                                                                             \
       memcpy(acc + q * L, &s[q], sizeof s[q]);                                                      \
     }                                                                                               \
-    for (j = 0; i < n; i++, j++) acc[j] += sq ? (double)x[i] * x[i] : (double)x[i];                 \
+    for (j = 0; i < n; i++, j++) acc[j & 15] += sq ? (double)x[i] * x[i] : (double)x[i];            \
   }
 
 #define DT__EW_VCONV(NAME, ATTR, S, D, VS, VD)                                                      \
@@ -7342,23 +7339,7 @@ DT__EW_FILL(dt__fill_64, uint64_t)
     }                                                                                               \
     for (; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : (x[i] != x[i] ? x[i] : 0.0f);                    \
   }                                                                                                 \
-  ATTR static void GNAME(int64_t n, const void *a_, int64_t sa, const void *b_, int64_t sb, void *y_) { \
-    enum { W = sizeof(VF) / sizeof(float) };                                                        \
-    const float *a = (const float *)a_, *b = (const float *)b_;                                     \
-    float *y = (float *)y_;                                                                         \
-    const VF vz = {0};                                                                              \
-    int64_t i = 0;                                                                                  \
-    if (sa == 1 && sb == 1)                                                                         \
-      for (; i + W <= n; i += W) {                                                                  \
-        VF u, w;                                                                                    \
-        VI m;                                                                                       \
-        memcpy(&u, a + i, sizeof u);                                                                \
-        memcpy(&w, b + i, sizeof w);                                                                \
-        m = (VI)(w > vz) & (VI)u;                                                                   \
-        memcpy(y + i, &m, sizeof m);                                                                \
-      }                                                                                             \
-    for (; i < n; i++) y[i] = b[i * sb] > 0.0f ? a[i * sa] : 0.0f;                                  \
-  }
+  DT__EW_VZIP(GNAME, ATTR, float, VF, (VF)((VI)(w > vz) & (VI)u), b[i * sb] > 0.0f ? a[i * sa] : 0.0f)
 
 #define DT__EW_VARIANT(SUF, ATTR, BYTES)                                                            \
   typedef float dt__vf##SUF __attribute__((vector_size(BYTES)));                                    \
@@ -8344,24 +8325,21 @@ static void dt__gemm_tr4_f32(const void *s_, int64_t rs, int64_t kc, int r, void
   for (; p < kc; p++)
     for (i = 0; i < 4; i++) d[p * r + i] = s[i * rs + p];
 }
-#else
-static void dt__gemm_tr4_f32(const void *s_, int64_t rs, int64_t kc, int r, void *d_) {
-  const float *s = (const float *)s_;
-  float *d = (float *)d_;
-  int64_t p;
-  int i;
-  for (i = 0; i < 4; i++)
-    for (p = 0; p < kc; p++) d[p * r + i] = s[i * rs + p];
-}
 #endif
-static void dt__gemm_tr4_f64(const void *s_, int64_t rs, int64_t kc, int r, void *d_) {
-  const double *s = (const double *)s_;
-  double *d = (double *)d_;
-  int64_t p;
-  int i;
-  for (i = 0; i < 4; i++)
-    for (p = 0; p < kc; p++) d[p * r + i] = s[i * rs + p];
-}
+/* The plain copy, for F64 and where there are no vector shuffles. */
+#define DT__GEMM_DEFINE_TR4(NAME, T)                                                                \
+  static void NAME(const void *s_, int64_t rs, int64_t kc, int r, void *d_) {                       \
+    const T *s = (const T *)s_;                                                                     \
+    T *d = (T *)d_;                                                                                 \
+    int64_t p;                                                                                      \
+    int i;                                                                                          \
+    for (i = 0; i < 4; i++)                                                                         \
+      for (p = 0; p < kc; p++) d[p * r + i] = s[i * rs + p];                                        \
+  }
+#if !(DT__GEMM_VEC && (defined(__clang__) || __GNUC__ >= 12))
+DT__GEMM_DEFINE_TR4(dt__gemm_tr4_f32, float)
+#endif
+DT__GEMM_DEFINE_TR4(dt__gemm_tr4_f64, double)
 
 /* Defines NAME, a dt__gemm_pack_fn for element T; TR4 packs four rows of a source with cs == 1. */
 #define DT__GEMM_DEFINE_PACK(NAME, T, TR4)                                                          \
@@ -8716,45 +8694,39 @@ DT__GEMM_DEFINE_KERNEL_C(dt__gemm_kern_f64_c, double)
 #define DT__GEMM_C_NR_F64 4
 #endif
 
+static void dt__gemm_plan_set(dt__gemm_plan *pl, dt__gemm_kern_fn kern, dt__gemm_rows_fn rows, int rw, int mr, int nr,
+                              int64_t kc, int64_t nc) {
+  pl->kern = kern; pl->rows = rows; pl->rw = rw;
+  pl->mr = mr; pl->nr = nr; pl->kc = kc; pl->nc = nc;
+}
+
 /* The plan for kernel family isa (DT__GEMM_ISA_*) and F64 when dbl; 0 when this CPU or build lacks it. */
 static int dt__gemm_plan_get(int isa, int dbl, dt__gemm_plan *pl) {
   pl->pack = dbl ? dt__gemm_pack_f64 : dt__gemm_pack_f32;
   pl->es = dbl ? sizeof(double) : sizeof(float);
   switch (isa) {
     case DT__GEMM_ISA_C:
-      pl->kern = dbl ? dt__gemm_kern_f64_c : dt__gemm_kern_f32_c;
+      dt__gemm_plan_set(pl, dbl ? dt__gemm_kern_f64_c : dt__gemm_kern_f32_c,
 #if DT__GEMM_VEC
-      pl->rows = dbl ? dt__gemm_rows_f64_c : dt__gemm_rows_f32_c;
-      pl->rw = dbl ? 4 : 8;
+                        dbl ? dt__gemm_rows_f64_c : dt__gemm_rows_f32_c, dbl ? 4 : 8,
 #else
-      pl->rows = NULL;
-      pl->rw = 0;
+                        NULL, 0,
 #endif
-      pl->mr = DT__GEMM_C_MR;
-      pl->nr = dbl ? DT__GEMM_C_NR_F64 : DT__GEMM_C_NR_F32;
-      pl->kc = 256;
-      pl->nc = DT__GEMM_C_MR == 12 ? (dbl ? 192 : 256) : dbl ? 64 : 128;
+                        DT__GEMM_C_MR, dbl ? DT__GEMM_C_NR_F64 : DT__GEMM_C_NR_F32, 256,
+                        DT__GEMM_C_MR == 12 ? (dbl ? 192 : 256) : dbl ? 64 : 128);
       return 1;
 #if DT__GEMM_X86
     case DT__GEMM_ISA_AVX2: /* L2 of 256 KiB and up: B's panels 128 KiB */
       if (!dt__x86_has_avx2_fma()) return 0;
-      pl->kern = dbl ? dt__gemm_kern_f64_avx2 : dt__gemm_kern_f32_avx2;
-      pl->rows = dbl ? dt__gemm_rows_f64_avx2 : dt__gemm_rows_f32_avx2;
-      pl->rw = dbl ? 8 : 16;
-      pl->mr = 6;
-      pl->nr = dbl ? 8 : 16;
-      pl->kc = 256;
-      pl->nc = dbl ? 64 : 128;
+      dt__gemm_plan_set(pl, dbl ? dt__gemm_kern_f64_avx2 : dt__gemm_kern_f32_avx2,
+                        dbl ? dt__gemm_rows_f64_avx2 : dt__gemm_rows_f32_avx2, dbl ? 8 : 16, 6, dbl ? 8 : 16, 256,
+                        dbl ? 64 : 128);
       return 1;
     case DT__GEMM_ISA_AVX512: /* L2 of 1 MiB and up: B's panels 384 KiB; A's micro-panel 18 / 24 KiB */
       if (!dt__x86_has_avx512f()) return 0;
-      pl->kern = dbl ? dt__gemm_kern_f64_avx512 : dt__gemm_kern_f32_avx512;
-      pl->rows = dbl ? dt__gemm_rows_f64_avx512 : dt__gemm_rows_f32_avx512;
-      pl->rw = dbl ? 16 : 32;
-      pl->mr = 12;
-      pl->nr = dbl ? 16 : 32;
-      pl->kc = dbl ? 256 : 384;
-      pl->nc = dbl ? 192 : 256;
+      dt__gemm_plan_set(pl, dbl ? dt__gemm_kern_f64_avx512 : dt__gemm_kern_f32_avx512,
+                        dbl ? dt__gemm_rows_f64_avx512 : dt__gemm_rows_f32_avx512, dbl ? 16 : 32, 12, dbl ? 16 : 32,
+                        dbl ? 256 : 384, dbl ? 192 : 256);
       return 1;
 #endif
     default: return 0;
