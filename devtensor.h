@@ -6119,6 +6119,75 @@ static dt_status dt__dist_check(const char *op, const dt_tensor *t) {
 }
 
 #ifdef DEVTENSOR_MPI
+/* Waiting for a collective's request: MPI_Test in a loop, its cost growing with the wait.
+   Two ranks that arrive together finish in a few microseconds, and Open MPI's nonblocking
+   collectives progress only inside MPI_Test: a rank that sleeps delays every rank (a fixed
+   2 ms sleep made single calls take milliseconds). So for DT__DIST_SPIN_US microseconds
+   it polls with a pause instruction between tests (one core, briefly), then until
+   DT__DIST_YIELD_US it yields the processor between tests (a rank sharing its core with
+   another gets it at once), then it sleeps between tests, from DT__DIST_SLEEP_MIN_US
+   doubling to DT__DIST_SLEEP_MAX_US, so a long wait (a slower rank, a straggler) costs
+   about a thousand short wake-ups a second and answers within about a millisecond. The
+   timeout is checked at every step. */
+#ifndef DT__DIST_SPIN_US
+#define DT__DIST_SPIN_US 100
+#endif
+#ifndef DT__DIST_YIELD_US
+#define DT__DIST_YIELD_US 1000
+#endif
+#ifndef DT__DIST_SLEEP_MIN_US
+#define DT__DIST_SLEEP_MIN_US 20
+#endif
+#ifndef DT__DIST_SLEEP_MAX_US
+#define DT__DIST_SLEEP_MAX_US 1000
+#endif
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#define DT__DIST_RELAX() __builtin_ia32_pause()
+#elif (defined(__GNUC__) || defined(__clang__)) && defined(__aarch64__)
+#define DT__DIST_RELAX() __asm__ __volatile__("yield")
+#else
+#define DT__DIST_RELAX() ((void)0)
+#endif
+#if defined(_WIN32)
+static void dt__dist_sleep_us(long us) { (void)us; dt__pause(64); } /* Sleep(1): Windows sleeps whole milliseconds */
+#elif defined(__unix__) || defined(__unix) || defined(__APPLE__)
+#include <sys/select.h>
+static void dt__dist_sleep_us(long us) { /* select: microseconds, declared in every POSIX mode (nanosleep needs _POSIX_C_SOURCE) */
+  struct timeval tv;
+  tv.tv_sec = us / 1000000;
+  tv.tv_usec = us % 1000000;
+  (void)select(0, NULL, NULL, NULL, &tv);
+}
+#else
+static void dt__dist_sleep_us(long us) { (void)us; dt__pause(0); }
+#endif
+
+/* Waits for req at most `limit` seconds from t0 (MPI_Wtime). */
+static dt_status dt__dist_wait(const char *op, MPI_Request *req, double t0, double limit) {
+  long sleep_us = DT__DIST_SLEEP_MIN_US;
+  int done = 0, rc, k;
+  for (;;) {
+    double waited;
+    if ((rc = MPI_Test(req, &done, MPI_STATUS_IGNORE)) != MPI_SUCCESS) return dt__mpi_fail(op, "MPI_Test", rc);
+    if (done) return DT_OK;
+    waited = MPI_Wtime() - t0;
+    if (waited > limit)
+      /* the request stays pending: the communicator is unusable from here on, as after any
+         failed collective; the program should end (mpirun then stops the other ranks) */
+      return dt__fail(DT_ERR_BACKEND, "%s: rank %d waited %.0f s (DT_DIST_TIMEOUT) for the other ranks to reach this "
+                      "collective; a rank has failed or is in another call. The process group is unusable now: end the program",
+                      op, dt__dist_rank_v, limit);
+    if (waited < DT__DIST_SPIN_US * 1e-6) {
+      for (k = 0; k < 16; k++) DT__DIST_RELAX();
+    } else if (waited < DT__DIST_YIELD_US * 1e-6) {
+      dt__pause(0);
+    } else {
+      dt__dist_sleep_us(sleep_us);
+      if (sleep_us < DT__DIST_SLEEP_MAX_US) sleep_us = 2 * sleep_us < DT__DIST_SLEEP_MAX_US ? 2 * sleep_us : DT__DIST_SLEEP_MAX_US;
+    }
+  }
+}
+
 /* Every rank learns the largest and smallest of each of the n (<= 8) values; waits at
    most DT_DIST_TIMEOUT seconds for the others. */
 static dt_status dt__dist_agree(const char *op, const int64_t *v, int n, int64_t *mx, int64_t *mn) {
@@ -6126,23 +6195,13 @@ static dt_status dt__dist_agree(const char *op, const int64_t *v, int n, int64_t
   MPI_Request req;
   long timeout = dt__env_long("DT_DIST_TIMEOUT");
   double t0, limit = timeout > 0 ? (double)timeout : 300.0;
-  int i, done = 0, rc, waits = 0;
+  int i, rc;
+  dt_status s;
   for (i = 0; i < n; i++) { buf[i] = v[i]; buf[n + i] = v[i] == INT64_MIN ? INT64_MAX : -v[i]; }
+  t0 = MPI_Wtime();
   if ((rc = MPI_Iallreduce(MPI_IN_PLACE, buf, 2 * n, MPI_INT64_T, MPI_MAX, dt__dist_comm, &req)) != MPI_SUCCESS)
     return dt__mpi_fail(op, "MPI_Iallreduce", rc);
-  t0 = MPI_Wtime();
-  while (!done) {
-    if ((rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE)) != MPI_SUCCESS) return dt__mpi_fail(op, "MPI_Test", rc);
-    if (done) break;
-    if (MPI_Wtime() - t0 > limit)
-      /* the request stays pending: the communicator is unusable from here on, as after any
-         failed collective; the program should end (mpirun then stops the other ranks) */
-      return dt__fail(DT_ERR_BACKEND, "%s: rank %d waited %.0f s (DT_DIST_TIMEOUT) for the other ranks to reach this "
-                      "collective; a rank has failed or is in another call. The process group is unusable now: end the program",
-                      op, dt__dist_rank_v, limit);
-    dt__pause(waits);
-    if (waits < 64) waits++;
-  }
+  if ((s = dt__dist_wait(op, &req, t0, limit)) != DT_OK) return s;
   for (i = 0; i < n; i++) { mx[i] = buf[i]; mn[i] = -buf[n + i]; }
   return DT_OK;
 }

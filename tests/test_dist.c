@@ -472,22 +472,29 @@ static void test_trainer_ranks(void) {
 
 #include <time.h>
 /* DT_TEST_STRAGGLER=1 (tests/dist.sh, with DT_DIST_TIMEOUT=1): rank 1 reaches the
-   all-reduce 3 s late; rank 0 gives up after its 1 s with an error instead of waiting */
+   all-reduce 3 s late; rank 0 gives up after its 1 s with an error instead of waiting, and
+   spends that second mostly asleep: the wait polls the request in a tight loop for its first
+   100 us only (DT__DIST_SPIN_US), then yields, then sleeps (its CPU time under a quarter
+   of the wait, measured on this thread: Open MPI's own threads do not count) */
 static void test_straggler_times_out(void) {
   int me = dt_dist_rank();
   dt_tensor *t = dt_ones(dt_shape1(4), dt_cpu());
-  struct timespec a, b;
+  struct timespec a, b, ca, cb;
   dt_status s;
-  double waited;
+  double waited, cpu;
   if (me == 1) { struct timespec d = {3, 0}; nanosleep(&d, NULL); }
   clock_gettime(CLOCK_MONOTONIC, &a);
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ca);
   s = dt_all_reduce_(t, DT_REDUCE_SUM);
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cb);
   clock_gettime(CLOCK_MONOTONIC, &b);
   waited = (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec);
+  cpu = (double)(cb.tv_sec - ca.tv_sec) + 1e-9 * (double)(cb.tv_nsec - ca.tv_nsec);
   if (me == 0) {
     T_CHECK(s == DT_ERR_BACKEND);
     T_CHECK_MSG(contains(dt_last_error(), "dt_all_reduce_: rank 0 waited 1 s (DT_DIST_TIMEOUT) for the other ranks"), "%s", dt_last_error());
     T_CHECK_MSG(waited >= 0.9 && waited < 2.5, "waited %.2f s", waited);
+    T_CHECK_MSG(cpu < 0.25 * waited, "busy %.3f s of the %.2f s wait", cpu, waited);
     T_CHECK(at(t, 0) == 1.0);
   }
   dt_release(t);
