@@ -6,6 +6,7 @@
 #   - a rank that fails to start: mpirun ends the job with an error, no hang;
 #   - one rank without mpirun (MPI's singleton);
 #   - the build without MPI ($2) under mpirun -np 2: dt_dist_init says DT_ERR_UNSUPPORTED;
+#   - three ranks (DT_TEST_WORLD=1): the collectives, and a mismatch on each rank in turn;
 #   - the all-reduce benchmark ($DIST_BENCH, bench/bench_allreduce.c, on $DIST_BENCH_DEV: cpu
 #     or cuda) at its smallest sizes, 4 B to 4 KiB, two calls each: its rows and its check of
 #     every element against the sum of the ranks' values.
@@ -84,7 +85,16 @@ if [ -n "$plain" ]; then
   fi
 fi
 
-# 6. the benchmark's smallest sizes (make bench-dist runs it in full)
+# 6. three ranks (a world that is not a power of two: the agreement's recursive doubling pairs
+#    ranks 0 and 1 first): the collectives and a mismatch on each rank in turn
+timeout 60 env DT_TEST_WORLD=1 "$MPIRUN" -np 3 --oversubscribe "$bin" >"$log" 2>&1; rc=$?
+if [ "$rc" = 0 ] && grep -q '^PASS test_agreement_any_world' "$log" && grep -q '^[0-9]* passed, 0 failed, [0-9]* skipped$' "$log"; then
+  pass "dist: 3 ranks: all-reduce, broadcast, and a mismatch on any one rank refused on every rank"
+else
+  cat "$log"; fail "dist: 3 ranks (exit status $rc$( [ $rc = 124 ] && echo ': timed out after 60 s'))"
+fi
+
+# 7. the benchmark's smallest sizes (make bench-dist runs it in full)
 if [ -n "$DIST_BENCH" ]; then
   timeout 30 "$MPIRUN" -np 2 --oversubscribe "$DIST_BENCH" -d "${DIST_BENCH_DEV:-cpu}" -b 4 -e 4K -w 1 -n 2 >"$log" 2>&1; rc=$?
   # 11 rows (4, 8, ..., 4096 bytes), each with no wrong element, and the check's verdict

@@ -422,6 +422,40 @@ static void test_mismatch_refused_on_every_rank(dt_device dev) {
   dt_release(t); dt_release(u);
 }
 
+/* DT_TEST_WORLD=1 (tests/dist.sh, on 3 ranks): the agreement before every collective is an
+   all-reduce of its own (recursive doubling, where a world that is not a power of two first
+   pairs ranks 0 and 1 and so on); whichever rank differs, every rank sees the difference,
+   with the world's smallest and largest size, and the next matching call works. */
+static void test_agreement_any_world(void) {
+  int ws = dt_dist_world_size(), me = dt_dist_rank(), odd, i;
+  char want[96];
+  if (ws < 2) T_SKIP("one rank (run under mpirun -np 3: tests/dist.sh)");
+  for (odd = 0; odd < ws; odd++) {
+    dt_tensor *t = rank_tensor(me, me == odd ? 7 : 4, DT_F32, dt_cpu()), *u;
+    snprintf(want, sizeof want, "dt_all_reduce_: the ranks' tensors differ in size: from 4 to 7 elements (rank %d has %d)", me,
+             me == odd ? 7 : 4);
+    T_CHECK(dt_all_reduce_(t, DT_REDUCE_SUM) == DT_ERR_SHAPE);
+    T_CHECK_MSG(contains(dt_last_error(), want), "rank %d: %s", me, dt_last_error());
+    T_CHECK(dt_broadcast_(t, odd) == DT_ERR_SHAPE && contains(dt_last_error(), "dt_broadcast_: the ranks' tensors differ in size"));
+    T_CHECK(dt_all_reduce_(t, me == odd ? DT_REDUCE_MIN : DT_REDUCE_MAX) == DT_ERR_SHAPE); /* size and op: the size is named */
+    dt_release(t);
+    t = rank_tensor(me, 4, DT_F32, dt_cpu());
+    T_CHECK(dt_all_reduce_(t, me == odd ? DT_REDUCE_MIN : DT_REDUCE_MAX) == DT_ERR_INVALID_ARGUMENT &&
+            contains(dt_last_error(), "different ops"));
+    if (me == odd) T_CHECK(dt_broadcast_(t, 0) == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "different collectives"));
+    else T_CHECK(dt_all_reduce_(t, DT_REDUCE_SUM) == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "different collectives"));
+    u = rank_tensor(me, 4, DT_F64, dt_cpu());
+    T_CHECK_MSG(dt_all_reduce_(u, DT_REDUCE_SUM) == DT_OK, "%s", dt_last_error());
+    for (i = 0; i < 4; i++) {
+      double e = 0;
+      int r;
+      for (r = 0; r < ws; r++) e += value_of(r, i);
+      T_CHECK(at(u, i) == e);
+    }
+    dt_release(t); dt_release(u);
+  }
+}
+
 /* The trainer on two ranks (each half of every minibatch, rank 1 from another seed) equals the
    one-process run that tests/dist.sh had the build without MPI write to DT_TEST_TRAINER_REF. */
 static void test_trainer_ranks(void) {
@@ -472,22 +506,29 @@ static void test_trainer_ranks(void) {
 
 #include <time.h>
 /* DT_TEST_STRAGGLER=1 (tests/dist.sh, with DT_DIST_TIMEOUT=1): rank 1 reaches the
-   all-reduce 3 s late; rank 0 gives up after its 1 s with an error instead of waiting */
+   all-reduce 3 s late; rank 0 gives up after its 1 s with an error instead of waiting, and
+   spends that second mostly asleep: the wait polls the request in a tight loop for its first
+   100 us only (DT__DIST_SPIN_US), then yields, then sleeps (its CPU time under a quarter
+   of the wait, measured on this thread: Open MPI's own threads do not count) */
 static void test_straggler_times_out(void) {
   int me = dt_dist_rank();
   dt_tensor *t = dt_ones(dt_shape1(4), dt_cpu());
-  struct timespec a, b;
+  struct timespec a, b, ca, cb;
   dt_status s;
-  double waited;
+  double waited, cpu;
   if (me == 1) { struct timespec d = {3, 0}; nanosleep(&d, NULL); }
   clock_gettime(CLOCK_MONOTONIC, &a);
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ca);
   s = dt_all_reduce_(t, DT_REDUCE_SUM);
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cb);
   clock_gettime(CLOCK_MONOTONIC, &b);
   waited = (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec);
+  cpu = (double)(cb.tv_sec - ca.tv_sec) + 1e-9 * (double)(cb.tv_nsec - ca.tv_nsec);
   if (me == 0) {
     T_CHECK(s == DT_ERR_BACKEND);
     T_CHECK_MSG(contains(dt_last_error(), "dt_all_reduce_: rank 0 waited 1 s (DT_DIST_TIMEOUT) for the other ranks"), "%s", dt_last_error());
     T_CHECK_MSG(waited >= 0.9 && waited < 2.5, "waited %.2f s", waited);
+    T_CHECK_MSG(cpu < 0.25 * waited, "busy %.3f s of the %.2f s wait", cpu, waited);
     T_CHECK(at(t, 0) == 1.0);
   }
   dt_release(t);
@@ -573,11 +614,17 @@ int main(void) {
     fflush(stdout);
     _exit(t_failed ? 1 : 0); /* the group is unusable after a timeout: no finalize (tests/dist.sh checks mpirun returns) */
   }
-  T_RUN_ALL_DEVICES(test_all_reduce_every_dtype_and_op);
-  T_RUN_ALL_DEVICES(test_broadcast_every_root);
-  T_RUN_ALL_DEVICES(test_mismatch_refused_on_every_rank);
-  T_RUN_ALL_DEVICES(test_data_parallel_mlp);
-  T_RUN(test_trainer_ranks);
+  if (getenv("DT_TEST_WORLD")) { /* another world size (tests/dist.sh): the collectives and their agreement only */
+    T_RUN(test_agreement_any_world);
+    T_RUN_ALL_DEVICES(test_all_reduce_every_dtype_and_op);
+    T_RUN_ALL_DEVICES(test_broadcast_every_root);
+  } else {
+    T_RUN_ALL_DEVICES(test_all_reduce_every_dtype_and_op);
+    T_RUN_ALL_DEVICES(test_broadcast_every_root);
+    T_RUN_ALL_DEVICES(test_mismatch_refused_on_every_rank);
+    T_RUN_ALL_DEVICES(test_data_parallel_mlp);
+    T_RUN(test_trainer_ranks);
+  }
 #else
   T_RUN(test_init_finalize);
   T_RUN(test_trainer_two_gpus);
