@@ -5866,11 +5866,10 @@ done:
    dt_dist_* and the collectives. The world is set up once by dt_dist_init: without
    DEVTENSOR_MPI it is this process alone; with it, a duplicate of MPI_COMM_WORLD whose
    errors return (MPI_ERRORS_RETURN) instead of aborting. Every collective first agrees
-   on what it is about to do: an all-reduce (MAX) of (kind, count, dtype, op or root,
-   device type) and their negations, made of nonblocking sends and receives, gives every
-   rank the largest and smallest of each, so a mismatch is seen on every rank and refused
-   before any data moves, and a rank that never arrives is waited for at most
-   DT_DIST_TIMEOUT seconds.
+   on what it is about to do: one nonblocking MPI_Iallreduce (MAX) of (kind, count,
+   dtype, op or root, device type) and their negations gives every rank the largest and
+   smallest of each, so a mismatch is seen on every rank and refused before any data
+   moves, and a rank that never arrives is waited for at most DT_DIST_TIMEOUT seconds.
    Then CPU tensors go through MPI_Allreduce / MPI_Bcast, GPU tensors through the CUDA
    backend's NCCL communicator (dist_* slots) on the device's stream. */
 #ifdef DEVTENSOR_MPI
@@ -6120,16 +6119,16 @@ static dt_status dt__dist_check(const char *op, const dt_tensor *t) {
 }
 
 #ifdef DEVTENSOR_MPI
-/* Waiting for the agreement's messages: MPI_Testall in a loop, its cost growing with the
-   wait. Ranks that arrive together finish in a few microseconds, and nonblocking messages
-   progress only inside MPI_Test: a rank that sleeps delays every rank (a fixed 2 ms sleep
-   made single calls take milliseconds). So for DT__DIST_SPIN_US microseconds it polls
-   with a pause instruction between tests (one core, briefly), then until DT__DIST_YIELD_US
-   it yields the processor between tests (a rank sharing its core with another gets it at
-   once), then it sleeps between tests, from DT__DIST_SLEEP_MIN_US doubling to
-   DT__DIST_SLEEP_MAX_US, so a long wait (a slower rank, a straggler) costs about a
-   thousand short wake-ups a second and answers within about a millisecond. The timeout is
-   checked at every step. */
+/* Waiting for a collective's request: MPI_Test in a loop, its cost growing with the wait.
+   Two ranks that arrive together finish in a few microseconds, and Open MPI's nonblocking
+   collectives progress only inside MPI_Test: a rank that sleeps delays every rank (a fixed
+   2 ms sleep made single calls take milliseconds). So for DT__DIST_SPIN_US microseconds
+   it polls with a pause instruction between tests (one core, briefly), then until
+   DT__DIST_YIELD_US it yields the processor between tests (a rank sharing its core with
+   another gets it at once), then it sleeps between tests, from DT__DIST_SLEEP_MIN_US
+   doubling to DT__DIST_SLEEP_MAX_US, so a long wait (a slower rank, a straggler) costs
+   about a thousand short wake-ups a second and answers within about a millisecond. The
+   timeout is checked at every step. */
 #ifndef DT__DIST_SPIN_US
 #define DT__DIST_SPIN_US 100
 #endif
@@ -6163,13 +6162,13 @@ static void dt__dist_sleep_us(long us) { /* select: microseconds, declared in ev
 static void dt__dist_sleep_us(long us) { (void)us; dt__pause(0); }
 #endif
 
-/* Waits for the n requests at most `limit` seconds from t0 (MPI_Wtime). */
-static dt_status dt__dist_wait(const char *op, MPI_Request *req, int n, double t0, double limit) {
+/* Waits for req at most `limit` seconds from t0 (MPI_Wtime). */
+static dt_status dt__dist_wait(const char *op, MPI_Request *req, double t0, double limit) {
   long sleep_us = DT__DIST_SLEEP_MIN_US;
   int done = 0, rc, k;
   for (;;) {
     double waited;
-    if ((rc = MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE)) != MPI_SUCCESS) return dt__mpi_fail(op, "MPI_Testall", rc);
+    if ((rc = MPI_Test(req, &done, MPI_STATUS_IGNORE)) != MPI_SUCCESS) return dt__mpi_fail(op, "MPI_Test", rc);
     if (done) return DT_OK;
     waited = MPI_Wtime() - t0;
     if (waited > limit)
@@ -6190,56 +6189,19 @@ static dt_status dt__dist_wait(const char *op, MPI_Request *req, int n, double t
 }
 
 /* Every rank learns the largest and smallest of each of the n (<= 8) values; waits at
-   most DT_DIST_TIMEOUT seconds for the others. An all-reduce (MAX) of the values and their
-   negations made of nonblocking sends and receives (recursive doubling, as MPICH's
-   MPI_Allreduce: with p the largest power of two <= size and r = size - p, each even rank
-   below 2r first hands its values to the odd rank after it and gets the result back from
-   it at the end; the p others exchange with the rank whose index differs in bit 0, 1, ...
-   and keep the larger of each value). A small MPI_Iallreduce did the same but costs
-   several microseconds more in Open MPI's nonblocking collectives (its libnbc) than two
-   eager point-to-point messages of 128 bytes; the blocking MPI_Allreduce cannot time out.
-   Messages cannot cross between calls: on a communicator of its own (dt_dist_init's
-   duplicate, whose collectives use a separate context), each pair of ranks exchanges the
-   same sequence of messages in every call, and MPI keeps the order of a sender's messages. */
-#define DT__DIST_TAG 0x6474 /* "dt" */
-static void dt__dist_max_into(int64_t *acc, const int64_t *in, int m) {
-  int i;
-  for (i = 0; i < m; i++) if (in[i] > acc[i]) acc[i] = in[i];
-}
-static dt_status dt__dist_exchange(const char *op, const int64_t *out, int64_t *in, int m, int to, int from, double t0, double limit) {
-  MPI_Request req[2];
-  int rc, n = 0;
-  if (from >= 0 && (rc = MPI_Irecv(in, m, MPI_INT64_T, from, DT__DIST_TAG, dt__dist_comm, &req[n++])) != MPI_SUCCESS)
-    return dt__mpi_fail(op, "MPI_Irecv", rc);
-  if (to >= 0 && (rc = MPI_Isend(out, m, MPI_INT64_T, to, DT__DIST_TAG, dt__dist_comm, &req[n++])) != MPI_SUCCESS)
-    return dt__mpi_fail(op, "MPI_Isend", rc);
-  return dt__dist_wait(op, req, n, t0, limit);
-}
+   most DT_DIST_TIMEOUT seconds for the others. */
 static dt_status dt__dist_agree(const char *op, const int64_t *v, int n, int64_t *mx, int64_t *mn) {
-  int64_t buf[16], got[16];
+  int64_t buf[16];
+  MPI_Request req;
   long timeout = dt__env_long("DT_DIST_TIMEOUT");
-  double t0 = MPI_Wtime(), limit = timeout > 0 ? (double)timeout : 300.0;
-  int i, m = 2 * n, me = dt__dist_rank_v, size = dt__dist_size_v, p = 1, r, vr, mask;
+  double t0, limit = timeout > 0 ? (double)timeout : 300.0;
+  int i, rc;
   dt_status s;
   for (i = 0; i < n; i++) { buf[i] = v[i]; buf[n + i] = v[i] == INT64_MIN ? INT64_MAX : -v[i]; }
-  while (2 * p <= size) p *= 2;
-  r = size - p;
-  if (me < 2 * r && me % 2 == 0) { /* hands its values on, gets the result back */
-    if ((s = dt__dist_exchange(op, buf, NULL, m, me + 1, -1, t0, limit)) != DT_OK) return s;
-    if ((s = dt__dist_exchange(op, NULL, buf, m, -1, me + 1, t0, limit)) != DT_OK) return s;
-  } else {
-    if (me < 2 * r) {
-      if ((s = dt__dist_exchange(op, NULL, got, m, -1, me - 1, t0, limit)) != DT_OK) return s;
-      dt__dist_max_into(buf, got, m);
-    }
-    vr = me < 2 * r ? me / 2 : me - r;              /* its index among the p */
-    for (mask = 1; mask < p; mask *= 2) {
-      int pv = vr ^ mask, peer = pv < r ? 2 * pv + 1 : pv + r;
-      if ((s = dt__dist_exchange(op, buf, got, m, peer, peer, t0, limit)) != DT_OK) return s;
-      dt__dist_max_into(buf, got, m);
-    }
-    if (me < 2 * r && (s = dt__dist_exchange(op, buf, NULL, m, me - 1, -1, t0, limit)) != DT_OK) return s;
-  }
+  t0 = MPI_Wtime();
+  if ((rc = MPI_Iallreduce(MPI_IN_PLACE, buf, 2 * n, MPI_INT64_T, MPI_MAX, dt__dist_comm, &req)) != MPI_SUCCESS)
+    return dt__mpi_fail(op, "MPI_Iallreduce", rc);
+  if ((s = dt__dist_wait(op, &req, t0, limit)) != DT_OK) return s;
   for (i = 0; i < n; i++) { mx[i] = buf[i]; mn[i] = -buf[n + i]; }
   return DT_OK;
 }

@@ -25,7 +25,7 @@
       mean per call of the slowest rank.
    3. on the CPU, the same for MPI_Allreduce alone on the same memory (the "MPI" columns):
       the difference is what dt_all_reduce_ adds per call (its agreement on size, dtype and
-      op, an exchange of small nonblocking messages; README "More than one GPU").
+      op, one small MPI_Iallreduce; README "More than one GPU").
 
    algbw = S / time (GB = 1e9 bytes). busbw = algbw * 2(n-1)/n for n ranks: nccl-tests' bus
    bandwidth of an all-reduce (NVIDIA/nccl-tests, doc/PERFORMANCE.md: every element needs n-1
