@@ -9415,6 +9415,37 @@ static dt_status dt__cpu_random(int dev, int normal, uint64_t seed, uint64_t dra
    builds), on the pool for large parameters. */
 
 /* p[lo, hi) one step along g with buffers b1 (momentum, first moment) and b2 (second moment) */
+/* SGD's step on 32 bytes at a time, the same operations as the scalar loop after it: the scalar
+   loop, waiting on each parameter in turn, took a sixth of a 2-thread Fashion-MNIST MLP epoch (the
+   parameters it writes were last read by the other core). */
+#if DT__GEMM_VEC
+#define DT__OPTIM_SGD_VEC(T)                                                                                         \
+  {                                                                                                                  \
+    typedef T dt__ov __attribute__((vector_size(32)));                                                               \
+    enum { W = 32 / sizeof(T) };                                                                                     \
+    const dt__ov vz = {0}, vlr = vz + lr, vwd = vz + wd, vmom = vz + mom;                                            \
+    for (; i + W <= hi; i += W) {                                                                                    \
+      dt__ov d, pv, bv;                                                                                              \
+      memcpy(&d, g + i, sizeof d);                                                                                   \
+      memcpy(&pv, p + i, sizeof pv);                                                                                 \
+      if (l2) d = d + vwd * pv;                                                                                      \
+      if (use_mom) {                                                                                                 \
+        if (first) bv = d;                                                                                           \
+        else {                                                                                                       \
+          memcpy(&bv, b1 + i, sizeof bv);                                                                            \
+          bv = vmom * bv + d;                                                                                        \
+        }                                                                                                            \
+        memcpy(b1 + i, &bv, sizeof bv);                                                                              \
+        d = bv;                                                                                                      \
+      }                                                                                                              \
+      pv = pv - vlr * d;                                                                                             \
+      memcpy(p + i, &pv, sizeof pv);                                                                                 \
+    }                                                                                                                \
+  }
+#else
+#define DT__OPTIM_SGD_VEC(T)
+#endif
+
 #define DT__OPTIM_DEFINE(NAME, T, SQRT)                                                                              \
   static void NAME(const dt__optim_hp *h, T *p, T *b1, T *b2, const T *g, int64_t lo, int64_t hi) {                 \
     const T lr = (T)h->lr, wd = (T)h->weight_decay, mom = (T)h->momentum;                                            \
@@ -9425,7 +9456,9 @@ static dt_status dt__cpu_random(int dev, int normal, uint64_t seed, uint64_t dra
     int64_t i;                                                                                                       \
     if (h->kind == DT__OPT_SGD) {                                                                                    \
       const int use_mom = h->momentum != 0;                                                                          \
-      for (i = lo; i < hi; i++) {                                                                                    \
+      i = lo;                                                                                                        \
+      DT__OPTIM_SGD_VEC(T)                                                                                           \
+      for (; i < hi; i++) {                                                                                          \
         T d = g[i];                                                                                                  \
         if (l2) d = d + wd * p[i];                                                                                   \
         if (use_mom) { b1[i] = first ? d : mom * b1[i] + d; d = b1[i]; }                                             \
