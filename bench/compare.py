@@ -7,7 +7,7 @@ bench_cpu and bench_peers.py print (bench/run_cpu.sh feeds it several interleave
 Input lines: `<library> <case> seconds=<s> [median=<s>] ... threads=<n> blas=<name>`; anything else
 is ignored. Per library and case: the best `seconds` over all rounds counts, and the spread is
 how much slower the worst round's best was (max/min - 1, over rounds). The peer is the faster
-of NumPy and PyTorch on that case; the ratio is devtensor's speed over the peer's (higher is
+of NumPy and PyTorch (with all threads or with one) on that case; the ratio is devtensor's speed over the peer's (higher is
 better: 1.00x same speed). Targets (issue 13): the best peer's speed times
     add of 2^24, the 10x10 add                     1.0
     matmul 256..2048 (square)                      0.9
@@ -25,7 +25,7 @@ Standard library only.
 import re
 import sys
 
-PEERS = ("numpy", "torch")
+PEERS = ("numpy", "torch", "torch-1t")  # torch-1t: PyTorch on one thread (run_cpu.sh)
 
 
 def target(case):

@@ -1,6 +1,7 @@
 #!/bin/sh
 # make bench: devtensor's CPU benchmarks and its peers' (NumPy, PyTorch on the CPU), in interleaved
-# rounds in one run, then one table of ratios against the faster peer (bench/compare.py).
+# rounds in one run, then one table of ratios against the faster peer (bench/compare.py); PyTorch
+# runs twice, with all the threads and with one (torch-1t), and the faster counts.
 #   bench/run_cpu.sh BENCH_CPU PYTHON [rounds [samples [case-prefix]]]
 # The peers run with OpenBLAS at its best: this machine's environment may set OPENBLAS_CORETYPE and
 # OPENBLAS_L2_SIZE (which slow it down), so they are unset for them. Every library gets the same
@@ -27,6 +28,11 @@ while [ "$i" -le "$rounds" ]; do
   echo "round $i of $rounds"
   "$bin" "$samples" "$only" | tee -a "$out" || exit 1
   for lib in $peers; do peer "$lib" | tee -a "$out" || exit 1; done
+  # PyTorch at its best: on a shared VM its OpenMP spin-waiting can make 1 thread faster than 2
+  # (the MLP epoch: about 0.35 s against 0.9 s), so it also runs on one thread, as torch-1t
+  case " $peers " in
+    *" torch "*) OMP_NUM_THREADS=1 peer torch | sed 's/^torch /torch-1t /' | tee -a "$out" || exit 1 ;;
+  esac
   i=$((i + 1))
 done
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
