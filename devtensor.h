@@ -7168,16 +7168,6 @@ DT__EW_FILL(dt__fill_64, uint64_t)
 /* Vector kernels, defined once per variant by DT__EW_VARIANT(SUF, ATTR, BYTES).
    Vectors move to and from memory through memcpy (one unaligned load or store). */
 
-/* The vector part of y = f(a, b): u and w are loaded (LOAD_U, LOAD_W) W elements at a time and
-   VEXPR (of u, w) stored */
-#define DT__EW_VSTEP(V, VEXPR, LOAD_U, LOAD_W)                                                      \
-  for (; i + W <= n; i += W) {                                                                      \
-    V u, w;                                                                                         \
-    LOAD_U; LOAD_W;                                                                                 \
-    u = VEXPR;                                                                                      \
-    memcpy(y + i, &u, sizeof u);                                                                    \
-  }
-
 /* y = f(a, b), a dt__zip_fn: VEXPR of vectors u, w (vz: zeros), SEXPR of a[i * sa], b[i * sb];
    vectors where both are contiguous, or one side a broadcast scalar (sa or sb 0) */
 #define DT__EW_VZIP(NAME, ATTR, T, V, VEXPR, SEXPR)                                                 \
@@ -7187,14 +7177,15 @@ DT__EW_FILL(dt__fill_64, uint64_t)
     T *y = (T *)y_;                                                                                 \
     const V vz = {0};                                                                               \
     int64_t i = 0;                                                                                  \
-    if (sa == 1 && sb == 1) {                                                                       \
-      DT__EW_VSTEP(V, VEXPR, memcpy(&u, a + i, sizeof u), memcpy(&w, b + i, sizeof w))              \
-    } else if (sa == 1 && sb == 0) {                                                                \
-      const V ws = vz + b[0];                                                                       \
-      DT__EW_VSTEP(V, VEXPR, memcpy(&u, a + i, sizeof u), w = ws)                                   \
-    } else if (sa == 0 && sb == 1) {                                                                \
-      const V us = vz + a[0];                                                                       \
-      DT__EW_VSTEP(V, VEXPR, u = us, memcpy(&w, b + i, sizeof w))                                   \
+    if (n > 0 && (sa | sb) == 1 && (sa & ~(int64_t)1) == 0 && (sb & ~(int64_t)1) == 0) {            \
+      const V us = vz + a[0], ws = vz + b[0]; /* the broadcast side's value */                      \
+      for (; i + W <= n; i += W) {                                                                  \
+        V u = us, w = ws;                                                                           \
+        if (sa) memcpy(&u, a + i, sizeof u);                                                        \
+        if (sb) memcpy(&w, b + i, sizeof w);                                                        \
+        u = VEXPR;                                                                                  \
+        memcpy(y + i, &u, sizeof u);                                                                \
+      }                                                                                             \
     }                                                                                               \
     for (; i < n; i++) y[i] = SEXPR;                                                                \
   }
@@ -9415,15 +9406,18 @@ static dt_status dt__cpu_random(int dev, int normal, uint64_t seed, uint64_t dra
    builds), on the pool for large parameters. */
 
 /* p[lo, hi) one step along g with buffers b1 (momentum, first moment) and b2 (second moment) */
-/* SGD's step on 32 bytes at a time, the same operations as the scalar loop after it: the scalar
-   loop, waiting on each parameter in turn, took a sixth of a 2-thread Fashion-MNIST MLP epoch (the
-   parameters it writes were last read by the other core). */
+/* SGD's step on [lo, hi) 32 bytes at a time, the same operations per element as the scalar loop
+   in NAME below; returns where that loop goes on (the tail). The scalar loop alone, waiting on
+   each parameter in turn, took a sixth of a 2-thread Fashion-MNIST MLP epoch (the parameters it
+   writes were last read by the other core). */
 #if DT__GEMM_VEC
-#define DT__OPTIM_SGD_VEC(T)                                                                                         \
-  {                                                                                                                  \
+#define DT__OPTIM_DEFINE_SGD_VEC(NAME, T)                                                                            \
+  static int64_t NAME(const dt__optim_hp *h, T *p, T *b1, const T *g, int64_t lo, int64_t hi) {                     \
     typedef T dt__ov __attribute__((vector_size(32)));                                                               \
     enum { W = 32 / sizeof(T) };                                                                                     \
-    const dt__ov vz = {0}, vlr = vz + lr, vwd = vz + wd, vmom = vz + mom;                                            \
+    const dt__ov vz = {0}, vlr = vz + (T)h->lr, vwd = vz + (T)h->weight_decay, vmom = vz + (T)h->momentum;           \
+    const int l2 = h->weight_decay != 0, use_mom = h->momentum != 0, first = h->first;                               \
+    int64_t i = lo;                                                                                                  \
     for (; i + W <= hi; i += W) {                                                                                    \
       dt__ov d, pv, bv;                                                                                              \
       memcpy(&d, g + i, sizeof d);                                                                                   \
@@ -9441,12 +9435,20 @@ static dt_status dt__cpu_random(int dev, int normal, uint64_t seed, uint64_t dra
       pv = pv - vlr * d;                                                                                             \
       memcpy(p + i, &pv, sizeof pv);                                                                                 \
     }                                                                                                                \
+    return i;                                                                                                        \
   }
 #else
-#define DT__OPTIM_SGD_VEC(T)
+#define DT__OPTIM_DEFINE_SGD_VEC(NAME, T)                                                                            \
+  static int64_t NAME(const dt__optim_hp *h, T *p, T *b1, const T *g, int64_t lo, int64_t hi) {                     \
+    (void)h; (void)p; (void)b1; (void)g; (void)hi;                                                                   \
+    return lo;                                                                                                       \
+  }
 #endif
+DT__OPTIM_DEFINE_SGD_VEC(dt__sgd_vec_f32, float)
+DT__OPTIM_DEFINE_SGD_VEC(dt__sgd_vec_f64, double)
+#undef DT__OPTIM_DEFINE_SGD_VEC
 
-#define DT__OPTIM_DEFINE(NAME, T, SQRT)                                                                              \
+#define DT__OPTIM_DEFINE(NAME, T, SQRT, SGD_VEC)                                                                        \
   static void NAME(const dt__optim_hp *h, T *p, T *b1, T *b2, const T *g, int64_t lo, int64_t hi) {                 \
     const T lr = (T)h->lr, wd = (T)h->weight_decay, mom = (T)h->momentum;                                            \
     const T beta1 = (T)h->beta1, beta2 = (T)h->beta2, c1 = (T)(1.0 - h->beta1), c2 = (T)(1.0 - h->beta2);            \
@@ -9456,8 +9458,7 @@ static dt_status dt__cpu_random(int dev, int normal, uint64_t seed, uint64_t dra
     int64_t i;                                                                                                       \
     if (h->kind == DT__OPT_SGD) {                                                                                    \
       const int use_mom = h->momentum != 0;                                                                          \
-      i = lo;                                                                                                        \
-      DT__OPTIM_SGD_VEC(T)                                                                                           \
+      i = SGD_VEC(h, p, b1, g, lo, hi);                                                                              \
       for (; i < hi; i++) {                                                                                          \
         T d = g[i];                                                                                                  \
         if (l2) d = d + wd * p[i];                                                                                   \
@@ -9477,8 +9478,8 @@ static dt_status dt__cpu_random(int dev, int normal, uint64_t seed, uint64_t dra
       }                                                                                                              \
     }                                                                                                                \
   }
-DT__OPTIM_DEFINE(dt__optim_f32, float, sqrtf)
-DT__OPTIM_DEFINE(dt__optim_f64, double, sqrt)
+DT__OPTIM_DEFINE(dt__optim_f32, float, sqrtf, dt__sgd_vec_f32)
+DT__OPTIM_DEFINE(dt__optim_f64, double, sqrt, dt__sgd_vec_f64)
 #undef DT__OPTIM_DEFINE
 
 typedef struct dt__optim_job {
