@@ -7175,14 +7175,20 @@ DT__EW_FILL(dt__fill_64, uint64_t)
     enum { W = sizeof(V) / sizeof(T) };                                                             \
     const T *a = (const T *)a_, *b = (const T *)b_;                                                 \
     T *y = (T *)y_;                                                                                 \
-    const V vz = {0};                                                                               \
     int64_t i = 0;                                                                                  \
     if (n > 0 && (sa | sb) == 1 && (sa & ~(int64_t)1) == 0 && (sb & ~(int64_t)1) == 0) {            \
-      const V us = vz + a[0], ws = vz + b[0]; /* the broadcast side's value */                      \
-      for (; i + W <= n; i += W) {                                                                  \
-        V u = us, w = ws;                                                                           \
-        if (sa) memcpy(&u, a + i, sizeof u);                                                        \
-        if (sb) memcpy(&w, b + i, sizeof w);                                                        \
+      /* a broadcast side is read from W copies of its value that the loop does not step over */    \
+      const V vz = {0}; /* for VEXPR */                                                             \
+      T ab[W], bb[W];                                                                               \
+      const T *pa = sa ? a : ab, *pb = sb ? b : bb;                                                 \
+      const int64_t da = sa ? W : 0, db = sb ? W : 0;                                               \
+      int k;                                                                                        \
+      (void)vz;                                                                                     \
+      for (k = 0; k < W; k++) { ab[k] = a[0]; bb[k] = b[0]; }                                       \
+      for (; i + W <= n; i += W, pa += da, pb += db) {                                              \
+        V u, w;                                                                                     \
+        memcpy(&u, pa, sizeof u);                                                                   \
+        memcpy(&w, pb, sizeof w);                                                                   \
         u = VEXPR;                                                                                  \
         memcpy(y + i, &u, sizeof u);                                                                \
       }                                                                                             \
