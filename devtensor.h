@@ -7125,16 +7125,46 @@ static void dt__map_affine_f32(int64_t n, const void *x_, void *y_, double p0, d
 }
 
 /* axpy: y += p0 * x, p0 rounded to T (the map that reads y) */
-#define DT__EW_AXPY(NAME, T)                                                                        \
+/* y += alpha * x on [0, n) 32 bytes at a time where the compiler has vector extensions, the same
+   operations per element as the scalar loop in DT__EW_AXPY; returns where that loop goes on. The
+   scalar loop alone, waiting on y's elements in turn, was a sixth of bench_cpu's 2-thread MLP
+   epoch (its SGD step is dt_axpy_). */
+#if defined(__GNUC__) || defined(__clang__)
+#define DT__EW_DEFINE_AXPY_VEC(NAME, T)                                                             \
+  static int64_t NAME(int64_t n, const T *x, T *y, T al) {                                          \
+    typedef T dt__av __attribute__((vector_size(32)));                                              \
+    enum { W = 32 / sizeof(T) };                                                                    \
+    const dt__av vz = {0}, va = vz + al;                                                            \
+    int64_t i = 0;                                                                                  \
+    for (; i + W <= n; i += W) {                                                                    \
+      dt__av xv, yv;                                                                                \
+      memcpy(&xv, x + i, sizeof xv);                                                                \
+      memcpy(&yv, y + i, sizeof yv);                                                                \
+      yv = yv + va * xv;                                                                            \
+      memcpy(y + i, &yv, sizeof yv);                                                                \
+    }                                                                                               \
+    return i;                                                                                       \
+  }
+#else
+#define DT__EW_DEFINE_AXPY_VEC(NAME, T)                                                             \
+  static int64_t NAME(int64_t n, const T *x, T *y, T al) {                                          \
+    (void)n; (void)x; (void)y; (void)al;                                                            \
+    return 0;                                                                                       \
+  }
+#endif
+DT__EW_DEFINE_AXPY_VEC(dt__axpy_vec_f32, float)
+DT__EW_DEFINE_AXPY_VEC(dt__axpy_vec_f64, double)
+
+#define DT__EW_AXPY(NAME, T, VEC)                                                                   \
   static void NAME(int64_t n, const void *x_, void *y_, double p0, double p1) {                     \
     const T *x = (const T *)x_, al = (T)p0;                                                         \
     T *y = (T *)y_;                                                                                 \
     int64_t i;                                                                                      \
     (void)p1;                                                                                       \
-    for (i = 0; i < n; i++) y[i] += al * x[i];                                                      \
+    for (i = VEC(n, x, y, al); i < n; i++) y[i] += al * x[i];                                       \
   }
-DT__EW_AXPY(dt__map_axpy_f32, float)
-DT__EW_AXPY(dt__map_axpy_f64, double)
+DT__EW_AXPY(dt__map_axpy_f32, float, dt__axpy_vec_f32)
+DT__EW_AXPY(dt__map_axpy_f64, double, dt__axpy_vec_f64)
 #undef DT__EW_AXPY
 
 #define DT__EW_CONV(NAME, S, D, EXPR)                                                               \

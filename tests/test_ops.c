@@ -489,6 +489,19 @@ static void test_fill_axpy(dt_device dev) {
   for (i = 0; i < 90000; i++) bad += fabs(r[i] - (vy[i] - 0.5 * vx[i])) > 1e-6;
   T_CHECK(bad == 0);
   free(r); free(vy); free(vx);
+  { /* 13 elements, F32 and F64: the vector loop and its scalar tail */
+    int t;
+    for (t = 0; t < 2; t++) {
+      dt_tensor *a = make(dt_shape1(13), t ? DT_F64 : DT_F32, 3, dev), *b = make(dt_shape1(13), t ? DT_F64 : DT_F32, 4, dev);
+      double *va = values(a), *vb = values(b), *vr;
+      T_CHECK(dt_axpy_(a, 2.5, b) == DT_OK);
+      vr = values(a);
+      for (i = 0, bad = 0; i < 13; i++) bad += fabs(vr[i] - (va[i] + 2.5 * vb[i])) > (t ? 1e-12 : 1e-6);
+      T_CHECK_MSG(bad == 0, "axpy of 13 %s elements: %d wrong", t ? "float64" : "float32", bad);
+      free(va); free(vb); free(vr);
+      dt_release(a); dt_release(b);
+    }
+  }
   {
     dt_tensor *z = dt_zeros(dt_shape2(3000, 30), dev), *i32 = dt_cast(x, DT_I32);
     T_CHECK(dt_axpy_(z, 1, x) == DT_ERR_SHAPE);
