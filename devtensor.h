@@ -947,6 +947,15 @@ static int dt__atomic_cas(volatile void *p, void *expected, long long desired, s
 #error "devtensor: no atomics for this compiler (GCC/Clang __atomic builtins or MSVC Interlocked intrinsics)"
 #endif
 
+/* One pause instruction, for spin-waits (the pool's workers, a collective's first microseconds). */
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#define DT__CPU_RELAX() __builtin_ia32_pause()
+#elif (defined(__GNUC__) || defined(__clang__)) && defined(__aarch64__)
+#define DT__CPU_RELAX() __asm__ __volatile__("yield")
+#else
+#define DT__CPU_RELAX() ((void)0)
+#endif
+
 /* Giving the processor away while waiting for another thread: the first
    waits yield, later ones sleep a millisecond or two (a GPU driver can take a
    second to answer its first query). */
@@ -6141,13 +6150,6 @@ static dt_status dt__dist_check(const char *op, const dt_tensor *t) {
 #ifndef DT__DIST_SLEEP_MAX_US
 #define DT__DIST_SLEEP_MAX_US 1000
 #endif
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
-#define DT__DIST_RELAX() __builtin_ia32_pause()
-#elif (defined(__GNUC__) || defined(__clang__)) && defined(__aarch64__)
-#define DT__DIST_RELAX() __asm__ __volatile__("yield")
-#else
-#define DT__DIST_RELAX() ((void)0)
-#endif
 #if defined(_WIN32)
 static void dt__dist_sleep_us(long us) { (void)us; dt__pause(64); } /* Sleep(1): Windows sleeps whole milliseconds */
 #elif defined(__unix__) || defined(__unix) || defined(__APPLE__)
@@ -6178,7 +6180,7 @@ static dt_status dt__dist_wait(const char *op, MPI_Request *req, double t0, doub
                       "collective; a rank has failed or is in another call. The process group is unusable now: end the program",
                       op, dt__dist_rank_v, limit);
     if (waited < DT__DIST_SPIN_US * 1e-6) {
-      for (k = 0; k < 16; k++) DT__DIST_RELAX();
+      for (k = 0; k < 16; k++) DT__CPU_RELAX();
     } else if (waited < DT__DIST_YIELD_US * 1e-6) {
       dt__pause(0);
     } else {
@@ -6813,13 +6815,6 @@ static pthread_once_t dt__pool_once = PTHREAD_ONCE_INIT;
 #ifndef DT__POOL_SPIN
 #define DT__POOL_SPIN 2000
 #endif
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
-#define DT__CPU_RELAX() __builtin_ia32_pause()
-#elif (defined(__GNUC__) || defined(__clang__)) && defined(__aarch64__)
-#define DT__CPU_RELAX() __asm__ __volatile__("yield")
-#else
-#define DT__CPU_RELAX() ((void)0)
-#endif
 
 /* Runs chunks of the job until none is left: those of range `home` (mod nranges) first, then
    the other ranges' in turn. w: the thread's index in the job (for fnw). */
@@ -7124,7 +7119,6 @@ static void dt__map_affine_f32(int64_t n, const void *x_, void *y_, double p0, d
   for (i = 0; i < n; i++) y[i] = a * x[i] + b;
 }
 
-/* axpy: y += p0 * x, p0 rounded to T (the map that reads y) */
 /* y += alpha * x on [0, n) 32 bytes at a time where the compiler has vector extensions, the same
    operations per element as the scalar loop in DT__EW_AXPY; returns where that loop goes on. The
    scalar loop alone, waiting on y's elements in turn, was a sixth of bench_cpu's 2-thread MLP
@@ -7155,6 +7149,7 @@ static void dt__map_affine_f32(int64_t n, const void *x_, void *y_, double p0, d
 DT__EW_DEFINE_AXPY_VEC(dt__axpy_vec_f32, float)
 DT__EW_DEFINE_AXPY_VEC(dt__axpy_vec_f64, double)
 
+/* axpy: y += p0 * x, p0 rounded to T (the map that reads y) */
 #define DT__EW_AXPY(NAME, T, VEC)                                                                   \
   static void NAME(int64_t n, const void *x_, void *y_, double p0, double p1) {                     \
     const T *x = (const T *)x_, al = (T)p0;                                                         \
@@ -7355,7 +7350,6 @@ DT__EW_FILL(dt__fill_64, uint64_t)
     for (; i < n; i++) y[i] = x;                                                                    \
   }
 
-/* 16 partial sums in double; VH: half as many lanes of T as VD has doubles' bytes / 8 */
 /* Asks GCC to unroll a short loop over an array of vectors, so that the array lives in registers. */
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8
 #define DT__UNROLL8 _Pragma("GCC unroll 8")
@@ -7363,6 +7357,7 @@ DT__EW_FILL(dt__fill_64, uint64_t)
 #define DT__UNROLL8
 #endif
 
+/* 16 partial sums in double; VH: half as many lanes of T as VD has doubles' bytes / 8 */
 #define DT__EW_VSUM16(NAME, ATTR, T, VH, VD)                                                        \
   ATTR static void NAME(int64_t n, const void *x_, int sq, double acc[16]) {                        \
     enum { L = sizeof(VD) / sizeof(double), Q = 16 / L };                                           \
@@ -7403,7 +7398,6 @@ DT__EW_FILL(dt__fill_64, uint64_t)
     for (; i < n; i++) y[i] = (D)x[i];                                                              \
   }
 
-/* Every vector kernel for one variant: BYTES-wide vectors, function attributes ATTR. */
 /* relu (NAME) and its gradient (GNAME: y = a where b > 0, else 0) on F32, without a branch: with
    the signs of a layer's pre-activations random, the scalar loops mispredicted half their
    branches (relu of 65536 floats took 240 us, an add of the same 4 us). A NaN stays a NaN. */
@@ -7427,6 +7421,7 @@ DT__EW_FILL(dt__fill_64, uint64_t)
   }                                                                                                 \
   DT__EW_VZIP(GNAME, ATTR, float, VF, (VF)((VI)(w > vz) & (VI)u), b[i * sb] > 0.0f ? a[i * sa] : 0.0f)
 
+/* Every vector kernel for one variant: BYTES-wide vectors, function attributes ATTR. */
 #define DT__EW_VARIANT(SUF, ATTR, BYTES)                                                            \
   typedef float dt__vf##SUF __attribute__((vector_size(BYTES)));                                    \
   typedef uint32_t dt__vi##SUF __attribute__((vector_size(BYTES)));                                 \
@@ -8446,17 +8441,14 @@ DT__GEMM_DEFINE_TR4(dt__gemm_tr4_f64, double)
           for (; i < w; i++) d[i] = sp[i];                                                          \
           for (; i < r; i++) d[i] = 0;                                                              \
         }                                                                                           \
-      } else if (cs == 1) { /* p contiguous: four x at a time, each read in one sequential run */  \
-        for (i = 0; i + 4 <= w; i += 4) TR4(s + i * rs, rs, kc, r, dst + i);                       \
-        for (; i < w; i++)                                                                          \
-          for (p = 0; p < kc; p++) dst[p * r + i] = s[i * rs + p];                                  \
-        for (i = w; i < r; i++)                                                                     \
-          for (p = 0; p < kc; p++) dst[p * r + i] = 0;                                              \
-      } else { /* general: walk each x, 64 depths at a time */                                      \
+      } else {                                                                                      \
         int64_t p0, p1;                                                                             \
-        for (p0 = 0; p0 < kc; p0 = p1) {                                                            \
+        int x1 = 0; /* the x packed by TR4 */                                                       \
+        if (cs == 1) /* p contiguous: four x at a time, each read in one sequential run */          \
+          for (; x1 + 4 <= w; x1 += 4) TR4(s + x1 * rs, rs, kc, r, dst + x1);                       \
+        for (p0 = 0; p0 < kc; p0 = p1) { /* the other x: each one, 64 depths at a time */           \
           p1 = p0 + 64 < kc ? p0 + 64 : kc;                                                         \
-          for (i = 0; i < w; i++) {                                                                 \
+          for (i = x1; i < w; i++) {                                                                \
             const T *sx = s + i * rs;                                                               \
             T *d = dst + i;                                                                         \
             for (p = p0; p < p1; p++) d[p * r] = sx[p * cs];                                        \
@@ -9441,7 +9433,6 @@ static dt_status dt__cpu_random(int dev, int normal, uint64_t seed, uint64_t dra
    rounded to T at every operation in PyTorch's order (multiply, then add: no FMA in ISO C
    builds), on the pool for large parameters. */
 
-/* p[lo, hi) one step along g with buffers b1 (momentum, first moment) and b2 (second moment) */
 /* SGD's step on [lo, hi) 32 bytes at a time, the same operations per element as the scalar loop
    in NAME below; returns where that loop goes on (the tail). The scalar loop alone, waiting on
    each parameter in turn, took a sixth of a 2-thread Fashion-MNIST MLP epoch (the parameters it
@@ -9484,6 +9475,7 @@ DT__OPTIM_DEFINE_SGD_VEC(dt__sgd_vec_f32, float)
 DT__OPTIM_DEFINE_SGD_VEC(dt__sgd_vec_f64, double)
 #undef DT__OPTIM_DEFINE_SGD_VEC
 
+/* p[lo, hi) one step along g with buffers b1 (momentum, first moment) and b2 (second moment) */
 #define DT__OPTIM_DEFINE(NAME, T, SQRT, SGD_VEC)                                                                        \
   static void NAME(const dt__optim_hp *h, T *p, T *b1, T *b2, const T *g, int64_t lo, int64_t hi) {                 \
     const T lr = (T)h->lr, wd = (T)h->weight_decay, mom = (T)h->momentum;                                            \
