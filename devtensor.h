@@ -8868,39 +8868,59 @@ static int64_t dt__gemm_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t dt__gemm_max(int64_t a, int64_t b) { return a > b ? a : b; }
 static int64_t dt__gemm_roundup(int64_t a, int64_t r) { return (a + r - 1) / r * r; }
 
+/* Most threads that pack their own rows of A (dt__gemm_blocked). */
+#define DT__GEMM_PRIV_MAX 64
 /* Largest packed copy of A (bytes) kept at once; bigger A is done in slabs of rows. */
 #ifndef DT__GEMM_ABYTES
 #define DT__GEMM_ABYTES ((size_t)16 << 20)
 #endif
 
-/* One task of a slab of dt__gemm_blocked: the rows r0..r1 of the slab, the columns jc..jc+nc of C;
-   bbuf: this thread's buffer for B's panels. */
+/* One task of a slab of dt__gemm_blocked: the rows r0..r1 of the slab, the columns jc..jc+nc of C. */
 typedef struct dt__gemm_slab {
   const dt__gemm_plan *pl;
   int64_t k, n, kc, ncol, ncw, rpt, sm, smp, s0, rsb, csb;
-  const char *abuf;
+  const char *abuf; /* A's slab packed (see dt__gemm_apack), or NULL: each thread packs its rows in apriv */
   double alpha, beta;
   const void *b;
   void *c;
   char *bbuf;  /* thread w's B buffer: bbuf + w * bsz */
   size_t bsz;
+  const char *a;  /* with apriv: row s0 of op(A), element (i, p) at a[i * rsa + p * csa] */
+  int64_t rsa, csa;
+  char *apriv;    /* thread w's A buffer: apriv + w * asz, holding the rows of row task aown[w] */
+  size_t asz;
+  int64_t *aown;
 } dt__gemm_slab;
 
-static void dt__gemm_task(const dt__gemm_slab *g, int64_t t, char *bbuf) {
+/* Task t of a slab, on the pool's thread w (the caller is 0). */
+static void dt__gemm_task(const dt__gemm_slab *g, int64_t t, int w) {
   const dt__gemm_plan *pl = g->pl;
   const size_t es = pl->es;
   const int mr = pl->mr, nr = pl->nr;
   const int64_t r0 = t / g->ncol * g->rpt, r1 = dt__gemm_min(g->sm, r0 + g->rpt); /* rows of the slab */
   const int64_t jc = t % g->ncol * g->ncw, nc = dt__gemm_min(g->ncw, g->n - jc); /* columns of C */
-  int64_t p0, jr, ir;
+  char *bbuf = g->bbuf + (size_t)w * g->bsz;
+  const char *abuf = g->abuf;
+  int64_t p0, jr, ir, astr = g->smp, arow = 0; /* A's depth block p0 at abuf + astr * p0, row ir's panel at (ir - arow) * kc */
+  if (!abuf) { /* this thread's copy of A's rows r0..r1, packed when its last task had other rows */
+    char *ab = g->apriv + (size_t)w * g->asz;
+    astr = dt__gemm_roundup(r1 - r0, mr); arow = r0;
+    if (g->aown[w] != t / g->ncol) {
+      for (p0 = 0; p0 < g->k; p0 += g->kc)
+        pl->pack(r1 - r0, dt__gemm_min(g->kc, g->k - p0), g->a + (size_t)(r0 * g->rsa + p0 * g->csa) * es, g->rsa,
+                 g->csa, mr, ab + (size_t)(astr * p0) * es);
+      g->aown[w] = t / g->ncol;
+    }
+    abuf = ab;
+  }
   for (p0 = 0; p0 < g->k; p0 += g->kc) {
     const int64_t kcur = dt__gemm_min(g->kc, g->k - p0);
     const double bet = p0 == 0 ? g->beta : 1.0;
-    const char *ap = g->abuf + (size_t)(g->smp * p0) * es;
+    const char *ap = abuf + (size_t)(astr * p0) * es;
     /* pack B(p0:p0+kcur, jc:jc+nc) */
     pl->pack(nc, kcur, (const char *)g->b + (size_t)(p0 * g->rsb + jc * g->csb) * es, g->csb, g->rsb, nr, bbuf);
     for (ir = r0; ir < r1; ir += mr) { /* A's micro-panel stays in L1, B's panels stream from L2 */
-      const char *pa = ap + (size_t)(ir * kcur) * es;
+      const char *pa = ap + (size_t)((ir - arow) * kcur) * es;
       char *cr = (char *)g->c + (size_t)((g->s0 + ir) * g->n + jc) * es;
       const int mrr = (int)dt__gemm_min(mr, g->sm - ir);
       for (jr = 0; jr < nc; jr += nr)
@@ -8913,7 +8933,7 @@ static void dt__gemm_task(const dt__gemm_slab *g, int64_t t, char *bbuf) {
 /* Tasks [lo, hi) of a slab on the pool's thread w. */
 static void dt__gemm_slab_task(void *ctx, int64_t lo, int64_t hi, int w) {
   const dt__gemm_slab *g = (const dt__gemm_slab *)ctx;
-  for (; lo < hi; lo++) dt__gemm_task(g, lo, g->bbuf + (size_t)w * g->bsz);
+  for (; lo < hi; lo++) dt__gemm_task(g, lo, w);
 }
 
 /* Packing a slab of A: task t packs DT__GEMM_APACK_PANELS micro-panels of depth block t % nkb. */
@@ -8960,6 +8980,8 @@ static int dt__gemm_blocked(const dt__gemm_plan *pl, int64_t m, int64_t n, int64
   int64_t ms = (int64_t)(DT__GEMM_ABYTES / ((size_t)k * es)) / mr * mr;   /* rows per slab */
   int64_t nrow = 1;                                                       /* row tasks per slab */
   int nt = 1, nbuf;                                                       /* threads, B buffers */
+  int priv;                                                               /* A packed per row task */
+  int64_t aown[DT__GEMM_PRIV_MAX];
   size_t asz, bsz, rawsz;
   char *raw, *abuf;
   int64_t s0;
@@ -8999,6 +9021,14 @@ static int dt__gemm_blocked(const dt__gemm_plan *pl, int64_t m, int64_t n, int64
   nbuf = nt > 1 ? dt__pool_threads() : 1;
   if (nbuf > nt) nbuf = nt;
   asz = ((size_t)(ms * k) * es + 63) & ~(size_t)63;
+  /* with row tasks, each thread packs the rows of A of its tasks itself, in its own buffer (on a
+     VM whose two cores sit on two L3s, a shared packing phase was slower than one thread's) */
+  priv = 0;
+  if (nrow > 1 && nbuf > 1 && nbuf <= DT__GEMM_PRIV_MAX) {
+    const int64_t rpt0 = (dt__gemm_roundup(dt__gemm_min(ms, m), mr) / mr + nrow - 1) / nrow * mr; /* the first slab's */
+    const size_t psz = ((size_t)(rpt0 * k) * es + 63) & ~(size_t)63;
+    if ((size_t)nbuf * psz <= DT__GEMM_ABYTES) { priv = 1; asz = (size_t)nbuf * psz; }
+  }
   bsz = ((size_t)(kc * ncw) * es + 63) & ~(size_t)63;
   rawsz = asz + (size_t)nbuf * bsz + 64;
   raw = (char *)DT__GEMM_MALLOC(rawsz);
@@ -9014,7 +9044,7 @@ static int dt__gemm_blocked(const dt__gemm_plan *pl, int64_t m, int64_t n, int64
     int64_t t;
     /* pack A(s0:s0+sm, :): depth block pc at abuf + smp * pc, its panel i at + i * kcur; with the
        pool, in parallel (packed by one thread it took about a tenth of a 2-thread 512^3 product) */
-    {
+    if (!priv) {
       dt__gemm_apack q;
       q.pl = pl; q.a = (const char *)a + (size_t)(s0 * rsa) * es; q.rsa = rsa; q.csa = csa; q.sm = sm; q.smp = smp;
       q.k = k; q.kc = kc; q.nkb = (k + kc - 1) / kc; q.abuf = abuf;
@@ -9026,8 +9056,15 @@ static int dt__gemm_blocked(const dt__gemm_plan *pl, int64_t m, int64_t n, int64
       g.pl = pl; g.k = k; g.n = n; g.kc = kc; g.ncol = ncol; g.ncw = ncw; g.rpt = rpt; g.sm = sm; g.smp = smp;
       g.s0 = s0; g.abuf = abuf; g.alpha = alpha; g.beta = beta; g.b = b; g.rsb = rsb; g.csb = csb; g.c = c;
       g.bbuf = abuf + asz; g.bsz = bsz;
+      g.a = (const char *)a + (size_t)(s0 * rsa) * es; g.rsa = rsa; g.csa = csa; g.aown = aown;
+      g.apriv = priv ? abuf : NULL; g.asz = asz / (size_t)nbuf;
+      if (priv) {
+        int w;
+        g.abuf = NULL;
+        for (w = 0; w < nbuf; w++) aown[w] = -1;
+      }
       if (nbuf == 1) { /* a plain loop: no job for the pool */
-        for (t = 0; t < nrt * ncol; t++) dt__gemm_task(&g, t, g.bbuf);
+        for (t = 0; t < nrt * ncol; t++) dt__gemm_task(&g, t, 0);
       } else
         dt__par_for_w(nrt * ncol, 1, nbuf, dt__gemm_slab_task, &g);
     }
