@@ -2860,6 +2860,11 @@ DTDEF dt_status dt_empty_cache(dt_device d) {
    (no layer holds its input) and dt_backward refuses. */
 
 static DT__TLS int dt__no_grad; /* 0 (the default): grad enabled */
+/* Set by a linear layer's forward around its product x W^T: the CPU gemm's threads split C by
+   columns (W's rows) into contiguous parts, as the optimizer's step, and the product g^T x for
+   W's gradient, split W by rows; so each core reads the rows of W that it last wrote (see
+   dt__gemm_blocked). */
+static DT__TLS int dt__gemm_by_cols;
 
 DTDEF int dt_set_grad_enabled(int enabled) {
   int prev = !dt__no_grad;
@@ -3323,9 +3328,12 @@ static dt_tensor *dt__forward(const char *op, dt_module *m, const dt_tensor *x, 
         memset(&g, 0, sizeof g);
         g.ndim = 2; g.numel = y->numel; g.dims[0] = x->shape.dims[0]; g.dims[1] = m->out; g.astride[1] = 1;
         s = dt__be(m->device)->binary(m->device.index, DT__B_COPY_A, m->dtype, &g, m->bias->st->ptr, m->bias->st->ptr, y->st->ptr);
-        if (s == DT_OK)
+        if (s == DT_OK) {
+          dt__gemm_by_cols = 1;
           s = dt__be(m->device)->gemm(m->device.index, m->dtype, 0, 1, 1, x->shape.dims[0], m->out, m->in, 1.0,
                                       x->st->ptr, 0, m->weight->st->ptr, 0, 1.0, y->st->ptr, 0);
+          dt__gemm_by_cols = 0;
+        }
         if (!(y = dt__done(op, y, s))) return NULL;
       }
       if (!dt__no_grad) { /* what backward needs; with grad disabled nothing (dt_forward dropped the last) */
@@ -9015,16 +9023,21 @@ static int dt__gemm_blocked(const dt__gemm_plan *pl, int64_t m, int64_t n, int64
     ncw = dt__gemm_min(ncw, dt__gemm_max(4 * nr, dt__gemm_roundup((n + 4 * nt - 1) / (4 * nt), nr)));
     if ((n + ncw - 1) / ncw < 4 * (int64_t)nt)
       nrow = dt__gemm_max(1, dt__gemm_min((4 * (int64_t)nt * ncw + n - 1) / n, dt__gemm_min(ms, m) / 128));
+    if (dt__gemm_by_cols) { /* a linear layer's x W^T: two column tasks per thread, each thread's W rows its own */
+      ncw = dt__gemm_roundup((n + 2 * nt - 1) / (2 * nt), nr);
+      nrow = 1;
+    }
   }
   ncol = (n + ncw - 1) / ncw;
   /* the tasks are partitioned for nt threads; B buffers for as many as the pool has */
   nbuf = nt > 1 ? dt__pool_threads() : 1;
   if (nbuf > nt) nbuf = nt;
   asz = ((size_t)(ms * k) * es + 63) & ~(size_t)63;
-  /* with row tasks, each thread packs the rows of A of its tasks itself, in its own buffer (on a
-     VM whose two cores sit on two L3s, a shared packing phase was slower than one thread's) */
+  /* with row tasks, or split by columns for a linear layer, each thread packs the rows of A of its
+     tasks itself, in its own buffer (on a VM whose two cores sit on two L3s, a shared packing phase
+     was slower than one thread's) */
   priv = 0;
-  if (nrow > 1 && nbuf > 1 && nbuf <= DT__GEMM_PRIV_MAX) {
+  if ((nrow > 1 || dt__gemm_by_cols) && nbuf > 1 && nbuf <= DT__GEMM_PRIV_MAX) {
     const int64_t rpt0 = (dt__gemm_roundup(dt__gemm_min(ms, m), mr) / mr + nrow - 1) / nrow * mr; /* the first slab's */
     const size_t psz = ((size_t)(rpt0 * k) * es + 63) & ~(size_t)63;
     if ((size_t)nbuf * psz <= DT__GEMM_ABYTES) { priv = 1; asz = (size_t)nbuf * psz; }

@@ -236,11 +236,15 @@ int main(void) {
         }
         t_run(name, medium ? P_BUILTIN : P_BLOCKED, &pl, dbl, medium);
       }
-      if (medium) { /* the driver with shallow depth blocks: several per product, B shared or not */
+      if (medium) { /* the driver with shallow depth blocks: several per product, A packed by each thread or not */
         dt__gemm_plan_best(dbl, &pl);
         pl.kc = 64;
         snprintf(name, sizeof name, "%s_kc64_%s", g, sz);
         t_run(name, P_BLOCKED, &pl, dbl, medium);
+        dt__gemm_by_cols = 1; /* as a linear layer's forward asks: C split by columns among the threads */
+        snprintf(name, sizeof name, "%s_by_cols_%s", g, sz);
+        t_run(name, P_ENTRY, NULL, dbl, medium);
+        dt__gemm_by_cols = 0;
       }
     }
 #ifdef _OPENMP
