@@ -112,9 +112,10 @@ static void test_softmax_every_dim(dt_device dev) {
 /* Shapes that take the other kernels (long rows: a block per row on a GPU; many short rows;
    columns), against softmax in double computed here. */
 static void test_softmax_shapes(dt_device dev) {
-  static const int64_t shp[3][3] = {{3, 1500, 1}, {1200, 5, 1}, {4, 300, 3}};
+  /* the last: columns in tiles (of 64 on the CPU) with a part-filled last one */
+  static const int64_t shp[4][3] = {{3, 1500, 1}, {1200, 5, 1}, {4, 300, 3}, {2, 40, 150}};
   int c;
-  for (c = 0; c < 3; c++) { /* fewer rows on a GPU: the emulator runs warps as fibers, slowly */
+  for (c = 0; c < 4; c++) { /* fewer rows on a GPU: the emulator runs warps as fibers, slowly */
     int64_t o = dev.type == DT_CPU ? shp[c][0] : (shp[c][0] + 4) / 5, len = shp[c][1], in = shp[c][2], n = o * len * in, oi, r, i;
     float *x = (float *)malloc((size_t)n * sizeof(float));
     double *want = (double *)malloc((size_t)n * sizeof(double)), *lwant = (double *)malloc((size_t)n * sizeof(double));
