@@ -2865,6 +2865,10 @@ static DT__TLS int dt__no_grad; /* 0 (the default): grad enabled */
    W's gradient, split W by rows; so each core reads the rows of W that it last wrote (see
    dt__gemm_blocked). */
 static DT__TLS int dt__gemm_by_cols;
+/* Set by the trainer around dt_backward_params: each parameter's gradient is written, not added to,
+   which is what dt_zero_grad and then dt_backward_params give (a module has one owner, so each
+   gradient gets one term), without a pass to zero them first. */
+static DT__TLS int dt__grad_assign;
 
 DTDEF int dt_set_grad_enabled(int enabled) {
   int prev = !dt__no_grad;
@@ -3454,11 +3458,18 @@ static dt_status dt__backward(const char *op, dt_module *m, const dt_tensor *g, 
       int64_t n = m->input->shape.dims[0];
       dt_tensor *gb, *x = NULL;
       s = DT_OK;
-      /* gW (out, in) += g^T x; gb (out,) += sum over rows of g; gx (n, in) = g W */
+      /* gW (out, in) += g^T x; gb (out,) += sum over rows of g; gx (n, in) = g W (with dt__grad_assign,
+         gW = and gb = ) */
       if (gx && !(x = dt__new(op, m->input->shape, m->dtype, m->device))) return dt_last_status();
       if (!(gb = dt__reduce(op, DT__R_SUM, g, 1, n, m->out, m->bias->shape))) { dt_release(x); return dt_last_status(); }
-      if (n > 0) s = be->gemm(dev, m->dtype, 1, 0, 1, m->out, m->in, n, 1.0, g->st->ptr, 0, m->input->st->ptr, 0, 1.0, m->gweight->st->ptr, 0);
-      if (s == DT_OK) s = be->axpy(dev, m->dtype, m->out, 1.0, gb->st->ptr, m->gbias->st->ptr);
+      if (n > 0)
+        s = be->gemm(dev, m->dtype, 1, 0, 1, m->out, m->in, n, 1.0, g->st->ptr, 0, m->input->st->ptr, 0,
+                     dt__grad_assign ? 0.0 : 1.0, m->gweight->st->ptr, 0);
+      else if (dt__grad_assign)
+        s = be->fill(dev, m->dtype, m->gweight->numel, 0.0, m->gweight->st->ptr);
+      if (s == DT_OK && dt__grad_assign)
+        s = be->copy(dev, m->gbias->st->ptr, dev, gb->st->ptr, (size_t)m->out * dt_dtype_size(m->dtype));
+      else if (s == DT_OK) s = be->axpy(dev, m->dtype, m->out, 1.0, gb->st->ptr, m->gbias->st->ptr);
       if (s == DT_OK && x && x->numel > 0) s = be->gemm(dev, m->dtype, 0, 0, 1, n, m->in, m->out, 1.0, g->st->ptr, 0, m->weight->st->ptr, 0, 0.0, x->st->ptr, 0);
       dt_release(gb);
       if (!gx) return s == DT_OK ? DT_OK : dt__backend_fail(op, m->device, s);
@@ -4979,8 +4990,14 @@ static dt_status dt__trainer_step(dt_trainer *tr, dt__replicas *rep, dt_module *
   if (!(pred = dt_forward(m, xb))) return dt_last_status();
   if ((s = dt__tr_accumulate(tr, pred, yb, sums)) == DT_OK) {
     g = tr->loss_fn == DT_LOSS_CROSS_ENTROPY ? dt_cross_entropy_grad(pred, yb) : dt_mse_loss_grad(pred, yb);
-    /* the minibatch needs no gradient: dt_backward_params skips the first layer's g W */
-    if (!g || dt_zero_grad(m) != DT_OK || dt_backward_params(m, g) != DT_OK) s = dt_last_status();
+    /* the minibatch needs no gradient: dt_backward_params skips the first layer's g W; the
+       gradients are written, as after dt_zero_grad, without zeroing them first */
+    if (g) {
+      dt__grad_assign = 1;
+      s = dt_backward_params(m, g);
+      dt__grad_assign = 0;
+    }
+    if (!g || s != DT_OK) s = dt_last_status();
     else s = tr->optimizer ? dt_optimizer_step(tr->optimizer) : dt_sgd_step(m, tr->lr);
   }
   dt_release(pred); dt_release(g);
