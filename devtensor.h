@@ -8378,9 +8378,10 @@ static void *dt__gemm_scratch_get(size_t sz) {
 /* Kernel families, in dt__gemm_plan_get's order of preference. */
 enum { DT__GEMM_ISA_C = 0, DT__GEMM_ISA_AVX2 = 1, DT__GEMM_ISA_AVX512 = 2, DT__GEMM_ISA_COUNT = 3 };
 
-/* c: (mr, nr) tile of C with row stride ldc; pa: (kc, MR) packed; pb: (kc, NR) packed.
+/* c: (mr, nr) tile of C with row stride ldc; pa: (kc, MR) packed; pb: kc rows of NR, ldb apart (NR:
+   packed; or op(B)'s own rows, read in place, when they are contiguous and nr == NR).
    c = alpha * pa^T @ pb + beta * c on the first mr rows and nr columns; beta == 0: c is not read. */
-typedef void (*dt__gemm_kern_fn)(int64_t kc, const void *pa, const void *pb, void *c, int64_t ldc,
+typedef void (*dt__gemm_kern_fn)(int64_t kc, const void *pa, const void *pb, int64_t ldb, void *c, int64_t ldc,
                                  int mr, int nr, double alpha, double beta);
 /* src: element (x, p) at src[x * rs + p * cs], x < rows, p < kc.
    dst: ceil(rows / r) panels of (kc, r), zero padded: panel q holds dst[(q * kc + p) * r + i] = src(q * r + i, p). */
@@ -8540,8 +8541,9 @@ typedef double dt__gemm_f64x8 __attribute__((vector_size(64)));
 /* Defines NAME, a dt__gemm_kern_fn for element T with vector type V (LANES wide), MR rows
    (ROWS lists them) and 2 * LANES columns. ATTR: extra function attributes (the target). */
 #define DT__GEMM_DEFINE_KERNEL(NAME, ATTR, T, V, LANES, MR, ROWS)                                   \
-  ATTR DT__GEMM_FMA_ATTR static void NAME(int64_t kc, const void *pa_, const void *pb_, void *c_,   \
-                                          int64_t ldc, int mr, int nr, double alpha, double beta) { \
+  ATTR DT__GEMM_FMA_ATTR static void NAME(int64_t kc, const void *pa_, const void *pb_, int64_t ldb, \
+                                          void *c_, int64_t ldc, int mr, int nr, double alpha,      \
+                                          double beta) {                                            \
     typedef V dt__gemm_v;                                                                           \
     enum { DT__GEMM_W = LANES };                                                                    \
     const T *DT__GEMM_RESTRICT pa = (const T *)pa_;                                                 \
@@ -8557,7 +8559,7 @@ typedef double dt__gemm_f64x8 __attribute__((vector_size(64)));
       memcpy(&b1, pb + DT__GEMM_W, sizeof b1);                                                      \
       ROWS(DT__GEMM_FMA)                                                                            \
       pa += MR;                                                                                     \
-      pb += 2 * DT__GEMM_W;                                                                         \
+      pb += ldb;                                                                                    \
     }                                                                                               \
     if (mr == MR && nr == 2 * DT__GEMM_W) {                                                         \
       if (beta == 0) {                                                                              \
@@ -8779,14 +8781,14 @@ DT__GEMM_DEFINE_ROWS(dt__gemm_rows_f64_avx512, __attribute__((target("avx512f"))
 #else /* !DT__GEMM_VEC: plain C, 4x4 */
 
 #define DT__GEMM_DEFINE_KERNEL_C(NAME, T)                                                           \
-  static void NAME(int64_t kc, const void *pa_, const void *pb_, void *c_, int64_t ldc, int mr,     \
-                   int nr, double alpha, double beta) {                                             \
+  static void NAME(int64_t kc, const void *pa_, const void *pb_, int64_t ldb, void *c_, int64_t ldc, \
+                   int mr, int nr, double alpha, double beta) {                                     \
     const T *pa = (const T *)pa_, *pb = (const T *)pb_;                                             \
     T *c = (T *)c_;                                                                                 \
     T acc[16] = {0};                                                                                \
     int64_t p;                                                                                      \
     int i, j;                                                                                       \
-    for (p = 0; p < kc; p++, pa += 4, pb += 4)                                                      \
+    for (p = 0; p < kc; p++, pa += 4, pb += ldb)                                                    \
       for (i = 0; i < 4; i++)                                                                       \
         for (j = 0; j < 4; j++) acc[i * 4 + j] += pa[i] * pb[j];                                    \
     for (i = 0; i < mr; i++)                                                                        \
@@ -8920,6 +8922,7 @@ typedef struct dt__gemm_slab {
   char *apriv;    /* thread w's A buffer: apriv + w * asz, holding the rows of row task aown[w] */
   size_t asz;
   int64_t *aown;
+  int bdirect;    /* op(B)'s rows contiguous (csb 1): its whole micro-panels are read in place, not packed */
 } dt__gemm_slab;
 
 /* Task t of a slab, on the pool's thread w (the caller is 0). */
@@ -8947,14 +8950,18 @@ static void dt__gemm_task(const dt__gemm_slab *g, int64_t t, int w) {
     const int64_t kcur = dt__gemm_min(g->kc, g->k - p0);
     const double bet = p0 == 0 ? g->beta : 1.0;
     const char *ap = abuf + (size_t)(astr * p0) * es;
-    /* pack B(p0:p0+kcur, jc:jc+nc) */
-    pl->pack(nc, kcur, (const char *)g->b + (size_t)(p0 * g->rsb + jc * g->csb) * es, g->csb, g->rsb, nr, bbuf);
+    const char *bsrc = (const char *)g->b + (size_t)(p0 * g->rsb + jc * g->csb) * es;
+    const int64_t nfull = g->bdirect ? nc / nr * nr : 0; /* B's micro-panels read where they are */
+    /* pack B(p0:p0+kcur, jc+nfull:jc+nc) */
+    if (nfull < nc) pl->pack(nc - nfull, kcur, bsrc + (size_t)(nfull * g->csb) * es, g->csb, g->rsb, nr, bbuf);
     for (ir = r0; ir < r1; ir += mr) { /* A's micro-panel stays in L1, B's panels stream from L2 */
       const char *pa = ap + (size_t)((ir - arow) * kcur) * es;
       char *cr = (char *)g->c + (size_t)((g->s0 + ir) * g->n + jc) * es;
       const int mrr = (int)dt__gemm_min(mr, g->sm - ir);
-      for (jr = 0; jr < nc; jr += nr)
-        pl->kern(kcur, pa, bbuf + (size_t)(jr * kcur) * es, cr + (size_t)jr * es, g->n, mrr,
+      for (jr = 0; jr < nfull; jr += nr)
+        pl->kern(kcur, pa, bsrc + (size_t)jr * es, g->rsb, cr + (size_t)jr * es, g->n, mrr, nr, g->alpha, bet);
+      for (; jr < nc; jr += nr)
+        pl->kern(kcur, pa, bbuf + (size_t)((jr - nfull) * kcur) * es, nr, cr + (size_t)jr * es, g->n, mrr,
                  (int)dt__gemm_min(nr, nc - jr), g->alpha, bet);
     }
   }
@@ -9093,6 +9100,9 @@ static int dt__gemm_blocked(const dt__gemm_plan *pl, int64_t m, int64_t n, int64
       g.bbuf = abuf + asz; g.bsz = bsz;
       g.a = (const char *)a + (size_t)(s0 * rsa) * es; g.rsa = rsa; g.csa = csa; g.aown = aown;
       g.apriv = priv ? abuf : NULL; g.asz = asz / (size_t)nbuf;
+      /* with row tasks, each would pack the same B again: read its rows where they are instead (a
+         linear layer's weight gradient g^T x: 1.02x the Fashion-MNIST epoch; 256^3 1.09x) */
+      g.bdirect = csb == 1 && nrow > 1;
       if (priv) {
         int w;
         g.abuf = NULL;
