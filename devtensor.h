@@ -7940,9 +7940,10 @@ static void dt__red_task_rows(void *ctx, int64_t lo, int64_t hi) {
 }
 
 /* (outer, inner) split in tiles of DT__COL_TILE columns (inner > 1): item it is tile (o, columns
-   i0 .. i0 + cnt). 64 columns (256 bytes of F32 a row): a linear layer's bias gradient, the column
-   sums of a (256, 256) gradient, is 4 tiles to share among the threads, not 1. */
-#define DT__COL_TILE 64
+   i0 .. i0 + cnt). Tiles of 64 columns gave a (256, 256) column sum 4 tasks, but each took as
+   long as one tile of 256 (27 us on one thread against 14), and in a training step the 2-thread
+   sum was slower than one thread's. */
+#define DT__COL_TILE 256
 typedef struct dt__col_tile {
   int64_t o, i0, cnt;
 } dt__col_tile;

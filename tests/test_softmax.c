@@ -112,7 +112,7 @@ static void test_softmax_every_dim(dt_device dev) {
 /* Shapes that take the other kernels (long rows: a block per row on a GPU; many short rows;
    columns), against softmax in double computed here. */
 static void test_softmax_shapes(dt_device dev) {
-  /* the last: columns in tiles (of 64 on the CPU) with a part-filled last one */
+  /* the last: more columns than a CPU tile of 64 would hold, fewer than one of 256 */
   static const int64_t shp[4][3] = {{3, 1500, 1}, {1200, 5, 1}, {4, 300, 3}, {2, 40, 150}};
   int c;
   for (c = 0; c < 4; c++) { /* fewer rows on a GPU: the emulator runs warps as fibers, slowly */
