@@ -9146,7 +9146,12 @@ typedef struct dt__gemm_rows_job {
 
 static void dt__gemm_rows_part(const dt__gemm_rows_job *j, int64_t t) {
   const size_t es = j->pl->es;
-  const int64_t lo = t * j->per, hi = dt__gemm_min(j->by_rows ? j->m : j->n, lo + j->per);
+  const int64_t lo = t * j->per;
+  int64_t hi = dt__gemm_min(j->by_rows ? j->m : j->n, lo + j->per);
+  /* a last part of fewer than 4 rows goes with the one before: the rows kernel does fewer than 4
+     rows another way (axpy), so the bits would depend on the number of threads */
+  if (j->by_rows && j->m - lo < 4 && lo > 0) return;
+  if (j->by_rows && j->m - hi < 4) hi = j->m;
   if (lo >= hi) return;
   if (j->by_rows)
     j->pl->rows(hi - lo, j->n, j->k, j->alpha, (const char *)j->a + (size_t)(lo * j->rsa) * es, j->rsa, j->csa, j->b,

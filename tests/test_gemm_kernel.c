@@ -211,6 +211,43 @@ static void t_run(const char *name, int path, const dt__gemm_plan *pl, int dbl, 
 
 static const char *t_isa_name[] = {"baseline", "avx2", "avx512"};
 
+#if DT__POOL
+/* The entry point's bits on (m, n, k), all ta/tb, alpha -1.5, beta 0.5, with the work split for
+   nt threads (the pool's count, as OMP_NUM_THREADS sets it when the pool starts) against one
+   thread's: the partition must not change how an element is summed. */
+static void t_threads_same(int dbl, int64_t m, int64_t n, int64_t k, int nt) {
+  const size_t es = dbl ? sizeof(double) : sizeof(float);
+  char *a = (char *)t_alloc(m * k, es), *b = (char *)t_alloc(k * n, es);
+  char *c1 = (char *)t_alloc(m * n, es), *c2 = (char *)t_alloc(m * n, es);
+  const int saved = DT__ATOMIC_LOAD(&dt__pool_nt);
+  int64_t i, bad = 0;
+  int t, tr;
+  char name[96];
+  for (i = 0; i < m * k; i++) { if (dbl) ((double *)a)[i] = t_rand(); else ((float *)a)[i] = (float)t_rand(); }
+  for (i = 0; i < k * n; i++) { if (dbl) ((double *)b)[i] = t_rand(); else ((float *)b)[i] = (float)t_rand(); }
+  for (t = 0; t < 4; t++)
+    for (tr = 0; tr < 2; tr++) {
+      char *c = tr ? c2 : c1;
+      for (i = 0; i < m * n; i++) { if (dbl) ((double *)c)[i] = 0.25; else ((float *)c)[i] = 0.25f; }
+      DT__ATOMIC_STORE(&dt__pool_nt, tr ? nt : 1);
+      if (dbl) dt__cpu_dgemm(t & 1, t >> 1, m, n, k, -1.5, (const double *)a, (const double *)b, 0.5, (double *)c);
+      else dt__cpu_sgemm(t & 1, t >> 1, m, n, k, -1.5f, (const float *)a, (const float *)b, 0.5f, (float *)c);
+      if (tr)
+        for (i = 0; i < m * n; i++) bad += memcmp(c1 + (size_t)i * es, c2 + (size_t)i * es, es) != 0;
+    }
+  DT__ATOMIC_STORE(&dt__pool_nt, saved);
+  snprintf(name, sizeof name, "%s_threads%d_same_bits_%ldx%ldx%ld", dbl ? "f64" : "f32", nt, (long)m, (long)n, (long)k);
+  if (bad) {
+    t_failed++;
+    printf("FAIL %s: %ld elements differ from one thread's\n", name, (long)bad);
+  } else {
+    t_passed++;
+    printf("PASS %s\n", name);
+  }
+  free(a); free(b); free(c1); free(c2);
+}
+#endif
+
 int main(void) {
   int dbl, isa, medium;
   char name[128];
@@ -257,6 +294,11 @@ int main(void) {
       }
       omp_set_num_threads(saved);
     }
+#endif
+#if DT__POOL
+    /* the rows kernel split 10 rows for 2 threads as 8 + 2, and did the 2 with its one-row-at-a-time
+       axpy where one thread does them as 1-row blocks: other bits */
+    t_threads_same(dbl, 10, 16, 7000, 2);
 #endif
   }
   for (medium = 0; medium < 2; medium++) {
