@@ -284,15 +284,19 @@ int main(void) {
         dt__gemm_by_cols = 0;
       }
     }
-#ifdef _OPENMP
-    { /* more threads than cores, and one, with the best kernel */
-      int nt[] = {3, 1}, i, saved = omp_get_max_threads();
+#if DT__POOL
+    { /* work split for more threads than the pool has, and for one, with the best kernel. The pool
+         reads OMP_NUM_THREADS once, when it starts (omp_set_num_threads after that changes nothing
+         here): the count the work is split for is set as that start sets it. */
+      int nt[] = {3, 1}, i, saved;
+      (void)dt__pool_threads(); /* started: its count is not set again */
+      saved = DT__ATOMIC_LOAD(&dt__pool_nt);
       for (i = 0; i < 2; i++) {
-        omp_set_num_threads(nt[i]);
+        DT__ATOMIC_STORE(&dt__pool_nt, nt[i]);
         snprintf(name, sizeof name, "%s_threads%d_medium", g, nt[i]);
         t_run(name, P_ENTRY, NULL, dbl, 1);
       }
-      omp_set_num_threads(saved);
+      DT__ATOMIC_STORE(&dt__pool_nt, saved);
     }
 #endif
 #if DT__POOL
