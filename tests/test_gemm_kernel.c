@@ -278,10 +278,12 @@ int main(void) {
         pl.kc = 64;
         snprintf(name, sizeof name, "%s_kc64_%s", g, sz);
         t_run(name, P_BLOCKED, &pl, dbl, medium);
+#if DT__POOL /* (on one thread it changes nothing) */
         dt__gemm_by_cols = 1; /* as a linear layer's forward asks: C split by columns among the threads */
         snprintf(name, sizeof name, "%s_by_cols_%s", g, sz);
         t_run(name, P_ENTRY, NULL, dbl, medium);
         dt__gemm_by_cols = 0;
+#endif
       }
     }
 #if DT__POOL
