@@ -163,7 +163,7 @@ static const int64_t t_small_k[] = {0, 1, 2, 7, 16, 33};
 static const int64_t t_medium[][3] = {
   {97, 130, 257}, {200, 65, 300}, {1, 1000, 300}, {1000, 1, 300}, {129, 200, 1}, {64, 64, 64},
   {5, 4100, 7}, {150, 170, 530}, {12, 32, 256}, {13, 33, 257}, {96, 96, 96}, {2, 3, 6000}, {5, 7, 6000}, {600, 40, 200},
-  {300, 300, 200}, /* one slab with row tasks under 2+ threads: B packed once for all (DT__GEMM_BSHARED) */
+  {300, 300, 200}, /* one slab with row tasks under 2+ threads: A packed by each thread, B read in place but its last panel */
 };
 #define T_COUNT(x) (sizeof(x) / sizeof((x)[0]))
 
