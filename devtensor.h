@@ -6782,6 +6782,13 @@ static void *dt__cpu_stream(int dev) { (void)dev; return NULL; }
      next job, then sleep on a condition variable; the caller takes chunks as the workers do and
      waits (the same short spin, then the condition variable) only for chunks a worker has taken,
      so a worker that does not get a core soon costs nothing but its share of the speed-up;
+   - waking a sleeping worker costs the caller a system call (10-50 us on a VM whose idle vCPU
+     halts), more than a job of a few chunks takes: such a small job wakes sleepers only every
+     DT__POOL_WAKE_AFTER-th time (a worker still spinning joins it anyway); a worker that finds
+     the job it woke for already done spins for the next one instead of sleeping again;
+   - a long spin yields the core now and then: a busy machine can put a worker on the caller's
+     core, where its spinning took the time the caller needed (2 threads ran an add of 10^5 2x
+     slower than 1 beside a spinning process; now as fast);
    - the chunks are split into one contiguous range per thread, and each thread (the caller 0,
      worker i always i) starts on its own range, then takes chunks from the others' ranges; so
      the same part of the data goes to the same core call after call, and stays in that core's
@@ -6816,6 +6823,8 @@ typedef struct dt__pool_t {
   int open;                 /* workers may still join job gen */
   int busy;                 /* workers that joined job gen and have not finished */
   int joined, maxw;         /* threads in job gen (the caller included), the most it takes */
+  int sleeping;             /* workers waiting on `work` */
+  int lonely;               /* small jobs dispatched in a row without waking them */
   dt__task_fn fn;           /* one of fn, fnw */
   dt__task_w_fn fnw;
   void *ctx;
@@ -6831,7 +6840,7 @@ typedef struct dt__pool_range {
 static dt__pool_range dt__pool_ranges[DT__POOL_MAX + 1];
 
 static dt__pool_t dt__pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
-                              PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, 0, 0, 0, 0};
+                              PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, 0, 0, 0, 0};
 static pthread_once_t dt__pool_once = PTHREAD_ONCE_INIT;
 
 /* Spins before sleeping, in iterations of a pause instruction (a few to a few hundred cycles
@@ -6840,6 +6849,26 @@ static pthread_once_t dt__pool_once = PTHREAD_ONCE_INIT;
 #ifndef DT__POOL_SPIN
 #define DT__POOL_SPIN 2000
 #endif
+#ifndef DT__POOL_WAKE_CHUNKS
+#define DT__POOL_WAKE_CHUNKS 8
+#endif
+#ifndef DT__POOL_WAKE_AFTER
+#define DT__POOL_WAKE_AFTER 4
+#endif
+
+/* One turn of a spin-wait: a pause, and every DT__POOL_YIELD turns the core, in case the thread
+   waited for shares it (a busy machine can put a worker on the caller's core, where its spinning
+   would take the time the caller needs). */
+#ifndef DT__POOL_YIELD
+#define DT__POOL_YIELD 64
+#endif
+#ifndef DT__POOL_YIELD_AFTER
+#define DT__POOL_YIELD_AFTER 256
+#endif
+static void dt__pool_relax(int spin) {
+  DT__CPU_RELAX();
+  if (spin >= DT__POOL_YIELD_AFTER && spin % DT__POOL_YIELD == DT__POOL_YIELD - 1) (void)sched_yield();
+}
 
 /* Runs chunks of the job until none is left: those of range `home` (mod nranges) first, then
    the other ranges' in turn. w: the thread's index in the job (for fnw). */
@@ -6867,11 +6896,15 @@ static void *dt__pool_worker(void *arg) {
     void *ctx;
     int64_t n, grain, nranges;
     int w, spin;
-    for (spin = 0; spin < DT__POOL_SPIN && DT__ATOMIC_LOAD(&dt__pool.gen) == seen; spin++) DT__CPU_RELAX();
+    for (spin = 0; spin < DT__POOL_SPIN && DT__ATOMIC_LOAD(&dt__pool.gen) == seen; spin++) dt__pool_relax(spin);
     pthread_mutex_lock(&dt__pool.mu);
-    while (!dt__pool.open || dt__pool.gen == seen) pthread_cond_wait(&dt__pool.work, &dt__pool.mu);
+    if (dt__pool.gen == seen) {
+      dt__pool.sleeping++;
+      while (dt__pool.gen == seen) pthread_cond_wait(&dt__pool.work, &dt__pool.mu);
+      dt__pool.sleeping--;
+    }
     seen = dt__pool.gen;
-    if (dt__pool.joined >= dt__pool.maxw) { /* the job has all the threads it takes */
+    if (!dt__pool.open || dt__pool.joined >= dt__pool.maxw) { /* missed it, or it has the threads it takes */
       pthread_mutex_unlock(&dt__pool.mu);
       continue;
     }
@@ -6935,9 +6968,11 @@ static int dt__cpu_threads(void) {
 static void dt__par_run(int64_t n, int64_t grain, int maxw, dt__task_fn fn, dt__task_w_fn fnw, void *ctx) {
   if (n <= 0) return;
   if (n >= 2 * grain && maxw > 1) {
+    const int64_t nchunks = (n + grain - 1) / grain;
+    const int small = grain > 1 && nchunks < DT__POOL_WAKE_CHUNKS; /* a few chunks of elements */
     pthread_once(&dt__pool_once, dt__pool_start);
     if (DT__ATOMIC_LOAD(&dt__pool.nworkers) > 0 && pthread_mutex_trylock(&dt__pool.dispatch) == 0) {
-      const int64_t nchunks = (n + grain - 1) / grain;
+      int wake = 0;
       int64_t nranges = DT__ATOMIC_LOAD(&dt__pool.nworkers) + 1, r; /* a range per thread that may join */
       if (nranges > maxw) nranges = maxw;
       if (nranges > nchunks) nranges = nchunks;
@@ -6953,15 +6988,20 @@ static void dt__par_run(int64_t n, int64_t grain, int maxw, dt__task_fn fn, dt__
       dt__pool.maxw = maxw;
       DT__ATOMIC_ADD(&dt__pool.gen, 1u); /* read unlocked by spinning workers */
       dt__pool.open = 1;
-      pthread_cond_broadcast(&dt__pool.work);
+      if (dt__pool.sleeping == 0 || !small || ++dt__pool.lonely >= DT__POOL_WAKE_AFTER)
+        dt__pool.lonely = 0, wake = 1;
       pthread_mutex_unlock(&dt__pool.mu);
+      /* unlocked, so that a woken worker does not block on mu. Only for a job of big chunks (tasks,
+         blocks) or of many: waking a sleeping thread costs the caller tens of microseconds on a VM,
+         more than a few chunks take, and a worker still spinning joins without it. */
+      if (wake) pthread_cond_broadcast(&dt__pool.work);
       dt__pool_take(fn, fnw, ctx, n, grain, nranges, 0, 0);
       pthread_mutex_lock(&dt__pool.mu);
       dt__pool.open = 0; /* every chunk is taken: late workers stay asleep */
       if (dt__pool.busy > 0) { /* a worker is finishing a chunk: spin a little, then sleep */
         int spin;
         pthread_mutex_unlock(&dt__pool.mu);
-        for (spin = 0; spin < DT__POOL_SPIN && DT__ATOMIC_LOAD(&dt__pool.busy) > 0; spin++) DT__CPU_RELAX();
+        for (spin = 0; spin < DT__POOL_SPIN && DT__ATOMIC_LOAD(&dt__pool.busy) > 0; spin++) dt__pool_relax(spin);
         pthread_mutex_lock(&dt__pool.mu);
         while (dt__pool.busy > 0) pthread_cond_wait(&dt__pool.done, &dt__pool.mu);
       }
