@@ -136,6 +136,8 @@ serial_CMD   = $(CC) $(CSTD) $(WARN) $(OPT) $(CFLAGS) -I.
 serial_LIBS  = $(LDLIBS)
 clang_CMD    = $(CLANG) $(CSTD) $(WARN) $(OPT) $(CFLAGS) -I.
 clang_LIBS   = $(LDLIBS)
+clangomp_CMD = $(CLANG) $(CSTD) $(WARN) $(OPT) -fopenmp $(CFLAGS) -I.
+clangomp_LIBS= $(LDLIBS)
 asan_CMD     = $(CC) $(CSTD) $(WARN) $(SAN) $(CFLAGS) -I.
 asan_LIBS    = $(LDLIBS)
 cblas_CMD    = $(CC) $(CSTD) $(WARN) $(OPT) $(OPENMP) $(CFLAGS) -DDEVTENSOR_CBLAS -I.
@@ -179,6 +181,11 @@ $(eval $(call VARIANT,cxx,$(B)/cxx/%,tests/%.c $(TEST_DEPS)))
 $(eval $(call VARIANT,asan,$(B)/asan/%,tests/%.c $(TEST_DEPS)))
 # the vector kernels built by clang too (it contracts into FMA by default: every variant must still give the same bits)
 $(eval $(call VARIANT,clang,$(B)/clang/%,tests/%.c $(TEST_DEPS)))
+# the thread pool built by clang with OpenMP in strict C99 (where no POSIX signal mask is declared),
+# where clang can link OpenMP (libomp)
+CLANG_OMP := $(shell echo 'int main(void){return 0;}' | $(CLANG) -fopenmp -x c - -o /dev/null 2>/dev/null && echo yes)
+CLANG_OMP_TESTS := $(if $(CLANG_OMP),$(B)/clangomp/test_threads)
+$(eval $(call VARIANT,clangomp,$(B)/clangomp/%,tests/%.c $(TEST_DEPS)))
 $(eval $(call VARIANT,c,$(B)/ex/%,examples/%.c $(EX_DEPS)))
 # DEVTENSOR_STATIC: every function static, unused ones must not warn
 $(eval $(call VARIANT,serial,$(B)/static_unit,tests/static_unit.c $(HDR)))
@@ -227,7 +234,7 @@ $(B)/bench_gpu: gpubench_CMD += -isystem $(CUDA_HOME)/include
 $(B)/fuzz/fuzz_safetensors $(B)/fuzz/replay_safetensors: tests/fuzz/nest_decode.h
 
 # the folders programs are built in
-BUILD_DIRS := $(B) $(addprefix $(B)/,c cxx asan clang ex cuda cuda/ex emu emu/ex emu/bench fault fuzz tsan tsan-emu lib/cpu lib/cuda dist dist/ex \
+BUILD_DIRS := $(B) $(addprefix $(B)/,c cxx asan clang clangomp ex cuda cuda/ex emu emu/ex emu/bench fault fuzz tsan tsan-emu lib/cpu lib/cuda dist dist/ex \
               tsan-omp mingw/gcc mingw/interlocked mingw/cxx $(addprefix cxxstd/,c++11 c++14 c++17 c++20))
 $(BUILD_DIRS):
 	@mkdir -p $@
@@ -273,14 +280,14 @@ $(TSAN_EMU)/devtensor_cuda.o: devtensor_cuda.cu $(HDR) $(EMU_HDRS) | $$(@D)
 
 # ---- what make runs ----
 .PHONY: all run fashion test asan test-emu bench bench-cblas bench-gpu bench-fashion fault fuzz fuzz-replay tsan valgrind clean
-all: $(C_TESTS) $(CXX_TESTS) $(B)/clang/test_vmath $(EX_BINS) $(B)/static_unit $(B)/two_units $(CUDA_ALL)
+all: $(C_TESTS) $(CXX_TESTS) $(B)/clang/test_vmath $(CLANG_OMP_TESTS) $(EX_BINS) $(B)/static_unit $(B)/two_units $(CUDA_ALL)
 
 run: $(RUN_GPUS)
 	@$(if $(RUN_NOTE),echo "$(RUN_NOTE)")
 	./$(RUN_GPUS)
 
 test: all lib
-	@DT_CUDA=$(CUDA) sh tests/run.sh $(C_TESTS) $(CXX_TESTS) $(B)/clang/test_vmath $(B)/static_unit $(B)/two_units -- tests/safetensors_py.sh -- tests/examples_smoke.sh \
+	@DT_CUDA=$(CUDA) sh tests/run.sh $(C_TESTS) $(CXX_TESTS) $(B)/clang/test_vmath $(CLANG_OMP_TESTS) $(B)/static_unit $(B)/two_units -- tests/safetensors_py.sh -- tests/examples_smoke.sh \
 	  tests/interop_py.sh tests/packaging.sh \
 	  $(if $(CUDA_ALL),$(CUDA_TESTS) $(B)/cuda/fault_gpu tests/cuda_examples.sh $(GPU_CHECK))
 

@@ -3333,7 +3333,9 @@ static dt_tensor *dt__forward(const char *op, dt_module *m, const dt_tensor *x, 
         g.ndim = 2; g.numel = y->numel; g.dims[0] = x->shape.dims[0]; g.dims[1] = m->out; g.astride[1] = 1;
         s = dt__be(m->device)->binary(m->device.index, DT__B_COPY_A, m->dtype, &g, m->bias->st->ptr, m->bias->st->ptr, y->st->ptr);
         if (s == DT_OK) {
-          dt__gemm_by_cols = 1;
+          /* training: split by columns, W's rows, as the optimizer's step splits them (see the
+             gemm); without grad (evaluation) the plain split: A = x is not packed by every thread */
+          dt__gemm_by_cols = !dt__no_grad;
           s = dt__be(m->device)->gemm(m->device.index, m->dtype, 0, 1, 1, x->shape.dims[0], m->out, m->in, 1.0,
                                       x->st->ptr, 0, m->weight->st->ptr, 0, 1.0, y->st->ptr, 0);
           dt__gemm_by_cols = 0;
@@ -6934,16 +6936,22 @@ static void dt__pool_start(void) {
   DT__ATOMIC_STORE(&dt__pool_nt, nt < 1 ? 1 : nt);
   if (nt > 1 && pthread_attr_init(&at) == 0) {
     /* workers start with every signal blocked, so that a signal the program handles (SIGINT,
-       SIGALRM, ...) goes to one of its own threads, never into a kernel of the pool */
+       SIGALRM, ...) goes to one of its own threads, never into a kernel of the pool. Where the
+       system headers declare no POSIX signal masks (clang -std=c99 without _POSIX_C_SOURCE), the
+       workers take signals like any thread. */
+#if defined(SIG_SETMASK) && (!defined(__GLIBC__) || defined(__USE_POSIX199506))
     sigset_t all, old;
     int masked = sigfillset(&all) == 0 && pthread_sigmask(SIG_SETMASK, &all, &old) == 0;
+#endif
     pthread_attr_setstacksize(&at, (size_t)1 << 19); /* the kernels need little stack */
     for (; i < nt - 1 && i < DT__POOL_MAX; i++) {
       pthread_t th;
       if (pthread_create(&th, &at, dt__pool_worker, (void *)(intptr_t)(i + 1)) != 0) break; /* fewer workers */
       pthread_detach(th);
     }
+#if defined(SIG_SETMASK) && (!defined(__GLIBC__) || defined(__USE_POSIX199506))
     if (masked) pthread_sigmask(SIG_SETMASK, &old, NULL);
+#endif
     pthread_attr_destroy(&at);
   }
   if (i > 0) pthread_atfork(NULL, NULL, dt__pool_forked);
