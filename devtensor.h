@@ -8178,9 +8178,10 @@ static void dt__smax_row_f32(int lg, int64_t len, const float *x, float *y) {
   double s = 0;
   int64_t r, k;
   int nan = 0;
-  for (r = 0; r < len; r++) {
-    if (x[r] > m) m = x[r];
-    else if (x[r] != x[r]) nan = 1;
+  for (r = 0; r < len; r++) { /* no branches (see dt__xent_rows_f32) */
+    const float v = x[r];
+    nan |= v != v;
+    m = v > m ? v : m;
   }
   if (nan) m = NAN; /* a NaN anywhere makes the whole row NaN, as in PyTorch */
   for (r = 0; r < len; r++) y[r] = x[r] - m; /* all -inf (m = -inf) or an inf: NaN, as in PyTorch */
@@ -8207,9 +8208,10 @@ static void dt__smax_row_f64(int lg, int64_t len, const double *x, double *y) {
   double m = -INFINITY, s = 0;
   int64_t r;
   int nan = 0;
-  for (r = 0; r < len; r++) {
-    if (x[r] > m) m = x[r];
-    else if (x[r] != x[r]) nan = 1;
+  for (r = 0; r < len; r++) { /* no branches (see dt__xent_rows_f32) */
+    const double v = x[r];
+    nan |= v != v;
+    m = v > m ? v : m;
   }
   if (nan) m = NAN;
   for (r = 0; r < len; r++) s += exp(x[r] - m);
