@@ -2865,6 +2865,11 @@ static DT__TLS int dt__no_grad; /* 0 (the default): grad enabled */
    W's gradient, split W by rows; so each core reads the rows of W that it last wrote (see
    dt__gemm_blocked). */
 static DT__TLS int dt__gemm_by_cols;
+/* Set by a linear layer's forward on the CPU around its product: the bias (a row of n, the
+   product's dtype) that C starts from, C = bias + x W^T (beta unused): each gemm task writes the
+   bias into its own block of C, on the core that then adds the product into it, instead of a
+   copy pass over all of C before the product (read and cleared by dt__cpu_gemm). */
+static DT__TLS const void *dt__gemm_bias;
 /* Set by the trainer around dt_backward_params: each parameter's gradient is written, not added to,
    which is what dt_zero_grad and then dt_backward_params give (a module has one owner, so each
    gradient gets one term), without a pass to zero them first. */
@@ -3331,7 +3336,9 @@ static dt_tensor *dt__forward(const char *op, dt_module *m, const dt_tensor *x, 
       if (y->numel > 0) {
         memset(&g, 0, sizeof g);
         g.ndim = 2; g.numel = y->numel; g.dims[0] = x->shape.dims[0]; g.dims[1] = m->out; g.astride[1] = 1;
-        s = dt__be(m->device)->binary(m->device.index, DT__B_COPY_A, m->dtype, &g, m->bias->st->ptr, m->bias->st->ptr, y->st->ptr);
+        /* the CPU gemm starts C from the bias itself (dt__gemm_bias); elsewhere a copy, then beta 1 */
+        if (m->device.type == DT_CPU) dt__gemm_bias = m->bias->st->ptr, s = DT_OK;
+        else s = dt__be(m->device)->binary(m->device.index, DT__B_COPY_A, m->dtype, &g, m->bias->st->ptr, m->bias->st->ptr, y->st->ptr);
         if (s == DT_OK) {
           /* training: split by columns, W's rows, as the optimizer's step splits them (see the
              gemm); without grad (evaluation) the plain split: A = x is not packed by every thread */
@@ -3339,6 +3346,7 @@ static dt_tensor *dt__forward(const char *op, dt_module *m, const dt_tensor *x, 
           s = dt__be(m->device)->gemm(m->device.index, m->dtype, 0, 1, 1, x->shape.dims[0], m->out, m->in, 1.0,
                                       x->st->ptr, 0, m->weight->st->ptr, 0, 1.0, y->st->ptr, 0);
           dt__gemm_by_cols = 0;
+          dt__gemm_bias = NULL;
         }
         if (!(y = dt__done(op, y, s))) return NULL;
       }
@@ -9038,6 +9046,7 @@ typedef struct dt__gemm_slab {
   size_t asz;
   int64_t *aown;
   int bdirect;    /* op(B)'s rows contiguous (csb 1): its whole micro-panels are read in place, not packed */
+  const char *bias; /* or NULL: C's rows start as this row (n), not as beta * C */
 } dt__gemm_slab;
 
 /* Task t of a slab, on the pool's thread w (the caller is 0). */
@@ -9061,9 +9070,12 @@ static void dt__gemm_task(const dt__gemm_slab *g, int64_t t, int w) {
     }
     abuf = ab;
   }
+  if (g->bias) /* the block of C starts as the bias, here, where it is then added to */
+    for (ir = r0; ir < r1; ir++)
+      memcpy((char *)g->c + (size_t)((g->s0 + ir) * g->n + jc) * es, g->bias + (size_t)jc * es, (size_t)nc * es);
   for (p0 = 0; p0 < g->k; p0 += g->kc) {
     const int64_t kcur = dt__gemm_min(g->kc, g->k - p0);
-    const double bet = p0 == 0 ? g->beta : 1.0;
+    const double bet = p0 == 0 && !g->bias ? g->beta : 1.0;
     const char *ap = abuf + (size_t)(astr * p0) * es;
     const char *bsrc = (const char *)g->b + (size_t)(p0 * g->rsb + jc * g->csb) * es;
     const int64_t nfull = g->bdirect ? nc / nr * nr : 0; /* B's micro-panels read where they are */
@@ -9119,9 +9131,15 @@ static void dt__gemm_apack_task(void *ctx, int64_t lo, int64_t hi, int w) {
    threads dynamically, each with its own B buffer, and share nothing but the packed A, so the threads meet only at the end
    of the slab, and a thread that the OS has descheduled (a busy machine) does not hold up the
    others. A is packed first, by the pool's threads in small dynamic tasks (a second join). */
-static int dt__gemm_blocked(const dt__gemm_plan *pl, int64_t m, int64_t n, int64_t k, double alpha,
-                            const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,
-                            int64_t csb, double beta, void *c) {
+static void dt__gemm_fill_bias(size_t es, int64_t m, int64_t n, const void *bias, void *c) { /* C's rows = bias */
+  int64_t i;
+  for (i = 0; i < m; i++) memcpy((char *)c + (size_t)(i * n) * es, bias, (size_t)n * es);
+}
+
+/* With bias (a row of n elements, or NULL): C = alpha op(A) op(B) + bias, beta unused. */
+static int dt__gemm_blocked_b(const dt__gemm_plan *pl, int64_t m, int64_t n, int64_t k, double alpha,
+                              const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,
+                              int64_t csb, double beta, void *c, const void *bias) {
   const size_t es = pl->es;
   const int mr = pl->mr, nr = pl->nr;
   /* depth of a block: at most the plan's, the blocks of k as even as can be (784 = 392 + 392, not
@@ -9143,8 +9161,10 @@ static int dt__gemm_blocked(const dt__gemm_plan *pl, int64_t m, int64_t n, int64
     for (p0 = 0; p0 < k; p0 += ks) {
       const int64_t kk = dt__gemm_min(ks, k - p0);
       const void *ap = (const char *)a + (size_t)(p0 * csa) * es, *bp = (const char *)b + (size_t)(p0 * rsb) * es;
-      const double bet = p0 == 0 ? beta : 1.0;
-      if (dt__gemm_blocked(pl, m, n, kk, alpha, ap, rsa, csa, bp, rsb, csb, bet, c)) continue;
+      const void *bs = p0 == 0 ? bias : NULL;
+      double bet = p0 == 0 ? beta : 1.0;
+      if (dt__gemm_blocked_b(pl, m, n, kk, alpha, ap, rsa, csa, bp, rsb, csb, bet, c, bs)) continue;
+      if (bs) { dt__gemm_fill_bias(es, m, n, bs, c); bet = 1.0; }
       if (es == sizeof(double)) /* out of memory */
         dt__gemm_simple_f64(m, n, kk, alpha, (const double *)ap, rsa, csa, (const double *)bp, rsb, csb, bet,
                             (double *)c);
@@ -9218,6 +9238,7 @@ static int dt__gemm_blocked(const dt__gemm_plan *pl, int64_t m, int64_t n, int64
       /* with row tasks, each would pack the same B again: read its rows where they are instead (a
          linear layer's weight gradient g^T x: 1.02x the Fashion-MNIST epoch; 256^3 1.09x) */
       g.bdirect = csb == 1 && nrow > 1;
+      g.bias = (const char *)bias;
       if (priv) {
         int w;
         g.abuf = NULL;
@@ -9231,6 +9252,12 @@ static int dt__gemm_blocked(const dt__gemm_plan *pl, int64_t m, int64_t n, int64
   }
   DT__GEMM_FREE(raw, rawsz);
   return 1;
+}
+
+static int dt__gemm_blocked(const dt__gemm_plan *pl, int64_t m, int64_t n, int64_t k, double alpha,
+                            const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,
+                            int64_t csb, double beta, void *c) {
+  return dt__gemm_blocked_b(pl, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, NULL);
 }
 
 /* ---- cpu gemm: skinny shapes ---- */
@@ -9284,6 +9311,11 @@ static void dt__gemm_rows_task(void *ctx, int64_t lo, int64_t hi) {
    its last columns, short of a whole block, copied zero padded), else copied whole when small.
    Rows (or, for fewer rows than threads, columns) are split in nt parts for the pool's threads.
    Returns 0, having done nothing, where it does not fit or out of memory. */
+/* The shapes dt__gemm_skinny takes. */
+static int dt__gemm_skinny_fits(const dt__gemm_plan *pl, int64_t m, int64_t n, int64_t k) {
+  return pl->rows && (m <= 4 || k <= 16 || n <= 16 || (double)m * (double)n * (double)k <= (double)DT__GEMM_ROWS_MAX);
+}
+
 static int dt__gemm_skinny(const dt__gemm_plan *pl, int64_t m, int64_t n, int64_t k, double alpha, const void *a,
                            int64_t rsa, int64_t csa, const void *b, int64_t rsb, int64_t csb, double beta, void *c) {
   const size_t es = pl->es;
@@ -9294,7 +9326,7 @@ static int dt__gemm_skinny(const dt__gemm_plan *pl, int64_t m, int64_t n, int64_
   char *buf = NULL;
   size_t bsz = 0;
   int nt = 1;
-  if (!pl->rows || !(m <= 4 || k <= 16 || n <= 16 || work <= (double)DT__GEMM_ROWS_MAX)) return 0;
+  if (!dt__gemm_skinny_fits(pl, m, n, k)) return 0;
   if (csb != 1) { /* op(B) copied: (k, npad), zero padded; its last block is the tail */
     const int64_t npad = dt__gemm_roundup(n, rw);
     bsz = (size_t)(k * npad) * es;
@@ -9337,12 +9369,28 @@ static void dt__gemm_plan_best(int dbl, dt__gemm_plan *pl) {
 }
 
 /* Built-in gemm with plan pl (NULL: the best one). c: (m, n). */
-static void dt__gemm_builtin(const dt__gemm_plan *pl, int dbl, int ta, int tb, int64_t m, int64_t n,
-                             int64_t k, double alpha, const void *a, const void *b, double beta, void *c) {
+/* With bias (a row of n elements, or NULL): C = alpha op(A) op(B) + bias, beta unused; the
+   blocked kernel's tasks write it into their blocks of C, other paths start from a copy. */
+static void dt__gemm_builtin_b(const dt__gemm_plan *pl, int dbl, int ta, int tb, int64_t m, int64_t n,
+                               int64_t k, double alpha, const void *a, const void *b, double beta, void *c,
+                               const void *bias) {
   const int64_t rsa = ta ? 1 : k, csa = ta ? m : 1; /* op(A)(i, p) */
   const int64_t rsb = tb ? 1 : n, csb = tb ? k : 1; /* op(B)(p, j) */
   dt__gemm_plan best;
   if (m <= 0 || n <= 0) return;
+  if (bias) {
+    const size_t es = dbl ? sizeof(double) : sizeof(float);
+    if (k > 0 && alpha != 0 && (double)m * (double)n * (double)k > (double)DT__GEMM_SMALL && m > 2 && n > 2) {
+      if (!pl) {
+        dt__gemm_plan_best(dbl, &best);
+        pl = &best;
+      }
+      if (!dt__gemm_skinny_fits(pl, m, n, k) && dt__gemm_blocked_b(pl, m, n, k, alpha, a, rsa, csa, b, rsb, csb, 0.0, c, bias))
+        return;
+    }
+    dt__gemm_fill_bias(es, m, n, bias, c);
+    beta = 1.0;
+  }
   if (k <= 0 || alpha == 0) { /* C = beta * C */
     int64_t i, mn = m * n;
     if (dbl) {
@@ -9369,6 +9417,11 @@ static void dt__gemm_builtin(const dt__gemm_plan *pl, int dbl, int ta, int tb, i
   else
     dt__gemm_simple_f32(m, n, k, (float)alpha, (const float *)a, rsa, csa, (const float *)b, rsb, csb,
                         (float)beta, (float *)c);
+}
+
+static DT__GEMM_MAYBE_UNUSED void dt__gemm_builtin(const dt__gemm_plan *pl, int dbl, int ta, int tb, int64_t m, int64_t n,
+                                                    int64_t k, double alpha, const void *a, const void *b, double beta, void *c) {
+  dt__gemm_builtin_b(pl, dbl, ta, tb, m, n, k, alpha, a, b, beta, c, NULL);
 }
 
 /* ---- cpu gemm: cblas ---- */
@@ -9404,10 +9457,11 @@ static int dt__gemm_cblas_ok(int64_t m, int64_t n, int64_t k) {
 /* One row-major C = alpha * op(A) @ op(B) + beta * C, F64 when dbl, else F32 (alpha and beta
    rounded to float). a: (m, k), or (k, m) when ta; b: (k, n), or (n, k) when tb; c: (m, n). */
 static void dt__cpu_gemm_one(int dbl, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
-                             const void *a, const void *b, double beta, void *c) {
+                             const void *a, const void *b, double beta, void *c, const void *bias) {
   if (!dbl) { alpha = (float)alpha; beta = (float)beta; }
 #ifdef DEVTENSOR_CBLAS
   if (dt__gemm_cblas_ok(m, n, k)) {
+    if (bias) { dt__gemm_fill_bias(dbl ? sizeof(double) : sizeof(float), m, n, bias, c); beta = 1.0; }
     const int lda = ta ? (int)m : (int)k, ldb = tb ? (int)k : (int)n;
 #define DT__GEMM_CBLAS_OPS DT__GEMM_CBLAS_ROW, ta ? DT__GEMM_CBLAS_T : DT__GEMM_CBLAS_N, tb ? DT__GEMM_CBLAS_T : DT__GEMM_CBLAS_N, (int)m, (int)n, (int)k
     if (dbl)
@@ -9418,29 +9472,31 @@ static void dt__cpu_gemm_one(int dbl, int ta, int tb, int64_t m, int64_t n, int6
     return;
   }
 #endif
-  dt__gemm_builtin(NULL, dbl, ta, tb, m, n, k, alpha, a, b, beta, c);
+  dt__gemm_builtin_b(NULL, dbl, ta, tb, m, n, k, alpha, a, b, beta, c, bias);
 }
 
 /* The typed entry points (tests/test_gemm_kernel.c and bench/bench_gemm_kernel.c call them). */
 static DT__GEMM_MAYBE_UNUSED void dt__cpu_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
                                                 const float *a, const float *b, float beta, float *c) {
-  dt__cpu_gemm_one(0, ta, tb, m, n, k, alpha, a, b, beta, c);
+  dt__cpu_gemm_one(0, ta, tb, m, n, k, alpha, a, b, beta, c, NULL);
 }
 static DT__GEMM_MAYBE_UNUSED void dt__cpu_dgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
                                                 const double *a, const double *b, double beta, double *c) {
-  dt__cpu_gemm_one(1, ta, tb, m, n, k, alpha, a, b, beta, c);
+  dt__cpu_gemm_one(1, ta, tb, m, n, k, alpha, a, b, beta, c, NULL);
 }
 
 static dt_status dt__cpu_gemm(int dev, dt_dtype t, int ta, int tb, int64_t batch, int64_t m, int64_t n, int64_t k,
                               double alpha, const void *a, int64_t stride_a, const void *b, int64_t stride_b,
                               double beta, void *c, int64_t stride_c) {
+  const void *bias = dt__gemm_bias; /* a linear layer's (see dt__gemm_bias) */
   int64_t i;
   (void)dev;
+  dt__gemm_bias = NULL;
   if (t != DT_F32 && t != DT_F64) return DT_ERR_DTYPE;
   for (i = 0; i < batch; i++) {
     size_t es = t == DT_F64 ? 8 : 4;
     dt__cpu_gemm_one(t == DT_F64, ta, tb, m, n, k, alpha, (const char *)a + (size_t)(i * stride_a) * es,
-                     (const char *)b + (size_t)(i * stride_b) * es, beta, (char *)c + (size_t)(i * stride_c) * es);
+                     (const char *)b + (size_t)(i * stride_b) * es, beta, (char *)c + (size_t)(i * stride_c) * es, bias);
   }
   return DT_OK;
 }

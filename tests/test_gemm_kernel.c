@@ -248,6 +248,57 @@ static void t_threads_same(int dbl, int64_t m, int64_t n, int64_t k, int nt) {
 }
 #endif
 
+/* A linear layer's bias in the product (dt__gemm_bias, read by the backend's gemm): C = bias +
+   alpha op(A) op(B) must have the bits of C filled with the bias, then beta 1, on every shape
+   (small ones take the simple or rows kernels, medium ones the blocked driver, whose tasks write
+   the bias into their own blocks), with the column split or not, and with no memory (the driver
+   gives up: the loop does it, for both). C starts as NaN: every element must be written. */
+static void t_bias(int dbl, int medium, int split, int nomem) {
+  const size_t es = dbl ? sizeof(double) : sizeof(float);
+  const dt_dtype t = dbl ? DT_F64 : DT_F32;
+  int64_t bad = 0, runs = 0;
+  int ic, ia;
+  char name[96];
+  for (ic = 0; ic < t_ncases[medium]; ic++) {
+    const t_case *tc = &t_cases[medium][ic];
+    const int64_t m = tc->m, n = tc->n, k = tc->k, mn = m * n;
+    char *a = (char *)t_alloc(m * k, es), *b = (char *)t_alloc(k * n, es), *bias = (char *)t_alloc(n, es);
+    char *c1 = (char *)t_alloc(mn, es), *c2 = (char *)t_alloc(mn, es);
+    int64_t i;
+    for (i = 0; i < m * k; i++) { if (dbl) ((double *)a)[i] = tc->a[i]; else ((float *)a)[i] = (float)tc->a[i]; }
+    for (i = 0; i < k * n; i++) { if (dbl) ((double *)b)[i] = tc->b[i]; else ((float *)b)[i] = (float)tc->b[i]; }
+    for (i = 0; i < n; i++) { if (dbl) ((double *)bias)[i] = t_rand(); else ((float *)bias)[i] = (float)t_rand(); }
+    for (ia = 0; ia < 2; ia++, runs++) {
+      const double alpha = ia ? -1.5 : 1.0;
+      for (i = 0; i < mn; i++) { /* c1: NaN; c2: the bias's rows */
+        if (dbl) { ((double *)c1)[i] = NAN; ((double *)c2)[i] = ((double *)bias)[i % n]; }
+        else { ((float *)c1)[i] = NAN; ((float *)c2)[i] = ((float *)bias)[i % n]; }
+      }
+      dt__gemm_by_cols = split;
+      t_fail_alloc = nomem;
+      dt__gemm_bias = bias;
+      (void)dt__cpu_gemm(0, t, tc->ta, tc->tb, 1, m, n, k, alpha, a, 0, b, 0, 0.0, c1, 0);
+      dt__gemm_by_cols = 0;
+      if (dt__gemm_bias != NULL) bad++; /* the gemm consumes it */
+      if (dbl) dt__cpu_dgemm(tc->ta, tc->tb, m, n, k, alpha, (const double *)a, (const double *)b, 1.0, (double *)c2);
+      else dt__cpu_sgemm(tc->ta, tc->tb, m, n, k, (float)alpha, (const float *)a, (const float *)b, 1.0f, (float *)c2);
+      t_fail_alloc = 0;
+      for (i = 0; i < mn; i++) bad += memcmp(c1 + (size_t)i * es, c2 + (size_t)i * es, es) != 0;
+    }
+    free(a); free(b); free(bias); free(c1); free(c2);
+  }
+  snprintf(name, sizeof name, "%s_bias_%s%s%s", dbl ? "f64" : "f32", medium ? "medium" : "small", split ? "_by_cols" : "",
+           nomem ? "_out_of_memory" : "");
+  if (bad) {
+    t_failed++;
+    printf("FAIL %s: %ld elements differ from bias-then-beta-1\n", name, (long)bad);
+  } else {
+    t_passed++;
+    printf("PASS %s (%ld runs)\n", name, (long)runs);
+  }
+  fflush(stdout);
+}
+
 int main(void) {
   int dbl, isa, medium;
   char name[128];
@@ -301,6 +352,10 @@ int main(void) {
       DT__ATOMIC_STORE(&dt__pool_nt, saved);
     }
 #endif
+    for (medium = 0; medium < 2; medium++) {
+      t_bias(dbl, medium, 0, 0);
+      if (medium) { t_bias(dbl, medium, 1, 0); t_bias(dbl, medium, 0, 1); }
+    }
 #if DT__POOL
     /* the rows kernel split 10 rows for 2 threads as 8 + 2, and did the 2 with its one-row-at-a-time
        axpy where one thread does them as 1-row blocks: other bits */
