@@ -164,6 +164,7 @@ static const int64_t t_medium[][3] = {
   {97, 130, 257}, {200, 65, 300}, {1, 1000, 300}, {1000, 1, 300}, {129, 200, 1}, {64, 64, 64},
   {5, 4100, 7}, {150, 170, 530}, {12, 32, 256}, {13, 33, 257}, {96, 96, 96}, {2, 3, 6000}, {5, 7, 6000}, {600, 40, 200},
   {300, 300, 200}, /* one slab with row tasks under 2+ threads: A packed by each thread, B read in place but its last panel */
+  {384, 128, 96},  /* the same for F64 too under this file's cap on A, in two slabs */
 };
 #define T_COUNT(x) (sizeof(x) / sizeof((x)[0]))
 
@@ -299,6 +300,57 @@ static void t_bias(int dbl, int medium, int split, int nomem) {
   fflush(stdout);
 }
 
+/* A linear layer's bias gradient from the product (dt__gemm_asum): where the driver takes it (each
+   thread packing its own rows of A: row tasks under 2+ threads), it writes the sums of op(A)'s rows,
+   in double and in order, so the bits of a sum of the column's floats in order, and clears it;
+   where it does not, it leaves both the pointer and the buffer alone. */
+static void t_row_sums(int dbl) {
+  const size_t es = dbl ? sizeof(double) : sizeof(float);
+  const dt_dtype t = dbl ? DT_F64 : DT_F32;
+  int64_t bad = 0, taken = 0;
+  int ic;
+  char name[64];
+  for (ic = 0; ic < t_ncases[1]; ic++) {
+    const t_case *tc = &t_cases[1][ic];
+    const int64_t m = tc->m, n = tc->n, k = tc->k;
+    char *a = (char *)t_alloc(m * k, es), *b = (char *)t_alloc(k * n, es), *c = (char *)t_alloc(m * n, es);
+    char *sums = (char *)t_alloc(m, es);
+    int64_t i, p;
+    for (i = 0; i < m * k; i++) { if (dbl) ((double *)a)[i] = tc->a[i]; else ((float *)a)[i] = (float)tc->a[i]; }
+    for (i = 0; i < k * n; i++) { if (dbl) ((double *)b)[i] = tc->b[i]; else ((float *)b)[i] = (float)tc->b[i]; }
+    for (i = 0; i < m; i++) { if (dbl) ((double *)sums)[i] = NAN; else ((float *)sums)[i] = NAN; }
+    dt__gemm_asum = sums;
+    (void)dt__cpu_gemm(0, t, tc->ta, tc->tb, 1, m, n, k, 1.0, a, 0, b, 0, 0.0, c, 0);
+    if (dt__gemm_asum == NULL) {
+      taken++;
+      for (i = 0; i < m; i++) {
+        double acc = 0;
+        for (p = 0; p < k; p++) { /* op(A)(i, p) */
+          const int64_t at = tc->ta ? p * m + i : i * k + p;
+          acc += dbl ? ((double *)a)[at] : (double)((float *)a)[at];
+        }
+        if (dbl ? ((double *)sums)[i] != acc : ((float *)sums)[i] != (float)acc) bad++;
+      }
+    } else {
+      dt__gemm_asum = NULL;
+      for (i = 0; i < m; i++) bad += dbl ? ((double *)sums)[i] == ((double *)sums)[i] : ((float *)sums)[i] == ((float *)sums)[i];
+    }
+    free(a); free(b); free(c); free(sums);
+  }
+  snprintf(name, sizeof name, "%s_row_sums_medium", dbl ? "f64" : "f32");
+#if DT__POOL
+  if (dt__pool_threads() > 1 && taken == 0) bad++; /* the 300x300x200 and 384x128x96 shapes have row tasks there */
+#endif
+  if (bad) {
+    t_failed++;
+    printf("FAIL %s: %ld wrong (taken by %ld products)\n", name, (long)bad, (long)taken);
+  } else {
+    t_passed++;
+    printf("PASS %s (taken by %ld of %d products)\n", name, (long)taken, t_ncases[1]);
+  }
+  fflush(stdout);
+}
+
 int main(void) {
   int dbl, isa, medium;
   char name[128];
@@ -352,6 +404,7 @@ int main(void) {
       DT__ATOMIC_STORE(&dt__pool_nt, saved);
     }
 #endif
+    t_row_sums(dbl);
     for (medium = 0; medium < 2; medium++) {
       t_bias(dbl, medium, 0, 0);
       if (medium) { t_bias(dbl, medium, 1, 0); t_bias(dbl, medium, 0, 1); }
