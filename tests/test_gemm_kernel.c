@@ -190,24 +190,31 @@ static void t_make_cases(void) {
   t_ncases[1] = n;
 }
 
+/* One result line: "FAIL name: <bad><failed>" when bad, else "PASS name<passed>". */
+static void t_verdict(const char *name, int64_t bad, const char *failed, const char *passed) {
+  if (bad) {
+    t_failed++;
+    printf("FAIL %s: %ld%s\n", name, (long)bad, failed);
+  } else {
+    t_passed++;
+    printf("PASS %s%s\n", name, passed);
+  }
+  fflush(stdout);
+}
+
 /* All shapes, all ta/tb, all alpha/beta for one path and dtype; prints one line. */
 static void t_run(const char *name, int path, const dt__gemm_plan *pl, int dbl, int medium) {
   static const double alphas[] = {1.0, -1.5, 0.0}, betas[] = {0.0, 1.0, 0.5};
   int64_t bad = 0, runs = 0;
   unsigned ia, ib;
   int i;
+  char runs_s[32];
   for (i = 0; i < t_ncases[medium]; i++)
     for (ia = 0; ia < (!medium ? T_COUNT(alphas) : path == P_SIMPLE || path == P_NOMEM ? 1 : 2); ia++)
       for (ib = 0; ib < T_COUNT(betas); ib++, runs++)
         bad += t_check(path, pl, dbl, &t_cases[medium][i], alphas[ia], betas[ib], name);
-  if (bad) {
-    t_failed++;
-    printf("FAIL %s: %ld wrong elements\n", name, (long)bad);
-  } else {
-    t_passed++;
-    printf("PASS %s (%ld runs)\n", name, (long)runs);
-  }
-  fflush(stdout);
+  snprintf(runs_s, sizeof runs_s, " (%ld runs)", (long)runs);
+  t_verdict(name, bad, " wrong elements", runs_s);
 }
 
 static const char *t_isa_name[] = {"baseline", "avx2", "avx512"};
@@ -238,13 +245,7 @@ static void t_threads_same(int dbl, int64_t m, int64_t n, int64_t k, int nt) {
     }
   DT__ATOMIC_STORE(&dt__pool_nt, saved);
   snprintf(name, sizeof name, "%s_threads%d_same_bits_%ldx%ldx%ld", dbl ? "f64" : "f32", nt, (long)m, (long)n, (long)k);
-  if (bad) {
-    t_failed++;
-    printf("FAIL %s: %ld elements differ from one thread's\n", name, (long)bad);
-  } else {
-    t_passed++;
-    printf("PASS %s\n", name);
-  }
+  t_verdict(name, bad, " elements differ from one thread's", "");
   free(a); free(b); free(c1); free(c2);
 }
 #endif
@@ -259,7 +260,7 @@ static void t_bias(int dbl, int medium, int split, int nomem) {
   const dt_dtype t = dbl ? DT_F64 : DT_F32;
   int64_t bad = 0, runs = 0;
   int ic, ia;
-  char name[96];
+  char name[96], runs_s[32];
   for (ic = 0; ic < t_ncases[medium]; ic++) {
     const t_case *tc = &t_cases[medium][ic];
     const int64_t m = tc->m, n = tc->n, k = tc->k, mn = m * n;
@@ -290,14 +291,8 @@ static void t_bias(int dbl, int medium, int split, int nomem) {
   }
   snprintf(name, sizeof name, "%s_bias_%s%s%s", dbl ? "f64" : "f32", medium ? "medium" : "small", split ? "_by_cols" : "",
            nomem ? "_out_of_memory" : "");
-  if (bad) {
-    t_failed++;
-    printf("FAIL %s: %ld elements differ from bias-then-beta-1\n", name, (long)bad);
-  } else {
-    t_passed++;
-    printf("PASS %s (%ld runs)\n", name, (long)runs);
-  }
-  fflush(stdout);
+  snprintf(runs_s, sizeof runs_s, " (%ld runs)", (long)runs);
+  t_verdict(name, bad, " elements differ from bias-then-beta-1", runs_s);
 }
 
 /* A linear layer's bias gradient from the product (dt__gemm_asum): where the driver takes it (each
@@ -309,7 +304,7 @@ static void t_row_sums(int dbl) {
   const dt_dtype t = dbl ? DT_F64 : DT_F32;
   int64_t bad = 0, taken = 0;
   int ic;
-  char name[64];
+  char name[64], failed[64], passed[64];
   for (ic = 0; ic < t_ncases[1]; ic++) {
     const t_case *tc = &t_cases[1][ic];
     const int64_t m = tc->m, n = tc->n, k = tc->k;
@@ -341,14 +336,9 @@ static void t_row_sums(int dbl) {
 #if DT__POOL
   if (dt__pool_threads() > 1 && taken == 0) bad++; /* the 300x300x200 and 384x128x96 shapes have row tasks there */
 #endif
-  if (bad) {
-    t_failed++;
-    printf("FAIL %s: %ld wrong (taken by %ld products)\n", name, (long)bad, (long)taken);
-  } else {
-    t_passed++;
-    printf("PASS %s (taken by %ld of %d products)\n", name, (long)taken, t_ncases[1]);
-  }
-  fflush(stdout);
+  snprintf(failed, sizeof failed, " wrong (taken by %ld products)", (long)taken);
+  snprintf(passed, sizeof passed, " (taken by %ld of %d products)", (long)taken, t_ncases[1]);
+  t_verdict(name, bad, failed, passed);
 }
 
 int main(void) {
