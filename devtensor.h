@@ -8195,19 +8195,38 @@ typedef struct dt__smax_job {
   int log;
 } dt__smax_job;
 
-/* one contiguous F32 row: y = softmax(x) or log_softmax(x) */
-static void dt__smax_row_f32(int lg, int64_t len, const float *x, float *y) {
-  const dt__map_fn vexp = dt__ew_kernels()->exp_f32;
-  float m = -INFINITY, tmp[256];
-  double s = 0;
-  int64_t r, k;
+/* The max of x[0 .. n), NaN if any is NaN (-inf for n 0). No data-dependent branches: on random
+   logits the max's branch was mispredicted (half of a 256x10 cross-entropy's time). */
+static float dt__row_max_f32(const float *x, int64_t n) {
+  float m = -INFINITY;
+  int64_t r;
   int nan = 0;
-  for (r = 0; r < len; r++) { /* no branches (see dt__xent_rows_f32) */
+  for (r = 0; r < n; r++) {
     const float v = x[r];
     nan |= v != v;
     m = v > m ? v : m;
   }
-  if (nan) m = NAN; /* a NaN anywhere makes the whole row NaN, as in PyTorch */
+  return nan ? NAN : m;
+}
+static double dt__row_max_f64(const double *x, int64_t n) {
+  double m = -INFINITY;
+  int64_t r;
+  int nan = 0;
+  for (r = 0; r < n; r++) {
+    const double v = x[r];
+    nan |= v != v;
+    m = v > m ? v : m;
+  }
+  return nan ? NAN : m;
+}
+
+/* one contiguous F32 row: y = softmax(x) or log_softmax(x) */
+static void dt__smax_row_f32(int lg, int64_t len, const float *x, float *y) {
+  const dt__map_fn vexp = dt__ew_kernels()->exp_f32;
+  const float m = dt__row_max_f32(x, len); /* a NaN anywhere makes the whole row NaN, as in PyTorch */
+  float tmp[256];
+  double s = 0;
+  int64_t r, k;
   for (r = 0; r < len; r++) y[r] = x[r] - m; /* all -inf (m = -inf) or an inf: NaN, as in PyTorch */
   if (!lg) {
     float inv;
@@ -8229,15 +8248,9 @@ static void dt__smax_row_f32(int lg, int64_t len, const float *x, float *y) {
 }
 
 static void dt__smax_row_f64(int lg, int64_t len, const double *x, double *y) {
-  double m = -INFINITY, s = 0;
+  const double m = dt__row_max_f64(x, len);
+  double s = 0;
   int64_t r;
-  int nan = 0;
-  for (r = 0; r < len; r++) { /* no branches (see dt__xent_rows_f32) */
-    const double v = x[r];
-    nan |= v != v;
-    m = v > m ? v : m;
-  }
-  if (nan) m = NAN;
   for (r = 0; r < len; r++) s += exp(x[r] - m);
   if (lg) { double ls = log(s); for (r = 0; r < len; r++) y[r] = x[r] - m - ls; }
   else for (r = 0; r < len; r++) y[r] = exp(x[r] - m) / s;
@@ -8318,19 +8331,12 @@ typedef struct dt__xent_job {
 
 /* one row xr of c logits with label lab: its loss (log-sum-exp - xr[lab]), and with g its gradient
    row (softmax - onehot) * scale. A label outside [0, c) is never used: the loss and the row are NaN. */
-#define DT__XENT_ROW_DEFINE(NAME, T, EXP)                                                           \
+#define DT__XENT_ROW_DEFINE(NAME, T, EXP, MAX)                                                      \
   static double NAME(const T *xr, int64_t c, int64_t lab, T *g, double scale) {                      \
     const int ok = lab >= 0 && lab < c;                                                             \
-    T m = -INFINITY;                                                                                \
+    const T m = MAX(xr, c);                                                                         \
     double s = 0;                                                                                   \
     int64_t k;                                                                                      \
-    int nan = 0;                                                                                    \
-    for (k = 0; k < c; k++) { /* no branches: on random logits the max's were mispredicted */     \
-      const T v = xr[k];                                                                            \
-      nan |= v != v;                                                                                \
-      m = v > m ? v : m;                                                                            \
-    }                                                                                               \
-    if (nan) m = (T)NAN;                                                                            \
     if (g) { /* each exp once: kept in g until the sum is known */                                 \
       for (k = 0; k < c; k++) s += g[k] = EXP(xr[k] - m);                                           \
       for (k = 0; k < c; k++)                                                                       \
@@ -8339,8 +8345,8 @@ typedef struct dt__xent_job {
       for (k = 0; k < c; k++) s += EXP(xr[k] - m);                                                  \
     return ok ? log(s) + (double)m - (double)xr[lab] : NAN;                                         \
   }
-DT__XENT_ROW_DEFINE(dt__xent_row_f32, float, expf)
-DT__XENT_ROW_DEFINE(dt__xent_row_f64, double, exp)
+DT__XENT_ROW_DEFINE(dt__xent_row_f32, float, expf, dt__row_max_f32)
+DT__XENT_ROW_DEFINE(dt__xent_row_f64, double, exp, dt__row_max_f64)
 #undef DT__XENT_ROW_DEFINE
 
 /* row i of the job; g: the gradient's base (NULL: the loss only) */
@@ -8371,14 +8377,7 @@ static double dt__xent_rows_f32(const dt__xent_job *j, int64_t lo, int64_t hi, f
     r1 = r0 + DT__XENT_BLOCK / c < hi ? r0 + DT__XENT_BLOCK / c : hi;
     for (r = r0; r < r1; r++) {
       const float *xr = x + r * c;
-      float m = -INFINITY;
-      int nan = 0;
-      for (k = 0; k < c; k++) { /* no branches: on random logits the max's were mispredicted */
-        const float v = xr[k];
-        nan |= v != v;
-        m = v > m ? v : m;
-      }
-      if (nan) m = NAN;
+      const float m = dt__row_max_f32(xr, c);
       mx[r - r0] = m;
       for (k = 0; k < c; k++) e[(r - r0) * c + k] = xr[k] - m;
     }
