@@ -2872,8 +2872,9 @@ static DT__TLS int dt__gemm_by_cols;
 static DT__TLS const void *dt__gemm_bias;
 /* Set by a linear layer's backward on the CPU around its product g^T x: where the sums of the rows
    of op(A) = g^T (the bias gradient: g's column sums, in double, in row order, as dt_sum_dim
-   gives them) go. The blocked driver, when each thread packs its own rows of A, writes them and
-   clears this; still set after the call, nothing was written (the caller reduces g itself). */
+   gives them) go. The blocked driver, when each thread packs its own rows of A and they are
+   contiguous (g^T's are), writes them and clears this; still set after the call, nothing was
+   written (the caller reduces g itself). */
 static DT__TLS void *dt__gemm_asum;
 /* Set by the trainer around dt_backward_params: each parameter's gradient is written, not added to,
    which is what dt_zero_grad and then dt_backward_params give (a module has one owner, so each
@@ -9062,23 +9063,19 @@ typedef struct dt__gemm_slab {
   char *asum;       /* or NULL: the sums of op(A)'s rows go to asum[s0 + i] (see dt__gemm_asum) */
 } dt__gemm_slab;
 
-/* out[i - r0] = the sum of op(A)'s row i over its k depths, in double and in order, for rows r0..r1
-   (op(A)(i, p) at a[i * rsa + p * csa]); F32 (es 4) or F64. */
-static void dt__gemm_row_sums(size_t es, const char *a, int64_t rsa, int64_t csa, int64_t r0, int64_t r1, int64_t k,
-                              char *out) {
-  double acc[256];
-  int64_t i0, i1, i, p;
-  for (i0 = r0; i0 < r1; i0 = i1) {
-    i1 = i0 + 256 < r1 ? i0 + 256 : r1;
-    for (i = i0; i < i1; i++) acc[i - i0] = 0;
-    for (p = 0; p < k; p++) /* p outer: with rsa 1 (g^T) each depth is one run of g's row */
-      for (i = i0; i < i1; i++) {
-        const char *e = a + (size_t)(i * rsa + p * csa) * es;
-        acc[i - i0] += es == sizeof(float) ? (double)*(const float *)e : *(const double *)e;
-      }
-    for (i = i0; i < i1; i++) {
-      if (es == sizeof(float)) ((float *)out)[i - r0] = (float)acc[i - i0];
-      else ((double *)out)[i - r0] = acc[i - i0];
+/* out[i - r0] = the sum of op(A)'s row i over its k depths, for rows r0..r1 of an op(A) whose
+   rows are contiguous (rsa 1, as g^T's are): column sums of the (k, csa) matrix at a, taken as
+   dt_sum_dim takes them (dt__red_cols: in double, in order), so with the same bits. */
+static void dt__gemm_row_sums(size_t es, const char *a, int64_t csa, int64_t r0, int64_t r1, int64_t k, char *out) {
+  double acc[DT__COL_TILE];
+  int64_t i0, i, cnt;
+  for (i0 = r0; i0 < r1; i0 += cnt) {
+    cnt = r1 - i0 < DT__COL_TILE ? r1 - i0 : DT__COL_TILE;
+    if (es == sizeof(float)) dt__red_cols_f32(0, (const float *)a + i0, k, csa, cnt, acc);
+    else dt__red_cols_f64(0, (const double *)a + i0, k, csa, cnt, acc);
+    for (i = 0; i < cnt; i++) {
+      if (es == sizeof(float)) ((float *)out)[i0 - r0 + i] = (float)acc[i];
+      else ((double *)out)[i0 - r0 + i] = acc[i];
     }
   }
 }
@@ -9105,7 +9102,7 @@ static void dt__gemm_task(const dt__gemm_slab *g, int64_t t, int w) {
     abuf = ab;
   }
   if (g->asum && t % g->ncol == 0) /* the first column task of a row task sums its rows of A */
-    dt__gemm_row_sums(es, g->a, g->rsa, g->csa, r0, r1, g->k, g->asum + (size_t)(g->s0 + r0) * es);
+    dt__gemm_row_sums(es, g->a, g->csa, r0, r1, g->k, g->asum + (size_t)(g->s0 + r0) * es);
   if (g->bias) /* the block of C starts as the bias, here, where it is then added to */
     for (ir = r0; ir < r1; ir++)
       memcpy((char *)g->c + (size_t)((g->s0 + ir) * g->n + jc) * es, g->bias + (size_t)jc * es, (size_t)nc * es);
@@ -9278,7 +9275,7 @@ static int dt__gemm_blocked_b(const dt__gemm_plan *pl, int64_t m, int64_t n, int
          linear layer's weight gradient g^T x: 1.02x the Fashion-MNIST epoch; 256^3 1.09x) */
       g.bdirect = csb == 1 && nrow > 1;
       g.bias = (const char *)bias;
-      g.asum = priv ? (char *)dt__gemm_asum : NULL; /* with A packed by each thread: the row sums too */
+      g.asum = priv && rsa == 1 ? (char *)dt__gemm_asum : NULL; /* A packed by each thread, rows contiguous: its row sums too */
       if (priv) {
         int w;
         g.abuf = NULL;
@@ -9291,7 +9288,7 @@ static int dt__gemm_blocked_b(const dt__gemm_plan *pl, int64_t m, int64_t n, int
     }
   }
   DT__GEMM_FREE(raw, rawsz);
-  if (priv) dt__gemm_asum = NULL; /* written: see dt__gemm_asum */
+  if (priv && rsa == 1) dt__gemm_asum = NULL; /* written: see dt__gemm_asum */
   return 1;
 }
 

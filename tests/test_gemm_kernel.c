@@ -296,9 +296,9 @@ static void t_bias(int dbl, int medium, int split, int nomem) {
 }
 
 /* A linear layer's bias gradient from the product (dt__gemm_asum): where the driver takes it (each
-   thread packing its own rows of A: row tasks under 2+ threads), it writes the sums of op(A)'s rows,
-   in double and in order, so the bits of a sum of the column's floats in order, and clears it;
-   where it does not, it leaves both the pointer and the buffer alone. */
+   thread packing its own rows of A, row tasks under 2+ threads, op(A)'s rows contiguous: ta), it
+   writes the sums of op(A)'s rows, in double and in order, so the bits of a sum of the column's
+   floats in order, and clears it; where it does not, it leaves both the pointer and the buffer alone. */
 static void t_row_sums(int dbl) {
   const size_t es = dbl ? sizeof(double) : sizeof(float);
   const dt_dtype t = dbl ? DT_F64 : DT_F32;
