@@ -20,6 +20,10 @@
                              dt_synchronize; wall clock
        peer: cudamemcpy h2d_pinned_256mib, cudaMemcpy from the same buffer
      h2d_pageable_256mib     the same from malloc'd memory (information), peer: cudaMemcpy from it
+     d2h_to_cpu_256mib       dt_to(x, cpu) of a 256 MiB F32 tensor on cuda:0: new host memory each
+                             time, as torch's x.cpu() (the peer) takes; wall clock
+     d2h_pageable_256mib     dt_copy_ into a malloc'd 256 MiB host tensor whose pages are already
+                             touched (information), peer: cudaMemcpy into the same buffer
      sum_f32_268435456       dt_sum of 2^28 F32 ones (whole tensor), cudaEvents; GB/s counting the
                              bytes read; sum_dim0_f32_8192x8192, sum_dim1_f32_8192x8192: dt_sum_dim
                              of an F32 (8192, 8192) over dim 0 and 1; sum_dim0_f32_1000000x2:
@@ -350,7 +354,66 @@ static void bench_h2d(dt_device gpu) {
   if (dt_empty_cache(gpu) != DT_OK) die("dt_empty_cache");
 }
 
-/* 6. reductions: dt_sum of the whole tensor, dt_sum_dim over one dimension; cudaEvents; GB/s
+/* 6. device to host: dt_to(x, cpu) (new host memory: its first touch counts, as in torch's
+   x.cpu()), and dt_copy_ into touched pageable memory against cudaMemcpy into the same */
+static void bench_d2h(dt_device gpu) {
+  const int64_t n = (int64_t)(H2D_BYTES / sizeof(float));
+  float *pageable = (float *)malloc(H2D_BYTES);
+  double tto[H2D_REPS], tcp[H2D_REPS], tcm[H2D_REPS], want = 0;
+  dt_tensor *x, *host;
+  int64_t i;
+  int r;
+  if (!pageable) { fprintf(stderr, "bench_gpu: out of host memory\n"); exit(1); }
+  for (i = 0; i < n; i++) pageable[i] = (float)(i & 1023); /* touches every page */
+  for (i = 0; i < 1024; i++) want += (double)i;
+  want *= (double)(n / 1024);
+  if (!(x = dt_from_data(pageable, dt_shape1(n), DT_F32, gpu))) die("dt_from_data");
+  memset(pageable, 0, H2D_BYTES);
+  if (!(host = dt_from_blob(pageable, dt_shape1(n), DT_F32, dt_cpu(), NULL, NULL))) die("dt_from_blob");
+  for (r = -1; r < H2D_REPS; r++) {
+    dt_tensor *y;
+    double t0, t;
+    sync_all(gpu);
+    t0 = now();
+    if (!(y = dt_to(x, dt_cpu()))) die("dt_to(cpu)");
+    t = now() - t0;
+    if (r >= 0) tto[r] = t;
+    if (r == -1) check_value("dt_to(x, cpu)", sum_of(y), want, 0);
+    dt_release(y);
+
+    sync_all(gpu);
+    t0 = now();
+    if (dt_copy_(host, x) != DT_OK) die("dt_copy_ (to host)");
+    t = now() - t0;
+    if (r >= 0) tcp[r] = t;
+    if (r == -1) check_value("dt_copy_ (to pageable host)", sum_of(host), want, 0);
+
+    sync_all(gpu);
+    t0 = now();
+    CK(cudaMemcpy(pageable, dt_data_ptr(x), H2D_BYTES, cudaMemcpyDeviceToHost));
+    t = now() - t0;
+    if (r >= 0) tcm[r] = t;
+  }
+  {
+    double b = (double)H2D_BYTES, m;
+    m = median(tto, H2D_REPS);
+    printf("devtensor d2h_to_cpu_256mib seconds=%.9f gbps=%.2f best_gbps=%.2f reps=%d stat=median timer=wall\n",
+           m, b / m / 1e9, b / lowest(tto, H2D_REPS) / 1e9, H2D_REPS);
+    m = median(tcp, H2D_REPS);
+    printf("devtensor d2h_pageable_256mib seconds=%.9f gbps=%.2f best_gbps=%.2f reps=%d stat=median timer=wall\n",
+           m, b / m / 1e9, b / lowest(tcp, H2D_REPS) / 1e9, H2D_REPS);
+    m = median(tcm, H2D_REPS);
+    printf("cudamemcpy d2h_pageable_256mib seconds=%.9f gbps=%.2f best_gbps=%.2f reps=%d stat=median timer=wall\n",
+           m, b / m / 1e9, b / lowest(tcm, H2D_REPS) / 1e9, H2D_REPS);
+  }
+  fflush(stdout);
+  dt_release(host);
+  dt_release(x);
+  free(pageable);
+  if (dt_empty_cache(gpu) != DT_OK) die("dt_empty_cache");
+}
+
+/* 7. reductions: dt_sum of the whole tensor, dt_sum_dim over one dimension; cudaEvents; GB/s
    counting the bytes read. dim = -1: dt_sum. want[0..nwant): the exact result */
 static void bench_reduce(const char *name, const dt_tensor *x, int dim, const double *want, int64_t nwant) {
   size_t bytes = (size_t)dt_numel(x) * sizeof(float);
@@ -450,6 +513,7 @@ int main(void) {
   bench_add_bandwidth(gpu);
   bench_matmul(gpu);
   bench_h2d(gpu);
+  bench_d2h(gpu);
   bench_reductions(gpu);
   CK(cudaEventDestroy(ev0));
   CK(cudaEventDestroy(ev1));

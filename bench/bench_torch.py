@@ -11,6 +11,7 @@ printed) as the C programs:
     alloc_cached_1024x1024  torch.empty((1024, 1024)) dropped at once (caching allocator), per pair
     add_f32_268435456       a + b on 2^28 floats, CUDA events; GB/s counting 3 arrays (information)
     matmul_f32_4096         a @ b, F32 (4096, 4096), CUDA events; TF32 off (plain FP32, as devtensor)
+    d2h_to_cpu_256mib       x.cpu() of 256 MiB of F32 (new pageable host memory each time), wall clock
     sum_f32_268435456       x.sum() of 2^28 F32 ones, CUDA events; GB/s counting the bytes read
     sum_dim0_f32_8192x8192, sum_dim1_f32_8192x8192, sum_dim0_f32_1000000x2: x.sum(0) / x.sum(1) of
                             F32 (8192, 8192) and x.sum(0) of F32 (10^6, 2), small integers (as
@@ -32,6 +33,8 @@ MM_N = 4096
 SUM_N = 1 << 28
 SQ_N = 8192
 TALL_N = 1000000
+D2H_BYTES = 256 << 20
+D2H_REPS = 10
 TRAIN = dict(batch=256, warmup=20, steps=200, reps=5, lr=0.01)
 
 
@@ -129,6 +132,29 @@ def add_bandwidth():
     print("torch add_f32_268435456 seconds=%.9f gbps=%.1f best_gbps=%.1f bytes_counted=3x%d reps=%d stat=median timer=cudaEvent"
           % (med, 3.0 * nbytes / med / 1e9, 3.0 * nbytes / min(times) / 1e9, nbytes, REPS))
     del a, b
+    torch.cuda.empty_cache()
+
+
+def to_cpu():
+    """x.cpu() of 256 MiB of F32: new (pageable) host memory each time, as dt_to(x, cpu) takes."""
+    n = D2H_BYTES // 4
+    x = (torch.arange(n, device=DEV, dtype=torch.int64) & 1023).to(torch.float32)
+    want = float(sum(range(1024))) * (n // 1024)
+    times = []
+    for r in range(-1, D2H_REPS):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        y = x.cpu()
+        t = time.perf_counter() - t0
+        if r == -1:
+            check("x.cpu()", float(y.sum(dtype=torch.float64)) == want)
+        else:
+            times.append(t)
+        del y
+    med = statistics.median(times)
+    print("torch d2h_to_cpu_256mib seconds=%.9f gbps=%.2f best_gbps=%.2f reps=%d stat=median timer=wall"
+          % (med, D2H_BYTES / med / 1e9, D2H_BYTES / min(times) / 1e9, D2H_REPS))
+    del x
     torch.cuda.empty_cache()
 
 
@@ -241,7 +267,7 @@ def main():
           "median of the timed repetitions after warm-up"
           % (torch.__version__, torch.version.cuda, torch.cuda.get_device_name(DEV)))
     sys.stdout.flush()
-    for bench in (add_overhead, alloc, add_bandwidth, matmul, reductions, train_step):
+    for bench in (add_overhead, alloc, add_bandwidth, matmul, to_cpu, reductions, train_step):
         bench()
         sys.stdout.flush()
     return 0

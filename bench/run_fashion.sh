@@ -16,11 +16,16 @@ echo "commit: ${DT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}  load aver
 # spin-waiting costly, so one thread can be the faster); the faster median is the reference
 nt_all=${OMP_NUM_THREADS:-$(nproc)}
 peer_threads=1; [ "$nt_all" -gt 1 ] && peer_threads="1 $nt_all"
+# on a GPU the peer puts the whole data set there first (fashion_torch.py: xtr.to(dev)) and gathers
+# each minibatch there: devtensor does the same (--data-on-device); DT_FASHION_HOST=1 keeps its
+# data on the host instead (each minibatch gathered there and copied while the previous step runs)
+dt_where=
+[ "$dev" != cpu ] && [ "${DT_FASHION_HOST:-0}" != 1 ] && dt_where=--data-on-device
 i=1
 while [ "$i" -le "$rounds" ]; do
   for model in softmax mlp; do
     echo "== round $i, $model"
-    "$bin" --model $model --epochs "$epochs" | sed "s/^/devtensor /" | tee -a "$out" || exit 1
+    "$bin" --model $model --epochs "$epochs" $dt_where | sed "s/^/devtensor /" | tee -a "$out" || exit 1
     for nt in $peer_threads; do
       env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$py" bench/fashion_torch.py --model $model --epochs "$epochs" --device "$dev" \
         --threads "$nt" | sed "s/^/torch-${nt}t /" | tee -a "$out" || exit 1
@@ -31,7 +36,9 @@ done
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
 echo
 # lines: "<lib> <model> epoch  k/N  train loss L  train acc A  test acc T  S s"
-awk '
+# issue 14's goals: devtensor's epoch <= 0.6x the peer's on the CPU, <= 0.5x on a GPU
+goal=0.6; [ "$dev" != cpu ] && goal=0.5
+awk -v goal="$goal" '
   $3 == "epoch" {
     key = $1 " " $2; n[key]++; t[key, n[key]] = $(NF - 1); acc[key] = $(NF - 2)
     split($4, e, "/"); if (e[1] == e[2]) { fin[key] = fin[key] " " $(NF - 2) }
@@ -55,6 +62,6 @@ awk '
         if (kk[1] != "devtensor" && (best == "" || median(key) < median(best))) best = key
       }
       kd = "devtensor " models[mi]
-      if (n[kd] && best != "") printf "%-8s devtensor epoch time / %s: %.2fx (goal <= 0.6x)\n", models[mi], best, median(kd) / median(best)
+      if (n[kd] && best != "") printf "%-8s devtensor epoch time / %s: %.2fx (goal <= %sx)\n", models[mi], best, median(kd) / median(best), goal
     }
   }' "$out"
