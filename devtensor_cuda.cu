@@ -224,6 +224,7 @@ struct DevState {
   bool stage_tried = false, stage_ok = false;
   char *stage[2] = {nullptr, nullptr};
   cudaEvent_t stage_ev[2] = {nullptr, nullptr};
+  int stage_next = 0; /* the buffer the next host-to-device chunk takes (they alternate across calls) */
   /* indexing (issue 14): dt_index_select's error record in device memory (an IndexErr, made at
      the first index_select, kept), and whether one ran since the record was last read */
   void *index_err = nullptr;
@@ -697,8 +698,12 @@ dt_status copy_h2d(int dev, void *dst, const void *src, size_t n) {
     char *to = (char *)dst;
     cudaError_t e;
     size_t off = 0;
-    for (int i = 0; off < n; i++) {
-      int b = i & 1;
+    while (off < n) {
+      /* alternate across calls too: a small copy made right after the previous one
+         waits for the copy before that, not for the one just queued behind the work
+         before it (a trainer copying each minibatch while the last step runs) */
+      int b = s.stage_next;
+      s.stage_next ^= 1;
       size_t len = stage_len(n, off);
       /* the DMA that last read buffer b has finished */
       if ((e = cudaEventSynchronize(s.stage_ev[b])) != cudaSuccess) return cuda_fail("cudaEventSynchronize", e);
