@@ -1405,21 +1405,39 @@ __global__ void k_reduce_cols_finish(const double *partial, int64_t nout, int64_
    slab of one o is contiguous, so a block reads its rows r0..r1 as consecutive elements
    (coalesced); its blockDim.x threads (a multiple of inner) each keep one column,
    i = threadIdx.x % inner, and the block then adds up the threads of each column into
-   partial[c, o * inner + i]. blockIdx.x is the chunk of rows, blockIdx.y is o. */
+   partial[o * inner + i, c], one row of chunks per output, which k_reduce_rows_finish adds
+   up a block per output (a thread per output, as k_reduce_cols_finish does, took 1024
+   dependent loads for each of (10^6, 2)'s two outputs: most of the time on an H100).
+   blockIdx.x is the chunk of rows, blockIdx.y is o. */
 template <typename T>
 __global__ void k_reduce_cols_narrow(const T *x, int64_t len, int64_t inner, int64_t chunk, int op, double *partial) {
   __shared__ double sh[kBlock];
-  int64_t o = blockIdx.y, c = blockIdx.x, nout = (int64_t)gridDim.y * inner;
+  int64_t o = blockIdx.y, c = blockIdx.x, nchunks = gridDim.x;
   int64_t r0 = c * chunk, r1 = r0 + chunk < len ? r0 + chunk : len;
   const T *p = x + o * len * inner;
   double acc = 0.0;
   for (int64_t e = r0 * inner + threadIdx.x; e < r1 * inner; e += blockDim.x) acc += r_term((double)p[e], op);
+  if (inner <= 32 && (inner & (inner - 1)) == 0) {
+    /* a power of two (the block is then kBlock threads, whole warps): lanes L and L + off,
+       off a multiple of inner, keep the same column, so shuffles leave each warp's column
+       sums in its lanes 0..inner-1, and the first inner threads add up the warps */
+    for (int off = 16; off >= inner; off >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, off);
+    unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+    if (lane < inner) sh[warp * inner + lane] = acc;
+    __syncthreads();
+    if (threadIdx.x < inner) {
+      double sum = 0.0;
+      for (unsigned w = 0; w < blockDim.x >> 5; w++) sum += sh[w * inner + threadIdx.x];
+      partial[(o * inner + threadIdx.x) * nchunks + c] = sum;
+    }
+    return;
+  }
   sh[threadIdx.x] = acc;
   __syncthreads();
   if (threadIdx.x < inner) {
     double sum = 0.0;
     for (unsigned k = threadIdx.x; k < blockDim.x; k += (unsigned)inner) sum += sh[k];
-    partial[c * nout + o * inner + threadIdx.x] = sum;
+    partial[(o * inner + threadIdx.x) * nchunks + c] = sum;
   }
 }
 
@@ -1474,8 +1492,9 @@ dt_status reduce_t(int dev, DevState &s, int op, int64_t outer, int64_t len, int
     dim3 grid((unsigned)nchunks, (unsigned)outer);
     DT_LAUNCH_COOP(grid, block, st, k_reduce_cols_narrow<T>)(x, len, inner, chunk, op, partial);
     rc = launched("reduce");
-    if (rc == DT_OK) {
-      DT_LAUNCH(grid_for(nout, kBlock), kBlock, st, k_reduce_cols_finish<T>)(partial, nout, nchunks, len, op, y);
+    if (rc == DT_OK) { /* partial is (nout, nchunks): a block per output adds up its chunks */
+      int b2 = nchunks >= 256 ? 256 : nchunks >= 128 ? 128 : 64;
+      DT_LAUNCH_COOP((unsigned)(nout < kMaxGrid ? nout : kMaxGrid), b2, st, k_reduce_rows_finish<T>)(partial, nout, nchunks, len, op, y);
       rc = launched("reduce (second pass)");
     }
   } else {

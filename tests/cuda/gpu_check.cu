@@ -259,7 +259,9 @@ static void check_reduce(void) {
   int64_t shapes[][3] = {
     {1, 1, 1}, {1, 0, 1}, {3, 0, 4}, {1, 33, 1}, {1, 5, 1}, {1000000, 5, 1}, {GC_MANY_ROWS, 100, 1}, {7, 3000, 1},
     {1, GC_LONG_ROW, 1}, {3, 100003, 1}, {1, 1 << 20, 3}, {100, 7, 1000}, {6, 50, 7}, {2, 70001, 2}, {1, GC_LONG_ROW2, 1},
-    {2, 5000, 64}, {3, 3000, 33}, {1, 4097, 2}, /* narrow columns (k_reduce_cols_narrow) */
+    /* narrow columns (k_reduce_cols_narrow): inner 2, 4, 8, 16, 32 add up their warps by shuffles,
+       3, 5, 33 and 64 through shared memory */
+    {2, 5000, 64}, {3, 3000, 33}, {1, 4097, 2}, {2, 3000, 4}, {4, 1500, 8}, {1, 9000, 16}, {1, 2000, 32}, {2, 2500, 5},
   };
   for (int t = 0; t < 2; t++)
     for (int op = 0; op <= DT__R_NORM; op++)
