@@ -231,6 +231,9 @@ $(B)/cuda/ex/fashion_mnist: CUDA_LIBS += -lz
 $(EMU_DIR)/ex/fashion_mnist: EMU_LINK += -lz
 # GPU fault injection (tests/fault_gpu.c defines cudaMalloc and finds the real one with dlsym)
 $(B)/bench_gpu: gpubench_CMD += -isystem $(CUDA_HOME)/include
+# the bare <<<>>> launches under devtensor's per-op overhead (bench/launch_floor.cu; no devtensor)
+$(B)/launch_floor: bench/launch_floor.cu | $(B)
+	$(NVCC) $(NVCCFLAGS) $< -o $@
 $(B)/fuzz/fuzz_safetensors $(B)/fuzz/replay_safetensors: tests/fuzz/nest_decode.h
 
 # the folders programs are built in
@@ -333,7 +336,7 @@ bench-cblas: $(B)/bench_cpu_cblas
 
 # GPU benchmarks: devtensor on cuda:0 against cudaMemcpy and PyTorch (bench/run_gpu.sh)
 ifeq ($(CUDA),1)
-bench-gpu: $(B)/bench_gpu $(B)/bench_train
+bench-gpu: $(B)/bench_gpu $(B)/bench_train $(B)/launch_floor
 	@sh bench/run_gpu.sh $(B)
 else
 bench-gpu:

@@ -5,8 +5,8 @@ bench_gpu, bench_train and bench_torch.py print (bench/run_gpu.sh runs all three
     (build/bench_gpu; build/bench_train; python3 bench/bench_torch.py) | python3 bench/compare_gpu.py
     python3 bench/compare_gpu.py out.txt [more.txt ...] [--strict]
 
-Input lines look like `<library> <benchmark> key=value ...` (library: devtensor, torch or
-cudamemcpy); lines starting with `SKIP:` are repeated under the table, anything else is ignored.
+Input lines look like `<library> <benchmark> key=value ...` (library: devtensor, torch,
+cudamemcpy or cudalaunch); lines starting with `SKIP:` are repeated under the table, anything else is ignored.
 Where a benchmark appears more than once for a library, the best line counts. Prints a Markdown
 table: measurement, devtensor, peer, ratio, target, met. The ratio is always devtensor's value
 over the peer's value of the same unit: for times lower is better, for rates higher is better.
@@ -23,6 +23,8 @@ ROWS = (
      "enqueue_seconds_per_op", "s/op", True, None),
     ("  GPU span (cudaEvents around the loop)", "add_overhead_100x100", "torch", "add_overhead_100x100",
      "gpu_span_seconds_per_op", "s/op", True, None),
+    ("  beside bare <<<>>> launches of a 100x100 add (floor)", "add_overhead_100x100", "cudalaunch", "add_overhead_100x100",
+     "seconds_per_op", "s/op", True, None),
     ("cached alloc, empty 1024x1024 F32 + release", "alloc_cached_1024x1024", "torch", "alloc_cached_1024x1024",
      "seconds_per_pair", "s/pair", True, ("abs", "<", 1e-6)),
     ("add 2^28 F32 (3 arrays) vs cudaMemcpy D2D (2 x bytes)", "add_f32_268435456", "cudamemcpy", "d2d_1gib",

@@ -175,7 +175,7 @@ phase_san() {
 phase_bench() {
   log=$out/bench.log
   header >"$log"
-  run "$log" make -j"$jobs" CUDA=1 build/bench_gpu build/bench_train build/cuda/ex/ex1_matmul_speed build/cuda/ex/ex2_params_io \
+  run "$log" make -j"$jobs" CUDA=1 build/bench_gpu build/bench_train build/launch_floor build/cuda/ex/ex1_matmul_speed build/cuda/ex/ex2_params_io \
     build/cuda/ex/ex3_norm_log build/cuda/ex/ex4_two_gpus build/cuda/ex/devices build/cuda/ex/gpus
   run "$log" sh bench/run_gpu.sh build
   sed -n '/compare_gpu.py/,$p' "$log"

@@ -50,7 +50,7 @@ if command -v nvidia-smi >/dev/null 2>&1; then
 else
   echo "nvidia-smi: not found"
 fi
-for p in "$B/bench_gpu" "$B/bench_train"; do
+for p in "$B/bench_gpu" "$B/bench_train" "$B/launch_floor"; do
   if [ -x "$p" ]; then run "./$p"; else echo "missing: $p (make bench-gpu builds it)"; status=1; fi
 done
 run "$PY" bench/bench_torch.py
