@@ -234,6 +234,9 @@ $(B)/bench_gpu: gpubench_CMD += -isystem $(CUDA_HOME)/include
 # the bare <<<>>> launches under devtensor's per-op overhead (bench/launch_floor.cu; no devtensor)
 $(B)/launch_floor: bench/launch_floor.cu | $(B)
 	$(NVCC) $(NVCCFLAGS) $< -o $@
+# devtensor's per-op time split against a bare launch (bench/op_overhead.cu; information)
+$(B)/op_overhead: bench/op_overhead.cu $(HDR) $(CU_OBJ) | $(B)
+	$(NVCC) $(NVCCFLAGS) -DDEVTENSOR_CUDA -I. $< $(CU_OBJ) -lcublas -o $@
 $(B)/fuzz/fuzz_safetensors $(B)/fuzz/replay_safetensors: tests/fuzz/nest_decode.h
 
 # the folders programs are built in
