@@ -64,6 +64,8 @@ run() {
 phase_test() {
   log=$out/test.log
   header >"$log"
+  # the peer's versions (torch, its cuBLAS); gpu_check below prints devtensor's cuBLAS
+  run "$log" python3 bench/gpu_versions.py
   run "$log" make -k -j"$jobs" CUDA=1 all build/cuda/gpu_check build/bench_gpu build/bench_train
   # make test runs gpu_check too where the driver is; DT_REQUIRE_GPU=1: a "no GPU" skip fails
   run "$log" make CUDA=1 test
