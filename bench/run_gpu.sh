@@ -50,9 +50,11 @@ if command -v nvidia-smi >/dev/null 2>&1; then
 else
   echo "nvidia-smi: not found"
 fi
-for p in "$B/bench_gpu" "$B/bench_train" "$B/launch_floor"; do
+for p in "$B/bench_gpu" "$B/bench_train"; do
   if [ -x "$p" ]; then run "./$p"; else echo "missing: $p (make bench-gpu builds it)"; status=1; fi
 done
+# the bare launches beside the per-op row (information; nvcc builds it, the emulator has none)
+if [ -x "$B/launch_floor" ]; then run "./$B/launch_floor"; else echo "no $B/launch_floor (make CUDA=1 bench-gpu builds it): no launch floor row"; fi
 run "$PY" bench/bench_torch.py
 echo
 echo "\$ python3 bench/compare_gpu.py${STRICT:+ $STRICT}"
