@@ -20,7 +20,8 @@
 #   make bench-gpu   the GPU benchmarks against cudaMemcpy and PyTorch (on a machine with a GPU)
 #   make lib         libdevtensor.so and .a; make install PREFIX=... adds devtensor.pc and a CMake package
 #   make test-dist   tests/test_dist.c built with DEVTENSOR_MPI (mpicc) on two ranks under mpirun, and the failure paths
-#   make test-dist-gpu  the same with CUDA and the real NCCL, each rank on its GPU (a machine with two GPUs)
+#   make test-dist-gpu  the same with CUDA and the real NCCL, each rank on its GPU (a machine with two GPUs;
+#                    on one GPU: that two ranks are refused, saying why, and the rest skipped)
 #   make bench-dist  all-reduce bandwidth (nccl-tests' algbw/busbw, 4 B to 64 MiB) on BENCH_NP=2 CPU ranks under mpirun
 #   make bench-dist-gpu the same on a rank per GPU through NCCL (BENCH_NP: default the GPUs nvidia-smi lists)
 #   make clean       remove build/
