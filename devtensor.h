@@ -2860,26 +2860,27 @@ DTDEF dt_status dt_empty_cache(dt_device d) {
    (no layer holds its input) and dt_backward refuses. */
 
 static DT__TLS int dt__no_grad; /* 0 (the default): grad enabled */
-/* Set by a linear layer's forward around its product x W^T: the CPU gemm's threads split C by
-   columns (W's rows) into contiguous parts, as the optimizer's step, and the product g^T x for
-   W's gradient, split W by rows; so each core reads the rows of W that it last wrote (see
-   dt__gemm_blocked). */
-static DT__TLS int dt__gemm_by_cols;
-/* Set by a linear layer's forward on the CPU around its product: the bias (a row of n, the
-   product's dtype) that C starts from, C = bias + x W^T (beta unused): each gemm task writes the
-   bias into its own block of C, on the core that then adds the product into it, instead of a
-   copy pass over all of C before the product (read and cleared by dt__cpu_gemm). */
-static DT__TLS const void *dt__gemm_bias;
-/* Set by a linear layer's backward on the CPU around its product g^T x: where the sums of the rows
-   of op(A) = g^T (the bias gradient: g's column sums, in double, in row order, as dt_sum_dim
-   gives them) go. The blocked driver, when each thread packs its own rows of A and they are
-   contiguous (g^T's are), writes them and clears this; still set after the call, nothing was
-   written (the caller reduces g itself). */
-static DT__TLS void *dt__gemm_asum;
-/* Set by the trainer around dt_backward_params: each parameter's gradient is written, not added to,
-   which is what dt_zero_grad and then dt_backward_params give (a module has one owner, so each
-   gradient gets one term), without a pass to zero them first. */
-static DT__TLS int dt__grad_assign;
+/* What a linear layer asks of the CPU gemm beyond C = alpha op(A) op(B) + beta C, passed to
+   dt__cpu_gemm_opt (the backend's gemm slot takes none; the CUDA layer does these steps apart):
+   - bias: the forward's bias (a row of n, the product's dtype) that C starts from, C = bias +
+     x W^T (beta unused): each gemm task writes the bias into its own block of C, on the core that
+     then adds the product into it, instead of a copy pass over all of C before the product;
+   - by_cols: the forward's product x W^T in training: the threads split C by columns (W's rows)
+     into contiguous parts, as the optimizer's step, and the product g^T x for W's gradient, split
+     W by rows; so each core reads the rows of W that it last wrote (see dt__gemm_blocked_b);
+   - asum: the backward's product g^T x: where the sums of the rows of op(A) = g^T go (the bias
+     gradient: g's column sums, in double, in row order, as dt_sum_dim gives them). The blocked
+     driver writes them when each thread packs its own rows of A and they are contiguous (g^T's
+     are), and then sets asum_done; asum_done still 0 after the call: nothing was written (the
+     caller reduces g itself). */
+typedef struct dt__gemm_opts {
+  const void *bias;
+  int by_cols;
+  void *asum;
+  int asum_done;
+} dt__gemm_opts;
+static dt_status dt__cpu_gemm_opt(dt_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
+                                  const void *a, const void *b, double beta, void *c, dt__gemm_opts *o);
 
 DTDEF int dt_set_grad_enabled(int enabled) {
   int prev = !dt__no_grad;
@@ -3342,17 +3343,21 @@ static dt_tensor *dt__forward(const char *op, dt_module *m, const dt_tensor *x, 
       if (y->numel > 0) {
         memset(&g, 0, sizeof g);
         g.ndim = 2; g.numel = y->numel; g.dims[0] = x->shape.dims[0]; g.dims[1] = m->out; g.astride[1] = 1;
-        /* the CPU gemm starts C from the bias itself (dt__gemm_bias); elsewhere a copy, then beta 1 */
-        if (m->device.type == DT_CPU) dt__gemm_bias = m->bias->st->ptr, s = DT_OK;
-        else s = dt__be(m->device)->binary(m->device.index, DT__B_COPY_A, m->dtype, &g, m->bias->st->ptr, m->bias->st->ptr, y->st->ptr);
-        if (s == DT_OK) {
-          /* training: split by columns, W's rows, as the optimizer's step splits them (see the
-             gemm); without grad (evaluation) the plain split: A = x is not packed by every thread */
-          dt__gemm_by_cols = !dt__no_grad;
-          s = dt__be(m->device)->gemm(m->device.index, m->dtype, 0, 1, 1, x->shape.dims[0], m->out, m->in, 1.0,
-                                      x->st->ptr, 0, m->weight->st->ptr, 0, 1.0, y->st->ptr, 0);
-          dt__gemm_by_cols = 0;
-          dt__gemm_bias = NULL;
+        if (m->device.type == DT_CPU) {
+          /* the CPU gemm starts C from the bias itself; in training it splits C by columns, W's
+             rows, as the optimizer's step splits them; without grad (evaluation) the plain
+             split: A = x is not packed by every thread (see dt__gemm_opts) */
+          dt__gemm_opts o;
+          memset(&o, 0, sizeof o);
+          o.bias = m->bias->st->ptr;
+          o.by_cols = !dt__no_grad;
+          s = dt__cpu_gemm_opt(m->dtype, 0, 1, x->shape.dims[0], m->out, m->in, 1.0, x->st->ptr, m->weight->st->ptr,
+                               1.0, y->st->ptr, &o);
+        } else { /* a copy of the bias, then the product with beta 1 */
+          s = dt__be(m->device)->binary(m->device.index, DT__B_COPY_A, m->dtype, &g, m->bias->st->ptr, m->bias->st->ptr, y->st->ptr);
+          if (s == DT_OK)
+            s = dt__be(m->device)->gemm(m->device.index, m->dtype, 0, 1, 1, x->shape.dims[0], m->out, m->in, 1.0,
+                                        x->st->ptr, 0, m->weight->st->ptr, 0, 1.0, y->st->ptr, 0);
         }
         if (!(y = dt__done(op, y, s))) return NULL;
       }
@@ -3462,7 +3467,10 @@ static int dt__first_param_layer(const dt_module *m) {
    parameters' gradients and, when gx is not NULL, sets *gx to the gradient wrt its input.
    With gx NULL no input gradient is computed for m, nor for any layer in front of the
    first one with parameters (PyTorch's input that does not require grad). */
-static dt_status dt__backward(const char *op, dt_module *m, const dt_tensor *g, dt_tensor **gx) {
+/* assign 1 (the trainer's step): each parameter's gradient is written, not added to, which is
+   what dt_zero_grad and then dt_backward_params give (a module has one owner, so each gradient
+   gets one term), without a pass to zero them first. */
+static dt_status dt__backward(const char *op, dt_module *m, const dt_tensor *g, dt_tensor **gx, int assign) {
   dt_tensor *cur, *nx;
   dt_status s;
   int i, k;
@@ -3474,24 +3482,29 @@ static dt_status dt__backward(const char *op, dt_module *m, const dt_tensor *g, 
       int64_t n = m->input->shape.dims[0];
       dt_tensor *gb, *x = NULL;
       s = DT_OK;
-      /* gW (out, in) += g^T x; gb (out,) += sum over rows of g; gx (n, in) = g W (with dt__grad_assign,
+      /* gW (out, in) += g^T x; gb (out,) += sum over rows of g; gx (n, in) = g W (with assign,
          gW = and gb = ) */
       if (gx && !(x = dt__new(op, m->input->shape, m->dtype, m->device))) return dt_last_status();
-      /* on the CPU the gemm sums g's columns as it goes (dt__gemm_asum), where it can */
+      /* on the CPU the gemm sums g's columns as it goes (dt__gemm_opts' asum), where it can */
       if (m->device.type == DT_CPU && n > 0 && m->out > 0) gb = dt__new(op, m->bias->shape, m->dtype, m->device);
       else gb = dt__reduce(op, DT__R_SUM, g, 1, n, m->out, m->bias->shape);
       if (!gb) { dt_release(x); return dt_last_status(); }
       if (n > 0) {
-        if (m->device.type == DT_CPU && m->out > 0) dt__gemm_asum = gb->st->ptr;
-        s = be->gemm(dev, m->dtype, 1, 0, 1, m->out, m->in, n, 1.0, g->st->ptr, 0, m->input->st->ptr, 0,
-                     dt__grad_assign ? 0.0 : 1.0, m->gweight->st->ptr, 0);
-        if (dt__gemm_asum) { /* not summed there: as dt_sum_dim does */
-          dt__gemm_asum = NULL;
-          if (s == DT_OK) s = be->reduce(dev, DT__R_SUM, m->dtype, 1, n, m->out, g->st->ptr, gb->st->ptr);
-        }
-      } else if (dt__grad_assign)
+        const double beta = assign ? 0.0 : 1.0;
+        if (m->device.type == DT_CPU && m->out > 0) {
+          dt__gemm_opts o;
+          memset(&o, 0, sizeof o);
+          o.asum = gb->st->ptr;
+          s = dt__cpu_gemm_opt(m->dtype, 1, 0, m->out, m->in, n, 1.0, g->st->ptr, m->input->st->ptr, beta,
+                               m->gweight->st->ptr, &o);
+          /* not summed there: as dt_sum_dim does */
+          if (s == DT_OK && !o.asum_done) s = be->reduce(dev, DT__R_SUM, m->dtype, 1, n, m->out, g->st->ptr, gb->st->ptr);
+        } else
+          s = be->gemm(dev, m->dtype, 1, 0, 1, m->out, m->in, n, 1.0, g->st->ptr, 0, m->input->st->ptr, 0, beta,
+                       m->gweight->st->ptr, 0);
+      } else if (assign)
         s = be->fill(dev, m->dtype, m->gweight->numel, 0.0, m->gweight->st->ptr);
-      if (s == DT_OK && dt__grad_assign)
+      if (s == DT_OK && assign)
         s = be->copy(dev, m->gbias->st->ptr, dev, gb->st->ptr, (size_t)m->out * dt_dtype_size(m->dtype));
       else if (s == DT_OK) s = be->axpy(dev, m->dtype, m->out, 1.0, gb->st->ptr, m->gbias->st->ptr);
       if (s == DT_OK && x && x->numel > 0) s = be->gemm(dev, m->dtype, 0, 0, 1, n, m->in, m->out, 1.0, g->st->ptr, 0, m->weight->st->ptr, 0, 0.0, x->st->ptr, 0);
@@ -3520,7 +3533,7 @@ static dt_status dt__backward(const char *op, dt_module *m, const dt_tensor *g, 
       cur = dt_retain((dt_tensor *)g);
       for (i = m->n - 1; i >= k; i--) {
         nx = NULL;
-        s = dt__backward(op, m->layers[i], cur, gx || i > k ? &nx : NULL);
+        s = dt__backward(op, m->layers[i], cur, gx || i > k ? &nx : NULL, assign);
         dt_release(cur);
         cur = nx;
         if (s != DT_OK) { dt_release(cur); return s; }
@@ -3564,7 +3577,7 @@ static dt_status dt__backward_args(const char *op, dt_module *m, const dt_tensor
 DTDEF dt_tensor *dt_backward(dt_module *m, const dt_tensor *grad_output) {
   const char *op = "dt_backward";
   dt_tensor *gx = NULL;
-  if (dt__backward_args(op, m, grad_output) != DT_OK || dt__backward(op, m, grad_output, &gx) != DT_OK) return NULL;
+  if (dt__backward_args(op, m, grad_output) != DT_OK || dt__backward(op, m, grad_output, &gx, 0) != DT_OK) return NULL;
   return gx;
 }
 
@@ -3572,7 +3585,16 @@ DTDEF dt_status dt_backward_params(dt_module *m, const dt_tensor *grad_output) {
   const char *op = "dt_backward_params";
   dt_status s;
   if ((s = dt__backward_args(op, m, grad_output)) != DT_OK) return s;
-  return dt__backward(op, m, grad_output, NULL);
+  return dt__backward(op, m, grad_output, NULL, 0);
+}
+
+/* dt_zero_grad then dt_backward_params in one pass: each gradient written, not added to (the
+   trainer's step) */
+static dt_status dt__backward_params_assign(dt_module *m, const dt_tensor *grad_output) {
+  const char *op = "dt_backward_params";
+  dt_status s;
+  if ((s = dt__backward_args(op, m, grad_output)) != DT_OK) return s;
+  return dt__backward(op, m, grad_output, NULL, 1);
 }
 
 /* Every linear layer of m with parameters, in order: zero its grads (zero 1) or take a plain
@@ -5016,11 +5038,7 @@ static dt_status dt__trainer_step(dt_trainer *tr, dt__replicas *rep, dt_module *
     g = tr->loss_fn == DT_LOSS_CROSS_ENTROPY ? dt_cross_entropy_grad(pred, yb) : dt_mse_loss_grad(pred, yb);
     /* the minibatch needs no gradient: dt_backward_params skips the first layer's g W; the
        gradients are written, as after dt_zero_grad, without zeroing them first */
-    if (g) {
-      dt__grad_assign = 1;
-      s = dt_backward_params(m, g);
-      dt__grad_assign = 0;
-    }
+    if (g) s = dt__backward_params_assign(m, g);
     if (!g || s != DT_OK) s = dt_last_status();
     else s = tr->optimizer ? dt_optimizer_step(tr->optimizer) : dt_sgd_step(m, tr->lr);
   }
@@ -9060,7 +9078,7 @@ typedef struct dt__gemm_slab {
   int64_t *aown;
   int bdirect;    /* op(B)'s rows contiguous (csb 1): its whole micro-panels are read in place, not packed */
   const char *bias; /* or NULL: C's rows start as this row (n), not as beta * C */
-  char *asum;       /* or NULL: the sums of op(A)'s rows go to asum[s0 + i] (see dt__gemm_asum) */
+  char *asum;       /* or NULL: the sums of op(A)'s rows go to asum[s0 + i] (see dt__gemm_opts) */
 } dt__gemm_slab;
 
 /* out[i - r0] = the sum of op(A)'s row i over its k depths, for rows r0..r1 of an op(A) whose
@@ -9169,10 +9187,13 @@ static void dt__gemm_fill_bias(size_t es, int64_t m, int64_t n, const void *bias
   for (i = 0; i < m; i++) memcpy((char *)c + (size_t)(i * n) * es, bias, (size_t)n * es);
 }
 
-/* With bias (a row of n elements, or NULL): C = alpha op(A) op(B) + bias, beta unused. */
+/* With o (or NULL), a linear layer's asks (see dt__gemm_opts): with o->bias (a row of n elements),
+   C = alpha op(A) op(B) + bias, beta unused; o->by_cols, the column split; o->asum, the row sums. */
 static int dt__gemm_blocked_b(const dt__gemm_plan *pl, int64_t m, int64_t n, int64_t k, double alpha,
                               const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,
-                              int64_t csb, double beta, void *c, const void *bias) {
+                              int64_t csb, double beta, void *c, dt__gemm_opts *o) {
+  const void *bias = o ? o->bias : NULL;
+  const int by_cols = o && o->by_cols;
   const size_t es = pl->es;
   const int mr = pl->mr, nr = pl->nr;
   /* depth of a block: at most the plan's, the blocks of k as even as can be (784 = 392 + 392, not
@@ -9190,15 +9211,17 @@ static int dt__gemm_blocked_b(const dt__gemm_plan *pl, int64_t m, int64_t n, int
   int64_t s0;
   if ((size_t)mr * (size_t)k * es > DT__GEMM_ABYTES && k > kc) { /* very deep: one slice of k at a time */
     const int64_t ks = dt__gemm_max(kc, (int64_t)(DT__GEMM_ABYTES / ((size_t)mr * es)) / kc * kc);
-    void *asum = dt__gemm_asum; /* row sums over all of k: not done slice by slice */
+    dt__gemm_opts so; /* each slice's: the bias with the first; no row sums (over all of k: not slice by slice) */
     int64_t p0;
-    dt__gemm_asum = NULL;
+    memset(&so, 0, sizeof so);
+    so.by_cols = by_cols;
     for (p0 = 0; p0 < k; p0 += ks) {
       const int64_t kk = dt__gemm_min(ks, k - p0);
       const void *ap = (const char *)a + (size_t)(p0 * csa) * es, *bp = (const char *)b + (size_t)(p0 * rsb) * es;
       const void *bs = p0 == 0 ? bias : NULL;
       double bet = p0 == 0 ? beta : 1.0;
-      if (dt__gemm_blocked_b(pl, m, n, kk, alpha, ap, rsa, csa, bp, rsb, csb, bet, c, bs)) continue;
+      so.bias = bs;
+      if (dt__gemm_blocked_b(pl, m, n, kk, alpha, ap, rsa, csa, bp, rsb, csb, bet, c, &so)) continue;
       if (bs) { dt__gemm_fill_bias(es, m, n, bs, c); bet = 1.0; }
       if (es == sizeof(double)) /* out of memory */
         dt__gemm_simple_f64(m, n, kk, alpha, (const double *)ap, rsa, csa, (const double *)bp, rsb, csb, bet,
@@ -9207,7 +9230,6 @@ static int dt__gemm_blocked_b(const dt__gemm_plan *pl, int64_t m, int64_t n, int
         dt__gemm_simple_f32(m, n, kk, (float)alpha, (const float *)ap, rsa, csa, (const float *)bp, rsb, csb,
                             (float)bet, (float *)c);
     }
-    dt__gemm_asum = asum;
     return 1;
   }
   if (ms < mr) ms = mr;
@@ -9223,7 +9245,7 @@ static int dt__gemm_blocked_b(const dt__gemm_plan *pl, int64_t m, int64_t n, int
     ncw = dt__gemm_min(ncw, dt__gemm_max(4 * nr, dt__gemm_roundup((n + 4 * nt - 1) / (4 * nt), nr)));
     if ((n + ncw - 1) / ncw < 4 * (int64_t)nt)
       nrow = dt__gemm_max(1, dt__gemm_min((4 * (int64_t)nt * ncw + n - 1) / n, dt__gemm_min(ms, m) / 128));
-    if (dt__gemm_by_cols) { /* a linear layer's x W^T: two column tasks per thread, each thread's W rows its own */
+    if (by_cols) { /* a linear layer's x W^T: two column tasks per thread, each thread's W rows its own */
       ncw = dt__gemm_roundup((n + 2 * nt - 1) / (2 * nt), nr);
       nrow = 1;
     }
@@ -9237,7 +9259,7 @@ static int dt__gemm_blocked_b(const dt__gemm_plan *pl, int64_t m, int64_t n, int
      tasks itself, in its own buffer (on a VM whose two cores sit on two L3s, a shared packing phase
      was slower than one thread's) */
   priv = 0;
-  if ((nrow > 1 || dt__gemm_by_cols) && nbuf > 1 && nbuf <= DT__GEMM_PRIV_MAX) {
+  if ((nrow > 1 || by_cols) && nbuf > 1 && nbuf <= DT__GEMM_PRIV_MAX) {
     const int64_t rpt0 = (dt__gemm_roundup(dt__gemm_min(ms, m), mr) / mr + nrow - 1) / nrow * mr; /* the first slab's */
     const size_t psz = ((size_t)(rpt0 * k) * es + 63) & ~(size_t)63;
     if ((size_t)nbuf * psz <= DT__GEMM_ABYTES) { priv = 1; asz = (size_t)nbuf * psz; }
@@ -9275,7 +9297,7 @@ static int dt__gemm_blocked_b(const dt__gemm_plan *pl, int64_t m, int64_t n, int
          linear layer's weight gradient g^T x: 1.02x the Fashion-MNIST epoch; 256^3 1.09x) */
       g.bdirect = csb == 1 && nrow > 1;
       g.bias = (const char *)bias;
-      g.asum = priv && rsa == 1 ? (char *)dt__gemm_asum : NULL; /* A packed by each thread, rows contiguous: its row sums too */
+      g.asum = priv && rsa == 1 && o ? (char *)o->asum : NULL; /* A packed by each thread, rows contiguous: its row sums too */
       if (priv) {
         int w;
         g.abuf = NULL;
@@ -9288,11 +9310,11 @@ static int dt__gemm_blocked_b(const dt__gemm_plan *pl, int64_t m, int64_t n, int
     }
   }
   DT__GEMM_FREE(raw, rawsz);
-  if (priv && rsa == 1) dt__gemm_asum = NULL; /* written: see dt__gemm_asum */
+  if (priv && rsa == 1 && o && o->asum) o->asum_done = 1; /* written: see dt__gemm_opts */
   return 1;
 }
 
-static int dt__gemm_blocked(const dt__gemm_plan *pl, int64_t m, int64_t n, int64_t k, double alpha,
+static DT__GEMM_MAYBE_UNUSED int dt__gemm_blocked(const dt__gemm_plan *pl, int64_t m, int64_t n, int64_t k, double alpha,
                             const void *a, int64_t rsa, int64_t csa, const void *b, int64_t rsb,
                             int64_t csb, double beta, void *c) {
   return dt__gemm_blocked_b(pl, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, NULL);
@@ -9411,11 +9433,14 @@ static void dt__gemm_plan_best(int dbl, dt__gemm_plan *pl) {
    blocked kernel's tasks write it into their blocks of C, other paths start from a copy. */
 static void dt__gemm_builtin_b(const dt__gemm_plan *pl, int dbl, int ta, int tb, int64_t m, int64_t n,
                                int64_t k, double alpha, const void *a, const void *b, double beta, void *c,
-                               const void *bias) {
+                               dt__gemm_opts *o) {
   const int64_t rsa = ta ? 1 : k, csa = ta ? m : 1; /* op(A)(i, p) */
   const int64_t rsb = tb ? 1 : n, csb = tb ? k : 1; /* op(B)(p, j) */
+  const void *bias = o ? o->bias : NULL;
+  dt__gemm_opts nb; /* o without its bias, once the bias is in C */
   dt__gemm_plan best;
   if (m <= 0 || n <= 0) return;
+  if (o) { nb = *o; nb.bias = NULL; }
   if (bias) {
     const size_t es = dbl ? sizeof(double) : sizeof(float);
     if (k > 0 && alpha != 0 && (double)m * (double)n * (double)k > (double)DT__GEMM_SMALL && m > 2 && n > 2) {
@@ -9423,7 +9448,7 @@ static void dt__gemm_builtin_b(const dt__gemm_plan *pl, int dbl, int ta, int tb,
         dt__gemm_plan_best(dbl, &best);
         pl = &best;
       }
-      if (!dt__gemm_skinny_fits(pl, m, n, k) && dt__gemm_blocked_b(pl, m, n, k, alpha, a, rsa, csa, b, rsb, csb, 0.0, c, bias))
+      if (!dt__gemm_skinny_fits(pl, m, n, k) && dt__gemm_blocked_b(pl, m, n, k, alpha, a, rsa, csa, b, rsb, csb, 0.0, c, o))
         return;
     }
     dt__gemm_fill_bias(es, m, n, bias, c);
@@ -9447,7 +9472,10 @@ static void dt__gemm_builtin_b(const dt__gemm_plan *pl, int dbl, int ta, int tb,
       pl = &best;
     }
     if (dt__gemm_skinny(pl, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c)) return;
-    if (m > 2 && n > 2 && dt__gemm_blocked(pl, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c)) return;
+    if (m > 2 && n > 2 && dt__gemm_blocked_b(pl, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, o ? &nb : NULL)) {
+      if (o) o->asum_done = nb.asum_done;
+      return;
+    }
   }
   if (dbl)
     dt__gemm_simple_f64(m, n, k, alpha, (const double *)a, rsa, csa, (const double *)b, rsb, csb, beta,
@@ -9495,10 +9523,11 @@ static int dt__gemm_cblas_ok(int64_t m, int64_t n, int64_t k) {
 /* One row-major C = alpha * op(A) @ op(B) + beta * C, F64 when dbl, else F32 (alpha and beta
    rounded to float). a: (m, k), or (k, m) when ta; b: (k, n), or (n, k) when tb; c: (m, n). */
 static void dt__cpu_gemm_one(int dbl, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
-                             const void *a, const void *b, double beta, void *c, const void *bias) {
+                             const void *a, const void *b, double beta, void *c, dt__gemm_opts *o) {
   if (!dbl) { alpha = (float)alpha; beta = (float)beta; }
 #ifdef DEVTENSOR_CBLAS
   if (dt__gemm_cblas_ok(m, n, k)) {
+    const void *bias = o ? o->bias : NULL;
     if (bias) { dt__gemm_fill_bias(dbl ? sizeof(double) : sizeof(float), m, n, bias, c); beta = 1.0; }
     const int lda = ta ? (int)m : (int)k, ldb = tb ? (int)k : (int)n;
 #define DT__GEMM_CBLAS_OPS DT__GEMM_CBLAS_ROW, ta ? DT__GEMM_CBLAS_T : DT__GEMM_CBLAS_N, tb ? DT__GEMM_CBLAS_T : DT__GEMM_CBLAS_N, (int)m, (int)n, (int)k
@@ -9510,7 +9539,7 @@ static void dt__cpu_gemm_one(int dbl, int ta, int tb, int64_t m, int64_t n, int6
     return;
   }
 #endif
-  dt__gemm_builtin_b(NULL, dbl, ta, tb, m, n, k, alpha, a, b, beta, c, bias);
+  dt__gemm_builtin_b(NULL, dbl, ta, tb, m, n, k, alpha, a, b, beta, c, o);
 }
 
 /* The typed entry points (tests/test_gemm_kernel.c and bench/bench_gemm_kernel.c call them). */
@@ -9526,16 +9555,24 @@ static DT__GEMM_MAYBE_UNUSED void dt__cpu_dgemm(int ta, int tb, int64_t m, int64
 static dt_status dt__cpu_gemm(int dev, dt_dtype t, int ta, int tb, int64_t batch, int64_t m, int64_t n, int64_t k,
                               double alpha, const void *a, int64_t stride_a, const void *b, int64_t stride_b,
                               double beta, void *c, int64_t stride_c) {
-  const void *bias = dt__gemm_bias; /* a linear layer's (see dt__gemm_bias) */
   int64_t i;
   (void)dev;
-  dt__gemm_bias = NULL;
   if (t != DT_F32 && t != DT_F64) return DT_ERR_DTYPE;
   for (i = 0; i < batch; i++) {
     size_t es = t == DT_F64 ? 8 : 4;
     dt__cpu_gemm_one(t == DT_F64, ta, tb, m, n, k, alpha, (const char *)a + (size_t)(i * stride_a) * es,
-                     (const char *)b + (size_t)(i * stride_b) * es, beta, (char *)c + (size_t)(i * stride_c) * es, bias);
+                     (const char *)b + (size_t)(i * stride_b) * es, beta, (char *)c + (size_t)(i * stride_c) * es, NULL);
   }
+  return DT_OK;
+}
+
+/* One product with a linear layer's asks (see dt__gemm_opts; o may be NULL): the nn code's
+   entry on the CPU, and tests/test_gemm_kernel.c's. */
+static dt_status dt__cpu_gemm_opt(dt_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
+                                  const void *a, const void *b, double beta, void *c, dt__gemm_opts *o) {
+  if (t != DT_F32 && t != DT_F64) return DT_ERR_DTYPE;
+  if (o) o->asum_done = 0;
+  dt__cpu_gemm_one(t == DT_F64, ta, tb, m, n, k, alpha, a, b, beta, c, o);
   return DT_OK;
 }
 

@@ -83,6 +83,9 @@ static void t_case_free(t_case *tc) {
 enum { P_ENTRY, P_BUILTIN, P_BLOCKED, P_SIMPLE, P_NOMEM };
 static const char *t_path_name[] = {"entry", "builtin", "blocked", "simple", "nomem"};
 
+/* A linear layer's asks (dt__gemm_opts) for P_ENTRY, or NULL: the plain entry (dt__cpu_sgemm/dgemm). */
+static dt__gemm_opts *t_opts;
+
 /* Runs path on C (m, n) of F32 (dbl 0) or F64; pl: the plan for P_BUILTIN / P_BLOCKED. */
 static void t_call(int path, const dt__gemm_plan *pl, int dbl, const t_case *tc, double alpha,
                    const void *a, const void *b, double beta, void *c) {
@@ -90,7 +93,8 @@ static void t_call(int path, const dt__gemm_plan *pl, int dbl, const t_case *tc,
   const int64_t rsa = tc->ta ? 1 : k, csa = tc->ta ? m : 1, rsb = tc->tb ? 1 : n, csb = tc->tb ? k : 1;
   switch (path) {
     case P_ENTRY:
-      if (dbl) dt__cpu_dgemm(tc->ta, tc->tb, m, n, k, alpha, (const double *)a, (const double *)b, beta, (double *)c);
+      if (t_opts) (void)dt__cpu_gemm_opt(dbl ? DT_F64 : DT_F32, tc->ta, tc->tb, m, n, k, alpha, a, b, beta, c, t_opts);
+      else if (dbl) dt__cpu_dgemm(tc->ta, tc->tb, m, n, k, alpha, (const double *)a, (const double *)b, beta, (double *)c);
       else dt__cpu_sgemm(tc->ta, tc->tb, m, n, k, (float)alpha, (const float *)a, (const float *)b, (float)beta, (float *)c);
       break;
     case P_BUILTIN: dt__gemm_builtin(pl, dbl, tc->ta, tc->tb, m, n, k, alpha, a, b, beta, c); break;
@@ -250,7 +254,7 @@ static void t_threads_same(int dbl, int64_t m, int64_t n, int64_t k, int nt) {
 }
 #endif
 
-/* A linear layer's bias in the product (dt__gemm_bias, read by the backend's gemm): C = bias +
+/* A linear layer's bias in the product (dt__gemm_opts' bias): C = bias +
    alpha op(A) op(B) must have the bits of C filled with the bias, then beta 1, on every shape
    (small ones take the simple or rows kernels, medium ones the blocked driver, whose tasks write
    the bias into their own blocks), with the column split or not, and with no memory (the driver
@@ -276,12 +280,12 @@ static void t_bias(int dbl, int medium, int split, int nomem) {
         if (dbl) { ((double *)c1)[i] = NAN; ((double *)c2)[i] = ((double *)bias)[i % n]; }
         else { ((float *)c1)[i] = NAN; ((float *)c2)[i] = ((float *)bias)[i % n]; }
       }
-      dt__gemm_by_cols = split;
+      dt__gemm_opts o;
+      memset(&o, 0, sizeof o);
+      o.by_cols = split;
+      o.bias = bias;
       t_fail_alloc = nomem;
-      dt__gemm_bias = bias;
-      (void)dt__cpu_gemm(0, t, tc->ta, tc->tb, 1, m, n, k, alpha, a, 0, b, 0, 0.0, c1, 0);
-      dt__gemm_by_cols = 0;
-      if (dt__gemm_bias != NULL) bad++; /* the gemm consumes it */
+      (void)dt__cpu_gemm_opt(t, tc->ta, tc->tb, m, n, k, alpha, a, b, 0.0, c1, &o);
       if (dbl) dt__cpu_dgemm(tc->ta, tc->tb, m, n, k, alpha, (const double *)a, (const double *)b, 1.0, (double *)c2);
       else dt__cpu_sgemm(tc->ta, tc->tb, m, n, k, (float)alpha, (const float *)a, (const float *)b, 1.0f, (float *)c2);
       t_fail_alloc = 0;
@@ -295,10 +299,10 @@ static void t_bias(int dbl, int medium, int split, int nomem) {
   t_verdict(name, bad, " elements differ from bias-then-beta-1", runs_s);
 }
 
-/* A linear layer's bias gradient from the product (dt__gemm_asum): where the driver takes it (each
-   thread packing its own rows of A, row tasks under 2+ threads, op(A)'s rows contiguous: ta), it
-   writes the sums of op(A)'s rows, in double and in order, so the bits of a sum of the column's
-   floats in order, and clears it; where it does not, it leaves both the pointer and the buffer alone. */
+/* A linear layer's bias gradient from the product (dt__gemm_opts' asum): where the driver takes it
+   (each thread packing its own rows of A, row tasks under 2+ threads, op(A)'s rows contiguous: ta),
+   it writes the sums of op(A)'s rows, in double and in order, so the bits of a sum of the column's
+   floats in order, and sets asum_done; where it does not, it leaves asum_done 0 and the buffer alone. */
 static void t_row_sums(int dbl) {
   const size_t es = dbl ? sizeof(double) : sizeof(float);
   const dt_dtype t = dbl ? DT_F64 : DT_F32;
@@ -314,9 +318,12 @@ static void t_row_sums(int dbl) {
     for (i = 0; i < m * k; i++) { if (dbl) ((double *)a)[i] = tc->a[i]; else ((float *)a)[i] = (float)tc->a[i]; }
     for (i = 0; i < k * n; i++) { if (dbl) ((double *)b)[i] = tc->b[i]; else ((float *)b)[i] = (float)tc->b[i]; }
     for (i = 0; i < m; i++) { if (dbl) ((double *)sums)[i] = NAN; else ((float *)sums)[i] = NAN; }
-    dt__gemm_asum = sums;
-    (void)dt__cpu_gemm(0, t, tc->ta, tc->tb, 1, m, n, k, 1.0, a, 0, b, 0, 0.0, c, 0);
-    if (dt__gemm_asum == NULL) {
+    dt__gemm_opts o;
+    memset(&o, 0, sizeof o);
+    o.asum = sums;
+    o.asum_done = 1; /* the entry resets it */
+    (void)dt__cpu_gemm_opt(t, tc->ta, tc->tb, m, n, k, 1.0, a, b, 0.0, c, &o);
+    if (o.asum_done) {
       taken++;
       for (i = 0; i < m; i++) {
         double acc = 0;
@@ -327,7 +334,6 @@ static void t_row_sums(int dbl) {
         if (dbl ? ((double *)sums)[i] != acc : ((float *)sums)[i] != (float)acc) bad++;
       }
     } else {
-      dt__gemm_asum = NULL;
       for (i = 0; i < m; i++) bad += dbl ? ((double *)sums)[i] == ((double *)sums)[i] : ((float *)sums)[i] == ((float *)sums)[i];
     }
     free(a); free(b); free(c); free(sums);
@@ -372,10 +378,13 @@ int main(void) {
         snprintf(name, sizeof name, "%s_kc64_%s", g, sz);
         t_run(name, P_BLOCKED, &pl, dbl, medium);
 #if DT__POOL /* (on one thread it changes nothing) */
-        dt__gemm_by_cols = 1; /* as a linear layer's forward asks: C split by columns among the threads */
+        dt__gemm_opts o;
+        memset(&o, 0, sizeof o);
+        o.by_cols = 1; /* as a linear layer's forward asks: C split by columns among the threads */
+        t_opts = &o;
         snprintf(name, sizeof name, "%s_by_cols_%s", g, sz);
         t_run(name, P_ENTRY, NULL, dbl, medium);
-        dt__gemm_by_cols = 0;
+        t_opts = NULL;
 #endif
       }
     }
