@@ -1411,6 +1411,7 @@ DTDEF dt_tensor *dt_full(dt_shape s, double value, dt_device d) { return dt__fil
 static dt_status dt__copy_bytes(const char *op, dt_device dd, void *dst, dt_device sd, const void *src, size_t n) {
   dt_status s;
   if (n == 0) return DT_OK;
+  if (!dst || !src) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: a NULL pointer for %llu bytes", op, (unsigned long long)n);
   if (dd.type == DT_CPU && sd.type == DT_CPU) { memmove(dst, src, n); return DT_OK; }
   if (dd.type == DT_CPU) s = dt__be(sd)->copy(-1, dst, sd.index, src, n);
   else if (sd.type == DT_CPU) s = dt__be(dd)->copy(dd.index, dst, -1, src, n);
@@ -2445,7 +2446,7 @@ DTDEF dt_tensor *dt_max(const dt_tensor *t) { return dt__arg_reduce("dt_max", 0,
 DTDEF dt_tensor *dt_min(const dt_tensor *t) { return dt__arg_reduce("dt_min", 1, 0, 1, t, 0); }
 
 static dt_tensor *dt__softmax(const char *op, int lg, const dt_tensor *t, int dim) {
-  int64_t outer, len, inner;
+  int64_t outer = 0, len = 0, inner = 0; /* set by dt__dim_geom (zeros: GCC -O3 cannot tell) */
   dt_shape ys;
   dt_tensor *y;
   if (dt__check_tensor(op, "t", t) != DT_OK || dt__float_only(op, "t", t) != DT_OK) return NULL;
@@ -6809,6 +6810,8 @@ static dt_status dt__cpu_empty_cache(int dev) {
 
 static dt_status dt__cpu_copy(int dst_dev, void *dst, int src_dev, const void *src, size_t nbytes) {
   (void)dst_dev; (void)src_dev;
+  if (nbytes == 0) return DT_OK;
+  if (!dst || !src) return DT_ERR_INVALID_ARGUMENT; /* callers check first; GCC -O3 -Wnonnull cannot tell */
   memmove(dst, src, nbytes);
   return DT_OK;
 }
@@ -7917,6 +7920,7 @@ static dt_status dt__cpu_cast(int dev, dt_dtype from, dt_dtype to, int64_t n, co
     dt__par_for(n, DT__GRAIN_MEM, dt__bytes_task, &bj);
     return DT_OK;
   }
+  if ((unsigned)from > DT_I64 || (unsigned)to > DT_I64) return DT_ERR_DTYPE; /* checked by dt_cast; GCC -O3 cannot tell */
   memset(&j, 0, sizeof j);
   j.conv = from == DT_F32 && to == DT_F64 ? dt__ew_kernels()->f32_f64
            : from == DT_F64 && to == DT_F32 ? dt__ew_kernels()->f64_f32 : tab[from][to];
@@ -9440,7 +9444,9 @@ static void dt__gemm_builtin_b(const dt__gemm_plan *pl, int dbl, int ta, int tb,
   dt__gemm_opts nb; /* o without its bias, once the bias is in C */
   dt__gemm_plan best;
   if (m <= 0 || n <= 0) return;
-  if (o) { nb = *o; nb.bias = NULL; }
+  if (o) nb = *o;
+  else memset(&nb, 0, sizeof nb);
+  nb.bias = NULL;
   if (bias) {
     const size_t es = dbl ? sizeof(double) : sizeof(float);
     if (k > 0 && alpha != 0 && (double)m * (double)n * (double)k > (double)DT__GEMM_SMALL && m > 2 && n > 2) {

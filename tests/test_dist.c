@@ -49,7 +49,7 @@ static dt_tensor *rank_tensor(int r, int n, dt_dtype t, dt_device dev) {
 
 static double at(const dt_tensor *t, int i) {
   dt_tensor *c = dt_cast(t, DT_F64);
-  double *v = (double *)malloc(dt_nbytes(c) + 8), x;
+  double *v = (double *)calloc(1, dt_nbytes(c) + 8), x; /* zeros if the copy fails */
   dt_to_host(c, v, dt_nbytes(c) + 8);
   x = v[i];
   free(v);
