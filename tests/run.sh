@@ -9,7 +9,8 @@
 # so the log reads the same whatever the timing. Two programs of the same name
 # (build/c/test_nn, build/cxx/test_nn: they write the same files) never run at
 # the same time, and "--" waits for everything before it (a script that reads what
-# an earlier program wrote).
+# an earlier program wrote). Each program's "== NAME (Ns)" line gives its wall time
+# in seconds (what to look at when CI's 30 minutes get tight).
 jobs=${JOBS:-$(printf '%s\n' "${MAKEFLAGS:-}" | sed -n 's/.*-j *\([0-9][0-9]*\).*/\1/p')}
 case "$jobs" in '' | *[!0-9]* | 0) jobs=1 ;; esac
 dir=$(mktemp -d "${TMPDIR:-/tmp}/dt_run.XXXXXX") || exit 1
@@ -48,7 +49,7 @@ ready() {
 passed=0; failed=0; skipped=0; status=0
 report() { # the output and summary of entry $1
   eval "t=\$t_$1"; rc=$(cat "$dir/$1.rc")
-  echo "== $t"
+  echo "== $t ($(cat "$dir/$1.sec" 2>/dev/null)s)"
   grep -v "$summary" "$dir/$1.out"
   line=$(grep "$summary" "$dir/$1.out" | tail -n 1)
   if [ -z "$line" ]; then
@@ -77,7 +78,8 @@ while [ "$printed" -lt "$n" ]; do
     eval "st=\$s_$i; t=\$t_$i"
     if [ "$st" = 0 ] && ready "$i"; then
       eval "s_$i=1"
-      ( "$t" > "$dir/$i.out" 2>&1 3<&-; echo $? > "$dir/$i.rc.part"; mv "$dir/$i.rc.part" "$dir/$i.rc"; echo "$i" >&3 ) &
+      ( t0=$(date +%s); "$t" > "$dir/$i.out" 2>&1 3<&-; rc=$?; echo $(($(date +%s) - t0)) > "$dir/$i.sec"
+        echo $rc > "$dir/$i.rc.part"; mv "$dir/$i.rc.part" "$dir/$i.rc"; echo "$i" >&3 ) &
       pids="$pids $!"; running=$((running + 1))
     fi
     i=$((i + 1))
