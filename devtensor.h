@@ -8536,11 +8536,13 @@ static void *dt__gemm_scratch_get(size_t sz) {
 /* Kernel families, in dt__gemm_plan_get's order of preference. */
 enum { DT__GEMM_ISA_C = 0, DT__GEMM_ISA_AVX2 = 1, DT__GEMM_ISA_AVX512 = 2, DT__GEMM_ISA_COUNT = 3 };
 
-/* c: (mr, nr) tile of C with row stride ldc; pa: (kc, MR) packed; pb: kc rows of NR, ldb apart (NR:
-   packed; or op(B)'s own rows, read in place, when they are contiguous and nr == NR).
-   c = alpha * pa^T @ pb + beta * c on the first mr rows and nr columns; beta == 0: c is not read. */
-typedef void (*dt__gemm_kern_fn)(int64_t kc, const void *pa, const void *pb, int64_t ldb, void *c, int64_t ldc,
-                                 int mr, int nr, double alpha, double beta);
+/* c: (mr, nr) tile of C with row stride ldc; pa: (kc, MR) packed (lda unused); pb: kc rows of NR, ldb
+   apart (NR: packed; or op(B)'s own rows, read in place, when they are contiguous and nr == NR).
+   c = alpha * pa^T @ pb + beta * c on the first mr rows and nr columns; beta == 0: c is not read.
+   The plan's kernd is the same kernel reading A in place: MR rows of kc contiguous elements, lda
+   apart (mr == MR: it reads all MR rows); the same operations in the same order, so the same bits. */
+typedef void (*dt__gemm_kern_fn)(int64_t kc, const void *pa, int64_t lda, const void *pb, int64_t ldb, void *c,
+                                 int64_t ldc, int mr, int nr, double alpha, double beta);
 /* src: element (x, p) at src[x * rs + p * cs], x < rows, p < kc.
    dst: ceil(rows / r) panels of (kc, r), zero padded: panel q holds dst[(q * kc + p) * r + i] = src(q * r + i, p). */
 typedef void (*dt__gemm_pack_fn)(int64_t rows, int64_t kc, const void *src, int64_t rs, int64_t cs, int r, void *dst);
@@ -8552,6 +8554,7 @@ typedef void (*dt__gemm_rows_fn)(int64_t m, int64_t n, int64_t k, double alpha, 
 
 typedef struct dt__gemm_plan {
   dt__gemm_kern_fn kern;
+  dt__gemm_kern_fn kernd; /* the kernel reading A in place, or NULL (plain C builds) */
   dt__gemm_pack_fn pack;
   dt__gemm_rows_fn rows;
   int rw;                /* the rows kernel's column block (2 vectors) */
@@ -8676,6 +8679,12 @@ typedef double dt__gemm_f64x8 __attribute__((vector_size(64)));
     c##i##a += ai * b0;                                                                             \
     c##i##b += ai * b1;                                                                             \
   }
+#define DT__GEMM_FMAD(i) /* A in place: row i at pa + i * lda */                                    \
+  {                                                                                                 \
+    const dt__gemm_v ai = pa[(i) * lda] - vz;                                                       \
+    c##i##a += ai * b0;                                                                             \
+    c##i##b += ai * b1;                                                                             \
+  }
 #define DT__GEMM_STORE0(i)                                                                          \
   {                                                                                                 \
     dt__gemm_v r0 = va * c##i##a, r1 = va * c##i##b;                                                \
@@ -8697,11 +8706,16 @@ typedef double dt__gemm_f64x8 __attribute__((vector_size(64)));
   memcpy(tile + i * 2 * DT__GEMM_W + DT__GEMM_W, &c##i##b, sizeof c##i##b);
 
 /* Defines NAME, a dt__gemm_kern_fn for element T with vector type V (LANES wide), MR rows
-   (ROWS lists them) and 2 * LANES columns. ATTR: extra function attributes (the target). */
+   (ROWS lists them) and 2 * LANES columns, and NAME##_d, the same reading A in place (FMA takes
+   row i's element: DT__GEMM_FMA from the packed panel, DT__GEMM_FMAD from A; STEP: A's step per
+   depth). ATTR: extra function attributes (the target). */
 #define DT__GEMM_DEFINE_KERNEL(NAME, ATTR, T, V, LANES, MR, ROWS)                                   \
-  ATTR DT__GEMM_FMA_ATTR static void NAME(int64_t kc, const void *pa_, const void *pb_, int64_t ldb, \
-                                          void *c_, int64_t ldc, int mr, int nr, double alpha,      \
-                                          double beta) {                                            \
+  DT__GEMM_DEFINE_KERNEL_A(NAME, ATTR, T, V, LANES, MR, ROWS, DT__GEMM_FMA, MR)                      \
+  DT__GEMM_DEFINE_KERNEL_A(NAME##_d, ATTR, T, V, LANES, MR, ROWS, DT__GEMM_FMAD, 1)
+#define DT__GEMM_DEFINE_KERNEL_A(NAME, ATTR, T, V, LANES, MR, ROWS, FMA, STEP)                      \
+  ATTR DT__GEMM_FMA_ATTR static void NAME(int64_t kc, const void *pa_, int64_t lda, const void *pb_, \
+                                          int64_t ldb, void *c_, int64_t ldc, int mr, int nr,       \
+                                          double alpha, double beta) {                              \
     typedef V dt__gemm_v;                                                                           \
     enum { DT__GEMM_W = LANES };                                                                    \
     const T *DT__GEMM_RESTRICT pa = (const T *)pa_;                                                 \
@@ -8711,12 +8725,13 @@ typedef double dt__gemm_f64x8 __attribute__((vector_size(64)));
     const dt__gemm_v va = vz + (T)alpha, vb = vz + (T)beta;                                         \
     int64_t p;                                                                                      \
     ROWS(DT__GEMM_DECL)                                                                             \
+    (void)lda;                                                                                      \
     for (p = 0; p < kc; p++) {                                                                      \
       dt__gemm_v b0, b1;                                                                            \
       memcpy(&b0, pb, sizeof b0);                                                                   \
       memcpy(&b1, pb + DT__GEMM_W, sizeof b1);                                                      \
-      ROWS(DT__GEMM_FMA)                                                                            \
-      pa += MR;                                                                                     \
+      ROWS(FMA)                                                                                     \
+      pa += STEP;                                                                                   \
       pb += ldb;                                                                                    \
     }                                                                                               \
     if (mr == MR && nr == 2 * DT__GEMM_W) {                                                         \
@@ -8939,13 +8954,14 @@ DT__GEMM_DEFINE_ROWS(dt__gemm_rows_f64_avx512, __attribute__((target("avx512f"))
 #else /* !DT__GEMM_VEC: plain C, 4x4 */
 
 #define DT__GEMM_DEFINE_KERNEL_C(NAME, T)                                                           \
-  static void NAME(int64_t kc, const void *pa_, const void *pb_, int64_t ldb, void *c_, int64_t ldc, \
-                   int mr, int nr, double alpha, double beta) {                                     \
+  static void NAME(int64_t kc, const void *pa_, int64_t lda, const void *pb_, int64_t ldb, void *c_, \
+                   int64_t ldc, int mr, int nr, double alpha, double beta) {                        \
     const T *pa = (const T *)pa_, *pb = (const T *)pb_;                                             \
     T *c = (T *)c_;                                                                                 \
     T acc[16] = {0};                                                                                \
     int64_t p;                                                                                      \
     int i, j;                                                                                       \
+    (void)lda;                                                                                      \
     for (p = 0; p < kc; p++, pa += 4, pb += ldb)                                                    \
       for (i = 0; i < 4; i++)                                                                       \
         for (j = 0; j < 4; j++) acc[i * 4 + j] += pa[i] * pb[j];                                    \
@@ -8962,9 +8978,9 @@ DT__GEMM_DEFINE_KERNEL_C(dt__gemm_kern_f64_c, double)
 #define DT__GEMM_C_NR_F64 4
 #endif
 
-static void dt__gemm_plan_set(dt__gemm_plan *pl, dt__gemm_kern_fn kern, dt__gemm_rows_fn rows, int rw, int mr, int nr,
-                              int64_t kc, int64_t nc) {
-  pl->kern = kern; pl->rows = rows; pl->rw = rw;
+static void dt__gemm_plan_set(dt__gemm_plan *pl, dt__gemm_kern_fn kern, dt__gemm_kern_fn kernd, dt__gemm_rows_fn rows,
+                              int rw, int mr, int nr, int64_t kc, int64_t nc) {
+  pl->kern = kern; pl->kernd = kernd; pl->rows = rows; pl->rw = rw;
   pl->mr = mr; pl->nr = nr; pl->kc = kc; pl->nc = nc;
 }
 
@@ -8974,11 +8990,11 @@ static int dt__gemm_plan_get(int isa, int dbl, dt__gemm_plan *pl) {
   pl->es = dbl ? sizeof(double) : sizeof(float);
   switch (isa) {
     case DT__GEMM_ISA_C:
-      dt__gemm_plan_set(pl, dbl ? dt__gemm_kern_f64_c : dt__gemm_kern_f32_c,
 #if DT__GEMM_VEC
+      dt__gemm_plan_set(pl, dbl ? dt__gemm_kern_f64_c : dt__gemm_kern_f32_c, dbl ? dt__gemm_kern_f64_c_d : dt__gemm_kern_f32_c_d,
                         dbl ? dt__gemm_rows_f64_c : dt__gemm_rows_f32_c, dbl ? 4 : 8,
 #else
-                        NULL, 0,
+      dt__gemm_plan_set(pl, dbl ? dt__gemm_kern_f64_c : dt__gemm_kern_f32_c, NULL, NULL, 0,
 #endif
                         DT__GEMM_C_MR, dbl ? DT__GEMM_C_NR_F64 : DT__GEMM_C_NR_F32, 256,
                         DT__GEMM_C_MR == 12 ? (dbl ? 192 : 256) : dbl ? 64 : 128);
@@ -8987,12 +9003,14 @@ static int dt__gemm_plan_get(int isa, int dbl, dt__gemm_plan *pl) {
     case DT__GEMM_ISA_AVX2: /* L2 of 256 KiB and up: B's panels 128 KiB */
       if (!dt__x86_has_avx2_fma()) return 0;
       dt__gemm_plan_set(pl, dbl ? dt__gemm_kern_f64_avx2 : dt__gemm_kern_f32_avx2,
+                        dbl ? dt__gemm_kern_f64_avx2_d : dt__gemm_kern_f32_avx2_d,
                         dbl ? dt__gemm_rows_f64_avx2 : dt__gemm_rows_f32_avx2, dbl ? 8 : 16, 6, dbl ? 8 : 16, 256,
                         dbl ? 64 : 128);
       return 1;
     case DT__GEMM_ISA_AVX512: /* L2 of 1 MiB and up: B's panels 384 KiB; A's micro-panel 18 / 24 KiB */
       if (!dt__x86_has_avx512f()) return 0;
       dt__gemm_plan_set(pl, dbl ? dt__gemm_kern_f64_avx512 : dt__gemm_kern_f32_avx512,
+                        dbl ? dt__gemm_kern_f64_avx512_d : dt__gemm_kern_f32_avx512_d,
                         dbl ? dt__gemm_rows_f64_avx512 : dt__gemm_rows_f32_avx512, dbl ? 16 : 32, 12, dbl ? 16 : 32,
                         dbl ? 256 : 384, dbl ? 192 : 256);
       return 1;
@@ -9058,6 +9076,9 @@ static int64_t dt__gemm_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t dt__gemm_max(int64_t a, int64_t b) { return a > b ? a : b; }
 static int64_t dt__gemm_roundup(int64_t a, int64_t r) { return (a + r - 1) / r * r; }
 
+#ifndef DT__GEMM_ADIRECT
+#define DT__GEMM_ADIRECT 2 /* read A in place (see dt__gemm_slab's adirect): 0 never, 1 only for the column split, 2 wherever each thread has its own rows */
+#endif
 /* Most threads that pack their own rows of A (dt__gemm_blocked). */
 #define DT__GEMM_PRIV_MAX 64
 /* Largest packed copy of A (bytes) kept at once; bigger A is done in slabs of rows. */
@@ -9081,6 +9102,8 @@ typedef struct dt__gemm_slab {
   size_t asz;
   int64_t *aown;
   int bdirect;    /* op(B)'s rows contiguous (csb 1): its whole micro-panels are read in place, not packed */
+  int adirect;    /* with apriv, op(A)'s rows contiguous (csa 1): its whole micro-panels are read in place by
+                     the plan's kernd; only a last panel of fewer than mr rows is packed */
   const char *bias; /* or NULL: C's rows start as this row (n), not as beta * C */
   char *asum;       /* or NULL: the sums of op(A)'s rows go to asum[s0 + i] (see dt__gemm_opts) */
 } dt__gemm_slab;
@@ -9116,9 +9139,11 @@ static void dt__gemm_task(const dt__gemm_slab *g, int64_t t, int w) {
     char *ab = g->apriv + (size_t)w * g->asz;
     astr = dt__gemm_roundup(r1 - r0, mr); arow = r0;
     if (g->aown[w] != t / g->ncol) {
-      for (p0 = 0; p0 < g->k; p0 += g->kc)
-        pl->pack(r1 - r0, dt__gemm_min(g->kc, g->k - p0), g->a + (size_t)(r0 * g->rsa + p0 * g->csa) * es, g->rsa,
-                 g->csa, mr, ab + (size_t)(astr * p0) * es);
+      const int64_t re = g->adirect ? r0 + (r1 - r0) / mr * mr : r0; /* the rows packed: re..r1 */
+      if (re < r1)
+        for (p0 = 0; p0 < g->k; p0 += g->kc)
+          pl->pack(r1 - re, dt__gemm_min(g->kc, g->k - p0), g->a + (size_t)(re * g->rsa + p0 * g->csa) * es, g->rsa,
+                   g->csa, mr, ab + (size_t)(astr * p0 + (re - r0) * dt__gemm_min(g->kc, g->k - p0)) * es);
       g->aown[w] = t / g->ncol;
     }
     abuf = ab;
@@ -9140,11 +9165,16 @@ static void dt__gemm_task(const dt__gemm_slab *g, int64_t t, int w) {
       const char *pa = ap + (size_t)((ir - arow) * kcur) * es;
       char *cr = (char *)g->c + (size_t)((g->s0 + ir) * g->n + jc) * es;
       const int mrr = (int)dt__gemm_min(mr, g->sm - ir);
+      /* a whole micro-panel of A read where it is (adirect), or the packed one */
+      const int dir = g->adirect && mrr == mr && ir + mr <= r1;
+      const dt__gemm_kern_fn kern = dir ? pl->kernd : pl->kern;
+      const char *pk = dir ? g->a + (size_t)(ir * g->rsa + p0) * es : pa;
+      const int64_t lda = dir ? g->rsa : 0;
       for (jr = 0; jr < nfull; jr += nr)
-        pl->kern(kcur, pa, bsrc + (size_t)jr * es, g->rsb, cr + (size_t)jr * es, g->n, mrr, nr, g->alpha, bet);
+        kern(kcur, pk, lda, bsrc + (size_t)jr * es, g->rsb, cr + (size_t)jr * es, g->n, mrr, nr, g->alpha, bet);
       for (; jr < nc; jr += nr)
-        pl->kern(kcur, pa, bbuf + (size_t)((jr - nfull) * kcur) * es, nr, cr + (size_t)jr * es, g->n, mrr,
-                 (int)dt__gemm_min(nr, nc - jr), g->alpha, bet);
+        kern(kcur, pk, lda, bbuf + (size_t)((jr - nfull) * kcur) * es, nr, cr + (size_t)jr * es, g->n, mrr,
+             (int)dt__gemm_min(nr, nc - jr), g->alpha, bet);
     }
   }
 }
@@ -9300,6 +9330,9 @@ static int dt__gemm_blocked_b(const dt__gemm_plan *pl, int64_t m, int64_t n, int
       /* with row tasks, each would pack the same B again: read its rows where they are instead (a
          linear layer's weight gradient g^T x: 1.02x the Fashion-MNIST epoch; 256^3 1.09x) */
       g.bdirect = csb == 1 && nrow > 1;
+      /* each thread's rows of A, when they are contiguous, read in place rather than packed: for the
+         column split each thread would pack all of A (a linear layer's x, 800 KB in Fashion-MNIST) */
+      g.adirect = priv && csa == 1 && pl->kernd && (DT__GEMM_ADIRECT > 1 || (DT__GEMM_ADIRECT == 1 && by_cols));
       g.bias = (const char *)bias;
       g.asum = priv && rsa == 1 && o ? (char *)o->asum : NULL; /* A packed by each thread, rows contiguous: its row sums too */
       if (priv) {

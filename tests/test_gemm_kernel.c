@@ -169,6 +169,7 @@ static const int64_t t_medium[][3] = {
   {5, 4100, 7}, {150, 170, 530}, {12, 32, 256}, {13, 33, 257}, {96, 96, 96}, {2, 3, 6000}, {5, 7, 6000}, {600, 40, 200},
   {300, 300, 200}, /* one slab with row tasks under 2+ threads: A packed by each thread, B read in place but its last panel */
   {384, 128, 96},  /* the same for F64 too under this file's cap on A, in two slabs */
+  {302, 128, 120}, /* row tasks whose A is read in place (dt__gemm_slab's adirect) but a last panel of 2 rows */
 };
 #define T_COUNT(x) (sizeof(x) / sizeof((x)[0]))
 
