@@ -9077,7 +9077,9 @@ static int64_t dt__gemm_max(int64_t a, int64_t b) { return a > b ? a : b; }
 static int64_t dt__gemm_roundup(int64_t a, int64_t r) { return (a + r - 1) / r * r; }
 
 #ifndef DT__GEMM_ADIRECT
-#define DT__GEMM_ADIRECT 2 /* read A in place (see dt__gemm_slab's adirect): 0 never, 1 only for the column split, 2 wherever each thread has its own rows */
+/* reading A in place (dt__gemm_slab's adirect): 0 never, 1 only for the column split, 2 wherever
+   each thread has its own rows (the column split and row tasks) */
+#define DT__GEMM_ADIRECT 2
 #endif
 /* Most threads that pack their own rows of A (dt__gemm_blocked). */
 #define DT__GEMM_PRIV_MAX 64
