@@ -8538,11 +8538,13 @@ enum { DT__GEMM_ISA_C = 0, DT__GEMM_ISA_AVX2 = 1, DT__GEMM_ISA_AVX512 = 2, DT__G
 
 /* c: (mr, nr) tile of C with row stride ldc; pa: (kc, MR) packed (lda unused); pb: kc rows of NR, ldb
    apart (NR: packed; or op(B)'s own rows, read in place, when they are contiguous and nr == NR).
-   c = alpha * pa^T @ pb + beta * c on the first mr rows and nr columns; beta == 0: c is not read.
+   c = alpha * pa^T @ pb + beta * s on the first mr rows and nr columns, where s is the tile at cs with
+   row stride lds: c itself (cs == c, lds == ldc), or a linear layer's bias row (lds 0), which then
+   takes no pass of its own over C; beta == 0: cs is not read.
    The plan's kernd is the same kernel reading A in place: MR rows of kc contiguous elements, lda
    apart (mr == MR: it reads all MR rows); the same operations in the same order, so the same bits. */
 typedef void (*dt__gemm_kern_fn)(int64_t kc, const void *pa, int64_t lda, const void *pb, int64_t ldb, void *c,
-                                 int64_t ldc, int mr, int nr, double alpha, double beta);
+                                 int64_t ldc, const void *cs, int64_t lds, int mr, int nr, double alpha, double beta);
 /* src: element (x, p) at src[x * rs + p * cs], x < rows, p < kc.
    dst: ceil(rows / r) panels of (kc, r), zero padded: panel q holds dst[(q * kc + p) * r + i] = src(q * r + i, p). */
 typedef void (*dt__gemm_pack_fn)(int64_t rows, int64_t kc, const void *src, int64_t rs, int64_t cs, int r, void *dst);
@@ -8694,8 +8696,8 @@ typedef double dt__gemm_f64x8 __attribute__((vector_size(64)));
 #define DT__GEMM_STOREB(i)                                                                          \
   {                                                                                                 \
     dt__gemm_v o0, o1;                                                                              \
-    memcpy(&o0, c + i * ldc, sizeof o0);                                                            \
-    memcpy(&o1, c + i * ldc + DT__GEMM_W, sizeof o1);                                               \
+    memcpy(&o0, cs + i * lds, sizeof o0);                                                           \
+    memcpy(&o1, cs + i * lds + DT__GEMM_W, sizeof o1);                                              \
     o0 = va * c##i##a + vb * o0;                                                                    \
     o1 = va * c##i##b + vb * o1;                                                                    \
     memcpy(c + i * ldc, &o0, sizeof o0);                                                            \
@@ -8714,13 +8716,14 @@ typedef double dt__gemm_f64x8 __attribute__((vector_size(64)));
   DT__GEMM_DEFINE_KERNEL_A(NAME##_d, ATTR, T, V, LANES, MR, ROWS, DT__GEMM_FMAD, 1)
 #define DT__GEMM_DEFINE_KERNEL_A(NAME, ATTR, T, V, LANES, MR, ROWS, FMA, STEP)                      \
   ATTR DT__GEMM_FMA_ATTR static void NAME(int64_t kc, const void *pa_, int64_t lda, const void *pb_, \
-                                          int64_t ldb, void *c_, int64_t ldc, int mr, int nr,       \
-                                          double alpha, double beta) {                              \
+                                          int64_t ldb, void *c_, int64_t ldc, const void *cs_,      \
+                                          int64_t lds, int mr, int nr, double alpha, double beta) { \
     typedef V dt__gemm_v;                                                                           \
     enum { DT__GEMM_W = LANES };                                                                    \
     const T *DT__GEMM_RESTRICT pa = (const T *)pa_;                                                 \
     const T *DT__GEMM_RESTRICT pb = (const T *)pb_;                                                 \
     T *c = (T *)c_;                                                                                 \
+    const T *cs = (const T *)cs_;                                                                   \
     const dt__gemm_v vz = {0};                                                                      \
     const dt__gemm_v va = vz + (T)alpha, vb = vz + (T)beta;                                         \
     int64_t p;                                                                                      \
@@ -8747,7 +8750,7 @@ typedef double dt__gemm_f64x8 __attribute__((vector_size(64)));
       for (i = 0; i < mr; i++)                                                                      \
         for (j = 0; j < nr; j++) {                                                                  \
           T v = (T)alpha * tile[i * 2 * DT__GEMM_W + j];                                            \
-          c[i * ldc + j] = beta == 0 ? v : v + (T)beta * c[i * ldc + j];                            \
+          c[i * ldc + j] = beta == 0 ? v : v + (T)beta * cs[i * lds + j];                           \
         }                                                                                           \
     }                                                                                               \
   }
@@ -8955,8 +8958,9 @@ DT__GEMM_DEFINE_ROWS(dt__gemm_rows_f64_avx512, __attribute__((target("avx512f"))
 
 #define DT__GEMM_DEFINE_KERNEL_C(NAME, T)                                                           \
   static void NAME(int64_t kc, const void *pa_, int64_t lda, const void *pb_, int64_t ldb, void *c_, \
-                   int64_t ldc, int mr, int nr, double alpha, double beta) {                        \
-    const T *pa = (const T *)pa_, *pb = (const T *)pb_;                                             \
+                   int64_t ldc, const void *cs_, int64_t lds, int mr, int nr, double alpha,         \
+                   double beta) {                                                                   \
+    const T *pa = (const T *)pa_, *pb = (const T *)pb_, *cs = (const T *)cs_;                       \
     T *c = (T *)c_;                                                                                 \
     T acc[16] = {0};                                                                                \
     int64_t p;                                                                                      \
@@ -8968,7 +8972,7 @@ DT__GEMM_DEFINE_ROWS(dt__gemm_rows_f64_avx512, __attribute__((target("avx512f"))
     for (i = 0; i < mr; i++)                                                                        \
       for (j = 0; j < nr; j++) {                                                                    \
         T v = (T)alpha * acc[i * 4 + j];                                                            \
-        c[i * ldc + j] = beta == 0 ? v : v + (T)beta * c[i * ldc + j];                              \
+        c[i * ldc + j] = beta == 0 ? v : v + (T)beta * cs[i * lds + j];                             \
       }                                                                                             \
   }
 DT__GEMM_DEFINE_KERNEL_C(dt__gemm_kern_f32_c, float)
@@ -9152,12 +9156,12 @@ static void dt__gemm_task(const dt__gemm_slab *g, int64_t t, int w) {
   }
   if (g->asum && t % g->ncol == 0) /* the first column task of a row task sums its rows of A */
     dt__gemm_row_sums(es, g->a, g->csa, r0, r1, g->k, g->asum + (size_t)(g->s0 + r0) * es);
-  if (g->bias) /* the block of C starts as the bias, here, where it is then added to */
-    for (ir = r0; ir < r1; ir++)
-      memcpy((char *)g->c + (size_t)((g->s0 + ir) * g->n + jc) * es, g->bias + (size_t)jc * es, (size_t)nc * es);
   for (p0 = 0; p0 < g->k; p0 += g->kc) {
     const int64_t kcur = dt__gemm_min(g->kc, g->k - p0);
     const double bet = p0 == 0 && !g->bias ? g->beta : 1.0;
+    /* the first depth block adds the bias row (the kernel reads it for every row: lds 0), the
+       others what is already in C */
+    const int fromb = p0 == 0 && g->bias;
     const char *ap = abuf + (size_t)(astr * p0) * es;
     const char *bsrc = (const char *)g->b + (size_t)(p0 * g->rsb + jc * g->csb) * es;
     const int64_t nfull = g->bdirect ? nc / nr * nr : 0; /* B's micro-panels read where they are */
@@ -9171,12 +9175,14 @@ static void dt__gemm_task(const dt__gemm_slab *g, int64_t t, int w) {
       const int dir = g->adirect && mrr == mr && ir + mr <= r1;
       const dt__gemm_kern_fn kern = dir ? pl->kernd : pl->kern;
       const char *pk = dir ? g->a + (size_t)(ir * g->rsa + p0) * es : pa;
-      const int64_t lda = dir ? g->rsa : 0;
+      const int64_t lda = dir ? g->rsa : 0, lds = fromb ? 0 : g->n;
+      const char *cs = fromb ? g->bias + (size_t)jc * es : cr;
       for (jr = 0; jr < nfull; jr += nr)
-        kern(kcur, pk, lda, bsrc + (size_t)jr * es, g->rsb, cr + (size_t)jr * es, g->n, mrr, nr, g->alpha, bet);
+        kern(kcur, pk, lda, bsrc + (size_t)jr * es, g->rsb, cr + (size_t)jr * es, g->n, cs + (size_t)jr * es, lds, mrr,
+             nr, g->alpha, bet);
       for (; jr < nc; jr += nr)
-        kern(kcur, pk, lda, bbuf + (size_t)((jr - nfull) * kcur) * es, nr, cr + (size_t)jr * es, g->n, mrr,
-             (int)dt__gemm_min(nr, nc - jr), g->alpha, bet);
+        kern(kcur, pk, lda, bbuf + (size_t)((jr - nfull) * kcur) * es, nr, cr + (size_t)jr * es, g->n,
+             cs + (size_t)jr * es, lds, mrr, (int)dt__gemm_min(nr, nc - jr), g->alpha, bet);
     }
   }
 }
@@ -9330,8 +9336,10 @@ static int dt__gemm_blocked_b(const dt__gemm_plan *pl, int64_t m, int64_t n, int
       g.a = (const char *)a + (size_t)(s0 * rsa) * es; g.rsa = rsa; g.csa = csa; g.aown = aown;
       g.apriv = priv ? abuf : NULL; g.asz = asz / (size_t)nbuf;
       /* with row tasks, each would pack the same B again: read its rows where they are instead (a
-         linear layer's weight gradient g^T x: 1.02x the Fashion-MNIST epoch; 256^3 1.09x) */
-      g.bdirect = csb == 1 && nrow > 1;
+         linear layer's weight gradient g^T x: 1.02x the Fashion-MNIST epoch; 256^3 1.09x); with one
+         or two micro-panels of A, B's elements are used once or twice: packing them does not pay
+         (the 10-wide output layer's weight gradient, 10x256x256: 15.6 -> 9.5 us) */
+      g.bdirect = csb == 1 && (nrow > 1 || npan <= 2);
       /* each thread's rows of A, when they are contiguous, read in place rather than packed: for the
          column split each thread would pack all of A (a linear layer's x, 800 KB in Fashion-MNIST) */
       g.adirect = priv && csa == 1 && pl->kernd && (DT__GEMM_ADIRECT > 1 || (DT__GEMM_ADIRECT == 1 && by_cols));
@@ -9363,7 +9371,7 @@ static DT__GEMM_MAYBE_UNUSED int dt__gemm_blocked(const dt__gemm_plan *pl, int64
 
 /* Work (m * n * k) per thread, at least, for the skinny kernel. */
 #ifndef DT__GEMM_SKINNY_PAR
-#define DT__GEMM_SKINNY_PAR (512 * 1024) /* about 15-25 us on one core: less is not worth a fork/join */
+#define DT__GEMM_SKINNY_PAR (256 * 1024) /* about 8-12 us on one core: less is not worth a fork/join */
 #endif
 /* Problems up to this size (m * n * k) take the rows kernel (no packing of A). */
 #ifndef DT__GEMM_ROWS_MAX
