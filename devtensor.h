@@ -9073,7 +9073,7 @@ DT__GEMM_DEFINE_SIMPLE(dt__gemm_simple_f64, double)
 #endif
 /* Work (m * n * k) per thread, at least: about 50 us on one core. */
 #ifndef DT__GEMM_PAR_MIN
-#define DT__GEMM_PAR_MIN (128 * 128 * 128)
+#define DT__GEMM_PAR_MIN (128 * 128 * 64)
 #endif
 
 static int64_t dt__gemm_min(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -9287,6 +9287,13 @@ static int dt__gemm_blocked_b(const dt__gemm_plan *pl, int64_t m, int64_t n, int
     ncw = dt__gemm_min(ncw, dt__gemm_max(4 * nr, dt__gemm_roundup((n + 4 * nt - 1) / (4 * nt), nr)));
     if ((n + ncw - 1) / ncw < 4 * (int64_t)nt)
       nrow = dt__gemm_max(1, dt__gemm_min((4 * (int64_t)nt * ncw + n - 1) / n, dt__gemm_min(ms, m) / 128));
+    if (csb == 1 && (n + ncw - 1) / ncw * nrow < 2 * (int64_t)nt) {
+      /* fewer than two tasks per thread (128^3: one; 192^3: two of 128 and 64 columns): row tasks
+         of 4 micro-panels or more across all of n, which read B in place (bdirect) and each pack
+         only their own rows of A, where column tasks share one packing of A (a join) and each packs B */
+      ncw = dt__gemm_roundup(n, nr);
+      nrow = dt__gemm_max(1, dt__gemm_min(4 * (int64_t)nt, dt__gemm_min(ms, m) / (4 * mr)));
+    }
     if (by_cols) { /* a linear layer's x W^T: two column tasks per thread, each thread's W rows its own */
       ncw = dt__gemm_roundup((n + 2 * nt - 1) / (2 * nt), nr);
       nrow = 1;
