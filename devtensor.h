@@ -9071,7 +9071,7 @@ DT__GEMM_DEFINE_SIMPLE(dt__gemm_simple_f64, double)
 #ifndef DT__GEMM_SMALL
 #define DT__GEMM_SMALL 1024
 #endif
-/* Work (m * n * k) per thread, at least: about 6 us on one core (128^3 on two threads: 24 -> 13 us). */
+/* Work (m * n * k) per thread, at least: about 12 us on one core (128^3 on two threads: 24 -> 13 us). */
 #ifndef DT__GEMM_PAR_MIN
 #define DT__GEMM_PAR_MIN (128 * 128 * 64)
 #endif
