@@ -9287,12 +9287,17 @@ static int dt__gemm_blocked_b(const dt__gemm_plan *pl, int64_t m, int64_t n, int
     ncw = dt__gemm_min(ncw, dt__gemm_max(4 * nr, dt__gemm_roundup((n + 4 * nt - 1) / (4 * nt), nr)));
     if ((n + ncw - 1) / ncw < 4 * (int64_t)nt)
       nrow = dt__gemm_max(1, dt__gemm_min((4 * (int64_t)nt * ncw + n - 1) / n, dt__gemm_min(ms, m) / 128));
-    if (csb == 1 && (n + ncw - 1) / ncw * nrow < 2 * (int64_t)nt) {
-      /* fewer than two tasks per thread (128^3: one; 192^3: two of 128 and 64 columns): row tasks
-         of 4 micro-panels or more across all of n, which read B in place (bdirect) and each pack
-         only their own rows of A, where column tasks share one packing of A (a join) and each packs B */
-      ncw = dt__gemm_roundup(n, nr);
-      nrow = dt__gemm_max(1, dt__gemm_min(4 * (int64_t)nt, dt__gemm_min(ms, m) / (4 * mr)));
+    { /* fewer than two tasks per thread (128^3: one; 192^3: two of 128 and 64 columns), n within
+         two of the plan's task widths: row tasks of 4 micro-panels or more across all of n, which
+         read B in place (bdirect) and each pack only their own rows of A, where column tasks share
+         one packing of A (a join) and each packs B; only where that makes more tasks (not on many
+         cores, where the column tasks are already more) */
+      const int64_t tasks = (n + ncw - 1) / ncw * nrow;
+      const int64_t rows = dt__gemm_min(4 * (int64_t)nt, dt__gemm_min(ms, m) / (4 * mr));
+      if (csb == 1 && tasks < 2 * (int64_t)nt && rows > tasks && n <= 2 * pl->nc) {
+        ncw = dt__gemm_roundup(n, nr);
+        nrow = rows;
+      }
     }
     if (by_cols) { /* a linear layer's x W^T: two column tasks per thread, each thread's W rows its own */
       ncw = dt__gemm_roundup((n + 2 * nt - 1) / (2 * nt), nr);
