@@ -7145,7 +7145,8 @@ static int dt__x86_os_saves(unsigned mask) {
   return ((unsigned)xcr0 & mask) == mask;
 }
 static int dt__x86_has_avx2(void) { return __builtin_cpu_supports("avx2") && dt__x86_os_saves(0x6); }
-static int dt__x86_has_avx2_fma(void) { return dt__x86_has_avx2() && __builtin_cpu_supports("fma"); }
+/* unused where the gemm is built without vector kernels (-DDT__GEMM_VEC=0) */
+__attribute__((unused)) static int dt__x86_has_avx2_fma(void) { return dt__x86_has_avx2() && __builtin_cpu_supports("fma"); }
 static int dt__x86_has_avx512f(void) { return __builtin_cpu_supports("avx512f") && dt__x86_os_saves(0xE6); }
 #endif
 

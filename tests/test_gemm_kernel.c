@@ -340,8 +340,10 @@ static void t_row_sums(int dbl) {
     free(a); free(b); free(c); free(sums);
   }
   snprintf(name, sizeof name, "%s_row_sums_medium", dbl ? "f64" : "f32");
-#if DT__POOL
-  if (dt__pool_threads() > 1 && taken == 0) bad++; /* the 300x300x200 and 384x128x96 shapes have row tasks there */
+#if DT__POOL && DT__GEMM_VEC
+  /* the 300x300x200 and 384x128x96 shapes have row tasks there (the plain-C kernels' narrow tasks
+     make enough column tasks without them) */
+  if (dt__pool_threads() > 1 && taken == 0) bad++;
 #endif
   snprintf(failed, sizeof failed, " wrong (taken by %ld products)", (long)taken);
   snprintf(passed, sizeof passed, " (taken by %ld of %d products)", (long)taken, t_ncases[1]);
