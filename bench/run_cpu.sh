@@ -12,13 +12,7 @@ mkdir -p build && : > "$out" || exit 1
 peer() { env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$py" bench/bench_peers.py "$1" "$samples" "$only"; }
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')  host: $(uname -m), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //')"
 echo "commit: $(git rev-parse --short HEAD 2>/dev/null)  load average at start: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)  threads: ${OMP_NUM_THREADS:-all cores}"
-# NumPy and PyTorch on Debian call the system's libblas.so.3: the reference BLAS unless OpenBLAS
-# is installed (apt-get install libopenblas0-pthread), which makes the peers' matmul ~10x slower
-blas=$(readlink -f /etc/alternatives/libblas.so.3-$(uname -m)-linux-gnu 2>/dev/null)
-case "$blas" in
-  *openblas*) echo "peers' BLAS: $blas" ;;
-  *) echo "WARNING: the peers' libblas.so.3 is ${blas:-unknown}, not OpenBLAS: their matmuls are not at their best (apt-get install libopenblas0-pthread)" ;;
-esac
+. "$(dirname "$0")/peer_blas.sh" && peer_blas
 peers=
 for lib in numpy torch; do
   if [ -n "$py" ] && "$py" -c "import $lib" 2>/dev/null; then peers="$peers $lib"; else echo "SKIP: $lib not importable with '$py'"; fi

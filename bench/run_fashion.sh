@@ -12,13 +12,8 @@ mkdir -p build && : > "$out" || exit 1
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')  host: $(uname -m), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //')"
 echo "commit: ${DT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}  load average at start: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)  threads: ${OMP_NUM_THREADS:-all cores}"
 "$py" -c 'import torch' 2>/dev/null || { echo "SKIP bench-fashion: torch not importable with '$py'"; exit 0; }
-# Debian's torch calls the system's libblas.so.3: the reference BLAS unless OpenBLAS is installed
-# (apt-get install libopenblas0-pthread), which makes the peer's MLP epoch ~30x slower
-blas=$(readlink -f /etc/alternatives/libblas.so.3-$(uname -m)-linux-gnu 2>/dev/null)
-case "$dev:$blas" in
-  cpu:*openblas*) echo "peer's BLAS: $blas" ;;
-  cpu:*) echo "WARNING: the peer's libblas.so.3 is ${blas:-unknown}, not OpenBLAS: its matmuls are not at their best (apt-get install libopenblas0-pthread)" ;;
-esac
+# on the CPU, the peer's BLAS (on a GPU it is cuBLAS)
+[ "$dev" != cpu ] || { . "$(dirname "$0")/peer_blas.sh" && peer_blas; }
 # the peer at its best: with one thread and with every core (a busy machine makes OpenMP's
 # spin-waiting costly, so one thread can be the faster); the faster median is the reference
 nt_all=${OMP_NUM_THREADS:-$(nproc)}
