@@ -2903,6 +2903,12 @@ struct dt_module {
   dt_tensor *input;        /* linear, relu: the last forward's input, for backward */
   dt_shape out_shape;      /* the last forward's output shape; ndim -1 before any */
   int nograd_fwd;          /* the last forward called on this module ran with grad disabled: it kept nothing */
+  /* linear: gzero, its grads are zero but not written yet: dt_zero_grad leaves them so while
+     nothing outside the layer can see them (gshared 0), and the next backward writes them with
+     beta 0 instead of adding to zeros (the trainer's assign), which saves a pass over gW and a
+     read of it; gshared, they were handed out (a parameter table: dt_module_grad, optimizers):
+     from then on dt_zero_grad writes zeros at once. See dt__grads_walk. */
+  int gzero, gshared;
   /* sequential */
   dt_module **layers;
   int n, cap;
@@ -3191,6 +3197,7 @@ static void dt__params_walk(dt_module *root, dt_module *m, char *prefix, size_t 
         root->names[*count] = name;
         root->params[*count] = k ? m->bias : m->weight;
         root->grads[*count] = k ? m->gbias : m->gweight;
+        m->gshared = 1; /* seen from outside the layer now: zeroed at once from here on */
       }
       (*count)++;
       *bytes += len + 1;
@@ -3214,13 +3221,18 @@ static void dt__params_free(dt_module *m) {
 /* Rebuilds m's parameter table: names as PyTorch's state_dict ("0.weight"), as long as they are.
    While the count and the names' bytes stay, the table stays where it is (a name handed out
    by dt_module_param stays valid). */
+enum { DT__G_ZERO, DT__G_SETTLE, DT__G_SGD };
+static dt_status dt__grads_walk(dt_module *m, int what, double lr);
+
 static dt_status dt__params_build(const char *op, dt_module *m) {
+  dt_status s;
   int count = 0;
   size_t bytes = 0;
   char prefix[DT__NAME_MAX];
   dt_module probe = *m;
   probe.names = NULL;
   dt__params_walk(&probe, m, prefix, 0, &count, &bytes);
+  if (count > 0 && (s = dt__grads_walk(m, DT__G_SETTLE, 0.0)) != DT_OK) return s; /* the table hands out grads */
   if (count == m->nparams && bytes == m->pool_bytes && m->names) {
     count = 0; bytes = 0;
     dt__params_walk(m, m, prefix, 0, &count, &bytes);
@@ -3483,6 +3495,7 @@ static dt_status dt__backward(const char *op, dt_module *m, const dt_tensor *g, 
       int64_t n = m->input->shape.dims[0];
       dt_tensor *gb, *x = NULL;
       s = DT_OK;
+      if (m->gzero) assign = 1; /* the grads are zeros not yet written (dt_zero_grad): write, not add */
       /* gW (out, in) += g^T x; gb (out,) += sum over rows of g; gx (n, in) = g W (with assign,
          gW = and gb = ) */
       if (gx && !(x = dt__new(op, m->input->shape, m->dtype, m->device))) return dt_last_status();
@@ -3510,6 +3523,7 @@ static dt_status dt__backward(const char *op, dt_module *m, const dt_tensor *g, 
       else if (s == DT_OK) s = be->axpy(dev, m->dtype, m->out, 1.0, gb->st->ptr, m->gbias->st->ptr);
       if (s == DT_OK && x && x->numel > 0) s = be->gemm(dev, m->dtype, 0, 0, 1, n, m->in, m->out, 1.0, g->st->ptr, 0, m->weight->st->ptr, 0, 0.0, x->st->ptr, 0);
       dt_release(gb);
+      if (s == DT_OK) m->gzero = 0; /* written; a failure leaves them zeros, as before the call */
       if (!gx) return s == DT_OK ? DT_OK : dt__backend_fail(op, m->device, s);
       if (!(*gx = dt__done(op, x, s))) return dt_last_status();
       return DT_OK;
@@ -3598,33 +3612,38 @@ static dt_status dt__backward_params_assign(dt_module *m, const dt_tensor *grad_
   return dt__backward(op, m, grad_output, NULL, 1);
 }
 
-/* Every linear layer of m with parameters, in order: zero its grads (zero 1) or take a plain
-   SGD step with lr. Recursion at most DT_MODULE_MAX_DEPTH deep; no limit on the layers. */
-static dt_status dt__grads_walk(dt_module *m, int zero, double lr) {
+/* Every linear layer of m with parameters, in order: DT__G_ZERO zeroes its grads (dt_zero_grad:
+   only marks them zero, gzero, where nothing outside the layer holds them), DT__G_SETTLE writes
+   the zeros that gzero stands for, DT__G_SGD takes a plain SGD step with lr (after settling: a
+   step right after dt_zero_grad must add exactly +0, as it always did). Recursion at most
+   DT_MODULE_MAX_DEPTH deep; no limit on the layers. */
+static dt_status dt__grads_walk(dt_module *m, int what, double lr) {
   dt_status s;
   int i;
   if (m->kind == DT__M_LINEAR && m->weight) {
-    if (zero) {
-      if ((s = dt_fill_(m->gweight, 0)) != DT_OK) return s;
-      return dt_fill_(m->gbias, 0);
+    if (what == DT__G_ZERO && !m->gshared) { m->gzero = 1; return DT_OK; }
+    if (what == DT__G_ZERO || m->gzero) {
+      if ((s = dt_fill_(m->gweight, 0)) != DT_OK || (s = dt_fill_(m->gbias, 0)) != DT_OK) return s;
+      m->gzero = 0;
     }
+    if (what != DT__G_SGD) return DT_OK;
     if ((s = dt_axpy_(m->weight, -lr, m->gweight)) != DT_OK) return s;
     return dt_axpy_(m->bias, -lr, m->gbias);
   }
   if (m->kind == DT__M_SEQ)
-    for (i = 0; i < m->n; i++) if ((s = dt__grads_walk(m->layers[i], zero, lr)) != DT_OK) return s;
+    for (i = 0; i < m->n; i++) if ((s = dt__grads_walk(m->layers[i], what, lr)) != DT_OK) return s;
   return DT_OK;
 }
 
 DTDEF dt_status dt_zero_grad(dt_module *m) {
   if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_zero_grad: m is NULL");
-  return dt__grads_walk(m, 1, 0.0);
+  return dt__grads_walk(m, DT__G_ZERO, 0.0);
 }
 
 DTDEF dt_status dt_sgd_step(dt_module *m, double lr) {
   if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_sgd_step: m is NULL");
   if (!(lr == lr) || lr - lr != 0) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_sgd_step: lr must be finite, got %g", lr);
-  return dt__grads_walk(m, 0, lr);
+  return dt__grads_walk(m, DT__G_SGD, lr);
 }
 
 static dt_status dt__loss_check(const char *op, const dt_tensor *p, const dt_tensor *t) {
@@ -3733,7 +3752,7 @@ DTDEF void dt_optimizer_free(dt_optimizer *o) {
 
 DTDEF dt_status dt_optimizer_zero_grad(dt_optimizer *o) {
   if (!o) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_optimizer_zero_grad: o is NULL");
-  return dt__grads_walk(o->m, 1, 0.0);
+  return dt__grads_walk(o->m, DT__G_ZERO, 0.0);
 }
 
 /* State k (0: buf1, 1: buf2) of parameter p as the step needs it: *out is a new tensor when

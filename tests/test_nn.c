@@ -458,6 +458,112 @@ static void test_backward_params(dt_device dev) {
   }
 }
 
+/* All of net's parameters, as doubles on the host, in order; *n of them. */
+static double *all_params(dt_module *net, int64_t *n) {
+  int p, np = dt_module_num_params(net);
+  int64_t total = 0, at = 0;
+  double *v;
+  for (p = 0; p < np; p++) total += dt_numel(dt_module_param(net, p, NULL));
+  v = (double *)malloc(sizeof(double) * (size_t)(total + 1));
+  for (p = 0; p < np; p++) {
+    double *w = host_f64(dt_module_param(net, p, NULL));
+    memcpy(v + at, w, sizeof(double) * (size_t)dt_numel(dt_module_param(net, p, NULL)));
+    at += dt_numel(dt_module_param(net, p, NULL));
+    free(w);
+  }
+  *n = total;
+  return v;
+}
+
+/* a == b element by element: equal values on the CPU (a zero's sign aside: a gradient that dt_zero_grad
+   left unwritten is assigned, where zeros that were written get added to, and -0 + 0 is +0), close on a GPU */
+static void same_values(dt_device dev, const double *a, int64_t na, const double *b, int64_t nb, const char *what) {
+  int64_t i, bad = 0;
+  T_CHECK_MSG(na == nb && na > 0, "%s: %lld and %lld values", what, (long long)na, (long long)nb);
+  if (na != nb) return;
+  for (i = 0; i < na; i++) {
+    if (dev.type == DT_CPU) bad += !(a[i] == b[i]);
+    else T_CLOSE(b[i], a[i], 1e-6, 1e-5);
+  }
+  T_CHECK_MSG(bad == 0, "%s: %lld of %lld values differ", what, (long long)bad, (long long)na);
+}
+
+/* dt_zero_grad leaves a layer's gradients unwritten while nothing outside the layer holds them (the
+   next backward writes them instead of adding to zeros): training that way gives what training with
+   the gradients handed out (so zeroed at once) gives, step by step, with two backward passes after
+   one dt_zero_grad (the second adds), a step with no backward (zeros: the weights stay), and
+   dt_backward as well as dt_backward_params; a gradient asked for after dt_zero_grad reads zeros. */
+static void test_zero_grad_deferred(dt_device dev) {
+  dt_module *a, *b, *c;
+  dt_tensor *x, *t, *held;
+  double *va, *vb, *g;
+  int64_t na, nb, i;
+  int step, r;
+  dt_manual_seed(33);
+  a = mlp(7, 16, 3);
+  dt_manual_seed(33);
+  b = mlp(7, 16, 3);
+  x = dt_randn(dt_shape2(32, 7), dev);
+  t = dt_randn(dt_shape2(32, 3), dev);
+  T_CHECK(x && t && dt_module_to(a, dev) == DT_OK && dt_module_to(b, dev) == DT_OK);
+  held = dt_module_grad(b, 0); /* b's gradients are handed out: dt_zero_grad writes its zeros at once */
+  T_CHECK(held != NULL);
+  for (step = 0; step < 5; step++) {
+    dt_module *nets[2];
+    int k;
+    nets[0] = a; nets[1] = b;
+    T_CHECK(dt_zero_grad(a) == DT_OK && dt_zero_grad(b) == DT_OK);
+    g = host_f64(held);
+    for (i = 0, r = 0; i < dt_numel(held); i++) r += g[i] != 0;
+    T_CHECK_MSG(r == 0, "step %d: %d of the held gradient's values are not zero after dt_zero_grad", step, r);
+    free(g);
+    for (k = 0; k < 2; k++)
+      for (r = 0; r < (step == 2 ? 2 : step == 4 ? 0 : 1); r++) { /* step 2: two passes; step 4: none */
+        dt_tensor *y = dt_forward(nets[k], x), *gy = y ? dt_mse_loss_grad(y, t) : NULL;
+        T_CHECK(y && gy);
+        if (step == 3) {
+          dt_tensor *gx = dt_backward(nets[k], gy);
+          T_CHECK_MSG(gx != NULL, "%s", dt_last_error());
+          dt_release(gx);
+        } else
+          T_CHECK_MSG(dt_backward_params(nets[k], gy) == DT_OK, "%s", dt_last_error());
+        dt_release(y); dt_release(gy);
+      }
+    T_CHECK(dt_sgd_step(a, 0.05) == DT_OK && dt_sgd_step(b, 0.05) == DT_OK);
+  }
+  va = all_params(a, &na); vb = all_params(b, &nb);
+  same_values(dev, va, na, vb, nb, "the weights after five steps");
+  free(va); free(vb);
+  /* one more backward after dt_zero_grad: the gradients written (a) and added to zeros (b) */
+  T_CHECK(dt_zero_grad(a) == DT_OK && dt_zero_grad(b) == DT_OK);
+  for (r = 0; r < 2; r++) {
+    dt_tensor *y = dt_forward(r ? b : a, x), *gy = y ? dt_mse_loss_grad(y, t) : NULL;
+    T_CHECK(y && gy && dt_backward_params(r ? b : a, gy) == DT_OK);
+    dt_release(y); dt_release(gy);
+  }
+  va = all_grads(a, &na); vb = all_grads(b, &nb);
+  same_values(dev, va, na, vb, nb, "the gradients");
+  for (i = 0, r = 0; i < na; i++) r += va[i] != 0;
+  T_CHECK_MSG(r > na / 2, "only %d of %lld gradients are not zero", r, (long long)na);
+  free(va); free(vb);
+  /* gradients left unwritten by dt_zero_grad, then asked for: zeros */
+  dt_manual_seed(34);
+  c = mlp(5, 4, 2);
+  T_CHECK(dt_module_to(c, dev) == DT_OK);
+  {
+    dt_tensor *x2 = dt_randn(dt_shape2(6, 5), dev), *t2 = dt_randn(dt_shape2(6, 2), dev);
+    dt_tensor *y = dt_forward(c, x2), *gy = y ? dt_mse_loss_grad(y, t2) : NULL;
+    T_CHECK(gy && dt_backward_params(c, gy) == DT_OK && dt_zero_grad(c) == DT_OK);
+    va = all_grads(c, &na);
+    for (i = 0, r = 0; i < na; i++) r += va[i] != 0;
+    T_CHECK_MSG(na > 0 && r == 0, "%d of %lld gradients are not zero after dt_zero_grad", r, (long long)na);
+    free(va);
+    dt_release(x2); dt_release(t2); dt_release(y); dt_release(gy);
+  }
+  dt_release(x); dt_release(t);
+  dt_module_free(a); dt_module_free(b); dt_module_free(c);
+}
+
 /* dt_backward_params makes no (n, in) input gradient: the peak of live bytes does not grow by one. */
 static void test_backward_params_memory(dt_device dev) {
   dt_module *net = mlp(1000, 4, 1);
@@ -1072,6 +1178,7 @@ int main(void) {
   T_RUN(test_backward_errors);
   T_RUN_ALL_DEVICES(test_backward_params);
   T_RUN_ALL_DEVICES(test_backward_params_memory);
+  T_RUN_ALL_DEVICES(test_zero_grad_deferred);
   T_RUN(test_backward_params_errors);
   T_RUN_ALL_DEVICES(test_linear_regression);
   T_RUN(test_trainer_gpus);
