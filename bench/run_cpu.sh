@@ -13,6 +13,9 @@ peer() { env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$py" bench/bench_peers.py
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')  host: $(uname -m), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //')"
 echo "commit: $(git rev-parse --short HEAD 2>/dev/null)  load average at start: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)  threads: ${OMP_NUM_THREADS:-all cores}"
 . "$(dirname "$0")/peer_blas.sh" && peer_blas
+# two threads' round trip (bench_cpu.c's round_trip_ns): about 150 ns when the VM's vCPUs share an
+# L3, about 450 when they do not, and then every 2-thread row is slower; printed again at the end
+"$bin" --round-trip
 peers=
 for lib in numpy torch; do
   if [ -n "$py" ] && "$py" -c "import $lib" 2>/dev/null; then peers="$peers $lib"; else echo "SKIP: $lib not importable with '$py'"; fi
@@ -30,6 +33,7 @@ while [ "$i" -le "$rounds" ]; do
   i=$((i + 1))
 done
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
+"$bin" --round-trip
 echo
 python3 bench/compare.py "$out"
 
