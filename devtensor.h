@@ -3218,12 +3218,13 @@ static void dt__params_free(dt_module *m) {
   m->names = NULL; m->name_pool = NULL; m->params = m->grads = NULL; m->nparams = 0; m->pool_bytes = 0;
 }
 
-/* Rebuilds m's parameter table: names as PyTorch's state_dict ("0.weight"), as long as they are.
-   While the count and the names' bytes stay, the table stays where it is (a name handed out
-   by dt_module_param stays valid). */
-enum { DT__G_ZERO, DT__G_SETTLE, DT__G_SGD };
+enum { DT__G_ZERO, DT__G_SETTLE, DT__G_SGD }; /* what dt__grads_walk does */
 static dt_status dt__grads_walk(dt_module *m, int what, double lr);
 
+/* Rebuilds m's parameter table: names as PyTorch's state_dict ("0.weight"), as long as they are.
+   While the count and the names' bytes stay, the table stays where it is (a name handed out
+   by dt_module_param stays valid). The table hands out the grads: pending zeros (gzero) are
+   written first, and the layers are marked gshared. */
 static dt_status dt__params_build(const char *op, dt_module *m) {
   dt_status s;
   int count = 0;
