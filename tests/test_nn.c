@@ -382,18 +382,26 @@ static void test_backward_errors(void) {
   dt_module_free(net);
 }
 
-/* Every parameter gradient of net, on the host; n set to the total count. */
-static double *all_grads(dt_module *net, int64_t *n) {
+/* Every parameter (grads 0) or parameter gradient (grads 1) of net, in order, as doubles on the
+   host; *n set to the total count. */
+static double *all_values(dt_module *net, int grads, int64_t *n) {
   int p, np = dt_module_num_params(net);
   int64_t total = 0, at = 0;
   double *v;
-  for (p = 0; p < np; p++) total += dt_numel(dt_module_grad(net, p));
+  for (p = 0; p < np; p++) {
+    const int64_t k = dt_numel(grads ? dt_module_grad(net, p) : dt_module_param(net, p, NULL));
+    if (k > 0) total += k;
+  }
   v = (double *)malloc(sizeof(double) * (size_t)(total + 1));
   for (p = 0; p < np; p++) {
-    double *g = host_f64(dt_module_grad(net, p));
-    memcpy(v + at, g, sizeof(double) * (size_t)dt_numel(dt_module_grad(net, p)));
-    at += dt_numel(dt_module_grad(net, p));
-    free(g);
+    const dt_tensor *t = grads ? dt_module_grad(net, p) : dt_module_param(net, p, NULL);
+    const int64_t k = dt_numel(t);
+    double *h;
+    if (k <= 0) continue;
+    h = host_f64(t);
+    memcpy(v + at, h, sizeof(double) * (size_t)k);
+    at += k;
+    free(h);
   }
   *n = total;
   return v;
@@ -415,7 +423,7 @@ static double *grads_after(dt_module *net, const dt_tensor *x, const dt_tensor *
     }
     dt_release(y); dt_release(g);
   }
-  return all_grads(net, n);
+  return all_values(net, 1, n);
 }
 
 /* dt_backward_params gives dt_backward's parameter gradients, bit for bit on the CPU. */
@@ -456,23 +464,6 @@ static void test_backward_params(dt_device dev) {
     dt_release(x); dt_release(t);
     dt_module_free(nets[c]);
   }
-}
-
-/* All of net's parameters, as doubles on the host, in order; *n of them. */
-static double *all_params(dt_module *net, int64_t *n) {
-  int p, np = dt_module_num_params(net);
-  int64_t total = 0, at = 0;
-  double *v;
-  for (p = 0; p < np; p++) total += dt_numel(dt_module_param(net, p, NULL));
-  v = (double *)malloc(sizeof(double) * (size_t)(total + 1));
-  for (p = 0; p < np; p++) {
-    double *w = host_f64(dt_module_param(net, p, NULL));
-    memcpy(v + at, w, sizeof(double) * (size_t)dt_numel(dt_module_param(net, p, NULL)));
-    at += dt_numel(dt_module_param(net, p, NULL));
-    free(w);
-  }
-  *n = total;
-  return v;
 }
 
 /* a == b element by element: equal values on the CPU (a zero's sign aside: a gradient that dt_zero_grad
@@ -531,7 +522,7 @@ static void test_zero_grad_deferred(dt_device dev) {
       }
     T_CHECK(dt_sgd_step(a, 0.05) == DT_OK && dt_sgd_step(b, 0.05) == DT_OK);
   }
-  va = all_params(a, &na); vb = all_params(b, &nb);
+  va = all_values(a, 0, &na); vb = all_values(b, 0, &nb);
   same_values(dev, va, na, vb, nb, "the weights after five steps");
   free(va); free(vb);
   /* one more backward after dt_zero_grad: the gradients written (a) and added to zeros (b) */
@@ -541,7 +532,7 @@ static void test_zero_grad_deferred(dt_device dev) {
     T_CHECK(y && gy && dt_backward_params(r ? b : a, gy) == DT_OK);
     dt_release(y); dt_release(gy);
   }
-  va = all_grads(a, &na); vb = all_grads(b, &nb);
+  va = all_values(a, 1, &na); vb = all_values(b, 1, &nb);
   same_values(dev, va, na, vb, nb, "the gradients");
   for (i = 0, r = 0; i < na; i++) r += va[i] != 0;
   T_CHECK_MSG(r > na / 2, "only %d of %lld gradients are not zero", r, (long long)na);
@@ -554,7 +545,7 @@ static void test_zero_grad_deferred(dt_device dev) {
     dt_tensor *x2 = dt_randn(dt_shape2(6, 5), dev), *t2 = dt_randn(dt_shape2(6, 2), dev);
     dt_tensor *y = dt_forward(c, x2), *gy = y ? dt_mse_loss_grad(y, t2) : NULL;
     T_CHECK(gy && dt_backward_params(c, gy) == DT_OK && dt_zero_grad(c) == DT_OK);
-    va = all_grads(c, &na);
+    va = all_values(c, 1, &na);
     for (i = 0, r = 0; i < na; i++) r += va[i] != 0;
     T_CHECK_MSG(na > 0 && r == 0, "%d of %lld gradients are not zero after dt_zero_grad", r, (long long)na);
     free(va);
