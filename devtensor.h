@@ -835,6 +835,9 @@ const dt__backend *dt__cuda_backend(void); /* defined in devtensor_cuda.cu */
 /* ======================================================================== */
 /*                              IMPLEMENTATION                              */
 /* ======================================================================== */
+/* Once per unit. A unit compiled with DEVTENSOR_IMPLEMENTATION_DONE already defined gets no
+   implementation and links one compiled elsewhere (the Makefile's devtensor_impl.o, shared by the
+   tests that use only the public API). */
 #ifdef DEVTENSOR_IMPLEMENTATION
 #ifndef DEVTENSOR_IMPLEMENTATION_DONE
 #define DEVTENSOR_IMPLEMENTATION_DONE

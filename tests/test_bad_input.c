@@ -13,6 +13,7 @@
 #define DEVTENSOR_IMPLEMENTATION
 #include "../devtensor.h"
 #include "harness.h"
+#include <limits.h>
 #include <stdlib.h>
 #include <unistd.h>
 
