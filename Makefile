@@ -213,6 +213,13 @@ $(eval $(call VARIANT,gpubench,$(B)/bench_gpu,bench/bench_gpu.c $(HDR)))
 $(eval $(call VARIANT,fault,$(B)/fault/fault_injection,tests/fault_injection.c $(HDR) tests/harness.h))
 $(eval $(call VARIANT,asan,$(B)/fault/fault_injection_asan,tests/fault_injection.c $(HDR) tests/harness.h))
 $(eval $(call VARIANT,faultomp,$(B)/fault/fault_injection_omp,tests/fault_injection.c $(HDR) tests/harness.h))
+$(eval $(call VARIANT,faultomp,$(B)/fault/oom_exhaust,tests/oom_exhaust.c $(HDR) tests/harness.h))
+$(eval $(call VARIANT,fuzz,$(B)/fuzz/fuzz_%,tests/fuzz/fuzz_%.c tests/fuzz/replay_main.h $(HDR)))
+$(eval $(call VARIANT,asan,$(B)/fuzz/replay_%,tests/fuzz/fuzz_%.c tests/fuzz/replay_main.h $(HDR)))
+$(eval $(call VARIANT,tsan,$(B)/tsan/test_threads,tests/test_threads.c $(HDR) tests/harness.h))
+# the same 8 threads on two emulated GPUs: the CUDA backend's host side (allocator,
+# lazy init, staging buffers and their events) against the emulator's stream workers
+$(eval $(call VARIANT,tsanemu,$(TSAN_EMU)/test_threads,tests/test_threads.c $(HDR) tests/harness.h))
 
 # ---- the implementation compiled once per variant: a test that uses only the public API is
 #      compiled with -DDEVTENSOR_IMPLEMENTATION_DONE (the header then leaves its implementation out
@@ -242,13 +249,6 @@ EMU_IMPL := $(EMU_DIR)/devtensor_impl.o
 $(eval $(call LINKED,emu,$(EMU_DIR),tests,$(filter-out $(EMU_CPU_ONLY),$(LINK_TESTS)),$(TEST_DEPS),$(EMU_IMPL)))
 $(eval $(call LINKED,emu,$(EMU_DIR)/ex,examples,$(EXAMPLES),$(EX_DEPS),$(EMU_IMPL)))
 $(eval $(call LINKED,emubench,$(EMU_DIR)/bench,bench,bench_gpu bench_train,$(HDR),$(EMU_IMPL)))
-$(eval $(call VARIANT,faultomp,$(B)/fault/oom_exhaust,tests/oom_exhaust.c $(HDR) tests/harness.h))
-$(eval $(call VARIANT,fuzz,$(B)/fuzz/fuzz_%,tests/fuzz/fuzz_%.c tests/fuzz/replay_main.h $(HDR)))
-$(eval $(call VARIANT,asan,$(B)/fuzz/replay_%,tests/fuzz/fuzz_%.c tests/fuzz/replay_main.h $(HDR)))
-$(eval $(call VARIANT,tsan,$(B)/tsan/test_threads,tests/test_threads.c $(HDR) tests/harness.h))
-# the same 8 threads on two emulated GPUs: the CUDA backend's host side (allocator,
-# lazy init, staging buffers and their events) against the emulator's stream workers
-$(eval $(call VARIANT,tsanemu,$(TSAN_EMU)/test_threads,tests/test_threads.c $(HDR) tests/harness.h))
 
 # programs that need more than their variant
 # test_threads uses pthreads (glibc >= 2.34 links them without -pthread; others need it)
