@@ -8581,6 +8581,9 @@ typedef void (*dt__gemm_rows_fn)(int64_t m, int64_t n, int64_t k, double alpha, 
 typedef struct dt__gemm_plan {
   dt__gemm_kern_fn kern;
   dt__gemm_kern_fn kernd; /* the kernel reading A in place, or NULL (plain C builds) */
+  /* or NULL: kern for an edge of a packed panel, with the same operations on fewer rows or columns
+     (so the same bits): the first 4 or 8 of its mr rows; its first nr / 2 columns (one vector) */
+  dt__gemm_kern_fn kern4, kern8, kernh;
   dt__gemm_pack_fn pack;
   dt__gemm_rows_fn rows;
   int rw;                /* the rows kernel's column block (2 vectors) */
@@ -8696,6 +8699,7 @@ typedef double dt__gemm_f64x8 __attribute__((vector_size(64)));
 #define DT__GEMM_ROWS6(X) X(0) X(1) X(2) X(3) X(4) X(5)
 #define DT__GEMM_ROWS8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 #define DT__GEMM_ROWS12(X) DT__GEMM_ROWS8(X) X(8) X(9) X(10) X(11)
+#define DT__GEMM_ROWS4(X) X(0) X(1) X(2) X(3)
 
 /* Each row i of the tile is two vectors, c<i>a and c<i>b (nr = 2 * lanes). */
 #define DT__GEMM_DECL(i) dt__gemm_v c##i##a = vz, c##i##b = vz;
@@ -8731,6 +8735,27 @@ typedef double dt__gemm_f64x8 __attribute__((vector_size(64)));
   memcpy(tile + i * 2 * DT__GEMM_W, &c##i##a, sizeof c##i##a);                                      \
   memcpy(tile + i * 2 * DT__GEMM_W + DT__GEMM_W, &c##i##b, sizeof c##i##b);
 
+/* The same for a tile one vector wide (DT__GEMM_DEFINE_KERNEL_H): row i is c<i>a alone. */
+#define DT__GEMM_DECLH(i) dt__gemm_v c##i##a = vz;
+#define DT__GEMM_FMAH(i)                                                                            \
+  {                                                                                                 \
+    const dt__gemm_v ai = pa[i] - vz;                                                               \
+    c##i##a += ai * b0;                                                                             \
+  }
+#define DT__GEMM_STORE0H(i)                                                                         \
+  {                                                                                                 \
+    dt__gemm_v r0 = va * c##i##a;                                                                   \
+    memcpy(c + i * ldc, &r0, sizeof r0);                                                            \
+  }
+#define DT__GEMM_STOREBH(i)                                                                         \
+  {                                                                                                 \
+    dt__gemm_v o0;                                                                                  \
+    memcpy(&o0, cs + i * lds, sizeof o0);                                                           \
+    o0 = va * c##i##a + vb * o0;                                                                    \
+    memcpy(c + i * ldc, &o0, sizeof o0);                                                            \
+  }
+#define DT__GEMM_SPILLH(i) memcpy(tile + i * DT__GEMM_W, &c##i##a, sizeof c##i##a);
+
 /* Defines NAME, a dt__gemm_kern_fn for element T with vector type V (LANES wide), MR rows
    (ROWS lists them) and 2 * LANES columns, and NAME##_d, the same reading A in place (FMA takes
    row i's element: DT__GEMM_FMA from the packed panel, DT__GEMM_FMAD from A; STEP: A's step per
@@ -8738,6 +8763,53 @@ typedef double dt__gemm_f64x8 __attribute__((vector_size(64)));
 #define DT__GEMM_DEFINE_KERNEL(NAME, ATTR, T, V, LANES, MR, ROWS)                                   \
   DT__GEMM_DEFINE_KERNEL_A(NAME, ATTR, T, V, LANES, MR, ROWS, DT__GEMM_FMA, MR)                      \
   DT__GEMM_DEFINE_KERNEL_A(NAME##_d, ATTR, T, V, LANES, MR, ROWS, DT__GEMM_FMAD, 1)
+/* With 12 rows, the edge kernels too (dt__gemm_plan's kern4, kern8, kernh): NAME##_e4 and NAME##_e8,
+   the first 4 or 8 rows of a packed 12-row panel (2 * LANES columns); NAME##_h, 12 rows and LANES
+   columns (B's rows ldb apart, as for NAME). */
+#define DT__GEMM_DEFINE_KERNEL12(NAME, ATTR, T, V, LANES)                                           \
+  DT__GEMM_DEFINE_KERNEL(NAME, ATTR, T, V, LANES, 12, DT__GEMM_ROWS12)                              \
+  DT__GEMM_DEFINE_KERNEL_A(NAME##_e4, ATTR, T, V, LANES, 4, DT__GEMM_ROWS4, DT__GEMM_FMA, 12)        \
+  DT__GEMM_DEFINE_KERNEL_A(NAME##_e8, ATTR, T, V, LANES, 8, DT__GEMM_ROWS8, DT__GEMM_FMA, 12)        \
+  DT__GEMM_DEFINE_KERNEL_H(NAME##_h, ATTR, T, V, LANES, 12, DT__GEMM_ROWS12)
+#define DT__GEMM_DEFINE_KERNEL_H(NAME, ATTR, T, V, LANES, MR, ROWS)                                 \
+  ATTR DT__GEMM_FMA_ATTR static void NAME(int64_t kc, const void *pa_, int64_t lda, const void *pb_, \
+                                          int64_t ldb, void *c_, int64_t ldc, const void *cs_,      \
+                                          int64_t lds, int mr, int nr, double alpha, double beta) { \
+    typedef V dt__gemm_v;                                                                           \
+    enum { DT__GEMM_W = LANES };                                                                    \
+    const T *DT__GEMM_RESTRICT pa = (const T *)pa_;                                                 \
+    const T *DT__GEMM_RESTRICT pb = (const T *)pb_;                                                 \
+    T *c = (T *)c_;                                                                                 \
+    const T *cs = (const T *)cs_;                                                                   \
+    const dt__gemm_v vz = {0};                                                                      \
+    const dt__gemm_v va = vz + (T)alpha, vb = vz + (T)beta;                                         \
+    int64_t p;                                                                                      \
+    ROWS(DT__GEMM_DECLH)                                                                            \
+    (void)lda;                                                                                      \
+    for (p = 0; p < kc; p++) {                                                                      \
+      dt__gemm_v b0;                                                                                \
+      memcpy(&b0, pb, sizeof b0);                                                                   \
+      ROWS(DT__GEMM_FMAH)                                                                           \
+      pa += MR;                                                                                     \
+      pb += ldb;                                                                                    \
+    }                                                                                               \
+    if (mr == MR && nr == DT__GEMM_W) {                                                             \
+      if (beta == 0) {                                                                              \
+        ROWS(DT__GEMM_STORE0H)                                                                      \
+      } else {                                                                                      \
+        ROWS(DT__GEMM_STOREBH)                                                                      \
+      }                                                                                             \
+    } else { /* edge tile: through a buffer */                                                      \
+      T tile[MR * DT__GEMM_W];                                                                      \
+      int i, j;                                                                                     \
+      ROWS(DT__GEMM_SPILLH)                                                                         \
+      for (i = 0; i < mr; i++)                                                                      \
+        for (j = 0; j < nr; j++) {                                                                  \
+          T v = (T)alpha * tile[i * DT__GEMM_W + j];                                                \
+          c[i * ldc + j] = beta == 0 ? v : v + (T)beta * cs[i * lds + j];                           \
+        }                                                                                           \
+    }                                                                                               \
+  }
 #define DT__GEMM_DEFINE_KERNEL_A(NAME, ATTR, T, V, LANES, MR, ROWS, FMA, STEP)                      \
   ATTR DT__GEMM_FMA_ATTR static void NAME(int64_t kc, const void *pa_, int64_t lda, const void *pb_, \
                                           int64_t ldb, void *c_, int64_t ldc, const void *cs_,      \
@@ -8814,10 +8886,8 @@ DT__GEMM_DEFINE_KERNEL(dt__gemm_kern_f32_avx2, __attribute__((target("avx2,fma")
 DT__GEMM_DEFINE_KERNEL(dt__gemm_kern_f64_avx2, __attribute__((target("avx2,fma"))), double,
                        dt__gemm_f64x4, 4, 6, DT__GEMM_ROWS6)
 /* AVX-512: 32 zmm registers; 12x32 F32, 12x16 F64 (24 accumulators). */
-DT__GEMM_DEFINE_KERNEL(dt__gemm_kern_f32_avx512, __attribute__((target("avx512f"))), float,
-                       dt__gemm_f32x16, 16, 12, DT__GEMM_ROWS12)
-DT__GEMM_DEFINE_KERNEL(dt__gemm_kern_f64_avx512, __attribute__((target("avx512f"))), double,
-                       dt__gemm_f64x8, 8, 12, DT__GEMM_ROWS12)
+DT__GEMM_DEFINE_KERNEL12(dt__gemm_kern_f32_avx512, __attribute__((target("avx512f"))), float, dt__gemm_f32x16, 16)
+DT__GEMM_DEFINE_KERNEL12(dt__gemm_kern_f64_avx512, __attribute__((target("avx512f"))), double, dt__gemm_f64x8, 8)
 #endif
 
 /* Skinny kernels, no packing of A (vector extensions; per ISA like the micro-kernels). A block
@@ -9009,6 +9079,7 @@ DT__GEMM_DEFINE_KERNEL_C(dt__gemm_kern_f64_c, double)
 static void dt__gemm_plan_set(dt__gemm_plan *pl, dt__gemm_kern_fn kern, dt__gemm_kern_fn kernd, dt__gemm_rows_fn rows,
                               int rw, int mr, int nr, int64_t kc, int64_t nc) {
   pl->kern = kern; pl->kernd = kernd; pl->rows = rows; pl->rw = rw;
+  pl->kern4 = pl->kern8 = pl->kernh = NULL;
   pl->mr = mr; pl->nr = nr; pl->kc = kc; pl->nc = nc;
 }
 
@@ -9041,6 +9112,10 @@ static int dt__gemm_plan_get(int isa, int dbl, dt__gemm_plan *pl) {
                         dbl ? dt__gemm_kern_f64_avx512_d : dt__gemm_kern_f32_avx512_d,
                         dbl ? dt__gemm_rows_f64_avx512 : dt__gemm_rows_f32_avx512, dbl ? 16 : 32, 12, dbl ? 16 : 32,
                         dbl ? 256 : 384, dbl ? 192 : 256);
+      /* 256 rows are 21 panels of 12 and 4 rows; 784 columns 24 panels of 32 and 16 */
+      pl->kern4 = dbl ? dt__gemm_kern_f64_avx512_e4 : dt__gemm_kern_f32_avx512_e4;
+      pl->kern8 = dbl ? dt__gemm_kern_f64_avx512_e8 : dt__gemm_kern_f32_avx512_e8;
+      pl->kernh = dbl ? dt__gemm_kern_f64_avx512_h : dt__gemm_kern_f32_avx512_h;
       return 1;
 #endif
     default: return 0;
@@ -9197,16 +9272,19 @@ static void dt__gemm_task(const dt__gemm_slab *g, int64_t t, int w) {
       const int mrr = (int)dt__gemm_min(mr, g->sm - ir);
       /* a whole micro-panel of A read where it is (adirect), or the packed one */
       const int dir = g->adirect && mrr == mr && ir + mr <= r1;
-      const dt__gemm_kern_fn kern = dir ? pl->kernd : pl->kern;
+      /* a packed panel of 4 or 8 rows (256 = 21 x 12 + 4): the edge kernels, which skip the zero rows */
+      const dt__gemm_kern_fn kern = dir ? pl->kernd : mrr <= 4 && pl->kern4 ? pl->kern4 : mrr <= 8 && pl->kern8 ? pl->kern8 : pl->kern;
       const char *pk = dir ? g->a + (size_t)(ir * g->rsa + p0) * es : pa;
       const int64_t lda = dir ? g->rsa : 0, lds = fromb ? 0 : g->n;
       const char *cs = fromb ? g->bias + (size_t)jc * es : cr;
       for (jr = 0; jr < nfull; jr += nr)
         kern(kcur, pk, lda, bsrc + (size_t)jr * es, g->rsb, cr + (size_t)jr * es, g->n, cs + (size_t)jr * es, lds, mrr,
              nr, g->alpha, bet);
-      for (; jr < nc; jr += nr)
-        kern(kcur, pk, lda, bbuf + (size_t)((jr - nfull) * kcur) * es, nr, cr + (size_t)jr * es, g->n,
-             cs + (size_t)jr * es, lds, mrr, (int)dt__gemm_min(nr, nc - jr), g->alpha, bet);
+      for (; jr < nc; jr += nr) { /* a last half panel of B (or less): one vector wide, with a whole A panel */
+        const dt__gemm_kern_fn kj = nc - jr <= nr / 2 && kern == pl->kern && pl->kernh ? pl->kernh : kern;
+        kj(kcur, pk, lda, bbuf + (size_t)((jr - nfull) * kcur) * es, nr, cr + (size_t)jr * es, g->n,
+           cs + (size_t)jr * es, lds, mrr, (int)dt__gemm_min(nr, nc - jr), g->alpha, bet);
+      }
     }
   }
 }

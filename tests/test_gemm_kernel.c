@@ -170,6 +170,8 @@ static const int64_t t_medium[][3] = {
   {300, 300, 200}, /* one slab with row tasks under 2+ threads: A packed by each thread, B read in place but its last panel */
   {384, 128, 96},  /* the same for F64 too under this file's cap on A, in two slabs */
   {302, 128, 120}, /* row tasks whose A is read in place (dt__gemm_slab's adirect) but a last panel of 2 rows */
+  {40, 784, 64},   /* AVX-512's edge kernels: a last panel of 4 rows, 784 columns = 24 panels of 32 and one of 16 */
+  {104, 784, 100}, /* and of 8 rows (104 = 8 x 12 + 8) */
 };
 #define T_COUNT(x) (sizeof(x) / sizeof((x)[0]))
 
