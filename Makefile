@@ -186,9 +186,10 @@ $(eval $(call VARIANT,asan,$(B)/asan/%,tests/%.c $(TEST_DEPS)))
 # the vector kernels built by clang too (it contracts into FMA by default: every variant must still give the same bits)
 $(eval $(call VARIANT,clang,$(B)/clang/%,tests/%.c $(TEST_DEPS)))
 # the thread pool built by clang with OpenMP in strict C99 (where no POSIX signal mask is declared),
-# where clang can link OpenMP (libomp)
+# and the gemm on two threads built by clang, whose contraction into FMA must not make an element's
+# bits depend on how the work is split; where clang can link OpenMP (libomp)
 CLANG_OMP := $(shell echo 'int main(void){return 0;}' | $(CLANG) -fopenmp -x c - -o /dev/null 2>/dev/null && echo yes)
-CLANG_OMP_TESTS := $(if $(CLANG_OMP),$(B)/clangomp/test_threads)
+CLANG_OMP_TESTS := $(if $(CLANG_OMP),$(B)/clangomp/test_threads $(B)/clangomp/test_gemm_kernel)
 $(eval $(call VARIANT,clangomp,$(B)/clangomp/%,tests/%.c $(TEST_DEPS)))
 $(eval $(call VARIANT,c,$(B)/ex/%,examples/%.c $(EX_DEPS)))
 # DEVTENSOR_STATIC: every function static, unused ones must not warn

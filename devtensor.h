@@ -8584,7 +8584,7 @@ typedef struct dt__gemm_plan {
   dt__gemm_kern_fn kernd; /* the kernel reading A in place, or NULL (plain C builds) */
   /* or NULL: kern for an edge of a packed panel, with the same operations on fewer rows or columns
      (so the same bits): the first 4 or 8 of its mr rows; its first nr / 2 columns (one vector) */
-  dt__gemm_kern_fn kern4, kern8, kernh;
+  dt__gemm_kern_fn kern4, kern8, kernh, kernhd; /* kernhd: kernh reading A in place, as kernd */
   dt__gemm_pack_fn pack;
   dt__gemm_rows_fn rows;
   int rw;                /* the rows kernel's column block (2 vectors) */
@@ -8743,6 +8743,11 @@ typedef double dt__gemm_f64x8 __attribute__((vector_size(64)));
     const dt__gemm_v ai = pa[i] - vz;                                                               \
     c##i##a += ai * b0;                                                                             \
   }
+#define DT__GEMM_FMAHD(i) /* A in place */                                                          \
+  {                                                                                                 \
+    const dt__gemm_v ai = pa[(i) * lda] - vz;                                                       \
+    c##i##a += ai * b0;                                                                             \
+  }
 #define DT__GEMM_STORE0H(i)                                                                         \
   {                                                                                                 \
     dt__gemm_v r0 = va * c##i##a;                                                                   \
@@ -8764,15 +8769,23 @@ typedef double dt__gemm_f64x8 __attribute__((vector_size(64)));
 #define DT__GEMM_DEFINE_KERNEL(NAME, ATTR, T, V, LANES, MR, ROWS)                                   \
   DT__GEMM_DEFINE_KERNEL_A(NAME, ATTR, T, V, LANES, MR, ROWS, DT__GEMM_FMA, MR)                      \
   DT__GEMM_DEFINE_KERNEL_A(NAME##_d, ATTR, T, V, LANES, MR, ROWS, DT__GEMM_FMAD, 1)
-/* With 12 rows, the edge kernels too (dt__gemm_plan's kern4, kern8, kernh): NAME##_e4 and NAME##_e8,
-   the first 4 or 8 rows of a packed 12-row panel (2 * LANES columns); NAME##_h, 12 rows and LANES
-   columns (B's rows ldb apart, as for NAME). */
+/* With 12 rows, the edge kernels too (dt__gemm_plan's kern4, kern8, kernh, kernhd): NAME##_e4 and
+   NAME##_e8, the first 4 or 8 rows of a packed 12-row panel (2 * LANES columns); NAME##_h and
+   NAME##_hd, 12 rows and LANES columns (B's rows ldb apart, as for NAME), A packed or in place. */
 #define DT__GEMM_DEFINE_KERNEL12(NAME, ATTR, T, V, LANES)                                           \
   DT__GEMM_DEFINE_KERNEL(NAME, ATTR, T, V, LANES, 12, DT__GEMM_ROWS12)                              \
   DT__GEMM_DEFINE_KERNEL_A(NAME##_e4, ATTR, T, V, LANES, 4, DT__GEMM_ROWS4, DT__GEMM_FMA, 12)        \
   DT__GEMM_DEFINE_KERNEL_A(NAME##_e8, ATTR, T, V, LANES, 8, DT__GEMM_ROWS8, DT__GEMM_FMA, 12)        \
-  DT__GEMM_DEFINE_KERNEL_H(NAME##_h, ATTR, T, V, LANES, 12, DT__GEMM_ROWS12)
-#define DT__GEMM_DEFINE_KERNEL_H(NAME, ATTR, T, V, LANES, MR, ROWS)                                 \
+  DT__GEMM_DEFINE_KERNEL_H(NAME##_h, ATTR, T, V, LANES, 12, DT__GEMM_ROWS12, DT__GEMM_FMAH, 12)       \
+  DT__GEMM_DEFINE_KERNEL_H(NAME##_hd, ATTR, T, V, LANES, 12, DT__GEMM_ROWS12, DT__GEMM_FMAHD, 1)
+/* With 6 rows: NAME##_e4, the first 4 rows of a packed 6-row panel; NAME##_h and NAME##_hd, 6 rows by
+   LANES columns, A packed or in place. */
+#define DT__GEMM_DEFINE_KERNEL6(NAME, ATTR, T, V, LANES)                                            \
+  DT__GEMM_DEFINE_KERNEL(NAME, ATTR, T, V, LANES, 6, DT__GEMM_ROWS6)                                \
+  DT__GEMM_DEFINE_KERNEL_A(NAME##_e4, ATTR, T, V, LANES, 4, DT__GEMM_ROWS4, DT__GEMM_FMA, 6)         \
+  DT__GEMM_DEFINE_KERNEL_H(NAME##_h, ATTR, T, V, LANES, 6, DT__GEMM_ROWS6, DT__GEMM_FMAH, 6)          \
+  DT__GEMM_DEFINE_KERNEL_H(NAME##_hd, ATTR, T, V, LANES, 6, DT__GEMM_ROWS6, DT__GEMM_FMAHD, 1)
+#define DT__GEMM_DEFINE_KERNEL_H(NAME, ATTR, T, V, LANES, MR, ROWS, FMA, STEP)                      \
   ATTR DT__GEMM_FMA_ATTR static void NAME(int64_t kc, const void *pa_, int64_t lda, const void *pb_, \
                                           int64_t ldb, void *c_, int64_t ldc, const void *cs_,      \
                                           int64_t lds, int mr, int nr, double alpha, double beta) { \
@@ -8790,8 +8803,8 @@ typedef double dt__gemm_f64x8 __attribute__((vector_size(64)));
     for (p = 0; p < kc; p++) {                                                                      \
       dt__gemm_v b0;                                                                                \
       memcpy(&b0, pb, sizeof b0);                                                                   \
-      ROWS(DT__GEMM_FMAH)                                                                           \
-      pa += MR;                                                                                     \
+      ROWS(FMA)                                                                                     \
+      pa += STEP;                                                                                   \
       pb += ldb;                                                                                    \
     }                                                                                               \
     if (mr == MR && nr == DT__GEMM_W) {                                                             \
@@ -8876,16 +8889,18 @@ typedef double dt__gemm_f64x8 __attribute__((vector_size(64)));
 /* two vectors of lanes per row of the tile; F64 has half the lanes of F32 */
 #define DT__GEMM_C_NR_F32 (2 * DT__GEMM_C_LANES_F32)
 #define DT__GEMM_C_NR_F64 DT__GEMM_C_LANES_F32
-DT__GEMM_DEFINE_KERNEL(dt__gemm_kern_f32_c, , float, DT__GEMM_C_VF32, DT__GEMM_C_LANES_F32, DT__GEMM_C_MR, DT__GEMM_C_ROWS)
-DT__GEMM_DEFINE_KERNEL(dt__gemm_kern_f64_c, , double, DT__GEMM_C_VF64, DT__GEMM_C_LANES_F32 / 2, DT__GEMM_C_MR,
-                       DT__GEMM_C_ROWS)
+#if DT__GEMM_C_MR == 12
+DT__GEMM_DEFINE_KERNEL12(dt__gemm_kern_f32_c, , float, DT__GEMM_C_VF32, DT__GEMM_C_LANES_F32)
+DT__GEMM_DEFINE_KERNEL12(dt__gemm_kern_f64_c, , double, DT__GEMM_C_VF64, DT__GEMM_C_LANES_F32 / 2)
+#else
+DT__GEMM_DEFINE_KERNEL6(dt__gemm_kern_f32_c, , float, DT__GEMM_C_VF32, DT__GEMM_C_LANES_F32)
+DT__GEMM_DEFINE_KERNEL6(dt__gemm_kern_f64_c, , double, DT__GEMM_C_VF64, DT__GEMM_C_LANES_F32 / 2)
+#endif
 
 #if DT__GEMM_X86
 /* AVX2+FMA: 16 ymm registers; 6x16 F32, 6x8 F64 (12 accumulators). */
-DT__GEMM_DEFINE_KERNEL(dt__gemm_kern_f32_avx2, __attribute__((target("avx2,fma"))), float,
-                       dt__gemm_f32x8, 8, 6, DT__GEMM_ROWS6)
-DT__GEMM_DEFINE_KERNEL(dt__gemm_kern_f64_avx2, __attribute__((target("avx2,fma"))), double,
-                       dt__gemm_f64x4, 4, 6, DT__GEMM_ROWS6)
+DT__GEMM_DEFINE_KERNEL6(dt__gemm_kern_f32_avx2, __attribute__((target("avx2,fma"))), float, dt__gemm_f32x8, 8)
+DT__GEMM_DEFINE_KERNEL6(dt__gemm_kern_f64_avx2, __attribute__((target("avx2,fma"))), double, dt__gemm_f64x4, 4)
 /* AVX-512: 32 zmm registers; 12x32 F32, 12x16 F64 (24 accumulators), and the edge kernels 4x32,
    8x32 and 12x16 F32 (4x16, 8x16, 12x8 F64): a last panel of a few rows or half the columns costs
    what it computes, not a whole tile (1-thread 256x784x256 products: 550-580 -> 485-505 us). */
@@ -9082,7 +9097,7 @@ DT__GEMM_DEFINE_KERNEL_C(dt__gemm_kern_f64_c, double)
 static void dt__gemm_plan_set(dt__gemm_plan *pl, dt__gemm_kern_fn kern, dt__gemm_kern_fn kernd, dt__gemm_rows_fn rows,
                               int rw, int mr, int nr, int64_t kc, int64_t nc) {
   pl->kern = kern; pl->kernd = kernd; pl->rows = rows; pl->rw = rw;
-  pl->kern4 = pl->kern8 = pl->kernh = NULL;
+  pl->kern4 = pl->kern8 = pl->kernh = pl->kernhd = NULL;
   pl->mr = mr; pl->nr = nr; pl->kc = kc; pl->nc = nc;
 }
 
@@ -9100,6 +9115,14 @@ static int dt__gemm_plan_get(int isa, int dbl, dt__gemm_plan *pl) {
 #endif
                         DT__GEMM_C_MR, dbl ? DT__GEMM_C_NR_F64 : DT__GEMM_C_NR_F32, 256,
                         DT__GEMM_C_MR == 12 ? (dbl ? 192 : 256) : dbl ? 64 : 128);
+#if DT__GEMM_VEC
+      pl->kern4 = dbl ? dt__gemm_kern_f64_c_e4 : dt__gemm_kern_f32_c_e4;
+      pl->kernh = dbl ? dt__gemm_kern_f64_c_h : dt__gemm_kern_f32_c_h;
+      pl->kernhd = dbl ? dt__gemm_kern_f64_c_hd : dt__gemm_kern_f32_c_hd;
+#if DT__GEMM_C_MR == 12
+      pl->kern8 = dbl ? dt__gemm_kern_f64_c_e8 : dt__gemm_kern_f32_c_e8;
+#endif
+#endif
       return 1;
 #if DT__GEMM_X86
     case DT__GEMM_ISA_AVX2: /* L2 of 256 KiB and up: B's panels 128 KiB */
@@ -9108,6 +9131,9 @@ static int dt__gemm_plan_get(int isa, int dbl, dt__gemm_plan *pl) {
                         dbl ? dt__gemm_kern_f64_avx2_d : dt__gemm_kern_f32_avx2_d,
                         dbl ? dt__gemm_rows_f64_avx2 : dt__gemm_rows_f32_avx2, dbl ? 8 : 16, 6, dbl ? 8 : 16, 256,
                         dbl ? 64 : 128);
+      pl->kern4 = dbl ? dt__gemm_kern_f64_avx2_e4 : dt__gemm_kern_f32_avx2_e4;
+      pl->kernh = dbl ? dt__gemm_kern_f64_avx2_h : dt__gemm_kern_f32_avx2_h;
+      pl->kernhd = dbl ? dt__gemm_kern_f64_avx2_hd : dt__gemm_kern_f32_avx2_hd;
       return 1;
     case DT__GEMM_ISA_AVX512: /* L2 of 1 MiB and up: B's panels 384 KiB; A's micro-panel 18 / 24 KiB */
       if (!dt__x86_has_avx512f()) return 0;
@@ -9119,6 +9145,7 @@ static int dt__gemm_plan_get(int isa, int dbl, dt__gemm_plan *pl) {
       pl->kern4 = dbl ? dt__gemm_kern_f64_avx512_e4 : dt__gemm_kern_f32_avx512_e4;
       pl->kern8 = dbl ? dt__gemm_kern_f64_avx512_e8 : dt__gemm_kern_f32_avx512_e8;
       pl->kernh = dbl ? dt__gemm_kern_f64_avx512_h : dt__gemm_kern_f32_avx512_h;
+      pl->kernhd = dbl ? dt__gemm_kern_f64_avx512_hd : dt__gemm_kern_f32_avx512_hd;
       return 1;
 #endif
     default: return 0;
@@ -9283,8 +9310,10 @@ static void dt__gemm_task(const dt__gemm_slab *g, int64_t t, int w) {
       for (jr = 0; jr < nfull; jr += nr)
         kern(kcur, pk, lda, bsrc + (size_t)jr * es, g->rsb, cr + (size_t)jr * es, g->n, cs + (size_t)jr * es, lds, mrr,
              nr, g->alpha, bet);
-      for (; jr < nc; jr += nr) { /* a last half panel of B (or less): one vector wide, with a whole A panel */
-        const dt__gemm_kern_fn kj = nc - jr <= nr / 2 && kern == pl->kern && pl->kernh ? pl->kernh : kern;
+      for (; jr < nc; jr += nr) {
+        /* a last half panel of B (or less): one vector wide, whether A is read in place or packed, so
+           that an element of C takes the same kernel (and bits) however the columns are split */
+        const dt__gemm_kern_fn kj = nc - jr > nr / 2 || !pl->kernh ? kern : kern == pl->kernd ? pl->kernhd : kern == pl->kern ? pl->kernh : kern;
         kj(kcur, pk, lda, bbuf + (size_t)((jr - nfull) * kcur) * es, nr, cr + (size_t)jr * es, g->n,
            cs + (size_t)jr * es, lds, mrr, (int)dt__gemm_min(nr, nc - jr), g->alpha, bet);
       }
