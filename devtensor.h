@@ -8501,7 +8501,7 @@ static dt_status dt__cpu_cross_entropy(int dev, int grad, dt_dtype t, int64_t n,
    (mr, nr) tile of C from one panel of each, keeping the tile in registers for kc steps.
    The micro-kernels are written with GCC/Clang vector extensions (no intrinsics). On x86 with
    GCC >= 6 or Clang >= 5 they are also compiled for AVX2+FMA (6x16) and AVX-512 (12x32) through
-   `target` attributes (AVX-512 with edge kernels for a last panel of 4 or 8 rows or of half the
+   `target` attributes (each with edge kernels for a last panel of a few rows or of half the
    columns), and the best one the CPU has is picked at run time, so a plain -O2 build
    runs at full speed; DEVTENSOR_NO_CPU_DISPATCH turns that off (then the compiler flags decide:
    16-byte vectors for plain x86-64, wider with -mavx / -march=native). Other compilers get a
