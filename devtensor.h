@@ -9302,18 +9302,22 @@ static void dt__gemm_task(const dt__gemm_slab *g, int64_t t, int w) {
       const int mrr = (int)dt__gemm_min(mr, g->sm - ir);
       /* a whole micro-panel of A read where it is (adirect), or the packed one */
       const int dir = g->adirect && mrr == mr && ir + mr <= r1;
-      /* a packed panel of 4 or 8 rows (256 = 21 x 12 + 4): the edge kernels, which skip the zero rows */
-      const dt__gemm_kern_fn kern = dir ? pl->kernd : mrr <= 4 && pl->kern4 ? pl->kern4 : mrr <= 8 && pl->kern8 ? pl->kern8 : pl->kern;
+      dt__gemm_kern_fn kern = dir ? pl->kernd : pl->kern;
       const char *pk = dir ? g->a + (size_t)(ir * g->rsa + p0) * es : pa;
       const int64_t lda = dir ? g->rsa : 0, lds = fromb ? 0 : g->n;
       const char *cs = fromb ? g->bias + (size_t)jc * es : cr;
+      /* a packed panel of 4 or 8 rows (256 = 21 x 12 + 4): the edge kernels, which skip the zero rows */
+      if (!dir && mrr <= 4 && pl->kern4) kern = pl->kern4;
+      else if (!dir && mrr <= 8 && pl->kern8) kern = pl->kern8;
       for (jr = 0; jr < nfull; jr += nr)
         kern(kcur, pk, lda, bsrc + (size_t)jr * es, g->rsb, cr + (size_t)jr * es, g->n, cs + (size_t)jr * es, lds, mrr,
              nr, g->alpha, bet);
       for (; jr < nc; jr += nr) {
         /* a last half panel of B (or less): one vector wide, whether A is read in place or packed, so
            that an element of C takes the same kernel (and bits) however the columns are split */
-        const dt__gemm_kern_fn kj = nc - jr > nr / 2 || !pl->kernh ? kern : kern == pl->kernd ? pl->kernhd : kern == pl->kern ? pl->kernh : kern;
+        dt__gemm_kern_fn kj = kern;
+        if (nc - jr <= nr / 2 && kern == pl->kern && pl->kernh) kj = pl->kernh;
+        else if (nc - jr <= nr / 2 && kern == pl->kernd && pl->kernhd) kj = pl->kernhd;
         kj(kcur, pk, lda, bbuf + (size_t)((jr - nfull) * kcur) * es, nr, cr + (size_t)jr * es, g->n,
            cs + (size_t)jr * es, lds, mrr, (int)dt__gemm_min(nr, nc - jr), g->alpha, bet);
       }
