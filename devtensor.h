@@ -8736,7 +8736,7 @@ typedef double dt__gemm_f64x8 __attribute__((vector_size(64)));
   memcpy(tile + i * 2 * DT__GEMM_W, &c##i##a, sizeof c##i##a);                                      \
   memcpy(tile + i * 2 * DT__GEMM_W + DT__GEMM_W, &c##i##b, sizeof c##i##b);
 
-/* The same for a tile one vector wide (DT__GEMM_DEFINE_KERNEL_H): row i is c<i>a alone. */
+/* The same for a tile one vector wide (DT__GEMM_DEFINE_KERNEL_A with SUF H): row i is c<i>a alone. */
 #define DT__GEMM_DECLH(i) dt__gemm_v c##i##a = vz;
 #define DT__GEMM_FMAH(i)                                                                            \
   {                                                                                                 \
@@ -8761,36 +8761,48 @@ typedef double dt__gemm_f64x8 __attribute__((vector_size(64)));
     memcpy(c + i * ldc, &o0, sizeof o0);                                                            \
   }
 #define DT__GEMM_SPILLH(i) memcpy(tile + i * DT__GEMM_W, &c##i##a, sizeof c##i##a);
+/* The vectors per row of the tile, and B's row of them loaded for one depth. */
+#define DT__GEMM_VPR 2
+#define DT__GEMM_VPRH 1
+#define DT__GEMM_LOADB                                                                              \
+  dt__gemm_v b0, b1;                                                                                \
+  memcpy(&b0, pb, sizeof b0);                                                                       \
+  memcpy(&b1, pb + DT__GEMM_W, sizeof b1);
+#define DT__GEMM_LOADBH                                                                             \
+  dt__gemm_v b0;                                                                                    \
+  memcpy(&b0, pb, sizeof b0);
 
 /* Defines NAME, a dt__gemm_kern_fn for element T with vector type V (LANES wide), MR rows
    (ROWS lists them) and 2 * LANES columns, and NAME##_d, the same reading A in place (FMA takes
    row i's element: DT__GEMM_FMA from the packed panel, DT__GEMM_FMAD from A; STEP: A's step per
-   depth). ATTR: extra function attributes (the target). */
+   depth). ATTR: extra function attributes (the target). DT__GEMM_DEFINE_KERNEL_A's SUF picks the
+   tile's width: empty, 2 * LANES columns (the DT__GEMM_DECL, LOADB, STORE and SPILL macros); H,
+   LANES columns (their H twins, with DT__GEMM_FMAH or FMAHD). */
 #define DT__GEMM_DEFINE_KERNEL(NAME, ATTR, T, V, LANES, MR, ROWS)                                   \
-  DT__GEMM_DEFINE_KERNEL_A(NAME, ATTR, T, V, LANES, MR, ROWS, DT__GEMM_FMA, MR)                      \
-  DT__GEMM_DEFINE_KERNEL_A(NAME##_d, ATTR, T, V, LANES, MR, ROWS, DT__GEMM_FMAD, 1)
+  DT__GEMM_DEFINE_KERNEL_A(NAME, ATTR, T, V, LANES, MR, ROWS, DT__GEMM_FMA, MR, )                    \
+  DT__GEMM_DEFINE_KERNEL_A(NAME##_d, ATTR, T, V, LANES, MR, ROWS, DT__GEMM_FMAD, 1, )
 /* With 12 rows, the edge kernels too (dt__gemm_plan's kern4, kern8, kernh, kernhd): NAME##_e4 and
    NAME##_e8, the first 4 or 8 rows of a packed 12-row panel (2 * LANES columns); NAME##_h and
    NAME##_hd, 12 rows and LANES columns (B's rows ldb apart, as for NAME), A packed or in place. */
 #define DT__GEMM_DEFINE_KERNEL12(NAME, ATTR, T, V, LANES)                                           \
   DT__GEMM_DEFINE_KERNEL(NAME, ATTR, T, V, LANES, 12, DT__GEMM_ROWS12)                              \
-  DT__GEMM_DEFINE_KERNEL_A(NAME##_e4, ATTR, T, V, LANES, 4, DT__GEMM_ROWS4, DT__GEMM_FMA, 12)        \
-  DT__GEMM_DEFINE_KERNEL_A(NAME##_e8, ATTR, T, V, LANES, 8, DT__GEMM_ROWS8, DT__GEMM_FMA, 12)        \
-  DT__GEMM_DEFINE_KERNEL_H(NAME##_h, ATTR, T, V, LANES, 12, DT__GEMM_ROWS12, DT__GEMM_FMAH, 12)       \
-  DT__GEMM_DEFINE_KERNEL_H(NAME##_hd, ATTR, T, V, LANES, 12, DT__GEMM_ROWS12, DT__GEMM_FMAHD, 1)
+  DT__GEMM_DEFINE_KERNEL_A(NAME##_e4, ATTR, T, V, LANES, 4, DT__GEMM_ROWS4, DT__GEMM_FMA, 12, )      \
+  DT__GEMM_DEFINE_KERNEL_A(NAME##_e8, ATTR, T, V, LANES, 8, DT__GEMM_ROWS8, DT__GEMM_FMA, 12, )      \
+  DT__GEMM_DEFINE_KERNEL_A(NAME##_h, ATTR, T, V, LANES, 12, DT__GEMM_ROWS12, DT__GEMM_FMAH, 12, H)   \
+  DT__GEMM_DEFINE_KERNEL_A(NAME##_hd, ATTR, T, V, LANES, 12, DT__GEMM_ROWS12, DT__GEMM_FMAHD, 1, H)
 /* With 6 rows: NAME##_e4, the first 4 rows of a packed 6-row panel; NAME##_h and NAME##_hd, 6 rows by
    LANES columns, A packed or in place. */
 #define DT__GEMM_DEFINE_KERNEL6(NAME, ATTR, T, V, LANES)                                            \
   DT__GEMM_DEFINE_KERNEL(NAME, ATTR, T, V, LANES, 6, DT__GEMM_ROWS6)                                \
-  DT__GEMM_DEFINE_KERNEL_A(NAME##_e4, ATTR, T, V, LANES, 4, DT__GEMM_ROWS4, DT__GEMM_FMA, 6)         \
-  DT__GEMM_DEFINE_KERNEL_H(NAME##_h, ATTR, T, V, LANES, 6, DT__GEMM_ROWS6, DT__GEMM_FMAH, 6)          \
-  DT__GEMM_DEFINE_KERNEL_H(NAME##_hd, ATTR, T, V, LANES, 6, DT__GEMM_ROWS6, DT__GEMM_FMAHD, 1)
-#define DT__GEMM_DEFINE_KERNEL_H(NAME, ATTR, T, V, LANES, MR, ROWS, FMA, STEP)                      \
+  DT__GEMM_DEFINE_KERNEL_A(NAME##_e4, ATTR, T, V, LANES, 4, DT__GEMM_ROWS4, DT__GEMM_FMA, 6, )       \
+  DT__GEMM_DEFINE_KERNEL_A(NAME##_h, ATTR, T, V, LANES, 6, DT__GEMM_ROWS6, DT__GEMM_FMAH, 6, H)      \
+  DT__GEMM_DEFINE_KERNEL_A(NAME##_hd, ATTR, T, V, LANES, 6, DT__GEMM_ROWS6, DT__GEMM_FMAHD, 1, H)
+#define DT__GEMM_DEFINE_KERNEL_A(NAME, ATTR, T, V, LANES, MR, ROWS, FMA, STEP, SUF)                 \
   ATTR DT__GEMM_FMA_ATTR static void NAME(int64_t kc, const void *pa_, int64_t lda, const void *pb_, \
                                           int64_t ldb, void *c_, int64_t ldc, const void *cs_,      \
                                           int64_t lds, int mr, int nr, double alpha, double beta) { \
     typedef V dt__gemm_v;                                                                           \
-    enum { DT__GEMM_W = LANES };                                                                    \
+    enum { DT__GEMM_W = LANES, DT__GEMM_NW = DT__GEMM_VPR##SUF * LANES };                           \
     const T *DT__GEMM_RESTRICT pa = (const T *)pa_;                                                 \
     const T *DT__GEMM_RESTRICT pb = (const T *)pb_;                                                 \
     T *c = (T *)c_;                                                                                 \
@@ -8798,68 +8810,27 @@ typedef double dt__gemm_f64x8 __attribute__((vector_size(64)));
     const dt__gemm_v vz = {0};                                                                      \
     const dt__gemm_v va = vz + (T)alpha, vb = vz + (T)beta;                                         \
     int64_t p;                                                                                      \
-    ROWS(DT__GEMM_DECLH)                                                                            \
+    ROWS(DT__GEMM_DECL##SUF)                                                                        \
     (void)lda;                                                                                      \
     for (p = 0; p < kc; p++) {                                                                      \
-      dt__gemm_v b0;                                                                                \
-      memcpy(&b0, pb, sizeof b0);                                                                   \
+      DT__GEMM_LOADB##SUF                                                                           \
       ROWS(FMA)                                                                                     \
       pa += STEP;                                                                                   \
       pb += ldb;                                                                                    \
     }                                                                                               \
-    if (mr == MR && nr == DT__GEMM_W) {                                                             \
+    if (mr == MR && nr == DT__GEMM_NW) {                                                            \
       if (beta == 0) {                                                                              \
-        ROWS(DT__GEMM_STORE0H)                                                                      \
+        ROWS(DT__GEMM_STORE0##SUF)                                                                  \
       } else {                                                                                      \
-        ROWS(DT__GEMM_STOREBH)                                                                      \
+        ROWS(DT__GEMM_STOREB##SUF)                                                                  \
       }                                                                                             \
     } else { /* edge tile: through a buffer */                                                      \
-      T tile[MR * DT__GEMM_W];                                                                      \
+      T tile[MR * DT__GEMM_NW];                                                                     \
       int i, j;                                                                                     \
-      ROWS(DT__GEMM_SPILLH)                                                                         \
+      ROWS(DT__GEMM_SPILL##SUF)                                                                     \
       for (i = 0; i < mr; i++)                                                                      \
         for (j = 0; j < nr; j++) {                                                                  \
-          T v = (T)alpha * tile[i * DT__GEMM_W + j];                                                \
-          c[i * ldc + j] = beta == 0 ? v : v + (T)beta * cs[i * lds + j];                           \
-        }                                                                                           \
-    }                                                                                               \
-  }
-#define DT__GEMM_DEFINE_KERNEL_A(NAME, ATTR, T, V, LANES, MR, ROWS, FMA, STEP)                      \
-  ATTR DT__GEMM_FMA_ATTR static void NAME(int64_t kc, const void *pa_, int64_t lda, const void *pb_, \
-                                          int64_t ldb, void *c_, int64_t ldc, const void *cs_,      \
-                                          int64_t lds, int mr, int nr, double alpha, double beta) { \
-    typedef V dt__gemm_v;                                                                           \
-    enum { DT__GEMM_W = LANES };                                                                    \
-    const T *DT__GEMM_RESTRICT pa = (const T *)pa_;                                                 \
-    const T *DT__GEMM_RESTRICT pb = (const T *)pb_;                                                 \
-    T *c = (T *)c_;                                                                                 \
-    const T *cs = (const T *)cs_;                                                                   \
-    const dt__gemm_v vz = {0};                                                                      \
-    const dt__gemm_v va = vz + (T)alpha, vb = vz + (T)beta;                                         \
-    int64_t p;                                                                                      \
-    ROWS(DT__GEMM_DECL)                                                                             \
-    (void)lda;                                                                                      \
-    for (p = 0; p < kc; p++) {                                                                      \
-      dt__gemm_v b0, b1;                                                                            \
-      memcpy(&b0, pb, sizeof b0);                                                                   \
-      memcpy(&b1, pb + DT__GEMM_W, sizeof b1);                                                      \
-      ROWS(FMA)                                                                                     \
-      pa += STEP;                                                                                   \
-      pb += ldb;                                                                                    \
-    }                                                                                               \
-    if (mr == MR && nr == 2 * DT__GEMM_W) {                                                         \
-      if (beta == 0) {                                                                              \
-        ROWS(DT__GEMM_STORE0)                                                                       \
-      } else {                                                                                      \
-        ROWS(DT__GEMM_STOREB)                                                                       \
-      }                                                                                             \
-    } else { /* edge tile: through a buffer */                                                      \
-      T tile[MR * 2 * DT__GEMM_W];                                                                  \
-      int i, j;                                                                                     \
-      ROWS(DT__GEMM_SPILL)                                                                          \
-      for (i = 0; i < mr; i++)                                                                      \
-        for (j = 0; j < nr; j++) {                                                                  \
-          T v = (T)alpha * tile[i * 2 * DT__GEMM_W + j];                                            \
+          T v = (T)alpha * tile[i * DT__GEMM_NW + j];                                               \
           c[i * ldc + j] = beta == 0 ? v : v + (T)beta * cs[i * lds + j];                           \
         }                                                                                           \
     }                                                                                               \
