@@ -24,6 +24,8 @@
 #                    on one GPU: that two ranks are refused, saying why, and the rest skipped)
 #   make bench-dist  all-reduce bandwidth (nccl-tests' algbw/busbw, 4 B to 64 MiB) on BENCH_NP=2 CPU ranks under mpirun
 #   make bench-dist-gpu the same on a rank per GPU through NCCL (BENCH_NP: default the GPUs nvidia-smi lists)
+#   make amalgamate  write devtensor.h and devtensor_cuda.cu from the parts in src/ (tools/amalgamate.py;
+#                    make check-amalgamate fails when the committed files differ from what it writes)
 #   make clean       remove build/
 #   CUDA=0 / CUDA=1 forces the CUDA variants off / on; default: on when nvcc is found.
 #   JOBS=N: test programs run N at a time (tests/run.sh; default: make's -j, else 1).
@@ -541,6 +543,13 @@ install: lib
 	  packaging/devtensorConfig.cmake.in > $(DESTDIR)$(LIBDIR)/cmake/devtensor/devtensorConfig.cmake
 	sed -e 's|@VERSION@|$(DT_VERSION)|g' -e 's|@MAJOR@|$(DT_MAJOR)|g' -e 's|@MINOR@|$(DT_MINOR)|g' \
 	  packaging/devtensorConfigVersion.cmake.in > $(DESTDIR)$(LIBDIR)/cmake/devtensor/devtensorConfigVersion.cmake
+
+# the shipped files are made from src/ (src/MANIFEST orders the parts) and committed
+amalgamate:
+	python3 tools/amalgamate.py
+check-amalgamate:
+	python3 tools/amalgamate.py --check
+.PHONY: amalgamate check-amalgamate
 
 clean:
 	rm -rf $(B)

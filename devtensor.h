@@ -129,8 +129,7 @@
 extern "C" {
 #endif
 
-/* ---- api: errors ---- */
-
+/* ---- src/api/core.h ---- */
 typedef enum dt_status {
   DT_OK = 0,
   DT_ERR_INVALID_ARGUMENT,
@@ -222,8 +221,7 @@ DTDEF dt_status  dt_copy_(dt_tensor *dst, const dt_tensor *src); /* same shape a
 DTDEF dt_status  dt_to_host(const dt_tensor *t, void *dst, size_t nbytes); /* waits */
 DTDEF double     dt_item(const dt_tensor *t);                 /* one element -> value; waits; NAN on error */
 
-/* ---- api: operations ---- */
-
+/* ---- src/api/ops.h ---- */
 DTDEF dt_tensor *dt_add(const dt_tensor *a, const dt_tensor *b);    /* broadcasting like NumPy */
 DTDEF dt_tensor *dt_sub(const dt_tensor *a, const dt_tensor *b);
 DTDEF dt_tensor *dt_mul(const dt_tensor *a, const dt_tensor *b);
@@ -295,8 +293,7 @@ typedef struct dt_memory_stats { size_t allocated, reserved, peak_allocated; } d
 DTDEF dt_status dt_memory_stats_get(dt_device d, dt_memory_stats *out); /* torch.cuda.memory_allocated / _reserved */
 DTDEF dt_status dt_empty_cache(dt_device d);
 
-/* ---- api: neural networks ---- */
-
+/* ---- src/api/nn.h ---- */
 typedef struct dt_module dt_module;
 DTDEF dt_module *dt_linear(int64_t in_features, int64_t out_features); /* y = x W^T + b; in_features 0: lazy */
 DTDEF dt_module *dt_relu_layer(void);
@@ -394,8 +391,8 @@ DTDEF dt_status     dt_optimizer_step(dt_optimizer *o);
 DTDEF dt_status     dt_optimizer_zero_grad(dt_optimizer *o);  /* dt_zero_grad of its module */
 DTDEF void          dt_optimizer_free(dt_optimizer *o);
 
-/* ---- api: interop: DLPack, memory the caller owns, safetensors of any tensors ----
-   DLPack (github.com/dmlc/dlpack) is how tensors cross into PyTorch, CuPy, JAX and
+/* ---- src/api/interop.h ---- */
+/* DLPack (github.com/dmlc/dlpack) is how tensors cross into PyTorch, CuPy, JAX and
    NumPy without a copy. Its ABI types are declared here under dlpack.h's own names
    and include guard, unless a dlpack.h came first (either order works; a pre-1.0
    dlpack.h first gets the 1.x types added). devtensor holds dense row-major tensors
@@ -516,6 +513,7 @@ DTDEF dt_status  dt_save_tensors(const char *path, const char *const *names, con
 DTDEF dt_status  dt_load_tensors(const char *path, dt_device d, int *n, char ***names, dt_tensor ***ts);
 DTDEF void       dt_free_tensors(int n, char **names, dt_tensor **ts);
 
+/* ---- src/api/dist.h ---- */
 /* ---- api: distributed (issue 16: data parallel over ranks; NCCL for GPU tensors, MPI for
    launching, bootstrapping NCCL and CPU tensors) ----
    Build with DEVTENSOR_MPI (compile with mpicc, run under mpirun -np N) for more than one
@@ -544,6 +542,7 @@ DTDEF dt_status dt_dist_finalize(void);      /* frees the communicators; MPI_Fin
 
 #endif /* DEVTENSOR_H */
 
+/* ---- src/backend/backend.h ---- */
 /* ======================================================================== */
 /*  BACKEND CONTRACT: for the implementation and devtensor_cuda.cu only.     */
 /*  A user's translation unit never sees it: it opens only where             */
@@ -832,6 +831,7 @@ const dt__backend *dt__cuda_backend(void); /* defined in devtensor_cuda.cu */
 
 #endif /* DEVTENSOR_BACKEND_H */
 
+/* ---- src/core/prelude.c ---- */
 /* ======================================================================== */
 /*                              IMPLEMENTATION                              */
 /* ======================================================================== */
@@ -866,8 +866,7 @@ const dt__backend *dt__cuda_backend(void); /* defined in devtensor_cuda.cu */
 #define DT_ASSERT(c) assert(c)
 #endif
 
-/* ---- portability: thread-local storage, atomics, yielding ---- */
-
+/* ---- src/core/platform.c ---- */
 /* DT__TLS: thread-local storage. MSVC's C++ reports __cplusplus 199711 unless
    /Zc:__cplusplus, and its C has no _Thread_local: __declspec(thread) there. */
 #if defined(__cplusplus) && __cplusplus >= 201103L
@@ -1002,8 +1001,7 @@ static void dt__lock(volatile int *l) {
 }
 static void dt__unlock(volatile int *l) { DT__ATOMIC_STORE(l, 0); }
 
-/* ---- errors ---- */
-
+/* ---- src/core/errors.c ---- */
 static DT__TLS dt_status dt__err_status;
 static DT__TLS char dt__err_msg[1024];
 static dt_error_handler dt__err_handler;  /* the handler and its argument, set together under the lock */
@@ -1067,8 +1065,7 @@ static const char *dt__shape_str(const dt_shape *s, char *buf, size_t n) {
   return buf;
 }
 
-/* ---- shapes and dtypes ---- */
-
+/* ---- src/core/shape.c ---- */
 DTDEF dt_shape dt_shape0(void) { dt_shape s; memset(&s, 0, sizeof s); return s; }
 DTDEF dt_shape dt_shape1(int64_t a) { dt_shape s = dt_shape0(); s.ndim = 1; s.dims[0] = a; return s; }
 DTDEF dt_shape dt_shape2(int64_t a, int64_t b) { dt_shape s = dt_shape1(a); s.ndim = 2; s.dims[1] = b; return s; }
@@ -1124,8 +1121,7 @@ static dt_status dt__check_shape(const char *op, const dt_shape *s, dt_dtype t, 
   return DT_OK;
 }
 
-/* ---- devices ---- */
-
+/* ---- src/core/device.c ---- */
 static const dt__backend *dt__cpu_backend(void);
 
 static volatile int dt__gpu_state;   /* 0 not asked, 1 asking, 2 known */
@@ -1275,8 +1271,7 @@ DTDEF void *dt_cuda_stream(dt_device d) {
   return s;
 }
 
-/* ---- tensors ---- */
-
+/* ---- src/core/tensor.c ---- */
 typedef struct dt__storage {
   int refs;
   dt_device device;
@@ -1502,44 +1497,6 @@ DTDEF dt_tensor *dt_arange(double start, double end, double step, dt_dtype t, dt
   return y;
 }
 
-/* ---- random numbers ---- */
-
-/* The generator's state: one seed and the number of draws since it was set,
-   read and changed together under a lock (PyTorch's default generator is one
-   locked state too): every draw gets its own (seed, draw) pair, the n-th
-   after dt_manual_seed(s) is (s, n), whatever the threads do. */
-static uint64_t dt__seed = 67280421310721ull; /* PyTorch's default seed */
-static uint64_t dt__draw;                     /* draws since dt_manual_seed */
-static volatile int dt__rng_lock;
-
-DTDEF void dt_manual_seed(uint64_t seed) {
-  dt__lock(&dt__rng_lock);
-  dt__seed = seed;
-  dt__draw = 0;
-  dt__unlock(&dt__rng_lock);
-}
-
-/* The next draw: its seed and its number. */
-static void dt__rng_next(uint64_t *seed, uint64_t *draw) {
-  dt__lock(&dt__rng_lock);
-  *seed = dt__seed;
-  *draw = dt__draw++;
-  dt__unlock(&dt__rng_lock);
-}
-
-static dt_tensor *dt__random(const char *op, dt_shape s, dt_device d, int normal) {
-  dt_tensor *y = dt__new(op, s, DT_F32, d);
-  uint64_t draw, seed;
-  if (!y) return NULL;
-  dt__rng_next(&seed, &draw);
-  if (y->numel == 0) return y;
-  return dt__done(op, y, dt__be(d)->random(d.index, normal, seed, draw, y->numel, (float *)y->st->ptr));
-}
-DTDEF dt_tensor *dt_rand(dt_shape s, dt_device d) { return dt__random("dt_rand", s, d, 0); }
-DTDEF dt_tensor *dt_randn(dt_shape s, dt_device d) { return dt__random("dt_randn", s, d, 1); }
-
-/* ---- tensor properties ---- */
-
 DTDEF dt_device dt_device_of(const dt_tensor *t) {
   if (dt__check_tensor("dt_device_of", "t", t) != DT_OK) return dt_cpu();
   return t->st->device;
@@ -1587,8 +1544,57 @@ DTDEF void dt_release(dt_tensor *t) {
   }
 }
 
-/* ---- copies ---- */
+/* Memory statistics and the cache, per device (torch.cuda.memory_allocated, empty_cache). */
+DTDEF dt_status dt_memory_stats_get(dt_device d, dt_memory_stats *out) {
+  dt_status s;
+  if (!out) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_memory_stats_get: out is NULL");
+  if ((s = dt__check_device("dt_memory_stats_get", d)) != DT_OK) return s;
+  memset(out, 0, sizeof *out);
+  return dt__run("dt_memory_stats_get", d, dt__be(d)->memory_stats(d.index, out));
+}
 
+DTDEF dt_status dt_empty_cache(dt_device d) {
+  dt_status s;
+  if ((s = dt__check_device("dt_empty_cache", d)) != DT_OK) return s;
+  return dt__run("dt_empty_cache", d, dt__be(d)->empty_cache(d.index));
+}
+
+/* ---- src/core/random.c ---- */
+/* The generator's state: one seed and the number of draws since it was set,
+   read and changed together under a lock (PyTorch's default generator is one
+   locked state too): every draw gets its own (seed, draw) pair, the n-th
+   after dt_manual_seed(s) is (s, n), whatever the threads do. */
+static uint64_t dt__seed = 67280421310721ull; /* PyTorch's default seed */
+static uint64_t dt__draw;                     /* draws since dt_manual_seed */
+static volatile int dt__rng_lock;
+
+DTDEF void dt_manual_seed(uint64_t seed) {
+  dt__lock(&dt__rng_lock);
+  dt__seed = seed;
+  dt__draw = 0;
+  dt__unlock(&dt__rng_lock);
+}
+
+/* The next draw: its seed and its number. */
+static void dt__rng_next(uint64_t *seed, uint64_t *draw) {
+  dt__lock(&dt__rng_lock);
+  *seed = dt__seed;
+  *draw = dt__draw++;
+  dt__unlock(&dt__rng_lock);
+}
+
+static dt_tensor *dt__random(const char *op, dt_shape s, dt_device d, int normal) {
+  dt_tensor *y = dt__new(op, s, DT_F32, d);
+  uint64_t draw, seed;
+  if (!y) return NULL;
+  dt__rng_next(&seed, &draw);
+  if (y->numel == 0) return y;
+  return dt__done(op, y, dt__be(d)->random(d.index, normal, seed, draw, y->numel, (float *)y->st->ptr));
+}
+DTDEF dt_tensor *dt_rand(dt_shape s, dt_device d) { return dt__random("dt_rand", s, d, 0); }
+DTDEF dt_tensor *dt_randn(dt_shape s, dt_device d) { return dt__random("dt_randn", s, d, 1); }
+
+/* ---- src/core/copy.c ---- */
 DTDEF dt_tensor *dt_copyto(const dt_tensor *t, dt_device d) {
   dt_tensor *y;
   if (dt__check_tensor("dt_copyto", "t", t) != DT_OK) return NULL;
@@ -1652,8 +1658,7 @@ DTDEF double dt_item(const dt_tensor *t) {
   return dt__host_value(v, t->dtype, 0);
 }
 
-/* ---- operations ---- */
-
+/* ---- src/ops/arith.c ---- */
 /* The broadcast geometry of a op b (NumPy's rules), with dims merged where
    both operands run contiguously across them. */
 static dt_status dt__broadcast(const char *op, const dt_shape *a, const dt_shape *b, dt_shape *out, dt__bcast *g) {
@@ -1979,9 +1984,8 @@ DTDEF dt_status dt_axpy_(dt_tensor *y, double alpha, const dt_tensor *x) {
   return dt__run(op, y->st->device, dt__be(y->st->device)->axpy(y->st->device.index, y->dtype, y->numel, alpha, x->st->ptr, y->st->ptr));
 }
 
-
-/* ---- comparisons, sigmoid, tanh, abs, _like (issue 14, h1) ----
-   Comparisons give DT_BOOL (one byte, 0 or 1) and broadcast with dt__broadcast, the binary ops'
+/* ---- src/ops/compare.c ---- */
+/* Comparisons give DT_BOOL (one byte, 0 or 1) and broadcast with dt__broadcast, the binary ops'
    geometry. Operands of two dtypes are first converted (by the backend's cast, into temporaries)
    to PyTorch's result type: the wider in bool < uint8 < int32 < int64 < float32 < float64, except
    that a 0-d operand does not widen an operand with dims unless it is of a higher kind (bool <
@@ -2095,8 +2099,8 @@ static dt_tensor *dt__sum_bytes(const char *op, const dt_tensor *a) {
   return y;
 }
 
-/* ---- indexing: slice, index_select, cat, permute ----
-   (issue 14) A tensor is seen as (outer, len, inner) around the dim in question. Everything
+/* ---- src/ops/index.c ---- */
+/* (issue 14) A tensor is seen as (outer, len, inner) around the dim in question. Everything
    moves elements of dt_dtype_size bytes, whatever the dtype, through two backend calls:
    copy_strided (slices along dims > 0, cat, permute) and index_select. A slice along dim 0
    is a view: a storage with `base` set, pointing into t's memory (see dt__storage). */
@@ -2387,8 +2391,8 @@ DTDEF dt_tensor *dt_permute(const dt_tensor *t, const int *dims) {
   return y;
 }
 
-/* ---- operations: classification ----
-   dt_argmax/dt_argmin, dt_max_dim/dt_min_dim, dt_max/dt_min, dt_softmax/dt_log_softmax and
+/* ---- src/ops/classify.c ---- */
+/* dt_argmax/dt_argmin, dt_max_dim/dt_min_dim, dt_max/dt_min, dt_softmax/dt_log_softmax and
    dt_cross_entropy with its gradient. Each works on the (outer, len, inner) geometry of its dim,
    as dt_sum_dim does, through the backend's arg_reduce, softmax and cross_entropy. */
 
@@ -2504,8 +2508,8 @@ DTDEF dt_tensor *dt_cross_entropy_grad(const dt_tensor *logits, const dt_tensor 
   return dt__cross_entropy("dt_cross_entropy_grad", 1, logits, target);
 }
 
-/* ---- printing: PyTorch's tensor repr ----
-   A port of torch/_tensor_str.py (PyTorch 1.13) with the default print
+/* ---- src/io/print.c ---- */
+/* A port of torch/_tensor_str.py (PyTorch 1.13) with the default print
    options: precision 4, threshold 1000, edgeitems 3, linewidth 80.
    No heap: a first pass over the (summarised) values picks the number mode
    and the column width, a second pass writes the text. */
@@ -2843,24 +2847,8 @@ DTDEF dt_status dt_print(const dt_tensor *t) {
   return dt_fprint(stdout, t);
 }
 
-/* ---- memory ---- */
-
-DTDEF dt_status dt_memory_stats_get(dt_device d, dt_memory_stats *out) {
-  dt_status s;
-  if (!out) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_memory_stats_get: out is NULL");
-  if ((s = dt__check_device("dt_memory_stats_get", d)) != DT_OK) return s;
-  memset(out, 0, sizeof *out);
-  return dt__run("dt_memory_stats_get", d, dt__be(d)->memory_stats(d.index, out));
-}
-
-DTDEF dt_status dt_empty_cache(dt_device d) {
-  dt_status s;
-  if ((s = dt__check_device("dt_empty_cache", d)) != DT_OK) return s;
-  return dt__run("dt_empty_cache", d, dt__be(d)->empty_cache(d.index));
-}
-
-/* ---- grad mode (h4) ----
-   torch.no_grad() per thread: with grad disabled dt_forward keeps nothing for a backward pass
+/* ---- src/nn/grad_mode.c ---- */
+/* torch.no_grad() per thread: with grad disabled dt_forward keeps nothing for a backward pass
    (no layer holds its input) and dt_backward refuses. */
 
 static DT__TLS int dt__no_grad; /* 0 (the default): grad enabled */
@@ -2892,8 +2880,7 @@ DTDEF int dt_set_grad_enabled(int enabled) {
   return prev;
 }
 
-/* ---- neural networks ---- */
-
+/* ---- src/nn/module.c ---- */
 typedef enum dt__mkind { DT__M_LINEAR = 0, DT__M_RELU, DT__M_SEQ } dt__mkind;
 
 struct dt_module {
@@ -3308,6 +3295,7 @@ static int dt__module_has_linear(const dt_module *m) {
   return 0;
 }
 
+/* ---- src/nn/forward_backward.c ---- */
 /* The first parameter's name, for messages, a lazy layer's too ("the module" when it has none). */
 static const char *dt__first_param(dt_module *m, char *buf, size_t n) {
   int i;
@@ -3677,8 +3665,8 @@ DTDEF dt_tensor *dt_mse_loss_grad(const dt_tensor *pred, const dt_tensor *target
   return g;
 }
 
-/* ---- optimizers (h4) ----
-   torch.optim.SGD, Adam and AdamW. The optimizer borrows its module and holds, per parameter
+/* ---- src/nn/optim.c ---- */
+/* torch.optim.SGD, Adam and AdamW. The optimizer borrows its module and holds, per parameter
    (state_dict order), its state and step count. A step: (1) checks, and makes every missing
    state (at the first step: zeros for Adam, an unset momentum buffer the kernel fills) or moves
    every state to where its parameter now is (dt_module_to, dt_module_to_dtype): all of it
@@ -3847,7 +3835,7 @@ DTDEF dt_status dt_optimizer_step(dt_optimizer *o) {
   return DT_OK;
 }
 
-/* ---- safetensors ---- */
+/* ---- src/io/module_save.c ---- */
 #if defined(_WIN32)
 #include <sys/stat.h>
 #else
@@ -4054,7 +4042,7 @@ done:
   return s;
 }
 
-/* ---- a small JSON reader, for the header only ---- */
+/* ---- src/io/json.c ---- */
 /* It takes what serde_json (the reader of the format's reference implementation) takes and
    refuses what it refuses (RFC 8259): whitespace is space, tab, CR and LF; literals are
    exactly true, false, null; numbers have no '+', no leading zeros, digits on both sides of
@@ -4263,6 +4251,7 @@ static int dt__json_skip(dt__json *j) {
   }
 }
 
+/* ---- src/io/module_load.c ---- */
 typedef struct dt__st_entry {
   int seen, idx, ndim;           /* ndim: all the dims the file gives; the first DT_MAX_DIMS are kept */
   char dtype[16];
@@ -4661,7 +4650,8 @@ DTDEF dt_status dt_module_load(dt_module *m, const char *path) {
   if (hdr) DT_FREE(hdr);
   return s;
 }
-/* ---- trainer ---- */
+
+/* ---- src/train/trainer.c ---- */
 static int dt__dist_world(dt_device *dev);                       /* "distributed" */
 static dt_status dt__dist_start(const char *op, dt_module *m);
 /* The chapter's Trainer: the model on the first kept GPU, each minibatch moved
@@ -4805,8 +4795,8 @@ static dt_status dt__tr_accumulate(dt_trainer *tr, const dt_tensor *pred, const 
   return s;
 }
 
-/* ---- trainer: data parallel over the kept GPUs (issue 16) ----
-   dt_trainer_fit with num_gpus > 1 in one process: a replica of the model on each kept
+/* ---- src/train/replicas.c ---- */
+/* dt_trainer_fit with num_gpus > 1 in one process: a replica of the model on each kept
    GPU (the model itself on the first), each minibatch split in contiguous parts, one
    per replica; each replica's loss gradient is weighted by its share of the rows, the
    parameter gradients are summed over the replicas (NCCL's grouped all-reduce when
@@ -5049,6 +5039,7 @@ static dt_status dt__replicas_rank_sums(dt__replicas *r, double v[2]) {
   return s;
 }
 
+/* ---- src/train/fit.c ---- */
 /* One training step on a minibatch on the device: forward, loss (summed into `sums`,
    with the right answers), backward, the optimizer's step (plain SGD without one).
    Nothing here waits for the device. */
@@ -5347,8 +5338,8 @@ DTDEF dt_status dt_trainer_evaluate(dt_trainer *tr, dt_module *m, const dt_tenso
 
 DTDEF void dt_trainer_free(dt_trainer *tr) { if (tr) memset(tr, 0, sizeof *tr); }
 
-/* ---- interop ----
-   DLPack capsules both ways, memory the caller owns (dt_from_blob), and safetensors
+/* ---- src/io/dlpack.c ---- */
+/* DLPack capsules both ways, memory the caller owns (dt_from_blob), and safetensors
    files of any named tensors. Foreign memory lives in a dt__storage with `foreign` set
    and a deleter (see dt__storage_release). The safetensors part reuses the module
    reader's JSON functions and entry parser. */
@@ -5607,8 +5598,7 @@ DTDEF dt_tensor *dt_from_dlpack_legacy(struct DLManagedTensor *m) {
   return dt__dl_import(op, &m->dl_tensor, dt__dl_release_legacy, m);
 }
 
-/* ---- interop: safetensors of any named tensors ---- */
-
+/* ---- src/io/tensors_file.c ---- */
 /* Writes `name` as a JSON string ("" and \ escaped) into hdr at len (measures when hdr is NULL). */
 static size_t dt__st_put_name(char *hdr, size_t len, const char *name) {
   const char *p;
@@ -5967,8 +5957,8 @@ done:
   return DT_OK;
 }
 
-/* ---- distributed ----
-   dt_dist_* and the collectives. The world is set up once by dt_dist_init: without
+/* ---- src/dist/dist.c ---- */
+/* dt_dist_* and the collectives. The world is set up once by dt_dist_init: without
    DEVTENSOR_MPI it is this process alone; with it, a duplicate of MPI_COMM_WORLD whose
    errors return (MPI_ERRORS_RETURN) instead of aborting. Every collective first agrees
    on what it is about to do: one nonblocking MPI_Iallreduce (MAX) of (kind, count,
@@ -6445,8 +6435,7 @@ DTDEF dt_status dt_broadcast_(dt_tensor *t, int root) {
   return dt__fail(DT_ERR_UNSUPPORTED, "%s: no collective for tensors on this device in this build", fn);
 }
 
-/* ---- cpu backend ---- */
-
+/* ---- src/cpu/device.c ---- */
 static DT__TLS char dt__cpu_err[256];
 
 static const char *dt__cpu_last_error(void) { return dt__cpu_err; }
@@ -6494,8 +6483,8 @@ static dt_status dt__cpu_device_info(int dev, dt_device_info *out) {
   return DT_OK;
 }
 
-/* ---- cpu backend: memory ----
-   Host memory for tensors comes from a caching allocator, as on the GPU (README, Memory):
+/* ---- src/cpu/memory.c ---- */
+/* Host memory for tensors comes from a caching allocator, as on the GPU (README, Memory):
    - a request is rounded up to a size class: 64 bytes at least, four classes per power of two
      (at most a quarter more than asked); from DT__CPU_HUGE (4 MiB) on, also to a multiple of 2 MiB;
    - blocks of DT__CPU_HUGE and more are mapped straight from the kernel on Linux (mmap), 2 MiB
@@ -6842,8 +6831,8 @@ static dt_status dt__cpu_copy(int dst_dev, void *dst, int src_dev, const void *s
 static dt_status dt__cpu_synchronize(int dev) { (void)dev; return DT_OK; }
 static void *dt__cpu_stream(int dev) { (void)dev; return NULL; }
 
-/* ---- cpu threads ----
-   With -fopenmp (how a build asks for threads) big elementwise work and reductions are shared
+/* ---- src/cpu/threads.c ---- */
+/* With -fopenmp (how a build asks for threads) big elementwise work and reductions are shared
    among a small pool of worker threads on pthreads, started once at the first big call:
    omp_get_max_threads() - 1 of them (OMP_NUM_THREADS is honoured). They are not OpenMP threads:
    libgomp may print "out of memory" and exit the process when it cannot make its team, and it
@@ -7119,8 +7108,8 @@ static void dt__par_for_w(int64_t n, int64_t grain, int maxw, dt__task_w_fn fnw,
 #define DT__GRAIN_MEM 32768  /* memory-bound elementwise work: fill, add, cast, axpy */
 #define DT__GRAIN_MATH 8192  /* exp, log, sqrt, random */
 
-/* ---- cpu elementwise kernels ----
-   Typed kernels, chosen from small tables by dtype and operation. The loops that matter most
+/* ---- src/cpu/elementwise.c ---- */
+/* Typed kernels, chosen from small tables by dtype and operation. The loops that matter most
    (F32/F64 add, sub, mul, div; F32 exp and log; fill; F32 <-> F64 casts; sums and norms) are
    written with GCC/Clang vector types and compiled three times on x86 (GCC >= 6, Clang >= 5):
    for the baseline (16-byte vectors), AVX2 and AVX-512; dt__ew_isa() picks the widest one the
@@ -7654,8 +7643,8 @@ static const dt__ew_vtab dt__ew_vtabs[DT__EW_NISA] = {
 
 static const dt__ew_vtab *dt__ew_kernels(void) { return &dt__ew_vtabs[dt__ew_isa()]; }
 
-/* ---- cpu kernels: uint8 and bool, comparisons, sigmoid, tanh, abs (issue 14, h1) ----
-   Plain loops (no vector variants): each function one dtype, the operation chosen outside the
+/* ---- src/cpu/compare.c ---- */
+/* Plain loops (no vector variants): each function one dtype, the operation chosen outside the
    loop. BOOL is one byte, 0 or 1; a byte read as bool counts as true when nonzero. */
 
 /* sigmoid through e = exp(-|v|) in (0, 1]: no overflow for any v */
@@ -7851,8 +7840,7 @@ static dt_status dt__cpu_compare(int dev, dt__compare_op op, dt_dtype t, const d
   return DT_OK;
 }
 
-/* ---- cpu elementwise: the backend's calls ---- */
-
+/* ---- src/cpu/elementwise_entry.c ---- */
 /* A job of n elements: y[i] = f(x[i]) by a dt__map_fn, dt__conv_fn or dt__fill_fn. */
 typedef struct dt__ew_job {
   dt__map_fn map;
@@ -7979,8 +7967,195 @@ static dt_status dt__cpu_binary(int dev, dt__binary_op op, dt_dtype t, const dt_
   return DT_OK;
 }
 
-/* ---- cpu reductions ----
-   Sums in double. x: (outer, len, inner) -> y: (outer, inner). A sum over contiguous elements
+
+static dt_status dt__cpu_axpy(int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y) {
+  dt__ew_job j;
+  (void)dev;
+  if (t != DT_F32 && t != DT_F64) return DT_ERR_DTYPE;
+  memset(&j, 0, sizeof j);
+  j.map = t == DT_F32 ? dt__map_axpy_f32 : dt__map_axpy_f64;
+  j.x = (const char *)x; j.y = (char *)y;
+  j.xs = j.ys = dt_dtype_size(t);
+  j.p0 = alpha;
+  dt__par_for(n, DT__GRAIN_MEM, dt__ew_task, &j);
+  return DT_OK;
+}
+
+/* ---- src/cpu/random.c ---- */
+/* Normals on x86 (GCC/Clang): dt__box_muller on vectors of pairs, compiled for the baseline,
+   AVX2 and AVX-512 as the elementwise kernels are. Every lane does dt__box_muller's operations
+   in its order, with the same constants, so the results are its bits (tests/test_random.c
+   compares them over many words and the edge cases); what differs: log's scaling of x into
+   [sqrt(1/2), sqrt(2)) reads x's exponent from its bits instead of doubling in a loop (the
+   same m and e: the scaling is exact), and the octant's branch is a select. Contraction into
+   FMA stays off (GCC: the optimize attribute, whatever the -std or -ffp-contract; Clang: the
+   pragma, as in dt__box_muller, which an explicit -ffp-contract=fast overrides in both). */
+#if DT__EW_X86
+#if defined(__clang__)
+#define DT__BM_ATTR
+#else
+#define DT__BM_ATTR __attribute__((optimize("fp-contract=off")))
+#endif
+#define DT__BM_NP 16 /* pairs per call */
+#define DT__BM_VARIANT(SUF, TARGET, VB)                                                                    \
+  typedef double dt__bm_d##SUF __attribute__((vector_size(VB)));                                          \
+  typedef long long dt__bm_i##SUF __attribute__((vector_size(VB)));                                       \
+  TARGET DT__BM_ATTR static void dt__box_muller_n##SUF(const uint32_t *w0, const uint32_t *w1, float *z0, \
+                                                       float *z1) {                                       \
+    DT__NO_CONTRACT                                                                                       \
+    static const double lc[13] = {1.0 / 27, 1.0 / 25, 1.0 / 23, 1.0 / 21, 1.0 / 19, 1.0 / 17, 1.0 / 15,   \
+                                  1.0 / 13, 1.0 / 11, 1.0 / 9,  1.0 / 7,  1.0 / 5,  1.0 / 3};             \
+    static const double sin_c[9] = {-1.0 / 121645100408832000.0, 1.0 / 355687428096000.0,                 \
+                                    -1.0 / 1307674368000.0, 1.0 / 6227020800.0, -1.0 / 39916800.0,        \
+                                    1.0 / 362880.0, -1.0 / 5040.0, 1.0 / 120.0, -1.0 / 6.0};              \
+    static const double cos_c[10] = {1.0 / 2432902008176640000.0, -1.0 / 6402373705728000.0,              \
+                                     1.0 / 20922789888000.0, -1.0 / 87178291200.0, 1.0 / 479001600.0,     \
+                                     -1.0 / 3628800.0, 1.0 / 40320.0, -1.0 / 720.0, 1.0 / 24.0, -1.0 / 2.0}; \
+    enum { L = (VB) / 8 };                                                                                \
+    int v, l, i;                                                                                          \
+    for (v = 0; v < DT__BM_NP; v += L) {                                                                  \
+      /* x, t and q start at zero: their lanes are set one by one below, which a newer GCC \
+         (the GPU machine's) -Wuninitialized calls a use of the whole vector */                                        \
+      dt__bm_d##SUF x = {0}, t = {0}, mant, m, ed, f, s, z, p, lg, r, a, zz, ps, pc, sn, cs, S, C, c, d, rc, rd;      \
+      dt__bm_i##SUF bits, ex, big, lo, q = {0}, q0, q1, q2, q3;                                                 \
+      for (l = 0; l < L; l++) {                                                                           \
+        x[l] = (double)w0[v + l] + 1.0;                                                                   \
+        t[l] = (double)(w1[v + l] & 0x3FFFFFFFu);                                                         \
+        q[l] = (long long)(w1[v + l] >> 30);                                                              \
+      }                                                                                                   \
+      x = x * (1.0 / 4294967296.0); /* u1 in (0, 1], exact */                                             \
+      t = t * (1.0 / 1073741824.0);                                                                       \
+      /* dt__log_unit(x): m = x 2^-e in [sqrt(1/2), sqrt(2)) (x = 1: m = 1, e = 0) */                     \
+      bits = (dt__bm_i##SUF)x;                                                                            \
+      ex = ((bits >> 52) & 0x7FF) - 1023;                                                                 \
+      mant = (dt__bm_d##SUF)((bits & 0x000FFFFFFFFFFFFFLL) | 0x3FF0000000000000LL); /* [1, 2) */          \
+      big = (dt__bm_i##SUF)(mant >= 2.0 * 0.7071067811865476);                                            \
+      m = (dt__bm_d##SUF)(((dt__bm_i##SUF)(mant * 0.5) & big) | ((dt__bm_i##SUF)mant & ~big));            \
+      ex = ex - big;                                                                                      \
+      ed = (dt__bm_d##SUF)((ex + 1024) | 0x4330000000000000LL) - 4503599627371520.0; /* (double)e */      \
+      f = m + -1.0;                                                                                       \
+      s = f / (f + 2.0);                                                                                  \
+      z = s * s;                                                                                          \
+      p = z * 0.0 + lc[0]; /* z >= 0: lc[0] */                                                            \
+      for (i = 1; i < 13; i++) p = p * z + lc[i];                                                         \
+      lg = ed * 0.6931471806019545 + (ed * -4.2009150726810846e-11 + (2.0 * s + (2.0 * s) * (z * p)));   \
+      r = -2.0 * lg;                                                                                      \
+      for (l = 0; l < L; l++) r[l] = DT__DSQRT(r[l]);                                                     \
+      /* sin and cos of the octant */                                                                     \
+      lo = (dt__bm_i##SUF)(t <= 0.5);                                                                     \
+      a = (dt__bm_d##SUF)(((dt__bm_i##SUF)t & lo) | ((dt__bm_i##SUF)(1.0 + -t) & ~lo));                   \
+      a = a * 1.5707963267948966;                                                                         \
+      zz = a * a;                                                                                         \
+      ps = zz * 0.0 + sin_c[0];                                                                           \
+      pc = zz * 0.0 + cos_c[0];                                                                           \
+      for (i = 1; i < 9; i++) ps = ps * zz + sin_c[i];                                                    \
+      for (i = 1; i < 10; i++) pc = pc * zz + cos_c[i];                                                   \
+      sn = a + (a * zz) * ps;                                                                             \
+      cs = 1.0 + zz * pc;                                                                                 \
+      S = (dt__bm_d##SUF)(((dt__bm_i##SUF)sn & lo) | ((dt__bm_i##SUF)cs & ~lo));                          \
+      C = (dt__bm_d##SUF)(((dt__bm_i##SUF)cs & lo) | ((dt__bm_i##SUF)sn & ~lo));                          \
+      q0 = (dt__bm_i##SUF)(q == 0); q1 = (dt__bm_i##SUF)(q == 1);                                         \
+      q2 = (dt__bm_i##SUF)(q == 2); q3 = (dt__bm_i##SUF)(q == 3);                                         \
+      c = (dt__bm_d##SUF)(((dt__bm_i##SUF)C & q0) | ((dt__bm_i##SUF)(-S) & q1) |                         \
+                          ((dt__bm_i##SUF)(-C) & q2) | ((dt__bm_i##SUF)S & q3));                          \
+      d = (dt__bm_d##SUF)(((dt__bm_i##SUF)S & q0) | ((dt__bm_i##SUF)C & q1) |                             \
+                          ((dt__bm_i##SUF)(-S) & q2) | ((dt__bm_i##SUF)(-C) & q3));                       \
+      rc = r * c;                                                                                         \
+      rd = r * d;                                                                                         \
+      for (l = 0; l < L; l++) { z0[v + l] = (float)rc[l]; z1[v + l] = (float)rd[l]; }                    \
+    }                                                                                                     \
+  }                                                                                                      \
+  typedef unsigned long long dt__bm_u##SUF __attribute__((vector_size(VB)));                              \
+  /* dt__philox_block for blocks j0 .. j0 + DT__BM_NP / 2 - 1, words in pair order: pair 2b is words 0 \
+     and 1 of block b, pair 2b + 1 words 2 and 3 */                                                     \
+  TARGET static void dt__philox_n##SUF(uint64_t seed, uint64_t draw, uint64_t j0, uint32_t *w0, uint32_t *w1) { \
+    enum { L = (VB) / 8 };                                                                                \
+    int v, l, r;                                                                                          \
+    for (v = 0; v < DT__BM_NP / 2; v += L) {                                                              \
+      dt__bm_u##SUF c0, c1, c2, c3, p0, p1, m32;                                                          \
+      uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);                                          \
+      for (l = 0; l < L; l++) {                                                                           \
+        const uint64_t j = j0 + (uint64_t)(v + l);                                                        \
+        c0[l] = (uint32_t)j; c1[l] = (uint32_t)(j >> 32); m32[l] = 0xFFFFFFFFu;                           \
+      }                                                                                                   \
+      c2 = m32 & (uint32_t)draw; c3 = m32 & (uint32_t)(draw >> 32);                                       \
+      for (r = 0; r < 10; r++) {                                                                          \
+        dt__bm_u##SUF n0, n2;                                                                             \
+        p0 = c0 * 0xD2511F53u; p1 = c2 * 0xCD9E8D57u;                                                     \
+        n0 = (p1 >> 32) ^ c1 ^ k0; n2 = (p0 >> 32) ^ c3 ^ k1;                                             \
+        c1 = p1 & m32; c3 = p0 & m32; c0 = n0; c2 = n2;                                                   \
+        k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;                                                             \
+      }                                                                                                   \
+      for (l = 0; l < L; l++) {                                                                           \
+        const int b = v + l;                                                                              \
+        w0[2 * b] = (uint32_t)c0[l]; w1[2 * b] = (uint32_t)c1[l];                                         \
+        w0[2 * b + 1] = (uint32_t)c2[l]; w1[2 * b + 1] = (uint32_t)c3[l];                                 \
+      }                                                                                                   \
+    }                                                                                                     \
+  }
+DT__BM_VARIANT(_base, , 16)
+DT__BM_VARIANT(_avx2, __attribute__((target("avx2"))), 32)
+DT__BM_VARIANT(_avx512, __attribute__((target("avx512f"))), 64)
+typedef void (*dt__box_muller_n_fn)(const uint32_t *w0, const uint32_t *w1, float *z0, float *z1);
+typedef void (*dt__philox_n_fn)(uint64_t seed, uint64_t draw, uint64_t j0, uint32_t *w0, uint32_t *w1);
+static const dt__philox_n_fn dt__philox_n_tab[DT__EW_NISA] = {dt__philox_n_base, dt__philox_n_avx2, dt__philox_n_avx512};
+static const dt__box_muller_n_fn dt__box_muller_n_tab[DT__EW_NISA] = {dt__box_muller_n_base, dt__box_muller_n_avx2,
+                                                                      dt__box_muller_n_avx512};
+#endif
+
+typedef struct dt__random_job {
+  int normal;
+  uint64_t seed, draw;
+  int64_t n;
+  float *y;
+} dt__random_job;
+
+/* Philox blocks [lo, hi) */
+static void dt__random_task(void *ctx, int64_t lo, int64_t hi) {
+  const dt__random_job *r = (const dt__random_job *)ctx;
+  int64_t j = lo;
+#if DT__EW_X86
+  { /* DT__BM_NP / 2 blocks at a time on vectors */
+    const dt__box_muller_n_fn bm = dt__box_muller_n_tab[dt__ew_isa()];
+    const dt__philox_n_fn ph = dt__philox_n_tab[dt__ew_isa()];
+    uint32_t w0[DT__BM_NP], w1[DT__BM_NP];
+    float z0[DT__BM_NP], z1[DT__BM_NP];
+    int b, q;
+    for (; hi - j >= DT__BM_NP / 2; j += DT__BM_NP / 2) {
+      ph(r->seed, r->draw, (uint64_t)j, w0, w1);
+      if (r->normal) bm(w0, w1, z0, z1);
+      else
+        for (b = 0; b < DT__BM_NP; b++) { z0[b] = dt__u32_to_uniform(w0[b]); z1[b] = dt__u32_to_uniform(w1[b]); }
+      for (b = 0; b < DT__BM_NP / 2; b++) {
+        const int64_t i0 = (j + b) * 4;
+        const float zb[4] = {z0[2 * b], z1[2 * b], z0[2 * b + 1], z1[2 * b + 1]};
+        for (q = 0; q < 4 && i0 + q < r->n; q++) r->y[i0 + q] = zb[q];
+      }
+    }
+  }
+#endif
+  for (; j < hi; j++) {
+    uint32_t w[4];
+    float z[4];
+    int q;
+    dt__philox_block(r->seed, r->draw, (uint64_t)j, w);
+    if (r->normal) { dt__box_muller(w[0], w[1], &z[0], &z[1]); dt__box_muller(w[2], w[3], &z[2], &z[3]); }
+    else for (q = 0; q < 4; q++) z[q] = dt__u32_to_uniform(w[q]);
+    for (q = 0; q < 4 && j * 4 + q < r->n; q++) r->y[j * 4 + q] = z[q];
+  }
+}
+
+/* y[i] = word i % 4 of Philox block i / 4, as uniform or normal. y: (n,) */
+static dt_status dt__cpu_random(int dev, int normal, uint64_t seed, uint64_t draw, int64_t n, float *y) {
+  dt__random_job r;
+  (void)dev;
+  r.normal = normal; r.seed = seed; r.draw = draw; r.n = n; r.y = y;
+  dt__par_for((n + 3) / 4, DT__GRAIN_MATH / 4, dt__random_task, &r);
+  return DT_OK;
+}
+
+/* ---- src/cpu/reduce.c ---- */
+/* Sums in double. x: (outer, len, inner) -> y: (outer, inner). A sum over contiguous elements
    (inner == 1) adds blocks of dt__red_block(len) elements, each as 16 partial sums
    (dt__sum16_fn) added pairwise, and then the blocks' sums in order; the blocks of one long
    row (outer == 1) go to the threads. Other shapes keep a double per output column and add
@@ -8140,8 +8315,8 @@ static dt_status dt__cpu_reduce(int dev, dt__reduce_op op, dt_dtype t, int64_t o
   return DT_OK;
 }
 
-/* ---- cpu classification: arg reductions, softmax, cross-entropy ----
-   x: (outer, len, inner). Rows (inner == 1) go to the threads in chunks of rows; other shapes in
+/* ---- src/cpu/classify.c ---- */
+/* x: (outer, len, inner). Rows (inner == 1) go to the threads in chunks of rows; other shapes in
    (outer, 256-column) tiles, each column's state (max, sum) kept in a small array. F32 softmax
    takes the vector exp (dt__ew_kernels()->exp_f32) on contiguous rows; sums are in double. */
 
@@ -8493,7 +8668,7 @@ static dt_status dt__cpu_cross_entropy(int dev, int grad, dt_dtype t, int64_t n,
   return DT_OK;
 }
 
-/* ---- cpu gemm ---- */
+/* ---- src/cpu/gemm/overview.c ---- */
 /* Row-major C = alpha * op(A) @ op(B) + beta * C for F32 and F64: dt__cpu_sgemm, dt__cpu_dgemm.
 
    The built-in kernel follows BLIS/GotoBLAS: op(A) is packed in (kc, mr) panels and op(B) in
@@ -8593,8 +8768,7 @@ typedef struct dt__gemm_plan {
   int64_t kc, nc;        /* depth of a packed panel (mr * kc fits L1), columns per task (kc * nc fits L2) */
 } dt__gemm_plan;
 
-/* ---- cpu gemm: packing ---- */
-
+/* ---- src/cpu/gemm/pack.c ---- */
 /* Four rows x0..x0+3 of a source whose depths are contiguous (cs == 1) into a panel of width r:
    d[p * r + i] = s[i * rs + p]. F32 with vector shuffles (GCC >= 12, Clang) goes 4x4 blocks at a
    time: four 16-byte loads, eight shuffles, four 16-byte stores, about 4x the scalar copy's speed
@@ -8685,8 +8859,7 @@ DT__GEMM_DEFINE_TR4(dt__gemm_tr4_f64, double)
 DT__GEMM_DEFINE_PACK(dt__gemm_pack_f32, float, dt__gemm_tr4_f32)
 DT__GEMM_DEFINE_PACK(dt__gemm_pack_f64, double, dt__gemm_tr4_f64)
 
-/* ---- cpu gemm: micro-kernels ---- */
-
+/* ---- src/cpu/gemm/kernels.c ---- */
 #if DT__GEMM_VEC
 /* Vector types. Memory goes in and out of them through memcpy (one load or store). */
 typedef float dt__gemm_f32x4 __attribute__((vector_size(16)));
@@ -9123,8 +9296,7 @@ static int dt__gemm_plan_get(int isa, int dbl, dt__gemm_plan *pl) {
   }
 }
 
-/* ---- cpu gemm: simple loops (small or thin sizes, out of memory) ---- */
-
+/* ---- src/cpu/gemm/simple.c ---- */
 /* a: op(A) (m, k) at a[i * rsa + p * csa]; b: op(B) (k, n) at b[p * rsb + j * csb]; c: (m, n).
    Rows of C as sums of rows of op(B) when those are contiguous and long, else dot products
    with four partial sums. */
@@ -9165,8 +9337,7 @@ static int dt__gemm_plan_get(int isa, int dbl, dt__gemm_plan *pl) {
 DT__GEMM_DEFINE_SIMPLE(dt__gemm_simple_f32, float)
 DT__GEMM_DEFINE_SIMPLE(dt__gemm_simple_f64, double)
 
-/* ---- cpu gemm: blocked driver ---- */
-
+/* ---- src/cpu/gemm/driver.c ---- */
 /* Largest problem (m * n * k) that takes the simple loop: packing does not pay below it. */
 #ifndef DT__GEMM_SMALL
 #define DT__GEMM_SMALL 1024
@@ -9488,8 +9659,7 @@ static DT__GEMM_MAYBE_UNUSED int dt__gemm_blocked(const dt__gemm_plan *pl, int64
   return dt__gemm_blocked_b(pl, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, NULL);
 }
 
-/* ---- cpu gemm: skinny shapes ---- */
-
+/* ---- src/cpu/gemm/skinny.c ---- */
 /* Work (m * n * k) per thread, at least, for the skinny kernel. */
 #ifndef DT__GEMM_SKINNY_PAR
 #define DT__GEMM_SKINNY_PAR (256 * 1024) /* about 8-12 us on one core: less is not worth a fork/join */
@@ -9660,8 +9830,7 @@ static DT__GEMM_MAYBE_UNUSED void dt__gemm_builtin(const dt__gemm_plan *pl, int 
   dt__gemm_builtin_b(pl, dbl, ta, tb, m, n, k, alpha, a, b, beta, c, NULL);
 }
 
-/* ---- cpu gemm: cblas ---- */
-
+/* ---- src/cpu/gemm/cblas.c ---- */
 #ifdef DEVTENSOR_CBLAS
 #ifndef CBLAS_H
 #ifdef __cplusplus
@@ -9688,8 +9857,7 @@ static int dt__gemm_cblas_ok(int64_t m, int64_t n, int64_t k) {
 }
 #endif
 
-/* ---- cpu gemm: entry points ---- */
-
+/* ---- src/cpu/gemm/entry.c ---- */
 /* One row-major C = alpha * op(A) @ op(B) + beta * C, F64 when dbl, else F32 (alpha and beta
    rounded to float). a: (m, k), or (k, m) when ta; b: (k, n), or (n, k) when tb; c: (m, n). */
 static void dt__cpu_gemm_one(int dbl, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
@@ -9746,193 +9914,8 @@ static dt_status dt__cpu_gemm_opt(dt_dtype t, int ta, int tb, int64_t m, int64_t
   return DT_OK;
 }
 
-static dt_status dt__cpu_axpy(int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y) {
-  dt__ew_job j;
-  (void)dev;
-  if (t != DT_F32 && t != DT_F64) return DT_ERR_DTYPE;
-  memset(&j, 0, sizeof j);
-  j.map = t == DT_F32 ? dt__map_axpy_f32 : dt__map_axpy_f64;
-  j.x = (const char *)x; j.y = (char *)y;
-  j.xs = j.ys = dt_dtype_size(t);
-  j.p0 = alpha;
-  dt__par_for(n, DT__GRAIN_MEM, dt__ew_task, &j);
-  return DT_OK;
-}
-
-/* Normals on x86 (GCC/Clang): dt__box_muller on vectors of pairs, compiled for the baseline,
-   AVX2 and AVX-512 as the elementwise kernels are. Every lane does dt__box_muller's operations
-   in its order, with the same constants, so the results are its bits (tests/test_random.c
-   compares them over many words and the edge cases); what differs: log's scaling of x into
-   [sqrt(1/2), sqrt(2)) reads x's exponent from its bits instead of doubling in a loop (the
-   same m and e: the scaling is exact), and the octant's branch is a select. Contraction into
-   FMA stays off (GCC: the optimize attribute, whatever the -std or -ffp-contract; Clang: the
-   pragma, as in dt__box_muller, which an explicit -ffp-contract=fast overrides in both). */
-#if DT__EW_X86
-#if defined(__clang__)
-#define DT__BM_ATTR
-#else
-#define DT__BM_ATTR __attribute__((optimize("fp-contract=off")))
-#endif
-#define DT__BM_NP 16 /* pairs per call */
-#define DT__BM_VARIANT(SUF, TARGET, VB)                                                                    \
-  typedef double dt__bm_d##SUF __attribute__((vector_size(VB)));                                          \
-  typedef long long dt__bm_i##SUF __attribute__((vector_size(VB)));                                       \
-  TARGET DT__BM_ATTR static void dt__box_muller_n##SUF(const uint32_t *w0, const uint32_t *w1, float *z0, \
-                                                       float *z1) {                                       \
-    DT__NO_CONTRACT                                                                                       \
-    static const double lc[13] = {1.0 / 27, 1.0 / 25, 1.0 / 23, 1.0 / 21, 1.0 / 19, 1.0 / 17, 1.0 / 15,   \
-                                  1.0 / 13, 1.0 / 11, 1.0 / 9,  1.0 / 7,  1.0 / 5,  1.0 / 3};             \
-    static const double sin_c[9] = {-1.0 / 121645100408832000.0, 1.0 / 355687428096000.0,                 \
-                                    -1.0 / 1307674368000.0, 1.0 / 6227020800.0, -1.0 / 39916800.0,        \
-                                    1.0 / 362880.0, -1.0 / 5040.0, 1.0 / 120.0, -1.0 / 6.0};              \
-    static const double cos_c[10] = {1.0 / 2432902008176640000.0, -1.0 / 6402373705728000.0,              \
-                                     1.0 / 20922789888000.0, -1.0 / 87178291200.0, 1.0 / 479001600.0,     \
-                                     -1.0 / 3628800.0, 1.0 / 40320.0, -1.0 / 720.0, 1.0 / 24.0, -1.0 / 2.0}; \
-    enum { L = (VB) / 8 };                                                                                \
-    int v, l, i;                                                                                          \
-    for (v = 0; v < DT__BM_NP; v += L) {                                                                  \
-      /* x, t and q start at zero: their lanes are set one by one below, which a newer GCC \
-         (the GPU machine's) -Wuninitialized calls a use of the whole vector */                                        \
-      dt__bm_d##SUF x = {0}, t = {0}, mant, m, ed, f, s, z, p, lg, r, a, zz, ps, pc, sn, cs, S, C, c, d, rc, rd;      \
-      dt__bm_i##SUF bits, ex, big, lo, q = {0}, q0, q1, q2, q3;                                                 \
-      for (l = 0; l < L; l++) {                                                                           \
-        x[l] = (double)w0[v + l] + 1.0;                                                                   \
-        t[l] = (double)(w1[v + l] & 0x3FFFFFFFu);                                                         \
-        q[l] = (long long)(w1[v + l] >> 30);                                                              \
-      }                                                                                                   \
-      x = x * (1.0 / 4294967296.0); /* u1 in (0, 1], exact */                                             \
-      t = t * (1.0 / 1073741824.0);                                                                       \
-      /* dt__log_unit(x): m = x 2^-e in [sqrt(1/2), sqrt(2)) (x = 1: m = 1, e = 0) */                     \
-      bits = (dt__bm_i##SUF)x;                                                                            \
-      ex = ((bits >> 52) & 0x7FF) - 1023;                                                                 \
-      mant = (dt__bm_d##SUF)((bits & 0x000FFFFFFFFFFFFFLL) | 0x3FF0000000000000LL); /* [1, 2) */          \
-      big = (dt__bm_i##SUF)(mant >= 2.0 * 0.7071067811865476);                                            \
-      m = (dt__bm_d##SUF)(((dt__bm_i##SUF)(mant * 0.5) & big) | ((dt__bm_i##SUF)mant & ~big));            \
-      ex = ex - big;                                                                                      \
-      ed = (dt__bm_d##SUF)((ex + 1024) | 0x4330000000000000LL) - 4503599627371520.0; /* (double)e */      \
-      f = m + -1.0;                                                                                       \
-      s = f / (f + 2.0);                                                                                  \
-      z = s * s;                                                                                          \
-      p = z * 0.0 + lc[0]; /* z >= 0: lc[0] */                                                            \
-      for (i = 1; i < 13; i++) p = p * z + lc[i];                                                         \
-      lg = ed * 0.6931471806019545 + (ed * -4.2009150726810846e-11 + (2.0 * s + (2.0 * s) * (z * p)));   \
-      r = -2.0 * lg;                                                                                      \
-      for (l = 0; l < L; l++) r[l] = DT__DSQRT(r[l]);                                                     \
-      /* sin and cos of the octant */                                                                     \
-      lo = (dt__bm_i##SUF)(t <= 0.5);                                                                     \
-      a = (dt__bm_d##SUF)(((dt__bm_i##SUF)t & lo) | ((dt__bm_i##SUF)(1.0 + -t) & ~lo));                   \
-      a = a * 1.5707963267948966;                                                                         \
-      zz = a * a;                                                                                         \
-      ps = zz * 0.0 + sin_c[0];                                                                           \
-      pc = zz * 0.0 + cos_c[0];                                                                           \
-      for (i = 1; i < 9; i++) ps = ps * zz + sin_c[i];                                                    \
-      for (i = 1; i < 10; i++) pc = pc * zz + cos_c[i];                                                   \
-      sn = a + (a * zz) * ps;                                                                             \
-      cs = 1.0 + zz * pc;                                                                                 \
-      S = (dt__bm_d##SUF)(((dt__bm_i##SUF)sn & lo) | ((dt__bm_i##SUF)cs & ~lo));                          \
-      C = (dt__bm_d##SUF)(((dt__bm_i##SUF)cs & lo) | ((dt__bm_i##SUF)sn & ~lo));                          \
-      q0 = (dt__bm_i##SUF)(q == 0); q1 = (dt__bm_i##SUF)(q == 1);                                         \
-      q2 = (dt__bm_i##SUF)(q == 2); q3 = (dt__bm_i##SUF)(q == 3);                                         \
-      c = (dt__bm_d##SUF)(((dt__bm_i##SUF)C & q0) | ((dt__bm_i##SUF)(-S) & q1) |                         \
-                          ((dt__bm_i##SUF)(-C) & q2) | ((dt__bm_i##SUF)S & q3));                          \
-      d = (dt__bm_d##SUF)(((dt__bm_i##SUF)S & q0) | ((dt__bm_i##SUF)C & q1) |                             \
-                          ((dt__bm_i##SUF)(-S) & q2) | ((dt__bm_i##SUF)(-C) & q3));                       \
-      rc = r * c;                                                                                         \
-      rd = r * d;                                                                                         \
-      for (l = 0; l < L; l++) { z0[v + l] = (float)rc[l]; z1[v + l] = (float)rd[l]; }                    \
-    }                                                                                                     \
-  }                                                                                                      \
-  typedef unsigned long long dt__bm_u##SUF __attribute__((vector_size(VB)));                              \
-  /* dt__philox_block for blocks j0 .. j0 + DT__BM_NP / 2 - 1, words in pair order: pair 2b is words 0 \
-     and 1 of block b, pair 2b + 1 words 2 and 3 */                                                     \
-  TARGET static void dt__philox_n##SUF(uint64_t seed, uint64_t draw, uint64_t j0, uint32_t *w0, uint32_t *w1) { \
-    enum { L = (VB) / 8 };                                                                                \
-    int v, l, r;                                                                                          \
-    for (v = 0; v < DT__BM_NP / 2; v += L) {                                                              \
-      dt__bm_u##SUF c0, c1, c2, c3, p0, p1, m32;                                                          \
-      uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);                                          \
-      for (l = 0; l < L; l++) {                                                                           \
-        const uint64_t j = j0 + (uint64_t)(v + l);                                                        \
-        c0[l] = (uint32_t)j; c1[l] = (uint32_t)(j >> 32); m32[l] = 0xFFFFFFFFu;                           \
-      }                                                                                                   \
-      c2 = m32 & (uint32_t)draw; c3 = m32 & (uint32_t)(draw >> 32);                                       \
-      for (r = 0; r < 10; r++) {                                                                          \
-        dt__bm_u##SUF n0, n2;                                                                             \
-        p0 = c0 * 0xD2511F53u; p1 = c2 * 0xCD9E8D57u;                                                     \
-        n0 = (p1 >> 32) ^ c1 ^ k0; n2 = (p0 >> 32) ^ c3 ^ k1;                                             \
-        c1 = p1 & m32; c3 = p0 & m32; c0 = n0; c2 = n2;                                                   \
-        k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;                                                             \
-      }                                                                                                   \
-      for (l = 0; l < L; l++) {                                                                           \
-        const int b = v + l;                                                                              \
-        w0[2 * b] = (uint32_t)c0[l]; w1[2 * b] = (uint32_t)c1[l];                                         \
-        w0[2 * b + 1] = (uint32_t)c2[l]; w1[2 * b + 1] = (uint32_t)c3[l];                                 \
-      }                                                                                                   \
-    }                                                                                                     \
-  }
-DT__BM_VARIANT(_base, , 16)
-DT__BM_VARIANT(_avx2, __attribute__((target("avx2"))), 32)
-DT__BM_VARIANT(_avx512, __attribute__((target("avx512f"))), 64)
-typedef void (*dt__box_muller_n_fn)(const uint32_t *w0, const uint32_t *w1, float *z0, float *z1);
-typedef void (*dt__philox_n_fn)(uint64_t seed, uint64_t draw, uint64_t j0, uint32_t *w0, uint32_t *w1);
-static const dt__philox_n_fn dt__philox_n_tab[DT__EW_NISA] = {dt__philox_n_base, dt__philox_n_avx2, dt__philox_n_avx512};
-static const dt__box_muller_n_fn dt__box_muller_n_tab[DT__EW_NISA] = {dt__box_muller_n_base, dt__box_muller_n_avx2,
-                                                                      dt__box_muller_n_avx512};
-#endif
-
-typedef struct dt__random_job {
-  int normal;
-  uint64_t seed, draw;
-  int64_t n;
-  float *y;
-} dt__random_job;
-
-/* Philox blocks [lo, hi) */
-static void dt__random_task(void *ctx, int64_t lo, int64_t hi) {
-  const dt__random_job *r = (const dt__random_job *)ctx;
-  int64_t j = lo;
-#if DT__EW_X86
-  { /* DT__BM_NP / 2 blocks at a time on vectors */
-    const dt__box_muller_n_fn bm = dt__box_muller_n_tab[dt__ew_isa()];
-    const dt__philox_n_fn ph = dt__philox_n_tab[dt__ew_isa()];
-    uint32_t w0[DT__BM_NP], w1[DT__BM_NP];
-    float z0[DT__BM_NP], z1[DT__BM_NP];
-    int b, q;
-    for (; hi - j >= DT__BM_NP / 2; j += DT__BM_NP / 2) {
-      ph(r->seed, r->draw, (uint64_t)j, w0, w1);
-      if (r->normal) bm(w0, w1, z0, z1);
-      else
-        for (b = 0; b < DT__BM_NP; b++) { z0[b] = dt__u32_to_uniform(w0[b]); z1[b] = dt__u32_to_uniform(w1[b]); }
-      for (b = 0; b < DT__BM_NP / 2; b++) {
-        const int64_t i0 = (j + b) * 4;
-        const float zb[4] = {z0[2 * b], z1[2 * b], z0[2 * b + 1], z1[2 * b + 1]};
-        for (q = 0; q < 4 && i0 + q < r->n; q++) r->y[i0 + q] = zb[q];
-      }
-    }
-  }
-#endif
-  for (; j < hi; j++) {
-    uint32_t w[4];
-    float z[4];
-    int q;
-    dt__philox_block(r->seed, r->draw, (uint64_t)j, w);
-    if (r->normal) { dt__box_muller(w[0], w[1], &z[0], &z[1]); dt__box_muller(w[2], w[3], &z[2], &z[3]); }
-    else for (q = 0; q < 4; q++) z[q] = dt__u32_to_uniform(w[q]);
-    for (q = 0; q < 4 && j * 4 + q < r->n; q++) r->y[j * 4 + q] = z[q];
-  }
-}
-
-/* y[i] = word i % 4 of Philox block i / 4, as uniform or normal. y: (n,) */
-static dt_status dt__cpu_random(int dev, int normal, uint64_t seed, uint64_t draw, int64_t n, float *y) {
-  dt__random_job r;
-  (void)dev;
-  r.normal = normal; r.seed = seed; r.draw = draw; r.n = n; r.y = y;
-  dt__par_for((n + 3) / 4, DT__GRAIN_MATH / 4, dt__random_task, &r);
-  return DT_OK;
-}
-
-/* ---- cpu optimizers (h4) ----
-   One pass over a parameter per step: dt__optim_hp's update, element by element, each value
+/* ---- src/cpu/optim.c ---- */
+/* One pass over a parameter per step: dt__optim_hp's update, element by element, each value
    rounded to T at every operation in PyTorch's order (multiply, then add: no FMA in ISO C
    builds), on the pool for large parameters. */
 
@@ -10036,8 +10019,8 @@ static dt_status dt__cpu_optim_step(int dev, dt_dtype t, int64_t n, const dt__op
   return DT_OK;
 }
 
-/* ---- cpu indexing ----
-   (issue 14) The strided copy (slices along dims > 0, cat, permute) and index_select, on
+/* ---- src/cpu/index.c ---- */
+/* (issue 14) The strided copy (slices along dims > 0, cat, permute) and index_select, on
    elements of es bytes moved by memcpy of a constant size (one load and one store), so one
    kernel serves every dtype. Both run over rows of the innermost dim on the thread pool. */
 
@@ -10138,6 +10121,7 @@ static dt_status dt__cpu_index_select(int dev, size_t es, int64_t outer, int64_t
   return DT_OK;
 }
 
+/* ---- src/cpu/table.c ---- */
 static const dt__backend *dt__cpu_backend(void) {
   static const dt__backend be = {
     DT__SLOT(name) "cpu",
@@ -10180,6 +10164,8 @@ static const dt__backend *dt__cpu_backend(void) {
   };
   return &be;
 }
+
+/* ---- src/core/end.c ---- */
 
 #if defined(__CUDACC__)
 #pragma nv_diagnostic pop

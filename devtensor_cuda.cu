@@ -84,8 +84,7 @@
 
 namespace {
 
-/* ---- errors ---- */
-
+/* ---- src/cuda/errors.cu ---- */
 constexpr int kMaxDevices = 64;
 thread_local char g_err[512];
 
@@ -134,8 +133,7 @@ dt_status launched(const char *kernel) {
 /* dt__dtype_str, dt__dtype_bytes and dt__bytes_str come from devtensor.h,
    shared with the core (whose own functions may be static in a user's file). */
 
-/* ---- devices and streams ---- */
-
+/* ---- src/cuda/device.cu ---- */
 /* Whether `dev`'s primary context exists (PyTorch's hasPrimaryContext): the
    driver's cuDevicePrimaryCtxGetState, reached through the runtime, so no
    -lcuda. Where it cannot be asked, "yes". */
@@ -444,8 +442,7 @@ void *cu_stream(int dev) {
   return in.ok() ? (void *)in.s->stream : nullptr;
 }
 
-/* ---- memory ---- */
-
+/* ---- src/cuda/memory.cu ---- */
 constexpr size_t kSmallMax = (size_t)1 << 20; /* up to here: size classes (round_size) */
 constexpr size_t kSmallStep = 512;
 constexpr size_t kLargeStep = (size_t)2 << 20;
@@ -638,8 +635,7 @@ dt_status cu_empty_cache(int dev) {
   return in.s->cache.empty() ? DT_OK : drop_cache(*in.s);
 }
 
-/* ---- copies ---- */
-
+/* ---- src/cuda/copy.cu ---- */
 /* Page-locked (or otherwise CUDA-known) host memory can be DMA'd directly. */
 bool host_is_registered(const void *p) {
   cudaPointerAttributes a;
@@ -819,8 +815,7 @@ dt_status cu_copy(int dst_dev, void *dst, int src_dev, const void *src, size_t n
   return e == cudaSuccess ? DT_OK : cuda_fail("cudaMemcpyAsync (device to device)", e);
 }
 
-/* ---- kernels: launching ---- */
-
+/* ---- src/cuda/launch.cu ---- */
 /* DT_LAUNCH(grid, block, stream, kernel)(args...) is kernel<<<grid, block, 0,
    stream>>>(args...). DT_LAUNCH_COOP marks a kernel whose threads meet at
    __syncthreads or warp shuffles. The spelling lets tests/emu (the CPU emulator
@@ -911,8 +906,7 @@ template <typename S> struct Conv<S, B8> { __device__ static B8 f(S v) { return 
 template <typename D> struct Conv<B8, D> { __device__ static D f(B8 v) { return (D)(v.v != 0); } };
 template <> struct Conv<B8, B8> { __device__ static B8 f(B8 v) { return B8{(uint8_t)(v.v != 0)}; } };
 
-/* ---- fill ---- */
-
+/* ---- src/cuda/elementwise.cu ---- */
 /* y: (n,) = v */
 template <typename T>
 struct FillScalar {
@@ -1296,8 +1290,7 @@ dt_status cu_cast(int dev, dt_dtype from, dt_dtype to, int64_t n, const void *x,
   return DT_ERR_DTYPE;
 }
 
-/* ---- reduce ---- */
-
+/* ---- src/cuda/reduce.cu ---- */
 /* Everything accumulates in double, in a fixed order (deterministic). */
 
 __device__ inline double r_term(double v, int op) { return op == DT__R_NORM ? v * v : v; }
@@ -1539,8 +1532,7 @@ dt_status cu_reduce(int dev, dt__reduce_op op, dt_dtype t, int64_t outer, int64_
   });
 }
 
-/* ---- gemm ---- */
-
+/* ---- src/cuda/gemm.cu ---- */
 /* C = beta * C (beta 0: zeros, C not read) for batch items of m*n at stride_c */
 template <typename T>
 struct ScaleC {
@@ -1642,8 +1634,7 @@ dt_status cu_axpy(int dev, dt_dtype t, int64_t n, double alpha, const void *x, v
   return by_float(t, "axpy", [&](auto z) { return axpy_t<decltype(z)>(in.s->stream, n, alpha, x, y); });
 }
 
-/* ---- random ---- */
-
+/* ---- src/cuda/random.cu ---- */
 /* y: (n,); thread j makes Philox block j of the draw: y[4j + q] = word q mapped
    to a uniform, or the Box-Muller normals of words (0, 1) and (2, 3), in
    double, exactly as the CPU backend (dt__cpu_random). */
@@ -1677,8 +1668,8 @@ dt_status cu_random(int dev, int normal, uint64_t seed, uint64_t draw, int64_t n
   return launched("random");
 }
 
-/* ---- optimizers (h4) ----
-   One kernel per parameter and step: dt__optim_hp's update (devtensor.h), each value rounded
+/* ---- src/cuda/optim.cu ---- */
+/* One kernel per parameter and step: dt__optim_hp's update (devtensor.h), each value rounded
    to T at every operation in the CPU backend's order (multiplies and adds explicitly rounded,
    so nvcc fuses none into an FMA; IEEE division and square root). */
 
@@ -1728,8 +1719,8 @@ dt_status cu_optim_step(int dev, dt_dtype t, int64_t n, const dt__optim_hp *h, v
   return by_float(t, "an optimizer step", [&](auto z) { return optim_t<decltype(z)>(in.s->stream, n, h, p, g, buf1, buf2); });
 }
 
-/* ---- compare (issue 14, h1) ----
-   y: dims (row-major, contiguous), DT_BOOL = a op b, a and b read through their element strides
+/* ---- src/cuda/compare.cu ---- */
+/* y: dims (row-major, contiguous), DT_BOOL = a op b, a and b read through their element strides
    (0 where they broadcast). Bool compares as uint8 (its bytes are 0 or 1). */
 
 template <typename T> __device__ inline uint8_t cmp_op(int op, T u, T w) {
@@ -1788,8 +1779,8 @@ dt_status cu_compare(int dev, dt__compare_op op, dt_dtype t, const dt__bcast *g,
   return DT_ERR_DTYPE;
 }
 
-/* ---- indexing (issue 14): strided copy, index_select ----
-   Elements move as unsigned integers of their size (1, 2, 4 or 8 bytes), so one kernel
+/* ---- src/cuda/index.cu ---- */
+/* Elements move as unsigned integers of their size (1, 2, 4 or 8 bytes), so one kernel
    serves every dtype. index_select never follows an index outside [0, n): the kernel writes
    zeros for it and records it in the device's IndexErr (plain stores: every racing writer of
    one launch writes size n and one of the bad values, each store a whole aligned word). The
@@ -1953,8 +1944,8 @@ dt_status cu_index_select(int dev, size_t es, int64_t outer, int64_t n, int64_t 
   return DT_ERR_DTYPE;
 }
 
-/* ---- classification: arg reductions, softmax, cross-entropy ----
-   Contiguous rows (inner == 1) take one warp per row (eight rows a block: rows of few elements
+/* ---- src/cuda/classify.cu ---- */
+/* Contiguous rows (inner == 1) take one warp per row (eight rows a block: rows of few elements
    and many rows), or one block of 256 threads per row when rows are long; other shapes one
    thread per column (o, i), i fastest (coalesced). A team (warp or block) reduces with
    butterfly shuffles, so every thread of it holds the result; all threads of a team work on
@@ -2295,8 +2286,8 @@ dt_status cu_cross_entropy(int dev, int grad, dt_dtype t, int64_t n, int64_t c, 
   });
 }
 
-/* ---- distributed: NCCL (issue 16) ----
-   The collectives of dt_all_reduce_ / dt_broadcast_ for GPU tensors and the trainer's
+/* ---- src/cuda/dist.cu ---- */
+/* The collectives of dt_all_reduce_ / dt_broadcast_ for GPU tensors and the trainer's
    replicas: NCCL communicators, one per device, and one grouped call per collective
    (ncclGroupStart/End around one call per communicator, each on its device's stream).
    Built only with DEVTENSOR_NCCL (link -lnccl); without it every entry says so. */
@@ -2408,6 +2399,7 @@ dt_status cu_dist_all_reduce(int, void *const *, const int *, dt_dtype, int, int
 dt_status cu_dist_broadcast(int, void *const *, const int *, dt_dtype, int64_t, void *const *, int) { return no_nccl(); }
 #endif
 
+/* ---- src/cuda/table.cu ---- */
 } /* namespace */
 
 extern "C" const dt__backend *dt__cuda_backend(void) {

@@ -1,0 +1,70 @@
+DTDEF dt_tensor *dt_add(const dt_tensor *a, const dt_tensor *b);    /* broadcasting like NumPy */
+DTDEF dt_tensor *dt_sub(const dt_tensor *a, const dt_tensor *b);
+DTDEF dt_tensor *dt_mul(const dt_tensor *a, const dt_tensor *b);
+DTDEF dt_tensor *dt_div(const dt_tensor *a, const dt_tensor *b);
+DTDEF dt_tensor *dt_add_scalar(const dt_tensor *a, double s);
+DTDEF dt_tensor *dt_mul_scalar(const dt_tensor *a, double s);
+DTDEF dt_tensor *dt_exp(const dt_tensor *a);
+DTDEF dt_tensor *dt_log(const dt_tensor *a);
+DTDEF dt_tensor *dt_sqrt(const dt_tensor *a);
+DTDEF dt_tensor *dt_neg(const dt_tensor *a);
+DTDEF dt_tensor *dt_relu(const dt_tensor *a);
+DTDEF dt_tensor *dt_matmul(const dt_tensor *a, const dt_tensor *b); /* (m,k)@(k,n); (b,m,k)@(b,k,n) */
+DTDEF dt_tensor *dt_transpose(const dt_tensor *a);                  /* 2-D; a copy */
+DTDEF dt_tensor *dt_reshape(const dt_tensor *a, dt_shape s);        /* shares a's memory; one dim may be -1 */
+DTDEF dt_tensor *dt_sum(const dt_tensor *a);                        /* 0-d, stays on the device */
+DTDEF dt_tensor *dt_mean(const dt_tensor *a);
+DTDEF dt_tensor *dt_sum_dim(const dt_tensor *a, int dim);           /* reduces one dimension (removed) */
+DTDEF dt_tensor *dt_norm(const dt_tensor *a);                       /* Frobenius, 0-d, on the device */
+DTDEF dt_tensor *dt_cast(const dt_tensor *a, dt_dtype t);
+DTDEF dt_tensor *dt_stack(const dt_tensor *const *ts, int n);      /* torch.stack: (n, ...) on their device */
+DTDEF dt_status  dt_fill_(dt_tensor *t, double v);
+DTDEF dt_status  dt_axpy_(dt_tensor *y, double alpha, const dt_tensor *x); /* y += alpha * x */
+/* indexing (issue 14): slices, index_select, cat, permute; every dtype */
+DTDEF dt_tensor *dt_slice(const dt_tensor *t, int dim, int64_t start, int64_t end); /* t[start:end] along dim, Python's clamping and negatives; dim 0 shares t's memory (a view, like dt_reshape), other dims copy */
+DTDEF dt_tensor *dt_index_select(const dt_tensor *t, int dim, const dt_tensor *index); /* index: I64 (k,) on t's device, each in [0, n); on a GPU a bad one is reported at the next synchronizing call */
+DTDEF dt_tensor *dt_cat(const dt_tensor *const *ts, int n, int dim);  /* torch.cat: shapes equal but along dim; (0,) tensors are skipped */
+DTDEF dt_tensor *dt_permute(const dt_tensor *t, const int *dims);     /* a copy: y's dim i is t's dim dims[i] */
+
+/* issue 14 (h1): comparisons, sigmoid/tanh/abs, the _like constructors. Comparisons return DT_BOOL
+   and broadcast like NumPy; operands of two dtypes compare in PyTorch's promoted dtype
+   (bool < uint8 < int32 < int64 < float32 < float64; a 0-d operand does not widen a tensor
+   with dims of its own kind: integer, float or bool). NaN compares as IEEE: only dt_ne is true. */
+DTDEF dt_tensor *dt_eq(const dt_tensor *a, const dt_tensor *b);
+DTDEF dt_tensor *dt_ne(const dt_tensor *a, const dt_tensor *b);
+DTDEF dt_tensor *dt_lt(const dt_tensor *a, const dt_tensor *b);
+DTDEF dt_tensor *dt_le(const dt_tensor *a, const dt_tensor *b);
+DTDEF dt_tensor *dt_gt(const dt_tensor *a, const dt_tensor *b);
+DTDEF dt_tensor *dt_ge(const dt_tensor *a, const dt_tensor *b);
+DTDEF dt_tensor *dt_sigmoid(const dt_tensor *a);                   /* float32/64; 1 / (1 + e^-x), stable for any x */
+DTDEF dt_tensor *dt_tanh(const dt_tensor *a);                      /* float32/64 */
+DTDEF dt_tensor *dt_abs(const dt_tensor *a);                       /* float32/64, int32/64 (wrapping: |INT_MIN| = INT_MIN), uint8 */
+DTDEF dt_tensor *dt_zeros_like(const dt_tensor *t);                /* same shape, dtype, device */
+DTDEF dt_tensor *dt_ones_like(const dt_tensor *t);
+DTDEF dt_tensor *dt_empty_like(const dt_tensor *t);
+
+/* classification: arg/max/min reductions, softmax, cross-entropy (F32, F64). dim < 0 counts from
+   the end; a 0-d t takes dim 0 or -1. An empty reduction is refused, as PyTorch refuses it. NaN is
+   the max and the min (first NaN wins); ties go to the first occurrence. */
+DTDEF dt_tensor *dt_argmax(const dt_tensor *t, int dim);            /* I64, dim removed */
+DTDEF dt_tensor *dt_argmin(const dt_tensor *t, int dim);
+DTDEF dt_tensor *dt_max_dim(const dt_tensor *t, int dim);           /* values, dim removed */
+DTDEF dt_tensor *dt_min_dim(const dt_tensor *t, int dim);
+DTDEF dt_tensor *dt_max(const dt_tensor *t);                        /* over all elements: 0-d, on the device */
+DTDEF dt_tensor *dt_min(const dt_tensor *t);
+DTDEF dt_tensor *dt_softmax(const dt_tensor *t, int dim);           /* stable for any finite input */
+DTDEF dt_tensor *dt_log_softmax(const dt_tensor *t, int dim);
+DTDEF dt_tensor *dt_cross_entropy(const dt_tensor *logits, const dt_tensor *target);      /* (n, c), I64 (n,): mean loss, 0-d */
+DTDEF dt_tensor *dt_cross_entropy_grad(const dt_tensor *logits, const dt_tensor *target); /* (softmax - onehot) / n: (n, c) */
+
+/* ---- api: printing ---- */
+
+DTDEF dt_status dt_print(const dt_tensor *t);                        /* stdout, then newline */
+DTDEF dt_status dt_fprint(FILE *f, const dt_tensor *t);              /* f, then newline */
+DTDEF int       dt_snprint(char *buf, size_t n, const dt_tensor *t); /* snprintf's contract; -1 on error */
+
+/* ---- api: memory ---- */
+
+typedef struct dt_memory_stats { size_t allocated, reserved, peak_allocated; } dt_memory_stats;
+DTDEF dt_status dt_memory_stats_get(dt_device d, dt_memory_stats *out); /* torch.cuda.memory_allocated / _reserved */
+DTDEF dt_status dt_empty_cache(dt_device d);

@@ -1,0 +1,287 @@
+/* ======================================================================== */
+/*  BACKEND CONTRACT: for the implementation and devtensor_cuda.cu only.     */
+/*  A user's translation unit never sees it: it opens only where             */
+/*  DEVTENSOR_IMPLEMENTATION or DEVTENSOR_BACKEND (devtensor_cuda.cu) is     */
+/*  defined. Its own guard, so an earlier plain include does not hide it.   */
+/* ======================================================================== */
+#if (defined(DEVTENSOR_IMPLEMENTATION) || defined(DEVTENSOR_BACKEND)) && !defined(DEVTENSOR_BACKEND_H)
+#define DEVTENSOR_BACKEND_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- backend: interface ----
+   What a device backend implements. The core checks every argument (NULL,
+   dtype, shape, device) before it calls a backend, so a backend may assume
+   valid input: pointers are its own, sizes fit, dtypes are supported.
+   `dev` is the device index. A function that can fail returns a dt_status
+   and leaves a message for `last_error`. devtensor_cuda.cu exports
+   dt__cuda_backend(); nothing else couples the core to CUDA. */
+
+typedef enum dt__unary_op {
+  DT__U_AFFINE = 0,   /* y = p0 * x + p1 */
+  DT__U_EXP, DT__U_LOG, DT__U_SQRT, DT__U_NEG, DT__U_RELU,
+  /* issue 14 (h1) */
+  DT__U_SIGMOID, DT__U_TANH, DT__U_ABS  /* ABS also on I32/I64 (wrapping) */
+} dt__unary_op;
+
+/* issue 14 (h1): y = a op b as DT_BOOL (one byte, 0 or 1); the core turns gt/ge into lt/le
+   with the operands swapped. NaN: only NE is true. */
+typedef enum dt__compare_op { DT__C_EQ = 0, DT__C_NE, DT__C_LT, DT__C_LE } dt__compare_op;
+
+typedef enum dt__binary_op {
+  DT__B_ADD = 0, DT__B_SUB, DT__B_MUL, DT__B_DIV,
+  DT__B_RELU_GRAD,    /* y = a * (b > 0): the gradient of relu at b */
+  DT__B_COPY_A        /* y = a (b unused): a strided copy, e.g. a transpose */
+} dt__binary_op;
+
+typedef enum dt__reduce_op { DT__R_SUM = 0, DT__R_MEAN, DT__R_NORM } dt__reduce_op;
+
+/* optimizers (h4): what an optimizer step does to one parameter p, as PyTorch's single-tensor
+   loops, every value rounded to p's dtype at each operation as PyTorch's ops do:
+   SGD:   d = g + weight_decay p; with momentum: buf1 = first ? d : momentum buf1 + d, d = buf1;
+          p = p - lr d
+   Adam:  d = g + weight_decay p; buf1 = beta1 buf1 + (1 - beta1) d;
+          buf2 = beta2 buf2 + (1 - beta2) d d; p = p - step_size buf1 / (sqrt(buf2) / bc2_sqrt + eps)
+   AdamW: p = p (1 - lr weight_decay), then Adam's update with d = g.
+   step_size = lr / (1 - beta1^step) and bc2_sqrt = sqrt(1 - beta2^step) come from the core. */
+typedef enum dt__optim_kind { DT__OPT_SGD = 0, DT__OPT_ADAM, DT__OPT_ADAMW } dt__optim_kind;
+typedef struct dt__optim_hp {
+  dt__optim_kind kind;
+  int first;                    /* SGD with momentum: the first step (buf1 = d) */
+  double lr, momentum, weight_decay, beta1, beta2, eps;
+  double step_size, bc2_sqrt;   /* Adam, AdamW */
+} dt__optim_hp;
+
+/* Broadcast geometry of y = a op b: out dims, and each operand's element
+   strides over those dims (0 where it broadcasts). `contiguous` is 1 when
+   a, b and y all have the same shape, so element i of each is at i. */
+typedef struct dt__bcast {
+  int     ndim;
+  int     contiguous;
+  int64_t numel;
+  int64_t dims[DT_MAX_DIMS];
+  int64_t astride[DT_MAX_DIMS];
+  int64_t bstride[DT_MAX_DIMS];
+} dt__bcast;
+
+/* Each table entry is written by name: DT__SLOT(alloc) dt__cpu_alloc, ... It is a
+   designated initializer where the language has one (C99; C++20, which also
+   checks the order), a plain positional entry in C++11-17. A slot written
+   under the wrong name fails the C build; one out of order fails C++20. */
+#if !defined(__cplusplus) || __cplusplus >= 202002L
+#define DT__SLOT(name) .name =
+#else
+#define DT__SLOT(name)
+#endif
+
+typedef struct dt__backend {
+  const char *name;
+  /* Number of devices; 0 with a reason in `why` when unavailable. */
+  int       (*device_count)(char *why, size_t n);
+  dt_status (*device_info)(int dev, dt_device_info *out);
+  const char *(*last_error)(void);
+  /* Memory: a caching allocator. alloc of 0 bytes may return any pointer. */
+  dt_status (*alloc)(int dev, size_t nbytes, void **out);
+  void      (*free)(int dev, void *p, size_t nbytes);
+  dt_status (*memory_stats)(int dev, dt_memory_stats *out);
+  dt_status (*empty_cache)(int dev);
+  /* Copies between this backend's device and the host or another of its
+     devices. dst_dev/src_dev < 0 means host memory. Device to host waits. */
+  dt_status (*copy)(int dst_dev, void *dst, int src_dev, const void *src, size_t nbytes);
+  dt_status (*synchronize)(int dev);
+  void     *(*stream)(int dev);
+  /* Kernels. n counts elements. */
+  dt_status (*fill)(int dev, dt_dtype t, int64_t n, double v, void *y);
+  dt_status (*unary)(int dev, dt__unary_op op, dt_dtype t, int64_t n, const void *x, void *y, double p0, double p1);
+  dt_status (*binary)(int dev, dt__binary_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y);
+  dt_status (*cast)(int dev, dt_dtype from, dt_dtype to, int64_t n, const void *x, void *y);
+  /* y[o, i] = op over r of x[o, r, i], for x of shape (outer, len, inner). */
+  dt_status (*reduce)(int dev, dt__reduce_op op, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *y);
+  /* Row-major batched C = alpha * op(A) @ op(B) + beta * C, op(A): (m, k), op(B): (k, n), C: (m, n);
+     ta/tb: A is stored (k, m) / B is stored (n, k). Strides between batch items in elements (0: shared). */
+  dt_status (*gemm)(int dev, dt_dtype t, int ta, int tb, int64_t batch, int64_t m, int64_t n, int64_t k,
+                    double alpha, const void *a, int64_t stride_a, const void *b, int64_t stride_b,
+                    double beta, void *c, int64_t stride_c);
+  /* y[i] += alpha * x[i] */
+  dt_status (*axpy)(int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y);
+  /* Philox 4x32-10 with key = seed and counter = (i / 4, draw): uniform [0, 1) or standard normal, F32. */
+  dt_status (*random)(int dev, int normal, uint64_t seed, uint64_t draw, int64_t n, float *y);
+  /* optimizers (h4): one optimizer's update of a parameter p (n elements, F32 or F64) from its
+     gradient g and its state buf1, buf2 (see dt__optim_hp), in one pass */
+  dt_status (*optim_step)(int dev, dt_dtype t, int64_t n, const dt__optim_hp *h, void *p, const void *g, void *buf1, void *buf2);
+  /* issue 14 (h1): y (DT_BOOL, contiguous over g's dims) = a op b, a and b of dtype t read through g */
+  dt_status (*compare)(int dev, dt__compare_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y);
+  /* indexing (issue 14: slice, cat, permute, index_select); elements of es bytes (1, 2, 4 or 8), any dtype */
+  /* y[sum_d i_d * bstride_d] = x[sum_d i_d * astride_d] for every index (i_0, ..) over g->dims (g->numel of them) */
+  dt_status (*copy_strided)(int dev, size_t es, const dt__bcast *g, const void *x, void *y);
+  /* x: (outer, n, inner), idx: (k,) I64 on the device -> y: (outer, k, inner), y[o, j, i] = x[o, idx[j], i].
+     An idx[j] outside [0, n) is never followed: its entries of y are zeros, and the failure is kept for
+     the next synchronize or device-to-host copy to report (the CPU core checks idx before it calls). */
+  dt_status (*index_select)(int dev, size_t es, int64_t outer, int64_t n, int64_t inner, const int64_t *idx, int64_t k,
+                            const void *x, void *y);
+  /* classification (argmax, softmax, cross-entropy). x: (outer, len, inner), len >= 1.
+     vals[o, i] = max (min: 1) over r of x[o, r, i], NaN above all; idx[o, i] = its first r. Either may be NULL. */
+  dt_status (*arg_reduce)(int dev, int min, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x,
+                          void *vals, int64_t *idx);
+  /* y = softmax (lg: log_softmax) of x over r; x, y: (outer, len, inner) */
+  dt_status (*softmax)(int dev, int lg, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *y);
+  /* logits: (n, c), target: (n,). grad 0: y 0-d, the mean of log-sum-exp(row) - row[label];
+     grad 1: y (n, c) = (softmax - onehot) / n. A label outside [0, c) is never read with: its row
+     is NaN; the CPU core refuses such labels first, the CUDA backend records the first one per
+     device and fails the device's next synchronizing call (synchronize, a copy to the host). */
+  dt_status (*cross_entropy)(int dev, int grad, dt_dtype t, int64_t n, int64_t c, const void *logits,
+                             const int64_t *target, void *y);
+  /* distributed (issue 16): NCCL communicators and collectives. NULL, or DT_ERR_UNSUPPORTED,
+     where the backend has none. dist_unique_id fills 128 bytes (ncclUniqueId);
+     dist_comm_init joins rank `rank` of `nranks` on device `dev` (ncclCommInitRank);
+     dist_comm_init_all makes one communicator per device of `devs` in this process
+     (ncclCommInitAll). The collectives run one call per communicator in one group, each on
+     its device's stream; op is a dt_reduce_op. */
+  dt_status (*dist_unique_id)(void *id);
+  dt_status (*dist_comm_init)(int dev, int nranks, int rank, const void *id, void **comm);
+  dt_status (*dist_comm_init_all)(int ndev, const int *devs, void **comms);
+  void      (*dist_comm_free)(void *comm);
+  dt_status (*dist_all_reduce)(int ncomm, void *const *comms, const int *devs, dt_dtype t, int op, int64_t n, void *const *bufs);
+  dt_status (*dist_broadcast)(int ncomm, void *const *comms, const int *devs, dt_dtype t, int64_t n, void *const *bufs, int root);
+} dt__backend;
+
+
+/* Small helpers shared by the core and every backend (a backend cannot call
+   the core's functions: with DEVTENSOR_STATIC they are static in the user's file). */
+static inline size_t dt__dtype_bytes(dt_dtype t) {
+  switch (t) { case DT_F32: case DT_I32: return 4; case DT_F64: case DT_I64: return 8; case DT_U8: case DT_BOOL: return 1; }
+  return 0;
+}
+static inline const char *dt__dtype_str(dt_dtype t) {
+  switch (t) {
+    case DT_F32: return "float32"; case DT_F64: return "float64"; case DT_I32: return "int32"; case DT_I64: return "int64";
+    case DT_U8: return "uint8"; case DT_BOOL: return "bool";
+  }
+  return "unknown dtype";
+}
+/* "4.00 GiB", as every out-of-memory message writes sizes */
+static inline const char *dt__bytes_str(double b, char *buf, size_t n) {
+  static const char *const unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  if (b < 1024.0) { snprintf(buf, n, "%.0f bytes", b); return buf; }
+  while (b >= 1024.0 && u < 6) { b /= 1024.0; u++; }
+  snprintf(buf, n, "%.2f %s", b, unit[u]);
+  return buf;
+}
+
+/* Philox 4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3",
+   SC'11), shared by every backend so that a seed gives the same numbers on
+   every device. Element i of draw d uses counter (i / 4, d) and key seed, and
+   takes word i % 4 of the block. */
+#if defined(__CUDACC__)
+#define DT__HD __host__ __device__
+#else
+#define DT__HD
+#endif
+static DT__HD inline void dt__philox(uint32_t ctr[4], uint64_t seed) {
+  uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+  int r;
+  for (r = 0; r < 10; r++) {
+    uint64_t p0 = (uint64_t)0xD2511F53u * ctr[0], p1 = (uint64_t)0xCD9E8D57u * ctr[2];
+    uint32_t c0 = (uint32_t)(p1 >> 32) ^ ctr[1] ^ k0, c2 = (uint32_t)(p0 >> 32) ^ ctr[3] ^ k1;
+    ctr[1] = (uint32_t)p1; ctr[3] = (uint32_t)p0; ctr[0] = c0; ctr[2] = c2;
+    k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;
+  }
+}
+/* Block j of draw d: four 32-bit words. */
+static DT__HD inline void dt__philox_block(uint64_t seed, uint64_t draw, uint64_t j, uint32_t out[4]) {
+  out[0] = (uint32_t)j; out[1] = (uint32_t)(j >> 32); out[2] = (uint32_t)draw; out[3] = (uint32_t)(draw >> 32);
+  dt__philox(out, seed);
+}
+/* uniform [0, 1) from the top 24 bits: exactly representable in float */
+static DT__HD inline float dt__u32_to_uniform(uint32_t w) { return (float)(w >> 8) * (1.0f / 16777216.0f); }
+/* Box-Muller in double, then rounded: words (w0, w1) give two normals. The
+   same on every device, bit for bit: log, sin and cos are computed here from
+   +, -, *, / and sqrt alone (correctly rounded everywhere), in a fixed order,
+   rather than by each platform's maths library (glibc's and CUDA's differ by
+   an ulp now and then). On the GPU every step is an explicitly rounded
+   intrinsic, so nvcc cannot fuse a multiply and an add; on the host clang is
+   told not to (FP_CONTRACT OFF), and GCC does not in ISO modes (-std=c99,
+   -std=c11). GCC in a GNU mode with an FMA -march, or any compiler given
+   -ffp-contract=fast, may fuse on the CPU and differ in a last bit now and
+   then. Accuracy: about 2 ulp of double before the rounding to float. */
+#if defined(__clang__)
+#define DT__NO_CONTRACT _Pragma("STDC FP_CONTRACT OFF")
+#else
+#define DT__NO_CONTRACT
+#endif
+#if defined(__CUDA_ARCH__)
+#define DT__DMUL(a, b) __dmul_rn((a), (b))
+#define DT__DADD(a, b) __dadd_rn((a), (b))
+#define DT__DDIV(a, b) __ddiv_rn((a), (b))
+#define DT__DSQRT(a) __dsqrt_rn(a)
+#else
+#define DT__DMUL(a, b) ((a) * (b))
+#define DT__DADD(a, b) ((a) + (b))
+#define DT__DDIV(a, b) ((a) / (b))
+#define DT__DSQRT(a) sqrt(a)
+#endif
+/* log(x) for x = k / 2^32, 1 <= k <= 2^32: x = m 2^e with m in [sqrt(1/2), sqrt(2)),
+   log m = 2 atanh(s), s = (m - 1) / (m + 1), |s| < 0.172, by its series to s^27. */
+static DT__HD inline double dt__log_unit(double x) {
+  DT__NO_CONTRACT
+  static const double ln2_hi = 0.6931471806019545, ln2_lo = -4.2009150726810846e-11; /* ln2_hi: 32 bits, so e * ln2_hi is exact */
+  static const double c[13] = {1.0 / 27, 1.0 / 25, 1.0 / 23, 1.0 / 21, 1.0 / 19, 1.0 / 17, 1.0 / 15,
+                               1.0 / 13, 1.0 / 11, 1.0 / 9,  1.0 / 7,  1.0 / 5,  1.0 / 3};
+  double m = x, f, s, z, p;
+  int e = 0, i;
+  while (m < 0.7071067811865476) { m = DT__DMUL(m, 2.0); e--; } /* exact; at most 32 steps */
+  f = DT__DADD(m, -1.0);                                          /* exact (Sterbenz) */
+  s = DT__DDIV(f, DT__DADD(f, 2.0));
+  z = DT__DMUL(s, s);
+  p = c[0];
+  for (i = 1; i < 13; i++) p = DT__DADD(DT__DMUL(p, z), c[i]);  /* Horner from 1/27 down to 1/3 */
+  /* log m = 2s + 2s z p; log x = e ln2_hi + (e ln2_lo + log m) */
+  return DT__DADD(DT__DMUL((double)e, ln2_hi),
+                  DT__DADD(DT__DMUL((double)e, ln2_lo), DT__DADD(DT__DMUL(2.0, s), DT__DMUL(DT__DMUL(2.0, s), DT__DMUL(z, p)))));
+}
+/* sin a and cos a for 0 <= a <= pi/4, by their Taylor series to a^19 / a^20. */
+static DT__HD inline void dt__sincos_octant(double a, double *sn, double *cs) {
+  DT__NO_CONTRACT
+  /* -1/19!, 1/17!, ..., -1/3! and 1/20!, -1/18!, ..., -1/2!: Horner from the highest term down */
+  static const double sin_c[9] = {-1.0 / 121645100408832000.0, 1.0 / 355687428096000.0, -1.0 / 1307674368000.0,
+                                  1.0 / 6227020800.0, -1.0 / 39916800.0, 1.0 / 362880.0, -1.0 / 5040.0, 1.0 / 120.0,
+                                  -1.0 / 6.0};
+  static const double cos_c[10] = {1.0 / 2432902008176640000.0, -1.0 / 6402373705728000.0, 1.0 / 20922789888000.0,
+                                   -1.0 / 87178291200.0, 1.0 / 479001600.0, -1.0 / 3628800.0, 1.0 / 40320.0, -1.0 / 720.0,
+                                   1.0 / 24.0, -1.0 / 2.0};
+  double z = DT__DMUL(a, a), ps = sin_c[0], pc = cos_c[0];
+  int i;
+  for (i = 1; i < 9; i++) ps = DT__DADD(DT__DMUL(ps, z), sin_c[i]);
+  for (i = 1; i < 10; i++) pc = DT__DADD(DT__DMUL(pc, z), cos_c[i]);
+  *sn = DT__DADD(a, DT__DMUL(DT__DMUL(a, z), ps));          /* a + a z ps */
+  *cs = DT__DADD(1.0, DT__DMUL(z, pc));                     /* 1 + z pc */
+}
+static DT__HD inline void dt__box_muller(uint32_t w0, uint32_t w1, float *z0, float *z1) {
+  DT__NO_CONTRACT
+  double u1 = DT__DMUL((double)w0 + 1.0, 1.0 / 4294967296.0); /* (0, 1], exact */
+  double t = DT__DMUL((double)(w1 & 0x3FFFFFFFu), 1.0 / 1073741824.0); /* [0, 1): where in its quarter turn theta = 2 pi w1 / 2^32 is, exact */
+  double r = DT__DSQRT(DT__DMUL(-2.0, dt__log_unit(u1))), sn, cs, c, d;
+  unsigned q = w1 >> 30;                                      /* the quarter turn */
+  if (t <= 0.5) {
+    dt__sincos_octant(DT__DMUL(t, 1.5707963267948966), &sn, &cs);
+  } else { /* sin(pi/2 - a) = cos a */
+    dt__sincos_octant(DT__DMUL(DT__DADD(1.0, -t), 1.5707963267948966), &cs, &sn);
+  }
+  /* (cos, sin) of theta = q pi/2 + t pi/2 */
+  c = q == 0 ? cs : q == 1 ? -sn : q == 2 ? -cs : sn;
+  d = q == 0 ? sn : q == 1 ? cs : q == 2 ? -sn : -cs;
+  *z0 = (float)DT__DMUL(r, c); *z1 = (float)DT__DMUL(r, d);
+}
+
+#ifdef DEVTENSOR_CUDA
+const dt__backend *dt__cuda_backend(void); /* defined in devtensor_cuda.cu */
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DEVTENSOR_BACKEND_H */

@@ -1,0 +1,62 @@
+DTDEF dt_tensor *dt_copyto(const dt_tensor *t, dt_device d) {
+  dt_tensor *y;
+  if (dt__check_tensor("dt_copyto", "t", t) != DT_OK) return NULL;
+  if (!(y = dt__new("dt_copyto", t->shape, t->dtype, d))) return NULL;
+  if (dt__copy_bytes("dt_copyto", d, y->st->ptr, t->st->device, t->st->ptr, t->nbytes) != DT_OK) { dt_release(y); return NULL; }
+  return y;
+}
+
+DTDEF dt_tensor *dt_to(dt_tensor *t, dt_device d) {
+  if (dt__check_tensor("dt_to", "t", t) != DT_OK || dt__check_device("dt_to", d) != DT_OK) return NULL;
+  if (dt_device_equal(t->st->device, d)) return dt_retain(t);
+  return dt_copyto(t, d);
+}
+
+DTDEF dt_status dt_copy_(dt_tensor *dst, const dt_tensor *src) {
+  const char *op = "dt_copy_";
+  dt_status s;
+  char a[200], b[200];
+  if ((s = dt__check_tensor(op, "dst", dst)) != DT_OK || (s = dt__check_tensor(op, "src", src)) != DT_OK) return s;
+  if ((s = dt__same_dtype(op, "dst", dst, "src", src)) != DT_OK) return s;
+  if (dst->numel != src->numel || dst->shape.ndim != src->shape.ndim ||
+      memcmp(dst->shape.dims, src->shape.dims, sizeof(int64_t) * (size_t)dst->shape.ndim) != 0)
+    return dt__fail(DT_ERR_SHAPE, "%s: dst has shape %s but src has shape %s", op,
+                    dt__shape_str(&dst->shape, a, sizeof a), dt__shape_str(&src->shape, b, sizeof b));
+  return dt__copy_bytes(op, dst->st->device, dst->st->ptr, src->st->device, src->st->ptr, src->nbytes);
+}
+
+DTDEF dt_status dt_to_host(const dt_tensor *t, void *dst, size_t nbytes) {
+  const char *op = "dt_to_host";
+  dt_status s;
+  if ((s = dt__check_tensor(op, "t", t)) != DT_OK) return s;
+  if (!dst && t->nbytes > 0) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: dst is NULL", op);
+  if (nbytes < t->nbytes)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: dst holds %llu bytes but the tensor has %llu", op,
+                    (unsigned long long)nbytes, (unsigned long long)t->nbytes);
+  return dt__copy_bytes(op, dt_cpu(), dst, t->st->device, t->st->ptr, t->nbytes);
+}
+
+static double dt__host_value(const void *p, dt_dtype t, int64_t i) {
+  switch (t) {
+    case DT_F32: return (double)((const float *)p)[i];
+    case DT_F64: return ((const double *)p)[i];
+    case DT_I32: return (double)((const int32_t *)p)[i];
+    case DT_I64: return (double)((const int64_t *)p)[i];
+    case DT_U8: return (double)((const uint8_t *)p)[i];
+    case DT_BOOL: return ((const uint8_t *)p)[i] != 0 ? 1.0 : 0.0;
+  }
+  return 0;
+}
+
+DTDEF double dt_item(const dt_tensor *t) {
+  double v[1];
+  if (dt__check_tensor("dt_item", "t", t) != DT_OK) return NAN;
+  if (t->numel != 1) {
+    char sb[200];
+    dt__fail(DT_ERR_SHAPE, "dt_item: expected a tensor with one element, got shape %s (%lld elements)",
+             dt__shape_str(&t->shape, sb, sizeof sb), (long long)t->numel);
+    return NAN;
+  }
+  if (dt__copy_bytes("dt_item", dt_cpu(), v, t->st->device, t->st->ptr, t->nbytes) != DT_OK) return NAN;
+  return dt__host_value(v, t->dtype, 0);
+}

@@ -1,0 +1,42 @@
+static const dt__backend *dt__cpu_backend(void) {
+  static const dt__backend be = {
+    DT__SLOT(name) "cpu",
+    DT__SLOT(device_count) dt__cpu_device_count,
+    DT__SLOT(device_info) dt__cpu_device_info,
+    DT__SLOT(last_error) dt__cpu_last_error,
+    DT__SLOT(alloc) dt__cpu_alloc,
+    DT__SLOT(free) dt__cpu_free,
+    DT__SLOT(memory_stats) dt__cpu_memory_stats,
+    DT__SLOT(empty_cache) dt__cpu_empty_cache,
+    DT__SLOT(copy) dt__cpu_copy,
+    DT__SLOT(synchronize) dt__cpu_synchronize,
+    DT__SLOT(stream) dt__cpu_stream,
+    DT__SLOT(fill) dt__cpu_fill,
+    DT__SLOT(unary) dt__cpu_unary,
+    DT__SLOT(binary) dt__cpu_binary,
+    DT__SLOT(cast) dt__cpu_cast,
+    DT__SLOT(reduce) dt__cpu_reduce,
+    DT__SLOT(gemm) dt__cpu_gemm,
+    DT__SLOT(axpy) dt__cpu_axpy,
+    DT__SLOT(random) dt__cpu_random,
+    /* optimizers (h4) */
+    DT__SLOT(optim_step) dt__cpu_optim_step,
+    /* issue 14 (h1) */
+    DT__SLOT(compare) dt__cpu_compare,
+    /* indexing (issue 14) */
+    DT__SLOT(copy_strided) dt__cpu_copy_strided,
+    DT__SLOT(index_select) dt__cpu_index_select,
+    /* classification */
+    DT__SLOT(arg_reduce) dt__cpu_arg_reduce,
+    DT__SLOT(softmax) dt__cpu_softmax,
+    DT__SLOT(cross_entropy) dt__cpu_cross_entropy,
+    /* distributed (issue 16): CPU tensors go through MPI in the core ("distributed") */
+    DT__SLOT(dist_unique_id) NULL,
+    DT__SLOT(dist_comm_init) NULL,
+    DT__SLOT(dist_comm_init_all) NULL,
+    DT__SLOT(dist_comm_free) NULL,
+    DT__SLOT(dist_all_reduce) NULL,
+    DT__SLOT(dist_broadcast) NULL
+  };
+  return &be;
+}

@@ -1,0 +1,44 @@
+} /* namespace */
+
+extern "C" const dt__backend *dt__cuda_backend(void) {
+  static const dt__backend be = {
+    DT__SLOT(name) "cuda",
+    DT__SLOT(device_count) cu_device_count,
+    DT__SLOT(device_info) cu_device_info,
+    DT__SLOT(last_error) cu_last_error,
+    DT__SLOT(alloc) cu_alloc,
+    DT__SLOT(free) cu_free,
+    DT__SLOT(memory_stats) cu_memory_stats,
+    DT__SLOT(empty_cache) cu_empty_cache,
+    DT__SLOT(copy) cu_copy,
+    DT__SLOT(synchronize) cu_synchronize,
+    DT__SLOT(stream) cu_stream,
+    DT__SLOT(fill) cu_fill,
+    DT__SLOT(unary) cu_unary,
+    DT__SLOT(binary) cu_binary,
+    DT__SLOT(cast) cu_cast,
+    DT__SLOT(reduce) cu_reduce,
+    DT__SLOT(gemm) cu_gemm,
+    DT__SLOT(axpy) cu_axpy,
+    DT__SLOT(random) cu_random,
+    /* optimizers (h4) */
+    DT__SLOT(optim_step) cu_optim_step,
+    /* issue 14 (h1) */
+    DT__SLOT(compare) cu_compare,
+    /* indexing (issue 14) */
+    DT__SLOT(copy_strided) cu_copy_strided,
+    DT__SLOT(index_select) cu_index_select,
+    /* classification */
+    DT__SLOT(arg_reduce) cu_arg_reduce,
+    DT__SLOT(softmax) cu_softmax,
+    DT__SLOT(cross_entropy) cu_cross_entropy,
+    /* distributed (issue 16) */
+    DT__SLOT(dist_unique_id) cu_dist_unique_id,
+    DT__SLOT(dist_comm_init) cu_dist_comm_init,
+    DT__SLOT(dist_comm_init_all) cu_dist_comm_init_all,
+    DT__SLOT(dist_comm_free) cu_dist_comm_free,
+    DT__SLOT(dist_all_reduce) cu_dist_all_reduce,
+    DT__SLOT(dist_broadcast) cu_dist_broadcast
+  };
+  return &be;
+}

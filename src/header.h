@@ -1,0 +1,130 @@
+/* devtensor.h — tensors that live on a device (the CPU or a CUDA GPU), in one C header.
+
+   USING IT
+   In exactly one C or C++ file of your program:
+
+       #define DEVTENSOR_IMPLEMENTATION
+       #include "devtensor.h"
+
+   Everywhere else just #include "devtensor.h".
+
+   To get GPUs, also #define DEVTENSOR_CUDA before the include in that one file,
+   compile devtensor_cuda.cu with nvcc and link -lcudart -lcublas:
+
+       nvcc -I. -DDEVTENSOR_CUDA examples/gpus.c devtensor_cuda.cu -lcublas -o gpus
+
+   Without DEVTENSOR_CUDA the same program builds and runs on the CPU and
+   dt_num_gpus() is 0.
+
+   OPTIONS (define before the implementation include)
+     DEVTENSOR_STATIC        every function is static (DTDEF is `static`)
+     DEVTENSOR_CUDA          use the CUDA backend from devtensor_cuda.cu
+     DEVTENSOR_CBLAS         CPU matmul through cblas_sgemm/cblas_dgemm (link e.g. -lopenblas)
+     DEVTENSOR_NO_CPU_DISPATCH  no AVX2/AVX-512 matmul kernels picked at run time: only what the
+                             compiler flags allow (plain -O2 on x86-64 is SSE2: about 5x slower)
+     DT_MALLOC(sz)/DT_FREE(p) host allocator (define both or neither)
+     DT_ASSERT(c)            internal invariant checks (default: assert)
+     -fopenmp                the CPU matmul and large elementwise ops use every core
+     DEVTENSOR_MPI           dt_dist_* over MPI: more than one rank (compile with mpicc, run with mpirun)
+     DEVTENSOR_NCCL          (compiling devtensor_cuda.cu) GPU collectives through NCCL: link -lnccl
+
+   EXAMPLE
+       dt_device dev = dt_try_gpu(0);               // cuda:0, or the CPU when there is none
+       dt_tensor *x = dt_ones(dt_shape2(2, 3), dev);
+       dt_tensor *y = dt_rand(dt_shape2(2, 3), dev);
+       dt_tensor *z = dt_add(x, y);                 // runs where x and y are
+       if (!z) fprintf(stderr, "%s\n", dt_last_error());
+       dt_print(z);                                 // tensor([[...]], device='cuda:0')
+       dt_release(x); dt_release(y); dt_release(z);
+
+   ERRORS
+   Nothing aborts, exits or prints. A function that makes a tensor or module
+   returns NULL on failure; the others return a dt_status. dt_last_error()
+   says why, per thread.
+
+   CONTENTS
+   Each section opens with one banner; search for it, e.g. "---- api: tensors".
+     declarations        api: errors, devices, tensors, copies, operations, printing,
+                         memory, neural networks, interop, distributed
+     backend contract    backend: interface (the dt__backend table a backend fills, the
+                         broadcast geometry, Philox and Box-Muller; seen only by the
+                         implementation and devtensor_cuda.cu)
+     implementation      errors, shapes and dtypes, devices, tensors, random numbers,
+                         tensor properties, copies, operations, comparisons (sigmoid, tanh,
+                         abs, _like; issue 14), operations: classification (argmax, max/min,
+                         softmax, cross-entropy), printing, memory, neural
+                         networks, safetensors, a small JSON reader, trainer (with its
+                         data-parallel part, "trainer: data parallel"), interop
+                         (DLPack export and import, safetensors of any named tensors),
+                         distributed (dt_dist_*, dt_all_reduce_, dt_broadcast_: MPI, NCCL)
+     cpu backend         cpu backend (and its memory), cpu threads, cpu elementwise
+                         kernels, cpu kernels: uint8 and bool, comparisons (issue 14),
+                         cpu elementwise, cpu reductions, cpu classification (arg
+                         reductions, softmax, cross-entropy), cpu gemm (packing,
+                         micro-kernels, simple loops, blocked driver, skinny shapes,
+                         cblas, entry points); its table is dt__cpu_backend()
+     optimizers          api: optimizers (and torch.no_grad); grad mode (before neural
+                         networks), optimizers (after them), cpu optimizers (before the
+                         CPU table); in devtensor_cuda.cu "optimizers"
+     indexing (issue 14) "indexing: slice, index_select, cat, permute" after operations, "cpu
+                         indexing" before the cpu table, "indexing" in devtensor_cuda.cu
+     devtensor_cuda.cu   the CUDA backend: the same table, dt__cuda_backend()
+   README.md's "Reading the code" follows dt_add through all of them.
+
+   VERSION
+   DEVTENSOR_VERSION_MAJOR/MINOR/PATCH below; DEVTENSOR_VERSION is
+   MAJOR * 10000 + MINOR * 100 + PATCH, for #if checks. Changes:
+     unreleased          DT_U8 and DT_BOOL (creation, casts, printing, safetensors, DLPack),
+                         dt_eq/ne/lt/le/gt/ge, dt_sigmoid/tanh/abs, dt_*_like (dt_sum of bool
+                         or uint8 is int64); dt_slice (dim 0 a view), dt_index_select, dt_cat,
+                         dt_permute; dt_argmax/argmin, dt_max/min(_dim), dt_softmax,
+                         dt_log_softmax, dt_cross_entropy(_grad); dt_set_grad_enabled;
+                         dt_sgd/dt_adam/dt_adamw; the trainer's classification (loss_fn,
+                         optimizer, dt_trainer_fit_val, dt_trainer_evaluate); dt_dist_* over
+                         MPI and NCCL, num_gpus > 1 replicas; CPU pool workers block signals;
+                         first run on an H100 (GCC 13 warnings fixed, narrow column sums,
+                         out-of-memory text splits in-use and cached, ranks sharing a GPU
+                         refused before NCCL); gemm packs A on the pool; the pool spins briefly
+     0.2.0 (2026-11-22)  interop (DLPack 1.x and legacy, dt_from_blob, dt_save_tensors,
+                         dt_load_tensors), libdevtensor.so/.a with pkg-config and CMake;
+                         a caching CPU allocator, a CPU thread pool instead of OpenMP for
+                         elementwise work, vector exp/log/add/sum chosen at run time;
+                         strict safetensors JSON, nesting at most DT_MODULE_MAX_DEPTH,
+                         parameter names of any length, saves through a temporary file
+     0.1.0 (2026-11-22)  the first numbered version: CPU and CUDA backends, the
+                         chapter's API, modules, trainer, safetensors (before
+                         it, see git log)
+
+   LICENSE: MIT (see README.md). */
+
+#ifndef DEVTENSOR_H
+#define DEVTENSOR_H
+
+#define DEVTENSOR_VERSION_MAJOR 0
+#define DEVTENSOR_VERSION_MINOR 2
+#define DEVTENSOR_VERSION_PATCH 0
+#define DEVTENSOR_VERSION \
+  (DEVTENSOR_VERSION_MAJOR * 10000 + DEVTENSOR_VERSION_MINOR * 100 + DEVTENSOR_VERSION_PATCH)
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <math.h>
+
+#if defined(__GNUC__) || defined(__clang__)
+#define DT__UNUSED __attribute__((unused))
+#else
+#define DT__UNUSED
+#endif
+
+#ifndef DTDEF
+#ifdef DEVTENSOR_STATIC
+#define DTDEF static DT__UNUSED
+#else
+#define DTDEF extern
+#endif
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif

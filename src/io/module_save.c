@@ -1,0 +1,205 @@
+#if defined(_WIN32)
+#include <sys/stat.h>
+#else
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#endif
+/* safetensors: 8-byte little-endian header length N, N bytes of JSON
+   {"name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]}, ...,
+    "__metadata__": {...}}, then the raw little-endian data. The tensors' byte ranges,
+   sorted by begin, tile the data: the first begins at 0, each begins where the one before
+   ends, the last ends at the end of the file. */
+
+#define DT__ST_MAX_HEADER ((uint64_t)100 << 20) /* the format's own limit: 100 MB */
+
+static const char *dt__st_dtype(dt_dtype t) {
+  switch (t) {
+    case DT_F32: return "F32"; case DT_F64: return "F64"; case DT_I32: return "I32"; case DT_I64: return "I64";
+    case DT_U8: return "U8"; case DT_BOOL: return "BOOL";
+  }
+  return "?";
+}
+
+static int dt__little_endian(void) { const uint16_t one = 1; return *(const uint8_t *)&one == 1; }
+
+#if !defined(_WIN32)
+#ifdef O_CLOEXEC
+#define DT__O_CLOEXEC O_CLOEXEC
+#else
+#define DT__O_CLOEXEC 0   /* strict C99 hides it: fcntl(FD_CLOEXEC) right after the open instead */
+#endif
+static void dt__cloexec(int fd) { if (DT__O_CLOEXEC == 0) fcntl(fd, F_SETFD, FD_CLOEXEC); }
+#endif
+
+/* A file written whole or not at all: the bytes go to a new temporary file beside path
+   (created exclusively), which is renamed over path once complete, and removed on any
+   failure, so a failed save leaves an old file as it was. An existing path that is not a
+   regular file (a FIFO would wait for a reader forever, a directory or a device is no
+   file to replace) is refused before anything is created. On Windows the old file is
+   removed just before the rename (rename does not replace there). */
+typedef struct dt__wfile {
+#if defined(_WIN32)
+  FILE *f;
+#else
+  int fd;
+#endif
+  char *tmp;
+} dt__wfile;
+
+static dt_status dt__wfile_open(const char *op, const char *path, dt__wfile *w) {
+  size_t cap = strlen(path) + 48;
+  const char *kind = NULL;
+  int k, have = 0;
+#if defined(_WIN32)
+  struct _stat64 st;
+  if (_stat64(path, &st) == 0) {
+    have = 1;
+    if ((st.st_mode & _S_IFMT) != _S_IFREG) kind = (st.st_mode & _S_IFMT) == _S_IFDIR ? "a directory" : "";
+  }
+#else
+  struct stat st;
+  if (stat(path, &st) == 0) {
+    have = 1;
+    if (!S_ISREG(st.st_mode))
+      kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) ? "a character device"
+           : S_ISBLK(st.st_mode) ? "a block device" : "";
+  }
+#endif
+  if (kind) return dt__fail(DT_ERR_IO, "%s: %s is %s%snot a regular file to write", op, path, kind, kind[0] ? ", " : "");
+  if (!(w->tmp = (char *)DT_MALLOC(cap))) return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+#if defined(_WIN32)
+  w->f = NULL;
+#else
+  w->fd = -1;
+#endif
+  for (k = 0; k < 100; k++) {
+    /* unique enough per process and thread (the address of w); O_EXCL makes it certain */
+#if defined(_WIN32)
+    snprintf(w->tmp, cap, "%s.tmp%lx.%d", path, (unsigned long)((uintptr_t)w >> 4), k);
+    if (_stat64(w->tmp, &st) == 0) continue;
+    if ((w->f = fopen(w->tmp, "wb")) != NULL) break;
+#else
+    int fd;
+    snprintf(w->tmp, cap, "%s.tmp%lx.%lx.%d", path, (unsigned long)getpid(), (unsigned long)((uintptr_t)w >> 4), k);
+    do fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | DT__O_CLOEXEC, 0666); while (fd < 0 && errno == EINTR);
+    if (fd >= 0) {
+      dt__cloexec(fd);
+      if (have) chmod(w->tmp, st.st_mode & 07777);   /* the replaced file's permissions stay */
+      w->fd = fd;
+      break;
+    }
+    if (errno != EEXIST) break;
+#endif
+  }
+  (void)have;
+#if defined(_WIN32)
+  if (!w->f) {
+#else
+  if (w->fd < 0) {
+#endif
+    DT_FREE(w->tmp);
+    w->tmp = NULL;
+    return dt__fail(DT_ERR_IO, "%s: cannot open %s for writing (a temporary file beside it could not be created)", op, path);
+  }
+  return DT_OK;
+}
+
+/* n bytes at the end of w: 1 when written, 0 on an error. */
+static int dt__wfile_write(dt__wfile *w, const void *buf, size_t n) {
+#if defined(_WIN32)
+  return fwrite(buf, 1, n, w->f) == n;
+#else
+  size_t at = 0;
+  while (at < n) {
+    size_t want = n - at < ((size_t)1 << 30) ? n - at : ((size_t)1 << 30);
+    long k = (long)write(w->fd, (const char *)buf + at, want);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return 0;
+    at += (size_t)k;
+  }
+  return 1;
+#endif
+}
+
+/* Closes w; when s is DT_OK, puts it in place of path (or fails with DT_ERR_IO), else
+   removes it. Returns the status of the save. */
+static dt_status dt__wfile_finish(const char *op, const char *path, dt__wfile *w, dt_status s) {
+#if defined(_WIN32)
+  if (fclose(w->f) != 0 && s == DT_OK) s = dt__fail(DT_ERR_IO, "%s: writing %s failed", op, path);
+  if (s == DT_OK) {
+    remove(path);
+    if (rename(w->tmp, path) != 0) s = dt__fail(DT_ERR_IO, "%s: cannot replace %s", op, path);
+  }
+  if (s != DT_OK) remove(w->tmp);
+#else
+  if (close(w->fd) != 0 && s == DT_OK) s = dt__fail(DT_ERR_IO, "%s: writing %s failed", op, path);
+  if (s == DT_OK && rename(w->tmp, path) != 0) s = dt__fail(DT_ERR_IO, "%s: cannot replace %s", op, path);
+  if (s != DT_OK) unlink(w->tmp);
+#endif
+  DT_FREE(w->tmp);
+  w->tmp = NULL;
+  return s;
+}
+
+DTDEF dt_status dt_module_save(const dt_module *mc, const char *path) {
+  const char *op = "dt_module_save";
+  dt_module *m = (dt_module *)mc;
+  char *hdr = NULL;
+  size_t cap = 0, len = 0, maxbytes = 0;
+  uint64_t off = 0, hlen;
+  unsigned char lenbuf[8];
+  void *host = NULL;
+  dt__wfile f;
+  int opened = 0;
+  dt_status s = DT_OK;
+  int i, pass, k;
+  if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op);
+  if (!path) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: path is NULL", op);
+  if (!dt__little_endian()) return dt__fail(DT_ERR_UNSUPPORTED, "%s: big-endian hosts are not supported", op);
+  if ((s = dt__params_build(op, m)) != DT_OK) return s;
+  for (i = 0; i < m->nparams; i++) {
+    if (!m->params[i]) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s is not initialised yet (a lazy layer: run a forward first)", op, m->names[i]);
+    if (m->params[i]->nbytes > maxbytes) maxbytes = m->params[i]->nbytes;
+  }
+  /* the header, measured on pass 0 and written on pass 1 */
+  for (pass = 0; pass < 2; pass++) {
+    len = 0; off = 0;
+#define DT__ST_PUT(...) do { int w_ = snprintf(hdr ? hdr + len : NULL, hdr ? cap - len : 0, __VA_ARGS__); len += (size_t)w_; } while (0)
+    DT__ST_PUT("{");
+    for (i = 0; i < m->nparams; i++) {
+      dt_tensor *t = m->params[i];
+      DT__ST_PUT("%s\"%s\":{\"dtype\":\"%s\",\"shape\":[", i ? "," : "", m->names[i], dt__st_dtype(t->dtype));
+      for (k = 0; k < t->shape.ndim; k++) DT__ST_PUT("%s%lld", k ? "," : "", (long long)t->shape.dims[k]);
+      DT__ST_PUT("],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off, (unsigned long long)(off + t->nbytes));
+      off += t->nbytes;
+    }
+    DT__ST_PUT("%s\"__metadata__\":{\"format\":\"pt\"}}", m->nparams ? "," : "");
+#undef DT__ST_PUT
+    if (pass == 0) {
+      if ((uint64_t)(len + 7) / 8 * 8 > DT__ST_MAX_HEADER)
+        return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: the header would be %zu bytes, past the format's 100 MB", op, (len + 7) / 8 * 8);
+      cap = len + 8 + 1; /* room for padding to 8 bytes */
+      if (!(hdr = (char *)DT_MALLOC(cap))) return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+    }
+  }
+  while (len % 8) hdr[len++] = ' ';
+  hlen = len;
+  for (k = 0; k < 8; k++) lenbuf[k] = (unsigned char)(hlen >> (8 * k));
+  if (maxbytes && !(host = DT_MALLOC(maxbytes))) { s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); goto done; }
+  if ((s = dt__wfile_open(op, path, &f)) != DT_OK) goto done;
+  opened = 1;
+  if (!dt__wfile_write(&f, lenbuf, 8) || !dt__wfile_write(&f, hdr, len)) { s = dt__fail(DT_ERR_IO, "%s: writing %s failed", op, path); goto done; }
+  for (i = 0; i < m->nparams; i++) {
+    dt_tensor *t = m->params[i];
+    if (t->nbytes == 0) continue;
+    if ((s = dt_to_host(t, host, maxbytes)) != DT_OK) goto done;
+    if (!dt__wfile_write(&f, host, t->nbytes)) { s = dt__fail(DT_ERR_IO, "%s: writing %s failed", op, path); goto done; }
+  }
+done:
+  if (opened) s = dt__wfile_finish(op, path, &f, s);
+  if (host) DT_FREE(host);
+  DT_FREE(hdr);
+  return s;
+}

@@ -1,0 +1,413 @@
+typedef enum dt__mkind { DT__M_LINEAR = 0, DT__M_RELU, DT__M_SEQ } dt__mkind;
+
+struct dt_module {
+  dt__mkind kind;
+  dt_device device;
+  dt_dtype dtype;
+  /* linear: weight (out, in), bias (out,), their grads; in == 0 until a lazy layer's first forward */
+  int64_t in, out;
+  dt_tensor *weight, *bias, *gweight, *gbias;
+  dt_tensor *input;        /* linear, relu: the last forward's input, for backward */
+  dt_shape out_shape;      /* the last forward's output shape; ndim -1 before any */
+  int nograd_fwd;          /* the last forward called on this module ran with grad disabled: it kept nothing */
+  /* linear: gzero, its grads are zero but not written yet: dt_zero_grad leaves them so while
+     nothing outside the layer can see them (gshared 0), and the next backward writes them with
+     beta 0 instead of adding to zeros (the trainer's assign), which saves a pass over gW and a
+     read of it; gshared, they were handed out (a parameter table: dt_module_grad, optimizers):
+     from then on dt_zero_grad writes zeros at once. See dt__grads_walk. */
+  int gzero, gshared;
+  /* sequential */
+  dt_module **layers;
+  int n, cap;
+  dt_module *parent;       /* the sequential that holds this module (it has one owner), or NULL */
+  int height;              /* sequentials from this module down to its deepest layer: 0 for a layer, 1 for a flat sequential */
+  /* the parameter table, rebuilt when asked: names as PyTorch's state_dict */
+  int nparams;
+  char **names;            /* nparams pointers into name_pool */
+  char *name_pool;
+  size_t pool_bytes;
+  dt_tensor **params, **grads;
+};
+
+/* The longest parameter name: one "index." per sequential (an int has at most 10 digits), then "weight". */
+#define DT__NAME_MAX (DT_MODULE_MAX_DEPTH * 11 + 8)
+
+static dt_module *dt__module_new(const char *op, dt__mkind kind) {
+  dt_module *m = (dt_module *)DT_MALLOC(sizeof(dt_module));
+  if (!m) { dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); return NULL; }
+  memset(m, 0, sizeof *m);
+  m->kind = kind; m->device = dt_cpu(); m->dtype = DT_F32; m->out_shape.ndim = -1;
+  return m;
+}
+
+/* Draws a linear layer's parameters: uniform in +-1/sqrt(in), as PyTorch's default. */
+static dt_status dt__linear_init(const char *op, dt_module *m, int64_t in) {
+  double bound = 1.0 / sqrt((double)in);
+  dt_tensor *w = NULL, *b = NULL, *gw = NULL, *gb = NULL, *u;
+  dt_status s = DT_OK;
+  if ((u = dt__random(op, dt_shape2(m->out, in), m->device, 0))) {
+    w = dt__unary(op, DT__U_AFFINE, u, 2 * bound, -bound); dt_release(u);
+  }
+  if (w && (u = dt__random(op, dt_shape1(m->out), m->device, 0))) {
+    b = dt__unary(op, DT__U_AFFINE, u, 2 * bound, -bound); dt_release(u);
+  }
+  if (b && m->dtype != DT_F32) {
+    dt_tensor *w2 = dt_cast(w, m->dtype), *b2 = w2 ? dt_cast(b, m->dtype) : NULL;
+    dt_release(w); dt_release(b); w = w2; b = b2;
+  }
+  if (b) gw = dt__filled(op, dt_shape2(m->out, in), m->dtype, 0.0, m->device);
+  if (gw) gb = dt__filled(op, dt_shape1(m->out), m->dtype, 0.0, m->device);
+  if (!gb) {
+    s = dt_last_status();
+    dt_release(w); dt_release(b); dt_release(gw);
+    return s == DT_OK ? DT_ERR_OUT_OF_MEMORY : s;
+  }
+  m->in = in; m->weight = w; m->bias = b; m->gweight = gw; m->gbias = gb;
+  return DT_OK;
+}
+
+DTDEF dt_module *dt_linear(int64_t in_features, int64_t out_features) {
+  const char *op = "dt_linear";
+  dt_module *m;
+  if (in_features < 0 || out_features <= 0) {
+    dt__fail(DT_ERR_SHAPE, "%s: expected in_features >= 0 (0: lazy) and out_features > 0, got %lld and %lld", op,
+             (long long)in_features, (long long)out_features);
+    return NULL;
+  }
+  if (in_features > ((int64_t)1 << 40) || out_features > ((int64_t)1 << 40) ||
+      (in_features > 0 && out_features > (INT64_MAX / 8) / in_features)) {
+    dt__fail(DT_ERR_SHAPE, "%s: %lld x %lld weights are too large", op, (long long)out_features, (long long)in_features);
+    return NULL;
+  }
+  if (!(m = dt__module_new(op, DT__M_LINEAR))) return NULL;
+  m->out = out_features;
+  if (in_features > 0 && dt__linear_init(op, m, in_features) != DT_OK) { DT_FREE(m); return NULL; }
+  return m;
+}
+
+DTDEF dt_module *dt_relu_layer(void) { return dt__module_new("dt_relu_layer", DT__M_RELU); }
+DTDEF dt_module *dt_sequential(void) {
+  dt_module *m = dt__module_new("dt_sequential", DT__M_SEQ);
+  if (m) m->height = 1;
+  return m;
+}
+
+static int dt__module_has_params(const dt_module *m) {
+  int i;
+  if (m->kind == DT__M_LINEAR) return m->weight != NULL;
+  if (m->kind == DT__M_SEQ)
+    for (i = 0; i < m->n; i++) if (dt__module_has_params(m->layers[i])) return 1;
+  return 0;
+}
+
+/* Sets the device and dtype of a module whose parameters (if any) are already there. */
+static void dt__module_set_place(dt_module *m, dt_device d, dt_dtype t) {
+  int i;
+  m->device = d; m->dtype = t;
+  if (m->kind == DT__M_SEQ) for (i = 0; i < m->n; i++) dt__module_set_place(m->layers[i], d, t);
+}
+
+DTDEF void dt_module_free(dt_module *m) {
+  int i;
+  if (!m) return;
+  if (m->parent) { dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_module_free: m belongs to a sequential, which frees it"); return; }
+  dt_release(m->weight); dt_release(m->bias); dt_release(m->gweight); dt_release(m->gbias); dt_release(m->input);
+  for (i = 0; i < m->n; i++) { m->layers[i]->parent = NULL; dt_module_free(m->layers[i]); } /* at most DT_MODULE_MAX_DEPTH deep */
+  if (m->layers) DT_FREE(m->layers);
+  if (m->names) DT_FREE(m->names);
+  if (m->name_pool) DT_FREE(m->name_pool);
+  if (m->params) DT_FREE(m->params);
+  if (m->grads) DT_FREE(m->grads);
+  DT_FREE(m);
+}
+
+/* The outermost sequential that holds m (m itself when none does), and how many sequentials
+   lie on the way from it to m, m included when it is one: at most DT_MODULE_MAX_DEPTH steps. */
+static dt_module *dt__module_root(dt_module *m, int *depth) {
+  int d = m->kind == DT__M_SEQ;
+  while (m->parent) { m = m->parent; d++; }
+  if (depth) *depth = d;
+  return m;
+}
+
+DTDEF dt_status dt_sequential_add(dt_module *seq, dt_module *layer) {
+  const char *op = "dt_sequential_add";
+  char a[48], b[48];
+  dt_module *root, *up;
+  int depth;
+  /* not freed on these two failures: its owner, or seq itself, still holds it */
+  if (layer && layer->parent) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: layer already belongs to a sequential (a module has one owner)", op);
+  if (layer && seq) /* layer holds seq when it is seq or one of the sequentials above it */
+    for (up = seq; up; up = up->parent)
+      if (up == layer) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: cannot add a sequential to itself or to one of its own layers", op);
+  if (!seq) { dt_module_free(layer); return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: seq is NULL", op); }
+  if (!layer) { /* usually dt_sequential_add(net, dt_linear(...)) whose constructor failed: keep its reason */
+    char prev[sizeof dt__err_msg];
+    dt_status ps = dt__err_status;
+    if (ps == DT_OK) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: layer is NULL", op);
+    memcpy(prev, dt__err_msg, sizeof prev);
+    return dt__fail(ps, "%s: layer is NULL, after %.900s", op, prev);
+  }
+  if (seq->kind != DT__M_SEQ) { dt_module_free(layer); return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: seq is not a sequential", op); }
+  root = dt__module_root(seq, &depth);
+  if (depth + layer->height > DT_MODULE_MAX_DEPTH) {
+    dt_status s = dt__fail(DT_ERR_INVALID_ARGUMENT,
+                           "%s: sequentials nest at most %d deep (DT_MODULE_MAX_DEPTH), but seq is %d deep and the layer "
+                           "holds %d more, which would make %d", op, DT_MODULE_MAX_DEPTH, depth, layer->height, depth + layer->height);
+    dt_module_free(layer);
+    return s;
+  }
+  /* the whole network, from its outermost sequential down, is on one device in one dtype */
+  if (dt__module_has_params(layer) && !dt_device_equal(layer->device, root->device)) {
+    if (dt__module_has_params(root)) {
+      dt_status s = dt__fail(DT_ERR_DEVICE_MISMATCH, "%s: the layer is on %s but the sequential is on %s (move one with dt_module_to)",
+                             op, dt_device_str(layer->device, a, sizeof a), dt_device_str(root->device, b, sizeof b));
+      dt_module_free(layer);
+      return s;
+    }
+    dt__module_set_place(root, layer->device, layer->dtype); /* nothing to move yet: follow the layer */
+  }
+  if (dt__module_has_params(layer) && layer->dtype != root->dtype) {
+    if (dt__module_has_params(root)) {
+      dt_status s = dt__fail(DT_ERR_DTYPE, "%s: the layer is %s but the sequential is %s", op,
+                             dt_dtype_name(layer->dtype), dt_dtype_name(root->dtype));
+      dt_module_free(layer);
+      return s;
+    }
+    dt__module_set_place(root, root->device, layer->dtype);
+  }
+  if (seq->n == seq->cap) {
+    int cap = seq->cap ? seq->cap * 2 : 8;
+    dt_module **l = seq->cap > INT_MAX / 2 ? NULL : (dt_module **)DT_MALLOC(sizeof(dt_module *) * (size_t)cap);
+    if (!l) { dt_module_free(layer); return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); }
+    if (seq->n) memcpy(l, seq->layers, sizeof(dt_module *) * (size_t)seq->n);
+    if (seq->layers) DT_FREE(seq->layers);
+    seq->layers = l; seq->cap = cap;
+  }
+  dt__module_set_place(layer, seq->device, seq->dtype); /* a layer without parameters holds no data */
+  seq->layers[seq->n++] = layer;
+  layer->parent = seq;
+  /* the heights above it: each step stops at the first sequential already as high */
+  for (up = seq; up && up->height < layer->height + 1; layer = up, up = up->parent) up->height = layer->height + 1;
+  return DT_OK;
+}
+
+DTDEF dt_module *dt_sequential_get(dt_module *seq, int i) {
+  if (!seq) { dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_sequential_get: seq is NULL"); return NULL; }
+  if (seq->kind != DT__M_SEQ) { dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_sequential_get: seq is not a sequential"); return NULL; }
+  if (i < -seq->n || i >= seq->n) {
+    dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_sequential_get: index %d out of range for %d layers", i, seq->n);
+    return NULL;
+  }
+  return seq->layers[i < 0 ? i + seq->n : i];
+}
+
+DTDEF int dt_sequential_len(const dt_module *seq) {
+  if (!seq || seq->kind != DT__M_SEQ) { dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_sequential_len: seq is not a sequential"); return -1; }
+  return seq->n;
+}
+
+DTDEF dt_device dt_module_device(const dt_module *m) {
+  if (!m) { dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_module_device: m is NULL"); return dt_cpu(); }
+  return m->device;
+}
+
+/* Every parameter slot of m (weights, biases and grads), in state_dict order. */
+static int dt__module_slots(dt_module *m, dt_tensor ***slots, int cap, int at) {
+  int i;
+  if (m->kind == DT__M_LINEAR && m->weight) {
+    if (at + 4 <= cap) { slots[at] = &m->weight; slots[at + 1] = &m->bias; slots[at + 2] = &m->gweight; slots[at + 3] = &m->gbias; }
+    return at + 4;
+  }
+  if (m->kind == DT__M_SEQ) for (i = 0; i < m->n; i++) at = dt__module_slots(m->layers[i], slots, cap, at);
+  return at;
+}
+
+static void dt__module_drop_saved(dt_module *m) {
+  int i;
+  dt_release(m->input); m->input = NULL; m->out_shape.ndim = -1; m->nograd_fwd = 0;
+  if (m->kind == DT__M_SEQ) for (i = 0; i < m->n; i++) dt__module_drop_saved(m->layers[i]);
+}
+
+/* Converts every parameter and grad with `conv`; all or nothing. */
+static dt_status dt__module_convert(const char *op, dt_module *m, dt_device d, dt_dtype t) {
+  dt_tensor ***slots, **fresh;
+  int n = dt__module_slots(m, NULL, 0, 0), i;
+  slots = n ? (dt_tensor ***)DT_MALLOC(sizeof(dt_tensor **) * (size_t)n) : NULL;
+  fresh = n ? (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)n) : NULL;
+  if (n && (!slots || !fresh)) {
+    if (slots) DT_FREE(slots);
+    if (fresh) DT_FREE(fresh);
+    return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+  }
+  dt__module_slots(m, slots, n, 0);
+  for (i = 0; i < n; i++) {
+    dt_tensor *moved = dt_to(*slots[i], d);
+    fresh[i] = moved && dt_dtype_of(moved) != t ? dt_cast(moved, t) : moved;
+    if (fresh[i] != moved) dt_release(moved);
+    if (!fresh[i]) {
+      dt_status s = dt_last_status();
+      while (i-- > 0) dt_release(fresh[i]);
+      DT_FREE(slots); DT_FREE(fresh);
+      return s;
+    }
+  }
+  for (i = 0; i < n; i++) { dt_release(*slots[i]); *slots[i] = fresh[i]; }
+  if (n) { DT_FREE(slots); DT_FREE(fresh); }
+  dt__module_drop_saved(m);
+  dt__module_set_place(m, d, t);
+  return DT_OK;
+}
+
+/* A layer of a sequential moves with it: moving it alone would make a module
+   whose parameters sit on two devices (or in two dtypes). Staying put is fine. */
+static dt_status dt__module_check_borrowed(const char *op, const dt_module *m, dt_device d, dt_dtype t) {
+  char a[48], b[48];
+  if (!m->parent || (dt_device_equal(d, m->device) && t == m->dtype)) return DT_OK;
+  return dt__fail(DT_ERR_INVALID_ARGUMENT,
+                  "%s: m is a layer of a sequential (on %s, %s); move the sequential that holds it, so that all its "
+                  "parameters stay on one device in one dtype (asked for %s, %s)",
+                  op, dt_device_str(m->device, a, sizeof a), dt_dtype_name(m->dtype), dt_device_str(d, b, sizeof b),
+                  dt_dtype_name(t));
+}
+
+DTDEF dt_status dt_module_to(dt_module *m, dt_device d) {
+  dt_status s;
+  if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_module_to: m is NULL");
+  if ((s = dt__check_device("dt_module_to", d)) != DT_OK) return s;
+  if ((s = dt__module_check_borrowed("dt_module_to", m, d, m->dtype)) != DT_OK) return s;
+  return dt__module_convert("dt_module_to", m, d, m->dtype);
+}
+
+DTDEF dt_status dt_module_to_dtype(dt_module *m, dt_dtype t) {
+  dt_status s;
+  if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_module_to_dtype: m is NULL");
+  if (!dt__is_float(t)) return dt__fail(DT_ERR_DTYPE, "dt_module_to_dtype: parameters are float32 or float64, not %s", dt_dtype_name(t));
+  if ((s = dt__module_check_borrowed("dt_module_to_dtype", m, m->device, t)) != DT_OK) return s;
+  return dt__module_convert("dt_module_to_dtype", m, m->device, t);
+}
+
+/* Walks m's parameters in state_dict order, names as PyTorch's ("0.weight"): counts them in
+   *count and their names' bytes (NULs included) in *bytes, and when root->names is set, fills
+   root's table. prefix (DT__NAME_MAX bytes) holds plen bytes of the name so far; a name never
+   runs past it, as sequentials nest at most DT_MODULE_MAX_DEPTH deep. */
+static void dt__params_walk(dt_module *root, dt_module *m, char *prefix, size_t plen, int *count, size_t *bytes) {
+  int i;
+  if (m->kind == DT__M_LINEAR) {
+    int k;
+    for (k = 0; k < 2; k++) {
+      size_t len = plen + (k ? 4 : 6);
+      if (root->names && *count < root->nparams) {
+        char *name = root->name_pool + *bytes;
+        memcpy(name, prefix, plen);
+        memcpy(name + plen, k ? "bias" : "weight", len - plen + 1);
+        root->names[*count] = name;
+        root->params[*count] = k ? m->bias : m->weight;
+        root->grads[*count] = k ? m->gbias : m->gweight;
+        m->gshared = 1; /* seen from outside the layer now: zeroed at once from here on */
+      }
+      (*count)++;
+      *bytes += len + 1;
+    }
+  } else if (m->kind == DT__M_SEQ) {
+    for (i = 0; i < m->n; i++) {
+      int w = snprintf(prefix + plen, DT__NAME_MAX - plen, "%d.", i);
+      dt__params_walk(root, m->layers[i], prefix, plen + (size_t)w, count, bytes);
+    }
+  }
+}
+
+static void dt__params_free(dt_module *m) {
+  if (m->names) DT_FREE(m->names);
+  if (m->name_pool) DT_FREE(m->name_pool);
+  if (m->params) DT_FREE(m->params);
+  if (m->grads) DT_FREE(m->grads);
+  m->names = NULL; m->name_pool = NULL; m->params = m->grads = NULL; m->nparams = 0; m->pool_bytes = 0;
+}
+
+enum { DT__G_ZERO, DT__G_SETTLE, DT__G_SGD }; /* what dt__grads_walk does */
+static dt_status dt__grads_walk(dt_module *m, int what, double lr);
+
+/* Rebuilds m's parameter table: names as PyTorch's state_dict ("0.weight"), as long as they are.
+   While the count and the names' bytes stay, the table stays where it is (a name handed out
+   by dt_module_param stays valid). The table hands out the grads: pending zeros (gzero) are
+   written first, and the layers are marked gshared. */
+static dt_status dt__params_build(const char *op, dt_module *m) {
+  dt_status s;
+  int count = 0;
+  size_t bytes = 0;
+  char prefix[DT__NAME_MAX];
+  dt_module probe = *m;
+  probe.names = NULL;
+  dt__params_walk(&probe, m, prefix, 0, &count, &bytes);
+  if (count > 0 && (s = dt__grads_walk(m, DT__G_SETTLE, 0.0)) != DT_OK) return s; /* the table hands out grads */
+  if (count == m->nparams && bytes == m->pool_bytes && m->names) {
+    count = 0; bytes = 0;
+    dt__params_walk(m, m, prefix, 0, &count, &bytes);
+    return DT_OK;
+  }
+  dt__params_free(m);
+  if (count == 0) return DT_OK;
+  m->names = (char **)DT_MALLOC(sizeof(char *) * (size_t)count);
+  m->name_pool = (char *)DT_MALLOC(bytes);
+  m->params = (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)count);
+  m->grads = (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)count);
+  if (!m->names || !m->name_pool || !m->params || !m->grads) {
+    dt__params_free(m);
+    return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+  }
+  m->nparams = count; m->pool_bytes = bytes;
+  count = 0; bytes = 0;
+  dt__params_walk(m, m, prefix, 0, &count, &bytes);
+  return DT_OK;
+}
+
+DTDEF int dt_module_num_params(const dt_module *m) {
+  int count = 0;
+  size_t bytes = 0;
+  char prefix[DT__NAME_MAX];
+  dt_module probe;
+  if (!m) { dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_module_num_params: m is NULL"); return -1; }
+  probe = *m; probe.names = NULL;
+  dt__params_walk(&probe, (dt_module *)m, prefix, 0, &count, &bytes);
+  return count;
+}
+
+DTDEF dt_tensor *dt_module_param(dt_module *m, int i, const char **name) {
+  const char *op = "dt_module_param";
+  if (name) *name = NULL;
+  if (!m) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op); return NULL; }
+  if (dt__params_build(op, m) != DT_OK) return NULL;
+  if (i < 0 || i >= m->nparams) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: index %d out of range for %d parameters", op, i, m->nparams); return NULL; }
+  if (name) *name = m->names[i];
+  if (!m->params[i]) dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s is not initialised yet (a lazy layer: run a forward first)", op, m->names[i]);
+  return m->params[i];
+}
+
+DTDEF dt_tensor *dt_module_grad(dt_module *m, int i) {
+  const char *op = "dt_module_grad";
+  if (!m) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op); return NULL; }
+  if (dt__params_build(op, m) != DT_OK) return NULL;
+  if (i < 0 || i >= m->nparams) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: index %d out of range for %d parameters", op, i, m->nparams); return NULL; }
+  if (!m->grads[i]) dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s is not initialised yet (a lazy layer: run a forward first)", op, m->names[i]);
+  return m->grads[i];
+}
+
+DTDEF dt_tensor *dt_linear_weight(dt_module *m) {
+  if (!m || m->kind != DT__M_LINEAR) { dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_linear_weight: m is not a linear layer"); return NULL; }
+  if (!m->weight) dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_linear_weight: a lazy layer has no weight before its first forward");
+  return m->weight;
+}
+DTDEF dt_tensor *dt_linear_bias(dt_module *m) {
+  if (!m || m->kind != DT__M_LINEAR) { dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_linear_bias: m is not a linear layer"); return NULL; }
+  if (!m->bias) dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_linear_bias: a lazy layer has no bias before its first forward");
+  return m->bias;
+}
+
+/* 1 when m is or holds a linear layer (lazy or not). */
+static int dt__module_has_linear(const dt_module *m) {
+  int i;
+  if (m->kind == DT__M_LINEAR) return 1;
+  for (i = 0; i < m->n; i++) if (dt__module_has_linear(m->layers[i])) return 1;
+  return 0;
+}

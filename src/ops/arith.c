@@ -1,0 +1,324 @@
+/* The broadcast geometry of a op b (NumPy's rules), with dims merged where
+   both operands run contiguously across them. */
+static dt_status dt__broadcast(const char *op, const dt_shape *a, const dt_shape *b, dt_shape *out, dt__bcast *g) {
+  int nd = a->ndim > b->ndim ? a->ndim : b->ndim, i, k, big = 0;
+  uint64_t as = 1, bs = 1, n = 1; /* unsigned: empty operands may have huge dims, and wrapping is defined */
+  dt__bcast full;
+  memset(&full, 0, sizeof full);
+  *out = dt_shape0();
+  out->ndim = nd;
+  for (i = nd - 1; i >= 0; i--) {
+    int ia = i - (nd - a->ndim), ib = i - (nd - b->ndim);
+    int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1, d;
+    if (da != db && da != 1 && db != 1) {
+      char x[200], y[200];
+      return dt__fail(DT_ERR_SHAPE, "%s: shapes %s and %s cannot be broadcast: a has %lld and b has %lld at dimension %d",
+                      op, dt__shape_str(a, x, sizeof x), dt__shape_str(b, y, sizeof y), (long long)da, (long long)db, i);
+    }
+    d = da == 1 ? db : da;
+    out->dims[i] = d;
+    full.dims[i] = d;
+    full.astride[i] = (da == 1 && d != 1) ? 0 : (int64_t)as;
+    full.bstride[i] = (db == 1 && d != 1) ? 0 : (int64_t)bs;
+    if (d != 0 && n > (uint64_t)INT64_MAX / (uint64_t)d) big = 1;
+    as *= (uint64_t)da; bs *= (uint64_t)db; n *= (uint64_t)d;
+  }
+  memset(g, 0, sizeof *g);
+  if (n == 0 || big) { /* nothing to compute, or a shape too large that dt__new refuses */
+    g->ndim = 1; g->numel = 0; g->astride[0] = 1; g->bstride[0] = 1;
+    return DT_OK;
+  }
+  /* merge: drop size-1 dims, join a dim into the next when both strides chain */
+  g->numel = (int64_t)n;
+  k = 0;
+  for (i = 0; i < nd; i++) {
+    if (full.dims[i] == 1) continue;
+    if (k > 0 && g->astride[k - 1] == full.astride[i] * full.dims[i] && g->bstride[k - 1] == full.bstride[i] * full.dims[i]) {
+      g->dims[k - 1] *= full.dims[i];
+      g->astride[k - 1] = full.astride[i];
+      g->bstride[k - 1] = full.bstride[i];
+      continue;
+    }
+    g->dims[k] = full.dims[i]; g->astride[k] = full.astride[i]; g->bstride[k] = full.bstride[i];
+    k++;
+  }
+  if (k == 0) { k = 1; g->dims[0] = 1; g->astride[0] = 1; g->bstride[0] = 1; }
+  g->ndim = k;
+  g->contiguous = (k == 1 && g->astride[0] == 1 && g->bstride[0] == 1);
+  return DT_OK;
+}
+
+static dt_tensor *dt__binary(const char *op, dt__binary_op bop, const dt_tensor *a, const dt_tensor *b) {
+  dt_shape s;
+  dt__bcast g;
+  dt_tensor *y;
+  if (dt__check_tensor(op, "a", a) != DT_OK || dt__check_tensor(op, "b", b) != DT_OK) return NULL;
+  if (dt__same_device(op, "a", a, "b", b) != DT_OK || dt__same_dtype(op, "a", a, "b", b) != DT_OK) return NULL;
+  if ((bop == DT__B_DIV || bop == DT__B_RELU_GRAD) && dt__float_only(op, "a", a) != DT_OK) return NULL;
+  if (dt__no_arith(op, "a", a) != DT_OK) return NULL;
+  if (dt__broadcast(op, &a->shape, &b->shape, &s, &g) != DT_OK) return NULL;
+  if (!(y = dt__new(op, s, a->dtype, a->st->device))) return NULL;
+  if (y->numel == 0) return y;
+  return dt__done(op, y, dt__be(a->st->device)->binary(a->st->device.index, bop, a->dtype, &g, a->st->ptr, b->st->ptr, y->st->ptr));
+}
+
+DTDEF dt_tensor *dt_add(const dt_tensor *a, const dt_tensor *b) { return dt__binary("dt_add", DT__B_ADD, a, b); }
+DTDEF dt_tensor *dt_sub(const dt_tensor *a, const dt_tensor *b) { return dt__binary("dt_sub", DT__B_SUB, a, b); }
+DTDEF dt_tensor *dt_mul(const dt_tensor *a, const dt_tensor *b) { return dt__binary("dt_mul", DT__B_MUL, a, b); }
+DTDEF dt_tensor *dt_div(const dt_tensor *a, const dt_tensor *b) { return dt__binary("dt_div", DT__B_DIV, a, b); }
+
+/* y = op(a). Integer tensors take AFFINE with integral p0, p1 and NEG. */
+static dt_tensor *dt__unary(const char *op, dt__unary_op uop, const dt_tensor *a, double p0, double p1) {
+  dt_tensor *y;
+  if (dt__check_tensor(op, "a", a) != DT_OK) return NULL;
+  if (!dt__is_float(a->dtype)) {
+    if (uop != DT__U_AFFINE && uop != DT__U_NEG && uop != DT__U_ABS) { dt__float_only(op, "a", a); return NULL; }
+    if (dt__no_arith(op, "a", a) != DT_OK) return NULL;
+    if (uop == DT__U_AFFINE && (p0 != floor(p0) || p1 != floor(p1) || fabs(p0) > 9e15 || fabs(p1) > 9e15)) {
+      /* the offending scalar: p0 (dt_mul_scalar's) unless it is fine */
+      double bad = p0 != floor(p0) || fabs(p0) > 9e15 ? p0 : p1;
+      dt__fail(DT_ERR_DTYPE, "%s: a is %s, so the scalar must be a whole number within +-9e15, got %g", op,
+               dt_dtype_name(a->dtype), bad);
+      return NULL;
+    }
+  }
+  if (!(y = dt__new_like(op, a, a->dtype))) return NULL;
+  if (y->numel == 0) return y;
+  return dt__done(op, y, dt__be(a->st->device)->unary(a->st->device.index, uop, a->dtype, a->numel, a->st->ptr, y->st->ptr, p0, p1));
+}
+
+DTDEF dt_tensor *dt_add_scalar(const dt_tensor *a, double s) { return dt__unary("dt_add_scalar", DT__U_AFFINE, a, 1.0, s); }
+DTDEF dt_tensor *dt_mul_scalar(const dt_tensor *a, double s) { return dt__unary("dt_mul_scalar", DT__U_AFFINE, a, s, 0.0); }
+DTDEF dt_tensor *dt_exp(const dt_tensor *a) { return dt__unary("dt_exp", DT__U_EXP, a, 0, 0); }
+DTDEF dt_tensor *dt_log(const dt_tensor *a) { return dt__unary("dt_log", DT__U_LOG, a, 0, 0); }
+DTDEF dt_tensor *dt_sqrt(const dt_tensor *a) { return dt__unary("dt_sqrt", DT__U_SQRT, a, 0, 0); }
+DTDEF dt_tensor *dt_neg(const dt_tensor *a) { return dt__unary("dt_neg", DT__U_NEG, a, 0, 0); }
+DTDEF dt_tensor *dt_relu(const dt_tensor *a) { return dt__unary("dt_relu", DT__U_RELU, a, 0, 0); }
+
+/* Row-major batched matmul with the shapes already checked; y is made here. */
+static dt_tensor *dt__gemm(const char *op, const dt_tensor *a, const dt_tensor *b, int ta, int tb, int64_t batch,
+                           int64_t m, int64_t n, int64_t k, int64_t sa, int64_t sb, dt_shape ys) {
+  dt_tensor *y = dt__new(op, ys, a->dtype, a->st->device);
+  if (!y || y->numel == 0) return y;
+  return dt__done(op, y, dt__be(a->st->device)->gemm(a->st->device.index, a->dtype, ta, tb, batch, m, n, k, 1.0,
+                                                     a->st->ptr, sa, b->st->ptr, sb, 0.0, y->st->ptr, m * n));
+}
+
+DTDEF dt_tensor *dt_matmul(const dt_tensor *a, const dt_tensor *b) {
+  const char *op = "dt_matmul";
+  int na, nb;
+  int64_t batch = 1, m, k, k2, n, sa, sb;
+  dt_shape ys = dt_shape0();
+  char x[200], y[200];
+  if (dt__check_tensor(op, "a", a) != DT_OK || dt__check_tensor(op, "b", b) != DT_OK) return NULL;
+  if (dt__same_device(op, "a", a, "b", b) != DT_OK || dt__same_dtype(op, "a", a, "b", b) != DT_OK) return NULL;
+  if (dt__float_only(op, "a", a) != DT_OK) return NULL;
+  na = a->shape.ndim; nb = b->shape.ndim;
+  if (na < 1 || na > 3 || nb < 1 || nb > 3 || (na == 1 && nb == 3) || (na == 3 && nb == 1)) {
+    dt__fail(DT_ERR_SHAPE, "%s: expected (m, k) @ (k, n), (b, m, k) @ (b, k, n) or vectors, got %s and %s", op,
+             dt__shape_str(&a->shape, x, sizeof x), dt__shape_str(&b->shape, y, sizeof y));
+    return NULL;
+  }
+  /* a: (m, k) or (k,) as (1, k) or (batch, m, k) */
+  m = na == 1 ? 1 : a->shape.dims[na - 2];
+  k = a->shape.dims[na - 1];
+  /* b: (k, n) or (k,) as (k, 1) or (batch, k, n) */
+  k2 = nb == 1 ? b->shape.dims[0] : b->shape.dims[nb - 2];
+  n = nb == 1 ? 1 : b->shape.dims[nb - 1];
+  if (k != k2) {
+    dt__fail(DT_ERR_SHAPE, "%s: shapes %s and %s cannot be multiplied (%lld != %lld)", op,
+             dt__shape_str(&a->shape, x, sizeof x), dt__shape_str(&b->shape, y, sizeof y), (long long)k, (long long)k2);
+    return NULL;
+  }
+  sa = (int64_t)((uint64_t)m * (uint64_t)k); sb = (int64_t)((uint64_t)k * (uint64_t)n); /* wrap-safe for empty operands */
+  if (na == 3 || nb == 3) {
+    int64_t ba = na == 3 ? a->shape.dims[0] : 1, bb = nb == 3 ? b->shape.dims[0] : 1;
+    if (na == 3 && nb == 3 && ba != bb) {
+      dt__fail(DT_ERR_SHAPE, "%s: batch sizes differ: %s and %s", op, dt__shape_str(&a->shape, x, sizeof x),
+               dt__shape_str(&b->shape, y, sizeof y));
+      return NULL;
+    }
+    batch = na == 3 ? ba : bb;
+    if (na != 3) sa = 0;
+    if (nb != 3) sb = 0;
+    ys = dt_shape3(batch, m, n);
+  } else if (na == 2 && nb == 2) ys = dt_shape2(m, n);
+  else if (na == 2) ys = dt_shape1(m);
+  else if (nb == 2) ys = dt_shape1(n);
+  return dt__gemm(op, a, b, 0, 0, batch, m, n, k, sa, sb, ys);
+}
+
+DTDEF dt_tensor *dt_transpose(const dt_tensor *a) {
+  const char *op = "dt_transpose";
+  dt__bcast g;
+  dt_tensor *y;
+  char sb[200];
+  if (dt__check_tensor(op, "a", a) != DT_OK) return NULL;
+  if (a->shape.ndim != 2) {
+    dt__fail(DT_ERR_SHAPE, "%s: expected a 2-d tensor, got shape %s", op, dt__shape_str(&a->shape, sb, sizeof sb));
+    return NULL;
+  }
+  if (!(y = dt__new(op, dt_shape2(a->shape.dims[1], a->shape.dims[0]), a->dtype, a->st->device))) return NULL;
+  if (y->numel == 0) return y;
+  /* y: (n, m), y[j, i] = a[i, j] at i * n + j */
+  memset(&g, 0, sizeof g);
+  g.ndim = 2; g.numel = y->numel;
+  g.dims[0] = a->shape.dims[1]; g.dims[1] = a->shape.dims[0];
+  g.astride[0] = 1; g.astride[1] = a->shape.dims[1];
+  return dt__done(op, y, dt__be(a->st->device)->binary(a->st->device.index, DT__B_COPY_A, a->dtype, &g, a->st->ptr, a->st->ptr, y->st->ptr));
+}
+
+DTDEF dt_tensor *dt_reshape(const dt_tensor *a, dt_shape s) {
+  const char *op = "dt_reshape";
+  int i, infer = -1;
+  int64_t known = 1, numel = 0;
+  char x[200], y[200];
+  if (dt__check_tensor(op, "a", a) != DT_OK) return NULL;
+  if (s.ndim < 0 || s.ndim > DT_MAX_DIMS) {
+    dt__fail(DT_ERR_SHAPE, "%s: a shape has 0 to %d dimensions, got %d", op, DT_MAX_DIMS, s.ndim);
+    return NULL;
+  }
+  for (i = 0; i < s.ndim; i++) {
+    if (s.dims[i] == -1 && infer < 0) { infer = i; continue; }
+    if (s.dims[i] < 0) {
+      dt__fail(DT_ERR_SHAPE, "%s: invalid dimension %lld in shape %s", op, (long long)s.dims[i], dt__shape_str(&s, x, sizeof x));
+      return NULL;
+    }
+    if (s.dims[i] != 0 && known > INT64_MAX / s.dims[i]) known = -1;
+    if (known >= 0) known *= s.dims[i];
+  }
+  if (infer >= 0) {
+    if (known <= 0 || a->numel % known != 0) {
+      dt__fail(DT_ERR_SHAPE, "%s: shape %s is invalid for %lld elements", op, dt__shape_str(&s, x, sizeof x), (long long)a->numel);
+      return NULL;
+    }
+    s.dims[infer] = a->numel / known;
+  }
+  if (dt__check_shape(op, &s, a->dtype, &numel, NULL) != DT_OK) return NULL;
+  if (numel != a->numel) {
+    dt__fail(DT_ERR_SHAPE, "%s: cannot reshape %s (%lld elements) to %s (%lld elements)", op,
+             dt__shape_str(&a->shape, x, sizeof x), (long long)a->numel, dt__shape_str(&s, y, sizeof y), (long long)numel);
+    return NULL;
+  }
+  DT__ATOMIC_ADD(&a->st->refs, 1);
+  return dt__wrap(op, a->st, &s, a->dtype, a->numel, a->nbytes);
+}
+
+static dt_tensor *dt__reduce(const char *op, dt__reduce_op rop, const dt_tensor *a, int64_t outer, int64_t len,
+                             int64_t inner, dt_shape ys) {
+  dt_tensor *y = dt__new(op, ys, a->dtype, a->st->device);
+  if (!y || y->numel == 0) return y;
+  return dt__done(op, y, dt__be(a->st->device)->reduce(a->st->device.index, rop, a->dtype, outer, len, inner, a->st->ptr, y->st->ptr));
+}
+
+static dt_tensor *dt__reduce_all(const char *op, dt__reduce_op rop, const dt_tensor *a) {
+  if (dt__check_tensor(op, "a", a) != DT_OK || dt__float_only(op, "a", a) != DT_OK) return NULL;
+  return dt__reduce(op, rop, a, 1, a->numel, 1, dt_shape0());
+}
+static dt_tensor *dt__sum_bytes(const char *op, const dt_tensor *a); /* issue 14 (h1): sum of U8/BOOL, I64 */
+DTDEF dt_tensor *dt_sum(const dt_tensor *a) {
+  if (a && (a->dtype == DT_U8 || a->dtype == DT_BOOL)) return dt__sum_bytes("dt_sum", a);
+  return dt__reduce_all("dt_sum", DT__R_SUM, a);
+}
+DTDEF dt_tensor *dt_mean(const dt_tensor *a) { return dt__reduce_all("dt_mean", DT__R_MEAN, a); }
+DTDEF dt_tensor *dt_norm(const dt_tensor *a) { return dt__reduce_all("dt_norm", DT__R_NORM, a); }
+
+DTDEF dt_tensor *dt_sum_dim(const dt_tensor *a, int dim) {
+  const char *op = "dt_sum_dim";
+  int nd, i, j;
+  uint64_t outer = 1, inner = 1; /* wrap-safe: an empty a may have huge dims; dt__new checks ys */
+  dt_shape ys = dt_shape0();
+  if (dt__check_tensor(op, "a", a) != DT_OK || dt__float_only(op, "a", a) != DT_OK) return NULL;
+  nd = a->shape.ndim;
+  if (nd == 0 || dim < -nd || dim >= nd) {
+    dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: dim %d out of range for a %d-d tensor", op, dim, nd);
+    return NULL;
+  }
+  if (dim < 0) dim += nd;
+  for (i = 0, j = 0; i < nd; i++) {
+    if (i < dim) outer *= (uint64_t)a->shape.dims[i];
+    if (i > dim) inner *= (uint64_t)a->shape.dims[i];
+    if (i != dim) ys.dims[j++] = a->shape.dims[i];
+  }
+  ys.ndim = nd - 1;
+  return dt__reduce(op, DT__R_SUM, a, (int64_t)outer, a->shape.dims[dim], (int64_t)inner, ys);
+}
+
+DTDEF dt_tensor *dt_cast(const dt_tensor *a, dt_dtype t) {
+  const char *op = "dt_cast";
+  dt_tensor *y;
+  if (dt__check_tensor(op, "a", a) != DT_OK || dt__check_dtype(op, t) != DT_OK) return NULL;
+  if (!(y = dt__new_like(op, a, t))) return NULL;
+  if (y->numel == 0) return y;
+  return dt__done(op, y, dt__be(a->st->device)->cast(a->st->device.index, a->dtype, t, a->numel, a->st->ptr, y->st->ptr));
+}
+
+DTDEF dt_tensor *dt_stack(const dt_tensor *const *ts, int n) {
+  const char *op = "dt_stack";
+  dt_shape s;
+  dt_tensor *y;
+  int i, k;
+  char name[24], other[24], a[200], b[200];
+  if (!ts) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: ts is NULL", op); return NULL; }
+  if (n <= 0) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: expected at least one tensor, got n = %d", op, n); return NULL; }
+  for (i = 0; i < n; i++) {
+    snprintf(name, sizeof name, "ts[%d]", i);
+    if (dt__check_tensor(op, name, ts[i]) != DT_OK) return NULL;
+  }
+  snprintf(other, sizeof other, "ts[0]");
+  for (i = 1; i < n; i++) { /* devices first, as every operation checks them */
+    snprintf(name, sizeof name, "ts[%d]", i);
+    if (dt__same_device(op, other, ts[0], name, ts[i]) != DT_OK) return NULL;
+  }
+  if (ts[0]->shape.ndim >= DT_MAX_DIMS) { dt__fail(DT_ERR_SHAPE, "%s: stacking %d-d tensors exceeds %d dims", op, ts[0]->shape.ndim, DT_MAX_DIMS); return NULL; }
+  for (i = 1; i < n; i++) {
+    snprintf(name, sizeof name, "ts[%d]", i);
+    if (dt__same_dtype(op, other, ts[0], name, ts[i]) != DT_OK) return NULL;
+    if (ts[i]->shape.ndim != ts[0]->shape.ndim || memcmp(ts[i]->shape.dims, ts[0]->shape.dims, sizeof(int64_t) * (size_t)ts[0]->shape.ndim) != 0) {
+      dt__fail(DT_ERR_SHAPE, "%s: ts[0] has shape %s but %s has shape %s", op, dt__shape_str(&ts[0]->shape, a, sizeof a), name,
+               dt__shape_str(&ts[i]->shape, b, sizeof b));
+      return NULL;
+    }
+  }
+  s = dt_shape0();
+  s.ndim = ts[0]->shape.ndim + 1;
+  s.dims[0] = n;
+  for (k = 0; k < ts[0]->shape.ndim; k++) s.dims[k + 1] = ts[0]->shape.dims[k];
+  if (!(y = dt__new(op, s, ts[0]->dtype, ts[0]->st->device))) return NULL;
+  for (i = 0; i < n; i++)
+    if (dt__copy_bytes(op, y->st->device, (char *)y->st->ptr + (size_t)i * ts[0]->nbytes, ts[i]->st->device, ts[i]->st->ptr, ts[i]->nbytes) != DT_OK) {
+      dt_release(y);
+      return NULL;
+    }
+  return y;
+}
+
+DTDEF dt_status dt_fill_(dt_tensor *t, double v) {
+  dt_status s;
+  if ((s = dt__check_tensor("dt_fill_", "t", t)) != DT_OK) return s;
+  if (t->numel == 0) return DT_OK;
+  return dt__run("dt_fill_", t->st->device, dt__be(t->st->device)->fill(t->st->device.index, t->dtype, t->numel, v, t->st->ptr));
+}
+
+/* Two tensors `an` and `bn` of op: valid, on one device, one floating dtype, one shape
+   (the checks in this order, each message naming both). */
+static dt_status dt__same_float_shape(const char *op, const char *an, const dt_tensor *a, const char *bn,
+                                      const dt_tensor *b) {
+  dt_status s;
+  char sa[200], sb[200];
+  if ((s = dt__check_tensor(op, an, a)) != DT_OK || (s = dt__check_tensor(op, bn, b)) != DT_OK) return s;
+  if ((s = dt__same_device(op, an, a, bn, b)) != DT_OK || (s = dt__same_dtype(op, an, a, bn, b)) != DT_OK) return s;
+  if ((s = dt__float_only(op, an, a)) != DT_OK) return s;
+  if (a->shape.ndim != b->shape.ndim || memcmp(a->shape.dims, b->shape.dims, sizeof(int64_t) * (size_t)a->shape.ndim) != 0)
+    return dt__fail(DT_ERR_SHAPE, "%s: %s has shape %s but %s has shape %s", op, an, dt__shape_str(&a->shape, sa, sizeof sa),
+                    bn, dt__shape_str(&b->shape, sb, sizeof sb));
+  return DT_OK;
+}
+
+DTDEF dt_status dt_axpy_(dt_tensor *y, double alpha, const dt_tensor *x) {
+  const char *op = "dt_axpy_";
+  dt_status s;
+  if ((s = dt__same_float_shape(op, "y", y, "x", x)) != DT_OK) return s;
+  if (y->numel == 0) return DT_OK;
+  return dt__run(op, y->st->device, dt__be(y->st->device)->axpy(y->st->device.index, y->dtype, y->numel, alpha, x->st->ptr, y->st->ptr));
+}

@@ -1,0 +1,115 @@
+/* dt_argmax/dt_argmin, dt_max_dim/dt_min_dim, dt_max/dt_min, dt_softmax/dt_log_softmax and
+   dt_cross_entropy with its gradient. Each works on the (outer, len, inner) geometry of its dim,
+   as dt_sum_dim does, through the backend's arg_reduce, softmax and cross_entropy. */
+
+/* t's geometry around `dim` (< 0 counts from the end; a 0-d t is (1, 1, 1) with dim 0 or -1),
+   and the shape with dim removed. */
+static dt_status dt__dim_geom(const char *op, const dt_tensor *t, int dim, int64_t *outer, int64_t *len,
+                              int64_t *inner, dt_shape *ys) {
+  int nd = t->shape.ndim, i, j, lo = nd ? -nd : -1, hi = nd ? nd - 1 : 0;
+  uint64_t o = 1, in = 1; /* wrap-safe: an empty t may have huge dims; dt__new checks ys */
+  if (dim < lo || dim > hi)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: dim %d out of range for a %d-d tensor (expected %d to %d)", op, dim, nd, lo, hi);
+  *ys = dt_shape0();
+  if (nd == 0) { *outer = *len = *inner = 1; return DT_OK; }
+  if (dim < 0) dim += nd;
+  for (i = 0, j = 0; i < nd; i++) {
+    if (i < dim) o *= (uint64_t)t->shape.dims[i];
+    if (i > dim) in *= (uint64_t)t->shape.dims[i];
+    if (i != dim) ys->dims[j++] = t->shape.dims[i];
+  }
+  ys->ndim = nd - 1;
+  *outer = (int64_t)o; *len = t->shape.dims[dim]; *inner = (int64_t)in;
+  return DT_OK;
+}
+
+/* values (idx 0) or indices (idx 1) of the max (min 0) or min (min 1) over dim; all: over every element */
+static dt_tensor *dt__arg_reduce(const char *op, int min, int idx, int all, const dt_tensor *t, int dim) {
+  int64_t outer = 1, len = 0, inner = 1;
+  dt_shape ys = dt_shape0();
+  dt_tensor *y;
+  char sb[200];
+  if (dt__check_tensor(op, "t", t) != DT_OK || dt__float_only(op, "t", t) != DT_OK) return NULL;
+  if (all) {
+    len = t->numel;
+    if (len == 0) {
+      dt__fail(DT_ERR_SHAPE, "%s: t has no elements (shape %s): the %s of nothing is undefined", op,
+               dt__shape_str(&t->shape, sb, sizeof sb), min ? "min" : "max");
+      return NULL;
+    }
+  } else {
+    if (dt__dim_geom(op, t, dim, &outer, &len, &inner, &ys) != DT_OK) return NULL;
+    if (len == 0) {
+      dt__fail(DT_ERR_SHAPE, "%s: expected reduction dim %d to have non-zero size, but t has shape %s", op, dim,
+               dt__shape_str(&t->shape, sb, sizeof sb));
+      return NULL;
+    }
+  }
+  if (!(y = dt__new(op, ys, idx ? DT_I64 : t->dtype, t->st->device))) return NULL;
+  if (y->numel == 0) return y;
+  return dt__done(op, y, dt__be(t->st->device)->arg_reduce(t->st->device.index, min, t->dtype, outer, len, inner, t->st->ptr,
+                                                           idx ? NULL : y->st->ptr, idx ? (int64_t *)y->st->ptr : NULL));
+}
+
+DTDEF dt_tensor *dt_argmax(const dt_tensor *t, int dim) { return dt__arg_reduce("dt_argmax", 0, 1, 0, t, dim); }
+DTDEF dt_tensor *dt_argmin(const dt_tensor *t, int dim) { return dt__arg_reduce("dt_argmin", 1, 1, 0, t, dim); }
+DTDEF dt_tensor *dt_max_dim(const dt_tensor *t, int dim) { return dt__arg_reduce("dt_max_dim", 0, 0, 0, t, dim); }
+DTDEF dt_tensor *dt_min_dim(const dt_tensor *t, int dim) { return dt__arg_reduce("dt_min_dim", 1, 0, 0, t, dim); }
+DTDEF dt_tensor *dt_max(const dt_tensor *t) { return dt__arg_reduce("dt_max", 0, 0, 1, t, 0); }
+DTDEF dt_tensor *dt_min(const dt_tensor *t) { return dt__arg_reduce("dt_min", 1, 0, 1, t, 0); }
+
+static dt_tensor *dt__softmax(const char *op, int lg, const dt_tensor *t, int dim) {
+  int64_t outer = 0, len = 0, inner = 0; /* set by dt__dim_geom (zeros: GCC -O3 cannot tell) */
+  dt_shape ys;
+  dt_tensor *y;
+  if (dt__check_tensor(op, "t", t) != DT_OK || dt__float_only(op, "t", t) != DT_OK) return NULL;
+  if (dt__dim_geom(op, t, dim, &outer, &len, &inner, &ys) != DT_OK) return NULL;
+  if (!(y = dt__new_like(op, t, t->dtype))) return NULL;
+  if (y->numel == 0) return y;
+  return dt__done(op, y, dt__be(t->st->device)->softmax(t->st->device.index, lg, t->dtype, outer, len, inner, t->st->ptr, y->st->ptr));
+}
+DTDEF dt_tensor *dt_softmax(const dt_tensor *t, int dim) { return dt__softmax("dt_softmax", 0, t, dim); }
+DTDEF dt_tensor *dt_log_softmax(const dt_tensor *t, int dim) { return dt__softmax("dt_log_softmax", 1, t, dim); }
+
+/* logits: (n, c) floating, target: I64 (n,), on one device; on the CPU every label in [0, c). */
+static dt_tensor *dt__cross_entropy(const char *op, int grad, const dt_tensor *logits, const dt_tensor *target) {
+  int64_t n, c;
+  dt_tensor *y;
+  char sa[200], sb[200];
+  if (dt__check_tensor(op, "logits", logits) != DT_OK || dt__check_tensor(op, "target", target) != DT_OK) return NULL;
+  if (dt__same_device(op, "logits", logits, "target", target) != DT_OK) return NULL;
+  if (dt__float_only(op, "logits", logits) != DT_OK) return NULL;
+  if (target->dtype != DT_I64) {
+    dt__fail(DT_ERR_DTYPE, "%s: target must be int64 (class indices), got %s", op, dt_dtype_name(target->dtype));
+    return NULL;
+  }
+  if (logits->shape.ndim != 2 || target->shape.ndim != 1 || target->shape.dims[0] != logits->shape.dims[0]) {
+    dt__fail(DT_ERR_SHAPE, "%s: expected logits (n, c) and target (n,), got %s and %s", op,
+             dt__shape_str(&logits->shape, sa, sizeof sa), dt__shape_str(&target->shape, sb, sizeof sb));
+    return NULL;
+  }
+  n = logits->shape.dims[0]; c = logits->shape.dims[1];
+  if (logits->st->device.type == DT_CPU) { /* host memory: every label checked now (the GPU checks on the device) */
+    const int64_t *lab = (const int64_t *)target->st->ptr;
+    int64_t i;
+    for (i = 0; i < n; i++)
+      if (lab[i] < 0 || lab[i] >= c) {
+        dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: target[%lld] = %lld is out of range for %lld classes (expected 0 <= label < %lld)",
+                 op, (long long)i, (long long)lab[i], (long long)c, (long long)c);
+        return NULL;
+      }
+  }
+  if (!(y = dt__new(op, grad ? logits->shape : dt_shape0(), logits->dtype, logits->st->device))) return NULL;
+  if (n == 0) { /* the mean of no losses is NaN, as PyTorch's; the gradient is empty */
+    if (grad || y->numel == 0) return y;
+    return dt__done(op, y, dt__be(y->st->device)->fill(y->st->device.index, y->dtype, 1, NAN, y->st->ptr));
+  }
+  return dt__done(op, y, dt__be(logits->st->device)->cross_entropy(logits->st->device.index, grad, logits->dtype, n, c, logits->st->ptr,
+                                                                   (const int64_t *)target->st->ptr, y->st->ptr));
+}
+DTDEF dt_tensor *dt_cross_entropy(const dt_tensor *logits, const dt_tensor *target) {
+  return dt__cross_entropy("dt_cross_entropy", 0, logits, target);
+}
+DTDEF dt_tensor *dt_cross_entropy_grad(const dt_tensor *logits, const dt_tensor *target) {
+  return dt__cross_entropy("dt_cross_entropy_grad", 1, logits, target);
+}

@@ -1,0 +1,242 @@
+/* dt_trainer_fit with num_gpus > 1 in one process: a replica of the model on each kept
+   GPU (the model itself on the first), each minibatch split in contiguous parts, one
+   per replica; each replica's loss gradient is weighted by its share of the rows, the
+   parameter gradients are summed over the replicas (NCCL's grouped all-reduce when
+   devtensor_cuda.cu has NCCL, else copies through the first GPU), and every replica
+   takes the same SGD step, so the replicas stay identical and the run equals one GPU
+   on the same minibatches to float rounding. With tr->optimizer (made on the caller's
+   model) the first replica takes the optimizer's step and its parameters are then
+   broadcast to the others (NCCL's grouped broadcast, or copies). Each replica sums its
+   part's loss and right answers on its own GPU; at the epoch's end they are added into
+   the first GPU's sums by device-to-device copies, so the epoch still has one read.
+   Work is queued on each GPU's own stream, so the replicas run at the same time. */
+typedef struct dt__replicas {
+  int n;                  /* replicas; 0 when training on one device */
+  dt_module *m[8];        /* m[0] is the caller's model, the others clones */
+  dt__tr_sums sums[8];    /* each replica's loss and right answers on its GPU (sums[0]: the trainer's own, borrowed) */
+  dt_device dev[8];
+  int idx[8];             /* device indices, for the backend */
+  void *comm[8];          /* NCCL communicators, or all NULL: sums by copies */
+  int rank, ranks;        /* a distributed run (dt_dist_init, more than one rank): this rank's part of every minibatch */
+} dt__replicas;
+
+
+/* A copy of m on device d with m's parameters, zero gradients, and no draw from the
+   generator (so the shuffles stay those of a one-GPU run). */
+static dt_module *dt__module_clone(const char *op, const dt_module *m, dt_device d) {
+  dt_module *c = dt__module_new(op, m->kind);
+  int i;
+  if (!c) return NULL;
+  c->device = d; c->dtype = m->dtype; c->in = m->in; c->out = m->out;
+  if (m->kind == DT__M_LINEAR && m->weight) {
+    c->weight = dt_copyto(m->weight, d);
+    c->bias = c->weight ? dt_copyto(m->bias, d) : NULL;
+    c->gweight = c->bias ? dt__filled(op, m->weight->shape, m->dtype, 0.0, d) : NULL;
+    c->gbias = c->gweight ? dt__filled(op, m->bias->shape, m->dtype, 0.0, d) : NULL;
+    if (!c->gbias) { dt_module_free(c); return NULL; }
+  }
+  for (i = 0; m->kind == DT__M_SEQ && i < m->n; i++) {
+    dt_module *l = dt__module_clone(op, m->layers[i], d);
+    if (!l || dt_sequential_add(c, l) != DT_OK) { dt_module_free(c); return NULL; }
+  }
+  return c;
+}
+
+static int dt__module_is_lazy(const dt_module *m) {
+  int i;
+  if (m->kind == DT__M_LINEAR) return m->weight == NULL;
+  for (i = 0; m->kind == DT__M_SEQ && i < m->n; i++)
+    if (dt__module_is_lazy(m->layers[i])) return 1;
+  return 0;
+}
+
+static void dt__replicas_free(dt__replicas *r) {
+  int g;
+  for (g = 0; g < r->n; g++) {
+#ifdef DEVTENSOR_CUDA
+    if (r->comm[g]) dt__cuda_backend()->dist_comm_free(r->comm[g]);
+#endif
+    if (g > 0) { dt_module_free(r->m[g]); dt__tr_sums_free(&r->sums[g]); }
+  }
+  memset(r, 0, sizeof *r);
+}
+
+#ifdef DEVTENSOR_CUDA
+/* An environment variable set to anything but "" or "0". */
+static int dt__env_flag(const char *name) {
+  const char *v = getenv(name);
+  return v && *v && strcmp(v, "0") != 0;
+}
+#endif
+
+/* The replicas for tr's GPUs (none for one device); m is on tr->gpus[0] already. */
+static dt_status dt__replicas_init(const char *op, dt_trainer *tr, dt_module *m, const dt__tr_sums *sums, dt__replicas *r) {
+  int g;
+  memset(r, 0, sizeof *r);
+  if (dt__dist_world(NULL) > 1) {
+    /* a distributed run: one device per rank, every rank from rank 0's parameters and generator
+       (so the shuffles agree), each rank its part of every minibatch (DistributedSampler) */
+    dt_status s;
+    if (tr->num_gpus > 1)
+      return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: in a distributed run each rank trains on one device (dt_dist_device()), "
+                      "but the trainer keeps %d GPUs: dt_trainer_init with num_gpus 0 or 1", op, tr->num_gpus);
+    if (dt__module_is_lazy(m))
+      return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: in a distributed run every rank starts from rank 0's parameters, but the "
+                      "model has a lazy layer whose size is not known yet: run one dt_forward first", op);
+    if ((s = dt__dist_start(op, m)) != DT_OK) return s;
+    r->n = 1; r->m[0] = m; r->sums[0] = *sums; r->dev[0] = tr->device; r->idx[0] = tr->device.index;
+    r->rank = dt_dist_rank(); r->ranks = dt_dist_world_size();
+    return DT_OK;
+  }
+  if (tr->num_gpus < 2 || tr->device.type != DT_CUDA) return DT_OK;
+  if (dt__module_is_lazy(m))
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: training on %d GPUs copies the model to each, but it has a lazy layer "
+                    "whose size is not known yet: run one dt_forward first, or give dt_linear its in_features", op, tr->num_gpus);
+  r->n = tr->num_gpus;
+  for (g = 0; g < r->n; g++) { r->dev[g] = tr->gpus[g]; r->idx[g] = tr->gpus[g].index; }
+  r->m[0] = m; r->sums[0] = *sums;
+  for (g = 1; g < r->n; g++) {
+    if (!(r->m[g] = dt__module_clone(op, m, r->dev[g])) ||
+        !(r->sums[g].loss = dt__filled(op, dt_shape0(), sums->loss->dtype, 0.0, r->dev[g])) ||
+        (sums->right && !(r->sums[g].right = dt__filled(op, dt_shape0(), DT_F64, 0.0, r->dev[g])))) {
+      dt_status s = dt_last_status();
+      dt__replicas_free(r);
+      return s;
+    }
+  }
+#ifdef DEVTENSOR_CUDA
+  if (!dt__env_flag("DEVTENSOR_NO_NCCL")) { /* DEVTENSOR_NO_NCCL=1: sums by copies, NCCL or not */
+    dt_status s = dt__cuda_backend()->dist_comm_init_all(r->n, r->idx, r->comm);
+    if (s == DT_ERR_UNSUPPORTED) memset(r->comm, 0, sizeof r->comm); /* no NCCL in this build: copies */
+    else if (s != DT_OK) { dt__backend_fail(op, r->dev[0], s); dt__replicas_free(r); return s; }
+  }
+#endif
+  return DT_OK;
+}
+
+/* Rows [r0, r1) of the 1-D or 2-D contiguous t (minibatch features, targets or labels), on device d. */
+static dt_tensor *dt__rows_to(const char *op, const dt_tensor *t, int64_t r0, int64_t r1, dt_device d) {
+  size_t rb = t->nbytes / (size_t)t->shape.dims[0];
+  dt_tensor *y = dt__new(op, t->shape.ndim == 1 ? dt_shape1(r1 - r0) : dt_shape2(r1 - r0, t->shape.dims[1]), t->dtype, d);
+  if (y && dt__copy_bytes(op, d, y->st->ptr, t->st->device, (const char *)dt_data_ptr((dt_tensor *)t) + (size_t)r0 * rb, (size_t)(r1 - r0) * rb) != DT_OK) {
+    dt_release(y);
+    return NULL;
+  }
+  return y;
+}
+
+/* The replicas' gradients summed, in every replica. */
+static dt_status dt__replicas_sum_grads(const char *op, dt__replicas *r) {
+  int i, g, np = dt_module_num_params(r->m[0]);
+  dt_status s = DT_OK;
+  (void)op;
+  for (i = 0; i < np && s == DT_OK; i++) {
+    dt_tensor *g0 = dt_module_grad(r->m[0], i);
+#ifdef DEVTENSOR_CUDA
+    if (r->comm[0]) {
+      void *bufs[8];
+      for (g = 0; g < r->n; g++) bufs[g] = dt_data_ptr(dt_module_grad(r->m[g], i));
+      s = dt__cuda_backend()->dist_all_reduce(r->n, r->comm, r->idx, g0->dtype, (int)DT_REDUCE_SUM, g0->numel, bufs);
+      if (s != DT_OK) return dt__backend_fail(op, r->dev[0], s);
+      continue;
+    }
+#endif
+    for (g = 1; g < r->n && s == DT_OK; g++) { /* without NCCL: into the first GPU's, then back */
+      dt_tensor *t = dt_copyto(dt_module_grad(r->m[g], i), r->dev[0]);
+      s = t ? dt_axpy_(g0, 1.0, t) : dt_last_status();
+      dt_release(t);
+    }
+    for (g = 1; g < r->n && s == DT_OK; g++) s = dt_copy_(dt_module_grad(r->m[g], i), g0);
+    if (r->ranks > 1 && s == DT_OK) s = dt_all_reduce_(g0, DT_REDUCE_SUM); /* over the ranks (one replica each) */
+  }
+  return s;
+}
+
+/* The first replica's parameters into every other (after the optimizer's step on it). */
+static dt_status dt__replicas_bcast_params(const char *op, dt__replicas *r) {
+  int i, g, np = dt_module_num_params(r->m[0]);
+  dt_status s = DT_OK;
+  for (i = 0; i < np && s == DT_OK; i++) {
+    dt_tensor *p0 = dt_module_param(r->m[0], i, NULL);
+#ifdef DEVTENSOR_CUDA
+    if (r->comm[0]) {
+      void *bufs[8];
+      for (g = 0; g < r->n; g++) bufs[g] = dt_data_ptr(dt_module_param(r->m[g], i, NULL));
+      s = dt__cuda_backend()->dist_broadcast(r->n, r->comm, r->idx, p0->dtype, p0->numel, bufs, 0);
+      if (s != DT_OK) return dt__backend_fail(op, r->dev[0], s);
+      continue;
+    }
+#endif
+    for (g = 1; g < r->n && s == DT_OK; g++) s = dt_copy_(dt_module_param(r->m[g], i, NULL), p0);
+  }
+  (void)op;
+  return s;
+}
+
+/* One minibatch (on the first GPU, or this rank's device) over the replicas and ranks: each
+   takes its contiguous part of the rows, sums its loss (times its rows) and right answers
+   into its own sums, weights its loss gradient by its share of the rows; the gradients are
+   summed over replicas and ranks; then the step (plain SGD on every replica, or the
+   optimizer on the first and a broadcast of its parameters; across ranks each rank steps
+   its own optimizer on the same summed gradients). */
+static dt_status dt__dp_step(dt_trainer *tr, dt__replicas *r, const dt_tensor *xb, const dt_tensor *yb) {
+  const char *op = "dt_trainer_fit";
+  int64_t rows = xb->shape.dims[0];
+  dt_status s = DT_OK;
+  int g;
+  int parts = r->n * (r->ranks > 1 ? r->ranks : 1), ce = tr->loss_fn == DT_LOSS_CROSS_ENTROPY;
+  for (g = 0; g < r->n && s == DT_OK; g++) {
+    int64_t p = (int64_t)r->rank * r->n + g, r0 = rows * p / parts, r1 = rows * (p + 1) / parts;
+    dt_tensor *x = NULL, *y = NULL, *pred = NULL, *lg = NULL, *lgs = NULL;
+    if ((s = dt_zero_grad(r->m[g])) != DT_OK || r1 == r0) continue; /* no rows: its gradients stay zero */
+    if ((x = dt__rows_to(op, xb, r0, r1, r->dev[g])) && (y = dt__rows_to(op, yb, r0, r1, r->dev[g])) &&
+        (pred = dt_forward(r->m[g], x)) && dt__tr_accumulate(tr, pred, y, &r->sums[g]) == DT_OK &&
+        (lg = ce ? dt_cross_entropy_grad(pred, y) : dt_mse_loss_grad(pred, y)) &&
+        (lgs = dt_mul_scalar(lg, (double)(r1 - r0) / (double)rows)))   /* this replica's share of the mean */
+      s = dt_backward_params(r->m[g], lgs);
+    else
+      s = dt_last_status();
+    dt_release(x); dt_release(y); dt_release(pred); dt_release(lg); dt_release(lgs);
+  }
+  if (s == DT_OK) s = dt__replicas_sum_grads(op, r);
+  if (s != DT_OK) return s;
+  if (!tr->optimizer) {
+    for (g = 0; g < r->n && s == DT_OK; g++) s = dt_sgd_step(r->m[g], tr->lr);
+    return s;
+  }
+  if ((s = dt_optimizer_step(tr->optimizer)) != DT_OK || r->n < 2) return s;
+  return dt__replicas_bcast_params(op, r);
+}
+
+/* Before the epoch's read: the sums of replicas 1..n-1 since the last call (which zeroes them)
+   added into the first replica's, on its GPU (device-to-device copies, no read). */
+static dt_status dt__replicas_gather_sums(dt__replicas *r) {
+  int g, k;
+  dt_status s = DT_OK;
+  for (g = 1; g < r->n && s == DT_OK; g++)
+    for (k = 0; k < 2 && s == DT_OK; k++) {
+      dt_tensor *src = k ? r->sums[g].right : r->sums[g].loss, *dst = k ? r->sums[0].right : r->sums[0].loss, *t;
+      if (!src) continue;
+      t = dt_copyto(src, r->dev[0]);
+      s = t ? dt_axpy_(dst, 1.0, t) : dt_last_status();
+      dt_release(t);
+      if (s == DT_OK) s = dt_fill_(src, 0);
+    }
+  return s;
+}
+
+/* After the epoch's read, in a distributed run: the training sums v[0] (loss * rows) and v[1]
+   (right answers; NaN for MSE) summed over the ranks. */
+static dt_status dt__replicas_rank_sums(dt__replicas *r, double v[2]) {
+  dt_tensor *t;
+  dt_status s;
+  if (r->ranks < 2) return DT_OK;
+  if (!(t = dt__new("dt_trainer_fit", dt_shape1(2), DT_F64, dt_cpu()))) return dt_last_status();
+  ((double *)t->st->ptr)[0] = v[0]; ((double *)t->st->ptr)[1] = v[1] == v[1] ? v[1] : 0.0;
+  if ((s = dt_all_reduce_(t, DT_REDUCE_SUM)) == DT_OK) {
+    v[0] = ((double *)t->st->ptr)[0];
+    if (v[1] == v[1]) v[1] = ((double *)t->st->ptr)[1];
+  }
+  dt_release(t);
+  return s;
+}
