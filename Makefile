@@ -50,7 +50,7 @@ CLANG   ?= clang
 FUZZ_TIME ?= 60
 FUZZERS := safetensors device_parse print load_tensors
 
-# distributed (issue 16): Open MPI's compiler wrapper and launcher (apt-get install openmpi-bin libopenmpi-dev)
+# distributed: Open MPI's compiler wrapper and launcher (apt-get install openmpi-bin libopenmpi-dev)
 MPICC   ?= mpicc
 MPIRUN  ?= mpirun
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
@@ -337,7 +337,7 @@ test: all lib
 asan: $(ASAN_TESTS)
 	@ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 sh tests/run.sh $(ASAN_TESTS)
 
-# Fashion-MNIST (issue 14): softmax regression and the MLP, 10 epochs each, on cuda:0 or the CPU
+# Fashion-MNIST: softmax regression and the MLP, 10 epochs each, on cuda:0 or the CPU
 # (the build make run picks); the data set: apt-get install dataset-fashion-mnist
 FASHION_BIN := $(if $(filter $(B)/cuda/ex/gpus,$(RUN_GPUS)),$(B)/cuda/ex/fashion_mnist,$(B)/ex/fashion_mnist)
 # what a fresh Debian machine lacks is installed when make runs as root with apt-get
@@ -502,7 +502,7 @@ VALGRIND_BINS := $(filter-out %/test_gemm_kernel,$(C_TESTS)) $(B)/static_unit $(
 valgrind: $(VALGRIND_BINS)
 	@sh tests/valgrind.sh $^
 
-# ---- library and install (issue 15): the implementation as libdevtensor.so / .a, with the
+# ---- library and install: the implementation as libdevtensor.so / .a, with the
 #      CUDA backend inside when CUDA=1; `make install PREFIX=... [DESTDIR=...]` puts the header,
 #      the libraries, devtensor.pc and a CMake package (devtensor::devtensor) under PREFIX.
 #      The single header is used as before: nothing here changes it.

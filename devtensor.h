@@ -43,33 +43,32 @@
    says why, per thread.
 
    CONTENTS
-   Each section opens with one banner; search for it, e.g. "---- api: tensors".
-     declarations        api: errors, devices, tensors, copies, operations, printing,
-                         memory, neural networks, interop, distributed
-     backend contract    backend: interface (the dt__backend table a backend fills, the
-                         broadcast geometry, Philox and Box-Muller; seen only by the
-                         implementation and devtensor_cuda.cu)
-     implementation      errors, shapes and dtypes, devices, tensors, random numbers,
-                         tensor properties, copies, operations, comparisons (sigmoid, tanh,
-                         abs, _like; issue 14), operations: classification (argmax, max/min,
-                         softmax, cross-entropy), printing, memory, neural
-                         networks, safetensors, a small JSON reader, trainer (with its
-                         data-parallel part, "trainer: data parallel"), interop
-                         (DLPack export and import, safetensors of any named tensors),
-                         distributed (dt_dist_*, dt_all_reduce_, dt_broadcast_: MPI, NCCL)
-     cpu backend         cpu backend (and its memory), cpu threads, cpu elementwise
-                         kernels, cpu kernels: uint8 and bool, comparisons (issue 14),
-                         cpu elementwise, cpu reductions, cpu classification (arg
-                         reductions, softmax, cross-entropy), cpu gemm (packing,
-                         micro-kernels, simple loops, blocked driver, skinny shapes,
-                         cblas, entry points); its table is dt__cpu_backend()
-     optimizers          api: optimizers (and torch.no_grad); grad mode (before neural
-                         networks), optimizers (after them), cpu optimizers (before the
-                         CPU table); in devtensor_cuda.cu "optimizers"
-     indexing (issue 14) "indexing: slice, index_select, cat, permute" after operations, "cpu
-                         indexing" before the cpu table, "indexing" in devtensor_cuda.cu
-     devtensor_cuda.cu   the CUDA backend: the same table, dt__cuda_backend()
-   README.md's "Reading the code" follows dt_add through all of them.
+   This file is generated: tools/amalgamate.py joins the parts written in src/, in
+   the order src/MANIFEST gives, each under a banner naming it ("---- src/nn/module.c").
+   Edit the parts and run `make amalgamate`; CI fails when this file differs.
+     src/header.h, api/      this text and the public declarations: errors, devices,
+                             tensors, operations, printing, neural networks and
+                             optimizers, interop, distributed
+     src/backend/            the contract between the core and a device backend (the
+                             dt__backend table, broadcast geometry, Philox, Box-Muller);
+                             seen only by the implementation and devtensor_cuda.cu
+     src/core/               errors, shapes and dtypes, devices, tensors and memory,
+                             random numbers, copies
+     src/ops/                arithmetic and reductions, comparisons, indexing,
+                             classification (argmax, softmax, cross-entropy)
+     src/nn/                 grad mode, modules, forward and backward, optimizers
+     src/train/              the trainer: its data, its data-parallel replicas, its epochs
+     src/io/                 printing, safetensors (modules and any named tensors, with
+                             a strict JSON reader), DLPack
+     src/dist/               dt_dist_*, dt_all_reduce_, dt_broadcast_ (MPI, NCCL)
+     src/cpu/                the CPU backend: memory, threads, elementwise kernels,
+                             reductions, random numbers, classification, optimizers,
+                             indexing, and its table dt__cpu_backend()
+     src/cpu/gemm/           the CPU matmul: packing, micro-kernels, blocked driver,
+                             skinny shapes, cblas, entry points
+     src/cuda/               devtensor_cuda.cu, the CUDA backend: the same table,
+                             dt__cuda_backend()
+   README.md's "Reading the code" follows dt_add and dt_cross_entropy through them.
 
    VERSION
    DEVTENSOR_VERSION_MAJOR/MINOR/PATCH below; DEVTENSOR_VERSION is
@@ -82,16 +81,16 @@
                          dt_sgd/dt_adam/dt_adamw; the trainer's classification (loss_fn,
                          optimizer, dt_trainer_fit_val, dt_trainer_evaluate); dt_dist_* over
                          MPI and NCCL, num_gpus > 1 replicas; CPU pool workers block signals;
-                         first run on an H100 (GCC 13 warnings fixed, narrow column sums,
+                         fixes from running on an H100 (GCC 13 warnings, narrow column sums,
                          out-of-memory text splits in-use and cached, ranks sharing a GPU
                          refused before NCCL); gemm packs A on the pool; the pool spins briefly
-     0.2.0 (2026-11-22)  interop (DLPack 1.x and legacy, dt_from_blob, dt_save_tensors,
+     0.2.0               interop (DLPack 1.x and legacy, dt_from_blob, dt_save_tensors,
                          dt_load_tensors), libdevtensor.so/.a with pkg-config and CMake;
                          a caching CPU allocator, a CPU thread pool instead of OpenMP for
                          elementwise work, vector exp/log/add/sum chosen at run time;
                          strict safetensors JSON, nesting at most DT_MODULE_MAX_DEPTH,
                          parameter names of any length, saves through a temporary file
-     0.1.0 (2026-11-22)  the first numbered version: CPU and CUDA backends, the
+     0.1.0               the first numbered version: CPU and CUDA backends, the
                          chapter's API, modules, trainer, safetensors (before
                          it, see git log)
 
@@ -244,13 +243,13 @@ DTDEF dt_tensor *dt_cast(const dt_tensor *a, dt_dtype t);
 DTDEF dt_tensor *dt_stack(const dt_tensor *const *ts, int n);      /* torch.stack: (n, ...) on their device */
 DTDEF dt_status  dt_fill_(dt_tensor *t, double v);
 DTDEF dt_status  dt_axpy_(dt_tensor *y, double alpha, const dt_tensor *x); /* y += alpha * x */
-/* indexing (issue 14): slices, index_select, cat, permute; every dtype */
+/* indexing: slices, index_select, cat, permute; every dtype */
 DTDEF dt_tensor *dt_slice(const dt_tensor *t, int dim, int64_t start, int64_t end); /* t[start:end] along dim, Python's clamping and negatives; dim 0 shares t's memory (a view, like dt_reshape), other dims copy */
 DTDEF dt_tensor *dt_index_select(const dt_tensor *t, int dim, const dt_tensor *index); /* index: I64 (k,) on t's device, each in [0, n); on a GPU a bad one is reported at the next synchronizing call */
 DTDEF dt_tensor *dt_cat(const dt_tensor *const *ts, int n, int dim);  /* torch.cat: shapes equal but along dim; (0,) tensors are skipped */
 DTDEF dt_tensor *dt_permute(const dt_tensor *t, const int *dims);     /* a copy: y's dim i is t's dim dims[i] */
 
-/* issue 14 (h1): comparisons, sigmoid/tanh/abs, the _like constructors. Comparisons return DT_BOOL
+/* comparisons, sigmoid/tanh/abs, the _like constructors. Comparisons return DT_BOOL
    and broadcast like NumPy; operands of two dtypes compare in PyTorch's promoted dtype
    (bool < uint8 < int32 < int64 < float32 < float64; a 0-d operand does not widen a tensor
    with dims of its own kind: integer, float or bool). NaN compares as IEEE: only dt_ne is true. */
@@ -350,7 +349,7 @@ typedef struct dt_trainer {
   int       epochs_run;
   double    epoch_loss[64];      /* mean training loss of each epoch (the first 64) */
   double    last_loss;           /* mean training loss of the last epoch */
-  /* h5 (issue 14): classification, an optimizer, validation, per-epoch results */
+  /* classification, an optimizer, validation, per-epoch results */
   dt_loss_fn loss_fn;            /* DT_LOSS_MSE (default) or DT_LOSS_CROSS_ENTROPY */
   struct dt_optimizer *optimizer;/* borrowed, made on the same module (dt_sgd, dt_adam, ...); NULL: dt_sgd_step(m, lr) */
   void (*on_epoch)(const struct dt_trainer *tr, const dt_epoch_result *r, void *user); /* after each epoch; may be NULL */
@@ -362,7 +361,6 @@ DTDEF dt_status  dt_trainer_init(dt_trainer *tr, int max_epochs, int num_gpus);
 DTDEF dt_status  dt_trainer_prepare_model(dt_trainer *tr, dt_module *m);
 DTDEF dt_tensor *dt_trainer_prepare_batch(dt_trainer *tr, const dt_tensor *batch); /* on tr->device */
 DTDEF dt_status  dt_trainer_fit(dt_trainer *tr, dt_module *m, const dt_tensor *X, const dt_tensor *y); /* no validation set */
-/* h5 (issue 14) */
 DTDEF dt_status  dt_trainer_fit_val(dt_trainer *tr, dt_module *m, const dt_tensor *X, const dt_tensor *y,
                                     const dt_tensor *X_val, const dt_tensor *y_val); /* X_val, y_val: NULL for none */
 DTDEF dt_status  dt_trainer_evaluate(dt_trainer *tr, dt_module *m, const dt_tensor *X, const dt_tensor *y,
@@ -514,7 +512,7 @@ DTDEF dt_status  dt_load_tensors(const char *path, dt_device d, int *n, char ***
 DTDEF void       dt_free_tensors(int n, char **names, dt_tensor **ts);
 
 /* ---- src/api/dist.h ---- */
-/* ---- api: distributed (issue 16: data parallel over ranks; NCCL for GPU tensors, MPI for
+/* ---- api: distributed (data parallel over ranks; NCCL for GPU tensors, MPI for
    launching, bootstrapping NCCL and CPU tensors) ----
    Build with DEVTENSOR_MPI (compile with mpicc, run under mpirun -np N) for more than one
    rank, and DEVTENSOR_NCCL with DEVTENSOR_CUDA (compile devtensor_cuda.cu with
@@ -567,11 +565,10 @@ extern "C" {
 typedef enum dt__unary_op {
   DT__U_AFFINE = 0,   /* y = p0 * x + p1 */
   DT__U_EXP, DT__U_LOG, DT__U_SQRT, DT__U_NEG, DT__U_RELU,
-  /* issue 14 (h1) */
   DT__U_SIGMOID, DT__U_TANH, DT__U_ABS  /* ABS also on I32/I64 (wrapping) */
 } dt__unary_op;
 
-/* issue 14 (h1): y = a op b as DT_BOOL (one byte, 0 or 1); the core turns gt/ge into lt/le
+/* y = a op b as DT_BOOL (one byte, 0 or 1); the core turns gt/ge into lt/le
    with the operands swapped. NaN: only NE is true. */
 typedef enum dt__compare_op { DT__C_EQ = 0, DT__C_NE, DT__C_LT, DT__C_LE } dt__compare_op;
 
@@ -583,7 +580,7 @@ typedef enum dt__binary_op {
 
 typedef enum dt__reduce_op { DT__R_SUM = 0, DT__R_MEAN, DT__R_NORM } dt__reduce_op;
 
-/* optimizers (h4): what an optimizer step does to one parameter p, as PyTorch's single-tensor
+/* optimizers: what an optimizer step does to one parameter p, as PyTorch's single-tensor
    loops, every value rounded to p's dtype at each operation as PyTorch's ops do:
    SGD:   d = g + weight_decay p; with momentum: buf1 = first ? d : momentum buf1 + d, d = buf1;
           p = p - lr d
@@ -653,12 +650,12 @@ typedef struct dt__backend {
   dt_status (*axpy)(int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y);
   /* Philox 4x32-10 with key = seed and counter = (i / 4, draw): uniform [0, 1) or standard normal, F32. */
   dt_status (*random)(int dev, int normal, uint64_t seed, uint64_t draw, int64_t n, float *y);
-  /* optimizers (h4): one optimizer's update of a parameter p (n elements, F32 or F64) from its
+  /* optimizers: one optimizer's update of a parameter p (n elements, F32 or F64) from its
      gradient g and its state buf1, buf2 (see dt__optim_hp), in one pass */
   dt_status (*optim_step)(int dev, dt_dtype t, int64_t n, const dt__optim_hp *h, void *p, const void *g, void *buf1, void *buf2);
-  /* issue 14 (h1): y (DT_BOOL, contiguous over g's dims) = a op b, a and b of dtype t read through g */
+  /* y (DT_BOOL, contiguous over g's dims) = a op b, a and b of dtype t read through g */
   dt_status (*compare)(int dev, dt__compare_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y);
-  /* indexing (issue 14: slice, cat, permute, index_select); elements of es bytes (1, 2, 4 or 8), any dtype */
+  /* indexing (slice, cat, permute, index_select); elements of es bytes (1, 2, 4 or 8), any dtype */
   /* y[sum_d i_d * bstride_d] = x[sum_d i_d * astride_d] for every index (i_0, ..) over g->dims (g->numel of them) */
   dt_status (*copy_strided)(int dev, size_t es, const dt__bcast *g, const void *x, void *y);
   /* x: (outer, n, inner), idx: (k,) I64 on the device -> y: (outer, k, inner), y[o, j, i] = x[o, idx[j], i].
@@ -678,7 +675,7 @@ typedef struct dt__backend {
      device and fails the device's next synchronizing call (synchronize, a copy to the host). */
   dt_status (*cross_entropy)(int dev, int grad, dt_dtype t, int64_t n, int64_t c, const void *logits,
                              const int64_t *target, void *y);
-  /* distributed (issue 16): NCCL communicators and collectives. NULL, or DT_ERR_UNSUPPORTED,
+  /* distributed: NCCL communicators and collectives. NULL, or DT_ERR_UNSUPPORTED,
      where the backend has none. dist_unique_id fills 128 bytes (ncclUniqueId);
      dist_comm_init joins rank `rank` of `nranks` on device `dev` (ncclCommInitRank);
      dist_comm_init_all makes one communicator per device of `devs` in this process
@@ -1876,7 +1873,7 @@ static dt_tensor *dt__reduce_all(const char *op, dt__reduce_op rop, const dt_ten
   if (dt__check_tensor(op, "a", a) != DT_OK || dt__float_only(op, "a", a) != DT_OK) return NULL;
   return dt__reduce(op, rop, a, 1, a->numel, 1, dt_shape0());
 }
-static dt_tensor *dt__sum_bytes(const char *op, const dt_tensor *a); /* issue 14 (h1): sum of U8/BOOL, I64 */
+static dt_tensor *dt__sum_bytes(const char *op, const dt_tensor *a); /* sum of U8/BOOL, I64 */
 DTDEF dt_tensor *dt_sum(const dt_tensor *a) {
   if (a && (a->dtype == DT_U8 || a->dtype == DT_BOOL)) return dt__sum_bytes("dt_sum", a);
   return dt__reduce_all("dt_sum", DT__R_SUM, a);
@@ -2100,7 +2097,7 @@ static dt_tensor *dt__sum_bytes(const char *op, const dt_tensor *a) {
 }
 
 /* ---- src/ops/index.c ---- */
-/* (issue 14) A tensor is seen as (outer, len, inner) around the dim in question. Everything
+/* A tensor is seen as (outer, len, inner) around the dim in question. Everything
    moves elements of dt_dtype_size bytes, whatever the dtype, through two backend calls:
    copy_strided (slices along dims > 0, cat, permute) and index_select. A slice along dim 0
    is a view: a storage with `base` set, pointing into t's memory (see dt__storage). */
@@ -5102,7 +5099,7 @@ done:
    gradients (no activations kept); sums on the device, nothing read. In batches of
    4x the training batch, up to 1024 rows (and never fewer than the training batch):
    without activations kept that takes no more memory than a training step of a few
-   layers, and the products are bigger (Fashion-MNIST's test set: 18 -> 15 ms). */
+   layers, and the products are bigger, so faster. */
 #define DT__TR_EVAL_ROWS 1024
 static dt_status dt__trainer_eval(dt_trainer *tr, dt_module *m, const dt__tr_data *d, dt__tr_sums *sums) {
   int64_t n = d->n, b, bs = tr->batch_size;
@@ -10143,18 +10140,18 @@ static const dt__backend *dt__cpu_backend(void) {
     DT__SLOT(gemm) dt__cpu_gemm,
     DT__SLOT(axpy) dt__cpu_axpy,
     DT__SLOT(random) dt__cpu_random,
-    /* optimizers (h4) */
+    /* optimizers */
     DT__SLOT(optim_step) dt__cpu_optim_step,
-    /* issue 14 (h1) */
+    /* comparisons */
     DT__SLOT(compare) dt__cpu_compare,
-    /* indexing (issue 14) */
+    /* indexing */
     DT__SLOT(copy_strided) dt__cpu_copy_strided,
     DT__SLOT(index_select) dt__cpu_index_select,
     /* classification */
     DT__SLOT(arg_reduce) dt__cpu_arg_reduce,
     DT__SLOT(softmax) dt__cpu_softmax,
     DT__SLOT(cross_entropy) dt__cpu_cross_entropy,
-    /* distributed (issue 16): CPU tensors go through MPI in the core ("distributed") */
+    /* distributed: CPU tensors go through MPI in the core ("distributed") */
     DT__SLOT(dist_unique_id) NULL,
     DT__SLOT(dist_comm_init) NULL,
     DT__SLOT(dist_comm_init_all) NULL,

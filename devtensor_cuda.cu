@@ -223,7 +223,7 @@ struct DevState {
   char *stage[2] = {nullptr, nullptr};
   cudaEvent_t stage_ev[2] = {nullptr, nullptr};
   int stage_next = 0; /* the buffer the next host-to-device chunk takes (they alternate across calls) */
-  /* indexing (issue 14): dt_index_select's error record in device memory (an IndexErr, made at
+  /* indexing: dt_index_select's error record in device memory (an IndexErr, made at
      the first index_select, kept), and whether one ran since the record was last read */
   void *index_err = nullptr;
   std::atomic<bool> index_pending{false};
@@ -397,7 +397,7 @@ dt_status cu_device_info(int dev, dt_device_info *out) {
 
 const char *cu_last_error(void) { return g_err; }
 
-dt_status index_errors(int dev, DevState &s); /* indexing (issue 14), below */
+dt_status index_errors(int dev, DevState &s); /* indexing, below */
 
 /* Waits for the work queued on s's stream. Call with the device current. */
 dt_status sync_stream(DevState &s) {
@@ -891,7 +891,7 @@ template <> struct Conv<double, int64_t> { __device__ static int64_t f(double v)
 /* int64 to int32 keeps the low 32 bits, as PyTorch */
 template <> struct Conv<int64_t, int32_t> { __device__ static int32_t f(int64_t v) { return (int32_t)(uint32_t)v; } };
 
-/* issue 14 (h1): uint8 and bool. Float to uint8 as the CPU's dt__f2u8 (PyTorch's CPU conversion):
+/* uint8 and bool. Float to uint8 as the CPU's dt__f2u8 (PyTorch's CPU conversion):
    toward zero through int32, the low 8 bits; NaN, +-inf and beyond int32 give 0. Integers to uint8
    keep the low 8 bits (the generic conversion). Bool is one byte, 0 or 1, spelled B8 here so its
    conversions differ from uint8's: to bool is nonzero (NaN too), from bool is 0 or 1. */
@@ -975,7 +975,7 @@ template <typename T> struct ULog { __device__ T operator()(T v) const { return 
 template <typename T> struct USqrt { __device__ T operator()(T v) const { return d_sqrt(v); } };
 template <typename T> struct UNeg { __device__ T operator()(T v) const { return -v; } };
 template <typename T> struct URelu { __device__ T operator()(T v) const { return v > (T)0 ? v : (v != v ? v : (T)0); } };
-/* issue 14 (h1): sigmoid as the CPU's: e = exp(-|x|) never overflows */
+/* sigmoid as the CPU's: e = exp(-|x|) never overflows */
 template <typename T> struct USigmoid {
   __device__ T operator()(T v) const {
     T e = d_exp(-fabs(v));
@@ -1399,9 +1399,8 @@ __global__ void k_reduce_cols_finish(const double *partial, int64_t nout, int64_
    (coalesced); its blockDim.x threads (a multiple of inner) each keep one column,
    i = threadIdx.x % inner, and the block then adds up the threads of each column into
    partial[o * inner + i, c], one row of chunks per output, which k_reduce_rows_finish adds
-   up a block per output (k_reduce_cols_finish's thread per output walked 1024 partials one
-   after another for each of (10^6, 2)'s two outputs; with this and the shuffles below that
-   sum went from 221-229 to 580-730 GB/s on an H100).
+   up a block per output (a thread per output walking 1024 partials one after another is
+   slow for a few wide outputs, such as (10^6, 2)'s two).
    blockIdx.x is the chunk of rows, blockIdx.y is o. */
 template <typename T>
 __global__ void k_reduce_cols_narrow(const T *x, int64_t len, int64_t inner, int64_t chunk, int op, double *partial) {
@@ -2423,18 +2422,18 @@ extern "C" const dt__backend *dt__cuda_backend(void) {
     DT__SLOT(gemm) cu_gemm,
     DT__SLOT(axpy) cu_axpy,
     DT__SLOT(random) cu_random,
-    /* optimizers (h4) */
+    /* optimizers */
     DT__SLOT(optim_step) cu_optim_step,
-    /* issue 14 (h1) */
+    /* comparisons */
     DT__SLOT(compare) cu_compare,
-    /* indexing (issue 14) */
+    /* indexing */
     DT__SLOT(copy_strided) cu_copy_strided,
     DT__SLOT(index_select) cu_index_select,
     /* classification */
     DT__SLOT(arg_reduce) cu_arg_reduce,
     DT__SLOT(softmax) cu_softmax,
     DT__SLOT(cross_entropy) cu_cross_entropy,
-    /* distributed (issue 16) */
+    /* distributed */
     DT__SLOT(dist_unique_id) cu_dist_unique_id,
     DT__SLOT(dist_comm_init) cu_dist_comm_init,
     DT__SLOT(dist_comm_init_all) cu_dist_comm_init_all,

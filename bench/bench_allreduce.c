@@ -1,4 +1,4 @@
-/* bench/bench_allreduce.c — the all-reduce bandwidth a data-parallel user can expect (issue 16):
+/* bench/bench_allreduce.c — the all-reduce bandwidth a data-parallel user can expect:
    dt_all_reduce_(t, DT_REDUCE_SUM) of float32 tensors of 4 bytes to 64 MiB, doubling, on every
    rank of an mpirun job, printed as nccl-tests' all_reduce_perf prints it.
 

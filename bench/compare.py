@@ -8,7 +8,7 @@ Input lines: `<library> <case> seconds=<s> [median=<s>] ... threads=<n> blas=<na
 is ignored. Per library and case: the best `seconds` over all rounds counts, and the spread is
 how much slower the worst round's best was (max/min - 1, over rounds). The peer is the faster
 of NumPy and PyTorch (with all threads or with one) on that case; the ratio is devtensor's speed over the peer's (higher is
-better: 1.00x same speed). Targets (issue 13): the best peer's speed times
+better: 1.00x same speed). Targets: the best peer's speed times
     add of 2^24, the 10x10 add                     1.0
     matmul 256..2048 (square)                      0.9
     matmul 32..128 and the skinny shapes           0.8

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The training of examples/fashion_mnist.c in PyTorch, for comparison (issue 14).
+"""The training of examples/fashion_mnist.c in PyTorch, for comparison.
 
 Same data (the same .gz files, read with gzip + numpy, pixels / 255 as float32),
 same networks (softmax regression: Linear(784, 10); the MLP: Linear(784, 256),

@@ -25,8 +25,7 @@
 #   DT_COMMIT=<sha> sh bench/gpu_session.sh $OUT san      (stops starting tools at 560 s)
 #   FASHION_MNIST_DIR=$PWD/.fashion DT_COMMIT=<sha> sh bench/gpu_session.sh $OUT dist fashion
 #     (.fashion: a copy of /usr/share/datasets/fashion-mnist, git-excluded, named in the call's carry)
-# The first run (2026-11-22, bench/h100-2026-11-22/): test+bench about 4 min with the build,
-# san about 5 min (racecheck 3 of them), dist+fashion about 3.5 min.
+# The phases' times on an H100 are in bench/RESULTS.md.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 out=${1:?usage: gpu_session.sh OUTDIR PHASE...}
@@ -35,7 +34,7 @@ mkdir -p "$out" && out=$(cd "$out" && pwd) || exit 1
 jobs=$(nproc 2>/dev/null || echo 4)
 # this script runs on a GPU machine: a test, check or benchmark that skips for want of a GPU fails
 export DT_REQUIRE_GPU=1
-# the H100 machine of 2026-11-22 had no clang: make test's clang build of test_vmath uses cc there
+# a GPU machine may have no clang: make test's clang builds then use cc
 command -v "${CLANG:-clang}" >/dev/null 2>&1 || export CLANG=cc
 status=0
 # the device tool stops a command at 600 s: phases that can run long stop starting work
@@ -193,7 +192,7 @@ phase_bench() {
   say "exercises: $(grep -c 'exit status 0,' "$elog") of 6 ran"
 }
 
-# Fashion-MNIST (issue 14) on cuda:0 beside PyTorch on the same GPU: softmax regression and the MLP,
+# Fashion-MNIST on cuda:0 beside PyTorch on the same GPU: softmax regression and the MLP,
 # 10 epochs, ROUNDS rounds (default 1), the data set on the GPU on both sides; then devtensor alone
 # with the data on the host; the data from FASHION_MNIST_DIR (carried: no network there)
 phase_fashion() {
@@ -208,7 +207,7 @@ phase_fashion() {
   tail -n 8 "$log"
 }
 
-# distributed (issue 16) with the GPU: the MPI + real-NCCL build; one rank on cuda:0, then
+# distributed with the GPU: the MPI + real-NCCL build; one rank on cuda:0, then
 # make test-dist-gpu's two ranks (one GPU: rank 1's cuda:1 does not exist, which must be a clear error)
 phase_dist() {
   log=$out/dist.log

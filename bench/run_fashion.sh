@@ -38,7 +38,7 @@ done
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
 echo
 # lines: "<lib> <model> epoch  k/N  train loss L  train acc A  test acc T  S s"
-# issue 14's goals: devtensor's epoch <= 0.6x the peer's on the CPU, <= 0.5x on a GPU
+# the goals: devtensor's epoch <= 0.6x the peer's on the CPU, <= 0.5x on a GPU
 goal=0.6; [ "$dev" != cpu ] && goal=0.5
 awk -v goal="$goal" '
   $3 == "epoch" {

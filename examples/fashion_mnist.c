@@ -1,4 +1,4 @@
-/* Fashion-MNIST classification (issue 14; D2L's softmax regression and MLP
+/* Fashion-MNIST classification (D2L's softmax regression and MLP
    chapters): softmax regression (one Linear(784, 10)) and the MLP 784-256-10
    with ReLU, trained by the library's trainer with cross-entropy and SGD (lr 0.1,
    batch 256, 10 epochs, weights N(0, 0.01), biases 0) on dt_try_gpu(0). One line

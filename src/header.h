@@ -43,33 +43,32 @@
    says why, per thread.
 
    CONTENTS
-   Each section opens with one banner; search for it, e.g. "---- api: tensors".
-     declarations        api: errors, devices, tensors, copies, operations, printing,
-                         memory, neural networks, interop, distributed
-     backend contract    backend: interface (the dt__backend table a backend fills, the
-                         broadcast geometry, Philox and Box-Muller; seen only by the
-                         implementation and devtensor_cuda.cu)
-     implementation      errors, shapes and dtypes, devices, tensors, random numbers,
-                         tensor properties, copies, operations, comparisons (sigmoid, tanh,
-                         abs, _like; issue 14), operations: classification (argmax, max/min,
-                         softmax, cross-entropy), printing, memory, neural
-                         networks, safetensors, a small JSON reader, trainer (with its
-                         data-parallel part, "trainer: data parallel"), interop
-                         (DLPack export and import, safetensors of any named tensors),
-                         distributed (dt_dist_*, dt_all_reduce_, dt_broadcast_: MPI, NCCL)
-     cpu backend         cpu backend (and its memory), cpu threads, cpu elementwise
-                         kernels, cpu kernels: uint8 and bool, comparisons (issue 14),
-                         cpu elementwise, cpu reductions, cpu classification (arg
-                         reductions, softmax, cross-entropy), cpu gemm (packing,
-                         micro-kernels, simple loops, blocked driver, skinny shapes,
-                         cblas, entry points); its table is dt__cpu_backend()
-     optimizers          api: optimizers (and torch.no_grad); grad mode (before neural
-                         networks), optimizers (after them), cpu optimizers (before the
-                         CPU table); in devtensor_cuda.cu "optimizers"
-     indexing (issue 14) "indexing: slice, index_select, cat, permute" after operations, "cpu
-                         indexing" before the cpu table, "indexing" in devtensor_cuda.cu
-     devtensor_cuda.cu   the CUDA backend: the same table, dt__cuda_backend()
-   README.md's "Reading the code" follows dt_add through all of them.
+   This file is generated: tools/amalgamate.py joins the parts written in src/, in
+   the order src/MANIFEST gives, each under a banner naming it ("---- src/nn/module.c").
+   Edit the parts and run `make amalgamate`; CI fails when this file differs.
+     src/header.h, api/      this text and the public declarations: errors, devices,
+                             tensors, operations, printing, neural networks and
+                             optimizers, interop, distributed
+     src/backend/            the contract between the core and a device backend (the
+                             dt__backend table, broadcast geometry, Philox, Box-Muller);
+                             seen only by the implementation and devtensor_cuda.cu
+     src/core/               errors, shapes and dtypes, devices, tensors and memory,
+                             random numbers, copies
+     src/ops/                arithmetic and reductions, comparisons, indexing,
+                             classification (argmax, softmax, cross-entropy)
+     src/nn/                 grad mode, modules, forward and backward, optimizers
+     src/train/              the trainer: its data, its data-parallel replicas, its epochs
+     src/io/                 printing, safetensors (modules and any named tensors, with
+                             a strict JSON reader), DLPack
+     src/dist/               dt_dist_*, dt_all_reduce_, dt_broadcast_ (MPI, NCCL)
+     src/cpu/                the CPU backend: memory, threads, elementwise kernels,
+                             reductions, random numbers, classification, optimizers,
+                             indexing, and its table dt__cpu_backend()
+     src/cpu/gemm/           the CPU matmul: packing, micro-kernels, blocked driver,
+                             skinny shapes, cblas, entry points
+     src/cuda/               devtensor_cuda.cu, the CUDA backend: the same table,
+                             dt__cuda_backend()
+   README.md's "Reading the code" follows dt_add and dt_cross_entropy through them.
 
    VERSION
    DEVTENSOR_VERSION_MAJOR/MINOR/PATCH below; DEVTENSOR_VERSION is
@@ -82,16 +81,16 @@
                          dt_sgd/dt_adam/dt_adamw; the trainer's classification (loss_fn,
                          optimizer, dt_trainer_fit_val, dt_trainer_evaluate); dt_dist_* over
                          MPI and NCCL, num_gpus > 1 replicas; CPU pool workers block signals;
-                         first run on an H100 (GCC 13 warnings fixed, narrow column sums,
+                         fixes from running on an H100 (GCC 13 warnings, narrow column sums,
                          out-of-memory text splits in-use and cached, ranks sharing a GPU
                          refused before NCCL); gemm packs A on the pool; the pool spins briefly
-     0.2.0 (2026-11-22)  interop (DLPack 1.x and legacy, dt_from_blob, dt_save_tensors,
+     0.2.0               interop (DLPack 1.x and legacy, dt_from_blob, dt_save_tensors,
                          dt_load_tensors), libdevtensor.so/.a with pkg-config and CMake;
                          a caching CPU allocator, a CPU thread pool instead of OpenMP for
                          elementwise work, vector exp/log/add/sum chosen at run time;
                          strict safetensors JSON, nesting at most DT_MODULE_MAX_DEPTH,
                          parameter names of any length, saves through a temporary file
-     0.1.0 (2026-11-22)  the first numbered version: CPU and CUDA backends, the
+     0.1.0               the first numbered version: CPU and CUDA backends, the
                          chapter's API, modules, trainer, safetensors (before
                          it, see git log)
 

@@ -27,8 +27,7 @@ log=$(mktemp "${TMPDIR:-/tmp}/dt_dist.XXXXXX") || exit 1
 trap 'rm -f "$log"' EXIT
 
 # make test-dist-gpu (DIST_BENCH_DEV=cuda) needs a GPU per rank: NCCL takes one each. On a machine
-# with one GPU, two ranks must be refused, each saying why (the H100 machine of 2026-11-23 ran
-# this target's 2- and 3-rank runs into 4 failures, the refusals among them); the runs below
+# with one GPU, two ranks must be refused, each saying why; the runs below
 # need the GPUs and are skipped. No GPU at all: a skip (a failure under DT_REQUIRE_GPU=1).
 if [ "${DIST_BENCH_DEV:-cpu}" = cuda ]; then
   ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')

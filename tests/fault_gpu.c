@@ -124,7 +124,7 @@ static void workload(void) {
   dt_device g = dt_gpu(0);
   dt_tensor *a, *b, *c, *s, *t, *h, *big, *x, *y, *pred, *loss, *grad;
   dt_module *net = NULL, *net2 = NULL, *l;
-  dt_optimizer *opt = NULL; /* h4 */
+  dt_optimizer *opt = NULL;
   static double before[4096], after[4096];
   long inj;
   int nb, i;
@@ -203,7 +203,7 @@ static void workload(void) {
   }
   nb = params_of(net, before, 4096);
   VERIFY(params_of(net2, after, 4096) == nb && memcmp(before, after, sizeof(double) * (size_t)nb) == 0);
-  /* an optimizer's first step on the GPU (h4): when making its state fails, the parameters are as they were */
+  /* an optimizer's first step on the GPU: when making its state fails, the parameters are as they were */
   STEP((opt = dt_adam(net, 0.01, 0.9, 0.999, 1e-8, 0.1)) != NULL);
   nb = params_of(net, before, 4096);
   inj = fg_injected;

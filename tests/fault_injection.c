@@ -170,13 +170,13 @@ static int same(const double *a, const double *b, int n) {
 }
 
 static const float A6[6] = {1, 2, 3, 4, 5, 6};
-static const int FI_PERM[2] = {1, 0}, FI_PERM_BAD[2] = {1, 1}; /* indexing (issue 14) */
+static const int FI_PERM[2] = {1, 0}, FI_PERM_BAD[2] = {1, 1}; /* indexing */
 /* dt_from_blob's memory and its deleter's count */
 static float fi_blob[4] = {1, 2, 3, 4};
 static int fi_blob_freed;
 static void fi_blob_free(void *data, void *ctx) { (void)ctx; if (data == (void *)fi_blob) fi_blob_freed++; }
 
-/* A forward with grad disabled (h4); the setting comes back whatever happens. */
+/* A forward with grad disabled; the setting comes back whatever happens. */
 static dt_tensor *forward_no_grad(dt_module *m, const dt_tensor *x) {
   int prev = dt_set_grad_enabled(0);
   dt_tensor *y = dt_forward(m, x);
@@ -190,7 +190,7 @@ static int workload(void) {
   dt_tensor *a = NULL, *b = NULL, *a64 = NULL, *b64 = NULL, *i32 = NULL, *i64 = NULL, *e = NULL, *t = NULL, *u = NULL;
   dt_tensor *m1 = NULL, *m2 = NULL, *big1 = NULL, *big2 = NULL, *x4 = NULL, *x8 = NULL, *y4 = NULL, *pred = NULL, *g = NULL;
   dt_tensor *bigt = NULL, *X = NULL, *Y = NULL;
-  dt_tensor *Yc = NULL; dt_module *netc = NULL; dt_optimizer *opt_c = NULL; /* h5 */
+  dt_tensor *Yc = NULL; dt_module *netc = NULL; dt_optimizer *opt_c = NULL;
   dt_module *net = NULL, *net2 = NULL, *l = NULL, *net3 = NULL, *inner = NULL;
   FILE *tf = NULL;
   double snap[64], snap2[64], host[64], v;
@@ -205,7 +205,7 @@ static int workload(void) {
   char **lnames = NULL;
   dt_tensor **lts = NULL;
   int ln = 0, blob_made = 0;
-  dt_optimizer *opt = NULL; /* h4 */
+  dt_optimizer *opt = NULL;
 
   npool = 0;
   fi_blob_freed = 0;
@@ -270,7 +270,7 @@ static int workload(void) {
   NEW(t, dt_cast(i32, DT_F32)); NEW(t, dt_cast(i64, DT_I32)); NEW(t, dt_cast(a, DT_I64)); VERIFY(val(t, 5) == 6);
   NEW(t, dt_cast(e, DT_F64));
 
-  /* issue 14 (h1): uint8 and bool, comparisons, sigmoid / tanh / abs, _like */
+  /* uint8 and bool, comparisons, sigmoid / tanh / abs, _like */
   NEW(u, dt_cast(i32, DT_U8)); VERIFY(val(u, 5) == 5);
   NEW(t, dt_gt(a, b)); VERIFY(dt_dtype_of(t) == DT_BOOL && val(t, 0) == 0 && val(t, 3) == 1);
   NEW(t, dt_eq(u, i64)); VERIFY(val(t, 0) == 0);          /* uint8 and int64: compares in int64 (a temporary) */
@@ -303,7 +303,7 @@ static int workload(void) {
   REFUSE(dt_stack(ts, 2), DT_ERR_DTYPE);                            /* float32 and float64 */
   /* (mixed devices need a GPU: tests/test_bad_input.c and the emulator's runs) */
 
-  /* indexing (issue 14): a slice along dim 0 is a view (a header and a storage, no data); along
+  /* indexing: a slice along dim 0 is a view (a header and a storage, no data); along
      dim 1, index_select, cat and permute copy; the refusals allocate nothing */
   NEW(u, dt_slice(a, 0, 1, 2));
   VERIFY(dt_dim(u, 0) == 1 && val(u, 0) == 4 && (char *)dt_data_ptr(u) == (char *)dt_data_ptr(a) + 3 * sizeof(float));
@@ -432,7 +432,7 @@ static int workload(void) {
   VERIFY(tr.epochs_run == 2 && tr.last_loss == tr.last_loss);
   dt_trainer_free(&tr);
 
-  /* h5: classification (issue 14): cross-entropy with an optimizer and a validation set, then
+  /* classification: cross-entropy with an optimizer and a validation set, then
      dt_trainer_evaluate, which must see what the last validation saw */
   {
     static const int64_t labs[10] = {0, 1, 2, 0, 1, 2, 0, 1, 2, 0};
@@ -477,7 +477,7 @@ static int workload(void) {
   STEP(dt_save_tensors(fi_path, st_names, ts, 3) == DT_OK);
   STEP(dt_load_tensors(fi_path, dt_cpu(), &ln, &lnames, &lts) == DT_OK);
   VERIFY(ln == 3 && strcmp(lnames[2], "i64") == 0 && val(lts[0], 5) == 6 && val(lts[1], 4) == 7 && val(lts[2], 0) == -3);
-  /* distributed (issue 16): the one-rank world; collectives on a copy (a stays as it was) */
+  /* distributed: the one-rank world; collectives on a copy (a stays as it was) */
   STEP(dt_dist_init() == DT_OK);
   NEW(t, dt_copyto(a, dt_cpu()));
   STEP(dt_all_reduce_(t, DT_REDUCE_AVG) == DT_OK);
@@ -485,7 +485,7 @@ static int workload(void) {
   VERIFY(val(t, 5) == A6[5] && dt_dist_world_size() == 1);
   STEP(dt_dist_finalize() == DT_OK);
 
-  /* optimizers and no_grad (h4): a first step that fails (making its state) leaves the
+  /* optimizers and no_grad: a first step that fails (making its state) leaves the
      parameters as they were (checked at out: against the snapshot) */
   nsnap = snap_net(net, snap, 64, &sdt);
   STEP((opt = dt_adam(net, 0.01, 0.9, 0.999, 1e-8, 0.1)) != NULL);
@@ -559,7 +559,7 @@ out:
   dt_module_free(net);
   dt_module_free(net2);
   dt_module_free(net3);
-  dt_optimizer_free(opt_c); dt_module_free(netc); /* h5 */
+  dt_optimizer_free(opt_c); dt_module_free(netc);
   for (i = 0; i < npool; i++) dt_release(pool[i]);
   npool = 0;
   if (fi_blob_freed != blob_made) fi_problem(failed_line, "dt_from_blob's deleter did not run exactly once at the last release");

@@ -234,7 +234,7 @@ def test_from_torch(dev, tdev):
 
 
 def test_bytes_torch(dev, tdev):
-    """uint8 and bool both ways (kDLUInt 8 bits, kDLBool 8 bits): zero copy, dtype, values (issue 14)."""
+    """uint8 and bool both ways (kDLUInt 8 bits, kDLBool 8 bits): zero copy, dtype, values."""
     for dt, x in ((U8, torch.tensor([[0, 1, 200], [255, 7, 3]], dtype=torch.uint8)),
                   (BOOL, torch.tensor([[True, False, True], [False, False, True]]))):
         x = x.to(tdev)

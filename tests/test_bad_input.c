@@ -104,7 +104,7 @@ static dt_module *linear_on(int64_t in, int64_t out, int i) {
   return l;
 }
 
-/* indexing (issue 14): lists for dt_cat, permutations, and index tensors made on the spot */
+/* indexing: lists for dt_cat, permutations, and index tensors made on the spot */
 static dt_tensor *cat2(const dt_tensor *a, const dt_tensor *b, int dim) {
   const dt_tensor *ts[2];
   ts[0] = a; ts[1] = b;
@@ -132,7 +132,7 @@ static dt_status add_too_deep(void) {
   return st;
 }
 
-/* optimizers and no_grad (h4) */
+/* optimizers and no_grad */
 static int nulo(dt_optimizer *o) { if (!o) return 1; dt_optimizer_free(o); return 0; }
 /* dt_backward (params 0) or dt_backward_params (1) on NETR with grad disabled on this thread */
 static int backward_no_grad(int params) {
@@ -170,14 +170,14 @@ static int step_after_growth(void) {
   dt_module_free(net);
   return bad(s);
 }
-/* issue 14 (h1): uint8 / bool operands made for one call and released after it */
-static dt_tensor *h1_u8(void) { return dt_arange(0, 6, 1, DT_U8, dt_cpu()); }
-static dt_tensor *h1_bool(void) { dt_tensor *u = h1_u8(), *b = u ? dt_cast(u, DT_BOOL) : NULL; dt_release(u); return b; }
-static dt_tensor *h1_1(dt_tensor *(*fn)(const dt_tensor *), dt_tensor *a) { dt_tensor *y = fn(a); dt_release(a); return y; }
-static dt_tensor *h1_2(dt_tensor *(*fn)(const dt_tensor *, const dt_tensor *), dt_tensor *a, dt_tensor *b) {
+/* uint8 / bool operands made for one call and released after it */
+static dt_tensor *cmp_u8(void) { return dt_arange(0, 6, 1, DT_U8, dt_cpu()); }
+static dt_tensor *cmp_bool(void) { dt_tensor *u = cmp_u8(), *b = u ? dt_cast(u, DT_BOOL) : NULL; dt_release(u); return b; }
+static dt_tensor *cmp_1(dt_tensor *(*fn)(const dt_tensor *), dt_tensor *a) { dt_tensor *y = fn(a); dt_release(a); return y; }
+static dt_tensor *cmp_2(dt_tensor *(*fn)(const dt_tensor *, const dt_tensor *), dt_tensor *a, dt_tensor *b) {
   dt_tensor *y = fn(a, b); dt_release(a); dt_release(b); return y;
 }
-static dt_tensor *h1_addsc(dt_tensor *a) { dt_tensor *y = dt_add_scalar(a, 1); dt_release(a); return y; }
+static dt_tensor *cmp_addsc(dt_tensor *a) { dt_tensor *y = dt_add_scalar(a, 1); dt_release(a); return y; }
 /* classification: dt_cross_entropy(_grad) of F (2, 3) with labels {a, b} (I64) on the CPU; F's
    label row 1 = b. 1 when it failed (NULL). */
 static int xent_labels(int grad, int64_t a, int64_t b) {
@@ -203,7 +203,7 @@ static int xent_gpu_cpu(int grad) {
   dt_release(t);
   return nul(y);
 }
-/* distributed (issue 16): a collective on the one-rank world, set up and torn down around it */
+/* distributed: a collective on the one-rank world, set up and torn down around it */
 static dt_status dist_ar(dt_tensor *t, int op) {
   dt_status s;
   if (dt_dist_init() != DT_OK) return DT_OK; /* counted as not failing: the row fails */
@@ -251,12 +251,12 @@ static dt_status dist_init_world3(void) {
 #define BADT ((dt_dtype)9)
 static int ALL_GPUS = 1; /* what dt_try_all_gpus counts: every GPU, or the CPU alone; set in main */
 
-/* h5: the trainer's classification (issue 14). NETC: Linear(3, 2) on the CPU, its own
+/* the trainer's classification. NETC: Linear(3, 2) on the CPU, its own
    (the label checks run it); labels (5,): LAB valid, LABBIG holds 2, LABNEG -1; LABF
    float32; XI int64 (5, 3). fit_loss / eval_ce: TR with that loss and batch size. */
 static dt_module *NETC;
 static dt_tensor *LAB, *LABBIG, *LABNEG, *LABF, *XI;
-static int h5_fixtures(void) {
+static int clf_fixtures(void) {
   static const int64_t lab[5] = {0, 1, 1, 0, 1}, big[5] = {0, 1, 2, 0, 1}, negl[5] = {0, -1, 1, 0, 1};
   static const float labf[5] = {0, 1, 1, 0, 1};
   static const int64_t xi[15] = {0};
@@ -266,7 +266,7 @@ static int h5_fixtures(void) {
   XI = dt_from_data(xi, dt_shape2(5, 3), DT_I64, dt_cpu());
   return NETC && LAB && LABBIG && LABNEG && LABF && XI;
 }
-static void h5_release(void) {
+static void clf_release(void) {
   dt_module_free(NETC);
   dt_release(LAB); dt_release(LABBIG); dt_release(LABNEG); dt_release(LABF); dt_release(XI);
 }
@@ -708,35 +708,35 @@ static dt_status eval_ce(const dt_tensor *y) {
   X_(load_tensors_gpu7, DT_ERR_NO_DEVICE, "dt_load_tensors:", "cuda:7", bad(dt_load_tensors(BADFILE, GPU7, &LN, &LNAMES, &LTS))) \
   X_(load_tensors_missing, DT_ERR_IO, "dt_load_tensors:", "no/such/dir", bad(dt_load_tensors(OUTPATH, dt_cpu(), &LN, &LNAMES, &LTS))) \
   X_(load_tensors_corrupt, DT_ERR_FORMAT, "dt_load_tensors:", "header length", bad(dt_load_tensors(BADFILE, dt_cpu(), &LN, &LNAMES, &LTS))) \
-  /* optimizers and no_grad (h4) */                                                                                         \
-  X_(h4_sgd_null, DT_ERR_INVALID_ARGUMENT, "dt_sgd:", "=m is NULL", nulo(dt_sgd(NULL, 0.1, 0, 0)))                              \
-  X_(h4_sgd_lr_neg, DT_ERR_INVALID_ARGUMENT, "dt_sgd:", "=invalid learning rate lr = -0.1 (expected a finite lr >= 0)", nulo(dt_sgd(NET, -0.1, 0, 0))) \
-  X_(h4_sgd_lr_nan, DT_ERR_INVALID_ARGUMENT, "dt_sgd:", "learning rate|nan", nulo(dt_sgd(NET, NAN, 0, 0)))                      \
-  X_(h4_sgd_lr_inf, DT_ERR_INVALID_ARGUMENT, "dt_sgd:", "learning rate|inf", nulo(dt_sgd(NET, INFINITY, 0, 0)))                 \
-  X_(h4_sgd_momentum_neg, DT_ERR_INVALID_ARGUMENT, "dt_sgd:", "=invalid momentum = -0.9 (expected a finite momentum >= 0)", nulo(dt_sgd(NET, 0.1, -0.9, 0))) \
-  X_(h4_sgd_wd_neg, DT_ERR_INVALID_ARGUMENT, "dt_sgd:", "=invalid weight_decay = -0.01 (expected a finite weight_decay >= 0)", nulo(dt_sgd(NET, 0.1, 0, -0.01))) \
-  X_(h4_sgd_no_params, DT_ERR_INVALID_ARGUMENT, "dt_sgd:", "m has no parameters", nulo(dt_sgd(RELU, 0.1, 0, 0)))               \
-  X_(h4_adam_null, DT_ERR_INVALID_ARGUMENT, "dt_adam:", "=m is NULL", nulo(dt_adam(NULL, 0.1, 0.9, 0.999, 1e-8, 0)))           \
-  X_(h4_adam_lr_neg, DT_ERR_INVALID_ARGUMENT, "dt_adam:", "learning rate|-1", nulo(dt_adam(NET, -1, 0.9, 0.999, 1e-8, 0)))     \
-  X_(h4_adam_beta1_one, DT_ERR_INVALID_ARGUMENT, "dt_adam:", "=invalid beta1 = 1 (expected 0 <= beta1 < 1)", nulo(dt_adam(NET, 0.1, 1, 0.999, 1e-8, 0))) \
-  X_(h4_adam_beta1_neg, DT_ERR_INVALID_ARGUMENT, "dt_adam:", "beta1 = -0.5", nulo(dt_adam(NET, 0.1, -0.5, 0.999, 1e-8, 0)))    \
-  X_(h4_adam_beta2_big, DT_ERR_INVALID_ARGUMENT, "dt_adam:", "=invalid beta2 = 1.5 (expected 0 <= beta2 < 1)", nulo(dt_adam(NET, 0.1, 0.9, 1.5, 1e-8, 0))) \
-  X_(h4_adam_eps_neg, DT_ERR_INVALID_ARGUMENT, "dt_adam:", "=invalid eps = -1 (expected a finite eps >= 0)", nulo(dt_adam(NET, 0.1, 0.9, 0.999, -1, 0))) \
-  X_(h4_adam_wd_neg, DT_ERR_INVALID_ARGUMENT, "dt_adam:", "weight_decay = -1", nulo(dt_adam(NET, 0.1, 0.9, 0.999, 1e-8, -1)))  \
-  X_(h4_adam_no_params, DT_ERR_INVALID_ARGUMENT, "dt_adam:", "m has no parameters", nulo(dt_adam(RELU, 0.1, 0.9, 0.999, 1e-8, 0))) \
-  X_(h4_adamw_null, DT_ERR_INVALID_ARGUMENT, "dt_adamw:", "=m is NULL", nulo(dt_adamw(NULL, 0.1, 0.9, 0.999, 1e-8, 0.01)))     \
-  X_(h4_adamw_lr_nan, DT_ERR_INVALID_ARGUMENT, "dt_adamw:", "learning rate|nan", nulo(dt_adamw(NET, NAN, 0.9, 0.999, 1e-8, 0.01))) \
-  X_(h4_adamw_beta2_nan, DT_ERR_INVALID_ARGUMENT, "dt_adamw:", "beta2 = nan", nulo(dt_adamw(NET, 0.1, 0.9, NAN, 1e-8, 0.01)))  \
-  X_(h4_adamw_wd_inf, DT_ERR_INVALID_ARGUMENT, "dt_adamw:", "weight_decay = inf", nulo(dt_adamw(NET, 0.1, 0.9, 0.999, 1e-8, INFINITY))) \
-  X_(h4_optimizer_step_null, DT_ERR_INVALID_ARGUMENT, "dt_optimizer_step:", "=o is NULL", bad(dt_optimizer_step(NULL)))        \
-  X_(h4_optimizer_step_grown, DT_ERR_INVALID_ARGUMENT, "dt_optimizer_step:", "=the module has 6 parameters but had 4 when the optimizer was made (make a new optimizer after changing the network)", step_after_growth()) \
-  X_(h4_optimizer_zero_grad_null, DT_ERR_INVALID_ARGUMENT, "dt_optimizer_zero_grad:", "=o is NULL", bad(dt_optimizer_zero_grad(NULL))) \
-  X_(h4_optimizer_free_null, DT_OK, "", "", (dt_optimizer_free(NULL), 0))                                                       \
-  X_(h4_set_grad_enabled_ok, DT_OK, "", "", dt_set_grad_enabled(dt_set_grad_enabled(1)) != 1)                                  \
-  X_(h4_backward_no_grad, DT_ERR_INVALID_ARGUMENT, "dt_backward:", "grad is disabled on this thread|dt_set_grad_enabled(1)", backward_no_grad(0)) \
-  X_(h4_backward_params_no_grad, DT_ERR_INVALID_ARGUMENT, "dt_backward_params:", "grad is disabled on this thread", backward_no_grad(1)) \
-  X_(h4_backward_after_no_grad, DT_ERR_INVALID_ARGUMENT, "dt_backward:", "last forward ran with grad disabled|kept nothing", backward_after_no_grad()) \
-  /* issue 14 (h1): comparisons, sigmoid / tanh / abs, _like, uint8 and bool */                                        \
+  /* optimizers and no_grad */                                                                                         \
+  X_(sgd_new_null, DT_ERR_INVALID_ARGUMENT, "dt_sgd:", "=m is NULL", nulo(dt_sgd(NULL, 0.1, 0, 0)))                              \
+  X_(sgd_lr_neg, DT_ERR_INVALID_ARGUMENT, "dt_sgd:", "=invalid learning rate lr = -0.1 (expected a finite lr >= 0)", nulo(dt_sgd(NET, -0.1, 0, 0))) \
+  X_(sgd_lr_nan, DT_ERR_INVALID_ARGUMENT, "dt_sgd:", "learning rate|nan", nulo(dt_sgd(NET, NAN, 0, 0)))                      \
+  X_(sgd_lr_inf, DT_ERR_INVALID_ARGUMENT, "dt_sgd:", "learning rate|inf", nulo(dt_sgd(NET, INFINITY, 0, 0)))                 \
+  X_(sgd_momentum_neg, DT_ERR_INVALID_ARGUMENT, "dt_sgd:", "=invalid momentum = -0.9 (expected a finite momentum >= 0)", nulo(dt_sgd(NET, 0.1, -0.9, 0))) \
+  X_(sgd_wd_neg, DT_ERR_INVALID_ARGUMENT, "dt_sgd:", "=invalid weight_decay = -0.01 (expected a finite weight_decay >= 0)", nulo(dt_sgd(NET, 0.1, 0, -0.01))) \
+  X_(sgd_no_params, DT_ERR_INVALID_ARGUMENT, "dt_sgd:", "m has no parameters", nulo(dt_sgd(RELU, 0.1, 0, 0)))               \
+  X_(adam_null, DT_ERR_INVALID_ARGUMENT, "dt_adam:", "=m is NULL", nulo(dt_adam(NULL, 0.1, 0.9, 0.999, 1e-8, 0)))           \
+  X_(adam_lr_neg, DT_ERR_INVALID_ARGUMENT, "dt_adam:", "learning rate|-1", nulo(dt_adam(NET, -1, 0.9, 0.999, 1e-8, 0)))     \
+  X_(adam_beta1_one, DT_ERR_INVALID_ARGUMENT, "dt_adam:", "=invalid beta1 = 1 (expected 0 <= beta1 < 1)", nulo(dt_adam(NET, 0.1, 1, 0.999, 1e-8, 0))) \
+  X_(adam_beta1_neg, DT_ERR_INVALID_ARGUMENT, "dt_adam:", "beta1 = -0.5", nulo(dt_adam(NET, 0.1, -0.5, 0.999, 1e-8, 0)))    \
+  X_(adam_beta2_big, DT_ERR_INVALID_ARGUMENT, "dt_adam:", "=invalid beta2 = 1.5 (expected 0 <= beta2 < 1)", nulo(dt_adam(NET, 0.1, 0.9, 1.5, 1e-8, 0))) \
+  X_(adam_eps_neg, DT_ERR_INVALID_ARGUMENT, "dt_adam:", "=invalid eps = -1 (expected a finite eps >= 0)", nulo(dt_adam(NET, 0.1, 0.9, 0.999, -1, 0))) \
+  X_(adam_wd_neg, DT_ERR_INVALID_ARGUMENT, "dt_adam:", "weight_decay = -1", nulo(dt_adam(NET, 0.1, 0.9, 0.999, 1e-8, -1)))  \
+  X_(adam_no_params, DT_ERR_INVALID_ARGUMENT, "dt_adam:", "m has no parameters", nulo(dt_adam(RELU, 0.1, 0.9, 0.999, 1e-8, 0))) \
+  X_(adamw_null, DT_ERR_INVALID_ARGUMENT, "dt_adamw:", "=m is NULL", nulo(dt_adamw(NULL, 0.1, 0.9, 0.999, 1e-8, 0.01)))     \
+  X_(adamw_lr_nan, DT_ERR_INVALID_ARGUMENT, "dt_adamw:", "learning rate|nan", nulo(dt_adamw(NET, NAN, 0.9, 0.999, 1e-8, 0.01))) \
+  X_(adamw_beta2_nan, DT_ERR_INVALID_ARGUMENT, "dt_adamw:", "beta2 = nan", nulo(dt_adamw(NET, 0.1, 0.9, NAN, 1e-8, 0.01)))  \
+  X_(adamw_wd_inf, DT_ERR_INVALID_ARGUMENT, "dt_adamw:", "weight_decay = inf", nulo(dt_adamw(NET, 0.1, 0.9, 0.999, 1e-8, INFINITY))) \
+  X_(optimizer_step_null, DT_ERR_INVALID_ARGUMENT, "dt_optimizer_step:", "=o is NULL", bad(dt_optimizer_step(NULL)))        \
+  X_(optimizer_step_grown, DT_ERR_INVALID_ARGUMENT, "dt_optimizer_step:", "=the module has 6 parameters but had 4 when the optimizer was made (make a new optimizer after changing the network)", step_after_growth()) \
+  X_(optimizer_zero_grad_null, DT_ERR_INVALID_ARGUMENT, "dt_optimizer_zero_grad:", "=o is NULL", bad(dt_optimizer_zero_grad(NULL))) \
+  X_(optimizer_free_null, DT_OK, "", "", (dt_optimizer_free(NULL), 0))                                                       \
+  X_(set_grad_enabled_ok, DT_OK, "", "", dt_set_grad_enabled(dt_set_grad_enabled(1)) != 1)                                  \
+  X_(backward_no_grad, DT_ERR_INVALID_ARGUMENT, "dt_backward:", "grad is disabled on this thread|dt_set_grad_enabled(1)", backward_no_grad(0)) \
+  X_(backward_params_no_grad, DT_ERR_INVALID_ARGUMENT, "dt_backward_params:", "grad is disabled on this thread", backward_no_grad(1)) \
+  X_(backward_after_no_grad, DT_ERR_INVALID_ARGUMENT, "dt_backward:", "last forward ran with grad disabled|kept nothing", backward_after_no_grad()) \
+  /* comparisons, sigmoid / tanh / abs, _like, uint8 and bool */                                        \
   X_(eq_null_a, DT_ERR_INVALID_ARGUMENT, "dt_eq:", "a is NULL", nul(dt_eq(NULL, F)))                                        \
   X_(ne_null_b, DT_ERR_INVALID_ARGUMENT, "dt_ne:", "b is NULL", nul(dt_ne(F, NULL)))                                        \
   X_(lt_null_a, DT_ERR_INVALID_ARGUMENT, "dt_lt:", "a is NULL", nul(dt_lt(NULL, NULL)))                                     \
@@ -753,20 +753,20 @@ static dt_status eval_ce(const dt_tensor *y) {
   X_(tanh_null, DT_ERR_INVALID_ARGUMENT, "dt_tanh:", "a is NULL", nul(dt_tanh(NULL)))                                       \
   X_(tanh_int, DT_ERR_DTYPE, "dt_tanh:", "a is int64", nul(dt_tanh(L)))                                                     \
   X_(abs_null, DT_ERR_INVALID_ARGUMENT, "dt_abs:", "a is NULL", nul(dt_abs(NULL)))                                          \
-  X_(abs_bool, DT_ERR_DTYPE, "dt_abs:", "a is bool", nul(h1_1(dt_abs, h1_bool())))                                          \
+  X_(abs_bool, DT_ERR_DTYPE, "dt_abs:", "a is bool", nul(cmp_1(dt_abs, cmp_bool())))                                          \
   X_(zeros_like_null, DT_ERR_INVALID_ARGUMENT, "dt_zeros_like:", "t is NULL", nul(dt_zeros_like(NULL)))                     \
   X_(ones_like_null, DT_ERR_INVALID_ARGUMENT, "dt_ones_like:", "t is NULL", nul(dt_ones_like(NULL)))                        \
   X_(empty_like_null, DT_ERR_INVALID_ARGUMENT, "dt_empty_like:", "t is NULL", nul(dt_empty_like(NULL)))                     \
-  X_(add_u8, DT_ERR_DTYPE, "dt_add:", "a is uint8|dt_cast", nul(h1_2(dt_add, h1_u8(), h1_u8())))                            \
-  X_(sub_bool, DT_ERR_DTYPE, "dt_sub:", "a is bool", nul(h1_2(dt_sub, h1_bool(), h1_bool())))                               \
-  X_(add_scalar_u8, DT_ERR_DTYPE, "dt_add_scalar:", "a is uint8", nul(h1_addsc(h1_u8())))                                   \
-  X_(neg_bool, DT_ERR_DTYPE, "dt_neg:", "a is bool", nul(h1_1(dt_neg, h1_bool())))                                          \
-  X_(mean_bool, DT_ERR_DTYPE, "dt_mean:", "a is bool|float32 or float64", nul(h1_1(dt_mean, h1_bool())))                    \
+  X_(add_u8, DT_ERR_DTYPE, "dt_add:", "a is uint8|dt_cast", nul(cmp_2(dt_add, cmp_u8(), cmp_u8())))                            \
+  X_(sub_bool, DT_ERR_DTYPE, "dt_sub:", "a is bool", nul(cmp_2(dt_sub, cmp_bool(), cmp_bool())))                               \
+  X_(add_scalar_u8, DT_ERR_DTYPE, "dt_add_scalar:", "a is uint8", nul(cmp_addsc(cmp_u8())))                                   \
+  X_(neg_bool, DT_ERR_DTYPE, "dt_neg:", "a is bool", nul(cmp_1(dt_neg, cmp_bool())))                                          \
+  X_(mean_bool, DT_ERR_DTYPE, "dt_mean:", "a is bool|float32 or float64", nul(cmp_1(dt_mean, cmp_bool())))                    \
   X_(arange_bool, DT_ERR_DTYPE, "dt_arange:", "bool", nul(dt_arange(0, 2, 1, DT_BOOL, dt_cpu())))                           \
   X_(empty_dtype_6, DT_ERR_DTYPE, "dt_empty:", "unknown dtype 6", nul(dt_empty(dt_shape1(2), (dt_dtype)6, dt_cpu())))       \
   X_(cast_dtype_6, DT_ERR_DTYPE, "dt_cast:", "unknown dtype 6", nul(dt_cast(F, (dt_dtype)6)))                               \
   /* the trainer */                                                                                                         \
-  /* indexing (issue 14): dt_slice, dt_index_select, dt_cat, dt_permute */                                                  \
+  /* indexing: dt_slice, dt_index_select, dt_cat, dt_permute */                                                  \
   X_(slice_null, DT_ERR_INVALID_ARGUMENT, "dt_slice:", "=t is NULL", nul(dt_slice(NULL, 0, 0, 1)))                           \
   X_(slice_dim, DT_ERR_INVALID_ARGUMENT, "dt_slice:", "=dim 2 out of range for a 2-d tensor (expected -2 to 1)", nul(dt_slice(F, 2, 0, 1))) \
   X_(slice_dim_neg, DT_ERR_INVALID_ARGUMENT, "dt_slice:", "dim -3|2-d", nul(dt_slice(F, -3, 0, 1)))                         \
@@ -822,7 +822,7 @@ static dt_status eval_ce(const dt_tensor *y) {
   X_(fit_int, DT_ERR_DTYPE, "dt_trainer_fit:", "int32", bad(dt_trainer_fit(&TR, NET, I, I)))                                \
   X_(fit_dtypes, DT_ERR_DTYPE, "dt_trainer_fit:", "float64|float32", bad(dt_trainer_fit(&TR, NET, D, F)))                   \
   X_(fit_features, DT_ERR_SHAPE, "dt_forward:", "(5, 2)|3 features", bad(dt_trainer_fit(&TR, NET, Y, Y)))                    \
-  /* h5: the trainer's classification, validation set and evaluation (issue 14) */                                           \
+  /* the trainer's classification, validation set and evaluation */                                           \
   X_(fit_val_half, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit_val:", "X_val set|y_val NULL", bad(dt_trainer_fit_val(&TR, NETC, X, Y, X, NULL))) \
   X_(fit_val_half2, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit_val:", "X_val NULL|y_val set", bad(dt_trainer_fit_val(&TR, NETC, X, Y, NULL, Y))) \
   X_(fit_val_null_tr, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit_val:", "tr is NULL", bad(dt_trainer_fit_val(NULL, NETC, X, Y, X, Y))) \
@@ -851,7 +851,7 @@ static dt_status eval_ce(const dt_tensor *y) {
   X_(evaluate_features, DT_ERR_SHAPE, "dt_forward:", "(5, 2)|3 features", bad(dt_trainer_evaluate(&TR, NETC, Y, Y, HOST, HOST))) \
   X_(evaluate_label_big, DT_ERR_INVALID_ARGUMENT, "dt_trainer_evaluate:", "class label 2|2 outputs", bad(eval_ce(LABBIG)))   \
   X_(evaluate_untouched, DT_ERR_SHAPE, "dt_forward:", "3 features", (HOST[0] = 7, HOST[1] = 8, bad(dt_trainer_evaluate(&TR, NETC, Y, Y, HOST, HOST + 1)) && HOST[0] == 7 && HOST[1] == 8)) \
-  /* distributed (issue 16) */                                                                                            \
+  /* distributed */                                                                                            \
   X_(all_reduce_no_init, DT_ERR_INVALID_ARGUMENT, "dt_all_reduce_:", "=call dt_dist_init first (no process group yet)", bad(dt_all_reduce_(F, DT_REDUCE_SUM))) \
   X_(broadcast_no_init, DT_ERR_INVALID_ARGUMENT, "dt_broadcast_:", "call dt_dist_init first", bad(dt_broadcast_(F, 0)))   \
   X_(all_reduce_null, DT_ERR_INVALID_ARGUMENT, "dt_all_reduce_:", "t is NULL", bad(dist_ar(NULL, DT_REDUCE_SUM)))        \
@@ -1193,7 +1193,7 @@ int main(void) {
   }
   dt_trainer_init(&TR, 1, 0);
   TR.quiet = 1;
-  gpus_ok = h5_fixtures() && gpus_ok; /* h5 */
+  gpus_ok = clf_fixtures() && gpus_ok;
   snprintf(OUTPATH, sizeof OUTPATH, "build/no/such/dir/x.safetensors");
   snprintf(BADFILE, sizeof BADFILE, "build/bad_input_%ld.safetensors", (long)getpid());
   f = fopen(BADFILE, "wb");
@@ -1221,7 +1221,7 @@ int main(void) {
   dt_release(YD); dt_release(B3); dt_release(C3); dt_release(C35); dt_release(T8);
   dt_release(G0); dt_release(G0V); dt_release(GD0); dt_release(GX); dt_release(GY); dt_release(G0B3); dt_release(G0C3);
   dt_release(G1); dt_release(G1X); dt_release(G1Y); dt_release(G1C3);
-  h5_release();
+  clf_release();
   dt_module_free(NET); dt_module_free(LAZY); dt_module_free(RELU); dt_module_free(NETR); dt_module_free(NETG);
   return t_finish();
 }

@@ -1,4 +1,4 @@
-/* Distributed data parallel (issue 16): dt_dist_*, dt_all_reduce_, dt_broadcast_.
+/* Distributed data parallel: dt_dist_*, dt_all_reduce_, dt_broadcast_.
 
    Built plainly (make test, make test-emu) it checks the one-rank world every build
    has: rank 0 of 1, collectives that are the identity, the refusals. Built with
@@ -170,7 +170,7 @@ static dt_status train_fixed(uint64_t seed, dt_module **net, dt_trainer *tr) {
   return s;
 }
 
-/* h5's classification through the data-parallel paths: 37 rows, labels (X0 + X1 > 0), cross-entropy,
+/* Classification through the data-parallel paths: 37 rows, labels (X0 + X1 > 0), cross-entropy,
    dt_adam of the caller's choice, a validation set (the training set again), minibatches of 8, 4
    epochs from seed `seed`, on `num_gpus` GPUs (0: the CPU; ranks: this rank's device). res
    (4 x 4): each epoch's loss, train_acc, val_loss, val_acc. */

@@ -1,4 +1,4 @@
-/* uint8 and bool (issue 14) on every device: printing as PyTorch prints them, creation, fill and
+/* uint8 and bool on every device: printing as PyTorch prints them, creation, fill and
    casts (PyTorch's conversions), comparisons with broadcasting, NaN, mixed dtypes and empty
    tensors, dt_sum of bool / uint8 as int64, sigmoid / tanh / abs against long double, the _like
    constructors, safetensors and DLPack names.

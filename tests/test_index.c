@@ -1,4 +1,4 @@
-/* dt_slice, dt_index_select, dt_cat, dt_permute on every device and dtype (issue 14).
+/* dt_slice, dt_index_select, dt_cat, dt_permute on every device and dtype.
    Expected values are PyTorch's (torch 1.13, Debian's /usr/bin/python3), held literally;
    the inputs are small integers, so every dtype holds them exactly and one table serves
    F32, F64, I32 and I64. Generated with:

@@ -1,4 +1,4 @@
-/* The trainer learns classification (issue 14): cross-entropy on int64 labels,
+/* The trainer learns classification: cross-entropy on int64 labels,
    an optimizer of the user's choice, accuracy on a validation set counted on
    the device and read once per epoch, per-epoch results, minibatches gathered
    on the device or on the host; dt_trainer_evaluate. On every device; the GPU

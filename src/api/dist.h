@@ -1,4 +1,4 @@
-/* ---- api: distributed (issue 16: data parallel over ranks; NCCL for GPU tensors, MPI for
+/* ---- api: distributed (data parallel over ranks; NCCL for GPU tensors, MPI for
    launching, bootstrapping NCCL and CPU tensors) ----
    Build with DEVTENSOR_MPI (compile with mpicc, run under mpirun -np N) for more than one
    rank, and DEVTENSOR_NCCL with DEVTENSOR_CUDA (compile devtensor_cuda.cu with

@@ -54,7 +54,7 @@ typedef struct dt_trainer {
   int       epochs_run;
   double    epoch_loss[64];      /* mean training loss of each epoch (the first 64) */
   double    last_loss;           /* mean training loss of the last epoch */
-  /* h5 (issue 14): classification, an optimizer, validation, per-epoch results */
+  /* classification, an optimizer, validation, per-epoch results */
   dt_loss_fn loss_fn;            /* DT_LOSS_MSE (default) or DT_LOSS_CROSS_ENTROPY */
   struct dt_optimizer *optimizer;/* borrowed, made on the same module (dt_sgd, dt_adam, ...); NULL: dt_sgd_step(m, lr) */
   void (*on_epoch)(const struct dt_trainer *tr, const dt_epoch_result *r, void *user); /* after each epoch; may be NULL */
@@ -66,7 +66,6 @@ DTDEF dt_status  dt_trainer_init(dt_trainer *tr, int max_epochs, int num_gpus);
 DTDEF dt_status  dt_trainer_prepare_model(dt_trainer *tr, dt_module *m);
 DTDEF dt_tensor *dt_trainer_prepare_batch(dt_trainer *tr, const dt_tensor *batch); /* on tr->device */
 DTDEF dt_status  dt_trainer_fit(dt_trainer *tr, dt_module *m, const dt_tensor *X, const dt_tensor *y); /* no validation set */
-/* h5 (issue 14) */
 DTDEF dt_status  dt_trainer_fit_val(dt_trainer *tr, dt_module *m, const dt_tensor *X, const dt_tensor *y,
                                     const dt_tensor *X_val, const dt_tensor *y_val); /* X_val, y_val: NULL for none */
 DTDEF dt_status  dt_trainer_evaluate(dt_trainer *tr, dt_module *m, const dt_tensor *X, const dt_tensor *y,

@@ -20,13 +20,13 @@ DTDEF dt_tensor *dt_cast(const dt_tensor *a, dt_dtype t);
 DTDEF dt_tensor *dt_stack(const dt_tensor *const *ts, int n);      /* torch.stack: (n, ...) on their device */
 DTDEF dt_status  dt_fill_(dt_tensor *t, double v);
 DTDEF dt_status  dt_axpy_(dt_tensor *y, double alpha, const dt_tensor *x); /* y += alpha * x */
-/* indexing (issue 14): slices, index_select, cat, permute; every dtype */
+/* indexing: slices, index_select, cat, permute; every dtype */
 DTDEF dt_tensor *dt_slice(const dt_tensor *t, int dim, int64_t start, int64_t end); /* t[start:end] along dim, Python's clamping and negatives; dim 0 shares t's memory (a view, like dt_reshape), other dims copy */
 DTDEF dt_tensor *dt_index_select(const dt_tensor *t, int dim, const dt_tensor *index); /* index: I64 (k,) on t's device, each in [0, n); on a GPU a bad one is reported at the next synchronizing call */
 DTDEF dt_tensor *dt_cat(const dt_tensor *const *ts, int n, int dim);  /* torch.cat: shapes equal but along dim; (0,) tensors are skipped */
 DTDEF dt_tensor *dt_permute(const dt_tensor *t, const int *dims);     /* a copy: y's dim i is t's dim dims[i] */
 
-/* issue 14 (h1): comparisons, sigmoid/tanh/abs, the _like constructors. Comparisons return DT_BOOL
+/* comparisons, sigmoid/tanh/abs, the _like constructors. Comparisons return DT_BOOL
    and broadcast like NumPy; operands of two dtypes compare in PyTorch's promoted dtype
    (bool < uint8 < int32 < int64 < float32 < float64; a 0-d operand does not widen a tensor
    with dims of its own kind: integer, float or bool). NaN compares as IEEE: only dt_ne is true. */

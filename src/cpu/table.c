@@ -19,18 +19,18 @@ static const dt__backend *dt__cpu_backend(void) {
     DT__SLOT(gemm) dt__cpu_gemm,
     DT__SLOT(axpy) dt__cpu_axpy,
     DT__SLOT(random) dt__cpu_random,
-    /* optimizers (h4) */
+    /* optimizers */
     DT__SLOT(optim_step) dt__cpu_optim_step,
-    /* issue 14 (h1) */
+    /* comparisons */
     DT__SLOT(compare) dt__cpu_compare,
-    /* indexing (issue 14) */
+    /* indexing */
     DT__SLOT(copy_strided) dt__cpu_copy_strided,
     DT__SLOT(index_select) dt__cpu_index_select,
     /* classification */
     DT__SLOT(arg_reduce) dt__cpu_arg_reduce,
     DT__SLOT(softmax) dt__cpu_softmax,
     DT__SLOT(cross_entropy) dt__cpu_cross_entropy,
-    /* distributed (issue 16): CPU tensors go through MPI in the core ("distributed") */
+    /* distributed: CPU tensors go through MPI in the core ("distributed") */
     DT__SLOT(dist_unique_id) NULL,
     DT__SLOT(dist_comm_init) NULL,
     DT__SLOT(dist_comm_init_all) NULL,

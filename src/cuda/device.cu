@@ -87,7 +87,7 @@ struct DevState {
   char *stage[2] = {nullptr, nullptr};
   cudaEvent_t stage_ev[2] = {nullptr, nullptr};
   int stage_next = 0; /* the buffer the next host-to-device chunk takes (they alternate across calls) */
-  /* indexing (issue 14): dt_index_select's error record in device memory (an IndexErr, made at
+  /* indexing: dt_index_select's error record in device memory (an IndexErr, made at
      the first index_select, kept), and whether one ran since the record was last read */
   void *index_err = nullptr;
   std::atomic<bool> index_pending{false};
@@ -261,7 +261,7 @@ dt_status cu_device_info(int dev, dt_device_info *out) {
 
 const char *cu_last_error(void) { return g_err; }
 
-dt_status index_errors(int dev, DevState &s); /* indexing (issue 14), below */
+dt_status index_errors(int dev, DevState &s); /* indexing, below */
 
 /* Waits for the work queued on s's stream. Call with the device current. */
 dt_status sync_stream(DevState &s) {

@@ -66,7 +66,7 @@ template <typename T> struct ULog { __device__ T operator()(T v) const { return 
 template <typename T> struct USqrt { __device__ T operator()(T v) const { return d_sqrt(v); } };
 template <typename T> struct UNeg { __device__ T operator()(T v) const { return -v; } };
 template <typename T> struct URelu { __device__ T operator()(T v) const { return v > (T)0 ? v : (v != v ? v : (T)0); } };
-/* issue 14 (h1): sigmoid as the CPU's: e = exp(-|x|) never overflows */
+/* sigmoid as the CPU's: e = exp(-|x|) never overflows */
 template <typename T> struct USigmoid {
   __device__ T operator()(T v) const {
     T e = d_exp(-fabs(v));

@@ -73,7 +73,7 @@ template <> struct Conv<double, int64_t> { __device__ static int64_t f(double v)
 /* int64 to int32 keeps the low 32 bits, as PyTorch */
 template <> struct Conv<int64_t, int32_t> { __device__ static int32_t f(int64_t v) { return (int32_t)(uint32_t)v; } };
 
-/* issue 14 (h1): uint8 and bool. Float to uint8 as the CPU's dt__f2u8 (PyTorch's CPU conversion):
+/* uint8 and bool. Float to uint8 as the CPU's dt__f2u8 (PyTorch's CPU conversion):
    toward zero through int32, the low 8 bits; NaN, +-inf and beyond int32 give 0. Integers to uint8
    keep the low 8 bits (the generic conversion). Bool is one byte, 0 or 1, spelled B8 here so its
    conversions differ from uint8's: to bool is nonzero (NaN too), from bool is 0 or 1. */

@@ -106,9 +106,8 @@ __global__ void k_reduce_cols_finish(const double *partial, int64_t nout, int64_
    (coalesced); its blockDim.x threads (a multiple of inner) each keep one column,
    i = threadIdx.x % inner, and the block then adds up the threads of each column into
    partial[o * inner + i, c], one row of chunks per output, which k_reduce_rows_finish adds
-   up a block per output (k_reduce_cols_finish's thread per output walked 1024 partials one
-   after another for each of (10^6, 2)'s two outputs; with this and the shuffles below that
-   sum went from 221-229 to 580-730 GB/s on an H100).
+   up a block per output (a thread per output walking 1024 partials one after another is
+   slow for a few wide outputs, such as (10^6, 2)'s two).
    blockIdx.x is the chunk of rows, blockIdx.y is o. */
 template <typename T>
 __global__ void k_reduce_cols_narrow(const T *x, int64_t len, int64_t inner, int64_t chunk, int op, double *partial) {

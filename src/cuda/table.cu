@@ -21,18 +21,18 @@ extern "C" const dt__backend *dt__cuda_backend(void) {
     DT__SLOT(gemm) cu_gemm,
     DT__SLOT(axpy) cu_axpy,
     DT__SLOT(random) cu_random,
-    /* optimizers (h4) */
+    /* optimizers */
     DT__SLOT(optim_step) cu_optim_step,
-    /* issue 14 (h1) */
+    /* comparisons */
     DT__SLOT(compare) cu_compare,
-    /* indexing (issue 14) */
+    /* indexing */
     DT__SLOT(copy_strided) cu_copy_strided,
     DT__SLOT(index_select) cu_index_select,
     /* classification */
     DT__SLOT(arg_reduce) cu_arg_reduce,
     DT__SLOT(softmax) cu_softmax,
     DT__SLOT(cross_entropy) cu_cross_entropy,
-    /* distributed (issue 16) */
+    /* distributed */
     DT__SLOT(dist_unique_id) cu_dist_unique_id,
     DT__SLOT(dist_comm_init) cu_dist_comm_init,
     DT__SLOT(dist_comm_init_all) cu_dist_comm_init_all,

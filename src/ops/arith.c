@@ -215,7 +215,7 @@ static dt_tensor *dt__reduce_all(const char *op, dt__reduce_op rop, const dt_ten
   if (dt__check_tensor(op, "a", a) != DT_OK || dt__float_only(op, "a", a) != DT_OK) return NULL;
   return dt__reduce(op, rop, a, 1, a->numel, 1, dt_shape0());
 }
-static dt_tensor *dt__sum_bytes(const char *op, const dt_tensor *a); /* issue 14 (h1): sum of U8/BOOL, I64 */
+static dt_tensor *dt__sum_bytes(const char *op, const dt_tensor *a); /* sum of U8/BOOL, I64 */
 DTDEF dt_tensor *dt_sum(const dt_tensor *a) {
   if (a && (a->dtype == DT_U8 || a->dtype == DT_BOOL)) return dt__sum_bytes("dt_sum", a);
   return dt__reduce_all("dt_sum", DT__R_SUM, a);

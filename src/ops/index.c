@@ -1,4 +1,4 @@
-/* (issue 14) A tensor is seen as (outer, len, inner) around the dim in question. Everything
+/* A tensor is seen as (outer, len, inner) around the dim in question. Everything
    moves elements of dt_dtype_size bytes, whatever the dtype, through two backend calls:
    copy_strided (slices along dims > 0, cat, permute) and index_select. A slice along dim 0
    is a view: a storage with `base` set, pointing into t's memory (see dt__storage). */

@@ -208,7 +208,7 @@ static void check_cast(void) {
     }
 }
 
-/* issue 14 (h1): comparisons, every dtype, the broadcast geometries of check_binary */
+/* comparisons, every dtype, the broadcast geometries of check_binary */
 static void check_compare(void) {
   dt_shape pairs[][2] = {
     {dt_shape1(1000003), dt_shape1(1000003)}, {dt_shape2(300, 257), dt_shape1(257)}, {dt_shape3(7, 1, 33), dt_shape3(1, 9, 33)},
@@ -392,7 +392,7 @@ static void check_axpy_random(void) {
   }
 }
 
-/* indexing (issue 14): copy_strided (a permute, a slice along a middle dim, a cat into a wider
+/* indexing: copy_strided (a permute, a slice along a middle dim, a cat into a wider
    y) and index_select (bad indices included: zeros, and reported once at the next synchronize)
    for elements of 1, 2, 4 and 8 bytes, byte for byte against the CPU backend */
 static void check_indexing(void) {
@@ -609,7 +609,7 @@ int main(int argc, char **argv) {
   printf("%d GPU(s); cuda:0 is %s, sm_%d%d, %d SMs, %.1f GiB\n", n, info.name, info.compute_major, info.compute_minor,
          info.multiprocessors, info.total_memory / 1073741824.0);
 #ifndef DTEMU
-  { /* the libraries this program runs with (issue 11 asks for cuBLAS's version beside PyTorch's) */
+  { /* the libraries this program runs with (cuBLAS's version beside PyTorch's) */
     int maj = 0, mnr = 0, pat = 0, drv = 0, rt = 0;
     cublasGetProperty(MAJOR_VERSION, &maj); cublasGetProperty(MINOR_VERSION, &mnr); cublasGetProperty(PATCH_LEVEL, &pat);
     cudaDriverGetVersion(&drv); cudaRuntimeGetVersion(&rt);

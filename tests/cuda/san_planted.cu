@@ -1,4 +1,4 @@
-/* Planted errors for compute-sanitizer (issue 11): before a clean report on devtensor's
+/* Planted errors for compute-sanitizer: before a clean report on devtensor's
    programs counts, bench/gpu_session.sh's san phase runs each tool, with the same options
    and kernel-name filter, over this program and requires that it reports the error planted
    for it, and that it reports nothing on the clean run (none).
