@@ -330,7 +330,7 @@ run: $(RUN_GPUS)
 	./$(RUN_GPUS)
 
 test: all lib
-	@DT_CUDA=$(CUDA) sh tests/run.sh $(C_TESTS) $(CXX_TESTS) $(B)/clang/test_vmath $(CLANG_OMP_TESTS) $(B)/static_unit $(B)/two_units -- tests/safetensors_py.sh -- tests/examples_smoke.sh \
+	@DT_CUDA=$(CUDA) sh tests/run.sh $(C_TESTS) $(CXX_TESTS) $(B)/clang/test_vmath $(CLANG_OMP_TESTS) $(B)/static_unit $(B)/two_units -- tests/safetensors_py.sh -- tests/examples_smoke.sh tests/doc_snippets.sh \
 	  tests/interop_py.sh tests/packaging.sh \
 	  $(if $(CUDA_ALL),$(CUDA_TESTS) $(B)/cuda/fault_gpu tests/cuda_examples.sh $(GPU_CHECK))
 
