@@ -10,8 +10,9 @@
 # fence (invisible when the Markdown is rendered):
 #   a block with a main()        a whole program: compiled and linked with devtensor.h
 #                                (-DDEVTENSOR_IMPLEMENTATION added unless the block defines it)
-#   <!-- snippet: run -->         such a program is also run, and its output (stdout and
-#                                stderr) must equal the next fenced block of the file
+#   <!-- snippet: run -->         such a program is also run (in an empty folder), and its
+#                                output (stdout and stderr) must equal the next unlabelled
+#                                (or ```text) fenced block of the file
 #   a block that starts with #   file-scope code (e.g. the #define/#include pair): compiled
 #                                as a unit of its own, not linked
 #   any other block              a fragment: the body of a function, compiled (not linked)
@@ -47,8 +48,7 @@ HDRS='#include "devtensor.h"
 for md in "$@"; do
   [ -f "$md" ] || { fail "$md: no such file"; continue; }
   rm -f "$tmp"/snip.*
-  # split: snip.K.body (the block), snip.K.info ("LANG LINE" and the marker), snip.K.next
-  # (the next fenced block, the expected output of a `run` program)
+  # split: snip.K.body (the block), snip.K.info ("LANG LINE", then the marker)
   awk -v dir="$tmp" '
     /^```/ {
       if (!infence) {
@@ -60,7 +60,7 @@ for md in "$@"; do
         printf "%s %d\n%s\n", (lang == "" ? "-" : lang), start, marker > info
         close(info)
         next
-      } else { infence = 0; close(body); if (n > 1) system("cp \"" body "\" \"" dir "/snip." (n - 1) ".next\""); prev = $0; next }
+      } else { infence = 0; close(body); prev = $0; next }
     }
     infence { print >> body; next }
     /[^ \t]/ { prev = $0 }
@@ -89,10 +89,17 @@ for md in "$@"; do
         fail "$where (program): does not build:"; cat "$src.log"; continue
       fi
       if [ "$marker" != run ]; then pass "$where (program, built)"; continue; fi
-      if [ ! -f "$tmp/snip.$((k - 1)).next" ]; then fail "$where (program, run): no fenced block after it holds its output"; continue; fi
+      # the output shown: the next unlabelled (or ```text) fenced block of the file
+      j=$k; want=
+      while [ -f "$tmp/snip.$j.info" ]; do
+        read -r l2 _ < "$tmp/snip.$j.info"
+        case "$l2" in -|text) want="$tmp/snip.$j.body"; break ;; esac
+        j=$((j + 1))
+      done
+      if [ -z "$want" ]; then fail "$where (program, run): no unlabelled fenced block after it shows its output"; continue; fi
       (cd "$tmp" && "$src") > "$src.out" 2>&1; rc=$?
       if [ "$rc" -ne 0 ]; then fail "$where (program, run): exit status $rc"; tail -n 5 "$src.out"; continue; fi
-      if diff -u "$tmp/snip.$((k - 1)).next" "$src.out" > "$src.diff"; then pass "$where (program, run: its output is the one shown)"
+      if diff -u "$want" "$src.out" > "$src.diff"; then pass "$where (program, run: its output is the one shown)"
       else fail "$where (program, run): the output differs from the one shown (- shown, + got):"; cat "$src.diff"; fi
     elif head -n 1 "$body" | grep -q '^#'; then
       { echo "#line $line \"$md\""; cat "$body"; } > "$src.c"
