@@ -1,7 +1,8 @@
 #!/bin/sh
 # `make install` into a temporary prefix, then a pkg-config build and a CMake
 # project (find_package(devtensor): the shared and the static library) compile
-# tests/packaging/consumer.c against it and run it. A missing pkg-config or
+# tests/packaging/consumer.c against it, as docs/API.md says to, and run it
+# (the documentation's find_package lines are checked too). A missing pkg-config or
 # cmake is a SKIP (.ci/run installs both).
 passed=0; failed=0; skipped=0
 pass() { echo "PASS packaging: $1"; passed=$((passed + 1)); }
@@ -40,9 +41,10 @@ fi
 cc=${CC:-cc}
 if command -v pkg-config >/dev/null 2>&1; then
   export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+  # as docs/API.md says: the rpath from pkg-config's libdir, so that the program finds the library when it starts
   if $cc -std=c99 -Wall -Wextra -Werror tests/packaging/consumer.c $(pkg-config --cflags --libs devtensor) \
-       -Wl,-rpath,"$prefix/lib" -o "$tmp/consumer_pc" 2>"$tmp/pc.log"; then
-    pass "cc consumer.c \$(pkg-config --cflags --libs devtensor) builds"
+       -Wl,-rpath,"$(pkg-config --variable=libdir devtensor)" -o "$tmp/consumer_pc" 2>"$tmp/pc.log"; then
+    pass "cc consumer.c \$(pkg-config --cflags --libs devtensor) -Wl,-rpath,\$(pkg-config --variable=libdir devtensor) builds"
     run "$tmp/consumer_pc" "pkg-config"
   else cat "$tmp/pc.log"; fail "the pkg-config build failed"; fi
   v=$(pkg-config --modversion devtensor)
@@ -51,6 +53,11 @@ if command -v pkg-config >/dev/null 2>&1; then
 else
   skip "no pkg-config on this machine (apt-get install pkg-config)"
 fi
+# the documentation's find_package lines name no version, or the header's major.minor
+want=$(sed -n 's/^#define DEVTENSOR_VERSION_MAJOR \([0-9]*\).*/\1/p' devtensor.h).$(sed -n 's/^#define DEVTENSOR_VERSION_MINOR \([0-9]*\).*/\1/p' devtensor.h)
+bad=$(grep -Hn 'find_package(devtensor' README.md docs/*.md 2>/dev/null | grep -v "find_package(devtensor \(REQUIRED\|$want REQUIRED\)")
+if [ -z "$bad" ]; then pass "the documentation's find_package(devtensor ...) lines ask for no version or $want"
+else fail "the documentation's find_package(devtensor ...) asks for another version than $want:"; printf '%s\n' "$bad"; fi
 if command -v cmake >/dev/null 2>&1; then
   want=$(sed -n 's/^#define DEVTENSOR_VERSION_MAJOR \([0-9]*\).*/\1/p' devtensor.h).$(sed -n 's/^#define DEVTENSOR_VERSION_MINOR \([0-9]*\).*/\1/p' devtensor.h)
   if cmake -S tests/packaging -B "$tmp/cmake" -DCMAKE_PREFIX_PATH="$prefix" -DDT_WANT_VERSION="$want" -DCMAKE_C_COMPILER="$(command -v $cc)" >"$tmp/cmake.log" 2>&1 \
