@@ -24,7 +24,8 @@
 #   <!-- snippet: skip REASON --> not compiled: one SKIP line with the reason
 # Fragments are compiled with -fsyntax-only and without warnings for unused variables.
 # ```cuda blocks are fragments of a .cu file (the same DECLS marker), compiled with
-# nvcc -c where nvcc is found (about a second) and a SKIP where not. ```sh, ```python,
+# nvcc -c where nvcc is found (cheap: no device code is generated for a fragment without
+# kernels of its own) and a SKIP where not. ```sh, ```python,
 # ```cmake and unlabelled blocks are not compiled and not counted.
 # Then, when docs/API.md is among the files: every function declared DTDEF in src/api/*.h
 # must appear in it as `name( (one FAIL line lists those missing).
