@@ -23,6 +23,7 @@
 #   make tsan-omp    test_threads with -fopenmp under TSan (clang, libomp, Archer)
 #   make mingw       the tests cross-built for Windows (mingw-w64; MSVC's atomics path too), run under wine64
 #   make cxx-std     the tests compiled as C++11, C++14, C++17 and C++20
+#   make cu-cxx20    devtensor_cuda.cu checked as C++20 on the emulator's headers: the backend table's slot names and order
 #   make check-amalgamate  fails when the committed devtensor.h / devtensor_cuda.cu differ from what src/ makes
 #   make test-dist   tests/test_dist.c built with DEVTENSOR_MPI (mpicc) on two ranks under mpirun, and the failure paths
 #   make test-dist-gpu  the same with CUDA and the real NCCL, each rank on its GPU (a machine with two GPUs;

@@ -3,7 +3,7 @@
 # does and explains the templates used here (VARIANT, IMPL, LINKED). The rest is the Makefile's:
 # the compilers and flags, the test and example lists, the CUDA settings and $(CU_OBJ), and
 # make test's builds (valgrind runs build/c's tests, test-dist build/c/test_dist).
-#   make asan test-emu fault fuzz fuzz-replay tsan tsan-omp mingw cxx-std valgrind
+#   make asan test-emu fault fuzz fuzz-replay tsan tsan-omp mingw cxx-std cu-cxx20 valgrind
 #        check-amalgamate test-dist; beside test-dist, whose MPI builds they share (not run by
 #        CI: they need MPI ranks on GPUs, or measure): test-dist-gpu bench-dist bench-dist-gpu
 
@@ -230,6 +230,20 @@ endef
 $(foreach s,$(CXX_STDS),$(eval $(call cxx_std_variant,$(s))))
 cxx-std: $(CXX_STD_OBJS)
 	@echo "PASS cxx-std: $(words $^) files checked ($(CXX_STDS)) clean"
+
+# make cu-cxx20: devtensor_cuda.cu checked as C++20 against the emulator's headers, as $(EMU_OBJ)
+# compiles it (-DDTEMU -DDEVTENSOR_NCCL -Itests/emu), warnings as errors; the .o left is an empty
+# stamp. Under C++20, DT__SLOT (src/backend/backend.h) makes each entry of the CUDA backend's
+# table (src/cuda/table.cu) a designated initializer, .name = fn, so the compiler checks every
+# slot's name and order; nvcc and the emulator's build compile C++17, where the entries are
+# positional and two slots of one type swapped still compile. The CPU backend's table is in
+# devtensor.h: make cxx-std's C++20 pass checks it the same way.
+CU_CXX20 := $(B)/cxxstd/c++20/devtensor_cuda.o
+$(CU_CXX20): devtensor_cuda.cu $(HDR) $(EMU_HDRS) | $$(@D)
+	$(CXX) -x c++ -std=c++20 $(WARN) -Wno-unknown-pragmas -fsyntax-only -DDTEMU -DDEVTENSOR_NCCL -Itests/emu -I. $< && touch $@
+.PHONY: cu-cxx20
+cu-cxx20: $(CU_CXX20)
+	@echo "PASS cu-cxx20: devtensor_cuda.cu checked as C++20 (the backend table's slots by name and order) clean"
 
 # make tsan-omp: test_threads with -fopenmp under TSan. clang with LLVM's libomp (apt-get
 # install clang libomp-dev) and its Archer tool, which tells TSan about OpenMP's barriers
