@@ -44,6 +44,9 @@
 #       with -DDEVTENSOR_IMPLEMENTATION_DONE and linked with impl.o instead of each compiling it
 # Adding a variant: three variables and one $(eval $(call VARIANT,...)); ci.mk's use the same.
 
+# make with no target: all (the rules $(eval) writes would otherwise make build/static_unit the first)
+.DEFAULT_GOAL := all
+
 CC      ?= cc
 CXX     ?= g++
 B       := build
