@@ -6,6 +6,13 @@
 #                    dataset-fashion-mnist; bench/fashion_torch.py is the same in PyTorch)
 #   make test        build and run every test; ends with "N passed, N failed, N skipped" (with
 #                    CUDA, DT_REQUIRE_GPU=1 makes "no GPU" a failure, and gpu_check runs where a driver is)
+#   make bench       the CPU benchmarks against NumPy and PyTorch (CPU), one table (make bench-cblas: with DEVTENSOR_CBLAS)
+#   make bench-gpu   the GPU benchmarks against cudaMemcpy and PyTorch (on a machine with a GPU)
+#   make bench-fashion  make fashion's training beside the same in PyTorch (bench/fashion_torch.py): epoch times
+#   make lib         libdevtensor.so and .a; make install PREFIX=... adds devtensor.pc and a CMake package
+#   make amalgamate  write devtensor.h and devtensor_cuda.cu from the parts in src/ (tools/amalgamate.py)
+#   make clean       remove build/
+# CI's builds (.ci/run runs them after make test) are in ci.mk, included at the end of this file:
 #   make asan        the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make test-emu    the CUDA backend on the CPU emulator (tests/emu): the suite's GPU cases without a GPU
 #   make fault       every host allocation failing in turn (plain, ASan+UBSan, OpenMP), and memory exhausted under ulimit -v
@@ -16,23 +23,29 @@
 #   make tsan-omp    test_threads with -fopenmp under TSan (clang, libomp, Archer)
 #   make mingw       the tests cross-built for Windows (mingw-w64; MSVC's atomics path too), run under wine64
 #   make cxx-std     the tests compiled as C++11, C++14, C++17 and C++20
-#   make bench       the CPU benchmarks against NumPy and PyTorch (CPU), one table (make bench-cblas: with DEVTENSOR_CBLAS)
-#   make bench-gpu   the GPU benchmarks against cudaMemcpy and PyTorch (on a machine with a GPU)
-#   make lib         libdevtensor.so and .a; make install PREFIX=... adds devtensor.pc and a CMake package
+#   make cu-cxx20    devtensor_cuda.cu checked as C++20 on the emulator's headers: the backend table's slot names and order
+#   make check-amalgamate  fails when the committed devtensor.h / devtensor_cuda.cu differ from what src/ makes
 #   make test-dist   tests/test_dist.c built with DEVTENSOR_MPI (mpicc) on two ranks under mpirun, and the failure paths
 #   make test-dist-gpu  the same with CUDA and the real NCCL, each rank on its GPU (a machine with two GPUs;
 #                    on one GPU: that two ranks are refused, saying why, and the rest skipped)
 #   make bench-dist  all-reduce bandwidth (nccl-tests' algbw/busbw, 4 B to 64 MiB) on BENCH_NP=2 CPU ranks under mpirun
 #   make bench-dist-gpu the same on a rank per GPU through NCCL (BENCH_NP: default the GPUs nvidia-smi lists)
-#   make amalgamate  write devtensor.h and devtensor_cuda.cu from the parts in src/ (tools/amalgamate.py;
-#                    make check-amalgamate fails when the committed files differ from what it writes)
-#   make clean       remove build/
+#                    (CI runs neither these two nor test-dist-gpu: they live beside test-dist, whose
+#                    MPI builds they share)
 #   CUDA=0 / CUDA=1 forces the CUDA variants off / on; default: on when nvcc is found.
 #   JOBS=N: test programs run N at a time (tests/run.sh; default: make's -j, else 1).
 #
-# Every program is built by one template (VARIANT, below) from a variant's compiler command
-# (V_CMD), its libraries (V_LIBS) and what else it depends on (V_DEPS); the program's .c files
-# and .o objects are its prerequisites. Adding a variant: three variables and one $(eval).
+# How a program is built: a variant v is three variables, v_CMD (the compiler and its flags;
+# the sources and objects follow it), v_LIBS (what the command ends with) and v_DEPS (further
+# prerequisites of every program, such as the CUDA object). Three templates make the rules:
+#   $(call VARIANT,v,target or pattern,sources and headers)   v_CMD sources objects -o target v_LIBS
+#   $(call IMPL,v,folder,language)   folder/devtensor_impl.o: devtensor.h's implementation, by v_CMD
+#   $(call LINKED,v,folder,source folder,programs,prerequisites,impl.o)   those programs compiled
+#       with -DDEVTENSOR_IMPLEMENTATION_DONE and linked with impl.o instead of each compiling it
+# Adding a variant: three variables and one $(eval $(call VARIANT,...)); ci.mk's use the same.
+
+# make with no target: all (the rules $(eval) writes would otherwise make build/static_unit the first)
+.DEFAULT_GOAL := all
 
 CC      ?= cc
 CXX     ?= g++
@@ -45,14 +58,7 @@ OPT     ?= -O2
 OPENMP  := $(shell printf 'int main(void){return 0;}' | $(CC) -fopenmp -x c - -o /dev/null 2>/dev/null && echo -fopenmp)
 CFLAGS  ?=
 LDLIBS  := -lm
-SAN     := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 CLANG   ?= clang
-FUZZ_TIME ?= 60
-FUZZERS := safetensors device_parse print load_tensors
-
-# distributed: Open MPI's compiler wrapper and launcher (apt-get install openmpi-bin libopenmpi-dev)
-MPICC   ?= mpicc
-MPIRUN  ?= mpirun
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
 ifeq ($(origin CUDA), undefined)
   CUDA := $(if $(and $(NVCC),$(wildcard devtensor_cuda.cu)),1,0)
@@ -73,7 +79,6 @@ EX_DEPS  := $(HDR) examples/timing.h
 
 C_TESTS   := $(addprefix $(B)/c/,$(TESTS))
 CXX_TESTS := $(addprefix $(B)/cxx/,$(TESTS))
-ASAN_TESTS:= $(addprefix $(B)/asan/,$(TESTS))
 EX_BINS   := $(addprefix $(B)/ex/,$(EXAMPLES))
 
 # ---- CUDA (DEVTENSOR_CUDA + devtensor_cuda.cu compiled by nvcc), when CUDA=1 ----
@@ -115,23 +120,6 @@ else
   RUN_GPUS := $(B)/ex/gpus
 endif
 
-# ---- the CUDA backend on the CPU emulator (tests/emu, see its README): devtensor_cuda.cu
-#      compiled by the host C++ compiler with -DDTEMU against tests/emu's cuda_runtime.h /
-#      cublas_v2.h, all of it under ASan + UBSan; two emulated GPUs.
-EMU_SAN    := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -U_FORTIFY_SOURCE
-EMU_DIR    := $(B)/emu
-EMU_LIB    := $(EMU_DIR)/libcudart_emu.so
-EMU_OBJ    := $(EMU_DIR)/devtensor_cuda.o
-EMU_LINK   := -L$(EMU_DIR) -lcudart_emu -Wl,-rpath,$(abspath $(EMU_DIR)) -lstdc++ -lm -pthread -ldl
-# all tests but the three that touch no device (the CPU gemm's kernels, the vector math, number
-# formatting): make asan runs those under the same sanitizers, and CI's 30 minutes are tight
-EMU_CPU_ONLY := test_gemm_kernel test_vmath test_print_format
-EMU_TESTS  := $(addprefix $(EMU_DIR)/,$(filter-out $(EMU_CPU_ONLY),$(TESTS)))
-EMU_EX     := $(addprefix $(EMU_DIR)/ex/,$(EXAMPLES))
-EMU_HDRS   := $(wildcard tests/emu/*.h)
-EMU_ENV    := DTEMU_GPUS=2 ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1
-TSAN_EMU   := $(B)/tsan-emu
-
 # ---- the variants: V_CMD compiles and links (the sources and objects follow it),
 #      V_LIBS comes last, V_DEPS are further prerequisites of every program ----
 c_CMD        = $(CC) $(CSTD) $(WARN) $(OPT) $(OPENMP) $(CFLAGS) -I.
@@ -144,35 +132,14 @@ clang_CMD    = $(CLANG) $(CSTD) $(WARN) $(OPT) $(CFLAGS) -I.
 clang_LIBS   = $(LDLIBS)
 clangomp_CMD = $(CLANG) $(CSTD) $(WARN) $(OPT) -fopenmp $(CFLAGS) -I.
 clangomp_LIBS= $(LDLIBS)
-asan_CMD     = $(CC) $(CSTD) $(WARN) $(SAN) $(CFLAGS) -I.
-asan_LIBS    = $(LDLIBS)
 cblas_CMD    = $(CC) $(CSTD) $(WARN) $(OPT) $(OPENMP) $(CFLAGS) -DDEVTENSOR_CBLAS -I.
 cblas_LIBS   = $(LDLIBS) -lopenblas
-fault_CMD    = $(CC) $(CSTD) $(WARN) -O1 -g $(CFLAGS) -I.
-fault_LIBS   = $(LDLIBS)
-faultomp_CMD = $(CC) $(CSTD) $(WARN) -O1 -g $(OPENMP) $(CFLAGS) -I.
-faultomp_LIBS= $(LDLIBS)
-tsan_CMD     = $(CC) $(CSTD) $(WARN) -O1 -g -fsanitize=thread -pthread -DTHREAD_ITERS=200 $(CFLAGS) -I.
-tsan_LIBS    = $(LDLIBS)
-fuzz_CMD     = $(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -DFUZZ_LIBFUZZER -I.
-fuzz_LIBS    = -lm
 cuda_CMD     = $(CC) $(CSTD) $(WARN) $(OPT) $(OPENMP) $(CFLAGS) -DDEVTENSOR_CUDA -I.
 cuda_LIBS    = $(CUDA_LIBS)
 cuda_DEPS    = $(CU_OBJ)
 gpubench_CMD = $(CC) $(CSTD) $(WARN) $(OPT) $(CFLAGS) -DDEVTENSOR_CUDA -I.
 gpubench_LIBS= $(CUDA_LIBS)
 gpubench_DEPS= $(CU_OBJ)
-dist_CMD     = $(MPICC) $(CSTD) $(WARN) $(OPT) $(CFLAGS) -DDEVTENSOR_MPI -I.
-dist_LIBS    = $(LDLIBS)
-emu_CMD      = $(CC) $(CSTD) $(WARN) $(EMU_SAN) $(CFLAGS) -DDEVTENSOR_CUDA -I.
-emu_LIBS     = $(EMU_LINK)
-emu_DEPS     = $(EMU_OBJ) $(EMU_LIB)
-emubench_CMD = $(CC) $(CSTD) $(WARN) $(EMU_SAN) $(CFLAGS) -DBENCH_SMOKE -DDEVTENSOR_CUDA -I. -Itests/emu
-emubench_LIBS= $(EMU_LINK)
-emubench_DEPS= $(EMU_OBJ) $(EMU_LIB)
-tsanemu_CMD  = $(CC) $(CSTD) $(WARN) -O1 -g -fsanitize=thread -DTHREAD_ITERS=60 $(CFLAGS) -DDEVTENSOR_CUDA -I.
-tsanemu_LIBS = -L$(TSAN_EMU) -lcudart_emu -Wl,-rpath,$(abspath $(TSAN_EMU)) -lstdc++ -lm -pthread -ldl
-tsanemu_DEPS = $(TSAN_EMU)/devtensor_cuda.o $(TSAN_EMU)/libcudart_emu.so
 
 # $(call VARIANT,variant,target or pattern,sources and prerequisites): the rule that builds it,
 # its folder made first (order-only: a newer folder rebuilds nothing)
@@ -184,7 +151,6 @@ endef
 
 $(eval $(call VARIANT,c,$(B)/c/%,tests/%.c $(TEST_DEPS)))
 $(eval $(call VARIANT,cxx,$(B)/cxx/%,tests/%.c $(TEST_DEPS)))
-$(eval $(call VARIANT,asan,$(B)/asan/%,tests/%.c $(TEST_DEPS)))
 # the vector kernels built by clang too (it contracts into FMA by default: every variant must still give the same bits)
 $(eval $(call VARIANT,clang,$(B)/clang/%,tests/%.c $(TEST_DEPS)))
 # the thread pool built by clang with OpenMP in strict C99 (where no POSIX signal mask is declared),
@@ -200,29 +166,10 @@ $(eval $(call VARIANT,serial,$(B)/static_unit,tests/static_unit.c $(HDR)))
 $(eval $(call VARIANT,serial,$(B)/two_units,tests/two_units_a.c tests/two_units_b.c $(HDR)))
 $(eval $(call VARIANT,cuda,$(B)/cuda/%,tests/%.c $(TEST_DEPS)))
 $(eval $(call VARIANT,cuda,$(B)/cuda/ex/%,examples/%.c $(EX_DEPS)))
-$(eval $(call VARIANT,emu,$(EMU_DIR)/%,tests/%.c $(TEST_DEPS)))
-$(eval $(call VARIANT,dist,$(B)/dist/%,tests/%.c $(TEST_DEPS)))
-$(eval $(call VARIANT,dist,$(B)/dist/ex/%,examples/%.c $(EX_DEPS)))
-$(eval $(call VARIANT,dist,$(B)/dist/bench_allreduce,bench/bench_allreduce.c $(HDR)))
-$(eval $(call VARIANT,emu,$(EMU_DIR)/ex/%,examples/%.c $(EX_DEPS)))
-# emulator-only programs (tests/emu/*.c): which devices get a CUDA context, the reason given without a driver
-$(eval $(call VARIANT,emu,$(EMU_DIR)/%,tests/emu/%.c $(HDR) tests/harness.h))
-# the GPU benchmarks with tiny sizes (BENCH_SMOKE): run end to end, timings meaningless
-$(eval $(call VARIANT,emubench,$(EMU_DIR)/bench/%,bench/%.c $(HDR)))
 $(eval $(call VARIANT,c,$(B)/bench_cpu,bench/bench_cpu.c $(HDR)))
 $(eval $(call VARIANT,cblas,$(B)/bench_cpu_cblas,bench/bench_cpu.c $(HDR)))
 $(eval $(call VARIANT,gpubench,$(B)/bench_train,bench/bench_train.c $(HDR)))
 $(eval $(call VARIANT,gpubench,$(B)/bench_gpu,bench/bench_gpu.c $(HDR)))
-$(eval $(call VARIANT,fault,$(B)/fault/fault_injection,tests/fault_injection.c $(HDR) tests/harness.h))
-$(eval $(call VARIANT,asan,$(B)/fault/fault_injection_asan,tests/fault_injection.c $(HDR) tests/harness.h))
-$(eval $(call VARIANT,faultomp,$(B)/fault/fault_injection_omp,tests/fault_injection.c $(HDR) tests/harness.h))
-$(eval $(call VARIANT,faultomp,$(B)/fault/oom_exhaust,tests/oom_exhaust.c $(HDR) tests/harness.h))
-$(eval $(call VARIANT,fuzz,$(B)/fuzz/fuzz_%,tests/fuzz/fuzz_%.c tests/fuzz/replay_main.h $(HDR)))
-$(eval $(call VARIANT,asan,$(B)/fuzz/replay_%,tests/fuzz/fuzz_%.c tests/fuzz/replay_main.h $(HDR)))
-$(eval $(call VARIANT,tsan,$(B)/tsan/test_threads,tests/test_threads.c $(HDR) tests/harness.h))
-# the same 8 threads on two emulated GPUs: the CUDA backend's host side (allocator,
-# lazy init, staging buffers and their events) against the emulator's stream workers
-$(eval $(call VARIANT,tsanemu,$(TSAN_EMU)/test_threads,tests/test_threads.c $(HDR) tests/harness.h))
 
 # ---- the implementation compiled once per variant: a test that uses only the public API is
 #      compiled with -DDEVTENSOR_IMPLEMENTATION_DONE (the header then leaves its implementation out
@@ -244,27 +191,21 @@ define LINKED
 $(addprefix $(2)/,$(4)): $(2)/%: $(3)/%.c $(5) $(6) $$($(1)_DEPS) | $$$$(@D)
 	$$($(1)_CMD) -DDEVTENSOR_IMPLEMENTATION_DONE $$(filter %.c,$$^) -x none $$(filter %.o,$$^) -o $$@ $$($(1)_LIBS)
 endef
-$(foreach v,c asan cuda,$(eval $(call IMPL,$(v),$(B)/$(v),-x c)))
+$(foreach v,c cuda,$(eval $(call IMPL,$(v),$(B)/$(v),-x c)))
 $(eval $(call IMPL,cxx,$(B)/cxx,))
-$(eval $(call IMPL,emu,$(EMU_DIR),-x c))
-$(foreach v,c cxx asan cuda,$(eval $(call LINKED,$(v),$(B)/$(v),tests,$(LINK_TESTS),$(TEST_DEPS),$(B)/$(v)/devtensor_impl.o)))
-EMU_IMPL := $(EMU_DIR)/devtensor_impl.o
-$(eval $(call LINKED,emu,$(EMU_DIR),tests,$(filter-out $(EMU_CPU_ONLY),$(LINK_TESTS)),$(TEST_DEPS),$(EMU_IMPL)))
-$(eval $(call LINKED,emu,$(EMU_DIR)/ex,examples,$(EXAMPLES),$(EX_DEPS),$(EMU_IMPL)))
-$(eval $(call LINKED,emubench,$(EMU_DIR)/bench,bench,bench_gpu bench_train,$(HDR),$(EMU_IMPL)))
+$(foreach v,c cxx cuda,$(eval $(call LINKED,$(v),$(B)/$(v),tests,$(LINK_TESTS),$(TEST_DEPS),$(B)/$(v)/devtensor_impl.o)))
 
 # programs that need more than their variant
 # test_threads uses pthreads (glibc >= 2.34 links them without -pthread; others need it)
-$(B)/c/test_threads $(B)/cxx/test_threads $(B)/asan/test_threads: LDLIBS += -pthread
+$(B)/c/test_threads $(B)/cxx/test_threads: LDLIBS += -pthread
 $(B)/cuda/test_threads: CUDA_LIBS += -pthread
-$(B)/c/test_optim $(B)/cxx/test_optim $(B)/asan/test_optim $(B)/clang/test_optim: LDLIBS += -pthread
+$(B)/c/test_optim $(B)/cxx/test_optim $(B)/clang/test_optim: LDLIBS += -pthread
 $(B)/cuda/test_optim: CUDA_LIBS += -pthread
 # examples/fashion_mnist.c reads the gzip'd data set with zlib (apt-get install zlib1g-dev)
-FASHION_EX := $(B)/ex/fashion_mnist $(B)/cuda/ex/fashion_mnist $(EMU_DIR)/ex/fashion_mnist
+FASHION_EX := $(B)/ex/fashion_mnist $(B)/cuda/ex/fashion_mnist
 $(FASHION_EX): examples/fashion_data.h
 $(B)/ex/fashion_mnist: LDLIBS += -lz
 $(B)/cuda/ex/fashion_mnist: CUDA_LIBS += -lz
-$(EMU_DIR)/ex/fashion_mnist: EMU_LINK += -lz
 # GPU fault injection (tests/fault_gpu.c defines cudaMalloc and finds the real one with dlsym)
 $(B)/bench_gpu: gpubench_CMD += -isystem $(CUDA_HOME)/include
 # the bare <<<>>> launches under devtensor's per-op overhead (bench/launch_floor.cu; no devtensor)
@@ -273,15 +214,13 @@ $(B)/launch_floor: bench/launch_floor.cu | $(B)
 # devtensor's per-op time split against a bare launch (bench/op_overhead.cu; information)
 $(B)/op_overhead: bench/op_overhead.cu $(HDR) $(CU_OBJ) | $(B)
 	$(NVCC) $(NVCCFLAGS) -DDEVTENSOR_CUDA -I. $< $(CU_OBJ) -lcublas -o $@
-$(B)/fuzz/fuzz_safetensors $(B)/fuzz/replay_safetensors: tests/fuzz/nest_decode.h
 
-# the folders programs are built in
-BUILD_DIRS := $(B) $(addprefix $(B)/,c cxx asan clang clangomp ex cuda cuda/ex emu emu/ex emu/bench fault fuzz tsan tsan-emu lib/cpu lib/cuda dist dist/ex \
-              tsan-omp mingw/gcc mingw/interlocked mingw/cxx $(addprefix cxxstd/,c++11 c++14 c++17 c++20))
+# the folders programs are built in (ci.mk's are listed there)
+BUILD_DIRS := $(B) $(addprefix $(B)/,c cxx clang clangomp ex cuda cuda/ex lib/cpu lib/cuda)
 $(BUILD_DIRS):
 	@mkdir -p $@
 
-# ---- objects and programs compiled by nvcc or as C++ ----
+# ---- objects and programs compiled by nvcc (ci.mk: the emulator's, compiled as C++) ----
 # position-independent, so that libdevtensor.so links this same object (one nvcc compile, not two)
 $(CU_OBJ): devtensor_cuda.cu $(HDR) | $$(@D)
 	$(NVCC) $(NVCCFLAGS) -Xcompiler -fPIC -I. -c $< -o $@
@@ -302,27 +241,8 @@ $(B)/cuda/san_planted: tests/cuda/san_planted.cu | $$(@D)
 $(B)/cuda/gpus_nvcc: examples/gpus.c devtensor_cuda.cu $(HDR) | $$(@D)
 	$(NVCC) -I. -DDEVTENSOR_CUDA examples/gpus.c devtensor_cuda.cu -lcublas -o $@
 
-# the emulator (a shared library standing in for libcudart and libcublas) and the backend built on it
-$(EMU_LIB): tests/emu/emu.cpp $(EMU_HDRS) | $$(@D)
-	$(CXX) $(CXXSTD) $(WARN) $(EMU_SAN) -fPIC -shared -Itests/emu $< -o $@ -pthread
-
-$(EMU_OBJ): devtensor_cuda.cu $(HDR) $(EMU_HDRS) | $$(@D)
-	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas $(EMU_SAN) -ffp-contract=off -DDTEMU -DDEVTENSOR_NCCL -Itests/emu -I. -c $< -o $@
-
-# distributed over ranks with emulated GPUs (tests/emu/dist_nccl.sh): MPI and the emulator's NCCL
-$(EMU_DIR)/dist_test_dist: tests/test_dist.c $(TEST_DEPS) $(EMU_OBJ) $(EMU_LIB) | $$(@D)
-	$(MPICC) $(CSTD) $(WARN) $(EMU_SAN) -DDEVTENSOR_MPI -DDEVTENSOR_CUDA -I. $< $(EMU_OBJ) -o $@ $(EMU_LINK)
-
-$(EMU_DIR)/gpu_check: tests/cuda/gpu_check.cu $(HDR) $(EMU_OBJ) $(EMU_LIB) | $$(@D)
-	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas $(EMU_SAN) -DDTEMU -DDEVTENSOR_CUDA -Itests/emu -I. $< -x none $(EMU_OBJ) -o $@ $(EMU_LINK)
-
-$(TSAN_EMU)/libcudart_emu.so: tests/emu/emu.cpp $(EMU_HDRS) | $$(@D)
-	$(CXX) $(CXXSTD) $(WARN) -O1 -g -fsanitize=thread -fPIC -shared -Itests/emu $< -o $@ -pthread
-$(TSAN_EMU)/devtensor_cuda.o: devtensor_cuda.cu $(HDR) $(EMU_HDRS) | $$(@D)
-	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas -O1 -g -fsanitize=thread -fPIC -ffp-contract=off -DDTEMU -DDEVTENSOR_NCCL -Itests/emu -I. -c $< -o $@
-
 # ---- what make runs ----
-.PHONY: all run fashion test asan test-emu bench bench-cblas bench-gpu bench-fashion fault fuzz fuzz-replay tsan valgrind clean
+.PHONY: all run fashion test bench bench-cblas bench-gpu bench-fashion clean
 all: $(C_TESTS) $(CXX_TESTS) $(B)/clang/test_vmath $(CLANG_OMP_TESTS) $(EX_BINS) $(B)/static_unit $(B)/two_units $(CUDA_ALL)
 
 run: $(RUN_GPUS)
@@ -333,9 +253,6 @@ test: all lib
 	@DT_CUDA=$(CUDA) sh tests/run.sh $(C_TESTS) $(CXX_TESTS) $(B)/clang/test_vmath $(CLANG_OMP_TESTS) $(B)/static_unit $(B)/two_units -- tests/safetensors_py.sh -- tests/examples_smoke.sh tests/doc_snippets.sh \
 	  tests/interop_py.sh tests/packaging.sh \
 	  $(if $(CUDA_ALL),$(CUDA_TESTS) $(B)/cuda/fault_gpu tests/cuda_examples.sh $(GPU_CHECK))
-
-asan: $(ASAN_TESTS)
-	@ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 sh tests/run.sh $(ASAN_TESTS)
 
 # Fashion-MNIST: softmax regression and the MLP, 10 epochs each, on cuda:0 or the CPU
 # (the build make run picks); the data set: apt-get install dataset-fashion-mnist
@@ -360,13 +277,6 @@ endif
 bench-fashion: $(B)/ex/fashion_mnist
 	@sh bench/run_fashion.sh ./$(B)/ex/fashion_mnist "$(PYTHON)"
 
-# fault_gpu first: the longest program, started while the others share the second job
-test-emu: $(EMU_TESTS) $(EMU_DIR)/fault_gpu $(EMU_DIR)/ctx_check $(EMU_DIR)/no_driver $(EMU_EX) $(EMU_DIR)/gpu_check $(EMU_DIR)/bench/bench_gpu $(EMU_DIR)/bench/bench_train \
-          $(if $(shell command -v $(MPICC)),$(EMU_DIR)/dist_test_dist)
-	@$(EMU_ENV) sh tests/run.sh $(EMU_DIR)/fault_gpu $(EMU_TESTS) $(EMU_DIR)/ctx_check $(EMU_DIR)/no_driver tests/emu/gpu_check.sh tests/emu/examples.sh \
-	  tests/emu/dist_nccl.sh \
-	  tests/emu/bench.sh -- tests/emu/second_pass.sh
-
 bench: $(B)/bench_cpu
 	@sh bench/run_cpu.sh ./$(B)/bench_cpu "$(PYTHON)"
 
@@ -382,125 +292,6 @@ else
 bench-gpu:
 	@echo "SKIP: bench-gpu needs CUDA (nvcc not found; CUDA=1 forces it)"
 endif
-
-# the OpenMP build too: the same fault injection, and allocation until failure under ulimit -v
-fault: $(B)/fault/fault_injection $(B)/fault/fault_injection_asan $(B)/fault/fault_injection_omp $(B)/fault/oom_exhaust
-	@ASAN_OPTIONS=detect_leaks=1 OOM_EXHAUST_BIN=$(B)/fault/oom_exhaust sh tests/run.sh $(filter-out %/oom_exhaust,$^) tests/oom_exhaust.sh
-
-fuzz: $(addprefix $(B)/fuzz/fuzz_,$(FUZZERS))
-	@sh tests/fuzz/run.sh $(B)/fuzz $(FUZZ_TIME)
-
-fuzz-replay: $(addprefix $(B)/fuzz/replay_,$(FUZZERS))
-	@ASAN_OPTIONS=detect_leaks=1 sh tests/run.sh $^
-
-# two ranks under mpirun (tests/dist.sh: the tests, a straggler, a rank that fails to start, the build without MPI)
-.PHONY: test-dist
-test-dist: $(B)/dist/test_dist $(B)/c/test_dist $(B)/dist/bench_allreduce
-	@MPIRUN=$(MPIRUN) DIST_BIN=$(B)/dist/test_dist DIST_PLAIN=$(B)/c/test_dist DIST_BENCH=$(B)/dist/bench_allreduce DIST_BENCH_DEV=cpu \
-	  sh tests/run.sh tests/dist.sh
-
-# on a machine with two or more GPUs: the same, each rank on its GPU, GPU tensors through the real NCCL
-# (devtensor_cuda.cu with -DDEVTENSOR_NCCL, linked with -lnccl)
-CU_NCCL_OBJ := $(B)/cuda/devtensor_cuda_nccl.o
-$(CU_NCCL_OBJ): devtensor_cuda.cu $(HDR) | $$(@D)
-	$(NVCC) $(NVCCFLAGS) -DDEVTENSOR_NCCL -I. -c $< -o $@
-$(B)/cuda/dist_test_dist: tests/test_dist.c $(TEST_DEPS) $(CU_NCCL_OBJ) | $$(@D)
-	$(MPICC) $(CSTD) $(WARN) $(OPT) -DDEVTENSOR_MPI -DDEVTENSOR_CUDA -I. $< $(CU_NCCL_OBJ) -o $@ $(CUDA_LIBS) -lnccl
-.PHONY: test-dist-gpu
-test-dist-gpu: $(B)/cuda/dist_test_dist $(B)/c/test_dist $(B)/cuda/dist_bench_allreduce
-	@MPIRUN=$(MPIRUN) DIST_BIN=$(B)/cuda/dist_test_dist DIST_PLAIN=$(B)/c/test_dist DIST_BENCH=$(B)/cuda/dist_bench_allreduce DIST_BENCH_DEV=cuda \
-	  sh tests/run.sh tests/dist.sh
-
-# the all-reduce bandwidth a data-parallel run can expect (bench/bench_allreduce.c; figures in bench/SCALING.md):
-# dt_all_reduce_ of 4 B to 64 MiB on BENCH_NP ranks, nccl-tests' table (time, algbw, busbw), every size checked;
-# BENCH_ARGS passes its options (-b MIN -e MAX -f FACTOR -w WARMUP -n ITERS). Not part of make test.
-BENCH_NP   ?= 2
-BENCH_ARGS ?=
-BENCH_MPI  := OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 $(MPIRUN) --oversubscribe
-.PHONY: bench-dist bench-dist-gpu
-bench-dist: $(B)/dist/bench_allreduce
-	$(BENCH_MPI) -np $(BENCH_NP) $< -d cpu $(BENCH_ARGS)
-# a rank per GPU (dt_dist_device()), GPU tensors through the real NCCL; the GPUs of this machine unless BENCH_NP is given
-$(B)/cuda/dist_bench_allreduce: bench/bench_allreduce.c $(HDR) $(CU_NCCL_OBJ) | $$(@D)
-	$(MPICC) $(CSTD) $(WARN) $(OPT) -DDEVTENSOR_MPI -DDEVTENSOR_CUDA -I. $< $(CU_NCCL_OBJ) -o $@ $(CUDA_LIBS) -lnccl
-GPU_NP = $(if $(filter command line environment,$(origin BENCH_NP)),$(BENCH_NP),$(or $(filter-out 0,$(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU')),2))
-bench-dist-gpu: $(B)/cuda/dist_bench_allreduce
-	$(BENCH_MPI) -np $(GPU_NP) $< -d cuda $(BENCH_ARGS)
-
-# setarch -R: gcc's TSan cannot start on kernels with wide mmap randomisation
-tsan: $(B)/tsan/test_threads $(TSAN_EMU)/test_threads
-	@TSAN_OPTIONS=halt_on_error=1 DTEMU_GPUS=2 setarch $$(uname -m) -R sh tests/run.sh $^
-
-# ---- portability: Windows (mingw-w64 cross build; MSVC's atomics path forced with
-#      DT__FORCE_INTERLOCKED), C++11 to C++20, and TSan over the OpenMP build ----
-# make mingw: every test but test_threads (POSIX threads and signals) three ways: C99
-# with GCC's __atomic builtins, C99 and C++11 with the Interlocked intrinsics MSVC
-# uses; run under wine64 where it is installed, else compiled and linked only.
-MINGW_CC   ?= x86_64-w64-mingw32-gcc
-MINGW_CXX  ?= x86_64-w64-mingw32-g++
-WINE       ?= $(shell command -v wine64 2>/dev/null || command -v wine 2>/dev/null || { test -x /usr/lib/wine/wine64 && echo /usr/lib/wine/wine64; })
-# msvcrt's printf has no %zu: mingw-w64's own C99 printf (a UCRT toolchain or MSVC needs nothing)
-MINGW_STDIO := -D__USE_MINGW_ANSI_STDIO=1
-MINGW_T    := $(filter-out test_threads,$(TESTS))
-# the Interlocked variants (C99 and C++11) run the tests that lean on the atomics (reference
-# counts, the allocator's and the generator's locks, the error state): the rest of the code is
-# the same as in the gcc variant, which runs every test
-MINGW_IL_T := test_core test_ops test_nn test_interop test_cpu_nocache test_random
-MINGW_EXES := $(addprefix $(B)/mingw/gcc/,$(addsuffix .exe,$(MINGW_T))) \
-              $(foreach v,interlocked cxx,$(addprefix $(B)/mingw/$(v)/,$(addsuffix .exe,$(MINGW_IL_T))))
-MINGW_DEPS := $(HDR) tests/harness.h $(wildcard tests/*.inc)
-mingwgcc_CMD  = $(MINGW_CC) $(CSTD) $(WARN) -O1 $(MINGW_STDIO) -I.
-mingwgcc_LIBS = -static -lm
-mingwil_CMD   = $(MINGW_CC) $(CSTD) $(WARN) -O1 $(MINGW_STDIO) -DDT__FORCE_INTERLOCKED -I.
-mingwil_LIBS  = -static -lm
-mingwcxx_CMD  = $(MINGW_CXX) -x c++ -std=c++11 $(WARN) -O1 $(MINGW_STDIO) -DDT__FORCE_INTERLOCKED -I.
-mingwcxx_LIBS = -static
-$(eval $(call VARIANT,mingwgcc,$(B)/mingw/gcc/%.exe,tests/%.c $(MINGW_DEPS)))
-$(eval $(call VARIANT,mingwil,$(B)/mingw/interlocked/%.exe,tests/%.c $(MINGW_DEPS)))
-$(eval $(call VARIANT,mingwcxx,$(B)/mingw/cxx/%.exe,tests/%.c $(MINGW_DEPS)))
-.PHONY: mingw cxx-std tsan-omp
-mingw: $(MINGW_EXES)
-ifneq ($(WINE),)
-	@for e in $^; do printf '#!/bin/sh\n# Windows writes CR LF: the summary line loses its CR\nout=$$(WINEDEBUG=-all WINEPREFIX=$(abspath $(B))/wine $(WINE) %s 2>&1); rc=$$?\nprintf "%%s\\n" "$$out" | tr -d "\\r"; exit $$rc\n' "$$e" > "$$e.sh"; chmod +x "$$e.sh"; done
-	@# the prefix made once, before programs start two at a time (two first starts race: "wine: chdir to /tmp/wine-...")
-	@WINEDEBUG=-all WINEPREFIX=$(abspath $(B))/wine $(WINE) wineboot --init >/dev/null 2>&1 || true
-	@sh tests/run.sh $(addsuffix .sh,$^)
-else
-	@echo "SKIP mingw: no wine64 to run them; $(words $^) .exe files compiled and linked"
-endif
-
-# make cxx-std: every test compiled as C++11, C++14, C++17 and C++20 (CXX), warnings as errors
-CXX_STDS := c++11 c++14 c++17 c++20
-CXX_STD_OBJS := $(foreach s,$(CXX_STDS),$(addprefix $(B)/cxxstd/$(s)/,$(addsuffix .o,$(TESTS))))
-# one variant per standard: checked, not compiled (-fsyntax-only: about 6x faster; the C++17
-# build of make test compiles with -O2, where the warnings that need optimisation show), warnings
-# as errors; the .o left is an empty stamp
-define cxx_std_variant
-cxxstd$(1)_CMD = $(CXX) -x c++ -std=$(1) $(WARN) -fsyntax-only -I.
-cxxstd$(1)_LIBS = && touch $$@
-$$(eval $$(call VARIANT,cxxstd$(1),$(B)/cxxstd/$(1)/%.o,tests/%.c $(MINGW_DEPS)))
-endef
-$(foreach s,$(CXX_STDS),$(eval $(call cxx_std_variant,$(s))))
-cxx-std: $(CXX_STD_OBJS)
-	@echo "PASS cxx-std: $(words $^) files checked ($(CXX_STDS)) clean"
-
-# make tsan-omp: test_threads with -fopenmp under TSan. clang with LLVM's libomp (apt-get
-# install clang libomp-dev) and its Archer tool, which tells TSan about OpenMP's barriers
-# and tasks; gcc's libgomp is not instrumented, so TSan reports races inside every
-# parallel loop that are not there (tried: a report in dt__cpu_fill's first region).
-ARCHER ?= $(firstword $(wildcard $(shell $(CLANG) -print-resource-dir 2>/dev/null)/../../libarcher.so) $(wildcard /usr/lib/llvm-*/lib/libarcher.so))
-tsanomp_CMD  = $(CLANG) $(CSTD) $(WARN) -O1 -g -fsanitize=thread -fopenmp -pthread -DTHREAD_ITERS=100 $(CFLAGS) -I.
-tsanomp_LIBS = $(LDLIBS)
-$(eval $(call VARIANT,tsanomp,$(B)/tsan-omp/test_threads,tests/test_threads.c $(HDR) tests/harness.h))
-tsan-omp: $(B)/tsan-omp/test_threads
-	@test -n "$(ARCHER)" || { echo "FAIL tsan-omp: libarcher.so not found (apt-get install libomp-dev)"; exit 1; }
-	@OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1" OMP_NUM_THREADS=4 \
-	  setarch $$(uname -m) -R sh tests/run.sh $^
-
-# the C builds (the C++ builds run the same code; they run plainly and under ASan in make test)
-VALGRIND_BINS := $(filter-out %/test_gemm_kernel,$(C_TESTS)) $(B)/static_unit $(B)/two_units $(B)/fault/fault_injection
-valgrind: $(VALGRIND_BINS)
-	@sh tests/valgrind.sh $^
 
 # ---- library and install: the implementation as libdevtensor.so / .a, with the
 #      CUDA backend inside when CUDA=1; `make install PREFIX=... [DESTDIR=...]` puts the header,
@@ -547,9 +338,10 @@ install: lib
 # the shipped files are made from src/ (src/MANIFEST orders the parts) and committed
 amalgamate:
 	python3 tools/amalgamate.py
-check-amalgamate:
-	python3 tools/amalgamate.py --check
-.PHONY: amalgamate check-amalgamate
+.PHONY: amalgamate
 
 clean:
 	rm -rf $(B)
+
+# CI's builds (the list at the top): their variables, variants and rules
+include ci.mk

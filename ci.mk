@@ -1,0 +1,268 @@
+# ci.mk — the builds CI runs besides make test (.ci/run), with the variables, variants and
+# rules only they use; included at the end of the Makefile, whose header says what each target
+# does and explains the templates used here (VARIANT, IMPL, LINKED). The rest is the Makefile's:
+# the compilers and flags, the test and example lists, the CUDA settings and $(CU_OBJ), and
+# make test's builds (valgrind runs build/c's tests, test-dist build/c/test_dist).
+#   make asan test-emu fault fuzz fuzz-replay tsan tsan-omp mingw cxx-std cu-cxx20 valgrind
+#        check-amalgamate test-dist; beside test-dist, whose MPI builds they share (not run by
+#        CI: they need MPI ranks on GPUs, or measure): test-dist-gpu bench-dist bench-dist-gpu
+
+# ASan + UBSan: make asan, make fault's and make fuzz-replay's sanitized builds
+SAN     := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+ASAN_TESTS:= $(addprefix $(B)/asan/,$(TESTS))
+FUZZ_TIME ?= 60
+FUZZERS := safetensors device_parse print load_tensors
+
+# distributed: Open MPI's compiler wrapper and launcher (apt-get install openmpi-bin libopenmpi-dev)
+MPICC   ?= mpicc
+MPIRUN  ?= mpirun
+
+# ---- the CUDA backend on the CPU emulator (tests/emu, see its README): devtensor_cuda.cu
+#      compiled by the host C++ compiler with -DDTEMU against tests/emu's cuda_runtime.h /
+#      cublas_v2.h, all of it under ASan + UBSan; two emulated GPUs.
+EMU_SAN    := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -U_FORTIFY_SOURCE
+EMU_DIR    := $(B)/emu
+EMU_LIB    := $(EMU_DIR)/libcudart_emu.so
+EMU_OBJ    := $(EMU_DIR)/devtensor_cuda.o
+EMU_LINK   := -L$(EMU_DIR) -lcudart_emu -Wl,-rpath,$(abspath $(EMU_DIR)) -lstdc++ -lm -pthread -ldl
+# all tests but the three that touch no device (the CPU gemm's kernels, the vector math, number
+# formatting): make asan runs those under the same sanitizers, and CI's 30 minutes are tight
+EMU_CPU_ONLY := test_gemm_kernel test_vmath test_print_format
+EMU_TESTS  := $(addprefix $(EMU_DIR)/,$(filter-out $(EMU_CPU_ONLY),$(TESTS)))
+EMU_EX     := $(addprefix $(EMU_DIR)/ex/,$(EXAMPLES))
+EMU_HDRS   := $(wildcard tests/emu/*.h)
+EMU_ENV    := DTEMU_GPUS=2 ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1
+TSAN_EMU   := $(B)/tsan-emu
+
+# ---- CI's variants (V_CMD, V_LIBS, V_DEPS: the Makefile's variants explain them) ----
+asan_CMD     = $(CC) $(CSTD) $(WARN) $(SAN) $(CFLAGS) -I.
+asan_LIBS    = $(LDLIBS)
+fault_CMD    = $(CC) $(CSTD) $(WARN) -O1 -g $(CFLAGS) -I.
+fault_LIBS   = $(LDLIBS)
+faultomp_CMD = $(CC) $(CSTD) $(WARN) -O1 -g $(OPENMP) $(CFLAGS) -I.
+faultomp_LIBS= $(LDLIBS)
+tsan_CMD     = $(CC) $(CSTD) $(WARN) -O1 -g -fsanitize=thread -pthread -DTHREAD_ITERS=200 $(CFLAGS) -I.
+tsan_LIBS    = $(LDLIBS)
+fuzz_CMD     = $(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -DFUZZ_LIBFUZZER -I.
+fuzz_LIBS    = -lm
+dist_CMD     = $(MPICC) $(CSTD) $(WARN) $(OPT) $(CFLAGS) -DDEVTENSOR_MPI -I.
+dist_LIBS    = $(LDLIBS)
+emu_CMD      = $(CC) $(CSTD) $(WARN) $(EMU_SAN) $(CFLAGS) -DDEVTENSOR_CUDA -I.
+emu_LIBS     = $(EMU_LINK)
+emu_DEPS     = $(EMU_OBJ) $(EMU_LIB)
+emubench_CMD = $(CC) $(CSTD) $(WARN) $(EMU_SAN) $(CFLAGS) -DBENCH_SMOKE -DDEVTENSOR_CUDA -I. -Itests/emu
+emubench_LIBS= $(EMU_LINK)
+emubench_DEPS= $(EMU_OBJ) $(EMU_LIB)
+tsanemu_CMD  = $(CC) $(CSTD) $(WARN) -O1 -g -fsanitize=thread -DTHREAD_ITERS=60 $(CFLAGS) -DDEVTENSOR_CUDA -I.
+tsanemu_LIBS = -L$(TSAN_EMU) -lcudart_emu -Wl,-rpath,$(abspath $(TSAN_EMU)) -lstdc++ -lm -pthread -ldl
+tsanemu_DEPS = $(TSAN_EMU)/devtensor_cuda.o $(TSAN_EMU)/libcudart_emu.so
+
+$(eval $(call VARIANT,asan,$(B)/asan/%,tests/%.c $(TEST_DEPS)))
+$(eval $(call VARIANT,emu,$(EMU_DIR)/%,tests/%.c $(TEST_DEPS)))
+$(eval $(call VARIANT,dist,$(B)/dist/%,tests/%.c $(TEST_DEPS)))
+$(eval $(call VARIANT,dist,$(B)/dist/ex/%,examples/%.c $(EX_DEPS)))
+$(eval $(call VARIANT,dist,$(B)/dist/bench_allreduce,bench/bench_allreduce.c $(HDR)))
+$(eval $(call VARIANT,emu,$(EMU_DIR)/ex/%,examples/%.c $(EX_DEPS)))
+# emulator-only programs (tests/emu/*.c): which devices get a CUDA context, the reason given without a driver
+$(eval $(call VARIANT,emu,$(EMU_DIR)/%,tests/emu/%.c $(HDR) tests/harness.h))
+# the GPU benchmarks with tiny sizes (BENCH_SMOKE): run end to end, timings meaningless
+$(eval $(call VARIANT,emubench,$(EMU_DIR)/bench/%,bench/%.c $(HDR)))
+$(eval $(call VARIANT,fault,$(B)/fault/fault_injection,tests/fault_injection.c $(HDR) tests/harness.h))
+$(eval $(call VARIANT,asan,$(B)/fault/fault_injection_asan,tests/fault_injection.c $(HDR) tests/harness.h))
+$(eval $(call VARIANT,faultomp,$(B)/fault/fault_injection_omp,tests/fault_injection.c $(HDR) tests/harness.h))
+$(eval $(call VARIANT,faultomp,$(B)/fault/oom_exhaust,tests/oom_exhaust.c $(HDR) tests/harness.h))
+$(eval $(call VARIANT,fuzz,$(B)/fuzz/fuzz_%,tests/fuzz/fuzz_%.c tests/fuzz/replay_main.h $(HDR)))
+$(eval $(call VARIANT,asan,$(B)/fuzz/replay_%,tests/fuzz/fuzz_%.c tests/fuzz/replay_main.h $(HDR)))
+$(eval $(call VARIANT,tsan,$(B)/tsan/test_threads,tests/test_threads.c $(HDR) tests/harness.h))
+# the same 8 threads on two emulated GPUs: the CUDA backend's host side (allocator,
+# lazy init, staging buffers and their events) against the emulator's stream workers
+$(eval $(call VARIANT,tsanemu,$(TSAN_EMU)/test_threads,tests/test_threads.c $(HDR) tests/harness.h))
+
+# the implementation compiled once per variant (the Makefile's IMPL and LINKED)
+$(eval $(call IMPL,asan,$(B)/asan,-x c))
+$(eval $(call IMPL,emu,$(EMU_DIR),-x c))
+$(eval $(call LINKED,asan,$(B)/asan,tests,$(LINK_TESTS),$(TEST_DEPS),$(B)/asan/devtensor_impl.o))
+EMU_IMPL := $(EMU_DIR)/devtensor_impl.o
+$(eval $(call LINKED,emu,$(EMU_DIR),tests,$(filter-out $(EMU_CPU_ONLY),$(LINK_TESTS)),$(TEST_DEPS),$(EMU_IMPL)))
+$(eval $(call LINKED,emu,$(EMU_DIR)/ex,examples,$(EXAMPLES),$(EX_DEPS),$(EMU_IMPL)))
+$(eval $(call LINKED,emubench,$(EMU_DIR)/bench,bench,bench_gpu bench_train,$(HDR),$(EMU_IMPL)))
+
+# programs that need more than their variant (as in the Makefile)
+$(B)/asan/test_threads $(B)/asan/test_optim: LDLIBS += -pthread
+$(EMU_DIR)/ex/fashion_mnist: examples/fashion_data.h
+$(EMU_DIR)/ex/fashion_mnist: EMU_LINK += -lz
+$(B)/fuzz/fuzz_safetensors $(B)/fuzz/replay_safetensors: tests/fuzz/nest_decode.h
+
+# the folders CI's programs are built in
+CI_DIRS := $(addprefix $(B)/,asan emu emu/ex emu/bench fault fuzz tsan tsan-emu dist dist/ex \
+           tsan-omp mingw/gcc mingw/interlocked mingw/cxx $(addprefix cxxstd/,c++11 c++14 c++17 c++20))
+$(CI_DIRS):
+	@mkdir -p $@
+
+# the emulator (a shared library standing in for libcudart and libcublas) and the backend built on it
+$(EMU_LIB): tests/emu/emu.cpp $(EMU_HDRS) | $$(@D)
+	$(CXX) $(CXXSTD) $(WARN) $(EMU_SAN) -fPIC -shared -Itests/emu $< -o $@ -pthread
+
+$(EMU_OBJ): devtensor_cuda.cu $(HDR) $(EMU_HDRS) | $$(@D)
+	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas $(EMU_SAN) -ffp-contract=off -DDTEMU -DDEVTENSOR_NCCL -Itests/emu -I. -c $< -o $@
+
+# distributed over ranks with emulated GPUs (tests/emu/dist_nccl.sh): MPI and the emulator's NCCL
+$(EMU_DIR)/dist_test_dist: tests/test_dist.c $(TEST_DEPS) $(EMU_OBJ) $(EMU_LIB) | $$(@D)
+	$(MPICC) $(CSTD) $(WARN) $(EMU_SAN) -DDEVTENSOR_MPI -DDEVTENSOR_CUDA -I. $< $(EMU_OBJ) -o $@ $(EMU_LINK)
+
+$(EMU_DIR)/gpu_check: tests/cuda/gpu_check.cu $(HDR) $(EMU_OBJ) $(EMU_LIB) | $$(@D)
+	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas $(EMU_SAN) -DDTEMU -DDEVTENSOR_CUDA -Itests/emu -I. $< -x none $(EMU_OBJ) -o $@ $(EMU_LINK)
+
+$(TSAN_EMU)/libcudart_emu.so: tests/emu/emu.cpp $(EMU_HDRS) | $$(@D)
+	$(CXX) $(CXXSTD) $(WARN) -O1 -g -fsanitize=thread -fPIC -shared -Itests/emu $< -o $@ -pthread
+$(TSAN_EMU)/devtensor_cuda.o: devtensor_cuda.cu $(HDR) $(EMU_HDRS) | $$(@D)
+	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas -O1 -g -fsanitize=thread -fPIC -ffp-contract=off -DDTEMU -DDEVTENSOR_NCCL -Itests/emu -I. -c $< -o $@
+
+# ---- what CI runs ----
+.PHONY: asan test-emu fault fuzz fuzz-replay tsan valgrind check-amalgamate
+asan: $(ASAN_TESTS)
+	@ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 sh tests/run.sh $(ASAN_TESTS)
+
+# fault_gpu first: the longest program, started while the others share the second job
+test-emu: $(EMU_TESTS) $(EMU_DIR)/fault_gpu $(EMU_DIR)/ctx_check $(EMU_DIR)/no_driver $(EMU_EX) $(EMU_DIR)/gpu_check $(EMU_DIR)/bench/bench_gpu $(EMU_DIR)/bench/bench_train \
+          $(if $(shell command -v $(MPICC)),$(EMU_DIR)/dist_test_dist)
+	@$(EMU_ENV) sh tests/run.sh $(EMU_DIR)/fault_gpu $(EMU_TESTS) $(EMU_DIR)/ctx_check $(EMU_DIR)/no_driver tests/emu/gpu_check.sh tests/emu/examples.sh \
+	  tests/emu/dist_nccl.sh \
+	  tests/emu/bench.sh -- tests/emu/second_pass.sh
+
+# the OpenMP build too: the same fault injection, and allocation until failure under ulimit -v
+fault: $(B)/fault/fault_injection $(B)/fault/fault_injection_asan $(B)/fault/fault_injection_omp $(B)/fault/oom_exhaust
+	@ASAN_OPTIONS=detect_leaks=1 OOM_EXHAUST_BIN=$(B)/fault/oom_exhaust sh tests/run.sh $(filter-out %/oom_exhaust,$^) tests/oom_exhaust.sh
+
+fuzz: $(addprefix $(B)/fuzz/fuzz_,$(FUZZERS))
+	@sh tests/fuzz/run.sh $(B)/fuzz $(FUZZ_TIME)
+
+fuzz-replay: $(addprefix $(B)/fuzz/replay_,$(FUZZERS))
+	@ASAN_OPTIONS=detect_leaks=1 sh tests/run.sh $^
+
+# two ranks under mpirun (tests/dist.sh: the tests, a straggler, a rank that fails to start, the build without MPI)
+.PHONY: test-dist
+test-dist: $(B)/dist/test_dist $(B)/c/test_dist $(B)/dist/bench_allreduce
+	@MPIRUN=$(MPIRUN) DIST_BIN=$(B)/dist/test_dist DIST_PLAIN=$(B)/c/test_dist DIST_BENCH=$(B)/dist/bench_allreduce DIST_BENCH_DEV=cpu \
+	  sh tests/run.sh tests/dist.sh
+
+# on a machine with two or more GPUs: the same, each rank on its GPU, GPU tensors through the real NCCL
+# (devtensor_cuda.cu with -DDEVTENSOR_NCCL, linked with -lnccl)
+CU_NCCL_OBJ := $(B)/cuda/devtensor_cuda_nccl.o
+$(CU_NCCL_OBJ): devtensor_cuda.cu $(HDR) | $$(@D)
+	$(NVCC) $(NVCCFLAGS) -DDEVTENSOR_NCCL -I. -c $< -o $@
+$(B)/cuda/dist_test_dist: tests/test_dist.c $(TEST_DEPS) $(CU_NCCL_OBJ) | $$(@D)
+	$(MPICC) $(CSTD) $(WARN) $(OPT) -DDEVTENSOR_MPI -DDEVTENSOR_CUDA -I. $< $(CU_NCCL_OBJ) -o $@ $(CUDA_LIBS) -lnccl
+.PHONY: test-dist-gpu
+test-dist-gpu: $(B)/cuda/dist_test_dist $(B)/c/test_dist $(B)/cuda/dist_bench_allreduce
+	@MPIRUN=$(MPIRUN) DIST_BIN=$(B)/cuda/dist_test_dist DIST_PLAIN=$(B)/c/test_dist DIST_BENCH=$(B)/cuda/dist_bench_allreduce DIST_BENCH_DEV=cuda \
+	  sh tests/run.sh tests/dist.sh
+
+# the all-reduce bandwidth a data-parallel run can expect (bench/bench_allreduce.c; figures in bench/SCALING.md):
+# dt_all_reduce_ of 4 B to 64 MiB on BENCH_NP ranks, nccl-tests' table (time, algbw, busbw), every size checked;
+# BENCH_ARGS passes its options (-b MIN -e MAX -f FACTOR -w WARMUP -n ITERS). Not part of make test.
+BENCH_NP   ?= 2
+BENCH_ARGS ?=
+BENCH_MPI  := OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 $(MPIRUN) --oversubscribe
+.PHONY: bench-dist bench-dist-gpu
+bench-dist: $(B)/dist/bench_allreduce
+	$(BENCH_MPI) -np $(BENCH_NP) $< -d cpu $(BENCH_ARGS)
+# a rank per GPU (dt_dist_device()), GPU tensors through the real NCCL; the GPUs of this machine unless BENCH_NP is given
+$(B)/cuda/dist_bench_allreduce: bench/bench_allreduce.c $(HDR) $(CU_NCCL_OBJ) | $$(@D)
+	$(MPICC) $(CSTD) $(WARN) $(OPT) -DDEVTENSOR_MPI -DDEVTENSOR_CUDA -I. $< $(CU_NCCL_OBJ) -o $@ $(CUDA_LIBS) -lnccl
+GPU_NP = $(if $(filter command line environment,$(origin BENCH_NP)),$(BENCH_NP),$(or $(filter-out 0,$(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU')),2))
+bench-dist-gpu: $(B)/cuda/dist_bench_allreduce
+	$(BENCH_MPI) -np $(GPU_NP) $< -d cuda $(BENCH_ARGS)
+
+# setarch -R: gcc's TSan cannot start on kernels with wide mmap randomisation
+tsan: $(B)/tsan/test_threads $(TSAN_EMU)/test_threads
+	@TSAN_OPTIONS=halt_on_error=1 DTEMU_GPUS=2 setarch $$(uname -m) -R sh tests/run.sh $^
+
+# ---- portability: Windows (mingw-w64 cross build; MSVC's atomics path forced with
+#      DT__FORCE_INTERLOCKED), C++11 to C++20, and TSan over the OpenMP build ----
+# make mingw: every test but test_threads (POSIX threads and signals) three ways: C99
+# with GCC's __atomic builtins, C99 and C++11 with the Interlocked intrinsics MSVC
+# uses; run under wine64 where it is installed, else compiled and linked only.
+MINGW_CC   ?= x86_64-w64-mingw32-gcc
+MINGW_CXX  ?= x86_64-w64-mingw32-g++
+WINE       ?= $(shell command -v wine64 2>/dev/null || command -v wine 2>/dev/null || { test -x /usr/lib/wine/wine64 && echo /usr/lib/wine/wine64; })
+# msvcrt's printf has no %zu: mingw-w64's own C99 printf (a UCRT toolchain or MSVC needs nothing)
+MINGW_STDIO := -D__USE_MINGW_ANSI_STDIO=1
+MINGW_T    := $(filter-out test_threads,$(TESTS))
+# the Interlocked variants (C99 and C++11) run the tests that lean on the atomics (reference
+# counts, the allocator's and the generator's locks, the error state): the rest of the code is
+# the same as in the gcc variant, which runs every test
+MINGW_IL_T := test_core test_ops test_nn test_interop test_cpu_nocache test_random
+MINGW_EXES := $(addprefix $(B)/mingw/gcc/,$(addsuffix .exe,$(MINGW_T))) \
+              $(foreach v,interlocked cxx,$(addprefix $(B)/mingw/$(v)/,$(addsuffix .exe,$(MINGW_IL_T))))
+MINGW_DEPS := $(HDR) tests/harness.h $(wildcard tests/*.inc)
+mingwgcc_CMD  = $(MINGW_CC) $(CSTD) $(WARN) -O1 $(MINGW_STDIO) -I.
+mingwgcc_LIBS = -static -lm
+mingwil_CMD   = $(MINGW_CC) $(CSTD) $(WARN) -O1 $(MINGW_STDIO) -DDT__FORCE_INTERLOCKED -I.
+mingwil_LIBS  = -static -lm
+mingwcxx_CMD  = $(MINGW_CXX) -x c++ -std=c++11 $(WARN) -O1 $(MINGW_STDIO) -DDT__FORCE_INTERLOCKED -I.
+mingwcxx_LIBS = -static
+$(eval $(call VARIANT,mingwgcc,$(B)/mingw/gcc/%.exe,tests/%.c $(MINGW_DEPS)))
+$(eval $(call VARIANT,mingwil,$(B)/mingw/interlocked/%.exe,tests/%.c $(MINGW_DEPS)))
+$(eval $(call VARIANT,mingwcxx,$(B)/mingw/cxx/%.exe,tests/%.c $(MINGW_DEPS)))
+.PHONY: mingw cxx-std tsan-omp
+mingw: $(MINGW_EXES)
+ifneq ($(WINE),)
+	@for e in $^; do printf '#!/bin/sh\n# Windows writes CR LF: the summary line loses its CR\nout=$$(WINEDEBUG=-all WINEPREFIX=$(abspath $(B))/wine $(WINE) %s 2>&1); rc=$$?\nprintf "%%s\\n" "$$out" | tr -d "\\r"; exit $$rc\n' "$$e" > "$$e.sh"; chmod +x "$$e.sh"; done
+	@# the prefix made once, before programs start two at a time (two first starts race: "wine: chdir to /tmp/wine-...")
+	@WINEDEBUG=-all WINEPREFIX=$(abspath $(B))/wine $(WINE) wineboot --init >/dev/null 2>&1 || true
+	@sh tests/run.sh $(addsuffix .sh,$^)
+else
+	@echo "SKIP mingw: no wine64 to run them; $(words $^) .exe files compiled and linked"
+endif
+
+# make cxx-std: every test compiled as C++11, C++14, C++17 and C++20 (CXX), warnings as errors
+CXX_STDS := c++11 c++14 c++17 c++20
+CXX_STD_OBJS := $(foreach s,$(CXX_STDS),$(addprefix $(B)/cxxstd/$(s)/,$(addsuffix .o,$(TESTS))))
+# one variant per standard: checked, not compiled (-fsyntax-only: about 6x faster; the C++17
+# build of make test compiles with -O2, where the warnings that need optimisation show), warnings
+# as errors; the .o left is an empty stamp
+define cxx_std_variant
+cxxstd$(1)_CMD = $(CXX) -x c++ -std=$(1) $(WARN) -fsyntax-only -I.
+cxxstd$(1)_LIBS = && touch $$@
+$$(eval $$(call VARIANT,cxxstd$(1),$(B)/cxxstd/$(1)/%.o,tests/%.c $(MINGW_DEPS)))
+endef
+$(foreach s,$(CXX_STDS),$(eval $(call cxx_std_variant,$(s))))
+cxx-std: $(CXX_STD_OBJS)
+	@echo "PASS cxx-std: $(words $^) files checked ($(CXX_STDS)) clean"
+
+# make cu-cxx20: devtensor_cuda.cu checked as C++20 against the emulator's headers, as $(EMU_OBJ)
+# compiles it (-DDTEMU -DDEVTENSOR_NCCL -Itests/emu), warnings as errors; the .o left is an empty
+# stamp. Under C++20, DT__SLOT (src/backend/backend.h) makes each entry of the CUDA backend's
+# table (src/cuda/table.cu) a designated initializer, .name = fn, so the compiler checks every
+# slot's name and order; nvcc and the emulator's build compile C++17, where the entries are
+# positional and two slots of one type swapped still compile. The CPU backend's table is in
+# devtensor.h: make cxx-std's C++20 pass checks it the same way.
+CU_CXX20 := $(B)/cxxstd/c++20/devtensor_cuda.o
+$(CU_CXX20): devtensor_cuda.cu $(HDR) $(EMU_HDRS) | $$(@D)
+	$(CXX) -x c++ -std=c++20 $(WARN) -Wno-unknown-pragmas -fsyntax-only -DDTEMU -DDEVTENSOR_NCCL -Itests/emu -I. $< && touch $@
+.PHONY: cu-cxx20
+cu-cxx20: $(CU_CXX20)
+	@echo "PASS cu-cxx20: devtensor_cuda.cu checked as C++20 (the backend table's slots by name and order) clean"
+
+# make tsan-omp: test_threads with -fopenmp under TSan. clang with LLVM's libomp (apt-get
+# install clang libomp-dev) and its Archer tool, which tells TSan about OpenMP's barriers
+# and tasks; gcc's libgomp is not instrumented, so TSan reports races inside every
+# parallel loop that are not there (tried: a report in dt__cpu_fill's first region).
+ARCHER ?= $(firstword $(wildcard $(shell $(CLANG) -print-resource-dir 2>/dev/null)/../../libarcher.so) $(wildcard /usr/lib/llvm-*/lib/libarcher.so))
+tsanomp_CMD  = $(CLANG) $(CSTD) $(WARN) -O1 -g -fsanitize=thread -fopenmp -pthread -DTHREAD_ITERS=100 $(CFLAGS) -I.
+tsanomp_LIBS = $(LDLIBS)
+$(eval $(call VARIANT,tsanomp,$(B)/tsan-omp/test_threads,tests/test_threads.c $(HDR) tests/harness.h))
+tsan-omp: $(B)/tsan-omp/test_threads
+	@test -n "$(ARCHER)" || { echo "FAIL tsan-omp: libarcher.so not found (apt-get install libomp-dev)"; exit 1; }
+	@OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1" OMP_NUM_THREADS=4 \
+	  setarch $$(uname -m) -R sh tests/run.sh $^
+
+# the C builds (the C++ builds run the same code; they run plainly and under ASan in make test)
+VALGRIND_BINS := $(filter-out %/test_gemm_kernel,$(C_TESTS)) $(B)/static_unit $(B)/two_units $(B)/fault/fault_injection
+valgrind: $(VALGRIND_BINS)
+	@sh tests/valgrind.sh $^
+
+# the shipped files are made from src/ by make amalgamate: fails when the committed ones differ
+check-amalgamate:
+	python3 tools/amalgamate.py --check
