@@ -206,7 +206,6 @@ FASHION_EX := $(B)/ex/fashion_mnist $(B)/cuda/ex/fashion_mnist
 $(FASHION_EX): examples/fashion_data.h
 $(B)/ex/fashion_mnist: LDLIBS += -lz
 $(B)/cuda/ex/fashion_mnist: CUDA_LIBS += -lz
-# GPU fault injection (tests/fault_gpu.c defines cudaMalloc and finds the real one with dlsym)
 $(B)/bench_gpu: gpubench_CMD += -isystem $(CUDA_HOME)/include
 # the bare <<<>>> launches under devtensor's per-op overhead (bench/launch_floor.cu; no devtensor)
 $(B)/launch_floor: bench/launch_floor.cu | $(B)
@@ -328,7 +327,7 @@ install: lib
 	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/libdevtensor.a
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' -e 's|@VERSION@|$(DT_VERSION)|' \
 	  -e 's|@LIBS_PRIVATE@|$(strip $(LIB_PRIV))|' packaging/devtensor.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/devtensor.pc
-	sed -e 's|@VERSION@|$(DT_VERSION)|g' -e 's|@MAJOR@|$(DT_MAJOR)|g' -e 's|@CUDA@|$(CUDA)|' \
+	sed -e 's|@VERSION@|$(DT_VERSION)|g' -e 's|@SOVER@|$(DT_SOVER)|g' -e 's|@CUDA@|$(CUDA)|' \
 	  -e 's|@INC_FROM_LIB@|$(shell realpath -m --relative-to=$(LIBDIR) $(INCDIR))|' \
 	  -e 's|@LIBS_PRIVATE_CMAKE@|$(subst $() $(),;,$(strip $(LIB_PRIV)))|' \
 	  packaging/devtensorConfig.cmake.in > $(DESTDIR)$(LIBDIR)/cmake/devtensor/devtensorConfig.cmake

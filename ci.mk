@@ -258,7 +258,7 @@ tsan-omp: $(B)/tsan-omp/test_threads
 	@OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1" OMP_NUM_THREADS=4 \
 	  setarch $$(uname -m) -R sh tests/run.sh $^
 
-# the C builds (the C++ builds run the same code; they run plainly and under ASan in make test)
+# the C builds (the C++ builds run the same code: make test runs them plainly)
 VALGRIND_BINS := $(filter-out %/test_gemm_kernel,$(C_TESTS)) $(B)/static_unit $(B)/two_units $(B)/fault/fault_injection
 valgrind: $(VALGRIND_BINS)
 	@sh tests/valgrind.sh $^

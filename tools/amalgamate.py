@@ -93,7 +93,7 @@ def main(argv):
             with open(path, "w", encoding="utf-8", newline="") as f:
                 f.write(text)
     if differ:
-        sys.stderr.write("amalgamate: %s differ from what src/ makes: edit src/, then run make amalgamate "
+        sys.stderr.write("amalgamate: %s: not what src/ makes: edit src/, then run make amalgamate "
                          "and commit the result\n" % " and ".join(differ))
         return 1
     return 0
