@@ -5,7 +5,9 @@
 
 Same names, sizes, calls per sample, warm-up and statistics as bench_cpu.c (see its header): a
 warm-up sample, then `samples` (default 7) timed samples of `inner` calls each, a fresh result per
-call; prints `numpy <case> seconds=<best per call> median=<median> ... threads=<n> blas=<name>`.
+call; prints `numpy <case> seconds=<best per call> median=<median> ... threads=<n> blas=<name>`, the
+name of an OpenBLAS with the core type it runs (`openblas/SkylakeX`; torch: `torch-1.13.1/openblas/...`).
+`bench_peers.py --corename` prints only that core type (bench/peer_blas.sh's peer_coretype asks).
 A case a library does not have is left out (the MLP epoch: NumPy has no autograd).
 Threads: every core (or OMP_NUM_THREADS when set), for OpenBLAS and torch.set_num_threads alike.
 The MLP epoch: nn.Sequential(Linear(784, 256), ReLU(), Linear(256, 10)), MSELoss on one-hot
@@ -23,15 +25,51 @@ def nthreads():
 
 
 def blas_name():
+    """openblas/<core type it runs> (openblas_get_corename), or the BLAS's name, or unknown"""
     try:
         with open("/proc/self/maps") as f:
-            maps = f.read().lower()
-        for name in ("openblas", "mkl", "blis", "accelerate", "atlas"):
-            if name in maps:
-                return name
+            maps = f.read()
     except OSError:
-        pass
+        return "unknown"
+    core = openblas_core(maps)
+    if core:
+        return "openblas/" + core
+    for name in ("openblas", "mkl", "blis", "accelerate", "atlas"):
+        if name in maps.lower():
+            return name
     return "unknown"
+
+
+def openblas_core(maps):
+    """The core type the loaded OpenBLAS runs (its own choice, or OPENBLAS_CORETYPE), or ''"""
+    import ctypes
+    paths = sorted({line.split()[-1] for line in maps.splitlines()
+                    if "/" in line and "blas" in line.lower() and ".so" in line})
+    for p in paths:
+        try:
+            fn = ctypes.CDLL(p).openblas_get_corename
+        except (OSError, AttributeError):
+            continue
+        fn.restype = ctypes.c_char_p
+        name = fn()
+        if name:
+            return name.decode().strip()
+    return ""
+
+
+def corename():
+    """--corename: the OpenBLAS core type that NumPy (else PyTorch) runs here; '' when none"""
+    for lib in ("numpy", "torch"):
+        try:
+            __import__(lib)
+        except ImportError:
+            continue
+        with open("/proc/self/maps") as f:
+            core = openblas_core(f.read())
+        if core:
+            print(core)
+            return 0
+    return 1
 
 
 # name, kind, sizes (m, k, n), calls per sample: as bench_cpu.c's CASES
@@ -111,6 +149,8 @@ def torch_case(kind, m, k, n):
 
 
 def main():
+    if sys.argv[1:2] == ["--corename"]:
+        return corename()
     lib = sys.argv[1] if len(sys.argv) > 1 else "numpy"
     samples = max(1, min(100, int(sys.argv[2]))) if len(sys.argv) > 2 else 7
     prefix = sys.argv[3] if len(sys.argv) > 3 else ""
@@ -129,7 +169,8 @@ def main():
             print("SKIP: torch: %s" % e)
             return 0
         torch.set_num_threads(nt)
-        make, blas = torch_case, "torch-%s" % torch.__version__.split("+")[0]
+        torch.rand(8, 8) @ torch.rand(8, 8)  # its BLAS loaded, for blas_name
+        make, blas = torch_case, "torch-%s/%s" % (torch.__version__.split("+")[0], blas_name())
     else:
         print("bench_peers.py: library must be numpy or torch, not %r" % lib)
         return 2

@@ -8,7 +8,10 @@ Input lines: `<library> <case> seconds=<s> [median=<s>] ... threads=<n> blas=<na
 is ignored. Per library and case: the best `seconds` over all rounds counts, and the spread is
 how much slower the worst round's best was (max/min - 1, over rounds). The peer is the faster
 of NumPy and PyTorch (with all threads or with one) on that case; the ratio is devtensor's speed over the peer's (higher is
-better: 1.00x same speed). Targets: the best peer's speed times
+better: 1.00x same speed). A peer may also have run with another OpenBLAS core type than OpenBLAS's
+own choice (lines `numpy[SkylakeX] ...`, `torch-1t[SkylakeX] ...`: run_cpu.sh): its column then
+shows the faster of the two, with the core type that served in brackets (`[SkylakeX]`, or `[own
+Cooperlake]` for OpenBLAS's own choice), and a line under the table counts them. Targets: the best peer's speed times
     add of 2^24, the 10x10 add                     1.0
     matmul 256..2048 (square)                      0.9
     matmul 32..128 and the skinny shapes           0.8
@@ -70,12 +73,32 @@ def fmt_time(s):
     return "%.2f us" % (s * 1e6)
 
 
-def cell(e):
+def cell(e, tag=""):
     if not e:
         return "-"
     best, worst = min(e["runs"]), max(e["runs"])
     spread = "" if len(e["runs"]) < 2 else " (+%.0f%%)" % (100 * (worst / best - 1))
-    return fmt_time(best) + spread
+    return fmt_time(best) + spread + (" [%s]" % tag if tag else "")
+
+
+def own_core(e):
+    """the OpenBLAS core type in a line's blas= field (openblas/<core>), or ''"""
+    parts = e["blas"].split("/")
+    return parts[-1] if len(parts) >= 2 and parts[-2] == "openblas" else ""
+
+
+def best_variant(res, peer, case):
+    """(library label, entry, tag) of the fastest run of `peer` on `case` over its core types:
+    `peer` itself (OpenBLAS's own choice) and `peer[<core>]` (OPENBLAS_CORETYPE=<core>); tag names
+    the core type that served when there was a choice, else ''. (None, None, '') when none ran."""
+    have = [(lib, res[lib][case]) for lib in res
+            if (lib == peer or (lib.startswith(peer + "[") and lib.endswith("]"))) and case in res[lib]]
+    if not have:
+        return None, None, ""
+    lib, e = min(have, key=lambda le: min(le[1]["runs"]))
+    if len(have) < 2:
+        return lib, e, ""
+    return lib, e, lib[len(peer) + 1:-1] if lib != peer else ("own " + own_core(e)).strip()
 
 
 LOADED_MAX = 1.25  # 2 threads at most this much slower than 1 with a core busy
@@ -136,12 +159,16 @@ def main(argv):
           % (rounds, "" if rounds == 1 else "s"))
     print("Ratio: devtensor's speed over the faster peer's (higher is better).\n")
     head = ["case", "devtensor"] + list(PEERS) + ["ratio vs best peer", "target", "verdict"]
-    rows, missed = [], 0
+    rows, missed, served = [], 0, {}
     for case in sorted(dt, key=lambda c: list(dt).index(c)):  # the order bench_cpu printed
         d = dt[case]
-        peers = {p: res.get(p, {}).get(case) for p in PEERS}
-        have = {p: min(e["runs"]) for p, e in peers.items() if e}
-        row = [case, cell(d)] + [cell(peers[p]) for p in PEERS]
+        best = {p: best_variant(res, p, case) for p in PEERS}
+        peers = {best[p][0]: best[p][1] for p in PEERS if best[p][1]}
+        have = {p: min(e["runs"]) for p, e in peers.items()}
+        for p in PEERS:
+            if best[p][2]:
+                served.setdefault(p, {}).setdefault(best[p][2], []).append(case)
+        row = [case, cell(d)] + [cell(best[p][1], best[p][2]) for p in PEERS]
         if have:
             bp = min(have, key=have.get)
             ratio = have[bp] / min(d["runs"])
@@ -159,6 +186,11 @@ def main(argv):
     th = {lib: next(iter(v.values()))["threads"] for lib, v in res.items() if v}
     bl = {lib: next(iter(v.values()))["blas"] for lib, v in res.items() if v}
     print("\nThreads: " + ", ".join("%s %s (%s)" % (lib, th[lib], bl[lib]) for lib in sorted(th)))
+    for p in PEERS:
+        if p in served:
+            print("OpenBLAS core type that served %s: %s." % (p, ", ".join(
+                "%s in %d of %d rows" % (t, len(c), sum(len(v) for v in served[p].values()))
+                for t, c in sorted(served[p].items(), key=lambda tc: -len(tc[1])))))
     print("%d of %d targets missed." % (missed, len(rows)))
     return 1 if strict and missed else 0
 

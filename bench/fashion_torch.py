@@ -12,7 +12,8 @@ minibatches, before each step's update), test accuracy after the epoch, seconds.
   /usr/bin/python3 bench/fashion_torch.py [--epochs N] [--train N] [--test N]
       [--model softmax|mlp|both] [--data DIR] [--device cpu|cuda] [--csv PATH] [--threads N]
 
-Debian's torch (CPU): run it with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset.
+Debian's torch (CPU): run it with OPENBLAS_L2_SIZE unset, and OPENBLAS_CORETYPE unset or set to
+the best core type for the CPU (bench/run_fashion.sh runs both where they differ).
 """
 import argparse
 import gzip

@@ -4,16 +4,19 @@
 # Prints every epoch line, then per model and library the final test accuracy and the median
 # epoch time (over every epoch of every round), and devtensor's time as a fraction of torch's.
 #   bench/run_fashion.sh FASHION_BIN PYTHON [rounds [epochs [device]]]
-# The peer runs with OpenBLAS at its best (OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset) and the
-# torch.set_num_threads of 1 and of every core (OMP_NUM_THREADS when set); the faster is the reference.
+# The peer runs with OpenBLAS at its best (OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset; on x86 also
+# with the newest core type the CPU's flags allow, as torch-1t[SkylakeX]: bench/peer_blas.sh's
+# peer_coretype) and the torch.set_num_threads of 1 and of every core (OMP_NUM_THREADS when set); the
+# faster is the reference, and its label says which served.
 bin=${1:-build/ex/fashion_mnist}; py=${2:-/usr/bin/python3}; rounds=${3:-2}; epochs=${4:-10}; dev=${5:-cpu}
 out=build/bench_fashion.txt
 mkdir -p build && : > "$out" || exit 1
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')  host: $(uname -m), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //')"
 echo "commit: ${DT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}  load average at start: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)  threads: ${OMP_NUM_THREADS:-all cores}"
 "$py" -c 'import torch' 2>/dev/null || { echo "SKIP bench-fashion: torch not importable with '$py'"; exit 0; }
-# on the CPU, the peer's BLAS (on a GPU it is cuBLAS)
-[ "$dev" != cpu ] || { . "$(dirname "$0")/peer_blas.sh" && peer_blas; }
+# on the CPU, the peer's BLAS and its core types (on a GPU it is cuBLAS)
+peer_ct=
+[ "$dev" != cpu ] || { . "$(dirname "$0")/peer_blas.sh" && peer_blas && peer_coretype "$py"; }
 # the peer at its best: with one thread and with every core (a busy machine makes OpenMP's
 # spin-waiting costly, so one thread can be the faster); the faster median is the reference
 nt_all=${OMP_NUM_THREADS:-$(nproc)}
@@ -28,9 +31,12 @@ while [ "$i" -le "$rounds" ]; do
   for model in softmax mlp; do
     echo "== round $i, $model"
     "$bin" --model $model --epochs "$epochs" $dt_where | sed "s/^/devtensor /" | tee -a "$out" || exit 1
-    for nt in $peer_threads; do
-      env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$py" bench/fashion_torch.py --model $model --epochs "$epochs" --device "$dev" \
-        --threads "$nt" | sed "s/^/torch-${nt}t /" | tee -a "$out" || exit 1
+    for ct in "" $peer_ct; do
+      for nt in $peer_threads; do
+        if [ -z "$ct" ]; then set -- -u OPENBLAS_CORETYPE; tag=; else set -- OPENBLAS_CORETYPE="$ct"; tag="[$ct]"; fi
+        env -u OPENBLAS_L2_SIZE "$@" "$py" bench/fashion_torch.py --model $model --epochs "$epochs" --device "$dev" \
+          --threads "$nt" | sed "s/^/torch-${nt}t$tag /" | tee -a "$out" || exit 1
+      done
     done
   done
   i=$((i + 1))
@@ -53,14 +59,14 @@ awk -v goal="$goal" '
   function lo(key,   i, v) { v = t[key, 1]; for (i = 2; i <= n[key]; i++) if (t[key, i] < v) v = t[key, i]; return v }
   function hi(key,   i, v) { v = t[key, 1]; for (i = 2; i <= n[key]; i++) if (t[key, i] > v) v = t[key, i]; return v }
   END {
-    printf "%-8s %-10s %-22s %-12s %s\n", "model", "library", "final test acc (runs)", "epoch median", "spread"
+    printf "%-8s %-20s %-22s %-12s %s\n", "model", "library", "final test acc (runs)", "epoch median", "spread"
     split("softmax mlp", models, " ")
     for (mi = 1; mi <= 2; mi++) {
       best = ""
       for (key in n) {
         split(key, kk, " ")
         if (kk[2] != models[mi]) continue
-        printf "%-8s %-10s %-22s %8.3f s   %.3f-%.3f s\n", models[mi], kk[1], fin[key], median(key), lo(key), hi(key)
+        printf "%-8s %-20s %-22s %8.3f s   %.3f-%.3f s\n", models[mi], kk[1], fin[key], median(key), lo(key), hi(key)
         if (kk[1] != "devtensor" && (best == "" || median(key) < median(best))) best = key
       }
       kd = "devtensor " models[mi]
