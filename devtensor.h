@@ -7109,11 +7109,13 @@ static void dt__par_for_w(int64_t n, int64_t grain, int maxw, dt__task_w_fn fnw,
 #define DT__GRAIN_MATH 8192  /* exp, log, sqrt, random */
 
 /* ---- src/cpu/elementwise.c ---- */
-/* Typed kernels, chosen from small tables by dtype and operation. The loops that matter most
-   (F32/F64 add, sub, mul, div; F32 exp and log; fill; F32 <-> F64 casts; sums and norms) are
-   written with GCC/Clang vector types and compiled three times on x86 (GCC >= 6, Clang >= 5):
-   for the baseline (16-byte vectors), AVX2 and AVX-512; dt__ew_isa() picks the widest one the
-   CPU has, once, as the matmul does (DEVTENSOR_NO_CPU_DISPATCH: the baseline only).
+/* Typed kernels, chosen from small tables by dtype and operation. This part: the choice of
+   variant and the scalar kernels; cpu/vmath.c and cpu/elementwise_vec.c: the vector kernels.
+   The loops that matter most (F32/F64 add, sub, mul, div; F32 exp and log; fill; F32 <-> F64
+   casts; sums and norms) are written with GCC/Clang vector types and compiled three times on
+   x86 (GCC >= 6, Clang >= 5): for the baseline (16-byte vectors), AVX2 and AVX-512;
+   dt__ew_isa() picks the widest one the CPU has, once, as the matmul does
+   (DEVTENSOR_NO_CPU_DISPATCH: the baseline only).
    - add, sub, mul, div, fill and casts give the same bits in every variant (one IEEE operation
      per element; no FMA: the AVX2 variant is compiled without it, AVX-512's has no a*b+c);
    - F32 exp and log: polynomials (Cephes' expf and logf coefficients, after Cody-Waite range
@@ -7121,8 +7123,8 @@ static void dt__par_for_w(int64_t n, int64_t grain, int maxw, dt__task_w_fn fnw,
      polynomial's range (exp: x < -87 or x > 88, log: x not a positive normal, and inf, NaN)
      take libm's expf / logf. Error: at most 1 ulp (tests/test_vmath.c measures it against
      exp/log in double over a sweep of the floats and the edge cases);
-   - sums and norms accumulate in double (as before): sixteen partial sums per block of
-     elements, the same in every variant, blocks combined in order. */
+   - sums and norms accumulate in double: sixteen partial sums per block of elements, the same
+     in every variant, blocks combined in order. */
 
 #if !defined(DEVTENSOR_NO_CPU_DISPATCH) && (defined(__x86_64__) || defined(__i386__)) &&            \
     ((defined(__clang__) && __clang_major__ >= 5) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 6))
@@ -7142,7 +7144,7 @@ enum { DT__EW_BASE = 0, DT__EW_AVX2 = 1, DT__EW_AVX512 = 2, DT__EW_NISA = 3 };
    YMM registers, 0xE6 for the ZMM registers and opmasks) on a context switch. The CPU may
    have AVX-512 that the kernel has not enabled; older compilers' __builtin_cpu_supports
    does not always ask. */
-static int dt__x86_xcr0_cached = -1; /* read once: CPUID traps to the hypervisor in a VM (~10 us) */
+static int dt__x86_xcr0_cached = -1; /* read once: CPUID traps to the hypervisor in a VM */
 static int dt__x86_os_saves(unsigned mask) {
   int xcr0 = DT__ATOMIC_LOAD(&dt__x86_xcr0_cached);
   if (xcr0 < 0) {
@@ -7176,6 +7178,29 @@ static int dt__ew_isa(void) {
   }
   return isa;
 }
+
+/* The variants' function attributes, and their vector types: vf, vi, vd, vl: float, uint32_t,
+   double, uint64_t in the variant's width; vh: float in half of it (as many lanes as vd). */
+#define DT__TARGET_BASE
+typedef float dt__vf_base __attribute__((vector_size(16)));
+typedef uint32_t dt__vi_base __attribute__((vector_size(16)));
+typedef double dt__vd_base __attribute__((vector_size(16)));
+typedef uint64_t dt__vl_base __attribute__((vector_size(16)));
+typedef float dt__vh_base __attribute__((vector_size(8)));
+#if DT__EW_X86
+#define DT__TARGET_AVX2 __attribute__((target("avx2")))
+typedef float dt__vf_avx2 __attribute__((vector_size(32)));
+typedef uint32_t dt__vi_avx2 __attribute__((vector_size(32)));
+typedef double dt__vd_avx2 __attribute__((vector_size(32)));
+typedef uint64_t dt__vl_avx2 __attribute__((vector_size(32)));
+typedef float dt__vh_avx2 __attribute__((vector_size(16)));
+#define DT__TARGET_AVX512 __attribute__((target("avx512f")))
+typedef float dt__vf_avx512 __attribute__((vector_size(64)));
+typedef uint32_t dt__vi_avx512 __attribute__((vector_size(64)));
+typedef double dt__vd_avx512 __attribute__((vector_size(64)));
+typedef uint64_t dt__vl_avx512 __attribute__((vector_size(64)));
+typedef float dt__vh_avx512 __attribute__((vector_size(32)));
+#endif
 
 /* y[i] = a[i * sa] op b[i * sb], i < n */
 typedef void (*dt__zip_fn)(int64_t n, const void *a, int64_t sa, const void *b, int64_t sb, void *y);
@@ -7258,8 +7283,7 @@ static void dt__map_affine_f32(int64_t n, const void *x_, void *y_, double p0, d
 
 /* y += alpha * x on [0, n) 32 bytes at a time where the compiler has vector extensions, the same
    operations per element as the scalar loop in DT__EW_AXPY; returns where that loop goes on. The
-   scalar loop alone, waiting on y's elements in turn, was a sixth of bench_cpu's 2-thread MLP
-   epoch (its SGD step is dt_axpy_). */
+   scalar loop alone waits on y's elements in turn (an SGD step, dt_axpy_, is this loop). */
 #if defined(__GNUC__) || defined(__clang__)
 #define DT__EW_DEFINE_AXPY_VEC(NAME, T)                                                             \
   static int64_t NAME(int64_t n, const T *x, T *y, T al) {                                          \
@@ -7327,39 +7351,10 @@ DT__EW_CONV(dt__conv_i64_i32, int64_t, int32_t, (int32_t)(uint32_t)v) /* the low
 DT__EW_FILL(dt__fill_32, uint32_t)
 DT__EW_FILL(dt__fill_64, uint64_t)
 
-/* Vector kernels, defined once per variant by DT__EW_VARIANT(SUF, ATTR, BYTES).
-   Vectors move to and from memory through memcpy (one unaligned load or store). */
-
-/* y = f(a, b), a dt__zip_fn: VEXPR of vectors u, w (vz: zeros), SEXPR of a[i * sa], b[i * sb];
-   vectors where both are contiguous, or one side a broadcast scalar (sa or sb 0) */
-#define DT__EW_VZIP(NAME, ATTR, T, V, VEXPR, SEXPR)                                                 \
-  ATTR static void NAME(int64_t n, const void *a_, int64_t sa, const void *b_, int64_t sb, void *y_) { \
-    enum { W = sizeof(V) / sizeof(T) };                                                             \
-    const T *a = (const T *)a_, *b = (const T *)b_;                                                 \
-    T *y = (T *)y_;                                                                                 \
-    int64_t i = 0;                                                                                  \
-    if (n > 0 && (sa | sb) == 1 && (sa & ~(int64_t)1) == 0 && (sb & ~(int64_t)1) == 0) {            \
-      /* a broadcast side is read from W copies of its value that the loop does not step over */    \
-      const V vz = {0}; /* for VEXPR */                                                             \
-      T ab[W], bb[W];                                                                               \
-      const T *pa = sa ? a : ab, *pb = sb ? b : bb;                                                 \
-      const int64_t da = sa ? W : 0, db = sb ? W : 0;                                               \
-      int k;                                                                                        \
-      (void)vz;                                                                                     \
-      for (k = 0; k < W; k++) { ab[k] = a[0]; bb[k] = b[0]; }                                       \
-      for (; i + W <= n; i += W, pa += da, pb += db) {                                              \
-        V u, w;                                                                                     \
-        memcpy(&u, pa, sizeof u);                                                                   \
-        memcpy(&w, pb, sizeof w);                                                                   \
-        u = VEXPR;                                                                                  \
-        memcpy(y + i, &u, sizeof u);                                                                \
-      }                                                                                             \
-    }                                                                                               \
-    for (; i < n; i++) y[i] = SEXPR;                                                                \
-  }
-
-/* y = a OP b */
-#define DT__EW_VARITH(NAME, ATTR, T, V, OP) DT__EW_VZIP(NAME, ATTR, T, V, u OP w, a[i * sa] OP b[i * sb])
+/* ---- src/cpu/vmath.c ---- */
+/* F32 exp and log on vectors (see cpu/elementwise.c): the polynomials as functions of one
+   vector, and the kernels that run them over an array, falling back on libm lane by lane;
+   each written once by a macro and instantiated per variant under its full name. */
 
 /* exp and log compute the same operations in every variant: no multiply-add is fused, though an
    AVX-512 target implies FMA (Clang: the pragma DT__NO_CONTRACT in the body; GCC in a GNU mode:
@@ -7474,6 +7469,56 @@ DT__EW_FILL(dt__fill_64, uint64_t)
     }                                                                                               \
   }
 
+
+DT__EW_VEXPF(dt__vexpf_base, DT__TARGET_BASE, dt__vf_base, dt__vi_base)
+DT__EW_VLOGF(dt__vlogf_base, DT__TARGET_BASE, dt__vf_base, dt__vi_base)
+DT__EW_VMATH(dt__exp_f32_base, DT__TARGET_BASE, dt__vf_base, dt__vi_base, dt__vexpf_base, -87.0f, 88.0f, expf)
+DT__EW_VMATH(dt__log_f32_base, DT__TARGET_BASE, dt__vf_base, dt__vi_base, dt__vlogf_base, FLT_MIN, FLT_MAX, logf)
+#if DT__EW_X86
+DT__EW_VEXPF(dt__vexpf_avx2, DT__TARGET_AVX2, dt__vf_avx2, dt__vi_avx2)
+DT__EW_VLOGF(dt__vlogf_avx2, DT__TARGET_AVX2, dt__vf_avx2, dt__vi_avx2)
+DT__EW_VMATH(dt__exp_f32_avx2, DT__TARGET_AVX2, dt__vf_avx2, dt__vi_avx2, dt__vexpf_avx2, -87.0f, 88.0f, expf)
+DT__EW_VMATH(dt__log_f32_avx2, DT__TARGET_AVX2, dt__vf_avx2, dt__vi_avx2, dt__vlogf_avx2, FLT_MIN, FLT_MAX, logf)
+DT__EW_VEXPF(dt__vexpf_avx512, DT__TARGET_AVX512, dt__vf_avx512, dt__vi_avx512)
+DT__EW_VLOGF(dt__vlogf_avx512, DT__TARGET_AVX512, dt__vf_avx512, dt__vi_avx512)
+DT__EW_VMATH(dt__exp_f32_avx512, DT__TARGET_AVX512, dt__vf_avx512, dt__vi_avx512, dt__vexpf_avx512, -87.0f, 88.0f, expf)
+DT__EW_VMATH(dt__log_f32_avx512, DT__TARGET_AVX512, dt__vf_avx512, dt__vi_avx512, dt__vlogf_avx512, FLT_MIN, FLT_MAX, logf)
+#endif
+
+/* ---- src/cpu/elementwise_vec.c ---- */
+/* The vector kernels but exp and log (cpu/vmath.c): add, sub, mul, div (F32, F64), relu and
+   its gradient (F32), fill, sums (cpu/reduce.c) and F32 <-> F64 casts, each written once by a
+   macro and instantiated per variant under its full name, and the table of each variant's
+   kernels. Vectors move to and from memory through memcpy (one unaligned load or store). */
+
+/* y = f(a, b), a dt__zip_fn: VEXPR of vectors u, w (vz: zeros), SEXPR of a[i * sa], b[i * sb];
+   vectors where both are contiguous, or one side a broadcast scalar (sa or sb 0) */
+#define DT__EW_VZIP(NAME, ATTR, T, V, VEXPR, SEXPR)                                                 \
+  ATTR static void NAME(int64_t n, const void *a_, int64_t sa, const void *b_, int64_t sb, void *y_) { \
+    enum { W = sizeof(V) / sizeof(T) };                                                             \
+    const T *a = (const T *)a_, *b = (const T *)b_;                                                 \
+    T *y = (T *)y_;                                                                                 \
+    int64_t i = 0;                                                                                  \
+    if (n > 0 && (sa | sb) == 1 && (sa & ~(int64_t)1) == 0 && (sb & ~(int64_t)1) == 0) {            \
+      /* a broadcast side is read from W copies of its value that the loop does not step over */    \
+      const V vz = {0}; /* for VEXPR */                                                             \
+      T ab[W], bb[W];                                                                               \
+      const T *pa = sa ? a : ab, *pb = sb ? b : bb;                                                 \
+      const int64_t da = sa ? W : 0, db = sb ? W : 0;                                               \
+      int k;                                                                                        \
+      (void)vz;                                                                                     \
+      for (k = 0; k < W; k++) { ab[k] = a[0]; bb[k] = b[0]; }                                       \
+      for (; i + W <= n; i += W, pa += da, pb += db) {                                              \
+        V u, w;                                                                                     \
+        memcpy(&u, pa, sizeof u);                                                                   \
+        memcpy(&w, pb, sizeof w);                                                                   \
+        u = VEXPR;                                                                                  \
+        memcpy(y + i, &u, sizeof u);                                                                \
+      }                                                                                             \
+    }                                                                                               \
+    for (; i < n; i++) y[i] = SEXPR;                                                                \
+  }
+
 #define DT__EW_VFILL(NAME, ATTR, T, V)                                                              \
   ATTR static void NAME(int64_t n, const void *v_, void *y_) {                                      \
     enum { W = sizeof(V) / sizeof(T) };                                                             \
@@ -7535,10 +7580,10 @@ DT__EW_FILL(dt__fill_64, uint64_t)
     for (; i < n; i++) y[i] = (D)x[i];                                                              \
   }
 
-/* relu (NAME) and its gradient (GNAME: y = a where b > 0, else 0) on F32, without a branch: with
-   the signs of a layer's pre-activations random, the scalar loops mispredicted half their
-   branches (relu of 65536 floats took 240 us, an add of the same 4 us). A NaN stays a NaN. */
-#define DT__EW_VRELU(NAME, GNAME, ATTR, VF, VI)                                                     \
+/* relu on F32 without a branch (its gradient, y = a where b > 0, else 0, is a DT__EW_VZIP): with
+   the signs of a layer's pre-activations random, a scalar loop mispredicts half its branches.
+   A NaN stays a NaN. */
+#define DT__EW_VRELU(NAME, ATTR, VF, VI)                                                            \
   ATTR static void NAME(int64_t n, const void *x_, void *y_, double p0, double p1) {                \
     enum { W = sizeof(VF) / sizeof(float) };                                                        \
     const float *x = (const float *)x_;                                                             \
@@ -7555,63 +7600,95 @@ DT__EW_FILL(dt__fill_64, uint64_t)
       memcpy(y + i, &m, sizeof m);                                                                  \
     }                                                                                               \
     for (; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : (x[i] != x[i] ? x[i] : 0.0f);                    \
-  }                                                                                                 \
-  DT__EW_VZIP(GNAME, ATTR, float, VF, (VF)((VI)(w > vz) & (VI)u), b[i * sb] > 0.0f ? a[i * sa] : 0.0f)
+  }
 
-/* Every vector kernel for one variant: BYTES-wide vectors, function attributes ATTR. */
-#define DT__EW_VARIANT(SUF, ATTR, BYTES)                                                            \
-  typedef float dt__vf##SUF __attribute__((vector_size(BYTES)));                                    \
-  typedef uint32_t dt__vi##SUF __attribute__((vector_size(BYTES)));                                 \
-  typedef double dt__vd##SUF __attribute__((vector_size(BYTES)));                                   \
-  typedef uint64_t dt__vl##SUF __attribute__((vector_size(BYTES)));                                 \
-  typedef float dt__vh##SUF __attribute__((vector_size(BYTES / 2)));                                \
-  DT__EW_VRELU(dt__relu_f32##SUF, dt__relu_grad_f32##SUF, ATTR, dt__vf##SUF, dt__vi##SUF)           \
-  DT__EW_VARITH(dt__add_f32##SUF, ATTR, float, dt__vf##SUF, +)                                      \
-  DT__EW_VARITH(dt__sub_f32##SUF, ATTR, float, dt__vf##SUF, -)                                      \
-  DT__EW_VARITH(dt__mul_f32##SUF, ATTR, float, dt__vf##SUF, *)                                      \
-  DT__EW_VARITH(dt__div_f32##SUF, ATTR, float, dt__vf##SUF, /)                                      \
-  DT__EW_VARITH(dt__add_f64##SUF, ATTR, double, dt__vd##SUF, +)                                     \
-  DT__EW_VARITH(dt__sub_f64##SUF, ATTR, double, dt__vd##SUF, -)                                     \
-  DT__EW_VARITH(dt__mul_f64##SUF, ATTR, double, dt__vd##SUF, *)                                     \
-  DT__EW_VARITH(dt__div_f64##SUF, ATTR, double, dt__vd##SUF, /)                                     \
-  DT__EW_VEXPF(dt__vexpf##SUF, ATTR, dt__vf##SUF, dt__vi##SUF)                                      \
-  DT__EW_VLOGF(dt__vlogf##SUF, ATTR, dt__vf##SUF, dt__vi##SUF)                                      \
-  DT__EW_VMATH(dt__exp_f32##SUF, ATTR, dt__vf##SUF, dt__vi##SUF, dt__vexpf##SUF, -87.0f, 88.0f, expf) \
-  DT__EW_VMATH(dt__log_f32##SUF, ATTR, dt__vf##SUF, dt__vi##SUF, dt__vlogf##SUF, FLT_MIN, FLT_MAX, logf) \
-  DT__EW_VFILL(dt__fill_32##SUF, ATTR, uint32_t, dt__vi##SUF)                                       \
-  DT__EW_VFILL(dt__fill_64##SUF, ATTR, uint64_t, dt__vl##SUF)                                       \
-  DT__EW_VARIANT_CONV(SUF, ATTR)
-
-#ifdef DT__EW_CONVERT
-#define DT__EW_VARIANT_CONV(SUF, ATTR)                                                              \
-  DT__EW_VSUM16(dt__sum16_f32##SUF, ATTR, float, dt__vh##SUF, dt__vd##SUF)                          \
-  DT__EW_VSUM16(dt__sum16_f64##SUF, ATTR, double, dt__vd##SUF, dt__vd##SUF)                         \
-  DT__EW_VCONV(dt__conv_f32_f64##SUF, ATTR, float, double, dt__vh##SUF, dt__vd##SUF)                \
-  DT__EW_VCONV(dt__conv_f64_f32##SUF, ATTR, double, float, dt__vd##SUF, dt__vh##SUF)
-#else /* no __builtin_convertvector: plain loops */
-#define DT__EW_VARIANT_CONV(SUF, ATTR)                                                              \
-  ATTR static void dt__sum16_f32##SUF(int64_t n, const void *x_, int sq, double acc[16]) {          \
-    const float *x = (const float *)x_;                                                             \
+#ifndef DT__EW_CONVERT /* no __builtin_convertvector: sums and casts are plain loops */
+#define DT__EW_SUM16_LOOP(NAME, ATTR, T)                                                            \
+  ATTR static void NAME(int64_t n, const void *x_, int sq, double acc[16]) {                        \
+    const T *x = (const T *)x_;                                                                     \
     int64_t i;                                                                                      \
     int j;                                                                                          \
     for (j = 0; j < 16; j++) acc[j] = 0;                                                            \
     for (i = 0; i < n; i++) acc[i & 15] += sq ? (double)x[i] * x[i] : (double)x[i];                 \
-  }                                                                                                 \
-  ATTR static void dt__sum16_f64##SUF(int64_t n, const void *x_, int sq, double acc[16]) {          \
-    const double *x = (const double *)x_;                                                           \
-    int64_t i;                                                                                      \
-    int j;                                                                                          \
-    for (j = 0; j < 16; j++) acc[j] = 0;                                                            \
-    for (i = 0; i < n; i++) acc[i & 15] += sq ? x[i] * x[i] : x[i];                                 \
-  }                                                                                                 \
-  DT__EW_CONV(dt__conv_f32_f64##SUF, float, double, (double)v)                                      \
-  DT__EW_CONV(dt__conv_f64_f32##SUF, double, float, (float)v)
+  }
 #endif
 
-DT__EW_VARIANT(_base, , 16)
+/* baseline: 16-byte vectors */
+DT__EW_VRELU(dt__relu_f32_base, DT__TARGET_BASE, dt__vf_base, dt__vi_base)
+DT__EW_VZIP(dt__relu_grad_f32_base, DT__TARGET_BASE, float, dt__vf_base, (dt__vf_base)((dt__vi_base)(w > vz) & (dt__vi_base)u),
+            b[i * sb] > 0.0f ? a[i * sa] : 0.0f)
+DT__EW_VZIP(dt__add_f32_base, DT__TARGET_BASE, float, dt__vf_base, u + w, a[i * sa] + b[i * sb])
+DT__EW_VZIP(dt__sub_f32_base, DT__TARGET_BASE, float, dt__vf_base, u - w, a[i * sa] - b[i * sb])
+DT__EW_VZIP(dt__mul_f32_base, DT__TARGET_BASE, float, dt__vf_base, u * w, a[i * sa] * b[i * sb])
+DT__EW_VZIP(dt__div_f32_base, DT__TARGET_BASE, float, dt__vf_base, u / w, a[i * sa] / b[i * sb])
+DT__EW_VZIP(dt__add_f64_base, DT__TARGET_BASE, double, dt__vd_base, u + w, a[i * sa] + b[i * sb])
+DT__EW_VZIP(dt__sub_f64_base, DT__TARGET_BASE, double, dt__vd_base, u - w, a[i * sa] - b[i * sb])
+DT__EW_VZIP(dt__mul_f64_base, DT__TARGET_BASE, double, dt__vd_base, u * w, a[i * sa] * b[i * sb])
+DT__EW_VZIP(dt__div_f64_base, DT__TARGET_BASE, double, dt__vd_base, u / w, a[i * sa] / b[i * sb])
+DT__EW_VFILL(dt__fill_32_base, DT__TARGET_BASE, uint32_t, dt__vi_base)
+DT__EW_VFILL(dt__fill_64_base, DT__TARGET_BASE, uint64_t, dt__vl_base)
+#ifdef DT__EW_CONVERT
+DT__EW_VSUM16(dt__sum16_f32_base, DT__TARGET_BASE, float, dt__vh_base, dt__vd_base)
+DT__EW_VSUM16(dt__sum16_f64_base, DT__TARGET_BASE, double, dt__vd_base, dt__vd_base)
+DT__EW_VCONV(dt__conv_f32_f64_base, DT__TARGET_BASE, float, double, dt__vh_base, dt__vd_base)
+DT__EW_VCONV(dt__conv_f64_f32_base, DT__TARGET_BASE, double, float, dt__vd_base, dt__vh_base)
+#else
+DT__EW_SUM16_LOOP(dt__sum16_f32_base, DT__TARGET_BASE, float)
+DT__EW_SUM16_LOOP(dt__sum16_f64_base, DT__TARGET_BASE, double)
+DT__EW_CONV(dt__conv_f32_f64_base, float, double, (double)v)
+DT__EW_CONV(dt__conv_f64_f32_base, double, float, (float)v)
+#endif
 #if DT__EW_X86
-DT__EW_VARIANT(_avx2, __attribute__((target("avx2"))), 32)
-DT__EW_VARIANT(_avx512, __attribute__((target("avx512f"))), 64)
+/* AVX2: 32-byte vectors (no FMA) */
+DT__EW_VRELU(dt__relu_f32_avx2, DT__TARGET_AVX2, dt__vf_avx2, dt__vi_avx2)
+DT__EW_VZIP(dt__relu_grad_f32_avx2, DT__TARGET_AVX2, float, dt__vf_avx2, (dt__vf_avx2)((dt__vi_avx2)(w > vz) & (dt__vi_avx2)u),
+            b[i * sb] > 0.0f ? a[i * sa] : 0.0f)
+DT__EW_VZIP(dt__add_f32_avx2, DT__TARGET_AVX2, float, dt__vf_avx2, u + w, a[i * sa] + b[i * sb])
+DT__EW_VZIP(dt__sub_f32_avx2, DT__TARGET_AVX2, float, dt__vf_avx2, u - w, a[i * sa] - b[i * sb])
+DT__EW_VZIP(dt__mul_f32_avx2, DT__TARGET_AVX2, float, dt__vf_avx2, u * w, a[i * sa] * b[i * sb])
+DT__EW_VZIP(dt__div_f32_avx2, DT__TARGET_AVX2, float, dt__vf_avx2, u / w, a[i * sa] / b[i * sb])
+DT__EW_VZIP(dt__add_f64_avx2, DT__TARGET_AVX2, double, dt__vd_avx2, u + w, a[i * sa] + b[i * sb])
+DT__EW_VZIP(dt__sub_f64_avx2, DT__TARGET_AVX2, double, dt__vd_avx2, u - w, a[i * sa] - b[i * sb])
+DT__EW_VZIP(dt__mul_f64_avx2, DT__TARGET_AVX2, double, dt__vd_avx2, u * w, a[i * sa] * b[i * sb])
+DT__EW_VZIP(dt__div_f64_avx2, DT__TARGET_AVX2, double, dt__vd_avx2, u / w, a[i * sa] / b[i * sb])
+DT__EW_VFILL(dt__fill_32_avx2, DT__TARGET_AVX2, uint32_t, dt__vi_avx2)
+DT__EW_VFILL(dt__fill_64_avx2, DT__TARGET_AVX2, uint64_t, dt__vl_avx2)
+#ifdef DT__EW_CONVERT
+DT__EW_VSUM16(dt__sum16_f32_avx2, DT__TARGET_AVX2, float, dt__vh_avx2, dt__vd_avx2)
+DT__EW_VSUM16(dt__sum16_f64_avx2, DT__TARGET_AVX2, double, dt__vd_avx2, dt__vd_avx2)
+DT__EW_VCONV(dt__conv_f32_f64_avx2, DT__TARGET_AVX2, float, double, dt__vh_avx2, dt__vd_avx2)
+DT__EW_VCONV(dt__conv_f64_f32_avx2, DT__TARGET_AVX2, double, float, dt__vd_avx2, dt__vh_avx2)
+#else
+DT__EW_SUM16_LOOP(dt__sum16_f32_avx2, DT__TARGET_AVX2, float)
+DT__EW_SUM16_LOOP(dt__sum16_f64_avx2, DT__TARGET_AVX2, double)
+DT__EW_CONV(dt__conv_f32_f64_avx2, float, double, (double)v)
+DT__EW_CONV(dt__conv_f64_f32_avx2, double, float, (float)v)
+#endif
+/* AVX-512: 64-byte vectors */
+DT__EW_VRELU(dt__relu_f32_avx512, DT__TARGET_AVX512, dt__vf_avx512, dt__vi_avx512)
+DT__EW_VZIP(dt__relu_grad_f32_avx512, DT__TARGET_AVX512, float, dt__vf_avx512, (dt__vf_avx512)((dt__vi_avx512)(w > vz) & (dt__vi_avx512)u),
+            b[i * sb] > 0.0f ? a[i * sa] : 0.0f)
+DT__EW_VZIP(dt__add_f32_avx512, DT__TARGET_AVX512, float, dt__vf_avx512, u + w, a[i * sa] + b[i * sb])
+DT__EW_VZIP(dt__sub_f32_avx512, DT__TARGET_AVX512, float, dt__vf_avx512, u - w, a[i * sa] - b[i * sb])
+DT__EW_VZIP(dt__mul_f32_avx512, DT__TARGET_AVX512, float, dt__vf_avx512, u * w, a[i * sa] * b[i * sb])
+DT__EW_VZIP(dt__div_f32_avx512, DT__TARGET_AVX512, float, dt__vf_avx512, u / w, a[i * sa] / b[i * sb])
+DT__EW_VZIP(dt__add_f64_avx512, DT__TARGET_AVX512, double, dt__vd_avx512, u + w, a[i * sa] + b[i * sb])
+DT__EW_VZIP(dt__sub_f64_avx512, DT__TARGET_AVX512, double, dt__vd_avx512, u - w, a[i * sa] - b[i * sb])
+DT__EW_VZIP(dt__mul_f64_avx512, DT__TARGET_AVX512, double, dt__vd_avx512, u * w, a[i * sa] * b[i * sb])
+DT__EW_VZIP(dt__div_f64_avx512, DT__TARGET_AVX512, double, dt__vd_avx512, u / w, a[i * sa] / b[i * sb])
+DT__EW_VFILL(dt__fill_32_avx512, DT__TARGET_AVX512, uint32_t, dt__vi_avx512)
+DT__EW_VFILL(dt__fill_64_avx512, DT__TARGET_AVX512, uint64_t, dt__vl_avx512)
+#ifdef DT__EW_CONVERT
+DT__EW_VSUM16(dt__sum16_f32_avx512, DT__TARGET_AVX512, float, dt__vh_avx512, dt__vd_avx512)
+DT__EW_VSUM16(dt__sum16_f64_avx512, DT__TARGET_AVX512, double, dt__vd_avx512, dt__vd_avx512)
+DT__EW_VCONV(dt__conv_f32_f64_avx512, DT__TARGET_AVX512, float, double, dt__vh_avx512, dt__vd_avx512)
+DT__EW_VCONV(dt__conv_f64_f32_avx512, DT__TARGET_AVX512, double, float, dt__vd_avx512, dt__vh_avx512)
+#else
+DT__EW_SUM16_LOOP(dt__sum16_f32_avx512, DT__TARGET_AVX512, float)
+DT__EW_SUM16_LOOP(dt__sum16_f64_avx512, DT__TARGET_AVX512, double)
+DT__EW_CONV(dt__conv_f32_f64_avx512, float, double, (double)v)
+DT__EW_CONV(dt__conv_f64_f32_avx512, double, float, (float)v)
+#endif
 #endif
 
 /* The vector kernels of each variant, [isa][f64]. */
@@ -7625,19 +7702,34 @@ typedef struct dt__ew_vtab {
   dt__zip_fn relu_grad_f32;
 } dt__ew_vtab;
 
-#define DT__EW_VTAB(SUF)                                                                            \
-  {{{dt__add_f32##SUF, dt__sub_f32##SUF, dt__mul_f32##SUF, dt__div_f32##SUF},                       \
-    {dt__add_f64##SUF, dt__sub_f64##SUF, dt__mul_f64##SUF, dt__div_f64##SUF}},                      \
-   dt__exp_f32##SUF, dt__log_f32##SUF, {dt__fill_32##SUF, dt__fill_64##SUF},                        \
-   {dt__sum16_f32##SUF, dt__sum16_f64##SUF}, dt__conv_f32_f64##SUF, dt__conv_f64_f32##SUF,          \
-   dt__relu_f32##SUF, dt__relu_grad_f32##SUF}
-
 static const dt__ew_vtab dt__ew_vtabs[DT__EW_NISA] = {
-  DT__EW_VTAB(_base),
+  {{{dt__add_f32_base, dt__sub_f32_base, dt__mul_f32_base, dt__div_f32_base},
+    {dt__add_f64_base, dt__sub_f64_base, dt__mul_f64_base, dt__div_f64_base}},
+   dt__exp_f32_base, dt__log_f32_base, {dt__fill_32_base, dt__fill_64_base},
+   {dt__sum16_f32_base, dt__sum16_f64_base}, dt__conv_f32_f64_base, dt__conv_f64_f32_base,
+   dt__relu_f32_base, dt__relu_grad_f32_base},
 #if DT__EW_X86
-  DT__EW_VTAB(_avx2), DT__EW_VTAB(_avx512)
+  {{{dt__add_f32_avx2, dt__sub_f32_avx2, dt__mul_f32_avx2, dt__div_f32_avx2},
+    {dt__add_f64_avx2, dt__sub_f64_avx2, dt__mul_f64_avx2, dt__div_f64_avx2}},
+   dt__exp_f32_avx2, dt__log_f32_avx2, {dt__fill_32_avx2, dt__fill_64_avx2},
+   {dt__sum16_f32_avx2, dt__sum16_f64_avx2}, dt__conv_f32_f64_avx2, dt__conv_f64_f32_avx2,
+   dt__relu_f32_avx2, dt__relu_grad_f32_avx2},
+  {{{dt__add_f32_avx512, dt__sub_f32_avx512, dt__mul_f32_avx512, dt__div_f32_avx512},
+    {dt__add_f64_avx512, dt__sub_f64_avx512, dt__mul_f64_avx512, dt__div_f64_avx512}},
+   dt__exp_f32_avx512, dt__log_f32_avx512, {dt__fill_32_avx512, dt__fill_64_avx512},
+   {dt__sum16_f32_avx512, dt__sum16_f64_avx512}, dt__conv_f32_f64_avx512, dt__conv_f64_f32_avx512,
+   dt__relu_f32_avx512, dt__relu_grad_f32_avx512}
 #else
-  DT__EW_VTAB(_base), DT__EW_VTAB(_base)
+  {{{dt__add_f32_base, dt__sub_f32_base, dt__mul_f32_base, dt__div_f32_base},
+    {dt__add_f64_base, dt__sub_f64_base, dt__mul_f64_base, dt__div_f64_base}},
+   dt__exp_f32_base, dt__log_f32_base, {dt__fill_32_base, dt__fill_64_base},
+   {dt__sum16_f32_base, dt__sum16_f64_base}, dt__conv_f32_f64_base, dt__conv_f64_f32_base,
+   dt__relu_f32_base, dt__relu_grad_f32_base},
+  {{{dt__add_f32_base, dt__sub_f32_base, dt__mul_f32_base, dt__div_f32_base},
+    {dt__add_f64_base, dt__sub_f64_base, dt__mul_f64_base, dt__div_f64_base}},
+   dt__exp_f32_base, dt__log_f32_base, {dt__fill_32_base, dt__fill_64_base},
+   {dt__sum16_f32_base, dt__sum16_f64_base}, dt__conv_f32_f64_base, dt__conv_f64_f32_base,
+   dt__relu_f32_base, dt__relu_grad_f32_base}
 #endif
 };
 
