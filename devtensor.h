@@ -567,11 +567,11 @@ extern "C" {
 typedef enum dt__unary_op {
   DT__U_AFFINE = 0,   /* y = p0 * x + p1 */
   DT__U_EXP, DT__U_LOG, DT__U_SQRT, DT__U_NEG, DT__U_RELU,
-  /* issue 14 (h1) */
+  /* activations beyond relu, and abs */
   DT__U_SIGMOID, DT__U_TANH, DT__U_ABS  /* ABS also on I32/I64 (wrapping) */
 } dt__unary_op;
 
-/* issue 14 (h1): y = a op b as DT_BOOL (one byte, 0 or 1); the core turns gt/ge into lt/le
+/* comparisons: y = a op b as DT_BOOL (one byte, 0 or 1); the core turns gt/ge into lt/le
    with the operands swapped. NaN: only NE is true. */
 typedef enum dt__compare_op { DT__C_EQ = 0, DT__C_NE, DT__C_LT, DT__C_LE } dt__compare_op;
 
@@ -583,7 +583,7 @@ typedef enum dt__binary_op {
 
 typedef enum dt__reduce_op { DT__R_SUM = 0, DT__R_MEAN, DT__R_NORM } dt__reduce_op;
 
-/* optimizers (h4): what an optimizer step does to one parameter p, as PyTorch's single-tensor
+/* optimizers: what an optimizer step does to one parameter p, as PyTorch's single-tensor
    loops, every value rounded to p's dtype at each operation as PyTorch's ops do:
    SGD:   d = g + weight_decay p; with momentum: buf1 = first ? d : momentum buf1 + d, d = buf1;
           p = p - lr d
@@ -653,12 +653,12 @@ typedef struct dt__backend {
   dt_status (*axpy)(int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y);
   /* Philox 4x32-10 with key = seed and counter = (i / 4, draw): uniform [0, 1) or standard normal, F32. */
   dt_status (*random)(int dev, int normal, uint64_t seed, uint64_t draw, int64_t n, float *y);
-  /* optimizers (h4): one optimizer's update of a parameter p (n elements, F32 or F64) from its
+  /* optimizers: one optimizer's update of a parameter p (n elements, F32 or F64) from its
      gradient g and its state buf1, buf2 (see dt__optim_hp), in one pass */
   dt_status (*optim_step)(int dev, dt_dtype t, int64_t n, const dt__optim_hp *h, void *p, const void *g, void *buf1, void *buf2);
-  /* issue 14 (h1): y (DT_BOOL, contiguous over g's dims) = a op b, a and b of dtype t read through g */
+  /* comparisons: y (DT_BOOL, contiguous over g's dims) = a op b, a and b of dtype t read through g */
   dt_status (*compare)(int dev, dt__compare_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y);
-  /* indexing (issue 14: slice, cat, permute, index_select); elements of es bytes (1, 2, 4 or 8), any dtype */
+  /* indexing (slice, cat, permute, index_select); elements of es bytes (1, 2, 4 or 8), any dtype */
   /* y[sum_d i_d * bstride_d] = x[sum_d i_d * astride_d] for every index (i_0, ..) over g->dims (g->numel of them) */
   dt_status (*copy_strided)(int dev, size_t es, const dt__bcast *g, const void *x, void *y);
   /* x: (outer, n, inner), idx: (k,) I64 on the device -> y: (outer, k, inner), y[o, j, i] = x[o, idx[j], i].
@@ -678,7 +678,7 @@ typedef struct dt__backend {
      device and fails the device's next synchronizing call (synchronize, a copy to the host). */
   dt_status (*cross_entropy)(int dev, int grad, dt_dtype t, int64_t n, int64_t c, const void *logits,
                              const int64_t *target, void *y);
-  /* distributed (issue 16): NCCL communicators and collectives. NULL, or DT_ERR_UNSUPPORTED,
+  /* distributed: NCCL communicators and collectives. NULL, or DT_ERR_UNSUPPORTED,
      where the backend has none. dist_unique_id fills 128 bytes (ncclUniqueId);
      dist_comm_init joins rank `rank` of `nranks` on device `dev` (ncclCommInitRank);
      dist_comm_init_all makes one communicator per device of `devs` in this process
@@ -6851,22 +6851,21 @@ static void *dt__cpu_stream(int dev) { (void)dev; return NULL; }
    - small work (fewer than two grains of elements) is a plain call, no lock, no thread wake-up;
    - if a worker cannot be started (no memory for its stack) the pool has fewer workers, down to
      none, and the work runs on the calling thread; once started, a dispatch allocates nothing;
-   - idle workers spin briefly (DT__POOL_SPIN pause instructions, some 100 microseconds) for the
-     next job, then sleep on a condition variable; the caller takes chunks as the workers do and
-     waits (the same short spin, then the condition variable) only for chunks a worker has taken,
-     so a worker that does not get a core soon costs nothing but its share of the speed-up;
-   - waking a sleeping worker costs the caller a system call (10-50 us on a VM whose idle vCPU
-     halts), more than a job of a few chunks takes: such a small job wakes sleepers only every
-     DT__POOL_WAKE_AFTER-th time (a worker still spinning joins it anyway); a worker that finds
-     the job it woke for already done spins for the next one instead of sleeping again;
+   - idle workers spin briefly (DT__POOL_SPIN pause instructions) for the next job, then sleep
+     on a condition variable; the caller takes chunks as the workers do and waits (the same
+     short spin, then the condition variable) only for chunks a worker has taken, so a worker
+     that does not get a core soon costs nothing but its share of the speed-up;
+   - waking a sleeping worker costs the caller a system call (tens of microseconds on a VM whose
+     idle vCPU halts), more than a job of a few chunks takes: such a small job wakes sleepers
+     only every DT__POOL_WAKE_AFTER-th time (a worker still spinning joins it anyway); a worker
+     that finds the job it woke for already done spins for the next one instead of sleeping again;
    - a long spin yields the core now and then: a busy machine can put a worker on the caller's
-     core, where its spinning took the time the caller needed (2 threads ran an add of 10^5 2x
-     slower than 1 beside a spinning process; now as fast);
+     core, where its spinning would take the time the caller needs;
    - the chunks are split into one contiguous range per thread, and each thread (the caller 0,
      worker i always i) starts on its own range, then takes chunks from the others' ranges; so
      the same part of the data goes to the same core call after call, and stays in that core's
-     caches (a VM's two cores may sit on two L3s: a sum of 64 MiB ran 3x faster that way), while
-     a thread that falls behind still has its range finished by the others;
+     caches (a VM's two cores may sit on two L3s), while a thread that falls behind still has its
+     range finished by the others;
    - one job at a time: a second thread that finds the pool busy runs its work itself;
    - a forked child runs everything on its one thread.
    Chunk boundaries depend on the size of the work only, never on the number of threads, so the
@@ -6917,11 +6916,11 @@ static dt__pool_t dt__pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZE
 static pthread_once_t dt__pool_once = PTHREAD_ONCE_INIT;
 
 /* Spins before sleeping, in iterations of a pause instruction (a few to a few hundred cycles
-   each, by processor; 10000 were 200 us on a Zen 5 VM): a training step's operations come a few
-   microseconds apart, its serial parts (a small layer, the loss) take tens, and on a virtual
-   machine a futex wake costs tens of microseconds, more than many of them take. 2000 spins let
-   the worker fall asleep in each Fashion-MNIST step: an epoch took 0.236 s, against 0.227 s. The
-   spin yields the core (dt__pool_relax), so on a loaded machine it costs little. */
+   each, by processor): a training step's operations come a few microseconds apart, its serial
+   parts (a small layer, the loss) take tens, and on a virtual machine a futex wake costs tens of
+   microseconds, more than many of them take; a spin much shorter than DT__POOL_SPIN lets the
+   workers fall asleep within each step. The spin yields the core (dt__pool_relax), so on a
+   loaded machine it costs little. */
 #ifndef DT__POOL_SPIN
 #define DT__POOL_SPIN 10000
 #endif
@@ -7115,7 +7114,7 @@ static void dt__par_for_w(int64_t n, int64_t grain, int maxw, dt__task_w_fn fnw,
   dt__par_run(n, grain, maxw, NULL, fnw, ctx);
 }
 
-/* Grains (items per chunk): about 10-20 us of work each. */
+/* Grains (items per chunk): some ten microseconds of work each. */
 #define DT__GRAIN_MEM 32768  /* memory-bound elementwise work: fill, add, cast, axpy */
 #define DT__GRAIN_MATH 8192  /* exp, log, sqrt, random */
 
@@ -8029,7 +8028,7 @@ static dt_status dt__cpu_cast(int dev, dt_dtype from, dt_dtype to, int64_t n, co
   dt__ew_job j;
   (void)dev;
   if (from == to) { memcpy(y, x, (size_t)n * dt_dtype_size(to)); return DT_OK; }
-  if (from == DT_U8 || from == DT_BOOL || to == DT_U8 || to == DT_BOOL) { /* issue 14 (h1) */
+  if (from == DT_U8 || from == DT_BOOL || to == DT_U8 || to == DT_BOOL) { /* bytes: dt__bytes_task */
     dt__bytes_job bj;
     bj.from = from; bj.to = to; bj.x = (const char *)x; bj.y = (char *)y;
     dt__par_for(n, DT__GRAIN_MEM, dt__bytes_task, &bj);
@@ -8352,9 +8351,8 @@ static void dt__red_task_rows(void *ctx, int64_t lo, int64_t hi) {
 }
 
 /* (outer, inner) split in tiles of DT__COL_TILE columns (inner > 1): item it is tile (o, columns
-   i0 .. i0 + cnt). Tiles of 64 columns gave a (256, 256) column sum 4 tasks, but each took as
-   long as one tile of 256 (27 us on one thread against 14), and in a training step the 2-thread
-   sum was slower than one thread's. */
+   i0 .. i0 + cnt). Narrower tiles (64 columns) give a (256, 256) column sum more tasks, but each
+   takes nearly as long as a tile of 256, and two threads were slower than one. */
 #define DT__COL_TILE 256
 typedef struct dt__col_tile {
   int64_t o, i0, cnt;
@@ -8694,7 +8692,7 @@ static double dt__xent_row(const dt__xent_job *j, int64_t i, void *g, double sca
 
 /* F32 rows [lo, hi): the sum of their losses and, with g (the gradient's base), their gradient
    rows, as dt__xent_row_f32 gives them but with the exps of a block of rows taken at once by the
-   vector exp (expf, one at a time, took 4 ns an element: most of a Fashion-MNIST step's loss). */
+   vector exp (expf one element at a time was most of a training step's loss). */
 #define DT__XENT_BLOCK 1024 /* elements */
 static double dt__xent_rows_f32(const dt__xent_job *j, int64_t lo, int64_t hi, float *g, double scale) {
   const int64_t c = j->c;
@@ -10033,9 +10031,8 @@ static dt_status dt__cpu_gemm_opt(dt_dtype t, int ta, int tb, int64_t m, int64_t
    builds), on the pool for large parameters. */
 
 /* SGD's step on [lo, hi) 32 bytes at a time, the same operations per element as the scalar loop
-   in NAME below; returns where that loop goes on (the tail). The scalar loop alone, waiting on
-   each parameter in turn, took a sixth of a 2-thread Fashion-MNIST MLP epoch (the parameters it
-   writes were last read by the other core). */
+   in DT__OPTIM_DEFINE below; returns where that loop goes on (the tail). The scalar loop alone
+   waits on each parameter in turn (often last read by another core). */
 #if DT__GEMM_VEC
 #define DT__OPTIM_DEFINE_SGD_VEC(NAME, T)                                                                            \
   static int64_t NAME(const dt__optim_hp *h, T *p, T *b1, const T *g, int64_t lo, int64_t hi) {                     \

@@ -22,11 +22,11 @@ extern "C" {
 typedef enum dt__unary_op {
   DT__U_AFFINE = 0,   /* y = p0 * x + p1 */
   DT__U_EXP, DT__U_LOG, DT__U_SQRT, DT__U_NEG, DT__U_RELU,
-  /* issue 14 (h1) */
+  /* activations beyond relu, and abs */
   DT__U_SIGMOID, DT__U_TANH, DT__U_ABS  /* ABS also on I32/I64 (wrapping) */
 } dt__unary_op;
 
-/* issue 14 (h1): y = a op b as DT_BOOL (one byte, 0 or 1); the core turns gt/ge into lt/le
+/* comparisons: y = a op b as DT_BOOL (one byte, 0 or 1); the core turns gt/ge into lt/le
    with the operands swapped. NaN: only NE is true. */
 typedef enum dt__compare_op { DT__C_EQ = 0, DT__C_NE, DT__C_LT, DT__C_LE } dt__compare_op;
 
@@ -38,7 +38,7 @@ typedef enum dt__binary_op {
 
 typedef enum dt__reduce_op { DT__R_SUM = 0, DT__R_MEAN, DT__R_NORM } dt__reduce_op;
 
-/* optimizers (h4): what an optimizer step does to one parameter p, as PyTorch's single-tensor
+/* optimizers: what an optimizer step does to one parameter p, as PyTorch's single-tensor
    loops, every value rounded to p's dtype at each operation as PyTorch's ops do:
    SGD:   d = g + weight_decay p; with momentum: buf1 = first ? d : momentum buf1 + d, d = buf1;
           p = p - lr d
@@ -108,12 +108,12 @@ typedef struct dt__backend {
   dt_status (*axpy)(int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y);
   /* Philox 4x32-10 with key = seed and counter = (i / 4, draw): uniform [0, 1) or standard normal, F32. */
   dt_status (*random)(int dev, int normal, uint64_t seed, uint64_t draw, int64_t n, float *y);
-  /* optimizers (h4): one optimizer's update of a parameter p (n elements, F32 or F64) from its
+  /* optimizers: one optimizer's update of a parameter p (n elements, F32 or F64) from its
      gradient g and its state buf1, buf2 (see dt__optim_hp), in one pass */
   dt_status (*optim_step)(int dev, dt_dtype t, int64_t n, const dt__optim_hp *h, void *p, const void *g, void *buf1, void *buf2);
-  /* issue 14 (h1): y (DT_BOOL, contiguous over g's dims) = a op b, a and b of dtype t read through g */
+  /* comparisons: y (DT_BOOL, contiguous over g's dims) = a op b, a and b of dtype t read through g */
   dt_status (*compare)(int dev, dt__compare_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y);
-  /* indexing (issue 14: slice, cat, permute, index_select); elements of es bytes (1, 2, 4 or 8), any dtype */
+  /* indexing (slice, cat, permute, index_select); elements of es bytes (1, 2, 4 or 8), any dtype */
   /* y[sum_d i_d * bstride_d] = x[sum_d i_d * astride_d] for every index (i_0, ..) over g->dims (g->numel of them) */
   dt_status (*copy_strided)(int dev, size_t es, const dt__bcast *g, const void *x, void *y);
   /* x: (outer, n, inner), idx: (k,) I64 on the device -> y: (outer, k, inner), y[o, j, i] = x[o, idx[j], i].
@@ -133,7 +133,7 @@ typedef struct dt__backend {
      device and fails the device's next synchronizing call (synchronize, a copy to the host). */
   dt_status (*cross_entropy)(int dev, int grad, dt_dtype t, int64_t n, int64_t c, const void *logits,
                              const int64_t *target, void *y);
-  /* distributed (issue 16): NCCL communicators and collectives. NULL, or DT_ERR_UNSUPPORTED,
+  /* distributed: NCCL communicators and collectives. NULL, or DT_ERR_UNSUPPORTED,
      where the backend has none. dist_unique_id fills 128 bytes (ncclUniqueId);
      dist_comm_init joins rank `rank` of `nranks` on device `dev` (ncclCommInitRank);
      dist_comm_init_all makes one communicator per device of `devs` in this process
