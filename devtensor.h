@@ -565,10 +565,11 @@ extern "C" {
 typedef enum dt__unary_op {
   DT__U_AFFINE = 0,   /* y = p0 * x + p1 */
   DT__U_EXP, DT__U_LOG, DT__U_SQRT, DT__U_NEG, DT__U_RELU,
+  /* activations beyond relu, and abs */
   DT__U_SIGMOID, DT__U_TANH, DT__U_ABS  /* ABS also on I32/I64 (wrapping) */
 } dt__unary_op;
 
-/* y = a op b as DT_BOOL (one byte, 0 or 1); the core turns gt/ge into lt/le
+/* comparisons: y = a op b as DT_BOOL (one byte, 0 or 1); the core turns gt/ge into lt/le
    with the operands swapped. NaN: only NE is true. */
 typedef enum dt__compare_op { DT__C_EQ = 0, DT__C_NE, DT__C_LT, DT__C_LE } dt__compare_op;
 
@@ -653,7 +654,7 @@ typedef struct dt__backend {
   /* optimizers: one optimizer's update of a parameter p (n elements, F32 or F64) from its
      gradient g and its state buf1, buf2 (see dt__optim_hp), in one pass */
   dt_status (*optim_step)(int dev, dt_dtype t, int64_t n, const dt__optim_hp *h, void *p, const void *g, void *buf1, void *buf2);
-  /* y (DT_BOOL, contiguous over g's dims) = a op b, a and b of dtype t read through g */
+  /* comparisons: y (DT_BOOL, contiguous over g's dims) = a op b, a and b of dtype t read through g */
   dt_status (*compare)(int dev, dt__compare_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y);
   /* indexing (slice, cat, permute, index_select); elements of es bytes (1, 2, 4 or 8), any dtype */
   /* y[sum_d i_d * bstride_d] = x[sum_d i_d * astride_d] for every index (i_0, ..) over g->dims (g->numel of them) */
@@ -6561,12 +6562,23 @@ void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
 #ifdef __cplusplus
 }
 #endif
-#define DT__CPU_POISON(p, n) __asan_poison_memory_region((const char *)(p) + 2 * sizeof(size_t), (n) - 2 * sizeof(size_t))
-#define DT__CPU_UNPOISON(p, n) __asan_unpoison_memory_region((p), (n))
-#else
-#define DT__CPU_POISON(p, n) ((void)0)
-#define DT__CPU_UNPOISON(p, n) ((void)0)
 #endif
+/* Under AddressSanitizer a cached block of n bytes at p is unaddressable but for its first two
+   words (the free list's link and the block's size); taken from the cache, addressable again. */
+static inline void dt__cpu_poison(void *p, size_t n) {
+#if DT__CPU_ASAN && DT__CPU_CACHE
+  __asan_poison_memory_region((const char *)p + 2 * sizeof(size_t), n - 2 * sizeof(size_t));
+#else
+  (void)p; (void)n;
+#endif
+}
+static inline void dt__cpu_unpoison(void *p, size_t n) {
+#if DT__CPU_ASAN && DT__CPU_CACHE
+  __asan_unpoison_memory_region(p, n);
+#else
+  (void)p; (void)n;
+#endif
+}
 
 static int dt__cpu_lock_word;
 static size_t dt__cpu_allocated, dt__cpu_peak, dt__cpu_scratch, dt__cpu_cached;
@@ -6689,10 +6701,10 @@ static void *dt__cpu_trim_locked(size_t keep) {
     while (dt__cpu_bins[bin] && dt__cpu_cached > keep) {
       void *b = dt__cpu_bins[bin], *next;
       size_t size;
-      DT__CPU_UNPOISON(b, 2 * sizeof(size_t));
+      dt__cpu_unpoison(b, 2 * sizeof(size_t));
       memcpy(&next, b, sizeof next);
       memcpy(&size, (char *)b + sizeof next, sizeof size);
-      DT__CPU_UNPOISON(b, size);
+      dt__cpu_unpoison(b, size);
       dt__cpu_bins[bin] = next;
       dt__cpu_cached -= size;
       memcpy(b, &out, sizeof out);
@@ -6715,7 +6727,7 @@ static void *dt__cpu_block_get(size_t nbytes, int tensor, size_t *rounded) {
   dt__cpu_lock();
   if ((p = dt__cpu_bins[bin]) != NULL) {
     void *next;
-    DT__CPU_UNPOISON(p, size);
+    dt__cpu_unpoison(p, size);
     memcpy(&next, p, sizeof next);
     dt__cpu_bins[bin] = next;
     dt__cpu_cached -= size;
@@ -6761,7 +6773,7 @@ static void dt__cpu_block_put(void *p, size_t nbytes, int tensor) {
     memcpy((char *)p + sizeof(void *), &size, sizeof size);
     dt__cpu_bins[bin] = p;
     dt__cpu_cached += size;
-    DT__CPU_POISON(p, size);
+    dt__cpu_poison(p, size);
     p = NULL;
   }
 #else
@@ -6837,22 +6849,21 @@ static void *dt__cpu_stream(int dev) { (void)dev; return NULL; }
    - small work (fewer than two grains of elements) is a plain call, no lock, no thread wake-up;
    - if a worker cannot be started (no memory for its stack) the pool has fewer workers, down to
      none, and the work runs on the calling thread; once started, a dispatch allocates nothing;
-   - idle workers spin briefly (DT__POOL_SPIN pause instructions, some 100 microseconds) for the
-     next job, then sleep on a condition variable; the caller takes chunks as the workers do and
-     waits (the same short spin, then the condition variable) only for chunks a worker has taken,
-     so a worker that does not get a core soon costs nothing but its share of the speed-up;
-   - waking a sleeping worker costs the caller a system call (10-50 us on a VM whose idle vCPU
-     halts), more than a job of a few chunks takes: such a small job wakes sleepers only every
-     DT__POOL_WAKE_AFTER-th time (a worker still spinning joins it anyway); a worker that finds
-     the job it woke for already done spins for the next one instead of sleeping again;
+   - idle workers spin briefly (DT__POOL_SPIN pause instructions) for the next job, then sleep
+     on a condition variable; the caller takes chunks as the workers do and waits (the same
+     short spin, then the condition variable) only for chunks a worker has taken, so a worker
+     that does not get a core soon costs nothing but its share of the speed-up;
+   - waking a sleeping worker costs the caller a system call (tens of microseconds on a VM whose
+     idle vCPU halts), more than a job of a few chunks takes: such a small job wakes sleepers
+     only every DT__POOL_WAKE_AFTER-th time (a worker still spinning joins it anyway); a worker
+     that finds the job it woke for already done spins for the next one instead of sleeping again;
    - a long spin yields the core now and then: a busy machine can put a worker on the caller's
-     core, where its spinning took the time the caller needed (2 threads ran an add of 10^5 2x
-     slower than 1 beside a spinning process; now as fast);
+     core, where its spinning would take the time the caller needs;
    - the chunks are split into one contiguous range per thread, and each thread (the caller 0,
      worker i always i) starts on its own range, then takes chunks from the others' ranges; so
      the same part of the data goes to the same core call after call, and stays in that core's
-     caches (a VM's two cores may sit on two L3s: a sum of 64 MiB ran 3x faster that way), while
-     a thread that falls behind still has its range finished by the others;
+     caches (a VM's two cores may sit on two L3s), while a thread that falls behind still has its
+     range finished by the others;
    - one job at a time: a second thread that finds the pool busy runs its work itself;
    - a forked child runs everything on its one thread.
    Chunk boundaries depend on the size of the work only, never on the number of threads, so the
@@ -6903,11 +6914,11 @@ static dt__pool_t dt__pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZE
 static pthread_once_t dt__pool_once = PTHREAD_ONCE_INIT;
 
 /* Spins before sleeping, in iterations of a pause instruction (a few to a few hundred cycles
-   each, by processor; 10000 were 200 us on a Zen 5 VM): a training step's operations come a few
-   microseconds apart, its serial parts (a small layer, the loss) take tens, and on a virtual
-   machine a futex wake costs tens of microseconds, more than many of them take. 2000 spins let
-   the worker fall asleep in each Fashion-MNIST step: an epoch took 0.236 s, against 0.227 s. The
-   spin yields the core (dt__pool_relax), so on a loaded machine it costs little. */
+   each, by processor): a training step's operations come a few microseconds apart, its serial
+   parts (a small layer, the loss) take tens, and on a virtual machine a futex wake costs tens of
+   microseconds, more than many of them take; a spin much shorter than DT__POOL_SPIN lets the
+   workers fall asleep within each step. The spin yields the core (dt__pool_relax), so on a
+   loaded machine it costs little. */
 #ifndef DT__POOL_SPIN
 #define DT__POOL_SPIN 10000
 #endif
@@ -7101,16 +7112,18 @@ static void dt__par_for_w(int64_t n, int64_t grain, int maxw, dt__task_w_fn fnw,
   dt__par_run(n, grain, maxw, NULL, fnw, ctx);
 }
 
-/* Grains (items per chunk): about 10-20 us of work each. */
+/* Grains (items per chunk): some ten microseconds of work each. */
 #define DT__GRAIN_MEM 32768  /* memory-bound elementwise work: fill, add, cast, axpy */
 #define DT__GRAIN_MATH 8192  /* exp, log, sqrt, random */
 
 /* ---- src/cpu/elementwise.c ---- */
-/* Typed kernels, chosen from small tables by dtype and operation. The loops that matter most
-   (F32/F64 add, sub, mul, div; F32 exp and log; fill; F32 <-> F64 casts; sums and norms) are
-   written with GCC/Clang vector types and compiled three times on x86 (GCC >= 6, Clang >= 5):
-   for the baseline (16-byte vectors), AVX2 and AVX-512; dt__ew_isa() picks the widest one the
-   CPU has, once, as the matmul does (DEVTENSOR_NO_CPU_DISPATCH: the baseline only).
+/* Typed kernels, chosen from small tables by dtype and operation. This part: the choice of
+   variant and the scalar kernels; cpu/vmath.c and cpu/elementwise_vec.c: the vector kernels.
+   The loops that matter most (F32/F64 add, sub, mul, div; F32 exp and log; fill; F32 <-> F64
+   casts; sums and norms) are written with GCC/Clang vector types and compiled three times on
+   x86 (GCC >= 6, Clang >= 5): for the baseline (16-byte vectors), AVX2 and AVX-512;
+   dt__ew_isa() picks the widest one the CPU has, once, as the matmul does
+   (DEVTENSOR_NO_CPU_DISPATCH: the baseline only).
    - add, sub, mul, div, fill and casts give the same bits in every variant (one IEEE operation
      per element; no FMA: the AVX2 variant is compiled without it, AVX-512's has no a*b+c);
    - F32 exp and log: polynomials (Cephes' expf and logf coefficients, after Cody-Waite range
@@ -7118,8 +7131,8 @@ static void dt__par_for_w(int64_t n, int64_t grain, int maxw, dt__task_w_fn fnw,
      polynomial's range (exp: x < -87 or x > 88, log: x not a positive normal, and inf, NaN)
      take libm's expf / logf. Error: at most 1 ulp (tests/test_vmath.c measures it against
      exp/log in double over a sweep of the floats and the edge cases);
-   - sums and norms accumulate in double (as before): sixteen partial sums per block of
-     elements, the same in every variant, blocks combined in order. */
+   - sums and norms accumulate in double: sixteen partial sums per block of elements, the same
+     in every variant, blocks combined in order. */
 
 #if !defined(DEVTENSOR_NO_CPU_DISPATCH) && (defined(__x86_64__) || defined(__i386__)) &&            \
     ((defined(__clang__) && __clang_major__ >= 5) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 6))
@@ -7139,7 +7152,7 @@ enum { DT__EW_BASE = 0, DT__EW_AVX2 = 1, DT__EW_AVX512 = 2, DT__EW_NISA = 3 };
    YMM registers, 0xE6 for the ZMM registers and opmasks) on a context switch. The CPU may
    have AVX-512 that the kernel has not enabled; older compilers' __builtin_cpu_supports
    does not always ask. */
-static int dt__x86_xcr0_cached = -1; /* read once: CPUID traps to the hypervisor in a VM (~10 us) */
+static int dt__x86_xcr0_cached = -1; /* read once: CPUID traps to the hypervisor in a VM */
 static int dt__x86_os_saves(unsigned mask) {
   int xcr0 = DT__ATOMIC_LOAD(&dt__x86_xcr0_cached);
   if (xcr0 < 0) {
@@ -7173,6 +7186,29 @@ static int dt__ew_isa(void) {
   }
   return isa;
 }
+
+/* The variants' function attributes, and their vector types: vf, vi, vd, vl: float, uint32_t,
+   double, uint64_t in the variant's width; vh: float in half of it (as many lanes as vd). */
+#define DT__TARGET_BASE
+typedef float dt__vf_base __attribute__((vector_size(16)));
+typedef uint32_t dt__vi_base __attribute__((vector_size(16)));
+typedef double dt__vd_base __attribute__((vector_size(16)));
+typedef uint64_t dt__vl_base __attribute__((vector_size(16)));
+typedef float dt__vh_base __attribute__((vector_size(8)));
+#if DT__EW_X86
+#define DT__TARGET_AVX2 __attribute__((target("avx2")))
+typedef float dt__vf_avx2 __attribute__((vector_size(32)));
+typedef uint32_t dt__vi_avx2 __attribute__((vector_size(32)));
+typedef double dt__vd_avx2 __attribute__((vector_size(32)));
+typedef uint64_t dt__vl_avx2 __attribute__((vector_size(32)));
+typedef float dt__vh_avx2 __attribute__((vector_size(16)));
+#define DT__TARGET_AVX512 __attribute__((target("avx512f")))
+typedef float dt__vf_avx512 __attribute__((vector_size(64)));
+typedef uint32_t dt__vi_avx512 __attribute__((vector_size(64)));
+typedef double dt__vd_avx512 __attribute__((vector_size(64)));
+typedef uint64_t dt__vl_avx512 __attribute__((vector_size(64)));
+typedef float dt__vh_avx512 __attribute__((vector_size(32)));
+#endif
 
 /* y[i] = a[i * sa] op b[i * sb], i < n */
 typedef void (*dt__zip_fn)(int64_t n, const void *a, int64_t sa, const void *b, int64_t sb, void *y);
@@ -7255,8 +7291,7 @@ static void dt__map_affine_f32(int64_t n, const void *x_, void *y_, double p0, d
 
 /* y += alpha * x on [0, n) 32 bytes at a time where the compiler has vector extensions, the same
    operations per element as the scalar loop in DT__EW_AXPY; returns where that loop goes on. The
-   scalar loop alone, waiting on y's elements in turn, was a sixth of bench_cpu's 2-thread MLP
-   epoch (its SGD step is dt_axpy_). */
+   scalar loop alone waits on y's elements in turn (an SGD step, dt_axpy_, is this loop). */
 #if defined(__GNUC__) || defined(__clang__)
 #define DT__EW_DEFINE_AXPY_VEC(NAME, T)                                                             \
   static int64_t NAME(int64_t n, const T *x, T *y, T al) {                                          \
@@ -7324,39 +7359,10 @@ DT__EW_CONV(dt__conv_i64_i32, int64_t, int32_t, (int32_t)(uint32_t)v) /* the low
 DT__EW_FILL(dt__fill_32, uint32_t)
 DT__EW_FILL(dt__fill_64, uint64_t)
 
-/* Vector kernels, defined once per variant by DT__EW_VARIANT(SUF, ATTR, BYTES).
-   Vectors move to and from memory through memcpy (one unaligned load or store). */
-
-/* y = f(a, b), a dt__zip_fn: VEXPR of vectors u, w (vz: zeros), SEXPR of a[i * sa], b[i * sb];
-   vectors where both are contiguous, or one side a broadcast scalar (sa or sb 0) */
-#define DT__EW_VZIP(NAME, ATTR, T, V, VEXPR, SEXPR)                                                 \
-  ATTR static void NAME(int64_t n, const void *a_, int64_t sa, const void *b_, int64_t sb, void *y_) { \
-    enum { W = sizeof(V) / sizeof(T) };                                                             \
-    const T *a = (const T *)a_, *b = (const T *)b_;                                                 \
-    T *y = (T *)y_;                                                                                 \
-    int64_t i = 0;                                                                                  \
-    if (n > 0 && (sa | sb) == 1 && (sa & ~(int64_t)1) == 0 && (sb & ~(int64_t)1) == 0) {            \
-      /* a broadcast side is read from W copies of its value that the loop does not step over */    \
-      const V vz = {0}; /* for VEXPR */                                                             \
-      T ab[W], bb[W];                                                                               \
-      const T *pa = sa ? a : ab, *pb = sb ? b : bb;                                                 \
-      const int64_t da = sa ? W : 0, db = sb ? W : 0;                                               \
-      int k;                                                                                        \
-      (void)vz;                                                                                     \
-      for (k = 0; k < W; k++) { ab[k] = a[0]; bb[k] = b[0]; }                                       \
-      for (; i + W <= n; i += W, pa += da, pb += db) {                                              \
-        V u, w;                                                                                     \
-        memcpy(&u, pa, sizeof u);                                                                   \
-        memcpy(&w, pb, sizeof w);                                                                   \
-        u = VEXPR;                                                                                  \
-        memcpy(y + i, &u, sizeof u);                                                                \
-      }                                                                                             \
-    }                                                                                               \
-    for (; i < n; i++) y[i] = SEXPR;                                                                \
-  }
-
-/* y = a OP b */
-#define DT__EW_VARITH(NAME, ATTR, T, V, OP) DT__EW_VZIP(NAME, ATTR, T, V, u OP w, a[i * sa] OP b[i * sb])
+/* ---- src/cpu/vmath.c ---- */
+/* F32 exp and log on vectors (see cpu/elementwise.c): the polynomials as functions of one
+   vector, and the kernels that run them over an array, falling back on libm lane by lane;
+   each written once by a macro and instantiated per variant under its full name. */
 
 /* exp and log compute the same operations in every variant: no multiply-add is fused, though an
    AVX-512 target implies FMA (Clang: the pragma DT__NO_CONTRACT in the body; GCC in a GNU mode:
@@ -7471,6 +7477,56 @@ DT__EW_FILL(dt__fill_64, uint64_t)
     }                                                                                               \
   }
 
+
+DT__EW_VEXPF(dt__vexpf_base, DT__TARGET_BASE, dt__vf_base, dt__vi_base)
+DT__EW_VLOGF(dt__vlogf_base, DT__TARGET_BASE, dt__vf_base, dt__vi_base)
+DT__EW_VMATH(dt__exp_f32_base, DT__TARGET_BASE, dt__vf_base, dt__vi_base, dt__vexpf_base, -87.0f, 88.0f, expf)
+DT__EW_VMATH(dt__log_f32_base, DT__TARGET_BASE, dt__vf_base, dt__vi_base, dt__vlogf_base, FLT_MIN, FLT_MAX, logf)
+#if DT__EW_X86
+DT__EW_VEXPF(dt__vexpf_avx2, DT__TARGET_AVX2, dt__vf_avx2, dt__vi_avx2)
+DT__EW_VLOGF(dt__vlogf_avx2, DT__TARGET_AVX2, dt__vf_avx2, dt__vi_avx2)
+DT__EW_VMATH(dt__exp_f32_avx2, DT__TARGET_AVX2, dt__vf_avx2, dt__vi_avx2, dt__vexpf_avx2, -87.0f, 88.0f, expf)
+DT__EW_VMATH(dt__log_f32_avx2, DT__TARGET_AVX2, dt__vf_avx2, dt__vi_avx2, dt__vlogf_avx2, FLT_MIN, FLT_MAX, logf)
+DT__EW_VEXPF(dt__vexpf_avx512, DT__TARGET_AVX512, dt__vf_avx512, dt__vi_avx512)
+DT__EW_VLOGF(dt__vlogf_avx512, DT__TARGET_AVX512, dt__vf_avx512, dt__vi_avx512)
+DT__EW_VMATH(dt__exp_f32_avx512, DT__TARGET_AVX512, dt__vf_avx512, dt__vi_avx512, dt__vexpf_avx512, -87.0f, 88.0f, expf)
+DT__EW_VMATH(dt__log_f32_avx512, DT__TARGET_AVX512, dt__vf_avx512, dt__vi_avx512, dt__vlogf_avx512, FLT_MIN, FLT_MAX, logf)
+#endif
+
+/* ---- src/cpu/elementwise_vec.c ---- */
+/* The vector kernels but exp and log (cpu/vmath.c): add, sub, mul, div (F32, F64), relu and
+   its gradient (F32), fill, sums (cpu/reduce.c) and F32 <-> F64 casts, each written once by a
+   macro and instantiated per variant under its full name, and the table of each variant's
+   kernels. Vectors move to and from memory through memcpy (one unaligned load or store). */
+
+/* y = f(a, b), a dt__zip_fn: VEXPR of vectors u, w (vz: zeros), SEXPR of a[i * sa], b[i * sb];
+   vectors where both are contiguous, or one side a broadcast scalar (sa or sb 0) */
+#define DT__EW_VZIP(NAME, ATTR, T, V, VEXPR, SEXPR)                                                 \
+  ATTR static void NAME(int64_t n, const void *a_, int64_t sa, const void *b_, int64_t sb, void *y_) { \
+    enum { W = sizeof(V) / sizeof(T) };                                                             \
+    const T *a = (const T *)a_, *b = (const T *)b_;                                                 \
+    T *y = (T *)y_;                                                                                 \
+    int64_t i = 0;                                                                                  \
+    if (n > 0 && (sa | sb) == 1 && (sa & ~(int64_t)1) == 0 && (sb & ~(int64_t)1) == 0) {            \
+      /* a broadcast side is read from W copies of its value that the loop does not step over */    \
+      const V vz = {0}; /* for VEXPR */                                                             \
+      T ab[W], bb[W];                                                                               \
+      const T *pa = sa ? a : ab, *pb = sb ? b : bb;                                                 \
+      const int64_t da = sa ? W : 0, db = sb ? W : 0;                                               \
+      int k;                                                                                        \
+      (void)vz;                                                                                     \
+      for (k = 0; k < W; k++) { ab[k] = a[0]; bb[k] = b[0]; }                                       \
+      for (; i + W <= n; i += W, pa += da, pb += db) {                                              \
+        V u, w;                                                                                     \
+        memcpy(&u, pa, sizeof u);                                                                   \
+        memcpy(&w, pb, sizeof w);                                                                   \
+        u = VEXPR;                                                                                  \
+        memcpy(y + i, &u, sizeof u);                                                                \
+      }                                                                                             \
+    }                                                                                               \
+    for (; i < n; i++) y[i] = SEXPR;                                                                \
+  }
+
 #define DT__EW_VFILL(NAME, ATTR, T, V)                                                              \
   ATTR static void NAME(int64_t n, const void *v_, void *y_) {                                      \
     enum { W = sizeof(V) / sizeof(T) };                                                             \
@@ -7532,10 +7588,10 @@ DT__EW_FILL(dt__fill_64, uint64_t)
     for (; i < n; i++) y[i] = (D)x[i];                                                              \
   }
 
-/* relu (NAME) and its gradient (GNAME: y = a where b > 0, else 0) on F32, without a branch: with
-   the signs of a layer's pre-activations random, the scalar loops mispredicted half their
-   branches (relu of 65536 floats took 240 us, an add of the same 4 us). A NaN stays a NaN. */
-#define DT__EW_VRELU(NAME, GNAME, ATTR, VF, VI)                                                     \
+/* relu on F32 without a branch (its gradient, y = a where b > 0, else 0, is a DT__EW_VZIP): with
+   the signs of a layer's pre-activations random, a scalar loop mispredicts half its branches.
+   A NaN stays a NaN. */
+#define DT__EW_VRELU(NAME, ATTR, VF, VI)                                                            \
   ATTR static void NAME(int64_t n, const void *x_, void *y_, double p0, double p1) {                \
     enum { W = sizeof(VF) / sizeof(float) };                                                        \
     const float *x = (const float *)x_;                                                             \
@@ -7552,63 +7608,95 @@ DT__EW_FILL(dt__fill_64, uint64_t)
       memcpy(y + i, &m, sizeof m);                                                                  \
     }                                                                                               \
     for (; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : (x[i] != x[i] ? x[i] : 0.0f);                    \
-  }                                                                                                 \
-  DT__EW_VZIP(GNAME, ATTR, float, VF, (VF)((VI)(w > vz) & (VI)u), b[i * sb] > 0.0f ? a[i * sa] : 0.0f)
+  }
 
-/* Every vector kernel for one variant: BYTES-wide vectors, function attributes ATTR. */
-#define DT__EW_VARIANT(SUF, ATTR, BYTES)                                                            \
-  typedef float dt__vf##SUF __attribute__((vector_size(BYTES)));                                    \
-  typedef uint32_t dt__vi##SUF __attribute__((vector_size(BYTES)));                                 \
-  typedef double dt__vd##SUF __attribute__((vector_size(BYTES)));                                   \
-  typedef uint64_t dt__vl##SUF __attribute__((vector_size(BYTES)));                                 \
-  typedef float dt__vh##SUF __attribute__((vector_size(BYTES / 2)));                                \
-  DT__EW_VRELU(dt__relu_f32##SUF, dt__relu_grad_f32##SUF, ATTR, dt__vf##SUF, dt__vi##SUF)           \
-  DT__EW_VARITH(dt__add_f32##SUF, ATTR, float, dt__vf##SUF, +)                                      \
-  DT__EW_VARITH(dt__sub_f32##SUF, ATTR, float, dt__vf##SUF, -)                                      \
-  DT__EW_VARITH(dt__mul_f32##SUF, ATTR, float, dt__vf##SUF, *)                                      \
-  DT__EW_VARITH(dt__div_f32##SUF, ATTR, float, dt__vf##SUF, /)                                      \
-  DT__EW_VARITH(dt__add_f64##SUF, ATTR, double, dt__vd##SUF, +)                                     \
-  DT__EW_VARITH(dt__sub_f64##SUF, ATTR, double, dt__vd##SUF, -)                                     \
-  DT__EW_VARITH(dt__mul_f64##SUF, ATTR, double, dt__vd##SUF, *)                                     \
-  DT__EW_VARITH(dt__div_f64##SUF, ATTR, double, dt__vd##SUF, /)                                     \
-  DT__EW_VEXPF(dt__vexpf##SUF, ATTR, dt__vf##SUF, dt__vi##SUF)                                      \
-  DT__EW_VLOGF(dt__vlogf##SUF, ATTR, dt__vf##SUF, dt__vi##SUF)                                      \
-  DT__EW_VMATH(dt__exp_f32##SUF, ATTR, dt__vf##SUF, dt__vi##SUF, dt__vexpf##SUF, -87.0f, 88.0f, expf) \
-  DT__EW_VMATH(dt__log_f32##SUF, ATTR, dt__vf##SUF, dt__vi##SUF, dt__vlogf##SUF, FLT_MIN, FLT_MAX, logf) \
-  DT__EW_VFILL(dt__fill_32##SUF, ATTR, uint32_t, dt__vi##SUF)                                       \
-  DT__EW_VFILL(dt__fill_64##SUF, ATTR, uint64_t, dt__vl##SUF)                                       \
-  DT__EW_VARIANT_CONV(SUF, ATTR)
-
-#ifdef DT__EW_CONVERT
-#define DT__EW_VARIANT_CONV(SUF, ATTR)                                                              \
-  DT__EW_VSUM16(dt__sum16_f32##SUF, ATTR, float, dt__vh##SUF, dt__vd##SUF)                          \
-  DT__EW_VSUM16(dt__sum16_f64##SUF, ATTR, double, dt__vd##SUF, dt__vd##SUF)                         \
-  DT__EW_VCONV(dt__conv_f32_f64##SUF, ATTR, float, double, dt__vh##SUF, dt__vd##SUF)                \
-  DT__EW_VCONV(dt__conv_f64_f32##SUF, ATTR, double, float, dt__vd##SUF, dt__vh##SUF)
-#else /* no __builtin_convertvector: plain loops */
-#define DT__EW_VARIANT_CONV(SUF, ATTR)                                                              \
-  ATTR static void dt__sum16_f32##SUF(int64_t n, const void *x_, int sq, double acc[16]) {          \
-    const float *x = (const float *)x_;                                                             \
+#ifndef DT__EW_CONVERT /* no __builtin_convertvector: sums and casts are plain loops */
+#define DT__EW_SUM16_LOOP(NAME, ATTR, T)                                                            \
+  ATTR static void NAME(int64_t n, const void *x_, int sq, double acc[16]) {                        \
+    const T *x = (const T *)x_;                                                                     \
     int64_t i;                                                                                      \
     int j;                                                                                          \
     for (j = 0; j < 16; j++) acc[j] = 0;                                                            \
     for (i = 0; i < n; i++) acc[i & 15] += sq ? (double)x[i] * x[i] : (double)x[i];                 \
-  }                                                                                                 \
-  ATTR static void dt__sum16_f64##SUF(int64_t n, const void *x_, int sq, double acc[16]) {          \
-    const double *x = (const double *)x_;                                                           \
-    int64_t i;                                                                                      \
-    int j;                                                                                          \
-    for (j = 0; j < 16; j++) acc[j] = 0;                                                            \
-    for (i = 0; i < n; i++) acc[i & 15] += sq ? x[i] * x[i] : x[i];                                 \
-  }                                                                                                 \
-  DT__EW_CONV(dt__conv_f32_f64##SUF, float, double, (double)v)                                      \
-  DT__EW_CONV(dt__conv_f64_f32##SUF, double, float, (float)v)
+  }
 #endif
 
-DT__EW_VARIANT(_base, , 16)
+/* baseline: 16-byte vectors */
+DT__EW_VRELU(dt__relu_f32_base, DT__TARGET_BASE, dt__vf_base, dt__vi_base)
+DT__EW_VZIP(dt__relu_grad_f32_base, DT__TARGET_BASE, float, dt__vf_base, (dt__vf_base)((dt__vi_base)(w > vz) & (dt__vi_base)u),
+            b[i * sb] > 0.0f ? a[i * sa] : 0.0f)
+DT__EW_VZIP(dt__add_f32_base, DT__TARGET_BASE, float, dt__vf_base, u + w, a[i * sa] + b[i * sb])
+DT__EW_VZIP(dt__sub_f32_base, DT__TARGET_BASE, float, dt__vf_base, u - w, a[i * sa] - b[i * sb])
+DT__EW_VZIP(dt__mul_f32_base, DT__TARGET_BASE, float, dt__vf_base, u * w, a[i * sa] * b[i * sb])
+DT__EW_VZIP(dt__div_f32_base, DT__TARGET_BASE, float, dt__vf_base, u / w, a[i * sa] / b[i * sb])
+DT__EW_VZIP(dt__add_f64_base, DT__TARGET_BASE, double, dt__vd_base, u + w, a[i * sa] + b[i * sb])
+DT__EW_VZIP(dt__sub_f64_base, DT__TARGET_BASE, double, dt__vd_base, u - w, a[i * sa] - b[i * sb])
+DT__EW_VZIP(dt__mul_f64_base, DT__TARGET_BASE, double, dt__vd_base, u * w, a[i * sa] * b[i * sb])
+DT__EW_VZIP(dt__div_f64_base, DT__TARGET_BASE, double, dt__vd_base, u / w, a[i * sa] / b[i * sb])
+DT__EW_VFILL(dt__fill_32_base, DT__TARGET_BASE, uint32_t, dt__vi_base)
+DT__EW_VFILL(dt__fill_64_base, DT__TARGET_BASE, uint64_t, dt__vl_base)
+#ifdef DT__EW_CONVERT
+DT__EW_VSUM16(dt__sum16_f32_base, DT__TARGET_BASE, float, dt__vh_base, dt__vd_base)
+DT__EW_VSUM16(dt__sum16_f64_base, DT__TARGET_BASE, double, dt__vd_base, dt__vd_base)
+DT__EW_VCONV(dt__conv_f32_f64_base, DT__TARGET_BASE, float, double, dt__vh_base, dt__vd_base)
+DT__EW_VCONV(dt__conv_f64_f32_base, DT__TARGET_BASE, double, float, dt__vd_base, dt__vh_base)
+#else
+DT__EW_SUM16_LOOP(dt__sum16_f32_base, DT__TARGET_BASE, float)
+DT__EW_SUM16_LOOP(dt__sum16_f64_base, DT__TARGET_BASE, double)
+DT__EW_CONV(dt__conv_f32_f64_base, float, double, (double)v)
+DT__EW_CONV(dt__conv_f64_f32_base, double, float, (float)v)
+#endif
 #if DT__EW_X86
-DT__EW_VARIANT(_avx2, __attribute__((target("avx2"))), 32)
-DT__EW_VARIANT(_avx512, __attribute__((target("avx512f"))), 64)
+/* AVX2: 32-byte vectors (no FMA) */
+DT__EW_VRELU(dt__relu_f32_avx2, DT__TARGET_AVX2, dt__vf_avx2, dt__vi_avx2)
+DT__EW_VZIP(dt__relu_grad_f32_avx2, DT__TARGET_AVX2, float, dt__vf_avx2, (dt__vf_avx2)((dt__vi_avx2)(w > vz) & (dt__vi_avx2)u),
+            b[i * sb] > 0.0f ? a[i * sa] : 0.0f)
+DT__EW_VZIP(dt__add_f32_avx2, DT__TARGET_AVX2, float, dt__vf_avx2, u + w, a[i * sa] + b[i * sb])
+DT__EW_VZIP(dt__sub_f32_avx2, DT__TARGET_AVX2, float, dt__vf_avx2, u - w, a[i * sa] - b[i * sb])
+DT__EW_VZIP(dt__mul_f32_avx2, DT__TARGET_AVX2, float, dt__vf_avx2, u * w, a[i * sa] * b[i * sb])
+DT__EW_VZIP(dt__div_f32_avx2, DT__TARGET_AVX2, float, dt__vf_avx2, u / w, a[i * sa] / b[i * sb])
+DT__EW_VZIP(dt__add_f64_avx2, DT__TARGET_AVX2, double, dt__vd_avx2, u + w, a[i * sa] + b[i * sb])
+DT__EW_VZIP(dt__sub_f64_avx2, DT__TARGET_AVX2, double, dt__vd_avx2, u - w, a[i * sa] - b[i * sb])
+DT__EW_VZIP(dt__mul_f64_avx2, DT__TARGET_AVX2, double, dt__vd_avx2, u * w, a[i * sa] * b[i * sb])
+DT__EW_VZIP(dt__div_f64_avx2, DT__TARGET_AVX2, double, dt__vd_avx2, u / w, a[i * sa] / b[i * sb])
+DT__EW_VFILL(dt__fill_32_avx2, DT__TARGET_AVX2, uint32_t, dt__vi_avx2)
+DT__EW_VFILL(dt__fill_64_avx2, DT__TARGET_AVX2, uint64_t, dt__vl_avx2)
+#ifdef DT__EW_CONVERT
+DT__EW_VSUM16(dt__sum16_f32_avx2, DT__TARGET_AVX2, float, dt__vh_avx2, dt__vd_avx2)
+DT__EW_VSUM16(dt__sum16_f64_avx2, DT__TARGET_AVX2, double, dt__vd_avx2, dt__vd_avx2)
+DT__EW_VCONV(dt__conv_f32_f64_avx2, DT__TARGET_AVX2, float, double, dt__vh_avx2, dt__vd_avx2)
+DT__EW_VCONV(dt__conv_f64_f32_avx2, DT__TARGET_AVX2, double, float, dt__vd_avx2, dt__vh_avx2)
+#else
+DT__EW_SUM16_LOOP(dt__sum16_f32_avx2, DT__TARGET_AVX2, float)
+DT__EW_SUM16_LOOP(dt__sum16_f64_avx2, DT__TARGET_AVX2, double)
+DT__EW_CONV(dt__conv_f32_f64_avx2, float, double, (double)v)
+DT__EW_CONV(dt__conv_f64_f32_avx2, double, float, (float)v)
+#endif
+/* AVX-512: 64-byte vectors */
+DT__EW_VRELU(dt__relu_f32_avx512, DT__TARGET_AVX512, dt__vf_avx512, dt__vi_avx512)
+DT__EW_VZIP(dt__relu_grad_f32_avx512, DT__TARGET_AVX512, float, dt__vf_avx512, (dt__vf_avx512)((dt__vi_avx512)(w > vz) & (dt__vi_avx512)u),
+            b[i * sb] > 0.0f ? a[i * sa] : 0.0f)
+DT__EW_VZIP(dt__add_f32_avx512, DT__TARGET_AVX512, float, dt__vf_avx512, u + w, a[i * sa] + b[i * sb])
+DT__EW_VZIP(dt__sub_f32_avx512, DT__TARGET_AVX512, float, dt__vf_avx512, u - w, a[i * sa] - b[i * sb])
+DT__EW_VZIP(dt__mul_f32_avx512, DT__TARGET_AVX512, float, dt__vf_avx512, u * w, a[i * sa] * b[i * sb])
+DT__EW_VZIP(dt__div_f32_avx512, DT__TARGET_AVX512, float, dt__vf_avx512, u / w, a[i * sa] / b[i * sb])
+DT__EW_VZIP(dt__add_f64_avx512, DT__TARGET_AVX512, double, dt__vd_avx512, u + w, a[i * sa] + b[i * sb])
+DT__EW_VZIP(dt__sub_f64_avx512, DT__TARGET_AVX512, double, dt__vd_avx512, u - w, a[i * sa] - b[i * sb])
+DT__EW_VZIP(dt__mul_f64_avx512, DT__TARGET_AVX512, double, dt__vd_avx512, u * w, a[i * sa] * b[i * sb])
+DT__EW_VZIP(dt__div_f64_avx512, DT__TARGET_AVX512, double, dt__vd_avx512, u / w, a[i * sa] / b[i * sb])
+DT__EW_VFILL(dt__fill_32_avx512, DT__TARGET_AVX512, uint32_t, dt__vi_avx512)
+DT__EW_VFILL(dt__fill_64_avx512, DT__TARGET_AVX512, uint64_t, dt__vl_avx512)
+#ifdef DT__EW_CONVERT
+DT__EW_VSUM16(dt__sum16_f32_avx512, DT__TARGET_AVX512, float, dt__vh_avx512, dt__vd_avx512)
+DT__EW_VSUM16(dt__sum16_f64_avx512, DT__TARGET_AVX512, double, dt__vd_avx512, dt__vd_avx512)
+DT__EW_VCONV(dt__conv_f32_f64_avx512, DT__TARGET_AVX512, float, double, dt__vh_avx512, dt__vd_avx512)
+DT__EW_VCONV(dt__conv_f64_f32_avx512, DT__TARGET_AVX512, double, float, dt__vd_avx512, dt__vh_avx512)
+#else
+DT__EW_SUM16_LOOP(dt__sum16_f32_avx512, DT__TARGET_AVX512, float)
+DT__EW_SUM16_LOOP(dt__sum16_f64_avx512, DT__TARGET_AVX512, double)
+DT__EW_CONV(dt__conv_f32_f64_avx512, float, double, (double)v)
+DT__EW_CONV(dt__conv_f64_f32_avx512, double, float, (float)v)
+#endif
 #endif
 
 /* The vector kernels of each variant, [isa][f64]. */
@@ -7622,19 +7710,34 @@ typedef struct dt__ew_vtab {
   dt__zip_fn relu_grad_f32;
 } dt__ew_vtab;
 
-#define DT__EW_VTAB(SUF)                                                                            \
-  {{{dt__add_f32##SUF, dt__sub_f32##SUF, dt__mul_f32##SUF, dt__div_f32##SUF},                       \
-    {dt__add_f64##SUF, dt__sub_f64##SUF, dt__mul_f64##SUF, dt__div_f64##SUF}},                      \
-   dt__exp_f32##SUF, dt__log_f32##SUF, {dt__fill_32##SUF, dt__fill_64##SUF},                        \
-   {dt__sum16_f32##SUF, dt__sum16_f64##SUF}, dt__conv_f32_f64##SUF, dt__conv_f64_f32##SUF,          \
-   dt__relu_f32##SUF, dt__relu_grad_f32##SUF}
-
 static const dt__ew_vtab dt__ew_vtabs[DT__EW_NISA] = {
-  DT__EW_VTAB(_base),
+  {{{dt__add_f32_base, dt__sub_f32_base, dt__mul_f32_base, dt__div_f32_base},
+    {dt__add_f64_base, dt__sub_f64_base, dt__mul_f64_base, dt__div_f64_base}},
+   dt__exp_f32_base, dt__log_f32_base, {dt__fill_32_base, dt__fill_64_base},
+   {dt__sum16_f32_base, dt__sum16_f64_base}, dt__conv_f32_f64_base, dt__conv_f64_f32_base,
+   dt__relu_f32_base, dt__relu_grad_f32_base},
 #if DT__EW_X86
-  DT__EW_VTAB(_avx2), DT__EW_VTAB(_avx512)
+  {{{dt__add_f32_avx2, dt__sub_f32_avx2, dt__mul_f32_avx2, dt__div_f32_avx2},
+    {dt__add_f64_avx2, dt__sub_f64_avx2, dt__mul_f64_avx2, dt__div_f64_avx2}},
+   dt__exp_f32_avx2, dt__log_f32_avx2, {dt__fill_32_avx2, dt__fill_64_avx2},
+   {dt__sum16_f32_avx2, dt__sum16_f64_avx2}, dt__conv_f32_f64_avx2, dt__conv_f64_f32_avx2,
+   dt__relu_f32_avx2, dt__relu_grad_f32_avx2},
+  {{{dt__add_f32_avx512, dt__sub_f32_avx512, dt__mul_f32_avx512, dt__div_f32_avx512},
+    {dt__add_f64_avx512, dt__sub_f64_avx512, dt__mul_f64_avx512, dt__div_f64_avx512}},
+   dt__exp_f32_avx512, dt__log_f32_avx512, {dt__fill_32_avx512, dt__fill_64_avx512},
+   {dt__sum16_f32_avx512, dt__sum16_f64_avx512}, dt__conv_f32_f64_avx512, dt__conv_f64_f32_avx512,
+   dt__relu_f32_avx512, dt__relu_grad_f32_avx512}
 #else
-  DT__EW_VTAB(_base), DT__EW_VTAB(_base)
+  {{{dt__add_f32_base, dt__sub_f32_base, dt__mul_f32_base, dt__div_f32_base},
+    {dt__add_f64_base, dt__sub_f64_base, dt__mul_f64_base, dt__div_f64_base}},
+   dt__exp_f32_base, dt__log_f32_base, {dt__fill_32_base, dt__fill_64_base},
+   {dt__sum16_f32_base, dt__sum16_f64_base}, dt__conv_f32_f64_base, dt__conv_f64_f32_base,
+   dt__relu_f32_base, dt__relu_grad_f32_base},
+  {{{dt__add_f32_base, dt__sub_f32_base, dt__mul_f32_base, dt__div_f32_base},
+    {dt__add_f64_base, dt__sub_f64_base, dt__mul_f64_base, dt__div_f64_base}},
+   dt__exp_f32_base, dt__log_f32_base, {dt__fill_32_base, dt__fill_64_base},
+   {dt__sum16_f32_base, dt__sum16_f64_base}, dt__conv_f32_f64_base, dt__conv_f64_f32_base,
+   dt__relu_f32_base, dt__relu_grad_f32_base}
 #endif
 };
 
@@ -7923,7 +8026,7 @@ static dt_status dt__cpu_cast(int dev, dt_dtype from, dt_dtype to, int64_t n, co
   dt__ew_job j;
   (void)dev;
   if (from == to) { memcpy(y, x, (size_t)n * dt_dtype_size(to)); return DT_OK; }
-  if (from == DT_U8 || from == DT_BOOL || to == DT_U8 || to == DT_BOOL) { /* issue 14 (h1) */
+  if (from == DT_U8 || from == DT_BOOL || to == DT_U8 || to == DT_BOOL) { /* bytes: dt__bytes_task */
     dt__bytes_job bj;
     bj.from = from; bj.to = to; bj.x = (const char *)x; bj.y = (char *)y;
     dt__par_for(n, DT__GRAIN_MEM, dt__bytes_task, &bj);
@@ -7994,11 +8097,9 @@ static dt_status dt__cpu_axpy(int dev, dt_dtype t, int64_t n, double alpha, cons
 #define DT__BM_ATTR __attribute__((optimize("fp-contract=off")))
 #endif
 #define DT__BM_NP 16 /* pairs per call */
-#define DT__BM_VARIANT(SUF, TARGET, VB)                                                                    \
-  typedef double dt__bm_d##SUF __attribute__((vector_size(VB)));                                          \
-  typedef long long dt__bm_i##SUF __attribute__((vector_size(VB)));                                       \
-  TARGET DT__BM_ATTR static void dt__box_muller_n##SUF(const uint32_t *w0, const uint32_t *w1, float *z0, \
-                                                       float *z1) {                                       \
+/* dt__box_muller on DT__BM_NP pairs of words, L = sizeof(VD) / 8 lanes at a time */
+#define DT__BM_BOX_MULLER_N(NAME, TARGET, VD, VI)                                                         \
+  TARGET DT__BM_ATTR static void NAME(const uint32_t *w0, const uint32_t *w1, float *z0, float *z1) {     \
     DT__NO_CONTRACT                                                                                       \
     static const double lc[13] = {1.0 / 27, 1.0 / 25, 1.0 / 23, 1.0 / 21, 1.0 / 19, 1.0 / 17, 1.0 / 15,   \
                                   1.0 / 13, 1.0 / 11, 1.0 / 9,  1.0 / 7,  1.0 / 5,  1.0 / 3};             \
@@ -8008,13 +8109,13 @@ static dt_status dt__cpu_axpy(int dev, dt_dtype t, int64_t n, double alpha, cons
     static const double cos_c[10] = {1.0 / 2432902008176640000.0, -1.0 / 6402373705728000.0,              \
                                      1.0 / 20922789888000.0, -1.0 / 87178291200.0, 1.0 / 479001600.0,     \
                                      -1.0 / 3628800.0, 1.0 / 40320.0, -1.0 / 720.0, 1.0 / 24.0, -1.0 / 2.0}; \
-    enum { L = (VB) / 8 };                                                                                \
+    enum { L = sizeof(VD) / 8 };                                                                          \
     int v, l, i;                                                                                          \
     for (v = 0; v < DT__BM_NP; v += L) {                                                                  \
-      /* x, t and q start at zero: their lanes are set one by one below, which a newer GCC \
-         (the GPU machine's) -Wuninitialized calls a use of the whole vector */                                        \
-      dt__bm_d##SUF x = {0}, t = {0}, mant, m, ed, f, s, z, p, lg, r, a, zz, ps, pc, sn, cs, S, C, c, d, rc, rd;      \
-      dt__bm_i##SUF bits, ex, big, lo, q = {0}, q0, q1, q2, q3;                                                 \
+      /* x, t and q start at zero: their lanes are set one by one below, which some GCC versions'         \
+         -Wuninitialized call a use of the whole vector */                                                \
+      VD x = {0}, t = {0}, mant, m, ed, f, s, z, p, lg, r, a, zz, ps, pc, sn, cs, S, C, c, d, rc, rd;     \
+      VI bits, ex, big, lo, q = {0}, q0, q1, q2, q3;                                                      \
       for (l = 0; l < L; l++) {                                                                           \
         x[l] = (double)w0[v + l] + 1.0;                                                                   \
         t[l] = (double)(w1[v + l] & 0x3FFFFFFFu);                                                         \
@@ -8023,24 +8124,24 @@ static dt_status dt__cpu_axpy(int dev, dt_dtype t, int64_t n, double alpha, cons
       x = x * (1.0 / 4294967296.0); /* u1 in (0, 1], exact */                                             \
       t = t * (1.0 / 1073741824.0);                                                                       \
       /* dt__log_unit(x): m = x 2^-e in [sqrt(1/2), sqrt(2)) (x = 1: m = 1, e = 0) */                     \
-      bits = (dt__bm_i##SUF)x;                                                                            \
+      bits = (VI)x;                                                                                       \
       ex = ((bits >> 52) & 0x7FF) - 1023;                                                                 \
-      mant = (dt__bm_d##SUF)((bits & 0x000FFFFFFFFFFFFFLL) | 0x3FF0000000000000LL); /* [1, 2) */          \
-      big = (dt__bm_i##SUF)(mant >= 2.0 * 0.7071067811865476);                                            \
-      m = (dt__bm_d##SUF)(((dt__bm_i##SUF)(mant * 0.5) & big) | ((dt__bm_i##SUF)mant & ~big));            \
+      mant = (VD)((bits & 0x000FFFFFFFFFFFFFLL) | 0x3FF0000000000000LL); /* [1, 2) */                     \
+      big = (VI)(mant >= 2.0 * 0.7071067811865476);                                                       \
+      m = (VD)(((VI)(mant * 0.5) & big) | ((VI)mant & ~big));                                             \
       ex = ex - big;                                                                                      \
-      ed = (dt__bm_d##SUF)((ex + 1024) | 0x4330000000000000LL) - 4503599627371520.0; /* (double)e */      \
+      ed = (VD)((ex + 1024) | 0x4330000000000000LL) - 4503599627371520.0; /* (double)e */                 \
       f = m + -1.0;                                                                                       \
       s = f / (f + 2.0);                                                                                  \
       z = s * s;                                                                                          \
       p = z * 0.0 + lc[0]; /* z >= 0: lc[0] */                                                            \
       for (i = 1; i < 13; i++) p = p * z + lc[i];                                                         \
-      lg = ed * 0.6931471806019545 + (ed * -4.2009150726810846e-11 + (2.0 * s + (2.0 * s) * (z * p)));   \
+      lg = ed * 0.6931471806019545 + (ed * -4.2009150726810846e-11 + (2.0 * s + (2.0 * s) * (z * p)));    \
       r = -2.0 * lg;                                                                                      \
       for (l = 0; l < L; l++) r[l] = DT__DSQRT(r[l]);                                                     \
       /* sin and cos of the octant */                                                                     \
-      lo = (dt__bm_i##SUF)(t <= 0.5);                                                                     \
-      a = (dt__bm_d##SUF)(((dt__bm_i##SUF)t & lo) | ((dt__bm_i##SUF)(1.0 + -t) & ~lo));                   \
+      lo = (VI)(t <= 0.5);                                                                                \
+      a = (VD)(((VI)t & lo) | ((VI)(1.0 + -t) & ~lo));                                                    \
       a = a * 1.5707963267948966;                                                                         \
       zz = a * a;                                                                                         \
       ps = zz * 0.0 + sin_c[0];                                                                           \
@@ -8049,27 +8150,28 @@ static dt_status dt__cpu_axpy(int dev, dt_dtype t, int64_t n, double alpha, cons
       for (i = 1; i < 10; i++) pc = pc * zz + cos_c[i];                                                   \
       sn = a + (a * zz) * ps;                                                                             \
       cs = 1.0 + zz * pc;                                                                                 \
-      S = (dt__bm_d##SUF)(((dt__bm_i##SUF)sn & lo) | ((dt__bm_i##SUF)cs & ~lo));                          \
-      C = (dt__bm_d##SUF)(((dt__bm_i##SUF)cs & lo) | ((dt__bm_i##SUF)sn & ~lo));                          \
-      q0 = (dt__bm_i##SUF)(q == 0); q1 = (dt__bm_i##SUF)(q == 1);                                         \
-      q2 = (dt__bm_i##SUF)(q == 2); q3 = (dt__bm_i##SUF)(q == 3);                                         \
-      c = (dt__bm_d##SUF)(((dt__bm_i##SUF)C & q0) | ((dt__bm_i##SUF)(-S) & q1) |                         \
-                          ((dt__bm_i##SUF)(-C) & q2) | ((dt__bm_i##SUF)S & q3));                          \
-      d = (dt__bm_d##SUF)(((dt__bm_i##SUF)S & q0) | ((dt__bm_i##SUF)C & q1) |                             \
-                          ((dt__bm_i##SUF)(-S) & q2) | ((dt__bm_i##SUF)(-C) & q3));                       \
+      S = (VD)(((VI)sn & lo) | ((VI)cs & ~lo));                                                           \
+      C = (VD)(((VI)cs & lo) | ((VI)sn & ~lo));                                                           \
+      q0 = (VI)(q == 0); q1 = (VI)(q == 1);                                                               \
+      q2 = (VI)(q == 2); q3 = (VI)(q == 3);                                                               \
+      c = (VD)(((VI)C & q0) | ((VI)(-S) & q1) |                                                           \
+                          ((VI)(-C) & q2) | ((VI)S & q3));                                                \
+      d = (VD)(((VI)S & q0) | ((VI)C & q1) |                                                              \
+                          ((VI)(-S) & q2) | ((VI)(-C) & q3));                                             \
       rc = r * c;                                                                                         \
       rd = r * d;                                                                                         \
-      for (l = 0; l < L; l++) { z0[v + l] = (float)rc[l]; z1[v + l] = (float)rd[l]; }                    \
+      for (l = 0; l < L; l++) { z0[v + l] = (float)rc[l]; z1[v + l] = (float)rd[l]; }                     \
     }                                                                                                     \
-  }                                                                                                      \
-  typedef unsigned long long dt__bm_u##SUF __attribute__((vector_size(VB)));                              \
-  /* dt__philox_block for blocks j0 .. j0 + DT__BM_NP / 2 - 1, words in pair order: pair 2b is words 0 \
-     and 1 of block b, pair 2b + 1 words 2 and 3 */                                                     \
-  TARGET static void dt__philox_n##SUF(uint64_t seed, uint64_t draw, uint64_t j0, uint32_t *w0, uint32_t *w1) { \
-    enum { L = (VB) / 8 };                                                                                \
+  }
+
+/* dt__philox_block for blocks j0 .. j0 + DT__BM_NP / 2 - 1, words in pair order: pair 2b is words 0      \
+   and 1 of block b, pair 2b + 1 words 2 and 3 */
+#define DT__BM_PHILOX_N(NAME, TARGET, VU)                                                                 \
+  TARGET static void NAME(uint64_t seed, uint64_t draw, uint64_t j0, uint32_t *w0, uint32_t *w1) {        \
+    enum { L = sizeof(VU) / 8 };                                                                          \
     int v, l, r;                                                                                          \
     for (v = 0; v < DT__BM_NP / 2; v += L) {                                                              \
-      dt__bm_u##SUF c0, c1, c2, c3, p0, p1, m32;                                                          \
+      VU c0, c1, c2, c3, p0, p1, m32;                                                                     \
       uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);                                          \
       for (l = 0; l < L; l++) {                                                                           \
         const uint64_t j = j0 + (uint64_t)(v + l);                                                        \
@@ -8077,7 +8179,7 @@ static dt_status dt__cpu_axpy(int dev, dt_dtype t, int64_t n, double alpha, cons
       }                                                                                                   \
       c2 = m32 & (uint32_t)draw; c3 = m32 & (uint32_t)(draw >> 32);                                       \
       for (r = 0; r < 10; r++) {                                                                          \
-        dt__bm_u##SUF n0, n2;                                                                             \
+        VU n0, n2;                                                                                        \
         p0 = c0 * 0xD2511F53u; p1 = c2 * 0xCD9E8D57u;                                                     \
         n0 = (p1 >> 32) ^ c1 ^ k0; n2 = (p0 >> 32) ^ c3 ^ k1;                                             \
         c1 = p1 & m32; c3 = p0 & m32; c0 = n0; c2 = n2;                                                   \
@@ -8090,9 +8192,20 @@ static dt_status dt__cpu_axpy(int dev, dt_dtype t, int64_t n, double alpha, cons
       }                                                                                                   \
     }                                                                                                     \
   }
-DT__BM_VARIANT(_base, , 16)
-DT__BM_VARIANT(_avx2, __attribute__((target("avx2"))), 32)
-DT__BM_VARIANT(_avx512, __attribute__((target("avx512f"))), 64)
+
+/* the variants' vectors of 64-bit integers (their doubles: dt__vd_*) */
+typedef long long dt__bm_i_base __attribute__((vector_size(16)));
+typedef unsigned long long dt__bm_u_base __attribute__((vector_size(16)));
+typedef long long dt__bm_i_avx2 __attribute__((vector_size(32)));
+typedef unsigned long long dt__bm_u_avx2 __attribute__((vector_size(32)));
+typedef long long dt__bm_i_avx512 __attribute__((vector_size(64)));
+typedef unsigned long long dt__bm_u_avx512 __attribute__((vector_size(64)));
+DT__BM_BOX_MULLER_N(dt__box_muller_n_base, DT__TARGET_BASE, dt__vd_base, dt__bm_i_base)
+DT__BM_PHILOX_N(dt__philox_n_base, DT__TARGET_BASE, dt__bm_u_base)
+DT__BM_BOX_MULLER_N(dt__box_muller_n_avx2, DT__TARGET_AVX2, dt__vd_avx2, dt__bm_i_avx2)
+DT__BM_PHILOX_N(dt__philox_n_avx2, DT__TARGET_AVX2, dt__bm_u_avx2)
+DT__BM_BOX_MULLER_N(dt__box_muller_n_avx512, DT__TARGET_AVX512, dt__vd_avx512, dt__bm_i_avx512)
+DT__BM_PHILOX_N(dt__philox_n_avx512, DT__TARGET_AVX512, dt__bm_u_avx512)
 typedef void (*dt__box_muller_n_fn)(const uint32_t *w0, const uint32_t *w1, float *z0, float *z1);
 typedef void (*dt__philox_n_fn)(uint64_t seed, uint64_t draw, uint64_t j0, uint32_t *w0, uint32_t *w1);
 static const dt__philox_n_fn dt__philox_n_tab[DT__EW_NISA] = {dt__philox_n_base, dt__philox_n_avx2, dt__philox_n_avx512};
@@ -8236,9 +8349,8 @@ static void dt__red_task_rows(void *ctx, int64_t lo, int64_t hi) {
 }
 
 /* (outer, inner) split in tiles of DT__COL_TILE columns (inner > 1): item it is tile (o, columns
-   i0 .. i0 + cnt). Tiles of 64 columns gave a (256, 256) column sum 4 tasks, but each took as
-   long as one tile of 256 (27 us on one thread against 14), and in a training step the 2-thread
-   sum was slower than one thread's. */
+   i0 .. i0 + cnt). Narrower tiles (64 columns) give a (256, 256) column sum more tasks, but each
+   takes nearly as long as a tile of 256, and two threads were slower than one. */
 #define DT__COL_TILE 256
 typedef struct dt__col_tile {
   int64_t o, i0, cnt;
@@ -8578,7 +8690,7 @@ static double dt__xent_row(const dt__xent_job *j, int64_t i, void *g, double sca
 
 /* F32 rows [lo, hi): the sum of their losses and, with g (the gradient's base), their gradient
    rows, as dt__xent_row_f32 gives them but with the exps of a block of rows taken at once by the
-   vector exp (expf, one at a time, took 4 ns an element: most of a Fashion-MNIST step's loss). */
+   vector exp (expf one element at a time was most of a training step's loss). */
 #define DT__XENT_BLOCK 1024 /* elements */
 static double dt__xent_rows_f32(const dt__xent_job *j, int64_t lo, int64_t hi, float *g, double scale) {
   const int64_t c = j->c;
@@ -9917,9 +10029,8 @@ static dt_status dt__cpu_gemm_opt(dt_dtype t, int ta, int tb, int64_t m, int64_t
    builds), on the pool for large parameters. */
 
 /* SGD's step on [lo, hi) 32 bytes at a time, the same operations per element as the scalar loop
-   in NAME below; returns where that loop goes on (the tail). The scalar loop alone, waiting on
-   each parameter in turn, took a sixth of a 2-thread Fashion-MNIST MLP epoch (the parameters it
-   writes were last read by the other core). */
+   in DT__OPTIM_DEFINE below; returns where that loop goes on (the tail). The scalar loop alone
+   waits on each parameter in turn (often last read by another core). */
 #if DT__GEMM_VEC
 #define DT__OPTIM_DEFINE_SGD_VEC(NAME, T)                                                                            \
   static int64_t NAME(const dt__optim_hp *h, T *p, T *b1, const T *g, int64_t lo, int64_t hi) {                     \
@@ -10017,20 +10128,21 @@ static dt_status dt__cpu_optim_step(int dev, dt_dtype t, int64_t n, const dt__op
 }
 
 /* ---- src/cpu/index.c ---- */
-/* (issue 14) The strided copy (slices along dims > 0, cat, permute) and index_select, on
+/* The strided copy (slices along dims > 0, cat, permute) and index_select, on
    elements of es bytes moved by memcpy of a constant size (one load and one store), so one
    kernel serves every dtype. Both run over rows of the innermost dim on the thread pool. */
 
-/* n elements of ES bytes, xs and ys elements apart */
-#define DT__STRIDED_ROW(ES)                                                                        \
-  static void dt__strided_row_##ES(int64_t n, const char *x, int64_t xs, char *y, int64_t ys) {   \
+/* NAME: n elements of ES bytes, xs and ys elements apart; one function per element size, so that
+   each memcpy is of a constant size: one load and one store */
+#define DT__STRIDED_ROW(NAME, ES)                                                                  \
+  static void NAME(int64_t n, const char *x, int64_t xs, char *y, int64_t ys) {                    \
     int64_t i;                                                                                     \
     for (i = 0; i < n; i++) memcpy(y + (size_t)(i * ys) * ES, x + (size_t)(i * xs) * ES, ES);      \
   }
-DT__STRIDED_ROW(1)
-DT__STRIDED_ROW(2)
-DT__STRIDED_ROW(4)
-DT__STRIDED_ROW(8)
+DT__STRIDED_ROW(dt__strided_row_1, 1)
+DT__STRIDED_ROW(dt__strided_row_2, 2)
+DT__STRIDED_ROW(dt__strided_row_4, 4)
+DT__STRIDED_ROW(dt__strided_row_8, 8)
 #undef DT__STRIDED_ROW
 
 typedef struct dt__strided_job {
@@ -10092,8 +10204,8 @@ static void dt__gather_task(void *ctx, int64_t lo, int64_t hi) {
   for (r = lo; r < hi; r++) {
     int64_t o = r / j->k, v = j->idx[r % j->k];
 #if defined(__GNUC__) || defined(__clang__)
-    if (r + 1 < hi && j->row >= 256) { /* the next row (its first 4 KiB) on its way: a shuffled minibatch of
-                                          Fashion-MNIST's 3136-byte rows was gathered 1.3x faster so */
+    if (r + 1 < hi && j->row >= 256) { /* the next row (its first 4 KiB) on its way: rows picked at
+                                          random (a shuffled minibatch) are not prefetched otherwise */
       const int64_t o1 = (r + 1) / j->k, v1 = j->idx[(r + 1) % j->k];
       if (v1 >= 0 && v1 < j->n) {
         const char *nx = j->x + (size_t)(o1 * j->n + v1) * j->row;

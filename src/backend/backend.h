@@ -22,10 +22,11 @@ extern "C" {
 typedef enum dt__unary_op {
   DT__U_AFFINE = 0,   /* y = p0 * x + p1 */
   DT__U_EXP, DT__U_LOG, DT__U_SQRT, DT__U_NEG, DT__U_RELU,
+  /* activations beyond relu, and abs */
   DT__U_SIGMOID, DT__U_TANH, DT__U_ABS  /* ABS also on I32/I64 (wrapping) */
 } dt__unary_op;
 
-/* y = a op b as DT_BOOL (one byte, 0 or 1); the core turns gt/ge into lt/le
+/* comparisons: y = a op b as DT_BOOL (one byte, 0 or 1); the core turns gt/ge into lt/le
    with the operands swapped. NaN: only NE is true. */
 typedef enum dt__compare_op { DT__C_EQ = 0, DT__C_NE, DT__C_LT, DT__C_LE } dt__compare_op;
 
@@ -110,7 +111,7 @@ typedef struct dt__backend {
   /* optimizers: one optimizer's update of a parameter p (n elements, F32 or F64) from its
      gradient g and its state buf1, buf2 (see dt__optim_hp), in one pass */
   dt_status (*optim_step)(int dev, dt_dtype t, int64_t n, const dt__optim_hp *h, void *p, const void *g, void *buf1, void *buf2);
-  /* y (DT_BOOL, contiguous over g's dims) = a op b, a and b of dtype t read through g */
+  /* comparisons: y (DT_BOOL, contiguous over g's dims) = a op b, a and b of dtype t read through g */
   dt_status (*compare)(int dev, dt__compare_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y);
   /* indexing (slice, cat, permute, index_select); elements of es bytes (1, 2, 4 or 8), any dtype */
   /* y[sum_d i_d * bstride_d] = x[sum_d i_d * astride_d] for every index (i_0, ..) over g->dims (g->numel of them) */

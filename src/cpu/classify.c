@@ -263,7 +263,7 @@ static double dt__xent_row(const dt__xent_job *j, int64_t i, void *g, double sca
 
 /* F32 rows [lo, hi): the sum of their losses and, with g (the gradient's base), their gradient
    rows, as dt__xent_row_f32 gives them but with the exps of a block of rows taken at once by the
-   vector exp (expf, one at a time, took 4 ns an element: most of a Fashion-MNIST step's loss). */
+   vector exp (expf one element at a time was most of a training step's loss). */
 #define DT__XENT_BLOCK 1024 /* elements */
 static double dt__xent_rows_f32(const dt__xent_job *j, int64_t lo, int64_t hi, float *g, double scale) {
   const int64_t c = j->c;

@@ -83,7 +83,7 @@ static dt_status dt__cpu_cast(int dev, dt_dtype from, dt_dtype to, int64_t n, co
   dt__ew_job j;
   (void)dev;
   if (from == to) { memcpy(y, x, (size_t)n * dt_dtype_size(to)); return DT_OK; }
-  if (from == DT_U8 || from == DT_BOOL || to == DT_U8 || to == DT_BOOL) { /* issue 14 (h1) */
+  if (from == DT_U8 || from == DT_BOOL || to == DT_U8 || to == DT_BOOL) { /* bytes: dt__bytes_task */
     dt__bytes_job bj;
     bj.from = from; bj.to = to; bj.x = (const char *)x; bj.y = (char *)y;
     dt__par_for(n, DT__GRAIN_MEM, dt__bytes_task, &bj);

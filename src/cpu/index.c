@@ -1,17 +1,18 @@
-/* (issue 14) The strided copy (slices along dims > 0, cat, permute) and index_select, on
+/* The strided copy (slices along dims > 0, cat, permute) and index_select, on
    elements of es bytes moved by memcpy of a constant size (one load and one store), so one
    kernel serves every dtype. Both run over rows of the innermost dim on the thread pool. */
 
-/* n elements of ES bytes, xs and ys elements apart */
-#define DT__STRIDED_ROW(ES)                                                                        \
-  static void dt__strided_row_##ES(int64_t n, const char *x, int64_t xs, char *y, int64_t ys) {   \
+/* NAME: n elements of ES bytes, xs and ys elements apart; one function per element size, so that
+   each memcpy is of a constant size: one load and one store */
+#define DT__STRIDED_ROW(NAME, ES)                                                                  \
+  static void NAME(int64_t n, const char *x, int64_t xs, char *y, int64_t ys) {                    \
     int64_t i;                                                                                     \
     for (i = 0; i < n; i++) memcpy(y + (size_t)(i * ys) * ES, x + (size_t)(i * xs) * ES, ES);      \
   }
-DT__STRIDED_ROW(1)
-DT__STRIDED_ROW(2)
-DT__STRIDED_ROW(4)
-DT__STRIDED_ROW(8)
+DT__STRIDED_ROW(dt__strided_row_1, 1)
+DT__STRIDED_ROW(dt__strided_row_2, 2)
+DT__STRIDED_ROW(dt__strided_row_4, 4)
+DT__STRIDED_ROW(dt__strided_row_8, 8)
 #undef DT__STRIDED_ROW
 
 typedef struct dt__strided_job {
@@ -73,8 +74,8 @@ static void dt__gather_task(void *ctx, int64_t lo, int64_t hi) {
   for (r = lo; r < hi; r++) {
     int64_t o = r / j->k, v = j->idx[r % j->k];
 #if defined(__GNUC__) || defined(__clang__)
-    if (r + 1 < hi && j->row >= 256) { /* the next row (its first 4 KiB) on its way: a shuffled minibatch of
-                                          Fashion-MNIST's 3136-byte rows was gathered 1.3x faster so */
+    if (r + 1 < hi && j->row >= 256) { /* the next row (its first 4 KiB) on its way: rows picked at
+                                          random (a shuffled minibatch) are not prefetched otherwise */
       const int64_t o1 = (r + 1) / j->k, v1 = j->idx[(r + 1) % j->k];
       if (v1 >= 0 && v1 < j->n) {
         const char *nx = j->x + (size_t)(o1 * j->n + v1) * j->row;

@@ -78,12 +78,23 @@ void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
 #ifdef __cplusplus
 }
 #endif
-#define DT__CPU_POISON(p, n) __asan_poison_memory_region((const char *)(p) + 2 * sizeof(size_t), (n) - 2 * sizeof(size_t))
-#define DT__CPU_UNPOISON(p, n) __asan_unpoison_memory_region((p), (n))
-#else
-#define DT__CPU_POISON(p, n) ((void)0)
-#define DT__CPU_UNPOISON(p, n) ((void)0)
 #endif
+/* Under AddressSanitizer a cached block of n bytes at p is unaddressable but for its first two
+   words (the free list's link and the block's size); taken from the cache, addressable again. */
+static inline void dt__cpu_poison(void *p, size_t n) {
+#if DT__CPU_ASAN && DT__CPU_CACHE
+  __asan_poison_memory_region((const char *)p + 2 * sizeof(size_t), n - 2 * sizeof(size_t));
+#else
+  (void)p; (void)n;
+#endif
+}
+static inline void dt__cpu_unpoison(void *p, size_t n) {
+#if DT__CPU_ASAN && DT__CPU_CACHE
+  __asan_unpoison_memory_region(p, n);
+#else
+  (void)p; (void)n;
+#endif
+}
 
 static int dt__cpu_lock_word;
 static size_t dt__cpu_allocated, dt__cpu_peak, dt__cpu_scratch, dt__cpu_cached;
@@ -206,10 +217,10 @@ static void *dt__cpu_trim_locked(size_t keep) {
     while (dt__cpu_bins[bin] && dt__cpu_cached > keep) {
       void *b = dt__cpu_bins[bin], *next;
       size_t size;
-      DT__CPU_UNPOISON(b, 2 * sizeof(size_t));
+      dt__cpu_unpoison(b, 2 * sizeof(size_t));
       memcpy(&next, b, sizeof next);
       memcpy(&size, (char *)b + sizeof next, sizeof size);
-      DT__CPU_UNPOISON(b, size);
+      dt__cpu_unpoison(b, size);
       dt__cpu_bins[bin] = next;
       dt__cpu_cached -= size;
       memcpy(b, &out, sizeof out);
@@ -232,7 +243,7 @@ static void *dt__cpu_block_get(size_t nbytes, int tensor, size_t *rounded) {
   dt__cpu_lock();
   if ((p = dt__cpu_bins[bin]) != NULL) {
     void *next;
-    DT__CPU_UNPOISON(p, size);
+    dt__cpu_unpoison(p, size);
     memcpy(&next, p, sizeof next);
     dt__cpu_bins[bin] = next;
     dt__cpu_cached -= size;
@@ -278,7 +289,7 @@ static void dt__cpu_block_put(void *p, size_t nbytes, int tensor) {
     memcpy((char *)p + sizeof(void *), &size, sizeof size);
     dt__cpu_bins[bin] = p;
     dt__cpu_cached += size;
-    DT__CPU_POISON(p, size);
+    dt__cpu_poison(p, size);
     p = NULL;
   }
 #else

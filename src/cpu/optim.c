@@ -3,9 +3,8 @@
    builds), on the pool for large parameters. */
 
 /* SGD's step on [lo, hi) 32 bytes at a time, the same operations per element as the scalar loop
-   in NAME below; returns where that loop goes on (the tail). The scalar loop alone, waiting on
-   each parameter in turn, took a sixth of a 2-thread Fashion-MNIST MLP epoch (the parameters it
-   writes were last read by the other core). */
+   in DT__OPTIM_DEFINE below; returns where that loop goes on (the tail). The scalar loop alone
+   waits on each parameter in turn (often last read by another core). */
 #if DT__GEMM_VEC
 #define DT__OPTIM_DEFINE_SGD_VEC(NAME, T)                                                                            \
   static int64_t NAME(const dt__optim_hp *h, T *p, T *b1, const T *g, int64_t lo, int64_t hi) {                     \

@@ -13,11 +13,9 @@
 #define DT__BM_ATTR __attribute__((optimize("fp-contract=off")))
 #endif
 #define DT__BM_NP 16 /* pairs per call */
-#define DT__BM_VARIANT(SUF, TARGET, VB)                                                                    \
-  typedef double dt__bm_d##SUF __attribute__((vector_size(VB)));                                          \
-  typedef long long dt__bm_i##SUF __attribute__((vector_size(VB)));                                       \
-  TARGET DT__BM_ATTR static void dt__box_muller_n##SUF(const uint32_t *w0, const uint32_t *w1, float *z0, \
-                                                       float *z1) {                                       \
+/* dt__box_muller on DT__BM_NP pairs of words, L = sizeof(VD) / 8 lanes at a time */
+#define DT__BM_BOX_MULLER_N(NAME, TARGET, VD, VI)                                                         \
+  TARGET DT__BM_ATTR static void NAME(const uint32_t *w0, const uint32_t *w1, float *z0, float *z1) {     \
     DT__NO_CONTRACT                                                                                       \
     static const double lc[13] = {1.0 / 27, 1.0 / 25, 1.0 / 23, 1.0 / 21, 1.0 / 19, 1.0 / 17, 1.0 / 15,   \
                                   1.0 / 13, 1.0 / 11, 1.0 / 9,  1.0 / 7,  1.0 / 5,  1.0 / 3};             \
@@ -27,13 +25,13 @@
     static const double cos_c[10] = {1.0 / 2432902008176640000.0, -1.0 / 6402373705728000.0,              \
                                      1.0 / 20922789888000.0, -1.0 / 87178291200.0, 1.0 / 479001600.0,     \
                                      -1.0 / 3628800.0, 1.0 / 40320.0, -1.0 / 720.0, 1.0 / 24.0, -1.0 / 2.0}; \
-    enum { L = (VB) / 8 };                                                                                \
+    enum { L = sizeof(VD) / 8 };                                                                          \
     int v, l, i;                                                                                          \
     for (v = 0; v < DT__BM_NP; v += L) {                                                                  \
-      /* x, t and q start at zero: their lanes are set one by one below, which a newer GCC \
-         (the GPU machine's) -Wuninitialized calls a use of the whole vector */                                        \
-      dt__bm_d##SUF x = {0}, t = {0}, mant, m, ed, f, s, z, p, lg, r, a, zz, ps, pc, sn, cs, S, C, c, d, rc, rd;      \
-      dt__bm_i##SUF bits, ex, big, lo, q = {0}, q0, q1, q2, q3;                                                 \
+      /* x, t and q start at zero: their lanes are set one by one below, which some GCC versions'         \
+         -Wuninitialized call a use of the whole vector */                                                \
+      VD x = {0}, t = {0}, mant, m, ed, f, s, z, p, lg, r, a, zz, ps, pc, sn, cs, S, C, c, d, rc, rd;     \
+      VI bits, ex, big, lo, q = {0}, q0, q1, q2, q3;                                                      \
       for (l = 0; l < L; l++) {                                                                           \
         x[l] = (double)w0[v + l] + 1.0;                                                                   \
         t[l] = (double)(w1[v + l] & 0x3FFFFFFFu);                                                         \
@@ -42,24 +40,24 @@
       x = x * (1.0 / 4294967296.0); /* u1 in (0, 1], exact */                                             \
       t = t * (1.0 / 1073741824.0);                                                                       \
       /* dt__log_unit(x): m = x 2^-e in [sqrt(1/2), sqrt(2)) (x = 1: m = 1, e = 0) */                     \
-      bits = (dt__bm_i##SUF)x;                                                                            \
+      bits = (VI)x;                                                                                       \
       ex = ((bits >> 52) & 0x7FF) - 1023;                                                                 \
-      mant = (dt__bm_d##SUF)((bits & 0x000FFFFFFFFFFFFFLL) | 0x3FF0000000000000LL); /* [1, 2) */          \
-      big = (dt__bm_i##SUF)(mant >= 2.0 * 0.7071067811865476);                                            \
-      m = (dt__bm_d##SUF)(((dt__bm_i##SUF)(mant * 0.5) & big) | ((dt__bm_i##SUF)mant & ~big));            \
+      mant = (VD)((bits & 0x000FFFFFFFFFFFFFLL) | 0x3FF0000000000000LL); /* [1, 2) */                     \
+      big = (VI)(mant >= 2.0 * 0.7071067811865476);                                                       \
+      m = (VD)(((VI)(mant * 0.5) & big) | ((VI)mant & ~big));                                             \
       ex = ex - big;                                                                                      \
-      ed = (dt__bm_d##SUF)((ex + 1024) | 0x4330000000000000LL) - 4503599627371520.0; /* (double)e */      \
+      ed = (VD)((ex + 1024) | 0x4330000000000000LL) - 4503599627371520.0; /* (double)e */                 \
       f = m + -1.0;                                                                                       \
       s = f / (f + 2.0);                                                                                  \
       z = s * s;                                                                                          \
       p = z * 0.0 + lc[0]; /* z >= 0: lc[0] */                                                            \
       for (i = 1; i < 13; i++) p = p * z + lc[i];                                                         \
-      lg = ed * 0.6931471806019545 + (ed * -4.2009150726810846e-11 + (2.0 * s + (2.0 * s) * (z * p)));   \
+      lg = ed * 0.6931471806019545 + (ed * -4.2009150726810846e-11 + (2.0 * s + (2.0 * s) * (z * p)));    \
       r = -2.0 * lg;                                                                                      \
       for (l = 0; l < L; l++) r[l] = DT__DSQRT(r[l]);                                                     \
       /* sin and cos of the octant */                                                                     \
-      lo = (dt__bm_i##SUF)(t <= 0.5);                                                                     \
-      a = (dt__bm_d##SUF)(((dt__bm_i##SUF)t & lo) | ((dt__bm_i##SUF)(1.0 + -t) & ~lo));                   \
+      lo = (VI)(t <= 0.5);                                                                                \
+      a = (VD)(((VI)t & lo) | ((VI)(1.0 + -t) & ~lo));                                                    \
       a = a * 1.5707963267948966;                                                                         \
       zz = a * a;                                                                                         \
       ps = zz * 0.0 + sin_c[0];                                                                           \
@@ -68,27 +66,28 @@
       for (i = 1; i < 10; i++) pc = pc * zz + cos_c[i];                                                   \
       sn = a + (a * zz) * ps;                                                                             \
       cs = 1.0 + zz * pc;                                                                                 \
-      S = (dt__bm_d##SUF)(((dt__bm_i##SUF)sn & lo) | ((dt__bm_i##SUF)cs & ~lo));                          \
-      C = (dt__bm_d##SUF)(((dt__bm_i##SUF)cs & lo) | ((dt__bm_i##SUF)sn & ~lo));                          \
-      q0 = (dt__bm_i##SUF)(q == 0); q1 = (dt__bm_i##SUF)(q == 1);                                         \
-      q2 = (dt__bm_i##SUF)(q == 2); q3 = (dt__bm_i##SUF)(q == 3);                                         \
-      c = (dt__bm_d##SUF)(((dt__bm_i##SUF)C & q0) | ((dt__bm_i##SUF)(-S) & q1) |                         \
-                          ((dt__bm_i##SUF)(-C) & q2) | ((dt__bm_i##SUF)S & q3));                          \
-      d = (dt__bm_d##SUF)(((dt__bm_i##SUF)S & q0) | ((dt__bm_i##SUF)C & q1) |                             \
-                          ((dt__bm_i##SUF)(-S) & q2) | ((dt__bm_i##SUF)(-C) & q3));                       \
+      S = (VD)(((VI)sn & lo) | ((VI)cs & ~lo));                                                           \
+      C = (VD)(((VI)cs & lo) | ((VI)sn & ~lo));                                                           \
+      q0 = (VI)(q == 0); q1 = (VI)(q == 1);                                                               \
+      q2 = (VI)(q == 2); q3 = (VI)(q == 3);                                                               \
+      c = (VD)(((VI)C & q0) | ((VI)(-S) & q1) |                                                           \
+                          ((VI)(-C) & q2) | ((VI)S & q3));                                                \
+      d = (VD)(((VI)S & q0) | ((VI)C & q1) |                                                              \
+                          ((VI)(-S) & q2) | ((VI)(-C) & q3));                                             \
       rc = r * c;                                                                                         \
       rd = r * d;                                                                                         \
-      for (l = 0; l < L; l++) { z0[v + l] = (float)rc[l]; z1[v + l] = (float)rd[l]; }                    \
+      for (l = 0; l < L; l++) { z0[v + l] = (float)rc[l]; z1[v + l] = (float)rd[l]; }                     \
     }                                                                                                     \
-  }                                                                                                      \
-  typedef unsigned long long dt__bm_u##SUF __attribute__((vector_size(VB)));                              \
-  /* dt__philox_block for blocks j0 .. j0 + DT__BM_NP / 2 - 1, words in pair order: pair 2b is words 0 \
-     and 1 of block b, pair 2b + 1 words 2 and 3 */                                                     \
-  TARGET static void dt__philox_n##SUF(uint64_t seed, uint64_t draw, uint64_t j0, uint32_t *w0, uint32_t *w1) { \
-    enum { L = (VB) / 8 };                                                                                \
+  }
+
+/* dt__philox_block for blocks j0 .. j0 + DT__BM_NP / 2 - 1, words in pair order: pair 2b is words 0      \
+   and 1 of block b, pair 2b + 1 words 2 and 3 */
+#define DT__BM_PHILOX_N(NAME, TARGET, VU)                                                                 \
+  TARGET static void NAME(uint64_t seed, uint64_t draw, uint64_t j0, uint32_t *w0, uint32_t *w1) {        \
+    enum { L = sizeof(VU) / 8 };                                                                          \
     int v, l, r;                                                                                          \
     for (v = 0; v < DT__BM_NP / 2; v += L) {                                                              \
-      dt__bm_u##SUF c0, c1, c2, c3, p0, p1, m32;                                                          \
+      VU c0, c1, c2, c3, p0, p1, m32;                                                                     \
       uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);                                          \
       for (l = 0; l < L; l++) {                                                                           \
         const uint64_t j = j0 + (uint64_t)(v + l);                                                        \
@@ -96,7 +95,7 @@
       }                                                                                                   \
       c2 = m32 & (uint32_t)draw; c3 = m32 & (uint32_t)(draw >> 32);                                       \
       for (r = 0; r < 10; r++) {                                                                          \
-        dt__bm_u##SUF n0, n2;                                                                             \
+        VU n0, n2;                                                                                        \
         p0 = c0 * 0xD2511F53u; p1 = c2 * 0xCD9E8D57u;                                                     \
         n0 = (p1 >> 32) ^ c1 ^ k0; n2 = (p0 >> 32) ^ c3 ^ k1;                                             \
         c1 = p1 & m32; c3 = p0 & m32; c0 = n0; c2 = n2;                                                   \
@@ -109,9 +108,20 @@
       }                                                                                                   \
     }                                                                                                     \
   }
-DT__BM_VARIANT(_base, , 16)
-DT__BM_VARIANT(_avx2, __attribute__((target("avx2"))), 32)
-DT__BM_VARIANT(_avx512, __attribute__((target("avx512f"))), 64)
+
+/* the variants' vectors of 64-bit integers (their doubles: dt__vd_*) */
+typedef long long dt__bm_i_base __attribute__((vector_size(16)));
+typedef unsigned long long dt__bm_u_base __attribute__((vector_size(16)));
+typedef long long dt__bm_i_avx2 __attribute__((vector_size(32)));
+typedef unsigned long long dt__bm_u_avx2 __attribute__((vector_size(32)));
+typedef long long dt__bm_i_avx512 __attribute__((vector_size(64)));
+typedef unsigned long long dt__bm_u_avx512 __attribute__((vector_size(64)));
+DT__BM_BOX_MULLER_N(dt__box_muller_n_base, DT__TARGET_BASE, dt__vd_base, dt__bm_i_base)
+DT__BM_PHILOX_N(dt__philox_n_base, DT__TARGET_BASE, dt__bm_u_base)
+DT__BM_BOX_MULLER_N(dt__box_muller_n_avx2, DT__TARGET_AVX2, dt__vd_avx2, dt__bm_i_avx2)
+DT__BM_PHILOX_N(dt__philox_n_avx2, DT__TARGET_AVX2, dt__bm_u_avx2)
+DT__BM_BOX_MULLER_N(dt__box_muller_n_avx512, DT__TARGET_AVX512, dt__vd_avx512, dt__bm_i_avx512)
+DT__BM_PHILOX_N(dt__philox_n_avx512, DT__TARGET_AVX512, dt__bm_u_avx512)
 typedef void (*dt__box_muller_n_fn)(const uint32_t *w0, const uint32_t *w1, float *z0, float *z1);
 typedef void (*dt__philox_n_fn)(uint64_t seed, uint64_t draw, uint64_t j0, uint32_t *w0, uint32_t *w1);
 static const dt__philox_n_fn dt__philox_n_tab[DT__EW_NISA] = {dt__philox_n_base, dt__philox_n_avx2, dt__philox_n_avx512};

@@ -82,9 +82,8 @@ static void dt__red_task_rows(void *ctx, int64_t lo, int64_t hi) {
 }
 
 /* (outer, inner) split in tiles of DT__COL_TILE columns (inner > 1): item it is tile (o, columns
-   i0 .. i0 + cnt). Tiles of 64 columns gave a (256, 256) column sum 4 tasks, but each took as
-   long as one tile of 256 (27 us on one thread against 14), and in a training step the 2-thread
-   sum was slower than one thread's. */
+   i0 .. i0 + cnt). Narrower tiles (64 columns) give a (256, 256) column sum more tasks, but each
+   takes nearly as long as a tile of 256, and two threads were slower than one. */
 #define DT__COL_TILE 256
 typedef struct dt__col_tile {
   int64_t o, i0, cnt;

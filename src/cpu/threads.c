@@ -6,22 +6,21 @@
    - small work (fewer than two grains of elements) is a plain call, no lock, no thread wake-up;
    - if a worker cannot be started (no memory for its stack) the pool has fewer workers, down to
      none, and the work runs on the calling thread; once started, a dispatch allocates nothing;
-   - idle workers spin briefly (DT__POOL_SPIN pause instructions, some 100 microseconds) for the
-     next job, then sleep on a condition variable; the caller takes chunks as the workers do and
-     waits (the same short spin, then the condition variable) only for chunks a worker has taken,
-     so a worker that does not get a core soon costs nothing but its share of the speed-up;
-   - waking a sleeping worker costs the caller a system call (10-50 us on a VM whose idle vCPU
-     halts), more than a job of a few chunks takes: such a small job wakes sleepers only every
-     DT__POOL_WAKE_AFTER-th time (a worker still spinning joins it anyway); a worker that finds
-     the job it woke for already done spins for the next one instead of sleeping again;
+   - idle workers spin briefly (DT__POOL_SPIN pause instructions) for the next job, then sleep
+     on a condition variable; the caller takes chunks as the workers do and waits (the same
+     short spin, then the condition variable) only for chunks a worker has taken, so a worker
+     that does not get a core soon costs nothing but its share of the speed-up;
+   - waking a sleeping worker costs the caller a system call (tens of microseconds on a VM whose
+     idle vCPU halts), more than a job of a few chunks takes: such a small job wakes sleepers
+     only every DT__POOL_WAKE_AFTER-th time (a worker still spinning joins it anyway); a worker
+     that finds the job it woke for already done spins for the next one instead of sleeping again;
    - a long spin yields the core now and then: a busy machine can put a worker on the caller's
-     core, where its spinning took the time the caller needed (2 threads ran an add of 10^5 2x
-     slower than 1 beside a spinning process; now as fast);
+     core, where its spinning would take the time the caller needs;
    - the chunks are split into one contiguous range per thread, and each thread (the caller 0,
      worker i always i) starts on its own range, then takes chunks from the others' ranges; so
      the same part of the data goes to the same core call after call, and stays in that core's
-     caches (a VM's two cores may sit on two L3s: a sum of 64 MiB ran 3x faster that way), while
-     a thread that falls behind still has its range finished by the others;
+     caches (a VM's two cores may sit on two L3s), while a thread that falls behind still has its
+     range finished by the others;
    - one job at a time: a second thread that finds the pool busy runs its work itself;
    - a forked child runs everything on its one thread.
    Chunk boundaries depend on the size of the work only, never on the number of threads, so the
@@ -72,11 +71,11 @@ static dt__pool_t dt__pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZE
 static pthread_once_t dt__pool_once = PTHREAD_ONCE_INIT;
 
 /* Spins before sleeping, in iterations of a pause instruction (a few to a few hundred cycles
-   each, by processor; 10000 were 200 us on a Zen 5 VM): a training step's operations come a few
-   microseconds apart, its serial parts (a small layer, the loss) take tens, and on a virtual
-   machine a futex wake costs tens of microseconds, more than many of them take. 2000 spins let
-   the worker fall asleep in each Fashion-MNIST step: an epoch took 0.236 s, against 0.227 s. The
-   spin yields the core (dt__pool_relax), so on a loaded machine it costs little. */
+   each, by processor): a training step's operations come a few microseconds apart, its serial
+   parts (a small layer, the loss) take tens, and on a virtual machine a futex wake costs tens of
+   microseconds, more than many of them take; a spin much shorter than DT__POOL_SPIN lets the
+   workers fall asleep within each step. The spin yields the core (dt__pool_relax), so on a
+   loaded machine it costs little. */
 #ifndef DT__POOL_SPIN
 #define DT__POOL_SPIN 10000
 #endif
@@ -270,6 +269,6 @@ static void dt__par_for_w(int64_t n, int64_t grain, int maxw, dt__task_w_fn fnw,
   dt__par_run(n, grain, maxw, NULL, fnw, ctx);
 }
 
-/* Grains (items per chunk): about 10-20 us of work each. */
+/* Grains (items per chunk): some ten microseconds of work each. */
 #define DT__GRAIN_MEM 32768  /* memory-bound elementwise work: fill, add, cast, axpy */
 #define DT__GRAIN_MATH 8192  /* exp, log, sqrt, random */
