@@ -101,28 +101,20 @@ typedef struct dt__smax_job {
 
 /* The max of x[0 .. n), NaN if any is NaN (-inf for n 0). No data-dependent branches: on random
    logits the max's branch was mispredicted (half of a 256x10 cross-entropy's time). */
-static float dt__row_max_f32(const float *x, int64_t n) {
-  float m = -INFINITY;
-  int64_t r;
-  int nan = 0;
-  for (r = 0; r < n; r++) {
-    const float v = x[r];
-    nan |= v != v;
-    m = v > m ? v : m;
+#define DT__ROW_MAX_DEFINE(NAME, T)                                                                 \
+  static T NAME(const T *x, int64_t n) {                                                            \
+    T m = -INFINITY;                                                                                \
+    int64_t r;                                                                                      \
+    int nan = 0;                                                                                    \
+    for (r = 0; r < n; r++) {                                                                       \
+      const T v = x[r];                                                                             \
+      nan |= v != v;                                                                                \
+      m = v > m ? v : m;                                                                            \
+    }                                                                                               \
+    return nan ? NAN : m;                                                                           \
   }
-  return nan ? NAN : m;
-}
-static double dt__row_max_f64(const double *x, int64_t n) {
-  double m = -INFINITY;
-  int64_t r;
-  int nan = 0;
-  for (r = 0; r < n; r++) {
-    const double v = x[r];
-    nan |= v != v;
-    m = v > m ? v : m;
-  }
-  return nan ? NAN : m;
-}
+DT__ROW_MAX_DEFINE(dt__row_max_f32, float)
+DT__ROW_MAX_DEFINE(dt__row_max_f64, double)
 
 /* one contiguous F32 row: y = softmax(x) or log_softmax(x) */
 static void dt__smax_row_f32(int lg, int64_t len, const float *x, float *y) {
