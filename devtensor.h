@@ -3833,10 +3833,10 @@ DTDEF dt_status dt_optimizer_step(dt_optimizer *o) {
 }
 
 /* ---- src/io/module_save.c ---- */
+#include <errno.h>
 #if defined(_WIN32)
 #include <sys/stat.h>
 #else
-#include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -3855,6 +3855,94 @@ static const char *dt__st_dtype(dt_dtype t) {
     case DT_U8: return "U8"; case DT_BOOL: return "BOOL";
   }
   return "?";
+}
+
+/* The system's reason for a failed file call, from its errno, in the C library's words
+   (glibc's); strerror itself may share one buffer among threads, so not it. */
+static const char *dt__errno_str(int e) {
+  switch (e) {
+    case 0: return "unknown error";
+#ifdef ENOENT
+    case ENOENT: return "No such file or directory";
+#endif
+#ifdef EACCES
+    case EACCES: return "Permission denied";
+#endif
+#ifdef EPERM
+    case EPERM: return "Operation not permitted";
+#endif
+#ifdef EISDIR
+    case EISDIR: return "Is a directory";
+#endif
+#ifdef ENOTDIR
+    case ENOTDIR: return "Not a directory";
+#endif
+#ifdef ENAMETOOLONG
+    case ENAMETOOLONG: return "File name too long";
+#endif
+#ifdef ELOOP
+    case ELOOP: return "Too many levels of symbolic links";
+#endif
+#ifdef EMFILE
+    case EMFILE: return "Too many open files";
+#endif
+#ifdef ENFILE
+    case ENFILE: return "Too many open files in system";
+#endif
+#ifdef ENOSPC
+    case ENOSPC: return "No space left on device";
+#endif
+#ifdef EDQUOT
+    case EDQUOT: return "Disk quota exceeded";
+#endif
+#ifdef EROFS
+    case EROFS: return "Read-only file system";
+#endif
+#ifdef EEXIST
+    case EEXIST: return "File exists";
+#endif
+#ifdef EIO
+    case EIO: return "Input/output error";
+#endif
+#ifdef EFBIG
+    case EFBIG: return "File too large";
+#endif
+#ifdef ENOMEM
+    case ENOMEM: return "Cannot allocate memory";
+#endif
+#ifdef ETXTBSY
+    case ETXTBSY: return "Text file busy";
+#endif
+#ifdef EBUSY
+    case EBUSY: return "Device or resource busy";
+#endif
+#ifdef ENXIO
+    case ENXIO: return "No such device or address";
+#endif
+#ifdef ENODEV
+    case ENODEV: return "No such device";
+#endif
+#ifdef EINVAL
+    case EINVAL: return "Invalid argument";
+#endif
+#ifdef EOVERFLOW
+    case EOVERFLOW: return "Value too large for defined data type";
+#endif
+#ifdef EXDEV
+    case EXDEV: return "Invalid cross-device link";
+#endif
+#ifdef ESTALE
+    case ESTALE: return "Stale file handle";
+#endif
+    default: return NULL;
+  }
+}
+/* "No such file or directory", or "error 123" for an errno the table lacks, in buf. */
+static const char *dt__errno_text(int e, char *buf, size_t n) {
+  const char *s = dt__errno_str(e);
+  if (s) return s;
+  snprintf(buf, n, "error %d", e);
+  return buf;
 }
 
 static int dt__little_endian(void) { const uint16_t one = 1; return *(const uint8_t *)&one == 1; }
@@ -3881,20 +3969,24 @@ typedef struct dt__wfile {
   int fd;
 #endif
   char *tmp;
+  int err;   /* the errno of the last failed call, for the message */
 } dt__wfile;
 
 static dt_status dt__wfile_open(const char *op, const char *path, dt__wfile *w) {
   size_t cap = strlen(path) + 48;
   const char *kind = NULL;
+  char eb[32];
   int k, have = 0;
 #if defined(_WIN32)
   struct _stat64 st;
+  w->err = 0;
   if (_stat64(path, &st) == 0) {
     have = 1;
     if ((st.st_mode & _S_IFMT) != _S_IFREG) kind = (st.st_mode & _S_IFMT) == _S_IFDIR ? "a directory" : "";
   }
 #else
   struct stat st;
+  w->err = 0;
   if (stat(path, &st) == 0) {
     have = 1;
     if (!S_ISREG(st.st_mode))
@@ -3915,6 +4007,7 @@ static dt_status dt__wfile_open(const char *op, const char *path, dt__wfile *w) 
     snprintf(w->tmp, cap, "%s.tmp%lx.%d", path, (unsigned long)((uintptr_t)w >> 4), k);
     if (_stat64(w->tmp, &st) == 0) continue;
     if ((w->f = fopen(w->tmp, "wb")) != NULL) break;
+    w->err = errno;
 #else
     int fd;
     snprintf(w->tmp, cap, "%s.tmp%lx.%lx.%d", path, (unsigned long)getpid(), (unsigned long)((uintptr_t)w >> 4), k);
@@ -3925,6 +4018,7 @@ static dt_status dt__wfile_open(const char *op, const char *path, dt__wfile *w) 
       w->fd = fd;
       break;
     }
+    w->err = errno;
     if (errno != EEXIST) break;
 #endif
   }
@@ -3936,7 +4030,8 @@ static dt_status dt__wfile_open(const char *op, const char *path, dt__wfile *w) 
 #endif
     DT_FREE(w->tmp);
     w->tmp = NULL;
-    return dt__fail(DT_ERR_IO, "%s: cannot open %s for writing (a temporary file beside it could not be created)", op, path);
+    return dt__fail(DT_ERR_IO, "%s: cannot open %s for writing (a temporary file beside it could not be created: %s)", op, path,
+                    dt__errno_text(w->err, eb, sizeof eb));
   }
   return DT_OK;
 }
@@ -3944,33 +4039,42 @@ static dt_status dt__wfile_open(const char *op, const char *path, dt__wfile *w) 
 /* n bytes at the end of w: 1 when written, 0 on an error. */
 static int dt__wfile_write(dt__wfile *w, const void *buf, size_t n) {
 #if defined(_WIN32)
-  return fwrite(buf, 1, n, w->f) == n;
+  if (fwrite(buf, 1, n, w->f) == n) return 1;
+  w->err = errno;
+  return 0;
 #else
   size_t at = 0;
   while (at < n) {
     size_t want = n - at < ((size_t)1 << 30) ? n - at : ((size_t)1 << 30);
     long k = (long)write(w->fd, (const char *)buf + at, want);
     if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return 0;
+    if (k <= 0) { w->err = k < 0 ? errno : 0; return 0; }
     at += (size_t)k;
   }
   return 1;
 #endif
 }
 
+/* A failed write to w as the status of the save. */
+static dt_status dt__wfile_write_failed(const char *op, const char *path, const dt__wfile *w) {
+  char eb[32];
+  return dt__fail(DT_ERR_IO, "%s: writing %s failed: %s", op, path, w->err ? dt__errno_text(w->err, eb, sizeof eb) : "nothing was written");
+}
+
 /* Closes w; when s is DT_OK, puts it in place of path (or fails with DT_ERR_IO), else
    removes it. Returns the status of the save. */
 static dt_status dt__wfile_finish(const char *op, const char *path, dt__wfile *w, dt_status s) {
+  char eb[32];
 #if defined(_WIN32)
-  if (fclose(w->f) != 0 && s == DT_OK) s = dt__fail(DT_ERR_IO, "%s: writing %s failed", op, path);
+  if (fclose(w->f) != 0 && s == DT_OK) { w->err = errno; s = dt__wfile_write_failed(op, path, w); }
   if (s == DT_OK) {
     remove(path);
-    if (rename(w->tmp, path) != 0) s = dt__fail(DT_ERR_IO, "%s: cannot replace %s", op, path);
+    if (rename(w->tmp, path) != 0) s = dt__fail(DT_ERR_IO, "%s: cannot replace %s: %s", op, path, dt__errno_text(errno, eb, sizeof eb));
   }
   if (s != DT_OK) remove(w->tmp);
 #else
-  if (close(w->fd) != 0 && s == DT_OK) s = dt__fail(DT_ERR_IO, "%s: writing %s failed", op, path);
-  if (s == DT_OK && rename(w->tmp, path) != 0) s = dt__fail(DT_ERR_IO, "%s: cannot replace %s", op, path);
+  if (close(w->fd) != 0 && s == DT_OK) { w->err = errno; s = dt__wfile_write_failed(op, path, w); }
+  if (s == DT_OK && rename(w->tmp, path) != 0) s = dt__fail(DT_ERR_IO, "%s: cannot replace %s: %s", op, path, dt__errno_text(errno, eb, sizeof eb));
   if (s != DT_OK) unlink(w->tmp);
 #endif
   DT_FREE(w->tmp);
@@ -4025,12 +4129,12 @@ DTDEF dt_status dt_module_save(const dt_module *mc, const char *path) {
   if (maxbytes && !(host = DT_MALLOC(maxbytes))) { s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); goto done; }
   if ((s = dt__wfile_open(op, path, &f)) != DT_OK) goto done;
   opened = 1;
-  if (!dt__wfile_write(&f, lenbuf, 8) || !dt__wfile_write(&f, hdr, len)) { s = dt__fail(DT_ERR_IO, "%s: writing %s failed", op, path); goto done; }
+  if (!dt__wfile_write(&f, lenbuf, 8) || !dt__wfile_write(&f, hdr, len)) { s = dt__wfile_write_failed(op, path, &f); goto done; }
   for (i = 0; i < m->nparams; i++) {
     dt_tensor *t = m->params[i];
     if (t->nbytes == 0) continue;
     if ((s = dt_to_host(t, host, maxbytes)) != DT_OK) goto done;
-    if (!dt__wfile_write(&f, host, t->nbytes)) { s = dt__fail(DT_ERR_IO, "%s: writing %s failed", op, path); goto done; }
+    if (!dt__wfile_write(&f, host, t->nbytes)) { s = dt__wfile_write_failed(op, path, &f); goto done; }
   }
 done:
   if (opened) s = dt__wfile_finish(op, path, &f, s);
@@ -4350,21 +4454,29 @@ typedef struct dt__rfile {
 #else
   int fd;
 #endif
+  int err;   /* the errno of a failed read, for the message */
 } dt__rfile;
 
 static dt_status dt__rfile_open(const char *op, const char *path, dt__rfile *r) {
   const char *kind = NULL;
+  char eb[32];
 #if defined(_WIN32)
   struct _stat64 st;
+  r->err = 0;
   if (_stat64(path, &st) == 0 && (st.st_mode & _S_IFMT) != _S_IFREG) kind = (st.st_mode & _S_IFMT) == _S_IFDIR ? "a directory" : "";
-  if (!kind && !(r->f = fopen(path, "rb"))) return dt__fail(DT_ERR_IO, "%s: cannot open %s", op, path);
+  if (!kind && !(r->f = fopen(path, "rb"))) return dt__fail(DT_ERR_IO, "%s: cannot open %s: %s", op, path, dt__errno_text(errno, eb, sizeof eb));
 #else
   struct stat st;
-  int fd, fl;
+  int fd, fl, e;
+  r->err = 0;
   do fd = open(path, O_RDONLY | O_NONBLOCK | DT__O_CLOEXEC); while (fd < 0 && errno == EINTR);
-  if (fd < 0) return dt__fail(DT_ERR_IO, "%s: cannot open %s", op, path);
+  if (fd < 0) return dt__fail(DT_ERR_IO, "%s: cannot open %s: %s", op, path, dt__errno_text(errno, eb, sizeof eb));
   dt__cloexec(fd);
-  if (fstat(fd, &st) != 0) { close(fd); return dt__fail(DT_ERR_IO, "%s: cannot read %s", op, path); }
+  if (fstat(fd, &st) != 0) {
+    e = errno;
+    close(fd);
+    return dt__fail(DT_ERR_IO, "%s: cannot read %s: %s", op, path, dt__errno_text(e, eb, sizeof eb));
+  }
   if (!S_ISREG(st.st_mode))
     kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) ? "a character device"
          : S_ISBLK(st.st_mode) ? "a block device" : "";
@@ -4384,18 +4496,29 @@ static int dt__rfile_read(dt__rfile *r, void *buf, size_t n, size_t *got) {
 #if defined(_WIN32)
   at = fread(buf, 1, n, r->f);
   if (got) *got = at;
-  return at == n ? 1 : ferror(r->f) ? -1 : 0;
+  if (at != n && ferror(r->f)) { r->err = errno; return -1; }
+  return at == n;
 #else
   while (at < n) {
     size_t want = n - at < ((size_t)1 << 30) ? n - at : ((size_t)1 << 30);
     long k = (long)read(r->fd, (char *)buf + at, want);
     if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) { if (got) *got = at; return k < 0 ? -1 : 0; }
+    if (k <= 0) {
+      if (got) *got = at;
+      if (k < 0) r->err = errno;
+      return k < 0 ? -1 : 0;
+    }
     at += (size_t)k;
   }
   if (got) *got = at;
   return 1;
 #endif
+}
+
+/* A failed read of r as a status. */
+static dt_status dt__rfile_read_failed(const char *op, const char *path, const dt__rfile *r) {
+  char eb[32];
+  return dt__fail(DT_ERR_IO, "%s: reading %s failed: %s", op, path, dt__errno_text(r->err, eb, sizeof eb));
 }
 
 static void dt__rfile_close(dt__rfile *r) {
@@ -4415,7 +4538,7 @@ static dt_status dt__st_read_header(const char *op, const char *path, dt__rfile 
   char *hdr;
   int k, rc;
   if ((rc = dt__rfile_read(f, lenbuf, 8, &got)) != 1) {
-    if (rc < 0) return dt__fail(DT_ERR_IO, "%s: cannot read %s", op, path);
+    if (rc < 0) return dt__rfile_read_failed(op, path, f);
     return dt__fail(DT_ERR_FORMAT, "%s: %s is too short for a safetensors file (%llu bytes)", op, path, (unsigned long long)got);
   }
   for (k = 7; k >= 0; k--) hlen = (hlen << 8) | lenbuf[k];
@@ -4436,7 +4559,7 @@ static dt_status dt__st_read_header(const char *op, const char *path, dt__rfile 
     want = cap - got;
     if ((rc = dt__rfile_read(f, hdr + got, want, NULL)) != 1) {
       DT_FREE(hdr);
-      if (rc < 0) return dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
+      if (rc < 0) return dt__rfile_read_failed(op, path, f);
       return dt__fail(DT_ERR_FORMAT, "%s: %s: header length %llu runs past the end of the file", op, path, (unsigned long long)hlen);
     }
     got = cap;
@@ -4579,7 +4702,7 @@ static dt_status dt__st_read_data(const char *op, const char *path, dt_module *m
       if (!(host = DT_MALLOC(t->nbytes))) return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
       if ((rc = dt__rfile_read(f, host, t->nbytes, NULL)) != 1) {
         DT_FREE(host);
-        if (rc < 0) return dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
+        if (rc < 0) return dt__rfile_read_failed(op, path, f);
         return dt__fail(DT_ERR_FORMAT, "%s: %s is cut short: the data of \"%s\" is [%llu, %llu] but the file ends before", op, path,
                         m->names[e->idx], (unsigned long long)e->begin, (unsigned long long)e->end);
       }
@@ -4589,7 +4712,7 @@ static dt_status dt__st_read_data(const char *op, const char *path, dt_module *m
     if (!fresh[e->idx]) return dt_last_status();
   }
   if ((rc = dt__rfile_read(f, &one, 1, NULL)) != 0) {
-    if (rc < 0) return dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
+    if (rc < 0) return dt__rfile_read_failed(op, path, f);
     if (m->nparams)
       return dt__fail(DT_ERR_FORMAT, "%s: %s: bytes follow the data of the last tensor, \"%s\", which ends at data byte %llu (safetensors data has no trailing bytes)",
                       op, path, m->names[ents[m->nparams - 1].idx], (unsigned long long)end);
@@ -5691,11 +5814,11 @@ DTDEF dt_status dt_save_tensors(const char *path, const char *const *names, cons
   if (maxbytes && !(host = DT_MALLOC(maxbytes))) { s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); goto done; }
   if ((s = dt__wfile_open(op, path, &f)) != DT_OK) goto done;
   opened = 1;
-  if (!dt__wfile_write(&f, lenbuf, 8) || !dt__wfile_write(&f, hdr, len)) { s = dt__fail(DT_ERR_IO, "%s: writing %s failed", op, path); goto done; }
+  if (!dt__wfile_write(&f, lenbuf, 8) || !dt__wfile_write(&f, hdr, len)) { s = dt__wfile_write_failed(op, path, &f); goto done; }
   for (i = 0; i < n; i++) {
     if (ts[i]->nbytes == 0) continue;
     if ((s = dt_to_host(ts[i], host, maxbytes)) != DT_OK) goto done;
-    if (!dt__wfile_write(&f, host, ts[i]->nbytes)) { s = dt__fail(DT_ERR_IO, "%s: writing %s failed", op, path); goto done; }
+    if (!dt__wfile_write(&f, host, ts[i]->nbytes)) { s = dt__wfile_write_failed(op, path, &f); goto done; }
   }
 done:
   if (opened) s = dt__wfile_finish(op, path, &f, s);
@@ -5928,7 +6051,7 @@ DTDEF dt_status dt_load_tensors(const char *path, dt_device dev, int *n_out, cha
     for (i = 0; i < e->ndim; i++) es.dims[i] = (int64_t)e->dims[i];
     if ((rc = dt__st_read_grow(&f, nb, &host)) != 1) {
       if (rc == -2) s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host reading \"%s\" (%zu bytes)", op, names[e->idx], nb);
-      else if (rc < 0) s = dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
+      else if (rc < 0) s = dt__rfile_read_failed(op, path, &f);
       else s = dt__fail(DT_ERR_FORMAT, "%s: %s is cut short: the data of \"%s\" is [%llu, %llu] but the file ends before", op, path,
                         names[e->idx], (unsigned long long)e->begin, (unsigned long long)e->end);
       goto done;
@@ -5938,7 +6061,7 @@ DTDEF dt_status dt_load_tensors(const char *path, dt_device dev, int *n_out, cha
     if (!ts[e->idx]) { s = dt_last_status(); goto done; }
   }
   if ((rc = dt__rfile_read(&f, &one, 1, NULL)) != 0) {
-    if (rc < 0) s = dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
+    if (rc < 0) s = dt__rfile_read_failed(op, path, &f);
     else s = dt__fail(DT_ERR_FORMAT, "%s: %s: bytes follow the last tensor's data, which ends at data byte %llu (safetensors data has no trailing bytes)",
                       op, path, (unsigned long long)at);
     goto done;

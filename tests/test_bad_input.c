@@ -684,6 +684,8 @@ static dt_status eval_ce(const dt_tensor *y) {
   X_(load_dir, DT_ERR_IO, "dt_module_load:", "build", bad(dt_module_load(NET, "build")))                                    \
   X_(load_dir_words, DT_ERR_IO, "dt_module_load:", "=build is a directory, not a regular file", bad(dt_module_load(NET, "build"))) \
   X_(load_device, DT_ERR_IO, "dt_module_load:", "=/dev/null is a character device, not a regular file", POSIX_ONLY(bad(dt_module_load(NET, "/dev/null")))) \
+  X_(load_missing_reason, DT_ERR_IO, "dt_module_load:", "=cannot open build/no/such/dir/x.safetensors: No such file or directory", bad(dt_module_load(NET, OUTPATH))) \
+  X_(save_nodir_reason, DT_ERR_IO, "dt_module_save:", "=cannot open build/no/such/dir/x.safetensors for writing (a temporary file beside it could not be created: No such file or directory)", bad(dt_module_save(NET, OUTPATH))) \
   X_(seq_add_too_deep, DT_ERR_INVALID_ARGUMENT, "dt_sequential_add:", "=sequentials nest at most 64 deep (DT_MODULE_MAX_DEPTH), but seq is 64 deep and the layer holds 1 more, which would make 65", bad(add_too_deep())) \
   X_(forward_in_words, DT_ERR_SHAPE, "dt_forward:", "=layer 0 (linear, 3 -> 4) takes 3 features, but the network's input has shape (5, 2)", nul(dt_forward(NET, Y))) \
   /* interop */                                                                                                             \
@@ -708,6 +710,8 @@ static dt_status eval_ce(const dt_tensor *y) {
   X_(load_tensors_gpu7, DT_ERR_NO_DEVICE, "dt_load_tensors:", "cuda:7", bad(dt_load_tensors(BADFILE, GPU7, &LN, &LNAMES, &LTS))) \
   X_(load_tensors_missing, DT_ERR_IO, "dt_load_tensors:", "no/such/dir", bad(dt_load_tensors(OUTPATH, dt_cpu(), &LN, &LNAMES, &LTS))) \
   X_(load_tensors_corrupt, DT_ERR_FORMAT, "dt_load_tensors:", "header length", bad(dt_load_tensors(BADFILE, dt_cpu(), &LN, &LNAMES, &LTS))) \
+  X_(load_tensors_missing_reason, DT_ERR_IO, "dt_load_tensors:", "=cannot open build/no/such/dir/x.safetensors: No such file or directory", bad(dt_load_tensors(OUTPATH, dt_cpu(), &LN, &LNAMES, &LTS))) \
+  X_(save_tensors_nodir_reason, DT_ERR_IO, "dt_save_tensors:", "=cannot open build/no/such/dir/x.safetensors for writing (a temporary file beside it could not be created: No such file or directory)", bad(dt_save_tensors(OUTPATH, NAMES1, STK, 1))) \
   /* optimizers and no_grad */                                                                                         \
   X_(sgd_new_null, DT_ERR_INVALID_ARGUMENT, "dt_sgd:", "=m is NULL", nulo(dt_sgd(NULL, 0.1, 0, 0)))                              \
   X_(sgd_lr_neg, DT_ERR_INVALID_ARGUMENT, "dt_sgd:", "=invalid learning rate lr = -0.1 (expected a finite lr >= 0)", nulo(dt_sgd(NET, -0.1, 0, 0))) \

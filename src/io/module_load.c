@@ -99,21 +99,29 @@ typedef struct dt__rfile {
 #else
   int fd;
 #endif
+  int err;   /* the errno of a failed read, for the message */
 } dt__rfile;
 
 static dt_status dt__rfile_open(const char *op, const char *path, dt__rfile *r) {
   const char *kind = NULL;
+  char eb[32];
 #if defined(_WIN32)
   struct _stat64 st;
+  r->err = 0;
   if (_stat64(path, &st) == 0 && (st.st_mode & _S_IFMT) != _S_IFREG) kind = (st.st_mode & _S_IFMT) == _S_IFDIR ? "a directory" : "";
-  if (!kind && !(r->f = fopen(path, "rb"))) return dt__fail(DT_ERR_IO, "%s: cannot open %s", op, path);
+  if (!kind && !(r->f = fopen(path, "rb"))) return dt__fail(DT_ERR_IO, "%s: cannot open %s: %s", op, path, dt__errno_text(errno, eb, sizeof eb));
 #else
   struct stat st;
-  int fd, fl;
+  int fd, fl, e;
+  r->err = 0;
   do fd = open(path, O_RDONLY | O_NONBLOCK | DT__O_CLOEXEC); while (fd < 0 && errno == EINTR);
-  if (fd < 0) return dt__fail(DT_ERR_IO, "%s: cannot open %s", op, path);
+  if (fd < 0) return dt__fail(DT_ERR_IO, "%s: cannot open %s: %s", op, path, dt__errno_text(errno, eb, sizeof eb));
   dt__cloexec(fd);
-  if (fstat(fd, &st) != 0) { close(fd); return dt__fail(DT_ERR_IO, "%s: cannot read %s", op, path); }
+  if (fstat(fd, &st) != 0) {
+    e = errno;
+    close(fd);
+    return dt__fail(DT_ERR_IO, "%s: cannot read %s: %s", op, path, dt__errno_text(e, eb, sizeof eb));
+  }
   if (!S_ISREG(st.st_mode))
     kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) ? "a character device"
          : S_ISBLK(st.st_mode) ? "a block device" : "";
@@ -133,18 +141,29 @@ static int dt__rfile_read(dt__rfile *r, void *buf, size_t n, size_t *got) {
 #if defined(_WIN32)
   at = fread(buf, 1, n, r->f);
   if (got) *got = at;
-  return at == n ? 1 : ferror(r->f) ? -1 : 0;
+  if (at != n && ferror(r->f)) { r->err = errno; return -1; }
+  return at == n;
 #else
   while (at < n) {
     size_t want = n - at < ((size_t)1 << 30) ? n - at : ((size_t)1 << 30);
     long k = (long)read(r->fd, (char *)buf + at, want);
     if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) { if (got) *got = at; return k < 0 ? -1 : 0; }
+    if (k <= 0) {
+      if (got) *got = at;
+      if (k < 0) r->err = errno;
+      return k < 0 ? -1 : 0;
+    }
     at += (size_t)k;
   }
   if (got) *got = at;
   return 1;
 #endif
+}
+
+/* A failed read of r as a status. */
+static dt_status dt__rfile_read_failed(const char *op, const char *path, const dt__rfile *r) {
+  char eb[32];
+  return dt__fail(DT_ERR_IO, "%s: reading %s failed: %s", op, path, dt__errno_text(r->err, eb, sizeof eb));
 }
 
 static void dt__rfile_close(dt__rfile *r) {
@@ -164,7 +183,7 @@ static dt_status dt__st_read_header(const char *op, const char *path, dt__rfile 
   char *hdr;
   int k, rc;
   if ((rc = dt__rfile_read(f, lenbuf, 8, &got)) != 1) {
-    if (rc < 0) return dt__fail(DT_ERR_IO, "%s: cannot read %s", op, path);
+    if (rc < 0) return dt__rfile_read_failed(op, path, f);
     return dt__fail(DT_ERR_FORMAT, "%s: %s is too short for a safetensors file (%llu bytes)", op, path, (unsigned long long)got);
   }
   for (k = 7; k >= 0; k--) hlen = (hlen << 8) | lenbuf[k];
@@ -185,7 +204,7 @@ static dt_status dt__st_read_header(const char *op, const char *path, dt__rfile 
     want = cap - got;
     if ((rc = dt__rfile_read(f, hdr + got, want, NULL)) != 1) {
       DT_FREE(hdr);
-      if (rc < 0) return dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
+      if (rc < 0) return dt__rfile_read_failed(op, path, f);
       return dt__fail(DT_ERR_FORMAT, "%s: %s: header length %llu runs past the end of the file", op, path, (unsigned long long)hlen);
     }
     got = cap;
@@ -328,7 +347,7 @@ static dt_status dt__st_read_data(const char *op, const char *path, dt_module *m
       if (!(host = DT_MALLOC(t->nbytes))) return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
       if ((rc = dt__rfile_read(f, host, t->nbytes, NULL)) != 1) {
         DT_FREE(host);
-        if (rc < 0) return dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
+        if (rc < 0) return dt__rfile_read_failed(op, path, f);
         return dt__fail(DT_ERR_FORMAT, "%s: %s is cut short: the data of \"%s\" is [%llu, %llu] but the file ends before", op, path,
                         m->names[e->idx], (unsigned long long)e->begin, (unsigned long long)e->end);
       }
@@ -338,7 +357,7 @@ static dt_status dt__st_read_data(const char *op, const char *path, dt_module *m
     if (!fresh[e->idx]) return dt_last_status();
   }
   if ((rc = dt__rfile_read(f, &one, 1, NULL)) != 0) {
-    if (rc < 0) return dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
+    if (rc < 0) return dt__rfile_read_failed(op, path, f);
     if (m->nparams)
       return dt__fail(DT_ERR_FORMAT, "%s: %s: bytes follow the data of the last tensor, \"%s\", which ends at data byte %llu (safetensors data has no trailing bytes)",
                       op, path, m->names[ents[m->nparams - 1].idx], (unsigned long long)end);
