@@ -57,6 +57,8 @@ static char NEED1[160], NEED2[160]; /* why a row that needs one or two GPUs skip
 static dt_trainer TR;
 static char OUTPATH[256];  /* a file that cannot be created */
 static char BADFILE[256];  /* a corrupt safetensors file */
+static char TEXTFILE[256]; /* a text file, the start of /etc/passwd */
+static char SHORTFILE[256]; /* a header length of 100 and 2 bytes after it */
 static char SMALLBUF[64];
 static FILE *RO;           /* a stream open for reading only */
 /* interop */
@@ -686,6 +688,8 @@ static dt_status eval_ce(const dt_tensor *y) {
   X_(load_device, DT_ERR_IO, "dt_module_load:", "=/dev/null is a character device, not a regular file", POSIX_ONLY(bad(dt_module_load(NET, "/dev/null")))) \
   X_(load_missing_reason, DT_ERR_IO, "dt_module_load:", "=cannot open build/no/such/dir/x.safetensors: No such file or directory", bad(dt_module_load(NET, OUTPATH))) \
   X_(save_nodir_reason, DT_ERR_IO, "dt_module_save:", "=cannot open build/no/such/dir/x.safetensors for writing (a temporary file beside it could not be created: No such file or directory)", bad(dt_module_save(NET, OUTPATH))) \
+  X_(load_text_file, DT_ERR_FORMAT, "dt_module_load:", "is not a safetensors file: its first 8 bytes|read as the header length, give 3475222254926655346, which|not within the format's 2 bytes to 100 MB", bad(dt_module_load(NET, TEXTFILE))) \
+  X_(load_cut_short, DT_ERR_FORMAT, "dt_module_load:", "is not a safetensors file, or is cut short: its first 8 bytes|read as the header length, give 100, but only 2 bytes follow them", bad(dt_module_load(NET, SHORTFILE))) \
   X_(seq_add_too_deep, DT_ERR_INVALID_ARGUMENT, "dt_sequential_add:", "=sequentials nest at most 64 deep (DT_MODULE_MAX_DEPTH), but seq is 64 deep and the layer holds 1 more, which would make 65", bad(add_too_deep())) \
   X_(forward_in_words, DT_ERR_SHAPE, "dt_forward:", "=layer 0 (linear, 3 -> 4) takes 3 features, but the network's input has shape (5, 2)", nul(dt_forward(NET, Y))) \
   /* interop */                                                                                                             \
@@ -712,6 +716,8 @@ static dt_status eval_ce(const dt_tensor *y) {
   X_(load_tensors_corrupt, DT_ERR_FORMAT, "dt_load_tensors:", "header length", bad(dt_load_tensors(BADFILE, dt_cpu(), &LN, &LNAMES, &LTS))) \
   X_(load_tensors_missing_reason, DT_ERR_IO, "dt_load_tensors:", "=cannot open build/no/such/dir/x.safetensors: No such file or directory", bad(dt_load_tensors(OUTPATH, dt_cpu(), &LN, &LNAMES, &LTS))) \
   X_(save_tensors_nodir_reason, DT_ERR_IO, "dt_save_tensors:", "=cannot open build/no/such/dir/x.safetensors for writing (a temporary file beside it could not be created: No such file or directory)", bad(dt_save_tensors(OUTPATH, NAMES1, STK, 1))) \
+  X_(load_tensors_text_file, DT_ERR_FORMAT, "dt_load_tensors:", "is not a safetensors file: its first 8 bytes, read as the header length, give 3475222254926655346,", bad(dt_load_tensors(TEXTFILE, dt_cpu(), &LN, &LNAMES, &LTS))) \
+  X_(load_tensors_cut_short, DT_ERR_FORMAT, "dt_load_tensors:", "is not a safetensors file, or is cut short|give 100, but only 2 bytes follow them", bad(dt_load_tensors(SHORTFILE, dt_cpu(), &LN, &LNAMES, &LTS))) \
   /* optimizers and no_grad */                                                                                         \
   X_(sgd_new_null, DT_ERR_INVALID_ARGUMENT, "dt_sgd:", "=m is NULL", nulo(dt_sgd(NULL, 0.1, 0, 0)))                              \
   X_(sgd_lr_neg, DT_ERR_INVALID_ARGUMENT, "dt_sgd:", "=invalid learning rate lr = -0.1 (expected a finite lr >= 0)", nulo(dt_sgd(NET, -0.1, 0, 0))) \
@@ -1203,6 +1209,10 @@ int main(void) {
   f = fopen(BADFILE, "wb");
   if (f) { fwrite("\xff\xff\xff\xff\xff\xff\xff\x7f{}", 1, 10, f); fclose(f); }
   RO = fopen(BADFILE, "rb");
+  snprintf(TEXTFILE, sizeof TEXTFILE, "build/bad_input_%ld.txt", (long)getpid());
+  snprintf(SHORTFILE, sizeof SHORTFILE, "build/bad_input_short_%ld.safetensors", (long)getpid());
+  if (f && (f = fopen(TEXTFILE, "wb")) != NULL) { fputs("root:x:0:0:root:/root:/bin/bash\n", f); fclose(f); }
+  if (f && (f = fopen(SHORTFILE, "wb")) != NULL) { fwrite("\x64\0\0\0\0\0\0\0{}", 1, 10, f); fclose(f); }
   if (!F || !D || !I || !L || !V || !S || !X || !Y || !M4 || !NET || !LAZY || !RELU || !NETR || !YD || !B3 || !C3 || !C35 ||
       !T8 || !gpus_ok || !f || !RO) {
     printf("FAIL bad_input: fixtures: %s\n0 passed, 1 failed, 0 skipped\n", dt_last_error());
@@ -1220,6 +1230,8 @@ int main(void) {
   T_RUN(test_many_layers);
   fclose(RO);
   remove(BADFILE);
+  remove(TEXTFILE);
+  remove(SHORTFILE);
   dt_release(F); dt_release(D); dt_release(I); dt_release(L); dt_release(V); dt_release(S);
   dt_release(X); dt_release(Y); dt_release(M4);
   dt_release(YD); dt_release(B3); dt_release(C3); dt_release(C35); dt_release(T8);

@@ -100,6 +100,7 @@ typedef struct dt__rfile {
   int fd;
 #endif
   int err;   /* the errno of a failed read, for the message */
+  int64_t size;   /* the file's size when it opened, -1 unknown: for the messages about a header length */
 } dt__rfile;
 
 static dt_status dt__rfile_open(const char *op, const char *path, dt__rfile *r) {
@@ -107,13 +108,16 @@ static dt_status dt__rfile_open(const char *op, const char *path, dt__rfile *r) 
   char eb[32];
 #if defined(_WIN32)
   struct _stat64 st;
-  r->err = 0;
-  if (_stat64(path, &st) == 0 && (st.st_mode & _S_IFMT) != _S_IFREG) kind = (st.st_mode & _S_IFMT) == _S_IFDIR ? "a directory" : "";
+  r->err = 0; r->size = -1;
+  if (_stat64(path, &st) == 0) {
+    if ((st.st_mode & _S_IFMT) != _S_IFREG) kind = (st.st_mode & _S_IFMT) == _S_IFDIR ? "a directory" : "";
+    else r->size = (int64_t)st.st_size;
+  }
   if (!kind && !(r->f = fopen(path, "rb"))) return dt__fail(DT_ERR_IO, "%s: cannot open %s: %s", op, path, dt__errno_text(errno, eb, sizeof eb));
 #else
   struct stat st;
   int fd, fl, e;
-  r->err = 0;
+  r->err = 0; r->size = -1;
   do fd = open(path, O_RDONLY | O_NONBLOCK | DT__O_CLOEXEC); while (fd < 0 && errno == EINTR);
   if (fd < 0) return dt__fail(DT_ERR_IO, "%s: cannot open %s: %s", op, path, dt__errno_text(errno, eb, sizeof eb));
   dt__cloexec(fd);
@@ -129,6 +133,7 @@ static dt_status dt__rfile_open(const char *op, const char *path, dt__rfile *r) 
   else {
     if ((fl = fcntl(fd, F_GETFL)) >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK); /* reads of a regular file never wait anyway */
     r->fd = fd;
+    r->size = (int64_t)st.st_size;
   }
 #endif
   if (kind) return dt__fail(DT_ERR_IO, "%s: %s is %s%snot a regular file", op, path, kind, kind[0] ? ", " : "");
@@ -187,8 +192,15 @@ static dt_status dt__st_read_header(const char *op, const char *path, dt__rfile 
     return dt__fail(DT_ERR_FORMAT, "%s: %s is too short for a safetensors file (%llu bytes)", op, path, (unsigned long long)got);
   }
   for (k = 7; k >= 0; k--) hlen = (hlen << 8) | lenbuf[k];
+  /* a length past the format's limit is no safetensors file (a text file's first 8 characters
+     read as a little-endian number are around 10^18); one past the end of the file may be a
+     file cut short */
   if (hlen < 2 || hlen > DT__ST_MAX_HEADER)
-    return dt__fail(DT_ERR_FORMAT, "%s: %s: header length %llu is not within the format's 2 bytes to 100 MB", op, path, (unsigned long long)hlen);
+    return dt__fail(DT_ERR_FORMAT, "%s: %s is not a safetensors file: its first 8 bytes, read as the header length, give %llu, "
+                    "which is not within the format's 2 bytes to 100 MB", op, path, (unsigned long long)hlen);
+  if (f->size >= 8 && hlen > (uint64_t)f->size - 8)
+    return dt__fail(DT_ERR_FORMAT, "%s: %s is not a safetensors file, or is cut short: its first 8 bytes, read as the header length, "
+                    "give %llu, but only %llu bytes follow them", op, path, (unsigned long long)hlen, (unsigned long long)f->size - 8);
   cap = (size_t)(hlen < 65536 ? hlen : 65536);
   got = 0;
   if (!(hdr = (char *)DT_MALLOC(cap + 1))) return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
