@@ -851,6 +851,10 @@ static dt_status eval_ce(const dt_tensor *y) {
   X_(fit_ce_label_big, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit:", "class label 2|2 outputs", bad(fit_loss(DT_LOSS_CROSS_ENTROPY, 32, X, LABBIG))) \
   X_(fit_ce_label_neg, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit:", "class label -1", bad(fit_loss(DT_LOSS_CROSS_ENTROPY, 32, X, LABNEG))) \
   X_(fit_ce_devices, DT_ERR_DEVICE_MISMATCH, "dt_trainer_fit:", "y is on cpu|X is on cuda:0", GPUS(1, bad(fit_loss(DT_LOSS_CROSS_ENTROPY, 32, GX, LAB)))) \
+  X_(fit_mse_int_labels, DT_ERR_DTYPE, "dt_trainer_fit:", "=y is int64 but the MSE loss (tr.loss_fn DT_LOSS_MSE, the default) needs float32 targets like X's: for class labels set tr.loss_fn = DT_LOSS_CROSS_ENTROPY; for regression cast y to float32 (dt_cast(y, DT_F32))", bad(dt_trainer_fit(&TR, NETC, X, LAB))) \
+  X_(fit_mse_int32_labels, DT_ERR_DTYPE, "dt_trainer_fit:", "y is int32|needs float64 targets|DT_LOSS_CROSS_ENTROPY with (n,) int64 labels|dt_cast(y, DT_F64)", bad(dt_trainer_fit(&TR, NETC, D, I))) \
+  X_(fit_val_mse_int_labels, DT_ERR_DTYPE, "dt_trainer_fit_val:", "y_val is int64|MSE|DT_LOSS_CROSS_ENTROPY|dt_cast(y_val, DT_F32)", bad(dt_trainer_fit_val(&TR, NETC, X, Y, X, LAB))) \
+  X_(evaluate_mse_int_labels, DT_ERR_DTYPE, "dt_trainer_evaluate:", "y is int64|MSE|tr.loss_fn = DT_LOSS_CROSS_ENTROPY|dt_cast(y, DT_F32)", bad(dt_trainer_evaluate(&TR, NETC, X, LAB, HOST, HOST))) \
   X_(fit_val_label_big, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit_val:", "y_val|class label 2", bad(fit_val_ce(LABBIG)))      \
   X_(evaluate_null_tr, DT_ERR_INVALID_ARGUMENT, "dt_trainer_evaluate:", "tr is NULL", bad(dt_trainer_evaluate(NULL, NETC, X, Y, HOST, HOST))) \
   X_(evaluate_null_m, DT_ERR_INVALID_ARGUMENT, "dt_trainer_evaluate:", "m is NULL", bad(dt_trainer_evaluate(&TR, NULL, X, Y, HOST, HOST))) \

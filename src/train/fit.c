@@ -125,6 +125,12 @@ static dt_status dt__trainer_check_xy(const char *op, const dt_trainer *tr, cons
                       op, yn, dt_dtype_name(y->dtype));
     return dt__float_only(op, xn, X);
   }
+  if (dt__is_float(X->dtype) && !dt__is_float(y->dtype)) /* integer targets are most likely class labels */
+    return dt__fail(DT_ERR_DTYPE, "%s: %s is %s but the MSE loss (tr.loss_fn DT_LOSS_MSE, the default) needs %s targets like %s's: "
+                    "for class labels set tr.loss_fn = DT_LOSS_CROSS_ENTROPY%s; for regression cast %s to %s (dt_cast(%s, %s))",
+                    op, yn, dt_dtype_name(y->dtype), dt_dtype_name(X->dtype), xn,
+                    y->dtype == DT_I64 ? "" : y->shape.ndim == 1 ? " with int64 labels (dt_cast to DT_I64)" : " with (n,) int64 labels",
+                    yn, dt_dtype_name(X->dtype), yn, X->dtype == DT_F64 ? "DT_F64" : "DT_F32");
   if ((s = dt__same_dtype(op, xn, X, yn, y)) != DT_OK) return s;
   if (X->shape.ndim != 2 || y->shape.ndim != 2 || X->shape.dims[0] != y->shape.dims[0])
     return dt__fail(DT_ERR_SHAPE, "%s: expected %s (n, in) and %s (n, out), got %s and %s", op, xn, yn,
