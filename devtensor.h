@@ -5642,6 +5642,21 @@ static const char *dt__dl_type_name(DLDataType t, char *buf, size_t n) {
   return buf;
 }
 
+/* The conversion to suggest for a dtype devtensor lacks: a float to float32 (float64 when it
+   is wider), an int to int64, a wider bool to bool; a complex number has no devtensor dtype. */
+static const char *dt__dl_type_advice(DLDataType t) {
+  if (t.lanes != 1) return "convert it first: devtensor has no vector types (one value per element; make the lanes a dimension)";
+  if (t.code == DT__DL_FLOAT || t.code == DT__DL_BFLOAT || (t.code >= 7 && t.code <= 17))
+    return t.bits > 64 ? "convert it first, e.g. x.to(torch.float64) or x.astype(np.float64)"
+                       : "convert it first, e.g. x.to(torch.float32) or x.astype(np.float32)";
+  if (t.code == DT__DL_INT || t.code == DT__DL_UINT)
+    return t.code == DT__DL_UINT && t.bits == 64 ? "convert it first, e.g. x.to(torch.int64) or x.astype(np.int64) (values below 2^63)"
+                                                  : "convert it first, e.g. x.to(torch.int64) or x.astype(np.int64)";
+  if (t.code == DT__DL_BOOL) return "convert it first, e.g. x.to(torch.bool) or x.astype(np.bool_)";
+  if (t.code == DT__DL_COMPLEX) return "devtensor has no complex dtype: import the real and imaginary parts apart (x.real, x.imag)";
+  return "convert it to one of them first";
+}
+
 /* Checks a DLTensor and wraps it; `rel` and `m` release it later. */
 static dt_tensor *dt__dl_import(const char *op, const DLTensor *x, void (*rel)(void *, void *), void *m) {
   dt_shape s;
@@ -5664,8 +5679,8 @@ static dt_tensor *dt__dl_import(const char *op, const DLTensor *x, void (*rel)(v
   else if (x->dtype.lanes == 1 && x->dtype.code == DT__DL_UINT && x->dtype.bits == 8) t = DT_U8;
   else if (x->dtype.lanes == 1 && x->dtype.code == DT__DL_BOOL && x->dtype.bits == 8) t = DT_BOOL;
   else {
-    dt__fail(DT_ERR_DTYPE, "%s: dtype %s has no devtensor dtype (float32, float64, int32, int64, uint8, bool): convert it first, e.g. x.to(torch.float32) or x.astype(np.int64)",
-             op, dt__dl_type_name(x->dtype, tb, sizeof tb));
+    dt__fail(DT_ERR_DTYPE, "%s: dtype %s has no devtensor dtype (float32, float64, int32, int64, uint8, bool): %s",
+             op, dt__dl_type_name(x->dtype, tb, sizeof tb), dt__dl_type_advice(x->dtype));
     return NULL;
   }
   switch ((int)x->device.device_type) {

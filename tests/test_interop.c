@@ -260,9 +260,27 @@ static void test_refused_imports(void) {
     refuse(p, legacy, "bool (32 bits)", "bool (32 bits)");
     x->dtype.code = kDLFloat; x->dtype.bits = 16;
     refuse(p, legacy, "float16", "float16");
+    /* the suggested conversion fits the dtype: a float to float32, an int to int64 */
+    refuse(p, legacy, "float16 to float32", "e.g. x.to(torch.float32) or x.astype(np.float32)");
+    T_CHECK_MSG(!contains(dt_last_error(), "np.int64"), "float16: %s", dt_last_error());
+    x->dtype.code = kDLBfloat; x->dtype.bits = 16;
+    refuse(p, legacy, "bfloat16", "dtype bfloat16 has no devtensor dtype");
+    refuse(p, legacy, "bfloat16 to float32", "x.to(torch.float32)");
+    T_CHECK_MSG(!contains(dt_last_error(), "np.int64"), "bfloat16: %s", dt_last_error());
+    x->dtype.code = kDLFloat; x->dtype.bits = 128;
+    refuse(p, legacy, "float128 to float64", "x.astype(np.float64)");
+    x->dtype.code = kDLInt; x->dtype.bits = 16;
+    refuse(p, legacy, "int16 to int64", "e.g. x.to(torch.int64) or x.astype(np.int64)");
+    x->dtype.code = kDLUInt; x->dtype.bits = 32;
+    refuse(p, legacy, "uint32 to int64", "x.astype(np.int64)");
+    x->dtype.code = kDLComplex; x->dtype.bits = 64;
+    refuse(p, legacy, "complex64", "x.real");
+    T_CHECK_MSG(!contains(dt_last_error(), "np.int64"), "complex64: %s", dt_last_error());
     /* DLPack 1.1's narrow floats, declared with their codes */
     x->dtype.code = kDLFloat8_e4m3fn; x->dtype.bits = 8;
     refuse(p, legacy, "float8_e4m3fn", "dtype float8_e4m3fn (8 bits) has no devtensor dtype");
+    refuse(p, legacy, "float8_e4m3fn to float32", "x.to(torch.float32)");
+    T_CHECK_MSG(!contains(dt_last_error(), "np.int64"), "float8: %s", dt_last_error());
     x->dtype.code = kDLFloat4_e2m1fn; x->dtype.bits = 4;
     refuse(p, legacy, "float4_e2m1fn", "dtype float4_e2m1fn (4 bits)");
     x->dtype.code = kDLFloat;
