@@ -106,6 +106,35 @@ static void test_to_dlpack_fields(dt_device dev) {
     if (me) { check_dltensor(&me->dl_tensor, e, dev, 3, d405); T_CHECK(me->dl_tensor.data == NULL); me->deleter(me); }
     dt_release(s); dt_release(e);
   }
+  /* an empty tensor with huge dims: the compact strides overflow int64 (UBSan watches; 3 * 2^62
+     wraps to a negative number, 4 * 2^62 to 0); the inner ones as ever, those past int64 in bytes
+     0 (no element is ever reached) */
+  for (k = 3; k <= 4; k++) {
+    dt_tensor *e = dt_empty(dt_shape3(0, (int64_t)1 << 62, k), DT_F32, dev), *back;
+    struct DLManagedTensorVersioned *me = e ? dt_to_dlpack(e) : NULL;
+    struct DLManagedTensor *le = e ? dt_to_dlpack_legacy(e) : NULL;
+    T_CHECK_MSG(e && me && le, "%s", dt_last_error());
+    if (me && le) {
+      const DLTensor *x[2];
+      int j;
+      x[0] = &me->dl_tensor; x[1] = &le->dl_tensor;
+      for (j = 0; j < 2; j++) {
+        T_CHECK(x[j]->ndim == 3 && x[j]->data == NULL);
+        T_CHECK(x[j]->shape[0] == 0 && x[j]->shape[1] == (int64_t)1 << 62 && x[j]->shape[2] == k);
+        T_CHECK_MSG(x[j]->strides[2] == 1 && x[j]->strides[1] == k && x[j]->strides[0] == 0, "strides (%lld, %lld, %lld)",
+                    (long long)x[j]->strides[0], (long long)x[j]->strides[1], (long long)x[j]->strides[2]);
+      }
+      back = dt_from_dlpack(me);   /* takes the capsule */
+      T_CHECK_MSG(back && dt_numel(back) == 0 && dt_dim(back, 1) == (int64_t)1 << 62, "%s", dt_last_error());
+      if (!back) me->deleter(me);
+      dt_release(back);
+      le->deleter(le);
+    } else {
+      if (me) me->deleter(me);
+      if (le) le->deleter(le);
+    }
+    dt_release(e);
+  }
   T_CHECK(dt_to_dlpack(NULL) == NULL && contains(dt_last_error(), "dt_to_dlpack: t is NULL"));
   T_CHECK(dt_to_dlpack_legacy(NULL) == NULL && contains(dt_last_error(), "dt_to_dlpack_legacy: t is NULL"));
 }

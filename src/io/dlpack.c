@@ -65,13 +65,16 @@ static void dt__dl_delete_legacy(struct DLManagedTensor *self) {
 
 /* A capsule's state (its reference to t, shape, compact strides); first drains the
    device's stream so that the consumer may use the data on any stream (the producer's
-   half of __dlpack__(stream=...)). */
+   half of __dlpack__(stream=...)). A 0 dim counts as 1 in the strides, as in PyTorch; an
+   empty tensor's other dims may be huge, (0, 2^62, 4): a stride whose bytes pass int64
+   (only an empty tensor's can) is 0 there and outside it, as no element is ever reached. */
 static dt__dl_export *dt__dl_export_new(const char *op, dt_tensor *t) {
   dt__dl_export *e;
-  int64_t stride = 1;
+  uint64_t stride = 1, most;
   int i;
   dt_device d;
   if (dt__check_tensor(op, "t", t) != DT_OK) return NULL;
+  most = (uint64_t)INT64_MAX / dt_dtype_size(t->dtype);   /* the largest stride whose bytes fit an int64 */
   d = t->st->device;
   if (d.type != DT_CPU && dt__run(op, d, dt__be(d)->synchronize(d.index)) != DT_OK) return NULL;
   if (!(e = (dt__dl_export *)DT_MALLOC(sizeof(dt__dl_export)))) {
@@ -81,9 +84,10 @@ static dt__dl_export *dt__dl_export_new(const char *op, dt_tensor *t) {
   memset(e, 0, sizeof *e);
   e->t = dt_retain(t);
   for (i = t->shape.ndim - 1; i >= 0; i--) {
+    uint64_t n = t->shape.dims[i] > 0 ? (uint64_t)t->shape.dims[i] : 1;
     e->shape[i] = t->shape.dims[i];
-    e->strides[i] = stride;
-    stride *= t->shape.dims[i] > 0 ? t->shape.dims[i] : 1;
+    e->strides[i] = stride <= most ? (int64_t)stride : 0;
+    stride = stride <= most && n <= most / stride ? stride * n : most + 1;
   }
   return e;
 }
