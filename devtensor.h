@@ -4588,9 +4588,11 @@ static int dt__st_name_cmp(const void *a, const void *b) {
 }
 
 /* Validating the JSON, and matching its tensors to the module's names (sorted in byname):
-   ents[i] gets the entry of m->names[i]. Each tensor once, none the module lacks. */
+   ents[i] gets the entry of m->names[i]. Each tensor once; those the module lacks are counted
+   in *nunknown, the first named in unknown (refused later, after the shapes of those it has:
+   a network of another architecture is told by a shape more clearly than by a name). */
 static dt_status dt__st_parse_header(const char *op, const char *path, dt_module *m, const dt__st_name *byname, const char *hdr,
-                                     size_t hlen, dt__st_entry *ents) {
+                                     size_t hlen, dt__st_entry *ents, char *unknown, size_t ucap, int *nunknown) {
   char name[DT__NAME_MAX + 1];
   size_t nlen, bad;
   dt__json j;
@@ -4620,8 +4622,10 @@ static dt_status dt__st_parse_header(const char *op, const char *path, dt_module
         hit = (dt__st_name *)bsearch(&key, byname, (size_t)m->nparams, sizeof *byname, dt__st_name_cmp);
       i = hit ? hit->idx : m->nparams;
     }
-    if (i == m->nparams)
-      return dt__fail(DT_ERR_FORMAT, "%s: %s holds \"%.200s%s\", which the module does not have", op, path, name, nlen > 200 ? "..." : "");
+    if (i == m->nparams) {
+      if ((*nunknown)++ == 0) snprintf(unknown, ucap, "%.200s%s", name, nlen > 200 ? "..." : "");
+      continue;
+    }
     if (ents[i].seen) return dt__fail(DT_ERR_FORMAT, "%s: %s holds \"%s\" twice", op, path, m->names[i]);
     ents[i] = e;
     ents[i].seen = 1;
@@ -4646,15 +4650,27 @@ static const char *dt__st_shape_str(const dt__st_entry *e, char *buf, size_t n) 
   return buf;
 }
 
-/* Validating each tensor against the module's: there, of its dtype and shape, its byte count. */
-static dt_status dt__st_check_entries(const char *op, const char *path, dt_module *m, const dt__st_entry *ents) {
-  int i, k;
+/* Validating each tensor against the module's: of its dtype and shape, then each name the
+   file or the module lacks, then the byte counts. A dtype or shape that does not fit names
+   the names that do not match too (another network's file). */
+static dt_status dt__st_check_entries(const char *op, const char *path, dt_module *m, const dt__st_entry *ents,
+                                      const char *unknown, int nunknown) {
+  char un[280], mis[280], names[600];
+  int i, k, nmissing = 0, missing = -1;
+  for (i = 0; i < m->nparams; i++)
+    if (!ents[i].seen && nmissing++ == 0) missing = i;
+  un[0] = mis[0] = 0;
+  if (nunknown) snprintf(un, sizeof un, nunknown > 1 ? "\"%s\" and %d more, which the module does not have" : "\"%s\", which the module does not have",
+                         unknown, nunknown - 1);
+  if (nmissing) snprintf(mis, sizeof mis, nmissing > 1 ? "the module's \"%.200s\" and %d more are not in the file" : "the module's \"%.200s\" is not in the file",
+                         m->names[missing], nmissing - 1);
+  snprintf(names, sizeof names, "%s%s%s%s", un[0] ? "; the file also holds " : "", un, mis[0] ? "; " : "", mis);
   for (i = 0; i < m->nparams; i++) {
     const dt_tensor *t = m->params[i];
     const dt__st_entry *e = &ents[i];
     char a[200], b[200];
     int same;
-    if (!e->seen) return dt__fail(DT_ERR_FORMAT, "%s: %s has no \"%s\"", op, path, m->names[i]);
+    if (!e->seen) continue;
     if (!dt__st_known_dtype(e))
     {
       char db[112];
@@ -4662,12 +4678,20 @@ static dt_status dt__st_check_entries(const char *op, const char *path, dt_modul
                       dt__st_dtype_shown(e, db, sizeof db));
     }
     if (strcmp(e->dtype, dt__st_dtype(t->dtype)) != 0)
-      return dt__fail(DT_ERR_DTYPE, "%s: %s: \"%s\" is %s but the module's is %s", op, path, m->names[i], e->dtype, dt__st_dtype(t->dtype));
+      return dt__fail(DT_ERR_DTYPE, "%s: %s: \"%s\" is %s but the module's is %s%s", op, path, m->names[i], e->dtype, dt__st_dtype(t->dtype),
+                      names);
     same = e->ndim == t->shape.ndim;
     for (k = 0; same && k < e->ndim; k++) same = e->dims[k] == (uint64_t)t->shape.dims[k];
     if (!same)
-      return dt__fail(DT_ERR_SHAPE, "%s: %s: \"%s\" has shape %s but the module's has %s", op, path, m->names[i],
-                      dt__st_shape_str(e, a, sizeof a), dt__shape_str(&t->shape, b, sizeof b));
+      return dt__fail(DT_ERR_SHAPE, "%s: %s: \"%s\" has shape %s but the module's has %s%s", op, path, m->names[i],
+                      dt__st_shape_str(e, a, sizeof a), dt__shape_str(&t->shape, b, sizeof b), names);
+  }
+  if (nunknown) return dt__fail(DT_ERR_FORMAT, "%s: %s holds %s%s%s", op, path, un, mis[0] ? "; " : "", mis);
+  if (nmissing) return dt__fail(DT_ERR_FORMAT, "%s: %s has no \"%s\"%s", op, path, m->names[missing],
+                                nmissing > 1 ? " (nor others of the module's)" : "");
+  for (i = 0; i < m->nparams; i++) {
+    const dt_tensor *t = m->params[i];
+    const dt__st_entry *e = &ents[i];
     if (e->begin > e->end || e->end - e->begin != (uint64_t)t->nbytes)
       return dt__fail(DT_ERR_FORMAT, "%s: %s: \"%s\" has data_offsets [%llu, %llu], which do not hold its %llu bytes",
                       op, path, m->names[i], (unsigned long long)e->begin, (unsigned long long)e->end,
@@ -4745,8 +4769,9 @@ DTDEF dt_status dt_module_load(dt_module *m, const char *path) {
   dt__st_entry *ents = NULL;
   dt__st_name *byname = NULL;
   dt_tensor **fresh = NULL;
+  char unknown[208];
   dt_status s;
-  int i;
+  int i, nunknown = 0;
   if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op);
   if (!path) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: path is NULL", op);
   if (!dt__little_endian()) return dt__fail(DT_ERR_UNSUPPORTED, "%s: big-endian hosts are not supported", op);
@@ -4768,8 +4793,8 @@ DTDEF dt_status dt_module_load(dt_module *m, const char *path) {
   memset(fresh, 0, sizeof(dt_tensor *) * (size_t)(m->nparams + 1));
   if ((s = dt__rfile_open(op, path, &f)) == DT_OK) {
     if ((s = dt__st_read_header(op, path, &f, &hdr, &hlen)) == DT_OK &&
-        (s = dt__st_parse_header(op, path, m, byname, hdr, hlen, ents)) == DT_OK &&
-        (s = dt__st_check_entries(op, path, m, ents)) == DT_OK &&
+        (s = dt__st_parse_header(op, path, m, byname, hdr, hlen, ents, unknown, sizeof unknown, &nunknown)) == DT_OK &&
+        (s = dt__st_check_entries(op, path, m, ents, unknown, nunknown)) == DT_OK &&
         (s = dt__st_check_ranges(op, path, m, ents, &end)) == DT_OK &&
         (s = dt__st_read_data(op, path, m, &f, ents, end, fresh)) == DT_OK)
       for (i = 0; i < m->nparams && s == DT_OK; i++) s = dt_copy_(m->params[i], fresh[i]); /* into the existing tensors: borrowed pointers stay valid */

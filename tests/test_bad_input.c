@@ -59,6 +59,7 @@ static char OUTPATH[256];  /* a file that cannot be created */
 static char BADFILE[256];  /* a corrupt safetensors file */
 static char TEXTFILE[256]; /* a text file, the start of /etc/passwd */
 static char SHORTFILE[256]; /* a header length of 100 and 2 bytes after it */
+static char NETFILE[256];  /* NET saved: 0.weight (4, 3), 0.bias, 2.weight (2, 4), 2.bias */
 static char SMALLBUF[64];
 static FILE *RO;           /* a stream open for reading only */
 /* interop */
@@ -122,6 +123,19 @@ static dt_tensor *isel(const dt_tensor *t, int dim, const int64_t *values, int n
   return r;
 }
 static const int64_t IDX_NEG[2] = {0, -1}, IDX_OK[2] = {1, 0};
+
+/* NETFILE into another network: Linear(in, 4), then Linear(4, 2) when two (no ReLU between:
+   its second layer is 1.*, the file's 2.*); or (wide) Linear(3, 8), ReLU, Linear(8, 2). */
+static dt_status load_other_net(int64_t in, int two, int wide) {
+  dt_module *net = dt_sequential();
+  dt_status s;
+  dt_sequential_add(net, dt_linear(in, wide ? 8 : 4));
+  if (wide) dt_sequential_add(net, dt_relu_layer());
+  if (two || wide) dt_sequential_add(net, dt_linear(wide ? 8 : 4, 2));
+  s = dt_module_load(net, NETFILE);
+  dt_module_free(net);
+  return s;
+}
 
 /* Adds a sequential to the innermost of DT_MODULE_MAX_DEPTH nested ones (one too deep); frees them. */
 static dt_status add_too_deep(void) {
@@ -689,6 +703,10 @@ static dt_status eval_ce(const dt_tensor *y) {
   X_(load_missing_reason, DT_ERR_IO, "dt_module_load:", "=cannot open build/no/such/dir/x.safetensors: No such file or directory", bad(dt_module_load(NET, OUTPATH))) \
   X_(save_nodir_reason, DT_ERR_IO, "dt_module_save:", "=cannot open build/no/such/dir/x.safetensors for writing (a temporary file beside it could not be created: No such file or directory)", bad(dt_module_save(NET, OUTPATH))) \
   X_(load_text_file, DT_ERR_FORMAT, "dt_module_load:", "is not a safetensors file: its first 8 bytes|read as the header length, give 3475222254926655346, which|not within the format's 2 bytes to 100 MB", bad(dt_module_load(NET, TEXTFILE))) \
+  X_(load_other_net, DT_ERR_SHAPE, "dt_module_load:", "\"0.weight\" has shape (4, 3) but the module's has (4, 5); the file also holds|\"2.weight\" and 1 more, which the module does not have; the module's \"1.weight\" and 1 more are not in the file", bad(load_other_net(5, 1, 0))) \
+  X_(load_other_net_fewer, DT_ERR_SHAPE, "dt_module_load:", "\"0.weight\" has shape (4, 3) but the module's has (4, 5); the file also holds|\"2.weight\" and 1 more, which the module does not have", bad(load_other_net(5, 0, 0))) \
+  X_(load_other_net_wide, DT_ERR_SHAPE, "dt_module_load:", "\"0.weight\" has shape (4, 3) but the module's has (8, 3)", bad(load_other_net(3, 0, 1))) \
+  X_(load_other_net_names, DT_ERR_FORMAT, "dt_module_load:", "holds \"2.weight\" and 1 more, which the module does not have; the module's \"1.weight\" and 1 more are not in the file", bad(load_other_net(3, 1, 0))) \
   X_(load_cut_short, DT_ERR_FORMAT, "dt_module_load:", "is not a safetensors file, or is cut short: its first 8 bytes|read as the header length, give 100, but only 2 bytes follow them", bad(dt_module_load(NET, SHORTFILE))) \
   X_(seq_add_too_deep, DT_ERR_INVALID_ARGUMENT, "dt_sequential_add:", "=sequentials nest at most 64 deep (DT_MODULE_MAX_DEPTH), but seq is 64 deep and the layer holds 1 more, which would make 65", bad(add_too_deep())) \
   X_(forward_in_words, DT_ERR_SHAPE, "dt_forward:", "=layer 0 (linear, 3 -> 4) takes 3 features, but the network's input has shape (5, 2)", nul(dt_forward(NET, Y))) \
@@ -1214,6 +1232,8 @@ int main(void) {
   if (f) { fwrite("\xff\xff\xff\xff\xff\xff\xff\x7f{}", 1, 10, f); fclose(f); }
   RO = fopen(BADFILE, "rb");
   snprintf(TEXTFILE, sizeof TEXTFILE, "build/bad_input_%ld.txt", (long)getpid());
+  snprintf(NETFILE, sizeof NETFILE, "build/bad_input_net_%ld.safetensors", (long)getpid());
+  if (f && dt_module_save(NET, NETFILE) != DT_OK) f = NULL;
   snprintf(SHORTFILE, sizeof SHORTFILE, "build/bad_input_short_%ld.safetensors", (long)getpid());
   if (f && (f = fopen(TEXTFILE, "wb")) != NULL) { fputs("root:x:0:0:root:/root:/bin/bash\n", f); fclose(f); }
   if (f && (f = fopen(SHORTFILE, "wb")) != NULL) { fwrite("\x64\0\0\0\0\0\0\0{}", 1, 10, f); fclose(f); }
@@ -1236,6 +1256,7 @@ int main(void) {
   remove(BADFILE);
   remove(TEXTFILE);
   remove(SHORTFILE);
+  remove(NETFILE);
   dt_release(F); dt_release(D); dt_release(I); dt_release(L); dt_release(V); dt_release(S);
   dt_release(X); dt_release(Y); dt_release(M4);
   dt_release(YD); dt_release(B3); dt_release(C3); dt_release(C35); dt_release(T8);
