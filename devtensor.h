@@ -295,6 +295,9 @@ DTDEF dt_status dt_empty_cache(dt_device d);
 /* ---- src/api/nn.h ---- */
 typedef struct dt_module dt_module;
 DTDEF dt_module *dt_linear(int64_t in_features, int64_t out_features); /* y = x W^T + b; in_features 0: lazy */
+/* A lazy layer takes in_features from its first input's columns; a first input of 0 columns is
+   refused (DT_ERR_SHAPE) and the layer stays lazy (PyTorch's LazyLinear leaves its parameters
+   uninitialised then; here the bias bound 1/sqrt(0) would make NaN). */
 DTDEF dt_module *dt_relu_layer(void);
 DTDEF dt_module *dt_sequential(void);
 DTDEF dt_status  dt_sequential_add(dt_module *seq, dt_module *layer);   /* takes ownership, also on failure */
@@ -3330,6 +3333,23 @@ static void dt__forward_misfit(const char *op, const dt_module *m, const dt_tens
              dt__shape_str(&fw->input->shape, ns, sizeof ns));
 }
 
+/* A lazy layer's first input with 0 features: refused, the layer left lazy. Its weight would be
+   (out, 0) and its bias drawn within +-1/sqrt(0), which makes NaN; PyTorch's LazyLinear leaves
+   its parameters uninitialised memory then (reset_parameters skips in_features 0), no number to
+   follow, and a lazy layer here cannot be made again with in_features 0 (0 means lazy). */
+static void dt__forward_lazy_zero(const char *op, const dt_module *m, const dt_tensor *x, const dt__fwd *fw) {
+  char xs[200], ns[200], who[DT__NAME_MAX + 64];
+  if (fw->plen) snprintf(who, sizeof who, "layer %.*s (linear, lazy -> %lld)", (int)fw->plen - 1, fw->path, (long long)m->out);
+  else snprintf(who, sizeof who, "the layer (linear, lazy -> %lld)", (long long)m->out);
+  dt__shape_str(&x->shape, xs, sizeof xs);
+  if (x == fw->input)
+    dt__fail(DT_ERR_SHAPE, "%s: %s takes its in_features from its first input, but %s has shape %s: 0 features, nothing to weigh "
+             "(the layer stays lazy)", op, who, fw->plen ? "the network's input" : "the input", xs);
+  else
+    dt__fail(DT_ERR_SHAPE, "%s: %s takes its in_features from its first input, but its input has shape %s (the network's input has "
+             "shape %s): 0 features, nothing to weigh (the layer stays lazy)", op, who, xs, dt__shape_str(&fw->input->shape, ns, sizeof ns));
+}
+
 static dt_tensor *dt__forward(const char *op, dt_module *m, const dt_tensor *x, dt__fwd *fw) {
   dt_tensor *y, *cur;
   int i;
@@ -3338,6 +3358,7 @@ static dt_tensor *dt__forward(const char *op, dt_module *m, const dt_tensor *x, 
       dt__bcast g;
       dt_status s;
       if (x->shape.ndim != 2) { dt__forward_misfit(op, m, x, fw); return NULL; }
+      if (!m->weight && x->shape.dims[1] == 0) { dt__forward_lazy_zero(op, m, x, fw); return NULL; }
       if (!m->weight && dt__linear_init(op, m, x->shape.dims[1]) != DT_OK) return NULL;
       if (x->shape.dims[1] != m->in) { dt__forward_misfit(op, m, x, fw); return NULL; }
       /* y: (n, out) = bias broadcast over rows, then += x W^T */

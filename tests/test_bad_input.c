@@ -186,6 +186,23 @@ static int step_after_growth(void) {
   dt_module_free(net);
   return bad(s);
 }
+/* a lazy layer's first input of 0 features, (2, 0), behind a ReLU (its input) or at the
+   front: refused, and the layer still lazy after the first refusal; the second's message. */
+static int lazy_zero_features(int behind_relu) {
+  dt_module *net = dt_sequential();
+  dt_tensor *x = dt_zeros(dt_shape2(2, 0), dt_cpu()), *y;
+  int failed;
+  if (behind_relu) dt_sequential_add(net, dt_relu_layer());
+  dt_sequential_add(net, dt_linear(0, 2));
+  y = dt_forward(net, x);
+  failed = y == NULL && dt_linear_weight(dt_sequential_get(net, behind_relu)) == NULL;
+  dt_release(y);
+  y = dt_forward(net, x);
+  failed = failed && y == NULL;
+  dt_release(y); dt_release(x);
+  dt_module_free(net);
+  return failed;
+}
 /* uint8 / bool operands made for one call and released after it */
 static dt_tensor *cmp_u8(void) { return dt_arange(0, 6, 1, DT_U8, dt_cpu()); }
 static dt_tensor *cmp_bool(void) { dt_tensor *u = cmp_u8(), *b = u ? dt_cast(u, DT_BOOL) : NULL; dt_release(u); return b; }
@@ -709,6 +726,8 @@ static dt_status eval_ce(const dt_tensor *y) {
   X_(load_other_net_names, DT_ERR_FORMAT, "dt_module_load:", "holds \"2.weight\" and 1 more, which the module does not have; the module's \"1.weight\" and 1 more are not in the file", bad(load_other_net(3, 1, 0))) \
   X_(load_cut_short, DT_ERR_FORMAT, "dt_module_load:", "is not a safetensors file, or is cut short: its first 8 bytes|read as the header length, give 100, but only 2 bytes follow them", bad(dt_module_load(NET, SHORTFILE))) \
   X_(seq_add_too_deep, DT_ERR_INVALID_ARGUMENT, "dt_sequential_add:", "=sequentials nest at most 64 deep (DT_MODULE_MAX_DEPTH), but seq is 64 deep and the layer holds 1 more, which would make 65", bad(add_too_deep())) \
+  X_(forward_lazy_zero_features, DT_ERR_SHAPE, "dt_forward:", "=layer 0 (linear, lazy -> 2) takes its in_features from its first input, but the network's input has shape (2, 0): 0 features, nothing to weigh (the layer stays lazy)", lazy_zero_features(0)) \
+  X_(forward_lazy_zero_features_later, DT_ERR_SHAPE, "dt_forward:", "=layer 1 (linear, lazy -> 2) takes its in_features from its first input, but its input has shape (2, 0) (the network's input has shape (2, 0)): 0 features, nothing to weigh (the layer stays lazy)", lazy_zero_features(1)) \
   X_(forward_in_words, DT_ERR_SHAPE, "dt_forward:", "=layer 0 (linear, 3 -> 4) takes 3 features, but the network's input has shape (5, 2)", nul(dt_forward(NET, Y))) \
   /* interop */                                                                                                             \
   X_(to_dlpack_null, DT_ERR_INVALID_ARGUMENT, "dt_to_dlpack:", "t is NULL", dt_to_dlpack(NULL) == NULL)                     \
