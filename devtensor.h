@@ -5384,7 +5384,30 @@ static dt_status dt__trainer_check(const char *op, dt_trainer *tr, dt_module *m)
   return DT_OK;
 }
 
-/* After the first forward: the model's classes against the labels' largest. */
+/* The width of m's output for an input of `in` columns, without running it (a lazy layer
+   knows its out_features): the last linear layer's, or `in` when there is none. */
+static int64_t dt__module_out_width(const dt_module *m, int64_t in) {
+  int i;
+  if (m->kind == DT__M_LINEAR) return m->out;
+  for (i = 0; m->kind == DT__M_SEQ && i < m->n; i++) in = dt__module_out_width(m->layers[i], in);
+  return in;
+}
+
+/* Before anything changes (the model's device, a lazy layer's first draw): the labels' largest
+   against the classes the model will give. */
+static dt_status dt__trainer_label_classes(const char *op, dt_module *m, const dt_tensor *X, int64_t hi, const char *yn) {
+  int64_t classes;
+  if (hi < 0) return DT_OK;
+  classes = dt__module_out_width(m, X->shape.dims[1]);
+  if (hi >= classes)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s holds the class label %lld, but the model has %lld outputs (classes 0..%lld)",
+                    op, yn, (long long)hi, (long long)classes, (long long)classes - 1);
+  return DT_OK;
+}
+
+/* After the labels passed dt__trainer_label_classes: a first forward of one row, which sizes a
+   lazy layer before data-parallel copies are made, and the model's classes against the labels'
+   largest once more, from the output itself. */
 static dt_status dt__trainer_check_classes(const char *op, dt_module *m, const dt__tr_data *d, int64_t hi, const char *yn) {
   dt_tensor *xb, *pred;
   int64_t classes;
@@ -5433,6 +5456,8 @@ static dt_status dt__trainer_fit(const char *op, dt_trainer *tr, dt_module *m, c
   if (tr->loss_fn == DT_LOSS_CROSS_ENTROPY) {
     if ((s = dt__trainer_label_range(op, "y", y, &lo, &hi)) != DT_OK) return s;
     if (val && (s = dt__trainer_label_range(op, "y_val", yv, &vlo, &vhi)) != DT_OK) return s;
+    if ((s = dt__trainer_label_classes(op, m, X, hi, "y")) != DT_OK) return s;
+    if (val && (s = dt__trainer_label_classes(op, m, Xv, vhi, "y_val")) != DT_OK) return s;
   } else {
     hi = vhi = -1;
   }
@@ -5507,7 +5532,8 @@ DTDEF dt_status dt_trainer_evaluate(dt_trainer *tr, dt_module *m, const dt_tenso
   dt_status s;
   memset(&d, 0, sizeof d); memset(&sums, 0, sizeof sums);
   if ((s = dt__trainer_check(op, tr, m)) != DT_OK || (s = dt__trainer_check_xy(op, tr, "X", X, "y", y)) != DT_OK) return s;
-  if (tr->loss_fn == DT_LOSS_CROSS_ENTROPY && (s = dt__trainer_label_range(op, "y", y, &lo, &hi)) != DT_OK) return s;
+  if (tr->loss_fn == DT_LOSS_CROSS_ENTROPY && ((s = dt__trainer_label_range(op, "y", y, &lo, &hi)) != DT_OK ||
+                                               (s = dt__trainer_label_classes(op, m, X, hi, "y")) != DT_OK)) return s;
   if ((s = dt_trainer_prepare_model(tr, m)) != DT_OK) return s;
   if ((s = dt__tr_data_init(tr, X, y, &d)) == DT_OK && (s = dt__trainer_check_classes(op, m, &d, hi, "y")) == DT_OK &&
       (s = dt__tr_sums_init(op, tr, X, &sums)) == DT_OK && (s = dt__trainer_eval(tr, m, &d, &sums)) == DT_OK &&

@@ -325,6 +325,44 @@ static dt_status eval_ce(const dt_tensor *y) {
   return s;
 }
 
+/* A classification fit (0), fit_val (1, y_val bad) or evaluate (2) of a lazy network,
+   Sequential(Linear(0, 2)), with the label 2 (LABBIG) on the CPU or cuda:0: refused before
+   anything changes: the layer still lazy, the generator not drawn from (its next draw is a
+   fresh seed's first). The call runs again last, for the message. */
+static int lazy_label_unchanged(int which, int gpu) {
+  dt_module *net = dt_sequential();
+  dt_tensor *x = gpu ? dt_to(X, dt_gpu(0)) : dt_retain(X), *y = gpu ? dt_to(LAB, dt_gpu(0)) : dt_retain(LAB);
+  dt_tensor *yb = gpu ? dt_to(LABBIG, dt_gpu(0)) : dt_retain(LABBIG), *r;
+  dt_device was = TR.device;
+  float first = 0, next = -1;
+  int failed = 0, k;
+  dt_sequential_add(net, dt_linear(0, 2));
+  dt_manual_seed(1234);
+  r = dt_rand(dt_shape1(1), dt_cpu());
+  if (r) dt_to_host(r, &first, sizeof first);
+  dt_release(r);
+  dt_manual_seed(1234);
+  TR.loss_fn = DT_LOSS_CROSS_ENTROPY;
+  if (gpu) TR.device = dt_gpu(0);
+  for (k = 0; k < 2 && x && y && yb; k++) {
+    dt_status s = which == 0 ? dt_trainer_fit(&TR, net, x, yb) : which == 1 ? dt_trainer_fit_val(&TR, net, x, y, x, yb)
+                : dt_trainer_evaluate(&TR, net, x, yb, HOST, HOST);
+    if (k == 0) {
+      failed = s != DT_OK && dt_linear_weight(dt_sequential_get(net, 0)) == NULL && dt_module_device(net).type == DT_CPU;
+      r = dt_rand(dt_shape1(1), dt_cpu());
+      if (r) dt_to_host(r, &next, sizeof next);
+      dt_release(r);
+      failed = failed && next == first;
+    } else {
+      failed = failed && s != DT_OK;
+    }
+  }
+  TR.loss_fn = DT_LOSS_MSE; TR.device = was;
+  dt_release(x); dt_release(y); dt_release(yb);
+  dt_module_free(net);
+  return failed;
+}
+
 /* name, expected status, message prefix, words the message must hold ('|' between), the call (1: failed).
    Words that start with '=' are the whole message after the prefix, word for word.
    GPUS(n, call): a row that needs n GPUs; it is reported as skipped where there are fewer. */
@@ -892,6 +930,12 @@ static dt_status eval_ce(const dt_tensor *y) {
   X_(fit_mse_int32_labels, DT_ERR_DTYPE, "dt_trainer_fit:", "y is int32|needs float64 targets|DT_LOSS_CROSS_ENTROPY with (n,) int64 labels|dt_cast(y, DT_F64)", bad(dt_trainer_fit(&TR, NETC, D, I))) \
   X_(fit_val_mse_int_labels, DT_ERR_DTYPE, "dt_trainer_fit_val:", "y_val is int64|MSE|DT_LOSS_CROSS_ENTROPY|dt_cast(y_val, DT_F32)", bad(dt_trainer_fit_val(&TR, NETC, X, Y, X, LAB))) \
   X_(evaluate_mse_int_labels, DT_ERR_DTYPE, "dt_trainer_evaluate:", "y is int64|MSE|tr.loss_fn = DT_LOSS_CROSS_ENTROPY|dt_cast(y, DT_F32)", bad(dt_trainer_evaluate(&TR, NETC, X, LAB, HOST, HOST))) \
+  X_(fit_ce_label_lazy_unchanged, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit:", "=y holds the class label 2, but the model has 2 outputs (classes 0..1)", lazy_label_unchanged(0, 0)) \
+  X_(fit_val_ce_label_lazy_unchanged, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit_val:", "=y_val holds the class label 2, but the model has 2 outputs (classes 0..1)", lazy_label_unchanged(1, 0)) \
+  X_(evaluate_ce_label_lazy_unchanged, DT_ERR_INVALID_ARGUMENT, "dt_trainer_evaluate:", "=y holds the class label 2, but the model has 2 outputs (classes 0..1)", lazy_label_unchanged(2, 0)) \
+  X_(fit_ce_label_lazy_unchanged_gpu, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit:", "=y holds the class label 2, but the model has 2 outputs (classes 0..1)", GPUS(1, lazy_label_unchanged(0, 1))) \
+  X_(fit_val_ce_label_lazy_unchanged_gpu, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit_val:", "=y_val holds the class label 2, but the model has 2 outputs (classes 0..1)", GPUS(1, lazy_label_unchanged(1, 1))) \
+  X_(evaluate_ce_label_lazy_unchanged_gpu, DT_ERR_INVALID_ARGUMENT, "dt_trainer_evaluate:", "=y holds the class label 2, but the model has 2 outputs (classes 0..1)", GPUS(1, lazy_label_unchanged(2, 1))) \
   X_(fit_val_label_big, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit_val:", "y_val|class label 2", bad(fit_val_ce(LABBIG)))      \
   X_(evaluate_null_tr, DT_ERR_INVALID_ARGUMENT, "dt_trainer_evaluate:", "tr is NULL", bad(dt_trainer_evaluate(NULL, NETC, X, Y, HOST, HOST))) \
   X_(evaluate_null_m, DT_ERR_INVALID_ARGUMENT, "dt_trainer_evaluate:", "m is NULL", bad(dt_trainer_evaluate(&TR, NULL, X, Y, HOST, HOST))) \
