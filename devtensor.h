@@ -295,6 +295,9 @@ DTDEF dt_status dt_empty_cache(dt_device d);
 /* ---- src/api/nn.h ---- */
 typedef struct dt_module dt_module;
 DTDEF dt_module *dt_linear(int64_t in_features, int64_t out_features); /* y = x W^T + b; in_features 0: lazy */
+/* A lazy layer takes in_features from its first input's columns; a first input of 0 columns is
+   refused (DT_ERR_SHAPE) and the layer stays lazy (PyTorch's LazyLinear leaves its parameters
+   uninitialised then; here the bias bound 1/sqrt(0) would make NaN). */
 DTDEF dt_module *dt_relu_layer(void);
 DTDEF dt_module *dt_sequential(void);
 DTDEF dt_status  dt_sequential_add(dt_module *seq, dt_module *layer);   /* takes ownership, also on failure */
@@ -3331,6 +3334,23 @@ static void dt__forward_misfit(const char *op, const dt_module *m, const dt_tens
              dt__shape_str(&fw->input->shape, ns, sizeof ns));
 }
 
+/* A lazy layer's first input with 0 features: refused, the layer left lazy. Its weight would be
+   (out, 0) and its bias drawn within +-1/sqrt(0), which makes NaN; PyTorch's LazyLinear leaves
+   its parameters uninitialised memory then (reset_parameters skips in_features 0), no number to
+   follow, and a lazy layer here cannot be made again with in_features 0 (0 means lazy). */
+static void dt__forward_lazy_zero(const char *op, const dt_module *m, const dt_tensor *x, const dt__fwd *fw) {
+  char xs[200], ns[200], who[DT__NAME_MAX + 64];
+  if (fw->plen) snprintf(who, sizeof who, "layer %.*s (linear, lazy -> %lld)", (int)fw->plen - 1, fw->path, (long long)m->out);
+  else snprintf(who, sizeof who, "the layer (linear, lazy -> %lld)", (long long)m->out);
+  dt__shape_str(&x->shape, xs, sizeof xs);
+  if (x == fw->input)
+    dt__fail(DT_ERR_SHAPE, "%s: %s takes its in_features from its first input, but %s has shape %s: 0 features, nothing to weigh "
+             "(the layer stays lazy)", op, who, fw->plen ? "the network's input" : "the input", xs);
+  else
+    dt__fail(DT_ERR_SHAPE, "%s: %s takes its in_features from its first input, but its input has shape %s (the network's input has "
+             "shape %s): 0 features, nothing to weigh (the layer stays lazy)", op, who, xs, dt__shape_str(&fw->input->shape, ns, sizeof ns));
+}
+
 static dt_tensor *dt__forward(const char *op, dt_module *m, const dt_tensor *x, dt__fwd *fw) {
   dt_tensor *y, *cur;
   int i;
@@ -3339,6 +3359,7 @@ static dt_tensor *dt__forward(const char *op, dt_module *m, const dt_tensor *x, 
       dt__bcast g;
       dt_status s;
       if (x->shape.ndim != 2) { dt__forward_misfit(op, m, x, fw); return NULL; }
+      if (!m->weight && x->shape.dims[1] == 0) { dt__forward_lazy_zero(op, m, x, fw); return NULL; }
       if (!m->weight && dt__linear_init(op, m, x->shape.dims[1]) != DT_OK) return NULL;
       if (x->shape.dims[1] != m->in) { dt__forward_misfit(op, m, x, fw); return NULL; }
       /* y: (n, out) = bias broadcast over rows, then += x W^T */
@@ -3834,10 +3855,10 @@ DTDEF dt_status dt_optimizer_step(dt_optimizer *o) {
 }
 
 /* ---- src/io/module_save.c ---- */
+#include <errno.h>
 #if defined(_WIN32)
 #include <sys/stat.h>
 #else
-#include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -3856,6 +3877,94 @@ static const char *dt__st_dtype(dt_dtype t) {
     case DT_U8: return "U8"; case DT_BOOL: return "BOOL";
   }
   return "?";
+}
+
+/* The system's reason for a failed file call, from its errno, in the C library's words
+   (glibc's); strerror itself may share one buffer among threads, so not it. */
+static const char *dt__errno_str(int e) {
+  switch (e) {
+    case 0: return "unknown error";
+#ifdef ENOENT
+    case ENOENT: return "No such file or directory";
+#endif
+#ifdef EACCES
+    case EACCES: return "Permission denied";
+#endif
+#ifdef EPERM
+    case EPERM: return "Operation not permitted";
+#endif
+#ifdef EISDIR
+    case EISDIR: return "Is a directory";
+#endif
+#ifdef ENOTDIR
+    case ENOTDIR: return "Not a directory";
+#endif
+#ifdef ENAMETOOLONG
+    case ENAMETOOLONG: return "File name too long";
+#endif
+#ifdef ELOOP
+    case ELOOP: return "Too many levels of symbolic links";
+#endif
+#ifdef EMFILE
+    case EMFILE: return "Too many open files";
+#endif
+#ifdef ENFILE
+    case ENFILE: return "Too many open files in system";
+#endif
+#ifdef ENOSPC
+    case ENOSPC: return "No space left on device";
+#endif
+#ifdef EDQUOT
+    case EDQUOT: return "Disk quota exceeded";
+#endif
+#ifdef EROFS
+    case EROFS: return "Read-only file system";
+#endif
+#ifdef EEXIST
+    case EEXIST: return "File exists";
+#endif
+#ifdef EIO
+    case EIO: return "Input/output error";
+#endif
+#ifdef EFBIG
+    case EFBIG: return "File too large";
+#endif
+#ifdef ENOMEM
+    case ENOMEM: return "Cannot allocate memory";
+#endif
+#ifdef ETXTBSY
+    case ETXTBSY: return "Text file busy";
+#endif
+#ifdef EBUSY
+    case EBUSY: return "Device or resource busy";
+#endif
+#ifdef ENXIO
+    case ENXIO: return "No such device or address";
+#endif
+#ifdef ENODEV
+    case ENODEV: return "No such device";
+#endif
+#ifdef EINVAL
+    case EINVAL: return "Invalid argument";
+#endif
+#ifdef EOVERFLOW
+    case EOVERFLOW: return "Value too large for defined data type";
+#endif
+#ifdef EXDEV
+    case EXDEV: return "Invalid cross-device link";
+#endif
+#ifdef ESTALE
+    case ESTALE: return "Stale file handle";
+#endif
+    default: return NULL;
+  }
+}
+/* "No such file or directory", or "error 123" for an errno the table lacks, in buf. */
+static const char *dt__errno_text(int e, char *buf, size_t n) {
+  const char *s = dt__errno_str(e);
+  if (s) return s;
+  snprintf(buf, n, "error %d", e);
+  return buf;
 }
 
 static int dt__little_endian(void) { const uint16_t one = 1; return *(const uint8_t *)&one == 1; }
@@ -3882,20 +3991,24 @@ typedef struct dt__wfile {
   int fd;
 #endif
   char *tmp;
+  int err;   /* the errno of the last failed call, for the message */
 } dt__wfile;
 
 static dt_status dt__wfile_open(const char *op, const char *path, dt__wfile *w) {
   size_t cap = strlen(path) + 48;
   const char *kind = NULL;
+  char eb[32];
   int k, have = 0;
 #if defined(_WIN32)
   struct _stat64 st;
+  w->err = 0;
   if (_stat64(path, &st) == 0) {
     have = 1;
     if ((st.st_mode & _S_IFMT) != _S_IFREG) kind = (st.st_mode & _S_IFMT) == _S_IFDIR ? "a directory" : "";
   }
 #else
   struct stat st;
+  w->err = 0;
   if (stat(path, &st) == 0) {
     have = 1;
     if (!S_ISREG(st.st_mode))
@@ -3916,6 +4029,7 @@ static dt_status dt__wfile_open(const char *op, const char *path, dt__wfile *w) 
     snprintf(w->tmp, cap, "%s.tmp%lx.%d", path, (unsigned long)((uintptr_t)w >> 4), k);
     if (_stat64(w->tmp, &st) == 0) continue;
     if ((w->f = fopen(w->tmp, "wb")) != NULL) break;
+    w->err = errno;
 #else
     int fd;
     snprintf(w->tmp, cap, "%s.tmp%lx.%lx.%d", path, (unsigned long)getpid(), (unsigned long)((uintptr_t)w >> 4), k);
@@ -3926,6 +4040,7 @@ static dt_status dt__wfile_open(const char *op, const char *path, dt__wfile *w) 
       w->fd = fd;
       break;
     }
+    w->err = errno;
     if (errno != EEXIST) break;
 #endif
   }
@@ -3937,7 +4052,8 @@ static dt_status dt__wfile_open(const char *op, const char *path, dt__wfile *w) 
 #endif
     DT_FREE(w->tmp);
     w->tmp = NULL;
-    return dt__fail(DT_ERR_IO, "%s: cannot open %s for writing (a temporary file beside it could not be created)", op, path);
+    return dt__fail(DT_ERR_IO, "%s: cannot open %s for writing (a temporary file beside it could not be created: %s)", op, path,
+                    dt__errno_text(w->err, eb, sizeof eb));
   }
   return DT_OK;
 }
@@ -3945,33 +4061,42 @@ static dt_status dt__wfile_open(const char *op, const char *path, dt__wfile *w) 
 /* n bytes at the end of w: 1 when written, 0 on an error. */
 static int dt__wfile_write(dt__wfile *w, const void *buf, size_t n) {
 #if defined(_WIN32)
-  return fwrite(buf, 1, n, w->f) == n;
+  if (fwrite(buf, 1, n, w->f) == n) return 1;
+  w->err = errno;
+  return 0;
 #else
   size_t at = 0;
   while (at < n) {
     size_t want = n - at < ((size_t)1 << 30) ? n - at : ((size_t)1 << 30);
     long k = (long)write(w->fd, (const char *)buf + at, want);
     if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return 0;
+    if (k <= 0) { w->err = k < 0 ? errno : 0; return 0; }
     at += (size_t)k;
   }
   return 1;
 #endif
 }
 
+/* A failed write to w as the status of the save. */
+static dt_status dt__wfile_write_failed(const char *op, const char *path, const dt__wfile *w) {
+  char eb[32];
+  return dt__fail(DT_ERR_IO, "%s: writing %s failed: %s", op, path, w->err ? dt__errno_text(w->err, eb, sizeof eb) : "nothing was written");
+}
+
 /* Closes w; when s is DT_OK, puts it in place of path (or fails with DT_ERR_IO), else
    removes it. Returns the status of the save. */
 static dt_status dt__wfile_finish(const char *op, const char *path, dt__wfile *w, dt_status s) {
+  char eb[32];
 #if defined(_WIN32)
-  if (fclose(w->f) != 0 && s == DT_OK) s = dt__fail(DT_ERR_IO, "%s: writing %s failed", op, path);
+  if (fclose(w->f) != 0 && s == DT_OK) { w->err = errno; s = dt__wfile_write_failed(op, path, w); }
   if (s == DT_OK) {
     remove(path);
-    if (rename(w->tmp, path) != 0) s = dt__fail(DT_ERR_IO, "%s: cannot replace %s", op, path);
+    if (rename(w->tmp, path) != 0) s = dt__fail(DT_ERR_IO, "%s: cannot replace %s: %s", op, path, dt__errno_text(errno, eb, sizeof eb));
   }
   if (s != DT_OK) remove(w->tmp);
 #else
-  if (close(w->fd) != 0 && s == DT_OK) s = dt__fail(DT_ERR_IO, "%s: writing %s failed", op, path);
-  if (s == DT_OK && rename(w->tmp, path) != 0) s = dt__fail(DT_ERR_IO, "%s: cannot replace %s", op, path);
+  if (close(w->fd) != 0 && s == DT_OK) { w->err = errno; s = dt__wfile_write_failed(op, path, w); }
+  if (s == DT_OK && rename(w->tmp, path) != 0) s = dt__fail(DT_ERR_IO, "%s: cannot replace %s: %s", op, path, dt__errno_text(errno, eb, sizeof eb));
   if (s != DT_OK) unlink(w->tmp);
 #endif
   DT_FREE(w->tmp);
@@ -4026,12 +4151,12 @@ DTDEF dt_status dt_module_save(const dt_module *mc, const char *path) {
   if (maxbytes && !(host = DT_MALLOC(maxbytes))) { s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); goto done; }
   if ((s = dt__wfile_open(op, path, &f)) != DT_OK) goto done;
   opened = 1;
-  if (!dt__wfile_write(&f, lenbuf, 8) || !dt__wfile_write(&f, hdr, len)) { s = dt__fail(DT_ERR_IO, "%s: writing %s failed", op, path); goto done; }
+  if (!dt__wfile_write(&f, lenbuf, 8) || !dt__wfile_write(&f, hdr, len)) { s = dt__wfile_write_failed(op, path, &f); goto done; }
   for (i = 0; i < m->nparams; i++) {
     dt_tensor *t = m->params[i];
     if (t->nbytes == 0) continue;
     if ((s = dt_to_host(t, host, maxbytes)) != DT_OK) goto done;
-    if (!dt__wfile_write(&f, host, t->nbytes)) { s = dt__fail(DT_ERR_IO, "%s: writing %s failed", op, path); goto done; }
+    if (!dt__wfile_write(&f, host, t->nbytes)) { s = dt__wfile_write_failed(op, path, &f); goto done; }
   }
 done:
   if (opened) s = dt__wfile_finish(op, path, &f, s);
@@ -4351,21 +4476,33 @@ typedef struct dt__rfile {
 #else
   int fd;
 #endif
+  int err;   /* the errno of a failed read, for the message */
+  int64_t size;   /* the file's size when it opened, -1 unknown: for the messages about a header length */
 } dt__rfile;
 
 static dt_status dt__rfile_open(const char *op, const char *path, dt__rfile *r) {
   const char *kind = NULL;
+  char eb[32];
 #if defined(_WIN32)
   struct _stat64 st;
-  if (_stat64(path, &st) == 0 && (st.st_mode & _S_IFMT) != _S_IFREG) kind = (st.st_mode & _S_IFMT) == _S_IFDIR ? "a directory" : "";
-  if (!kind && !(r->f = fopen(path, "rb"))) return dt__fail(DT_ERR_IO, "%s: cannot open %s", op, path);
+  r->err = 0; r->size = -1;
+  if (_stat64(path, &st) == 0) {
+    if ((st.st_mode & _S_IFMT) != _S_IFREG) kind = (st.st_mode & _S_IFMT) == _S_IFDIR ? "a directory" : "";
+    else r->size = (int64_t)st.st_size;
+  }
+  if (!kind && !(r->f = fopen(path, "rb"))) return dt__fail(DT_ERR_IO, "%s: cannot open %s: %s", op, path, dt__errno_text(errno, eb, sizeof eb));
 #else
   struct stat st;
-  int fd, fl;
+  int fd, fl, e;
+  r->err = 0; r->size = -1;
   do fd = open(path, O_RDONLY | O_NONBLOCK | DT__O_CLOEXEC); while (fd < 0 && errno == EINTR);
-  if (fd < 0) return dt__fail(DT_ERR_IO, "%s: cannot open %s", op, path);
+  if (fd < 0) return dt__fail(DT_ERR_IO, "%s: cannot open %s: %s", op, path, dt__errno_text(errno, eb, sizeof eb));
   dt__cloexec(fd);
-  if (fstat(fd, &st) != 0) { close(fd); return dt__fail(DT_ERR_IO, "%s: cannot read %s", op, path); }
+  if (fstat(fd, &st) != 0) {
+    e = errno;
+    close(fd);
+    return dt__fail(DT_ERR_IO, "%s: cannot read %s: %s", op, path, dt__errno_text(e, eb, sizeof eb));
+  }
   if (!S_ISREG(st.st_mode))
     kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) ? "a character device"
          : S_ISBLK(st.st_mode) ? "a block device" : "";
@@ -4373,6 +4510,7 @@ static dt_status dt__rfile_open(const char *op, const char *path, dt__rfile *r) 
   else {
     if ((fl = fcntl(fd, F_GETFL)) >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK); /* reads of a regular file never wait anyway */
     r->fd = fd;
+    r->size = (int64_t)st.st_size;
   }
 #endif
   if (kind) return dt__fail(DT_ERR_IO, "%s: %s is %s%snot a regular file", op, path, kind, kind[0] ? ", " : "");
@@ -4385,18 +4523,29 @@ static int dt__rfile_read(dt__rfile *r, void *buf, size_t n, size_t *got) {
 #if defined(_WIN32)
   at = fread(buf, 1, n, r->f);
   if (got) *got = at;
-  return at == n ? 1 : ferror(r->f) ? -1 : 0;
+  if (at != n && ferror(r->f)) { r->err = errno; return -1; }
+  return at == n;
 #else
   while (at < n) {
     size_t want = n - at < ((size_t)1 << 30) ? n - at : ((size_t)1 << 30);
     long k = (long)read(r->fd, (char *)buf + at, want);
     if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) { if (got) *got = at; return k < 0 ? -1 : 0; }
+    if (k <= 0) {
+      if (got) *got = at;
+      if (k < 0) r->err = errno;
+      return k < 0 ? -1 : 0;
+    }
     at += (size_t)k;
   }
   if (got) *got = at;
   return 1;
 #endif
+}
+
+/* A failed read of r as a status. */
+static dt_status dt__rfile_read_failed(const char *op, const char *path, const dt__rfile *r) {
+  char eb[32];
+  return dt__fail(DT_ERR_IO, "%s: reading %s failed: %s", op, path, dt__errno_text(r->err, eb, sizeof eb));
 }
 
 static void dt__rfile_close(dt__rfile *r) {
@@ -4416,12 +4565,19 @@ static dt_status dt__st_read_header(const char *op, const char *path, dt__rfile 
   char *hdr;
   int k, rc;
   if ((rc = dt__rfile_read(f, lenbuf, 8, &got)) != 1) {
-    if (rc < 0) return dt__fail(DT_ERR_IO, "%s: cannot read %s", op, path);
+    if (rc < 0) return dt__rfile_read_failed(op, path, f);
     return dt__fail(DT_ERR_FORMAT, "%s: %s is too short for a safetensors file (%llu bytes)", op, path, (unsigned long long)got);
   }
   for (k = 7; k >= 0; k--) hlen = (hlen << 8) | lenbuf[k];
+  /* a length past the format's limit is no safetensors file (a text file's first 8 characters
+     read as a little-endian number are around 10^18); one past the end of the file may be a
+     file cut short */
   if (hlen < 2 || hlen > DT__ST_MAX_HEADER)
-    return dt__fail(DT_ERR_FORMAT, "%s: %s: header length %llu is not within the format's 2 bytes to 100 MB", op, path, (unsigned long long)hlen);
+    return dt__fail(DT_ERR_FORMAT, "%s: %s is not a safetensors file: its first 8 bytes, read as the header length, give %llu, "
+                    "which is not within the format's 2 bytes to 100 MB", op, path, (unsigned long long)hlen);
+  if (f->size >= 8 && hlen > (uint64_t)f->size - 8)
+    return dt__fail(DT_ERR_FORMAT, "%s: %s is not a safetensors file, or is cut short: its first 8 bytes, read as the header length, "
+                    "give %llu, but only %llu bytes follow them", op, path, (unsigned long long)hlen, (unsigned long long)f->size - 8);
   cap = (size_t)(hlen < 65536 ? hlen : 65536);
   got = 0;
   if (!(hdr = (char *)DT_MALLOC(cap + 1))) return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
@@ -4437,7 +4593,7 @@ static dt_status dt__st_read_header(const char *op, const char *path, dt__rfile 
     want = cap - got;
     if ((rc = dt__rfile_read(f, hdr + got, want, NULL)) != 1) {
       DT_FREE(hdr);
-      if (rc < 0) return dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
+      if (rc < 0) return dt__rfile_read_failed(op, path, f);
       return dt__fail(DT_ERR_FORMAT, "%s: %s: header length %llu runs past the end of the file", op, path, (unsigned long long)hlen);
     }
     got = cap;
@@ -4454,9 +4610,11 @@ static int dt__st_name_cmp(const void *a, const void *b) {
 }
 
 /* Validating the JSON, and matching its tensors to the module's names (sorted in byname):
-   ents[i] gets the entry of m->names[i]. Each tensor once, none the module lacks. */
+   ents[i] gets the entry of m->names[i]. Each tensor once; those the module lacks are counted
+   in *nunknown, the first named in unknown (refused later, after the shapes of those it has:
+   a network of another architecture is told by a shape more clearly than by a name). */
 static dt_status dt__st_parse_header(const char *op, const char *path, dt_module *m, const dt__st_name *byname, const char *hdr,
-                                     size_t hlen, dt__st_entry *ents) {
+                                     size_t hlen, dt__st_entry *ents, char *unknown, size_t ucap, int *nunknown) {
   char name[DT__NAME_MAX + 1];
   size_t nlen, bad;
   dt__json j;
@@ -4486,8 +4644,10 @@ static dt_status dt__st_parse_header(const char *op, const char *path, dt_module
         hit = (dt__st_name *)bsearch(&key, byname, (size_t)m->nparams, sizeof *byname, dt__st_name_cmp);
       i = hit ? hit->idx : m->nparams;
     }
-    if (i == m->nparams)
-      return dt__fail(DT_ERR_FORMAT, "%s: %s holds \"%.200s%s\", which the module does not have", op, path, name, nlen > 200 ? "..." : "");
+    if (i == m->nparams) {
+      if ((*nunknown)++ == 0) snprintf(unknown, ucap, "%.200s%s", name, nlen > 200 ? "..." : "");
+      continue;
+    }
     if (ents[i].seen) return dt__fail(DT_ERR_FORMAT, "%s: %s holds \"%s\" twice", op, path, m->names[i]);
     ents[i] = e;
     ents[i].seen = 1;
@@ -4512,15 +4672,27 @@ static const char *dt__st_shape_str(const dt__st_entry *e, char *buf, size_t n) 
   return buf;
 }
 
-/* Validating each tensor against the module's: there, of its dtype and shape, its byte count. */
-static dt_status dt__st_check_entries(const char *op, const char *path, dt_module *m, const dt__st_entry *ents) {
-  int i, k;
+/* Validating each tensor against the module's: of its dtype and shape, then each name the
+   file or the module lacks, then the byte counts. A dtype or shape that does not fit names
+   the names that do not match too (another network's file). */
+static dt_status dt__st_check_entries(const char *op, const char *path, dt_module *m, const dt__st_entry *ents,
+                                      const char *unknown, int nunknown) {
+  char un[280], mis[280], names[600];
+  int i, k, nmissing = 0, missing = -1;
+  for (i = 0; i < m->nparams; i++)
+    if (!ents[i].seen && nmissing++ == 0) missing = i;
+  un[0] = mis[0] = 0;
+  if (nunknown) snprintf(un, sizeof un, nunknown > 1 ? "\"%s\" and %d more, which the module does not have" : "\"%s\", which the module does not have",
+                         unknown, nunknown - 1);
+  if (nmissing) snprintf(mis, sizeof mis, nmissing > 1 ? "the module's \"%.200s\" and %d more are not in the file" : "the module's \"%.200s\" is not in the file",
+                         m->names[missing], nmissing - 1);
+  snprintf(names, sizeof names, "%s%s%s%s", un[0] ? "; the file also holds " : "", un, mis[0] ? "; " : "", mis);
   for (i = 0; i < m->nparams; i++) {
     const dt_tensor *t = m->params[i];
     const dt__st_entry *e = &ents[i];
     char a[200], b[200];
     int same;
-    if (!e->seen) return dt__fail(DT_ERR_FORMAT, "%s: %s has no \"%s\"", op, path, m->names[i]);
+    if (!e->seen) continue;
     if (!dt__st_known_dtype(e))
     {
       char db[112];
@@ -4528,12 +4700,20 @@ static dt_status dt__st_check_entries(const char *op, const char *path, dt_modul
                       dt__st_dtype_shown(e, db, sizeof db));
     }
     if (strcmp(e->dtype, dt__st_dtype(t->dtype)) != 0)
-      return dt__fail(DT_ERR_DTYPE, "%s: %s: \"%s\" is %s but the module's is %s", op, path, m->names[i], e->dtype, dt__st_dtype(t->dtype));
+      return dt__fail(DT_ERR_DTYPE, "%s: %s: \"%s\" is %s but the module's is %s%s", op, path, m->names[i], e->dtype, dt__st_dtype(t->dtype),
+                      names);
     same = e->ndim == t->shape.ndim;
     for (k = 0; same && k < e->ndim; k++) same = e->dims[k] == (uint64_t)t->shape.dims[k];
     if (!same)
-      return dt__fail(DT_ERR_SHAPE, "%s: %s: \"%s\" has shape %s but the module's has %s", op, path, m->names[i],
-                      dt__st_shape_str(e, a, sizeof a), dt__shape_str(&t->shape, b, sizeof b));
+      return dt__fail(DT_ERR_SHAPE, "%s: %s: \"%s\" has shape %s but the module's has %s%s", op, path, m->names[i],
+                      dt__st_shape_str(e, a, sizeof a), dt__shape_str(&t->shape, b, sizeof b), names);
+  }
+  if (nunknown) return dt__fail(DT_ERR_FORMAT, "%s: %s holds %s%s%s", op, path, un, mis[0] ? "; " : "", mis);
+  if (nmissing) return dt__fail(DT_ERR_FORMAT, "%s: %s has no \"%s\"%s", op, path, m->names[missing],
+                                nmissing > 1 ? " (nor others of the module's)" : "");
+  for (i = 0; i < m->nparams; i++) {
+    const dt_tensor *t = m->params[i];
+    const dt__st_entry *e = &ents[i];
     if (e->begin > e->end || e->end - e->begin != (uint64_t)t->nbytes)
       return dt__fail(DT_ERR_FORMAT, "%s: %s: \"%s\" has data_offsets [%llu, %llu], which do not hold its %llu bytes",
                       op, path, m->names[i], (unsigned long long)e->begin, (unsigned long long)e->end,
@@ -4580,7 +4760,7 @@ static dt_status dt__st_read_data(const char *op, const char *path, dt_module *m
       if (!(host = DT_MALLOC(t->nbytes))) return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
       if ((rc = dt__rfile_read(f, host, t->nbytes, NULL)) != 1) {
         DT_FREE(host);
-        if (rc < 0) return dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
+        if (rc < 0) return dt__rfile_read_failed(op, path, f);
         return dt__fail(DT_ERR_FORMAT, "%s: %s is cut short: the data of \"%s\" is [%llu, %llu] but the file ends before", op, path,
                         m->names[e->idx], (unsigned long long)e->begin, (unsigned long long)e->end);
       }
@@ -4590,7 +4770,7 @@ static dt_status dt__st_read_data(const char *op, const char *path, dt_module *m
     if (!fresh[e->idx]) return dt_last_status();
   }
   if ((rc = dt__rfile_read(f, &one, 1, NULL)) != 0) {
-    if (rc < 0) return dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
+    if (rc < 0) return dt__rfile_read_failed(op, path, f);
     if (m->nparams)
       return dt__fail(DT_ERR_FORMAT, "%s: %s: bytes follow the data of the last tensor, \"%s\", which ends at data byte %llu (safetensors data has no trailing bytes)",
                       op, path, m->names[ents[m->nparams - 1].idx], (unsigned long long)end);
@@ -4611,8 +4791,9 @@ DTDEF dt_status dt_module_load(dt_module *m, const char *path) {
   dt__st_entry *ents = NULL;
   dt__st_name *byname = NULL;
   dt_tensor **fresh = NULL;
+  char unknown[208];
   dt_status s;
-  int i;
+  int i, nunknown = 0;
   if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op);
   if (!path) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: path is NULL", op);
   if (!dt__little_endian()) return dt__fail(DT_ERR_UNSUPPORTED, "%s: big-endian hosts are not supported", op);
@@ -4634,8 +4815,8 @@ DTDEF dt_status dt_module_load(dt_module *m, const char *path) {
   memset(fresh, 0, sizeof(dt_tensor *) * (size_t)(m->nparams + 1));
   if ((s = dt__rfile_open(op, path, &f)) == DT_OK) {
     if ((s = dt__st_read_header(op, path, &f, &hdr, &hlen)) == DT_OK &&
-        (s = dt__st_parse_header(op, path, m, byname, hdr, hlen, ents)) == DT_OK &&
-        (s = dt__st_check_entries(op, path, m, ents)) == DT_OK &&
+        (s = dt__st_parse_header(op, path, m, byname, hdr, hlen, ents, unknown, sizeof unknown, &nunknown)) == DT_OK &&
+        (s = dt__st_check_entries(op, path, m, ents, unknown, nunknown)) == DT_OK &&
         (s = dt__st_check_ranges(op, path, m, ents, &end)) == DT_OK &&
         (s = dt__st_read_data(op, path, m, &f, ents, end, fresh)) == DT_OK)
       for (i = 0; i < m->nparams && s == DT_OK; i++) s = dt_copy_(m->params[i], fresh[i]); /* into the existing tensors: borrowed pointers stay valid */
@@ -5165,6 +5346,12 @@ static dt_status dt__trainer_check_xy(const char *op, const dt_trainer *tr, cons
                       op, yn, dt_dtype_name(y->dtype));
     return dt__float_only(op, xn, X);
   }
+  if (dt__is_float(X->dtype) && !dt__is_float(y->dtype)) /* integer targets are most likely class labels */
+    return dt__fail(DT_ERR_DTYPE, "%s: %s is %s but the MSE loss (tr.loss_fn DT_LOSS_MSE, the default) needs %s targets like %s's: "
+                    "for class labels set tr.loss_fn = DT_LOSS_CROSS_ENTROPY%s; for regression cast %s to %s (dt_cast(%s, %s))",
+                    op, yn, dt_dtype_name(y->dtype), dt_dtype_name(X->dtype), xn,
+                    y->dtype == DT_I64 ? "" : y->shape.ndim == 1 ? " with int64 labels (dt_cast to DT_I64)" : " with (n,) int64 labels",
+                    yn, dt_dtype_name(X->dtype), yn, X->dtype == DT_F64 ? "DT_F64" : "DT_F32");
   if ((s = dt__same_dtype(op, xn, X, yn, y)) != DT_OK) return s;
   if (X->shape.ndim != 2 || y->shape.ndim != 2 || X->shape.dims[0] != y->shape.dims[0])
     return dt__fail(DT_ERR_SHAPE, "%s: expected %s (n, in) and %s (n, out), got %s and %s", op, xn, yn,
@@ -5198,7 +5385,30 @@ static dt_status dt__trainer_check(const char *op, dt_trainer *tr, dt_module *m)
   return DT_OK;
 }
 
-/* After the first forward: the model's classes against the labels' largest. */
+/* The width of m's output for an input of `in` columns, without running it (a lazy layer
+   knows its out_features): the last linear layer's, or `in` when there is none. */
+static int64_t dt__module_out_width(const dt_module *m, int64_t in) {
+  int i;
+  if (m->kind == DT__M_LINEAR) return m->out;
+  for (i = 0; m->kind == DT__M_SEQ && i < m->n; i++) in = dt__module_out_width(m->layers[i], in);
+  return in;
+}
+
+/* Before anything changes (the model's device, a lazy layer's first draw): the labels' largest
+   against the classes the model will give. */
+static dt_status dt__trainer_label_classes(const char *op, dt_module *m, const dt_tensor *X, int64_t hi, const char *yn) {
+  int64_t classes;
+  if (hi < 0) return DT_OK;
+  classes = dt__module_out_width(m, X->shape.dims[1]);
+  if (hi >= classes)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s holds the class label %lld, but the model has %lld outputs (classes 0..%lld)",
+                    op, yn, (long long)hi, (long long)classes, (long long)classes - 1);
+  return DT_OK;
+}
+
+/* After the labels passed dt__trainer_label_classes: a first forward of one row, which sizes a
+   lazy layer before data-parallel copies are made, and the model's classes against the labels'
+   largest once more, from the output itself. */
 static dt_status dt__trainer_check_classes(const char *op, dt_module *m, const dt__tr_data *d, int64_t hi, const char *yn) {
   dt_tensor *xb, *pred;
   int64_t classes;
@@ -5247,6 +5457,8 @@ static dt_status dt__trainer_fit(const char *op, dt_trainer *tr, dt_module *m, c
   if (tr->loss_fn == DT_LOSS_CROSS_ENTROPY) {
     if ((s = dt__trainer_label_range(op, "y", y, &lo, &hi)) != DT_OK) return s;
     if (val && (s = dt__trainer_label_range(op, "y_val", yv, &vlo, &vhi)) != DT_OK) return s;
+    if ((s = dt__trainer_label_classes(op, m, X, hi, "y")) != DT_OK) return s;
+    if (val && (s = dt__trainer_label_classes(op, m, Xv, vhi, "y_val")) != DT_OK) return s;
   } else {
     hi = vhi = -1;
   }
@@ -5321,7 +5533,8 @@ DTDEF dt_status dt_trainer_evaluate(dt_trainer *tr, dt_module *m, const dt_tenso
   dt_status s;
   memset(&d, 0, sizeof d); memset(&sums, 0, sizeof sums);
   if ((s = dt__trainer_check(op, tr, m)) != DT_OK || (s = dt__trainer_check_xy(op, tr, "X", X, "y", y)) != DT_OK) return s;
-  if (tr->loss_fn == DT_LOSS_CROSS_ENTROPY && (s = dt__trainer_label_range(op, "y", y, &lo, &hi)) != DT_OK) return s;
+  if (tr->loss_fn == DT_LOSS_CROSS_ENTROPY && ((s = dt__trainer_label_range(op, "y", y, &lo, &hi)) != DT_OK ||
+                                               (s = dt__trainer_label_classes(op, m, X, hi, "y")) != DT_OK)) return s;
   if ((s = dt_trainer_prepare_model(tr, m)) != DT_OK) return s;
   if ((s = dt__tr_data_init(tr, X, y, &d)) == DT_OK && (s = dt__trainer_check_classes(op, m, &d, hi, "y")) == DT_OK &&
       (s = dt__tr_sums_init(op, tr, X, &sums)) == DT_OK && (s = dt__trainer_eval(tr, m, &d, &sums)) == DT_OK &&
@@ -5404,13 +5617,16 @@ static void dt__dl_delete_legacy(struct DLManagedTensor *self) {
 
 /* A capsule's state (its reference to t, shape, compact strides); first drains the
    device's stream so that the consumer may use the data on any stream (the producer's
-   half of __dlpack__(stream=...)). */
+   half of __dlpack__(stream=...)). A 0 dim counts as 1 in the strides, as in PyTorch; an
+   empty tensor's other dims may be huge, (0, 2^62, 4): a stride whose bytes pass int64
+   (only an empty tensor's can) is 0 there and outside it, as no element is ever reached. */
 static dt__dl_export *dt__dl_export_new(const char *op, dt_tensor *t) {
   dt__dl_export *e;
-  int64_t stride = 1;
+  uint64_t stride = 1, most;
   int i;
   dt_device d;
   if (dt__check_tensor(op, "t", t) != DT_OK) return NULL;
+  most = (uint64_t)INT64_MAX / dt_dtype_size(t->dtype);   /* the largest stride whose bytes fit an int64 */
   d = t->st->device;
   if (d.type != DT_CPU && dt__run(op, d, dt__be(d)->synchronize(d.index)) != DT_OK) return NULL;
   if (!(e = (dt__dl_export *)DT_MALLOC(sizeof(dt__dl_export)))) {
@@ -5420,9 +5636,10 @@ static dt__dl_export *dt__dl_export_new(const char *op, dt_tensor *t) {
   memset(e, 0, sizeof *e);
   e->t = dt_retain(t);
   for (i = t->shape.ndim - 1; i >= 0; i--) {
+    uint64_t n = t->shape.dims[i] > 0 ? (uint64_t)t->shape.dims[i] : 1;
     e->shape[i] = t->shape.dims[i];
-    e->strides[i] = stride;
-    stride *= t->shape.dims[i] > 0 ? t->shape.dims[i] : 1;
+    e->strides[i] = stride <= most ? (int64_t)stride : 0;
+    stride = stride <= most && n <= most / stride ? stride * n : most + 1;
   }
   return e;
 }
@@ -5502,6 +5719,21 @@ static const char *dt__dl_type_name(DLDataType t, char *buf, size_t n) {
   return buf;
 }
 
+/* The conversion to suggest for a dtype devtensor lacks: a float to float32 (float64 when it
+   is wider), an int to int64, a wider bool to bool; a complex number has no devtensor dtype. */
+static const char *dt__dl_type_advice(DLDataType t) {
+  if (t.lanes != 1) return "convert it first: devtensor has no vector types (one value per element; make the lanes a dimension)";
+  if (t.code == DT__DL_FLOAT || t.code == DT__DL_BFLOAT || (t.code >= 7 && t.code <= 17))
+    return t.bits > 64 ? "convert it first, e.g. x.to(torch.float64) or x.astype(np.float64)"
+                       : "convert it first, e.g. x.to(torch.float32) or x.astype(np.float32)";
+  if (t.code == DT__DL_INT || t.code == DT__DL_UINT)
+    return t.code == DT__DL_UINT && t.bits == 64 ? "convert it first, e.g. x.to(torch.int64) or x.astype(np.int64) (values below 2^63)"
+                                                  : "convert it first, e.g. x.to(torch.int64) or x.astype(np.int64)";
+  if (t.code == DT__DL_BOOL) return "convert it first, e.g. x.to(torch.bool) or x.astype(np.bool_)";
+  if (t.code == DT__DL_COMPLEX) return "devtensor has no complex dtype: import the real and imaginary parts apart (x.real, x.imag)";
+  return "convert it to one of them first";
+}
+
 /* Checks a DLTensor and wraps it; `rel` and `m` release it later. */
 static dt_tensor *dt__dl_import(const char *op, const DLTensor *x, void (*rel)(void *, void *), void *m) {
   dt_shape s;
@@ -5524,8 +5756,8 @@ static dt_tensor *dt__dl_import(const char *op, const DLTensor *x, void (*rel)(v
   else if (x->dtype.lanes == 1 && x->dtype.code == DT__DL_UINT && x->dtype.bits == 8) t = DT_U8;
   else if (x->dtype.lanes == 1 && x->dtype.code == DT__DL_BOOL && x->dtype.bits == 8) t = DT_BOOL;
   else {
-    dt__fail(DT_ERR_DTYPE, "%s: dtype %s has no devtensor dtype (float32, float64, int32, int64, uint8, bool): convert it first, e.g. x.to(torch.float32) or x.astype(np.int64)",
-             op, dt__dl_type_name(x->dtype, tb, sizeof tb));
+    dt__fail(DT_ERR_DTYPE, "%s: dtype %s has no devtensor dtype (float32, float64, int32, int64, uint8, bool): %s",
+             op, dt__dl_type_name(x->dtype, tb, sizeof tb), dt__dl_type_advice(x->dtype));
     return NULL;
   }
   switch ((int)x->device.device_type) {
@@ -5692,11 +5924,11 @@ DTDEF dt_status dt_save_tensors(const char *path, const char *const *names, cons
   if (maxbytes && !(host = DT_MALLOC(maxbytes))) { s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); goto done; }
   if ((s = dt__wfile_open(op, path, &f)) != DT_OK) goto done;
   opened = 1;
-  if (!dt__wfile_write(&f, lenbuf, 8) || !dt__wfile_write(&f, hdr, len)) { s = dt__fail(DT_ERR_IO, "%s: writing %s failed", op, path); goto done; }
+  if (!dt__wfile_write(&f, lenbuf, 8) || !dt__wfile_write(&f, hdr, len)) { s = dt__wfile_write_failed(op, path, &f); goto done; }
   for (i = 0; i < n; i++) {
     if (ts[i]->nbytes == 0) continue;
     if ((s = dt_to_host(ts[i], host, maxbytes)) != DT_OK) goto done;
-    if (!dt__wfile_write(&f, host, ts[i]->nbytes)) { s = dt__fail(DT_ERR_IO, "%s: writing %s failed", op, path); goto done; }
+    if (!dt__wfile_write(&f, host, ts[i]->nbytes)) { s = dt__wfile_write_failed(op, path, &f); goto done; }
   }
 done:
   if (opened) s = dt__wfile_finish(op, path, &f, s);
@@ -5929,7 +6161,7 @@ DTDEF dt_status dt_load_tensors(const char *path, dt_device dev, int *n_out, cha
     for (i = 0; i < e->ndim; i++) es.dims[i] = (int64_t)e->dims[i];
     if ((rc = dt__st_read_grow(&f, nb, &host)) != 1) {
       if (rc == -2) s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host reading \"%s\" (%zu bytes)", op, names[e->idx], nb);
-      else if (rc < 0) s = dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
+      else if (rc < 0) s = dt__rfile_read_failed(op, path, &f);
       else s = dt__fail(DT_ERR_FORMAT, "%s: %s is cut short: the data of \"%s\" is [%llu, %llu] but the file ends before", op, path,
                         names[e->idx], (unsigned long long)e->begin, (unsigned long long)e->end);
       goto done;
@@ -5939,7 +6171,7 @@ DTDEF dt_status dt_load_tensors(const char *path, dt_device dev, int *n_out, cha
     if (!ts[e->idx]) { s = dt_last_status(); goto done; }
   }
   if ((rc = dt__rfile_read(&f, &one, 1, NULL)) != 0) {
-    if (rc < 0) s = dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
+    if (rc < 0) s = dt__rfile_read_failed(op, path, &f);
     else s = dt__fail(DT_ERR_FORMAT, "%s: %s: bytes follow the last tensor's data, which ends at data byte %llu (safetensors data has no trailing bytes)",
                       op, path, (unsigned long long)at);
     goto done;

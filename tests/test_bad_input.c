@@ -57,6 +57,9 @@ static char NEED1[160], NEED2[160]; /* why a row that needs one or two GPUs skip
 static dt_trainer TR;
 static char OUTPATH[256];  /* a file that cannot be created */
 static char BADFILE[256];  /* a corrupt safetensors file */
+static char TEXTFILE[256]; /* a text file, the start of /etc/passwd */
+static char SHORTFILE[256]; /* a header length of 100 and 2 bytes after it */
+static char NETFILE[256];  /* NET saved: 0.weight (4, 3), 0.bias, 2.weight (2, 4), 2.bias */
 static char SMALLBUF[64];
 static FILE *RO;           /* a stream open for reading only */
 /* interop */
@@ -121,6 +124,19 @@ static dt_tensor *isel(const dt_tensor *t, int dim, const int64_t *values, int n
 }
 static const int64_t IDX_NEG[2] = {0, -1}, IDX_OK[2] = {1, 0};
 
+/* NETFILE into another network: Linear(in, 4), then Linear(4, 2) when two (no ReLU between:
+   its second layer is 1.*, the file's 2.*); or (wide) Linear(3, 8), ReLU, Linear(8, 2). */
+static dt_status load_other_net(int64_t in, int two, int wide) {
+  dt_module *net = dt_sequential();
+  dt_status s;
+  dt_sequential_add(net, dt_linear(in, wide ? 8 : 4));
+  if (wide) dt_sequential_add(net, dt_relu_layer());
+  if (two || wide) dt_sequential_add(net, dt_linear(wide ? 8 : 4, 2));
+  s = dt_module_load(net, NETFILE);
+  dt_module_free(net);
+  return s;
+}
+
 /* Adds a sequential to the innermost of DT_MODULE_MAX_DEPTH nested ones (one too deep); frees them. */
 static dt_status add_too_deep(void) {
   dt_module *top = dt_sequential(), *cur = top, *s;
@@ -169,6 +185,23 @@ static int step_after_growth(void) {
   dt_optimizer_free(o);
   dt_module_free(net);
   return bad(s);
+}
+/* a lazy layer's first input of 0 features, (2, 0), behind a ReLU (its input) or at the
+   front: refused, and the layer still lazy after the first refusal; the second's message. */
+static int lazy_zero_features(int behind_relu) {
+  dt_module *net = dt_sequential();
+  dt_tensor *x = dt_zeros(dt_shape2(2, 0), dt_cpu()), *y;
+  int failed;
+  if (behind_relu) dt_sequential_add(net, dt_relu_layer());
+  dt_sequential_add(net, dt_linear(0, 2));
+  y = dt_forward(net, x);
+  failed = y == NULL && dt_linear_weight(dt_sequential_get(net, behind_relu)) == NULL;
+  dt_release(y);
+  y = dt_forward(net, x);
+  failed = failed && y == NULL;
+  dt_release(y); dt_release(x);
+  dt_module_free(net);
+  return failed;
 }
 /* uint8 / bool operands made for one call and released after it */
 static dt_tensor *cmp_u8(void) { return dt_arange(0, 6, 1, DT_U8, dt_cpu()); }
@@ -290,6 +323,44 @@ static dt_status eval_ce(const dt_tensor *y) {
   s = dt_trainer_evaluate(&TR, NETC, X, y, HOST, HOST);
   TR.loss_fn = DT_LOSS_MSE;
   return s;
+}
+
+/* A classification fit (0), fit_val (1, y_val bad) or evaluate (2) of a lazy network,
+   Sequential(Linear(0, 2)), with the label 2 (LABBIG) on the CPU or cuda:0: refused before
+   anything changes: the layer still lazy, the generator not drawn from (its next draw is a
+   fresh seed's first). The call runs again last, for the message. */
+static int lazy_label_unchanged(int which, int gpu) {
+  dt_module *net = dt_sequential();
+  dt_tensor *x = gpu ? dt_to(X, dt_gpu(0)) : dt_retain(X), *y = gpu ? dt_to(LAB, dt_gpu(0)) : dt_retain(LAB);
+  dt_tensor *yb = gpu ? dt_to(LABBIG, dt_gpu(0)) : dt_retain(LABBIG), *r;
+  dt_device was = TR.device;
+  float first = 0, next = -1;
+  int failed = 0, k;
+  dt_sequential_add(net, dt_linear(0, 2));
+  dt_manual_seed(1234);
+  r = dt_rand(dt_shape1(1), dt_cpu());
+  if (r) dt_to_host(r, &first, sizeof first);
+  dt_release(r);
+  dt_manual_seed(1234);
+  TR.loss_fn = DT_LOSS_CROSS_ENTROPY;
+  if (gpu) TR.device = dt_gpu(0);
+  for (k = 0; k < 2 && x && y && yb; k++) {
+    dt_status s = which == 0 ? dt_trainer_fit(&TR, net, x, yb) : which == 1 ? dt_trainer_fit_val(&TR, net, x, y, x, yb)
+                : dt_trainer_evaluate(&TR, net, x, yb, HOST, HOST);
+    if (k == 0) {
+      failed = s != DT_OK && dt_linear_weight(dt_sequential_get(net, 0)) == NULL && dt_module_device(net).type == DT_CPU;
+      r = dt_rand(dt_shape1(1), dt_cpu());
+      if (r) dt_to_host(r, &next, sizeof next);
+      dt_release(r);
+      failed = failed && next == first;
+    } else {
+      failed = failed && s != DT_OK;
+    }
+  }
+  TR.loss_fn = DT_LOSS_MSE; TR.device = was;
+  dt_release(x); dt_release(y); dt_release(yb);
+  dt_module_free(net);
+  return failed;
 }
 
 /* name, expected status, message prefix, words the message must hold ('|' between), the call (1: failed).
@@ -684,7 +755,17 @@ static dt_status eval_ce(const dt_tensor *y) {
   X_(load_dir, DT_ERR_IO, "dt_module_load:", "build", bad(dt_module_load(NET, "build")))                                    \
   X_(load_dir_words, DT_ERR_IO, "dt_module_load:", "=build is a directory, not a regular file", bad(dt_module_load(NET, "build"))) \
   X_(load_device, DT_ERR_IO, "dt_module_load:", "=/dev/null is a character device, not a regular file", POSIX_ONLY(bad(dt_module_load(NET, "/dev/null")))) \
+  X_(load_missing_reason, DT_ERR_IO, "dt_module_load:", "=cannot open build/no/such/dir/x.safetensors: No such file or directory", bad(dt_module_load(NET, OUTPATH))) \
+  X_(save_nodir_reason, DT_ERR_IO, "dt_module_save:", "=cannot open build/no/such/dir/x.safetensors for writing (a temporary file beside it could not be created: No such file or directory)", bad(dt_module_save(NET, OUTPATH))) \
+  X_(load_text_file, DT_ERR_FORMAT, "dt_module_load:", "is not a safetensors file: its first 8 bytes|read as the header length, give 3475222254926655346, which|not within the format's 2 bytes to 100 MB", bad(dt_module_load(NET, TEXTFILE))) \
+  X_(load_other_net, DT_ERR_SHAPE, "dt_module_load:", "\"0.weight\" has shape (4, 3) but the module's has (4, 5); the file also holds|\"2.weight\" and 1 more, which the module does not have; the module's \"1.weight\" and 1 more are not in the file", bad(load_other_net(5, 1, 0))) \
+  X_(load_other_net_fewer, DT_ERR_SHAPE, "dt_module_load:", "\"0.weight\" has shape (4, 3) but the module's has (4, 5); the file also holds|\"2.weight\" and 1 more, which the module does not have", bad(load_other_net(5, 0, 0))) \
+  X_(load_other_net_wide, DT_ERR_SHAPE, "dt_module_load:", "\"0.weight\" has shape (4, 3) but the module's has (8, 3)", bad(load_other_net(3, 0, 1))) \
+  X_(load_other_net_names, DT_ERR_FORMAT, "dt_module_load:", "holds \"2.weight\" and 1 more, which the module does not have; the module's \"1.weight\" and 1 more are not in the file", bad(load_other_net(3, 1, 0))) \
+  X_(load_cut_short, DT_ERR_FORMAT, "dt_module_load:", "is not a safetensors file, or is cut short: its first 8 bytes|read as the header length, give 100, but only 2 bytes follow them", bad(dt_module_load(NET, SHORTFILE))) \
   X_(seq_add_too_deep, DT_ERR_INVALID_ARGUMENT, "dt_sequential_add:", "=sequentials nest at most 64 deep (DT_MODULE_MAX_DEPTH), but seq is 64 deep and the layer holds 1 more, which would make 65", bad(add_too_deep())) \
+  X_(forward_lazy_zero_features, DT_ERR_SHAPE, "dt_forward:", "=layer 0 (linear, lazy -> 2) takes its in_features from its first input, but the network's input has shape (2, 0): 0 features, nothing to weigh (the layer stays lazy)", lazy_zero_features(0)) \
+  X_(forward_lazy_zero_features_later, DT_ERR_SHAPE, "dt_forward:", "=layer 1 (linear, lazy -> 2) takes its in_features from its first input, but its input has shape (2, 0) (the network's input has shape (2, 0)): 0 features, nothing to weigh (the layer stays lazy)", lazy_zero_features(1)) \
   X_(forward_in_words, DT_ERR_SHAPE, "dt_forward:", "=layer 0 (linear, 3 -> 4) takes 3 features, but the network's input has shape (5, 2)", nul(dt_forward(NET, Y))) \
   /* interop */                                                                                                             \
   X_(to_dlpack_null, DT_ERR_INVALID_ARGUMENT, "dt_to_dlpack:", "t is NULL", dt_to_dlpack(NULL) == NULL)                     \
@@ -708,6 +789,10 @@ static dt_status eval_ce(const dt_tensor *y) {
   X_(load_tensors_gpu7, DT_ERR_NO_DEVICE, "dt_load_tensors:", "cuda:7", bad(dt_load_tensors(BADFILE, GPU7, &LN, &LNAMES, &LTS))) \
   X_(load_tensors_missing, DT_ERR_IO, "dt_load_tensors:", "no/such/dir", bad(dt_load_tensors(OUTPATH, dt_cpu(), &LN, &LNAMES, &LTS))) \
   X_(load_tensors_corrupt, DT_ERR_FORMAT, "dt_load_tensors:", "header length", bad(dt_load_tensors(BADFILE, dt_cpu(), &LN, &LNAMES, &LTS))) \
+  X_(load_tensors_missing_reason, DT_ERR_IO, "dt_load_tensors:", "=cannot open build/no/such/dir/x.safetensors: No such file or directory", bad(dt_load_tensors(OUTPATH, dt_cpu(), &LN, &LNAMES, &LTS))) \
+  X_(save_tensors_nodir_reason, DT_ERR_IO, "dt_save_tensors:", "=cannot open build/no/such/dir/x.safetensors for writing (a temporary file beside it could not be created: No such file or directory)", bad(dt_save_tensors(OUTPATH, NAMES1, STK, 1))) \
+  X_(load_tensors_text_file, DT_ERR_FORMAT, "dt_load_tensors:", "is not a safetensors file: its first 8 bytes, read as the header length, give 3475222254926655346,", bad(dt_load_tensors(TEXTFILE, dt_cpu(), &LN, &LNAMES, &LTS))) \
+  X_(load_tensors_cut_short, DT_ERR_FORMAT, "dt_load_tensors:", "is not a safetensors file, or is cut short|give 100, but only 2 bytes follow them", bad(dt_load_tensors(SHORTFILE, dt_cpu(), &LN, &LNAMES, &LTS))) \
   /* optimizers and no_grad */                                                                                         \
   X_(sgd_new_null, DT_ERR_INVALID_ARGUMENT, "dt_sgd:", "=m is NULL", nulo(dt_sgd(NULL, 0.1, 0, 0)))                              \
   X_(sgd_lr_neg, DT_ERR_INVALID_ARGUMENT, "dt_sgd:", "=invalid learning rate lr = -0.1 (expected a finite lr >= 0)", nulo(dt_sgd(NET, -0.1, 0, 0))) \
@@ -841,6 +926,16 @@ static dt_status eval_ce(const dt_tensor *y) {
   X_(fit_ce_label_big, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit:", "class label 2|2 outputs", bad(fit_loss(DT_LOSS_CROSS_ENTROPY, 32, X, LABBIG))) \
   X_(fit_ce_label_neg, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit:", "class label -1", bad(fit_loss(DT_LOSS_CROSS_ENTROPY, 32, X, LABNEG))) \
   X_(fit_ce_devices, DT_ERR_DEVICE_MISMATCH, "dt_trainer_fit:", "y is on cpu|X is on cuda:0", GPUS(1, bad(fit_loss(DT_LOSS_CROSS_ENTROPY, 32, GX, LAB)))) \
+  X_(fit_mse_int_labels, DT_ERR_DTYPE, "dt_trainer_fit:", "=y is int64 but the MSE loss (tr.loss_fn DT_LOSS_MSE, the default) needs float32 targets like X's: for class labels set tr.loss_fn = DT_LOSS_CROSS_ENTROPY; for regression cast y to float32 (dt_cast(y, DT_F32))", bad(dt_trainer_fit(&TR, NETC, X, LAB))) \
+  X_(fit_mse_int32_labels, DT_ERR_DTYPE, "dt_trainer_fit:", "y is int32|needs float64 targets|DT_LOSS_CROSS_ENTROPY with (n,) int64 labels|dt_cast(y, DT_F64)", bad(dt_trainer_fit(&TR, NETC, D, I))) \
+  X_(fit_val_mse_int_labels, DT_ERR_DTYPE, "dt_trainer_fit_val:", "y_val is int64|MSE|DT_LOSS_CROSS_ENTROPY|dt_cast(y_val, DT_F32)", bad(dt_trainer_fit_val(&TR, NETC, X, Y, X, LAB))) \
+  X_(evaluate_mse_int_labels, DT_ERR_DTYPE, "dt_trainer_evaluate:", "y is int64|MSE|tr.loss_fn = DT_LOSS_CROSS_ENTROPY|dt_cast(y, DT_F32)", bad(dt_trainer_evaluate(&TR, NETC, X, LAB, HOST, HOST))) \
+  X_(fit_ce_label_lazy_unchanged, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit:", "=y holds the class label 2, but the model has 2 outputs (classes 0..1)", lazy_label_unchanged(0, 0)) \
+  X_(fit_val_ce_label_lazy_unchanged, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit_val:", "=y_val holds the class label 2, but the model has 2 outputs (classes 0..1)", lazy_label_unchanged(1, 0)) \
+  X_(evaluate_ce_label_lazy_unchanged, DT_ERR_INVALID_ARGUMENT, "dt_trainer_evaluate:", "=y holds the class label 2, but the model has 2 outputs (classes 0..1)", lazy_label_unchanged(2, 0)) \
+  X_(fit_ce_label_lazy_unchanged_gpu, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit:", "=y holds the class label 2, but the model has 2 outputs (classes 0..1)", GPUS(1, lazy_label_unchanged(0, 1))) \
+  X_(fit_val_ce_label_lazy_unchanged_gpu, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit_val:", "=y_val holds the class label 2, but the model has 2 outputs (classes 0..1)", GPUS(1, lazy_label_unchanged(1, 1))) \
+  X_(evaluate_ce_label_lazy_unchanged_gpu, DT_ERR_INVALID_ARGUMENT, "dt_trainer_evaluate:", "=y holds the class label 2, but the model has 2 outputs (classes 0..1)", GPUS(1, lazy_label_unchanged(2, 1))) \
   X_(fit_val_label_big, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit_val:", "y_val|class label 2", bad(fit_val_ce(LABBIG)))      \
   X_(evaluate_null_tr, DT_ERR_INVALID_ARGUMENT, "dt_trainer_evaluate:", "tr is NULL", bad(dt_trainer_evaluate(NULL, NETC, X, Y, HOST, HOST))) \
   X_(evaluate_null_m, DT_ERR_INVALID_ARGUMENT, "dt_trainer_evaluate:", "m is NULL", bad(dt_trainer_evaluate(&TR, NULL, X, Y, HOST, HOST))) \
@@ -1199,6 +1294,12 @@ int main(void) {
   f = fopen(BADFILE, "wb");
   if (f) { fwrite("\xff\xff\xff\xff\xff\xff\xff\x7f{}", 1, 10, f); fclose(f); }
   RO = fopen(BADFILE, "rb");
+  snprintf(TEXTFILE, sizeof TEXTFILE, "build/bad_input_%ld.txt", (long)getpid());
+  snprintf(NETFILE, sizeof NETFILE, "build/bad_input_net_%ld.safetensors", (long)getpid());
+  if (f && dt_module_save(NET, NETFILE) != DT_OK) f = NULL;
+  snprintf(SHORTFILE, sizeof SHORTFILE, "build/bad_input_short_%ld.safetensors", (long)getpid());
+  if (f && (f = fopen(TEXTFILE, "wb")) != NULL) { fputs("root:x:0:0:root:/root:/bin/bash\n", f); fclose(f); }
+  if (f && (f = fopen(SHORTFILE, "wb")) != NULL) { fwrite("\x64\0\0\0\0\0\0\0{}", 1, 10, f); fclose(f); }
   if (!F || !D || !I || !L || !V || !S || !X || !Y || !M4 || !NET || !LAZY || !RELU || !NETR || !YD || !B3 || !C3 || !C35 ||
       !T8 || !gpus_ok || !f || !RO) {
     printf("FAIL bad_input: fixtures: %s\n0 passed, 1 failed, 0 skipped\n", dt_last_error());
@@ -1216,6 +1317,9 @@ int main(void) {
   T_RUN(test_many_layers);
   fclose(RO);
   remove(BADFILE);
+  remove(TEXTFILE);
+  remove(SHORTFILE);
+  remove(NETFILE);
   dt_release(F); dt_release(D); dt_release(I); dt_release(L); dt_release(V); dt_release(S);
   dt_release(X); dt_release(Y); dt_release(M4);
   dt_release(YD); dt_release(B3); dt_release(C3); dt_release(C35); dt_release(T8);

@@ -106,6 +106,35 @@ static void test_to_dlpack_fields(dt_device dev) {
     if (me) { check_dltensor(&me->dl_tensor, e, dev, 3, d405); T_CHECK(me->dl_tensor.data == NULL); me->deleter(me); }
     dt_release(s); dt_release(e);
   }
+  /* an empty tensor with huge dims: the compact strides overflow int64 (UBSan watches; 3 * 2^62
+     wraps to a negative number, 4 * 2^62 to 0); the inner ones as ever, those past int64 in bytes
+     0 (no element is ever reached) */
+  for (k = 3; k <= 4; k++) {
+    dt_tensor *e = dt_empty(dt_shape3(0, (int64_t)1 << 62, k), DT_F32, dev), *back;
+    struct DLManagedTensorVersioned *me = e ? dt_to_dlpack(e) : NULL;
+    struct DLManagedTensor *le = e ? dt_to_dlpack_legacy(e) : NULL;
+    T_CHECK_MSG(e && me && le, "%s", dt_last_error());
+    if (me && le) {
+      const DLTensor *x[2];
+      int j;
+      x[0] = &me->dl_tensor; x[1] = &le->dl_tensor;
+      for (j = 0; j < 2; j++) {
+        T_CHECK(x[j]->ndim == 3 && x[j]->data == NULL);
+        T_CHECK(x[j]->shape[0] == 0 && x[j]->shape[1] == (int64_t)1 << 62 && x[j]->shape[2] == k);
+        T_CHECK_MSG(x[j]->strides[2] == 1 && x[j]->strides[1] == k && x[j]->strides[0] == 0, "strides (%lld, %lld, %lld)",
+                    (long long)x[j]->strides[0], (long long)x[j]->strides[1], (long long)x[j]->strides[2]);
+      }
+      back = dt_from_dlpack(me);   /* takes the capsule */
+      T_CHECK_MSG(back && dt_numel(back) == 0 && dt_dim(back, 1) == (int64_t)1 << 62, "%s", dt_last_error());
+      if (!back) me->deleter(me);
+      dt_release(back);
+      le->deleter(le);
+    } else {
+      if (me) me->deleter(me);
+      if (le) le->deleter(le);
+    }
+    dt_release(e);
+  }
   T_CHECK(dt_to_dlpack(NULL) == NULL && contains(dt_last_error(), "dt_to_dlpack: t is NULL"));
   T_CHECK(dt_to_dlpack_legacy(NULL) == NULL && contains(dt_last_error(), "dt_to_dlpack_legacy: t is NULL"));
 }
@@ -260,9 +289,27 @@ static void test_refused_imports(void) {
     refuse(p, legacy, "bool (32 bits)", "bool (32 bits)");
     x->dtype.code = kDLFloat; x->dtype.bits = 16;
     refuse(p, legacy, "float16", "float16");
+    /* the suggested conversion fits the dtype: a float to float32, an int to int64 */
+    refuse(p, legacy, "float16 to float32", "e.g. x.to(torch.float32) or x.astype(np.float32)");
+    T_CHECK_MSG(!contains(dt_last_error(), "np.int64"), "float16: %s", dt_last_error());
+    x->dtype.code = kDLBfloat; x->dtype.bits = 16;
+    refuse(p, legacy, "bfloat16", "dtype bfloat16 has no devtensor dtype");
+    refuse(p, legacy, "bfloat16 to float32", "x.to(torch.float32)");
+    T_CHECK_MSG(!contains(dt_last_error(), "np.int64"), "bfloat16: %s", dt_last_error());
+    x->dtype.code = kDLFloat; x->dtype.bits = 128;
+    refuse(p, legacy, "float128 to float64", "x.astype(np.float64)");
+    x->dtype.code = kDLInt; x->dtype.bits = 16;
+    refuse(p, legacy, "int16 to int64", "e.g. x.to(torch.int64) or x.astype(np.int64)");
+    x->dtype.code = kDLUInt; x->dtype.bits = 32;
+    refuse(p, legacy, "uint32 to int64", "x.astype(np.int64)");
+    x->dtype.code = kDLComplex; x->dtype.bits = 64;
+    refuse(p, legacy, "complex64", "x.real");
+    T_CHECK_MSG(!contains(dt_last_error(), "np.int64"), "complex64: %s", dt_last_error());
     /* DLPack 1.1's narrow floats, declared with their codes */
     x->dtype.code = kDLFloat8_e4m3fn; x->dtype.bits = 8;
     refuse(p, legacy, "float8_e4m3fn", "dtype float8_e4m3fn (8 bits) has no devtensor dtype");
+    refuse(p, legacy, "float8_e4m3fn to float32", "x.to(torch.float32)");
+    T_CHECK_MSG(!contains(dt_last_error(), "np.int64"), "float8: %s", dt_last_error());
     x->dtype.code = kDLFloat4_e2m1fn; x->dtype.bits = 4;
     refuse(p, legacy, "float4_e2m1fn", "dtype float4_e2m1fn (4 bits)");
     x->dtype.code = kDLFloat;

@@ -102,6 +102,23 @@ static void test_lazy_linear(dt_device dev) {
   }
   dt_release(X); dt_release(y);
   dt_module_free(net);
+  /* a first input of 0 features: refused (its bias would be drawn within +-1/sqrt(0): NaN), the
+     layer still lazy and sized by the next forward */
+  net = dt_sequential();
+  dt_sequential_add(net, dt_linear(0, 3));
+  T_CHECK(dt_module_to(net, dev) == DT_OK);
+  X = dt_zeros(dt_shape2(2, 0), dev);
+  y = dt_forward(net, X);
+  T_CHECK_MSG(y == NULL && dt_last_status() == DT_ERR_SHAPE, "%s", y ? "a forward of (2, 0) worked" : dt_last_error());
+  T_STREQ(dt_last_error(), "dt_forward: layer 0 (linear, lazy -> 3) takes its in_features from its first input, but the network's "
+                           "input has shape (2, 0): 0 features, nothing to weigh (the layer stays lazy)");
+  T_CHECK(dt_linear_weight(dt_sequential_get(net, 0)) == NULL);
+  dt_release(X); dt_release(y);
+  X = dt_ones(dt_shape2(2, 4), dev);
+  y = dt_forward(net, X);
+  T_CHECK_MSG(y && dt_dim(y, 1) == 3 && dt_dim(dt_linear_weight(dt_sequential_get(net, 0)), 1) == 4, "%s", dt_last_error());
+  dt_release(X); dt_release(y);
+  dt_module_free(net);
 }
 
 static void test_module_devices(dt_device dev) {

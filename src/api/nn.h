@@ -1,5 +1,8 @@
 typedef struct dt_module dt_module;
 DTDEF dt_module *dt_linear(int64_t in_features, int64_t out_features); /* y = x W^T + b; in_features 0: lazy */
+/* A lazy layer takes in_features from its first input's columns; a first input of 0 columns is
+   refused (DT_ERR_SHAPE) and the layer stays lazy (PyTorch's LazyLinear leaves its parameters
+   uninitialised then; here the bias bound 1/sqrt(0) would make NaN). */
 DTDEF dt_module *dt_relu_layer(void);
 DTDEF dt_module *dt_sequential(void);
 DTDEF dt_status  dt_sequential_add(dt_module *seq, dt_module *layer);   /* takes ownership, also on failure */

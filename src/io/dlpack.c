@@ -65,13 +65,16 @@ static void dt__dl_delete_legacy(struct DLManagedTensor *self) {
 
 /* A capsule's state (its reference to t, shape, compact strides); first drains the
    device's stream so that the consumer may use the data on any stream (the producer's
-   half of __dlpack__(stream=...)). */
+   half of __dlpack__(stream=...)). A 0 dim counts as 1 in the strides, as in PyTorch; an
+   empty tensor's other dims may be huge, (0, 2^62, 4): a stride whose bytes pass int64
+   (only an empty tensor's can) is 0 there and outside it, as no element is ever reached. */
 static dt__dl_export *dt__dl_export_new(const char *op, dt_tensor *t) {
   dt__dl_export *e;
-  int64_t stride = 1;
+  uint64_t stride = 1, most;
   int i;
   dt_device d;
   if (dt__check_tensor(op, "t", t) != DT_OK) return NULL;
+  most = (uint64_t)INT64_MAX / dt_dtype_size(t->dtype);   /* the largest stride whose bytes fit an int64 */
   d = t->st->device;
   if (d.type != DT_CPU && dt__run(op, d, dt__be(d)->synchronize(d.index)) != DT_OK) return NULL;
   if (!(e = (dt__dl_export *)DT_MALLOC(sizeof(dt__dl_export)))) {
@@ -81,9 +84,10 @@ static dt__dl_export *dt__dl_export_new(const char *op, dt_tensor *t) {
   memset(e, 0, sizeof *e);
   e->t = dt_retain(t);
   for (i = t->shape.ndim - 1; i >= 0; i--) {
+    uint64_t n = t->shape.dims[i] > 0 ? (uint64_t)t->shape.dims[i] : 1;
     e->shape[i] = t->shape.dims[i];
-    e->strides[i] = stride;
-    stride *= t->shape.dims[i] > 0 ? t->shape.dims[i] : 1;
+    e->strides[i] = stride <= most ? (int64_t)stride : 0;
+    stride = stride <= most && n <= most / stride ? stride * n : most + 1;
   }
   return e;
 }
@@ -163,6 +167,21 @@ static const char *dt__dl_type_name(DLDataType t, char *buf, size_t n) {
   return buf;
 }
 
+/* The conversion to suggest for a dtype devtensor lacks: a float to float32 (float64 when it
+   is wider), an int to int64, a wider bool to bool; a complex number has no devtensor dtype. */
+static const char *dt__dl_type_advice(DLDataType t) {
+  if (t.lanes != 1) return "convert it first: devtensor has no vector types (one value per element; make the lanes a dimension)";
+  if (t.code == DT__DL_FLOAT || t.code == DT__DL_BFLOAT || (t.code >= 7 && t.code <= 17))
+    return t.bits > 64 ? "convert it first, e.g. x.to(torch.float64) or x.astype(np.float64)"
+                       : "convert it first, e.g. x.to(torch.float32) or x.astype(np.float32)";
+  if (t.code == DT__DL_INT || t.code == DT__DL_UINT)
+    return t.code == DT__DL_UINT && t.bits == 64 ? "convert it first, e.g. x.to(torch.int64) or x.astype(np.int64) (values below 2^63)"
+                                                  : "convert it first, e.g. x.to(torch.int64) or x.astype(np.int64)";
+  if (t.code == DT__DL_BOOL) return "convert it first, e.g. x.to(torch.bool) or x.astype(np.bool_)";
+  if (t.code == DT__DL_COMPLEX) return "devtensor has no complex dtype: import the real and imaginary parts apart (x.real, x.imag)";
+  return "convert it to one of them first";
+}
+
 /* Checks a DLTensor and wraps it; `rel` and `m` release it later. */
 static dt_tensor *dt__dl_import(const char *op, const DLTensor *x, void (*rel)(void *, void *), void *m) {
   dt_shape s;
@@ -185,8 +204,8 @@ static dt_tensor *dt__dl_import(const char *op, const DLTensor *x, void (*rel)(v
   else if (x->dtype.lanes == 1 && x->dtype.code == DT__DL_UINT && x->dtype.bits == 8) t = DT_U8;
   else if (x->dtype.lanes == 1 && x->dtype.code == DT__DL_BOOL && x->dtype.bits == 8) t = DT_BOOL;
   else {
-    dt__fail(DT_ERR_DTYPE, "%s: dtype %s has no devtensor dtype (float32, float64, int32, int64, uint8, bool): convert it first, e.g. x.to(torch.float32) or x.astype(np.int64)",
-             op, dt__dl_type_name(x->dtype, tb, sizeof tb));
+    dt__fail(DT_ERR_DTYPE, "%s: dtype %s has no devtensor dtype (float32, float64, int32, int64, uint8, bool): %s",
+             op, dt__dl_type_name(x->dtype, tb, sizeof tb), dt__dl_type_advice(x->dtype));
     return NULL;
   }
   switch ((int)x->device.device_type) {

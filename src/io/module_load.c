@@ -99,21 +99,33 @@ typedef struct dt__rfile {
 #else
   int fd;
 #endif
+  int err;   /* the errno of a failed read, for the message */
+  int64_t size;   /* the file's size when it opened, -1 unknown: for the messages about a header length */
 } dt__rfile;
 
 static dt_status dt__rfile_open(const char *op, const char *path, dt__rfile *r) {
   const char *kind = NULL;
+  char eb[32];
 #if defined(_WIN32)
   struct _stat64 st;
-  if (_stat64(path, &st) == 0 && (st.st_mode & _S_IFMT) != _S_IFREG) kind = (st.st_mode & _S_IFMT) == _S_IFDIR ? "a directory" : "";
-  if (!kind && !(r->f = fopen(path, "rb"))) return dt__fail(DT_ERR_IO, "%s: cannot open %s", op, path);
+  r->err = 0; r->size = -1;
+  if (_stat64(path, &st) == 0) {
+    if ((st.st_mode & _S_IFMT) != _S_IFREG) kind = (st.st_mode & _S_IFMT) == _S_IFDIR ? "a directory" : "";
+    else r->size = (int64_t)st.st_size;
+  }
+  if (!kind && !(r->f = fopen(path, "rb"))) return dt__fail(DT_ERR_IO, "%s: cannot open %s: %s", op, path, dt__errno_text(errno, eb, sizeof eb));
 #else
   struct stat st;
-  int fd, fl;
+  int fd, fl, e;
+  r->err = 0; r->size = -1;
   do fd = open(path, O_RDONLY | O_NONBLOCK | DT__O_CLOEXEC); while (fd < 0 && errno == EINTR);
-  if (fd < 0) return dt__fail(DT_ERR_IO, "%s: cannot open %s", op, path);
+  if (fd < 0) return dt__fail(DT_ERR_IO, "%s: cannot open %s: %s", op, path, dt__errno_text(errno, eb, sizeof eb));
   dt__cloexec(fd);
-  if (fstat(fd, &st) != 0) { close(fd); return dt__fail(DT_ERR_IO, "%s: cannot read %s", op, path); }
+  if (fstat(fd, &st) != 0) {
+    e = errno;
+    close(fd);
+    return dt__fail(DT_ERR_IO, "%s: cannot read %s: %s", op, path, dt__errno_text(e, eb, sizeof eb));
+  }
   if (!S_ISREG(st.st_mode))
     kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) ? "a character device"
          : S_ISBLK(st.st_mode) ? "a block device" : "";
@@ -121,6 +133,7 @@ static dt_status dt__rfile_open(const char *op, const char *path, dt__rfile *r) 
   else {
     if ((fl = fcntl(fd, F_GETFL)) >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK); /* reads of a regular file never wait anyway */
     r->fd = fd;
+    r->size = (int64_t)st.st_size;
   }
 #endif
   if (kind) return dt__fail(DT_ERR_IO, "%s: %s is %s%snot a regular file", op, path, kind, kind[0] ? ", " : "");
@@ -133,18 +146,29 @@ static int dt__rfile_read(dt__rfile *r, void *buf, size_t n, size_t *got) {
 #if defined(_WIN32)
   at = fread(buf, 1, n, r->f);
   if (got) *got = at;
-  return at == n ? 1 : ferror(r->f) ? -1 : 0;
+  if (at != n && ferror(r->f)) { r->err = errno; return -1; }
+  return at == n;
 #else
   while (at < n) {
     size_t want = n - at < ((size_t)1 << 30) ? n - at : ((size_t)1 << 30);
     long k = (long)read(r->fd, (char *)buf + at, want);
     if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) { if (got) *got = at; return k < 0 ? -1 : 0; }
+    if (k <= 0) {
+      if (got) *got = at;
+      if (k < 0) r->err = errno;
+      return k < 0 ? -1 : 0;
+    }
     at += (size_t)k;
   }
   if (got) *got = at;
   return 1;
 #endif
+}
+
+/* A failed read of r as a status. */
+static dt_status dt__rfile_read_failed(const char *op, const char *path, const dt__rfile *r) {
+  char eb[32];
+  return dt__fail(DT_ERR_IO, "%s: reading %s failed: %s", op, path, dt__errno_text(r->err, eb, sizeof eb));
 }
 
 static void dt__rfile_close(dt__rfile *r) {
@@ -164,12 +188,19 @@ static dt_status dt__st_read_header(const char *op, const char *path, dt__rfile 
   char *hdr;
   int k, rc;
   if ((rc = dt__rfile_read(f, lenbuf, 8, &got)) != 1) {
-    if (rc < 0) return dt__fail(DT_ERR_IO, "%s: cannot read %s", op, path);
+    if (rc < 0) return dt__rfile_read_failed(op, path, f);
     return dt__fail(DT_ERR_FORMAT, "%s: %s is too short for a safetensors file (%llu bytes)", op, path, (unsigned long long)got);
   }
   for (k = 7; k >= 0; k--) hlen = (hlen << 8) | lenbuf[k];
+  /* a length past the format's limit is no safetensors file (a text file's first 8 characters
+     read as a little-endian number are around 10^18); one past the end of the file may be a
+     file cut short */
   if (hlen < 2 || hlen > DT__ST_MAX_HEADER)
-    return dt__fail(DT_ERR_FORMAT, "%s: %s: header length %llu is not within the format's 2 bytes to 100 MB", op, path, (unsigned long long)hlen);
+    return dt__fail(DT_ERR_FORMAT, "%s: %s is not a safetensors file: its first 8 bytes, read as the header length, give %llu, "
+                    "which is not within the format's 2 bytes to 100 MB", op, path, (unsigned long long)hlen);
+  if (f->size >= 8 && hlen > (uint64_t)f->size - 8)
+    return dt__fail(DT_ERR_FORMAT, "%s: %s is not a safetensors file, or is cut short: its first 8 bytes, read as the header length, "
+                    "give %llu, but only %llu bytes follow them", op, path, (unsigned long long)hlen, (unsigned long long)f->size - 8);
   cap = (size_t)(hlen < 65536 ? hlen : 65536);
   got = 0;
   if (!(hdr = (char *)DT_MALLOC(cap + 1))) return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
@@ -185,7 +216,7 @@ static dt_status dt__st_read_header(const char *op, const char *path, dt__rfile 
     want = cap - got;
     if ((rc = dt__rfile_read(f, hdr + got, want, NULL)) != 1) {
       DT_FREE(hdr);
-      if (rc < 0) return dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
+      if (rc < 0) return dt__rfile_read_failed(op, path, f);
       return dt__fail(DT_ERR_FORMAT, "%s: %s: header length %llu runs past the end of the file", op, path, (unsigned long long)hlen);
     }
     got = cap;
@@ -202,9 +233,11 @@ static int dt__st_name_cmp(const void *a, const void *b) {
 }
 
 /* Validating the JSON, and matching its tensors to the module's names (sorted in byname):
-   ents[i] gets the entry of m->names[i]. Each tensor once, none the module lacks. */
+   ents[i] gets the entry of m->names[i]. Each tensor once; those the module lacks are counted
+   in *nunknown, the first named in unknown (refused later, after the shapes of those it has:
+   a network of another architecture is told by a shape more clearly than by a name). */
 static dt_status dt__st_parse_header(const char *op, const char *path, dt_module *m, const dt__st_name *byname, const char *hdr,
-                                     size_t hlen, dt__st_entry *ents) {
+                                     size_t hlen, dt__st_entry *ents, char *unknown, size_t ucap, int *nunknown) {
   char name[DT__NAME_MAX + 1];
   size_t nlen, bad;
   dt__json j;
@@ -234,8 +267,10 @@ static dt_status dt__st_parse_header(const char *op, const char *path, dt_module
         hit = (dt__st_name *)bsearch(&key, byname, (size_t)m->nparams, sizeof *byname, dt__st_name_cmp);
       i = hit ? hit->idx : m->nparams;
     }
-    if (i == m->nparams)
-      return dt__fail(DT_ERR_FORMAT, "%s: %s holds \"%.200s%s\", which the module does not have", op, path, name, nlen > 200 ? "..." : "");
+    if (i == m->nparams) {
+      if ((*nunknown)++ == 0) snprintf(unknown, ucap, "%.200s%s", name, nlen > 200 ? "..." : "");
+      continue;
+    }
     if (ents[i].seen) return dt__fail(DT_ERR_FORMAT, "%s: %s holds \"%s\" twice", op, path, m->names[i]);
     ents[i] = e;
     ents[i].seen = 1;
@@ -260,15 +295,27 @@ static const char *dt__st_shape_str(const dt__st_entry *e, char *buf, size_t n) 
   return buf;
 }
 
-/* Validating each tensor against the module's: there, of its dtype and shape, its byte count. */
-static dt_status dt__st_check_entries(const char *op, const char *path, dt_module *m, const dt__st_entry *ents) {
-  int i, k;
+/* Validating each tensor against the module's: of its dtype and shape, then each name the
+   file or the module lacks, then the byte counts. A dtype or shape that does not fit names
+   the names that do not match too (another network's file). */
+static dt_status dt__st_check_entries(const char *op, const char *path, dt_module *m, const dt__st_entry *ents,
+                                      const char *unknown, int nunknown) {
+  char un[280], mis[280], names[600];
+  int i, k, nmissing = 0, missing = -1;
+  for (i = 0; i < m->nparams; i++)
+    if (!ents[i].seen && nmissing++ == 0) missing = i;
+  un[0] = mis[0] = 0;
+  if (nunknown) snprintf(un, sizeof un, nunknown > 1 ? "\"%s\" and %d more, which the module does not have" : "\"%s\", which the module does not have",
+                         unknown, nunknown - 1);
+  if (nmissing) snprintf(mis, sizeof mis, nmissing > 1 ? "the module's \"%.200s\" and %d more are not in the file" : "the module's \"%.200s\" is not in the file",
+                         m->names[missing], nmissing - 1);
+  snprintf(names, sizeof names, "%s%s%s%s", un[0] ? "; the file also holds " : "", un, mis[0] ? "; " : "", mis);
   for (i = 0; i < m->nparams; i++) {
     const dt_tensor *t = m->params[i];
     const dt__st_entry *e = &ents[i];
     char a[200], b[200];
     int same;
-    if (!e->seen) return dt__fail(DT_ERR_FORMAT, "%s: %s has no \"%s\"", op, path, m->names[i]);
+    if (!e->seen) continue;
     if (!dt__st_known_dtype(e))
     {
       char db[112];
@@ -276,12 +323,20 @@ static dt_status dt__st_check_entries(const char *op, const char *path, dt_modul
                       dt__st_dtype_shown(e, db, sizeof db));
     }
     if (strcmp(e->dtype, dt__st_dtype(t->dtype)) != 0)
-      return dt__fail(DT_ERR_DTYPE, "%s: %s: \"%s\" is %s but the module's is %s", op, path, m->names[i], e->dtype, dt__st_dtype(t->dtype));
+      return dt__fail(DT_ERR_DTYPE, "%s: %s: \"%s\" is %s but the module's is %s%s", op, path, m->names[i], e->dtype, dt__st_dtype(t->dtype),
+                      names);
     same = e->ndim == t->shape.ndim;
     for (k = 0; same && k < e->ndim; k++) same = e->dims[k] == (uint64_t)t->shape.dims[k];
     if (!same)
-      return dt__fail(DT_ERR_SHAPE, "%s: %s: \"%s\" has shape %s but the module's has %s", op, path, m->names[i],
-                      dt__st_shape_str(e, a, sizeof a), dt__shape_str(&t->shape, b, sizeof b));
+      return dt__fail(DT_ERR_SHAPE, "%s: %s: \"%s\" has shape %s but the module's has %s%s", op, path, m->names[i],
+                      dt__st_shape_str(e, a, sizeof a), dt__shape_str(&t->shape, b, sizeof b), names);
+  }
+  if (nunknown) return dt__fail(DT_ERR_FORMAT, "%s: %s holds %s%s%s", op, path, un, mis[0] ? "; " : "", mis);
+  if (nmissing) return dt__fail(DT_ERR_FORMAT, "%s: %s has no \"%s\"%s", op, path, m->names[missing],
+                                nmissing > 1 ? " (nor others of the module's)" : "");
+  for (i = 0; i < m->nparams; i++) {
+    const dt_tensor *t = m->params[i];
+    const dt__st_entry *e = &ents[i];
     if (e->begin > e->end || e->end - e->begin != (uint64_t)t->nbytes)
       return dt__fail(DT_ERR_FORMAT, "%s: %s: \"%s\" has data_offsets [%llu, %llu], which do not hold its %llu bytes",
                       op, path, m->names[i], (unsigned long long)e->begin, (unsigned long long)e->end,
@@ -328,7 +383,7 @@ static dt_status dt__st_read_data(const char *op, const char *path, dt_module *m
       if (!(host = DT_MALLOC(t->nbytes))) return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
       if ((rc = dt__rfile_read(f, host, t->nbytes, NULL)) != 1) {
         DT_FREE(host);
-        if (rc < 0) return dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
+        if (rc < 0) return dt__rfile_read_failed(op, path, f);
         return dt__fail(DT_ERR_FORMAT, "%s: %s is cut short: the data of \"%s\" is [%llu, %llu] but the file ends before", op, path,
                         m->names[e->idx], (unsigned long long)e->begin, (unsigned long long)e->end);
       }
@@ -338,7 +393,7 @@ static dt_status dt__st_read_data(const char *op, const char *path, dt_module *m
     if (!fresh[e->idx]) return dt_last_status();
   }
   if ((rc = dt__rfile_read(f, &one, 1, NULL)) != 0) {
-    if (rc < 0) return dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
+    if (rc < 0) return dt__rfile_read_failed(op, path, f);
     if (m->nparams)
       return dt__fail(DT_ERR_FORMAT, "%s: %s: bytes follow the data of the last tensor, \"%s\", which ends at data byte %llu (safetensors data has no trailing bytes)",
                       op, path, m->names[ents[m->nparams - 1].idx], (unsigned long long)end);
@@ -359,8 +414,9 @@ DTDEF dt_status dt_module_load(dt_module *m, const char *path) {
   dt__st_entry *ents = NULL;
   dt__st_name *byname = NULL;
   dt_tensor **fresh = NULL;
+  char unknown[208];
   dt_status s;
-  int i;
+  int i, nunknown = 0;
   if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op);
   if (!path) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: path is NULL", op);
   if (!dt__little_endian()) return dt__fail(DT_ERR_UNSUPPORTED, "%s: big-endian hosts are not supported", op);
@@ -382,8 +438,8 @@ DTDEF dt_status dt_module_load(dt_module *m, const char *path) {
   memset(fresh, 0, sizeof(dt_tensor *) * (size_t)(m->nparams + 1));
   if ((s = dt__rfile_open(op, path, &f)) == DT_OK) {
     if ((s = dt__st_read_header(op, path, &f, &hdr, &hlen)) == DT_OK &&
-        (s = dt__st_parse_header(op, path, m, byname, hdr, hlen, ents)) == DT_OK &&
-        (s = dt__st_check_entries(op, path, m, ents)) == DT_OK &&
+        (s = dt__st_parse_header(op, path, m, byname, hdr, hlen, ents, unknown, sizeof unknown, &nunknown)) == DT_OK &&
+        (s = dt__st_check_entries(op, path, m, ents, unknown, nunknown)) == DT_OK &&
         (s = dt__st_check_ranges(op, path, m, ents, &end)) == DT_OK &&
         (s = dt__st_read_data(op, path, m, &f, ents, end, fresh)) == DT_OK)
       for (i = 0; i < m->nparams && s == DT_OK; i++) s = dt_copy_(m->params[i], fresh[i]); /* into the existing tensors: borrowed pointers stay valid */

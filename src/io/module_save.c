@@ -1,7 +1,7 @@
+#include <errno.h>
 #if defined(_WIN32)
 #include <sys/stat.h>
 #else
-#include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -20,6 +20,94 @@ static const char *dt__st_dtype(dt_dtype t) {
     case DT_U8: return "U8"; case DT_BOOL: return "BOOL";
   }
   return "?";
+}
+
+/* The system's reason for a failed file call, from its errno, in the C library's words
+   (glibc's); strerror itself may share one buffer among threads, so not it. */
+static const char *dt__errno_str(int e) {
+  switch (e) {
+    case 0: return "unknown error";
+#ifdef ENOENT
+    case ENOENT: return "No such file or directory";
+#endif
+#ifdef EACCES
+    case EACCES: return "Permission denied";
+#endif
+#ifdef EPERM
+    case EPERM: return "Operation not permitted";
+#endif
+#ifdef EISDIR
+    case EISDIR: return "Is a directory";
+#endif
+#ifdef ENOTDIR
+    case ENOTDIR: return "Not a directory";
+#endif
+#ifdef ENAMETOOLONG
+    case ENAMETOOLONG: return "File name too long";
+#endif
+#ifdef ELOOP
+    case ELOOP: return "Too many levels of symbolic links";
+#endif
+#ifdef EMFILE
+    case EMFILE: return "Too many open files";
+#endif
+#ifdef ENFILE
+    case ENFILE: return "Too many open files in system";
+#endif
+#ifdef ENOSPC
+    case ENOSPC: return "No space left on device";
+#endif
+#ifdef EDQUOT
+    case EDQUOT: return "Disk quota exceeded";
+#endif
+#ifdef EROFS
+    case EROFS: return "Read-only file system";
+#endif
+#ifdef EEXIST
+    case EEXIST: return "File exists";
+#endif
+#ifdef EIO
+    case EIO: return "Input/output error";
+#endif
+#ifdef EFBIG
+    case EFBIG: return "File too large";
+#endif
+#ifdef ENOMEM
+    case ENOMEM: return "Cannot allocate memory";
+#endif
+#ifdef ETXTBSY
+    case ETXTBSY: return "Text file busy";
+#endif
+#ifdef EBUSY
+    case EBUSY: return "Device or resource busy";
+#endif
+#ifdef ENXIO
+    case ENXIO: return "No such device or address";
+#endif
+#ifdef ENODEV
+    case ENODEV: return "No such device";
+#endif
+#ifdef EINVAL
+    case EINVAL: return "Invalid argument";
+#endif
+#ifdef EOVERFLOW
+    case EOVERFLOW: return "Value too large for defined data type";
+#endif
+#ifdef EXDEV
+    case EXDEV: return "Invalid cross-device link";
+#endif
+#ifdef ESTALE
+    case ESTALE: return "Stale file handle";
+#endif
+    default: return NULL;
+  }
+}
+/* "No such file or directory", or "error 123" for an errno the table lacks, in buf. */
+static const char *dt__errno_text(int e, char *buf, size_t n) {
+  const char *s = dt__errno_str(e);
+  if (s) return s;
+  snprintf(buf, n, "error %d", e);
+  return buf;
 }
 
 static int dt__little_endian(void) { const uint16_t one = 1; return *(const uint8_t *)&one == 1; }
@@ -46,20 +134,24 @@ typedef struct dt__wfile {
   int fd;
 #endif
   char *tmp;
+  int err;   /* the errno of the last failed call, for the message */
 } dt__wfile;
 
 static dt_status dt__wfile_open(const char *op, const char *path, dt__wfile *w) {
   size_t cap = strlen(path) + 48;
   const char *kind = NULL;
+  char eb[32];
   int k, have = 0;
 #if defined(_WIN32)
   struct _stat64 st;
+  w->err = 0;
   if (_stat64(path, &st) == 0) {
     have = 1;
     if ((st.st_mode & _S_IFMT) != _S_IFREG) kind = (st.st_mode & _S_IFMT) == _S_IFDIR ? "a directory" : "";
   }
 #else
   struct stat st;
+  w->err = 0;
   if (stat(path, &st) == 0) {
     have = 1;
     if (!S_ISREG(st.st_mode))
@@ -80,6 +172,7 @@ static dt_status dt__wfile_open(const char *op, const char *path, dt__wfile *w) 
     snprintf(w->tmp, cap, "%s.tmp%lx.%d", path, (unsigned long)((uintptr_t)w >> 4), k);
     if (_stat64(w->tmp, &st) == 0) continue;
     if ((w->f = fopen(w->tmp, "wb")) != NULL) break;
+    w->err = errno;
 #else
     int fd;
     snprintf(w->tmp, cap, "%s.tmp%lx.%lx.%d", path, (unsigned long)getpid(), (unsigned long)((uintptr_t)w >> 4), k);
@@ -90,6 +183,7 @@ static dt_status dt__wfile_open(const char *op, const char *path, dt__wfile *w) 
       w->fd = fd;
       break;
     }
+    w->err = errno;
     if (errno != EEXIST) break;
 #endif
   }
@@ -101,7 +195,8 @@ static dt_status dt__wfile_open(const char *op, const char *path, dt__wfile *w) 
 #endif
     DT_FREE(w->tmp);
     w->tmp = NULL;
-    return dt__fail(DT_ERR_IO, "%s: cannot open %s for writing (a temporary file beside it could not be created)", op, path);
+    return dt__fail(DT_ERR_IO, "%s: cannot open %s for writing (a temporary file beside it could not be created: %s)", op, path,
+                    dt__errno_text(w->err, eb, sizeof eb));
   }
   return DT_OK;
 }
@@ -109,33 +204,42 @@ static dt_status dt__wfile_open(const char *op, const char *path, dt__wfile *w) 
 /* n bytes at the end of w: 1 when written, 0 on an error. */
 static int dt__wfile_write(dt__wfile *w, const void *buf, size_t n) {
 #if defined(_WIN32)
-  return fwrite(buf, 1, n, w->f) == n;
+  if (fwrite(buf, 1, n, w->f) == n) return 1;
+  w->err = errno;
+  return 0;
 #else
   size_t at = 0;
   while (at < n) {
     size_t want = n - at < ((size_t)1 << 30) ? n - at : ((size_t)1 << 30);
     long k = (long)write(w->fd, (const char *)buf + at, want);
     if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return 0;
+    if (k <= 0) { w->err = k < 0 ? errno : 0; return 0; }
     at += (size_t)k;
   }
   return 1;
 #endif
 }
 
+/* A failed write to w as the status of the save. */
+static dt_status dt__wfile_write_failed(const char *op, const char *path, const dt__wfile *w) {
+  char eb[32];
+  return dt__fail(DT_ERR_IO, "%s: writing %s failed: %s", op, path, w->err ? dt__errno_text(w->err, eb, sizeof eb) : "nothing was written");
+}
+
 /* Closes w; when s is DT_OK, puts it in place of path (or fails with DT_ERR_IO), else
    removes it. Returns the status of the save. */
 static dt_status dt__wfile_finish(const char *op, const char *path, dt__wfile *w, dt_status s) {
+  char eb[32];
 #if defined(_WIN32)
-  if (fclose(w->f) != 0 && s == DT_OK) s = dt__fail(DT_ERR_IO, "%s: writing %s failed", op, path);
+  if (fclose(w->f) != 0 && s == DT_OK) { w->err = errno; s = dt__wfile_write_failed(op, path, w); }
   if (s == DT_OK) {
     remove(path);
-    if (rename(w->tmp, path) != 0) s = dt__fail(DT_ERR_IO, "%s: cannot replace %s", op, path);
+    if (rename(w->tmp, path) != 0) s = dt__fail(DT_ERR_IO, "%s: cannot replace %s: %s", op, path, dt__errno_text(errno, eb, sizeof eb));
   }
   if (s != DT_OK) remove(w->tmp);
 #else
-  if (close(w->fd) != 0 && s == DT_OK) s = dt__fail(DT_ERR_IO, "%s: writing %s failed", op, path);
-  if (s == DT_OK && rename(w->tmp, path) != 0) s = dt__fail(DT_ERR_IO, "%s: cannot replace %s", op, path);
+  if (close(w->fd) != 0 && s == DT_OK) { w->err = errno; s = dt__wfile_write_failed(op, path, w); }
+  if (s == DT_OK && rename(w->tmp, path) != 0) s = dt__fail(DT_ERR_IO, "%s: cannot replace %s: %s", op, path, dt__errno_text(errno, eb, sizeof eb));
   if (s != DT_OK) unlink(w->tmp);
 #endif
   DT_FREE(w->tmp);
@@ -190,12 +294,12 @@ DTDEF dt_status dt_module_save(const dt_module *mc, const char *path) {
   if (maxbytes && !(host = DT_MALLOC(maxbytes))) { s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); goto done; }
   if ((s = dt__wfile_open(op, path, &f)) != DT_OK) goto done;
   opened = 1;
-  if (!dt__wfile_write(&f, lenbuf, 8) || !dt__wfile_write(&f, hdr, len)) { s = dt__fail(DT_ERR_IO, "%s: writing %s failed", op, path); goto done; }
+  if (!dt__wfile_write(&f, lenbuf, 8) || !dt__wfile_write(&f, hdr, len)) { s = dt__wfile_write_failed(op, path, &f); goto done; }
   for (i = 0; i < m->nparams; i++) {
     dt_tensor *t = m->params[i];
     if (t->nbytes == 0) continue;
     if ((s = dt_to_host(t, host, maxbytes)) != DT_OK) goto done;
-    if (!dt__wfile_write(&f, host, t->nbytes)) { s = dt__fail(DT_ERR_IO, "%s: writing %s failed", op, path); goto done; }
+    if (!dt__wfile_write(&f, host, t->nbytes)) { s = dt__wfile_write_failed(op, path, &f); goto done; }
   }
 done:
   if (opened) s = dt__wfile_finish(op, path, &f, s);

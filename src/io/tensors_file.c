@@ -93,11 +93,11 @@ DTDEF dt_status dt_save_tensors(const char *path, const char *const *names, cons
   if (maxbytes && !(host = DT_MALLOC(maxbytes))) { s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); goto done; }
   if ((s = dt__wfile_open(op, path, &f)) != DT_OK) goto done;
   opened = 1;
-  if (!dt__wfile_write(&f, lenbuf, 8) || !dt__wfile_write(&f, hdr, len)) { s = dt__fail(DT_ERR_IO, "%s: writing %s failed", op, path); goto done; }
+  if (!dt__wfile_write(&f, lenbuf, 8) || !dt__wfile_write(&f, hdr, len)) { s = dt__wfile_write_failed(op, path, &f); goto done; }
   for (i = 0; i < n; i++) {
     if (ts[i]->nbytes == 0) continue;
     if ((s = dt_to_host(ts[i], host, maxbytes)) != DT_OK) goto done;
-    if (!dt__wfile_write(&f, host, ts[i]->nbytes)) { s = dt__fail(DT_ERR_IO, "%s: writing %s failed", op, path); goto done; }
+    if (!dt__wfile_write(&f, host, ts[i]->nbytes)) { s = dt__wfile_write_failed(op, path, &f); goto done; }
   }
 done:
   if (opened) s = dt__wfile_finish(op, path, &f, s);
@@ -330,7 +330,7 @@ DTDEF dt_status dt_load_tensors(const char *path, dt_device dev, int *n_out, cha
     for (i = 0; i < e->ndim; i++) es.dims[i] = (int64_t)e->dims[i];
     if ((rc = dt__st_read_grow(&f, nb, &host)) != 1) {
       if (rc == -2) s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host reading \"%s\" (%zu bytes)", op, names[e->idx], nb);
-      else if (rc < 0) s = dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
+      else if (rc < 0) s = dt__rfile_read_failed(op, path, &f);
       else s = dt__fail(DT_ERR_FORMAT, "%s: %s is cut short: the data of \"%s\" is [%llu, %llu] but the file ends before", op, path,
                         names[e->idx], (unsigned long long)e->begin, (unsigned long long)e->end);
       goto done;
@@ -340,7 +340,7 @@ DTDEF dt_status dt_load_tensors(const char *path, dt_device dev, int *n_out, cha
     if (!ts[e->idx]) { s = dt_last_status(); goto done; }
   }
   if ((rc = dt__rfile_read(&f, &one, 1, NULL)) != 0) {
-    if (rc < 0) s = dt__fail(DT_ERR_IO, "%s: reading %s failed", op, path);
+    if (rc < 0) s = dt__rfile_read_failed(op, path, &f);
     else s = dt__fail(DT_ERR_FORMAT, "%s: %s: bytes follow the last tensor's data, which ends at data byte %llu (safetensors data has no trailing bytes)",
                       op, path, (unsigned long long)at);
     goto done;

@@ -35,6 +35,23 @@ static void dt__forward_misfit(const char *op, const dt_module *m, const dt_tens
              dt__shape_str(&fw->input->shape, ns, sizeof ns));
 }
 
+/* A lazy layer's first input with 0 features: refused, the layer left lazy. Its weight would be
+   (out, 0) and its bias drawn within +-1/sqrt(0), which makes NaN; PyTorch's LazyLinear leaves
+   its parameters uninitialised memory then (reset_parameters skips in_features 0), no number to
+   follow, and a lazy layer here cannot be made again with in_features 0 (0 means lazy). */
+static void dt__forward_lazy_zero(const char *op, const dt_module *m, const dt_tensor *x, const dt__fwd *fw) {
+  char xs[200], ns[200], who[DT__NAME_MAX + 64];
+  if (fw->plen) snprintf(who, sizeof who, "layer %.*s (linear, lazy -> %lld)", (int)fw->plen - 1, fw->path, (long long)m->out);
+  else snprintf(who, sizeof who, "the layer (linear, lazy -> %lld)", (long long)m->out);
+  dt__shape_str(&x->shape, xs, sizeof xs);
+  if (x == fw->input)
+    dt__fail(DT_ERR_SHAPE, "%s: %s takes its in_features from its first input, but %s has shape %s: 0 features, nothing to weigh "
+             "(the layer stays lazy)", op, who, fw->plen ? "the network's input" : "the input", xs);
+  else
+    dt__fail(DT_ERR_SHAPE, "%s: %s takes its in_features from its first input, but its input has shape %s (the network's input has "
+             "shape %s): 0 features, nothing to weigh (the layer stays lazy)", op, who, xs, dt__shape_str(&fw->input->shape, ns, sizeof ns));
+}
+
 static dt_tensor *dt__forward(const char *op, dt_module *m, const dt_tensor *x, dt__fwd *fw) {
   dt_tensor *y, *cur;
   int i;
@@ -43,6 +60,7 @@ static dt_tensor *dt__forward(const char *op, dt_module *m, const dt_tensor *x, 
       dt__bcast g;
       dt_status s;
       if (x->shape.ndim != 2) { dt__forward_misfit(op, m, x, fw); return NULL; }
+      if (!m->weight && x->shape.dims[1] == 0) { dt__forward_lazy_zero(op, m, x, fw); return NULL; }
       if (!m->weight && dt__linear_init(op, m, x->shape.dims[1]) != DT_OK) return NULL;
       if (x->shape.dims[1] != m->in) { dt__forward_misfit(op, m, x, fw); return NULL; }
       /* y: (n, out) = bias broadcast over rows, then += x W^T */

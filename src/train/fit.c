@@ -125,6 +125,12 @@ static dt_status dt__trainer_check_xy(const char *op, const dt_trainer *tr, cons
                       op, yn, dt_dtype_name(y->dtype));
     return dt__float_only(op, xn, X);
   }
+  if (dt__is_float(X->dtype) && !dt__is_float(y->dtype)) /* integer targets are most likely class labels */
+    return dt__fail(DT_ERR_DTYPE, "%s: %s is %s but the MSE loss (tr.loss_fn DT_LOSS_MSE, the default) needs %s targets like %s's: "
+                    "for class labels set tr.loss_fn = DT_LOSS_CROSS_ENTROPY%s; for regression cast %s to %s (dt_cast(%s, %s))",
+                    op, yn, dt_dtype_name(y->dtype), dt_dtype_name(X->dtype), xn,
+                    y->dtype == DT_I64 ? "" : y->shape.ndim == 1 ? " with int64 labels (dt_cast to DT_I64)" : " with (n,) int64 labels",
+                    yn, dt_dtype_name(X->dtype), yn, X->dtype == DT_F64 ? "DT_F64" : "DT_F32");
   if ((s = dt__same_dtype(op, xn, X, yn, y)) != DT_OK) return s;
   if (X->shape.ndim != 2 || y->shape.ndim != 2 || X->shape.dims[0] != y->shape.dims[0])
     return dt__fail(DT_ERR_SHAPE, "%s: expected %s (n, in) and %s (n, out), got %s and %s", op, xn, yn,
@@ -158,7 +164,30 @@ static dt_status dt__trainer_check(const char *op, dt_trainer *tr, dt_module *m)
   return DT_OK;
 }
 
-/* After the first forward: the model's classes against the labels' largest. */
+/* The width of m's output for an input of `in` columns, without running it (a lazy layer
+   knows its out_features): the last linear layer's, or `in` when there is none. */
+static int64_t dt__module_out_width(const dt_module *m, int64_t in) {
+  int i;
+  if (m->kind == DT__M_LINEAR) return m->out;
+  for (i = 0; m->kind == DT__M_SEQ && i < m->n; i++) in = dt__module_out_width(m->layers[i], in);
+  return in;
+}
+
+/* Before anything changes (the model's device, a lazy layer's first draw): the labels' largest
+   against the classes the model will give. */
+static dt_status dt__trainer_label_classes(const char *op, dt_module *m, const dt_tensor *X, int64_t hi, const char *yn) {
+  int64_t classes;
+  if (hi < 0) return DT_OK;
+  classes = dt__module_out_width(m, X->shape.dims[1]);
+  if (hi >= classes)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s holds the class label %lld, but the model has %lld outputs (classes 0..%lld)",
+                    op, yn, (long long)hi, (long long)classes, (long long)classes - 1);
+  return DT_OK;
+}
+
+/* After the labels passed dt__trainer_label_classes: a first forward of one row, which sizes a
+   lazy layer before data-parallel copies are made, and the model's classes against the labels'
+   largest once more, from the output itself. */
 static dt_status dt__trainer_check_classes(const char *op, dt_module *m, const dt__tr_data *d, int64_t hi, const char *yn) {
   dt_tensor *xb, *pred;
   int64_t classes;
@@ -207,6 +236,8 @@ static dt_status dt__trainer_fit(const char *op, dt_trainer *tr, dt_module *m, c
   if (tr->loss_fn == DT_LOSS_CROSS_ENTROPY) {
     if ((s = dt__trainer_label_range(op, "y", y, &lo, &hi)) != DT_OK) return s;
     if (val && (s = dt__trainer_label_range(op, "y_val", yv, &vlo, &vhi)) != DT_OK) return s;
+    if ((s = dt__trainer_label_classes(op, m, X, hi, "y")) != DT_OK) return s;
+    if (val && (s = dt__trainer_label_classes(op, m, Xv, vhi, "y_val")) != DT_OK) return s;
   } else {
     hi = vhi = -1;
   }
@@ -281,7 +312,8 @@ DTDEF dt_status dt_trainer_evaluate(dt_trainer *tr, dt_module *m, const dt_tenso
   dt_status s;
   memset(&d, 0, sizeof d); memset(&sums, 0, sizeof sums);
   if ((s = dt__trainer_check(op, tr, m)) != DT_OK || (s = dt__trainer_check_xy(op, tr, "X", X, "y", y)) != DT_OK) return s;
-  if (tr->loss_fn == DT_LOSS_CROSS_ENTROPY && (s = dt__trainer_label_range(op, "y", y, &lo, &hi)) != DT_OK) return s;
+  if (tr->loss_fn == DT_LOSS_CROSS_ENTROPY && ((s = dt__trainer_label_range(op, "y", y, &lo, &hi)) != DT_OK ||
+                                               (s = dt__trainer_label_classes(op, m, X, hi, "y")) != DT_OK)) return s;
   if ((s = dt_trainer_prepare_model(tr, m)) != DT_OK) return s;
   if ((s = dt__tr_data_init(tr, X, y, &d)) == DT_OK && (s = dt__trainer_check_classes(op, m, &d, hi, "y")) == DT_OK &&
       (s = dt__tr_sums_init(op, tr, X, &sums)) == DT_OK && (s = dt__trainer_eval(tr, m, &d, &sums)) == DT_OK &&
