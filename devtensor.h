@@ -846,6 +846,7 @@ const dt__backend *dt__cuda_backend(void); /* defined in devtensor_cuda.cu */
 #if defined(__CUDACC__) /* nvcc compiling the implementation in a user's .cu */
 #pragma nv_diagnostic push
 #pragma nv_diag_suppress 550 /* "set but never used": the elementwise kernels' (void)-cast operands (DT__EW_ZIP) */
+#pragma nv_diag_suppress 1675 /* "unrecognized GCC pragma": the CPU kernels' GCC unroll hints, for the host compiler */
 #endif
 
 #include <float.h>

@@ -11,6 +11,7 @@
 #if defined(__CUDACC__) /* nvcc compiling the implementation in a user's .cu */
 #pragma nv_diagnostic push
 #pragma nv_diag_suppress 550 /* "set but never used": the elementwise kernels' (void)-cast operands (DT__EW_ZIP) */
+#pragma nv_diag_suppress 1675 /* "unrecognized GCC pragma": the CPU kernels' GCC unroll hints, for the host compiler */
 #endif
 
 #include <float.h>
