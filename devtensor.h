@@ -8906,13 +8906,11 @@ typedef double dt__gemm_f64x8 __attribute__((vector_size(64)));
     const V vz = {0};                                                                               \
     const V va = vz + (T)alpha, vb = vz + (T)beta;                                                  \
     const int64_t ars = AP ? 1 : lda, step = AP ? AP : 1; /* A's row i at pa[i * ars] */            \
-    V acc[12][2]; /* row i: acc[i][0], and acc[i][1] when NV is 2 */                                \
+    /* row i: acc[i][0], and acc[i][1] when NV is 2; zeroed by the initializer (Clang kept the   \
+       arrays of a zeroing loop in memory for 16-byte vectors) */                                   \
+    V acc[12][2] = {{vz}};                                                                          \
     int64_t p;                                                                                      \
     int i, j;                                                                                       \
-    DT__GEMM_UNROLL for (i = 0; i < MR; i++) {                                                      \
-      acc[i][0] = vz;                                                                               \
-      if (NV == 2) acc[i][1] = vz;                                                                  \
-    }                                                                                               \
     for (p = 0; p < kc; p++) {                                                                      \
       V b0, b1 = vz;                                                                                \
       memcpy(&b0, pb, sizeof b0);                                                                   \
