@@ -9105,8 +9105,8 @@ typedef struct dt__gemm_plan {
 /* ---- src/cpu/gemm/pack.c ---- */
 /* Four rows x0..x0+3 of a source whose depths are contiguous (cs == 1) into a panel of width r:
    d[p * r + i] = s[i * rs + p]. F32 with vector shuffles (GCC >= 12, Clang) goes 4x4 blocks at a
-   time: four 16-byte loads, eight shuffles, four 16-byte stores, about 4x the scalar copy's speed
-   (that copy was a sixth of a 2-thread 256x784x256 product). */
+   time: four 16-byte loads, eight shuffles, four 16-byte stores, several times faster than the
+   scalar copy (which reads one element of each row in turn). */
 #if DT__GEMM_VEC && (defined(__clang__) || __GNUC__ >= 12)
 typedef float dt__gemm_t4 __attribute__((vector_size(16)));
 static void dt__gemm_tr4_f32(const void *s_, int64_t rs, int64_t kc, int r, void *d_) {
@@ -9193,8 +9193,15 @@ DT__GEMM_DEFINE_TR4(dt__gemm_tr4_f64, double)
 DT__GEMM_DEFINE_PACK(dt__gemm_pack_f32, float, dt__gemm_tr4_f32)
 DT__GEMM_DEFINE_PACK(dt__gemm_pack_f64, double, dt__gemm_tr4_f64)
 
-/* ---- src/cpu/gemm/kernels.c ---- */
+/* ---- src/cpu/gemm/kernels_vec.c ---- */
 #if DT__GEMM_VEC
+/* The kernels' bodies, written with GCC/Clang vector extensions (no intrinsics). C has no
+   generics, so each body is written once by a macro per vector type and instantiated below
+   under its full name; the per-ISA kernels (kernels_isa.c) are one-line functions that give a
+   body its target and constant shape. A body is always inlined there, and its loops over rows
+   and vectors have constant trip counts then: the compiler unrolls them completely
+   (DT__GEMM_UNROLL) and keeps the small accumulator arrays in registers. */
+
 /* Vector types. Memory goes in and out of them through memcpy (one load or store). */
 typedef float dt__gemm_f32x4 __attribute__((vector_size(16)));
 typedef float dt__gemm_f32x8 __attribute__((vector_size(32)));
@@ -9203,269 +9210,171 @@ typedef double dt__gemm_f64x2 __attribute__((vector_size(16)));
 typedef double dt__gemm_f64x4 __attribute__((vector_size(32)));
 typedef double dt__gemm_f64x8 __attribute__((vector_size(64)));
 
-/* Row lists for the X-macros below: the micro-tile has that many rows. */
-#define DT__GEMM_ROWS6(X) X(0) X(1) X(2) X(3) X(4) X(5)
-#define DT__GEMM_ROWS8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
-#define DT__GEMM_ROWS12(X) DT__GEMM_ROWS8(X) X(8) X(9) X(10) X(11)
-#define DT__GEMM_ROWS4(X) X(0) X(1) X(2) X(3)
+/* A body: inlined into each kernel (which gives it a target), never compiled on its own. */
+#define DT__GEMM_INLINE static inline __attribute__((always_inline, unused))
+/* Unrolls the loop that follows completely when its trip count is a constant (up to 16 for GCC):
+   GCC's -O2 unrolls only loops that do not grow, and Clang unrolls a loop with a count pragma too
+   late to keep the arrays in registers. Older GCC lacks the pragma (the loops stay loops: slower). */
+#if defined(__clang__)
+#define DT__GEMM_UNROLL _Pragma("unroll")
+#elif __GNUC__ >= 8
+#define DT__GEMM_UNROLL _Pragma("GCC unroll 16")
+#else
+#define DT__GEMM_UNROLL
+#endif
 
-/* Each row i of the tile is two vectors, c<i>a and c<i>b (nr = 2 * lanes). */
-#define DT__GEMM_DECL(i) dt__gemm_v c##i##a = vz, c##i##b = vz;
-#define DT__GEMM_FMA(i)                                                                             \
-  {                                                                                                 \
-    const dt__gemm_v ai = pa[i] - vz;                                                               \
-    c##i##a += ai * b0;                                                                             \
-    c##i##b += ai * b1;                                                                             \
-  }
-#define DT__GEMM_FMAD(i) /* A in place: row i at pa + i * lda */                                    \
-  {                                                                                                 \
-    const dt__gemm_v ai = pa[(i) * lda] - vz;                                                       \
-    c##i##a += ai * b0;                                                                             \
-    c##i##b += ai * b1;                                                                             \
-  }
-#define DT__GEMM_STORE0(i)                                                                          \
-  {                                                                                                 \
-    dt__gemm_v r0 = va * c##i##a, r1 = va * c##i##b;                                                \
-    memcpy(c + i * ldc, &r0, sizeof r0);                                                            \
-    memcpy(c + i * ldc + DT__GEMM_W, &r1, sizeof r1);                                               \
-  }
-#define DT__GEMM_STOREB(i)                                                                          \
-  {                                                                                                 \
-    dt__gemm_v o0, o1;                                                                              \
-    memcpy(&o0, cs + i * lds, sizeof o0);                                                           \
-    memcpy(&o1, cs + i * lds + DT__GEMM_W, sizeof o1);                                              \
-    o0 = va * c##i##a + vb * o0;                                                                    \
-    o1 = va * c##i##b + vb * o1;                                                                    \
-    memcpy(c + i * ldc, &o0, sizeof o0);                                                            \
-    memcpy(c + i * ldc + DT__GEMM_W, &o1, sizeof o1);                                               \
-  }
-#define DT__GEMM_SPILL(i)                                                                           \
-  memcpy(tile + i * 2 * DT__GEMM_W, &c##i##a, sizeof c##i##a);                                      \
-  memcpy(tile + i * 2 * DT__GEMM_W + DT__GEMM_W, &c##i##b, sizeof c##i##b);
-
-/* The same for a tile one vector wide (DT__GEMM_DEFINE_KERNEL_A with SUF H): row i is c<i>a alone. */
-#define DT__GEMM_DECLH(i) dt__gemm_v c##i##a = vz;
-#define DT__GEMM_FMAH(i)                                                                            \
-  {                                                                                                 \
-    const dt__gemm_v ai = pa[i] - vz;                                                               \
-    c##i##a += ai * b0;                                                                             \
-  }
-#define DT__GEMM_FMAHD(i) /* A in place */                                                          \
-  {                                                                                                 \
-    const dt__gemm_v ai = pa[(i) * lda] - vz;                                                       \
-    c##i##a += ai * b0;                                                                             \
-  }
-#define DT__GEMM_STORE0H(i)                                                                         \
-  {                                                                                                 \
-    dt__gemm_v r0 = va * c##i##a;                                                                   \
-    memcpy(c + i * ldc, &r0, sizeof r0);                                                            \
-  }
-#define DT__GEMM_STOREBH(i)                                                                         \
-  {                                                                                                 \
-    dt__gemm_v o0;                                                                                  \
-    memcpy(&o0, cs + i * lds, sizeof o0);                                                           \
-    o0 = va * c##i##a + vb * o0;                                                                    \
-    memcpy(c + i * ldc, &o0, sizeof o0);                                                            \
-  }
-#define DT__GEMM_SPILLH(i) memcpy(tile + i * DT__GEMM_W, &c##i##a, sizeof c##i##a);
-/* The vectors per row of the tile, and B's row of them loaded for one depth. */
-#define DT__GEMM_VPR 2
-#define DT__GEMM_VPRH 1
-#define DT__GEMM_LOADB                                                                              \
-  dt__gemm_v b0, b1;                                                                                \
-  memcpy(&b0, pb, sizeof b0);                                                                       \
-  memcpy(&b1, pb + DT__GEMM_W, sizeof b1);
-#define DT__GEMM_LOADBH                                                                             \
-  dt__gemm_v b0;                                                                                    \
-  memcpy(&b0, pb, sizeof b0);
-
-/* Defines NAME, a dt__gemm_kern_fn for element T with vector type V (LANES wide), MR rows
-   (ROWS lists them) and 2 * LANES columns, and NAME##_d, the same reading A in place (FMA takes
-   row i's element: DT__GEMM_FMA from the packed panel, DT__GEMM_FMAD from A; STEP: A's step per
-   depth). ATTR: extra function attributes (the target). DT__GEMM_DEFINE_KERNEL_A's SUF picks the
-   tile's width: empty, 2 * LANES columns (the DT__GEMM_DECL, LOADB, STORE and SPILL macros); H,
-   LANES columns (their H twins, with DT__GEMM_FMAH or FMAHD). */
-#define DT__GEMM_DEFINE_KERNEL(NAME, ATTR, T, V, LANES, MR, ROWS)                                   \
-  DT__GEMM_DEFINE_KERNEL_A(NAME, ATTR, T, V, LANES, MR, ROWS, DT__GEMM_FMA, MR, )                    \
-  DT__GEMM_DEFINE_KERNEL_A(NAME##_d, ATTR, T, V, LANES, MR, ROWS, DT__GEMM_FMAD, 1, )
-/* With 12 rows, the edge kernels too (dt__gemm_plan's kern4, kern8, kernh, kernhd): NAME##_e4 and
-   NAME##_e8, the first 4 or 8 rows of a packed 12-row panel (2 * LANES columns); NAME##_h and
-   NAME##_hd, 12 rows and LANES columns (B's rows ldb apart, as for NAME), A packed or in place. */
-#define DT__GEMM_DEFINE_KERNEL12(NAME, ATTR, T, V, LANES)                                           \
-  DT__GEMM_DEFINE_KERNEL(NAME, ATTR, T, V, LANES, 12, DT__GEMM_ROWS12)                              \
-  DT__GEMM_DEFINE_KERNEL_A(NAME##_e4, ATTR, T, V, LANES, 4, DT__GEMM_ROWS4, DT__GEMM_FMA, 12, )      \
-  DT__GEMM_DEFINE_KERNEL_A(NAME##_e8, ATTR, T, V, LANES, 8, DT__GEMM_ROWS8, DT__GEMM_FMA, 12, )      \
-  DT__GEMM_DEFINE_KERNEL_A(NAME##_h, ATTR, T, V, LANES, 12, DT__GEMM_ROWS12, DT__GEMM_FMAH, 12, H)   \
-  DT__GEMM_DEFINE_KERNEL_A(NAME##_hd, ATTR, T, V, LANES, 12, DT__GEMM_ROWS12, DT__GEMM_FMAHD, 1, H)
-/* With 6 rows: NAME##_e4, the first 4 rows of a packed 6-row panel; NAME##_h and NAME##_hd, 6 rows by
-   LANES columns, A packed or in place. */
-#define DT__GEMM_DEFINE_KERNEL6(NAME, ATTR, T, V, LANES)                                            \
-  DT__GEMM_DEFINE_KERNEL(NAME, ATTR, T, V, LANES, 6, DT__GEMM_ROWS6)                                \
-  DT__GEMM_DEFINE_KERNEL_A(NAME##_e4, ATTR, T, V, LANES, 4, DT__GEMM_ROWS4, DT__GEMM_FMA, 6, )       \
-  DT__GEMM_DEFINE_KERNEL_A(NAME##_h, ATTR, T, V, LANES, 6, DT__GEMM_ROWS6, DT__GEMM_FMAH, 6, H)      \
-  DT__GEMM_DEFINE_KERNEL_A(NAME##_hd, ATTR, T, V, LANES, 6, DT__GEMM_ROWS6, DT__GEMM_FMAHD, 1, H)
-#define DT__GEMM_DEFINE_KERNEL_A(NAME, ATTR, T, V, LANES, MR, ROWS, FMA, STEP, SUF)                 \
-  ATTR DT__GEMM_FMA_ATTR static void NAME(int64_t kc, const void *pa_, int64_t lda, const void *pb_, \
-                                          int64_t ldb, void *c_, int64_t ldc, const void *cs_,      \
-                                          int64_t lds, int mr, int nr, double alpha, double beta) { \
-    typedef V dt__gemm_v;                                                                           \
-    enum { DT__GEMM_W = LANES, DT__GEMM_NW = DT__GEMM_VPR##SUF * LANES };                           \
+/* The micro-kernel (a dt__gemm_kern_fn) on vector type V of W lanes of T: MR rows (at most 12)
+   by NV vectors (1 or 2) of columns, acc[i] the accumulators of row i. AP: A's packed panel height
+   (its step per depth; MR or more, the panel's first MR rows), or 0: A read in place, row i at
+   pa + i * lda, one element a depth. tile: MR * NV * W elements of scratch for an edge tile
+   (sized by the kernel: MR is a constant only there). */
+#define DT__GEMM_DEFINE_TILE(NAME, T, V, W)                                                         \
+  DT__GEMM_INLINE DT__GEMM_FMA_ATTR void NAME(const int MR, const int NV, const int AP, T *tile, int64_t kc, \
+                            const void *pa_, int64_t lda, const void *pb_, int64_t ldb, void *c_,   \
+                            int64_t ldc, const void *cs_, int64_t lds, int mr, int nr, double alpha, \
+                            double beta) {                                                          \
     const T *DT__GEMM_RESTRICT pa = (const T *)pa_;                                                 \
     const T *DT__GEMM_RESTRICT pb = (const T *)pb_;                                                 \
     T *c = (T *)c_;                                                                                 \
     const T *cs = (const T *)cs_;                                                                   \
-    const dt__gemm_v vz = {0};                                                                      \
-    const dt__gemm_v va = vz + (T)alpha, vb = vz + (T)beta;                                         \
+    const V vz = {0};                                                                               \
+    const V va = vz + (T)alpha, vb = vz + (T)beta;                                                  \
+    const int64_t ars = AP ? 1 : lda, step = AP ? AP : 1; /* A's row i at pa[i * ars] */            \
+    /* row i: acc[i][0], and acc[i][1] when NV is 2; zeroed by the initializer (Clang kept the   \
+       arrays of a zeroing loop in memory for 16-byte vectors) */                                   \
+    V acc[12][2] = {{vz}};                                                                          \
     int64_t p;                                                                                      \
-    ROWS(DT__GEMM_DECL##SUF)                                                                        \
-    (void)lda;                                                                                      \
+    int i, j;                                                                                       \
     for (p = 0; p < kc; p++) {                                                                      \
-      DT__GEMM_LOADB##SUF                                                                           \
-      ROWS(FMA)                                                                                     \
-      pa += STEP;                                                                                   \
+      V b0, b1 = vz;                                                                                \
+      memcpy(&b0, pb, sizeof b0);                                                                   \
+      if (NV == 2) memcpy(&b1, pb + W, sizeof b1);                                                  \
+      DT__GEMM_UNROLL for (i = 0; i < MR; i++) {                                                    \
+        const V ai = pa[i * ars] - vz; /* a splat */                                                \
+        acc[i][0] += ai * b0;                                                                       \
+        if (NV == 2) acc[i][1] += ai * b1;                                                          \
+      }                                                                                             \
+      pa += step;                                                                                   \
       pb += ldb;                                                                                    \
     }                                                                                               \
-    if (mr == MR && nr == DT__GEMM_NW) {                                                            \
+    if ((mr == MR) & (nr == NV * W)) { /* one test (&): GCC guesses it as for constants */        \
       if (beta == 0) {                                                                              \
-        ROWS(DT__GEMM_STORE0##SUF)                                                                  \
+        DT__GEMM_UNROLL for (i = 0; i < MR; i++) {                                                  \
+          V r0 = va * acc[i][0], r1 = NV == 2 ? va * acc[i][1] : vz;                                \
+          memcpy(c + i * ldc, &r0, sizeof r0);                                                      \
+          if (NV == 2) memcpy(c + i * ldc + W, &r1, sizeof r1);                                     \
+        }                                                                                           \
       } else {                                                                                      \
-        ROWS(DT__GEMM_STOREB##SUF)                                                                  \
+        DT__GEMM_UNROLL for (i = 0; i < MR; i++) {                                                  \
+          V o0, o1 = vz;                                                                            \
+          memcpy(&o0, cs + i * lds, sizeof o0);                                                     \
+          if (NV == 2) memcpy(&o1, cs + i * lds + W, sizeof o1);                                    \
+          o0 = va * acc[i][0] + vb * o0;                                                            \
+          if (NV == 2) o1 = va * acc[i][1] + vb * o1;                                               \
+          memcpy(c + i * ldc, &o0, sizeof o0);                                                      \
+          if (NV == 2) memcpy(c + i * ldc + W, &o1, sizeof o1);                                     \
+        }                                                                                           \
       }                                                                                             \
     } else { /* edge tile: through a buffer */                                                      \
-      T tile[MR * DT__GEMM_NW];                                                                     \
-      int i, j;                                                                                     \
-      ROWS(DT__GEMM_SPILL##SUF)                                                                     \
+      DT__GEMM_UNROLL for (i = 0; i < MR; i++) {                                                    \
+        memcpy(tile + i * NV * W, &acc[i][0], sizeof(V));                                           \
+        if (NV == 2) memcpy(tile + i * NV * W + W, &acc[i][1], sizeof(V));                          \
+      }                                                                                             \
       for (i = 0; i < mr; i++)                                                                      \
         for (j = 0; j < nr; j++) {                                                                  \
-          T v = (T)alpha * tile[i * DT__GEMM_NW + j];                                               \
-          c[i * ldc + j] = beta == 0 ? v : v + (T)beta * cs[i * lds + j];                           \
+          T x = (T)alpha * tile[i * NV * W + j];                                                    \
+          c[i * ldc + j] = beta == 0 ? x : x + (T)beta * cs[i * lds + j];                           \
         }                                                                                           \
     }                                                                                               \
   }
+DT__GEMM_DEFINE_TILE(dt__gemm_tile_f32x4, float, dt__gemm_f32x4, 4)
+DT__GEMM_DEFINE_TILE(dt__gemm_tile_f32x8, float, dt__gemm_f32x8, 8)
+DT__GEMM_DEFINE_TILE(dt__gemm_tile_f32x16, float, dt__gemm_f32x16, 16)
+DT__GEMM_DEFINE_TILE(dt__gemm_tile_f64x2, double, dt__gemm_f64x2, 2)
+DT__GEMM_DEFINE_TILE(dt__gemm_tile_f64x4, double, dt__gemm_f64x4, 4)
+DT__GEMM_DEFINE_TILE(dt__gemm_tile_f64x8, double, dt__gemm_f64x8, 8)
 
-/* Baseline: the widest vectors the compiler flags allow: 12x32 / 12x16 with AVX-512 (-march=...),
-   6x16 / 6x8 with AVX, else 16-byte vectors (SSE2 on x86-64, NEON on arm64): 6x8 F32, 6x4 F64. */
-#if defined(__AVX512F__)
-#define DT__GEMM_C_MR 12
-#define DT__GEMM_C_ROWS DT__GEMM_ROWS12
-#define DT__GEMM_C_VF32 dt__gemm_f32x16
-#define DT__GEMM_C_VF64 dt__gemm_f64x8
-#define DT__GEMM_C_LANES_F32 16
-#elif defined(__AVX__)
-#define DT__GEMM_C_MR 6
-#define DT__GEMM_C_ROWS DT__GEMM_ROWS6
-#define DT__GEMM_C_VF32 dt__gemm_f32x8
-#define DT__GEMM_C_VF64 dt__gemm_f64x4
-#define DT__GEMM_C_LANES_F32 8
-#else
-#define DT__GEMM_C_MR 6
-#define DT__GEMM_C_ROWS DT__GEMM_ROWS6
-#define DT__GEMM_C_VF32 dt__gemm_f32x4
-#define DT__GEMM_C_VF64 dt__gemm_f64x2
-#define DT__GEMM_C_LANES_F32 4
-#endif
-/* two vectors of lanes per row of the tile; F64 has half the lanes of F32 */
-#define DT__GEMM_C_NR_F32 (2 * DT__GEMM_C_LANES_F32)
-#define DT__GEMM_C_NR_F64 DT__GEMM_C_LANES_F32
-#if DT__GEMM_C_MR == 12
-DT__GEMM_DEFINE_KERNEL12(dt__gemm_kern_f32_c, , float, DT__GEMM_C_VF32, DT__GEMM_C_LANES_F32)
-DT__GEMM_DEFINE_KERNEL12(dt__gemm_kern_f64_c, , double, DT__GEMM_C_VF64, DT__GEMM_C_LANES_F32 / 2)
-#else
-DT__GEMM_DEFINE_KERNEL6(dt__gemm_kern_f32_c, , float, DT__GEMM_C_VF32, DT__GEMM_C_LANES_F32)
-DT__GEMM_DEFINE_KERNEL6(dt__gemm_kern_f64_c, , double, DT__GEMM_C_VF64, DT__GEMM_C_LANES_F32 / 2)
-#endif
-
-#if DT__GEMM_X86
-/* AVX2+FMA: 16 ymm registers; 6x16 F32, 6x8 F64 (12 accumulators). */
-DT__GEMM_DEFINE_KERNEL6(dt__gemm_kern_f32_avx2, __attribute__((target("avx2,fma"))), float, dt__gemm_f32x8, 8)
-DT__GEMM_DEFINE_KERNEL6(dt__gemm_kern_f64_avx2, __attribute__((target("avx2,fma"))), double, dt__gemm_f64x4, 4)
-/* AVX-512: 32 zmm registers; 12x32 F32, 12x16 F64 (24 accumulators), and the edge kernels 4x32,
-   8x32 and 12x16 F32 (4x16, 8x16, 12x8 F64): a last panel of a few rows or half the columns costs
-   what it computes, not a whole tile (1-thread 256x784x256 products: 550-580 -> 485-505 us). */
-DT__GEMM_DEFINE_KERNEL12(dt__gemm_kern_f32_avx512, __attribute__((target("avx512f"))), float, dt__gemm_f32x16, 16)
-DT__GEMM_DEFINE_KERNEL12(dt__gemm_kern_f64_avx512, __attribute__((target("avx512f"))), double, dt__gemm_f64x8, 8)
-#endif
-
-/* Skinny kernels, no packing of A (vector extensions; per ISA like the micro-kernels). A block
-   computes R rows (4 or 1) and NV vectors (2 or 1) of columns of C = alpha op(A) op(B) + beta C,
-   op(B)'s rows contiguous at b + p * ldb (a multiple of NV vectors readable), its accumulators in
-   registers over all of k: every element of op(B) is loaded once per R rows. For a vector times a
-   matrix, little depth, few columns or small problems, where packing does not pay. */
-#define DT__GEMM_R4(X) X(0) X(1) X(2) X(3)
-#define DT__GEMM_R1(X) X(0)
-#define DT__GEMM_RB_DECL(r) dt__v s##r##0 = vz, s##r##1 = vz;
-#define DT__GEMM_RB_FMA(r)                                                                          \
-  {                                                                                                 \
-    const dt__v x = a[(r) * rsa + p * csa] - vz; /* a splat (x - 0 is x, also for -0) */          \
-    s##r##0 += x * b0;                                                                              \
-    if (DT__GEMM_NV == 2) s##r##1 += x * b1;                                                        \
-  }
-#define DT__GEMM_RB_FMA2(r)                                                                         \
-  {                                                                                                 \
-    const dt__v x0 = a[(r) * rsa + p * csa] - vz, x1 = a[(r) * rsa + (p + 1) * csa] - vz;          \
-    s##r##0 += x0 * b0;                                                                             \
-    s##r##1 += x1 * b1;                                                                             \
-  }
-#define DT__GEMM_RB_FOLD(r) s##r##0 += s##r##1; s##r##1 = vz;
-#define DT__GEMM_RB_STORE(r)                                                                        \
-  {                                                                                                 \
-    dt__t *cr = c + (r) * ldc;                                                                      \
-    if (w == DT__GEMM_NV * DT__GEMM_W) { /* whole vectors */                                        \
-      dt__v o0 = va * s##r##0, o1 = va * s##r##1;                                                   \
-      if (beta != 0) {                                                                              \
-        dt__v c0, c1 = vz;                                                                          \
-        memcpy(&c0, cr, sizeof c0);                                                                 \
-        if (DT__GEMM_NV == 2) memcpy(&c1, cr + DT__GEMM_W, sizeof c1);                              \
-        o0 += vb * c0;                                                                              \
-        o1 += vb * c1;                                                                              \
-      }                                                                                             \
-      memcpy(cr, &o0, sizeof o0);                                                                   \
-      if (DT__GEMM_NV == 2) memcpy(cr + DT__GEMM_W, &o1, sizeof o1);                                \
-    } else {                                                                                        \
-      memcpy(out, &s##r##0, sizeof(dt__v));                                                         \
-      memcpy(out + DT__GEMM_W, &s##r##1, sizeof(dt__v));                                            \
-      if (beta == 0)                                                                                \
-        for (q = 0; q < w; q++) cr[q] = alpha * out[q];                                             \
-      else                                                                                          \
-        for (q = 0; q < w; q++) cr[q] = alpha * out[q] + beta * cr[q];                              \
-    }                                                                                               \
-  }
-#define DT__GEMM_DEFINE_RBLOCK(NAME, ATTR, T, V, LANES, ROWS, NV)                                    \
-  ATTR DT__GEMM_FMA_ATTR static void NAME(int64_t k, int64_t w, T alpha, const T *a, int64_t rsa,   \
-                                          int64_t csa, const T *b, int64_t ldb, T beta, T *c,       \
-                                          int64_t ldc) {                                            \
-    typedef V dt__v;                                                                                \
-    typedef T dt__t;                                                                                \
-    enum { DT__GEMM_W = LANES, DT__GEMM_NV = NV };                                                  \
-    const dt__v vz = {0};                                                                           \
-    const dt__v va = vz + alpha, vb = vz + beta;                                                    \
-    T out[2 * LANES];                                                                               \
+/* Skinny kernels, no packing of A. A block computes R rows (4 or 1) and NV vectors (2 or 1) of
+   W lanes of columns of C = alpha op(A) op(B) + beta C, op(B)'s rows contiguous at b + p * ldb
+   (a multiple of NV vectors readable), its accumulators s[r] in registers over all of k: every
+   element of op(B) is loaded once per R rows. w: the columns of C written (NV * W, or fewer from
+   a zero-padded tail). For a vector times a matrix, little depth, few columns or small problems,
+   where packing does not pay. */
+#define DT__GEMM_DEFINE_RBLOCK(NAME, T, V, W)                                                       \
+  DT__GEMM_INLINE DT__GEMM_FMA_ATTR void NAME(const int R, const int NV, int64_t k, int64_t w, T alpha, const T *a, \
+                            int64_t rsa, int64_t csa, const T *b, int64_t ldb, T beta, T *c,        \
+                            int64_t ldc) {                                                          \
+    const V vz = {0};                                                                               \
+    const V va = vz + alpha, vb = vz + beta;                                                        \
+    T out[2 * W];                                                                                   \
+    V s[4][2];                                                                                      \
     int64_t p, q;                                                                                   \
-    ROWS(DT__GEMM_RB_DECL)                                                                          \
+    int r;                                                                                          \
+    DT__GEMM_UNROLL for (r = 0; r < R; r++) s[r][0] = s[r][1] = vz;                                 \
     p = 0;                                                                                          \
-    if (NV == 1) /* two depths a step, into s<r>0 and s<r>1: twice the FMA chains in flight */     \
+    if (NV == 1) /* two depths a step, into s[r][0] and s[r][1]: twice the FMA chains in flight */  \
       for (; p + 2 <= k; p += 2) {                                                                  \
-        dt__v b0, b1;                                                                               \
+        V b0, b1;                                                                                   \
         memcpy(&b0, b + p * ldb, sizeof b0);                                                        \
         memcpy(&b1, b + (p + 1) * ldb, sizeof b1);                                                  \
-        ROWS(DT__GEMM_RB_FMA2)                                                                      \
+        DT__GEMM_UNROLL for (r = 0; r < R; r++) {                                                   \
+          const V x0 = a[r * rsa + p * csa] - vz, x1 = a[r * rsa + (p + 1) * csa] - vz;             \
+          s[r][0] += x0 * b0;                                                                       \
+          s[r][1] += x1 * b1;                                                                       \
+        }                                                                                           \
       }                                                                                             \
     for (; p < k; p++) {                                                                            \
-      dt__v b0, b1 = vz;                                                                            \
+      V b0, b1 = vz;                                                                                \
       memcpy(&b0, b + p * ldb, sizeof b0);                                                          \
-      if (NV == 2) memcpy(&b1, b + p * ldb + LANES, sizeof b1);                                     \
-      ROWS(DT__GEMM_RB_FMA)                                                                         \
+      if (NV == 2) memcpy(&b1, b + p * ldb + W, sizeof b1);                                         \
+      DT__GEMM_UNROLL for (r = 0; r < R; r++) {                                                     \
+        const V x = a[r * rsa + p * csa] - vz; /* a splat (x - 0 is x, also for -0) */              \
+        s[r][0] += x * b0;                                                                          \
+        if (NV == 2) s[r][1] += x * b1;                                                             \
+      }                                                                                             \
     }                                                                                               \
-    if (NV == 1) { ROWS(DT__GEMM_RB_FOLD) }                                                         \
-    ROWS(DT__GEMM_RB_STORE)                                                                         \
+    if (NV == 1) {                                                                                  \
+      DT__GEMM_UNROLL for (r = 0; r < R; r++) {                                                     \
+        s[r][0] += s[r][1];                                                                         \
+        s[r][1] = vz;                                                                               \
+      }                                                                                             \
+    }                                                                                               \
+    DT__GEMM_UNROLL for (r = 0; r < R; r++) {                                                       \
+      T *cr = c + r * ldc;                                                                          \
+      if (w == NV * W) { /* whole vectors */                                                        \
+        V o0 = va * s[r][0], o1 = va * s[r][1];                                                     \
+        if (beta != 0) {                                                                            \
+          V c0, c1 = vz;                                                                            \
+          memcpy(&c0, cr, sizeof c0);                                                               \
+          if (NV == 2) memcpy(&c1, cr + W, sizeof c1);                                              \
+          o0 += vb * c0;                                                                            \
+          o1 += vb * c1;                                                                            \
+        }                                                                                           \
+        memcpy(cr, &o0, sizeof o0);                                                                 \
+        if (NV == 2) memcpy(cr + W, &o1, sizeof o1);                                                \
+      } else {                                                                                      \
+        memcpy(out, &s[r][0], sizeof(V));                                                           \
+        memcpy(out + W, &s[r][1], sizeof(V));                                                       \
+        if (beta == 0)                                                                              \
+          for (q = 0; q < w; q++) cr[q] = alpha * out[q];                                           \
+        else                                                                                        \
+          for (q = 0; q < w; q++) cr[q] = alpha * out[q] + beta * cr[q];                            \
+      }                                                                                             \
+    }                                                                                               \
   }
-/* NAME: one row of C, c = alpha sum_p a[p * csa] op(B)(p, :) + beta c, four rows of op(B) a step
+DT__GEMM_DEFINE_RBLOCK(dt__gemm_rblock_f32x4, float, dt__gemm_f32x4, 4)
+DT__GEMM_DEFINE_RBLOCK(dt__gemm_rblock_f32x8, float, dt__gemm_f32x8, 8)
+DT__GEMM_DEFINE_RBLOCK(dt__gemm_rblock_f32x16, float, dt__gemm_f32x16, 16)
+DT__GEMM_DEFINE_RBLOCK(dt__gemm_rblock_f64x2, double, dt__gemm_f64x2, 2)
+DT__GEMM_DEFINE_RBLOCK(dt__gemm_rblock_f64x4, double, dt__gemm_f64x4, 4)
+DT__GEMM_DEFINE_RBLOCK(dt__gemm_rblock_f64x8, double, dt__gemm_f64x8, 8)
+
+/* One row of C, c = alpha sum_p a[p * csa] op(B)(p, :) + beta c, four rows of op(B) a step
    (for fewer rows of C than a block: op(B) is read row after row, as it lies in memory). */
-#define DT__GEMM_DEFINE_AXPY(NAME, ATTR, T, V, LANES)                                                \
-  ATTR DT__GEMM_FMA_ATTR static void NAME(int64_t n, int64_t k, T alpha, const T *a, int64_t csa,   \
-                                          const T *b, int64_t ldb, T beta, T *c) {                  \
-    typedef V dt__v;                                                                                \
-    const dt__v vz = {0};                                                                           \
+#define DT__GEMM_DEFINE_AXPY(NAME, T, V, W)                                                         \
+  DT__GEMM_INLINE DT__GEMM_FMA_ATTR void NAME(int64_t n, int64_t k, T alpha, const T *a, int64_t csa, const T *b, \
+                            int64_t ldb, T beta, T *c) {                                            \
+    const V vz = {0};                                                                               \
     int64_t j, p;                                                                                   \
     if (beta == 0)                                                                                  \
       for (j = 0; j < n; j++) c[j] = 0;                                                             \
@@ -9474,10 +9383,10 @@ DT__GEMM_DEFINE_KERNEL12(dt__gemm_kern_f64_avx512, __attribute__((target("avx512
     for (p = 0; p + 4 <= k; p += 4) {                                                               \
       const T x0 = alpha * a[p * csa], x1 = alpha * a[(p + 1) * csa];                               \
       const T x2 = alpha * a[(p + 2) * csa], x3 = alpha * a[(p + 3) * csa];                         \
-      const dt__v v0 = x0 - vz, v1 = x1 - vz, v2 = x2 - vz, v3 = x3 - vz;                           \
+      const V v0 = x0 - vz, v1 = x1 - vz, v2 = x2 - vz, v3 = x3 - vz;                               \
       const T *b0 = b + p * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;                    \
-      for (j = 0; j + LANES <= n; j += LANES) {                                                     \
-        dt__v cv, y0, y1, y2, y3;                                                                   \
+      for (j = 0; j + W <= n; j += W) {                                                             \
+        V cv, y0, y1, y2, y3;                                                                       \
         memcpy(&cv, c + j, sizeof cv);                                                              \
         memcpy(&y0, b0 + j, sizeof y0); memcpy(&y1, b1 + j, sizeof y1);                             \
         memcpy(&y2, b2 + j, sizeof y2); memcpy(&y3, b3 + j, sizeof y3);                             \
@@ -9488,10 +9397,10 @@ DT__GEMM_DEFINE_KERNEL12(dt__gemm_kern_f64_avx512, __attribute__((target("avx512
     }                                                                                               \
     for (; p < k; p++) { /* the last k % 4 rows */                                                  \
       const T x0 = alpha * a[p * csa];                                                              \
-      const dt__v v0 = x0 - vz;                                                                     \
+      const V v0 = x0 - vz;                                                                         \
       const T *b0 = b + p * ldb;                                                                    \
-      for (j = 0; j + LANES <= n; j += LANES) {                                                     \
-        dt__v cv, y0;                                                                               \
+      for (j = 0; j + W <= n; j += W) {                                                             \
+        V cv, y0;                                                                                   \
         memcpy(&cv, c + j, sizeof cv);                                                              \
         memcpy(&y0, b0 + j, sizeof y0);                                                             \
         cv += v0 * y0;                                                                              \
@@ -9500,48 +9409,208 @@ DT__GEMM_DEFINE_KERNEL12(dt__gemm_kern_f64_avx512, __attribute__((target("avx512
       for (; j < n; j++) c[j] += x0 * b0[j];                                                        \
     }                                                                                               \
   }
-/* NAME: C (m, n) (row stride ldc) from op(B) (k, n) at b (row stride rsb; columns up to the last
-   multiple of 2 * LANES), its last n % (2 * LANES) columns (if any) from tail (row stride ldt,
-   2 * LANES readable, zero padded). */
-#define DT__GEMM_DEFINE_ROWS(NAME, ATTR, T, V, LANES)                                                \
-  DT__GEMM_DEFINE_RBLOCK(NAME##_4x2, ATTR, T, V, LANES, DT__GEMM_R4, 2)                             \
-  DT__GEMM_DEFINE_RBLOCK(NAME##_4x1, ATTR, T, V, LANES, DT__GEMM_R4, 1)                             \
-  DT__GEMM_DEFINE_RBLOCK(NAME##_1x2, ATTR, T, V, LANES, DT__GEMM_R1, 2)                             \
-  DT__GEMM_DEFINE_RBLOCK(NAME##_1x1, ATTR, T, V, LANES, DT__GEMM_R1, 1)                             \
-  DT__GEMM_DEFINE_AXPY(NAME##_axpy, ATTR, T, V, LANES)                                              \
-  static void NAME(int64_t m, int64_t n, int64_t k, double alpha_, const void *a_, int64_t rsa,     \
-                   int64_t csa, const void *b_, int64_t rsb, const void *tail_, int64_t ldt,        \
-                   double beta_, void *c_, int64_t ldc) {                                           \
+DT__GEMM_DEFINE_AXPY(dt__gemm_axpy_f32x4, float, dt__gemm_f32x4, 4)
+DT__GEMM_DEFINE_AXPY(dt__gemm_axpy_f32x8, float, dt__gemm_f32x8, 8)
+DT__GEMM_DEFINE_AXPY(dt__gemm_axpy_f32x16, float, dt__gemm_f32x16, 16)
+DT__GEMM_DEFINE_AXPY(dt__gemm_axpy_f64x2, double, dt__gemm_f64x2, 2)
+DT__GEMM_DEFINE_AXPY(dt__gemm_axpy_f64x4, double, dt__gemm_f64x4, 4)
+DT__GEMM_DEFINE_AXPY(dt__gemm_axpy_f64x8, double, dt__gemm_f64x8, 8)
+
+/* The rows kernel (a dt__gemm_rows_fn) over a family's blocks (W lanes a vector): C (m, n) (row
+   stride ldc) from op(B) (k, n) at b (row stride rsb; columns up to the last multiple of 2 * W),
+   its last n % (2 * W) columns (if any) from tail (row stride ldt, 2 * W readable, zero padded).
+   b4x2 is the block of 4 rows and 2 vectors, and so on; axpy does one row. */
+typedef void (*dt__gemm_rblock_f32_fn)(int64_t k, int64_t w, float alpha, const float *a, int64_t rsa, int64_t csa,
+                                       const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+typedef void (*dt__gemm_rblock_f64_fn)(int64_t k, int64_t w, double alpha, const double *a, int64_t rsa, int64_t csa,
+                                       const double *b, int64_t ldb, double beta, double *c, int64_t ldc);
+typedef void (*dt__gemm_axpy_f32_fn)(int64_t n, int64_t k, float alpha, const float *a, int64_t csa, const float *b,
+                                     int64_t ldb, float beta, float *c);
+typedef void (*dt__gemm_axpy_f64_fn)(int64_t n, int64_t k, double alpha, const double *a, int64_t csa,
+                                     const double *b, int64_t ldb, double beta, double *c);
+#define DT__GEMM_DEFINE_ROWS(NAME, T, RBLOCK_FN, AXPY_FN)                                           \
+  DT__GEMM_INLINE void NAME(const int W, RBLOCK_FN b4x2, RBLOCK_FN b4x1, RBLOCK_FN b1x2,            \
+                            RBLOCK_FN b1x1, AXPY_FN axpy, int64_t m, int64_t n, int64_t k,          \
+                            double alpha_, const void *a_, int64_t rsa, int64_t csa, const void *b_, \
+                            int64_t rsb, const void *tail_, int64_t ldt, double beta_, void *c_,    \
+                            int64_t ldc) {                                                          \
     const T *a = (const T *)a_, *b = (const T *)b_, *tail = (const T *)tail_;                       \
     T *c = (T *)c_;                                                                                 \
     const T alpha = (T)alpha_, beta = (T)beta_;                                                     \
-    const int64_t jt = n / (2 * LANES) * (2 * LANES), tw = n - jt;                                  \
+    const int64_t jt = n / (2 * W) * (2 * W), tw = n - jt;                                          \
     int64_t i, j;                                                                                   \
-    if (m < 4) { /* a row or three: each row of C a sum of rows of op(B), read in order */         \
-      for (i = 0; i < m; i++) NAME##_axpy(n, k, alpha, a + i * rsa, csa, b, rsb, beta, c + i * ldc); \
+    if (m < 4) { /* a row or three: each row of C a sum of rows of op(B), read in order */          \
+      for (i = 0; i < m; i++) axpy(n, k, alpha, a + i * rsa, csa, b, rsb, beta, c + i * ldc);       \
       return;                                                                                       \
     }                                                                                               \
     for (i = 0; i + 4 <= m; i += 4) {                                                               \
-      for (j = 0; j < jt; j += 2 * LANES)                                                           \
-        NAME##_4x2(k, 2 * LANES, alpha, a + i * rsa, rsa, csa, b + j, rsb, beta, c + i * ldc + j, ldc); \
-      if (tw > LANES) NAME##_4x2(k, tw, alpha, a + i * rsa, rsa, csa, tail, ldt, beta, c + i * ldc + jt, ldc); \
-      else if (tw) NAME##_4x1(k, tw, alpha, a + i * rsa, rsa, csa, tail, ldt, beta, c + i * ldc + jt, ldc); \
+      for (j = 0; j < jt; j += 2 * W)                                                               \
+        b4x2(k, 2 * W, alpha, a + i * rsa, rsa, csa, b + j, rsb, beta, c + i * ldc + j, ldc);       \
+      if (tw > W) b4x2(k, tw, alpha, a + i * rsa, rsa, csa, tail, ldt, beta, c + i * ldc + jt, ldc); \
+      else if (tw) b4x1(k, tw, alpha, a + i * rsa, rsa, csa, tail, ldt, beta, c + i * ldc + jt, ldc); \
     }                                                                                               \
     for (; i < m; i++) {                                                                            \
-      for (j = 0; j < jt; j += 2 * LANES)                                                           \
-        NAME##_1x2(k, 2 * LANES, alpha, a + i * rsa, rsa, csa, b + j, rsb, beta, c + i * ldc + j, ldc); \
-      if (tw > LANES) NAME##_1x2(k, tw, alpha, a + i * rsa, rsa, csa, tail, ldt, beta, c + i * ldc + jt, ldc); \
-      else if (tw) NAME##_1x1(k, tw, alpha, a + i * rsa, rsa, csa, tail, ldt, beta, c + i * ldc + jt, ldc); \
+      for (j = 0; j < jt; j += 2 * W)                                                               \
+        b1x2(k, 2 * W, alpha, a + i * rsa, rsa, csa, b + j, rsb, beta, c + i * ldc + j, ldc);       \
+      if (tw > W) b1x2(k, tw, alpha, a + i * rsa, rsa, csa, tail, ldt, beta, c + i * ldc + jt, ldc); \
+      else if (tw) b1x1(k, tw, alpha, a + i * rsa, rsa, csa, tail, ldt, beta, c + i * ldc + jt, ldc); \
     }                                                                                               \
   }
+DT__GEMM_DEFINE_ROWS(dt__gemm_rows_body_f32, float, dt__gemm_rblock_f32_fn, dt__gemm_axpy_f32_fn)
+DT__GEMM_DEFINE_ROWS(dt__gemm_rows_body_f64, double, dt__gemm_rblock_f64_fn, dt__gemm_axpy_f64_fn)
+#endif /* DT__GEMM_VEC */
 
-DT__GEMM_DEFINE_ROWS(dt__gemm_rows_f32_c, , float, dt__gemm_f32x4, 4)
-DT__GEMM_DEFINE_ROWS(dt__gemm_rows_f64_c, , double, dt__gemm_f64x2, 2)
+/* ---- src/cpu/gemm/kernels_isa.c ---- */
+#if DT__GEMM_VEC
+/* The kernels of each family (DT__GEMM_ISA_*), under the names dt__gemm_plan_get picks them by:
+   each a function with its family's target that runs a body of kernels_vec.c at a constant shape.
+   The bodies are inlined, so every kernel is compiled for its own target. */
+#define DT__GEMM_AVX2 __attribute__((target("avx2,fma")))
+#define DT__GEMM_AVX512 __attribute__((target("avx512f")))
+
+/* NAME: a dt__gemm_kern_fn with target ATTR, TILE (on W lanes of T) for MR rows, NV vectors, A's
+   panel AP (0: A in place); see DT__GEMM_DEFINE_TILE. */
+#define DT__GEMM_KERNEL(NAME, ATTR, T, W, TILE, MR, NV, AP)                                         \
+  ATTR DT__GEMM_FMA_ATTR static void NAME(int64_t kc, const void *pa, int64_t lda, const void *pb,  \
+                                          int64_t ldb, void *c, int64_t ldc, const void *cs,        \
+                                          int64_t lds, int mr, int nr, double alpha, double beta) { \
+    T tile[(MR) * (NV) * (W)];                                                                      \
+    TILE(MR, NV, AP, tile, kc, pa, lda, pb, ldb, c, ldc, cs, lds, mr, nr, alpha, beta);             \
+  }
+/* NAME: the skinny block BLOCK of R rows by NV vectors, with target ATTR; see DT__GEMM_DEFINE_RBLOCK. */
+#define DT__GEMM_RBLOCK(NAME, ATTR, T, BLOCK, R, NV)                                                \
+  ATTR DT__GEMM_FMA_ATTR static void NAME(int64_t k, int64_t w, T alpha, const T *a, int64_t rsa,   \
+                                          int64_t csa, const T *b, int64_t ldb, T beta, T *c,       \
+                                          int64_t ldc) {                                            \
+    BLOCK(R, NV, k, w, alpha, a, rsa, csa, b, ldb, beta, c, ldc);                                   \
+  }
+/* NAME: AXPY with target ATTR; see DT__GEMM_DEFINE_AXPY. */
+#define DT__GEMM_AXPY(NAME, ATTR, T, AXPY)                                                          \
+  ATTR DT__GEMM_FMA_ATTR static void NAME(int64_t n, int64_t k, T alpha, const T *a, int64_t csa,   \
+                                          const T *b, int64_t ldb, T beta, T *c) {                  \
+    AXPY(n, k, alpha, a, csa, b, ldb, beta, c);                                                     \
+  }
+/* NAME: a dt__gemm_rows_fn, ROWS over the blocks B4X2..B1X1 and AXPY of W lanes (with their
+   family's target; this one needs none); see DT__GEMM_DEFINE_ROWS. */
+#define DT__GEMM_ROWS(NAME, ROWS, W, B4X2, B4X1, B1X2, B1X1, AXPY)                                  \
+  static void NAME(int64_t m, int64_t n, int64_t k, double alpha, const void *a, int64_t rsa,       \
+                   int64_t csa, const void *b, int64_t rsb, const void *tail, int64_t ldt,          \
+                   double beta, void *c, int64_t ldc) {                                             \
+    ROWS(W, B4X2, B4X1, B1X2, B1X1, AXPY, m, n, k, alpha, a, rsa, csa, b, rsb, tail, ldt, beta, c, ldc); \
+  }
+
+/* Baseline: the widest vectors the compiler flags allow: 12x32 / 12x16 with AVX-512 (-march=...),
+   6x16 / 6x8 with AVX, else 16-byte vectors (SSE2 on x86-64, NEON on arm64): 6x8 F32, 6x4 F64.
+   Two vectors of lanes per row of the tile; F64 has half the lanes of F32. */
+#if defined(__AVX512F__)
+#define DT__GEMM_C_MR 12
+#define DT__GEMM_C_LANES_F32 16
+#define DT__GEMM_C_TILE_F32 dt__gemm_tile_f32x16
+#define DT__GEMM_C_TILE_F64 dt__gemm_tile_f64x8
+#elif defined(__AVX__)
+#define DT__GEMM_C_MR 6
+#define DT__GEMM_C_LANES_F32 8
+#define DT__GEMM_C_TILE_F32 dt__gemm_tile_f32x8
+#define DT__GEMM_C_TILE_F64 dt__gemm_tile_f64x4
+#else
+#define DT__GEMM_C_MR 6
+#define DT__GEMM_C_LANES_F32 4
+#define DT__GEMM_C_TILE_F32 dt__gemm_tile_f32x4
+#define DT__GEMM_C_TILE_F64 dt__gemm_tile_f64x2
+#endif
+#define DT__GEMM_C_LANES_F64 (DT__GEMM_C_LANES_F32 / 2)
+#define DT__GEMM_C_NR_F32 (2 * DT__GEMM_C_LANES_F32)
+#define DT__GEMM_C_NR_F64 (2 * DT__GEMM_C_LANES_F64)
+/* the full tile, the same reading A in place, the first 4 rows of a panel, half the columns
+   (packed, in place); with 12 rows, also the first 8 rows */
+DT__GEMM_KERNEL(dt__gemm_kern_f32_c, , float, DT__GEMM_C_LANES_F32, DT__GEMM_C_TILE_F32, DT__GEMM_C_MR, 2, DT__GEMM_C_MR)
+DT__GEMM_KERNEL(dt__gemm_kern_f32_c_d, , float, DT__GEMM_C_LANES_F32, DT__GEMM_C_TILE_F32, DT__GEMM_C_MR, 2, 0)
+DT__GEMM_KERNEL(dt__gemm_kern_f32_c_e4, , float, DT__GEMM_C_LANES_F32, DT__GEMM_C_TILE_F32, 4, 2, DT__GEMM_C_MR)
+DT__GEMM_KERNEL(dt__gemm_kern_f32_c_h, , float, DT__GEMM_C_LANES_F32, DT__GEMM_C_TILE_F32, DT__GEMM_C_MR, 1, DT__GEMM_C_MR)
+DT__GEMM_KERNEL(dt__gemm_kern_f32_c_hd, , float, DT__GEMM_C_LANES_F32, DT__GEMM_C_TILE_F32, DT__GEMM_C_MR, 1, 0)
+DT__GEMM_KERNEL(dt__gemm_kern_f64_c, , double, DT__GEMM_C_LANES_F64, DT__GEMM_C_TILE_F64, DT__GEMM_C_MR, 2, DT__GEMM_C_MR)
+DT__GEMM_KERNEL(dt__gemm_kern_f64_c_d, , double, DT__GEMM_C_LANES_F64, DT__GEMM_C_TILE_F64, DT__GEMM_C_MR, 2, 0)
+DT__GEMM_KERNEL(dt__gemm_kern_f64_c_e4, , double, DT__GEMM_C_LANES_F64, DT__GEMM_C_TILE_F64, 4, 2, DT__GEMM_C_MR)
+DT__GEMM_KERNEL(dt__gemm_kern_f64_c_h, , double, DT__GEMM_C_LANES_F64, DT__GEMM_C_TILE_F64, DT__GEMM_C_MR, 1, DT__GEMM_C_MR)
+DT__GEMM_KERNEL(dt__gemm_kern_f64_c_hd, , double, DT__GEMM_C_LANES_F64, DT__GEMM_C_TILE_F64, DT__GEMM_C_MR, 1, 0)
+#if DT__GEMM_C_MR == 12
+DT__GEMM_KERNEL(dt__gemm_kern_f32_c_e8, , float, DT__GEMM_C_LANES_F32, DT__GEMM_C_TILE_F32, 8, 2, 12)
+DT__GEMM_KERNEL(dt__gemm_kern_f64_c_e8, , double, DT__GEMM_C_LANES_F64, DT__GEMM_C_TILE_F64, 8, 2, 12)
+#endif
+/* the skinny kernels on 16-byte vectors */
+DT__GEMM_RBLOCK(dt__gemm_rows_f32_c_4x2, , float, dt__gemm_rblock_f32x4, 4, 2)
+DT__GEMM_RBLOCK(dt__gemm_rows_f32_c_4x1, , float, dt__gemm_rblock_f32x4, 4, 1)
+DT__GEMM_RBLOCK(dt__gemm_rows_f32_c_1x2, , float, dt__gemm_rblock_f32x4, 1, 2)
+DT__GEMM_RBLOCK(dt__gemm_rows_f32_c_1x1, , float, dt__gemm_rblock_f32x4, 1, 1)
+DT__GEMM_AXPY(dt__gemm_rows_f32_c_axpy, , float, dt__gemm_axpy_f32x4)
+DT__GEMM_ROWS(dt__gemm_rows_f32_c, dt__gemm_rows_body_f32, 4, dt__gemm_rows_f32_c_4x2, dt__gemm_rows_f32_c_4x1,
+              dt__gemm_rows_f32_c_1x2, dt__gemm_rows_f32_c_1x1, dt__gemm_rows_f32_c_axpy)
+DT__GEMM_RBLOCK(dt__gemm_rows_f64_c_4x2, , double, dt__gemm_rblock_f64x2, 4, 2)
+DT__GEMM_RBLOCK(dt__gemm_rows_f64_c_4x1, , double, dt__gemm_rblock_f64x2, 4, 1)
+DT__GEMM_RBLOCK(dt__gemm_rows_f64_c_1x2, , double, dt__gemm_rblock_f64x2, 1, 2)
+DT__GEMM_RBLOCK(dt__gemm_rows_f64_c_1x1, , double, dt__gemm_rblock_f64x2, 1, 1)
+DT__GEMM_AXPY(dt__gemm_rows_f64_c_axpy, , double, dt__gemm_axpy_f64x2)
+DT__GEMM_ROWS(dt__gemm_rows_f64_c, dt__gemm_rows_body_f64, 2, dt__gemm_rows_f64_c_4x2, dt__gemm_rows_f64_c_4x1,
+              dt__gemm_rows_f64_c_1x2, dt__gemm_rows_f64_c_1x1, dt__gemm_rows_f64_c_axpy)
+
 #if DT__GEMM_X86
-DT__GEMM_DEFINE_ROWS(dt__gemm_rows_f32_avx2, __attribute__((target("avx2,fma"))), float, dt__gemm_f32x8, 8)
-DT__GEMM_DEFINE_ROWS(dt__gemm_rows_f64_avx2, __attribute__((target("avx2,fma"))), double, dt__gemm_f64x4, 4)
-DT__GEMM_DEFINE_ROWS(dt__gemm_rows_f32_avx512, __attribute__((target("avx512f"))), float, dt__gemm_f32x16, 16)
-DT__GEMM_DEFINE_ROWS(dt__gemm_rows_f64_avx512, __attribute__((target("avx512f"))), double, dt__gemm_f64x8, 8)
+/* AVX2+FMA: 16 ymm registers; 6x16 F32, 6x8 F64 (12 accumulators). */
+DT__GEMM_KERNEL(dt__gemm_kern_f32_avx2, DT__GEMM_AVX2, float, 8, dt__gemm_tile_f32x8, 6, 2, 6)
+DT__GEMM_KERNEL(dt__gemm_kern_f32_avx2_d, DT__GEMM_AVX2, float, 8, dt__gemm_tile_f32x8, 6, 2, 0)
+DT__GEMM_KERNEL(dt__gemm_kern_f32_avx2_e4, DT__GEMM_AVX2, float, 8, dt__gemm_tile_f32x8, 4, 2, 6)
+DT__GEMM_KERNEL(dt__gemm_kern_f32_avx2_h, DT__GEMM_AVX2, float, 8, dt__gemm_tile_f32x8, 6, 1, 6)
+DT__GEMM_KERNEL(dt__gemm_kern_f32_avx2_hd, DT__GEMM_AVX2, float, 8, dt__gemm_tile_f32x8, 6, 1, 0)
+DT__GEMM_KERNEL(dt__gemm_kern_f64_avx2, DT__GEMM_AVX2, double, 4, dt__gemm_tile_f64x4, 6, 2, 6)
+DT__GEMM_KERNEL(dt__gemm_kern_f64_avx2_d, DT__GEMM_AVX2, double, 4, dt__gemm_tile_f64x4, 6, 2, 0)
+DT__GEMM_KERNEL(dt__gemm_kern_f64_avx2_e4, DT__GEMM_AVX2, double, 4, dt__gemm_tile_f64x4, 4, 2, 6)
+DT__GEMM_KERNEL(dt__gemm_kern_f64_avx2_h, DT__GEMM_AVX2, double, 4, dt__gemm_tile_f64x4, 6, 1, 6)
+DT__GEMM_KERNEL(dt__gemm_kern_f64_avx2_hd, DT__GEMM_AVX2, double, 4, dt__gemm_tile_f64x4, 6, 1, 0)
+DT__GEMM_RBLOCK(dt__gemm_rows_f32_avx2_4x2, DT__GEMM_AVX2, float, dt__gemm_rblock_f32x8, 4, 2)
+DT__GEMM_RBLOCK(dt__gemm_rows_f32_avx2_4x1, DT__GEMM_AVX2, float, dt__gemm_rblock_f32x8, 4, 1)
+DT__GEMM_RBLOCK(dt__gemm_rows_f32_avx2_1x2, DT__GEMM_AVX2, float, dt__gemm_rblock_f32x8, 1, 2)
+DT__GEMM_RBLOCK(dt__gemm_rows_f32_avx2_1x1, DT__GEMM_AVX2, float, dt__gemm_rblock_f32x8, 1, 1)
+DT__GEMM_AXPY(dt__gemm_rows_f32_avx2_axpy, DT__GEMM_AVX2, float, dt__gemm_axpy_f32x8)
+DT__GEMM_ROWS(dt__gemm_rows_f32_avx2, dt__gemm_rows_body_f32, 8, dt__gemm_rows_f32_avx2_4x2, dt__gemm_rows_f32_avx2_4x1,
+              dt__gemm_rows_f32_avx2_1x2, dt__gemm_rows_f32_avx2_1x1, dt__gemm_rows_f32_avx2_axpy)
+DT__GEMM_RBLOCK(dt__gemm_rows_f64_avx2_4x2, DT__GEMM_AVX2, double, dt__gemm_rblock_f64x4, 4, 2)
+DT__GEMM_RBLOCK(dt__gemm_rows_f64_avx2_4x1, DT__GEMM_AVX2, double, dt__gemm_rblock_f64x4, 4, 1)
+DT__GEMM_RBLOCK(dt__gemm_rows_f64_avx2_1x2, DT__GEMM_AVX2, double, dt__gemm_rblock_f64x4, 1, 2)
+DT__GEMM_RBLOCK(dt__gemm_rows_f64_avx2_1x1, DT__GEMM_AVX2, double, dt__gemm_rblock_f64x4, 1, 1)
+DT__GEMM_AXPY(dt__gemm_rows_f64_avx2_axpy, DT__GEMM_AVX2, double, dt__gemm_axpy_f64x4)
+DT__GEMM_ROWS(dt__gemm_rows_f64_avx2, dt__gemm_rows_body_f64, 4, dt__gemm_rows_f64_avx2_4x2, dt__gemm_rows_f64_avx2_4x1,
+              dt__gemm_rows_f64_avx2_1x2, dt__gemm_rows_f64_avx2_1x1, dt__gemm_rows_f64_avx2_axpy)
+
+/* AVX-512: 32 zmm registers; 12x32 F32, 12x16 F64 (24 accumulators), and the edge kernels 4x32,
+   8x32 and 12x16 F32 (4x16, 8x16, 12x8 F64): a last panel of a few rows or half the columns costs
+   what it computes, not a whole tile. */
+DT__GEMM_KERNEL(dt__gemm_kern_f32_avx512, DT__GEMM_AVX512, float, 16, dt__gemm_tile_f32x16, 12, 2, 12)
+DT__GEMM_KERNEL(dt__gemm_kern_f32_avx512_d, DT__GEMM_AVX512, float, 16, dt__gemm_tile_f32x16, 12, 2, 0)
+DT__GEMM_KERNEL(dt__gemm_kern_f32_avx512_e4, DT__GEMM_AVX512, float, 16, dt__gemm_tile_f32x16, 4, 2, 12)
+DT__GEMM_KERNEL(dt__gemm_kern_f32_avx512_e8, DT__GEMM_AVX512, float, 16, dt__gemm_tile_f32x16, 8, 2, 12)
+DT__GEMM_KERNEL(dt__gemm_kern_f32_avx512_h, DT__GEMM_AVX512, float, 16, dt__gemm_tile_f32x16, 12, 1, 12)
+DT__GEMM_KERNEL(dt__gemm_kern_f32_avx512_hd, DT__GEMM_AVX512, float, 16, dt__gemm_tile_f32x16, 12, 1, 0)
+DT__GEMM_KERNEL(dt__gemm_kern_f64_avx512, DT__GEMM_AVX512, double, 8, dt__gemm_tile_f64x8, 12, 2, 12)
+DT__GEMM_KERNEL(dt__gemm_kern_f64_avx512_d, DT__GEMM_AVX512, double, 8, dt__gemm_tile_f64x8, 12, 2, 0)
+DT__GEMM_KERNEL(dt__gemm_kern_f64_avx512_e4, DT__GEMM_AVX512, double, 8, dt__gemm_tile_f64x8, 4, 2, 12)
+DT__GEMM_KERNEL(dt__gemm_kern_f64_avx512_e8, DT__GEMM_AVX512, double, 8, dt__gemm_tile_f64x8, 8, 2, 12)
+DT__GEMM_KERNEL(dt__gemm_kern_f64_avx512_h, DT__GEMM_AVX512, double, 8, dt__gemm_tile_f64x8, 12, 1, 12)
+DT__GEMM_KERNEL(dt__gemm_kern_f64_avx512_hd, DT__GEMM_AVX512, double, 8, dt__gemm_tile_f64x8, 12, 1, 0)
+DT__GEMM_RBLOCK(dt__gemm_rows_f32_avx512_4x2, DT__GEMM_AVX512, float, dt__gemm_rblock_f32x16, 4, 2)
+DT__GEMM_RBLOCK(dt__gemm_rows_f32_avx512_4x1, DT__GEMM_AVX512, float, dt__gemm_rblock_f32x16, 4, 1)
+DT__GEMM_RBLOCK(dt__gemm_rows_f32_avx512_1x2, DT__GEMM_AVX512, float, dt__gemm_rblock_f32x16, 1, 2)
+DT__GEMM_RBLOCK(dt__gemm_rows_f32_avx512_1x1, DT__GEMM_AVX512, float, dt__gemm_rblock_f32x16, 1, 1)
+DT__GEMM_AXPY(dt__gemm_rows_f32_avx512_axpy, DT__GEMM_AVX512, float, dt__gemm_axpy_f32x16)
+DT__GEMM_ROWS(dt__gemm_rows_f32_avx512, dt__gemm_rows_body_f32, 16, dt__gemm_rows_f32_avx512_4x2,
+              dt__gemm_rows_f32_avx512_4x1, dt__gemm_rows_f32_avx512_1x2, dt__gemm_rows_f32_avx512_1x1,
+              dt__gemm_rows_f32_avx512_axpy)
+DT__GEMM_RBLOCK(dt__gemm_rows_f64_avx512_4x2, DT__GEMM_AVX512, double, dt__gemm_rblock_f64x8, 4, 2)
+DT__GEMM_RBLOCK(dt__gemm_rows_f64_avx512_4x1, DT__GEMM_AVX512, double, dt__gemm_rblock_f64x8, 4, 1)
+DT__GEMM_RBLOCK(dt__gemm_rows_f64_avx512_1x2, DT__GEMM_AVX512, double, dt__gemm_rblock_f64x8, 1, 2)
+DT__GEMM_RBLOCK(dt__gemm_rows_f64_avx512_1x1, DT__GEMM_AVX512, double, dt__gemm_rblock_f64x8, 1, 1)
+DT__GEMM_AXPY(dt__gemm_rows_f64_avx512_axpy, DT__GEMM_AVX512, double, dt__gemm_axpy_f64x8)
+DT__GEMM_ROWS(dt__gemm_rows_f64_avx512, dt__gemm_rows_body_f64, 8, dt__gemm_rows_f64_avx512_4x2,
+              dt__gemm_rows_f64_avx512_4x1, dt__gemm_rows_f64_avx512_1x2, dt__gemm_rows_f64_avx512_1x1,
+              dt__gemm_rows_f64_avx512_axpy)
 #endif
 
 #else /* !DT__GEMM_VEC: plain C, 4x4 */
@@ -9676,7 +9745,7 @@ DT__GEMM_DEFINE_SIMPLE(dt__gemm_simple_f64, double)
 #ifndef DT__GEMM_SMALL
 #define DT__GEMM_SMALL 1024
 #endif
-/* Work (m * n * k) per thread, at least: about 12 us on one core (128^3 on two threads: 24 -> 13 us). */
+/* Work (m * n * k) per thread, at least: less does not pay for waking a thread. */
 #ifndef DT__GEMM_PAR_MIN
 #define DT__GEMM_PAR_MIN (128 * 128 * 64)
 #endif
@@ -9946,7 +10015,7 @@ static int dt__gemm_blocked_b(const dt__gemm_plan *pl, int64_t m, int64_t n, int
     const int64_t nrt = (sm + rpt - 1) / rpt;          /* row tasks */
     int64_t t;
     /* pack A(s0:s0+sm, :): depth block pc at abuf + smp * pc, its panel i at + i * kcur; with the
-       pool, in parallel (packed by one thread it took about a tenth of a 2-thread 512^3 product) */
+       pool, in parallel (packed by one thread it is a sizeable share of a threaded product) */
     if (!priv) {
       dt__gemm_apack q;
       q.pl = pl; q.a = (const char *)a + (size_t)(s0 * rsa) * es; q.rsa = rsa; q.csa = csa; q.sm = sm; q.smp = smp;
@@ -9961,10 +10030,9 @@ static int dt__gemm_blocked_b(const dt__gemm_plan *pl, int64_t m, int64_t n, int
       g.bbuf = abuf + asz; g.bsz = bsz;
       g.a = (const char *)a + (size_t)(s0 * rsa) * es; g.rsa = rsa; g.csa = csa; g.aown = aown;
       g.apriv = priv ? abuf : NULL; g.asz = asz / (size_t)nbuf;
-      /* with row tasks, each would pack the same B again: read its rows where they are instead (a
-         linear layer's weight gradient g^T x: 1.02x the Fashion-MNIST epoch; 256^3 1.09x); with one
-         or two micro-panels of A, B's elements are used once or twice: packing them does not pay
-         (the 10-wide output layer's weight gradient, 10x256x256: 15.6 -> 9.5 us) */
+      /* with row tasks, each would pack the same B again: read its rows where they are instead;
+         with one or two micro-panels of A (a 10-wide output layer's weight gradient), B's elements
+         are used once or twice: packing them does not pay */
       g.bdirect = csb == 1 && (nrow > 1 || npan <= 2);
       /* each thread's rows of A, when they are contiguous, read in place rather than packed: for the
          column split each thread would pack all of A (a linear layer's x, 800 KB in Fashion-MNIST) */
@@ -9996,7 +10064,7 @@ static DT__GEMM_MAYBE_UNUSED int dt__gemm_blocked(const dt__gemm_plan *pl, int64
 /* ---- src/cpu/gemm/skinny.c ---- */
 /* Work (m * n * k) per thread, at least, for the skinny kernel. */
 #ifndef DT__GEMM_SKINNY_PAR
-#define DT__GEMM_SKINNY_PAR (256 * 1024) /* about 8-12 us on one core: less is not worth a fork/join */
+#define DT__GEMM_SKINNY_PAR (256 * 1024) /* less is not worth a fork/join */
 #endif
 /* Problems up to this size (m * n * k) take the rows kernel (no packing of A). */
 #ifndef DT__GEMM_ROWS_MAX

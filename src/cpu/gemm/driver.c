@@ -2,7 +2,7 @@
 #ifndef DT__GEMM_SMALL
 #define DT__GEMM_SMALL 1024
 #endif
-/* Work (m * n * k) per thread, at least: about 12 us on one core (128^3 on two threads: 24 -> 13 us). */
+/* Work (m * n * k) per thread, at least: less does not pay for waking a thread. */
 #ifndef DT__GEMM_PAR_MIN
 #define DT__GEMM_PAR_MIN (128 * 128 * 64)
 #endif
@@ -272,7 +272,7 @@ static int dt__gemm_blocked_b(const dt__gemm_plan *pl, int64_t m, int64_t n, int
     const int64_t nrt = (sm + rpt - 1) / rpt;          /* row tasks */
     int64_t t;
     /* pack A(s0:s0+sm, :): depth block pc at abuf + smp * pc, its panel i at + i * kcur; with the
-       pool, in parallel (packed by one thread it took about a tenth of a 2-thread 512^3 product) */
+       pool, in parallel (packed by one thread it is a sizeable share of a threaded product) */
     if (!priv) {
       dt__gemm_apack q;
       q.pl = pl; q.a = (const char *)a + (size_t)(s0 * rsa) * es; q.rsa = rsa; q.csa = csa; q.sm = sm; q.smp = smp;
@@ -287,10 +287,9 @@ static int dt__gemm_blocked_b(const dt__gemm_plan *pl, int64_t m, int64_t n, int
       g.bbuf = abuf + asz; g.bsz = bsz;
       g.a = (const char *)a + (size_t)(s0 * rsa) * es; g.rsa = rsa; g.csa = csa; g.aown = aown;
       g.apriv = priv ? abuf : NULL; g.asz = asz / (size_t)nbuf;
-      /* with row tasks, each would pack the same B again: read its rows where they are instead (a
-         linear layer's weight gradient g^T x: 1.02x the Fashion-MNIST epoch; 256^3 1.09x); with one
-         or two micro-panels of A, B's elements are used once or twice: packing them does not pay
-         (the 10-wide output layer's weight gradient, 10x256x256: 15.6 -> 9.5 us) */
+      /* with row tasks, each would pack the same B again: read its rows where they are instead;
+         with one or two micro-panels of A (a 10-wide output layer's weight gradient), B's elements
+         are used once or twice: packing them does not pay */
       g.bdirect = csb == 1 && (nrow > 1 || npan <= 2);
       /* each thread's rows of A, when they are contiguous, read in place rather than packed: for the
          column split each thread would pack all of A (a linear layer's x, 800 KB in Fashion-MNIST) */

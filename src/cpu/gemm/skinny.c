@@ -1,6 +1,6 @@
 /* Work (m * n * k) per thread, at least, for the skinny kernel. */
 #ifndef DT__GEMM_SKINNY_PAR
-#define DT__GEMM_SKINNY_PAR (256 * 1024) /* about 8-12 us on one core: less is not worth a fork/join */
+#define DT__GEMM_SKINNY_PAR (256 * 1024) /* less is not worth a fork/join */
 #endif
 /* Problems up to this size (m * n * k) take the rows kernel (no packing of A). */
 #ifndef DT__GEMM_ROWS_MAX
