@@ -2849,11 +2849,7 @@ DTDEF dt_status dt_print(const dt_tensor *t) {
   return dt_fprint(stdout, t);
 }
 
-/* ---- src/nn/grad_mode.c ---- */
-/* torch.no_grad() per thread: with grad disabled dt_forward keeps nothing for a backward pass
-   (no layer holds its input) and dt_backward refuses. */
-
-static DT__TLS int dt__no_grad; /* 0 (the default): grad enabled */
+/* ---- src/cpu/gemm/opts.h ---- */
 /* What a linear layer asks of the CPU gemm beyond C = alpha op(A) op(B) + beta C, passed to
    dt__cpu_gemm_opt (the backend's gemm slot takes none; the CUDA layer does these steps apart):
    - bias: the forward's bias (a row of n, the product's dtype) that C starts from, C = bias +
@@ -2875,6 +2871,12 @@ typedef struct dt__gemm_opts {
 } dt__gemm_opts;
 static dt_status dt__cpu_gemm_opt(dt_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
                                   const void *a, const void *b, double beta, void *c, dt__gemm_opts *o);
+
+/* ---- src/nn/grad_mode.c ---- */
+/* torch.no_grad() per thread: with grad disabled dt_forward keeps nothing for a backward pass
+   (no layer holds its input) and dt_backward refuses. */
+
+static DT__TLS int dt__no_grad; /* 0 (the default): grad enabled */
 
 DTDEF int dt_set_grad_enabled(int enabled) {
   int prev = !dt__no_grad;
