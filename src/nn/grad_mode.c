@@ -1,7 +1,6 @@
-/* torch.no_grad() per thread: with grad disabled dt_forward keeps nothing for a backward pass
-   (no layer holds its input) and dt_backward refuses. */
-
-static DT__TLS int dt__no_grad; /* 0 (the default): grad enabled */
+/* torch.no_grad() per thread (dt__no_grad, in src/autograd/graph.c): with grad disabled dt_forward
+   keeps nothing for a backward pass (no layer holds its input), dt_backward refuses and no
+   operation records for autograd. */
 /* What a linear layer asks of the CPU gemm beyond C = alpha op(A) op(B) + beta C, passed to
    dt__cpu_gemm_opt (the backend's gemm slot takes none; the CUDA layer does these steps apart):
    - bias: the forward's bias (a row of n, the product's dtype) that C starts from, C = bias +
