@@ -360,7 +360,7 @@ static void test_accumulate(dt_device dev) {
   dt_release(y1);
   T_CHECK(dt_zero_grad_(x) == DT_OK && dt_grad(x) == NULL);
   /* a backward of a leaf: its own gradient, a copy of grad_out */
-  T_CHECK(dt_autograd_backward(x, ones) == DT_OK && dt_grad(x) && dt_grad(x) != ones && dt_item(dt_sum(ones)) == 3);
+  T_CHECK(dt_autograd_backward(x, ones) == DT_OK && dt_grad(x) && dt_grad(x) != ones && dt_data_ptr(dt_grad(x)) != dt_data_ptr(ones));
   dt_release(ones); dt_release(x); dt_release(b);
 }
 
