@@ -56,6 +56,8 @@
                              random numbers, copies
      src/ops/                arithmetic and reductions, comparisons, indexing,
                              classification (argmax, softmax, cross-entropy)
+     src/autograd/           the graph that operations record, the backward of each
+                             operation, the engine (dt_autograd_backward)
      src/nn/                 grad mode, modules, forward and backward, optimizers
      src/train/              the trainer: its data, its data-parallel replicas, its epochs
      src/io/                 printing, safetensors (modules and any named tensors, with
@@ -78,6 +80,8 @@
                          or uint8 is int64); dt_slice (dim 0 a view), dt_index_select, dt_cat,
                          dt_permute; dt_argmax/argmin, dt_max/min(_dim), dt_softmax,
                          dt_log_softmax, dt_cross_entropy(_grad); dt_set_grad_enabled;
+                         autograd over tensor operations (dt_requires_grad_, dt_autograd_backward,
+                         dt_grad, dt_detach, dt_zero_grad_, dt_is_leaf);
                          dt_sgd/dt_adam/dt_adamw; the trainer's classification (loss_fn,
                          optimizer, dt_trainer_fit_val, dt_trainer_evaluate); dt_dist_* over
                          MPI and NCCL, num_gpus > 1 replicas; CPU pool workers block signals;
@@ -4137,6 +4141,7 @@ DTDEF dt_status dt_optimizer_step(dt_optimizer *o) {
                                          o->st[i].buf2 ? o->st[i].buf2->st->ptr : NULL);
     if (s != DT_OK) return dt__backend_fail(op, p->st->device, s);
     o->st[i].step++;
+    dt__bump(p); /* autograd sees the parameter changed */
   }
   return DT_OK;
 }
@@ -7565,6 +7570,8 @@ DTDEF dt_status dt_all_reduce_(dt_tensor *t, dt_reduce_op op) {
   const char *fn = "dt_all_reduce_";
   dt_status s;
   if ((s = dt__dist_check(fn, t)) != DT_OK) return s;
+  if ((s = dt__inplace_check(fn, "t", t)) != DT_OK) return s;
+  dt__bump(t); /* before: a collective that fails may have written part of t */
   if ((int)op < (int)DT_REDUCE_SUM || (int)op > (int)DT_REDUCE_MIN)
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: unknown op %d (DT_REDUCE_SUM, _AVG, _MAX or _MIN)", fn, (int)op);
   if ((s = dt__check_dtype(fn, t->dtype)) != DT_OK) return s;
@@ -7611,6 +7618,8 @@ DTDEF dt_status dt_broadcast_(dt_tensor *t, int root) {
   const char *fn = "dt_broadcast_";
   dt_status s;
   if ((s = dt__dist_check(fn, t)) != DT_OK) return s;
+  if ((s = dt__inplace_check(fn, "t", t)) != DT_OK) return s;
+  dt__bump(t); /* before: a collective that fails may have written part of t */
   if (root < 0 || root >= dt__dist_size_v) {
     if (dt__dist_size_v == 1) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: root %d is not a rank (the world has rank 0 only)", fn, root);
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: root %d is not a rank (the world has ranks 0 to %d)", fn, root, dt__dist_size_v - 1);
