@@ -56,6 +56,8 @@
                              random numbers, copies
      src/ops/                arithmetic and reductions, comparisons, indexing,
                              classification (argmax, softmax, cross-entropy)
+     src/autograd/           the graph that operations record, the backward of each
+                             operation, the engine (dt_autograd_backward)
      src/nn/                 grad mode, modules, forward and backward, optimizers
      src/train/              the trainer: its data, its data-parallel replicas, its epochs
      src/io/                 printing, safetensors (modules and any named tensors, with
@@ -78,6 +80,8 @@
                          or uint8 is int64); dt_slice (dim 0 a view), dt_index_select, dt_cat,
                          dt_permute; dt_argmax/argmin, dt_max/min(_dim), dt_softmax,
                          dt_log_softmax, dt_cross_entropy(_grad); dt_set_grad_enabled;
+                         autograd over tensor operations (dt_requires_grad_, dt_autograd_backward,
+                         dt_grad, dt_detach, dt_zero_grad_, dt_is_leaf);
                          dt_sgd/dt_adam/dt_adamw; the trainer's classification (loss_fn,
                          optimizer, dt_trainer_fit_val, dt_trainer_evaluate); dt_dist_* over
                          MPI and NCCL, num_gpus > 1 replicas; CPU pool workers block signals;
@@ -391,6 +395,28 @@ DTDEF dt_optimizer *dt_adamw(dt_module *m, double lr, double beta1, double beta2
 DTDEF dt_status     dt_optimizer_step(dt_optimizer *o);
 DTDEF dt_status     dt_optimizer_zero_grad(dt_optimizer *o);  /* dt_zero_grad of its module */
 DTDEF void          dt_optimizer_free(dt_optimizer *o);
+
+/* ---- src/api/autograd.h ---- */
+
+/* ---- api: autograd ---- */
+
+/* Reverse-mode automatic differentiation over tensor operations, as torch.autograd. With grad
+   mode on (dt_set_grad_enabled), an operation with an input that requires grad records how it
+   made its result, which then requires grad itself; dt_autograd_backward walks that record from
+   a result to the leaves and adds each leaf's gradient (summed over every path, reduced over
+   broadcast dims, in the leaf's dtype and on its device) into dt_grad(leaf). The backward frees
+   what the operations saved (PyTorch's retain_graph=False): a second backward through the same
+   results is refused. The record lives as long as the last result that reaches it. A tensor that
+   an operation saved and that is then changed in place (dt_fill_, dt_axpy_, dt_copy_, any `_`
+   function) makes the backward refuse; a leaf that requires grad cannot be changed in place
+   while grad mode is on. The modules (dt_forward, dt_backward) keep their own backward. */
+DTDEF dt_status  dt_requires_grad_(dt_tensor *t, int requires);  /* t.requires_grad_(); leaves only, float32/64 */
+DTDEF int        dt_requires_grad(const dt_tensor *t);           /* t.requires_grad */
+DTDEF dt_tensor *dt_grad(dt_tensor *t);                          /* borrowed: t.grad; NULL until a backward reaches t; replaced by the next backward or dt_zero_grad_ */
+DTDEF dt_status  dt_autograd_backward(dt_tensor *out, const dt_tensor *grad_out); /* torch.autograd.backward(out, grad_out); grad_out NULL: out must have one element, seed 1 */
+DTDEF dt_tensor *dt_detach(const dt_tensor *t);                  /* t.detach(): a new reference to the same memory, no history, requires_grad 0 */
+DTDEF dt_status  dt_zero_grad_(dt_tensor *t);                    /* t.grad = None */
+DTDEF int        dt_is_leaf(const dt_tensor *t);                 /* t.is_leaf: not a result of recorded operations */
 
 /* ---- src/api/interop.h ---- */
 /* DLPack (github.com/dmlc/dlpack) is how tensors cross into PyTorch, CuPy, JAX and
@@ -1288,6 +1314,9 @@ typedef struct dt__storage {
   /* a view into another storage at an offset (dt_slice along dim 0): ptr points into base's
      memory and this storage holds one reference to base, dropped when it goes; nothing else */
   struct dt__storage *base;
+  /* bumped by every in-place change (dt_fill_, dt_axpy_, dt_copy_, an optimizer's step, ...),
+     on the base of a view, so that autograd sees a tensor it saved change (see dt__version) */
+  unsigned version;
 } dt__storage;
 
 struct dt_tensor {
@@ -1297,7 +1326,17 @@ struct dt_tensor {
   int64_t numel;
   size_t nbytes;
   dt__storage *st;
+  /* autograd (see src/autograd/): all zero for a tensor outside any graph */
+  int requires_grad;      /* a leaf marked by dt_requires_grad_, or a result of recorded operations */
+  dt_tensor *grad;        /* a leaf's accumulated gradient (owned); NULL until a backward reaches it */
+  struct dt__node *node;  /* the recorded operation that made it (one reference); NULL for a leaf */
 };
+
+struct dt__node;
+static void dt__node_release(struct dt__node *n); /* src/autograd/graph.c */
+
+/* The version counter of t's memory: a view's is its base's. */
+static unsigned *dt__version(const dt_tensor *t) { return t->st->base ? &t->st->base->version : &t->st->version; }
 
 static void dt__storage_release(dt__storage *st) {
   if (st && DT__ATOMIC_ADD(&st->refs, -1) == 0) {
@@ -1323,6 +1362,7 @@ static dt_tensor *dt__wrap(const char *op, dt__storage *st, const dt_shape *s, d
     return NULL;
   }
   x->refs = 1; x->dtype = t; x->shape = *s; x->numel = numel; x->nbytes = nbytes; x->st = st;
+  x->requires_grad = 0; x->grad = NULL; x->node = NULL;
   return x;
 }
 
@@ -1337,7 +1377,7 @@ static dt_tensor *dt__new(const char *op, dt_shape s, dt_dtype t, dt_device d) {
   st = (dt__storage *)DT_MALLOC(sizeof(dt__storage));
   if (!st) { dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host allocating a tensor header", op); return NULL; }
   st->refs = 1; st->device = d; st->nbytes = nbytes; st->ptr = NULL;
-  st->foreign = 0; st->deleter = NULL; st->del_data = st->del_ctx = NULL; st->base = NULL;
+  st->foreign = 0; st->deleter = NULL; st->del_data = st->del_ctx = NULL; st->base = NULL; st->version = 0;
   if ((rc = dt__be(d)->alloc(d.index, nbytes, &st->ptr)) != DT_OK) {
     DT_FREE(st);
     dt__backend_fail(op, d, rc);
@@ -1542,6 +1582,8 @@ DTDEF dt_tensor *dt_retain(dt_tensor *t) {
 DTDEF void dt_release(dt_tensor *t) {
   if (t && DT__ATOMIC_ADD(&t->refs, -1) == 0) {
     dt__storage_release(t->st);
+    dt_release(t->grad); /* a gradient has neither a gradient nor a node */
+    if (t->node) dt__node_release(t->node);
     DT_FREE(t);
   }
 }
@@ -1559,6 +1601,117 @@ DTDEF dt_status dt_empty_cache(dt_device d) {
   dt_status s;
   if ((s = dt__check_device("dt_empty_cache", d)) != DT_OK) return s;
   return dt__run("dt_empty_cache", d, dt__be(d)->empty_cache(d.index));
+}
+
+/* ---- src/autograd/graph.c ---- */
+/* Autograd's graph, as torch.autograd's (DESIGN.md "Autograd"). A result of a recorded
+   operation owns one reference to its node; a node owns one reference to each input's node,
+   one to each input that is a leaf requiring grad (its gradient lands there), and detached
+   aliases of the tensors its backward reads, with their storage's version at the time. So a
+   graph lives as long as the last result that reaches it, and has no cycles: a saved output is
+   an alias without the node. The operations record through dt__ag_record (src/autograd/
+   functions.c) behind one test, DT__AG_ON: nothing happens when no input requires grad. The
+   engine (src/autograd/engine.c) walks a graph once and then frees what it saved. */
+
+static DT__TLS int dt__no_grad; /* per thread (dt_set_grad_enabled): 0, the default, is grad enabled */
+
+/* The recorded operations: each has a backward in src/autograd/functions.c. */
+typedef enum dt__ag_op {
+  DT__AG_ADD = 0, DT__AG_SUB, DT__AG_MUL, DT__AG_DIV, DT__AG_ADD_SCALAR, DT__AG_MUL_SCALAR,
+  DT__AG_NEG, DT__AG_EXP, DT__AG_LOG, DT__AG_SQRT, DT__AG_RELU, DT__AG_SIGMOID, DT__AG_TANH, DT__AG_ABS,
+  DT__AG_MATMUL, DT__AG_TRANSPOSE, DT__AG_RESHAPE, DT__AG_PERMUTE, DT__AG_SLICE, DT__AG_INDEX_SELECT,
+  DT__AG_CAT, DT__AG_STACK, DT__AG_SUM, DT__AG_MEAN, DT__AG_SUM_DIM, DT__AG_NORM, DT__AG_MAX_DIM,
+  DT__AG_MIN_DIM, DT__AG_MAX, DT__AG_MIN, DT__AG_SOFTMAX, DT__AG_LOG_SOFTMAX, DT__AG_CROSS_ENTROPY,
+  DT__AG_MSE_LOSS, DT__AG_CAST, DT__AG_COPYTO
+} dt__ag_op;
+
+/* One input of a node: where its gradient goes (a node, a leaf, or nowhere) and its geometry. */
+typedef struct dt__ag_edge {
+  struct dt__node *node; /* the input's node: it was a result of recorded operations */
+  dt_tensor *leaf;       /* or the input itself (one reference): a leaf that requires grad */
+  dt_shape shape;
+  dt_dtype dtype;
+  dt_device device;
+} dt__ag_edge;
+
+/* What an operation passes to its node beside its inputs. */
+typedef struct dt__ag_args {
+  double p;        /* dt_mul_scalar's scalar */
+  int dim;         /* the dim of slices, index_select, cat, reductions, softmax */
+  int64_t start;   /* dt_slice's start, after clamping */
+  const int *perm; /* dt_permute's dims */
+} dt__ag_args;
+
+#define DT__AG_SAVED 3
+typedef struct dt__node {
+  int refs;
+  dt__ag_op op;
+  const char *name;   /* the operation, for messages: "dt_mul" */
+  int nin;
+  dt__ag_edge *in;    /* nin of them, in the same allocation */
+  dt_tensor *saved[DT__AG_SAVED];     /* detached aliases the backward reads */
+  unsigned saved_version[DT__AG_SAVED];
+  dt_shape yshape;    /* the result's */
+  double p;
+  int dim;
+  int64_t start;
+  int perm[DT_MAX_DIMS];
+  int done;           /* a backward walked it and released what it saved */
+  /* the engine's, during one backward */
+  int deps, mark;
+  dt_tensor *gacc;    /* the gradient of the result, summed over its uses so far */
+  struct dt__node *next;
+} dt__node;
+
+/* Whether a result of a (and b) records: grad mode on and an input requires grad. */
+#define DT__AG_ON(a) ((a)->requires_grad && !dt__no_grad)
+#define DT__AG_ON2(a, b) (((a)->requires_grad | (b)->requires_grad) && !dt__no_grad)
+
+/* Records y = op(in[0..nin)) and returns y, now requiring grad; on failure releases y and
+   returns NULL (the message names name). */
+static dt_tensor *dt__ag_record(dt_tensor *y, dt__ag_op op, const char *name, int nin, const dt_tensor *const *in,
+                                const dt__ag_args *args);
+static dt_tensor *dt__ag_record1(dt_tensor *y, dt__ag_op op, const char *name, const dt_tensor *a) {
+  return dt__ag_record(y, op, name, 1, &a, NULL);
+}
+static dt_tensor *dt__ag_record2(dt_tensor *y, dt__ag_op op, const char *name, const dt_tensor *a, const dt_tensor *b) {
+  const dt_tensor *in[2];
+  in[0] = a; in[1] = b;
+  return dt__ag_record(y, op, name, 2, in, NULL);
+}
+
+/* An in-place change of t by op: refused while grad mode is on and t requires grad (a leaf:
+   PyTorch's "a leaf Variable that requires grad is being used in an in-place operation"; a
+   result of recorded operations: not supported here). */
+static dt_status dt__inplace_check(const char *op, const char *name, const dt_tensor *t) {
+  if (!t->requires_grad || dt__no_grad) return DT_OK;
+  if (!t->node)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT,
+                    "%s: %s is a leaf that requires grad and grad mode is on: it cannot be changed in place "
+                    "(change it with grad mode off, dt_set_grad_enabled(0), as an optimizer does)", op, name);
+  return dt__fail(DT_ERR_UNSUPPORTED,
+                  "%s: %s is a result of recorded operations (it requires grad): changing it in place is not supported "
+                  "(change a dt_detach of it, or turn grad mode off)", op, name);
+}
+/* After an in-place change of t: a node that saved t's memory sees it at backward. */
+static void dt__bump(dt_tensor *t) { (void)DT__ATOMIC_ADD(dt__version(t), 1); }
+
+/* y, recorded as op of a (and b) when that is wanted: the one test on the way of every operation */
+#define DT__AG1(y, op, name, a) ((y) && DT__AG_ON(a) ? dt__ag_record1((y), (op), (name), (a)) : (y))
+#define DT__AG2(y, op, name, a, b) ((y) && DT__AG_ON2(a, b) ? dt__ag_record2((y), (op), (name), (a), (b)) : (y))
+/* the same for an operation with a scalar, a dim, a start or a permutation */
+static dt_tensor *dt__ag_record1a(dt_tensor *y, dt__ag_op op, const char *name, const dt_tensor *a, double p, int dim,
+                                  int64_t start, const int *perm) {
+  dt__ag_args g;
+  g.p = p; g.dim = dim; g.start = start; g.perm = perm;
+  return dt__ag_record(y, op, name, 1, &a, &g);
+}
+/* whether a result of ts[0..n) records (ts checked by the operation, which made y) */
+static int dt__ag_on_list(const dt_tensor *const *ts, int n) {
+  int i;
+  if (dt__no_grad) return 0;
+  for (i = 0; i < n; i++) if (ts[i]->requires_grad) return 1;
+  return 0;
 }
 
 /* ---- src/core/random.c ---- */
@@ -1597,12 +1750,16 @@ DTDEF dt_tensor *dt_rand(dt_shape s, dt_device d) { return dt__random("dt_rand",
 DTDEF dt_tensor *dt_randn(dt_shape s, dt_device d) { return dt__random("dt_randn", s, d, 1); }
 
 /* ---- src/core/copy.c ---- */
-DTDEF dt_tensor *dt_copyto(const dt_tensor *t, dt_device d) {
+static dt_tensor *dt__copyto(const dt_tensor *t, dt_device d) {
   dt_tensor *y;
   if (dt__check_tensor("dt_copyto", "t", t) != DT_OK) return NULL;
   if (!(y = dt__new("dt_copyto", t->shape, t->dtype, d))) return NULL;
   if (dt__copy_bytes("dt_copyto", d, y->st->ptr, t->st->device, t->st->ptr, t->nbytes) != DT_OK) { dt_release(y); return NULL; }
   return y;
+}
+DTDEF dt_tensor *dt_copyto(const dt_tensor *t, dt_device d) {
+  dt_tensor *y = dt__copyto(t, d);
+  return DT__AG1(y, DT__AG_COPYTO, "dt_copyto", t);
 }
 
 DTDEF dt_tensor *dt_to(dt_tensor *t, dt_device d) {
@@ -1616,12 +1773,14 @@ DTDEF dt_status dt_copy_(dt_tensor *dst, const dt_tensor *src) {
   dt_status s;
   char a[200], b[200];
   if ((s = dt__check_tensor(op, "dst", dst)) != DT_OK || (s = dt__check_tensor(op, "src", src)) != DT_OK) return s;
-  if ((s = dt__same_dtype(op, "dst", dst, "src", src)) != DT_OK) return s;
+  if ((s = dt__same_dtype(op, "dst", dst, "src", src)) != DT_OK || (s = dt__inplace_check(op, "dst", dst)) != DT_OK) return s;
   if (dst->numel != src->numel || dst->shape.ndim != src->shape.ndim ||
       memcmp(dst->shape.dims, src->shape.dims, sizeof(int64_t) * (size_t)dst->shape.ndim) != 0)
     return dt__fail(DT_ERR_SHAPE, "%s: dst has shape %s but src has shape %s", op,
                     dt__shape_str(&dst->shape, a, sizeof a), dt__shape_str(&src->shape, b, sizeof b));
-  return dt__copy_bytes(op, dst->st->device, dst->st->ptr, src->st->device, src->st->ptr, src->nbytes);
+  s = dt__copy_bytes(op, dst->st->device, dst->st->ptr, src->st->device, src->st->ptr, src->nbytes);
+  if (s == DT_OK) dt__bump(dst);
+  return s;
 }
 
 DTDEF dt_status dt_to_host(const dt_tensor *t, void *dst, size_t nbytes) {
@@ -1725,10 +1884,22 @@ static dt_tensor *dt__binary(const char *op, dt__binary_op bop, const dt_tensor 
   return dt__done(op, y, dt__be(a->st->device)->binary(a->st->device.index, bop, a->dtype, &g, a->st->ptr, b->st->ptr, y->st->ptr));
 }
 
-DTDEF dt_tensor *dt_add(const dt_tensor *a, const dt_tensor *b) { return dt__binary("dt_add", DT__B_ADD, a, b); }
-DTDEF dt_tensor *dt_sub(const dt_tensor *a, const dt_tensor *b) { return dt__binary("dt_sub", DT__B_SUB, a, b); }
-DTDEF dt_tensor *dt_mul(const dt_tensor *a, const dt_tensor *b) { return dt__binary("dt_mul", DT__B_MUL, a, b); }
-DTDEF dt_tensor *dt_div(const dt_tensor *a, const dt_tensor *b) { return dt__binary("dt_div", DT__B_DIV, a, b); }
+DTDEF dt_tensor *dt_add(const dt_tensor *a, const dt_tensor *b) {
+  dt_tensor *y = dt__binary("dt_add", DT__B_ADD, a, b);
+  return DT__AG2(y, DT__AG_ADD, "dt_add", a, b);
+}
+DTDEF dt_tensor *dt_sub(const dt_tensor *a, const dt_tensor *b) {
+  dt_tensor *y = dt__binary("dt_sub", DT__B_SUB, a, b);
+  return DT__AG2(y, DT__AG_SUB, "dt_sub", a, b);
+}
+DTDEF dt_tensor *dt_mul(const dt_tensor *a, const dt_tensor *b) {
+  dt_tensor *y = dt__binary("dt_mul", DT__B_MUL, a, b);
+  return DT__AG2(y, DT__AG_MUL, "dt_mul", a, b);
+}
+DTDEF dt_tensor *dt_div(const dt_tensor *a, const dt_tensor *b) {
+  dt_tensor *y = dt__binary("dt_div", DT__B_DIV, a, b);
+  return DT__AG2(y, DT__AG_DIV, "dt_div", a, b);
+}
 
 /* y = op(a). Integer tensors take AFFINE with integral p0, p1 and NEG. */
 static dt_tensor *dt__unary(const char *op, dt__unary_op uop, const dt_tensor *a, double p0, double p1) {
@@ -1750,13 +1921,34 @@ static dt_tensor *dt__unary(const char *op, dt__unary_op uop, const dt_tensor *a
   return dt__done(op, y, dt__be(a->st->device)->unary(a->st->device.index, uop, a->dtype, a->numel, a->st->ptr, y->st->ptr, p0, p1));
 }
 
-DTDEF dt_tensor *dt_add_scalar(const dt_tensor *a, double s) { return dt__unary("dt_add_scalar", DT__U_AFFINE, a, 1.0, s); }
-DTDEF dt_tensor *dt_mul_scalar(const dt_tensor *a, double s) { return dt__unary("dt_mul_scalar", DT__U_AFFINE, a, s, 0.0); }
-DTDEF dt_tensor *dt_exp(const dt_tensor *a) { return dt__unary("dt_exp", DT__U_EXP, a, 0, 0); }
-DTDEF dt_tensor *dt_log(const dt_tensor *a) { return dt__unary("dt_log", DT__U_LOG, a, 0, 0); }
-DTDEF dt_tensor *dt_sqrt(const dt_tensor *a) { return dt__unary("dt_sqrt", DT__U_SQRT, a, 0, 0); }
-DTDEF dt_tensor *dt_neg(const dt_tensor *a) { return dt__unary("dt_neg", DT__U_NEG, a, 0, 0); }
-DTDEF dt_tensor *dt_relu(const dt_tensor *a) { return dt__unary("dt_relu", DT__U_RELU, a, 0, 0); }
+DTDEF dt_tensor *dt_add_scalar(const dt_tensor *a, double s) {
+  dt_tensor *y = dt__unary("dt_add_scalar", DT__U_AFFINE, a, 1.0, s);
+  return DT__AG1(y, DT__AG_ADD_SCALAR, "dt_add_scalar", a);
+}
+DTDEF dt_tensor *dt_mul_scalar(const dt_tensor *a, double s) {
+  dt_tensor *y = dt__unary("dt_mul_scalar", DT__U_AFFINE, a, s, 0.0);
+  return y && DT__AG_ON(a) ? dt__ag_record1a(y, DT__AG_MUL_SCALAR, "dt_mul_scalar", a, s, 0, 0, NULL) : y;
+}
+DTDEF dt_tensor *dt_exp(const dt_tensor *a) {
+  dt_tensor *y = dt__unary("dt_exp", DT__U_EXP, a, 0, 0);
+  return DT__AG1(y, DT__AG_EXP, "dt_exp", a);
+}
+DTDEF dt_tensor *dt_log(const dt_tensor *a) {
+  dt_tensor *y = dt__unary("dt_log", DT__U_LOG, a, 0, 0);
+  return DT__AG1(y, DT__AG_LOG, "dt_log", a);
+}
+DTDEF dt_tensor *dt_sqrt(const dt_tensor *a) {
+  dt_tensor *y = dt__unary("dt_sqrt", DT__U_SQRT, a, 0, 0);
+  return DT__AG1(y, DT__AG_SQRT, "dt_sqrt", a);
+}
+DTDEF dt_tensor *dt_neg(const dt_tensor *a) {
+  dt_tensor *y = dt__unary("dt_neg", DT__U_NEG, a, 0, 0);
+  return DT__AG1(y, DT__AG_NEG, "dt_neg", a);
+}
+DTDEF dt_tensor *dt_relu(const dt_tensor *a) {
+  dt_tensor *y = dt__unary("dt_relu", DT__U_RELU, a, 0, 0);
+  return DT__AG1(y, DT__AG_RELU, "dt_relu", a);
+}
 
 /* Row-major batched matmul with the shapes already checked; y is made here. */
 static dt_tensor *dt__gemm(const char *op, const dt_tensor *a, const dt_tensor *b, int ta, int tb, int64_t batch,
@@ -1767,7 +1959,7 @@ static dt_tensor *dt__gemm(const char *op, const dt_tensor *a, const dt_tensor *
                                                      a->st->ptr, sa, b->st->ptr, sb, 0.0, y->st->ptr, m * n));
 }
 
-DTDEF dt_tensor *dt_matmul(const dt_tensor *a, const dt_tensor *b) {
+static dt_tensor *dt__matmul(const dt_tensor *a, const dt_tensor *b) {
   const char *op = "dt_matmul";
   int na, nb;
   int64_t batch = 1, m, k, k2, n, sa, sb;
@@ -1810,8 +2002,12 @@ DTDEF dt_tensor *dt_matmul(const dt_tensor *a, const dt_tensor *b) {
   else if (nb == 2) ys = dt_shape1(n);
   return dt__gemm(op, a, b, 0, 0, batch, m, n, k, sa, sb, ys);
 }
+DTDEF dt_tensor *dt_matmul(const dt_tensor *a, const dt_tensor *b) {
+  dt_tensor *y = dt__matmul(a, b);
+  return DT__AG2(y, DT__AG_MATMUL, "dt_matmul", a, b);
+}
 
-DTDEF dt_tensor *dt_transpose(const dt_tensor *a) {
+static dt_tensor *dt__transpose(const dt_tensor *a) {
   const char *op = "dt_transpose";
   dt__bcast g;
   dt_tensor *y;
@@ -1830,8 +2026,12 @@ DTDEF dt_tensor *dt_transpose(const dt_tensor *a) {
   g.astride[0] = 1; g.astride[1] = a->shape.dims[1];
   return dt__done(op, y, dt__be(a->st->device)->binary(a->st->device.index, DT__B_COPY_A, a->dtype, &g, a->st->ptr, a->st->ptr, y->st->ptr));
 }
+DTDEF dt_tensor *dt_transpose(const dt_tensor *a) {
+  dt_tensor *y = dt__transpose(a);
+  return DT__AG1(y, DT__AG_TRANSPOSE, "dt_transpose", a);
+}
 
-DTDEF dt_tensor *dt_reshape(const dt_tensor *a, dt_shape s) {
+static dt_tensor *dt__reshape(const dt_tensor *a, dt_shape s) {
   const char *op = "dt_reshape";
   int i, infer = -1;
   int64_t known = 1, numel = 0;
@@ -1866,6 +2066,10 @@ DTDEF dt_tensor *dt_reshape(const dt_tensor *a, dt_shape s) {
   DT__ATOMIC_ADD(&a->st->refs, 1);
   return dt__wrap(op, a->st, &s, a->dtype, a->numel, a->nbytes);
 }
+DTDEF dt_tensor *dt_reshape(const dt_tensor *a, dt_shape s) {
+  dt_tensor *y = dt__reshape(a, s);
+  return DT__AG1(y, DT__AG_RESHAPE, "dt_reshape", a);
+}
 
 static dt_tensor *dt__reduce(const char *op, dt__reduce_op rop, const dt_tensor *a, int64_t outer, int64_t len,
                              int64_t inner, dt_shape ys) {
@@ -1880,13 +2084,21 @@ static dt_tensor *dt__reduce_all(const char *op, dt__reduce_op rop, const dt_ten
 }
 static dt_tensor *dt__sum_bytes(const char *op, const dt_tensor *a); /* sum of U8/BOOL, I64 */
 DTDEF dt_tensor *dt_sum(const dt_tensor *a) {
+  dt_tensor *y;
   if (a && (a->dtype == DT_U8 || a->dtype == DT_BOOL)) return dt__sum_bytes("dt_sum", a);
-  return dt__reduce_all("dt_sum", DT__R_SUM, a);
+  y = dt__reduce_all("dt_sum", DT__R_SUM, a);
+  return DT__AG1(y, DT__AG_SUM, "dt_sum", a);
 }
-DTDEF dt_tensor *dt_mean(const dt_tensor *a) { return dt__reduce_all("dt_mean", DT__R_MEAN, a); }
-DTDEF dt_tensor *dt_norm(const dt_tensor *a) { return dt__reduce_all("dt_norm", DT__R_NORM, a); }
+DTDEF dt_tensor *dt_mean(const dt_tensor *a) {
+  dt_tensor *y = dt__reduce_all("dt_mean", DT__R_MEAN, a);
+  return DT__AG1(y, DT__AG_MEAN, "dt_mean", a);
+}
+DTDEF dt_tensor *dt_norm(const dt_tensor *a) {
+  dt_tensor *y = dt__reduce_all("dt_norm", DT__R_NORM, a);
+  return DT__AG1(y, DT__AG_NORM, "dt_norm", a);
+}
 
-DTDEF dt_tensor *dt_sum_dim(const dt_tensor *a, int dim) {
+static dt_tensor *dt__sum_dim(const dt_tensor *a, int dim) {
   const char *op = "dt_sum_dim";
   int nd, i, j;
   uint64_t outer = 1, inner = 1; /* wrap-safe: an empty a may have huge dims; dt__new checks ys */
@@ -1906,8 +2118,12 @@ DTDEF dt_tensor *dt_sum_dim(const dt_tensor *a, int dim) {
   ys.ndim = nd - 1;
   return dt__reduce(op, DT__R_SUM, a, (int64_t)outer, a->shape.dims[dim], (int64_t)inner, ys);
 }
+DTDEF dt_tensor *dt_sum_dim(const dt_tensor *a, int dim) {
+  dt_tensor *y = dt__sum_dim(a, dim);
+  return y && DT__AG_ON(a) ? dt__ag_record1a(y, DT__AG_SUM_DIM, "dt_sum_dim", a, 0, dim, 0, NULL) : y;
+}
 
-DTDEF dt_tensor *dt_cast(const dt_tensor *a, dt_dtype t) {
+static dt_tensor *dt__cast(const dt_tensor *a, dt_dtype t) {
   const char *op = "dt_cast";
   dt_tensor *y;
   if (dt__check_tensor(op, "a", a) != DT_OK || dt__check_dtype(op, t) != DT_OK) return NULL;
@@ -1915,8 +2131,13 @@ DTDEF dt_tensor *dt_cast(const dt_tensor *a, dt_dtype t) {
   if (y->numel == 0) return y;
   return dt__done(op, y, dt__be(a->st->device)->cast(a->st->device.index, a->dtype, t, a->numel, a->st->ptr, y->st->ptr));
 }
+/* between float dtypes the gradient goes back cast; to an integer one it stops (as PyTorch) */
+DTDEF dt_tensor *dt_cast(const dt_tensor *a, dt_dtype t) {
+  dt_tensor *y = dt__cast(a, t);
+  return y && DT__AG_ON(a) && dt__is_float(t) ? dt__ag_record1(y, DT__AG_CAST, "dt_cast", a) : y;
+}
 
-DTDEF dt_tensor *dt_stack(const dt_tensor *const *ts, int n) {
+static dt_tensor *dt__stack(const dt_tensor *const *ts, int n) {
   const char *op = "dt_stack";
   dt_shape s;
   dt_tensor *y;
@@ -1955,12 +2176,18 @@ DTDEF dt_tensor *dt_stack(const dt_tensor *const *ts, int n) {
     }
   return y;
 }
+DTDEF dt_tensor *dt_stack(const dt_tensor *const *ts, int n) {
+  dt_tensor *y = dt__stack(ts, n);
+  return y && dt__ag_on_list(ts, n) ? dt__ag_record(y, DT__AG_STACK, "dt_stack", n, ts, NULL) : y;
+}
 
 DTDEF dt_status dt_fill_(dt_tensor *t, double v) {
   dt_status s;
-  if ((s = dt__check_tensor("dt_fill_", "t", t)) != DT_OK) return s;
+  if ((s = dt__check_tensor("dt_fill_", "t", t)) != DT_OK || (s = dt__inplace_check("dt_fill_", "t", t)) != DT_OK) return s;
   if (t->numel == 0) return DT_OK;
-  return dt__run("dt_fill_", t->st->device, dt__be(t->st->device)->fill(t->st->device.index, t->dtype, t->numel, v, t->st->ptr));
+  s = dt__run("dt_fill_", t->st->device, dt__be(t->st->device)->fill(t->st->device.index, t->dtype, t->numel, v, t->st->ptr));
+  if (s == DT_OK) dt__bump(t);
+  return s;
 }
 
 /* Two tensors `an` and `bn` of op: valid, on one device, one floating dtype, one shape
@@ -1981,9 +2208,11 @@ static dt_status dt__same_float_shape(const char *op, const char *an, const dt_t
 DTDEF dt_status dt_axpy_(dt_tensor *y, double alpha, const dt_tensor *x) {
   const char *op = "dt_axpy_";
   dt_status s;
-  if ((s = dt__same_float_shape(op, "y", y, "x", x)) != DT_OK) return s;
+  if ((s = dt__same_float_shape(op, "y", y, "x", x)) != DT_OK || (s = dt__inplace_check(op, "y", y)) != DT_OK) return s;
   if (y->numel == 0) return DT_OK;
-  return dt__run(op, y->st->device, dt__be(y->st->device)->axpy(y->st->device.index, y->dtype, y->numel, alpha, x->st->ptr, y->st->ptr));
+  s = dt__run(op, y->st->device, dt__be(y->st->device)->axpy(y->st->device.index, y->dtype, y->numel, alpha, x->st->ptr, y->st->ptr));
+  if (s == DT_OK) dt__bump(y);
+  return s;
 }
 
 /* ---- src/ops/compare.c ---- */
@@ -2056,14 +2285,23 @@ DTDEF dt_tensor *dt_ge(const dt_tensor *a, const dt_tensor *b) { return dt__comp
 /* sigmoid: e = exp(-|x|), then 1 / (1 + e) for x >= 0 and e / (1 + e) below, so no exp
    overflows (0 and 1 at the ends, NaN stays NaN), in the tensor's own precision. Accuracy
    (tests/test_dtypes.c measures it against long double on every device): within 4 ulp. */
-DTDEF dt_tensor *dt_sigmoid(const dt_tensor *a) { return dt__unary("dt_sigmoid", DT__U_SIGMOID, a, 0, 0); }
+DTDEF dt_tensor *dt_sigmoid(const dt_tensor *a) {
+  dt_tensor *y = dt__unary("dt_sigmoid", DT__U_SIGMOID, a, 0, 0);
+  return DT__AG1(y, DT__AG_SIGMOID, "dt_sigmoid", a);
+}
 /* tanh: libm's tanhf / tanh on the CPU, CUDA's on a GPU (within 4 ulp, measured as sigmoid's;
    +-1 for large |x|). */
-DTDEF dt_tensor *dt_tanh(const dt_tensor *a) { return dt__unary("dt_tanh", DT__U_TANH, a, 0, 0); }
+DTDEF dt_tensor *dt_tanh(const dt_tensor *a) {
+  dt_tensor *y = dt__unary("dt_tanh", DT__U_TANH, a, 0, 0);
+  return DT__AG1(y, DT__AG_TANH, "dt_tanh", a);
+}
 DTDEF dt_tensor *dt_abs(const dt_tensor *a) {
   const char *op = "dt_abs";
   dt_tensor *y;
-  if (!a || a->dtype != DT_U8) return dt__unary(op, DT__U_ABS, a, 0, 0);
+  if (!a || a->dtype != DT_U8) {
+    y = dt__unary(op, DT__U_ABS, a, 0, 0);
+    return DT__AG1(y, DT__AG_ABS, op, a);
+  }
   /* uint8: |x| = x, a copy (torch.abs does the same) */
   if (!(y = dt__new_like(op, a, a->dtype))) return NULL;
   if (dt__copy_bytes(op, y->st->device, y->st->ptr, a->st->device, a->st->ptr, a->nbytes) != DT_OK) { dt_release(y); return NULL; }
@@ -2157,7 +2395,7 @@ static dt_status dt__strided_copy(const char *op, dt_device d, size_t es, dt__bc
   return dt__run(op, d, dt__be(d)->copy_strided(d.index, es, &m, x, y));
 }
 
-DTDEF dt_tensor *dt_slice(const dt_tensor *t, int dim, int64_t start, int64_t end) {
+static dt_tensor *dt__slice(const dt_tensor *t, int dim, int64_t start, int64_t end) {
   const char *op = "dt_slice";
   int64_t n, outer, inner, numel;
   size_t es, nbytes;
@@ -2190,7 +2428,7 @@ DTDEF dt_tensor *dt_slice(const dt_tensor *t, int dim, int64_t start, int64_t en
     st->refs = 1; st->device = d; st->nbytes = nbytes;
     st->ptr = (char *)t->st->ptr + (size_t)start * row;
     st->foreign = 0; st->deleter = NULL; st->del_data = st->del_ctx = NULL;
-    st->base = root;
+    st->base = root; st->version = 0;
     DT__ATOMIC_ADD(&root->refs, 1);
     return dt__wrap(op, st, &ys, t->dtype, numel, nbytes); /* on failure releases st, and so root */
   }
@@ -2211,8 +2449,19 @@ DTDEF dt_tensor *dt_slice(const dt_tensor *t, int dim, int64_t start, int64_t en
   }
   return y;
 }
+DTDEF dt_tensor *dt_slice(const dt_tensor *t, int dim, int64_t start, int64_t end) {
+  dt_tensor *y = dt__slice(t, dim, start, end);
+  if (y && DT__AG_ON(t)) { /* the start as dt__slice clamped it */
+    int64_t n = t->shape.dims[dim < 0 ? dim + t->shape.ndim : dim];
+    if (start < 0) start += n;
+    if (start < 0) start = 0;
+    if (start > n) start = n;
+    y = dt__ag_record1a(y, DT__AG_SLICE, "dt_slice", t, 0, dim, start, NULL);
+  }
+  return y;
+}
 
-DTDEF dt_tensor *dt_index_select(const dt_tensor *t, int dim, const dt_tensor *index) {
+static dt_tensor *dt__index_select(const dt_tensor *t, int dim, const dt_tensor *index) {
   const char *op = "dt_index_select";
   int64_t n, k, outer = 1, inner = 1, j;
   dt_shape ys;
@@ -2271,11 +2520,22 @@ DTDEF dt_tensor *dt_index_select(const dt_tensor *t, int dim, const dt_tensor *i
                               t->st->ptr, y->st->ptr);
   return dt__done(op, y, s);
 }
+DTDEF dt_tensor *dt_index_select(const dt_tensor *t, int dim, const dt_tensor *index) {
+  dt_tensor *y = dt__index_select(t, dim, index);
+  if (y && DT__AG_ON(t)) {
+    const dt_tensor *in[2];
+    dt__ag_args g;
+    in[0] = t; in[1] = index;
+    g.p = 0; g.dim = dim; g.start = 0; g.perm = NULL;
+    y = dt__ag_record(y, DT__AG_INDEX_SELECT, "dt_index_select", 2, in, &g);
+  }
+  return y;
+}
 
 /* torch.cat's legacy rule: a 1-d tensor with no elements, (0,), is skipped whatever the others' shapes */
 static int dt__cat_skipped(const dt_tensor *t) { return t->shape.ndim == 1 && t->shape.dims[0] == 0; }
 
-DTDEF dt_tensor *dt_cat(const dt_tensor *const *ts, int n, int dim) {
+static dt_tensor *dt__cat(const dt_tensor *const *ts, int n, int dim) {
   const char *op = "dt_cat";
   const dt_tensor *ref = NULL;
   int i, r, k, nd;
@@ -2349,8 +2609,17 @@ DTDEF dt_tensor *dt_cat(const dt_tensor *const *ts, int n, int dim) {
   }
   return y;
 }
+DTDEF dt_tensor *dt_cat(const dt_tensor *const *ts, int n, int dim) {
+  dt_tensor *y = dt__cat(ts, n, dim);
+  if (y && dt__ag_on_list(ts, n)) {
+    dt__ag_args g;
+    g.p = 0; g.dim = dim; g.start = 0; g.perm = NULL;
+    y = dt__ag_record(y, DT__AG_CAT, "dt_cat", n, ts, &g);
+  }
+  return y;
+}
 
-DTDEF dt_tensor *dt_permute(const dt_tensor *t, const int *dims) {
+static dt_tensor *dt__permute(const dt_tensor *t, const int *dims) {
   const char *op = "dt_permute";
   int nd, i, p[DT_MAX_DIMS], seen[DT_MAX_DIMS];
   int64_t xs[DT_MAX_DIMS], ystr;
@@ -2391,6 +2660,10 @@ DTDEF dt_tensor *dt_permute(const dt_tensor *t, const int *dims) {
     return NULL;
   }
   return y;
+}
+DTDEF dt_tensor *dt_permute(const dt_tensor *t, const int *dims) {
+  dt_tensor *y = dt__permute(t, dims);
+  return y && DT__AG_ON(t) ? dt__ag_record1a(y, DT__AG_PERMUTE, "dt_permute", t, 0, 0, 0, dims) : y;
 }
 
 /* ---- src/ops/classify.c ---- */
@@ -2449,10 +2722,22 @@ static dt_tensor *dt__arg_reduce(const char *op, int min, int idx, int all, cons
 
 DTDEF dt_tensor *dt_argmax(const dt_tensor *t, int dim) { return dt__arg_reduce("dt_argmax", 0, 1, 0, t, dim); }
 DTDEF dt_tensor *dt_argmin(const dt_tensor *t, int dim) { return dt__arg_reduce("dt_argmin", 1, 1, 0, t, dim); }
-DTDEF dt_tensor *dt_max_dim(const dt_tensor *t, int dim) { return dt__arg_reduce("dt_max_dim", 0, 0, 0, t, dim); }
-DTDEF dt_tensor *dt_min_dim(const dt_tensor *t, int dim) { return dt__arg_reduce("dt_min_dim", 1, 0, 0, t, dim); }
-DTDEF dt_tensor *dt_max(const dt_tensor *t) { return dt__arg_reduce("dt_max", 0, 0, 1, t, 0); }
-DTDEF dt_tensor *dt_min(const dt_tensor *t) { return dt__arg_reduce("dt_min", 1, 0, 1, t, 0); }
+DTDEF dt_tensor *dt_max_dim(const dt_tensor *t, int dim) {
+  dt_tensor *y = dt__arg_reduce("dt_max_dim", 0, 0, 0, t, dim);
+  return y && DT__AG_ON(t) ? dt__ag_record1a(y, DT__AG_MAX_DIM, "dt_max_dim", t, 0, dim, 0, NULL) : y;
+}
+DTDEF dt_tensor *dt_min_dim(const dt_tensor *t, int dim) {
+  dt_tensor *y = dt__arg_reduce("dt_min_dim", 1, 0, 0, t, dim);
+  return y && DT__AG_ON(t) ? dt__ag_record1a(y, DT__AG_MIN_DIM, "dt_min_dim", t, 0, dim, 0, NULL) : y;
+}
+DTDEF dt_tensor *dt_max(const dt_tensor *t) {
+  dt_tensor *y = dt__arg_reduce("dt_max", 0, 0, 1, t, 0);
+  return DT__AG1(y, DT__AG_MAX, "dt_max", t);
+}
+DTDEF dt_tensor *dt_min(const dt_tensor *t) {
+  dt_tensor *y = dt__arg_reduce("dt_min", 1, 0, 1, t, 0);
+  return DT__AG1(y, DT__AG_MIN, "dt_min", t);
+}
 
 static dt_tensor *dt__softmax(const char *op, int lg, const dt_tensor *t, int dim) {
   int64_t outer = 0, len = 0, inner = 0; /* set by dt__dim_geom (zeros: GCC -O3 cannot tell) */
@@ -2464,8 +2749,14 @@ static dt_tensor *dt__softmax(const char *op, int lg, const dt_tensor *t, int di
   if (y->numel == 0) return y;
   return dt__done(op, y, dt__be(t->st->device)->softmax(t->st->device.index, lg, t->dtype, outer, len, inner, t->st->ptr, y->st->ptr));
 }
-DTDEF dt_tensor *dt_softmax(const dt_tensor *t, int dim) { return dt__softmax("dt_softmax", 0, t, dim); }
-DTDEF dt_tensor *dt_log_softmax(const dt_tensor *t, int dim) { return dt__softmax("dt_log_softmax", 1, t, dim); }
+DTDEF dt_tensor *dt_softmax(const dt_tensor *t, int dim) {
+  dt_tensor *y = dt__softmax("dt_softmax", 0, t, dim);
+  return y && DT__AG_ON(t) ? dt__ag_record1a(y, DT__AG_SOFTMAX, "dt_softmax", t, 0, dim, 0, NULL) : y;
+}
+DTDEF dt_tensor *dt_log_softmax(const dt_tensor *t, int dim) {
+  dt_tensor *y = dt__softmax("dt_log_softmax", 1, t, dim);
+  return y && DT__AG_ON(t) ? dt__ag_record1a(y, DT__AG_LOG_SOFTMAX, "dt_log_softmax", t, 0, dim, 0, NULL) : y;
+}
 
 /* logits: (n, c) floating, target: I64 (n,), on one device; on the CPU every label in [0, c). */
 static dt_tensor *dt__cross_entropy(const char *op, int grad, const dt_tensor *logits, const dt_tensor *target) {
@@ -2504,7 +2795,8 @@ static dt_tensor *dt__cross_entropy(const char *op, int grad, const dt_tensor *l
                                                                    (const int64_t *)target->st->ptr, y->st->ptr));
 }
 DTDEF dt_tensor *dt_cross_entropy(const dt_tensor *logits, const dt_tensor *target) {
-  return dt__cross_entropy("dt_cross_entropy", 0, logits, target);
+  dt_tensor *y = dt__cross_entropy("dt_cross_entropy", 0, logits, target);
+  return y && DT__AG_ON(logits) ? dt__ag_record2(y, DT__AG_CROSS_ENTROPY, "dt_cross_entropy", logits, target) : y;
 }
 DTDEF dt_tensor *dt_cross_entropy_grad(const dt_tensor *logits, const dt_tensor *target) {
   return dt__cross_entropy("dt_cross_entropy_grad", 1, logits, target);
@@ -2873,10 +3165,9 @@ static dt_status dt__cpu_gemm_opt(dt_dtype t, int ta, int tb, int64_t m, int64_t
                                   const void *a, const void *b, double beta, void *c, dt__gemm_opts *o);
 
 /* ---- src/nn/grad_mode.c ---- */
-/* torch.no_grad() per thread: with grad disabled dt_forward keeps nothing for a backward pass
-   (no layer holds its input) and dt_backward refuses. */
-
-static DT__TLS int dt__no_grad; /* 0 (the default): grad enabled */
+/* torch.no_grad() per thread (dt__no_grad, in src/autograd/graph.c): with grad disabled dt_forward
+   keeps nothing for a backward pass (no layer holds its input), dt_backward refuses and no
+   operation records for autograd. */
 
 DTDEF int dt_set_grad_enabled(int enabled) {
   int prev = !dt__no_grad;
@@ -3674,7 +3965,7 @@ DTDEF dt_tensor *dt_mse_loss(const dt_tensor *pred, const dt_tensor *target) {
   if (!sq) return NULL;
   l = dt__reduce(op, DT__R_MEAN, sq, 1, sq->numel, 1, dt_shape0());
   dt_release(sq);
-  return l;
+  return DT__AG2(l, DT__AG_MSE_LOSS, op, pred, target);
 }
 
 DTDEF dt_tensor *dt_mse_loss_grad(const dt_tensor *pred, const dt_tensor *target) {
@@ -3853,7 +4144,697 @@ DTDEF dt_status dt_optimizer_step(dt_optimizer *o) {
                                          o->st[i].buf2 ? o->st[i].buf2->st->ptr : NULL);
     if (s != DT_OK) return dt__backend_fail(op, p->st->device, s);
     o->st[i].step++;
+    dt__bump(p); /* autograd sees the parameter changed */
   }
+  return DT_OK;
+}
+
+/* ---- src/autograd/functions.c ---- */
+/* What each recorded operation saves (dt__ag_record) and its backward (dt__ag_backward): the
+   gradients of its inputs from the gradient g of its result, written with the public operations
+   (the engine runs them with grad mode off, so they record nothing), so that a backward on a GPU
+   runs there through the same backend. Saved slots: 0 and 1 the inputs, 2 the result (or, for
+   max/min by dim, the indices of the extremes). */
+
+/* A header over t's memory with no history (dt_detach; what a node saves). */
+static dt_tensor *dt__alias(const char *op, const dt_tensor *t) {
+  DT__ATOMIC_ADD(&t->st->refs, 1);
+  return dt__wrap(op, t->st, &t->shape, t->dtype, t->numel, t->nbytes); /* on failure drops the reference */
+}
+
+/* Whether op's backward reads input 0, input 1 (given which inputs need a gradient), the result. */
+static void dt__ag_saves(dt__ag_op op, int need0, int need1, int want[DT__AG_SAVED]) {
+  want[0] = want[1] = want[2] = 0;
+  switch (op) {
+    case DT__AG_MUL: case DT__AG_MATMUL: want[0] = need1; want[1] = need0; break;
+    case DT__AG_DIV: want[0] = need1; want[1] = 1; break;
+    case DT__AG_LOG: case DT__AG_ABS: want[0] = 1; break;
+    case DT__AG_EXP: case DT__AG_SQRT: case DT__AG_RELU: case DT__AG_SIGMOID: case DT__AG_TANH:
+    case DT__AG_SOFTMAX: case DT__AG_LOG_SOFTMAX: want[2] = 1; break;
+    case DT__AG_NORM: case DT__AG_MAX: case DT__AG_MIN: want[0] = 1; want[2] = 1; break;
+    case DT__AG_INDEX_SELECT: want[1] = 1; break;
+    case DT__AG_CROSS_ENTROPY: case DT__AG_MSE_LOSS: want[0] = 1; want[1] = 1; break;
+    case DT__AG_MAX_DIM: case DT__AG_MIN_DIM: want[2] = 1; break; /* the indices, made below */
+    default: break;
+  }
+}
+
+static dt_tensor *dt__ag_record(dt_tensor *y, dt__ag_op op, const char *name, int nin, const dt_tensor *const *in,
+                                const dt__ag_args *args) {
+  dt__node *n;
+  dt_tensor *sv[DT__AG_SAVED] = {NULL, NULL, NULL};
+  int want[DT__AG_SAVED], i;
+  if (!y) return NULL;
+  dt__ag_saves(op, in[0]->requires_grad, nin > 1 && in[1]->requires_grad, want);
+  for (i = 0; i < DT__AG_SAVED; i++) {
+    if (!want[i]) continue;
+    if (i == 2 && (op == DT__AG_MAX_DIM || op == DT__AG_MIN_DIM))
+      sv[i] = op == DT__AG_MAX_DIM ? dt_argmax(in[0], args->dim) : dt_argmin(in[0], args->dim);
+    else
+      sv[i] = dt__alias(name, i < 2 ? in[i] : y);
+    if (!sv[i]) goto fail;
+  }
+  n = (dt__node *)DT_MALLOC(sizeof(dt__node) + (size_t)nin * sizeof(dt__ag_edge));
+  if (!n) {
+    dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host recording the operation for autograd", name);
+    goto fail;
+  }
+  memset(n, 0, sizeof *n);
+  n->refs = 1; n->op = op; n->name = name; n->nin = nin;
+  n->in = (dt__ag_edge *)(void *)(n + 1);
+  for (i = 0; i < DT__AG_SAVED; i++) {
+    n->saved[i] = sv[i];
+    n->saved_version[i] = sv[i] ? *dt__version(sv[i]) : 0;
+  }
+  n->yshape = y->shape;
+  if (args) {
+    n->p = args->p; n->dim = args->dim; n->start = args->start;
+    if (args->perm) memcpy(n->perm, args->perm, sizeof(int) * (size_t)in[0]->shape.ndim);
+  }
+  for (i = 0; i < nin; i++) {
+    dt__ag_edge *e = &n->in[i];
+    e->node = NULL; e->leaf = NULL;
+    e->shape = in[i]->shape; e->dtype = in[i]->dtype; e->device = in[i]->st->device;
+    if (in[i]->node) { e->node = in[i]->node; DT__ATOMIC_ADD(&e->node->refs, 1); }
+    else if (in[i]->requires_grad) e->leaf = dt_retain((dt_tensor *)in[i]);
+  }
+  y->node = n;
+  y->requires_grad = 1;
+  return y;
+fail:
+  for (i = 0; i < DT__AG_SAVED; i++) dt_release(sv[i]);
+  dt_release(y);
+  return NULL;
+}
+
+/* ---- helpers of the backwards: each takes ownership of a tensor argument named x (NULL: a
+   failure already reported, passed on) ---- */
+
+static dt_tensor *dt__ag_zeros(dt_shape s, dt_dtype t, dt_device d) {
+  dt_tensor *z = dt_empty(s, t, d);
+  if (z && dt_fill_(z, 0.0) != DT_OK) { dt_release(z); return NULL; }
+  return z;
+}
+
+/* x summed down to shape s (the gradient of an operand broadcast to x's shape) */
+static dt_tensor *dt__ag_sum_to(dt_tensor *x, const dt_shape *s) {
+  int i, lead;
+  dt_tensor *nx;
+  if (!x) return NULL;
+  lead = x->shape.ndim - s->ndim;
+  for (i = 0; i < lead; i++) {
+    nx = dt_sum_dim(x, 0);
+    dt_release(x);
+    if (!(x = nx)) return NULL;
+  }
+  for (i = s->ndim - 1; i >= 0; i--) /* last first: the dims before keep their places */
+    if (s->dims[i] == 1 && x->shape.dims[i] != 1) {
+      nx = dt_sum_dim(x, i);
+      dt_release(x);
+      if (!(x = nx)) return NULL;
+    }
+  if (x->shape.ndim == s->ndim && memcmp(x->shape.dims, s->dims, sizeof(int64_t) * (size_t)s->ndim) == 0) return x;
+  nx = dt_reshape(x, *s);
+  dt_release(x);
+  return nx;
+}
+
+/* x broadcast to shape s (a copy) */
+static dt_tensor *dt__ag_expand(dt_tensor *x, const dt_shape *s) {
+  dt_tensor *z, *y;
+  if (!x) return NULL;
+  if (!(z = dt__ag_zeros(*s, x->dtype, x->st->device))) { dt_release(x); return NULL; }
+  y = dt_add(z, x);
+  dt_release(z);
+  dt_release(x);
+  return y;
+}
+
+static dt_tensor *dt__ag_reshape(dt_tensor *x, dt_shape s) {
+  dt_tensor *y;
+  if (!x) return NULL;
+  y = dt_reshape(x, s);
+  dt_release(x);
+  return y;
+}
+
+/* a op x, or x op a */
+static dt_tensor *dt__ag_bin(dt_tensor *(*f)(const dt_tensor *, const dt_tensor *), const dt_tensor *a, dt_tensor *x, int x_first) {
+  dt_tensor *y;
+  if (!x) return NULL;
+  y = x_first ? f(x, a) : f(a, x);
+  dt_release(x);
+  return y;
+}
+
+static dt_tensor *dt__ag_affine(const char *op, dt_tensor *x, double p0, double p1) {
+  dt_tensor *y;
+  if (!x) return NULL;
+  y = dt__unary(op, DT__U_AFFINE, x, p0, p1);
+  dt_release(x);
+  return y;
+}
+
+static dt_tensor *dt__ag_cast(dt_tensor *x, dt_dtype t) {
+  dt_tensor *y;
+  if (!x) return NULL;
+  y = dt_cast(x, t);
+  dt_release(x);
+  return y;
+}
+
+/* s with dim set to 1 (the shape of a reduction over dim that kept it) */
+static dt_shape dt__ag_keep(dt_shape s, int dim) { if (s.ndim > 0) s.dims[dim] = 1; return s; }
+
+static dt_tensor *dt__ag_sum_dim(dt_tensor *x, int dim) {
+  dt_tensor *y;
+  if (!x) return NULL;
+  y = dt_sum_dim(x, dim);
+  dt_release(x);
+  return y;
+}
+
+/* x summed over dim, the dim kept (a 0-d x: itself) */
+static dt_tensor *dt__ag_sum_keep(dt_tensor *x, int dim) {
+  dt_shape k;
+  if (!x || x->shape.ndim == 0) return x;
+  k = dt__ag_keep(x->shape, dim);
+  return dt__ag_reshape(dt__ag_sum_dim(x, dim), k);
+}
+
+/* x's last two dims swapped: (m, k) -> (k, m), (b, m, k) -> (b, k, m) */
+static dt_tensor *dt__ag_mT(const dt_tensor *a) {
+  static const int p[3] = {0, 2, 1};
+  return a->shape.ndim == 2 ? dt_transpose(a) : dt_permute(a, p);
+}
+
+/* a 0-d tensor of value v */
+static dt_tensor *dt__ag_scalar(double v, dt_dtype t, dt_device d) {
+  dt_tensor *z = dt_empty(dt_shape0(), t, d);
+  if (z && dt_fill_(z, v) != DT_OK) { dt_release(z); return NULL; }
+  return z;
+}
+
+/* a mask (0/1 of dtype t) of a == b, broadcasting */
+static dt_tensor *dt__ag_eq_mask(const dt_tensor *a, const dt_tensor *b, dt_dtype t) {
+  return dt__ag_cast(dt_eq(a, b), t);
+}
+
+/* ---- the backwards ---- */
+
+/* matmul, every shape dt_matmul takes: vectors as (1, k) and (k, 1), then the 2-d and 3-d cases */
+static dt_status dt__ag_matmul_bw(dt__node *n, const dt_tensor *g, dt_tensor **gin) {
+  const dt__ag_edge *ea = &n->in[0], *eb = &n->in[1];
+  int need0 = ea->node || ea->leaf, need1 = eb->node || eb->leaf;
+  dt_tensor *A = NULL, *B = NULL, *G = NULL, *t = NULL;
+  int na = ea->shape.ndim, nb = eb->shape.ndim;
+  int64_t m = na == 1 ? 1 : ea->shape.dims[na - 2], k = ea->shape.dims[na - 1], nn = nb == 1 ? 1 : eb->shape.dims[nb - 1];
+  dt_shape gs = nb == 3 || na == 3 ? dt_shape3(n->yshape.dims[0], m, nn) : dt_shape2(m, nn);
+  if (need1) A = na == 1 ? dt_reshape(n->saved[0], dt_shape2(1, k)) : dt_retain(n->saved[0]);
+  if (need0) B = nb == 1 ? dt_reshape(n->saved[1], dt_shape2(k, 1)) : dt_retain(n->saved[1]);
+  if ((need1 && !A) || (need0 && !B) || !(G = dt_reshape(g, gs))) goto fail;
+  if (need0) { /* dA = G B^T, summed over the batch when A has none */
+    if (!(t = dt__ag_mT(B))) goto fail;
+    gin[0] = dt_matmul(G, t);
+    dt_release(t); t = NULL;
+    if (gin[0] && na == 2 && nb == 3) gin[0] = dt__ag_sum_dim(gin[0], 0);
+    if (!(gin[0] = dt__ag_reshape(gin[0], ea->shape))) goto fail;
+  }
+  if (need1) { /* dB = A^T G; A batched and B not: A and G as (b m, k) and (b m, n) */
+    if (na == 3 && nb == 2) {
+      dt_tensor *a2 = dt_reshape(A, dt_shape2(ea->shape.dims[0] * m, k));
+      dt_tensor *g2 = dt_reshape(G, dt_shape2(ea->shape.dims[0] * m, nn));
+      if (a2 && g2) t = dt__ag_mT(a2);
+      gin[1] = t ? dt_matmul(t, g2) : NULL;
+      dt_release(a2); dt_release(g2);
+    } else {
+      if ((t = dt__ag_mT(A))) gin[1] = dt_matmul(t, G);
+    }
+    dt_release(t); t = NULL;
+    if (!(gin[1] = dt__ag_reshape(gin[1], eb->shape))) goto fail;
+  }
+  dt_release(A); dt_release(B); dt_release(G);
+  return DT_OK;
+fail:
+  dt_release(A); dt_release(B); dt_release(G);
+  return DT_ERR_OUT_OF_MEMORY; /* the status is the last error's; see dt__ag_backward */
+}
+
+/* the gradient of t[start:start+len] along dim: g between zeros */
+static dt_tensor *dt__ag_slice_bw(dt__node *n, const dt_tensor *g) {
+  const dt__ag_edge *e = &n->in[0];
+  int dim = n->dim < 0 ? n->dim + e->shape.ndim : n->dim, k = 0, i;
+  int64_t len = n->yshape.dims[dim], after = e->shape.dims[dim] - n->start - len;
+  dt_tensor *parts[3] = {NULL, NULL, NULL}, *y;
+  dt_shape s = e->shape;
+  if (n->start == 0 && after == 0) return dt_retain((dt_tensor *)g);
+  if (n->start > 0) { s.dims[dim] = n->start; if (!(parts[k++] = dt__ag_zeros(s, e->dtype, e->device))) return NULL; }
+  parts[k++] = dt_retain((dt_tensor *)g);
+  if (after > 0) {
+    s.dims[dim] = after;
+    if (!(parts[k++] = dt__ag_zeros(s, e->dtype, e->device))) { for (i = 0; i < k; i++) dt_release(parts[i]); return NULL; }
+  }
+  y = dt_cat((const dt_tensor *const *)parts, k, dim);
+  for (i = 0; i < k; i++) dt_release(parts[i]);
+  return y;
+}
+
+/* index_select's: scatter-add as a product with the one-hot (n, k) matrix of the index, so it
+   runs on any backend: (n, k) @ g as (outer, k, inner) */
+static dt_tensor *dt__ag_index_select_bw(dt__node *n, const dt_tensor *g) {
+  const dt__ag_edge *e = &n->in[0];
+  const dt_tensor *index = n->saved[1];
+  int nd = e->shape.ndim, dim = nd == 0 ? 0 : (n->dim < 0 ? n->dim + nd : n->dim), i;
+  int64_t len = nd == 0 ? 1 : e->shape.dims[dim], k = index->numel, outer = 1, inner = 1;
+  dt_tensor *ar, *col, *row, *oh, *g3, *y;
+  if (nd == 0) return dt_reshape(g, e->shape); /* one index, 0 */
+  if (g->numel == 0 || k == 0) return dt__ag_zeros(e->shape, e->dtype, e->device);
+  for (i = 0; i < dim; i++) outer *= e->shape.dims[i];
+  for (i = dim + 1; i < nd; i++) inner *= e->shape.dims[i];
+  if (!(ar = dt_arange(0, (double)len, 1, DT_I64, e->device))) return NULL;
+  col = dt__ag_reshape(ar, dt_shape2(len, 1));
+  row = col ? dt_reshape(index, dt_shape2(1, k)) : NULL;
+  oh = row ? dt__ag_eq_mask(col, row, e->dtype) : NULL;
+  dt_release(col); dt_release(row);
+  if (!oh) return NULL;
+  if (!(g3 = dt_reshape(g, dt_shape3(outer, k, inner)))) { dt_release(oh); return NULL; }
+  y = dt_matmul(oh, g3);
+  dt_release(oh); dt_release(g3);
+  return dt__ag_reshape(y, e->shape);
+}
+
+/* max/min by dim: g to the position of the extreme that the result took (its index) */
+static dt_tensor *dt__ag_arg_bw(dt__node *n, const dt_tensor *g) {
+  const dt__ag_edge *e = &n->in[0];
+  int nd = e->shape.ndim, dim = nd == 0 ? 0 : (n->dim < 0 ? n->dim + nd : n->dim), i;
+  dt_shape ks, as;
+  dt_tensor *ar, *idx, *mask, *gk, *y;
+  if (nd == 0) return dt_reshape(g, e->shape);
+  ks = dt__ag_keep(e->shape, dim);
+  as = e->shape;
+  for (i = 0; i < nd; i++) if (i != dim) as.dims[i] = 1;
+  if (!(ar = dt__ag_reshape(dt_arange(0, (double)e->shape.dims[dim], 1, DT_I64, e->device), as))) return NULL;
+  idx = dt_reshape(n->saved[2], ks);
+  mask = idx ? dt__ag_eq_mask(ar, idx, e->dtype) : NULL;
+  dt_release(ar); dt_release(idx);
+  if (!mask) return NULL;
+  gk = dt_reshape(g, ks);
+  y = gk ? dt_mul(mask, gk) : NULL;
+  dt_release(gk); dt_release(mask);
+  return y;
+}
+
+/* Fills gin[i] for every input that needs a gradient (NULL for the others); on failure makes
+   none and returns the status of the error reported. */
+static dt_status dt__ag_backward(dt__node *n, const dt_tensor *g, dt_tensor **gin) {
+  const dt__ag_edge *e0 = &n->in[0], *e1 = n->nin > 1 ? &n->in[1] : NULL;
+  int need0 = e0->node || e0->leaf, need1 = e1 && (e1->node || e1->leaf), i;
+  dt_tensor *const *sv = n->saved;
+  dt_tensor *t = NULL;
+  const char *op = n->name;
+  for (i = 0; i < n->nin; i++) gin[i] = NULL;
+  switch (n->op) {
+    case DT__AG_ADD:
+      if (need0) gin[0] = dt__ag_sum_to(dt_retain((dt_tensor *)g), &e0->shape);
+      if (need1) gin[1] = dt__ag_sum_to(dt_retain((dt_tensor *)g), &e1->shape);
+      break;
+    case DT__AG_SUB:
+      if (need0) gin[0] = dt__ag_sum_to(dt_retain((dt_tensor *)g), &e0->shape);
+      if (need1) gin[1] = dt__ag_sum_to(dt_neg(g), &e1->shape);
+      break;
+    case DT__AG_MUL:
+      if (need0) gin[0] = dt__ag_sum_to(dt_mul(g, sv[1]), &e0->shape);
+      if (need1) gin[1] = dt__ag_sum_to(dt_mul(g, sv[0]), &e1->shape);
+      break;
+    case DT__AG_DIV: /* d(a/b) = g/b, -g a/b^2 */
+      if (!(t = dt_div(g, sv[1]))) break;
+      if (need1) gin[1] = dt__ag_sum_to(dt__ag_affine(op, dt__ag_bin(dt_div, sv[1], dt__ag_bin(dt_mul, sv[0], dt_retain(t), 1), 1), -1.0, 0.0), &e1->shape);
+      if (need0) gin[0] = dt__ag_sum_to(dt_retain(t), &e0->shape);
+      break;
+    case DT__AG_ADD_SCALAR: gin[0] = dt_retain((dt_tensor *)g); break;
+    case DT__AG_MUL_SCALAR: gin[0] = dt_mul_scalar(g, n->p); break;
+    case DT__AG_NEG: gin[0] = dt_neg(g); break;
+    case DT__AG_EXP: gin[0] = dt_mul(g, sv[2]); break;
+    case DT__AG_LOG: gin[0] = dt_div(g, sv[0]); break;
+    case DT__AG_SQRT: gin[0] = dt__ag_bin(dt_div, g, dt_mul_scalar(sv[2], 2.0), 0); break;
+    case DT__AG_RELU: gin[0] = dt__binary(op, DT__B_RELU_GRAD, g, sv[2]); break; /* y > 0 where x > 0 */
+    case DT__AG_SIGMOID: /* g y (1 - y) */
+      gin[0] = dt__ag_bin(dt_mul, g, dt__ag_bin(dt_mul, sv[2], dt__unary(op, DT__U_AFFINE, sv[2], -1.0, 1.0), 0), 0);
+      break;
+    case DT__AG_TANH: /* g (1 - y^2) */
+      gin[0] = dt__ag_bin(dt_mul, g, dt__ag_affine(op, dt_mul(sv[2], sv[2]), -1.0, 1.0), 0);
+      break;
+    case DT__AG_ABS: { /* g sign(x), sign(0) = 0 */
+      dt_tensor *z = dt__ag_scalar(0.0, e0->dtype, e0->device), *pos = NULL, *neg = NULL;
+      if (z) pos = dt__ag_cast(dt_gt(sv[0], z), e0->dtype);
+      if (pos) neg = dt__ag_cast(dt_lt(sv[0], z), e0->dtype);
+      if (neg) gin[0] = dt__ag_bin(dt_mul, g, dt__ag_bin(dt_sub, pos, dt_retain(neg), 0), 0);
+      dt_release(z); dt_release(pos); dt_release(neg);
+      break;
+    }
+    case DT__AG_MATMUL: if (dt__ag_matmul_bw(n, g, gin) != DT_OK) goto fail; break;
+    case DT__AG_TRANSPOSE: gin[0] = dt_transpose(g); break;
+    case DT__AG_RESHAPE: gin[0] = dt_reshape(g, e0->shape); break;
+    case DT__AG_PERMUTE: {
+      int inv[DT_MAX_DIMS], nd = e0->shape.ndim;
+      for (i = 0; i < nd; i++) inv[n->perm[i] < 0 ? n->perm[i] + nd : n->perm[i]] = i;
+      gin[0] = dt_permute(g, inv);
+      break;
+    }
+    case DT__AG_SLICE: gin[0] = dt__ag_slice_bw(n, g); break;
+    case DT__AG_INDEX_SELECT: gin[0] = dt__ag_index_select_bw(n, g); break;
+    case DT__AG_CAT: case DT__AG_STACK: {
+      int nd = n->yshape.ndim, dim = n->op == DT__AG_STACK ? 0 : (n->dim < 0 ? n->dim + nd : n->dim);
+      int64_t off = 0;
+      for (i = 0; i < n->nin; i++) {
+        const dt__ag_edge *e = &n->in[i];
+        int64_t len = n->op == DT__AG_STACK ? 1 : (e->shape.ndim == 1 && e->shape.dims[0] == 0) ? 0 : e->shape.dims[dim];
+        if (e->node || e->leaf) {
+          if (len == 0 && n->op == DT__AG_CAT) gin[i] = dt_empty(e->shape, e->dtype, e->device);
+          else gin[i] = dt__ag_reshape(dt_slice(g, dim, off, off + len), e->shape);
+          if (!gin[i]) goto fail;
+        }
+        off += len;
+      }
+      break;
+    }
+    case DT__AG_SUM: gin[0] = dt__ag_expand(dt_retain((dt_tensor *)g), &e0->shape); break;
+    case DT__AG_MEAN: {
+      int64_t cnt = 1;
+      for (i = 0; i < e0->shape.ndim; i++) cnt *= e0->shape.dims[i];
+      gin[0] = dt__ag_expand(dt_mul_scalar(g, cnt ? 1.0 / (double)cnt : 0.0), &e0->shape);
+      break;
+    }
+    case DT__AG_SUM_DIM: {
+      int dim = n->dim < 0 ? n->dim + e0->shape.ndim : n->dim;
+      gin[0] = dt__ag_expand(dt_reshape(g, dt__ag_keep(e0->shape, dim)), &e0->shape);
+      break;
+    }
+    case DT__AG_NORM: { /* g x / |x|, 0 where |x| = 0 (as PyTorch) */
+      dt_tensor *z = dt__ag_scalar(0.0, e0->dtype, e0->device), *nz = NULL, *den = NULL;
+      if (z) nz = dt__ag_cast(dt_ne(sv[2], z), e0->dtype);
+      if (nz) den = dt__ag_bin(dt_add, sv[2], dt__ag_cast(dt_eq(sv[2], z), e0->dtype), 0);
+      if (den) gin[0] = dt__ag_bin(dt_mul, sv[0], dt__ag_bin(dt_div, den, dt__ag_bin(dt_mul, nz, dt_retain((dt_tensor *)g), 1), 1), 0);
+      dt_release(z); dt_release(nz); dt_release(den);
+      break;
+    }
+    case DT__AG_MAX_DIM: case DT__AG_MIN_DIM: gin[0] = dt__ag_arg_bw(n, g); break;
+    case DT__AG_MAX: case DT__AG_MIN: { /* split evenly between the elements equal to the result */
+      dt_tensor *mask = dt__ag_eq_mask(sv[0], sv[2], e0->dtype), *cnt = mask ? dt_sum(mask) : NULL;
+      if (cnt) gin[0] = dt__ag_bin(dt_mul, mask, dt_div(g, cnt), 0);
+      dt_release(mask); dt_release(cnt);
+      break;
+    }
+    case DT__AG_SOFTMAX: { /* y (g - sum(g y)) */
+      int dim = n->dim < 0 ? n->dim + e0->shape.ndim : n->dim;
+      gin[0] = dt__ag_bin(dt_mul, sv[2], dt__ag_bin(dt_sub, g, dt__ag_sum_keep(dt_mul(g, sv[2]), dim), 0), 0);
+      break;
+    }
+    case DT__AG_LOG_SOFTMAX: { /* g - exp(y) sum(g) */
+      int dim = n->dim < 0 ? n->dim + e0->shape.ndim : n->dim;
+      t = dt__ag_sum_keep(dt_retain((dt_tensor *)g), dim);
+      if (t) gin[0] = dt__ag_bin(dt_sub, g, dt__ag_bin(dt_mul, t, dt_exp(sv[2]), 1), 0);
+      break;
+    }
+    case DT__AG_CROSS_ENTROPY: gin[0] = dt__ag_bin(dt_mul, g, dt_cross_entropy_grad(sv[0], sv[1]), 1); break;
+    case DT__AG_MSE_LOSS:
+      if (!(t = dt__ag_bin(dt_mul, g, dt_mse_loss_grad(sv[0], sv[1]), 1))) break;
+      if (need0) gin[0] = dt_retain(t);
+      if (need1) gin[1] = dt_neg(t);
+      break;
+    case DT__AG_CAST: gin[0] = dt_cast(g, e0->dtype); break;
+    case DT__AG_COPYTO: gin[0] = dt_copyto(g, e0->device); break;
+  }
+  dt_release(t);
+  for (i = 0; i < n->nin; i++)
+    if ((n->in[i].node || n->in[i].leaf) && !gin[i]) goto fail;
+  return DT_OK;
+fail:
+  for (i = 0; i < n->nin; i++) { dt_release(gin[i]); gin[i] = NULL; }
+  return dt_last_status() != DT_OK ? dt_last_status() : DT_ERR_BACKEND;
+}
+
+/* ---- src/autograd/engine.c ---- */
+/* The autograd engine: dt_autograd_backward walks the graph under a result once, in an order
+   where each node runs after every node that uses its result (Kahn's, with counts of the uses
+   within the graph), and then frees what the walked nodes saved (retain_graph=False). The leaves'
+   new gradients are made first and stored together at the end, so a failed backward changes no
+   gradient and no node. Also the leaf functions: dt_requires_grad_, dt_grad, dt_detach, ... */
+
+/* Frees n when this was its last reference, and so every node only it reached: iteratively,
+   through the nodes' `next` fields, so a long chain does not deepen the C stack. */
+static void dt__node_release(dt__node *n) {
+  dt__node *todo = NULL;
+  if (n && DT__ATOMIC_ADD(&n->refs, -1) == 0) { n->next = NULL; todo = n; }
+  while (todo) {
+    dt__node *x = todo;
+    int i;
+    todo = x->next;
+    for (i = 0; i < x->nin; i++) {
+      dt__node *c = x->in[i].node;
+      if (c && DT__ATOMIC_ADD(&c->refs, -1) == 0) { c->next = todo; todo = c; }
+      dt_release(x->in[i].leaf); /* a leaf has no node */
+    }
+    for (i = 0; i < DT__AG_SAVED; i++) dt_release(x->saved[i]);
+    dt_release(x->gacc);
+    DT_FREE(x);
+  }
+}
+
+/* A leaf reached by a backward and the sum of its gradients over the paths so far. */
+typedef struct dt__ag_leafacc { dt_tensor *leaf, *acc, *final; } dt__ag_leafacc;
+
+static int dt__same_shape(const dt_shape *a, const dt_shape *b) {
+  return a->ndim == b->ndim && memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->ndim) == 0;
+}
+
+/* Adds gradient g (taken) into *acc (NULL: g becomes it). */
+static dt_status dt__ag_accumulate(dt_tensor **acc, dt_tensor *g) {
+  dt_tensor *s;
+  if (!*acc) { *acc = g; return DT_OK; }
+  s = dt_add(*acc, g);
+  dt_release(g);
+  if (!s) return dt_last_status();
+  dt_release(*acc);
+  *acc = s;
+  return DT_OK;
+}
+
+/* Reports a failure inside the backward of node n, keeping the failing call's message. */
+static dt_status dt__ag_fail_in(const char *op, const dt__node *n, dt_status s) {
+  char msg[1024];
+  size_t len = strlen(dt_last_error());
+  if (len >= sizeof msg) len = sizeof msg - 1;
+  memcpy(msg, dt_last_error(), len); /* dt__fail rewrites the message that this quotes */
+  msg[len] = 0;
+  return dt__fail(s != DT_OK ? s : DT_ERR_BACKEND, "%s: the backward of %s failed: %s", op, n->name, msg);
+}
+
+static dt_status dt__ag_run(const char *op, dt_tensor *out, dt_tensor *seed) {
+  dt__node **nodes = NULL, *ready = NULL;
+  dt__ag_leafacc *leaves = NULL;
+  dt_tensor **gin = NULL;
+  int nn = 0, cap = 0, nleaf_edges = 0, nl = 0, maxin = 1, i, j;
+  dt_status s = DT_OK;
+  char sb[200];
+  if (!out->node) { /* a leaf: its own gradient */
+    nleaf_edges = 1;
+  } else {
+    /* the nodes under out, breadth first (the array is the queue), each counting its uses */
+    cap = 16;
+    if (!(nodes = (dt__node **)DT_MALLOC(sizeof(dt__node *) * (size_t)cap))) goto oom;
+    nodes[nn++] = out->node;
+    out->node->mark = 1;
+    for (i = 0; i < nn; i++) {
+      dt__node *x = nodes[i];
+      if (x->done) {
+        s = dt__fail(DT_ERR_INVALID_ARGUMENT,
+                     "%s: trying to backward through the graph a second time: a backward already went through %s and freed "
+                     "what it saved (build the expression again for another backward)", op, x->name);
+        goto done;
+      }
+      for (j = 0; j < DT__AG_SAVED; j++)
+        if (x->saved[j] && *dt__version(x->saved[j]) != x->saved_version[j]) {
+          s = dt__fail(DT_ERR_INVALID_ARGUMENT,
+                       "%s: a tensor that %s saved for the backward was changed in place since (dt_fill_, dt_axpy_, dt_copy_ "
+                       "or another _ function): it is at version %u, expected %u (change a copy instead)", op, x->name,
+                       *dt__version(x->saved[j]), x->saved_version[j]);
+          goto done;
+        }
+      if (x->nin > maxin) maxin = x->nin;
+      for (j = 0; j < x->nin; j++) {
+        dt__node *c = x->in[j].node;
+        if (x->in[j].leaf) nleaf_edges++;
+        if (!c) continue;
+        if (!c->mark) {
+          if (nn == cap) {
+            dt__node **bigger;
+            if (cap > (1 << 28) || !(bigger = (dt__node **)DT_MALLOC(sizeof(dt__node *) * (size_t)cap * 2))) goto oom;
+            memcpy(bigger, nodes, sizeof(dt__node *) * (size_t)nn);
+            DT_FREE(nodes);
+            nodes = bigger;
+            cap *= 2;
+          }
+          c->mark = 1;
+          nodes[nn++] = c;
+        }
+        c->deps++;
+      }
+    }
+  }
+  if (nleaf_edges && !(leaves = (dt__ag_leafacc *)DT_MALLOC(sizeof(dt__ag_leafacc) * (size_t)nleaf_edges))) goto oom;
+  if (!(gin = (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)maxin))) goto oom;
+  if (!out->node) {
+    leaves[0].leaf = out; leaves[0].acc = dt_retain(seed); leaves[0].final = NULL;
+    nl = 1;
+  } else {
+    out->node->gacc = dt_retain(seed);
+    out->node->next = NULL;
+    ready = out->node;
+  }
+  while (ready) {
+    dt__node *x = ready;
+    ready = x->next;
+    s = dt__ag_backward(x, x->gacc, gin);
+    if (s != DT_OK) { s = dt__ag_fail_in(op, x, s); goto done; }
+    dt_release(x->gacc);
+    x->gacc = NULL;
+    for (j = 0; j < x->nin; j++) {
+      dt__ag_edge *e = &x->in[j];
+      dt_tensor *g = gin[j];
+      gin[j] = NULL;
+      if (g && (!dt__same_shape(&g->shape, &e->shape) || g->dtype != e->dtype || !dt_device_equal(g->st->device, e->device))) {
+        s = dt__fail(DT_ERR_BACKEND, "%s: the backward of %s made a gradient of shape %s for input %d, which does not match it "
+                     "(an internal error)", op, x->name, dt__shape_str(&g->shape, sb, sizeof sb), j);
+        dt_release(g);
+        for (j = j + 1; j < x->nin; j++) { dt_release(gin[j]); gin[j] = NULL; }
+        goto done;
+      }
+      if (e->node) {
+        s = dt__ag_accumulate(&e->node->gacc, g);
+        if (--e->node->deps == 0) { e->node->next = ready; ready = e->node; }
+      } else if (e->leaf) {
+        for (i = 0; i < nl && leaves[i].leaf != e->leaf; i++) {}
+        if (i == nl) { leaves[nl].leaf = e->leaf; leaves[nl].acc = NULL; leaves[nl].final = NULL; nl++; }
+        s = dt__ag_accumulate(&leaves[i].acc, g);
+      } else {
+        dt_release(g);
+      }
+      if (s != DT_OK) {
+        for (j = j + 1; j < x->nin; j++) { dt_release(gin[j]); gin[j] = NULL; }
+        s = dt__ag_fail_in(op, x, s);
+        goto done;
+      }
+    }
+  }
+  /* the new gradients, then (nothing can fail from here) stored; a gradient that something else
+     also holds (the seed, a view, one tensor given to two leaves) is copied, so that each leaf
+     owns its gradient */
+  for (i = 0; i < nl; i++) {
+    dt_tensor *l = leaves[i].leaf, *a = leaves[i].acc;
+    if (l->grad) leaves[i].final = dt_add(l->grad, a);
+    else if (a->refs > 1 || a->st->refs > 1 || a->st->base || a->st->foreign) leaves[i].final = dt_copyto(a, a->st->device);
+    else leaves[i].final = dt_retain(a);
+    if (!leaves[i].final) { s = dt_last_status(); goto done; }
+  }
+  for (i = 0; i < nl; i++) {
+    dt_release(leaves[i].leaf->grad);
+    leaves[i].leaf->grad = leaves[i].final;
+    leaves[i].final = NULL;
+  }
+  for (i = 0; i < nn; i++) { /* retain_graph=False */
+    for (j = 0; j < DT__AG_SAVED; j++) { dt_release(nodes[i]->saved[j]); nodes[i]->saved[j] = NULL; }
+    nodes[i]->done = 1;
+  }
+  goto done;
+oom:
+  s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host walking the graph", op);
+done:
+  for (i = 0; i < nn; i++) {
+    nodes[i]->mark = 0; nodes[i]->deps = 0;
+    dt_release(nodes[i]->gacc);
+    nodes[i]->gacc = NULL;
+  }
+  for (i = 0; i < nl; i++) { dt_release(leaves[i].acc); dt_release(leaves[i].final); }
+  DT_FREE(nodes);
+  DT_FREE(leaves);
+  DT_FREE(gin);
+  return s;
+}
+
+DTDEF dt_status dt_autograd_backward(dt_tensor *out, const dt_tensor *grad_out) {
+  const char *op = "dt_autograd_backward";
+  dt_tensor *seed;
+  dt_status s;
+  int prev;
+  char a[200], c[200], b[48];
+  if ((s = dt__check_tensor(op, "out", out)) != DT_OK) return s;
+  if (!out->requires_grad)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: out does not require grad and has no recorded history (mark a leaf with "
+                    "dt_requires_grad_ before the operations, with grad mode on)", op);
+  if (!grad_out) {
+    if (out->numel != 1)
+      return dt__fail(DT_ERR_SHAPE, "%s: grad_out is NULL, which is allowed only for an out of one element, but out has "
+                      "shape %s (%lld elements): pass a grad_out of that shape", op,
+                      dt__shape_str(&out->shape, a, sizeof a), (long long)out->numel);
+    if (!(seed = dt_ones_like(out))) return dt_last_status();
+  } else {
+    if (!dt__same_shape(&grad_out->shape, &out->shape))
+      return dt__fail(DT_ERR_SHAPE, "%s: grad_out has shape %s but out has shape %s", op,
+                      dt__shape_str(&grad_out->shape, a, sizeof a), dt__shape_str(&out->shape, c, sizeof c));
+    if (grad_out->dtype != out->dtype)
+      return dt__fail(DT_ERR_DTYPE, "%s: grad_out is %s but out is %s", op, dt_dtype_name(grad_out->dtype), dt_dtype_name(out->dtype));
+    if (!dt_device_equal(grad_out->st->device, out->st->device))
+      return dt__fail(DT_ERR_DEVICE_MISMATCH, "%s: grad_out is on %s but out is on %s", op,
+                      dt_device_str(grad_out->st->device, b, sizeof b), dt_device_str(out->st->device, c, sizeof c));
+    seed = dt_retain((dt_tensor *)grad_out);
+  }
+  prev = dt__no_grad;
+  dt__no_grad = 1; /* the backwards record nothing */
+  s = dt__ag_run(op, out, seed);
+  dt__no_grad = prev;
+  dt_release(seed);
+  return s;
+}
+
+DTDEF dt_status dt_requires_grad_(dt_tensor *t, int requires) {
+  const char *op = "dt_requires_grad_";
+  dt_status s;
+  if ((s = dt__check_tensor(op, "t", t)) != DT_OK) return s;
+  if (t->node)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: t is not a leaf (it is the result of %s, recorded): only a leaf's "
+                    "requires_grad can be set (use dt_detach for a tensor outside the graph)", op, t->node->name);
+  if (requires && !dt__is_float(t->dtype))
+    return dt__fail(DT_ERR_DTYPE, "%s: t is %s, but only float32 and float64 tensors can require grad", op, dt_dtype_name(t->dtype));
+  t->requires_grad = requires != 0;
+  return DT_OK;
+}
+
+DTDEF int dt_requires_grad(const dt_tensor *t) {
+  if (dt__check_tensor("dt_requires_grad", "t", t) != DT_OK) return 0;
+  return t->requires_grad;
+}
+
+DTDEF dt_tensor *dt_grad(dt_tensor *t) {
+  if (dt__check_tensor("dt_grad", "t", t) != DT_OK) return NULL;
+  return t->grad;
+}
+
+DTDEF int dt_is_leaf(const dt_tensor *t) {
+  if (dt__check_tensor("dt_is_leaf", "t", t) != DT_OK) return 0;
+  return t->node == NULL;
+}
+
+DTDEF dt_tensor *dt_detach(const dt_tensor *t) {
+  if (dt__check_tensor("dt_detach", "t", t) != DT_OK) return NULL;
+  return dt__alias("dt_detach", t);
+}
+
+DTDEF dt_status dt_zero_grad_(dt_tensor *t) {
+  dt_status s;
+  if ((s = dt__check_tensor("dt_zero_grad_", "t", t)) != DT_OK) return s;
+  dt_release(t->grad);
+  t->grad = NULL;
   return DT_OK;
 }
 
@@ -5574,8 +6555,9 @@ static dt_tensor *dt__foreign(const char *op, dt_device d, void *ptr, const dt_s
     return NULL;
   }
   st->refs = 1; st->device = d; st->ptr = ptr; st->nbytes = nbytes;
-  st->foreign = 1; st->deleter = deleter; st->del_data = del_data; st->del_ctx = del_ctx; st->base = NULL;
+  st->foreign = 1; st->deleter = deleter; st->del_data = del_data; st->del_ctx = del_ctx; st->base = NULL; st->version = 0;
   x->refs = 1; x->dtype = t; x->shape = *s; x->numel = numel; x->nbytes = nbytes; x->st = st;
+  x->requires_grad = 0; x->grad = NULL; x->node = NULL;
   return x;
 }
 
@@ -6591,6 +7573,8 @@ DTDEF dt_status dt_all_reduce_(dt_tensor *t, dt_reduce_op op) {
   const char *fn = "dt_all_reduce_";
   dt_status s;
   if ((s = dt__dist_check(fn, t)) != DT_OK) return s;
+  if ((s = dt__inplace_check(fn, "t", t)) != DT_OK) return s;
+  dt__bump(t); /* before: a collective that fails may have written part of t */
   if ((int)op < (int)DT_REDUCE_SUM || (int)op > (int)DT_REDUCE_MIN)
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: unknown op %d (DT_REDUCE_SUM, _AVG, _MAX or _MIN)", fn, (int)op);
   if ((s = dt__check_dtype(fn, t->dtype)) != DT_OK) return s;
@@ -6637,6 +7621,8 @@ DTDEF dt_status dt_broadcast_(dt_tensor *t, int root) {
   const char *fn = "dt_broadcast_";
   dt_status s;
   if ((s = dt__dist_check(fn, t)) != DT_OK) return s;
+  if ((s = dt__inplace_check(fn, "t", t)) != DT_OK) return s;
+  dt__bump(t); /* before: a collective that fails may have written part of t */
   if (root < 0 || root >= dt__dist_size_v) {
     if (dt__dist_size_v == 1) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: root %d is not a rank (the world has rank 0 only)", fn, root);
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: root %d is not a rank (the world has ranks 0 to %d)", fn, root, dt__dist_size_v - 1);

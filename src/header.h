@@ -56,6 +56,8 @@
                              random numbers, copies
      src/ops/                arithmetic and reductions, comparisons, indexing,
                              classification (argmax, softmax, cross-entropy)
+     src/autograd/           the graph that operations record, the backward of each
+                             operation, the engine (dt_autograd_backward)
      src/nn/                 grad mode, modules, forward and backward, optimizers
      src/train/              the trainer: its data, its data-parallel replicas, its epochs
      src/io/                 printing, safetensors (modules and any named tensors, with
@@ -78,6 +80,8 @@
                          or uint8 is int64); dt_slice (dim 0 a view), dt_index_select, dt_cat,
                          dt_permute; dt_argmax/argmin, dt_max/min(_dim), dt_softmax,
                          dt_log_softmax, dt_cross_entropy(_grad); dt_set_grad_enabled;
+                         autograd over tensor operations (dt_requires_grad_, dt_autograd_backward,
+                         dt_grad, dt_detach, dt_zero_grad_, dt_is_leaf);
                          dt_sgd/dt_adam/dt_adamw; the trainer's classification (loss_fn,
                          optimizer, dt_trainer_fit_val, dt_trainer_evaluate); dt_dist_* over
                          MPI and NCCL, num_gpus > 1 replicas; CPU pool workers block signals;

@@ -118,7 +118,7 @@ static void fi_check_failure(int line, long injected_before) {
 /* A check of a value (never expected to fail, injected failure or not). */
 #define VERIFY(cond) do { if (!(cond)) fi_problem(__LINE__, "wrong result: " #cond); } while (0)
 
-#define POOL 128
+#define POOL 160
 static dt_tensor *pool[POOL];
 static int npool;
 static dt_tensor *keep(dt_tensor *t) {
@@ -206,6 +206,9 @@ static int workload(void) {
   dt_tensor **lts = NULL;
   int ln = 0, blob_made = 0;
   dt_optimizer *opt = NULL;
+  dt_tensor *ag_w = NULL, *ag_m = NULL;
+  double ag_snap[6];
+  int ag_have = 0, ag_done = 0; /* a gradient snapshot taken; the backward after it done */
 
   npool = 0;
   fi_blob_freed = 0;
@@ -238,6 +241,23 @@ static int workload(void) {
   NEW(t, dt_exp(a)); NEW(t, dt_log(a)); NEW(t, dt_sqrt(a64)); NEW(t, dt_neg(i32)); VERIFY(val(t, 5) == -5);
   NEW(t, dt_relu(a)); NEW(t, dt_add_scalar(i64, 2)); VERIFY(val(t, 0) == -1);
   NEW(t, dt_mul_scalar(a64, 3)); VERIFY(val(t, 5) == 18);
+
+  /* autograd: a forward and a backward into a leaf's gradient, then another whose failure at
+     any allocation must leave that gradient as it was (checked at out) */
+  NEW(ag_w, dt_cast(a, DT_F64));
+  STEP(dt_requires_grad_(ag_w, 1) == DT_OK);
+  NEW(t, dt_mul(ag_w, b64)); NEW(t, dt_exp(t)); NEW(t, dt_sum(t));
+  STEP(dt_autograd_backward(t, NULL) == DT_OK);
+  VERIFY(dt_grad(ag_w) && fabs(val(dt_grad(ag_w), 0) - 0.5 * exp(0.5)) < 1e-12);
+  for (i = 0; i < 6; i++) ag_snap[i] = val(dt_grad(ag_w), i);
+  ag_have = 1;
+  NEW(ag_m, dt_cast(a, DT_F64)); NEW(ag_m, dt_reshape(ag_m, dt_shape2(3, 2)));
+  NEW(t, dt_matmul(ag_w, ag_m)); NEW(t, dt_log_softmax(t, 1)); NEW(t, dt_sum_dim(t, 0));
+  NEW(u, dt_slice(ag_w, 1, 0, 2)); NEW(u, dt_tanh(u)); NEW(u, dt_sum_dim(u, 0));
+  NEW(t, dt_mul(t, u)); NEW(t, dt_mean(t));
+  STEP(dt_autograd_backward(t, NULL) == DT_OK);
+  ag_done = 1;
+  VERIFY(dt_grad(ag_w) && val(dt_grad(ag_w), 5) != ag_snap[5]);
 
   /* matmul: (2,3)@(3,2), vectors, batched, and one big enough for the packed kernel */
   NEW(u, dt_transpose(a)); VERIFY(val(u, 1) == 4);
@@ -546,6 +566,12 @@ out:
         if (xx && dt_linear_weight(dt_sequential_get(net, 0)) && !yy) fi_problem(failed_line, "forward after a failed step fails");
         dt_release(yy); dt_release(xx);
       }
+    }
+    if (ag_have && !ag_done) {
+      dt_tensor *gw = dt_grad(ag_w);
+      for (i = 0; i < 6 && gw; i++)
+        if (val(gw, i) != ag_snap[i]) { fi_problem(failed_line, "a failed forward or backward changed a leaf's gradient"); break; }
+      if (!gw) fi_problem(failed_line, "a failed forward or backward dropped a leaf's gradient");
     }
     if (a) {
       dt_tensor *s = dt_sum(a);

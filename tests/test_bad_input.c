@@ -124,6 +124,31 @@ static dt_tensor *isel(const dt_tensor *t, int dim, const int64_t *values, int n
 }
 static const int64_t IDX_NEG[2] = {0, -1}, IDX_OK[2] = {1, 0};
 
+/* autograd: a leaf (2, 3) float32 with F's values that requires grad, and one misuse of it:
+   0 backward of a non-scalar without grad_out, 1 2 3 a grad_out of another shape, dtype,
+   device (cuda:0), 4 a second backward, 5 a saved tensor changed in place, 6 requires_grad_
+   of a result, 7 dt_fill_ of the leaf with grad mode on */
+static dt_status ag_misuse(int what) {
+  dt_tensor *x = dt_copyto(F, dt_cpu()), *y = NULL, *l = NULL, *g = NULL, *c = NULL;
+  dt_status s = DT_ERR_BACKEND;
+  if (!x || dt_requires_grad_(x, 1) != DT_OK) { dt_release(x); return DT_OK; }
+  if (what == 5) { c = dt_copyto(F, dt_cpu()); y = c ? dt_mul(x, c) : NULL; }
+  else y = dt_exp(x);
+  if (!y) { dt_release(x); dt_release(c); return DT_OK; }
+  switch (what) {
+    case 0: s = dt_autograd_backward(y, NULL); break;
+    case 1: g = dt_ones(dt_shape1(6), dt_cpu()); s = dt_autograd_backward(y, g); break;
+    case 2: g = dt_cast(F, DT_F64); s = dt_autograd_backward(y, g); break;
+    case 3: g = dt_copyto(F, dt_gpu(0)); s = g ? dt_autograd_backward(y, g) : DT_OK; break;
+    case 4: l = dt_sum(y); if (l && dt_autograd_backward(l, NULL) == DT_OK) s = dt_autograd_backward(l, NULL); break;
+    case 5: l = dt_sum(y); if (l && dt_fill_(c, 1.0) == DT_OK) s = dt_autograd_backward(l, NULL); break;
+    case 6: s = dt_requires_grad_(y, 1); break;
+    case 7: s = dt_fill_(x, 0.0); break;
+  }
+  dt_release(g); dt_release(l); dt_release(y); dt_release(c); dt_release(x);
+  return s;
+}
+
 /* NETFILE into another network: Linear(in, 4), then Linear(4, 2) when two (no ReLU between:
    its second layer is 1.*, the file's 2.*); or (wide) Linear(3, 8), ReLU, Linear(8, 2). */
 static dt_status load_other_net(int64_t in, int two, int wide) {
@@ -959,7 +984,26 @@ static int lazy_label_unchanged(int which, int gpu) {
   X_(dist_init_twice, DT_ERR_INVALID_ARGUMENT, "dt_dist_init:", "already initialised (rank 0 of 1)", bad(dist_init_twice())) \
   X_(dist_init_world3, DT_ERR_UNSUPPORTED, "dt_dist_init:", "one of 3 ranks (WORLD_SIZE=3)|DEVTENSOR_MPI", bad(dist_init_world3())) \
   X_(dist_finalize_uninit_ok, DT_OK, "", "", bad(dt_dist_finalize()))                                                     \
-  X_(dist_world_default, DT_OK, "", "", dt_dist_rank() != 0 || dt_dist_world_size() != 1)
+  X_(dist_world_default, DT_OK, "", "", dt_dist_rank() != 0 || dt_dist_world_size() != 1) \
+  /* autograd */                                                                                                            \
+  X_(requires_grad_null, DT_ERR_INVALID_ARGUMENT, "dt_requires_grad_:", "=t is NULL", bad(dt_requires_grad_(NULL, 1)))     \
+  X_(requires_grad_int, DT_ERR_DTYPE, "dt_requires_grad_:", "t is int32|float32 and float64", bad(dt_requires_grad_(I, 1))) \
+  X_(requires_grad_result, DT_ERR_INVALID_ARGUMENT, "dt_requires_grad_:", "not a leaf|dt_exp", bad(ag_misuse(6)))          \
+  X_(requires_grad_get_null, DT_ERR_INVALID_ARGUMENT, "dt_requires_grad:", "=t is NULL", dt_requires_grad(NULL) == 0)     \
+  X_(ag_grad_null, DT_ERR_INVALID_ARGUMENT, "dt_grad:", "=t is NULL", nul(dt_grad(NULL)))                                     \
+  X_(grad_none_ok, DT_OK, "", "", dt_grad(F) != NULL)                                                                       \
+  X_(detach_null, DT_ERR_INVALID_ARGUMENT, "dt_detach:", "=t is NULL", nul(dt_detach(NULL)))                               \
+  X_(ag_zero_grad_null, DT_ERR_INVALID_ARGUMENT, "dt_zero_grad_:", "=t is NULL", bad(dt_zero_grad_(NULL)))                    \
+  X_(is_leaf_null, DT_ERR_INVALID_ARGUMENT, "dt_is_leaf:", "=t is NULL", dt_is_leaf(NULL) == 0)                             \
+  X_(autograd_backward_null, DT_ERR_INVALID_ARGUMENT, "dt_autograd_backward:", "=out is NULL", bad(dt_autograd_backward(NULL, NULL))) \
+  X_(autograd_backward_no_grad, DT_ERR_INVALID_ARGUMENT, "dt_autograd_backward:", "out does not require grad", bad(dt_autograd_backward(F, NULL))) \
+  X_(autograd_backward_not_scalar, DT_ERR_SHAPE, "dt_autograd_backward:", "grad_out is NULL|(2, 3) (6 elements)", bad(ag_misuse(0))) \
+  X_(autograd_backward_grad_shape, DT_ERR_SHAPE, "dt_autograd_backward:", "grad_out has shape (6,) but out has shape (2, 3)", bad(ag_misuse(1))) \
+  X_(autograd_backward_grad_dtype, DT_ERR_DTYPE, "dt_autograd_backward:", "grad_out is float64 but out is float32", bad(ag_misuse(2))) \
+  X_(autograd_backward_grad_device, DT_ERR_DEVICE_MISMATCH, "dt_autograd_backward:", "grad_out is on cuda:0 but out is on cpu", GPUS(1, bad(ag_misuse(3)))) \
+  X_(autograd_backward_twice, DT_ERR_INVALID_ARGUMENT, "dt_autograd_backward:", "second time|dt_sum", bad(ag_misuse(4)))    \
+  X_(autograd_backward_changed, DT_ERR_INVALID_ARGUMENT, "dt_autograd_backward:", "dt_mul saved|changed in place|version 1, expected 0", bad(ag_misuse(5))) \
+  X_(fill_leaf_requires_grad, DT_ERR_INVALID_ARGUMENT, "dt_fill_:", "t is a leaf that requires grad", bad(ag_misuse(7)))
 
 #define X_DEF(name, want, prefix, words, call) static int bad_##name(void) { return (call); }
 BAD_CASES(X_DEF)

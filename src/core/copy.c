@@ -1,9 +1,13 @@
-DTDEF dt_tensor *dt_copyto(const dt_tensor *t, dt_device d) {
+static dt_tensor *dt__copyto(const dt_tensor *t, dt_device d) {
   dt_tensor *y;
   if (dt__check_tensor("dt_copyto", "t", t) != DT_OK) return NULL;
   if (!(y = dt__new("dt_copyto", t->shape, t->dtype, d))) return NULL;
   if (dt__copy_bytes("dt_copyto", d, y->st->ptr, t->st->device, t->st->ptr, t->nbytes) != DT_OK) { dt_release(y); return NULL; }
   return y;
+}
+DTDEF dt_tensor *dt_copyto(const dt_tensor *t, dt_device d) {
+  dt_tensor *y = dt__copyto(t, d);
+  return DT__AG1(y, DT__AG_COPYTO, "dt_copyto", t);
 }
 
 DTDEF dt_tensor *dt_to(dt_tensor *t, dt_device d) {
@@ -17,12 +21,14 @@ DTDEF dt_status dt_copy_(dt_tensor *dst, const dt_tensor *src) {
   dt_status s;
   char a[200], b[200];
   if ((s = dt__check_tensor(op, "dst", dst)) != DT_OK || (s = dt__check_tensor(op, "src", src)) != DT_OK) return s;
-  if ((s = dt__same_dtype(op, "dst", dst, "src", src)) != DT_OK) return s;
+  if ((s = dt__same_dtype(op, "dst", dst, "src", src)) != DT_OK || (s = dt__inplace_check(op, "dst", dst)) != DT_OK) return s;
   if (dst->numel != src->numel || dst->shape.ndim != src->shape.ndim ||
       memcmp(dst->shape.dims, src->shape.dims, sizeof(int64_t) * (size_t)dst->shape.ndim) != 0)
     return dt__fail(DT_ERR_SHAPE, "%s: dst has shape %s but src has shape %s", op,
                     dt__shape_str(&dst->shape, a, sizeof a), dt__shape_str(&src->shape, b, sizeof b));
-  return dt__copy_bytes(op, dst->st->device, dst->st->ptr, src->st->device, src->st->ptr, src->nbytes);
+  s = dt__copy_bytes(op, dst->st->device, dst->st->ptr, src->st->device, src->st->ptr, src->nbytes);
+  if (s == DT_OK) dt__bump(dst);
+  return s;
 }
 
 DTDEF dt_status dt_to_host(const dt_tensor *t, void *dst, size_t nbytes) {

@@ -12,6 +12,9 @@ typedef struct dt__storage {
   /* a view into another storage at an offset (dt_slice along dim 0): ptr points into base's
      memory and this storage holds one reference to base, dropped when it goes; nothing else */
   struct dt__storage *base;
+  /* bumped by every in-place change (dt_fill_, dt_axpy_, dt_copy_, an optimizer's step, ...),
+     on the base of a view, so that autograd sees a tensor it saved change (see dt__version) */
+  unsigned version;
 } dt__storage;
 
 struct dt_tensor {
@@ -21,7 +24,17 @@ struct dt_tensor {
   int64_t numel;
   size_t nbytes;
   dt__storage *st;
+  /* autograd (see src/autograd/): all zero for a tensor outside any graph */
+  int requires_grad;      /* a leaf marked by dt_requires_grad_, or a result of recorded operations */
+  dt_tensor *grad;        /* a leaf's accumulated gradient (owned); NULL until a backward reaches it */
+  struct dt__node *node;  /* the recorded operation that made it (one reference); NULL for a leaf */
 };
+
+struct dt__node;
+static void dt__node_release(struct dt__node *n); /* src/autograd/graph.c */
+
+/* The version counter of t's memory: a view's is its base's. */
+static unsigned *dt__version(const dt_tensor *t) { return t->st->base ? &t->st->base->version : &t->st->version; }
 
 static void dt__storage_release(dt__storage *st) {
   if (st && DT__ATOMIC_ADD(&st->refs, -1) == 0) {
@@ -47,6 +60,7 @@ static dt_tensor *dt__wrap(const char *op, dt__storage *st, const dt_shape *s, d
     return NULL;
   }
   x->refs = 1; x->dtype = t; x->shape = *s; x->numel = numel; x->nbytes = nbytes; x->st = st;
+  x->requires_grad = 0; x->grad = NULL; x->node = NULL;
   return x;
 }
 
@@ -61,7 +75,7 @@ static dt_tensor *dt__new(const char *op, dt_shape s, dt_dtype t, dt_device d) {
   st = (dt__storage *)DT_MALLOC(sizeof(dt__storage));
   if (!st) { dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host allocating a tensor header", op); return NULL; }
   st->refs = 1; st->device = d; st->nbytes = nbytes; st->ptr = NULL;
-  st->foreign = 0; st->deleter = NULL; st->del_data = st->del_ctx = NULL; st->base = NULL;
+  st->foreign = 0; st->deleter = NULL; st->del_data = st->del_ctx = NULL; st->base = NULL; st->version = 0;
   if ((rc = dt__be(d)->alloc(d.index, nbytes, &st->ptr)) != DT_OK) {
     DT_FREE(st);
     dt__backend_fail(op, d, rc);
@@ -266,6 +280,8 @@ DTDEF dt_tensor *dt_retain(dt_tensor *t) {
 DTDEF void dt_release(dt_tensor *t) {
   if (t && DT__ATOMIC_ADD(&t->refs, -1) == 0) {
     dt__storage_release(t->st);
+    dt_release(t->grad); /* a gradient has neither a gradient nor a node */
+    if (t->node) dt__node_release(t->node);
     DT_FREE(t);
   }
 }

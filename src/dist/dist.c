@@ -398,6 +398,8 @@ DTDEF dt_status dt_all_reduce_(dt_tensor *t, dt_reduce_op op) {
   const char *fn = "dt_all_reduce_";
   dt_status s;
   if ((s = dt__dist_check(fn, t)) != DT_OK) return s;
+  if ((s = dt__inplace_check(fn, "t", t)) != DT_OK) return s;
+  dt__bump(t); /* before: a collective that fails may have written part of t */
   if ((int)op < (int)DT_REDUCE_SUM || (int)op > (int)DT_REDUCE_MIN)
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: unknown op %d (DT_REDUCE_SUM, _AVG, _MAX or _MIN)", fn, (int)op);
   if ((s = dt__check_dtype(fn, t->dtype)) != DT_OK) return s;
@@ -444,6 +446,8 @@ DTDEF dt_status dt_broadcast_(dt_tensor *t, int root) {
   const char *fn = "dt_broadcast_";
   dt_status s;
   if ((s = dt__dist_check(fn, t)) != DT_OK) return s;
+  if ((s = dt__inplace_check(fn, "t", t)) != DT_OK) return s;
+  dt__bump(t); /* before: a collective that fails may have written part of t */
   if (root < 0 || root >= dt__dist_size_v) {
     if (dt__dist_size_v == 1) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: root %d is not a rank (the world has rank 0 only)", fn, root);
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: root %d is not a rank (the world has ranks 0 to %d)", fn, root, dt__dist_size_v - 1);

@@ -19,8 +19,9 @@ static dt_tensor *dt__foreign(const char *op, dt_device d, void *ptr, const dt_s
     return NULL;
   }
   st->refs = 1; st->device = d; st->ptr = ptr; st->nbytes = nbytes;
-  st->foreign = 1; st->deleter = deleter; st->del_data = del_data; st->del_ctx = del_ctx; st->base = NULL;
+  st->foreign = 1; st->deleter = deleter; st->del_data = del_data; st->del_ctx = del_ctx; st->base = NULL; st->version = 0;
   x->refs = 1; x->dtype = t; x->shape = *s; x->numel = numel; x->nbytes = nbytes; x->st = st;
+  x->requires_grad = 0; x->grad = NULL; x->node = NULL;
   return x;
 }
 

@@ -372,7 +372,7 @@ DTDEF dt_tensor *dt_mse_loss(const dt_tensor *pred, const dt_tensor *target) {
   if (!sq) return NULL;
   l = dt__reduce(op, DT__R_MEAN, sq, 1, sq->numel, 1, dt_shape0());
   dt_release(sq);
-  return l;
+  return DT__AG2(l, DT__AG_MSE_LOSS, op, pred, target);
 }
 
 DTDEF dt_tensor *dt_mse_loss_grad(const dt_tensor *pred, const dt_tensor *target) {

@@ -1,7 +1,6 @@
-/* torch.no_grad() per thread: with grad disabled dt_forward keeps nothing for a backward pass
-   (no layer holds its input) and dt_backward refuses. */
-
-static DT__TLS int dt__no_grad; /* 0 (the default): grad enabled */
+/* torch.no_grad() per thread (dt__no_grad, in src/autograd/graph.c): with grad disabled dt_forward
+   keeps nothing for a backward pass (no layer holds its input), dt_backward refuses and no
+   operation records for autograd. */
 
 DTDEF int dt_set_grad_enabled(int enabled) {
   int prev = !dt__no_grad;

@@ -163,6 +163,7 @@ DTDEF dt_status dt_optimizer_step(dt_optimizer *o) {
                                          o->st[i].buf2 ? o->st[i].buf2->st->ptr : NULL);
     if (s != DT_OK) return dt__backend_fail(op, p->st->device, s);
     o->st[i].step++;
+    dt__bump(p); /* autograd sees the parameter changed */
   }
   return DT_OK;
 }

@@ -62,10 +62,22 @@ static dt_tensor *dt__binary(const char *op, dt__binary_op bop, const dt_tensor 
   return dt__done(op, y, dt__be(a->st->device)->binary(a->st->device.index, bop, a->dtype, &g, a->st->ptr, b->st->ptr, y->st->ptr));
 }
 
-DTDEF dt_tensor *dt_add(const dt_tensor *a, const dt_tensor *b) { return dt__binary("dt_add", DT__B_ADD, a, b); }
-DTDEF dt_tensor *dt_sub(const dt_tensor *a, const dt_tensor *b) { return dt__binary("dt_sub", DT__B_SUB, a, b); }
-DTDEF dt_tensor *dt_mul(const dt_tensor *a, const dt_tensor *b) { return dt__binary("dt_mul", DT__B_MUL, a, b); }
-DTDEF dt_tensor *dt_div(const dt_tensor *a, const dt_tensor *b) { return dt__binary("dt_div", DT__B_DIV, a, b); }
+DTDEF dt_tensor *dt_add(const dt_tensor *a, const dt_tensor *b) {
+  dt_tensor *y = dt__binary("dt_add", DT__B_ADD, a, b);
+  return DT__AG2(y, DT__AG_ADD, "dt_add", a, b);
+}
+DTDEF dt_tensor *dt_sub(const dt_tensor *a, const dt_tensor *b) {
+  dt_tensor *y = dt__binary("dt_sub", DT__B_SUB, a, b);
+  return DT__AG2(y, DT__AG_SUB, "dt_sub", a, b);
+}
+DTDEF dt_tensor *dt_mul(const dt_tensor *a, const dt_tensor *b) {
+  dt_tensor *y = dt__binary("dt_mul", DT__B_MUL, a, b);
+  return DT__AG2(y, DT__AG_MUL, "dt_mul", a, b);
+}
+DTDEF dt_tensor *dt_div(const dt_tensor *a, const dt_tensor *b) {
+  dt_tensor *y = dt__binary("dt_div", DT__B_DIV, a, b);
+  return DT__AG2(y, DT__AG_DIV, "dt_div", a, b);
+}
 
 /* y = op(a). Integer tensors take AFFINE with integral p0, p1 and NEG. */
 static dt_tensor *dt__unary(const char *op, dt__unary_op uop, const dt_tensor *a, double p0, double p1) {
@@ -87,13 +99,34 @@ static dt_tensor *dt__unary(const char *op, dt__unary_op uop, const dt_tensor *a
   return dt__done(op, y, dt__be(a->st->device)->unary(a->st->device.index, uop, a->dtype, a->numel, a->st->ptr, y->st->ptr, p0, p1));
 }
 
-DTDEF dt_tensor *dt_add_scalar(const dt_tensor *a, double s) { return dt__unary("dt_add_scalar", DT__U_AFFINE, a, 1.0, s); }
-DTDEF dt_tensor *dt_mul_scalar(const dt_tensor *a, double s) { return dt__unary("dt_mul_scalar", DT__U_AFFINE, a, s, 0.0); }
-DTDEF dt_tensor *dt_exp(const dt_tensor *a) { return dt__unary("dt_exp", DT__U_EXP, a, 0, 0); }
-DTDEF dt_tensor *dt_log(const dt_tensor *a) { return dt__unary("dt_log", DT__U_LOG, a, 0, 0); }
-DTDEF dt_tensor *dt_sqrt(const dt_tensor *a) { return dt__unary("dt_sqrt", DT__U_SQRT, a, 0, 0); }
-DTDEF dt_tensor *dt_neg(const dt_tensor *a) { return dt__unary("dt_neg", DT__U_NEG, a, 0, 0); }
-DTDEF dt_tensor *dt_relu(const dt_tensor *a) { return dt__unary("dt_relu", DT__U_RELU, a, 0, 0); }
+DTDEF dt_tensor *dt_add_scalar(const dt_tensor *a, double s) {
+  dt_tensor *y = dt__unary("dt_add_scalar", DT__U_AFFINE, a, 1.0, s);
+  return DT__AG1(y, DT__AG_ADD_SCALAR, "dt_add_scalar", a);
+}
+DTDEF dt_tensor *dt_mul_scalar(const dt_tensor *a, double s) {
+  dt_tensor *y = dt__unary("dt_mul_scalar", DT__U_AFFINE, a, s, 0.0);
+  return y && DT__AG_ON(a) ? dt__ag_record1a(y, DT__AG_MUL_SCALAR, "dt_mul_scalar", a, s, 0, 0, NULL) : y;
+}
+DTDEF dt_tensor *dt_exp(const dt_tensor *a) {
+  dt_tensor *y = dt__unary("dt_exp", DT__U_EXP, a, 0, 0);
+  return DT__AG1(y, DT__AG_EXP, "dt_exp", a);
+}
+DTDEF dt_tensor *dt_log(const dt_tensor *a) {
+  dt_tensor *y = dt__unary("dt_log", DT__U_LOG, a, 0, 0);
+  return DT__AG1(y, DT__AG_LOG, "dt_log", a);
+}
+DTDEF dt_tensor *dt_sqrt(const dt_tensor *a) {
+  dt_tensor *y = dt__unary("dt_sqrt", DT__U_SQRT, a, 0, 0);
+  return DT__AG1(y, DT__AG_SQRT, "dt_sqrt", a);
+}
+DTDEF dt_tensor *dt_neg(const dt_tensor *a) {
+  dt_tensor *y = dt__unary("dt_neg", DT__U_NEG, a, 0, 0);
+  return DT__AG1(y, DT__AG_NEG, "dt_neg", a);
+}
+DTDEF dt_tensor *dt_relu(const dt_tensor *a) {
+  dt_tensor *y = dt__unary("dt_relu", DT__U_RELU, a, 0, 0);
+  return DT__AG1(y, DT__AG_RELU, "dt_relu", a);
+}
 
 /* Row-major batched matmul with the shapes already checked; y is made here. */
 static dt_tensor *dt__gemm(const char *op, const dt_tensor *a, const dt_tensor *b, int ta, int tb, int64_t batch,
@@ -104,7 +137,7 @@ static dt_tensor *dt__gemm(const char *op, const dt_tensor *a, const dt_tensor *
                                                      a->st->ptr, sa, b->st->ptr, sb, 0.0, y->st->ptr, m * n));
 }
 
-DTDEF dt_tensor *dt_matmul(const dt_tensor *a, const dt_tensor *b) {
+static dt_tensor *dt__matmul(const dt_tensor *a, const dt_tensor *b) {
   const char *op = "dt_matmul";
   int na, nb;
   int64_t batch = 1, m, k, k2, n, sa, sb;
@@ -147,8 +180,12 @@ DTDEF dt_tensor *dt_matmul(const dt_tensor *a, const dt_tensor *b) {
   else if (nb == 2) ys = dt_shape1(n);
   return dt__gemm(op, a, b, 0, 0, batch, m, n, k, sa, sb, ys);
 }
+DTDEF dt_tensor *dt_matmul(const dt_tensor *a, const dt_tensor *b) {
+  dt_tensor *y = dt__matmul(a, b);
+  return DT__AG2(y, DT__AG_MATMUL, "dt_matmul", a, b);
+}
 
-DTDEF dt_tensor *dt_transpose(const dt_tensor *a) {
+static dt_tensor *dt__transpose(const dt_tensor *a) {
   const char *op = "dt_transpose";
   dt__bcast g;
   dt_tensor *y;
@@ -167,8 +204,12 @@ DTDEF dt_tensor *dt_transpose(const dt_tensor *a) {
   g.astride[0] = 1; g.astride[1] = a->shape.dims[1];
   return dt__done(op, y, dt__be(a->st->device)->binary(a->st->device.index, DT__B_COPY_A, a->dtype, &g, a->st->ptr, a->st->ptr, y->st->ptr));
 }
+DTDEF dt_tensor *dt_transpose(const dt_tensor *a) {
+  dt_tensor *y = dt__transpose(a);
+  return DT__AG1(y, DT__AG_TRANSPOSE, "dt_transpose", a);
+}
 
-DTDEF dt_tensor *dt_reshape(const dt_tensor *a, dt_shape s) {
+static dt_tensor *dt__reshape(const dt_tensor *a, dt_shape s) {
   const char *op = "dt_reshape";
   int i, infer = -1;
   int64_t known = 1, numel = 0;
@@ -203,6 +244,10 @@ DTDEF dt_tensor *dt_reshape(const dt_tensor *a, dt_shape s) {
   DT__ATOMIC_ADD(&a->st->refs, 1);
   return dt__wrap(op, a->st, &s, a->dtype, a->numel, a->nbytes);
 }
+DTDEF dt_tensor *dt_reshape(const dt_tensor *a, dt_shape s) {
+  dt_tensor *y = dt__reshape(a, s);
+  return DT__AG1(y, DT__AG_RESHAPE, "dt_reshape", a);
+}
 
 static dt_tensor *dt__reduce(const char *op, dt__reduce_op rop, const dt_tensor *a, int64_t outer, int64_t len,
                              int64_t inner, dt_shape ys) {
@@ -217,13 +262,21 @@ static dt_tensor *dt__reduce_all(const char *op, dt__reduce_op rop, const dt_ten
 }
 static dt_tensor *dt__sum_bytes(const char *op, const dt_tensor *a); /* sum of U8/BOOL, I64 */
 DTDEF dt_tensor *dt_sum(const dt_tensor *a) {
+  dt_tensor *y;
   if (a && (a->dtype == DT_U8 || a->dtype == DT_BOOL)) return dt__sum_bytes("dt_sum", a);
-  return dt__reduce_all("dt_sum", DT__R_SUM, a);
+  y = dt__reduce_all("dt_sum", DT__R_SUM, a);
+  return DT__AG1(y, DT__AG_SUM, "dt_sum", a);
 }
-DTDEF dt_tensor *dt_mean(const dt_tensor *a) { return dt__reduce_all("dt_mean", DT__R_MEAN, a); }
-DTDEF dt_tensor *dt_norm(const dt_tensor *a) { return dt__reduce_all("dt_norm", DT__R_NORM, a); }
+DTDEF dt_tensor *dt_mean(const dt_tensor *a) {
+  dt_tensor *y = dt__reduce_all("dt_mean", DT__R_MEAN, a);
+  return DT__AG1(y, DT__AG_MEAN, "dt_mean", a);
+}
+DTDEF dt_tensor *dt_norm(const dt_tensor *a) {
+  dt_tensor *y = dt__reduce_all("dt_norm", DT__R_NORM, a);
+  return DT__AG1(y, DT__AG_NORM, "dt_norm", a);
+}
 
-DTDEF dt_tensor *dt_sum_dim(const dt_tensor *a, int dim) {
+static dt_tensor *dt__sum_dim(const dt_tensor *a, int dim) {
   const char *op = "dt_sum_dim";
   int nd, i, j;
   uint64_t outer = 1, inner = 1; /* wrap-safe: an empty a may have huge dims; dt__new checks ys */
@@ -243,8 +296,12 @@ DTDEF dt_tensor *dt_sum_dim(const dt_tensor *a, int dim) {
   ys.ndim = nd - 1;
   return dt__reduce(op, DT__R_SUM, a, (int64_t)outer, a->shape.dims[dim], (int64_t)inner, ys);
 }
+DTDEF dt_tensor *dt_sum_dim(const dt_tensor *a, int dim) {
+  dt_tensor *y = dt__sum_dim(a, dim);
+  return y && DT__AG_ON(a) ? dt__ag_record1a(y, DT__AG_SUM_DIM, "dt_sum_dim", a, 0, dim, 0, NULL) : y;
+}
 
-DTDEF dt_tensor *dt_cast(const dt_tensor *a, dt_dtype t) {
+static dt_tensor *dt__cast(const dt_tensor *a, dt_dtype t) {
   const char *op = "dt_cast";
   dt_tensor *y;
   if (dt__check_tensor(op, "a", a) != DT_OK || dt__check_dtype(op, t) != DT_OK) return NULL;
@@ -252,8 +309,13 @@ DTDEF dt_tensor *dt_cast(const dt_tensor *a, dt_dtype t) {
   if (y->numel == 0) return y;
   return dt__done(op, y, dt__be(a->st->device)->cast(a->st->device.index, a->dtype, t, a->numel, a->st->ptr, y->st->ptr));
 }
+/* between float dtypes the gradient goes back cast; to an integer one it stops (as PyTorch) */
+DTDEF dt_tensor *dt_cast(const dt_tensor *a, dt_dtype t) {
+  dt_tensor *y = dt__cast(a, t);
+  return y && DT__AG_ON(a) && dt__is_float(t) ? dt__ag_record1(y, DT__AG_CAST, "dt_cast", a) : y;
+}
 
-DTDEF dt_tensor *dt_stack(const dt_tensor *const *ts, int n) {
+static dt_tensor *dt__stack(const dt_tensor *const *ts, int n) {
   const char *op = "dt_stack";
   dt_shape s;
   dt_tensor *y;
@@ -292,12 +354,18 @@ DTDEF dt_tensor *dt_stack(const dt_tensor *const *ts, int n) {
     }
   return y;
 }
+DTDEF dt_tensor *dt_stack(const dt_tensor *const *ts, int n) {
+  dt_tensor *y = dt__stack(ts, n);
+  return y && dt__ag_on_list(ts, n) ? dt__ag_record(y, DT__AG_STACK, "dt_stack", n, ts, NULL) : y;
+}
 
 DTDEF dt_status dt_fill_(dt_tensor *t, double v) {
   dt_status s;
-  if ((s = dt__check_tensor("dt_fill_", "t", t)) != DT_OK) return s;
+  if ((s = dt__check_tensor("dt_fill_", "t", t)) != DT_OK || (s = dt__inplace_check("dt_fill_", "t", t)) != DT_OK) return s;
   if (t->numel == 0) return DT_OK;
-  return dt__run("dt_fill_", t->st->device, dt__be(t->st->device)->fill(t->st->device.index, t->dtype, t->numel, v, t->st->ptr));
+  s = dt__run("dt_fill_", t->st->device, dt__be(t->st->device)->fill(t->st->device.index, t->dtype, t->numel, v, t->st->ptr));
+  if (s == DT_OK) dt__bump(t);
+  return s;
 }
 
 /* Two tensors `an` and `bn` of op: valid, on one device, one floating dtype, one shape
@@ -318,7 +386,9 @@ static dt_status dt__same_float_shape(const char *op, const char *an, const dt_t
 DTDEF dt_status dt_axpy_(dt_tensor *y, double alpha, const dt_tensor *x) {
   const char *op = "dt_axpy_";
   dt_status s;
-  if ((s = dt__same_float_shape(op, "y", y, "x", x)) != DT_OK) return s;
+  if ((s = dt__same_float_shape(op, "y", y, "x", x)) != DT_OK || (s = dt__inplace_check(op, "y", y)) != DT_OK) return s;
   if (y->numel == 0) return DT_OK;
-  return dt__run(op, y->st->device, dt__be(y->st->device)->axpy(y->st->device.index, y->dtype, y->numel, alpha, x->st->ptr, y->st->ptr));
+  s = dt__run(op, y->st->device, dt__be(y->st->device)->axpy(y->st->device.index, y->dtype, y->numel, alpha, x->st->ptr, y->st->ptr));
+  if (s == DT_OK) dt__bump(y);
+  return s;
 }

@@ -53,10 +53,22 @@ static dt_tensor *dt__arg_reduce(const char *op, int min, int idx, int all, cons
 
 DTDEF dt_tensor *dt_argmax(const dt_tensor *t, int dim) { return dt__arg_reduce("dt_argmax", 0, 1, 0, t, dim); }
 DTDEF dt_tensor *dt_argmin(const dt_tensor *t, int dim) { return dt__arg_reduce("dt_argmin", 1, 1, 0, t, dim); }
-DTDEF dt_tensor *dt_max_dim(const dt_tensor *t, int dim) { return dt__arg_reduce("dt_max_dim", 0, 0, 0, t, dim); }
-DTDEF dt_tensor *dt_min_dim(const dt_tensor *t, int dim) { return dt__arg_reduce("dt_min_dim", 1, 0, 0, t, dim); }
-DTDEF dt_tensor *dt_max(const dt_tensor *t) { return dt__arg_reduce("dt_max", 0, 0, 1, t, 0); }
-DTDEF dt_tensor *dt_min(const dt_tensor *t) { return dt__arg_reduce("dt_min", 1, 0, 1, t, 0); }
+DTDEF dt_tensor *dt_max_dim(const dt_tensor *t, int dim) {
+  dt_tensor *y = dt__arg_reduce("dt_max_dim", 0, 0, 0, t, dim);
+  return y && DT__AG_ON(t) ? dt__ag_record1a(y, DT__AG_MAX_DIM, "dt_max_dim", t, 0, dim, 0, NULL) : y;
+}
+DTDEF dt_tensor *dt_min_dim(const dt_tensor *t, int dim) {
+  dt_tensor *y = dt__arg_reduce("dt_min_dim", 1, 0, 0, t, dim);
+  return y && DT__AG_ON(t) ? dt__ag_record1a(y, DT__AG_MIN_DIM, "dt_min_dim", t, 0, dim, 0, NULL) : y;
+}
+DTDEF dt_tensor *dt_max(const dt_tensor *t) {
+  dt_tensor *y = dt__arg_reduce("dt_max", 0, 0, 1, t, 0);
+  return DT__AG1(y, DT__AG_MAX, "dt_max", t);
+}
+DTDEF dt_tensor *dt_min(const dt_tensor *t) {
+  dt_tensor *y = dt__arg_reduce("dt_min", 1, 0, 1, t, 0);
+  return DT__AG1(y, DT__AG_MIN, "dt_min", t);
+}
 
 static dt_tensor *dt__softmax(const char *op, int lg, const dt_tensor *t, int dim) {
   int64_t outer = 0, len = 0, inner = 0; /* set by dt__dim_geom (zeros: GCC -O3 cannot tell) */
@@ -68,8 +80,14 @@ static dt_tensor *dt__softmax(const char *op, int lg, const dt_tensor *t, int di
   if (y->numel == 0) return y;
   return dt__done(op, y, dt__be(t->st->device)->softmax(t->st->device.index, lg, t->dtype, outer, len, inner, t->st->ptr, y->st->ptr));
 }
-DTDEF dt_tensor *dt_softmax(const dt_tensor *t, int dim) { return dt__softmax("dt_softmax", 0, t, dim); }
-DTDEF dt_tensor *dt_log_softmax(const dt_tensor *t, int dim) { return dt__softmax("dt_log_softmax", 1, t, dim); }
+DTDEF dt_tensor *dt_softmax(const dt_tensor *t, int dim) {
+  dt_tensor *y = dt__softmax("dt_softmax", 0, t, dim);
+  return y && DT__AG_ON(t) ? dt__ag_record1a(y, DT__AG_SOFTMAX, "dt_softmax", t, 0, dim, 0, NULL) : y;
+}
+DTDEF dt_tensor *dt_log_softmax(const dt_tensor *t, int dim) {
+  dt_tensor *y = dt__softmax("dt_log_softmax", 1, t, dim);
+  return y && DT__AG_ON(t) ? dt__ag_record1a(y, DT__AG_LOG_SOFTMAX, "dt_log_softmax", t, 0, dim, 0, NULL) : y;
+}
 
 /* logits: (n, c) floating, target: I64 (n,), on one device; on the CPU every label in [0, c). */
 static dt_tensor *dt__cross_entropy(const char *op, int grad, const dt_tensor *logits, const dt_tensor *target) {
@@ -108,7 +126,8 @@ static dt_tensor *dt__cross_entropy(const char *op, int grad, const dt_tensor *l
                                                                    (const int64_t *)target->st->ptr, y->st->ptr));
 }
 DTDEF dt_tensor *dt_cross_entropy(const dt_tensor *logits, const dt_tensor *target) {
-  return dt__cross_entropy("dt_cross_entropy", 0, logits, target);
+  dt_tensor *y = dt__cross_entropy("dt_cross_entropy", 0, logits, target);
+  return y && DT__AG_ON(logits) ? dt__ag_record2(y, DT__AG_CROSS_ENTROPY, "dt_cross_entropy", logits, target) : y;
 }
 DTDEF dt_tensor *dt_cross_entropy_grad(const dt_tensor *logits, const dt_tensor *target) {
   return dt__cross_entropy("dt_cross_entropy_grad", 1, logits, target);

@@ -67,14 +67,23 @@ DTDEF dt_tensor *dt_ge(const dt_tensor *a, const dt_tensor *b) { return dt__comp
 /* sigmoid: e = exp(-|x|), then 1 / (1 + e) for x >= 0 and e / (1 + e) below, so no exp
    overflows (0 and 1 at the ends, NaN stays NaN), in the tensor's own precision. Accuracy
    (tests/test_dtypes.c measures it against long double on every device): within 4 ulp. */
-DTDEF dt_tensor *dt_sigmoid(const dt_tensor *a) { return dt__unary("dt_sigmoid", DT__U_SIGMOID, a, 0, 0); }
+DTDEF dt_tensor *dt_sigmoid(const dt_tensor *a) {
+  dt_tensor *y = dt__unary("dt_sigmoid", DT__U_SIGMOID, a, 0, 0);
+  return DT__AG1(y, DT__AG_SIGMOID, "dt_sigmoid", a);
+}
 /* tanh: libm's tanhf / tanh on the CPU, CUDA's on a GPU (within 4 ulp, measured as sigmoid's;
    +-1 for large |x|). */
-DTDEF dt_tensor *dt_tanh(const dt_tensor *a) { return dt__unary("dt_tanh", DT__U_TANH, a, 0, 0); }
+DTDEF dt_tensor *dt_tanh(const dt_tensor *a) {
+  dt_tensor *y = dt__unary("dt_tanh", DT__U_TANH, a, 0, 0);
+  return DT__AG1(y, DT__AG_TANH, "dt_tanh", a);
+}
 DTDEF dt_tensor *dt_abs(const dt_tensor *a) {
   const char *op = "dt_abs";
   dt_tensor *y;
-  if (!a || a->dtype != DT_U8) return dt__unary(op, DT__U_ABS, a, 0, 0);
+  if (!a || a->dtype != DT_U8) {
+    y = dt__unary(op, DT__U_ABS, a, 0, 0);
+    return DT__AG1(y, DT__AG_ABS, op, a);
+  }
   /* uint8: |x| = x, a copy (torch.abs does the same) */
   if (!(y = dt__new_like(op, a, a->dtype))) return NULL;
   if (dt__copy_bytes(op, y->st->device, y->st->ptr, a->st->device, a->st->ptr, a->nbytes) != DT_OK) { dt_release(y); return NULL; }

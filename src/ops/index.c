@@ -53,7 +53,7 @@ static dt_status dt__strided_copy(const char *op, dt_device d, size_t es, dt__bc
   return dt__run(op, d, dt__be(d)->copy_strided(d.index, es, &m, x, y));
 }
 
-DTDEF dt_tensor *dt_slice(const dt_tensor *t, int dim, int64_t start, int64_t end) {
+static dt_tensor *dt__slice(const dt_tensor *t, int dim, int64_t start, int64_t end) {
   const char *op = "dt_slice";
   int64_t n, outer, inner, numel;
   size_t es, nbytes;
@@ -86,7 +86,7 @@ DTDEF dt_tensor *dt_slice(const dt_tensor *t, int dim, int64_t start, int64_t en
     st->refs = 1; st->device = d; st->nbytes = nbytes;
     st->ptr = (char *)t->st->ptr + (size_t)start * row;
     st->foreign = 0; st->deleter = NULL; st->del_data = st->del_ctx = NULL;
-    st->base = root;
+    st->base = root; st->version = 0;
     DT__ATOMIC_ADD(&root->refs, 1);
     return dt__wrap(op, st, &ys, t->dtype, numel, nbytes); /* on failure releases st, and so root */
   }
@@ -107,8 +107,19 @@ DTDEF dt_tensor *dt_slice(const dt_tensor *t, int dim, int64_t start, int64_t en
   }
   return y;
 }
+DTDEF dt_tensor *dt_slice(const dt_tensor *t, int dim, int64_t start, int64_t end) {
+  dt_tensor *y = dt__slice(t, dim, start, end);
+  if (y && DT__AG_ON(t)) { /* the start as dt__slice clamped it */
+    int64_t n = t->shape.dims[dim < 0 ? dim + t->shape.ndim : dim];
+    if (start < 0) start += n;
+    if (start < 0) start = 0;
+    if (start > n) start = n;
+    y = dt__ag_record1a(y, DT__AG_SLICE, "dt_slice", t, 0, dim, start, NULL);
+  }
+  return y;
+}
 
-DTDEF dt_tensor *dt_index_select(const dt_tensor *t, int dim, const dt_tensor *index) {
+static dt_tensor *dt__index_select(const dt_tensor *t, int dim, const dt_tensor *index) {
   const char *op = "dt_index_select";
   int64_t n, k, outer = 1, inner = 1, j;
   dt_shape ys;
@@ -167,11 +178,22 @@ DTDEF dt_tensor *dt_index_select(const dt_tensor *t, int dim, const dt_tensor *i
                               t->st->ptr, y->st->ptr);
   return dt__done(op, y, s);
 }
+DTDEF dt_tensor *dt_index_select(const dt_tensor *t, int dim, const dt_tensor *index) {
+  dt_tensor *y = dt__index_select(t, dim, index);
+  if (y && DT__AG_ON(t)) {
+    const dt_tensor *in[2];
+    dt__ag_args g;
+    in[0] = t; in[1] = index;
+    g.p = 0; g.dim = dim; g.start = 0; g.perm = NULL;
+    y = dt__ag_record(y, DT__AG_INDEX_SELECT, "dt_index_select", 2, in, &g);
+  }
+  return y;
+}
 
 /* torch.cat's legacy rule: a 1-d tensor with no elements, (0,), is skipped whatever the others' shapes */
 static int dt__cat_skipped(const dt_tensor *t) { return t->shape.ndim == 1 && t->shape.dims[0] == 0; }
 
-DTDEF dt_tensor *dt_cat(const dt_tensor *const *ts, int n, int dim) {
+static dt_tensor *dt__cat(const dt_tensor *const *ts, int n, int dim) {
   const char *op = "dt_cat";
   const dt_tensor *ref = NULL;
   int i, r, k, nd;
@@ -245,8 +267,17 @@ DTDEF dt_tensor *dt_cat(const dt_tensor *const *ts, int n, int dim) {
   }
   return y;
 }
+DTDEF dt_tensor *dt_cat(const dt_tensor *const *ts, int n, int dim) {
+  dt_tensor *y = dt__cat(ts, n, dim);
+  if (y && dt__ag_on_list(ts, n)) {
+    dt__ag_args g;
+    g.p = 0; g.dim = dim; g.start = 0; g.perm = NULL;
+    y = dt__ag_record(y, DT__AG_CAT, "dt_cat", n, ts, &g);
+  }
+  return y;
+}
 
-DTDEF dt_tensor *dt_permute(const dt_tensor *t, const int *dims) {
+static dt_tensor *dt__permute(const dt_tensor *t, const int *dims) {
   const char *op = "dt_permute";
   int nd, i, p[DT_MAX_DIMS], seen[DT_MAX_DIMS];
   int64_t xs[DT_MAX_DIMS], ystr;
@@ -287,4 +318,8 @@ DTDEF dt_tensor *dt_permute(const dt_tensor *t, const int *dims) {
     return NULL;
   }
   return y;
+}
+DTDEF dt_tensor *dt_permute(const dt_tensor *t, const int *dims) {
+  dt_tensor *y = dt__permute(t, dims);
+  return y && DT__AG_ON(t) ? dt__ag_record1a(y, DT__AG_PERMUTE, "dt_permute", t, 0, 0, 0, dims) : y;
 }
