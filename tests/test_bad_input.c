@@ -704,6 +704,7 @@ static dt_tensor *cv_idx(int64_t a, int64_t b, int64_t c, int64_t e) { return cv
   X_(avgpool_bw_null, DT_ERR_INVALID_ARGUMENT, "dt_f_avg_pool2d_backward:", "=grad_output is NULL", nul(dt_f_avg_pool2d_backward(NULL, cv(1, 2, 5, 5), 2, 2, 2, 2, 1, 1))) \
   X_(avgpool_gpu_cpu, DT_ERR_DEVICE_MISMATCH, "dt_f_avg_pool2d_backward:", "grad_output is on cpu and x is on cuda:0", GPUS(1, nul(dt_f_avg_pool2d_backward(cv(1, 2, 3, 3), cv_g(1, 2, 5, 5), 2, 2, 2, 2, 1, 1)))) \
   X_(adaptive_zero, DT_ERR_INVALID_ARGUMENT, "dt_f_adaptive_avg_pool2d:", "=output size must be at least 1, got (0, 3)", nul(dt_f_adaptive_avg_pool2d(cv(1, 2, 5, 5), 0, 3))) \
+  X_(adaptive_too_large, DT_ERR_SHAPE, "dt_f_adaptive_avg_pool2d:", "=too large: output size (4611686018427387904, 1) for x (1, 2, 5, 5)", nul(dt_f_adaptive_avg_pool2d(cv(1, 2, 5, 5), (int64_t)1 << 62, 1))) \
   X_(adaptive_int, DT_ERR_DTYPE, "dt_f_adaptive_avg_pool2d:", "x is int32", nul(dt_f_adaptive_avg_pool2d(cv_t(DT_I32, 1, 2, 5, 5), 1, 1))) \
   X_(adaptive_empty_c, DT_ERR_SHAPE, "dt_f_adaptive_avg_pool2d:", "non-zero channels|(1, 0, 5, 5)", nul(dt_f_adaptive_avg_pool2d(cv(1, 0, 5, 5), 1, 1))) \
   X_(adaptive_bw_shape, DT_ERR_SHAPE, "dt_f_adaptive_avg_pool2d_backward:", "(1, 2, out_h, out_w)|(1, 3, 2, 2)", nul(dt_f_adaptive_avg_pool2d_backward(cv(1, 3, 2, 2), cv(1, 2, 5, 5)))) \

@@ -279,6 +279,8 @@ static dt_status dt__pool_check(const char *op, dt__pool2d_kind kind, const dt_t
       kh = gy->shape.dims[2]; kw = gy->shape.dims[3];
     }
     p->oh = kh; p->ow = kw;
+    if ((double)kh * (double)p->h > 4e18 || (double)kw * (double)p->w > 4e18) /* the windows' bounds take o h and i out_h */
+      return dt__fail(DT_ERR_SHAPE, "%s: too large: output size (%lld, %lld) for x %s", op, (long long)kh, (long long)kw, sx);
     return DT_OK;
   }
   p->kh = kh; p->kw = kw; p->sh = sh; p->sw = sw; p->ph = ph; p->pw = pw;
