@@ -3,8 +3,8 @@
    writes only its own planes and every sum runs in one fixed order (the same bits for any
    number of threads). The pooling backward passes gather: each input position sums the
    windows that hold it, so nothing is scattered and a bogus max index is never followed.
-   Pooling reads and writes through dt__cv_get/dt__cv_set (F32 or F64 by a flag) and sums in
-   double; im2col and col2im have a typed inner loop each. */
+   Pooling sums in double; the inner loops (a row of im2col or col2im, a pooling window) are
+   typed, the rest reads and writes through dt__cv_get/dt__cv_set (F32 or F64 by a flag). */
 
 /* the output rows (or columns) whose windows [o s - p, o s - p + k) hold input position i: [*lo, *hi) within [0, on) */
 static void dt__pool_span(int64_t i, int64_t k, int64_t s, int64_t p, int64_t on, int64_t *lo, int64_t *hi) {
@@ -65,6 +65,47 @@ static void dt__col2im_row_f64(const double *row, double *xrow, int64_t ow, int6
   }
 }
 
+/* a pooling window of plane xp (w columns), rows [y0, y1), columns [x0, x1): its max and where
+   (NaN wins, the last one; else the first max), or its sum in double */
+static void dt__window_max_f32(const float *xp, int64_t w, int64_t y0, int64_t y1, int64_t x0, int64_t x1, double *best, int64_t *at) {
+  float b = -INFINITY;
+  int64_t iy, ix, a = y0 * w + x0;
+  for (iy = y0; iy < y1; iy++)
+    for (ix = x0; ix < x1; ix++) {
+      const float v = xp[iy * w + ix];
+      const int beats = v > b || v != v; /* no branch: mispredicted on random windows */
+      b = beats ? v : b;
+      a = beats ? iy * w + ix : a;
+    }
+  *best = b; *at = a;
+}
+static void dt__window_max_f64(const double *xp, int64_t w, int64_t y0, int64_t y1, int64_t x0, int64_t x1, double *best, int64_t *at) {
+  double b = -INFINITY;
+  int64_t iy, ix, a = y0 * w + x0;
+  for (iy = y0; iy < y1; iy++)
+    for (ix = x0; ix < x1; ix++) {
+      const double v = xp[iy * w + ix];
+      const int beats = v > b || v != v; /* no branch: mispredicted on random windows */
+      b = beats ? v : b;
+      a = beats ? iy * w + ix : a;
+    }
+  *best = b; *at = a;
+}
+static double dt__window_sum_f32(const float *xp, int64_t w, int64_t y0, int64_t y1, int64_t x0, int64_t x1) {
+  double s = 0;
+  int64_t iy, ix;
+  for (iy = y0; iy < y1; iy++)
+    for (ix = x0; ix < x1; ix++) s += (double)xp[iy * w + ix];
+  return s;
+}
+static double dt__window_sum_f64(const double *xp, int64_t w, int64_t y0, int64_t y1, int64_t x0, int64_t x1) {
+  double s = 0;
+  int64_t iy, ix;
+  for (iy = y0; iy < y1; iy++)
+    for (ix = x0; ix < x1; ix++) s += xp[iy * w + ix];
+  return s;
+}
+
 /* rows [lo, hi) of col: (nimg, c kh kw, oh ow), from x: (nimg, c, h, w) */
 static void dt__im2col_task(void *ctx, int64_t lo, int64_t hi) {
   const dt__conv_job *j = (const dt__conv_job *)ctx;
@@ -113,7 +154,7 @@ static void dt__pool_task(void *ctx, int64_t lo, int64_t hi) {
   const dt__conv_job *j = (const dt__conv_job *)ctx;
   const dt__pool2d *p = j->p;
   const int dbl = j->dbl;
-  int64_t plane, oy, ox, iy, ix;
+  int64_t plane, oy, ox;
   for (plane = lo; plane < hi; plane++) {
     const int64_t xo = plane * p->h * p->w, yo = plane * p->oh * p->ow;
     for (oy = 0; oy < p->oh; oy++)
@@ -133,19 +174,15 @@ static void dt__pool_task(void *ctx, int64_t lo, int64_t hi) {
           if (x0 < 0) x0 = 0;
         }
         if (p->kind == DT__POOL2D_MAX) {
-          double best = -INFINITY;
-          int64_t at = y0 * p->w + x0;
-          for (iy = y0; iy < y1; iy++)
-            for (ix = x0; ix < x1; ix++) {
-              const double v = dt__cv_get(dbl, j->x, xo + iy * p->w + ix);
-              if (v > best || v != v) { best = v; at = iy * p->w + ix; }
-            }
+          double best;
+          int64_t at;
+          if (dbl) dt__window_max_f64((const double *)j->x + xo, p->w, y0, y1, x0, x1, &best, &at);
+          else dt__window_max_f32((const float *)j->x + xo, p->w, y0, y1, x0, x1, &best, &at);
           dt__cv_set(dbl, j->y, yo + oy * p->ow + ox, best);
           if (j->idx_out) j->idx_out[yo + oy * p->ow + ox] = at;
         } else {
-          double s = 0;
-          for (iy = y0; iy < y1; iy++)
-            for (ix = x0; ix < x1; ix++) s += dt__cv_get(dbl, j->x, xo + iy * p->w + ix);
+          const double s = dbl ? dt__window_sum_f64((const double *)j->x + xo, p->w, y0, y1, x0, x1)
+                               : dt__window_sum_f32((const float *)j->x + xo, p->w, y0, y1, x0, x1);
           dt__cv_set(dbl, j->y, yo + oy * p->ow + ox, s / div);
         }
       }
