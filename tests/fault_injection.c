@@ -118,7 +118,7 @@ static void fi_check_failure(int line, long injected_before) {
 /* A check of a value (never expected to fail, injected failure or not). */
 #define VERIFY(cond) do { if (!(cond)) fi_problem(__LINE__, "wrong result: " #cond); } while (0)
 
-#define POOL 160
+#define POOL 224
 static dt_tensor *pool[POOL];
 static int npool;
 static dt_tensor *keep(dt_tensor *t) {
@@ -167,6 +167,12 @@ static int same(const double *a, const double *b, int n) {
   int i;
   for (i = 0; i < n; i++) if (a[i] != b[i]) return 0;
   return 1;
+}
+
+/* s, with a problem noted where a call that failed (s not DT_OK) set its outputs (changed) */
+static dt_status fi_outputs(dt_status s, int changed, int line) {
+  if (s != DT_OK && changed) fi_problem(line, "a failed call set its outputs");
+  return s;
 }
 
 static const float A6[6] = {1, 2, 3, 4, 5, 6};
@@ -362,6 +368,38 @@ static int workload(void) {
     REFUSE(dt_cross_entropy(a, i64), DT_ERR_SHAPE);                 /* (2, 3) and (6,) */
     NEW(u, dt_from_data(badlab, dt_shape1(2), DT_I64, dt_cpu()));
     REFUSE(dt_cross_entropy_grad(a, u), DT_ERR_INVALID_ARGUMENT);   /* label 3 of 3 classes */
+  }
+
+  /* convolution and pooling: x (2, 4, 5, 5) = 0, 1, ..., w ones (6, 2, 3, 3), b ones; a grouped,
+     strided, padded convolution, its gradients (a failed backward leaves its outputs as they
+     were), every pooling with its backward; the refusals allocate nothing */
+  {
+    dt_tensor *cx = NULL, *cw = NULL, *cb = NULL, *cy = NULL, *gx = a, *gw = a, *gb = a, *ci = a;
+    dt_status cs;
+    NEW(u, dt_arange(0, 200, 1, DT_F32, dt_cpu()));
+    NEW(cx, dt_reshape(u, dt_shape4(2, 4, 5, 5)));
+    NEW(cw, dt_ones(dt_shape4(6, 2, 3, 3), dt_cpu()));
+    NEW(cb, dt_ones(dt_shape1(6), dt_cpu()));
+    NEW(cy, dt_f_conv2d_ex(cx, cw, cb, 2, 1, 1, 0, 1, 1, 2)); /* y[0, 0, 0, 0]: rows 0-1, columns 0-2 of channels 0, 1 */
+    VERIFY(dt_dim(cy, 2) == 3 && dt_dim(cy, 3) == 3 && val(cy, 0) == 193);
+    NEW(u, dt_ones(dt_shape4(3, 4, 1, 1), dt_cpu()));
+    NEW(t, dt_f_conv2d(cx, u, NULL, 1, 0)); VERIFY(val(t, 0) == 150);                /* 1x1: x itself multiplied */
+    STEP((cs = dt_f_conv2d_backward(cy, cx, cw, 2, 1, 1, 0, 1, 1, 2, &gx, &gw, &gb),
+          fi_outputs(cs, gx != a || gw != a || gb != a, __LINE__)) == DT_OK);
+    keep(gx); keep(gw); keep(gb);
+    VERIFY(dt_dim(gx, 1) == 4 && dt_dim(gw, 1) == 2 && dt_numel(gb) == 6);
+    STEP((t = dt_f_max_pool2d_ex(cx, 3, 3, 2, 2, 1, 1, &ci), fi_outputs(t ? DT_OK : dt_last_status(), !t && ci != a, __LINE__)) == DT_OK);
+    keep(t); keep(ci);
+    VERIFY(val(t, 0) == 6 && val(ci, 0) == 6);
+    NEW(u, dt_f_max_pool2d_backward(t, cx, ci, 3, 3, 2, 2, 1, 1)); VERIFY(val(u, 6) == 6);
+    NEW(t, dt_f_avg_pool2d(cx, 2, 0, 1)); VERIFY(val(t, 0) == 0);
+    NEW(u, dt_f_avg_pool2d_backward(t, cx, 2, 2, 2, 2, 1, 1));
+    NEW(t, dt_f_adaptive_avg_pool2d(cx, 1, 1)); VERIFY(val(t, 0) == 12);
+    NEW(u, dt_f_adaptive_avg_pool2d_backward(t, cx)); VERIFY(fabs(val(u, 0) - 0.48) < 1e-6);
+    REFUSE(dt_f_conv2d(cx, cw, NULL, 1, 0), DT_ERR_SHAPE);          /* w (6, 2, 3, 3) for 4 channels, groups 1 */
+    REFUSE(dt_f_conv2d_ex(cx, cw, NULL, 1, 1, 0, 0, 1, 1, 3), DT_ERR_SHAPE); /* groups 3 of 4 channels */
+    REFUSE(dt_f_max_pool2d(cx, 3, 1, 2), DT_ERR_INVALID_ARGUMENT);  /* padding above half the kernel */
+    REFUSE(dt_f_adaptive_avg_pool2d(a, 2, 2), DT_ERR_SHAPE);        /* 2-d */
   }
 
   /* in place */

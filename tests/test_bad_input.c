@@ -388,6 +388,33 @@ static int lazy_label_unchanged(int which, int gpu) {
   return failed;
 }
 
+/* convolution and pooling: images and weights made by the rows that use them (zeros of shape
+   (a, b, c, d); _on: on a device, _t: of a dtype), kept here and released at the end of main */
+static dt_tensor *CVT[256];
+static int NCVT;
+static dt_tensor *cv_keep(dt_tensor *t) {
+  if (t && NCVT < 256) CVT[NCVT++] = t;
+  else if (t) { dt_release(t); t = NULL; } /* a full list: the row fails, and says so */
+  return t;
+}
+static dt_tensor *cv_on(dt_device d, dt_dtype t, int64_t a, int64_t b, int64_t c, int64_t e) {
+  dt_tensor *z = dt_zeros(dt_shape4(a, b, c, e), d), *r = z && t != DT_F32 ? dt_cast(z, t) : z;
+  if (r != z) dt_release(z);
+  return cv_keep(r);
+}
+static dt_tensor *cv(int64_t a, int64_t b, int64_t c, int64_t e) { return cv_on(dt_cpu(), DT_F32, a, b, c, e); }
+static dt_tensor *cv_t(dt_dtype t, int64_t a, int64_t b, int64_t c, int64_t e) { return cv_on(dt_cpu(), t, a, b, c, e); }
+static dt_tensor *cv_g(int64_t a, int64_t b, int64_t c, int64_t e) { return cv_on(dt_gpu(0), DT_F32, a, b, c, e); }
+/* dt_f_conv2d_backward of x (1, 2, 5, 5), w (3, 2, 3, 3) (output (1, 3, 3, 3)) with gy; every gradient asked */
+static dt_status conv_bw(const dt_tensor *gy, const dt_tensor *x, const dt_tensor *w, int groups) {
+  dt_tensor *gx = NULL, *gw = NULL, *gb = NULL;
+  dt_status s = dt_f_conv2d_backward(gy, x, w, 1, 1, 0, 0, 1, 1, groups, &gx, &gw, &gb);
+  dt_release(gx); dt_release(gw); dt_release(gb);
+  return s;
+}
+/* max pooling's indices (I64) of shape (a, b, c, d) */
+static dt_tensor *cv_idx(int64_t a, int64_t b, int64_t c, int64_t e) { return cv_t(DT_I64, a, b, c, e); }
+
 /* name, expected status, message prefix, words the message must hold ('|' between), the call (1: failed).
    Words that start with '=' are the whole message after the prefix, word for word.
    GPUS(n, call): a row that needs n GPUs; it is reported as skipped where there are fewer. */
@@ -648,6 +675,66 @@ static int lazy_label_unchanged(int which, int gpu) {
   X_(xent_gpu_cpu, DT_ERR_DEVICE_MISMATCH, "dt_cross_entropy:", "=expected all tensors on the same device, but target is on cpu and logits is on cuda:0 (move one with dt_to)", GPUS(1, xent_gpu_cpu(0))) \
   X_(xent_grad_gpu_cpu, DT_ERR_DEVICE_MISMATCH, "dt_cross_entropy_grad:", "target is on cpu|logits is on cuda:0", GPUS(1, xent_gpu_cpu(1))) \
   X_(argmax_gpu_ok, DT_OK, "", "", GPUS(1, nul(dt_argmax(G0, 1))))                                                          \
+  /* convolution and pooling */                                                                                             \
+  X_(conv_null_x, DT_ERR_INVALID_ARGUMENT, "dt_f_conv2d:", "=x is NULL", nul(dt_f_conv2d(NULL, cv(3, 2, 3, 3), NULL, 1, 0))) \
+  X_(conv_null_w, DT_ERR_INVALID_ARGUMENT, "dt_f_conv2d:", "=w is NULL", nul(dt_f_conv2d(cv(1, 2, 5, 5), NULL, NULL, 1, 0))) \
+  X_(conv_stride0, DT_ERR_INVALID_ARGUMENT, "dt_f_conv2d:", "=stride must be at least 1, got (0, 0)", nul(dt_f_conv2d(cv(1, 2, 5, 5), cv(3, 2, 3, 3), NULL, 0, 0))) \
+  X_(conv_stride_neg, DT_ERR_INVALID_ARGUMENT, "dt_f_conv2d:", "stride|(1, -2)", nul(dt_f_conv2d_ex(cv(1, 2, 5, 5), cv(3, 2, 3, 3), NULL, 1, -2, 0, 0, 1, 1, 1))) \
+  X_(conv_padding_neg, DT_ERR_INVALID_ARGUMENT, "dt_f_conv2d:", "=padding must be non-negative, got (-1, -1)", nul(dt_f_conv2d(cv(1, 2, 5, 5), cv(3, 2, 3, 3), NULL, 1, -1))) \
+  X_(conv_dilation0, DT_ERR_INVALID_ARGUMENT, "dt_f_conv2d:", "=dilation must be at least 1, got (1, 0)", nul(dt_f_conv2d_ex(cv(1, 2, 5, 5), cv(3, 2, 3, 3), NULL, 1, 1, 0, 0, 1, 0, 1))) \
+  X_(conv_groups0, DT_ERR_INVALID_ARGUMENT, "dt_f_conv2d:", "=groups must be at least 1, got 0", nul(dt_f_conv2d_ex(cv(1, 2, 5, 5), cv(3, 2, 3, 3), NULL, 1, 1, 0, 0, 1, 1, 0))) \
+  X_(conv_groups_c, DT_ERR_SHAPE, "dt_f_conv2d:", "=groups 4 does not divide x's 6 channels (x: (1, 6, 5, 5))", nul(dt_f_conv2d_ex(cv(1, 6, 5, 5), cv(4, 2, 3, 3), NULL, 1, 1, 0, 0, 1, 1, 4))) \
+  X_(conv_groups_oc, DT_ERR_SHAPE, "dt_f_conv2d:", "groups 4 does not divide w's 6 output channels", nul(dt_f_conv2d_ex(cv(1, 4, 5, 5), cv(6, 1, 3, 3), NULL, 1, 1, 0, 0, 1, 1, 4))) \
+  X_(conv_channels, DT_ERR_SHAPE, "dt_f_conv2d:", "=expected w's dim 1 to be x's channels / groups = 3 / 1 = 3, got w (4, 2, 3, 3) for x (1, 3, 5, 5)", nul(dt_f_conv2d(cv(1, 3, 5, 5), cv(4, 2, 3, 3), NULL, 1, 0))) \
+  X_(conv_channels_groups, DT_ERR_SHAPE, "dt_f_conv2d:", "x's channels / groups = 4 / 2 = 2|(4, 4, 3, 3)", nul(dt_f_conv2d_ex(cv(1, 4, 5, 5), cv(4, 4, 3, 3), NULL, 1, 1, 0, 0, 1, 1, 2))) \
+  X_(conv_small, DT_ERR_SHAPE, "dt_f_conv2d:", "=input smaller than the kernel: x (1, 2, 2, 2) padded by (0, 0) against kernel (3, 3) dilated by (1, 1)", nul(dt_f_conv2d(cv(1, 2, 2, 2), cv(3, 2, 3, 3), NULL, 1, 0))) \
+  X_(conv_small_dilated, DT_ERR_SHAPE, "dt_f_conv2d:", "input smaller than the kernel|dilated by (2147483647, 1)", nul(dt_f_conv2d_ex(cv(1, 2, 5, 5), cv(3, 2, 3, 3), NULL, 1, 1, 0, 0, INT_MAX, 1, 1))) \
+  X_(conv_small_wide, DT_ERR_SHAPE, "dt_f_conv2d:", "input smaller than the kernel|(1, 2, 5, 5)", nul(dt_f_conv2d_ex(cv(1, 2, 5, 5), cv(3, 2, 1, 7), NULL, 1, 1, 0, 0, 1, 1, 1))) \
+  X_(conv_padded_ok, DT_OK, "", "", nul(dt_f_conv2d(cv(1, 2, 2, 2), cv(3, 2, 3, 3), NULL, 1, 1)))                           \
+  X_(conv_x_3d, DT_ERR_SHAPE, "dt_f_conv2d:", "=expected x to be 4-d (n, c, h, w), got shape (2, 3, 4)", nul(dt_f_conv2d(B3, cv(3, 2, 3, 3), NULL, 1, 0))) \
+  X_(conv_w_2d, DT_ERR_SHAPE, "dt_f_conv2d:", "expected w to be 4-d|(2, 3)", nul(dt_f_conv2d(cv(1, 2, 5, 5), F, NULL, 1, 0))) \
+  X_(conv_x_empty_hw, DT_ERR_SHAPE, "dt_f_conv2d:", "non-zero channels, height and width|(1, 2, 0, 5)", nul(dt_f_conv2d(cv(1, 2, 0, 5), cv(3, 2, 3, 3), NULL, 1, 1))) \
+  X_(conv_bias_shape, DT_ERR_SHAPE, "dt_f_conv2d:", "=expected b of shape (3,) (w's output channels), got (2, 3)", nul(dt_f_conv2d(cv(1, 2, 5, 5), cv(3, 2, 3, 3), F, 1, 0))) \
+  X_(conv_int, DT_ERR_DTYPE, "dt_f_conv2d:", "x is int32|float32 or float64", nul(dt_f_conv2d(cv_t(DT_I32, 1, 2, 5, 5), cv_t(DT_I32, 3, 2, 3, 3), NULL, 1, 0))) \
+  X_(conv_mixed_dtype, DT_ERR_DTYPE, "dt_f_conv2d:", "=expected tensors of one dtype, but x is float32 and w is float64 (convert one with dt_cast)", nul(dt_f_conv2d(cv(1, 2, 5, 5), cv_t(DT_F64, 3, 2, 3, 3), NULL, 1, 0))) \
+  X_(conv_bias_dtype, DT_ERR_DTYPE, "dt_f_conv2d:", "x is float32 and b is float64", nul(dt_f_conv2d(cv(1, 2, 5, 5), cv(2, 2, 3, 3), D, 1, 0))) \
+  X_(conv_gpu_cpu, DT_ERR_DEVICE_MISMATCH, "dt_f_conv2d:", "=expected all tensors on the same device, but w is on cpu and x is on cuda:0 (move one with dt_to)", GPUS(1, nul(dt_f_conv2d(cv_g(1, 2, 5, 5), cv(3, 2, 3, 3), NULL, 1, 0)))) \
+  X_(conv_bias_cpu, DT_ERR_DEVICE_MISMATCH, "dt_f_conv2d:", "b is on cpu and x is on cuda:0", GPUS(1, nul(dt_f_conv2d(cv_g(1, 2, 5, 5), cv_g(2, 2, 3, 3), V, 1, 0)))) \
+  X_(conv_device_before_dtype, DT_ERR_DEVICE_MISMATCH, "dt_f_conv2d:", "w is on cuda:0|x is on cpu", GPUS(1, nul(dt_f_conv2d(cv_t(DT_I32, 1, 2, 5, 5), cv_g(3, 2, 9, 9), NULL, 1, 0)))) \
+  X_(conv_gpu_ok, DT_OK, "", "", GPUS(1, nul(dt_f_conv2d(cv_g(1, 2, 5, 5), cv_g(3, 2, 3, 3), NULL, 1, 0))))                 \
+  X_(conv_bw_null_gy, DT_ERR_INVALID_ARGUMENT, "dt_f_conv2d_backward:", "=grad_output is NULL", bad(conv_bw(NULL, cv(1, 2, 5, 5), cv(3, 2, 3, 3), 1))) \
+  X_(conv_bw_null_x, DT_ERR_INVALID_ARGUMENT, "dt_f_conv2d_backward:", "=x is NULL", bad(conv_bw(cv(1, 3, 3, 3), NULL, cv(3, 2, 3, 3), 1))) \
+  X_(conv_bw_shape, DT_ERR_SHAPE, "dt_f_conv2d_backward:", "=expected grad_output of shape (1, 3, 3, 3) (the output's), got (1, 3, 5, 5)", bad(conv_bw(cv(1, 3, 5, 5), cv(1, 2, 5, 5), cv(3, 2, 3, 3), 1))) \
+  X_(conv_bw_dtype, DT_ERR_DTYPE, "dt_f_conv2d_backward:", "x is float32 and grad_output is float64", bad(conv_bw(cv_t(DT_F64, 1, 3, 3, 3), cv(1, 2, 5, 5), cv(3, 2, 3, 3), 1))) \
+  X_(conv_bw_groups, DT_ERR_SHAPE, "dt_f_conv2d_backward:", "groups 3 does not divide x's 2 channels", bad(conv_bw(cv(1, 3, 3, 3), cv(1, 2, 5, 5), cv(3, 2, 3, 3), 3))) \
+  X_(conv_bw_gpu_cpu, DT_ERR_DEVICE_MISMATCH, "dt_f_conv2d_backward:", "grad_output is on cuda:0 and x is on cpu", GPUS(1, bad(conv_bw(cv_g(1, 3, 3, 3), cv(1, 2, 5, 5), cv(3, 2, 3, 3), 1)))) \
+  X_(maxpool_null, DT_ERR_INVALID_ARGUMENT, "dt_f_max_pool2d:", "=x is NULL", nul(dt_f_max_pool2d(NULL, 2, 2, 0)))            \
+  X_(maxpool_kernel0, DT_ERR_INVALID_ARGUMENT, "dt_f_max_pool2d:", "=kernel size must be at least 1, got (0, 0)", nul(dt_f_max_pool2d(cv(1, 2, 5, 5), 0, 1, 0))) \
+  X_(maxpool_stride_neg, DT_ERR_INVALID_ARGUMENT, "dt_f_max_pool2d:", "stride must be at least 1 (0: the kernel size), got (-1, -1)", nul(dt_f_max_pool2d(cv(1, 2, 5, 5), 2, -1, 0))) \
+  X_(maxpool_padding_half, DT_ERR_INVALID_ARGUMENT, "dt_f_max_pool2d:", "=padding must be between 0 and half the kernel size, got (2, 2) for kernel (3, 3)", nul(dt_f_max_pool2d(cv(1, 2, 5, 5), 3, 1, 2))) \
+  X_(maxpool_padding_neg, DT_ERR_INVALID_ARGUMENT, "dt_f_max_pool2d:", "padding|(0, -1)", nul(dt_f_max_pool2d_ex(cv(1, 2, 5, 5), 3, 3, 1, 1, 0, -1, NULL))) \
+  X_(maxpool_small, DT_ERR_SHAPE, "dt_f_max_pool2d:", "=input smaller than the kernel: x (1, 2, 2, 2) padded by (0, 0) against kernel (3, 3)", nul(dt_f_max_pool2d(cv(1, 2, 2, 2), 3, 1, 0))) \
+  X_(maxpool_3d, DT_ERR_SHAPE, "dt_f_max_pool2d:", "4-d (n, c, h, w)|(2, 3, 4)", nul(dt_f_max_pool2d(B3, 2, 2, 0)))          \
+  X_(maxpool_int, DT_ERR_DTYPE, "dt_f_max_pool2d:", "x is int64", nul(dt_f_max_pool2d(cv_t(DT_I64, 1, 2, 5, 5), 2, 2, 0)))   \
+  X_(maxpool_bw_null_idx, DT_ERR_INVALID_ARGUMENT, "dt_f_max_pool2d_backward:", "=indices is NULL", nul(dt_f_max_pool2d_backward(cv(1, 2, 2, 2), cv(1, 2, 5, 5), NULL, 2, 2, 2, 2, 0, 0))) \
+  X_(maxpool_bw_idx_dtype, DT_ERR_DTYPE, "dt_f_max_pool2d_backward:", "indices must be int64|float32", nul(dt_f_max_pool2d_backward(cv(1, 2, 2, 2), cv(1, 2, 5, 5), cv(1, 2, 2, 2), 2, 2, 2, 2, 0, 0))) \
+  X_(maxpool_bw_idx_shape, DT_ERR_SHAPE, "dt_f_max_pool2d_backward:", "=expected indices of shape (1, 2, 2, 2) (the output's), got (1, 2, 3, 3)", nul(dt_f_max_pool2d_backward(cv(1, 2, 2, 2), cv(1, 2, 5, 5), cv_idx(1, 2, 3, 3), 2, 2, 2, 2, 0, 0))) \
+  X_(maxpool_bw_gy_shape, DT_ERR_SHAPE, "dt_f_max_pool2d_backward:", "expected grad_output of shape (1, 2, 2, 2)|(1, 2, 3, 3)", nul(dt_f_max_pool2d_backward(cv(1, 2, 3, 3), cv(1, 2, 5, 5), cv_idx(1, 2, 2, 2), 2, 2, 0, 0, 0, 0))) \
+  X_(maxpool_bw_gpu_idx, DT_ERR_DEVICE_MISMATCH, "dt_f_max_pool2d_backward:", "indices is on cpu and x is on cuda:0", GPUS(1, nul(dt_f_max_pool2d_backward(cv_g(1, 2, 2, 2), cv_g(1, 2, 5, 5), cv_idx(1, 2, 2, 2), 2, 2, 2, 2, 0, 0)))) \
+  X_(maxpool_gpu_ok, DT_OK, "", "", GPUS(1, nul(dt_f_max_pool2d(cv_g(1, 2, 5, 5), 3, 2, 1))))                               \
+  X_(avgpool_padding_half, DT_ERR_INVALID_ARGUMENT, "dt_f_avg_pool2d:", "half the kernel size|(2, 1)|(3, 2)", nul(dt_f_avg_pool2d_ex(cv(1, 2, 5, 5), 3, 2, 1, 1, 2, 1))) \
+  X_(avgpool_small, DT_ERR_SHAPE, "dt_f_avg_pool2d:", "input smaller than the kernel", nul(dt_f_avg_pool2d_ex(cv(1, 2, 5, 1), 2, 2, 1, 1, 0, 0))) \
+  X_(avgpool_f64_ok, DT_OK, "", "", nul(dt_f_avg_pool2d(cv_t(DT_F64, 1, 2, 5, 5), 2, 0, 1)))                                \
+  X_(avgpool_bw_shape, DT_ERR_SHAPE, "dt_f_avg_pool2d_backward:", "expected grad_output of shape (1, 2, 3, 3)|(1, 2, 2, 2)", nul(dt_f_avg_pool2d_backward(cv(1, 2, 2, 2), cv(1, 2, 5, 5), 2, 2, 2, 2, 1, 1))) \
+  X_(avgpool_bw_null, DT_ERR_INVALID_ARGUMENT, "dt_f_avg_pool2d_backward:", "=grad_output is NULL", nul(dt_f_avg_pool2d_backward(NULL, cv(1, 2, 5, 5), 2, 2, 2, 2, 1, 1))) \
+  X_(avgpool_gpu_cpu, DT_ERR_DEVICE_MISMATCH, "dt_f_avg_pool2d_backward:", "grad_output is on cpu and x is on cuda:0", GPUS(1, nul(dt_f_avg_pool2d_backward(cv(1, 2, 3, 3), cv_g(1, 2, 5, 5), 2, 2, 2, 2, 1, 1)))) \
+  X_(adaptive_zero, DT_ERR_INVALID_ARGUMENT, "dt_f_adaptive_avg_pool2d:", "=output size must be at least 1, got (0, 3)", nul(dt_f_adaptive_avg_pool2d(cv(1, 2, 5, 5), 0, 3))) \
+  X_(adaptive_too_large, DT_ERR_SHAPE, "dt_f_adaptive_avg_pool2d:", "=too large: output size (4611686018427387904, 1) for x (1, 2, 5, 5)", nul(dt_f_adaptive_avg_pool2d(cv(1, 2, 5, 5), (int64_t)1 << 62, 1))) \
+  X_(adaptive_int, DT_ERR_DTYPE, "dt_f_adaptive_avg_pool2d:", "x is int32", nul(dt_f_adaptive_avg_pool2d(cv_t(DT_I32, 1, 2, 5, 5), 1, 1))) \
+  X_(adaptive_empty_c, DT_ERR_SHAPE, "dt_f_adaptive_avg_pool2d:", "non-zero channels|(1, 0, 5, 5)", nul(dt_f_adaptive_avg_pool2d(cv(1, 0, 5, 5), 1, 1))) \
+  X_(adaptive_bw_shape, DT_ERR_SHAPE, "dt_f_adaptive_avg_pool2d_backward:", "(1, 2, out_h, out_w)|(1, 3, 2, 2)", nul(dt_f_adaptive_avg_pool2d_backward(cv(1, 3, 2, 2), cv(1, 2, 5, 5)))) \
+  X_(adaptive_bw_dtype, DT_ERR_DTYPE, "dt_f_adaptive_avg_pool2d_backward:", "x is float32 and grad_output is float64", nul(dt_f_adaptive_avg_pool2d_backward(cv_t(DT_F64, 1, 2, 2, 2), cv(1, 2, 5, 5)))) \
+  X_(adaptive_gpu_ok, DT_OK, "", "", GPUS(1, nul(dt_f_adaptive_avg_pool2d(cv_g(1, 2, 5, 5), 7, 2))))                          \
   /* dt_copy_ is one of the functions that move data: any two devices, same dtype and shape */                              \
   X_(copy_gpu_from_cpu_ok, DT_OK, "", "", GPUS(1, bad(dt_copy_(G0, F))))                                                    \
   X_(copy_gpu1_from_gpu0_ok, DT_OK, "", "", GPUS(2, bad(dt_copy_(G1, G0))))                                                 \
@@ -1369,6 +1456,7 @@ int main(void) {
   dt_release(YD); dt_release(B3); dt_release(C3); dt_release(C35); dt_release(T8);
   dt_release(G0); dt_release(G0V); dt_release(GD0); dt_release(GX); dt_release(GY); dt_release(G0B3); dt_release(G0C3);
   dt_release(G1); dt_release(G1X); dt_release(G1Y); dt_release(G1C3);
+  while (NCVT > 0) dt_release(CVT[--NCVT]);
   clf_release();
   dt_module_free(NET); dt_module_free(LAZY); dt_module_free(RELU); dt_module_free(NETR); dt_module_free(NETG);
   return t_finish();

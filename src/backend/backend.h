@@ -66,6 +66,23 @@ typedef struct dt__bcast {
   int64_t bstride[DT_MAX_DIMS];
 } dt__bcast;
 
+/* convolution and pooling geometry (every size in elements; see im2col, col2im, pool2d):
+   x: (n, c, h, w); a convolution's weight: (oc, c / groups, kh, kw), its output (n, oc, oh, ow) */
+typedef struct dt__conv2d {
+  int64_t n, c, h, w, oc, oh, ow;
+  int64_t kh, kw, sh, sw, ph, pw, dh, dw, groups;
+} dt__conv2d;
+/* max: windows of kh x kw every sh, sw rows and columns from -ph, -pw, the padding -inf;
+   avg: the same windows, each sum divided by its size clipped to (h + ph, w + pw) only
+   (count_include_pad); adaptive avg: output row i averages rows floor(i h / oh) to
+   ceil((i + 1) h / oh) - 1, and so for columns (kh .. pw unused). y: (n, c, oh, ow). */
+typedef enum dt__pool2d_kind { DT__POOL2D_MAX = 0, DT__POOL2D_AVG, DT__POOL2D_ADAPTIVE_AVG } dt__pool2d_kind;
+typedef struct dt__pool2d {
+  dt__pool2d_kind kind;
+  int64_t n, c, h, w, oh, ow;
+  int64_t kh, kw, sh, sw, ph, pw;
+} dt__pool2d;
+
 /* Each table entry is written by name: DT__SLOT(alloc) dt__cpu_alloc, ... It is a
    designated initializer where the language has one (C99; C++20, which also
    checks the order), a plain positional entry in C++11-17. A slot written
@@ -145,6 +162,18 @@ typedef struct dt__backend {
   void      (*dist_comm_free)(void *comm);
   dt_status (*dist_all_reduce)(int ncomm, void *const *comms, const int *devs, dt_dtype t, int op, int64_t n, void *const *bufs);
   dt_status (*dist_broadcast)(int ncomm, void *const *comms, const int *devs, dt_dtype t, int64_t n, void *const *bufs, int root);
+  /* convolution (the core multiplies with gemm) and pooling; F32, F64; g's sizes all > 0.
+     im2col: x (nimg, c, h, w) -> col (nimg, c kh kw, oh ow),
+     col[i, (ci kh + ki) kw + kj, oy ow + ox] = x[i, ci, oy sh - ph + ki dh, ox sw - pw + kj dw], 0 outside x.
+     col2im, its adjoint: x (overwritten) at each position = the sum of the col entries im2col puts it in. */
+  dt_status (*im2col)(int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, const void *x, void *col);
+  dt_status (*col2im)(int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, const void *col, void *x);
+  /* y (n, c, oh, ow) from x (n, c, h, w); max also writes idx (like y): where in its plane
+     (row h_in * w + column) the max is: the first max, or the last NaN (NaN wins, as PyTorch's) */
+  dt_status (*pool2d)(int dev, dt_dtype t, const dt__pool2d *p, const void *x, void *y, int64_t *idx);
+  /* gx (n, c, h, w), overwritten: each position's sum over the windows that hold it of gy's entry,
+     divided by the window's count for avg; for max only where idx names that position */
+  dt_status (*pool2d_backward)(int dev, dt_dtype t, const dt__pool2d *p, const void *gy, const int64_t *idx, void *gx);
 } dt__backend;
 
 

@@ -36,7 +36,12 @@ static const dt__backend *dt__cpu_backend(void) {
     DT__SLOT(dist_comm_init_all) NULL,
     DT__SLOT(dist_comm_free) NULL,
     DT__SLOT(dist_all_reduce) NULL,
-    DT__SLOT(dist_broadcast) NULL
+    DT__SLOT(dist_broadcast) NULL,
+    /* convolution and pooling */
+    DT__SLOT(im2col) dt__cpu_im2col,
+    DT__SLOT(col2im) dt__cpu_col2im,
+    DT__SLOT(pool2d) dt__cpu_pool2d,
+    DT__SLOT(pool2d_backward) dt__cpu_pool2d_backward
   };
   return &be;
 }

@@ -38,7 +38,12 @@ extern "C" const dt__backend *dt__cuda_backend(void) {
     DT__SLOT(dist_comm_init_all) cu_dist_comm_init_all,
     DT__SLOT(dist_comm_free) cu_dist_comm_free,
     DT__SLOT(dist_all_reduce) cu_dist_all_reduce,
-    DT__SLOT(dist_broadcast) cu_dist_broadcast
+    DT__SLOT(dist_broadcast) cu_dist_broadcast,
+    /* convolution and pooling */
+    DT__SLOT(im2col) cu_im2col,
+    DT__SLOT(col2im) cu_col2im,
+    DT__SLOT(pool2d) cu_pool2d,
+    DT__SLOT(pool2d_backward) cu_pool2d_backward
   };
   return &be;
 }

@@ -1,0 +1,277 @@
+/* Convolution's im2col and col2im, and 2-d pooling with its backward, on the thread pool:
+   im2col by rows of col, everything else by (image, channel) planes, so that each thread
+   writes only its own planes and every sum runs in one fixed order (the same bits for any
+   number of threads). The pooling backward passes gather: each input position sums the
+   windows that hold it, so nothing is scattered and a bogus max index is never followed.
+   Pooling sums in double; the inner loops (a row of im2col or col2im, a pooling window) are
+   typed, the rest reads and writes through dt__cv_get/dt__cv_set (F32 or F64 by a flag). */
+
+/* the output rows (or columns) whose windows [o s - p, o s - p + k) hold input position i: [*lo, *hi) within [0, on) */
+static void dt__pool_span(int64_t i, int64_t k, int64_t s, int64_t p, int64_t on, int64_t *lo, int64_t *hi) {
+  int64_t a = i + p - k + 1, b = (i + p) / s + 1;
+  *lo = a <= 0 ? 0 : (a + s - 1) / s;
+  *hi = b < on ? b : on;
+}
+/* adaptive pooling: window o of `in` positions over `on` outputs is [start, end), as PyTorch's */
+static int64_t dt__adapt_start(int64_t o, int64_t in, int64_t on) { return (o / on) * in + ((o % on) * in) / on; }
+static int64_t dt__adapt_end(int64_t o, int64_t in, int64_t on) { return 1 + ((o + 1) * in - 1) / on; }
+/* avg pooling's divisor for the window from a (a row or column, padding counted) of k, clipped to n + p */
+static int64_t dt__avg_extent(int64_t a, int64_t k, int64_t n, int64_t p) { return (a + k < n + p ? a + k : n + p) - a; }
+
+static double dt__cv_get(int dbl, const void *p, int64_t i) { return dbl ? ((const double *)p)[i] : (double)((const float *)p)[i]; }
+static void dt__cv_set(int dbl, void *p, int64_t i, double v) {
+  if (dbl) ((double *)p)[i] = v;
+  else ((float *)p)[i] = (float)v;
+}
+
+typedef struct dt__conv_job {
+  int dbl;                   /* F64, else F32 */
+  const dt__conv2d *g;
+  const dt__pool2d *p;
+  const void *x;
+  void *y;
+  const int64_t *idx;        /* pool2d_backward's (max) */
+  int64_t *idx_out;          /* pool2d's (max) */
+} dt__conv_job;
+
+/* one output row of col: row[ox] = xrow[ox sw + x0] where that is within [0, w), else 0 */
+static void dt__im2col_row_f32(float *row, const float *xrow, int64_t ow, int64_t sw, int64_t x0, int64_t w) {
+  int64_t ox;
+  for (ox = 0; ox < ow; ox++) {
+    const int64_t ix = ox * sw + x0;
+    row[ox] = ix >= 0 && ix < w ? xrow[ix] : 0.0f;
+  }
+}
+static void dt__im2col_row_f64(double *row, const double *xrow, int64_t ow, int64_t sw, int64_t x0, int64_t w) {
+  int64_t ox;
+  for (ox = 0; ox < ow; ox++) {
+    const int64_t ix = ox * sw + x0;
+    row[ox] = ix >= 0 && ix < w ? xrow[ix] : 0.0;
+  }
+}
+/* its adjoint: xrow[ox sw + x0] += row[ox] where that is within [0, w) */
+static void dt__col2im_row_f32(const float *row, float *xrow, int64_t ow, int64_t sw, int64_t x0, int64_t w) {
+  int64_t ox;
+  for (ox = 0; ox < ow; ox++) {
+    const int64_t ix = ox * sw + x0;
+    if (ix >= 0 && ix < w) xrow[ix] += row[ox];
+  }
+}
+static void dt__col2im_row_f64(const double *row, double *xrow, int64_t ow, int64_t sw, int64_t x0, int64_t w) {
+  int64_t ox;
+  for (ox = 0; ox < ow; ox++) {
+    const int64_t ix = ox * sw + x0;
+    if (ix >= 0 && ix < w) xrow[ix] += row[ox];
+  }
+}
+
+/* a pooling window of plane xp (w columns), rows [y0, y1), columns [x0, x1): its max and where
+   (NaN wins, the last one; else the first max), or its sum in double */
+static void dt__window_max_f32(const float *xp, int64_t w, int64_t y0, int64_t y1, int64_t x0, int64_t x1, double *best, int64_t *at) {
+  float b = -INFINITY;
+  int64_t iy, ix, a = y0 * w + x0;
+  for (iy = y0; iy < y1; iy++)
+    for (ix = x0; ix < x1; ix++) {
+      const float v = xp[iy * w + ix];
+      const int beats = v > b || v != v; /* no branch: mispredicted on random windows */
+      b = beats ? v : b;
+      a = beats ? iy * w + ix : a;
+    }
+  *best = b; *at = a;
+}
+static void dt__window_max_f64(const double *xp, int64_t w, int64_t y0, int64_t y1, int64_t x0, int64_t x1, double *best, int64_t *at) {
+  double b = -INFINITY;
+  int64_t iy, ix, a = y0 * w + x0;
+  for (iy = y0; iy < y1; iy++)
+    for (ix = x0; ix < x1; ix++) {
+      const double v = xp[iy * w + ix];
+      const int beats = v > b || v != v; /* no branch: mispredicted on random windows */
+      b = beats ? v : b;
+      a = beats ? iy * w + ix : a;
+    }
+  *best = b; *at = a;
+}
+static double dt__window_sum_f32(const float *xp, int64_t w, int64_t y0, int64_t y1, int64_t x0, int64_t x1) {
+  double s = 0;
+  int64_t iy, ix;
+  for (iy = y0; iy < y1; iy++)
+    for (ix = x0; ix < x1; ix++) s += (double)xp[iy * w + ix];
+  return s;
+}
+static double dt__window_sum_f64(const double *xp, int64_t w, int64_t y0, int64_t y1, int64_t x0, int64_t x1) {
+  double s = 0;
+  int64_t iy, ix;
+  for (iy = y0; iy < y1; iy++)
+    for (ix = x0; ix < x1; ix++) s += xp[iy * w + ix];
+  return s;
+}
+
+/* rows [lo, hi) of col: (nimg, c kh kw, oh ow), from x: (nimg, c, h, w) */
+static void dt__im2col_task(void *ctx, int64_t lo, int64_t hi) {
+  const dt__conv_job *j = (const dt__conv_job *)ctx;
+  const dt__conv2d *g = j->g;
+  const size_t es = j->dbl ? sizeof(double) : sizeof(float);
+  const int64_t kk = g->kh * g->kw, l = g->oh * g->ow;
+  int64_t r, oy;
+  for (r = lo; r < hi; r++) {
+    const int64_t plane = r / kk, ki = r % kk / g->kw, kj = r % g->kw; /* plane: image * c + channel */
+    const char *xp = (const char *)j->x + (size_t)(plane * g->h * g->w) * es;
+    for (oy = 0; oy < g->oh; oy++) {
+      const int64_t iy = oy * g->sh - g->ph + ki * g->dh, x0 = kj * g->dw - g->pw;
+      char *row = (char *)j->y + (size_t)(r * l + oy * g->ow) * es;
+      if (iy < 0 || iy >= g->h) memset(row, 0, (size_t)g->ow * es);
+      else if (j->dbl) dt__im2col_row_f64((double *)row, (const double *)xp + iy * g->w, g->ow, g->sw, x0, g->w);
+      else dt__im2col_row_f32((float *)row, (const float *)xp + iy * g->w, g->ow, g->sw, x0, g->w);
+    }
+  }
+}
+
+/* planes [lo, hi) of x: (nimg, c, h, w), each the sum of its entries of col: (nimg, c kh kw, oh ow) */
+static void dt__col2im_task(void *ctx, int64_t lo, int64_t hi) {
+  const dt__conv_job *j = (const dt__conv_job *)ctx;
+  const dt__conv2d *g = j->g;
+  const size_t es = j->dbl ? sizeof(double) : sizeof(float);
+  const int64_t kk = g->kh * g->kw, l = g->oh * g->ow;
+  int64_t plane, k, oy;
+  for (plane = lo; plane < hi; plane++) {
+    char *xp = (char *)j->y + (size_t)(plane * g->h * g->w) * es;
+    memset(xp, 0, (size_t)(g->h * g->w) * es);
+    for (k = 0; k < kk; k++) {
+      const int64_t ki = k / g->kw, kj = k % g->kw, x0 = kj * g->dw - g->pw;
+      for (oy = 0; oy < g->oh; oy++) {
+        const int64_t iy = oy * g->sh - g->ph + ki * g->dh;
+        const char *row = (const char *)j->x + (size_t)((plane * kk + k) * l + oy * g->ow) * es;
+        if (iy < 0 || iy >= g->h) continue;
+        if (j->dbl) dt__col2im_row_f64((const double *)row, (double *)xp + iy * g->w, g->ow, g->sw, x0, g->w);
+        else dt__col2im_row_f32((const float *)row, (float *)xp + iy * g->w, g->ow, g->sw, x0, g->w);
+      }
+    }
+  }
+}
+
+/* planes [lo, hi) of y: (n, c, oh, ow) (and idx for max) from x: (n, c, h, w) */
+static void dt__pool_task(void *ctx, int64_t lo, int64_t hi) {
+  const dt__conv_job *j = (const dt__conv_job *)ctx;
+  const dt__pool2d *p = j->p;
+  const int dbl = j->dbl;
+  int64_t plane, oy, ox;
+  for (plane = lo; plane < hi; plane++) {
+    const int64_t xo = plane * p->h * p->w, yo = plane * p->oh * p->ow;
+    for (oy = 0; oy < p->oh; oy++)
+      for (ox = 0; ox < p->ow; ox++) {
+        int64_t y0, y1, x0, x1;
+        double div;
+        if (p->kind == DT__POOL2D_ADAPTIVE_AVG) {
+          y0 = dt__adapt_start(oy, p->h, p->oh); y1 = dt__adapt_end(oy, p->h, p->oh);
+          x0 = dt__adapt_start(ox, p->w, p->ow); x1 = dt__adapt_end(ox, p->w, p->ow);
+          div = (double)((y1 - y0) * (x1 - x0));
+        } else {
+          y0 = oy * p->sh - p->ph; x0 = ox * p->sw - p->pw;
+          div = (double)(dt__avg_extent(y0, p->kh, p->h, p->ph) * dt__avg_extent(x0, p->kw, p->w, p->pw)); /* count_include_pad */
+          y1 = y0 + p->kh < p->h ? y0 + p->kh : p->h;
+          x1 = x0 + p->kw < p->w ? x0 + p->kw : p->w;
+          if (y0 < 0) y0 = 0;
+          if (x0 < 0) x0 = 0;
+        }
+        if (p->kind == DT__POOL2D_MAX) {
+          double best;
+          int64_t at;
+          if (dbl) dt__window_max_f64((const double *)j->x + xo, p->w, y0, y1, x0, x1, &best, &at);
+          else dt__window_max_f32((const float *)j->x + xo, p->w, y0, y1, x0, x1, &best, &at);
+          dt__cv_set(dbl, j->y, yo + oy * p->ow + ox, best);
+          if (j->idx_out) j->idx_out[yo + oy * p->ow + ox] = at;
+        } else {
+          const double s = dbl ? dt__window_sum_f64((const double *)j->x + xo, p->w, y0, y1, x0, x1)
+                               : dt__window_sum_f32((const float *)j->x + xo, p->w, y0, y1, x0, x1);
+          dt__cv_set(dbl, j->y, yo + oy * p->ow + ox, s / div);
+        }
+      }
+  }
+}
+
+/* planes [lo, hi) of gx: (n, c, h, w) from gy: (n, c, oh, ow) (and idx for max) */
+static void dt__pool_back_task(void *ctx, int64_t lo, int64_t hi) {
+  const dt__conv_job *j = (const dt__conv_job *)ctx;
+  const dt__pool2d *p = j->p;
+  const int dbl = j->dbl;
+  int64_t plane, oy, ox, iy, ix;
+  for (plane = lo; plane < hi; plane++) {
+    const int64_t xo = plane * p->h * p->w, yo = plane * p->oh * p->ow;
+    for (iy = 0; iy < p->h; iy++)
+      for (ix = 0; ix < p->w; ix++) {
+        int64_t y0, y1, x0, x1;
+        double s = 0;
+        if (p->kind == DT__POOL2D_ADAPTIVE_AVG) {
+          y0 = iy * p->oh / p->h; y1 = ((iy + 1) * p->oh + p->h - 1) / p->h;
+          x0 = ix * p->ow / p->w; x1 = ((ix + 1) * p->ow + p->w - 1) / p->w;
+          if (y1 > p->oh) y1 = p->oh;
+          if (x1 > p->ow) x1 = p->ow;
+        } else {
+          dt__pool_span(iy, p->kh, p->sh, p->ph, p->oh, &y0, &y1);
+          dt__pool_span(ix, p->kw, p->sw, p->pw, p->ow, &x0, &x1);
+        }
+        for (oy = y0; oy < y1; oy++)
+          for (ox = x0; ox < x1; ox++) {
+            const int64_t o = yo + oy * p->ow + ox;
+            if (p->kind == DT__POOL2D_MAX) {
+              if (j->idx[o] == iy * p->w + ix) s += dt__cv_get(dbl, j->x, o);
+            } else if (p->kind == DT__POOL2D_AVG) {
+              s += dt__cv_get(dbl, j->x, o) / (double)(dt__avg_extent(oy * p->sh - p->ph, p->kh, p->h, p->ph) *
+                                                       dt__avg_extent(ox * p->sw - p->pw, p->kw, p->w, p->pw));
+            } else {
+              const int64_t a = dt__adapt_start(oy, p->h, p->oh), e = dt__adapt_end(oy, p->h, p->oh);
+              const int64_t b = dt__adapt_start(ox, p->w, p->ow), f = dt__adapt_end(ox, p->w, p->ow);
+              if (iy >= a && iy < e && ix >= b && ix < f) s += dt__cv_get(dbl, j->x, o) / (double)((e - a) * (f - b));
+            }
+          }
+        dt__cv_set(dbl, j->y, xo + iy * p->w + ix, s);
+      }
+  }
+}
+
+static dt_status dt__cpu_conv_job(const char *what, dt_dtype t, dt__conv_job *j) {
+  memset(j, 0, sizeof *j);
+  j->dbl = t == DT_F64;
+  if (t == DT_F32 || t == DT_F64) return DT_OK;
+  snprintf(dt__cpu_err, sizeof dt__cpu_err, "%s is not defined for %s", what, dt__dtype_str(t));
+  return DT_ERR_DTYPE;
+}
+
+/* items of about `work` elements each, in chunks of some DT__GRAIN_MEM elements */
+static int64_t dt__conv_grain(int64_t work) { return work >= DT__GRAIN_MEM ? 1 : (DT__GRAIN_MEM + work - 1) / (work > 0 ? work : 1); }
+
+static dt_status dt__cpu_im2col(int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, const void *x, void *col) {
+  dt__conv_job j;
+  (void)dev;
+  if (dt__cpu_conv_job("im2col", t, &j) != DT_OK) return DT_ERR_DTYPE;
+  j.g = g; j.x = x; j.y = col;
+  dt__par_for(nimg * g->c * g->kh * g->kw, dt__conv_grain(g->oh * g->ow), dt__im2col_task, &j);
+  return DT_OK;
+}
+
+static dt_status dt__cpu_col2im(int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, const void *col, void *x) {
+  dt__conv_job j;
+  (void)dev;
+  if (dt__cpu_conv_job("col2im", t, &j) != DT_OK) return DT_ERR_DTYPE;
+  j.g = g; j.x = col; j.y = x;
+  dt__par_for(nimg * g->c, dt__conv_grain(g->kh * g->kw * g->oh * g->ow), dt__col2im_task, &j);
+  return DT_OK;
+}
+
+static dt_status dt__cpu_pool2d(int dev, dt_dtype t, const dt__pool2d *p, const void *x, void *y, int64_t *idx) {
+  dt__conv_job j;
+  (void)dev;
+  if (dt__cpu_conv_job("pool2d", t, &j) != DT_OK) return DT_ERR_DTYPE;
+  j.p = p; j.x = x; j.y = y; j.idx_out = p->kind == DT__POOL2D_MAX ? idx : NULL;
+  dt__par_for(p->n * p->c, dt__conv_grain(p->h * p->w + p->oh * p->ow), dt__pool_task, &j);
+  return DT_OK;
+}
+
+static dt_status dt__cpu_pool2d_backward(int dev, dt_dtype t, const dt__pool2d *p, const void *gy, const int64_t *idx, void *gx) {
+  dt__conv_job j;
+  (void)dev;
+  if (dt__cpu_conv_job("pool2d_backward", t, &j) != DT_OK) return DT_ERR_DTYPE;
+  j.p = p; j.x = gy; j.y = gx; j.idx = idx;
+  dt__par_for(p->n * p->c, dt__conv_grain(p->h * p->w + p->oh * p->ow), dt__pool_back_task, &j);
+  return DT_OK;
+}

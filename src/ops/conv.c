@@ -1,0 +1,358 @@
+/* dt_f_conv2d and its backward, and 2-d max, average and adaptive average pooling with
+   theirs. A convolution is im2col and a gemm per group on any backend: a block of images
+   is unfolded into col (c kh kw, oh ow) per image in one scratch tensor on the device (at
+   most DT__CONV_COL_BYTES, one image at least), then each group's weights (oc / groups,
+   c kh kw / groups) multiply its rows of col, every image of the block in one batched gemm.
+   A 1x1 convolution with stride 1 and no padding multiplies x itself. The weight gradient is
+   one gemm per image (beta 1 after the first), the input gradient gemms into col and col2im
+   folds it back, the bias gradient two sums. */
+
+#define DT__CONV_COL_BYTES ((int64_t)32 << 20)
+
+/* x: a 4-d F32/F64 tensor (n, c, h, w) with c, h and w above 0 */
+static dt_status dt__check_images(const char *op, const char *name, const dt_tensor *x) {
+  char sb[200];
+  if (x->shape.ndim != 4)
+    return dt__fail(DT_ERR_SHAPE, "%s: expected %s to be 4-d (n, c, h, w), got shape %s", op, name,
+                    dt__shape_str(&x->shape, sb, sizeof sb));
+  if (x->shape.dims[1] == 0 || x->shape.dims[2] == 0 || x->shape.dims[3] == 0)
+    return dt__fail(DT_ERR_SHAPE, "%s: expected %s to have non-zero channels, height and width, got shape %s", op, name,
+                    dt__shape_str(&x->shape, sb, sizeof sb));
+  return DT_OK;
+}
+
+/* one output size, (in + 2 p - d (k - 1) - 1) / s + 1; -1 when below 1 (the input smaller than the kernel) */
+static int64_t dt__conv_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
+  /* in is a tensor's dim, p and d ints, k a dim: compared in double first, so that d (k - 1) cannot wrap */
+  if ((double)d * (double)(k - 1) >= (double)in + 2.0 * (double)p) return -1;
+  return (in + 2 * p - d * (k - 1) - 1) / s + 1;
+}
+
+/* The checks every convolution call makes (gy: NULL for the forward), in their order: NULLs,
+   devices, dtypes, the int arguments, shapes. Fills g. */
+static dt_status dt__conv_check(const char *op, const dt_tensor *gy, const dt_tensor *x, const dt_tensor *w, const dt_tensor *b,
+                                int sh, int sw, int ph, int pw, int dh, int dw, int groups, dt__conv2d *g) {
+  char sx[200], sw_[200], sy[200];
+  int64_t kh, kw;
+  if (dt__check_tensor(op, "x", x) != DT_OK || dt__check_tensor(op, "w", w) != DT_OK) return dt_last_status();
+  if (dt__same_device(op, "x", x, "w", w) != DT_OK) return DT_ERR_DEVICE_MISMATCH;
+  if (b && dt__same_device(op, "x", x, "b", b) != DT_OK) return DT_ERR_DEVICE_MISMATCH;
+  if (gy && dt__same_device(op, "x", x, "grad_output", gy) != DT_OK) return DT_ERR_DEVICE_MISMATCH;
+  if (dt__float_only(op, "x", x) != DT_OK || dt__same_dtype(op, "x", x, "w", w) != DT_OK) return DT_ERR_DTYPE;
+  if (b && dt__same_dtype(op, "x", x, "b", b) != DT_OK) return DT_ERR_DTYPE;
+  if (gy && dt__same_dtype(op, "x", x, "grad_output", gy) != DT_OK) return DT_ERR_DTYPE;
+  if (sh < 1 || sw < 1)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: stride must be at least 1, got (%d, %d)", op, sh, sw);
+  if (ph < 0 || pw < 0)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: padding must be non-negative, got (%d, %d)", op, ph, pw);
+  if (dh < 1 || dw < 1)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: dilation must be at least 1, got (%d, %d)", op, dh, dw);
+  if (groups < 1) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: groups must be at least 1, got %d", op, groups);
+  if (dt__check_images(op, "x", x) != DT_OK) return DT_ERR_SHAPE;
+  dt__shape_str(&x->shape, sx, sizeof sx);
+  dt__shape_str(&w->shape, sw_, sizeof sw_);
+  if (w->shape.ndim != 4 || w->shape.dims[0] == 0 || w->shape.dims[2] == 0 || w->shape.dims[3] == 0)
+    return dt__fail(DT_ERR_SHAPE, "%s: expected w to be 4-d (out_channels, in_channels / groups, kh, kw) with every size above 0, got shape %s",
+                    op, sw_);
+  if (x->shape.dims[1] % groups != 0)
+    return dt__fail(DT_ERR_SHAPE, "%s: groups %d does not divide x's %lld channels (x: %s)", op, groups,
+                    (long long)x->shape.dims[1], sx);
+  if (w->shape.dims[0] % groups != 0)
+    return dt__fail(DT_ERR_SHAPE, "%s: groups %d does not divide w's %lld output channels (w: %s)", op, groups,
+                    (long long)w->shape.dims[0], sw_);
+  if (w->shape.dims[1] * groups != x->shape.dims[1])
+    return dt__fail(DT_ERR_SHAPE, "%s: expected w's dim 1 to be x's channels / groups = %lld / %d = %lld, got w %s for x %s", op,
+                    (long long)x->shape.dims[1], groups, (long long)(x->shape.dims[1] / groups), sw_, sx);
+  if (b && (b->shape.ndim != 1 || b->shape.dims[0] != w->shape.dims[0]))
+    return dt__fail(DT_ERR_SHAPE, "%s: expected b of shape (%lld,) (w's output channels), got %s", op, (long long)w->shape.dims[0],
+                    dt__shape_str(&b->shape, sy, sizeof sy));
+  memset(g, 0, sizeof *g);
+  kh = w->shape.dims[2]; kw = w->shape.dims[3];
+  g->n = x->shape.dims[0]; g->c = x->shape.dims[1]; g->h = x->shape.dims[2]; g->w = x->shape.dims[3];
+  g->oc = w->shape.dims[0]; g->kh = kh; g->kw = kw;
+  g->sh = sh; g->sw = sw; g->ph = ph; g->pw = pw; g->dh = dh; g->dw = dw; g->groups = groups;
+  if ((g->oh = dt__conv_out(g->h, kh, sh, ph, dh)) < 1 || (g->ow = dt__conv_out(g->w, kw, sw, pw, dw)) < 1)
+    return dt__fail(DT_ERR_SHAPE,
+                    "%s: input smaller than the kernel: x %s padded by (%d, %d) against kernel (%lld, %lld) dilated by (%d, %d)",
+                    op, sx, ph, pw, (long long)kh, (long long)kw, dh, dw);
+  if (gy && (gy->shape.ndim != 4 || gy->shape.dims[0] != g->n || gy->shape.dims[1] != g->oc || gy->shape.dims[2] != g->oh ||
+             gy->shape.dims[3] != g->ow))
+    return dt__fail(DT_ERR_SHAPE, "%s: expected grad_output of shape (%lld, %lld, %lld, %lld) (the output's), got %s", op,
+                    (long long)g->n, (long long)g->oc, (long long)g->oh, (long long)g->ow,
+                    dt__shape_str(&gy->shape, sy, sizeof sy));
+  return DT_OK;
+}
+
+/* 1x1, stride 1, no padding: col is x itself */
+static int dt__conv_direct(const dt__conv2d *g) {
+  return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
+}
+
+/* The images per block, and the scratch col for them (NULL for a direct convolution). */
+static dt_status dt__conv_col(const char *op, const dt__conv2d *g, dt_dtype t, dt_device d, int64_t *nb, dt_tensor **col) {
+  const double per = (double)g->c * (double)g->kh * (double)g->kw * (double)g->oh * (double)g->ow; /* col's elements per image */
+  const size_t es = dt__dtype_bytes(t);
+  int64_t k;
+  *col = NULL;
+  if (dt__conv_direct(g)) { *nb = g->n; return DT_OK; }
+  if (per * (double)es > 4e18)
+    return dt__fail(DT_ERR_SHAPE, "%s: too large: one image unfolds into %.0f elements", op, per);
+  k = (int64_t)per;
+  *nb = k * (int64_t)es >= DT__CONV_COL_BYTES ? 1 : DT__CONV_COL_BYTES / (k * (int64_t)es);
+  if (*nb > g->n) *nb = g->n;
+  if (*nb < 1) *nb = 1;
+  *col = dt__new(op, dt_shape1(*nb * k), t, d);
+  return *col ? DT_OK : dt_last_status();
+}
+
+/* y = conv(x, w) + b (b may be NULL); g->n > 0 */
+static dt_status dt__conv_forward(const char *op, const dt__conv2d *g, dt_dtype t, dt_device d, const void *x, const void *w,
+                                  const void *b, void *y) {
+  const dt__backend *be = dt__be(d);
+  const size_t es = dt__dtype_bytes(t);
+  const int64_t l = g->oh * g->ow, ocg = g->oc / g->groups, kg = g->c / g->groups * g->kh * g->kw, ckk = kg * g->groups;
+  const int direct = dt__conv_direct(g);
+  int64_t nb = 0, n0, gi;
+  dt_tensor *col = NULL;
+  dt_status s;
+  if ((s = dt__conv_col(op, g, t, d, &nb, &col)) != DT_OK) return s;
+  if (b) { /* y[i, o, :] = b[o], then the products add to it */
+    dt__bcast bc;
+    memset(&bc, 0, sizeof bc);
+    bc.ndim = 3; bc.numel = g->n * g->oc * l;
+    bc.dims[0] = g->n; bc.dims[1] = g->oc; bc.dims[2] = l;
+    bc.astride[0] = 0; bc.astride[1] = 1; bc.astride[2] = 0;
+    bc.bstride[0] = g->oc * l; bc.bstride[1] = l; bc.bstride[2] = 1;
+    if ((s = dt__strided_copy(op, d, es, &bc, b, y)) != DT_OK) { dt_release(col); return s; }
+  }
+  for (n0 = 0; n0 < g->n && s == DT_OK; n0 += nb) {
+    const int64_t m = g->n - n0 < nb ? g->n - n0 : nb;
+    const char *src = direct ? (const char *)x + (size_t)(n0 * g->c * g->h * g->w) * es : (const char *)col->st->ptr;
+    if (!direct) s = dt__run(op, d, be->im2col(d.index, t, g, m, (const char *)x + (size_t)(n0 * g->c * g->h * g->w) * es, col->st->ptr));
+    for (gi = 0; gi < g->groups && s == DT_OK; gi++)
+      s = dt__run(op, d, be->gemm(d.index, t, 0, 0, m, ocg, l, kg, 1.0, (const char *)w + (size_t)(gi * ocg * kg) * es, 0,
+                                  src + (size_t)(gi * kg * l) * es, ckk * l, b ? 1.0 : 0.0,
+                                  (char *)y + (size_t)((n0 * g->oc + gi * ocg) * l) * es, g->oc * l));
+  }
+  dt_release(col);
+  return s;
+}
+
+DTDEF dt_tensor *dt_f_conv2d_ex(const dt_tensor *x, const dt_tensor *w, const dt_tensor *b, int sh, int sw, int ph, int pw,
+                                int dh, int dw, int groups) {
+  const char *op = "dt_f_conv2d";
+  dt__conv2d g;
+  dt_tensor *y;
+  dt_status s;
+  if (dt__conv_check(op, NULL, x, w, b, sh, sw, ph, pw, dh, dw, groups, &g) != DT_OK) return NULL;
+  if (!(y = dt__new(op, dt_shape4(g.n, g.oc, g.oh, g.ow), x->dtype, x->st->device))) return NULL;
+  if (g.n == 0) return y;
+  s = dt__conv_forward(op, &g, x->dtype, x->st->device, x->st->ptr, w->st->ptr, b ? b->st->ptr : NULL, y->st->ptr);
+  if (s != DT_OK) { dt_release(y); return NULL; }
+  return y;
+}
+
+DTDEF dt_tensor *dt_f_conv2d(const dt_tensor *x, const dt_tensor *w, const dt_tensor *b, int stride, int padding) {
+  return dt_f_conv2d_ex(x, w, b, stride, stride, padding, padding, 1, 1, 1);
+}
+
+/* gb (oc,) = the sums of gy (n, oc, l) over n and l, through tmp (n, oc) */
+static dt_status dt__conv_bias_grad(const char *op, const dt__conv2d *g, dt_dtype t, dt_device d, const void *gy, void *tmp,
+                                    void *gb) {
+  const dt__backend *be = dt__be(d);
+  dt_status s = dt__run(op, d, be->reduce(d.index, DT__R_SUM, t, g->n * g->oc, g->oh * g->ow, 1, gy, tmp));
+  return s != DT_OK ? s : dt__run(op, d, be->reduce(d.index, DT__R_SUM, t, 1, g->n, g->oc, tmp, gb));
+}
+
+/* gx (like x) and gw (like w), either NULL, from gy; g->n > 0 */
+static dt_status dt__conv_backward(const char *op, const dt__conv2d *g, dt_dtype t, dt_device d, const void *gy, const void *x,
+                                   const void *w, void *gx, void *gw) {
+  const dt__backend *be = dt__be(d);
+  const size_t es = dt__dtype_bytes(t);
+  const int64_t l = g->oh * g->ow, ocg = g->oc / g->groups, kg = g->c / g->groups * g->kh * g->kw, ckk = kg * g->groups;
+  const int64_t chw = g->c * g->h * g->w;
+  const int direct = dt__conv_direct(g);
+  int64_t nb = 0, n0, i, gi;
+  dt_tensor *col = NULL;
+  dt_status s;
+  if ((s = dt__conv_col(op, g, t, d, &nb, &col)) != DT_OK) return s;
+  for (n0 = 0; n0 < g->n && s == DT_OK; n0 += nb) {
+    const int64_t m = g->n - n0 < nb ? g->n - n0 : nb;
+    const char *gyb = (const char *)gy + (size_t)(n0 * g->oc * l) * es;
+    if (gw) { /* gw[group] (+)= gy[i, group] (ocg, l) @ col[i, group]^T (l, kg), every group in one call */
+      const char *src = direct ? (const char *)x + (size_t)(n0 * chw) * es : (const char *)col->st->ptr;
+      if (!direct) s = dt__run(op, d, be->im2col(d.index, t, g, m, (const char *)x + (size_t)(n0 * chw) * es, col->st->ptr));
+      for (i = 0; i < m && s == DT_OK; i++)
+        s = dt__run(op, d, be->gemm(d.index, t, 0, 1, g->groups, ocg, kg, l, 1.0, gyb + (size_t)(i * g->oc * l) * es, ocg * l,
+                                    src + (size_t)(i * ckk * l) * es, kg * l, n0 + i == 0 ? 0.0 : 1.0, gw, ocg * kg));
+    }
+    if (gx && s == DT_OK) { /* gcol[i, group] = w[group]^T (kg, ocg) @ gy[i, group] (ocg, l), then folded into gx */
+      char *dst = direct ? (char *)gx + (size_t)(n0 * chw) * es : (char *)col->st->ptr;
+      for (gi = 0; gi < g->groups && s == DT_OK; gi++)
+        s = dt__run(op, d, be->gemm(d.index, t, 1, 0, m, kg, l, ocg, 1.0, (const char *)w + (size_t)(gi * ocg * kg) * es, 0,
+                                    gyb + (size_t)(gi * ocg * l) * es, g->oc * l, 0.0, dst + (size_t)(gi * kg * l) * es, ckk * l));
+      if (!direct && s == DT_OK)
+        s = dt__run(op, d, be->col2im(d.index, t, g, m, col->st->ptr, (char *)gx + (size_t)(n0 * chw) * es));
+    }
+  }
+  dt_release(col);
+  return s;
+}
+
+DTDEF dt_status dt_f_conv2d_backward(const dt_tensor *grad_output, const dt_tensor *x, const dt_tensor *w, int sh, int sw,
+                                     int ph, int pw, int dh, int dw, int groups, dt_tensor **grad_input,
+                                     dt_tensor **grad_weight, dt_tensor **grad_bias) {
+  const char *op = "dt_f_conv2d_backward";
+  dt__conv2d g;
+  dt_tensor *gx = NULL, *gw = NULL, *gb = NULL, *tmp = NULL;
+  dt_device d;
+  dt_dtype t;
+  dt_status s = DT_OK;
+  if (dt__check_tensor(op, "grad_output", grad_output) != DT_OK) return dt_last_status();
+  if ((s = dt__conv_check(op, grad_output, x, w, NULL, sh, sw, ph, pw, dh, dw, groups, &g)) != DT_OK) return s;
+  d = x->st->device; t = x->dtype;
+  if ((grad_input && !(gx = dt__new(op, x->shape, t, d))) || (grad_weight && !(gw = dt__new(op, w->shape, t, d))) ||
+      (grad_bias && (!(gb = dt__new(op, dt_shape1(g.oc), t, d)) || !(tmp = dt__new(op, dt_shape2(g.n, g.oc), t, d)))))
+    s = dt_last_status();
+  if (s == DT_OK && g.n == 0) { /* no images: the weight and bias gradients are zeros */
+    if (gw) s = dt__run(op, d, dt__be(d)->fill(d.index, t, gw->numel, 0.0, gw->st->ptr));
+    if (gb && s == DT_OK) s = dt__run(op, d, dt__be(d)->fill(d.index, t, gb->numel, 0.0, gb->st->ptr));
+  } else if (s == DT_OK) {
+    if (gb) s = dt__conv_bias_grad(op, &g, t, d, grad_output->st->ptr, tmp->st->ptr, gb->st->ptr);
+    if (s == DT_OK && (gx || gw))
+      s = dt__conv_backward(op, &g, t, d, grad_output->st->ptr, x->st->ptr, w->st->ptr, gx ? gx->st->ptr : NULL,
+                            gw ? gw->st->ptr : NULL);
+  }
+  dt_release(tmp);
+  if (s != DT_OK) {
+    dt_release(gx); dt_release(gw); dt_release(gb);
+    return s;
+  }
+  if (grad_input) *grad_input = gx;
+  if (grad_weight) *grad_weight = gw;
+  if (grad_bias) *grad_bias = gb;
+  return DT_OK;
+}
+
+/* ---- pooling ---- */
+
+/* The checks of a pooling call (gy: NULL for the forward; idx: max's backward), in their order:
+   NULLs, devices, dtypes, the int arguments, shapes. Fills p (the output size from gy for an
+   adaptive backward: out_h, out_w < 0). */
+static dt_status dt__pool_check(const char *op, dt__pool2d_kind kind, const dt_tensor *gy, const dt_tensor *x, const dt_tensor *idx,
+                                int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw, dt__pool2d *p) {
+  char sx[200], sy[200];
+  if (gy && dt__check_tensor(op, "grad_output", gy) != DT_OK) return dt_last_status();
+  if (dt__check_tensor(op, "x", x) != DT_OK) return dt_last_status();
+  if (kind == DT__POOL2D_MAX && gy && dt__check_tensor(op, "indices", idx) != DT_OK) return dt_last_status();
+  if (gy && dt__same_device(op, "x", x, "grad_output", gy) != DT_OK) return DT_ERR_DEVICE_MISMATCH;
+  if (idx && dt__same_device(op, "x", x, "indices", idx) != DT_OK) return DT_ERR_DEVICE_MISMATCH;
+  if (dt__float_only(op, "x", x) != DT_OK) return DT_ERR_DTYPE;
+  if (gy && dt__same_dtype(op, "x", x, "grad_output", gy) != DT_OK) return DT_ERR_DTYPE;
+  if (idx && idx->dtype != DT_I64)
+    return dt__fail(DT_ERR_DTYPE, "%s: indices must be int64 (as dt_f_max_pool2d_ex makes them), got %s", op, dt_dtype_name(idx->dtype));
+  memset(p, 0, sizeof *p);
+  p->kind = kind;
+  if (kind == DT__POOL2D_ADAPTIVE_AVG) {
+    if (!gy && (kh < 1 || kw < 1))
+      return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: output size must be at least 1, got (%lld, %lld)", op, (long long)kh, (long long)kw);
+  } else {
+    if (kh < 1 || kw < 1)
+      return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: kernel size must be at least 1, got (%lld, %lld)", op, (long long)kh, (long long)kw);
+    if (sh == 0) sh = kh;
+    if (sw == 0) sw = kw;
+    if (sh < 0 || sw < 0)
+      return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: stride must be at least 1 (0: the kernel size), got (%lld, %lld)", op,
+                      (long long)sh, (long long)sw);
+    if (ph < 0 || pw < 0 || ph > kh / 2 || pw > kw / 2)
+      return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: padding must be between 0 and half the kernel size, got (%lld, %lld) for kernel (%lld, %lld)",
+                      op, (long long)ph, (long long)pw, (long long)kh, (long long)kw);
+  }
+  if (dt__check_images(op, "x", x) != DT_OK) return DT_ERR_SHAPE;
+  dt__shape_str(&x->shape, sx, sizeof sx);
+  p->n = x->shape.dims[0]; p->c = x->shape.dims[1]; p->h = x->shape.dims[2]; p->w = x->shape.dims[3];
+  if (kind == DT__POOL2D_ADAPTIVE_AVG) {
+    if (gy) {
+      if (gy->shape.ndim != 4 || gy->shape.dims[0] != p->n || gy->shape.dims[1] != p->c || gy->shape.dims[2] < 1 || gy->shape.dims[3] < 1)
+        return dt__fail(DT_ERR_SHAPE, "%s: expected grad_output of shape (%lld, %lld, out_h, out_w) (out_h, out_w >= 1), got %s", op,
+                        (long long)p->n, (long long)p->c, dt__shape_str(&gy->shape, sy, sizeof sy));
+      kh = gy->shape.dims[2]; kw = gy->shape.dims[3];
+    }
+    p->oh = kh; p->ow = kw;
+    if ((double)kh * (double)p->h > 4e18 || (double)kw * (double)p->w > 4e18) /* the windows' bounds take o h and i out_h */
+      return dt__fail(DT_ERR_SHAPE, "%s: too large: output size (%lld, %lld) for x %s", op, (long long)kh, (long long)kw, sx);
+    return DT_OK;
+  }
+  p->kh = kh; p->kw = kw; p->sh = sh; p->sw = sw; p->ph = ph; p->pw = pw;
+  p->oh = dt__conv_out(p->h, kh, sh, ph, 1);
+  p->ow = dt__conv_out(p->w, kw, sw, pw, 1);
+  if (p->oh < 1 || p->ow < 1)
+    return dt__fail(DT_ERR_SHAPE, "%s: input smaller than the kernel: x %s padded by (%lld, %lld) against kernel (%lld, %lld)", op, sx,
+                    (long long)ph, (long long)pw, (long long)kh, (long long)kw);
+  if (gy && (gy->shape.ndim != 4 || gy->shape.dims[0] != p->n || gy->shape.dims[1] != p->c || gy->shape.dims[2] != p->oh ||
+             gy->shape.dims[3] != p->ow))
+    return dt__fail(DT_ERR_SHAPE, "%s: expected grad_output of shape (%lld, %lld, %lld, %lld) (the output's), got %s", op,
+                    (long long)p->n, (long long)p->c, (long long)p->oh, (long long)p->ow, dt__shape_str(&gy->shape, sy, sizeof sy));
+  if (idx && (idx->shape.ndim != 4 || idx->shape.dims[0] != p->n || idx->shape.dims[1] != p->c || idx->shape.dims[2] != p->oh ||
+              idx->shape.dims[3] != p->ow))
+    return dt__fail(DT_ERR_SHAPE, "%s: expected indices of shape (%lld, %lld, %lld, %lld) (the output's), got %s", op,
+                    (long long)p->n, (long long)p->c, (long long)p->oh, (long long)p->ow, dt__shape_str(&idx->shape, sy, sizeof sy));
+  return DT_OK;
+}
+
+/* y = pool(x), and for max the indices when `indices` is not NULL */
+static dt_tensor *dt__pool_forward(const char *op, dt__pool2d_kind kind, const dt_tensor *x, int64_t kh, int64_t kw, int64_t sh,
+                                   int64_t sw, int64_t ph, int64_t pw, dt_tensor **indices) {
+  dt__pool2d p;
+  dt_tensor *y, *idx = NULL;
+  dt_status s;
+  if (dt__pool_check(op, kind, NULL, x, NULL, kh, kw, sh, sw, ph, pw, &p) != DT_OK) return NULL;
+  if (!(y = dt__new(op, dt_shape4(p.n, p.c, p.oh, p.ow), x->dtype, x->st->device))) return NULL;
+  if (indices && !(idx = dt__new(op, y->shape, DT_I64, x->st->device))) { dt_release(y); return NULL; }
+  s = y->numel == 0 ? DT_OK
+                    : dt__run(op, x->st->device, dt__be(x->st->device)->pool2d(x->st->device.index, x->dtype, &p, x->st->ptr, y->st->ptr,
+                                                                               idx ? (int64_t *)idx->st->ptr : NULL));
+  if (s != DT_OK) { dt_release(y); dt_release(idx); return NULL; }
+  if (indices) *indices = idx;
+  return y;
+}
+
+/* gx = the pooling's backward from gy (and idx for max) */
+static dt_tensor *dt__pool_backward(const char *op, dt__pool2d_kind kind, const dt_tensor *gy, const dt_tensor *x, const dt_tensor *idx,
+                                    int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw) {
+  dt__pool2d p;
+  dt_tensor *gx;
+  if (dt__check_tensor(op, "grad_output", gy) != DT_OK) return NULL;
+  if (dt__pool_check(op, kind, gy, x, idx, kh, kw, sh, sw, ph, pw, &p) != DT_OK) return NULL;
+  if (!(gx = dt__new(op, x->shape, x->dtype, x->st->device))) return NULL;
+  if (gx->numel == 0) return gx;
+  return dt__done(op, gx, dt__be(x->st->device)->pool2d_backward(x->st->device.index, x->dtype, &p, gy->st->ptr,
+                                                                 idx ? (const int64_t *)idx->st->ptr : NULL, gx->st->ptr));
+}
+
+DTDEF dt_tensor *dt_f_max_pool2d(const dt_tensor *x, int kernel_size, int stride, int padding) {
+  return dt__pool_forward("dt_f_max_pool2d", DT__POOL2D_MAX, x, kernel_size, kernel_size, stride, stride, padding, padding, NULL);
+}
+DTDEF dt_tensor *dt_f_max_pool2d_ex(const dt_tensor *x, int kh, int kw, int sh, int sw, int ph, int pw, dt_tensor **indices) {
+  return dt__pool_forward("dt_f_max_pool2d", DT__POOL2D_MAX, x, kh, kw, sh, sw, ph, pw, indices);
+}
+DTDEF dt_tensor *dt_f_max_pool2d_backward(const dt_tensor *grad_output, const dt_tensor *x, const dt_tensor *indices, int kh,
+                                          int kw, int sh, int sw, int ph, int pw) {
+  return dt__pool_backward("dt_f_max_pool2d_backward", DT__POOL2D_MAX, grad_output, x, indices, kh, kw, sh, sw, ph, pw);
+}
+DTDEF dt_tensor *dt_f_avg_pool2d(const dt_tensor *x, int kernel_size, int stride, int padding) {
+  return dt__pool_forward("dt_f_avg_pool2d", DT__POOL2D_AVG, x, kernel_size, kernel_size, stride, stride, padding, padding, NULL);
+}
+DTDEF dt_tensor *dt_f_avg_pool2d_ex(const dt_tensor *x, int kh, int kw, int sh, int sw, int ph, int pw) {
+  return dt__pool_forward("dt_f_avg_pool2d", DT__POOL2D_AVG, x, kh, kw, sh, sw, ph, pw, NULL);
+}
+DTDEF dt_tensor *dt_f_avg_pool2d_backward(const dt_tensor *grad_output, const dt_tensor *x, int kh, int kw, int sh, int sw,
+                                          int ph, int pw) {
+  return dt__pool_backward("dt_f_avg_pool2d_backward", DT__POOL2D_AVG, grad_output, x, NULL, kh, kw, sh, sw, ph, pw);
+}
+DTDEF dt_tensor *dt_f_adaptive_avg_pool2d(const dt_tensor *x, int64_t out_h, int64_t out_w) {
+  return dt__pool_forward("dt_f_adaptive_avg_pool2d", DT__POOL2D_ADAPTIVE_AVG, x, out_h, out_w, 0, 0, 0, 0, NULL);
+}
+DTDEF dt_tensor *dt_f_adaptive_avg_pool2d_backward(const dt_tensor *grad_output, const dt_tensor *x) {
+  return dt__pool_backward("dt_f_adaptive_avg_pool2d_backward", DT__POOL2D_ADAPTIVE_AVG, grad_output, x, NULL, 0, 0, 0, 0, 0, 0);
+}
