@@ -48,14 +48,15 @@
    Edit the parts and run `make amalgamate`; CI fails when this file differs.
      src/header.h, api/      this text and the public declarations: errors, devices,
                              tensors, operations, printing, neural networks and
-                             optimizers, interop, distributed
+                             optimizers, autograd, convolution, interop, distributed
      src/backend/            the contract between the core and a device backend (the
                              dt__backend table, broadcast geometry, Philox, Box-Muller);
                              seen only by the implementation and devtensor_cuda.cu
      src/core/               errors, shapes and dtypes, devices, tensors and memory,
                              random numbers, copies
      src/ops/                arithmetic and reductions, comparisons, indexing,
-                             classification (argmax, softmax, cross-entropy)
+                             classification (argmax, softmax, cross-entropy),
+                             convolution and pooling (dt_f_conv2d, dt_f_max_pool2d, ...)
      src/autograd/           the graph that operations record, the backward of each
                              operation, the engine (dt_autograd_backward)
      src/nn/                 grad mode, modules, forward and backward, optimizers
@@ -81,7 +82,8 @@
                          dt_permute; dt_argmax/argmin, dt_max/min(_dim), dt_softmax,
                          dt_log_softmax, dt_cross_entropy(_grad); dt_set_grad_enabled;
                          autograd over tensor operations (dt_requires_grad_, dt_autograd_backward,
-                         dt_grad, dt_detach, dt_zero_grad_, dt_is_leaf);
+                         dt_grad, dt_detach, dt_zero_grad_, dt_is_leaf); dt_f_conv2d(_ex),
+                         the 2-d max, average and adaptive average poolings, and their backward;
                          dt_sgd/dt_adam/dt_adamw; the trainer's classification (loss_fn,
                          optimizer, dt_trainer_fit_val, dt_trainer_evaluate); dt_dist_* over
                          MPI and NCCL, num_gpus > 1 replicas; CPU pool workers block signals;
