@@ -12019,30 +12019,23 @@ static void dt__col2im_row_f64(const double *row, double *xrow, int64_t ow, int6
 
 /* a pooling window of plane xp (w columns), rows [y0, y1), columns [x0, x1): its max and where
    (NaN wins, the last one; else the first max), or its sum in double */
-static void dt__window_max_f32(const float *xp, int64_t w, int64_t y0, int64_t y1, int64_t x0, int64_t x1, double *best, int64_t *at) {
-  float b = -INFINITY;
-  int64_t iy, ix, a = y0 * w + x0;
-  for (iy = y0; iy < y1; iy++)
-    for (ix = x0; ix < x1; ix++) {
-      const float v = xp[iy * w + ix];
-      const int beats = v > b || v != v; /* no branch: mispredicted on random windows */
-      b = beats ? v : b;
-      a = beats ? iy * w + ix : a;
-    }
-  *best = b; *at = a;
-}
-static void dt__window_max_f64(const double *xp, int64_t w, int64_t y0, int64_t y1, int64_t x0, int64_t x1, double *best, int64_t *at) {
-  double b = -INFINITY;
-  int64_t iy, ix, a = y0 * w + x0;
-  for (iy = y0; iy < y1; iy++)
-    for (ix = x0; ix < x1; ix++) {
-      const double v = xp[iy * w + ix];
-      const int beats = v > b || v != v; /* no branch: mispredicted on random windows */
-      b = beats ? v : b;
-      a = beats ? iy * w + ix : a;
-    }
-  *best = b; *at = a;
-}
+#define DT__WINDOW_MAX_DEFINE(NAME, T)                                                              \
+  static void NAME(const T *xp, int64_t w, int64_t y0, int64_t y1, int64_t x0, int64_t x1, double *best, \
+                   int64_t *at) {                                                                   \
+    T b = -INFINITY;                                                                                \
+    int64_t iy, ix, a = y0 * w + x0;                                                                \
+    for (iy = y0; iy < y1; iy++)                                                                    \
+      for (ix = x0; ix < x1; ix++) {                                                                \
+        const T v = xp[iy * w + ix];                                                                \
+        const int beats = v > b || v != v; /* no branch: mispredicted on random windows */          \
+        b = beats ? v : b;                                                                          \
+        a = beats ? iy * w + ix : a;                                                                \
+      }                                                                                             \
+    *best = b; *at = a;                                                                             \
+  }
+DT__WINDOW_MAX_DEFINE(dt__window_max_f32, float)
+DT__WINDOW_MAX_DEFINE(dt__window_max_f64, double)
+#undef DT__WINDOW_MAX_DEFINE
 static double dt__window_sum_f32(const float *xp, int64_t w, int64_t y0, int64_t y1, int64_t x0, int64_t x1) {
   double s = 0;
   int64_t iy, ix;
