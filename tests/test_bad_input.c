@@ -175,6 +175,35 @@ static dt_status add_too_deep(void) {
 
 /* optimizers and no_grad */
 static int nulo(dt_optimizer *o) { if (!o) return 1; dt_optimizer_free(o); return 0; }
+/* an optimizer on tensors given bad params: 0 NULL, 1 none, 2 a NULL one, 3 an integer one,
+   4 a result of recorded operations, 5 one tensor twice */
+static int opt_tensors_bad(int what) {
+  dt_tensor *a = dt_copyto(F, dt_cpu()), *b = NULL, *p[2];
+  int r = 1, n = 2;
+  if (!a || dt_requires_grad_(a, 1) != DT_OK) { dt_release(a); return 0; }
+  p[0] = a; p[1] = a;
+  if (what == 2) p[1] = NULL;
+  if (what == 3) p[0] = I;
+  if (what == 4) { b = dt_exp(a); p[0] = b; }
+  if (what == 1) n = 0;
+  r = nulo(dt_adam_tensors(what == 0 ? NULL : p, what == 5 ? 2 : (what >= 2 && what <= 4 ? (what == 2 ? 2 : 1) : n), 0.1, 0.9, 0.999, 1e-8, 0));
+  dt_release(b); dt_release(a);
+  return r;
+}
+/* dt_clip_grad_norm_ of a leaf with a gradient, with max_norm; the gradient unchanged after a refusal */
+static int clip_bad(double max_norm) {
+  dt_tensor *a = dt_copyto(F, dt_cpu()), *y, *l;
+  double before, total = 5, after;
+  int r;
+  if (!a || dt_requires_grad_(a, 1) != DT_OK) { dt_release(a); return 0; }
+  y = dt_mul(a, a); l = y ? dt_sum(y) : NULL;
+  if (!l || dt_autograd_backward(l, NULL) != DT_OK) { dt_release(y); dt_release(l); dt_release(a); return 0; }
+  before = ((float *)dt_data_ptr(dt_grad(a)))[1];
+  r = bad(dt_clip_grad_norm_(&a, 1, max_norm, &total));
+  after = ((float *)dt_data_ptr(dt_grad(a)))[1];
+  dt_release(y); dt_release(l); dt_release(a);
+  return r && before == after && total == 0;
+}
 /* dt_backward (params 0) or dt_backward_params (1) on NETR with grad disabled on this thread */
 static int backward_no_grad(int params) {
   int prev = dt_set_grad_enabled(0), failed;
@@ -841,6 +870,21 @@ static int lazy_label_unchanged(int which, int gpu) {
   X_(optimizer_step_null, DT_ERR_INVALID_ARGUMENT, "dt_optimizer_step:", "=o is NULL", bad(dt_optimizer_step(NULL)))        \
   X_(optimizer_step_grown, DT_ERR_INVALID_ARGUMENT, "dt_optimizer_step:", "=the module has 6 parameters but had 4 when the optimizer was made (make a new optimizer after changing the network)", step_after_growth()) \
   X_(optimizer_zero_grad_null, DT_ERR_INVALID_ARGUMENT, "dt_optimizer_zero_grad:", "=o is NULL", bad(dt_optimizer_zero_grad(NULL))) \
+  X_(sgd_tensors_null, DT_ERR_INVALID_ARGUMENT, "dt_sgd_tensors:", "=params is NULL", nulo(dt_sgd_tensors(NULL, 1, 0.1, 0, 0))) \
+  X_(sgd_tensors_lr_neg, DT_ERR_INVALID_ARGUMENT, "dt_sgd_tensors:", "learning rate|-1", nulo(dt_sgd_tensors(&F, 1, -1, 0, 0))) \
+  X_(adam_tensors_null, DT_ERR_INVALID_ARGUMENT, "dt_adam_tensors:", "=params is NULL", opt_tensors_bad(0))            \
+  X_(adam_tensors_none, DT_ERR_INVALID_ARGUMENT, "dt_adam_tensors:", "n = 0|at least one parameter", opt_tensors_bad(1)) \
+  X_(adam_tensors_null_one, DT_ERR_INVALID_ARGUMENT, "dt_adam_tensors:", "params[1]", opt_tensors_bad(2))              \
+  X_(adam_tensors_int, DT_ERR_DTYPE, "dt_adam_tensors:", "params[0] is int32", opt_tensors_bad(3))                    \
+  X_(adam_tensors_non_leaf, DT_ERR_INVALID_ARGUMENT, "dt_adam_tensors:", "params[0] is not a leaf|dt_exp", opt_tensors_bad(4)) \
+  X_(adam_tensors_twice, DT_ERR_INVALID_ARGUMENT, "dt_adam_tensors:", "params[0] and params[1] are the same tensor", opt_tensors_bad(5)) \
+  X_(adamw_tensors_beta1, DT_ERR_INVALID_ARGUMENT, "dt_adamw_tensors:", "beta1 = 1", nulo(dt_adamw_tensors(&F, 1, 0.1, 1, 0.999, 1e-8, 0))) \
+  X_(clip_null, DT_ERR_INVALID_ARGUMENT, "dt_clip_grad_norm_:", "=params is NULL", bad(dt_clip_grad_norm_(NULL, 1, 1.0, NULL))) \
+  X_(clip_n_neg, DT_ERR_INVALID_ARGUMENT, "dt_clip_grad_norm_:", "n = -1", bad(dt_clip_grad_norm_(&F, -1, 1.0, NULL)))  \
+  X_(clip_max_zero, DT_ERR_INVALID_ARGUMENT, "dt_clip_grad_norm_:", "=max_norm = 0, expected a finite max_norm > 0", clip_bad(0.0)) \
+  X_(clip_max_neg, DT_ERR_INVALID_ARGUMENT, "dt_clip_grad_norm_:", "max_norm = -1", clip_bad(-1.0))                      \
+  X_(clip_max_nan, DT_ERR_INVALID_ARGUMENT, "dt_clip_grad_norm_:", "max_norm = nan", clip_bad(NAN))                      \
+  X_(clip_max_inf, DT_ERR_INVALID_ARGUMENT, "dt_clip_grad_norm_:", "max_norm = inf", clip_bad(INFINITY))                 \
   X_(optimizer_free_null, DT_OK, "", "", (dt_optimizer_free(NULL), 0))                                                       \
   X_(set_grad_enabled_ok, DT_OK, "", "", dt_set_grad_enabled(dt_set_grad_enabled(1)) != 1)                                  \
   X_(backward_no_grad, DT_ERR_INVALID_ARGUMENT, "dt_backward:", "grad is disabled on this thread|dt_set_grad_enabled(1)", backward_no_grad(0)) \

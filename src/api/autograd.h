@@ -18,3 +18,15 @@ DTDEF dt_status  dt_autograd_backward(dt_tensor *out, const dt_tensor *grad_out)
 DTDEF dt_tensor *dt_detach(const dt_tensor *t);                  /* t.detach(): a new reference to the same memory, no history, requires_grad 0 */
 DTDEF dt_status  dt_zero_grad_(dt_tensor *t);                    /* t.grad = None */
 DTDEF int        dt_is_leaf(const dt_tensor *t);                 /* t.is_leaf: not a result of recorded operations */
+
+/* Optimizers on any tensors (torch.optim.SGD([w, b], ...)): the same update rules and kernels as
+   dt_sgd / dt_adam / dt_adamw on a module, over float leaves given once each (the optimizer holds
+   a reference to each). A step uses each dt_grad and skips a parameter whose gradient is NULL,
+   as torch.optim does; dt_optimizer_zero_grad sets the gradients to NULL (set_to_none). */
+DTDEF dt_optimizer *dt_sgd_tensors(dt_tensor *const *params, int n, double lr, double momentum, double weight_decay);
+DTDEF dt_optimizer *dt_adam_tensors(dt_tensor *const *params, int n, double lr, double beta1, double beta2, double eps, double weight_decay);
+DTDEF dt_optimizer *dt_adamw_tensors(dt_tensor *const *params, int n, double lr, double beta1, double beta2, double eps, double weight_decay);
+/* torch.nn.utils.clip_grad_norm_(params, max_norm): the 2-norm of all the gradients together (in
+   float64) into *total_norm (may be NULL); above max_norm (finite, > 0) each gradient is scaled in
+   place by max_norm / (total + 1e-6). Parameters without a gradient are skipped. */
+DTDEF dt_status     dt_clip_grad_norm_(dt_tensor *const *params, int n, double max_norm, double *total_norm);

@@ -1,0 +1,156 @@
+/* Autograd's second phase: optimizers on tensors, dt_clip_grad_norm_, the modules on top of
+   autograd and the layers a user writes (DESIGN.md "Autograd"). */
+#include "harness.h"
+
+static DT__UNUSED int contains(const char *s, const char *sub) { return s && sub && strstr(s, sub) != NULL; }
+
+static double *values(const dt_tensor *t) { /* float64 copy on the host; caller frees */
+  dt_tensor *c = dt_cast(t, DT_F64), *h = c ? dt_to(c, dt_cpu()) : NULL;
+  double *v = NULL;
+  if (h && (v = (double *)malloc(sizeof(double) * (size_t)(dt_numel(h) ? dt_numel(h) : 1))) != NULL)
+    memcpy(v, dt_data_ptr(h), sizeof(double) * (size_t)dt_numel(h));
+  dt_release(c); dt_release(h);
+  return v;
+}
+/* whether a and b hold the same bits (same dtype and size) */
+static int same_bits(dt_tensor *a, dt_tensor *b) {
+  dt_tensor *ha = dt_to(a, dt_cpu()), *hb = dt_to(b, dt_cpu());
+  int r = ha && hb && dt_dtype_of(ha) == dt_dtype_of(hb) && dt_numel(ha) == dt_numel(hb) &&
+          memcmp(dt_data_ptr(ha), dt_data_ptr(hb), (size_t)dt_numel(ha) * dt_dtype_size(dt_dtype_of(ha))) == 0;
+  dt_release(ha); dt_release(hb);
+  return r;
+}
+/* |a - b| <= tol elementwise */
+static DT__UNUSED int close_all(const dt_tensor *a, const dt_tensor *b, double tol) {
+  double *va = values(a), *vb = values(b);
+  int64_t i, n = dt_numel(a);
+  int r = va && vb && n == dt_numel(b);
+  for (i = 0; r && i < n; i++) r = fabs(va[i] - vb[i]) <= tol * (1 + fabs(vb[i]));
+  free(va); free(vb);
+  return r;
+}
+
+/* Gives leaf p the gradient g, exactly: the backward of sum(p * g). */
+static dt_status set_grad(dt_tensor *p, const dt_tensor *g) {
+  dt_tensor *gd = dt_detach(g), *y = gd ? dt_mul(p, gd) : NULL, *l = y ? dt_sum(y) : NULL;
+  dt_status s = l ? dt_autograd_backward(l, NULL) : dt_last_status();
+  dt_release(gd); dt_release(y); dt_release(l);
+  return s;
+}
+
+/* dt_sgd_tensors / dt_adam_tensors / dt_adamw_tensors step for step with the module forms on the
+   same parameters and gradients: the same bits. */
+static void test_optim_tensors(dt_device dev) {
+  int kind, step, i;
+  for (kind = 0; kind < 4; kind++) {
+    dt_module *m = dt_linear(5, 3);
+    dt_tensor *p[2] = {NULL, NULL}, *g[2] = {NULL, NULL};
+    dt_optimizer *om = NULL, *ot = NULL;
+    int prev;
+    T_CHECK(m && dt_module_to(m, dev) == DT_OK);
+    if (!m) return;
+    prev = dt_set_grad_enabled(0);
+    for (i = 0; i < 2; i++) {
+      dt_tensor *mp = dt_module_param(m, i, NULL);
+      p[i] = mp ? dt_copyto(mp, dev) : NULL;
+      g[i] = mp ? dt_randn(dt_shape_of(mp), dev) : NULL;
+      T_CHECK(p[i] && g[i] && dt_requires_grad_(p[i], 1) == DT_OK);
+    }
+    dt_set_grad_enabled(prev);
+    switch (kind) {
+      case 0: om = dt_sgd(m, 0.1, 0, 0); ot = dt_sgd_tensors(p, 2, 0.1, 0, 0); break;
+      case 1: om = dt_sgd(m, 0.05, 0.9, 0.01); ot = dt_sgd_tensors(p, 2, 0.05, 0.9, 0.01); break;
+      case 2: om = dt_adam(m, 0.01, 0.9, 0.999, 1e-8, 0.1); ot = dt_adam_tensors(p, 2, 0.01, 0.9, 0.999, 1e-8, 0.1); break;
+      default: om = dt_adamw(m, 0.01, 0.8, 0.99, 1e-6, 0.1); ot = dt_adamw_tensors(p, 2, 0.01, 0.8, 0.99, 1e-6, 0.1); break;
+    }
+    T_CHECK(om && ot);
+    for (step = 0; om && ot && step < 3; step++) {
+      prev = dt_set_grad_enabled(0);
+      for (i = 0; i < 2; i++) T_CHECK(dt_copy_(dt_module_grad(m, i), g[i]) == DT_OK);
+      dt_set_grad_enabled(prev);
+      T_CHECK(dt_optimizer_zero_grad(ot) == DT_OK && dt_grad(p[0]) == NULL);
+      for (i = 0; i < 2; i++) T_CHECK(set_grad(p[i], g[i]) == DT_OK && same_bits(dt_grad(p[i]), g[i]));
+      T_CHECK(dt_optimizer_step(om) == DT_OK && dt_optimizer_step(ot) == DT_OK);
+      for (i = 0; i < 2; i++) T_CHECK_MSG(same_bits(dt_module_param(m, i, NULL), p[i]), "kind %d step %d param %d", kind, step, i);
+    }
+    /* a parameter without a gradient is skipped, as torch.optim does */
+    if (ot) {
+      double *before = values(p[1]), *after;
+      T_CHECK(dt_zero_grad_(p[1]) == DT_OK && dt_optimizer_step(ot) == DT_OK);
+      after = values(p[1]);
+      T_CHECK(before && after && memcmp(before, after, sizeof(double) * 3) == 0);
+      free(before); free(after);
+    }
+    dt_optimizer_free(om); dt_optimizer_free(ot);
+    for (i = 0; i < 2; i++) { dt_release(p[i]); dt_release(g[i]); }
+    dt_module_free(m);
+  }
+}
+
+/* dt_clip_grad_norm_ against torch.nn.utils.clip_grad_norm_, its values held here, made once with
+   /usr/bin/python3 and torch (float64):
+     a = torch.tensor([[0.5,-1.25,2.0],[3.0,0.75,-0.5]], dtype=torch.float64, requires_grad=True)
+     b = torch.tensor([1.5,-2.5], dtype=torch.float64, requires_grad=True)
+     a.grad = a.detach().clone(); b.grad = b.detach().clone()
+     t = torch.nn.utils.clip_grad_norm_([a, b], 2.0)   # then again with max_norm 100
+   and by its mathematics in float32: the total is the 2-norm of every gradient together, the
+   gradients scaled by max_norm / (total + 1e-6) when above it, left alone when below. */
+static void test_clip_grad_norm(dt_device dev) {
+  static const double av[6] = {0.5, -1.25, 2.0, 3.0, 0.75, -0.5}, bv[2] = {1.5, -2.5};
+  static const double ca[6] = {0.20359459797294627, -0.5089864949323657, 0.8143783918917851,
+                               1.2215675878376775, 0.3053918969594194, -0.20359459797294627};
+  static const double cb[2] = {0.6107837939188387, -1.0179729898647314};
+  dt_tensor *p[3], *ga, *gb;
+  double total = -1, *v;
+  int i;
+  p[0] = dt_from_data(av, dt_shape2(2, 3), DT_F64, dev);
+  p[1] = dt_from_data(bv, dt_shape1(2), DT_F64, dev);
+  p[2] = dt_from_data(av, dt_shape1(4), DT_F64, dev); /* no gradient: skipped */
+  T_CHECK(p[0] && p[1] && p[2]);
+  if (!p[0] || !p[1] || !p[2]) return;
+  for (i = 0; i < 3; i++) T_CHECK(dt_requires_grad_(p[i], 1) == DT_OK);
+  T_CHECK(set_grad(p[0], p[0]) == DT_OK && set_grad(p[1], p[1]) == DT_OK);
+  ga = dt_grad(p[0]); gb = dt_grad(p[1]);
+  T_CHECK(dt_clip_grad_norm_(p, 3, 2.0, &total) == DT_OK);
+  T_CLOSE(total, 4.911720676097125, 0, 1e-15);
+  T_CHECK(dt_grad(p[0]) == ga && dt_grad(p[1]) == gb && dt_grad(p[2]) == NULL); /* in place */
+  v = values(ga);
+  for (i = 0; v && i < 6; i++) T_CLOSE(v[i], ca[i], 0, 1e-15);
+  free(v);
+  v = values(gb);
+  for (i = 0; v && i < 2; i++) T_CLOSE(v[i], cb[i], 0, 1e-15);
+  free(v);
+  T_CHECK(dt_clip_grad_norm_(p, 3, 100.0, &total) == DT_OK); /* below: unchanged */
+  T_CLOSE(total, 1.999999592810804, 0, 1e-15);
+  v = values(gb);
+  T_CHECK(v && v[0] == cb[0] && v[1] == cb[1]);
+  free(v);
+  for (i = 0; i < 3; i++) dt_release(p[i]);
+  /* float32, by the mathematics: gradients (3, 4) and (0, 0, 12): total 13, scaled by 1/(13 + 1e-6) */
+  {
+    static const float x[2] = {3, 4}, y[3] = {0, 0, 12};
+    dt_tensor *q[2];
+    q[0] = dt_from_data(x, dt_shape1(2), DT_F32, dev);
+    q[1] = dt_from_data(y, dt_shape1(3), DT_F32, dev);
+    T_CHECK(q[0] && q[1] && dt_requires_grad_(q[0], 1) == DT_OK && dt_requires_grad_(q[1], 1) == DT_OK);
+    T_CHECK(set_grad(q[0], q[0]) == DT_OK && set_grad(q[1], q[1]) == DT_OK);
+    T_CHECK(dt_clip_grad_norm_(q, 2, 1.0, &total) == DT_OK);
+    T_CHECK(total == 13.0);
+    v = values(dt_grad(q[0]));
+    T_CLOSE(v ? v[1] : 0, 4.0 / (13.0 + 1e-6), 0, 1e-7);
+    free(v);
+    v = values(dt_grad(q[1]));
+    T_CLOSE(v ? v[2] : 0, 12.0 / (13.0 + 1e-6), 0, 1e-7);
+    free(v);
+    T_CHECK(dt_clip_grad_norm_(q, 2, 1.0, &total) == DT_OK);
+    T_CLOSE(total, 1.0, 1e-6, 0); /* already clipped */
+    T_CHECK(dt_clip_grad_norm_(q, 0, 1.0, &total) == DT_OK && total == 0); /* nothing to clip */
+    dt_release(q[0]); dt_release(q[1]);
+  }
+}
+
+int main(void) {
+  T_RUN_ALL_DEVICES(test_optim_tensors);
+  T_RUN_ALL_DEVICES(test_clip_grad_norm);
+  return t_finish();
+}
