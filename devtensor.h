@@ -1634,7 +1634,8 @@ typedef enum dt__ag_op {
   DT__AG_MATMUL, DT__AG_TRANSPOSE, DT__AG_RESHAPE, DT__AG_PERMUTE, DT__AG_SLICE, DT__AG_INDEX_SELECT,
   DT__AG_CAT, DT__AG_STACK, DT__AG_SUM, DT__AG_MEAN, DT__AG_SUM_DIM, DT__AG_NORM, DT__AG_MAX_DIM,
   DT__AG_MIN_DIM, DT__AG_MAX, DT__AG_MIN, DT__AG_SOFTMAX, DT__AG_LOG_SOFTMAX, DT__AG_CROSS_ENTROPY,
-  DT__AG_MSE_LOSS, DT__AG_CAST, DT__AG_COPYTO
+  DT__AG_MSE_LOSS, DT__AG_CAST, DT__AG_COPYTO,
+  DT__AG_LINEAR /* a linear layer (dt_forward): inputs x, weight, bias; the layer's fused backward */
 } dt__ag_op;
 
 /* One input of a node: where its gradient goes (a node, a leaf, or nowhere) and its geometry. */
@@ -3230,6 +3231,63 @@ static dt_module *dt__module_new(const char *op, dt__mkind kind) {
   return m;
 }
 
+/* A linear layer's parameters are autograd's leaves: they require grad, and each one's dt_grad is
+   the layer's own gradient tensor (gweight, gbias: one header, held by both), which the fused
+   backward writes and the optimizers read. While the layer's gradients are zeros not yet written
+   (gzero) the leaves hold none: an autograd backward then stores its gradient itself, and
+   dt__linear_sync adopts it. */
+static void dt__linear_link(dt_module *m) {
+  m->weight->requires_grad = 1; m->bias->requires_grad = 1;
+  if (m->gzero) return;
+  if (m->weight->grad != m->gweight) { dt_release(m->weight->grad); m->weight->grad = dt_retain(m->gweight); }
+  if (m->bias->grad != m->gbias) { dt_release(m->bias->grad); m->bias->grad = dt_retain(m->gbias); }
+}
+
+/* Takes into *slot the gradient g that an autograd backward (or dt_clip_grad_norm_, ...) stored in
+   leaf p: into the memory of the header the layer has handed out (their storages swap: no copy, a
+   borrowed dt_module_grad stays valid), or the header itself when they differ in shape or dtype. */
+static void dt__grad_adopt(dt_tensor *p, dt_tensor **slot) {
+  dt_tensor *g = p->grad, *h = *slot;
+  if (g == h) return;
+  if (g->dtype == h->dtype && g->numel == h->numel && g->nbytes == h->nbytes && !g->node && !h->node &&
+      g->shape.ndim == h->shape.ndim && memcmp(g->shape.dims, h->shape.dims, sizeof(int64_t) * (size_t)g->shape.ndim) == 0) {
+    dt__storage *t = h->st;
+    h->st = g->st; g->st = t;
+    dt_release(g);
+    p->grad = dt_retain(h);
+  } else {
+    dt_release(h);
+    *slot = dt_retain(g);
+  }
+}
+
+/* Brings a linear layer's gradients (gweight, gbias) and its leaves' dt_grad together again after
+   autograd or a caller changed the latter: adopts a gradient stored there; a gradient set to NULL
+   (dt_zero_grad_) is zeros. Every entry point that reads or writes the layer's gradients calls it. */
+static dt_status dt__linear_sync(dt_module *m) {
+  dt_tensor *ps[2], **slots[2];
+  int k;
+  if (m->kind != DT__M_LINEAR || !m->weight) return DT_OK;
+  ps[0] = m->weight; ps[1] = m->bias; slots[0] = &m->gweight; slots[1] = &m->gbias;
+  if (m->gzero && !ps[0]->grad && !ps[1]->grad) return DT_OK; /* still zeros not written */
+  for (k = 0; k < 2; k++) /* a leaf without a gradient: zeros */
+    if (!ps[k]->grad) {
+      dt_status s = dt_fill_(*slots[k], 0.0);
+      if (s != DT_OK) return s;
+      ps[k]->grad = dt_retain(*slots[k]);
+    }
+  for (k = 0; k < 2; k++) dt__grad_adopt(ps[k], slots[k]);
+  m->gzero = 0;
+  return DT_OK;
+}
+static dt_status dt__module_sync(dt_module *m) {
+  dt_status s;
+  int i;
+  if (m->kind == DT__M_LINEAR) return dt__linear_sync(m);
+  for (i = 0; i < m->n; i++) if ((s = dt__module_sync(m->layers[i])) != DT_OK) return s;
+  return DT_OK;
+}
+
 /* Draws a linear layer's parameters: uniform in +-1/sqrt(in), as PyTorch's default. */
 static dt_status dt__linear_init(const char *op, dt_module *m, int64_t in) {
   double bound = 1.0 / sqrt((double)in);
@@ -3253,6 +3311,7 @@ static dt_status dt__linear_init(const char *op, dt_module *m, int64_t in) {
     return s == DT_OK ? DT_ERR_OUT_OF_MEMORY : s;
   }
   m->in = in; m->weight = w; m->bias = b; m->gweight = gw; m->gbias = gb;
+  dt__linear_link(m);
   return DT_OK;
 }
 
@@ -3420,7 +3479,23 @@ static void dt__module_drop_saved(dt_module *m) {
 }
 
 /* Converts every parameter and grad with `conv`; all or nothing. */
+static dt_status dt__module_convert_ng(const char *op, dt_module *m, dt_device d, dt_dtype t);
+/* (with grad mode off: a parameter moved is a new leaf, not a copy recorded by autograd) */
 static dt_status dt__module_convert(const char *op, dt_module *m, dt_device d, dt_dtype t) {
+  int prev = dt__no_grad;
+  dt_status s;
+  dt__no_grad = 1;
+  s = dt__module_sync(m);
+  if (s == DT_OK) s = dt__module_convert_ng(op, m, d, t);
+  dt__no_grad = prev;
+  return s;
+}
+static void dt__module_link(dt_module *m) {
+  int i;
+  if (m->kind == DT__M_LINEAR && m->weight) dt__linear_link(m);
+  for (i = 0; i < m->n; i++) dt__module_link(m->layers[i]);
+}
+static dt_status dt__module_convert_ng(const char *op, dt_module *m, dt_device d, dt_dtype t) {
   dt_tensor ***slots, **fresh;
   int n = dt__module_slots(m, NULL, 0, 0), i;
   slots = n ? (dt_tensor ***)DT_MALLOC(sizeof(dt_tensor **) * (size_t)n) : NULL;
@@ -3442,8 +3517,12 @@ static dt_status dt__module_convert(const char *op, dt_module *m, dt_device d, d
       return s;
     }
   }
-  for (i = 0; i < n; i++) { dt_release(*slots[i]); *slots[i] = fresh[i]; }
+  for (i = 0; i < n; i++) {
+    if (fresh[i] != *slots[i] && (*slots[i])->grad) { dt_release((*slots[i])->grad); (*slots[i])->grad = NULL; } /* the old leaf lets go of its gradient */
+    dt_release(*slots[i]); *slots[i] = fresh[i];
+  }
   if (n) { DT_FREE(slots); DT_FREE(fresh); }
+  dt__module_link(m);
   dt__module_drop_saved(m);
   dt__module_set_place(m, d, t);
   return DT_OK;
@@ -3530,6 +3609,7 @@ static dt_status dt__params_build(const char *op, dt_module *m) {
   dt_module probe = *m;
   probe.names = NULL;
   dt__params_walk(&probe, m, prefix, 0, &count, &bytes);
+  if (count > 0 && (s = dt__module_sync(m)) != DT_OK) return s;
   if (count > 0 && (s = dt__grads_walk(m, DT__G_SETTLE, 0.0)) != DT_OK) return s; /* the table hands out grads */
   if (count == m->nparams && bytes == m->pool_bytes && m->names) {
     count = 0; bytes = 0;
@@ -3695,11 +3775,17 @@ static dt_tensor *dt__forward(const char *op, dt_module *m, const dt_tensor *x, 
         dt_release(m->input);
         m->input = dt_retain((dt_tensor *)x);
         m->out_shape = y->shape;
+        if (x->requires_grad || m->weight->requires_grad) { /* autograd's node: its backward is the fused one below */
+          const dt_tensor *in[3];
+          in[0] = x; in[1] = m->weight; in[2] = m->bias;
+          if (!(y = dt__ag_record(y, DT__AG_LINEAR, "dt_linear", 3, in, NULL))) { dt__module_drop_saved(m); return NULL; }
+        }
       }
       return y;
     }
     case DT__M_RELU:
       if (!(y = dt__unary(op, DT__U_RELU, x, 0, 0))) return NULL;
+      if (!(y = DT__AG1(y, DT__AG_RELU, "dt_relu", x))) return NULL;
       if (!dt__no_grad) {
         dt_release(m->input);
         m->input = dt_retain((dt_tensor *)x);
@@ -3811,6 +3897,7 @@ static dt_status dt__backward(const char *op, dt_module *m, const dt_tensor *g, 
       int dev = m->device.index;
       int64_t n = m->input->shape.dims[0];
       dt_tensor *gb, *x = NULL;
+      if ((s = dt__linear_sync(m)) != DT_OK) return s; /* what an autograd backward stored, first */
       s = DT_OK;
       if (m->gzero) assign = 1; /* the grads are zeros not yet written (dt_zero_grad): write, not add */
       /* gW (out, in) += g^T x; gb (out,) += sum over rows of g; gx (n, in) = g W (with assign,
@@ -3840,7 +3927,7 @@ static dt_status dt__backward(const char *op, dt_module *m, const dt_tensor *g, 
       else if (s == DT_OK) s = be->axpy(dev, m->dtype, m->out, 1.0, gb->st->ptr, m->gbias->st->ptr);
       if (s == DT_OK && x && x->numel > 0) s = be->gemm(dev, m->dtype, 0, 0, 1, n, m->in, m->out, 1.0, g->st->ptr, 0, m->weight->st->ptr, 0, 0.0, x->st->ptr, 0);
       dt_release(gb);
-      if (s == DT_OK) m->gzero = 0; /* written; a failure leaves them zeros, as before the call */
+      if (s == DT_OK && m->gzero) { m->gzero = 0; dt__linear_link(m); } /* written; a failure leaves them zeros, as before the call */
       if (!gx) return s == DT_OK ? DT_OK : dt__backend_fail(op, m->device, s);
       if (!(*gx = dt__done(op, x, s))) return dt_last_status();
       return DT_OK;
@@ -3938,14 +4025,25 @@ static dt_status dt__grads_walk(dt_module *m, int what, double lr) {
   dt_status s;
   int i;
   if (m->kind == DT__M_LINEAR && m->weight) {
-    if (what == DT__G_ZERO && !m->gshared) { m->gzero = 1; return DT_OK; }
+    int prev;
+    if ((s = dt__linear_sync(m)) != DT_OK) return s;
+    if (what == DT__G_ZERO && !m->gshared) { /* the leaves hold no gradient while it is zeros not written */
+      m->gzero = 1;
+      dt_release(m->weight->grad); m->weight->grad = NULL;
+      dt_release(m->bias->grad); m->bias->grad = NULL;
+      return DT_OK;
+    }
     if (what == DT__G_ZERO || m->gzero) {
       if ((s = dt_fill_(m->gweight, 0)) != DT_OK || (s = dt_fill_(m->gbias, 0)) != DT_OK) return s;
       m->gzero = 0;
+      dt__linear_link(m);
     }
     if (what != DT__G_SGD) return DT_OK;
-    if ((s = dt_axpy_(m->weight, -lr, m->gweight)) != DT_OK) return s;
-    return dt_axpy_(m->bias, -lr, m->gbias);
+    prev = dt__no_grad; /* the parameters are leaves that require grad: changed with grad mode off, as torch.optim does */
+    dt__no_grad = 1;
+    if ((s = dt_axpy_(m->weight, -lr, m->gweight)) == DT_OK) s = dt_axpy_(m->bias, -lr, m->gbias);
+    dt__no_grad = prev;
+    return s;
   }
   if (m->kind == DT__M_SEQ)
     for (i = 0; i < m->n; i++) if ((s = dt__grads_walk(m->layers[i], what, lr)) != DT_OK) return s;
@@ -4324,6 +4422,7 @@ static void dt__ag_saves(dt__ag_op op, int need0, int need1, int want[DT__AG_SAV
     case DT__AG_INDEX_SELECT: want[1] = 1; break;
     case DT__AG_CROSS_ENTROPY: case DT__AG_MSE_LOSS: want[0] = 1; want[1] = 1; break;
     case DT__AG_MAX_DIM: case DT__AG_MIN_DIM: want[2] = 1; break; /* the indices, made below */
+    case DT__AG_LINEAR: want[0] = need1; want[1] = need0; break; /* x for the weight's gradient, W for x's */
     default: break;
   }
 }
@@ -4595,6 +4694,54 @@ static dt_tensor *dt__ag_arg_bw(dt__node *n, const dt_tensor *g) {
 
 /* Fills gin[i] for every input that needs a gradient (NULL for the others); on failure makes
    none and returns the status of the error reported. */
+/* A linear layer's node (x (n, in), W (out, in), b (out,) -> y = x W^T + b): the fused backward of
+   dt_backward_params with its gradients written (beta 0) into new tensors: on the CPU one gemm
+   gW = g^T x that sums g's columns into gb as it packs (dt__gemm_opts' asum), gx = g W. */
+static dt_status dt__ag_linear_bw(dt__node *n, const dt_tensor *g, dt_tensor **gin) {
+  const char *op = "dt_linear";
+  const dt__ag_edge *ex = &n->in[0], *ew = &n->in[1], *eb = &n->in[2];
+  dt_device d = ew->device;
+  const dt__backend *be = dt__be(d);
+  dt_dtype t = ew->dtype;
+  int64_t rows = g->shape.dims[0], out = ew->shape.dims[0], in = ew->shape.dims[1];
+  dt_tensor *gw = NULL, *gb = NULL, *gx = NULL;
+  dt_status s = DT_OK;
+  int need_w = ew->node || ew->leaf, need_b = eb->node || eb->leaf, need_x = ex->node || ex->leaf;
+  if (need_w || need_b) {
+    gw = dt__new(op, ew->shape, t, d);
+    gb = gw ? dt__new(op, eb->shape, t, d) : NULL;
+    if (!gb) { dt_release(gw); return dt_last_status(); }
+    if (rows == 0 || out == 0) {
+      if (gw->numel) s = be->fill(d.index, t, gw->numel, 0.0, gw->st->ptr);
+      if (s == DT_OK && gb->numel) s = be->fill(d.index, t, gb->numel, 0.0, gb->st->ptr);
+    } else if (d.type == DT_CPU) {
+      dt__gemm_opts o;
+      memset(&o, 0, sizeof o);
+      o.asum = gb->st->ptr;
+      s = dt__cpu_gemm_opt(t, 1, 0, out, in, rows, 1.0, g->st->ptr, n->saved[0]->st->ptr, 0.0, gw->st->ptr, &o);
+      if (s == DT_OK && !o.asum_done) s = be->reduce(d.index, DT__R_SUM, t, 1, rows, out, g->st->ptr, gb->st->ptr);
+    } else {
+      s = be->gemm(d.index, t, 1, 0, 1, out, in, rows, 1.0, g->st->ptr, 0, n->saved[0]->st->ptr, 0, 0.0, gw->st->ptr, 0);
+      if (s == DT_OK) s = be->reduce(d.index, DT__R_SUM, t, 1, rows, out, g->st->ptr, gb->st->ptr);
+    }
+  }
+  if (s == DT_OK && need_x) {
+    if (!(gx = dt__new(op, ex->shape, t, d))) s = dt_last_status();
+    else if (gx->numel > 0 && out > 0)
+      s = be->gemm(d.index, t, 0, 0, 1, rows, in, out, 1.0, g->st->ptr, 0, n->saved[1]->st->ptr, 0, 0.0, gx->st->ptr, 0);
+    else if (gx->numel > 0)
+      s = be->fill(d.index, t, gx->numel, 0.0, gx->st->ptr);
+  }
+  if (s != DT_OK) {
+    dt_release(gw); dt_release(gb); dt_release(gx);
+    return dt__backend_fail(op, d, s);
+  }
+  gin[0] = gx;
+  if (need_w) gin[1] = gw; else dt_release(gw);
+  if (need_b) gin[2] = gb; else dt_release(gb);
+  return DT_OK;
+}
+
 static dt_status dt__ag_backward(dt__node *n, const dt_tensor *g, dt_tensor **gin) {
   const dt__ag_edge *e0 = &n->in[0], *e1 = n->nin > 1 ? &n->in[1] : NULL;
   int need0 = e0->node || e0->leaf, need1 = e1 && (e1->node || e1->leaf), i;
@@ -4642,6 +4789,7 @@ static dt_status dt__ag_backward(dt__node *n, const dt_tensor *g, dt_tensor **gi
       break;
     }
     case DT__AG_MATMUL: if (dt__ag_matmul_bw(n, g, gin) != DT_OK) goto fail; break;
+    case DT__AG_LINEAR: if (dt__ag_linear_bw(n, g, gin) != DT_OK) goto fail; break;
     case DT__AG_TRANSPOSE: gin[0] = dt_transpose(g); break;
     case DT__AG_RESHAPE: gin[0] = dt_reshape(g, e0->shape); break;
     case DT__AG_PERMUTE: {
@@ -5951,8 +6099,12 @@ DTDEF dt_status dt_module_load(dt_module *m, const char *path) {
         (s = dt__st_parse_header(op, path, m, byname, hdr, hlen, ents, unknown, sizeof unknown, &nunknown)) == DT_OK &&
         (s = dt__st_check_entries(op, path, m, ents, unknown, nunknown)) == DT_OK &&
         (s = dt__st_check_ranges(op, path, m, ents, &end)) == DT_OK &&
-        (s = dt__st_read_data(op, path, m, &f, ents, end, fresh)) == DT_OK)
+        (s = dt__st_read_data(op, path, m, &f, ents, end, fresh)) == DT_OK) {
+      int prev = dt__no_grad; /* the parameters are leaves that require grad: written with grad mode off */
+      dt__no_grad = 1;
       for (i = 0; i < m->nparams && s == DT_OK; i++) s = dt_copy_(m->params[i], fresh[i]); /* into the existing tensors: borrowed pointers stay valid */
+      dt__no_grad = prev;
+    }
     dt__rfile_close(&f);
   }
   for (i = 0; i < m->nparams; i++) dt_release(fresh[i]);

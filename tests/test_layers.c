@@ -149,7 +149,125 @@ static void test_clip_grad_norm(dt_device dev) {
   }
 }
 
+/* The MLP 6 -> 8 -> ReLU -> 3 on dev with fixed parameters (the same on every device). */
+static dt_module *mlp(dt_device dev) {
+  dt_module *net = dt_sequential();
+  int i, prev;
+  dt_manual_seed(7);
+  if (!net || dt_sequential_add(net, dt_linear(6, 8)) != DT_OK || dt_sequential_add(net, dt_relu_layer()) != DT_OK ||
+      dt_sequential_add(net, dt_linear(8, 3)) != DT_OK || dt_module_to(net, dev) != DT_OK) {
+    dt_module_free(net);
+    return NULL;
+  }
+  prev = dt_set_grad_enabled(0);
+  for (i = 0; i < 4; i++) { /* values drawn on the CPU, so every device gets the same */
+    dt_tensor *p = dt_module_param(net, i, NULL), *r = p ? dt_randn(dt_shape_of(p), dt_cpu()) : NULL;
+    if (!r || dt_copy_(p, r) != DT_OK) { dt_release(r); dt_set_grad_enabled(prev); dt_module_free(net); return NULL; }
+    dt_release(r);
+  }
+  dt_set_grad_enabled(prev);
+  return net;
+}
+
+/* The modules on top of autograd: their parameters are leaves that require grad, dt_forward
+   records, and dt_autograd_backward(loss) fills the gradients dt_module_grad hands out: the same
+   bits as dt_backward_params on the CPU (the same fused kernels), close on a GPU; a second backward
+   accumulates; the optimizers step on them. */
+static void test_module_autograd(dt_device dev) {
+  dt_module *net = mlp(dev);
+  dt_tensor *x = NULL, *y = NULL, *xc, *yc, *pred, *loss, *g, *ga[4] = {NULL, NULL, NULL, NULL};
+  int i, k;
+  T_CHECK(net != NULL);
+  if (!net) return;
+  dt_manual_seed(11);
+  xc = dt_randn(dt_shape2(5, 6), dt_cpu()); yc = dt_randn(dt_shape2(5, 3), dt_cpu());
+  x = xc ? dt_to(xc, dev) : NULL; y = yc ? dt_to(yc, dev) : NULL;
+  dt_release(xc); dt_release(yc);
+  T_CHECK(x && y);
+  for (i = 0; i < 4; i++) {
+    dt_tensor *p = dt_module_param(net, i, NULL);
+    T_CHECK(p && dt_requires_grad(p) && dt_is_leaf(p));
+  }
+  /* autograd, on gradients zeroed and not yet handed out */
+  T_CHECK(dt_zero_grad(net) == DT_OK);
+  pred = dt_forward(net, x);
+  T_CHECK(pred && dt_requires_grad(pred) && !dt_is_leaf(pred));
+  loss = pred ? dt_mse_loss(pred, y) : NULL;
+  T_CHECK(loss && dt_autograd_backward(loss, NULL) == DT_OK);
+  dt_release(loss); dt_release(pred);
+  for (i = 0; i < 4; i++) {
+    dt_tensor *mg = dt_module_grad(net, i);
+    T_CHECK(mg && dt_grad(dt_module_param(net, i, NULL)) == mg);
+    ga[i] = mg ? dt_copyto(mg, dt_cpu()) : NULL;
+  }
+  /* the fused backward, on gradients handed out (zeros written) */
+  T_CHECK(dt_zero_grad(net) == DT_OK);
+  pred = dt_forward(net, x);
+  g = pred ? dt_mse_loss_grad(pred, y) : NULL;
+  T_CHECK(g && dt_backward_params(net, g) == DT_OK);
+  for (i = 0; i < 4; i++) {
+    dt_tensor *mg = dt_module_grad(net, i);
+    if (dev.type == DT_CPU) T_CHECK_MSG(mg && ga[i] && same_bits(mg, ga[i]), "param %d", i);
+    else T_CHECK_MSG(mg && ga[i] && close_all(mg, ga[i], 1e-5), "param %d", i);
+  }
+  dt_release(g); dt_release(pred);
+  /* autograd again, without zeroing: added to what is there (twice the gradient) */
+  for (k = 0; k < 1; k++) {
+    pred = dt_forward(net, x);
+    loss = pred ? dt_mse_loss(pred, y) : NULL;
+    T_CHECK(loss && dt_autograd_backward(loss, NULL) == DT_OK);
+    dt_release(loss); dt_release(pred);
+  }
+  for (i = 0; i < 4; i++) {
+    dt_tensor *two = ga[i] ? dt_mul_scalar(ga[i], 2.0) : NULL;
+    T_CHECK_MSG(two && close_all(dt_module_grad(net, i), two, 1e-6), "param %d, accumulated", i);
+    dt_release(two);
+  }
+  /* an optimizer's step on them, then the loss is lower */
+  {
+    dt_optimizer *o = dt_sgd(net, 0.05, 0, 0);
+    double before, after;
+    pred = dt_forward(net, x); loss = pred ? dt_mse_loss(pred, y) : NULL;
+    before = loss ? dt_item(loss) : 0;
+    T_CHECK(o && dt_optimizer_zero_grad(o) == DT_OK && loss && dt_autograd_backward(loss, NULL) == DT_OK &&
+            dt_optimizer_step(o) == DT_OK);
+    dt_release(loss); dt_release(pred);
+    pred = dt_forward(net, x); loss = pred ? dt_mse_loss(pred, y) : NULL;
+    after = loss ? dt_item(loss) : 1e300;
+    T_CHECK_MSG(after < before, "loss %g after the step, %g before", after, before);
+    dt_release(loss); dt_release(pred);
+    dt_optimizer_free(o);
+  }
+  for (i = 0; i < 4; i++) dt_release(ga[i]);
+  dt_release(x); dt_release(y);
+  dt_module_free(net);
+}
+
+/* Memory back where it was after forward, loss, autograd backward and releasing the results. */
+static void test_module_memory(dt_device dev) {
+  dt_module *net = mlp(dev);
+  dt_tensor *x = dt_randn(dt_shape2(64, 6), dev), *y = dt_randn(dt_shape2(64, 3), dev), *pred, *loss;
+  dt_memory_stats m0, m1;
+  int k;
+  T_CHECK(net && x && y);
+  if (!net || !x || !y) { dt_module_free(net); dt_release(x); dt_release(y); return; }
+  for (k = 0; k < 3; k++) {
+    T_CHECK(dt_synchronize(dev) == DT_OK && dt_memory_stats_get(dev, &m0) == DT_OK);
+    pred = dt_forward(net, x);
+    loss = pred ? dt_mse_loss(pred, y) : NULL;
+    T_CHECK(loss && dt_autograd_backward(loss, NULL) == DT_OK && dt_module_grad(net, 0) != NULL);
+    dt_release(loss); dt_release(pred);
+    T_CHECK(dt_synchronize(dev) == DT_OK && dt_memory_stats_get(dev, &m1) == DT_OK);
+    /* the first round leaves the layers' saved inputs (dt_backward's): the later ones replace them */
+    if (k > 0) T_CHECK_MSG(m1.allocated == m0.allocated, "round %d: allocated %llu after, %llu before", k,
+                           (unsigned long long)m1.allocated, (unsigned long long)m0.allocated);
+  }
+  dt_module_free(net); dt_release(x); dt_release(y);
+}
+
 int main(void) {
+  T_RUN_ALL_DEVICES(test_module_autograd);
+  T_RUN_ALL_DEVICES(test_module_memory);
   T_RUN_ALL_DEVICES(test_optim_tensors);
   T_RUN_ALL_DEVICES(test_clip_grad_norm);
   return t_finish();

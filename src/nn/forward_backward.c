@@ -90,11 +90,17 @@ static dt_tensor *dt__forward(const char *op, dt_module *m, const dt_tensor *x, 
         dt_release(m->input);
         m->input = dt_retain((dt_tensor *)x);
         m->out_shape = y->shape;
+        if (x->requires_grad || m->weight->requires_grad) { /* autograd's node: its backward is the fused one below */
+          const dt_tensor *in[3];
+          in[0] = x; in[1] = m->weight; in[2] = m->bias;
+          if (!(y = dt__ag_record(y, DT__AG_LINEAR, "dt_linear", 3, in, NULL))) { dt__module_drop_saved(m); return NULL; }
+        }
       }
       return y;
     }
     case DT__M_RELU:
       if (!(y = dt__unary(op, DT__U_RELU, x, 0, 0))) return NULL;
+      if (!(y = DT__AG1(y, DT__AG_RELU, "dt_relu", x))) return NULL;
       if (!dt__no_grad) {
         dt_release(m->input);
         m->input = dt_retain((dt_tensor *)x);
@@ -206,6 +212,7 @@ static dt_status dt__backward(const char *op, dt_module *m, const dt_tensor *g, 
       int dev = m->device.index;
       int64_t n = m->input->shape.dims[0];
       dt_tensor *gb, *x = NULL;
+      if ((s = dt__linear_sync(m)) != DT_OK) return s; /* what an autograd backward stored, first */
       s = DT_OK;
       if (m->gzero) assign = 1; /* the grads are zeros not yet written (dt_zero_grad): write, not add */
       /* gW (out, in) += g^T x; gb (out,) += sum over rows of g; gx (n, in) = g W (with assign,
@@ -235,7 +242,7 @@ static dt_status dt__backward(const char *op, dt_module *m, const dt_tensor *g, 
       else if (s == DT_OK) s = be->axpy(dev, m->dtype, m->out, 1.0, gb->st->ptr, m->gbias->st->ptr);
       if (s == DT_OK && x && x->numel > 0) s = be->gemm(dev, m->dtype, 0, 0, 1, n, m->in, m->out, 1.0, g->st->ptr, 0, m->weight->st->ptr, 0, 0.0, x->st->ptr, 0);
       dt_release(gb);
-      if (s == DT_OK) m->gzero = 0; /* written; a failure leaves them zeros, as before the call */
+      if (s == DT_OK && m->gzero) { m->gzero = 0; dt__linear_link(m); } /* written; a failure leaves them zeros, as before the call */
       if (!gx) return s == DT_OK ? DT_OK : dt__backend_fail(op, m->device, s);
       if (!(*gx = dt__done(op, x, s))) return dt_last_status();
       return DT_OK;
@@ -333,14 +340,25 @@ static dt_status dt__grads_walk(dt_module *m, int what, double lr) {
   dt_status s;
   int i;
   if (m->kind == DT__M_LINEAR && m->weight) {
-    if (what == DT__G_ZERO && !m->gshared) { m->gzero = 1; return DT_OK; }
+    int prev;
+    if ((s = dt__linear_sync(m)) != DT_OK) return s;
+    if (what == DT__G_ZERO && !m->gshared) { /* the leaves hold no gradient while it is zeros not written */
+      m->gzero = 1;
+      dt_release(m->weight->grad); m->weight->grad = NULL;
+      dt_release(m->bias->grad); m->bias->grad = NULL;
+      return DT_OK;
+    }
     if (what == DT__G_ZERO || m->gzero) {
       if ((s = dt_fill_(m->gweight, 0)) != DT_OK || (s = dt_fill_(m->gbias, 0)) != DT_OK) return s;
       m->gzero = 0;
+      dt__linear_link(m);
     }
     if (what != DT__G_SGD) return DT_OK;
-    if ((s = dt_axpy_(m->weight, -lr, m->gweight)) != DT_OK) return s;
-    return dt_axpy_(m->bias, -lr, m->gbias);
+    prev = dt__no_grad; /* the parameters are leaves that require grad: changed with grad mode off, as torch.optim does */
+    dt__no_grad = 1;
+    if ((s = dt_axpy_(m->weight, -lr, m->gweight)) == DT_OK) s = dt_axpy_(m->bias, -lr, m->gbias);
+    dt__no_grad = prev;
+    return s;
   }
   if (m->kind == DT__M_SEQ)
     for (i = 0; i < m->n; i++) if ((s = dt__grads_walk(m->layers[i], what, lr)) != DT_OK) return s;

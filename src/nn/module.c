@@ -40,6 +40,63 @@ static dt_module *dt__module_new(const char *op, dt__mkind kind) {
   return m;
 }
 
+/* A linear layer's parameters are autograd's leaves: they require grad, and each one's dt_grad is
+   the layer's own gradient tensor (gweight, gbias: one header, held by both), which the fused
+   backward writes and the optimizers read. While the layer's gradients are zeros not yet written
+   (gzero) the leaves hold none: an autograd backward then stores its gradient itself, and
+   dt__linear_sync adopts it. */
+static void dt__linear_link(dt_module *m) {
+  m->weight->requires_grad = 1; m->bias->requires_grad = 1;
+  if (m->gzero) return;
+  if (m->weight->grad != m->gweight) { dt_release(m->weight->grad); m->weight->grad = dt_retain(m->gweight); }
+  if (m->bias->grad != m->gbias) { dt_release(m->bias->grad); m->bias->grad = dt_retain(m->gbias); }
+}
+
+/* Takes into *slot the gradient g that an autograd backward (or dt_clip_grad_norm_, ...) stored in
+   leaf p: into the memory of the header the layer has handed out (their storages swap: no copy, a
+   borrowed dt_module_grad stays valid), or the header itself when they differ in shape or dtype. */
+static void dt__grad_adopt(dt_tensor *p, dt_tensor **slot) {
+  dt_tensor *g = p->grad, *h = *slot;
+  if (g == h) return;
+  if (g->dtype == h->dtype && g->numel == h->numel && g->nbytes == h->nbytes && !g->node && !h->node &&
+      g->shape.ndim == h->shape.ndim && memcmp(g->shape.dims, h->shape.dims, sizeof(int64_t) * (size_t)g->shape.ndim) == 0) {
+    dt__storage *t = h->st;
+    h->st = g->st; g->st = t;
+    dt_release(g);
+    p->grad = dt_retain(h);
+  } else {
+    dt_release(h);
+    *slot = dt_retain(g);
+  }
+}
+
+/* Brings a linear layer's gradients (gweight, gbias) and its leaves' dt_grad together again after
+   autograd or a caller changed the latter: adopts a gradient stored there; a gradient set to NULL
+   (dt_zero_grad_) is zeros. Every entry point that reads or writes the layer's gradients calls it. */
+static dt_status dt__linear_sync(dt_module *m) {
+  dt_tensor *ps[2], **slots[2];
+  int k;
+  if (m->kind != DT__M_LINEAR || !m->weight) return DT_OK;
+  ps[0] = m->weight; ps[1] = m->bias; slots[0] = &m->gweight; slots[1] = &m->gbias;
+  if (m->gzero && !ps[0]->grad && !ps[1]->grad) return DT_OK; /* still zeros not written */
+  for (k = 0; k < 2; k++) /* a leaf without a gradient: zeros */
+    if (!ps[k]->grad) {
+      dt_status s = dt_fill_(*slots[k], 0.0);
+      if (s != DT_OK) return s;
+      ps[k]->grad = dt_retain(*slots[k]);
+    }
+  for (k = 0; k < 2; k++) dt__grad_adopt(ps[k], slots[k]);
+  m->gzero = 0;
+  return DT_OK;
+}
+static dt_status dt__module_sync(dt_module *m) {
+  dt_status s;
+  int i;
+  if (m->kind == DT__M_LINEAR) return dt__linear_sync(m);
+  for (i = 0; i < m->n; i++) if ((s = dt__module_sync(m->layers[i])) != DT_OK) return s;
+  return DT_OK;
+}
+
 /* Draws a linear layer's parameters: uniform in +-1/sqrt(in), as PyTorch's default. */
 static dt_status dt__linear_init(const char *op, dt_module *m, int64_t in) {
   double bound = 1.0 / sqrt((double)in);
@@ -63,6 +120,7 @@ static dt_status dt__linear_init(const char *op, dt_module *m, int64_t in) {
     return s == DT_OK ? DT_ERR_OUT_OF_MEMORY : s;
   }
   m->in = in; m->weight = w; m->bias = b; m->gweight = gw; m->gbias = gb;
+  dt__linear_link(m);
   return DT_OK;
 }
 
@@ -230,7 +288,23 @@ static void dt__module_drop_saved(dt_module *m) {
 }
 
 /* Converts every parameter and grad with `conv`; all or nothing. */
+static dt_status dt__module_convert_ng(const char *op, dt_module *m, dt_device d, dt_dtype t);
+/* (with grad mode off: a parameter moved is a new leaf, not a copy recorded by autograd) */
 static dt_status dt__module_convert(const char *op, dt_module *m, dt_device d, dt_dtype t) {
+  int prev = dt__no_grad;
+  dt_status s;
+  dt__no_grad = 1;
+  s = dt__module_sync(m);
+  if (s == DT_OK) s = dt__module_convert_ng(op, m, d, t);
+  dt__no_grad = prev;
+  return s;
+}
+static void dt__module_link(dt_module *m) {
+  int i;
+  if (m->kind == DT__M_LINEAR && m->weight) dt__linear_link(m);
+  for (i = 0; i < m->n; i++) dt__module_link(m->layers[i]);
+}
+static dt_status dt__module_convert_ng(const char *op, dt_module *m, dt_device d, dt_dtype t) {
   dt_tensor ***slots, **fresh;
   int n = dt__module_slots(m, NULL, 0, 0), i;
   slots = n ? (dt_tensor ***)DT_MALLOC(sizeof(dt_tensor **) * (size_t)n) : NULL;
@@ -252,8 +326,12 @@ static dt_status dt__module_convert(const char *op, dt_module *m, dt_device d, d
       return s;
     }
   }
-  for (i = 0; i < n; i++) { dt_release(*slots[i]); *slots[i] = fresh[i]; }
+  for (i = 0; i < n; i++) {
+    if (fresh[i] != *slots[i] && (*slots[i])->grad) { dt_release((*slots[i])->grad); (*slots[i])->grad = NULL; } /* the old leaf lets go of its gradient */
+    dt_release(*slots[i]); *slots[i] = fresh[i];
+  }
   if (n) { DT_FREE(slots); DT_FREE(fresh); }
+  dt__module_link(m);
   dt__module_drop_saved(m);
   dt__module_set_place(m, d, t);
   return DT_OK;
@@ -340,6 +418,7 @@ static dt_status dt__params_build(const char *op, dt_module *m) {
   dt_module probe = *m;
   probe.names = NULL;
   dt__params_walk(&probe, m, prefix, 0, &count, &bytes);
+  if (count > 0 && (s = dt__module_sync(m)) != DT_OK) return s;
   if (count > 0 && (s = dt__grads_walk(m, DT__G_SETTLE, 0.0)) != DT_OK) return s; /* the table hands out grads */
   if (count == m->nparams && bytes == m->pool_bytes && m->names) {
     count = 0; bytes = 0;
