@@ -190,6 +190,38 @@ static int opt_tensors_bad(int what) {
   dt_release(b); dt_release(a);
   return r;
 }
+/* a user-written module and one misuse of it: 0 a NULL parameter, 1 an integer one, 2 a result of
+   recorded operations, 3 a name with a dot, 4 an empty name, 5 a name taken, 6 a child added twice
+   (to another module), 7 a NULL child, 8 a child named like a parameter, 9 a missing parameter,
+   10 a missing child, 11 a NULL name; the module keeps its one parameter "w" */
+static dt_tensor *user_fwd(dt_module *self, const dt_tensor *x, void *user) { (void)self; (void)user; return dt_relu(x); }
+static int user_bad(int what) {
+  dt_module *m = dt_module_new("M", user_fwd, NULL, NULL), *other = dt_module_new("O", user_fwd, NULL, NULL), *c;
+  dt_tensor *w = dt_copyto(F, dt_cpu()), *e = NULL;
+  dt_status s = DT_OK;
+  int r = 0;
+  if (!m || !other || !w || dt_module_add_param(m, "w", w) != DT_OK) { dt_module_free(m); dt_module_free(other); dt_release(w); return 0; }
+  switch (what) {
+    case 0: s = dt_module_add_param(m, "v", NULL); break;
+    case 1: s = dt_module_add_param(m, "v", I); break;
+    case 2: e = dt_exp(w); s = dt_module_add_param(m, "v", e); break;
+    case 3: s = dt_module_add_param(m, "a.b", w); break;
+    case 4: s = dt_module_add_param(m, "", w); break;
+    case 5: s = dt_module_add_param(m, "w", w); break;
+    case 6: c = dt_linear(2, 2); if (dt_module_add_child(other, "c", c) == DT_OK) s = dt_module_add_child(m, "c", c); break;
+    case 7: s = dt_module_add_child(m, "c", NULL); break;
+    case 8: s = dt_module_add_child(m, "w", dt_relu_layer()); break;
+    case 9: r = dt_module_get_param(m, "v") == NULL; break;
+    case 10: r = dt_module_get_child(m, "w") == NULL; break;
+    case 11: s = dt_module_add_param(m, NULL, w); break;
+  }
+  if (what < 9 || what == 11) r = s != DT_OK;
+  r = r && dt_module_num_params(m) == 1 && dt_module_param(m, 0, NULL) == w;
+  dt_release(e); dt_release(w);
+  dt_module_free(m); dt_module_free(other);
+  return r;
+}
+
 /* dt_clip_grad_norm_ of a leaf with a gradient, with max_norm; the gradient unchanged after a refusal */
 static int clip_bad(double max_norm) {
   dt_tensor *a = dt_copyto(F, dt_cpu()), *y, *l;
@@ -879,6 +911,22 @@ static int lazy_label_unchanged(int which, int gpu) {
   X_(adam_tensors_non_leaf, DT_ERR_INVALID_ARGUMENT, "dt_adam_tensors:", "params[0] is not a leaf|dt_exp", opt_tensors_bad(4)) \
   X_(adam_tensors_twice, DT_ERR_INVALID_ARGUMENT, "dt_adam_tensors:", "params[0] and params[1] are the same tensor", opt_tensors_bad(5)) \
   X_(adamw_tensors_beta1, DT_ERR_INVALID_ARGUMENT, "dt_adamw_tensors:", "beta1 = 1", nulo(dt_adamw_tensors(&F, 1, 0.1, 1, 0.999, 1e-8, 0))) \
+  X_(module_new_null_forward, DT_ERR_INVALID_ARGUMENT, "dt_module_new:", "=forward is NULL", nulm(dt_module_new("M", NULL, NULL, NULL))) \
+  X_(module_add_param_null_m, DT_ERR_INVALID_ARGUMENT, "dt_module_add_param:", "=m is NULL", bad(dt_module_add_param(NULL, "w", F))) \
+  X_(module_add_param_not_user, DT_ERR_INVALID_ARGUMENT, "dt_module_add_param:", "=m is not a module made by dt_module_new", bad(dt_module_add_param(RELU, "w", F))) \
+  X_(module_add_param_null, DT_ERR_INVALID_ARGUMENT, "dt_module_add_param:", "t is NULL", user_bad(0))                       \
+  X_(module_add_param_int, DT_ERR_DTYPE, "dt_module_add_param:", "v is int32|float32 or float64", user_bad(1))              \
+  X_(module_add_param_non_leaf, DT_ERR_INVALID_ARGUMENT, "dt_module_add_param:", "v is not a leaf|dt_exp", user_bad(2))     \
+  X_(module_add_param_dot, DT_ERR_INVALID_ARGUMENT, "dt_module_add_param:", "name \"a.b\" contains a '.'", user_bad(3))    \
+  X_(module_add_param_empty, DT_ERR_INVALID_ARGUMENT, "dt_module_add_param:", "name is empty", user_bad(4))                 \
+  X_(module_add_param_taken, DT_ERR_INVALID_ARGUMENT, "dt_module_add_param:", "=m already has a parameter named \"w\"", user_bad(5)) \
+  X_(module_add_param_null_name, DT_ERR_INVALID_ARGUMENT, "dt_module_add_param:", "=name is NULL", user_bad(11))           \
+  X_(module_add_child_twice, DT_ERR_INVALID_ARGUMENT, "dt_module_add_child:", "already belongs to a module", user_bad(6))  \
+  X_(module_add_child_null, DT_ERR_INVALID_ARGUMENT, "dt_module_add_child:", "=child is NULL", user_bad(7))                \
+  X_(module_add_child_taken, DT_ERR_INVALID_ARGUMENT, "dt_module_add_child:", "=m already has a parameter named \"w\"", user_bad(8)) \
+  X_(module_get_param_missing, DT_ERR_INVALID_ARGUMENT, "dt_module_get_param:", "=m has no parameter named \"v\"", user_bad(9)) \
+  X_(module_get_child_missing, DT_ERR_INVALID_ARGUMENT, "dt_module_get_child:", "=m has no child named \"w\"", user_bad(10)) \
+  X_(module_train_null, DT_ERR_INVALID_ARGUMENT, "dt_module_train:", "=m is NULL", bad(dt_module_train(NULL, 1)))         \
   X_(clip_null, DT_ERR_INVALID_ARGUMENT, "dt_clip_grad_norm_:", "=params is NULL", bad(dt_clip_grad_norm_(NULL, 1, 1.0, NULL))) \
   X_(clip_n_neg, DT_ERR_INVALID_ARGUMENT, "dt_clip_grad_norm_:", "n = -1", bad(dt_clip_grad_norm_(&F, -1, 1.0, NULL)))  \
   X_(clip_max_zero, DT_ERR_INVALID_ARGUMENT, "dt_clip_grad_norm_:", "=max_norm = 0, expected a finite max_norm > 0", clip_bad(0.0)) \
