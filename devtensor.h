@@ -3756,6 +3756,14 @@ DTDEF dt_tensor *dt_linear_bias(dt_module *m) {
   return m->bias;
 }
 
+/* 1 when m is or holds a module made by dt_module_new. */
+static int dt__module_has_user(const dt_module *m) {
+  int i;
+  if (m->kind == DT__M_USER) return 1;
+  for (i = 0; i < m->n; i++) if (dt__module_has_user(m->layers[i])) return 1;
+  return 0;
+}
+
 /* 1 when m is or holds a linear layer (lazy or not). */
 static int dt__module_has_linear(const dt_module *m) {
   int i;
@@ -6556,11 +6564,15 @@ static dt_module *dt__module_clone(const char *op, const dt_module *m, dt_device
   if (!c) return NULL;
   c->device = d; c->dtype = m->dtype; c->in = m->in; c->out = m->out;
   if (m->kind == DT__M_LINEAR && m->weight) {
+    int prev = dt__no_grad; /* new leaves, not copies recorded by autograd */
+    dt__no_grad = 1;
     c->weight = dt_copyto(m->weight, d);
     c->bias = c->weight ? dt_copyto(m->bias, d) : NULL;
+    dt__no_grad = prev;
     c->gweight = c->bias ? dt__filled(op, m->weight->shape, m->dtype, 0.0, d) : NULL;
     c->gbias = c->gweight ? dt__filled(op, m->bias->shape, m->dtype, 0.0, d) : NULL;
     if (!c->gbias) { dt_module_free(c); return NULL; }
+    dt__linear_link(c);
   }
   for (i = 0; m->kind == DT__M_SEQ && i < m->n; i++) {
     dt_module *l = dt__module_clone(op, m->layers[i], d);
@@ -6694,7 +6706,12 @@ static dt_status dt__replicas_bcast_params(const char *op, dt__replicas *r) {
       continue;
     }
 #endif
-    for (g = 1; g < r->n && s == DT_OK; g++) s = dt_copy_(dt_module_param(r->m[g], i, NULL), p0);
+    for (g = 1; g < r->n && s == DT_OK; g++) {
+      int prev = dt__no_grad; /* parameters are leaves that require grad: written with grad mode off */
+      dt__no_grad = 1;
+      s = dt_copy_(dt_module_param(r->m[g], i, NULL), p0);
+      dt__no_grad = prev;
+    }
   }
   (void)op;
   return s;
@@ -6991,6 +7008,9 @@ static dt_status dt__trainer_fit(const char *op, dt_trainer *tr, dt_module *m, c
   memset(&rep, 0, sizeof rep);
   memset(&d, 0, sizeof d); memset(&dv, 0, sizeof dv); memset(&sums, 0, sizeof sums); memset(&vs, 0, sizeof vs);
   if ((s = dt__trainer_check(op, tr, m)) != DT_OK) return s;
+  if (dt__module_has_user(m))
+    return dt__fail(DT_ERR_UNSUPPORTED, "%s: m holds a module made by dt_module_new: the trainer goes back through the built-in "
+                    "layers' own backward; train it with dt_forward, dt_autograd_backward and an optimizer", op);
   if ((s = dt__trainer_check_xy(op, tr, "X", X, "y", y)) != DT_OK) return s;
   if (val) {
     char a[200], c[200];

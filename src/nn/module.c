@@ -547,6 +547,14 @@ DTDEF dt_tensor *dt_linear_bias(dt_module *m) {
   return m->bias;
 }
 
+/* 1 when m is or holds a module made by dt_module_new. */
+static int dt__module_has_user(const dt_module *m) {
+  int i;
+  if (m->kind == DT__M_USER) return 1;
+  for (i = 0; i < m->n; i++) if (dt__module_has_user(m->layers[i])) return 1;
+  return 0;
+}
+
 /* 1 when m is or holds a linear layer (lazy or not). */
 static int dt__module_has_linear(const dt_module *m) {
   int i;
