@@ -67,11 +67,13 @@ static void dt__linear_link(dt_module *m) {
 
 /* Takes into *slot the gradient g that an autograd backward (or dt_clip_grad_norm_, ...) stored in
    leaf p: into the memory of the header the layer has handed out (their storages swap: no copy, a
-   borrowed dt_module_grad stays valid), or the header itself when they differ in shape or dtype. */
+   borrowed dt_module_grad stays valid), or the header itself when they differ in shape or dtype or
+   something else holds g. */
 static void dt__grad_adopt(dt_tensor *p, dt_tensor **slot) {
   dt_tensor *g = p->grad, *h = *slot;
   if (g == h) return;
-  if (g->dtype == h->dtype && g->numel == h->numel && g->nbytes == h->nbytes && !g->node && !h->node &&
+  if (g->refs == 1 && g->st->refs == 1 && !g->st->base && !g->st->foreign && /* only the leaf holds g */
+      g->dtype == h->dtype && g->numel == h->numel && g->nbytes == h->nbytes && !g->node && !h->node &&
       g->shape.ndim == h->shape.ndim && memcmp(g->shape.dims, h->shape.dims, sizeof(int64_t) * (size_t)g->shape.ndim) == 0) {
     dt__storage *t = h->st;
     h->st = g->st; g->st = t;
