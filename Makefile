@@ -72,7 +72,7 @@ EXAMPLES := $(basename $(notdir $(wildcard examples/*.c)))
 # examples/fashion_mnist.c needs zlib's header (apt-get install zlib1g-dev): without it, it is left out
 HAVE_ZLIB := $(shell printf '\043include <zlib.h>\nint main(void){return 0;}\n' | $(CC) -x c - -lz -o /dev/null 2>/dev/null && echo 1)
 ifneq ($(HAVE_ZLIB),1)
-  EXAMPLES := $(filter-out fashion_mnist,$(EXAMPLES))
+  EXAMPLES := $(filter-out fashion_mnist logistic_regression,$(EXAMPLES))
 endif
 TEST_DEPS:= $(HDR) tests/harness.h $(wildcard tests/*.inc)
 EX_DEPS  := $(HDR) examples/timing.h
@@ -202,10 +202,10 @@ $(B)/cuda/test_threads: CUDA_LIBS += -pthread
 $(B)/c/test_optim $(B)/cxx/test_optim $(B)/clang/test_optim: LDLIBS += -pthread
 $(B)/cuda/test_optim: CUDA_LIBS += -pthread
 # examples/fashion_mnist.c reads the gzip'd data set with zlib (apt-get install zlib1g-dev)
-FASHION_EX := $(B)/ex/fashion_mnist $(B)/cuda/ex/fashion_mnist
+FASHION_EX := $(B)/ex/fashion_mnist $(B)/cuda/ex/fashion_mnist $(B)/ex/logistic_regression $(B)/cuda/ex/logistic_regression
 $(FASHION_EX): examples/fashion_data.h
-$(B)/ex/fashion_mnist: LDLIBS += -lz
-$(B)/cuda/ex/fashion_mnist: CUDA_LIBS += -lz
+$(B)/ex/fashion_mnist $(B)/ex/logistic_regression: LDLIBS += -lz
+$(B)/cuda/ex/fashion_mnist $(B)/cuda/ex/logistic_regression: CUDA_LIBS += -lz
 $(B)/bench_gpu: gpubench_CMD += -isystem $(CUDA_HOME)/include
 # the bare <<<>>> launches under devtensor's per-op overhead (bench/launch_floor.cu; no devtensor)
 $(B)/launch_floor: bench/launch_floor.cu | $(B)

@@ -420,6 +420,36 @@ DTDEF dt_tensor *dt_detach(const dt_tensor *t);                  /* t.detach(): 
 DTDEF dt_status  dt_zero_grad_(dt_tensor *t);                    /* t.grad = None */
 DTDEF int        dt_is_leaf(const dt_tensor *t);                 /* t.is_leaf: not a result of recorded operations */
 
+/* Layers a user writes (an nn.Module subclass): dt_module_new makes a module whose dt_forward calls
+   forward(self, x, user), written with any recorded operations and dt_forward of its children;
+   its parameters (leaves that require grad, on one device in one dtype with the rest of the
+   network) and children are registered by name, and name the state_dict as PyTorch's
+   ("features.0.weight": the module's own parameters first, in the order added, then each child's),
+   so that dt_module_save / dt_module_load, dt_module_to, dt_module_param / dt_module_grad and the
+   optimizers work on it as on the built-in modules. It goes back with dt_autograd_backward (not
+   dt_backward). Names: 1..DT_MODULE_NAME_MAX characters without '.', unique within a module. */
+#define DT_MODULE_NAME_MAX 64
+typedef dt_tensor *(*dt_forward_fn)(dt_module *self, const dt_tensor *x, void *user);
+DTDEF dt_module *dt_module_new(const char *name, dt_forward_fn forward, void *user, void (*free_user)(void *user)); /* free_user(user) when the module is freed; may be NULL */
+DTDEF dt_status  dt_module_add_param(dt_module *m, const char *name, dt_tensor *t);   /* registers t (one more reference); makes it require grad */
+DTDEF dt_status  dt_module_add_child(dt_module *m, const char *name, dt_module *child); /* takes ownership, also on failure */
+DTDEF dt_tensor *dt_module_get_param(dt_module *m, const char *name);                 /* borrowed: self.weight inside forward; "child.weight" too */
+DTDEF dt_module *dt_module_get_child(dt_module *m, const char *name);                 /* borrowed */
+DTDEF dt_status  dt_module_train(dt_module *m, int training);                          /* net.train() / net.eval(), for m and every module under it */
+DTDEF int        dt_module_is_training(const dt_module *m);                            /* self.training */
+
+/* Optimizers on any tensors (torch.optim.SGD([w, b], ...)): the same update rules and kernels as
+   dt_sgd / dt_adam / dt_adamw on a module, over float leaves given once each (the optimizer holds
+   a reference to each). A step uses each dt_grad and skips a parameter whose gradient is NULL,
+   as torch.optim does; dt_optimizer_zero_grad sets the gradients to NULL (set_to_none). */
+DTDEF dt_optimizer *dt_sgd_tensors(dt_tensor *const *params, int n, double lr, double momentum, double weight_decay);
+DTDEF dt_optimizer *dt_adam_tensors(dt_tensor *const *params, int n, double lr, double beta1, double beta2, double eps, double weight_decay);
+DTDEF dt_optimizer *dt_adamw_tensors(dt_tensor *const *params, int n, double lr, double beta1, double beta2, double eps, double weight_decay);
+/* torch.nn.utils.clip_grad_norm_(params, max_norm): the 2-norm of all the gradients together (in
+   float64) into *total_norm (may be NULL); above max_norm (finite, > 0) each gradient is scaled in
+   place by max_norm / (total + 1e-6). Parameters without a gradient are skipped. */
+DTDEF dt_status     dt_clip_grad_norm_(dt_tensor *const *params, int n, double max_norm, double *total_norm);
+
 /* ---- src/api/conv.h ---- */
 /* ---- api: convolution and pooling (torch.nn.functional) ----
    Batched images x: (n, c, h, w), F32 or F64, every tensor of a call on one device and of one
@@ -1700,7 +1730,8 @@ typedef enum dt__ag_op {
   DT__AG_MATMUL, DT__AG_TRANSPOSE, DT__AG_RESHAPE, DT__AG_PERMUTE, DT__AG_SLICE, DT__AG_INDEX_SELECT,
   DT__AG_CAT, DT__AG_STACK, DT__AG_SUM, DT__AG_MEAN, DT__AG_SUM_DIM, DT__AG_NORM, DT__AG_MAX_DIM,
   DT__AG_MIN_DIM, DT__AG_MAX, DT__AG_MIN, DT__AG_SOFTMAX, DT__AG_LOG_SOFTMAX, DT__AG_CROSS_ENTROPY,
-  DT__AG_MSE_LOSS, DT__AG_CAST, DT__AG_COPYTO
+  DT__AG_MSE_LOSS, DT__AG_CAST, DT__AG_COPYTO,
+  DT__AG_LINEAR /* a linear layer (dt_forward): inputs x, weight, bias; the layer's fused backward */
 } dt__ag_op;
 
 /* One input of a node: where its gradient goes (a node, a leaf, or nowhere) and its geometry. */
@@ -3614,7 +3645,9 @@ DTDEF int dt_set_grad_enabled(int enabled) {
 }
 
 /* ---- src/nn/module.c ---- */
-typedef enum dt__mkind { DT__M_LINEAR = 0, DT__M_RELU, DT__M_SEQ } dt__mkind;
+typedef enum dt__mkind { DT__M_LINEAR = 0, DT__M_RELU, DT__M_SEQ, DT__M_USER } dt__mkind;
+/* modules that hold others: a sequential, a user-written module (its children) */
+#define DT__M_HOLDS(m) ((m)->kind == DT__M_SEQ || (m)->kind == DT__M_USER)
 
 struct dt_module {
   dt__mkind kind;
@@ -3643,17 +3676,99 @@ struct dt_module {
   char *name_pool;
   size_t pool_bytes;
   dt_tensor **params, **grads;
+  /* user-written (dt_module_new): its forward, its own parameters (one reference each, in the
+     order added) with their gradient tensors (as a linear layer's: each one's dt_grad, adopted
+     after an autograd backward), and its children's names (the children are layers[]) */
+  dt_forward_fn fwd;
+  void *user;
+  void (*free_user)(void *user);
+  int np, pcap;
+  char **pnames, **cnames;
+  dt_tensor **pts, **pgs;
+  int training;            /* net.train() / net.eval() */
 };
 
-/* The longest parameter name: one "index." per sequential (an int has at most 10 digits), then "weight". */
-#define DT__NAME_MAX (DT_MODULE_MAX_DEPTH * 11 + 8)
+/* The longest parameter name: one "index." (an int has at most 10 digits) or "name." per holding
+   module, then the parameter's name. */
+#define DT__NAME_MAX (DT_MODULE_MAX_DEPTH * (DT_MODULE_NAME_MAX + 1) + DT_MODULE_NAME_MAX + 1)
 
 static dt_module *dt__module_new(const char *op, dt__mkind kind) {
   dt_module *m = (dt_module *)DT_MALLOC(sizeof(dt_module));
   if (!m) { dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); return NULL; }
   memset(m, 0, sizeof *m);
-  m->kind = kind; m->device = dt_cpu(); m->dtype = DT_F32; m->out_shape.ndim = -1;
+  m->kind = kind; m->device = dt_cpu(); m->dtype = DT_F32; m->out_shape.ndim = -1; m->training = 1;
   return m;
+}
+
+/* A linear layer's parameters are autograd's leaves: they require grad, and each one's dt_grad is
+   the layer's own gradient tensor (gweight, gbias: one header, held by both), which the fused
+   backward writes and the optimizers read. While the layer's gradients are zeros not yet written
+   (gzero) the leaves hold none: an autograd backward then stores its gradient itself, and
+   dt__linear_sync adopts it. */
+static void dt__linear_link(dt_module *m) {
+  m->weight->requires_grad = 1; m->bias->requires_grad = 1;
+  if (m->gzero) return;
+  if (m->weight->grad != m->gweight) { dt_release(m->weight->grad); m->weight->grad = dt_retain(m->gweight); }
+  if (m->bias->grad != m->gbias) { dt_release(m->bias->grad); m->bias->grad = dt_retain(m->gbias); }
+}
+
+/* Takes into *slot the gradient g that an autograd backward (or dt_clip_grad_norm_, ...) stored in
+   leaf p: into the memory of the header the layer has handed out (their storages swap: no copy, a
+   borrowed dt_module_grad stays valid), or the header itself when they differ in shape or dtype or
+   something else holds g. */
+static void dt__grad_adopt(dt_tensor *p, dt_tensor **slot) {
+  dt_tensor *g = p->grad, *h = *slot;
+  if (g == h) return;
+  if (g->refs == 1 && g->st->refs == 1 && !g->st->base && !g->st->foreign && /* only the leaf holds g */
+      g->dtype == h->dtype && g->numel == h->numel && g->nbytes == h->nbytes && !g->node && !h->node &&
+      g->shape.ndim == h->shape.ndim && memcmp(g->shape.dims, h->shape.dims, sizeof(int64_t) * (size_t)g->shape.ndim) == 0) {
+    dt__storage *t = h->st;
+    h->st = g->st; g->st = t;
+    dt_release(g);
+    p->grad = dt_retain(h);
+  } else {
+    dt_release(h);
+    *slot = dt_retain(g);
+  }
+}
+
+/* Brings a linear layer's gradients (gweight, gbias) and its leaves' dt_grad together again after
+   autograd or a caller changed the latter: adopts a gradient stored there; a gradient set to NULL
+   (dt_zero_grad_) is zeros. Every entry point that reads or writes the layer's gradients calls it. */
+static dt_status dt__linear_sync(dt_module *m) {
+  dt_tensor *ps[2], **slots[2];
+  int k;
+  if (m->kind != DT__M_LINEAR || !m->weight) return DT_OK;
+  ps[0] = m->weight; ps[1] = m->bias; slots[0] = &m->gweight; slots[1] = &m->gbias;
+  if (m->gzero && !ps[0]->grad && !ps[1]->grad) return DT_OK; /* still zeros not written */
+  for (k = 0; k < 2; k++) /* a leaf without a gradient: zeros */
+    if (!ps[k]->grad) {
+      dt_status s = dt_fill_(*slots[k], 0.0);
+      if (s != DT_OK) return s;
+      ps[k]->grad = dt_retain(*slots[k]);
+    }
+  for (k = 0; k < 2; k++) dt__grad_adopt(ps[k], slots[k]);
+  m->gzero = 0;
+  return DT_OK;
+}
+/* A user-written module's parameter k: as dt__linear_sync, without pending zeros. */
+static dt_status dt__uparam_sync(dt_module *m, int k) {
+  dt_tensor *p = m->pts[k];
+  if (!p->grad) {
+    dt_status s = dt_fill_(m->pgs[k], 0.0);
+    if (s != DT_OK) return s;
+    p->grad = dt_retain(m->pgs[k]);
+  }
+  dt__grad_adopt(p, &m->pgs[k]);
+  return DT_OK;
+}
+static dt_status dt__module_sync(dt_module *m) {
+  dt_status s;
+  int i;
+  if (m->kind == DT__M_LINEAR) return dt__linear_sync(m);
+  for (i = 0; i < m->np; i++) if ((s = dt__uparam_sync(m, i)) != DT_OK) return s;
+  for (i = 0; i < m->n; i++) if ((s = dt__module_sync(m->layers[i])) != DT_OK) return s;
+  return DT_OK;
 }
 
 /* Draws a linear layer's parameters: uniform in +-1/sqrt(in), as PyTorch's default. */
@@ -3679,6 +3794,7 @@ static dt_status dt__linear_init(const char *op, dt_module *m, int64_t in) {
     return s == DT_OK ? DT_ERR_OUT_OF_MEMORY : s;
   }
   m->in = in; m->weight = w; m->bias = b; m->gweight = gw; m->gbias = gb;
+  dt__linear_link(m);
   return DT_OK;
 }
 
@@ -3711,7 +3827,8 @@ DTDEF dt_module *dt_sequential(void) {
 static int dt__module_has_params(const dt_module *m) {
   int i;
   if (m->kind == DT__M_LINEAR) return m->weight != NULL;
-  if (m->kind == DT__M_SEQ)
+  if (m->np) return 1;
+  if (DT__M_HOLDS(m))
     for (i = 0; i < m->n; i++) if (dt__module_has_params(m->layers[i])) return 1;
   return 0;
 }
@@ -3720,7 +3837,7 @@ static int dt__module_has_params(const dt_module *m) {
 static void dt__module_set_place(dt_module *m, dt_device d, dt_dtype t) {
   int i;
   m->device = d; m->dtype = t;
-  if (m->kind == DT__M_SEQ) for (i = 0; i < m->n; i++) dt__module_set_place(m->layers[i], d, t);
+  for (i = 0; i < m->n; i++) dt__module_set_place(m->layers[i], d, t);
 }
 
 DTDEF void dt_module_free(dt_module *m) {
@@ -3729,6 +3846,11 @@ DTDEF void dt_module_free(dt_module *m) {
   if (m->parent) { dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_module_free: m belongs to a sequential, which frees it"); return; }
   dt_release(m->weight); dt_release(m->bias); dt_release(m->gweight); dt_release(m->gbias); dt_release(m->input);
   for (i = 0; i < m->n; i++) { m->layers[i]->parent = NULL; dt_module_free(m->layers[i]); } /* at most DT_MODULE_MAX_DEPTH deep */
+  for (i = 0; i < m->np; i++) { dt_release(m->pts[i]); dt_release(m->pgs[i]); DT_FREE(m->pnames[i]); }
+  for (i = 0; m->cnames && i < m->n; i++) DT_FREE(m->cnames[i]);
+  if (m->pts) { DT_FREE(m->pts); DT_FREE(m->pgs); DT_FREE(m->pnames); }
+  if (m->cnames) DT_FREE(m->cnames);
+  if (m->free_user) m->free_user(m->user);
   if (m->layers) DT_FREE(m->layers);
   if (m->names) DT_FREE(m->names);
   if (m->name_pool) DT_FREE(m->name_pool);
@@ -3740,14 +3862,16 @@ DTDEF void dt_module_free(dt_module *m) {
 /* The outermost sequential that holds m (m itself when none does), and how many sequentials
    lie on the way from it to m, m included when it is one: at most DT_MODULE_MAX_DEPTH steps. */
 static dt_module *dt__module_root(dt_module *m, int *depth) {
-  int d = m->kind == DT__M_SEQ;
+  int d = DT__M_HOLDS(m);
   while (m->parent) { m = m->parent; d++; }
   if (depth) *depth = d;
   return m;
 }
 
-DTDEF dt_status dt_sequential_add(dt_module *seq, dt_module *layer) {
-  const char *op = "dt_sequential_add";
+/* dt_sequential_add, and dt_module_add_child (cname: the child's name, a copy the holder keeps). */
+static dt_status dt__module_attach(const char *op, dt_module *seq, dt_module *layer, char *cname);
+DTDEF dt_status dt_sequential_add(dt_module *seq, dt_module *layer) { return dt__module_attach("dt_sequential_add", seq, layer, NULL); }
+static dt_status dt__module_attach(const char *op, dt_module *seq, dt_module *layer, char *cname) {
   char a[48], b[48];
   dt_module *root, *up;
   int depth;
@@ -3756,7 +3880,7 @@ DTDEF dt_status dt_sequential_add(dt_module *seq, dt_module *layer) {
   if (layer && seq) /* layer holds seq when it is seq or one of the sequentials above it */
     for (up = seq; up; up = up->parent)
       if (up == layer) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: cannot add a sequential to itself or to one of its own layers", op);
-  if (!seq) { dt_module_free(layer); return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: seq is NULL", op); }
+  if (!seq) { dt_module_free(layer); if (cname) DT_FREE(cname); return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: seq is NULL", op); }
   if (!layer) { /* usually dt_sequential_add(net, dt_linear(...)) whose constructor failed: keep its reason */
     char prev[sizeof dt__err_msg];
     dt_status ps = dt__err_status;
@@ -3764,13 +3888,16 @@ DTDEF dt_status dt_sequential_add(dt_module *seq, dt_module *layer) {
     memcpy(prev, dt__err_msg, sizeof prev);
     return dt__fail(ps, "%s: layer is NULL, after %.900s", op, prev);
   }
-  if (seq->kind != DT__M_SEQ) { dt_module_free(layer); return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: seq is not a sequential", op); }
+  if (seq->kind != (cname ? DT__M_USER : DT__M_SEQ)) {
+    dt_module_free(layer); if (cname) DT_FREE(cname);
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, cname ? "%s: m is not a module made by dt_module_new" : "%s: seq is not a sequential", op);
+  }
   root = dt__module_root(seq, &depth);
   if (depth + layer->height > DT_MODULE_MAX_DEPTH) {
     dt_status s = dt__fail(DT_ERR_INVALID_ARGUMENT,
                            "%s: sequentials nest at most %d deep (DT_MODULE_MAX_DEPTH), but seq is %d deep and the layer "
                            "holds %d more, which would make %d", op, DT_MODULE_MAX_DEPTH, depth, layer->height, depth + layer->height);
-    dt_module_free(layer);
+    dt_module_free(layer); if (cname) DT_FREE(cname);
     return s;
   }
   /* the whole network, from its outermost sequential down, is on one device in one dtype */
@@ -3778,7 +3905,7 @@ DTDEF dt_status dt_sequential_add(dt_module *seq, dt_module *layer) {
     if (dt__module_has_params(root)) {
       dt_status s = dt__fail(DT_ERR_DEVICE_MISMATCH, "%s: the layer is on %s but the sequential is on %s (move one with dt_module_to)",
                              op, dt_device_str(layer->device, a, sizeof a), dt_device_str(root->device, b, sizeof b));
-      dt_module_free(layer);
+      dt_module_free(layer); if (cname) DT_FREE(cname);
       return s;
     }
     dt__module_set_place(root, layer->device, layer->dtype); /* nothing to move yet: follow the layer */
@@ -3787,7 +3914,7 @@ DTDEF dt_status dt_sequential_add(dt_module *seq, dt_module *layer) {
     if (dt__module_has_params(root)) {
       dt_status s = dt__fail(DT_ERR_DTYPE, "%s: the layer is %s but the sequential is %s", op,
                              dt_dtype_name(layer->dtype), dt_dtype_name(root->dtype));
-      dt_module_free(layer);
+      dt_module_free(layer); if (cname) DT_FREE(cname);
       return s;
     }
     dt__module_set_place(root, root->device, layer->dtype);
@@ -3795,12 +3922,20 @@ DTDEF dt_status dt_sequential_add(dt_module *seq, dt_module *layer) {
   if (seq->n == seq->cap) {
     int cap = seq->cap ? seq->cap * 2 : 8;
     dt_module **l = seq->cap > INT_MAX / 2 ? NULL : (dt_module **)DT_MALLOC(sizeof(dt_module *) * (size_t)cap);
-    if (!l) { dt_module_free(layer); return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); }
+    char **cn = l && cname ? (char **)DT_MALLOC(sizeof(char *) * (size_t)cap) : NULL;
+    if (l && cname && !cn) { DT_FREE(l); l = NULL; }
+    if (!l) { dt_module_free(layer); if (cname) DT_FREE(cname); return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); }
     if (seq->n) memcpy(l, seq->layers, sizeof(dt_module *) * (size_t)seq->n);
     if (seq->layers) DT_FREE(seq->layers);
+    if (cn) {
+      if (seq->n) memcpy(cn, seq->cnames, sizeof(char *) * (size_t)seq->n);
+      if (seq->cnames) DT_FREE(seq->cnames);
+      seq->cnames = cn;
+    }
     seq->layers = l; seq->cap = cap;
   }
   dt__module_set_place(layer, seq->device, seq->dtype); /* a layer without parameters holds no data */
+  if (cname) seq->cnames[seq->n] = cname;
   seq->layers[seq->n++] = layer;
   layer->parent = seq;
   /* the heights above it: each step stops at the first sequential already as high */
@@ -3835,18 +3970,40 @@ static int dt__module_slots(dt_module *m, dt_tensor ***slots, int cap, int at) {
     if (at + 4 <= cap) { slots[at] = &m->weight; slots[at + 1] = &m->bias; slots[at + 2] = &m->gweight; slots[at + 3] = &m->gbias; }
     return at + 4;
   }
-  if (m->kind == DT__M_SEQ) for (i = 0; i < m->n; i++) at = dt__module_slots(m->layers[i], slots, cap, at);
+  for (i = 0; i < m->np; i++, at += 2)
+    if (at + 2 <= cap) { slots[at] = &m->pts[i]; slots[at + 1] = &m->pgs[i]; }
+  for (i = 0; i < m->n; i++) at = dt__module_slots(m->layers[i], slots, cap, at);
   return at;
 }
 
 static void dt__module_drop_saved(dt_module *m) {
   int i;
   dt_release(m->input); m->input = NULL; m->out_shape.ndim = -1; m->nograd_fwd = 0;
-  if (m->kind == DT__M_SEQ) for (i = 0; i < m->n; i++) dt__module_drop_saved(m->layers[i]);
+  for (i = 0; i < m->n; i++) dt__module_drop_saved(m->layers[i]);
 }
 
 /* Converts every parameter and grad with `conv`; all or nothing. */
+static dt_status dt__module_convert_ng(const char *op, dt_module *m, dt_device d, dt_dtype t);
+/* (with grad mode off: a parameter moved is a new leaf, not a copy recorded by autograd) */
 static dt_status dt__module_convert(const char *op, dt_module *m, dt_device d, dt_dtype t) {
+  int prev = dt__no_grad;
+  dt_status s;
+  dt__no_grad = 1;
+  s = dt__module_sync(m);
+  if (s == DT_OK) s = dt__module_convert_ng(op, m, d, t);
+  dt__no_grad = prev;
+  return s;
+}
+static void dt__module_link(dt_module *m) {
+  int i;
+  if (m->kind == DT__M_LINEAR && m->weight) dt__linear_link(m);
+  for (i = 0; i < m->np; i++) {
+    m->pts[i]->requires_grad = 1;
+    if (m->pts[i]->grad != m->pgs[i]) { dt_release(m->pts[i]->grad); m->pts[i]->grad = dt_retain(m->pgs[i]); }
+  }
+  for (i = 0; i < m->n; i++) dt__module_link(m->layers[i]);
+}
+static dt_status dt__module_convert_ng(const char *op, dt_module *m, dt_device d, dt_dtype t) {
   dt_tensor ***slots, **fresh;
   int n = dt__module_slots(m, NULL, 0, 0), i;
   slots = n ? (dt_tensor ***)DT_MALLOC(sizeof(dt_tensor **) * (size_t)n) : NULL;
@@ -3868,8 +4025,12 @@ static dt_status dt__module_convert(const char *op, dt_module *m, dt_device d, d
       return s;
     }
   }
-  for (i = 0; i < n; i++) { dt_release(*slots[i]); *slots[i] = fresh[i]; }
+  for (i = 0; i < n; i++) {
+    if (fresh[i] != *slots[i] && (*slots[i])->grad) { dt_release((*slots[i])->grad); (*slots[i])->grad = NULL; } /* the old leaf lets go of its gradient */
+    dt_release(*slots[i]); *slots[i] = fresh[i];
+  }
   if (n) { DT_FREE(slots); DT_FREE(fresh); }
+  dt__module_link(m);
   dt__module_drop_saved(m);
   dt__module_set_place(m, d, t);
   return DT_OK;
@@ -3925,9 +4086,23 @@ static void dt__params_walk(dt_module *root, dt_module *m, char *prefix, size_t 
       (*count)++;
       *bytes += len + 1;
     }
-  } else if (m->kind == DT__M_SEQ) {
+  } else if (DT__M_HOLDS(m)) {
+    for (i = 0; i < m->np; i++) { /* a user-written module's own, then its children's: state_dict's order */
+      size_t len = plen + strlen(m->pnames[i]);
+      if (root->names && *count < root->nparams) {
+        char *name = root->name_pool + *bytes;
+        memcpy(name, prefix, plen);
+        memcpy(name + plen, m->pnames[i], len - plen + 1);
+        root->names[*count] = name;
+        root->params[*count] = m->pts[i];
+        root->grads[*count] = m->pgs[i];
+      }
+      (*count)++;
+      *bytes += len + 1;
+    }
     for (i = 0; i < m->n; i++) {
-      int w = snprintf(prefix + plen, DT__NAME_MAX - plen, "%d.", i);
+      int w = m->cnames ? snprintf(prefix + plen, DT__NAME_MAX - plen, "%s.", m->cnames[i])
+                        : snprintf(prefix + plen, DT__NAME_MAX - plen, "%d.", i);
       dt__params_walk(root, m->layers[i], prefix, plen + (size_t)w, count, bytes);
     }
   }
@@ -3956,6 +4131,7 @@ static dt_status dt__params_build(const char *op, dt_module *m) {
   dt_module probe = *m;
   probe.names = NULL;
   dt__params_walk(&probe, m, prefix, 0, &count, &bytes);
+  if (count > 0 && (s = dt__module_sync(m)) != DT_OK) return s;
   if (count > 0 && (s = dt__grads_walk(m, DT__G_SETTLE, 0.0)) != DT_OK) return s; /* the table hands out grads */
   if (count == m->nparams && bytes == m->pool_bytes && m->names) {
     count = 0; bytes = 0;
@@ -4020,12 +4196,179 @@ DTDEF dt_tensor *dt_linear_bias(dt_module *m) {
   return m->bias;
 }
 
+/* 1 when m is or holds a module made by dt_module_new. */
+static int dt__module_has_user(const dt_module *m) {
+  int i;
+  if (m->kind == DT__M_USER) return 1;
+  for (i = 0; i < m->n; i++) if (dt__module_has_user(m->layers[i])) return 1;
+  return 0;
+}
+
 /* 1 when m is or holds a linear layer (lazy or not). */
 static int dt__module_has_linear(const dt_module *m) {
   int i;
-  if (m->kind == DT__M_LINEAR) return 1;
+  if (m->kind == DT__M_LINEAR || m->np) return 1;
   for (i = 0; i < m->n; i++) if (dt__module_has_linear(m->layers[i])) return 1;
   return 0;
+}
+
+/* ---- layers a user writes: an nn.Module subclass (DESIGN.md "Autograd") ---- */
+
+DTDEF dt_module *dt_module_new(const char *name, dt_forward_fn forward, void *user, void (*free_user)(void *user)) {
+  const char *op = "dt_module_new";
+  dt_module *m;
+  if (!forward) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: forward is NULL", op); return NULL; }
+  (void)name; /* the class's name, for the caller's messages; parameter names come from the holders */
+  if (!(m = dt__module_new(op, DT__M_USER))) return NULL;
+  m->fwd = forward; m->user = user; m->free_user = free_user; m->height = 1;
+  return m;
+}
+
+/* A parameter's or child's name: 1..DT_MODULE_NAME_MAX characters, no '.', not taken in m. */
+static dt_status dt__module_name_check(const char *op, const char *what, dt_module *m, const char *name) {
+  size_t len;
+  int i;
+  if (!name) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: name is NULL", op);
+  len = strlen(name);
+  if (len == 0) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: the %s's name is empty", op, what);
+  if (len > DT_MODULE_NAME_MAX)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: the %s's name \"%.40s...\" has %zu characters, at most %d", op, what, name, len, DT_MODULE_NAME_MAX);
+  if (strchr(name, '.'))
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: the %s's name \"%s\" contains a '.' (PyTorch: attribute name can't contain \".\")", op, what, name);
+  for (i = 0; i < m->np; i++)
+    if (strcmp(m->pnames[i], name) == 0) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m already has a parameter named \"%s\"", op, name);
+  for (i = 0; m->cnames && i < m->n; i++)
+    if (strcmp(m->cnames[i], name) == 0) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m already has a child named \"%s\"", op, name);
+  return DT_OK;
+}
+
+static char *dt__strdup(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *c = (char *)DT_MALLOC(n);
+  if (c) memcpy(c, s, n);
+  return c;
+}
+
+DTDEF dt_status dt_module_add_param(dt_module *m, const char *name, dt_tensor *t) {
+  const char *op = "dt_module_add_param";
+  dt_module *root;
+  dt_tensor *g = NULL;
+  char *nm, a[48], b[48];
+  dt_status s;
+  if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op);
+  if (m->kind != DT__M_USER) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is not a module made by dt_module_new", op);
+  if ((s = dt__check_tensor(op, "t", t)) != DT_OK) return s;
+  if ((s = dt__module_name_check(op, "parameter", m, name)) != DT_OK) return s;
+  if (!dt__is_float(t->dtype))
+    return dt__fail(DT_ERR_DTYPE, "%s: %s is %s; a parameter is float32 or float64", op, name, dt_dtype_name(t->dtype));
+  if (t->node)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s is not a leaf (the result of %s): a parameter is a leaf (use dt_detach)", op, name, t->node->name);
+  root = dt__module_root(m, NULL);
+  if (dt__module_has_params(root)) { /* the whole network on one device in one dtype */
+    if (!dt_device_equal(t->st->device, root->device))
+      return dt__fail(DT_ERR_DEVICE_MISMATCH, "%s: %s is on %s but the module is on %s", op, name,
+                      dt_device_str(t->st->device, a, sizeof a), dt_device_str(root->device, b, sizeof b));
+    if (t->dtype != root->dtype)
+      return dt__fail(DT_ERR_DTYPE, "%s: %s is %s but the module is %s", op, name, dt_dtype_name(t->dtype), dt_dtype_name(root->dtype));
+  }
+  { /* its gradient tensor: the one it has, else zeros */
+    if (t->grad && t->grad->dtype == t->dtype && t->grad->numel == t->numel) g = dt_retain(t->grad);
+    else if (!(g = dt__filled(op, t->shape, t->dtype, 0.0, t->st->device))) return dt_last_status();
+  }
+  nm = dt__strdup(name);
+  if (m->np == m->pcap) {
+    int cap = m->pcap ? m->pcap * 2 : 4;
+    char **pn = nm && m->pcap < INT_MAX / 2 ? (char **)DT_MALLOC(sizeof(char *) * (size_t)cap) : NULL;
+    dt_tensor **pt = pn ? (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)cap) : NULL;
+    dt_tensor **pg = pt ? (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)cap) : NULL;
+    if (!pg) {
+      if (pn) DT_FREE(pn);
+      if (pt) DT_FREE(pt);
+      if (nm) DT_FREE(nm);
+      dt_release(g);
+      return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+    }
+    if (m->np) {
+      memcpy(pn, m->pnames, sizeof(char *) * (size_t)m->np);
+      memcpy(pt, m->pts, sizeof(dt_tensor *) * (size_t)m->np);
+      memcpy(pg, m->pgs, sizeof(dt_tensor *) * (size_t)m->np);
+      DT_FREE(m->pnames); DT_FREE(m->pts); DT_FREE(m->pgs);
+    }
+    m->pnames = pn; m->pts = pt; m->pgs = pg; m->pcap = cap;
+  } else if (!nm) {
+    dt_release(g);
+    return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+  }
+  if (!dt__module_has_params(root)) dt__module_set_place(root, t->st->device, t->dtype);
+  m->pnames[m->np] = nm; m->pts[m->np] = dt_retain(t); m->pgs[m->np] = g;
+  m->np++;
+  t->requires_grad = 1;
+  if (t->grad != g) { dt_release(t->grad); t->grad = dt_retain(g); }
+  return DT_OK;
+}
+
+DTDEF dt_status dt_module_add_child(dt_module *m, const char *name, dt_module *child) {
+  const char *op = "dt_module_add_child";
+  dt_module *up;
+  char *nm;
+  dt_status s;
+  /* not freed on these two failures: its owner, or m itself, still holds it */
+  if (child && child->parent) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: child already belongs to a module (a module has one owner)", op);
+  if (child && m)
+    for (up = m; up; up = up->parent)
+      if (up == child) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: cannot add a module to itself or to one of its own children", op);
+  if (!m) { dt_module_free(child); return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op); }
+  if (!child) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: child is NULL", op);
+  if (m->kind != DT__M_USER) { dt_module_free(child); return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is not a module made by dt_module_new", op); }
+  if ((s = dt__module_name_check(op, "child", m, name)) != DT_OK) { dt_module_free(child); return s; }
+  if (!(nm = dt__strdup(name))) { dt_module_free(child); return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); }
+  return dt__module_attach(op, m, child, nm);
+}
+
+DTDEF dt_tensor *dt_module_get_param(dt_module *m, const char *name) {
+  const char *op = "dt_module_get_param", *dot;
+  int i;
+  if (!m) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op); return NULL; }
+  if (!name) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: name is NULL", op); return NULL; }
+  if ((dot = strchr(name, '.')) != NULL) { /* "block.weight", "features.0.weight": through the children */
+    for (i = 0; i < m->n; i++) {
+      char idx[16];
+      const char *cn = idx;
+      if (m->cnames) cn = m->cnames[i];
+      else snprintf(idx, sizeof idx, "%d", i); /* a sequential's layers: by index */
+      if (strlen(cn) == (size_t)(dot - name) && memcmp(cn, name, (size_t)(dot - name)) == 0)
+        return dt_module_get_param(m->layers[i], dot + 1);
+    }
+  } else {
+    for (i = 0; i < m->np; i++) if (strcmp(m->pnames[i], name) == 0) return m->pts[i];
+    if (m->kind == DT__M_LINEAR && m->weight && strcmp(name, "weight") == 0) return m->weight;
+    if (m->kind == DT__M_LINEAR && m->weight && strcmp(name, "bias") == 0) return m->bias;
+  }
+  dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m has no parameter named \"%.200s\"", op, name);
+  return NULL;
+}
+
+DTDEF dt_module *dt_module_get_child(dt_module *m, const char *name) {
+  const char *op = "dt_module_get_child";
+  int i;
+  if (!m) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op); return NULL; }
+  if (!name) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: name is NULL", op); return NULL; }
+  for (i = 0; m->cnames && i < m->n; i++) if (strcmp(m->cnames[i], name) == 0) return m->layers[i];
+  dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m has no child named \"%.200s\"", op, name);
+  return NULL;
+}
+
+DTDEF dt_status dt_module_train(dt_module *m, int training) {
+  int i;
+  if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_module_train: m is NULL");
+  m->training = training != 0;
+  for (i = 0; i < m->n; i++) dt_module_train(m->layers[i], training); /* at most DT_MODULE_MAX_DEPTH deep */
+  return DT_OK;
+}
+
+DTDEF int dt_module_is_training(const dt_module *m) {
+  if (!m) { dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_module_is_training: m is NULL"); return 0; }
+  return m->training;
 }
 
 /* ---- src/nn/forward_backward.c ---- */
@@ -4035,6 +4378,7 @@ static const char *dt__first_param(dt_module *m, char *buf, size_t n) {
   size_t at = 0;
   for (;;) {
     if (m->kind == DT__M_LINEAR) { snprintf(buf + at, n - at, "weight"); return buf; }
+    if (m->kind == DT__M_USER && m->np) { snprintf(buf + at, n - at, "%s", m->pnames[0]); return buf; }
     if (m->kind != DT__M_SEQ) break;
     for (i = 0; i < m->n && !dt__module_has_linear(m->layers[i]); i++) {}
     if (i == m->n) break;
@@ -4121,17 +4465,31 @@ static dt_tensor *dt__forward(const char *op, dt_module *m, const dt_tensor *x, 
         dt_release(m->input);
         m->input = dt_retain((dt_tensor *)x);
         m->out_shape = y->shape;
+        if (x->requires_grad || m->weight->requires_grad) { /* autograd's node: its backward is the fused one below */
+          const dt_tensor *in[3];
+          in[0] = x; in[1] = m->weight; in[2] = m->bias;
+          if (!(y = dt__ag_record(y, DT__AG_LINEAR, "dt_linear", 3, in, NULL))) { dt__module_drop_saved(m); return NULL; }
+        }
       }
       return y;
     }
     case DT__M_RELU:
       if (!(y = dt__unary(op, DT__U_RELU, x, 0, 0))) return NULL;
+      if (!(y = DT__AG1(y, DT__AG_RELU, "dt_relu", x))) return NULL;
       if (!dt__no_grad) {
         dt_release(m->input);
         m->input = dt_retain((dt_tensor *)x);
         m->out_shape = y->shape;
       }
       return y;
+    case DT__M_USER: { /* the user's forward: autograd records what it does */
+      if (!(y = m->fwd(m, x, m->user))) {
+        if (dt_last_status() == DT_OK) dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: the module's forward returned NULL", op);
+        return NULL;
+      }
+      if (!dt__no_grad) m->out_shape = y->shape;
+      return y;
+    }
     case DT__M_SEQ: {
       size_t plen = fw->plen;
       cur = dt_retain((dt_tensor *)x);
@@ -4181,6 +4539,7 @@ DTDEF dt_tensor *dt_forward(dt_module *m, const dt_tensor *x) {
    like its output (each layer goes back only through its own last forward: one run on its own
    since breaks the chain). */
 static dt_status dt__backward_check(const char *op, const dt_module *m, const dt_shape *gs) {
+  if (m->kind == DT__M_USER) return DT_OK; /* refused by dt__backward itself */
   if (m->out_shape.ndim < 0 || (m->kind != DT__M_SEQ && !m->input) || gs->ndim != m->out_shape.ndim ||
       memcmp(gs->dims, m->out_shape.dims, sizeof(int64_t) * (size_t)gs->ndim) != 0) {
     char a[200], b[200];
@@ -4192,6 +4551,7 @@ static dt_status dt__backward_check(const char *op, const dt_module *m, const dt
 
 /* The shape of the input of m's last forward (m checked). */
 static const dt_shape *dt__forward_in_shape(const dt_module *m) {
+  if (m->kind == DT__M_USER) return &m->out_shape;
   if (m->kind != DT__M_SEQ) return &m->input->shape;
   return m->n ? dt__forward_in_shape(m->layers[0]) : &m->out_shape;
 }
@@ -4214,7 +4574,7 @@ static int dt__first_param_layer(const dt_module *m) {
   int i;
   for (i = 0; i < m->n; i++) {
     const dt_module *l = m->layers[i];
-    if (l->kind == DT__M_LINEAR || (l->kind == DT__M_SEQ && dt__first_param_layer(l) < l->n)) break;
+    if (l->kind == DT__M_LINEAR || l->kind == DT__M_USER || (l->kind == DT__M_SEQ && dt__first_param_layer(l) < l->n)) break;
   }
   return i;
 }
@@ -4232,11 +4592,15 @@ static dt_status dt__backward(const char *op, dt_module *m, const dt_tensor *g, 
   int i, k;
   if ((s = dt__backward_check(op, m, &g->shape)) != DT_OK) return s;
   switch (m->kind) {
+    case DT__M_USER:
+      return dt__fail(DT_ERR_UNSUPPORTED, "%s: a module made by dt_module_new goes back with dt_autograd_backward on its loss "
+                      "(its forward is recorded), not through the layers' own backward", op);
     case DT__M_LINEAR: {
       const dt__backend *be = dt__be(m->device);
       int dev = m->device.index;
       int64_t n = m->input->shape.dims[0];
       dt_tensor *gb, *x = NULL;
+      if ((s = dt__linear_sync(m)) != DT_OK) return s; /* what an autograd backward stored, first */
       s = DT_OK;
       if (m->gzero) assign = 1; /* the grads are zeros not yet written (dt_zero_grad): write, not add */
       /* gW (out, in) += g^T x; gb (out,) += sum over rows of g; gx (n, in) = g W (with assign,
@@ -4266,7 +4630,7 @@ static dt_status dt__backward(const char *op, dt_module *m, const dt_tensor *g, 
       else if (s == DT_OK) s = be->axpy(dev, m->dtype, m->out, 1.0, gb->st->ptr, m->gbias->st->ptr);
       if (s == DT_OK && x && x->numel > 0) s = be->gemm(dev, m->dtype, 0, 0, 1, n, m->in, m->out, 1.0, g->st->ptr, 0, m->weight->st->ptr, 0, 0.0, x->st->ptr, 0);
       dt_release(gb);
-      if (s == DT_OK) m->gzero = 0; /* written; a failure leaves them zeros, as before the call */
+      if (s == DT_OK && m->gzero) { m->gzero = 0; dt__linear_link(m); } /* written; a failure leaves them zeros, as before the call */
       if (!gx) return s == DT_OK ? DT_OK : dt__backend_fail(op, m->device, s);
       if (!(*gx = dt__done(op, x, s))) return dt_last_status();
       return DT_OK;
@@ -4364,17 +4728,38 @@ static dt_status dt__grads_walk(dt_module *m, int what, double lr) {
   dt_status s;
   int i;
   if (m->kind == DT__M_LINEAR && m->weight) {
-    if (what == DT__G_ZERO && !m->gshared) { m->gzero = 1; return DT_OK; }
+    int prev;
+    if ((s = dt__linear_sync(m)) != DT_OK) return s;
+    if (what == DT__G_ZERO && !m->gshared) { /* the leaves hold no gradient while it is zeros not written */
+      m->gzero = 1;
+      dt_release(m->weight->grad); m->weight->grad = NULL;
+      dt_release(m->bias->grad); m->bias->grad = NULL;
+      return DT_OK;
+    }
     if (what == DT__G_ZERO || m->gzero) {
       if ((s = dt_fill_(m->gweight, 0)) != DT_OK || (s = dt_fill_(m->gbias, 0)) != DT_OK) return s;
       m->gzero = 0;
+      dt__linear_link(m);
     }
     if (what != DT__G_SGD) return DT_OK;
-    if ((s = dt_axpy_(m->weight, -lr, m->gweight)) != DT_OK) return s;
-    return dt_axpy_(m->bias, -lr, m->gbias);
+    prev = dt__no_grad; /* the parameters are leaves that require grad: changed with grad mode off, as torch.optim does */
+    dt__no_grad = 1;
+    if ((s = dt_axpy_(m->weight, -lr, m->gweight)) == DT_OK) s = dt_axpy_(m->bias, -lr, m->gbias);
+    dt__no_grad = prev;
+    return s;
   }
-  if (m->kind == DT__M_SEQ)
-    for (i = 0; i < m->n; i++) if ((s = dt__grads_walk(m->layers[i], what, lr)) != DT_OK) return s;
+  for (i = 0; i < m->np; i++) { /* a user-written module's own: zeros written at once */
+    int prev;
+    if ((s = dt__uparam_sync(m, i)) != DT_OK) return s;
+    if (what == DT__G_ZERO && (s = dt_fill_(m->pgs[i], 0)) != DT_OK) return s;
+    if (what != DT__G_SGD) continue;
+    prev = dt__no_grad;
+    dt__no_grad = 1;
+    s = dt_axpy_(m->pts[i], -lr, m->pgs[i]);
+    dt__no_grad = prev;
+    if (s != DT_OK) return s;
+  }
+  for (i = 0; i < m->n; i++) if ((s = dt__grads_walk(m->layers[i], what, lr)) != DT_OK) return s;
   return DT_OK;
 }
 
@@ -4431,18 +4816,20 @@ typedef struct dt__optim_state {
 
 struct dt_optimizer {
   dt__optim_hp hp;   /* kind and hyperparameters (first, step_size and bc2_sqrt set per step) */
-  dt_module *m;      /* borrowed */
+  dt_module *m;      /* borrowed; NULL for an optimizer on tensors */
+  dt_tensor **ps;    /* an optimizer on tensors: its n parameters (one reference each) */
   int n;             /* parameters, lazy ones included, when it was made */
   dt__optim_state *st;
 };
 
 static int dt__optim_finite(double v) { return v == v && v - v == 0; }
 
-static dt_optimizer *dt__optim_new(const char *op, dt_module *m, dt__optim_kind kind, double lr, double momentum,
-                                   double beta1, double beta2, double eps, double weight_decay) {
+/* An optimizer on module m, or (m NULL) on the np tensors ps. */
+static dt_optimizer *dt__optim_new(const char *op, dt_module *m, dt_tensor *const *ps, int np, dt__optim_kind kind, double lr,
+                                   double momentum, double beta1, double beta2, double eps, double weight_decay) {
   dt_optimizer *o;
-  int n;
-  if (!m) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op); return NULL; }
+  int n, i, j;
+  if (!m && !ps) { dt__fail(DT_ERR_INVALID_ARGUMENT, ps || np >= 0 ? "%s: params is NULL" : "%s: m is NULL", op); return NULL; }
   if (!(lr >= 0) || !dt__optim_finite(lr)) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: invalid learning rate lr = %g (expected a finite lr >= 0)", op, lr); return NULL; }
   if (kind == DT__OPT_SGD && (!(momentum >= 0) || !dt__optim_finite(momentum))) {
     dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: invalid momentum = %g (expected a finite momentum >= 0)", op, momentum);
@@ -4457,7 +4844,19 @@ static dt_optimizer *dt__optim_new(const char *op, dt_module *m, dt__optim_kind 
     dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: invalid weight_decay = %g (expected a finite weight_decay >= 0)", op, weight_decay);
     return NULL;
   }
-  if ((n = dt_module_num_params(m)) <= 0) {
+  if (!m) { /* tensors: float leaves, each once (PyTorch: "some parameters appear in more than one parameter group") */
+    if (np <= 0) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: n = %d, expected at least one parameter (PyTorch: optimizer got an empty parameter list)", op, np); return NULL; }
+    for (i = 0; i < np; i++) {
+      char nm[32];
+      snprintf(nm, sizeof nm, "params[%d]", i);
+      if (dt__check_tensor(op, nm, ps[i]) != DT_OK) return NULL;
+      if (!dt__is_float(ps[i]->dtype)) { dt__fail(DT_ERR_DTYPE, "%s: params[%d] is %s; only float32 and float64 tensors can be optimized", op, i, dt_dtype_name(ps[i]->dtype)); return NULL; }
+      if (ps[i]->node) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: params[%d] is not a leaf (the result of %s): optimize leaves only (PyTorch: can't optimize a non-leaf Tensor)", op, i, ps[i]->node->name); return NULL; }
+      for (j = 0; j < i; j++)
+        if (ps[j] == ps[i]) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: params[%d] and params[%d] are the same tensor (a parameter appears once)", op, j, i); return NULL; }
+    }
+    n = np;
+  } else if ((n = dt_module_num_params(m)) <= 0) {
     dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m has no parameters to optimize (PyTorch: optimizer got an empty parameter list)", op);
     return NULL;
   }
@@ -4469,6 +4868,14 @@ static dt_optimizer *dt__optim_new(const char *op, dt_module *m, dt__optim_kind 
     return NULL;
   }
   memset(o->st, 0, sizeof(dt__optim_state) * (size_t)n);
+  if (!m) {
+    if (!(o->ps = (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)n))) {
+      DT_FREE(o->st); DT_FREE(o);
+      dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+      return NULL;
+    }
+    for (i = 0; i < n; i++) o->ps[i] = dt_retain(ps[i]);
+  }
   o->n = n; o->m = m;
   o->hp.kind = kind; o->hp.lr = lr; o->hp.momentum = momentum; o->hp.weight_decay = weight_decay;
   o->hp.beta1 = beta1; o->hp.beta2 = beta2; o->hp.eps = eps;
@@ -4476,26 +4883,40 @@ static dt_optimizer *dt__optim_new(const char *op, dt_module *m, dt__optim_kind 
 }
 
 DTDEF dt_optimizer *dt_sgd(dt_module *m, double lr, double momentum, double weight_decay) {
-  return dt__optim_new("dt_sgd", m, DT__OPT_SGD, lr, momentum, 0, 0, 0, weight_decay);
+  return dt__optim_new("dt_sgd", m, NULL, -1, DT__OPT_SGD, lr, momentum, 0, 0, 0, weight_decay);
 }
 DTDEF dt_optimizer *dt_adam(dt_module *m, double lr, double beta1, double beta2, double eps, double weight_decay) {
-  return dt__optim_new("dt_adam", m, DT__OPT_ADAM, lr, 0, beta1, beta2, eps, weight_decay);
+  return dt__optim_new("dt_adam", m, NULL, -1, DT__OPT_ADAM, lr, 0, beta1, beta2, eps, weight_decay);
 }
 DTDEF dt_optimizer *dt_adamw(dt_module *m, double lr, double beta1, double beta2, double eps, double weight_decay) {
-  return dt__optim_new("dt_adamw", m, DT__OPT_ADAMW, lr, 0, beta1, beta2, eps, weight_decay);
+  return dt__optim_new("dt_adamw", m, NULL, -1, DT__OPT_ADAMW, lr, 0, beta1, beta2, eps, weight_decay);
+}
+
+DTDEF dt_optimizer *dt_sgd_tensors(dt_tensor *const *params, int n, double lr, double momentum, double weight_decay) {
+  return dt__optim_new("dt_sgd_tensors", NULL, params, n, DT__OPT_SGD, lr, momentum, 0, 0, 0, weight_decay);
+}
+DTDEF dt_optimizer *dt_adam_tensors(dt_tensor *const *params, int n, double lr, double beta1, double beta2, double eps, double weight_decay) {
+  return dt__optim_new("dt_adam_tensors", NULL, params, n, DT__OPT_ADAM, lr, 0, beta1, beta2, eps, weight_decay);
+}
+DTDEF dt_optimizer *dt_adamw_tensors(dt_tensor *const *params, int n, double lr, double beta1, double beta2, double eps, double weight_decay) {
+  return dt__optim_new("dt_adamw_tensors", NULL, params, n, DT__OPT_ADAMW, lr, 0, beta1, beta2, eps, weight_decay);
 }
 
 DTDEF void dt_optimizer_free(dt_optimizer *o) {
   int i;
   if (!o) return;
   for (i = 0; i < o->n; i++) { dt_release(o->st[i].buf1); dt_release(o->st[i].buf2); }
+  if (o->ps) { for (i = 0; i < o->n; i++) dt_release(o->ps[i]); DT_FREE(o->ps); }
   DT_FREE(o->st);
   DT_FREE(o);
 }
 
 DTDEF dt_status dt_optimizer_zero_grad(dt_optimizer *o) {
+  int i;
   if (!o) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_optimizer_zero_grad: o is NULL");
-  return dt__grads_walk(o->m, DT__G_ZERO, 0.0);
+  if (o->m) return dt__grads_walk(o->m, DT__G_ZERO, 0.0);
+  for (i = 0; i < o->n; i++) { dt_release(o->ps[i]->grad); o->ps[i]->grad = NULL; } /* set_to_none, as torch's default */
+  return DT_OK;
 }
 
 /* State k (0: buf1, 1: buf2) of parameter p as the step needs it: *out is a new tensor when
@@ -4531,6 +4952,66 @@ static dt_status dt__optim_prepare(const char *op, const dt_optimizer *o, const 
   return DT_OK;
 }
 
+/* One parameter's step with the backend's fused kernel (its state prepared). */
+static dt_status dt__optim_step1(const char *op, dt_optimizer *o, int i, dt_tensor *p, const dt_tensor *g) {
+  dt__optim_hp hp = o->hp;
+  double step;
+  dt_status s;
+  if (!p || p->numel == 0) return DT_OK;
+  step = (double)(o->st[i].step + 1);
+  hp.first = o->st[i].step == 0;
+  if (hp.kind != DT__OPT_SGD) { /* PyTorch's bias corrections, in double */
+    hp.step_size = hp.lr / (1.0 - pow(hp.beta1, step));
+    hp.bc2_sqrt = sqrt(1.0 - pow(hp.beta2, step));
+  }
+  s = dt__be(p->st->device)->optim_step(p->st->device.index, p->dtype, p->numel, &hp, p->st->ptr, g->st->ptr,
+                                       o->st[i].buf1 ? o->st[i].buf1->st->ptr : NULL,
+                                       o->st[i].buf2 ? o->st[i].buf2->st->ptr : NULL);
+  if (s != DT_OK) return dt__backend_fail(op, p->st->device, s);
+  o->st[i].step++;
+  dt__bump(p); /* autograd sees the parameter changed */
+  return DT_OK;
+}
+
+/* The step of an optimizer on tensors: as torch.optim, a parameter without a gradient (dt_grad
+   NULL) is skipped, its state and step count left alone. Every state first, as for a module. */
+static dt_status dt__optim_step_tensors(const char *op, dt_optimizer *o) {
+  dt_tensor **fresh;
+  dt_status s = DT_OK;
+  int i, k, nbuf = o->hp.kind == DT__OPT_SGD ? (o->hp.momentum != 0 ? 1 : 0) : 2;
+  char nm[32];
+  for (i = 0; i < o->n; i++) {
+    const dt_tensor *p = o->ps[i], *g = p->grad;
+    if (!g) continue;
+    snprintf(nm, sizeof nm, "params[%d]", i);
+    if (g->dtype != p->dtype || !dt_device_equal(g->st->device, p->st->device) || g->numel != p->numel)
+      return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s's gradient does not match it (dtype, device or size changed since the backward)", op, nm);
+  }
+  if (!(fresh = (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * 2 * (size_t)o->n)))
+    return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+  memset(fresh, 0, sizeof(dt_tensor *) * 2 * (size_t)o->n);
+  for (i = 0; i < o->n && s == DT_OK; i++) {
+    if (!o->ps[i]->grad) continue;
+    snprintf(nm, sizeof nm, "params[%d]", i);
+    for (k = 0; k < nbuf && s == DT_OK; k++)
+      s = dt__optim_prepare(op, o, nm, o->ps[i], k ? o->st[i].buf2 : o->st[i].buf1, &fresh[2 * i + k]);
+  }
+  if (s != DT_OK) {
+    for (i = 0; i < 2 * o->n; i++) dt_release(fresh[i]);
+    DT_FREE(fresh);
+    return s;
+  }
+  for (i = 0; i < o->n; i++)
+    for (k = 0; k < 2; k++) {
+      dt_tensor **slot = k ? &o->st[i].buf2 : &o->st[i].buf1;
+      if (fresh[2 * i + k]) { dt_release(*slot); *slot = fresh[2 * i + k]; }
+    }
+  DT_FREE(fresh);
+  for (i = 0; i < o->n; i++)
+    if (o->ps[i]->grad && (s = dt__optim_step1(op, o, i, o->ps[i], o->ps[i]->grad)) != DT_OK) return s;
+  return DT_OK;
+}
+
 DTDEF dt_status dt_optimizer_step(dt_optimizer *o) {
   const char *op = "dt_optimizer_step";
   dt_tensor **fresh;
@@ -4539,6 +5020,7 @@ DTDEF dt_status dt_optimizer_step(dt_optimizer *o) {
   int i, k, nbuf;
   if (!o) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: o is NULL", op);
   m = o->m;
+  if (!m) return dt__optim_step_tensors(op, o);
   if ((s = dt__params_build(op, m)) != DT_OK) return s;
   if (m->nparams != o->n)
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: the module has %d parameters but had %d when the optimizer was made "
@@ -4566,24 +5048,64 @@ DTDEF dt_status dt_optimizer_step(dt_optimizer *o) {
     }
   DT_FREE(fresh);
   /* (2) one kernel per parameter */
-  for (i = 0; i < o->n; i++) {
-    dt_tensor *p = m->params[i], *g = m->grads[i];
-    dt__optim_hp hp = o->hp;
-    double step;
-    if (!p || p->numel == 0) continue;
-    step = (double)(o->st[i].step + 1);
-    hp.first = o->st[i].step == 0;
-    if (hp.kind != DT__OPT_SGD) { /* PyTorch's bias corrections, in double */
-      hp.step_size = hp.lr / (1.0 - pow(hp.beta1, step));
-      hp.bc2_sqrt = sqrt(1.0 - pow(hp.beta2, step));
-    }
-    s = dt__be(p->st->device)->optim_step(p->st->device.index, p->dtype, p->numel, &hp, p->st->ptr, g->st->ptr,
-                                         o->st[i].buf1 ? o->st[i].buf1->st->ptr : NULL,
-                                         o->st[i].buf2 ? o->st[i].buf2->st->ptr : NULL);
-    if (s != DT_OK) return dt__backend_fail(op, p->st->device, s);
-    o->st[i].step++;
-    dt__bump(p); /* autograd sees the parameter changed */
+  for (i = 0; i < o->n; i++)
+    if ((s = dt__optim_step1(op, o, i, m->params[i], m->grads[i])) != DT_OK) return s;
+  return DT_OK;
+}
+
+/* torch.nn.utils.clip_grad_norm_ (norm_type 2, error_if_nonfinite off): the norm of all the
+   gradients together, in float64 whatever their dtype, and when it is above max_norm each
+   gradient scaled in place by max_norm / (total + 1e-6). Parameters without a gradient are
+   skipped. The scaled gradients are all made before any is written. */
+DTDEF dt_status dt_clip_grad_norm_(dt_tensor *const *params, int n, double max_norm, double *total_norm) {
+  const char *op = "dt_clip_grad_norm_";
+  dt_tensor **scaled = NULL;
+  double sq = 0, total, coef;
+  dt_status s = DT_OK;
+  int i, prev;
+  char nm[32];
+  if (total_norm) *total_norm = 0;
+  if (!params) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: params is NULL", op);
+  if (n < 0) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: n = %d, expected n >= 0", op, n);
+  if (!(max_norm > 0) || max_norm - max_norm != 0)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: max_norm = %g, expected a finite max_norm > 0", op, max_norm);
+  for (i = 0; i < n; i++) {
+    snprintf(nm, sizeof nm, "params[%d]", i);
+    if ((s = dt__check_tensor(op, nm, params[i])) != DT_OK) return s;
   }
+  prev = dt__no_grad;
+  dt__no_grad = 1; /* gradients hold no history; nothing here records */
+  for (i = 0; i < n && s == DT_OK; i++) {
+    dt_tensor *g = params[i]->grad, *g64, *nr;
+    double v;
+    if (!g) continue;
+    g64 = g->dtype == DT_F64 ? dt_retain(g) : dt_cast(g, DT_F64);
+    nr = g64 ? dt_norm(g64) : NULL;
+    dt_release(g64);
+    if (!nr) { s = dt_last_status(); break; }
+    v = dt_item(nr);
+    dt_release(nr);
+    if (v != v && dt_last_status() != DT_OK) { s = dt_last_status(); break; }
+    sq += v * v;
+  }
+  total = sqrt(sq);
+  coef = max_norm / (total + 1e-6);
+  if (s == DT_OK && !(coef >= 1.0)) { /* above max_norm, or not finite: PyTorch scales then too (by NaN or 0) */
+    if (!(scaled = (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)(n ? n : 1)))) {
+      s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+    } else {
+      memset(scaled, 0, sizeof(dt_tensor *) * (size_t)(n ? n : 1));
+      for (i = 0; i < n && s == DT_OK; i++)
+        if (params[i]->grad && !(scaled[i] = dt_mul_scalar(params[i]->grad, coef))) s = dt_last_status();
+      for (i = 0; i < n && s == DT_OK; i++) /* into the gradients' memory: borrowed pointers stay valid */
+        if (scaled[i]) s = dt_copy_(params[i]->grad, scaled[i]);
+      for (i = 0; i < n; i++) dt_release(scaled[i]);
+      DT_FREE(scaled);
+    }
+  }
+  dt__no_grad = prev;
+  if (s != DT_OK) return s;
+  if (total_norm) *total_norm = total;
   return DT_OK;
 }
 
@@ -4613,6 +5135,7 @@ static void dt__ag_saves(dt__ag_op op, int need0, int need1, int want[DT__AG_SAV
     case DT__AG_INDEX_SELECT: want[1] = 1; break;
     case DT__AG_CROSS_ENTROPY: case DT__AG_MSE_LOSS: want[0] = 1; want[1] = 1; break;
     case DT__AG_MAX_DIM: case DT__AG_MIN_DIM: want[2] = 1; break; /* the indices, made below */
+    case DT__AG_LINEAR: want[0] = need1; want[1] = need0; break; /* x for the weight's gradient, W for x's */
     default: break;
   }
 }
@@ -4884,6 +5407,54 @@ static dt_tensor *dt__ag_arg_bw(dt__node *n, const dt_tensor *g) {
 
 /* Fills gin[i] for every input that needs a gradient (NULL for the others); on failure makes
    none and returns the status of the error reported. */
+/* A linear layer's node (x (n, in), W (out, in), b (out,) -> y = x W^T + b): the fused backward of
+   dt_backward_params with its gradients written (beta 0) into new tensors: on the CPU one gemm
+   gW = g^T x that sums g's columns into gb as it packs (dt__gemm_opts' asum), gx = g W. */
+static dt_status dt__ag_linear_bw(dt__node *n, const dt_tensor *g, dt_tensor **gin) {
+  const char *op = "dt_linear";
+  const dt__ag_edge *ex = &n->in[0], *ew = &n->in[1], *eb = &n->in[2];
+  dt_device d = ew->device;
+  const dt__backend *be = dt__be(d);
+  dt_dtype t = ew->dtype;
+  int64_t rows = g->shape.dims[0], out = ew->shape.dims[0], in = ew->shape.dims[1];
+  dt_tensor *gw = NULL, *gb = NULL, *gx = NULL;
+  dt_status s = DT_OK;
+  int need_w = ew->node || ew->leaf, need_b = eb->node || eb->leaf, need_x = ex->node || ex->leaf;
+  if (need_w || need_b) {
+    gw = dt__new(op, ew->shape, t, d);
+    gb = gw ? dt__new(op, eb->shape, t, d) : NULL;
+    if (!gb) { dt_release(gw); return dt_last_status(); }
+    if (rows == 0 || out == 0) {
+      if (gw->numel) s = be->fill(d.index, t, gw->numel, 0.0, gw->st->ptr);
+      if (s == DT_OK && gb->numel) s = be->fill(d.index, t, gb->numel, 0.0, gb->st->ptr);
+    } else if (d.type == DT_CPU) {
+      dt__gemm_opts o;
+      memset(&o, 0, sizeof o);
+      o.asum = gb->st->ptr;
+      s = dt__cpu_gemm_opt(t, 1, 0, out, in, rows, 1.0, g->st->ptr, n->saved[0]->st->ptr, 0.0, gw->st->ptr, &o);
+      if (s == DT_OK && !o.asum_done) s = be->reduce(d.index, DT__R_SUM, t, 1, rows, out, g->st->ptr, gb->st->ptr);
+    } else {
+      s = be->gemm(d.index, t, 1, 0, 1, out, in, rows, 1.0, g->st->ptr, 0, n->saved[0]->st->ptr, 0, 0.0, gw->st->ptr, 0);
+      if (s == DT_OK) s = be->reduce(d.index, DT__R_SUM, t, 1, rows, out, g->st->ptr, gb->st->ptr);
+    }
+  }
+  if (s == DT_OK && need_x) {
+    if (!(gx = dt__new(op, ex->shape, t, d))) s = dt_last_status();
+    else if (gx->numel > 0 && out > 0)
+      s = be->gemm(d.index, t, 0, 0, 1, rows, in, out, 1.0, g->st->ptr, 0, n->saved[1]->st->ptr, 0, 0.0, gx->st->ptr, 0);
+    else if (gx->numel > 0)
+      s = be->fill(d.index, t, gx->numel, 0.0, gx->st->ptr);
+  }
+  if (s != DT_OK) {
+    dt_release(gw); dt_release(gb); dt_release(gx);
+    return dt__backend_fail(op, d, s);
+  }
+  gin[0] = gx;
+  if (need_w) gin[1] = gw; else dt_release(gw);
+  if (need_b) gin[2] = gb; else dt_release(gb);
+  return DT_OK;
+}
+
 static dt_status dt__ag_backward(dt__node *n, const dt_tensor *g, dt_tensor **gin) {
   const dt__ag_edge *e0 = &n->in[0], *e1 = n->nin > 1 ? &n->in[1] : NULL;
   int need0 = e0->node || e0->leaf, need1 = e1 && (e1->node || e1->leaf), i;
@@ -4931,6 +5502,7 @@ static dt_status dt__ag_backward(dt__node *n, const dt_tensor *g, dt_tensor **gi
       break;
     }
     case DT__AG_MATMUL: if (dt__ag_matmul_bw(n, g, gin) != DT_OK) goto fail; break;
+    case DT__AG_LINEAR: if (dt__ag_linear_bw(n, g, gin) != DT_OK) goto fail; break;
     case DT__AG_TRANSPOSE: gin[0] = dt_transpose(g); break;
     case DT__AG_RESHAPE: gin[0] = dt_reshape(g, e0->shape); break;
     case DT__AG_PERMUTE: {
@@ -6240,8 +6812,12 @@ DTDEF dt_status dt_module_load(dt_module *m, const char *path) {
         (s = dt__st_parse_header(op, path, m, byname, hdr, hlen, ents, unknown, sizeof unknown, &nunknown)) == DT_OK &&
         (s = dt__st_check_entries(op, path, m, ents, unknown, nunknown)) == DT_OK &&
         (s = dt__st_check_ranges(op, path, m, ents, &end)) == DT_OK &&
-        (s = dt__st_read_data(op, path, m, &f, ents, end, fresh)) == DT_OK)
+        (s = dt__st_read_data(op, path, m, &f, ents, end, fresh)) == DT_OK) {
+      int prev = dt__no_grad; /* the parameters are leaves that require grad: written with grad mode off */
+      dt__no_grad = 1;
       for (i = 0; i < m->nparams && s == DT_OK; i++) s = dt_copy_(m->params[i], fresh[i]); /* into the existing tensors: borrowed pointers stay valid */
+      dt__no_grad = prev;
+    }
     dt__rfile_close(&f);
   }
   for (i = 0; i < m->nparams; i++) dt_release(fresh[i]);
@@ -6428,11 +7004,15 @@ static dt_module *dt__module_clone(const char *op, const dt_module *m, dt_device
   if (!c) return NULL;
   c->device = d; c->dtype = m->dtype; c->in = m->in; c->out = m->out;
   if (m->kind == DT__M_LINEAR && m->weight) {
+    int prev = dt__no_grad; /* new leaves, not copies recorded by autograd */
+    dt__no_grad = 1;
     c->weight = dt_copyto(m->weight, d);
     c->bias = c->weight ? dt_copyto(m->bias, d) : NULL;
+    dt__no_grad = prev;
     c->gweight = c->bias ? dt__filled(op, m->weight->shape, m->dtype, 0.0, d) : NULL;
     c->gbias = c->gweight ? dt__filled(op, m->bias->shape, m->dtype, 0.0, d) : NULL;
     if (!c->gbias) { dt_module_free(c); return NULL; }
+    dt__linear_link(c);
   }
   for (i = 0; m->kind == DT__M_SEQ && i < m->n; i++) {
     dt_module *l = dt__module_clone(op, m->layers[i], d);
@@ -6566,7 +7146,12 @@ static dt_status dt__replicas_bcast_params(const char *op, dt__replicas *r) {
       continue;
     }
 #endif
-    for (g = 1; g < r->n && s == DT_OK; g++) s = dt_copy_(dt_module_param(r->m[g], i, NULL), p0);
+    for (g = 1; g < r->n && s == DT_OK; g++) {
+      int prev = dt__no_grad; /* parameters are leaves that require grad: written with grad mode off */
+      dt__no_grad = 1;
+      s = dt_copy_(dt_module_param(r->m[g], i, NULL), p0);
+      dt__no_grad = prev;
+    }
   }
   (void)op;
   return s;
@@ -6863,6 +7448,9 @@ static dt_status dt__trainer_fit(const char *op, dt_trainer *tr, dt_module *m, c
   memset(&rep, 0, sizeof rep);
   memset(&d, 0, sizeof d); memset(&dv, 0, sizeof dv); memset(&sums, 0, sizeof sums); memset(&vs, 0, sizeof vs);
   if ((s = dt__trainer_check(op, tr, m)) != DT_OK) return s;
+  if (dt__module_has_user(m))
+    return dt__fail(DT_ERR_UNSUPPORTED, "%s: m holds a module made by dt_module_new: the trainer goes back through the built-in "
+                    "layers' own backward; train it with dt_forward, dt_autograd_backward and an optimizer", op);
   if ((s = dt__trainer_check_xy(op, tr, "X", X, "y", y)) != DT_OK) return s;
   if (val) {
     char a[200], c[200];

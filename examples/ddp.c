@@ -49,8 +49,10 @@ int main(void) {
   dt_manual_seed(1000 + (uint64_t)rank);
   net = dt_sequential();
   if (dt_sequential_add(net, dt_linear(2, 1)) != DT_OK || dt_module_to(net, dev) != DT_OK) return fail("model");
+  dt_set_grad_enabled(0); /* parameters require grad: changed in place with grad off, as under torch.no_grad() */
   for (i = 0; i < dt_module_num_params(net); i++)
     if (dt_broadcast_(dt_module_param(net, i, NULL), 0) != DT_OK) return fail("dt_broadcast_");
+  dt_set_grad_enabled(1);
 
   for (epoch = 0; epoch < EPOCHS; epoch++) {
     dt_tensor *total = dt_zeros(dt_shape0(), dev);

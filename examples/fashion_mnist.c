@@ -61,8 +61,16 @@ static int to_tensors(const fashion_set *s, dt_tensor **X, dt_tensor **y) {
   return *X && *y ? 0 : -1;
 }
 
-/* Weights N(0, 0.01), biases 0, as D2L initialises both networks. */
+/* Weights N(0, 0.01), biases 0, as D2L initialises both networks (with grad mode off: the
+   parameters require grad, as under torch.no_grad()). */
+static dt_status init_params_ng(dt_module *net);
 static dt_status init_params(dt_module *net) {
+  int prev = dt_set_grad_enabled(0);
+  dt_status s = init_params_ng(net);
+  dt_set_grad_enabled(prev);
+  return s;
+}
+static dt_status init_params_ng(dt_module *net) {
   int i, n = dt_module_num_params(net);
   for (i = 0; i < n; i++) {
     const char *name;

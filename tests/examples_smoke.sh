@@ -57,6 +57,12 @@ if [ -x "$dir/fashion_mnist" ]; then
 else
   echo "SKIP ${label}example fashion_mnist: not built (zlib's header is missing: apt-get install zlib1g-dev)"; s=$((s + 1))
 fi
+# logistic regression from raw operations and autograd: two short epochs must learn
+if [ -x "$dir/logistic_regression" ]; then
+  case "$label" in emu*) lr="--train 256 --test 128 --batch 64";; *) lr="--train 2000 --test 1000";; esac
+  # shellcheck disable=SC2086
+  run logistic_regression "$dir/logistic_regression" --epochs 2 $lr --min-acc 0.3
+fi
 run ddp "$dir/ddp"
 for extra in "$@"; do run "$(basename "$extra")" "$extra"; done
 

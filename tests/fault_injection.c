@@ -191,13 +191,39 @@ static dt_tensor *forward_no_grad(dt_module *m, const dt_tensor *x) {
 }
 
 /* One run; returns the line of the failed step, 0 when it ran to the end. */
+/* A user-written block: fc2(tanh(fc1(x))) */
+static dt_tensor *fi_block_fwd(dt_module *self, const dt_tensor *x, void *user) {
+  dt_tensor *h = dt_forward(dt_module_get_child(self, "fc1"), x), *t, *y;
+  (void)user;
+  if (!h) return NULL;
+  t = dt_tanh(h);
+  dt_release(h);
+  if (!t) return NULL;
+  y = dt_forward(dt_module_get_child(self, "fc2"), t);
+  dt_release(t);
+  return y;
+}
+/* Its parameters, as doubles (allocates nothing). */
+static int snap_user(dt_module *um, double *out, int cap) {
+  static const char *const names[4] = {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"};
+  int n = 0, k;
+  int64_t i;
+  for (k = 0; k < 4; k++) {
+    dt_tensor *p = dt_module_get_param(um, names[k]);
+    for (i = 0; p && i < dt_numel(p) && n < cap; i++) out[n++] = val(p, i);
+  }
+  return n;
+}
+
 static int workload(void) {
   int failed_line = 0;
   dt_tensor *a = NULL, *b = NULL, *a64 = NULL, *b64 = NULL, *i32 = NULL, *i64 = NULL, *e = NULL, *t = NULL, *u = NULL;
   dt_tensor *m1 = NULL, *m2 = NULL, *big1 = NULL, *big2 = NULL, *x4 = NULL, *x8 = NULL, *y4 = NULL, *pred = NULL, *g = NULL;
   dt_tensor *bigt = NULL, *X = NULL, *Y = NULL;
   dt_tensor *Yc = NULL; dt_module *netc = NULL; dt_optimizer *opt_c = NULL;
-  dt_module *net = NULL, *net2 = NULL, *l = NULL, *net3 = NULL, *inner = NULL;
+  dt_module *net = NULL, *net2 = NULL, *l = NULL, *net3 = NULL, *inner = NULL, *um = NULL;
+  double usnap[32];
+  int nusnap = 0;
   FILE *tf = NULL;
   double snap[64], snap2[64], host[64], v;
   int nsnap = 0, nsnap2 = 0, i, k, loaded = 0, net_rows = 0;
@@ -561,6 +587,23 @@ static int workload(void) {
   net_rows = 0; /* nothing kept to go back through */
   VERIFY(dt_backward_params(net, t) == DT_ERR_INVALID_ARGUMENT);
 
+  /* a user-written module's training step through autograd: forward, loss, dt_autograd_backward,
+     an optimizer's step; a failure leaves its parameters as they were (checked at out:) */
+  STEP((um = dt_module_new("Block", fi_block_fwd, NULL, NULL)) != NULL);
+  STEP((l = dt_linear(2, 3)) != NULL);
+  { dt_module *l_ = l; l = NULL; STEP(dt_module_add_child(um, "fc1", l_) == DT_OK); }
+  STEP((l = dt_linear(3, 1)) != NULL);
+  { dt_module *l_ = l; l = NULL; STEP(dt_module_add_child(um, "fc2", l_) == DT_OK); }
+  nusnap = snap_user(um, usnap, 32);
+  STEP(dt_zero_grad(um) == DT_OK);
+  NEW(t, dt_forward(um, x4)); VERIFY(dt_dim(t, 0) == 4 && dt_dim(t, 1) == 1);
+  NEW(u, dt_sum(t));
+  STEP(dt_autograd_backward(u, NULL) == DT_OK);
+  STEP((opt = dt_sgd(um, 0.1, 0.9, 0)) != NULL);
+  STEP(dt_optimizer_step(opt) == DT_OK);
+  nusnap = snap_user(um, usnap, 32);
+  dt_optimizer_free(opt); opt = NULL;
+
 out:
   dt_optimizer_free(opt);
   dt_dist_finalize(); /* after a failed step: the next run starts with no process group */
@@ -576,6 +619,10 @@ out:
     dt_dtype ndt = DT_F32;
     int n = snap_net(net, now, 64, &ndt);
     if (ndt == sdt && (n != nsnap || !same(now, snap, nsnap))) fi_problem(failed_line, "net's parameters changed by a failed step");
+  }
+  if (um && nusnap && failed_line) {
+    double now[32];
+    if (snap_user(um, now, 32) != nusnap || !same(now, usnap, nusnap)) fi_problem(failed_line, "a user module's parameters changed by a failed step");
   }
   if (net2 && nsnap2 && failed_line && !loaded) {
     double now[64];
@@ -623,6 +670,7 @@ out:
   dt_module_free(net);
   dt_module_free(net2);
   dt_module_free(net3);
+  dt_module_free(um);
   dt_optimizer_free(opt_c); dt_module_free(netc);
   for (i = 0; i < npool; i++) dt_release(pool[i]);
   npool = 0;

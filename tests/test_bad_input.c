@@ -175,6 +175,74 @@ static dt_status add_too_deep(void) {
 
 /* optimizers and no_grad */
 static int nulo(dt_optimizer *o) { if (!o) return 1; dt_optimizer_free(o); return 0; }
+/* an optimizer on tensors given bad params: 0 NULL, 1 none, 2 a NULL one, 3 an integer one,
+   4 a result of recorded operations, 5 one tensor twice */
+static int opt_tensors_bad(int what) {
+  dt_tensor *a = dt_copyto(F, dt_cpu()), *b = NULL, *p[2];
+  int r = 1, n = 2;
+  if (!a || dt_requires_grad_(a, 1) != DT_OK) { dt_release(a); return 0; }
+  p[0] = a; p[1] = a;
+  if (what == 2) p[1] = NULL;
+  if (what == 3) p[0] = I;
+  if (what == 4) { b = dt_exp(a); p[0] = b; }
+  if (what == 1) n = 0;
+  r = nulo(dt_adam_tensors(what == 0 ? NULL : p, what == 5 ? 2 : (what >= 2 && what <= 4 ? (what == 2 ? 2 : 1) : n), 0.1, 0.9, 0.999, 1e-8, 0));
+  dt_release(b); dt_release(a);
+  return r;
+}
+/* a user-written module and one misuse of it: 0 a NULL parameter, 1 an integer one, 2 a result of
+   recorded operations, 3 a name with a dot, 4 an empty name, 5 a name taken, 6 a child added twice
+   (to another module), 7 a NULL child, 8 a child named like a parameter, 9 a missing parameter,
+   10 a missing child, 11 a NULL name; the module keeps its one parameter "w" */
+static dt_tensor *user_fwd(dt_module *self, const dt_tensor *x, void *user) { (void)self; (void)user; return dt_relu(x); }
+static int user_bad(int what) {
+  dt_module *m = dt_module_new("M", user_fwd, NULL, NULL), *other = dt_module_new("O", user_fwd, NULL, NULL), *c;
+  dt_tensor *w = dt_copyto(F, dt_cpu()), *e = NULL;
+  dt_status s = DT_OK;
+  int r = 0;
+  if (!m || !other || !w || dt_module_add_param(m, "w", w) != DT_OK) { dt_module_free(m); dt_module_free(other); dt_release(w); return 0; }
+  switch (what) {
+    case 0: s = dt_module_add_param(m, "v", NULL); break;
+    case 1: s = dt_module_add_param(m, "v", I); break;
+    case 2: e = dt_exp(w); s = dt_module_add_param(m, "v", e); break;
+    case 3: s = dt_module_add_param(m, "a.b", w); break;
+    case 4: s = dt_module_add_param(m, "", w); break;
+    case 5: s = dt_module_add_param(m, "w", w); break;
+    case 6: c = dt_linear(2, 2); if (dt_module_add_child(other, "c", c) == DT_OK) s = dt_module_add_child(m, "c", c); break;
+    case 7: s = dt_module_add_child(m, "c", NULL); break;
+    case 8: s = dt_module_add_child(m, "w", dt_relu_layer()); break;
+    case 9: r = dt_module_get_param(m, "v") == NULL; break;
+    case 10: r = dt_module_get_child(m, "w") == NULL; break;
+    case 11: s = dt_module_add_param(m, NULL, w); break;
+    case 12: { /* the trainer refuses it (m's parameter is float32 (2, 3): X (4, 3), y (4, 3)) */
+      dt_trainer tr;
+      dt_tensor *X = dt_zeros(dt_shape2(4, 3), dt_cpu()), *Y = dt_zeros(dt_shape2(4, 3), dt_cpu());
+      if (X && Y && dt_trainer_init(&tr, 1, 0) == DT_OK) { tr.quiet = 1; s = dt_trainer_fit(&tr, m, X, Y); dt_trainer_free(&tr); }
+      dt_release(X); dt_release(Y);
+      break;
+    }
+  }
+  if (what < 9 || what >= 11) r = s != DT_OK;
+  r = r && dt_module_num_params(m) == 1 && dt_module_param(m, 0, NULL) == w;
+  dt_release(e); dt_release(w);
+  dt_module_free(m); dt_module_free(other);
+  return r;
+}
+
+/* dt_clip_grad_norm_ of a leaf with a gradient, with max_norm; the gradient unchanged after a refusal */
+static int clip_bad(double max_norm) {
+  dt_tensor *a = dt_copyto(F, dt_cpu()), *y, *l;
+  double before, total = 5, after;
+  int r;
+  if (!a || dt_requires_grad_(a, 1) != DT_OK) { dt_release(a); return 0; }
+  y = dt_mul(a, a); l = y ? dt_sum(y) : NULL;
+  if (!l || dt_autograd_backward(l, NULL) != DT_OK) { dt_release(y); dt_release(l); dt_release(a); return 0; }
+  before = ((float *)dt_data_ptr(dt_grad(a)))[1];
+  r = bad(dt_clip_grad_norm_(&a, 1, max_norm, &total));
+  after = ((float *)dt_data_ptr(dt_grad(a)))[1];
+  dt_release(y); dt_release(l); dt_release(a);
+  return r && before == after && total == 0;
+}
 /* dt_backward (params 0) or dt_backward_params (1) on NETR with grad disabled on this thread */
 static int backward_no_grad(int params) {
   int prev = dt_set_grad_enabled(0), failed;
@@ -928,6 +996,38 @@ static dt_tensor *cv_idx(int64_t a, int64_t b, int64_t c, int64_t e) { return cv
   X_(optimizer_step_null, DT_ERR_INVALID_ARGUMENT, "dt_optimizer_step:", "=o is NULL", bad(dt_optimizer_step(NULL)))        \
   X_(optimizer_step_grown, DT_ERR_INVALID_ARGUMENT, "dt_optimizer_step:", "=the module has 6 parameters but had 4 when the optimizer was made (make a new optimizer after changing the network)", step_after_growth()) \
   X_(optimizer_zero_grad_null, DT_ERR_INVALID_ARGUMENT, "dt_optimizer_zero_grad:", "=o is NULL", bad(dt_optimizer_zero_grad(NULL))) \
+  X_(sgd_tensors_null, DT_ERR_INVALID_ARGUMENT, "dt_sgd_tensors:", "=params is NULL", nulo(dt_sgd_tensors(NULL, 1, 0.1, 0, 0))) \
+  X_(sgd_tensors_lr_neg, DT_ERR_INVALID_ARGUMENT, "dt_sgd_tensors:", "learning rate|-1", nulo(dt_sgd_tensors(&F, 1, -1, 0, 0))) \
+  X_(adam_tensors_null, DT_ERR_INVALID_ARGUMENT, "dt_adam_tensors:", "=params is NULL", opt_tensors_bad(0))            \
+  X_(adam_tensors_none, DT_ERR_INVALID_ARGUMENT, "dt_adam_tensors:", "n = 0|at least one parameter", opt_tensors_bad(1)) \
+  X_(adam_tensors_null_one, DT_ERR_INVALID_ARGUMENT, "dt_adam_tensors:", "params[1]", opt_tensors_bad(2))              \
+  X_(adam_tensors_int, DT_ERR_DTYPE, "dt_adam_tensors:", "params[0] is int32", opt_tensors_bad(3))                    \
+  X_(adam_tensors_non_leaf, DT_ERR_INVALID_ARGUMENT, "dt_adam_tensors:", "params[0] is not a leaf|dt_exp", opt_tensors_bad(4)) \
+  X_(adam_tensors_twice, DT_ERR_INVALID_ARGUMENT, "dt_adam_tensors:", "params[0] and params[1] are the same tensor", opt_tensors_bad(5)) \
+  X_(adamw_tensors_beta1, DT_ERR_INVALID_ARGUMENT, "dt_adamw_tensors:", "beta1 = 1", nulo(dt_adamw_tensors(&F, 1, 0.1, 1, 0.999, 1e-8, 0))) \
+  X_(module_new_null_forward, DT_ERR_INVALID_ARGUMENT, "dt_module_new:", "=forward is NULL", nulm(dt_module_new("M", NULL, NULL, NULL))) \
+  X_(module_add_param_null_m, DT_ERR_INVALID_ARGUMENT, "dt_module_add_param:", "=m is NULL", bad(dt_module_add_param(NULL, "w", F))) \
+  X_(module_add_param_not_user, DT_ERR_INVALID_ARGUMENT, "dt_module_add_param:", "=m is not a module made by dt_module_new", bad(dt_module_add_param(RELU, "w", F))) \
+  X_(module_add_param_null, DT_ERR_INVALID_ARGUMENT, "dt_module_add_param:", "t is NULL", user_bad(0))                       \
+  X_(module_add_param_int, DT_ERR_DTYPE, "dt_module_add_param:", "v is int32|float32 or float64", user_bad(1))              \
+  X_(module_add_param_non_leaf, DT_ERR_INVALID_ARGUMENT, "dt_module_add_param:", "v is not a leaf|dt_exp", user_bad(2))     \
+  X_(module_add_param_dot, DT_ERR_INVALID_ARGUMENT, "dt_module_add_param:", "name \"a.b\" contains a '.'", user_bad(3))    \
+  X_(module_add_param_empty, DT_ERR_INVALID_ARGUMENT, "dt_module_add_param:", "name is empty", user_bad(4))                 \
+  X_(module_add_param_taken, DT_ERR_INVALID_ARGUMENT, "dt_module_add_param:", "=m already has a parameter named \"w\"", user_bad(5)) \
+  X_(module_add_param_null_name, DT_ERR_INVALID_ARGUMENT, "dt_module_add_param:", "=name is NULL", user_bad(11))           \
+  X_(module_add_child_twice, DT_ERR_INVALID_ARGUMENT, "dt_module_add_child:", "already belongs to a module", user_bad(6))  \
+  X_(module_add_child_null, DT_ERR_INVALID_ARGUMENT, "dt_module_add_child:", "=child is NULL", user_bad(7))                \
+  X_(module_add_child_taken, DT_ERR_INVALID_ARGUMENT, "dt_module_add_child:", "=m already has a parameter named \"w\"", user_bad(8)) \
+  X_(module_get_param_missing, DT_ERR_INVALID_ARGUMENT, "dt_module_get_param:", "=m has no parameter named \"v\"", user_bad(9)) \
+  X_(module_get_child_missing, DT_ERR_INVALID_ARGUMENT, "dt_module_get_child:", "=m has no child named \"w\"", user_bad(10)) \
+  X_(trainer_fit_user_module, DT_ERR_UNSUPPORTED, "dt_trainer_fit:", "holds a module made by dt_module_new", user_bad(12)) \
+  X_(module_train_null, DT_ERR_INVALID_ARGUMENT, "dt_module_train:", "=m is NULL", bad(dt_module_train(NULL, 1)))         \
+  X_(clip_null, DT_ERR_INVALID_ARGUMENT, "dt_clip_grad_norm_:", "=params is NULL", bad(dt_clip_grad_norm_(NULL, 1, 1.0, NULL))) \
+  X_(clip_n_neg, DT_ERR_INVALID_ARGUMENT, "dt_clip_grad_norm_:", "n = -1", bad(dt_clip_grad_norm_(&F, -1, 1.0, NULL)))  \
+  X_(clip_max_zero, DT_ERR_INVALID_ARGUMENT, "dt_clip_grad_norm_:", "=max_norm = 0, expected a finite max_norm > 0", clip_bad(0.0)) \
+  X_(clip_max_neg, DT_ERR_INVALID_ARGUMENT, "dt_clip_grad_norm_:", "max_norm = -1", clip_bad(-1.0))                      \
+  X_(clip_max_nan, DT_ERR_INVALID_ARGUMENT, "dt_clip_grad_norm_:", "max_norm = nan", clip_bad(NAN))                      \
+  X_(clip_max_inf, DT_ERR_INVALID_ARGUMENT, "dt_clip_grad_norm_:", "max_norm = inf", clip_bad(INFINITY))                 \
   X_(optimizer_free_null, DT_OK, "", "", (dt_optimizer_free(NULL), 0))                                                       \
   X_(set_grad_enabled_ok, DT_OK, "", "", dt_set_grad_enabled(dt_set_grad_enabled(1)) != 1)                                  \
   X_(backward_no_grad, DT_ERR_INVALID_ARGUMENT, "dt_backward:", "grad is disabled on this thread|dt_set_grad_enabled(1)", backward_no_grad(0)) \

@@ -211,8 +211,12 @@ static void sgd_epoch(dt_device dev, uint64_t seed, double out[3]) {
   dt_tensor *y = dt_from_data(ys, dt_shape2(8, 1), DT_F32, dt_cpu());
   double *w, *b;
   dt_module_to(net, dev);
-  dt_fill_(dt_linear_weight(net), 0.25);
-  dt_fill_(dt_module_param(net, 1, NULL), -0.5);
+  { /* parameters require grad: set with grad mode off, as under torch.no_grad() */
+    int prev = dt_set_grad_enabled(0);
+    dt_fill_(dt_linear_weight(net), 0.25);
+    dt_fill_(dt_module_param(net, 1, NULL), -0.5);
+    dt_set_grad_enabled(prev);
+  }
   if (seed) {
     dt_trainer tr;
     dt_trainer_init(&tr, 1, dev.type == DT_CUDA ? 1 : 0);
@@ -342,7 +346,8 @@ static void test_gradient_check(dt_device dev) {
     for (i = 0; i < dt_numel(w); i++) {
       double keep = wv[i], lp, lm, num;
       wv[i] = keep + h;
-      {
+      { /* parameters require grad: nudged with grad mode off, as under torch.no_grad() */
+        int prev = dt_set_grad_enabled(0);
         dt_tensor *tmp = dt_from_data(wv, dt_shape_of(w), DT_F64, dt_cpu());
         dt_copy_(w, tmp); dt_release(tmp);
         lp = loss_of(net, x, t);
@@ -353,6 +358,7 @@ static void test_gradient_check(dt_device dev) {
         wv[i] = keep;
         tmp = dt_from_data(wv, dt_shape_of(w), DT_F64, dt_cpu());
         dt_copy_(w, tmp); dt_release(tmp);
+        dt_set_grad_enabled(prev);
       }
       num = (lp - lm) / (2 * h);
       if (fabs(num - an[i]) > 1e-6 * (1 + fabs(num))) {
@@ -927,7 +933,11 @@ static void test_nesting_depth(void) {
     dt_tensor *yf, *g;
     dt_sequential_add(flat, dt_linear(2, 3)); dt_sequential_add(flat, dt_relu_layer()); dt_sequential_add(flat, dt_linear(3, 1));
     T_CHECK(dt_module_load(flat, path) != DT_OK); /* its names are "0.weight", ...: not the deep ones */
-    for (i = 0; i < 4; i++) dt_copy_(dt_module_param(flat, i, NULL), dt_module_param(top, i, NULL));
+    { /* parameters require grad: copied with grad mode off, as under torch.no_grad() */
+      int prev = dt_set_grad_enabled(0);
+      for (i = 0; i < 4; i++) dt_copy_(dt_module_param(flat, i, NULL), dt_module_param(top, i, NULL));
+      dt_set_grad_enabled(prev);
+    }
     yf = dt_forward(flat, x);
     T_CHECK(y && yf && memcmp(dt_data_ptr(y), dt_data_ptr(yf), 8) == 0);
     g = dt_backward(top, y);

@@ -140,7 +140,11 @@ static int set_param(dt_module *net, int i, const double *v) {
   int ok;
   if (!p) return 0;
   src = tensor_of(v, dt_shape_of(p), dt_dtype_of(p), dt_device_of(p));
-  ok = src && dt_copy_(p, src) == DT_OK;
+  { /* a parameter requires grad: set with grad mode off, as under torch.no_grad() */
+    int prev = dt_set_grad_enabled(0);
+    ok = src && dt_copy_(p, src) == DT_OK;
+    dt_set_grad_enabled(prev);
+  }
   dt_release(src);
   return ok;
 }
@@ -420,7 +424,11 @@ static void test_many_layers(void) {
   float w0, w1, w2, w3, gr;
   int i;
   for (i = 0; i < 300; i++) T_CHECK(dt_sequential_add(net, dt_linear(1, 1)) == DT_OK);
-  T_CHECK(dt_fill_(dt_module_param(net, 2 * 299, NULL), 0.5) == DT_OK);
+  { /* a parameter requires grad: changed with grad mode off, as under torch.no_grad() */
+    int prev = dt_set_grad_enabled(0);
+    T_CHECK(dt_fill_(dt_module_param(net, 2 * 299, NULL), 0.5) == DT_OK);
+    dt_set_grad_enabled(prev);
+  }
   T_CHECK(dt_to_host(dt_module_param(net, 2 * 299, NULL), &w0, sizeof w0) == DT_OK);
   y = dt_forward(net, x);
   g = dt_ones(dt_shape2(1, 1), dt_cpu());
@@ -465,6 +473,11 @@ static void test_no_grad(dt_device dev) {
   T_CHECK(dt_memory_stats_get(dev, &s0) == DT_OK);
   yg = dt_forward(net, x);
   T_CHECK(dt_memory_stats_get(dev, &sg) == DT_OK);
+  if (yg) { /* yg's autograd graph holds the activations too (as PyTorch's): keep its values only */
+    dt_tensor *d = dt_detach(yg);
+    dt_release(yg);
+    yg = d;
+  }
   T_CHECK(dt_set_grad_enabled(0) == 1);
   T_CHECK(dt_set_grad_enabled(0) == 0); /* the previous setting, again */
   yn = dt_forward(net, x);

@@ -207,7 +207,11 @@ static void test_evaluate(dt_device dev) {
   double loss = -1, acc = -1, want = 0;
   int i, j;
   if (dev.type == DT_CUDA && dev.index != 0) { dt_module_free(net); dt_release(wt); dt_release(bt); dt_release(X); dt_release(y); dt_release(T); T_SKIP("the trainer uses cuda:0"); }
-  T_CHECK(dt_copy_(dt_linear_weight(net), wt) == DT_OK && dt_copy_(dt_linear_bias(net), bt) == DT_OK);
+  { /* parameters require grad: set with grad mode off, as under torch.no_grad() */
+    int prev = dt_set_grad_enabled(0);
+    T_CHECK(dt_copy_(dt_linear_weight(net), wt) == DT_OK && dt_copy_(dt_linear_bias(net), bt) == DT_OK);
+    dt_set_grad_enabled(prev);
+  }
   for (i = 0; i < 4; i++) {
     double z[3], mx = -1e300, se = 0;
     for (j = 0; j < 3; j++) { z[j] = w[2 * j] * xs[2 * i] + w[2 * j + 1] * xs[2 * i + 1] + b[j]; if (z[j] > mx) mx = z[j]; }

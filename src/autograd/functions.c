@@ -23,6 +23,7 @@ static void dt__ag_saves(dt__ag_op op, int need0, int need1, int want[DT__AG_SAV
     case DT__AG_INDEX_SELECT: want[1] = 1; break;
     case DT__AG_CROSS_ENTROPY: case DT__AG_MSE_LOSS: want[0] = 1; want[1] = 1; break;
     case DT__AG_MAX_DIM: case DT__AG_MIN_DIM: want[2] = 1; break; /* the indices, made below */
+    case DT__AG_LINEAR: want[0] = need1; want[1] = need0; break; /* x for the weight's gradient, W for x's */
     default: break;
   }
 }
@@ -294,6 +295,54 @@ static dt_tensor *dt__ag_arg_bw(dt__node *n, const dt_tensor *g) {
 
 /* Fills gin[i] for every input that needs a gradient (NULL for the others); on failure makes
    none and returns the status of the error reported. */
+/* A linear layer's node (x (n, in), W (out, in), b (out,) -> y = x W^T + b): the fused backward of
+   dt_backward_params with its gradients written (beta 0) into new tensors: on the CPU one gemm
+   gW = g^T x that sums g's columns into gb as it packs (dt__gemm_opts' asum), gx = g W. */
+static dt_status dt__ag_linear_bw(dt__node *n, const dt_tensor *g, dt_tensor **gin) {
+  const char *op = "dt_linear";
+  const dt__ag_edge *ex = &n->in[0], *ew = &n->in[1], *eb = &n->in[2];
+  dt_device d = ew->device;
+  const dt__backend *be = dt__be(d);
+  dt_dtype t = ew->dtype;
+  int64_t rows = g->shape.dims[0], out = ew->shape.dims[0], in = ew->shape.dims[1];
+  dt_tensor *gw = NULL, *gb = NULL, *gx = NULL;
+  dt_status s = DT_OK;
+  int need_w = ew->node || ew->leaf, need_b = eb->node || eb->leaf, need_x = ex->node || ex->leaf;
+  if (need_w || need_b) {
+    gw = dt__new(op, ew->shape, t, d);
+    gb = gw ? dt__new(op, eb->shape, t, d) : NULL;
+    if (!gb) { dt_release(gw); return dt_last_status(); }
+    if (rows == 0 || out == 0) {
+      if (gw->numel) s = be->fill(d.index, t, gw->numel, 0.0, gw->st->ptr);
+      if (s == DT_OK && gb->numel) s = be->fill(d.index, t, gb->numel, 0.0, gb->st->ptr);
+    } else if (d.type == DT_CPU) {
+      dt__gemm_opts o;
+      memset(&o, 0, sizeof o);
+      o.asum = gb->st->ptr;
+      s = dt__cpu_gemm_opt(t, 1, 0, out, in, rows, 1.0, g->st->ptr, n->saved[0]->st->ptr, 0.0, gw->st->ptr, &o);
+      if (s == DT_OK && !o.asum_done) s = be->reduce(d.index, DT__R_SUM, t, 1, rows, out, g->st->ptr, gb->st->ptr);
+    } else {
+      s = be->gemm(d.index, t, 1, 0, 1, out, in, rows, 1.0, g->st->ptr, 0, n->saved[0]->st->ptr, 0, 0.0, gw->st->ptr, 0);
+      if (s == DT_OK) s = be->reduce(d.index, DT__R_SUM, t, 1, rows, out, g->st->ptr, gb->st->ptr);
+    }
+  }
+  if (s == DT_OK && need_x) {
+    if (!(gx = dt__new(op, ex->shape, t, d))) s = dt_last_status();
+    else if (gx->numel > 0 && out > 0)
+      s = be->gemm(d.index, t, 0, 0, 1, rows, in, out, 1.0, g->st->ptr, 0, n->saved[1]->st->ptr, 0, 0.0, gx->st->ptr, 0);
+    else if (gx->numel > 0)
+      s = be->fill(d.index, t, gx->numel, 0.0, gx->st->ptr);
+  }
+  if (s != DT_OK) {
+    dt_release(gw); dt_release(gb); dt_release(gx);
+    return dt__backend_fail(op, d, s);
+  }
+  gin[0] = gx;
+  if (need_w) gin[1] = gw; else dt_release(gw);
+  if (need_b) gin[2] = gb; else dt_release(gb);
+  return DT_OK;
+}
+
 static dt_status dt__ag_backward(dt__node *n, const dt_tensor *g, dt_tensor **gin) {
   const dt__ag_edge *e0 = &n->in[0], *e1 = n->nin > 1 ? &n->in[1] : NULL;
   int need0 = e0->node || e0->leaf, need1 = e1 && (e1->node || e1->leaf), i;
@@ -341,6 +390,7 @@ static dt_status dt__ag_backward(dt__node *n, const dt_tensor *g, dt_tensor **gi
       break;
     }
     case DT__AG_MATMUL: if (dt__ag_matmul_bw(n, g, gin) != DT_OK) goto fail; break;
+    case DT__AG_LINEAR: if (dt__ag_linear_bw(n, g, gin) != DT_OK) goto fail; break;
     case DT__AG_TRANSPOSE: gin[0] = dt_transpose(g); break;
     case DT__AG_RESHAPE: gin[0] = dt_reshape(g, e0->shape); break;
     case DT__AG_PERMUTE: {

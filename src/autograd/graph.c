@@ -16,7 +16,8 @@ typedef enum dt__ag_op {
   DT__AG_MATMUL, DT__AG_TRANSPOSE, DT__AG_RESHAPE, DT__AG_PERMUTE, DT__AG_SLICE, DT__AG_INDEX_SELECT,
   DT__AG_CAT, DT__AG_STACK, DT__AG_SUM, DT__AG_MEAN, DT__AG_SUM_DIM, DT__AG_NORM, DT__AG_MAX_DIM,
   DT__AG_MIN_DIM, DT__AG_MAX, DT__AG_MIN, DT__AG_SOFTMAX, DT__AG_LOG_SOFTMAX, DT__AG_CROSS_ENTROPY,
-  DT__AG_MSE_LOSS, DT__AG_CAST, DT__AG_COPYTO
+  DT__AG_MSE_LOSS, DT__AG_CAST, DT__AG_COPYTO,
+  DT__AG_LINEAR /* a linear layer (dt_forward): inputs x, weight, bias; the layer's fused backward */
 } dt__ag_op;
 
 /* One input of a node: where its gradient goes (a node, a leaf, or nowhere) and its geometry. */

@@ -441,8 +441,12 @@ DTDEF dt_status dt_module_load(dt_module *m, const char *path) {
         (s = dt__st_parse_header(op, path, m, byname, hdr, hlen, ents, unknown, sizeof unknown, &nunknown)) == DT_OK &&
         (s = dt__st_check_entries(op, path, m, ents, unknown, nunknown)) == DT_OK &&
         (s = dt__st_check_ranges(op, path, m, ents, &end)) == DT_OK &&
-        (s = dt__st_read_data(op, path, m, &f, ents, end, fresh)) == DT_OK)
+        (s = dt__st_read_data(op, path, m, &f, ents, end, fresh)) == DT_OK) {
+      int prev = dt__no_grad; /* the parameters are leaves that require grad: written with grad mode off */
+      dt__no_grad = 1;
       for (i = 0; i < m->nparams && s == DT_OK; i++) s = dt_copy_(m->params[i], fresh[i]); /* into the existing tensors: borrowed pointers stay valid */
+      dt__no_grad = prev;
+    }
     dt__rfile_close(&f);
   }
   for (i = 0; i < m->nparams; i++) dt_release(fresh[i]);

@@ -4,6 +4,7 @@ static const char *dt__first_param(dt_module *m, char *buf, size_t n) {
   size_t at = 0;
   for (;;) {
     if (m->kind == DT__M_LINEAR) { snprintf(buf + at, n - at, "weight"); return buf; }
+    if (m->kind == DT__M_USER && m->np) { snprintf(buf + at, n - at, "%s", m->pnames[0]); return buf; }
     if (m->kind != DT__M_SEQ) break;
     for (i = 0; i < m->n && !dt__module_has_linear(m->layers[i]); i++) {}
     if (i == m->n) break;
@@ -90,17 +91,31 @@ static dt_tensor *dt__forward(const char *op, dt_module *m, const dt_tensor *x, 
         dt_release(m->input);
         m->input = dt_retain((dt_tensor *)x);
         m->out_shape = y->shape;
+        if (x->requires_grad || m->weight->requires_grad) { /* autograd's node: its backward is the fused one below */
+          const dt_tensor *in[3];
+          in[0] = x; in[1] = m->weight; in[2] = m->bias;
+          if (!(y = dt__ag_record(y, DT__AG_LINEAR, "dt_linear", 3, in, NULL))) { dt__module_drop_saved(m); return NULL; }
+        }
       }
       return y;
     }
     case DT__M_RELU:
       if (!(y = dt__unary(op, DT__U_RELU, x, 0, 0))) return NULL;
+      if (!(y = DT__AG1(y, DT__AG_RELU, "dt_relu", x))) return NULL;
       if (!dt__no_grad) {
         dt_release(m->input);
         m->input = dt_retain((dt_tensor *)x);
         m->out_shape = y->shape;
       }
       return y;
+    case DT__M_USER: { /* the user's forward: autograd records what it does */
+      if (!(y = m->fwd(m, x, m->user))) {
+        if (dt_last_status() == DT_OK) dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: the module's forward returned NULL", op);
+        return NULL;
+      }
+      if (!dt__no_grad) m->out_shape = y->shape;
+      return y;
+    }
     case DT__M_SEQ: {
       size_t plen = fw->plen;
       cur = dt_retain((dt_tensor *)x);
@@ -150,6 +165,7 @@ DTDEF dt_tensor *dt_forward(dt_module *m, const dt_tensor *x) {
    like its output (each layer goes back only through its own last forward: one run on its own
    since breaks the chain). */
 static dt_status dt__backward_check(const char *op, const dt_module *m, const dt_shape *gs) {
+  if (m->kind == DT__M_USER) return DT_OK; /* refused by dt__backward itself */
   if (m->out_shape.ndim < 0 || (m->kind != DT__M_SEQ && !m->input) || gs->ndim != m->out_shape.ndim ||
       memcmp(gs->dims, m->out_shape.dims, sizeof(int64_t) * (size_t)gs->ndim) != 0) {
     char a[200], b[200];
@@ -161,6 +177,7 @@ static dt_status dt__backward_check(const char *op, const dt_module *m, const dt
 
 /* The shape of the input of m's last forward (m checked). */
 static const dt_shape *dt__forward_in_shape(const dt_module *m) {
+  if (m->kind == DT__M_USER) return &m->out_shape;
   if (m->kind != DT__M_SEQ) return &m->input->shape;
   return m->n ? dt__forward_in_shape(m->layers[0]) : &m->out_shape;
 }
@@ -183,7 +200,7 @@ static int dt__first_param_layer(const dt_module *m) {
   int i;
   for (i = 0; i < m->n; i++) {
     const dt_module *l = m->layers[i];
-    if (l->kind == DT__M_LINEAR || (l->kind == DT__M_SEQ && dt__first_param_layer(l) < l->n)) break;
+    if (l->kind == DT__M_LINEAR || l->kind == DT__M_USER || (l->kind == DT__M_SEQ && dt__first_param_layer(l) < l->n)) break;
   }
   return i;
 }
@@ -201,11 +218,15 @@ static dt_status dt__backward(const char *op, dt_module *m, const dt_tensor *g, 
   int i, k;
   if ((s = dt__backward_check(op, m, &g->shape)) != DT_OK) return s;
   switch (m->kind) {
+    case DT__M_USER:
+      return dt__fail(DT_ERR_UNSUPPORTED, "%s: a module made by dt_module_new goes back with dt_autograd_backward on its loss "
+                      "(its forward is recorded), not through the layers' own backward", op);
     case DT__M_LINEAR: {
       const dt__backend *be = dt__be(m->device);
       int dev = m->device.index;
       int64_t n = m->input->shape.dims[0];
       dt_tensor *gb, *x = NULL;
+      if ((s = dt__linear_sync(m)) != DT_OK) return s; /* what an autograd backward stored, first */
       s = DT_OK;
       if (m->gzero) assign = 1; /* the grads are zeros not yet written (dt_zero_grad): write, not add */
       /* gW (out, in) += g^T x; gb (out,) += sum over rows of g; gx (n, in) = g W (with assign,
@@ -235,7 +256,7 @@ static dt_status dt__backward(const char *op, dt_module *m, const dt_tensor *g, 
       else if (s == DT_OK) s = be->axpy(dev, m->dtype, m->out, 1.0, gb->st->ptr, m->gbias->st->ptr);
       if (s == DT_OK && x && x->numel > 0) s = be->gemm(dev, m->dtype, 0, 0, 1, n, m->in, m->out, 1.0, g->st->ptr, 0, m->weight->st->ptr, 0, 0.0, x->st->ptr, 0);
       dt_release(gb);
-      if (s == DT_OK) m->gzero = 0; /* written; a failure leaves them zeros, as before the call */
+      if (s == DT_OK && m->gzero) { m->gzero = 0; dt__linear_link(m); } /* written; a failure leaves them zeros, as before the call */
       if (!gx) return s == DT_OK ? DT_OK : dt__backend_fail(op, m->device, s);
       if (!(*gx = dt__done(op, x, s))) return dt_last_status();
       return DT_OK;
@@ -333,17 +354,38 @@ static dt_status dt__grads_walk(dt_module *m, int what, double lr) {
   dt_status s;
   int i;
   if (m->kind == DT__M_LINEAR && m->weight) {
-    if (what == DT__G_ZERO && !m->gshared) { m->gzero = 1; return DT_OK; }
+    int prev;
+    if ((s = dt__linear_sync(m)) != DT_OK) return s;
+    if (what == DT__G_ZERO && !m->gshared) { /* the leaves hold no gradient while it is zeros not written */
+      m->gzero = 1;
+      dt_release(m->weight->grad); m->weight->grad = NULL;
+      dt_release(m->bias->grad); m->bias->grad = NULL;
+      return DT_OK;
+    }
     if (what == DT__G_ZERO || m->gzero) {
       if ((s = dt_fill_(m->gweight, 0)) != DT_OK || (s = dt_fill_(m->gbias, 0)) != DT_OK) return s;
       m->gzero = 0;
+      dt__linear_link(m);
     }
     if (what != DT__G_SGD) return DT_OK;
-    if ((s = dt_axpy_(m->weight, -lr, m->gweight)) != DT_OK) return s;
-    return dt_axpy_(m->bias, -lr, m->gbias);
+    prev = dt__no_grad; /* the parameters are leaves that require grad: changed with grad mode off, as torch.optim does */
+    dt__no_grad = 1;
+    if ((s = dt_axpy_(m->weight, -lr, m->gweight)) == DT_OK) s = dt_axpy_(m->bias, -lr, m->gbias);
+    dt__no_grad = prev;
+    return s;
   }
-  if (m->kind == DT__M_SEQ)
-    for (i = 0; i < m->n; i++) if ((s = dt__grads_walk(m->layers[i], what, lr)) != DT_OK) return s;
+  for (i = 0; i < m->np; i++) { /* a user-written module's own: zeros written at once */
+    int prev;
+    if ((s = dt__uparam_sync(m, i)) != DT_OK) return s;
+    if (what == DT__G_ZERO && (s = dt_fill_(m->pgs[i], 0)) != DT_OK) return s;
+    if (what != DT__G_SGD) continue;
+    prev = dt__no_grad;
+    dt__no_grad = 1;
+    s = dt_axpy_(m->pts[i], -lr, m->pgs[i]);
+    dt__no_grad = prev;
+    if (s != DT_OK) return s;
+  }
+  for (i = 0; i < m->n; i++) if ((s = dt__grads_walk(m->layers[i], what, lr)) != DT_OK) return s;
   return DT_OK;
 }
 

@@ -12,18 +12,20 @@ typedef struct dt__optim_state {
 
 struct dt_optimizer {
   dt__optim_hp hp;   /* kind and hyperparameters (first, step_size and bc2_sqrt set per step) */
-  dt_module *m;      /* borrowed */
+  dt_module *m;      /* borrowed; NULL for an optimizer on tensors */
+  dt_tensor **ps;    /* an optimizer on tensors: its n parameters (one reference each) */
   int n;             /* parameters, lazy ones included, when it was made */
   dt__optim_state *st;
 };
 
 static int dt__optim_finite(double v) { return v == v && v - v == 0; }
 
-static dt_optimizer *dt__optim_new(const char *op, dt_module *m, dt__optim_kind kind, double lr, double momentum,
-                                   double beta1, double beta2, double eps, double weight_decay) {
+/* An optimizer on module m, or (m NULL) on the np tensors ps. */
+static dt_optimizer *dt__optim_new(const char *op, dt_module *m, dt_tensor *const *ps, int np, dt__optim_kind kind, double lr,
+                                   double momentum, double beta1, double beta2, double eps, double weight_decay) {
   dt_optimizer *o;
-  int n;
-  if (!m) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op); return NULL; }
+  int n, i, j;
+  if (!m && !ps) { dt__fail(DT_ERR_INVALID_ARGUMENT, ps || np >= 0 ? "%s: params is NULL" : "%s: m is NULL", op); return NULL; }
   if (!(lr >= 0) || !dt__optim_finite(lr)) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: invalid learning rate lr = %g (expected a finite lr >= 0)", op, lr); return NULL; }
   if (kind == DT__OPT_SGD && (!(momentum >= 0) || !dt__optim_finite(momentum))) {
     dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: invalid momentum = %g (expected a finite momentum >= 0)", op, momentum);
@@ -38,7 +40,19 @@ static dt_optimizer *dt__optim_new(const char *op, dt_module *m, dt__optim_kind 
     dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: invalid weight_decay = %g (expected a finite weight_decay >= 0)", op, weight_decay);
     return NULL;
   }
-  if ((n = dt_module_num_params(m)) <= 0) {
+  if (!m) { /* tensors: float leaves, each once (PyTorch: "some parameters appear in more than one parameter group") */
+    if (np <= 0) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: n = %d, expected at least one parameter (PyTorch: optimizer got an empty parameter list)", op, np); return NULL; }
+    for (i = 0; i < np; i++) {
+      char nm[32];
+      snprintf(nm, sizeof nm, "params[%d]", i);
+      if (dt__check_tensor(op, nm, ps[i]) != DT_OK) return NULL;
+      if (!dt__is_float(ps[i]->dtype)) { dt__fail(DT_ERR_DTYPE, "%s: params[%d] is %s; only float32 and float64 tensors can be optimized", op, i, dt_dtype_name(ps[i]->dtype)); return NULL; }
+      if (ps[i]->node) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: params[%d] is not a leaf (the result of %s): optimize leaves only (PyTorch: can't optimize a non-leaf Tensor)", op, i, ps[i]->node->name); return NULL; }
+      for (j = 0; j < i; j++)
+        if (ps[j] == ps[i]) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: params[%d] and params[%d] are the same tensor (a parameter appears once)", op, j, i); return NULL; }
+    }
+    n = np;
+  } else if ((n = dt_module_num_params(m)) <= 0) {
     dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m has no parameters to optimize (PyTorch: optimizer got an empty parameter list)", op);
     return NULL;
   }
@@ -50,6 +64,14 @@ static dt_optimizer *dt__optim_new(const char *op, dt_module *m, dt__optim_kind 
     return NULL;
   }
   memset(o->st, 0, sizeof(dt__optim_state) * (size_t)n);
+  if (!m) {
+    if (!(o->ps = (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)n))) {
+      DT_FREE(o->st); DT_FREE(o);
+      dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+      return NULL;
+    }
+    for (i = 0; i < n; i++) o->ps[i] = dt_retain(ps[i]);
+  }
   o->n = n; o->m = m;
   o->hp.kind = kind; o->hp.lr = lr; o->hp.momentum = momentum; o->hp.weight_decay = weight_decay;
   o->hp.beta1 = beta1; o->hp.beta2 = beta2; o->hp.eps = eps;
@@ -57,26 +79,40 @@ static dt_optimizer *dt__optim_new(const char *op, dt_module *m, dt__optim_kind 
 }
 
 DTDEF dt_optimizer *dt_sgd(dt_module *m, double lr, double momentum, double weight_decay) {
-  return dt__optim_new("dt_sgd", m, DT__OPT_SGD, lr, momentum, 0, 0, 0, weight_decay);
+  return dt__optim_new("dt_sgd", m, NULL, -1, DT__OPT_SGD, lr, momentum, 0, 0, 0, weight_decay);
 }
 DTDEF dt_optimizer *dt_adam(dt_module *m, double lr, double beta1, double beta2, double eps, double weight_decay) {
-  return dt__optim_new("dt_adam", m, DT__OPT_ADAM, lr, 0, beta1, beta2, eps, weight_decay);
+  return dt__optim_new("dt_adam", m, NULL, -1, DT__OPT_ADAM, lr, 0, beta1, beta2, eps, weight_decay);
 }
 DTDEF dt_optimizer *dt_adamw(dt_module *m, double lr, double beta1, double beta2, double eps, double weight_decay) {
-  return dt__optim_new("dt_adamw", m, DT__OPT_ADAMW, lr, 0, beta1, beta2, eps, weight_decay);
+  return dt__optim_new("dt_adamw", m, NULL, -1, DT__OPT_ADAMW, lr, 0, beta1, beta2, eps, weight_decay);
+}
+
+DTDEF dt_optimizer *dt_sgd_tensors(dt_tensor *const *params, int n, double lr, double momentum, double weight_decay) {
+  return dt__optim_new("dt_sgd_tensors", NULL, params, n, DT__OPT_SGD, lr, momentum, 0, 0, 0, weight_decay);
+}
+DTDEF dt_optimizer *dt_adam_tensors(dt_tensor *const *params, int n, double lr, double beta1, double beta2, double eps, double weight_decay) {
+  return dt__optim_new("dt_adam_tensors", NULL, params, n, DT__OPT_ADAM, lr, 0, beta1, beta2, eps, weight_decay);
+}
+DTDEF dt_optimizer *dt_adamw_tensors(dt_tensor *const *params, int n, double lr, double beta1, double beta2, double eps, double weight_decay) {
+  return dt__optim_new("dt_adamw_tensors", NULL, params, n, DT__OPT_ADAMW, lr, 0, beta1, beta2, eps, weight_decay);
 }
 
 DTDEF void dt_optimizer_free(dt_optimizer *o) {
   int i;
   if (!o) return;
   for (i = 0; i < o->n; i++) { dt_release(o->st[i].buf1); dt_release(o->st[i].buf2); }
+  if (o->ps) { for (i = 0; i < o->n; i++) dt_release(o->ps[i]); DT_FREE(o->ps); }
   DT_FREE(o->st);
   DT_FREE(o);
 }
 
 DTDEF dt_status dt_optimizer_zero_grad(dt_optimizer *o) {
+  int i;
   if (!o) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_optimizer_zero_grad: o is NULL");
-  return dt__grads_walk(o->m, DT__G_ZERO, 0.0);
+  if (o->m) return dt__grads_walk(o->m, DT__G_ZERO, 0.0);
+  for (i = 0; i < o->n; i++) { dt_release(o->ps[i]->grad); o->ps[i]->grad = NULL; } /* set_to_none, as torch's default */
+  return DT_OK;
 }
 
 /* State k (0: buf1, 1: buf2) of parameter p as the step needs it: *out is a new tensor when
@@ -112,6 +148,66 @@ static dt_status dt__optim_prepare(const char *op, const dt_optimizer *o, const 
   return DT_OK;
 }
 
+/* One parameter's step with the backend's fused kernel (its state prepared). */
+static dt_status dt__optim_step1(const char *op, dt_optimizer *o, int i, dt_tensor *p, const dt_tensor *g) {
+  dt__optim_hp hp = o->hp;
+  double step;
+  dt_status s;
+  if (!p || p->numel == 0) return DT_OK;
+  step = (double)(o->st[i].step + 1);
+  hp.first = o->st[i].step == 0;
+  if (hp.kind != DT__OPT_SGD) { /* PyTorch's bias corrections, in double */
+    hp.step_size = hp.lr / (1.0 - pow(hp.beta1, step));
+    hp.bc2_sqrt = sqrt(1.0 - pow(hp.beta2, step));
+  }
+  s = dt__be(p->st->device)->optim_step(p->st->device.index, p->dtype, p->numel, &hp, p->st->ptr, g->st->ptr,
+                                       o->st[i].buf1 ? o->st[i].buf1->st->ptr : NULL,
+                                       o->st[i].buf2 ? o->st[i].buf2->st->ptr : NULL);
+  if (s != DT_OK) return dt__backend_fail(op, p->st->device, s);
+  o->st[i].step++;
+  dt__bump(p); /* autograd sees the parameter changed */
+  return DT_OK;
+}
+
+/* The step of an optimizer on tensors: as torch.optim, a parameter without a gradient (dt_grad
+   NULL) is skipped, its state and step count left alone. Every state first, as for a module. */
+static dt_status dt__optim_step_tensors(const char *op, dt_optimizer *o) {
+  dt_tensor **fresh;
+  dt_status s = DT_OK;
+  int i, k, nbuf = o->hp.kind == DT__OPT_SGD ? (o->hp.momentum != 0 ? 1 : 0) : 2;
+  char nm[32];
+  for (i = 0; i < o->n; i++) {
+    const dt_tensor *p = o->ps[i], *g = p->grad;
+    if (!g) continue;
+    snprintf(nm, sizeof nm, "params[%d]", i);
+    if (g->dtype != p->dtype || !dt_device_equal(g->st->device, p->st->device) || g->numel != p->numel)
+      return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s's gradient does not match it (dtype, device or size changed since the backward)", op, nm);
+  }
+  if (!(fresh = (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * 2 * (size_t)o->n)))
+    return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+  memset(fresh, 0, sizeof(dt_tensor *) * 2 * (size_t)o->n);
+  for (i = 0; i < o->n && s == DT_OK; i++) {
+    if (!o->ps[i]->grad) continue;
+    snprintf(nm, sizeof nm, "params[%d]", i);
+    for (k = 0; k < nbuf && s == DT_OK; k++)
+      s = dt__optim_prepare(op, o, nm, o->ps[i], k ? o->st[i].buf2 : o->st[i].buf1, &fresh[2 * i + k]);
+  }
+  if (s != DT_OK) {
+    for (i = 0; i < 2 * o->n; i++) dt_release(fresh[i]);
+    DT_FREE(fresh);
+    return s;
+  }
+  for (i = 0; i < o->n; i++)
+    for (k = 0; k < 2; k++) {
+      dt_tensor **slot = k ? &o->st[i].buf2 : &o->st[i].buf1;
+      if (fresh[2 * i + k]) { dt_release(*slot); *slot = fresh[2 * i + k]; }
+    }
+  DT_FREE(fresh);
+  for (i = 0; i < o->n; i++)
+    if (o->ps[i]->grad && (s = dt__optim_step1(op, o, i, o->ps[i], o->ps[i]->grad)) != DT_OK) return s;
+  return DT_OK;
+}
+
 DTDEF dt_status dt_optimizer_step(dt_optimizer *o) {
   const char *op = "dt_optimizer_step";
   dt_tensor **fresh;
@@ -120,6 +216,7 @@ DTDEF dt_status dt_optimizer_step(dt_optimizer *o) {
   int i, k, nbuf;
   if (!o) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: o is NULL", op);
   m = o->m;
+  if (!m) return dt__optim_step_tensors(op, o);
   if ((s = dt__params_build(op, m)) != DT_OK) return s;
   if (m->nparams != o->n)
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: the module has %d parameters but had %d when the optimizer was made "
@@ -147,23 +244,63 @@ DTDEF dt_status dt_optimizer_step(dt_optimizer *o) {
     }
   DT_FREE(fresh);
   /* (2) one kernel per parameter */
-  for (i = 0; i < o->n; i++) {
-    dt_tensor *p = m->params[i], *g = m->grads[i];
-    dt__optim_hp hp = o->hp;
-    double step;
-    if (!p || p->numel == 0) continue;
-    step = (double)(o->st[i].step + 1);
-    hp.first = o->st[i].step == 0;
-    if (hp.kind != DT__OPT_SGD) { /* PyTorch's bias corrections, in double */
-      hp.step_size = hp.lr / (1.0 - pow(hp.beta1, step));
-      hp.bc2_sqrt = sqrt(1.0 - pow(hp.beta2, step));
-    }
-    s = dt__be(p->st->device)->optim_step(p->st->device.index, p->dtype, p->numel, &hp, p->st->ptr, g->st->ptr,
-                                         o->st[i].buf1 ? o->st[i].buf1->st->ptr : NULL,
-                                         o->st[i].buf2 ? o->st[i].buf2->st->ptr : NULL);
-    if (s != DT_OK) return dt__backend_fail(op, p->st->device, s);
-    o->st[i].step++;
-    dt__bump(p); /* autograd sees the parameter changed */
+  for (i = 0; i < o->n; i++)
+    if ((s = dt__optim_step1(op, o, i, m->params[i], m->grads[i])) != DT_OK) return s;
+  return DT_OK;
+}
+
+/* torch.nn.utils.clip_grad_norm_ (norm_type 2, error_if_nonfinite off): the norm of all the
+   gradients together, in float64 whatever their dtype, and when it is above max_norm each
+   gradient scaled in place by max_norm / (total + 1e-6). Parameters without a gradient are
+   skipped. The scaled gradients are all made before any is written. */
+DTDEF dt_status dt_clip_grad_norm_(dt_tensor *const *params, int n, double max_norm, double *total_norm) {
+  const char *op = "dt_clip_grad_norm_";
+  dt_tensor **scaled = NULL;
+  double sq = 0, total, coef;
+  dt_status s = DT_OK;
+  int i, prev;
+  char nm[32];
+  if (total_norm) *total_norm = 0;
+  if (!params) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: params is NULL", op);
+  if (n < 0) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: n = %d, expected n >= 0", op, n);
+  if (!(max_norm > 0) || max_norm - max_norm != 0)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: max_norm = %g, expected a finite max_norm > 0", op, max_norm);
+  for (i = 0; i < n; i++) {
+    snprintf(nm, sizeof nm, "params[%d]", i);
+    if ((s = dt__check_tensor(op, nm, params[i])) != DT_OK) return s;
   }
+  prev = dt__no_grad;
+  dt__no_grad = 1; /* gradients hold no history; nothing here records */
+  for (i = 0; i < n && s == DT_OK; i++) {
+    dt_tensor *g = params[i]->grad, *g64, *nr;
+    double v;
+    if (!g) continue;
+    g64 = g->dtype == DT_F64 ? dt_retain(g) : dt_cast(g, DT_F64);
+    nr = g64 ? dt_norm(g64) : NULL;
+    dt_release(g64);
+    if (!nr) { s = dt_last_status(); break; }
+    v = dt_item(nr);
+    dt_release(nr);
+    if (v != v && dt_last_status() != DT_OK) { s = dt_last_status(); break; }
+    sq += v * v;
+  }
+  total = sqrt(sq);
+  coef = max_norm / (total + 1e-6);
+  if (s == DT_OK && !(coef >= 1.0)) { /* above max_norm, or not finite: PyTorch scales then too (by NaN or 0) */
+    if (!(scaled = (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)(n ? n : 1)))) {
+      s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+    } else {
+      memset(scaled, 0, sizeof(dt_tensor *) * (size_t)(n ? n : 1));
+      for (i = 0; i < n && s == DT_OK; i++)
+        if (params[i]->grad && !(scaled[i] = dt_mul_scalar(params[i]->grad, coef))) s = dt_last_status();
+      for (i = 0; i < n && s == DT_OK; i++) /* into the gradients' memory: borrowed pointers stay valid */
+        if (scaled[i]) s = dt_copy_(params[i]->grad, scaled[i]);
+      for (i = 0; i < n; i++) dt_release(scaled[i]);
+      DT_FREE(scaled);
+    }
+  }
+  dt__no_grad = prev;
+  if (s != DT_OK) return s;
+  if (total_norm) *total_norm = total;
   return DT_OK;
 }

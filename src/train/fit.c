@@ -220,6 +220,9 @@ static dt_status dt__trainer_fit(const char *op, dt_trainer *tr, dt_module *m, c
   memset(&rep, 0, sizeof rep);
   memset(&d, 0, sizeof d); memset(&dv, 0, sizeof dv); memset(&sums, 0, sizeof sums); memset(&vs, 0, sizeof vs);
   if ((s = dt__trainer_check(op, tr, m)) != DT_OK) return s;
+  if (dt__module_has_user(m))
+    return dt__fail(DT_ERR_UNSUPPORTED, "%s: m holds a module made by dt_module_new: the trainer goes back through the built-in "
+                    "layers' own backward; train it with dt_forward, dt_autograd_backward and an optimizer", op);
   if ((s = dt__trainer_check_xy(op, tr, "X", X, "y", y)) != DT_OK) return s;
   if (val) {
     char a[200], c[200];

@@ -29,11 +29,15 @@ static dt_module *dt__module_clone(const char *op, const dt_module *m, dt_device
   if (!c) return NULL;
   c->device = d; c->dtype = m->dtype; c->in = m->in; c->out = m->out;
   if (m->kind == DT__M_LINEAR && m->weight) {
+    int prev = dt__no_grad; /* new leaves, not copies recorded by autograd */
+    dt__no_grad = 1;
     c->weight = dt_copyto(m->weight, d);
     c->bias = c->weight ? dt_copyto(m->bias, d) : NULL;
+    dt__no_grad = prev;
     c->gweight = c->bias ? dt__filled(op, m->weight->shape, m->dtype, 0.0, d) : NULL;
     c->gbias = c->gweight ? dt__filled(op, m->bias->shape, m->dtype, 0.0, d) : NULL;
     if (!c->gbias) { dt_module_free(c); return NULL; }
+    dt__linear_link(c);
   }
   for (i = 0; m->kind == DT__M_SEQ && i < m->n; i++) {
     dt_module *l = dt__module_clone(op, m->layers[i], d);
@@ -167,7 +171,12 @@ static dt_status dt__replicas_bcast_params(const char *op, dt__replicas *r) {
       continue;
     }
 #endif
-    for (g = 1; g < r->n && s == DT_OK; g++) s = dt_copy_(dt_module_param(r->m[g], i, NULL), p0);
+    for (g = 1; g < r->n && s == DT_OK; g++) {
+      int prev = dt__no_grad; /* parameters are leaves that require grad: written with grad mode off */
+      dt__no_grad = 1;
+      s = dt_copy_(dt_module_param(r->m[g], i, NULL), p0);
+      dt__no_grad = prev;
+    }
   }
   (void)op;
   return s;
