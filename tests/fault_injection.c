@@ -306,6 +306,16 @@ static int workload(void) {
   NEW(t, dt_sigmoid(a)); NEW(t, dt_tanh(a64)); NEW(t, dt_abs(i64)); VERIFY(val(t, 0) == 3);
   NEW(t, dt_abs(u)); VERIFY(val(t, 4) == 4);
   NEW(t, dt_zeros_like(u)); NEW(t, dt_ones_like(a64)); VERIFY(val(t, 5) == 1); NEW(t, dt_empty_like(e));
+
+  /* views, keepdim reductions, scalar forms, one_hot */
+  NEW(t, dt_flatten(a, 0, -1)); VERIFY(dt_numel(t) == 6 && dt_ndim(t) == 1);
+  NEW(t, dt_unsqueeze(a, 1)); NEW(t, dt_squeeze(t, 1)); VERIFY(dt_ndim(t) == 2);
+  NEW(t, dt_sum_dim_ex(a, 0, 1)); VERIFY(dt_ndim(t) == 2 && val(t, 2) == 9);
+  NEW(t, dt_mean_dim(a64, -1, 0)); VERIFY(val(t, 1) == 5);
+  NEW(t, dt_rsub_scalar(i64, 1)); VERIFY(val(t, 0) == 4);
+  NEW(t, dt_gt_scalar(a, 3)); VERIFY(val(t, 2) == 0 && val(t, 3) == 1);
+  NEW(t, dt_lt_scalar(i32, 2.5)); VERIFY(val(t, 2) == 1 && val(t, 3) == 0);
+  NEW(t, dt_abs(i64)); NEW(t, dt_one_hot(t, -1)); VERIFY(dt_dim(t, 1) == 4 && val(t, 3) == 1);
   REFUSE(dt_add(u, u), DT_ERR_DTYPE);
   REFUSE(dt_sigmoid(i32), DT_ERR_DTYPE);
 
