@@ -314,6 +314,13 @@ DTDEF dt_tensor *dt_le_scalar(const dt_tensor *t, double s);
 DTDEF dt_tensor *dt_gt_scalar(const dt_tensor *t, double s);
 DTDEF dt_tensor *dt_ge_scalar(const dt_tensor *t, double s);
 DTDEF dt_tensor *dt_one_hot(const dt_tensor *labels, int64_t num_classes); /* I64 (...) -> I64 (..., num_classes); -1: max + 1 */
+/* elementwise functions, float32/64, recorded for autograd */
+DTDEF dt_tensor *dt_sin(const dt_tensor *a);
+DTDEF dt_tensor *dt_cos(const dt_tensor *a);
+DTDEF dt_tensor *dt_erf(const dt_tensor *a);
+DTDEF dt_tensor *dt_gelu(const dt_tensor *a);                      /* F.gelu (approximate='none'): x (1 + erf(x / sqrt 2)) / 2 */
+DTDEF dt_tensor *dt_pow_scalar(const dt_tensor *a, double p);      /* torch.pow(a, p) */
+DTDEF dt_tensor *dt_clamp(const dt_tensor *a, double lo, double hi); /* torch.clamp(a, lo, hi): NaN stays NaN; +-INFINITY for no bound */
 
 /* ---- src/api/nn.h ---- */
 typedef struct dt_module dt_module;
@@ -661,7 +668,10 @@ typedef enum dt__unary_op {
   DT__U_AFFINE = 0,   /* y = p0 * x + p1 */
   DT__U_EXP, DT__U_LOG, DT__U_SQRT, DT__U_NEG, DT__U_RELU,
   /* activations beyond relu, and abs */
-  DT__U_SIGMOID, DT__U_TANH, DT__U_ABS  /* ABS also on I32/I64 (wrapping) */
+  DT__U_SIGMOID, DT__U_TANH, DT__U_ABS, /* ABS also on I32/I64 (wrapping) */
+  /* float only: sin, cos, erf; gelu x Phi(x) (the erf form) and its derivative Phi(x) + x phi(x);
+     pow x^p0; clamp min(max(x, p0), p1) with NaN kept (x, p0 or p1 NaN: NaN; p0 > p1: p1) */
+  DT__U_SIN, DT__U_COS, DT__U_ERF, DT__U_GELU, DT__U_GELU_GRAD, DT__U_POW, DT__U_CLAMP
 } dt__unary_op;
 
 /* comparisons: y = a op b as DT_BOOL (one byte, 0 or 1); the core turns gt/ge into lt/le
@@ -1717,7 +1727,8 @@ typedef enum dt__ag_op {
   DT__AG_MATMUL, DT__AG_TRANSPOSE, DT__AG_RESHAPE, DT__AG_PERMUTE, DT__AG_SLICE, DT__AG_INDEX_SELECT,
   DT__AG_CAT, DT__AG_STACK, DT__AG_SUM, DT__AG_MEAN, DT__AG_SUM_DIM, DT__AG_NORM, DT__AG_MAX_DIM,
   DT__AG_MIN_DIM, DT__AG_MAX, DT__AG_MIN, DT__AG_SOFTMAX, DT__AG_LOG_SOFTMAX, DT__AG_CROSS_ENTROPY,
-  DT__AG_MSE_LOSS, DT__AG_CAST, DT__AG_COPYTO
+  DT__AG_MSE_LOSS, DT__AG_CAST, DT__AG_COPYTO,
+  DT__AG_SIN, DT__AG_COS, DT__AG_ERF, DT__AG_GELU, DT__AG_POW, DT__AG_CLAMP
 } dt__ag_op;
 
 /* One input of a node: where its gradient goes (a node, a leaf, or nowhere) and its geometry. */
@@ -1735,6 +1746,7 @@ typedef struct dt__ag_args {
   int dim;         /* the dim of slices, index_select, cat, reductions, softmax */
   int64_t start;   /* dt_slice's start, after clamping */
   const int *perm; /* dt_permute's dims */
+  double p2;       /* a second scalar: dt_clamp's hi (p its lo) */
 } dt__ag_args;
 
 #define DT__AG_SAVED 3
@@ -1751,6 +1763,7 @@ typedef struct dt__node {
   int dim;
   int64_t start;
   int perm[DT_MAX_DIMS];
+  double p2;
   int done;           /* a backward walked it and released what it saved */
   /* the engine's, during one backward */
   int deps, mark;
@@ -1798,7 +1811,7 @@ static void dt__bump(dt_tensor *t) { (void)DT__ATOMIC_ADD(dt__version(t), 1); }
 static dt_tensor *dt__ag_record1a(dt_tensor *y, dt__ag_op op, const char *name, const dt_tensor *a, double p, int dim,
                                   int64_t start, const int *perm) {
   dt__ag_args g;
-  g.p = p; g.dim = dim; g.start = start; g.perm = perm;
+  g.p = p; g.dim = dim; g.start = start; g.perm = perm; g.p2 = 0;
   return dt__ag_record(y, op, name, 1, &a, &g);
 }
 /* whether a result of ts[0..n) records (ts checked by the operation, which made y) */
@@ -3465,6 +3478,39 @@ out:
   return y;
 }
 
+/* ---- elementwise functions (float32/64) ---- */
+
+/* sin, cos, erf: libm's on the CPU, CUDA's on a GPU */
+DTDEF dt_tensor *dt_sin(const dt_tensor *a) {
+  dt_tensor *y = dt__unary("dt_sin", DT__U_SIN, a, 0, 0);
+  return DT__AG1(y, DT__AG_SIN, "dt_sin", a);
+}
+DTDEF dt_tensor *dt_cos(const dt_tensor *a) {
+  dt_tensor *y = dt__unary("dt_cos", DT__U_COS, a, 0, 0);
+  return DT__AG1(y, DT__AG_COS, "dt_cos", a);
+}
+DTDEF dt_tensor *dt_erf(const dt_tensor *a) {
+  dt_tensor *y = dt__unary("dt_erf", DT__U_ERF, a, 0, 0);
+  return DT__AG1(y, DT__AG_ERF, "dt_erf", a);
+}
+/* x Phi(x) = x (1 + erf(x / sqrt 2)) / 2: torch's gelu with approximate='none' */
+DTDEF dt_tensor *dt_gelu(const dt_tensor *a) {
+  dt_tensor *y = dt__unary("dt_gelu", DT__U_GELU, a, 0, 0);
+  return DT__AG1(y, DT__AG_GELU, "dt_gelu", a);
+}
+/* x^p by the maths library's pow (a negative x to a fractional p: NaN) */
+DTDEF dt_tensor *dt_pow_scalar(const dt_tensor *a, double p) {
+  dt_tensor *y = dt__unary("dt_pow_scalar", DT__U_POW, a, p, 0);
+  return y && DT__AG_ON(a) ? dt__ag_record1a(y, DT__AG_POW, "dt_pow_scalar", a, p, 0, 0, NULL) : y;
+}
+DTDEF dt_tensor *dt_clamp(const dt_tensor *a, double lo, double hi) {
+  dt_tensor *y = dt__unary("dt_clamp", DT__U_CLAMP, a, lo, hi);
+  dt__ag_args g;
+  if (!y || !DT__AG_ON(a)) return y;
+  g.p = lo; g.p2 = hi; g.dim = 0; g.start = 0; g.perm = NULL;
+  return dt__ag_record(y, DT__AG_CLAMP, "dt_clamp", 1, &a, &g);
+}
+
 /* ---- src/io/print.c ---- */
 /* A port of torch/_tensor_str.py (PyTorch 1.13) with the default print
    options: precision 4, threshold 1000, edgeitems 3, linewidth 80.
@@ -4832,6 +4878,7 @@ static void dt__ag_saves(dt__ag_op op, int need0, int need1, int want[DT__AG_SAV
     case DT__AG_MUL: case DT__AG_MATMUL: want[0] = need1; want[1] = need0; break;
     case DT__AG_DIV: want[0] = need1; want[1] = 1; break;
     case DT__AG_LOG: case DT__AG_ABS: want[0] = 1; break;
+    case DT__AG_SIN: case DT__AG_COS: case DT__AG_ERF: case DT__AG_GELU: case DT__AG_POW: case DT__AG_CLAMP: want[0] = 1; break;
     case DT__AG_EXP: case DT__AG_SQRT: case DT__AG_RELU: case DT__AG_SIGMOID: case DT__AG_TANH:
     case DT__AG_SOFTMAX: case DT__AG_LOG_SOFTMAX: want[2] = 1; break;
     case DT__AG_NORM: case DT__AG_MAX: case DT__AG_MIN: want[0] = 1; want[2] = 1; break;
@@ -4871,7 +4918,7 @@ static dt_tensor *dt__ag_record(dt_tensor *y, dt__ag_op op, const char *name, in
   }
   n->yshape = y->shape;
   if (args) {
-    n->p = args->p; n->dim = args->dim; n->start = args->start;
+    n->p = args->p; n->dim = args->dim; n->start = args->start; n->p2 = args->p2;
     if (args->perm) memcpy(n->perm, args->perm, sizeof(int) * (size_t)in[0]->shape.ndim);
   }
   for (i = 0; i < nin; i++) {
@@ -4962,6 +5009,14 @@ static dt_tensor *dt__ag_cast(dt_tensor *x, dt_dtype t) {
   dt_tensor *y;
   if (!x) return NULL;
   y = dt_cast(x, t);
+  dt_release(x);
+  return y;
+}
+
+static dt_tensor *dt__ag_exp(dt_tensor *x) {
+  dt_tensor *y;
+  if (!x) return NULL;
+  y = dt_exp(x);
   dt_release(x);
   return y;
 }
@@ -5227,6 +5282,23 @@ static dt_status dt__ag_backward(dt__node *n, const dt_tensor *g, dt_tensor **gi
       break;
     case DT__AG_CAST: gin[0] = dt_cast(g, e0->dtype); break;
     case DT__AG_COPYTO: gin[0] = dt_copyto(g, e0->device); break;
+    case DT__AG_SIN: gin[0] = dt__ag_bin(dt_mul, g, dt_cos(sv[0]), 0); break;
+    case DT__AG_COS: gin[0] = dt__ag_bin(dt_mul, g, dt__ag_affine(op, dt_sin(sv[0]), -1.0, 0.0), 0); break;
+    case DT__AG_ERF: /* g 2/sqrt(pi) exp(-x^2) */
+      gin[0] = dt__ag_bin(dt_mul, g, dt__ag_affine(op, dt__ag_exp(dt__ag_affine(op, dt_mul(sv[0], sv[0]), -1.0, 0.0)),
+                                                   1.1283791670955126, 0.0), 0);
+      break;
+    case DT__AG_GELU: gin[0] = dt__ag_bin(dt_mul, g, dt__unary(op, DT__U_GELU_GRAD, sv[0], 0, 0), 0); break;
+    case DT__AG_POW: /* g p x^(p-1); p = 0: zeros, as PyTorch */
+      if (n->p == 0) gin[0] = dt__ag_zeros(e0->shape, e0->dtype, e0->device);
+      else gin[0] = dt__ag_bin(dt_mul, g, dt__ag_affine(op, dt__unary(op, DT__U_POW, sv[0], n->p - 1.0, 0), n->p, 0.0), 0);
+      break;
+    case DT__AG_CLAMP: { /* g where lo <= x <= hi (NaN x: 0), as PyTorch */
+      dt_tensor *ge = dt__ag_cast(dt_ge_scalar(sv[0], n->p), e0->dtype), *le = ge ? dt__ag_cast(dt_le_scalar(sv[0], n->p2), e0->dtype) : NULL;
+      if (le) gin[0] = dt__ag_bin(dt_mul, g, dt__ag_bin(dt_mul, ge, dt_retain(le), 0), 0);
+      dt_release(ge); dt_release(le);
+      break;
+    }
   }
   dt_release(t);
   for (i = 0; i < n->nin; i++)
@@ -9151,6 +9223,36 @@ DT__EW_MAP(dt__map_sqrt_f64, double, sqrt(v))
 DT__EW_MAP(dt__map_neg_f64, double, -v)
 DT__EW_MAP(dt__map_relu_f64, double, v > 0.0 ? v : (v != v ? v : 0.0))
 DT__EW_MAP(dt__map_affine_f64, double, p0 * v + p1)
+/* sin, cos, erf, gelu (the erf form, as torch's approximate='none') and its derivative, pow,
+   clamp (NaN in x or a bound gives NaN; lo > hi gives hi, as torch.clamp) */
+DT__EW_MAP(dt__map_sin_f32, float, sinf(v))
+DT__EW_MAP(dt__map_cos_f32, float, cosf(v))
+DT__EW_MAP(dt__map_erf_f32, float, erff(v))
+DT__EW_MAP(dt__map_gelu_f32, float, v * 0.5f * (1.0f + erff(v * 0.70710678118654752f)))
+DT__EW_MAP(dt__map_gelu_grad_f32, float, 0.5f * (1.0f + erff(v * 0.70710678118654752f)) + v * 0.39894228040143268f * expf(-0.5f * v * v))
+DT__EW_MAP(dt__map_pow_f32, float, powf(v, (float)p0))
+DT__EW_MAP(dt__map_sin_f64, double, sin(v))
+DT__EW_MAP(dt__map_cos_f64, double, cos(v))
+DT__EW_MAP(dt__map_erf_f64, double, erf(v))
+DT__EW_MAP(dt__map_gelu_f64, double, v * 0.5 * (1.0 + erf(v * 0.70710678118654752)))
+DT__EW_MAP(dt__map_gelu_grad_f64, double, 0.5 * (1.0 + erf(v * 0.70710678118654752)) + v * 0.39894228040143268 * exp(-0.5 * v * v))
+DT__EW_MAP(dt__map_pow_f64, double, pow(v, p0))
+#define DT__EW_CLAMP(NAME, T)                                                                       \
+  static void NAME(int64_t n, const void *x_, void *y_, double p0, double p1) {                     \
+    const T *x = (const T *)x_, lo = (T)p0, hi = (T)p1;                                             \
+    T *y = (T *)y_;                                                                                 \
+    int64_t i;                                                                                      \
+    for (i = 0; i < n; i++) {                                                                       \
+      T r = x[i];                                                                                   \
+      if (r < lo) r = lo;                                                                           \
+      if (r > hi) r = hi;                                                                           \
+      if (lo != lo) r = lo;                                                                         \
+      if (hi != hi) r = hi;                                                                         \
+      y[i] = r;                                                                                     \
+    }                                                                                               \
+  }
+DT__EW_CLAMP(dt__map_clamp_f32, float)
+DT__EW_CLAMP(dt__map_clamp_f64, double)
 /* integer affine and neg (a = -1, b = 0): wrapping */
 DT__EW_MAP(dt__map_neg_i32, int32_t, (int32_t)((uint32_t)0 - (uint32_t)v))
 DT__EW_MAP(dt__map_neg_i64, int64_t, (int64_t)((uint64_t)0 - (uint64_t)v))
@@ -9871,13 +9973,15 @@ static dt_status dt__cpu_fill(int dev, dt_dtype t, int64_t n, double v, void *y)
 
 static dt_status dt__cpu_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, const void *x, void *y, double p0, double p1) {
   dt__ew_job j;
-  int math = op == DT__U_EXP || op == DT__U_LOG || op == DT__U_SQRT || op == DT__U_SIGMOID || op == DT__U_TANH;
+  int math = op == DT__U_EXP || op == DT__U_LOG || op == DT__U_SQRT || op == DT__U_SIGMOID || op == DT__U_TANH || op >= DT__U_SIN;
   (void)dev;
   memset(&j, 0, sizeof j);
   switch (t) {
     case DT_F32: {
       static const dt__map_fn tab[] = {dt__map_affine_f32, NULL, NULL, dt__map_sqrt_f32, dt__map_neg_f32, NULL,
-                                       dt__map_sigmoid_f32, dt__map_tanh_f32, dt__map_abs_f32};
+                                       dt__map_sigmoid_f32, dt__map_tanh_f32, dt__map_abs_f32, dt__map_sin_f32,
+                                       dt__map_cos_f32, dt__map_erf_f32, dt__map_gelu_f32, dt__map_gelu_grad_f32,
+                                       dt__map_pow_f32, dt__map_clamp_f32};
       j.map = op == DT__U_EXP    ? dt__ew_kernels()->exp_f32
               : op == DT__U_LOG  ? dt__ew_kernels()->log_f32
               : op == DT__U_RELU ? dt__ew_kernels()->relu_f32
@@ -9886,7 +9990,9 @@ static dt_status dt__cpu_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, 
     }
     case DT_F64: {
       static const dt__map_fn tab[] = {dt__map_affine_f64, dt__map_exp_f64, dt__map_log_f64, dt__map_sqrt_f64, dt__map_neg_f64, dt__map_relu_f64,
-                                       dt__map_sigmoid_f64, dt__map_tanh_f64, dt__map_abs_f64};
+                                       dt__map_sigmoid_f64, dt__map_tanh_f64, dt__map_abs_f64, dt__map_sin_f64,
+                                       dt__map_cos_f64, dt__map_erf_f64, dt__map_gelu_f64, dt__map_gelu_grad_f64,
+                                       dt__map_pow_f64, dt__map_clamp_f64};
       j.map = tab[op];
       break;
     }

@@ -985,6 +985,18 @@ static dt_tensor *cv_idx(int64_t a, int64_t b, int64_t c, int64_t e) { return cv
   X_(one_hot_dtype, DT_ERR_DTYPE, "dt_one_hot:", "labels is int32", nul(dt_one_hot(I, 3)))                                   \
   X_(one_hot_classes, DT_ERR_INVALID_ARGUMENT, "dt_one_hot:", "-2", nul(dt_one_hot(L, -2)))                                  \
   X_(one_hot_range, DT_ERR_INVALID_ARGUMENT, "dt_one_hot:", "labels holds 3|num_classes is 3", nul(dt_one_hot(L, 3)))        \
+  X_(sin_null, DT_ERR_INVALID_ARGUMENT, "dt_sin:", "a is NULL", nul(dt_sin(NULL)))                                           \
+  X_(sin_int, DT_ERR_DTYPE, "dt_sin:", "a is int32|float32 or float64", nul(dt_sin(I)))                                      \
+  X_(cos_null, DT_ERR_INVALID_ARGUMENT, "dt_cos:", "a is NULL", nul(dt_cos(NULL)))                                           \
+  X_(cos_int, DT_ERR_DTYPE, "dt_cos:", "a is int32|float32 or float64", nul(dt_cos(I)))                                      \
+  X_(erf_null, DT_ERR_INVALID_ARGUMENT, "dt_erf:", "a is NULL", nul(dt_erf(NULL)))                                           \
+  X_(erf_int, DT_ERR_DTYPE, "dt_erf:", "a is int32|float32 or float64", nul(dt_erf(I)))                                      \
+  X_(gelu_null, DT_ERR_INVALID_ARGUMENT, "dt_gelu:", "a is NULL", nul(dt_gelu(NULL)))                                        \
+  X_(gelu_int, DT_ERR_DTYPE, "dt_gelu:", "a is int32|float32 or float64", nul(dt_gelu(I)))                                   \
+  X_(pow_scalar_null, DT_ERR_INVALID_ARGUMENT, "dt_pow_scalar:", "a is NULL", nul(dt_pow_scalar(NULL, 2)))                   \
+  X_(pow_scalar_int, DT_ERR_DTYPE, "dt_pow_scalar:", "a is int64", nul(dt_pow_scalar(L, 2)))                                 \
+  X_(clamp_null, DT_ERR_INVALID_ARGUMENT, "dt_clamp:", "a is NULL", nul(dt_clamp(NULL, 0, 1)))                               \
+  X_(clamp_int, DT_ERR_DTYPE, "dt_clamp:", "a is int32", nul(dt_clamp(I, 0, 1)))                                             \
   X_(add_u8, DT_ERR_DTYPE, "dt_add:", "a is uint8|dt_cast", nul(cmp_2(dt_add, cmp_u8(), cmp_u8())))                            \
   X_(sub_bool, DT_ERR_DTYPE, "dt_sub:", "a is bool", nul(cmp_2(dt_sub, cmp_bool(), cmp_bool())))                               \
   X_(add_scalar_u8, DT_ERR_DTYPE, "dt_add_scalar:", "a is uint8", nul(cmp_addsc(cmp_u8())))                                   \

@@ -332,6 +332,94 @@ static void test_one_hot(dt_device dev) {
   dt_release(l); dt_release(l2);
 }
 
+/* ---- elementwise functions against PyTorch ---- */
+
+/* Reference values from PyTorch 2 in float64 (generated once with
+     x = torch.tensor(X, dtype=torch.float64)
+     torch.sin(x), torch.cos(x), torch.erf(x), F.gelu(x), torch.pow(x, 2.5), torch.pow(x, 3),
+     torch.pow(x, -1.0), torch.clamp(x, -1.0, 2.0)
+   and held here). float64 results must match within 1e-15 + 1e-13 |ref|; float32 within
+   2e-6 + 2e-6 |ref| of the same float64 values (torch's float32 results are as close); a GPU's
+   within the same of the CPU's. */
+static const double X12[12] = {-3.5, -2.0, -1.0, -0.5, -0.1, 0.0, 0.3, 1.0, 1.7, 2.5, 4.0, 10.0};
+static const double REF_SIN[12] = {0.35078322768961984, -0.9092974268256817, -0.8414709848078965, -0.479425538604203, -0.09983341664682815, 0.0, 0.29552020666133955, 0.8414709848078965, 0.9916648104524686, 0.5984721441039564, -0.7568024953079282, -0.5440211108893698};
+static const double REF_COS[12] = {-0.9364566872907963, -0.4161468365471424, 0.5403023058681398, 0.8775825618903728, 0.9950041652780257, 1.0, 0.955336489125606, 0.5403023058681398, -0.12884449429552464, -0.8011436155469337, -0.6536436208636119, -0.8390715290764524};
+static const double REF_ERF[12] = {-0.9999992569016276, -0.9953222650189527, -0.8427007929497149, -0.5204998778130465, -0.1124629160182849, 0.0, 0.3286267594591274, 0.8427007929497149, 0.9837904585907745, 0.999593047982555, 0.9999999845827421, 1.0};
+static const double REF_GELU[12] = {-0.0008142017766243903, -0.04550026389635842, -0.15865525393145702, -0.15426876936299344, -0.0460172162722971, 0.0, 0.1853734266566858, 0.841344746068543, 1.6242387133104768, 2.4844758366855597, 3.9998733150326675, 10.0};
+static const double REF_POW25[12] = {NAN, NAN, NAN, NAN, NAN, 0.0, 0.049295030175464945, 1.0, 3.7680989902071307, 9.882117688026186, 32.0, 316.22776601683796};
+static const double REF_POW3[12] = {-42.875, -8.0, -1.0, -0.125, -0.0010000000000000002, 0.0, 0.027, 1.0, 4.912999999999999, 15.625, 64.0, 1000.0};
+static const double REF_POWM1[12] = {-0.2857142857142857, -0.5, -1.0, -2.0, -10.0, INFINITY, 3.3333333333333335, 1.0, 0.5882352941176471, 0.4, 0.25, 0.1};
+static const double REF_CLAMP[12] = {-1.0, -1.0, -1.0, -0.5, -0.1, 0.0, 0.3, 1.0, 1.7, 2.0, 2.0, 2.0};
+
+enum { K_SIN, K_COS, K_ERF, K_GELU, K_POW25, K_POW3, K_POWM1, K_CLAMP, K_COUNT };
+static dt_tensor *apply_k(int k, const dt_tensor *x) {
+  switch (k) {
+    case K_SIN: return dt_sin(x);
+    case K_COS: return dt_cos(x);
+    case K_ERF: return dt_erf(x);
+    case K_GELU: return dt_gelu(x);
+    case K_POW25: return dt_pow_scalar(x, 2.5);
+    case K_POW3: return dt_pow_scalar(x, 3);
+    case K_POWM1: return dt_pow_scalar(x, -1);
+    default: return dt_clamp(x, -1.0, 2.0);
+  }
+}
+
+static void test_unary_torch(dt_device dev) {
+  static const double *const ref[K_COUNT] = {REF_SIN, REF_COS, REF_ERF, REF_GELU, REF_POW25, REF_POW3, REF_POWM1, REF_CLAMP};
+  static const char *const name[K_COUNT] = {"sin", "cos", "erf", "gelu", "pow 2.5", "pow 3", "pow -1", "clamp"};
+  int t, k;
+  for (t = 0; t < 2; t++) {
+    dt_dtype dt = t ? DT_F64 : DT_F32;
+    double tol = t ? 1e-13 : 2e-6, atol = t ? 1e-15 : 2e-6;
+    dt_tensor *x = from_d(X12, dt_shape1(12), dt, dev), *xc = from_d(X12, dt_shape1(12), dt, dt_cpu());
+    for (k = 0; k < K_COUNT; k++) {
+      dt_tensor *y = apply_k(k, x);
+      T_CHECK_MSG(y && dt_dtype_of(y) == dt && dt_device_equal(dt_device_of(y), dev), "%s: %s", name[k], dt_last_error());
+      if (dev.type != DT_CPU && y) { /* the GPU's within tolerance of the CPU's */
+        dt_tensor *yc = apply_k(k, xc);
+        double *c = values(yc);
+        dt_release(yc);
+        if (c) T_CHECK_MSG(check_vals(dt_retain(y), c, 12, atol, tol), "%s %s: GPU against CPU", name[k], dt_dtype_name(dt));
+        free(c);
+      }
+      T_CHECK_MSG(check_vals(y, ref[k], 12, atol, tol), "%s %s", name[k], dt_dtype_name(dt));
+    }
+    dt_release(x); dt_release(xc);
+  }
+}
+
+static void test_unary_special(dt_device dev) {
+  static const double v[5] = {NAN, 1.0, 5.0, -INFINITY, INFINITY};
+  static const double lohi[5] = {NAN, 1.0, 1.0, 1.0, 1.0};           /* clamp(x, 2, 1): hi everywhere, NaN kept */
+  static const double nanlo[5] = {NAN, NAN, NAN, NAN, NAN};           /* a NaN bound: NaN, as torch */
+  static const double half[5] = {NAN, 1.0, 3.0, -INFINITY, 3.0};      /* clamp(x, -inf, 3) */
+  static const double gel[5] = {NAN, 0.841344746068543, 4.999998566742141, NAN, INFINITY};
+  int t;
+  for (t = 0; t < 2; t++) {
+    dt_dtype dt = t ? DT_F64 : DT_F32;
+    dt_tensor *x = from_d(v, dt_shape1(5), dt, dev), *e, *y;
+    T_CHECK(check_vals(dt_clamp(x, 2.0, 1.0), lohi, 5, 0, 0));
+    T_CHECK(check_vals(dt_clamp(x, NAN, 3.0), nanlo, 5, 0, 0));
+    T_CHECK(check_vals(dt_clamp(x, 0.0, NAN), nanlo, 5, 0, 0));
+    T_CHECK(check_vals(dt_clamp(x, -INFINITY, 3.0), half, 5, 0, 0));
+    /* gelu(-inf) is -inf * 0: NaN, as torch's */
+    T_CHECK(check_vals(dt_gelu(x), gel, 5, 1e-6, 1e-6));
+    e = dt_empty(dt_shape2(0, 4), dt, dev);
+    y = e ? dt_sin(e) : NULL; T_CHECK(y && dt_numel(y) == 0); dt_release(y);
+    y = e ? dt_clamp(e, 0, 1) : NULL; T_CHECK(y && dt_numel(y) == 0); dt_release(y);
+    dt_release(e); dt_release(x);
+  }
+  { /* float only */
+    dt_tensor *i = dt_arange(0, 3, 1, DT_I32, dev);
+    T_CHECK(!dt_sin(i) && dt_last_status() == DT_ERR_DTYPE && contains(dt_last_error(), "dt_sin"));
+    T_CHECK(!dt_pow_scalar(i, 2) && dt_last_status() == DT_ERR_DTYPE);
+    T_CHECK(!dt_clamp(i, 0, 1) && dt_last_status() == DT_ERR_DTYPE && contains(dt_last_error(), "dt_clamp"));
+    T_CHECK(!dt_gelu(NULL) && contains(dt_last_error(), "dt_gelu: a is NULL"));
+    dt_release(i);
+  }
+}
+
 /* ---- gradients ---- */
 
 static dt_tensor *f_flatten(dt_tensor *const *x) { return dt_flatten(x[0], 1, 2); }
@@ -341,6 +429,14 @@ static dt_tensor *f_sum_keep(dt_tensor *const *x) { return dt_sum_dim_ex(x[0], 1
 static dt_tensor *f_mean_dim(dt_tensor *const *x) { return dt_mean_dim(x[0], 0, 0); }
 static dt_tensor *f_mean_keep(dt_tensor *const *x) { return dt_mean_dim(x[0], -1, 1); }
 static dt_tensor *f_rsub(dt_tensor *const *x) { return dt_rsub_scalar(x[0], 1.25); }
+static dt_tensor *f_sin(dt_tensor *const *x) { return dt_sin(x[0]); }
+static dt_tensor *f_cos(dt_tensor *const *x) { return dt_cos(x[0]); }
+static dt_tensor *f_erf(dt_tensor *const *x) { return dt_erf(x[0]); }
+static dt_tensor *f_gelu(dt_tensor *const *x) { return dt_gelu(x[0]); }
+static dt_tensor *f_pow(dt_tensor *const *x) { return dt_pow_scalar(x[0], 2.5); }
+static dt_tensor *f_pow3(dt_tensor *const *x) { return dt_pow_scalar(x[0], 3); }
+static dt_tensor *f_pow0(dt_tensor *const *x) { return dt_pow_scalar(x[0], 0); }
+static dt_tensor *f_clamp(dt_tensor *const *x) { return dt_clamp(x[0], -1.0, 0.75); }
 
 static const gc_case CASES[] = {
   {"flatten", f_flatten, 1, {{3, {2, 3, 2}}}, {ANY}},
@@ -350,6 +446,14 @@ static const gc_case CASES[] = {
   {"mean_dim", f_mean_dim, 1, {{2, {3, 2}}}, {ANY}},
   {"mean_dim keepdim", f_mean_keep, 1, {{3, {2, 2, 3}}}, {ANY}},
   {"rsub_scalar", f_rsub, 1, {{2, {2, 3}}}, {ANY}},
+  {"sin", f_sin, 1, {{2, {2, 3}}}, {ANY}},
+  {"cos", f_cos, 1, {{2, {2, 3}}}, {ANY}},
+  {"erf", f_erf, 1, {{2, {2, 3}}}, {ANY}},
+  {"gelu", f_gelu, 1, {{2, {3, 4}}}, {ANY}},
+  {"pow_scalar 2.5", f_pow, 1, {{2, {2, 3}}}, {POS}},
+  {"pow_scalar 3", f_pow3, 1, {{2, {2, 3}}}, {ANY}},
+  {"pow_scalar 0", f_pow0, 1, {{2, {2, 3}}}, {ANY}},
+  {"clamp", f_clamp, 1, {{2, {3, 4}}}, {ANY}},
 };
 
 static void test_gradcheck(dt_device dev) {
@@ -362,6 +466,8 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_reductions_keepdim);
   T_RUN_ALL_DEVICES(test_rsub_compare_scalar);
   T_RUN_ALL_DEVICES(test_one_hot);
+  T_RUN_ALL_DEVICES(test_unary_torch);
+  T_RUN_ALL_DEVICES(test_unary_special);
   T_RUN_ALL_DEVICES(test_gradcheck);
   return t_finish();
 }

@@ -85,3 +85,10 @@ DTDEF dt_tensor *dt_le_scalar(const dt_tensor *t, double s);
 DTDEF dt_tensor *dt_gt_scalar(const dt_tensor *t, double s);
 DTDEF dt_tensor *dt_ge_scalar(const dt_tensor *t, double s);
 DTDEF dt_tensor *dt_one_hot(const dt_tensor *labels, int64_t num_classes); /* I64 (...) -> I64 (..., num_classes); -1: max + 1 */
+/* elementwise functions, float32/64, recorded for autograd */
+DTDEF dt_tensor *dt_sin(const dt_tensor *a);
+DTDEF dt_tensor *dt_cos(const dt_tensor *a);
+DTDEF dt_tensor *dt_erf(const dt_tensor *a);
+DTDEF dt_tensor *dt_gelu(const dt_tensor *a);                      /* F.gelu (approximate='none'): x (1 + erf(x / sqrt 2)) / 2 */
+DTDEF dt_tensor *dt_pow_scalar(const dt_tensor *a, double p);      /* torch.pow(a, p) */
+DTDEF dt_tensor *dt_clamp(const dt_tensor *a, double lo, double hi); /* torch.clamp(a, lo, hi): NaN stays NaN; +-INFINITY for no bound */

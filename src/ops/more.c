@@ -204,3 +204,36 @@ out:
   dt_release(mn); dt_release(mx); dt_release(col); dt_release(ar); dt_release(eq);
   return y;
 }
+
+/* ---- elementwise functions (float32/64) ---- */
+
+/* sin, cos, erf: libm's on the CPU, CUDA's on a GPU */
+DTDEF dt_tensor *dt_sin(const dt_tensor *a) {
+  dt_tensor *y = dt__unary("dt_sin", DT__U_SIN, a, 0, 0);
+  return DT__AG1(y, DT__AG_SIN, "dt_sin", a);
+}
+DTDEF dt_tensor *dt_cos(const dt_tensor *a) {
+  dt_tensor *y = dt__unary("dt_cos", DT__U_COS, a, 0, 0);
+  return DT__AG1(y, DT__AG_COS, "dt_cos", a);
+}
+DTDEF dt_tensor *dt_erf(const dt_tensor *a) {
+  dt_tensor *y = dt__unary("dt_erf", DT__U_ERF, a, 0, 0);
+  return DT__AG1(y, DT__AG_ERF, "dt_erf", a);
+}
+/* x Phi(x) = x (1 + erf(x / sqrt 2)) / 2: torch's gelu with approximate='none' */
+DTDEF dt_tensor *dt_gelu(const dt_tensor *a) {
+  dt_tensor *y = dt__unary("dt_gelu", DT__U_GELU, a, 0, 0);
+  return DT__AG1(y, DT__AG_GELU, "dt_gelu", a);
+}
+/* x^p by the maths library's pow (a negative x to a fractional p: NaN) */
+DTDEF dt_tensor *dt_pow_scalar(const dt_tensor *a, double p) {
+  dt_tensor *y = dt__unary("dt_pow_scalar", DT__U_POW, a, p, 0);
+  return y && DT__AG_ON(a) ? dt__ag_record1a(y, DT__AG_POW, "dt_pow_scalar", a, p, 0, 0, NULL) : y;
+}
+DTDEF dt_tensor *dt_clamp(const dt_tensor *a, double lo, double hi) {
+  dt_tensor *y = dt__unary("dt_clamp", DT__U_CLAMP, a, lo, hi);
+  dt__ag_args g;
+  if (!y || !DT__AG_ON(a)) return y;
+  g.p = lo; g.p2 = hi; g.dim = 0; g.start = 0; g.perm = NULL;
+  return dt__ag_record(y, DT__AG_CLAMP, "dt_clamp", 1, &a, &g);
+}
