@@ -298,6 +298,30 @@ typedef struct dt_memory_stats { size_t allocated, reserved, peak_allocated; } d
 DTDEF dt_status dt_memory_stats_get(dt_device d, dt_memory_stats *out); /* torch.cuda.memory_allocated / _reserved */
 DTDEF dt_status dt_empty_cache(dt_device d);
 
+/* views and shape helpers (each shares t's memory, as dt_reshape; dim < 0 counts from the end) */
+DTDEF dt_tensor *dt_flatten(const dt_tensor *t, int start_dim, int end_dim); /* torch.flatten: dims start..end joined; 0-d -> (1,) */
+DTDEF dt_tensor *dt_unsqueeze(const dt_tensor *t, int dim);          /* a dim of 1 inserted at dim, in [-ndim-1, ndim] */
+DTDEF dt_tensor *dt_squeeze(const dt_tensor *t, int dim);            /* dim removed if it is 1, else t's shape unchanged */
+/* reductions over one dim with keepdim (the dim kept as 1), float32/64 */
+DTDEF dt_tensor *dt_sum_dim_ex(const dt_tensor *t, int dim, int keepdim);  /* torch.sum(t, dim, keepdim) */
+DTDEF dt_tensor *dt_mean_dim(const dt_tensor *t, int dim, int keepdim);    /* torch.mean(t, dim, keepdim); an empty dim: NaN */
+DTDEF dt_tensor *dt_rsub_scalar(const dt_tensor *t, double s);            /* s - t (torch.rsub(t, s)) */
+/* t op s as DT_BOOL, every dtype: exact as numbers (an integer tensor against a fraction compares in float64) */
+DTDEF dt_tensor *dt_eq_scalar(const dt_tensor *t, double s);
+DTDEF dt_tensor *dt_ne_scalar(const dt_tensor *t, double s);
+DTDEF dt_tensor *dt_lt_scalar(const dt_tensor *t, double s);
+DTDEF dt_tensor *dt_le_scalar(const dt_tensor *t, double s);
+DTDEF dt_tensor *dt_gt_scalar(const dt_tensor *t, double s);
+DTDEF dt_tensor *dt_ge_scalar(const dt_tensor *t, double s);
+DTDEF dt_tensor *dt_one_hot(const dt_tensor *labels, int64_t num_classes); /* I64 (...) -> I64 (..., num_classes); -1: max + 1 */
+/* elementwise functions, float32/64, recorded for autograd */
+DTDEF dt_tensor *dt_sin(const dt_tensor *a);
+DTDEF dt_tensor *dt_cos(const dt_tensor *a);
+DTDEF dt_tensor *dt_erf(const dt_tensor *a);
+DTDEF dt_tensor *dt_gelu(const dt_tensor *a);                      /* F.gelu (approximate='none'): x (1 + erf(x / sqrt 2)) / 2 */
+DTDEF dt_tensor *dt_pow_scalar(const dt_tensor *a, double p);      /* torch.pow(a, p) */
+DTDEF dt_tensor *dt_clamp(const dt_tensor *a, double lo, double hi); /* torch.clamp(a, lo, hi): NaN stays NaN; +-INFINITY for no bound */
+
 /* ---- src/api/nn.h ---- */
 typedef struct dt_module dt_module;
 DTDEF dt_module *dt_linear(int64_t in_features, int64_t out_features); /* y = x W^T + b; in_features 0: lazy */
@@ -412,7 +436,7 @@ DTDEF void          dt_optimizer_free(dt_optimizer *o);
    an operation saved and that is then changed in place (dt_fill_, dt_axpy_, dt_copy_, any `_`
    function) makes the backward refuse; a leaf that requires grad cannot be changed in place
    while grad mode is on. The modules (dt_forward, dt_backward) keep their own backward. */
-DTDEF dt_status  dt_requires_grad_(dt_tensor *t, int requires);  /* t.requires_grad_(); leaves only, float32/64 */
+DTDEF dt_status  dt_requires_grad_(dt_tensor *t, int on);  /* t.requires_grad_(); leaves only, float32/64 */
 DTDEF int        dt_requires_grad(const dt_tensor *t);           /* t.requires_grad */
 DTDEF dt_tensor *dt_grad(dt_tensor *t);                          /* borrowed: t.grad; NULL until a backward reaches t; replaced by the next backward or dt_zero_grad_ */
 DTDEF dt_status  dt_autograd_backward(dt_tensor *out, const dt_tensor *grad_out); /* torch.autograd.backward(out, grad_out); grad_out NULL: out must have one element, seed 1 */
@@ -674,7 +698,10 @@ typedef enum dt__unary_op {
   DT__U_AFFINE = 0,   /* y = p0 * x + p1 */
   DT__U_EXP, DT__U_LOG, DT__U_SQRT, DT__U_NEG, DT__U_RELU,
   /* activations beyond relu, and abs */
-  DT__U_SIGMOID, DT__U_TANH, DT__U_ABS  /* ABS also on I32/I64 (wrapping) */
+  DT__U_SIGMOID, DT__U_TANH, DT__U_ABS, /* ABS also on I32/I64 (wrapping) */
+  /* float only: sin, cos, erf; gelu x Phi(x) (the erf form) and its derivative Phi(x) + x phi(x);
+     pow x^p0; clamp min(max(x, p0), p1) with NaN kept (x, p0 or p1 NaN: NaN; p0 > p1: p1) */
+  DT__U_SIN, DT__U_COS, DT__U_ERF, DT__U_GELU, DT__U_GELU_GRAD, DT__U_POW, DT__U_CLAMP
 } dt__unary_op;
 
 /* comparisons: y = a op b as DT_BOOL (one byte, 0 or 1); the core turns gt/ge into lt/le
@@ -1731,7 +1758,8 @@ typedef enum dt__ag_op {
   DT__AG_CAT, DT__AG_STACK, DT__AG_SUM, DT__AG_MEAN, DT__AG_SUM_DIM, DT__AG_NORM, DT__AG_MAX_DIM,
   DT__AG_MIN_DIM, DT__AG_MAX, DT__AG_MIN, DT__AG_SOFTMAX, DT__AG_LOG_SOFTMAX, DT__AG_CROSS_ENTROPY,
   DT__AG_MSE_LOSS, DT__AG_CAST, DT__AG_COPYTO,
-  DT__AG_LINEAR /* a linear layer (dt_forward): inputs x, weight, bias; the layer's fused backward */
+  DT__AG_LINEAR, /* a linear layer (dt_forward): inputs x, weight, bias; the layer's fused backward */
+  DT__AG_SIN, DT__AG_COS, DT__AG_ERF, DT__AG_GELU, DT__AG_POW, DT__AG_CLAMP
 } dt__ag_op;
 
 /* One input of a node: where its gradient goes (a node, a leaf, or nowhere) and its geometry. */
@@ -1749,6 +1777,7 @@ typedef struct dt__ag_args {
   int dim;         /* the dim of slices, index_select, cat, reductions, softmax */
   int64_t start;   /* dt_slice's start, after clamping */
   const int *perm; /* dt_permute's dims */
+  double p2;       /* a second scalar: dt_clamp's hi (p its lo) */
 } dt__ag_args;
 
 #define DT__AG_SAVED 3
@@ -1765,6 +1794,7 @@ typedef struct dt__node {
   int dim;
   int64_t start;
   int perm[DT_MAX_DIMS];
+  double p2;
   int done;           /* a backward walked it and released what it saved */
   /* the engine's, during one backward */
   int deps, mark;
@@ -1812,7 +1842,7 @@ static void dt__bump(dt_tensor *t) { (void)DT__ATOMIC_ADD(dt__version(t), 1); }
 static dt_tensor *dt__ag_record1a(dt_tensor *y, dt__ag_op op, const char *name, const dt_tensor *a, double p, int dim,
                                   int64_t start, const int *perm) {
   dt__ag_args g;
-  g.p = p; g.dim = dim; g.start = start; g.perm = perm;
+  g.p = p; g.dim = dim; g.start = start; g.perm = perm; g.p2 = 0;
   return dt__ag_record(y, op, name, 1, &a, &g);
 }
 /* whether a result of ts[0..n) records (ts checked by the operation, which made y) */
@@ -3269,6 +3299,247 @@ DTDEF dt_tensor *dt_f_adaptive_avg_pool2d(const dt_tensor *x, int64_t out_h, int
 }
 DTDEF dt_tensor *dt_f_adaptive_avg_pool2d_backward(const dt_tensor *grad_output, const dt_tensor *x) {
   return dt__pool_backward("dt_f_adaptive_avg_pool2d_backward", DT__POOL2D_ADAPTIVE_AVG, grad_output, x, NULL, 0, 0, 0, 0, 0, 0);
+}
+
+/* ---- src/ops/more.c ---- */
+/* Views and shape helpers (dt_flatten, dt_unsqueeze, dt_squeeze: each shares t's memory and records
+   as dt_reshape does), reductions with keepdim, scalar forms of arithmetic and comparisons,
+   dt_one_hot, and the elementwise functions beyond those of arith.c (sin, cos, erf, gelu, pow,
+   clamp). Compositions are written with the public operations, so they run on every backend and
+   record for autograd through the operations they are made of. */
+
+/* dim of a tensor of nd dims, as PyTorch wraps it: [-n, n) with n = max(nd, 1) (a 0-d tensor
+   takes 0 and -1); the wrapped dim in *out. */
+static dt_status dt__wrap_dim0(const char *op, int dim, int nd, int *out) {
+  int n = nd > 0 ? nd : 1;
+  if (dim < -n || dim >= n)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: dim %d out of range for a %d-d tensor (expected %d to %d)", op, dim, nd,
+                    -n, n - 1);
+  *out = dim < 0 ? dim + n : dim;
+  return DT_OK;
+}
+
+/* a new header over a's memory with shape s (as many elements), recorded as a reshape */
+static dt_tensor *dt__view_as(const char *op, const dt_tensor *a, dt_shape s) {
+  dt_tensor *y;
+  DT__ATOMIC_ADD(&a->st->refs, 1);
+  y = dt__wrap(op, a->st, &s, a->dtype, a->numel, a->nbytes); /* on failure drops the reference */
+  return DT__AG1(y, DT__AG_RESHAPE, op, a);
+}
+
+DTDEF dt_tensor *dt_flatten(const dt_tensor *t, int start_dim, int end_dim) {
+  const char *op = "dt_flatten";
+  int nd, s = 0, e = 0, i, k = 0;
+  uint64_t n = 1;
+  dt_shape ys = dt_shape0();
+  if (dt__check_tensor(op, "t", t) != DT_OK) return NULL;
+  nd = t->shape.ndim;
+  if (dt__wrap_dim0(op, start_dim, nd, &s) != DT_OK || dt__wrap_dim0(op, end_dim, nd, &e) != DT_OK) return NULL;
+  if (s > e) {
+    dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: start_dim %d comes after end_dim %d (%d > %d once wrapped)", op, start_dim,
+             end_dim, s, e);
+    return NULL;
+  }
+  if (nd == 0) return dt__view_as(op, t, dt_shape1(1)); /* torch.flatten of a 0-d tensor: (1,) */
+  for (i = 0; i < s; i++) ys.dims[k++] = t->shape.dims[i];
+  for (i = s; i <= e; i++) n *= (uint64_t)t->shape.dims[i];
+  ys.dims[k++] = (int64_t)n; /* the product of dims of a tensor that exists: fits */
+  for (i = e + 1; i < nd; i++) ys.dims[k++] = t->shape.dims[i];
+  ys.ndim = k;
+  return dt__view_as(op, t, ys);
+}
+
+DTDEF dt_tensor *dt_unsqueeze(const dt_tensor *t, int dim) {
+  const char *op = "dt_unsqueeze";
+  int nd, d, i;
+  dt_shape ys = dt_shape0();
+  if (dt__check_tensor(op, "t", t) != DT_OK) return NULL;
+  nd = t->shape.ndim;
+  if (dim < -(nd + 1) || dim > nd) {
+    dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: dim %d out of range for a %d-d tensor (expected %d to %d)", op, dim, nd,
+             -(nd + 1), nd);
+    return NULL;
+  }
+  if (nd + 1 > DT_MAX_DIMS) {
+    dt__fail(DT_ERR_SHAPE, "%s: t has %d dims already, the most a tensor has", op, nd);
+    return NULL;
+  }
+  d = dim < 0 ? dim + nd + 1 : dim;
+  for (i = 0; i < d; i++) ys.dims[i] = t->shape.dims[i];
+  ys.dims[d] = 1;
+  for (i = d; i < nd; i++) ys.dims[i + 1] = t->shape.dims[i];
+  ys.ndim = nd + 1;
+  return dt__view_as(op, t, ys);
+}
+
+DTDEF dt_tensor *dt_squeeze(const dt_tensor *t, int dim) {
+  const char *op = "dt_squeeze";
+  int nd, d = 0, i, k = 0;
+  dt_shape ys = dt_shape0();
+  if (dt__check_tensor(op, "t", t) != DT_OK) return NULL;
+  nd = t->shape.ndim;
+  if (dt__wrap_dim0(op, dim, nd, &d) != DT_OK) return NULL;
+  if (nd == 0 || t->shape.dims[d] != 1) return dt__view_as(op, t, t->shape); /* as torch: a view, unchanged */
+  for (i = 0; i < nd; i++) if (i != d) ys.dims[k++] = t->shape.dims[i];
+  ys.ndim = k;
+  return dt__view_as(op, t, ys);
+}
+
+/* ---- reductions with keepdim ---- */
+
+/* sum over dim, then the dim put back as 1 when keepdim */
+static dt_tensor *dt__keep(dt_tensor *y, const dt_tensor *t, int d, int keepdim) {
+  dt_tensor *k;
+  if (!y || !keepdim || t->shape.ndim == 0) return y;
+  k = dt_unsqueeze(y, d);
+  dt_release(y);
+  return k;
+}
+
+DTDEF dt_tensor *dt_sum_dim_ex(const dt_tensor *t, int dim, int keepdim) {
+  const char *op = "dt_sum_dim_ex";
+  int d = 0;
+  if (dt__check_tensor(op, "t", t) != DT_OK || dt__float_only(op, "t", t) != DT_OK) return NULL;
+  if (t->shape.ndim == 0) { /* torch.sum(0-d, 0) is the tensor */
+    if (dt__wrap_dim0(op, dim, 0, &d) != DT_OK) return NULL;
+    return dt__view_as(op, t, t->shape);
+  }
+  if (dt__wrap_dim0(op, dim, t->shape.ndim, &d) != DT_OK) return NULL;
+  return dt__keep(dt_sum_dim(t, d), t, d, keepdim);
+}
+
+DTDEF dt_tensor *dt_mean_dim(const dt_tensor *t, int dim, int keepdim) {
+  const char *op = "dt_mean_dim";
+  int d = 0;
+  dt_tensor *s, *n, *y;
+  if (dt__check_tensor(op, "t", t) != DT_OK || dt__float_only(op, "t", t) != DT_OK) return NULL;
+  if (dt__wrap_dim0(op, dim, t->shape.ndim, &d) != DT_OK) return NULL;
+  if (t->shape.ndim == 0) return dt__view_as(op, t, t->shape);
+  /* the sum divided by the count (as torch.mean: an empty dim gives NaN) */
+  if (!(n = dt__filled(op, dt_shape0(), t->dtype, (double)t->shape.dims[d], t->st->device))) return NULL;
+  s = dt_sum_dim(t, d);
+  y = s ? dt_div(s, n) : NULL;
+  dt_release(s);
+  dt_release(n);
+  return dt__keep(y, t, d, keepdim);
+}
+
+/* ---- scalar forms ---- */
+
+DTDEF dt_tensor *dt_rsub_scalar(const dt_tensor *t, double s) {
+  const char *op = "dt_rsub_scalar";
+  dt_tensor *y;
+  if (dt__check_tensor(op, "t", t) != DT_OK) return NULL;
+  y = dt__unary(op, DT__U_AFFINE, t, -1.0, s);
+  return y && DT__AG_ON(t) ? dt__ag_record1a(y, DT__AG_MUL_SCALAR, op, t, -1.0, 0, 0, NULL) : y;
+}
+
+/* t op s: s as a 0-d tensor of t's dtype where it is exactly one (a float dtype, or a whole
+   number within an integer dtype's range), else float64, so an integer tensor and a fraction
+   compare exactly as numbers (PyTorch compares them in float32). */
+static dt_tensor *dt__compare_scalar(const char *op, dt__compare_op cop, int swap, const dt_tensor *t, double s) {
+  dt_dtype st;
+  dt_tensor *b, *y;
+  int whole = s == floor(s);
+  if (dt__check_tensor(op, "t", t) != DT_OK) return NULL;
+  switch (t->dtype) {
+    case DT_F32: case DT_F64: st = t->dtype; break;
+    case DT_I32: st = whole && s >= -2147483648.0 && s <= 2147483647.0 ? DT_I32 : DT_F64; break;
+    case DT_I64: st = whole && s >= -9007199254740992.0 && s <= 9007199254740992.0 ? DT_I64 : DT_F64; break;
+    case DT_U8: st = whole && s >= 0 && s <= 255 ? DT_U8 : DT_F64; break;
+    default: st = s == 0 || s == 1 ? DT_BOOL : DT_F64; break;
+  }
+  if (!(b = dt__filled(op, dt_shape0(), st, s, t->st->device))) return NULL;
+  y = dt__compare(op, cop, swap, t, b);
+  dt_release(b);
+  return y;
+}
+DTDEF dt_tensor *dt_eq_scalar(const dt_tensor *t, double s) { return dt__compare_scalar("dt_eq_scalar", DT__C_EQ, 0, t, s); }
+DTDEF dt_tensor *dt_ne_scalar(const dt_tensor *t, double s) { return dt__compare_scalar("dt_ne_scalar", DT__C_NE, 0, t, s); }
+DTDEF dt_tensor *dt_lt_scalar(const dt_tensor *t, double s) { return dt__compare_scalar("dt_lt_scalar", DT__C_LT, 0, t, s); }
+DTDEF dt_tensor *dt_le_scalar(const dt_tensor *t, double s) { return dt__compare_scalar("dt_le_scalar", DT__C_LE, 0, t, s); }
+DTDEF dt_tensor *dt_gt_scalar(const dt_tensor *t, double s) { return dt__compare_scalar("dt_gt_scalar", DT__C_LT, 1, t, s); }
+DTDEF dt_tensor *dt_ge_scalar(const dt_tensor *t, double s) { return dt__compare_scalar("dt_ge_scalar", DT__C_LE, 1, t, s); }
+
+/* one_hot: labels (...) I64 -> (..., num_classes) I64, as torch.nn.functional.one_hot. The labels'
+   range is checked first (on a GPU that reads their min and max back: the call waits). */
+DTDEF dt_tensor *dt_one_hot(const dt_tensor *labels, int64_t num_classes) {
+  const char *op = "dt_one_hot";
+  dt_tensor *f = NULL, *mn = NULL, *mx = NULL, *col = NULL, *ar = NULL, *eq = NULL, *y = NULL;
+  double lo = 0, hi = -1;
+  int nd;
+  if (dt__check_tensor(op, "labels", labels) != DT_OK) return NULL;
+  if (labels->dtype != DT_I64) {
+    dt__fail(DT_ERR_DTYPE, "%s: labels is %s, but one_hot takes int64 labels (convert with dt_cast)", op,
+             dt_dtype_name(labels->dtype));
+    return NULL;
+  }
+  nd = labels->shape.ndim;
+  if (nd + 1 > DT_MAX_DIMS) { dt__fail(DT_ERR_SHAPE, "%s: labels has %d dims, the most a tensor has", op, nd); return NULL; }
+  if (num_classes < -1) {
+    dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: num_classes must be -1 (the largest label + 1) or at least 0, got %lld", op,
+             (long long)num_classes);
+    return NULL;
+  }
+  if (labels->numel == 0 && num_classes == -1) {
+    dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: labels is empty, so num_classes cannot be inferred (pass it)", op);
+    return NULL;
+  }
+  if (labels->numel > 0) {
+    if ((f = dt_cast(labels, DT_F64)) && (mn = dt_min(f)) && (mx = dt_max(f))) { lo = dt_item(mn); hi = dt_item(mx); }
+    dt_release(f); f = NULL;
+    if (!mn || !mx || hi != hi || lo != lo) goto out;
+    if (lo < 0) {
+      dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: labels holds %.0f; every label must be at least 0", op, lo);
+      goto out;
+    }
+    if (num_classes == -1) num_classes = (int64_t)hi + 1;
+    else if (hi >= (double)num_classes) {
+      dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: labels holds %.0f, but num_classes is %lld (labels in [0, %lld))", op, hi,
+               (long long)num_classes, (long long)num_classes);
+      goto out;
+    }
+  }
+  if (!(col = dt_unsqueeze(labels, -1))) goto out;
+  if (!(ar = dt_arange(0, (double)num_classes, 1, DT_I64, labels->st->device))) goto out;
+  if (!(eq = dt_eq(col, ar))) goto out;
+  y = dt_cast(eq, DT_I64);
+out:
+  dt_release(mn); dt_release(mx); dt_release(col); dt_release(ar); dt_release(eq);
+  return y;
+}
+
+/* ---- elementwise functions (float32/64) ---- */
+
+/* sin, cos, erf: libm's on the CPU, CUDA's on a GPU */
+DTDEF dt_tensor *dt_sin(const dt_tensor *a) {
+  dt_tensor *y = dt__unary("dt_sin", DT__U_SIN, a, 0, 0);
+  return DT__AG1(y, DT__AG_SIN, "dt_sin", a);
+}
+DTDEF dt_tensor *dt_cos(const dt_tensor *a) {
+  dt_tensor *y = dt__unary("dt_cos", DT__U_COS, a, 0, 0);
+  return DT__AG1(y, DT__AG_COS, "dt_cos", a);
+}
+DTDEF dt_tensor *dt_erf(const dt_tensor *a) {
+  dt_tensor *y = dt__unary("dt_erf", DT__U_ERF, a, 0, 0);
+  return DT__AG1(y, DT__AG_ERF, "dt_erf", a);
+}
+/* x Phi(x) = x (1 + erf(x / sqrt 2)) / 2: torch's gelu with approximate='none' */
+DTDEF dt_tensor *dt_gelu(const dt_tensor *a) {
+  dt_tensor *y = dt__unary("dt_gelu", DT__U_GELU, a, 0, 0);
+  return DT__AG1(y, DT__AG_GELU, "dt_gelu", a);
+}
+/* x^p by the maths library's pow (a negative x to a fractional p: NaN) */
+DTDEF dt_tensor *dt_pow_scalar(const dt_tensor *a, double p) {
+  dt_tensor *y = dt__unary("dt_pow_scalar", DT__U_POW, a, p, 0);
+  return y && DT__AG_ON(a) ? dt__ag_record1a(y, DT__AG_POW, "dt_pow_scalar", a, p, 0, 0, NULL) : y;
+}
+DTDEF dt_tensor *dt_clamp(const dt_tensor *a, double lo, double hi) {
+  dt_tensor *y = dt__unary("dt_clamp", DT__U_CLAMP, a, lo, hi);
+  dt__ag_args g;
+  if (!y || !DT__AG_ON(a)) return y;
+  g.p = lo; g.p2 = hi; g.dim = 0; g.start = 0; g.perm = NULL;
+  return dt__ag_record(y, DT__AG_CLAMP, "dt_clamp", 1, &a, &g);
 }
 
 /* ---- src/io/print.c ---- */
@@ -5129,6 +5400,7 @@ static void dt__ag_saves(dt__ag_op op, int need0, int need1, int want[DT__AG_SAV
     case DT__AG_MUL: case DT__AG_MATMUL: want[0] = need1; want[1] = need0; break;
     case DT__AG_DIV: want[0] = need1; want[1] = 1; break;
     case DT__AG_LOG: case DT__AG_ABS: want[0] = 1; break;
+    case DT__AG_SIN: case DT__AG_COS: case DT__AG_ERF: case DT__AG_GELU: case DT__AG_POW: case DT__AG_CLAMP: want[0] = 1; break;
     case DT__AG_EXP: case DT__AG_SQRT: case DT__AG_RELU: case DT__AG_SIGMOID: case DT__AG_TANH:
     case DT__AG_SOFTMAX: case DT__AG_LOG_SOFTMAX: want[2] = 1; break;
     case DT__AG_NORM: case DT__AG_MAX: case DT__AG_MIN: want[0] = 1; want[2] = 1; break;
@@ -5169,7 +5441,7 @@ static dt_tensor *dt__ag_record(dt_tensor *y, dt__ag_op op, const char *name, in
   }
   n->yshape = y->shape;
   if (args) {
-    n->p = args->p; n->dim = args->dim; n->start = args->start;
+    n->p = args->p; n->dim = args->dim; n->start = args->start; n->p2 = args->p2;
     if (args->perm) memcpy(n->perm, args->perm, sizeof(int) * (size_t)in[0]->shape.ndim);
   }
   for (i = 0; i < nin; i++) {
@@ -5260,6 +5532,14 @@ static dt_tensor *dt__ag_cast(dt_tensor *x, dt_dtype t) {
   dt_tensor *y;
   if (!x) return NULL;
   y = dt_cast(x, t);
+  dt_release(x);
+  return y;
+}
+
+static dt_tensor *dt__ag_exp(dt_tensor *x) {
+  dt_tensor *y;
+  if (!x) return NULL;
+  y = dt_exp(x);
   dt_release(x);
   return y;
 }
@@ -5574,6 +5854,23 @@ static dt_status dt__ag_backward(dt__node *n, const dt_tensor *g, dt_tensor **gi
       break;
     case DT__AG_CAST: gin[0] = dt_cast(g, e0->dtype); break;
     case DT__AG_COPYTO: gin[0] = dt_copyto(g, e0->device); break;
+    case DT__AG_SIN: gin[0] = dt__ag_bin(dt_mul, g, dt_cos(sv[0]), 0); break;
+    case DT__AG_COS: gin[0] = dt__ag_bin(dt_mul, g, dt__ag_affine(op, dt_sin(sv[0]), -1.0, 0.0), 0); break;
+    case DT__AG_ERF: /* g 2/sqrt(pi) exp(-x^2) */
+      gin[0] = dt__ag_bin(dt_mul, g, dt__ag_affine(op, dt__ag_exp(dt__ag_affine(op, dt_mul(sv[0], sv[0]), -1.0, 0.0)),
+                                                   1.1283791670955126, 0.0), 0);
+      break;
+    case DT__AG_GELU: gin[0] = dt__ag_bin(dt_mul, g, dt__unary(op, DT__U_GELU_GRAD, sv[0], 0, 0), 0); break;
+    case DT__AG_POW: /* g p x^(p-1); p = 0: zeros, as PyTorch */
+      if (n->p == 0) gin[0] = dt__ag_zeros(e0->shape, e0->dtype, e0->device);
+      else gin[0] = dt__ag_bin(dt_mul, g, dt__ag_affine(op, dt__unary(op, DT__U_POW, sv[0], n->p - 1.0, 0), n->p, 0.0), 0);
+      break;
+    case DT__AG_CLAMP: { /* g where lo <= x <= hi (NaN x: 0), as PyTorch */
+      dt_tensor *ge = dt__ag_cast(dt_ge_scalar(sv[0], n->p), e0->dtype), *le = ge ? dt__ag_cast(dt_le_scalar(sv[0], n->p2), e0->dtype) : NULL;
+      if (le) gin[0] = dt__ag_bin(dt_mul, g, dt__ag_bin(dt_mul, ge, dt_retain(le), 0), 0);
+      dt_release(ge); dt_release(le);
+      break;
+    }
   }
   dt_release(t);
   for (i = 0; i < n->nin; i++)
@@ -5807,16 +6104,16 @@ DTDEF dt_status dt_autograd_backward(dt_tensor *out, const dt_tensor *grad_out) 
   return s;
 }
 
-DTDEF dt_status dt_requires_grad_(dt_tensor *t, int requires) {
+DTDEF dt_status dt_requires_grad_(dt_tensor *t, int on) {
   const char *op = "dt_requires_grad_";
   dt_status s;
   if ((s = dt__check_tensor(op, "t", t)) != DT_OK) return s;
   if (t->node)
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: t is not a leaf (it is the result of %s, recorded): only a leaf's "
                     "requires_grad can be set (use dt_detach for a tensor outside the graph)", op, t->node->name);
-  if (requires && !dt__is_float(t->dtype))
+  if (on && !dt__is_float(t->dtype))
     return dt__fail(DT_ERR_DTYPE, "%s: t is %s, but only float32 and float64 tensors can require grad", op, dt_dtype_name(t->dtype));
-  t->requires_grad = requires != 0;
+  t->requires_grad = on != 0;
   return DT_OK;
 }
 
@@ -9514,6 +9811,36 @@ DT__EW_MAP(dt__map_sqrt_f64, double, sqrt(v))
 DT__EW_MAP(dt__map_neg_f64, double, -v)
 DT__EW_MAP(dt__map_relu_f64, double, v > 0.0 ? v : (v != v ? v : 0.0))
 DT__EW_MAP(dt__map_affine_f64, double, p0 * v + p1)
+/* sin, cos, erf, gelu (the erf form, as torch's approximate='none') and its derivative, pow,
+   clamp (NaN in x or a bound gives NaN; lo > hi gives hi, as torch.clamp) */
+DT__EW_MAP(dt__map_sin_f32, float, sinf(v))
+DT__EW_MAP(dt__map_cos_f32, float, cosf(v))
+DT__EW_MAP(dt__map_erf_f32, float, erff(v))
+DT__EW_MAP(dt__map_gelu_f32, float, v * 0.5f * (1.0f + erff(v * 0.70710678118654752f)))
+DT__EW_MAP(dt__map_gelu_grad_f32, float, 0.5f * (1.0f + erff(v * 0.70710678118654752f)) + v * 0.39894228040143268f * expf(-0.5f * v * v))
+DT__EW_MAP(dt__map_pow_f32, float, powf(v, (float)p0))
+DT__EW_MAP(dt__map_sin_f64, double, sin(v))
+DT__EW_MAP(dt__map_cos_f64, double, cos(v))
+DT__EW_MAP(dt__map_erf_f64, double, erf(v))
+DT__EW_MAP(dt__map_gelu_f64, double, v * 0.5 * (1.0 + erf(v * 0.70710678118654752)))
+DT__EW_MAP(dt__map_gelu_grad_f64, double, 0.5 * (1.0 + erf(v * 0.70710678118654752)) + v * 0.39894228040143268 * exp(-0.5 * v * v))
+DT__EW_MAP(dt__map_pow_f64, double, pow(v, p0))
+#define DT__EW_CLAMP(NAME, T)                                                                       \
+  static void NAME(int64_t n, const void *x_, void *y_, double p0, double p1) {                     \
+    const T *x = (const T *)x_, lo = (T)p0, hi = (T)p1;                                             \
+    T *y = (T *)y_;                                                                                 \
+    int64_t i;                                                                                      \
+    for (i = 0; i < n; i++) {                                                                       \
+      T r = x[i];                                                                                   \
+      if (r < lo) r = lo;                                                                           \
+      if (r > hi) r = hi;                                                                           \
+      if (lo != lo) r = lo;                                                                         \
+      if (hi != hi) r = hi;                                                                         \
+      y[i] = r;                                                                                     \
+    }                                                                                               \
+  }
+DT__EW_CLAMP(dt__map_clamp_f32, float)
+DT__EW_CLAMP(dt__map_clamp_f64, double)
 /* integer affine and neg (a = -1, b = 0): wrapping */
 DT__EW_MAP(dt__map_neg_i32, int32_t, (int32_t)((uint32_t)0 - (uint32_t)v))
 DT__EW_MAP(dt__map_neg_i64, int64_t, (int64_t)((uint64_t)0 - (uint64_t)v))
@@ -10234,13 +10561,15 @@ static dt_status dt__cpu_fill(int dev, dt_dtype t, int64_t n, double v, void *y)
 
 static dt_status dt__cpu_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, const void *x, void *y, double p0, double p1) {
   dt__ew_job j;
-  int math = op == DT__U_EXP || op == DT__U_LOG || op == DT__U_SQRT || op == DT__U_SIGMOID || op == DT__U_TANH;
+  int math = op == DT__U_EXP || op == DT__U_LOG || op == DT__U_SQRT || op == DT__U_SIGMOID || op == DT__U_TANH || op >= DT__U_SIN;
   (void)dev;
   memset(&j, 0, sizeof j);
   switch (t) {
     case DT_F32: {
       static const dt__map_fn tab[] = {dt__map_affine_f32, NULL, NULL, dt__map_sqrt_f32, dt__map_neg_f32, NULL,
-                                       dt__map_sigmoid_f32, dt__map_tanh_f32, dt__map_abs_f32};
+                                       dt__map_sigmoid_f32, dt__map_tanh_f32, dt__map_abs_f32, dt__map_sin_f32,
+                                       dt__map_cos_f32, dt__map_erf_f32, dt__map_gelu_f32, dt__map_gelu_grad_f32,
+                                       dt__map_pow_f32, dt__map_clamp_f32};
       j.map = op == DT__U_EXP    ? dt__ew_kernels()->exp_f32
               : op == DT__U_LOG  ? dt__ew_kernels()->log_f32
               : op == DT__U_RELU ? dt__ew_kernels()->relu_f32
@@ -10249,7 +10578,9 @@ static dt_status dt__cpu_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, 
     }
     case DT_F64: {
       static const dt__map_fn tab[] = {dt__map_affine_f64, dt__map_exp_f64, dt__map_log_f64, dt__map_sqrt_f64, dt__map_neg_f64, dt__map_relu_f64,
-                                       dt__map_sigmoid_f64, dt__map_tanh_f64, dt__map_abs_f64};
+                                       dt__map_sigmoid_f64, dt__map_tanh_f64, dt__map_abs_f64, dt__map_sin_f64,
+                                       dt__map_cos_f64, dt__map_erf_f64, dt__map_gelu_f64, dt__map_gelu_grad_f64,
+                                       dt__map_pow_f64, dt__map_clamp_f64};
       j.map = tab[op];
       break;
     }

@@ -118,7 +118,7 @@ static void fi_check_failure(int line, long injected_before) {
 /* A check of a value (never expected to fail, injected failure or not). */
 #define VERIFY(cond) do { if (!(cond)) fi_problem(__LINE__, "wrong result: " #cond); } while (0)
 
-#define POOL 224
+#define POOL 288
 static dt_tensor *pool[POOL];
 static int npool;
 static dt_tensor *keep(dt_tensor *t) {
@@ -238,7 +238,7 @@ static int workload(void) {
   dt_tensor **lts = NULL;
   int ln = 0, blob_made = 0;
   dt_optimizer *opt = NULL;
-  dt_tensor *ag_w = NULL, *ag_m = NULL;
+  dt_tensor *ag_w = NULL, *ag_m = NULL, *ag_c = NULL, *ag_d = NULL;
   double ag_snap[6];
   int ag_have = 0, ag_done = 0; /* a gradient snapshot taken; the backward after it done */
 
@@ -332,6 +332,23 @@ static int workload(void) {
   NEW(t, dt_sigmoid(a)); NEW(t, dt_tanh(a64)); NEW(t, dt_abs(i64)); VERIFY(val(t, 0) == 3);
   NEW(t, dt_abs(u)); VERIFY(val(t, 4) == 4);
   NEW(t, dt_zeros_like(u)); NEW(t, dt_ones_like(a64)); VERIFY(val(t, 5) == 1); NEW(t, dt_empty_like(e));
+
+  /* views, keepdim reductions, scalar forms, one_hot */
+  NEW(t, dt_flatten(a, 0, -1)); VERIFY(dt_numel(t) == 6 && dt_ndim(t) == 1);
+  NEW(t, dt_unsqueeze(a, 1)); NEW(t, dt_squeeze(t, 1)); VERIFY(dt_ndim(t) == 2);
+  NEW(t, dt_sum_dim_ex(a, 0, 1)); VERIFY(dt_ndim(t) == 2 && val(t, 2) == 9);
+  NEW(t, dt_mean_dim(a64, -1, 0)); VERIFY(val(t, 1) == 5);
+  NEW(t, dt_rsub_scalar(i64, 1)); VERIFY(val(t, 0) == 4);
+  NEW(t, dt_gt_scalar(a, 3)); VERIFY(val(t, 2) == 0 && val(t, 3) == 1);
+  NEW(t, dt_lt_scalar(i32, 2.5)); VERIFY(val(t, 2) == 1 && val(t, 3) == 0);
+  NEW(t, dt_abs(i64)); NEW(t, dt_one_hot(t, -1)); VERIFY(dt_dim(t, 1) == 4 && val(t, 3) == 1);
+  NEW(t, dt_sin(a)); NEW(t, dt_cos(a64)); NEW(t, dt_erf(a)); NEW(t, dt_gelu(a64));
+  NEW(t, dt_pow_scalar(a64, 2)); VERIFY(val(t, 2) == 9);
+  NEW(t, dt_clamp(a, 2, 4)); VERIFY(val(t, 0) == 2 && val(t, 5) == 4);
+  NEW(ag_c, dt_cast(a, DT_F64)); STEP(dt_requires_grad_(ag_c, 1) == DT_OK);
+  NEW(t, dt_gelu(ag_c)); NEW(t, dt_clamp(t, 0, 3)); NEW(ag_d, dt_pow_scalar(ag_c, 1.5)); NEW(t, dt_mul(t, ag_d));
+  NEW(ag_d, dt_sin(ag_c)); NEW(t, dt_add(t, ag_d)); NEW(t, dt_mean_dim(t, 0, 1)); NEW(t, dt_sum(t));
+  STEP(dt_autograd_backward(t, NULL) == DT_OK); VERIFY(dt_grad(ag_c) != NULL);
   REFUSE(dt_add(u, u), DT_ERR_DTYPE);
   REFUSE(dt_sigmoid(i32), DT_ERR_DTYPE);
 

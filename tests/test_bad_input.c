@@ -300,6 +300,7 @@ static int lazy_zero_features(int behind_relu) {
 static dt_tensor *cmp_u8(void) { return dt_arange(0, 6, 1, DT_U8, dt_cpu()); }
 static dt_tensor *cmp_bool(void) { dt_tensor *u = cmp_u8(), *b = u ? dt_cast(u, DT_BOOL) : NULL; dt_release(u); return b; }
 static dt_tensor *cmp_1(dt_tensor *(*fn)(const dt_tensor *), dt_tensor *a) { dt_tensor *y = fn(a); dt_release(a); return y; }
+static dt_tensor *cmp_rsub(dt_tensor *a) { dt_tensor *y = dt_rsub_scalar(a, 1); dt_release(a); return y; }
 static dt_tensor *cmp_2(dt_tensor *(*fn)(const dt_tensor *, const dt_tensor *), dt_tensor *a, dt_tensor *b) {
   dt_tensor *y = fn(a, b); dt_release(a); dt_release(b); return y;
 }
@@ -1054,6 +1055,48 @@ static dt_tensor *cv_idx(int64_t a, int64_t b, int64_t c, int64_t e) { return cv
   X_(zeros_like_null, DT_ERR_INVALID_ARGUMENT, "dt_zeros_like:", "t is NULL", nul(dt_zeros_like(NULL)))                     \
   X_(ones_like_null, DT_ERR_INVALID_ARGUMENT, "dt_ones_like:", "t is NULL", nul(dt_ones_like(NULL)))                        \
   X_(empty_like_null, DT_ERR_INVALID_ARGUMENT, "dt_empty_like:", "t is NULL", nul(dt_empty_like(NULL)))                     \
+  X_(flatten_null, DT_ERR_INVALID_ARGUMENT, "dt_flatten:", "t is NULL", nul(dt_flatten(NULL, 0, -1)))                        \
+  X_(flatten_order, DT_ERR_INVALID_ARGUMENT, "dt_flatten:", "start_dim 1|end_dim 0", nul(dt_flatten(F, 1, 0)))               \
+  X_(flatten_range, DT_ERR_INVALID_ARGUMENT, "dt_flatten:", "dim 2|2-d|-2 to 1", nul(dt_flatten(F, 0, 2)))                   \
+  X_(flatten_intmin, DT_ERR_INVALID_ARGUMENT, "dt_flatten:", "out of range", nul(dt_flatten(F, INT_MIN, 0)))                 \
+  X_(unsqueeze_null, DT_ERR_INVALID_ARGUMENT, "dt_unsqueeze:", "t is NULL", nul(dt_unsqueeze(NULL, 0)))                      \
+  X_(unsqueeze_range, DT_ERR_INVALID_ARGUMENT, "dt_unsqueeze:", "dim 3|2-d|-3 to 2", nul(dt_unsqueeze(F, 3)))                \
+  X_(unsqueeze_intmin, DT_ERR_INVALID_ARGUMENT, "dt_unsqueeze:", "out of range", nul(dt_unsqueeze(F, INT_MIN)))              \
+  X_(unsqueeze_8d, DT_ERR_SHAPE, "dt_unsqueeze:", "8 dims", nul(dt_unsqueeze(T8, 0)))                                        \
+  X_(squeeze_null, DT_ERR_INVALID_ARGUMENT, "dt_squeeze:", "t is NULL", nul(dt_squeeze(NULL, 0)))                            \
+  X_(squeeze_range, DT_ERR_INVALID_ARGUMENT, "dt_squeeze:", "dim -3|2-d", nul(dt_squeeze(F, -3)))                            \
+  X_(squeeze_0d, DT_ERR_INVALID_ARGUMENT, "dt_squeeze:", "dim 1|0-d", nul(dt_squeeze(S, 1)))                                 \
+  X_(sum_dim_ex_null, DT_ERR_INVALID_ARGUMENT, "dt_sum_dim_ex:", "t is NULL", nul(dt_sum_dim_ex(NULL, 0, 1)))                \
+  X_(sum_dim_ex_int, DT_ERR_DTYPE, "dt_sum_dim_ex:", "t is int32", nul(dt_sum_dim_ex(I, 0, 1)))                              \
+  X_(sum_dim_ex_range, DT_ERR_INVALID_ARGUMENT, "dt_sum_dim_ex:", "dim 2|2-d", nul(dt_sum_dim_ex(F, 2, 0)))                  \
+  X_(mean_dim_null, DT_ERR_INVALID_ARGUMENT, "dt_mean_dim:", "t is NULL", nul(dt_mean_dim(NULL, 0, 0)))                      \
+  X_(mean_dim_int, DT_ERR_DTYPE, "dt_mean_dim:", "t is int64", nul(dt_mean_dim(L, 0, 0)))                                    \
+  X_(mean_dim_range, DT_ERR_INVALID_ARGUMENT, "dt_mean_dim:", "dim -3|2-d", nul(dt_mean_dim(F, -3, 1)))                      \
+  X_(rsub_null, DT_ERR_INVALID_ARGUMENT, "dt_rsub_scalar:", "t is NULL", nul(dt_rsub_scalar(NULL, 1)))                       \
+  X_(rsub_frac_int, DT_ERR_DTYPE, "dt_rsub_scalar:", "int32|0.5", nul(dt_rsub_scalar(I, 0.5)))                               \
+  X_(rsub_u8, DT_ERR_DTYPE, "dt_rsub_scalar:", "uint8", nul(cmp_rsub(cmp_u8())))                                               \
+  X_(eq_scalar_null, DT_ERR_INVALID_ARGUMENT, "dt_eq_scalar:", "t is NULL", nul(dt_eq_scalar(NULL, 1)))                      \
+  X_(ne_scalar_null, DT_ERR_INVALID_ARGUMENT, "dt_ne_scalar:", "t is NULL", nul(dt_ne_scalar(NULL, 1)))                      \
+  X_(lt_scalar_null, DT_ERR_INVALID_ARGUMENT, "dt_lt_scalar:", "t is NULL", nul(dt_lt_scalar(NULL, 1)))                      \
+  X_(le_scalar_null, DT_ERR_INVALID_ARGUMENT, "dt_le_scalar:", "t is NULL", nul(dt_le_scalar(NULL, 1)))                      \
+  X_(gt_scalar_null, DT_ERR_INVALID_ARGUMENT, "dt_gt_scalar:", "t is NULL", nul(dt_gt_scalar(NULL, 1)))                      \
+  X_(ge_scalar_null, DT_ERR_INVALID_ARGUMENT, "dt_ge_scalar:", "t is NULL", nul(dt_ge_scalar(NULL, 1)))                      \
+  X_(one_hot_null, DT_ERR_INVALID_ARGUMENT, "dt_one_hot:", "labels is NULL", nul(dt_one_hot(NULL, 3)))                       \
+  X_(one_hot_dtype, DT_ERR_DTYPE, "dt_one_hot:", "labels is int32", nul(dt_one_hot(I, 3)))                                   \
+  X_(one_hot_classes, DT_ERR_INVALID_ARGUMENT, "dt_one_hot:", "-2", nul(dt_one_hot(L, -2)))                                  \
+  X_(one_hot_range, DT_ERR_INVALID_ARGUMENT, "dt_one_hot:", "labels holds 3|num_classes is 3", nul(dt_one_hot(L, 3)))        \
+  X_(sin_null, DT_ERR_INVALID_ARGUMENT, "dt_sin:", "a is NULL", nul(dt_sin(NULL)))                                           \
+  X_(sin_int, DT_ERR_DTYPE, "dt_sin:", "a is int32|float32 or float64", nul(dt_sin(I)))                                      \
+  X_(cos_null, DT_ERR_INVALID_ARGUMENT, "dt_cos:", "a is NULL", nul(dt_cos(NULL)))                                           \
+  X_(cos_int, DT_ERR_DTYPE, "dt_cos:", "a is int32|float32 or float64", nul(dt_cos(I)))                                      \
+  X_(erf_null, DT_ERR_INVALID_ARGUMENT, "dt_erf:", "a is NULL", nul(dt_erf(NULL)))                                           \
+  X_(erf_int, DT_ERR_DTYPE, "dt_erf:", "a is int32|float32 or float64", nul(dt_erf(I)))                                      \
+  X_(gelu_null, DT_ERR_INVALID_ARGUMENT, "dt_gelu:", "a is NULL", nul(dt_gelu(NULL)))                                        \
+  X_(gelu_int, DT_ERR_DTYPE, "dt_gelu:", "a is int32|float32 or float64", nul(dt_gelu(I)))                                   \
+  X_(pow_scalar_null, DT_ERR_INVALID_ARGUMENT, "dt_pow_scalar:", "a is NULL", nul(dt_pow_scalar(NULL, 2)))                   \
+  X_(pow_scalar_int, DT_ERR_DTYPE, "dt_pow_scalar:", "a is int64", nul(dt_pow_scalar(L, 2)))                                 \
+  X_(clamp_null, DT_ERR_INVALID_ARGUMENT, "dt_clamp:", "a is NULL", nul(dt_clamp(NULL, 0, 1)))                               \
+  X_(clamp_int, DT_ERR_DTYPE, "dt_clamp:", "a is int32", nul(dt_clamp(I, 0, 1)))                                             \
   X_(add_u8, DT_ERR_DTYPE, "dt_add:", "a is uint8|dt_cast", nul(cmp_2(dt_add, cmp_u8(), cmp_u8())))                            \
   X_(sub_bool, DT_ERR_DTYPE, "dt_sub:", "a is bool", nul(cmp_2(dt_sub, cmp_bool(), cmp_bool())))                               \
   X_(add_scalar_u8, DT_ERR_DTYPE, "dt_add_scalar:", "a is uint8", nul(cmp_addsc(cmp_u8())))                                   \

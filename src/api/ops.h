@@ -68,3 +68,27 @@ DTDEF int       dt_snprint(char *buf, size_t n, const dt_tensor *t); /* snprintf
 typedef struct dt_memory_stats { size_t allocated, reserved, peak_allocated; } dt_memory_stats;
 DTDEF dt_status dt_memory_stats_get(dt_device d, dt_memory_stats *out); /* torch.cuda.memory_allocated / _reserved */
 DTDEF dt_status dt_empty_cache(dt_device d);
+
+/* views and shape helpers (each shares t's memory, as dt_reshape; dim < 0 counts from the end) */
+DTDEF dt_tensor *dt_flatten(const dt_tensor *t, int start_dim, int end_dim); /* torch.flatten: dims start..end joined; 0-d -> (1,) */
+DTDEF dt_tensor *dt_unsqueeze(const dt_tensor *t, int dim);          /* a dim of 1 inserted at dim, in [-ndim-1, ndim] */
+DTDEF dt_tensor *dt_squeeze(const dt_tensor *t, int dim);            /* dim removed if it is 1, else t's shape unchanged */
+/* reductions over one dim with keepdim (the dim kept as 1), float32/64 */
+DTDEF dt_tensor *dt_sum_dim_ex(const dt_tensor *t, int dim, int keepdim);  /* torch.sum(t, dim, keepdim) */
+DTDEF dt_tensor *dt_mean_dim(const dt_tensor *t, int dim, int keepdim);    /* torch.mean(t, dim, keepdim); an empty dim: NaN */
+DTDEF dt_tensor *dt_rsub_scalar(const dt_tensor *t, double s);            /* s - t (torch.rsub(t, s)) */
+/* t op s as DT_BOOL, every dtype: exact as numbers (an integer tensor against a fraction compares in float64) */
+DTDEF dt_tensor *dt_eq_scalar(const dt_tensor *t, double s);
+DTDEF dt_tensor *dt_ne_scalar(const dt_tensor *t, double s);
+DTDEF dt_tensor *dt_lt_scalar(const dt_tensor *t, double s);
+DTDEF dt_tensor *dt_le_scalar(const dt_tensor *t, double s);
+DTDEF dt_tensor *dt_gt_scalar(const dt_tensor *t, double s);
+DTDEF dt_tensor *dt_ge_scalar(const dt_tensor *t, double s);
+DTDEF dt_tensor *dt_one_hot(const dt_tensor *labels, int64_t num_classes); /* I64 (...) -> I64 (..., num_classes); -1: max + 1 */
+/* elementwise functions, float32/64, recorded for autograd */
+DTDEF dt_tensor *dt_sin(const dt_tensor *a);
+DTDEF dt_tensor *dt_cos(const dt_tensor *a);
+DTDEF dt_tensor *dt_erf(const dt_tensor *a);
+DTDEF dt_tensor *dt_gelu(const dt_tensor *a);                      /* F.gelu (approximate='none'): x (1 + erf(x / sqrt 2)) / 2 */
+DTDEF dt_tensor *dt_pow_scalar(const dt_tensor *a, double p);      /* torch.pow(a, p) */
+DTDEF dt_tensor *dt_clamp(const dt_tensor *a, double lo, double hi); /* torch.clamp(a, lo, hi): NaN stays NaN; +-INFINITY for no bound */

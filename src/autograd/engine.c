@@ -220,16 +220,16 @@ DTDEF dt_status dt_autograd_backward(dt_tensor *out, const dt_tensor *grad_out) 
   return s;
 }
 
-DTDEF dt_status dt_requires_grad_(dt_tensor *t, int requires) {
+DTDEF dt_status dt_requires_grad_(dt_tensor *t, int on) {
   const char *op = "dt_requires_grad_";
   dt_status s;
   if ((s = dt__check_tensor(op, "t", t)) != DT_OK) return s;
   if (t->node)
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: t is not a leaf (it is the result of %s, recorded): only a leaf's "
                     "requires_grad can be set (use dt_detach for a tensor outside the graph)", op, t->node->name);
-  if (requires && !dt__is_float(t->dtype))
+  if (on && !dt__is_float(t->dtype))
     return dt__fail(DT_ERR_DTYPE, "%s: t is %s, but only float32 and float64 tensors can require grad", op, dt_dtype_name(t->dtype));
-  t->requires_grad = requires != 0;
+  t->requires_grad = on != 0;
   return DT_OK;
 }
 

@@ -17,6 +17,7 @@ static void dt__ag_saves(dt__ag_op op, int need0, int need1, int want[DT__AG_SAV
     case DT__AG_MUL: case DT__AG_MATMUL: want[0] = need1; want[1] = need0; break;
     case DT__AG_DIV: want[0] = need1; want[1] = 1; break;
     case DT__AG_LOG: case DT__AG_ABS: want[0] = 1; break;
+    case DT__AG_SIN: case DT__AG_COS: case DT__AG_ERF: case DT__AG_GELU: case DT__AG_POW: case DT__AG_CLAMP: want[0] = 1; break;
     case DT__AG_EXP: case DT__AG_SQRT: case DT__AG_RELU: case DT__AG_SIGMOID: case DT__AG_TANH:
     case DT__AG_SOFTMAX: case DT__AG_LOG_SOFTMAX: want[2] = 1; break;
     case DT__AG_NORM: case DT__AG_MAX: case DT__AG_MIN: want[0] = 1; want[2] = 1; break;
@@ -57,7 +58,7 @@ static dt_tensor *dt__ag_record(dt_tensor *y, dt__ag_op op, const char *name, in
   }
   n->yshape = y->shape;
   if (args) {
-    n->p = args->p; n->dim = args->dim; n->start = args->start;
+    n->p = args->p; n->dim = args->dim; n->start = args->start; n->p2 = args->p2;
     if (args->perm) memcpy(n->perm, args->perm, sizeof(int) * (size_t)in[0]->shape.ndim);
   }
   for (i = 0; i < nin; i++) {
@@ -148,6 +149,14 @@ static dt_tensor *dt__ag_cast(dt_tensor *x, dt_dtype t) {
   dt_tensor *y;
   if (!x) return NULL;
   y = dt_cast(x, t);
+  dt_release(x);
+  return y;
+}
+
+static dt_tensor *dt__ag_exp(dt_tensor *x) {
+  dt_tensor *y;
+  if (!x) return NULL;
+  y = dt_exp(x);
   dt_release(x);
   return y;
 }
@@ -462,6 +471,23 @@ static dt_status dt__ag_backward(dt__node *n, const dt_tensor *g, dt_tensor **gi
       break;
     case DT__AG_CAST: gin[0] = dt_cast(g, e0->dtype); break;
     case DT__AG_COPYTO: gin[0] = dt_copyto(g, e0->device); break;
+    case DT__AG_SIN: gin[0] = dt__ag_bin(dt_mul, g, dt_cos(sv[0]), 0); break;
+    case DT__AG_COS: gin[0] = dt__ag_bin(dt_mul, g, dt__ag_affine(op, dt_sin(sv[0]), -1.0, 0.0), 0); break;
+    case DT__AG_ERF: /* g 2/sqrt(pi) exp(-x^2) */
+      gin[0] = dt__ag_bin(dt_mul, g, dt__ag_affine(op, dt__ag_exp(dt__ag_affine(op, dt_mul(sv[0], sv[0]), -1.0, 0.0)),
+                                                   1.1283791670955126, 0.0), 0);
+      break;
+    case DT__AG_GELU: gin[0] = dt__ag_bin(dt_mul, g, dt__unary(op, DT__U_GELU_GRAD, sv[0], 0, 0), 0); break;
+    case DT__AG_POW: /* g p x^(p-1); p = 0: zeros, as PyTorch */
+      if (n->p == 0) gin[0] = dt__ag_zeros(e0->shape, e0->dtype, e0->device);
+      else gin[0] = dt__ag_bin(dt_mul, g, dt__ag_affine(op, dt__unary(op, DT__U_POW, sv[0], n->p - 1.0, 0), n->p, 0.0), 0);
+      break;
+    case DT__AG_CLAMP: { /* g where lo <= x <= hi (NaN x: 0), as PyTorch */
+      dt_tensor *ge = dt__ag_cast(dt_ge_scalar(sv[0], n->p), e0->dtype), *le = ge ? dt__ag_cast(dt_le_scalar(sv[0], n->p2), e0->dtype) : NULL;
+      if (le) gin[0] = dt__ag_bin(dt_mul, g, dt__ag_bin(dt_mul, ge, dt_retain(le), 0), 0);
+      dt_release(ge); dt_release(le);
+      break;
+    }
   }
   dt_release(t);
   for (i = 0; i < n->nin; i++)

@@ -17,7 +17,8 @@ typedef enum dt__ag_op {
   DT__AG_CAT, DT__AG_STACK, DT__AG_SUM, DT__AG_MEAN, DT__AG_SUM_DIM, DT__AG_NORM, DT__AG_MAX_DIM,
   DT__AG_MIN_DIM, DT__AG_MAX, DT__AG_MIN, DT__AG_SOFTMAX, DT__AG_LOG_SOFTMAX, DT__AG_CROSS_ENTROPY,
   DT__AG_MSE_LOSS, DT__AG_CAST, DT__AG_COPYTO,
-  DT__AG_LINEAR /* a linear layer (dt_forward): inputs x, weight, bias; the layer's fused backward */
+  DT__AG_LINEAR, /* a linear layer (dt_forward): inputs x, weight, bias; the layer's fused backward */
+  DT__AG_SIN, DT__AG_COS, DT__AG_ERF, DT__AG_GELU, DT__AG_POW, DT__AG_CLAMP
 } dt__ag_op;
 
 /* One input of a node: where its gradient goes (a node, a leaf, or nowhere) and its geometry. */
@@ -35,6 +36,7 @@ typedef struct dt__ag_args {
   int dim;         /* the dim of slices, index_select, cat, reductions, softmax */
   int64_t start;   /* dt_slice's start, after clamping */
   const int *perm; /* dt_permute's dims */
+  double p2;       /* a second scalar: dt_clamp's hi (p its lo) */
 } dt__ag_args;
 
 #define DT__AG_SAVED 3
@@ -51,6 +53,7 @@ typedef struct dt__node {
   int dim;
   int64_t start;
   int perm[DT_MAX_DIMS];
+  double p2;
   int done;           /* a backward walked it and released what it saved */
   /* the engine's, during one backward */
   int deps, mark;
@@ -98,7 +101,7 @@ static void dt__bump(dt_tensor *t) { (void)DT__ATOMIC_ADD(dt__version(t), 1); }
 static dt_tensor *dt__ag_record1a(dt_tensor *y, dt__ag_op op, const char *name, const dt_tensor *a, double p, int dim,
                                   int64_t start, const int *perm) {
   dt__ag_args g;
-  g.p = p; g.dim = dim; g.start = start; g.perm = perm;
+  g.p = p; g.dim = dim; g.start = start; g.perm = perm; g.p2 = 0;
   return dt__ag_record(y, op, name, 1, &a, &g);
 }
 /* whether a result of ts[0..n) records (ts checked by the operation, which made y) */

@@ -23,7 +23,10 @@ typedef enum dt__unary_op {
   DT__U_AFFINE = 0,   /* y = p0 * x + p1 */
   DT__U_EXP, DT__U_LOG, DT__U_SQRT, DT__U_NEG, DT__U_RELU,
   /* activations beyond relu, and abs */
-  DT__U_SIGMOID, DT__U_TANH, DT__U_ABS  /* ABS also on I32/I64 (wrapping) */
+  DT__U_SIGMOID, DT__U_TANH, DT__U_ABS, /* ABS also on I32/I64 (wrapping) */
+  /* float only: sin, cos, erf; gelu x Phi(x) (the erf form) and its derivative Phi(x) + x phi(x);
+     pow x^p0; clamp min(max(x, p0), p1) with NaN kept (x, p0 or p1 NaN: NaN; p0 > p1: p1) */
+  DT__U_SIN, DT__U_COS, DT__U_ERF, DT__U_GELU, DT__U_GELU_GRAD, DT__U_POW, DT__U_CLAMP
 } dt__unary_op;
 
 /* comparisons: y = a op b as DT_BOOL (one byte, 0 or 1); the core turns gt/ge into lt/le

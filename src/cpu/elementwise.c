@@ -148,6 +148,36 @@ DT__EW_MAP(dt__map_sqrt_f64, double, sqrt(v))
 DT__EW_MAP(dt__map_neg_f64, double, -v)
 DT__EW_MAP(dt__map_relu_f64, double, v > 0.0 ? v : (v != v ? v : 0.0))
 DT__EW_MAP(dt__map_affine_f64, double, p0 * v + p1)
+/* sin, cos, erf, gelu (the erf form, as torch's approximate='none') and its derivative, pow,
+   clamp (NaN in x or a bound gives NaN; lo > hi gives hi, as torch.clamp) */
+DT__EW_MAP(dt__map_sin_f32, float, sinf(v))
+DT__EW_MAP(dt__map_cos_f32, float, cosf(v))
+DT__EW_MAP(dt__map_erf_f32, float, erff(v))
+DT__EW_MAP(dt__map_gelu_f32, float, v * 0.5f * (1.0f + erff(v * 0.70710678118654752f)))
+DT__EW_MAP(dt__map_gelu_grad_f32, float, 0.5f * (1.0f + erff(v * 0.70710678118654752f)) + v * 0.39894228040143268f * expf(-0.5f * v * v))
+DT__EW_MAP(dt__map_pow_f32, float, powf(v, (float)p0))
+DT__EW_MAP(dt__map_sin_f64, double, sin(v))
+DT__EW_MAP(dt__map_cos_f64, double, cos(v))
+DT__EW_MAP(dt__map_erf_f64, double, erf(v))
+DT__EW_MAP(dt__map_gelu_f64, double, v * 0.5 * (1.0 + erf(v * 0.70710678118654752)))
+DT__EW_MAP(dt__map_gelu_grad_f64, double, 0.5 * (1.0 + erf(v * 0.70710678118654752)) + v * 0.39894228040143268 * exp(-0.5 * v * v))
+DT__EW_MAP(dt__map_pow_f64, double, pow(v, p0))
+#define DT__EW_CLAMP(NAME, T)                                                                       \
+  static void NAME(int64_t n, const void *x_, void *y_, double p0, double p1) {                     \
+    const T *x = (const T *)x_, lo = (T)p0, hi = (T)p1;                                             \
+    T *y = (T *)y_;                                                                                 \
+    int64_t i;                                                                                      \
+    for (i = 0; i < n; i++) {                                                                       \
+      T r = x[i];                                                                                   \
+      if (r < lo) r = lo;                                                                           \
+      if (r > hi) r = hi;                                                                           \
+      if (lo != lo) r = lo;                                                                         \
+      if (hi != hi) r = hi;                                                                         \
+      y[i] = r;                                                                                     \
+    }                                                                                               \
+  }
+DT__EW_CLAMP(dt__map_clamp_f32, float)
+DT__EW_CLAMP(dt__map_clamp_f64, double)
 /* integer affine and neg (a = -1, b = 0): wrapping */
 DT__EW_MAP(dt__map_neg_i32, int32_t, (int32_t)((uint32_t)0 - (uint32_t)v))
 DT__EW_MAP(dt__map_neg_i64, int64_t, (int64_t)((uint64_t)0 - (uint64_t)v))

@@ -77,6 +77,38 @@ __device__ inline float d_tanh(float v) { return tanhf(v); }
 __device__ inline double d_tanh(double v) { return tanh(v); }
 template <typename T> struct UTanh { __device__ T operator()(T v) const { return d_tanh(v); } };
 template <typename T> struct UAbs { __device__ T operator()(T v) const { return fabs(v); } };
+/* sin, cos, erf, gelu (erf form) and its derivative, pow, clamp: as the CPU's (src/cpu/elementwise.c) */
+__device__ inline float d_sin(float v) { return sinf(v); }
+__device__ inline double d_sin(double v) { return sin(v); }
+__device__ inline float d_cos(float v) { return cosf(v); }
+__device__ inline double d_cos(double v) { return cos(v); }
+__device__ inline float d_erf(float v) { return erff(v); }
+__device__ inline double d_erf(double v) { return erf(v); }
+__device__ inline float d_pow(float v, float p) { return powf(v, p); }
+__device__ inline double d_pow(double v, double p) { return pow(v, p); }
+template <typename T> struct USin { __device__ T operator()(T v) const { return d_sin(v); } };
+template <typename T> struct UCos { __device__ T operator()(T v) const { return d_cos(v); } };
+template <typename T> struct UErf { __device__ T operator()(T v) const { return d_erf(v); } };
+template <typename T> struct UGelu {
+  __device__ T operator()(T v) const { return v * (T)0.5 * ((T)1 + d_erf(v * (T)0.70710678118654752)); }
+};
+template <typename T> struct UGeluGrad {
+  __device__ T operator()(T v) const {
+    return (T)0.5 * ((T)1 + d_erf(v * (T)0.70710678118654752)) + v * (T)0.39894228040143268 * d_exp((T)-0.5 * v * v);
+  }
+};
+template <typename T> struct UPow { T p; __device__ T operator()(T v) const { return d_pow(v, p); } };
+template <typename T> struct UClamp {
+  T lo, hi;
+  __device__ T operator()(T v) const {
+    T r = v;
+    if (r < lo) r = lo;
+    if (r > hi) r = hi;
+    if (lo != lo) r = lo;
+    if (hi != hi) r = hi;
+    return r;
+  }
+};
 /* integers: |INT_MIN| wraps to INT_MIN, as the CPU (and PyTorch) */
 template <typename T, typename U> struct UAbsInt { __device__ T operator()(T v) const { return v < 0 ? (T)((U)0 - (U)v) : v; } };
 /* integers: a * v + b in wrapping unsigned arithmetic (NEG is a = -1, b = 0) */
@@ -126,6 +158,13 @@ dt_status unary_float(cudaStream_t st, dt__unary_op op, int64_t n, const void *x
     case DT__U_SIGMOID: return map1<T>(st, n, x, y, USigmoid<T>{});
     case DT__U_TANH: return map1<T>(st, n, x, y, UTanh<T>{});
     case DT__U_ABS: return map1<T>(st, n, x, y, UAbs<T>{});
+    case DT__U_SIN: return map1<T>(st, n, x, y, USin<T>{});
+    case DT__U_COS: return map1<T>(st, n, x, y, UCos<T>{});
+    case DT__U_ERF: return map1<T>(st, n, x, y, UErf<T>{});
+    case DT__U_GELU: return map1<T>(st, n, x, y, UGelu<T>{});
+    case DT__U_GELU_GRAD: return map1<T>(st, n, x, y, UGeluGrad<T>{});
+    case DT__U_POW: return map1<T>(st, n, x, y, UPow<T>{a});
+    case DT__U_CLAMP: return map1<T>(st, n, x, y, UClamp<T>{a, b});
   }
   set_err("unary: unknown op %d", (int)op);
   return DT_ERR_INVALID_ARGUMENT;

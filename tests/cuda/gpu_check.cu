@@ -114,7 +114,7 @@ static void check_fill(void) {
 static void check_unary(void) {
   int64_t ns[] = {1, 7, 1000, (1 << 20) + 3};
   for (int t = 0; t <= DT_I64; t++)
-    for (int op = 0; op <= DT__U_ABS; op++) {
+    for (int op = 0; op <= DT__U_CLAMP; op++) {
       if (t >= DT_I32 && op != DT__U_AFFINE && op != DT__U_NEG && op != DT__U_ABS) continue;
       for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
         int64_t n = ns[ni];
@@ -127,7 +127,9 @@ static void check_unary(void) {
         h = down(dy, nb);
         char what[64];
         snprintf(what, sizeof what, "unary op %d %s n=%lld", op, dt_dtype_name((dt_dtype)t), (long long)n);
-        same((dt_dtype)t, h, r, n, t == DT_F32 ? 1e-6 : 1e-14, 0, what);
+        /* sin, cos, erf, gelu, pow: the two maths libraries differ by ulps, so near a zero of the
+           function (cos near pi/2) an absolute tolerance too */
+        same((dt_dtype)t, h, r, n, t == DT_F32 ? 1e-6 : 1e-14, op >= DT__U_SIN ? (t == DT_F32 ? 1e-6 : 1e-14) : 0, what);
         G->free(0, dx, nb); G->free(0, dy, nb); free(x); free(r); free(h);
       }
     }
