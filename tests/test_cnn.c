@@ -193,8 +193,201 @@ static void test_autograd_rules(dt_device dev) {
   dt_release(x); dt_release(w);
 }
 
+/* ---- the modules ---- */
+
+static double sinv(int64_t i, int salt) { return floor(sin(0.7 * (double)i + salt) * 0.5 * 1e4 + 0.5) / 1e4; }
+/* round-half-away as Python's round on these values: none lies on a half */
+
+static dt_module *small_net(void) {
+  dt_module *net = dt_sequential();
+  dt_sequential_add(net, dt_conv2d(1, 2, 3, 1, 1));
+  dt_sequential_add(net, dt_sigmoid_layer());
+  dt_sequential_add(net, dt_max_pool2d(2, 0, 0));
+  dt_sequential_add(net, dt_conv2d(2, 3, 2, 1, 0));
+  dt_sequential_add(net, dt_tanh_layer());
+  dt_sequential_add(net, dt_avg_pool2d(2, 1, 1));
+  dt_sequential_add(net, dt_adaptive_avg_pool2d(2, 2));
+  dt_sequential_add(net, dt_flatten_layer());
+  dt_sequential_add(net, dt_linear(12, 4));
+  return net;
+}
+
+/* Made once with PyTorch (float64) by this script (torch, nn as usual):
+     v = lambda n, salt: [round(math.sin(0.7*i + salt)*0.5, 4) for i in range(n)]
+     net = nn.Sequential(nn.Conv2d(1,2,3,padding=1), nn.Sigmoid(), nn.MaxPool2d(2), nn.Conv2d(2,3,2), nn.Tanh(),
+                         nn.AvgPool2d(2,1,1), nn.AdaptiveAvgPool2d((2,2)), nn.Flatten(), nn.Linear(12,4)).double()
+     for k, (name, p) in enumerate(net.state_dict().items()): p.copy_(tensor(v(p.numel(), k+1)).reshape(p.shape))
+     x = tensor(v(72, 0)).reshape(2,1,6,6); y = net(x); loss = F.cross_entropy(y, tensor([1,3])); loss.backward()
+   Y = y, L = loss, G0 = net[0].weight.grad, G3 = net[3].weight.grad, GB3 = net[3].bias.grad */
+static const double TY[8] = {0.0168431956, -0.1035663628, 0.6106630185, 0.6233626013, 0.01698906842, -0.1037799473, 0.6107390132, 0.6234972576};
+static const double TL = 1.46736517307;
+static const double TG0[18] = {0.00348390915, 0.008775320499, 0.009175241109, -0.009230229787, -0.009173718916, -0.004601867161,
+  0.003427431446, -0.0004592247558, -0.003560503246, -0.002576663576, -0.004823233237, -0.004231385455, 0.005788313536,
+  0.004686636205, 0.001628749663, -0.001086212677, 0.0008456807159, 0.001564607684};
+static const double TG3[24] = {-0.211243189, -0.2118187322, -0.2129710724, -0.2216389578, -0.1941277454, -0.1947771294,
+  -0.1960254676, -0.2056312466, 0.151967245, 0.1531083159, 0.1550164877, 0.1611875048, 0.139512613, 0.1407848216,
+  0.1428376893, 0.1496574941, -0.1479295752, -0.1502644084, -0.1537838442, -0.1596734582, -0.1355821852, -0.138171788,
+  -0.1419461131, -0.1484279634};
+static const double TGB3[3] = {-0.3143929329, 0.2275404301, -0.2236697779};
+
+static int close_to(const dt_tensor *t, const double *ref, int64_t n, double tol) {
+  double *v = t && dt_numel(t) == n ? values(t) : NULL;
+  int64_t i;
+  int ok = v != NULL;
+  for (i = 0; ok && i < n; i++)
+    if (!(fabs(v[i] - ref[i]) <= tol + tol * fabs(ref[i]))) { printf("  [%lld]: %.10g, expected %.10g\n", (long long)i, v[i], ref[i]); ok = 0; }
+  free(v);
+  return ok;
+}
+
+/* the parameters set to the script's values (grad mode off: they are leaves that require grad) */
+static void set_params(dt_module *net, dt_device dev) {
+  int k, prev = dt_set_grad_enabled(0);
+  for (k = 0; k < dt_module_num_params(net); k++) {
+    dt_tensor *p = dt_module_param(net, k, NULL), *src;
+    int64_t n = dt_numel(p), i;
+    double *v = (double *)malloc((size_t)n * sizeof(double));
+    for (i = 0; i < n; i++) v[i] = sinv(i, k + 1);
+    src = f64(v, dt_shape_of(p), dev);
+    T_CHECK(src && dt_copy_(p, src) == DT_OK);
+    dt_release(src);
+    free(v);
+  }
+  dt_set_grad_enabled(prev);
+}
+
+static void test_modules_vs_pytorch(dt_device dev) {
+  static const int64_t lab[2] = {1, 3};
+  dt_module *net = small_net();
+  double xv[72];
+  dt_tensor *x, *y, *t, *loss;
+  const char *name = NULL;
+  int i;
+  for (i = 0; i < 72; i++) xv[i] = sinv(i, 0);
+  T_CHECK(net && dt_sequential_len(net) == 9 && dt_module_num_params(net) == 6);
+  T_CHECK(dt_module_to_dtype(net, DT_F64) == DT_OK && dt_module_to(net, dev) == DT_OK);
+  T_CHECK(dt_module_param(net, 0, &name) != NULL); T_STREQ(name, "0.weight");
+  T_CHECK(dt_module_param(net, 3, &name) != NULL); T_STREQ(name, "3.bias");
+  T_CHECK(dt_module_param(net, 4, &name) != NULL); T_STREQ(name, "8.weight");
+  T_CHECK(dt_device_equal(dt_device_of(dt_module_param(net, 2, NULL)), dev));
+  set_params(net, dev);
+  x = f64(xv, dt_shape4(2, 1, 6, 6), dev);
+  t = dt_from_data(lab, dt_shape1(2), DT_I64, dev);
+  y = dt_forward(net, x);
+  T_CHECK_MSG(y != NULL, "%s", dt_last_error());
+  T_CHECK(close_to(y, TY, 8, 1e-9));
+  loss = y ? dt_cross_entropy(y, t) : NULL;
+  T_CHECK(loss && dt_autograd_backward(loss, NULL) == DT_OK);
+  if (loss) {
+    T_CLOSE(dt_item(loss), TL, 1e-10, 1e-9);
+  }
+  T_CHECK(close_to(dt_module_grad(net, 0), TG0, 18, 1e-9));
+  T_CHECK(close_to(dt_module_grad(net, 2), TG3, 24, 1e-9));
+  T_CHECK(close_to(dt_module_grad(net, 3), TGB3, 3, 1e-9));
+  T_CHECK(close_to(dt_grad(dt_module_get_param(net, "3.weight")), TG3, 24, 1e-9));
+  /* an SGD step moves the parameters by -lr grad */
+  {
+    dt_optimizer *o = dt_sgd(net, 0.5, 0, 0);
+    double before = sinv(0, 3), *v;
+    T_CHECK(o && dt_optimizer_step(o) == DT_OK);
+    v = values(dt_module_param(net, 2, NULL));
+    T_CHECK(v != NULL);
+    if (v) T_CLOSE(v[0], before - 0.5 * TG3[0], 1e-9, 1e-9);
+    free(v);
+    dt_optimizer_free(o);
+  }
+  dt_release(x); dt_release(t); dt_release(y); dt_release(loss);
+  dt_module_free(net);
+}
+
+/* PyTorch's default initialisation: weight and bias uniform in +-1/sqrt(in / groups * kh * kw) */
+static void test_init(dt_device dev) {
+  dt_module *c = dt_conv2d(6, 16, 5, 1, 0), *g = dt_conv2d_ex(4, 6, 3, 2, 1, 1, 0, 0, 2, 0), *lz = dt_conv2d(0, 4, 3, 1, 1);
+  double *w, *b, bound = 1.0 / sqrt(150.0), mx = 0, mn = 0;
+  int64_t i;
+  dt_tensor *x, *y;
+  T_CHECK(c && g && lz);
+  T_CHECK(dt_module_to(c, dev) == DT_OK);
+  T_CHECK(dt_module_num_params(c) == 2 && dt_module_num_params(g) == 1 && dt_module_num_params(lz) == 0);
+  w = values(dt_module_get_param(c, "weight"));
+  b = values(dt_module_get_param(c, "bias"));
+  T_CHECK(w && b && dt_numel(dt_module_get_param(c, "weight")) == 16 * 6 * 25);
+  for (i = 0; w && i < 16 * 6 * 25; i++) { if (w[i] > mx) mx = w[i]; if (w[i] < mn) mn = w[i]; }
+  T_CHECK(mx < bound && mn >= -bound && mx > 0.95 * bound && mn < -0.95 * bound);
+  for (i = 0; b && i < 16; i++) T_CHECK(fabs(b[i]) <= bound);
+  free(w); free(b);
+  { /* groups 2, no bias: fan_in = 4 / 2 * 3 * 2 */
+    dt_tensor *gw = dt_module_get_param(g, "weight");
+    dt_shape s = dt_shape_of(gw);
+    T_CHECK(s.ndim == 4 && s.dims[0] == 6 && s.dims[1] == 2 && s.dims[2] == 3 && s.dims[3] == 2);
+    w = values(gw);
+    for (i = 0; w && i < 72; i++) T_CHECK(fabs(w[i]) < 1.0 / sqrt(12.0));
+    free(w);
+  }
+  /* lazy: made at the first forward, on its input's device, in its dtype */
+  T_CHECK(dt_module_to(lz, dev) == DT_OK && dt_module_to_dtype(lz, DT_F64) == DT_OK);
+  x = NULL; { dt_tensor *x4 = dt_full(dt_shape4(2, 3, 5, 5), 0.5, dev); dt_release(x); x = x4 ? dt_cast(x4, DT_F64) : NULL; dt_release(x4); }
+  y = x ? dt_forward(lz, x) : NULL;
+  T_CHECK_MSG(y != NULL, "%s", dt_last_error());
+  T_CHECK(dt_module_num_params(lz) == 2);
+  if (y) {
+    dt_tensor *lw = dt_module_get_param(lz, "weight");
+    dt_shape s = dt_shape_of(lw), ys = dt_shape_of(y);
+    T_CHECK(s.dims[0] == 4 && s.dims[1] == 3 && dt_dtype_of(lw) == DT_F64 && dt_device_equal(dt_device_of(lw), dev));
+    T_CHECK(ys.dims[0] == 2 && ys.dims[1] == 4 && ys.dims[2] == 5 && ys.dims[3] == 5);
+  }
+  dt_release(x); dt_release(y);
+  dt_module_free(c); dt_module_free(g); dt_module_free(lz);
+}
+
+static void test_save_load_and_modes(dt_device dev) {
+  const char *path = "build/test_cnn_state.safetensors";
+  dt_module *a = small_net(), *b = small_net();
+  int k;
+  T_CHECK(dt_module_to(a, dev) == DT_OK && dt_module_to(b, dev) == DT_OK);
+  T_CHECK(dt_module_save(a, path) == DT_OK);
+  T_CHECK_MSG(dt_module_load(b, path) == DT_OK, "%s", dt_last_error());
+  for (k = 0; k < dt_module_num_params(a); k++) {
+    double *va = values(dt_module_param(a, k, NULL)), *vb = values(dt_module_param(b, k, NULL));
+    int64_t i, n = dt_numel(dt_module_param(a, k, NULL));
+    T_CHECK(va && vb);
+    for (i = 0; va && vb && i < n; i++) T_CHECK(va[i] == vb[i]);
+    free(va); free(vb);
+  }
+  remove(path);
+  T_CHECK(dt_module_is_training(dt_sequential_get(a, 0)) == 1);
+  T_CHECK(dt_module_train(a, 0) == DT_OK);
+  T_CHECK(dt_module_is_training(a) == 0 && dt_module_is_training(dt_sequential_get(a, 3)) == 0);
+  T_CHECK(dt_module_train(a, 1) == DT_OK && dt_module_is_training(dt_sequential_get(a, 8)) == 1);
+  dt_module_free(a); dt_module_free(b);
+}
+
+/* refusals: the constructors' arguments, a channel mismatch, an input smaller than the kernel */
+static void test_module_refusals(dt_device dev) {
+  dt_module *c = dt_conv2d(3, 4, 5, 1, 0);
+  dt_tensor *x = dt_zeros(dt_shape4(1, 2, 8, 8), dev), *x2 = dt_zeros(dt_shape4(1, 3, 4, 4), dev);
+  T_CHECK(dt_conv2d(-1, 4, 3, 1, 0) == NULL && dt_last_status() == DT_ERR_SHAPE);
+  T_CHECK(dt_conv2d(3, 0, 3, 1, 0) == NULL);
+  T_CHECK(dt_conv2d(3, 4, 0, 1, 0) == NULL && contains(dt_last_error(), "kernel_size"));
+  T_CHECK(dt_conv2d(3, 4, 3, 0, 0) == NULL && contains(dt_last_error(), "stride"));
+  T_CHECK(dt_conv2d(3, 4, 3, 1, -1) == NULL && contains(dt_last_error(), "padding"));
+  T_CHECK(dt_conv2d_ex(3, 4, 3, 3, 1, 1, 0, 0, 2, 1) == NULL && contains(dt_last_error(), "groups"));
+  T_CHECK(dt_max_pool2d(2, 1, 2) == NULL && contains(dt_last_error(), "padding"));
+  T_CHECK(dt_avg_pool2d(0, 1, 0) == NULL);
+  T_CHECK(dt_adaptive_avg_pool2d(0, 1) == NULL);
+  T_CHECK(c && dt_module_to(c, dev) == DT_OK);
+  T_CHECK(dt_forward(c, x) == NULL && dt_last_status() == DT_ERR_SHAPE);
+  T_CHECK(dt_forward(c, x2) == NULL && contains(dt_last_error(), "smaller than the kernel"));
+  dt_release(x); dt_release(x2);
+  dt_module_free(c);
+}
+
 int main(void) {
   T_RUN_ALL_DEVICES(test_gradcheck);
   T_RUN_ALL_DEVICES(test_autograd_rules);
+  T_RUN_ALL_DEVICES(test_modules_vs_pytorch);
+  T_RUN_ALL_DEVICES(test_init);
+  T_RUN_ALL_DEVICES(test_save_load_and_modes);
+  T_RUN_ALL_DEVICES(test_module_refusals);
   return t_finish();
 }
