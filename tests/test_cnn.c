@@ -382,6 +382,104 @@ static void test_module_refusals(dt_device dev) {
   dt_module_free(c);
 }
 
+/* ---- the trainer on images ---- */
+
+typedef struct mode_count { int train, eval; } mode_count;
+static dt_tensor *count_fwd(dt_module *self, const dt_tensor *x, void *user) {
+  mode_count *c = (mode_count *)user;
+  if (dt_module_is_training(self)) c->train++; else c->eval++;
+  return dt_mul_scalar(x, 1.0);
+}
+
+/* (n, 1, 8, 8) images whose class is the quadrant of their brightest pixel */
+static void image_data(int64_t n, dt_tensor **X, dt_tensor **y) {
+  float *xv = (float *)malloc((size_t)n * 64 * sizeof(float));
+  int64_t *yv = (int64_t *)malloc((size_t)n * sizeof(int64_t)), i, j;
+  uint64_t r = 12345;
+  for (i = 0; i < n; i++) {
+    int q;
+    for (j = 0; j < 64; j++) { r = r * 6364136223846793005ULL + 1442695040888963407ULL; xv[i * 64 + j] = (float)((r >> 40) % 1000) / 4000.0f; }
+    q = (int)(i % 4);
+    xv[i * 64 + (q / 2 * 4 + 2) * 8 + (q % 2) * 4 + 2] += 2.0f;
+    yv[i] = q;
+  }
+  *X = dt_from_data(xv, dt_shape4(n, 1, 8, 8), DT_F32, dt_cpu());
+  *y = dt_from_data(yv, dt_shape1(n), DT_I64, dt_cpu());
+  free(xv); free(yv);
+}
+
+static dt_module *image_net(mode_count *mc) {
+  dt_module *net = dt_sequential();
+  dt_sequential_add(net, dt_conv2d(1, 4, 3, 1, 1));
+  dt_sequential_add(net, dt_relu_layer());
+  dt_sequential_add(net, dt_max_pool2d(2, 2, 0));
+  if (mc) dt_sequential_add(net, dt_module_new("Count", count_fwd, mc, NULL));
+  dt_sequential_add(net, dt_flatten_layer());
+  dt_sequential_add(net, dt_linear(64, 4));
+  return net;
+}
+
+static void test_trainer_images(dt_device dev) {
+  dt_tensor *X, *y;
+  dt_trainer tr;
+  mode_count mc = {0, 0};
+  dt_module *net = image_net(&mc);
+  double acc = 0;
+  if (dev.type != DT_CPU && dt_num_gpus() < 1) T_SKIP("no GPU");
+  dt_manual_seed(7);
+  image_data(256, &X, &y);
+  T_CHECK(dt_trainer_init(&tr, 6, dev.type == DT_CPU ? 0 : 1) == DT_OK);
+  tr.quiet = 1; tr.loss_fn = DT_LOSS_CROSS_ENTROPY; tr.batch_size = 32; tr.lr = 0.2;
+  T_CHECK_MSG(dt_trainer_fit_val(&tr, net, X, y, X, y) == DT_OK, "%s", dt_last_error());
+  T_CHECK(tr.epochs_run == 6 && tr.epoch_loss[5] < 0.5 * tr.epoch_loss[0]);
+  T_CHECK(tr.last.val_acc > 0.9);
+  T_CHECK(mc.train > 0 && mc.eval > 0); /* train mode in the epochs, eval mode in the validation */
+  T_CHECK(dt_module_is_training(net) == 1);
+  dt_module_train(net, 0);
+  T_CHECK(dt_trainer_evaluate(&tr, net, X, y, NULL, &acc) == DT_OK && acc > 0.9);
+  T_CHECK(dt_module_is_training(net) == 0); /* left as it was */
+  dt_trainer_free(&tr);
+  dt_module_free(net);
+  dt_release(X); dt_release(y);
+}
+
+/* gradient_clip_val: one SGD step of lr 1 moves the parameters by at most the clip value */
+static void test_trainer_clip(dt_device dev) {
+  dt_tensor *X, *y, *before[4];
+  dt_trainer tr;
+  int fused, k;
+  if (dev.type != DT_CPU && dt_num_gpus() < 1) T_SKIP("no GPU");
+  image_data(64, &X, &y);
+  for (fused = 0; fused < 2; fused++) {
+    dt_module *net = image_net(NULL);
+    double sq = 0;
+    dt_tensor *Xf = NULL;
+    if (fused) { /* an MLP: the fused path */
+      dt_module_free(net);
+      net = dt_sequential();
+      dt_sequential_add(net, dt_linear(64, 8)); dt_sequential_add(net, dt_relu_layer()); dt_sequential_add(net, dt_linear(8, 4));
+      Xf = dt_reshape(X, dt_shape2(64, 64));
+    }
+    T_CHECK(dt_module_num_params(net) == 4);
+    for (k = 0; k < 4; k++) { int pg = dt_set_grad_enabled(0); before[k] = dt_mul_scalar(dt_module_param(net, k, NULL), 1.0); dt_set_grad_enabled(pg); }
+    T_CHECK(dt_trainer_init(&tr, 1, dev.type == DT_CPU ? 0 : 1) == DT_OK);
+    tr.quiet = 1; tr.loss_fn = DT_LOSS_CROSS_ENTROPY; tr.batch_size = 64; tr.lr = 1.0; tr.gradient_clip_val = 1e-3;
+    T_CHECK_MSG(dt_trainer_fit(&tr, net, fused ? Xf : X, y) == DT_OK, "%s", dt_last_error());
+    for (k = 0; k < 4; k++) {
+      dt_tensor *a = dt_to(before[k], dt_cpu()), *b = dt_to(dt_module_param(net, k, NULL), dt_cpu()), *d = a && b ? dt_sub(b, a) : NULL;
+      dt_tensor *nr = d ? dt_norm(d) : NULL;
+      double v = nr ? dt_item(nr) : NAN;
+      sq += v * v;
+      dt_release(a); dt_release(b); dt_release(d); dt_release(nr); dt_release(before[k]);
+    }
+    T_CHECK_MSG(sqrt(sq) <= 1e-3 * 1.001 && sqrt(sq) > 0.5e-3, "fused %d: moved %g", fused, sqrt(sq));
+    dt_trainer_free(&tr);
+    dt_module_free(net);
+    dt_release(Xf);
+  }
+  dt_release(X); dt_release(y);
+}
+
 int main(void) {
   T_RUN_ALL_DEVICES(test_gradcheck);
   T_RUN_ALL_DEVICES(test_autograd_rules);
@@ -389,5 +487,7 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_init);
   T_RUN_ALL_DEVICES(test_save_load_and_modes);
   T_RUN_ALL_DEVICES(test_module_refusals);
+  T_RUN_ALL_DEVICES(test_trainer_images);
+  T_RUN_ALL_DEVICES(test_trainer_clip);
   return t_finish();
 }
