@@ -3274,7 +3274,7 @@ static dt_tensor *dt__pool_forward(const char *op, dt__pool2d_kind kind, const d
                                                                                                   : DT__AG_ADAPTIVE_AVG_POOL2D,
                             op, 1, &x, NULL))) {
       dt_release(saved);
-      if (indices) dt_release(idx);
+      dt_release(idx);
       return NULL;
     }
     y->node->perm[0] = (int)kh; y->node->perm[1] = (int)kw; y->node->perm[2] = (int)sh; y->node->perm[3] = (int)sw;
@@ -3282,6 +3282,7 @@ static dt_tensor *dt__pool_forward(const char *op, dt__pool2d_kind kind, const d
     if (saved) { y->node->saved[2] = saved; y->node->saved_version[2] = *dt__version(saved); }
   }
   if (indices) *indices = idx;
+  else dt_release(idx); /* only the node's */
   return y;
 }
 
