@@ -72,7 +72,7 @@ EXAMPLES := $(basename $(notdir $(wildcard examples/*.c)))
 # examples/fashion_mnist.c needs zlib's header (apt-get install zlib1g-dev): without it, it is left out
 HAVE_ZLIB := $(shell printf '\043include <zlib.h>\nint main(void){return 0;}\n' | $(CC) -x c - -lz -o /dev/null 2>/dev/null && echo 1)
 ifneq ($(HAVE_ZLIB),1)
-  EXAMPLES := $(filter-out fashion_mnist logistic_regression,$(EXAMPLES))
+  EXAMPLES := $(filter-out fashion_mnist logistic_regression lenet,$(EXAMPLES))
 endif
 TEST_DEPS:= $(HDR) tests/harness.h $(wildcard tests/*.inc)
 EX_DEPS  := $(HDR) examples/timing.h
@@ -105,7 +105,7 @@ ifeq ($(CUDA),1)
   endif
   # make run without the NVIDIA driver: the CUDA build would only say "no GPU", after minutes
   # of nvcc; the CPU build runs instead (CUDA=1 on the command line builds the CUDA one anyway)
-  ifneq ($(filter run fashion,$(MAKECMDGOALS)),)
+  ifneq ($(filter run fashion lenet,$(MAKECMDGOALS)),)
     ifneq ($(origin CUDA),command line)
       NVIDIA_DRIVER := $(shell { test -e /proc/driver/nvidia/version || \
         { ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null; } | grep -q 'libcuda\.so\.1'; } && echo yes)
@@ -202,10 +202,11 @@ $(B)/cuda/test_threads: CUDA_LIBS += -pthread
 $(B)/c/test_optim $(B)/cxx/test_optim $(B)/clang/test_optim: LDLIBS += -pthread
 $(B)/cuda/test_optim: CUDA_LIBS += -pthread
 # examples/fashion_mnist.c reads the gzip'd data set with zlib (apt-get install zlib1g-dev)
-FASHION_EX := $(B)/ex/fashion_mnist $(B)/cuda/ex/fashion_mnist $(B)/ex/logistic_regression $(B)/cuda/ex/logistic_regression
+FASHION_EX := $(B)/ex/fashion_mnist $(B)/cuda/ex/fashion_mnist $(B)/ex/logistic_regression $(B)/cuda/ex/logistic_regression \
+              $(B)/ex/lenet $(B)/cuda/ex/lenet
 $(FASHION_EX): examples/fashion_data.h
-$(B)/ex/fashion_mnist $(B)/ex/logistic_regression: LDLIBS += -lz
-$(B)/cuda/ex/fashion_mnist $(B)/cuda/ex/logistic_regression: CUDA_LIBS += -lz
+$(B)/ex/fashion_mnist $(B)/ex/logistic_regression $(B)/ex/lenet: LDLIBS += -lz
+$(B)/cuda/ex/fashion_mnist $(B)/cuda/ex/logistic_regression $(B)/cuda/ex/lenet: CUDA_LIBS += -lz
 $(B)/bench_gpu: gpubench_CMD += -isystem $(CUDA_HOME)/include
 # the bare <<<>>> launches under devtensor's per-op overhead (bench/launch_floor.cu; no devtensor)
 $(B)/launch_floor: bench/launch_floor.cu | $(B)
@@ -241,7 +242,7 @@ $(B)/cuda/gpus_nvcc: examples/gpus.c devtensor_cuda.cu $(HDR) | $$(@D)
 	$(NVCC) -I. -DDEVTENSOR_CUDA examples/gpus.c devtensor_cuda.cu -lcublas -o $@
 
 # ---- what make runs ----
-.PHONY: all run fashion test bench bench-cblas bench-gpu bench-fashion clean
+.PHONY: all run fashion lenet test bench bench-cblas bench-gpu bench-fashion clean
 all: $(C_TESTS) $(CXX_TESTS) $(B)/clang/test_vmath $(CLANG_OMP_TESTS) $(EX_BINS) $(B)/static_unit $(B)/two_units $(CUDA_ALL)
 
 run: $(RUN_GPUS)
@@ -258,7 +259,7 @@ test: all lib
 FASHION_BIN := $(if $(filter $(B)/cuda/ex/gpus,$(RUN_GPUS)),$(B)/cuda/ex/fashion_mnist,$(B)/ex/fashion_mnist)
 # what a fresh Debian machine lacks is installed when make runs as root with apt-get
 FASHION_DATA := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
-FASHION_NEED := $(if $(filter fashion,$(MAKECMDGOALS)),$(if $(HAVE_ZLIB),,zlib1g-dev) $(if $(FASHION_MNIST_DIR)$(wildcard $(FASHION_DATA)),,dataset-fashion-mnist))
+FASHION_NEED := $(if $(filter fashion lenet,$(MAKECMDGOALS)),$(if $(HAVE_ZLIB),,zlib1g-dev) $(if $(FASHION_MNIST_DIR)$(wildcard $(FASHION_DATA)),,dataset-fashion-mnist))
 ifneq ($(strip $(FASHION_NEED)),)
   $(shell [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && { apt-get update -qq && apt-get install -y -qq $(FASHION_NEED); } >/dev/null 2>&1)
   HAVE_ZLIB := $(shell printf '\043include <zlib.h>\nint main(void){return 0;}\n' | $(CC) -x c - -lz -o /dev/null 2>/dev/null && echo 1)
@@ -268,9 +269,14 @@ fashion: $(FASHION_BIN)
 	@test -n "$$FASHION_MNIST_DIR" || test -f $(FASHION_DATA) || \
 	  { echo "make fashion: Fashion-MNIST is not installed: apt-get install dataset-fashion-mnist (or set FASHION_MNIST_DIR)"; exit 1; }
 	./$(FASHION_BIN) --csv $(B)/fashion_mnist.csv
+# D2L 7.6's LeNet (examples/lenet.c), 10 epochs; LENET_ARGS=--relu-max for ReLU and max pooling
+lenet: $(subst fashion_mnist,lenet,$(FASHION_BIN))
+	@test -n "$$FASHION_MNIST_DIR" || test -f $(FASHION_DATA) || \
+	  { echo "make lenet: Fashion-MNIST is not installed: apt-get install dataset-fashion-mnist (or set FASHION_MNIST_DIR)"; exit 1; }
+	./$(subst fashion_mnist,lenet,$(FASHION_BIN)) --csv $(B)/lenet.csv $(LENET_ARGS)
 else
-fashion:
-	@echo "make fashion: zlib's header is missing: apt-get install zlib1g-dev"; exit 1
+fashion lenet:
+	@echo "make $@: zlib's header is missing: apt-get install zlib1g-dev"; exit 1
 endif
 # the same training in PyTorch beside it (bench/fashion_torch.py), interleaved; ratios of epoch times
 bench-fashion: $(B)/ex/fashion_mnist

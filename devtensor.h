@@ -360,7 +360,12 @@ DTDEF dt_status  dt_module_load(dt_module *m, const char *path);         /* into
    the right answers) on the device and reads them once per epoch.
    Regression: loss_fn DT_LOSS_MSE, y (n, out) of X's dtype. Classification: loss_fn
    DT_LOSS_CROSS_ENTROPY, the model's output (n, classes) are logits, y holds int64 class
-   labels (n,). X on tr->device: minibatches are gathered there (dt_index_select of a
+   labels (n,). X is (n, ...): minibatches along dim 0, e.g. (n, 1, 28, 28) images for a CNN.
+   The model is put in training mode (dt_module_train(m, 1)) for each epoch and in evaluation
+   mode (0) while evaluating, and left as it was when the call returns. A network of built-in
+   linear and ReLU layers trains through their fused backward; any other (convolutions, modules
+   made by dt_module_new) through autograd: dt_zero_grad, dt_forward, the loss,
+   dt_autograd_backward, then the step. X on tr->device: minibatches are gathered there (dt_index_select of a
    shuffled order); X on the CPU while training on a GPU: gathered on the host, and the
    next minibatch is gathered and copied while the current step computes. */
 typedef enum dt_loss_fn { DT_LOSS_MSE = 0, DT_LOSS_CROSS_ENTROPY = 1 } dt_loss_fn;
@@ -389,6 +394,7 @@ typedef struct dt_trainer {
   void     *user;                /* handed to on_epoch */
   dt_epoch_result last;          /* the last epoch's results */
   dt_epoch_result epochs[64];    /* each epoch's results (the first 64) */
+  double    gradient_clip_val;   /* > 0: the gradients' total 2-norm clipped to it before each step (dt_clip_grad_norm_); 0 (default): off */
 } dt_trainer;
 DTDEF dt_status  dt_trainer_init(dt_trainer *tr, int max_epochs, int num_gpus);
 DTDEF dt_status  dt_trainer_prepare_model(dt_trainer *tr, dt_module *m);
@@ -520,6 +526,24 @@ DTDEF dt_tensor *dt_f_avg_pool2d_backward(const dt_tensor *grad_output, const dt
    floor(i h / out_h) to ceil((i + 1) h / out_h) - 1, and so the columns. */
 DTDEF dt_tensor *dt_f_adaptive_avg_pool2d(const dt_tensor *x, int64_t out_h, int64_t out_w);
 DTDEF dt_tensor *dt_f_adaptive_avg_pool2d_backward(const dt_tensor *grad_output, const dt_tensor *x);
+
+/* The modules (torch.nn's Conv2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Flatten, Sigmoid,
+   Tanh): modules of dt_module_new's kind, so they go back with dt_autograd_backward (not
+   dt_backward) and every dt_module_* function works on them. A convolution's parameters are
+   "weight" (out, in / groups, kh, kw) and "bias" (out,), initialised as PyTorch's: uniform in
+   +-1/sqrt(fan_in), fan_in = in / groups * kh * kw (kaiming_uniform with a = sqrt(5)), drawn
+   from the generator dt_manual_seed seeds; in_channels 0: LazyConv2d, the parameters made at the
+   first forward from its input's channels, on its device in its dtype. Pooling: stride 0 means
+   kernel_size; padding at most half the kernel. */
+DTDEF dt_module *dt_conv2d(int64_t in_channels, int64_t out_channels, int kernel_size, int stride, int padding); /* bias on */
+DTDEF dt_module *dt_conv2d_ex(int64_t in_channels, int64_t out_channels, int kh, int kw, int sh, int sw, int ph, int pw,
+                              int groups, int bias);
+DTDEF dt_module *dt_max_pool2d(int kernel_size, int stride, int padding);
+DTDEF dt_module *dt_avg_pool2d(int kernel_size, int stride, int padding);   /* count_include_pad */
+DTDEF dt_module *dt_adaptive_avg_pool2d(int out_h, int out_w);
+DTDEF dt_module *dt_flatten_layer(void);  /* nn.Flatten(): (n, ...) -> (n, rest) */
+DTDEF dt_module *dt_sigmoid_layer(void);  /* nn.Sigmoid() */
+DTDEF dt_module *dt_tanh_layer(void);     /* nn.Tanh() */
 
 /* ---- src/api/interop.h ---- */
 /* DLPack (github.com/dmlc/dlpack) is how tensors cross into PyTorch, CuPy, JAX and
@@ -1759,7 +1783,11 @@ typedef enum dt__ag_op {
   DT__AG_MIN_DIM, DT__AG_MAX, DT__AG_MIN, DT__AG_SOFTMAX, DT__AG_LOG_SOFTMAX, DT__AG_CROSS_ENTROPY,
   DT__AG_MSE_LOSS, DT__AG_CAST, DT__AG_COPYTO,
   DT__AG_LINEAR, /* a linear layer (dt_forward): inputs x, weight, bias; the layer's fused backward */
-  DT__AG_SIN, DT__AG_COS, DT__AG_ERF, DT__AG_GELU, DT__AG_POW, DT__AG_CLAMP
+  DT__AG_SIN, DT__AG_COS, DT__AG_ERF, DT__AG_GELU, DT__AG_POW, DT__AG_CLAMP,
+  /* convolution and pooling (src/ops/conv.c): their backwards are the public backward functions;
+     the int arguments in the node's perm: conv (sh, sw, ph, pw, dh, dw, groups), pools (kh, kw,
+     sh, sw, ph, pw); max pooling's indices in saved[2] */
+  DT__AG_CONV2D, DT__AG_MAX_POOL2D, DT__AG_AVG_POOL2D, DT__AG_ADAPTIVE_AVG_POOL2D
 } dt__ag_op;
 
 /* One input of a node: where its gradient goes (a node, a leaf, or nowhere) and its geometry. */
@@ -3090,9 +3118,18 @@ DTDEF dt_tensor *dt_f_conv2d_ex(const dt_tensor *x, const dt_tensor *w, const dt
   dt_status s;
   if (dt__conv_check(op, NULL, x, w, b, sh, sw, ph, pw, dh, dw, groups, &g) != DT_OK) return NULL;
   if (!(y = dt__new(op, dt_shape4(g.n, g.oc, g.oh, g.ow), x->dtype, x->st->device))) return NULL;
-  if (g.n == 0) return y;
-  s = dt__conv_forward(op, &g, x->dtype, x->st->device, x->st->ptr, w->st->ptr, b ? b->st->ptr : NULL, y->st->ptr);
-  if (s != DT_OK) { dt_release(y); return NULL; }
+  if (g.n > 0) {
+    s = dt__conv_forward(op, &g, x->dtype, x->st->device, x->st->ptr, w->st->ptr, b ? b->st->ptr : NULL, y->st->ptr);
+    if (s != DT_OK) { dt_release(y); return NULL; }
+  }
+  if (!dt__no_grad && (x->requires_grad || w->requires_grad || (b && b->requires_grad))) {
+    /* autograd: a node of x, w (and b) whose backward is dt_f_conv2d_backward, its int arguments in perm */
+    const dt_tensor *in[3];
+    in[0] = x; in[1] = w; in[2] = b;
+    if (!(y = dt__ag_record(y, DT__AG_CONV2D, op, b ? 3 : 2, in, NULL))) return NULL;
+    y->node->perm[0] = sh; y->node->perm[1] = sw; y->node->perm[2] = ph; y->node->perm[3] = pw;
+    y->node->perm[4] = dh; y->node->perm[5] = dw; y->node->perm[6] = groups;
+  }
   return y;
 }
 
@@ -3248,16 +3285,34 @@ static dt_status dt__pool_check(const char *op, dt__pool2d_kind kind, const dt_t
 static dt_tensor *dt__pool_forward(const char *op, dt__pool2d_kind kind, const dt_tensor *x, int64_t kh, int64_t kw, int64_t sh,
                                    int64_t sw, int64_t ph, int64_t pw, dt_tensor **indices) {
   dt__pool2d p;
-  dt_tensor *y, *idx = NULL;
+  dt_tensor *y, *idx = NULL, *saved = NULL;
   dt_status s;
+  const int rec = DT__AG_ON(x); /* autograd: a node whose backward is the pooling's backward function */
   if (dt__pool_check(op, kind, NULL, x, NULL, kh, kw, sh, sw, ph, pw, &p) != DT_OK) return NULL;
   if (!(y = dt__new(op, dt_shape4(p.n, p.c, p.oh, p.ow), x->dtype, x->st->device))) return NULL;
-  if (indices && !(idx = dt__new(op, y->shape, DT_I64, x->st->device))) { dt_release(y); return NULL; }
+  if ((indices || (rec && kind == DT__POOL2D_MAX)) && !(idx = dt__new(op, y->shape, DT_I64, x->st->device))) {
+    dt_release(y);
+    return NULL;
+  }
   s = y->numel == 0 ? DT_OK
                     : dt__run(op, x->st->device, dt__be(x->st->device)->pool2d(x->st->device.index, x->dtype, &p, x->st->ptr, y->st->ptr,
                                                                                idx ? (int64_t *)idx->st->ptr : NULL));
+  if (s == DT_OK && rec && idx && !(saved = indices ? dt_detach(idx) : dt_retain(idx))) s = dt_last_status();
   if (s != DT_OK) { dt_release(y); dt_release(idx); return NULL; }
+  if (rec) {
+    if (!(y = dt__ag_record(y, kind == DT__POOL2D_MAX ? DT__AG_MAX_POOL2D : kind == DT__POOL2D_AVG ? DT__AG_AVG_POOL2D
+                                                                                                  : DT__AG_ADAPTIVE_AVG_POOL2D,
+                            op, 1, &x, NULL))) {
+      dt_release(saved);
+      dt_release(idx);
+      return NULL;
+    }
+    y->node->perm[0] = (int)kh; y->node->perm[1] = (int)kw; y->node->perm[2] = (int)sh; y->node->perm[3] = (int)sw;
+    y->node->perm[4] = (int)ph; y->node->perm[5] = (int)pw;
+    if (saved) { y->node->saved[2] = saved; y->node->saved_version[2] = *dt__version(saved); }
+  }
   if (indices) *indices = idx;
+  else dt_release(idx); /* only the node's */
   return y;
 }
 
@@ -5072,6 +5127,175 @@ DTDEF dt_tensor *dt_mse_loss_grad(const dt_tensor *pred, const dt_tensor *target
   return g;
 }
 
+/* ---- src/nn/layers.c ---- */
+/* The convolution, pooling, flatten and activation modules (DESIGN.md "Layers and the operations
+   a PyTorch user reaches for"): modules of the user-written kind (dt_module_new) whose forward
+   calls the recorded functions, so that they go back with dt_autograd_backward, and their
+   parameters ("weight", "bias") follow every dt_module_* function as a user's do. */
+
+typedef enum dt__layer_kind {
+  DT__L_CONV = 0, DT__L_MAX_POOL, DT__L_AVG_POOL, DT__L_ADAPTIVE_AVG_POOL, DT__L_FLATTEN, DT__L_SIGMOID, DT__L_TANH
+} dt__layer_kind;
+
+typedef struct dt__layer {
+  dt__layer_kind kind;
+  int64_t in, out;          /* conv: channels; in 0 until a lazy layer's first forward */
+  int kh, kw, sh, sw, ph, pw, groups, bias;
+  int64_t oh, ow;           /* adaptive pooling's output size */
+} dt__layer;
+
+static void dt__layer_free(void *p) { DT_FREE(p); }
+
+/* PyTorch's Conv2d.reset_parameters: kaiming_uniform_(weight, a = sqrt(5)), which is uniform in
+   +-gain sqrt(3 / fan_in) with gain sqrt(2 / (1 + 5)): +-1/sqrt(fan_in); the bias uniform in
+   +-1/sqrt(fan_in); fan_in = in / groups * kh * kw. Drawn in float32 from the Philox generator
+   (as dt_linear's), then converted to t. */
+static dt_status dt__conv_init(const char *op, dt_module *m, dt__layer *L, int64_t in, dt_device d, dt_dtype t) {
+  double bound = 1.0 / sqrt((double)(in / L->groups * L->kh * L->kw));
+  dt_tensor *w = NULL, *b = NULL, *u;
+  dt_status s;
+  if ((u = dt__random(op, dt_shape4(L->out, in / L->groups, L->kh, L->kw), d, 0))) {
+    w = dt__unary(op, DT__U_AFFINE, u, 2 * bound, -bound); dt_release(u);
+  }
+  if (w && L->bias && (u = dt__random(op, dt_shape1(L->out), d, 0))) {
+    b = dt__unary(op, DT__U_AFFINE, u, 2 * bound, -bound); dt_release(u);
+  }
+  if (w && (b || !L->bias) && t != DT_F32) {
+    dt_tensor *w2 = dt_cast(w, t), *b2 = w2 && b ? dt_cast(b, t) : NULL;
+    dt_release(w); dt_release(b); w = w2; b = b2;
+  }
+  if (!w || (L->bias && !b)) {
+    s = dt_last_status();
+    dt_release(w); dt_release(b);
+    return s == DT_OK ? DT_ERR_OUT_OF_MEMORY : s;
+  }
+  s = dt_module_add_param(m, "weight", w);
+  if (s == DT_OK && b && (s = dt_module_add_param(m, "bias", b)) != DT_OK) { /* no half-made layer */
+    dt_release(m->pts[0]); dt_release(m->pgs[0]); DT_FREE(m->pnames[0]);
+    w->requires_grad = 0;
+    m->np = 0;
+  }
+  dt_release(w); dt_release(b);
+  if (s == DT_OK) L->in = in;
+  return s;
+}
+
+static dt_tensor *dt__layer_forward(dt_module *m, const dt_tensor *x, void *user) {
+  dt__layer *L = (dt__layer *)user;
+  switch (L->kind) {
+    case DT__L_CONV: {
+      const char *op = "dt_conv2d";
+      if (L->in == 0) { /* lazy: in_channels from the first input */
+        char sb[200];
+        if (dt__check_images(op, "x", x) != DT_OK) return NULL;
+        if (x->shape.dims[1] % L->groups != 0) {
+          dt__fail(DT_ERR_SHAPE, "%s: groups %d does not divide x's %lld channels (x: %s)", op, L->groups,
+                   (long long)x->shape.dims[1], dt__shape_str(&x->shape, sb, sizeof sb));
+          return NULL;
+        }
+        if (dt__float_only(op, "x", x) != DT_OK) return NULL;
+        if (dt__conv_init(op, m, L, x->shape.dims[1], x->st->device, x->dtype) != DT_OK) return NULL;
+      }
+      return dt_f_conv2d_ex(x, m->pts[0], L->bias ? m->pts[1] : NULL, L->sh, L->sw, L->ph, L->pw, 1, 1, L->groups);
+    }
+    case DT__L_MAX_POOL: return dt_f_max_pool2d_ex(x, L->kh, L->kw, L->sh, L->sw, L->ph, L->pw, NULL);
+    case DT__L_AVG_POOL: return dt_f_avg_pool2d_ex(x, L->kh, L->kw, L->sh, L->sw, L->ph, L->pw);
+    case DT__L_ADAPTIVE_AVG_POOL: return dt_f_adaptive_avg_pool2d(x, L->oh, L->ow);
+    case DT__L_FLATTEN: {
+      int64_t rest = 1;
+      int i;
+      if (x->shape.ndim < 1) {
+        dt__fail(DT_ERR_SHAPE, "dt_flatten_layer: expected x with a batch dim (at least 1-d), got a 0-d tensor");
+        return NULL;
+      }
+      for (i = 1; i < x->shape.ndim; i++) rest *= x->shape.dims[i];
+      return dt_reshape(x, dt_shape2(x->shape.dims[0], rest));
+    }
+    case DT__L_SIGMOID: return dt_sigmoid(x);
+    case DT__L_TANH: return dt_tanh(x);
+  }
+  return NULL;
+}
+
+static dt_module *dt__layer_new(const char *op, const dt__layer *proto) {
+  dt__layer *L = (dt__layer *)DT_MALLOC(sizeof(dt__layer));
+  dt_module *m;
+  if (!L) { dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); return NULL; }
+  *L = *proto;
+  if (!(m = dt_module_new(op, dt__layer_forward, L, dt__layer_free))) { DT_FREE(L); return NULL; }
+  return m;
+}
+
+DTDEF dt_module *dt_conv2d_ex(int64_t in_channels, int64_t out_channels, int kh, int kw, int sh, int sw, int ph, int pw, int groups,
+                              int bias) {
+  const char *op = "dt_conv2d";
+  dt__layer L;
+  dt_module *m;
+  if (in_channels < 0 || out_channels <= 0 || in_channels > ((int64_t)1 << 40) || out_channels > ((int64_t)1 << 40)) {
+    dt__fail(DT_ERR_SHAPE, "%s: expected in_channels >= 0 (0: lazy) and out_channels > 0, got %lld and %lld", op,
+             (long long)in_channels, (long long)out_channels);
+    return NULL;
+  }
+  if (kh < 1 || kw < 1) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: kernel_size must be at least 1, got (%d, %d)", op, kh, kw); return NULL; }
+  if (sh < 1 || sw < 1) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: stride must be at least 1, got (%d, %d)", op, sh, sw); return NULL; }
+  if (ph < 0 || pw < 0) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: padding must be non-negative, got (%d, %d)", op, ph, pw); return NULL; }
+  if (groups < 1 || (in_channels % groups) != 0 || (out_channels % groups) != 0) {
+    dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: groups must be at least 1 and divide in_channels %lld and out_channels %lld, got %d", op,
+             (long long)in_channels, (long long)out_channels, groups);
+    return NULL;
+  }
+  memset(&L, 0, sizeof L);
+  L.kind = DT__L_CONV; L.out = out_channels; L.kh = kh; L.kw = kw; L.sh = sh; L.sw = sw; L.ph = ph; L.pw = pw;
+  L.groups = groups; L.bias = bias != 0;
+  if (!(m = dt__layer_new(op, &L))) return NULL;
+  if (in_channels > 0 && dt__conv_init(op, m, (dt__layer *)m->user, in_channels, dt_cpu(), DT_F32) != DT_OK) {
+    dt_module_free(m);
+    return NULL;
+  }
+  return m;
+}
+DTDEF dt_module *dt_conv2d(int64_t in_channels, int64_t out_channels, int kernel_size, int stride, int padding) {
+  return dt_conv2d_ex(in_channels, out_channels, kernel_size, kernel_size, stride, stride, padding, padding, 1, 1);
+}
+
+static dt_module *dt__pool_layer(const char *op, dt__layer_kind kind, int k, int stride, int padding) {
+  dt__layer L;
+  if (k < 1) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: kernel_size must be at least 1, got %d", op, k); return NULL; }
+  if (stride < 0) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: stride must be at least 1 (0: kernel_size), got %d", op, stride); return NULL; }
+  if (padding < 0 || padding > k / 2) {
+    dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: padding must be between 0 and half the kernel size %d, got %d", op, k, padding);
+    return NULL;
+  }
+  memset(&L, 0, sizeof L);
+  L.kind = kind; L.kh = L.kw = k; L.sh = L.sw = stride ? stride : k; L.ph = L.pw = padding;
+  return dt__layer_new(op, &L);
+}
+DTDEF dt_module *dt_max_pool2d(int kernel_size, int stride, int padding) {
+  return dt__pool_layer("dt_max_pool2d", DT__L_MAX_POOL, kernel_size, stride, padding);
+}
+DTDEF dt_module *dt_avg_pool2d(int kernel_size, int stride, int padding) {
+  return dt__pool_layer("dt_avg_pool2d", DT__L_AVG_POOL, kernel_size, stride, padding);
+}
+DTDEF dt_module *dt_adaptive_avg_pool2d(int out_h, int out_w) {
+  dt__layer L;
+  if (out_h < 1 || out_w < 1) {
+    dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_adaptive_avg_pool2d: the output size must be at least 1, got (%d, %d)", out_h, out_w);
+    return NULL;
+  }
+  memset(&L, 0, sizeof L);
+  L.kind = DT__L_ADAPTIVE_AVG_POOL; L.oh = out_h; L.ow = out_w;
+  return dt__layer_new("dt_adaptive_avg_pool2d", &L);
+}
+static dt_module *dt__plain_layer(const char *op, dt__layer_kind kind) {
+  dt__layer L;
+  memset(&L, 0, sizeof L);
+  L.kind = kind;
+  return dt__layer_new(op, &L);
+}
+DTDEF dt_module *dt_flatten_layer(void) { return dt__plain_layer("dt_flatten_layer", DT__L_FLATTEN); }
+DTDEF dt_module *dt_sigmoid_layer(void) { return dt__plain_layer("dt_sigmoid_layer", DT__L_SIGMOID); }
+DTDEF dt_module *dt_tanh_layer(void) { return dt__plain_layer("dt_tanh_layer", DT__L_TANH); }
+
 /* ---- src/nn/optim.c ---- */
 /* torch.optim.SGD, Adam and AdamW. The optimizer borrows its module and holds, per parameter
    (state_dict order), its state and step count. A step: (1) checks, and makes every missing
@@ -5408,6 +5632,8 @@ static void dt__ag_saves(dt__ag_op op, int need0, int need1, int want[DT__AG_SAV
     case DT__AG_CROSS_ENTROPY: case DT__AG_MSE_LOSS: want[0] = 1; want[1] = 1; break;
     case DT__AG_MAX_DIM: case DT__AG_MIN_DIM: want[2] = 1; break; /* the indices, made below */
     case DT__AG_LINEAR: want[0] = need1; want[1] = need0; break; /* x for the weight's gradient, W for x's */
+    case DT__AG_CONV2D: want[0] = want[1] = 1; break; /* dt_f_conv2d_backward reads both */
+    case DT__AG_MAX_POOL2D: case DT__AG_AVG_POOL2D: case DT__AG_ADAPTIVE_AVG_POOL2D: want[0] = 1; break; /* max's indices: the forward's */
     default: break;
   }
 }
@@ -5871,6 +6097,21 @@ static dt_status dt__ag_backward(dt__node *n, const dt_tensor *g, dt_tensor **gi
       dt_release(ge); dt_release(le);
       break;
     }
+    case DT__AG_CONV2D: {
+      const int *q = n->perm;
+      int need2 = n->nin > 2 && (n->in[2].node || n->in[2].leaf);
+      if (dt_f_conv2d_backward(g, sv[0], sv[1], q[0], q[1], q[2], q[3], q[4], q[5], q[6], need0 ? &gin[0] : NULL,
+                               need1 ? &gin[1] : NULL, need2 ? &gin[2] : NULL) != DT_OK)
+        goto fail;
+      break;
+    }
+    case DT__AG_MAX_POOL2D:
+      gin[0] = dt_f_max_pool2d_backward(g, sv[0], sv[2], n->perm[0], n->perm[1], n->perm[2], n->perm[3], n->perm[4], n->perm[5]);
+      break;
+    case DT__AG_AVG_POOL2D:
+      gin[0] = dt_f_avg_pool2d_backward(g, sv[0], n->perm[0], n->perm[1], n->perm[2], n->perm[3], n->perm[4], n->perm[5]);
+      break;
+    case DT__AG_ADAPTIVE_AVG_POOL2D: gin[0] = dt_f_adaptive_avg_pool2d_backward(g, sv[0]); break;
   }
   dt_release(t);
   for (i = 0; i < n->nin; i++)
@@ -7523,6 +7764,45 @@ static dt_status dt__replicas_rank_sums(dt__replicas *r, double v[2]) {
 }
 
 /* ---- src/train/fit.c ---- */
+/* tr.gradient_clip_val > 0: the gradients of m's parameters clipped to that total 2-norm. */
+static dt_status dt__trainer_clip(dt_trainer *tr, dt_module *m) {
+  dt_tensor **p;
+  dt_status s = DT_OK;
+  int n, i;
+  if (!(tr->gradient_clip_val > 0)) return DT_OK;
+  if ((n = dt_module_num_params(m)) <= 0) return DT_OK;
+  if (!(p = (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)n)))
+    return dt__fail(DT_ERR_OUT_OF_MEMORY, "dt_trainer_fit: out of memory on the host clipping the gradients");
+  for (i = 0; i < n && s == DT_OK; i++) /* the table hands out the gradients: the leaves hold them */
+    if (!(p[i] = dt_module_param(m, i, NULL))) s = dt_last_status();
+  if (s == DT_OK) s = dt_clip_grad_norm_(p, n, tr->gradient_clip_val, NULL);
+  DT_FREE(p);
+  return s;
+}
+
+/* A training step through autograd, for a model the fused backward cannot take (convolutions,
+   user-written modules): zero the gradients, forward, the loss, its backward, clip, step. */
+static dt_status dt__trainer_step_autograd(dt_trainer *tr, dt_module *m, const dt_tensor *xb, const dt_tensor *yb,
+                                           dt__tr_sums *sums) {
+  dt_tensor *pred, *loss = NULL;
+  dt_status s;
+  int prev;
+  if ((s = tr->optimizer ? dt_optimizer_zero_grad(tr->optimizer) : dt_zero_grad(m)) != DT_OK) return s;
+  if (!(pred = dt_forward(m, xb))) return dt_last_status();
+  prev = dt__no_grad;
+  dt__no_grad = 1; /* the sums record nothing */
+  s = dt__tr_accumulate(tr, pred, yb, sums);
+  dt__no_grad = prev;
+  if (s == DT_OK) {
+    loss = tr->loss_fn == DT_LOSS_CROSS_ENTROPY ? dt_cross_entropy(pred, yb) : dt_mse_loss(pred, yb);
+    if (!loss) s = dt_last_status();
+    else if ((s = dt_autograd_backward(loss, NULL)) == DT_OK && (s = dt__trainer_clip(tr, m)) == DT_OK)
+      s = tr->optimizer ? dt_optimizer_step(tr->optimizer) : dt_sgd_step(m, tr->lr);
+  }
+  dt_release(pred); dt_release(loss);
+  return s;
+}
+
 /* One training step on a minibatch on the device: forward, loss (summed into `sums`,
    with the right answers), backward, the optimizer's step (plain SGD without one).
    Nothing here waits for the device. */
@@ -7531,6 +7811,7 @@ static dt_status dt__trainer_step(dt_trainer *tr, dt__replicas *rep, dt_module *
   dt_tensor *pred, *g = NULL;
   dt_status s;
   if (rep && (rep->n > 1 || rep->ranks > 1)) return dt__dp_step(tr, rep, xb, yb); /* data parallel */
+  if (dt__module_has_user(m)) return dt__trainer_step_autograd(tr, m, xb, yb, sums);
   if (!(pred = dt_forward(m, xb))) return dt_last_status();
   if ((s = dt__tr_accumulate(tr, pred, yb, sums)) == DT_OK) {
     g = tr->loss_fn == DT_LOSS_CROSS_ENTROPY ? dt_cross_entropy_grad(pred, yb) : dt_mse_loss_grad(pred, yb);
@@ -7538,7 +7819,7 @@ static dt_status dt__trainer_step(dt_trainer *tr, dt__replicas *rep, dt_module *
        gradients are written, as after dt_zero_grad, without zeroing them first */
     if (g) s = dt__backward_params_assign(m, g);
     if (!g || s != DT_OK) s = dt_last_status();
-    else s = tr->optimizer ? dt_optimizer_step(tr->optimizer) : dt_sgd_step(m, tr->lr);
+    else if ((s = dt__trainer_clip(tr, m)) == DT_OK) s = tr->optimizer ? dt_optimizer_step(tr->optimizer) : dt_sgd_step(m, tr->lr);
   }
   dt_release(pred); dt_release(g);
   return s;
@@ -7589,8 +7870,9 @@ done:
 #define DT__TR_EVAL_ROWS 1024
 static dt_status dt__trainer_eval(dt_trainer *tr, dt_module *m, const dt__tr_data *d, dt__tr_sums *sums) {
   int64_t n = d->n, b, bs = tr->batch_size;
-  int was = dt_set_grad_enabled(0);
+  int was = dt_set_grad_enabled(0), training = m->training;
   dt_status s = DT_OK;
+  dt_module_train(m, 0); /* net.eval() */
   if (bs < DT__TR_EVAL_ROWS) bs = 4 * bs < DT__TR_EVAL_ROWS ? 4 * bs : DT__TR_EVAL_ROWS;
   for (b = 0; b < n && s == DT_OK; b += bs) {
     dt_tensor *xb, *yb, *pred;
@@ -7599,6 +7881,7 @@ static dt_status dt__trainer_eval(dt_trainer *tr, dt_module *m, const dt__tr_dat
     else s = dt_last_status();
     dt_release(pred); dt_release(xb); dt_release(yb);
   }
+  dt_module_train(m, training);
   dt_set_grad_enabled(was);
   return s;
 }
@@ -7642,8 +7925,8 @@ static dt_status dt__trainer_check_xy(const char *op, const dt_trainer *tr, cons
   if ((s = dt__check_tensor(op, xn, X)) != DT_OK || (s = dt__check_tensor(op, yn, y)) != DT_OK) return s;
   if ((s = dt__same_device(op, xn, X, yn, y)) != DT_OK) return s;
   if (tr->loss_fn == DT_LOSS_CROSS_ENTROPY) {
-    if (X->shape.ndim != 2 || y->shape.ndim != 1 || X->shape.dims[0] != y->shape.dims[0])
-      return dt__fail(DT_ERR_SHAPE, "%s: expected %s (n, in) and %s (n,) of class labels for the cross-entropy loss, got %s and %s",
+    if (X->shape.ndim < 2 || y->shape.ndim != 1 || X->shape.dims[0] != y->shape.dims[0])
+      return dt__fail(DT_ERR_SHAPE, "%s: expected %s (n, ...) and %s (n,) of class labels for the cross-entropy loss, got %s and %s",
                       op, xn, yn, dt__shape_str(&X->shape, a, sizeof a), dt__shape_str(&y->shape, c, sizeof c));
     if (y->dtype != DT_I64)
       return dt__fail(DT_ERR_DTYPE, "%s: expected %s to hold int64 class labels for the cross-entropy loss, got %s (convert with dt_cast)",
@@ -7657,8 +7940,8 @@ static dt_status dt__trainer_check_xy(const char *op, const dt_trainer *tr, cons
                     y->dtype == DT_I64 ? "" : y->shape.ndim == 1 ? " with int64 labels (dt_cast to DT_I64)" : " with (n,) int64 labels",
                     yn, dt_dtype_name(X->dtype), yn, X->dtype == DT_F64 ? "DT_F64" : "DT_F32");
   if ((s = dt__same_dtype(op, xn, X, yn, y)) != DT_OK) return s;
-  if (X->shape.ndim != 2 || y->shape.ndim != 2 || X->shape.dims[0] != y->shape.dims[0])
-    return dt__fail(DT_ERR_SHAPE, "%s: expected %s (n, in) and %s (n, out), got %s and %s", op, xn, yn,
+  if (X->shape.ndim < 2 || y->shape.ndim != 2 || X->shape.dims[0] != y->shape.dims[0])
+    return dt__fail(DT_ERR_SHAPE, "%s: expected %s (n, ...) and %s (n, out), got %s and %s", op, xn, yn,
                     dt__shape_str(&X->shape, a, sizeof a), dt__shape_str(&y->shape, c, sizeof c));
   return dt__float_only(op, xn, X);
 }
@@ -7702,7 +7985,7 @@ static int64_t dt__module_out_width(const dt_module *m, int64_t in) {
    against the classes the model will give. */
 static dt_status dt__trainer_label_classes(const char *op, dt_module *m, const dt_tensor *X, int64_t hi, const char *yn) {
   int64_t classes;
-  if (hi < 0) return DT_OK;
+  if (hi < 0 || X->shape.ndim != 2 || dt__module_has_user(m)) return DT_OK; /* else from a first forward (below) */
   classes = dt__module_out_width(m, X->shape.dims[1]);
   if (hi >= classes)
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s holds the class label %lld, but the model has %lld outputs (classes 0..%lld)",
@@ -7740,19 +8023,20 @@ static dt_status dt__trainer_fit(const char *op, dt_trainer *tr, dt_module *m, c
   dt__tr_sums sums, vs;
   dt__replicas rep;
   int64_t *idx = NULL, lo, hi, vlo, vhi;
-  int epoch, val = Xv || yv;
+  int epoch, val = Xv || yv, training = m ? m->training : 1;
   dt_status s;
   memset(&rep, 0, sizeof rep);
   memset(&d, 0, sizeof d); memset(&dv, 0, sizeof dv); memset(&sums, 0, sizeof sums); memset(&vs, 0, sizeof vs);
   if ((s = dt__trainer_check(op, tr, m)) != DT_OK) return s;
-  if (dt__module_has_user(m))
-    return dt__fail(DT_ERR_UNSUPPORTED, "%s: m holds a module made by dt_module_new: the trainer goes back through the built-in "
-                    "layers' own backward; train it with dt_forward, dt_autograd_backward and an optimizer", op);
+  if (dt__module_has_user(m) && (tr->num_gpus > 1 || dt_dist_world_size() > 1))
+    return dt__fail(DT_ERR_UNSUPPORTED, "%s: m holds a convolution or a module made by dt_module_new, which the trainer "
+                    "trains through autograd on one device: data parallel training takes built-in linear and ReLU layers", op);
   if ((s = dt__trainer_check_xy(op, tr, "X", X, "y", y)) != DT_OK) return s;
   if (val) {
     char a[200], c[200];
     if ((s = dt__trainer_check_xy(op, tr, "X_val", Xv, "y_val", yv)) != DT_OK) return s;
-    if (Xv->dtype != X->dtype || Xv->shape.dims[1] != X->shape.dims[1] ||
+    if (Xv->dtype != X->dtype || Xv->shape.ndim != X->shape.ndim ||
+        memcmp(Xv->shape.dims + 1, X->shape.dims + 1, sizeof(int64_t) * (size_t)(X->shape.ndim - 1)) != 0 ||
         (y->shape.ndim == 2 && yv->shape.dims[1] != y->shape.dims[1]))
       return dt__fail(DT_ERR_SHAPE, "%s: expected X_val and y_val with X's and y's columns and dtype, got X %s %s and X_val %s %s", op,
                       dt__shape_str(&X->shape, a, sizeof a), dt_dtype_name(X->dtype), dt__shape_str(&Xv->shape, c, sizeof c),
@@ -7782,6 +8066,7 @@ static dt_status dt__trainer_fit(const char *op, dt_trainer *tr, dt_module *m, c
   for (epoch = 0; epoch < tr->max_epochs; epoch++) {
     double t0 = dt__wall_seconds(), v[4];
     dt_epoch_result r;
+    dt_module_train(m, 1); /* net.train() */
     if ((s = dt__trainer_epoch(op, tr, &rep, m, &d, idx, &sums)) != DT_OK) goto done;
     if ((s = dt__replicas_gather_sums(&rep)) != DT_OK) goto done; /* the other GPUs' parts, on the first */
     if (val && (s = dt__trainer_eval(tr, m, &dv, &vs)) != DT_OK) goto done;
@@ -7810,6 +8095,7 @@ static dt_status dt__trainer_fit(const char *op, dt_trainer *tr, dt_module *m, c
     if (val && ((s = dt_fill_(vs.loss, 0)) != DT_OK || (vs.right && (s = dt_fill_(vs.right, 0)) != DT_OK))) goto done;
   }
 done:
+  dt_module_train(m, training);
   dt__replicas_free(&rep);
   dt__tr_sums_free(&sums); dt__tr_sums_free(&vs);
   dt__tr_data_free(&d); dt__tr_data_free(&dv);

@@ -57,6 +57,12 @@ if [ -x "$dir/fashion_mnist" ]; then
 else
   echo "SKIP ${label}example fashion_mnist: not built (zlib's header is missing: apt-get install zlib1g-dev)"; s=$((s + 1))
 fi
+# LeNet through autograd: one short epoch on a thousand examples must learn
+if [ -x "$dir/lenet" ]; then
+  run lenet "$dir/lenet" --epochs 1 --train 1024 --test 256 --batch 32 --lr 0.1 --relu-max --min-acc 0.3 --csv "$tmp/lenet.csv"
+else
+  echo "SKIP ${label}example lenet: not built (zlib's header is missing: apt-get install zlib1g-dev)"; s=$((s + 1))
+fi
 # logistic regression from raw operations and autograd: two short epochs must learn
 if [ -x "$dir/logistic_regression" ]; then
   case "$label" in emu*) lr="--train 256 --test 128 --batch 64";; *) lr="--train 2000 --test 1000";; esac

@@ -43,3 +43,21 @@ DTDEF dt_tensor *dt_f_avg_pool2d_backward(const dt_tensor *grad_output, const dt
    floor(i h / out_h) to ceil((i + 1) h / out_h) - 1, and so the columns. */
 DTDEF dt_tensor *dt_f_adaptive_avg_pool2d(const dt_tensor *x, int64_t out_h, int64_t out_w);
 DTDEF dt_tensor *dt_f_adaptive_avg_pool2d_backward(const dt_tensor *grad_output, const dt_tensor *x);
+
+/* The modules (torch.nn's Conv2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Flatten, Sigmoid,
+   Tanh): modules of dt_module_new's kind, so they go back with dt_autograd_backward (not
+   dt_backward) and every dt_module_* function works on them. A convolution's parameters are
+   "weight" (out, in / groups, kh, kw) and "bias" (out,), initialised as PyTorch's: uniform in
+   +-1/sqrt(fan_in), fan_in = in / groups * kh * kw (kaiming_uniform with a = sqrt(5)), drawn
+   from the generator dt_manual_seed seeds; in_channels 0: LazyConv2d, the parameters made at the
+   first forward from its input's channels, on its device in its dtype. Pooling: stride 0 means
+   kernel_size; padding at most half the kernel. */
+DTDEF dt_module *dt_conv2d(int64_t in_channels, int64_t out_channels, int kernel_size, int stride, int padding); /* bias on */
+DTDEF dt_module *dt_conv2d_ex(int64_t in_channels, int64_t out_channels, int kh, int kw, int sh, int sw, int ph, int pw,
+                              int groups, int bias);
+DTDEF dt_module *dt_max_pool2d(int kernel_size, int stride, int padding);
+DTDEF dt_module *dt_avg_pool2d(int kernel_size, int stride, int padding);   /* count_include_pad */
+DTDEF dt_module *dt_adaptive_avg_pool2d(int out_h, int out_w);
+DTDEF dt_module *dt_flatten_layer(void);  /* nn.Flatten(): (n, ...) -> (n, rest) */
+DTDEF dt_module *dt_sigmoid_layer(void);  /* nn.Sigmoid() */
+DTDEF dt_module *dt_tanh_layer(void);     /* nn.Tanh() */

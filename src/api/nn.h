@@ -35,7 +35,12 @@ DTDEF dt_status  dt_module_load(dt_module *m, const char *path);         /* into
    the right answers) on the device and reads them once per epoch.
    Regression: loss_fn DT_LOSS_MSE, y (n, out) of X's dtype. Classification: loss_fn
    DT_LOSS_CROSS_ENTROPY, the model's output (n, classes) are logits, y holds int64 class
-   labels (n,). X on tr->device: minibatches are gathered there (dt_index_select of a
+   labels (n,). X is (n, ...): minibatches along dim 0, e.g. (n, 1, 28, 28) images for a CNN.
+   The model is put in training mode (dt_module_train(m, 1)) for each epoch and in evaluation
+   mode (0) while evaluating, and left as it was when the call returns. A network of built-in
+   linear and ReLU layers trains through their fused backward; any other (convolutions, modules
+   made by dt_module_new) through autograd: dt_zero_grad, dt_forward, the loss,
+   dt_autograd_backward, then the step. X on tr->device: minibatches are gathered there (dt_index_select of a
    shuffled order); X on the CPU while training on a GPU: gathered on the host, and the
    next minibatch is gathered and copied while the current step computes. */
 typedef enum dt_loss_fn { DT_LOSS_MSE = 0, DT_LOSS_CROSS_ENTROPY = 1 } dt_loss_fn;
@@ -64,6 +69,7 @@ typedef struct dt_trainer {
   void     *user;                /* handed to on_epoch */
   dt_epoch_result last;          /* the last epoch's results */
   dt_epoch_result epochs[64];    /* each epoch's results (the first 64) */
+  double    gradient_clip_val;   /* > 0: the gradients' total 2-norm clipped to it before each step (dt_clip_grad_norm_); 0 (default): off */
 } dt_trainer;
 DTDEF dt_status  dt_trainer_init(dt_trainer *tr, int max_epochs, int num_gpus);
 DTDEF dt_status  dt_trainer_prepare_model(dt_trainer *tr, dt_module *m);

@@ -25,6 +25,8 @@ static void dt__ag_saves(dt__ag_op op, int need0, int need1, int want[DT__AG_SAV
     case DT__AG_CROSS_ENTROPY: case DT__AG_MSE_LOSS: want[0] = 1; want[1] = 1; break;
     case DT__AG_MAX_DIM: case DT__AG_MIN_DIM: want[2] = 1; break; /* the indices, made below */
     case DT__AG_LINEAR: want[0] = need1; want[1] = need0; break; /* x for the weight's gradient, W for x's */
+    case DT__AG_CONV2D: want[0] = want[1] = 1; break; /* dt_f_conv2d_backward reads both */
+    case DT__AG_MAX_POOL2D: case DT__AG_AVG_POOL2D: case DT__AG_ADAPTIVE_AVG_POOL2D: want[0] = 1; break; /* max's indices: the forward's */
     default: break;
   }
 }
@@ -488,6 +490,21 @@ static dt_status dt__ag_backward(dt__node *n, const dt_tensor *g, dt_tensor **gi
       dt_release(ge); dt_release(le);
       break;
     }
+    case DT__AG_CONV2D: {
+      const int *q = n->perm;
+      int need2 = n->nin > 2 && (n->in[2].node || n->in[2].leaf);
+      if (dt_f_conv2d_backward(g, sv[0], sv[1], q[0], q[1], q[2], q[3], q[4], q[5], q[6], need0 ? &gin[0] : NULL,
+                               need1 ? &gin[1] : NULL, need2 ? &gin[2] : NULL) != DT_OK)
+        goto fail;
+      break;
+    }
+    case DT__AG_MAX_POOL2D:
+      gin[0] = dt_f_max_pool2d_backward(g, sv[0], sv[2], n->perm[0], n->perm[1], n->perm[2], n->perm[3], n->perm[4], n->perm[5]);
+      break;
+    case DT__AG_AVG_POOL2D:
+      gin[0] = dt_f_avg_pool2d_backward(g, sv[0], n->perm[0], n->perm[1], n->perm[2], n->perm[3], n->perm[4], n->perm[5]);
+      break;
+    case DT__AG_ADAPTIVE_AVG_POOL2D: gin[0] = dt_f_adaptive_avg_pool2d_backward(g, sv[0]); break;
   }
   dt_release(t);
   for (i = 0; i < n->nin; i++)

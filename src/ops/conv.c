@@ -146,9 +146,18 @@ DTDEF dt_tensor *dt_f_conv2d_ex(const dt_tensor *x, const dt_tensor *w, const dt
   dt_status s;
   if (dt__conv_check(op, NULL, x, w, b, sh, sw, ph, pw, dh, dw, groups, &g) != DT_OK) return NULL;
   if (!(y = dt__new(op, dt_shape4(g.n, g.oc, g.oh, g.ow), x->dtype, x->st->device))) return NULL;
-  if (g.n == 0) return y;
-  s = dt__conv_forward(op, &g, x->dtype, x->st->device, x->st->ptr, w->st->ptr, b ? b->st->ptr : NULL, y->st->ptr);
-  if (s != DT_OK) { dt_release(y); return NULL; }
+  if (g.n > 0) {
+    s = dt__conv_forward(op, &g, x->dtype, x->st->device, x->st->ptr, w->st->ptr, b ? b->st->ptr : NULL, y->st->ptr);
+    if (s != DT_OK) { dt_release(y); return NULL; }
+  }
+  if (!dt__no_grad && (x->requires_grad || w->requires_grad || (b && b->requires_grad))) {
+    /* autograd: a node of x, w (and b) whose backward is dt_f_conv2d_backward, its int arguments in perm */
+    const dt_tensor *in[3];
+    in[0] = x; in[1] = w; in[2] = b;
+    if (!(y = dt__ag_record(y, DT__AG_CONV2D, op, b ? 3 : 2, in, NULL))) return NULL;
+    y->node->perm[0] = sh; y->node->perm[1] = sw; y->node->perm[2] = ph; y->node->perm[3] = pw;
+    y->node->perm[4] = dh; y->node->perm[5] = dw; y->node->perm[6] = groups;
+  }
   return y;
 }
 
@@ -304,16 +313,34 @@ static dt_status dt__pool_check(const char *op, dt__pool2d_kind kind, const dt_t
 static dt_tensor *dt__pool_forward(const char *op, dt__pool2d_kind kind, const dt_tensor *x, int64_t kh, int64_t kw, int64_t sh,
                                    int64_t sw, int64_t ph, int64_t pw, dt_tensor **indices) {
   dt__pool2d p;
-  dt_tensor *y, *idx = NULL;
+  dt_tensor *y, *idx = NULL, *saved = NULL;
   dt_status s;
+  const int rec = DT__AG_ON(x); /* autograd: a node whose backward is the pooling's backward function */
   if (dt__pool_check(op, kind, NULL, x, NULL, kh, kw, sh, sw, ph, pw, &p) != DT_OK) return NULL;
   if (!(y = dt__new(op, dt_shape4(p.n, p.c, p.oh, p.ow), x->dtype, x->st->device))) return NULL;
-  if (indices && !(idx = dt__new(op, y->shape, DT_I64, x->st->device))) { dt_release(y); return NULL; }
+  if ((indices || (rec && kind == DT__POOL2D_MAX)) && !(idx = dt__new(op, y->shape, DT_I64, x->st->device))) {
+    dt_release(y);
+    return NULL;
+  }
   s = y->numel == 0 ? DT_OK
                     : dt__run(op, x->st->device, dt__be(x->st->device)->pool2d(x->st->device.index, x->dtype, &p, x->st->ptr, y->st->ptr,
                                                                                idx ? (int64_t *)idx->st->ptr : NULL));
+  if (s == DT_OK && rec && idx && !(saved = indices ? dt_detach(idx) : dt_retain(idx))) s = dt_last_status();
   if (s != DT_OK) { dt_release(y); dt_release(idx); return NULL; }
+  if (rec) {
+    if (!(y = dt__ag_record(y, kind == DT__POOL2D_MAX ? DT__AG_MAX_POOL2D : kind == DT__POOL2D_AVG ? DT__AG_AVG_POOL2D
+                                                                                                  : DT__AG_ADAPTIVE_AVG_POOL2D,
+                            op, 1, &x, NULL))) {
+      dt_release(saved);
+      dt_release(idx);
+      return NULL;
+    }
+    y->node->perm[0] = (int)kh; y->node->perm[1] = (int)kw; y->node->perm[2] = (int)sh; y->node->perm[3] = (int)sw;
+    y->node->perm[4] = (int)ph; y->node->perm[5] = (int)pw;
+    if (saved) { y->node->saved[2] = saved; y->node->saved_version[2] = *dt__version(saved); }
+  }
   if (indices) *indices = idx;
+  else dt_release(idx); /* only the node's */
   return y;
 }
 

@@ -1,3 +1,42 @@
+/* tr.gradient_clip_val > 0: the gradients of m's parameters clipped to that total 2-norm. */
+static dt_status dt__trainer_clip(dt_trainer *tr, dt_module *m) {
+  dt_tensor **p;
+  dt_status s = DT_OK;
+  int n, i;
+  if (!(tr->gradient_clip_val > 0)) return DT_OK;
+  if ((n = dt_module_num_params(m)) <= 0) return DT_OK;
+  if (!(p = (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)n)))
+    return dt__fail(DT_ERR_OUT_OF_MEMORY, "dt_trainer_fit: out of memory on the host clipping the gradients");
+  for (i = 0; i < n && s == DT_OK; i++) /* the table hands out the gradients: the leaves hold them */
+    if (!(p[i] = dt_module_param(m, i, NULL))) s = dt_last_status();
+  if (s == DT_OK) s = dt_clip_grad_norm_(p, n, tr->gradient_clip_val, NULL);
+  DT_FREE(p);
+  return s;
+}
+
+/* A training step through autograd, for a model the fused backward cannot take (convolutions,
+   user-written modules): zero the gradients, forward, the loss, its backward, clip, step. */
+static dt_status dt__trainer_step_autograd(dt_trainer *tr, dt_module *m, const dt_tensor *xb, const dt_tensor *yb,
+                                           dt__tr_sums *sums) {
+  dt_tensor *pred, *loss = NULL;
+  dt_status s;
+  int prev;
+  if ((s = tr->optimizer ? dt_optimizer_zero_grad(tr->optimizer) : dt_zero_grad(m)) != DT_OK) return s;
+  if (!(pred = dt_forward(m, xb))) return dt_last_status();
+  prev = dt__no_grad;
+  dt__no_grad = 1; /* the sums record nothing */
+  s = dt__tr_accumulate(tr, pred, yb, sums);
+  dt__no_grad = prev;
+  if (s == DT_OK) {
+    loss = tr->loss_fn == DT_LOSS_CROSS_ENTROPY ? dt_cross_entropy(pred, yb) : dt_mse_loss(pred, yb);
+    if (!loss) s = dt_last_status();
+    else if ((s = dt_autograd_backward(loss, NULL)) == DT_OK && (s = dt__trainer_clip(tr, m)) == DT_OK)
+      s = tr->optimizer ? dt_optimizer_step(tr->optimizer) : dt_sgd_step(m, tr->lr);
+  }
+  dt_release(pred); dt_release(loss);
+  return s;
+}
+
 /* One training step on a minibatch on the device: forward, loss (summed into `sums`,
    with the right answers), backward, the optimizer's step (plain SGD without one).
    Nothing here waits for the device. */
@@ -6,6 +45,7 @@ static dt_status dt__trainer_step(dt_trainer *tr, dt__replicas *rep, dt_module *
   dt_tensor *pred, *g = NULL;
   dt_status s;
   if (rep && (rep->n > 1 || rep->ranks > 1)) return dt__dp_step(tr, rep, xb, yb); /* data parallel */
+  if (dt__module_has_user(m)) return dt__trainer_step_autograd(tr, m, xb, yb, sums);
   if (!(pred = dt_forward(m, xb))) return dt_last_status();
   if ((s = dt__tr_accumulate(tr, pred, yb, sums)) == DT_OK) {
     g = tr->loss_fn == DT_LOSS_CROSS_ENTROPY ? dt_cross_entropy_grad(pred, yb) : dt_mse_loss_grad(pred, yb);
@@ -13,7 +53,7 @@ static dt_status dt__trainer_step(dt_trainer *tr, dt__replicas *rep, dt_module *
        gradients are written, as after dt_zero_grad, without zeroing them first */
     if (g) s = dt__backward_params_assign(m, g);
     if (!g || s != DT_OK) s = dt_last_status();
-    else s = tr->optimizer ? dt_optimizer_step(tr->optimizer) : dt_sgd_step(m, tr->lr);
+    else if ((s = dt__trainer_clip(tr, m)) == DT_OK) s = tr->optimizer ? dt_optimizer_step(tr->optimizer) : dt_sgd_step(m, tr->lr);
   }
   dt_release(pred); dt_release(g);
   return s;
@@ -64,8 +104,9 @@ done:
 #define DT__TR_EVAL_ROWS 1024
 static dt_status dt__trainer_eval(dt_trainer *tr, dt_module *m, const dt__tr_data *d, dt__tr_sums *sums) {
   int64_t n = d->n, b, bs = tr->batch_size;
-  int was = dt_set_grad_enabled(0);
+  int was = dt_set_grad_enabled(0), training = m->training;
   dt_status s = DT_OK;
+  dt_module_train(m, 0); /* net.eval() */
   if (bs < DT__TR_EVAL_ROWS) bs = 4 * bs < DT__TR_EVAL_ROWS ? 4 * bs : DT__TR_EVAL_ROWS;
   for (b = 0; b < n && s == DT_OK; b += bs) {
     dt_tensor *xb, *yb, *pred;
@@ -74,6 +115,7 @@ static dt_status dt__trainer_eval(dt_trainer *tr, dt_module *m, const dt__tr_dat
     else s = dt_last_status();
     dt_release(pred); dt_release(xb); dt_release(yb);
   }
+  dt_module_train(m, training);
   dt_set_grad_enabled(was);
   return s;
 }
@@ -117,8 +159,8 @@ static dt_status dt__trainer_check_xy(const char *op, const dt_trainer *tr, cons
   if ((s = dt__check_tensor(op, xn, X)) != DT_OK || (s = dt__check_tensor(op, yn, y)) != DT_OK) return s;
   if ((s = dt__same_device(op, xn, X, yn, y)) != DT_OK) return s;
   if (tr->loss_fn == DT_LOSS_CROSS_ENTROPY) {
-    if (X->shape.ndim != 2 || y->shape.ndim != 1 || X->shape.dims[0] != y->shape.dims[0])
-      return dt__fail(DT_ERR_SHAPE, "%s: expected %s (n, in) and %s (n,) of class labels for the cross-entropy loss, got %s and %s",
+    if (X->shape.ndim < 2 || y->shape.ndim != 1 || X->shape.dims[0] != y->shape.dims[0])
+      return dt__fail(DT_ERR_SHAPE, "%s: expected %s (n, ...) and %s (n,) of class labels for the cross-entropy loss, got %s and %s",
                       op, xn, yn, dt__shape_str(&X->shape, a, sizeof a), dt__shape_str(&y->shape, c, sizeof c));
     if (y->dtype != DT_I64)
       return dt__fail(DT_ERR_DTYPE, "%s: expected %s to hold int64 class labels for the cross-entropy loss, got %s (convert with dt_cast)",
@@ -132,8 +174,8 @@ static dt_status dt__trainer_check_xy(const char *op, const dt_trainer *tr, cons
                     y->dtype == DT_I64 ? "" : y->shape.ndim == 1 ? " with int64 labels (dt_cast to DT_I64)" : " with (n,) int64 labels",
                     yn, dt_dtype_name(X->dtype), yn, X->dtype == DT_F64 ? "DT_F64" : "DT_F32");
   if ((s = dt__same_dtype(op, xn, X, yn, y)) != DT_OK) return s;
-  if (X->shape.ndim != 2 || y->shape.ndim != 2 || X->shape.dims[0] != y->shape.dims[0])
-    return dt__fail(DT_ERR_SHAPE, "%s: expected %s (n, in) and %s (n, out), got %s and %s", op, xn, yn,
+  if (X->shape.ndim < 2 || y->shape.ndim != 2 || X->shape.dims[0] != y->shape.dims[0])
+    return dt__fail(DT_ERR_SHAPE, "%s: expected %s (n, ...) and %s (n, out), got %s and %s", op, xn, yn,
                     dt__shape_str(&X->shape, a, sizeof a), dt__shape_str(&y->shape, c, sizeof c));
   return dt__float_only(op, xn, X);
 }
@@ -177,7 +219,7 @@ static int64_t dt__module_out_width(const dt_module *m, int64_t in) {
    against the classes the model will give. */
 static dt_status dt__trainer_label_classes(const char *op, dt_module *m, const dt_tensor *X, int64_t hi, const char *yn) {
   int64_t classes;
-  if (hi < 0) return DT_OK;
+  if (hi < 0 || X->shape.ndim != 2 || dt__module_has_user(m)) return DT_OK; /* else from a first forward (below) */
   classes = dt__module_out_width(m, X->shape.dims[1]);
   if (hi >= classes)
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s holds the class label %lld, but the model has %lld outputs (classes 0..%lld)",
@@ -215,19 +257,20 @@ static dt_status dt__trainer_fit(const char *op, dt_trainer *tr, dt_module *m, c
   dt__tr_sums sums, vs;
   dt__replicas rep;
   int64_t *idx = NULL, lo, hi, vlo, vhi;
-  int epoch, val = Xv || yv;
+  int epoch, val = Xv || yv, training = m ? m->training : 1;
   dt_status s;
   memset(&rep, 0, sizeof rep);
   memset(&d, 0, sizeof d); memset(&dv, 0, sizeof dv); memset(&sums, 0, sizeof sums); memset(&vs, 0, sizeof vs);
   if ((s = dt__trainer_check(op, tr, m)) != DT_OK) return s;
-  if (dt__module_has_user(m))
-    return dt__fail(DT_ERR_UNSUPPORTED, "%s: m holds a module made by dt_module_new: the trainer goes back through the built-in "
-                    "layers' own backward; train it with dt_forward, dt_autograd_backward and an optimizer", op);
+  if (dt__module_has_user(m) && (tr->num_gpus > 1 || dt_dist_world_size() > 1))
+    return dt__fail(DT_ERR_UNSUPPORTED, "%s: m holds a convolution or a module made by dt_module_new, which the trainer "
+                    "trains through autograd on one device: data parallel training takes built-in linear and ReLU layers", op);
   if ((s = dt__trainer_check_xy(op, tr, "X", X, "y", y)) != DT_OK) return s;
   if (val) {
     char a[200], c[200];
     if ((s = dt__trainer_check_xy(op, tr, "X_val", Xv, "y_val", yv)) != DT_OK) return s;
-    if (Xv->dtype != X->dtype || Xv->shape.dims[1] != X->shape.dims[1] ||
+    if (Xv->dtype != X->dtype || Xv->shape.ndim != X->shape.ndim ||
+        memcmp(Xv->shape.dims + 1, X->shape.dims + 1, sizeof(int64_t) * (size_t)(X->shape.ndim - 1)) != 0 ||
         (y->shape.ndim == 2 && yv->shape.dims[1] != y->shape.dims[1]))
       return dt__fail(DT_ERR_SHAPE, "%s: expected X_val and y_val with X's and y's columns and dtype, got X %s %s and X_val %s %s", op,
                       dt__shape_str(&X->shape, a, sizeof a), dt_dtype_name(X->dtype), dt__shape_str(&Xv->shape, c, sizeof c),
@@ -257,6 +300,7 @@ static dt_status dt__trainer_fit(const char *op, dt_trainer *tr, dt_module *m, c
   for (epoch = 0; epoch < tr->max_epochs; epoch++) {
     double t0 = dt__wall_seconds(), v[4];
     dt_epoch_result r;
+    dt_module_train(m, 1); /* net.train() */
     if ((s = dt__trainer_epoch(op, tr, &rep, m, &d, idx, &sums)) != DT_OK) goto done;
     if ((s = dt__replicas_gather_sums(&rep)) != DT_OK) goto done; /* the other GPUs' parts, on the first */
     if (val && (s = dt__trainer_eval(tr, m, &dv, &vs)) != DT_OK) goto done;
@@ -285,6 +329,7 @@ static dt_status dt__trainer_fit(const char *op, dt_trainer *tr, dt_module *m, c
     if (val && ((s = dt_fill_(vs.loss, 0)) != DT_OK || (vs.right && (s = dt_fill_(vs.right, 0)) != DT_OK))) goto done;
   }
 done:
+  dt_module_train(m, training);
   dt__replicas_free(&rep);
   dt__tr_sums_free(&sums); dt__tr_sums_free(&vs);
   dt__tr_data_free(&d); dt__tr_data_free(&dv);
