@@ -214,7 +214,8 @@ static int user_bad(int what) {
     case 9: r = dt_module_get_param(m, "v") == NULL; break;
     case 10: r = dt_module_get_child(m, "w") == NULL; break;
     case 11: s = dt_module_add_param(m, NULL, w); break;
-    case 12: { /* the trainer refuses it (m's parameter is float32 (2, 3): X (4, 3), y (4, 3)) */
+    case 12: { /* the trainer trains it through autograd, but its output does not depend on its parameter
+                  (m's parameter is float32 (2, 3): X (4, 3), y (4, 3)): the backward is refused, m unchanged */
       dt_trainer tr;
       dt_tensor *X = dt_zeros(dt_shape2(4, 3), dt_cpu()), *Y = dt_zeros(dt_shape2(4, 3), dt_cpu());
       if (X && Y && dt_trainer_init(&tr, 1, 0) == DT_OK) { tr.quiet = 1; s = dt_trainer_fit(&tr, m, X, Y); dt_trainer_free(&tr); }
@@ -1021,7 +1022,7 @@ static dt_tensor *cv_idx(int64_t a, int64_t b, int64_t c, int64_t e) { return cv
   X_(module_add_child_taken, DT_ERR_INVALID_ARGUMENT, "dt_module_add_child:", "=m already has a parameter named \"w\"", user_bad(8)) \
   X_(module_get_param_missing, DT_ERR_INVALID_ARGUMENT, "dt_module_get_param:", "=m has no parameter named \"v\"", user_bad(9)) \
   X_(module_get_child_missing, DT_ERR_INVALID_ARGUMENT, "dt_module_get_child:", "=m has no child named \"w\"", user_bad(10)) \
-  X_(trainer_fit_user_module, DT_ERR_UNSUPPORTED, "dt_trainer_fit:", "holds a module made by dt_module_new", user_bad(12)) \
+  X_(trainer_fit_user_module_no_grad, DT_ERR_INVALID_ARGUMENT, "dt_autograd_backward:", "out does not require grad", user_bad(12)) \
   X_(module_train_null, DT_ERR_INVALID_ARGUMENT, "dt_module_train:", "=m is NULL", bad(dt_module_train(NULL, 1)))         \
   X_(clip_null, DT_ERR_INVALID_ARGUMENT, "dt_clip_grad_norm_:", "=params is NULL", bad(dt_clip_grad_norm_(NULL, 1, 1.0, NULL))) \
   X_(clip_n_neg, DT_ERR_INVALID_ARGUMENT, "dt_clip_grad_norm_:", "n = -1", bad(dt_clip_grad_norm_(&F, -1, 1.0, NULL)))  \

@@ -315,8 +315,9 @@ static dt_tensor *dt__pool_forward(const char *op, dt__pool2d_kind kind, const d
   dt__pool2d p;
   dt_tensor *y, *idx = NULL, *saved = NULL;
   dt_status s;
-  const int rec = DT__AG_ON(x); /* autograd: a node whose backward is the pooling's backward function */
+  int rec; /* autograd: a node whose backward is the pooling's backward function */
   if (dt__pool_check(op, kind, NULL, x, NULL, kh, kw, sh, sw, ph, pw, &p) != DT_OK) return NULL;
+  rec = DT__AG_ON(x);
   if (!(y = dt__new(op, dt_shape4(p.n, p.c, p.oh, p.ow), x->dtype, x->st->device))) return NULL;
   if ((indices || (rec && kind == DT__POOL2D_MAX)) && !(idx = dt__new(op, y->shape, DT_I64, x->st->device))) {
     dt_release(y);
