@@ -270,14 +270,14 @@ static void test_module_memory(dt_device dev) {
 static int frees;
 static void count_free(void *u) { (void)u; frees++; }
 static dt_tensor *block_fwd(dt_module *self, const dt_tensor *x, void *user) {
-  dt_tensor *h = dt_forward(dt_module_get_child(self, "fc1"), x), *h2, *t, *y;
+  dt_tensor *h = dt_forward(dt_module_get_child(self, "fc1"), x), *hid2, *t, *y;
   (void)user;
   if (!h) return NULL;
-  h2 = dt_mul(h, dt_module_get_param(self, "gain"));
+  hid2 = dt_mul(h, dt_module_get_param(self, "gain"));
   dt_release(h);
-  if (!h2) return NULL;
-  t = dt_tanh(h2);
-  dt_release(h2);
+  if (!hid2) return NULL;
+  t = dt_tanh(hid2);
+  dt_release(hid2);
   if (!t) return NULL;
   y = dt_forward(dt_module_get_child(self, "fc2"), t);
   dt_release(t);
