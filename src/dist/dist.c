@@ -206,7 +206,11 @@ static dt_status dt__dist_start(const char *op, dt_module *m) {
   dt__lock(&dt__rng_lock);
   ((int64_t *)g->st->ptr)[0] = (int64_t)dt__seed; ((int64_t *)g->st->ptr)[1] = (int64_t)dt__draw;
   dt__unlock(&dt__rng_lock);
-  for (i = 0; i < np && s == DT_OK; i++) s = dt_broadcast_(dt_module_param(m, i, NULL), 0);
+  {
+    const int grad_was = dt_set_grad_enabled(0); /* the parameters are leaves that require grad */
+    for (i = 0; i < np && s == DT_OK; i++) s = dt_broadcast_(dt_module_param(m, i, NULL), 0);
+    dt_set_grad_enabled(grad_was);
+  }
   if (s == DT_OK && (s = dt_broadcast_(g, 0)) == DT_OK) {
     dt__lock(&dt__rng_lock);
     dt__seed = (uint64_t)((int64_t *)g->st->ptr)[0]; dt__draw = (uint64_t)((int64_t *)g->st->ptr)[1];
