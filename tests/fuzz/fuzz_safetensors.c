@@ -147,8 +147,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       FZ_CHECK(s == DT_ERR_FORMAT || s == DT_ERR_DTYPE || s == DT_ERR_SHAPE);
       FZ_CHECK(strncmp(dt_last_error(), "dt_module_load: ", 16) == 0);
       for (i = 0; i < FZ_PARAMS; i++) FZ_CHECK(fz_same(dt_module_param(net, i, NULL), fz_orig[n][i]));
-    } else {
+    } else { /* back as it was: parameters are leaves that require grad, set with grad mode off */
+      const int grad_was = dt_set_grad_enabled(0);
       for (i = 0; i < FZ_PARAMS; i++) FZ_CHECK(dt_copy_(dt_module_param(net, i, NULL), fz_orig[n][i]) == DT_OK);
+      dt_set_grad_enabled(grad_was);
     }
   }
   return 0;
