@@ -1,5 +1,7 @@
 /* Autograd's second phase: optimizers on tensors, dt_clip_grad_norm_, the modules on top of
    autograd and the layers a user writes (DESIGN.md "Autograd"). */
+#define DEVTENSOR_IMPLEMENTATION
+#include "../devtensor.h"
 #include "harness.h"
 
 static DT__UNUSED int contains(const char *s, const char *sub) { return s && sub && strstr(s, sub) != NULL; }
