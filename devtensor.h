@@ -321,6 +321,14 @@ DTDEF dt_tensor *dt_erf(const dt_tensor *a);
 DTDEF dt_tensor *dt_gelu(const dt_tensor *a);                      /* F.gelu (approximate='none'): x (1 + erf(x / sqrt 2)) / 2 */
 DTDEF dt_tensor *dt_pow_scalar(const dt_tensor *a, double p);      /* torch.pow(a, p) */
 DTDEF dt_tensor *dt_clamp(const dt_tensor *a, double lo, double hi); /* torch.clamp(a, lo, hi): NaN stays NaN; +-INFINITY for no bound */
+/* where, gather, scatter_add, pad, randperm, randint (recorded for autograd where differentiable) */
+DTDEF dt_tensor *dt_where(const dt_tensor *cond, const dt_tensor *a, const dt_tensor *b); /* torch.where: cond bool; the three broadcast; a, b promote as PyTorch's */
+DTDEF dt_tensor *dt_gather(const dt_tensor *x, int dim, const dt_tensor *index);          /* torch.gather: index I64 of x's ndim; the result has index's shape */
+DTDEF dt_tensor *dt_scatter_add(const dt_tensor *x, int dim, const dt_tensor *index, const dt_tensor *src); /* x.scatter_add(dim, index, src): a new tensor */
+DTDEF dt_status  dt_scatter_add_(dt_tensor *x, int dim, const dt_tensor *index, const dt_tensor *src);      /* x.scatter_add_(dim, index, src): not recorded */
+DTDEF dt_tensor *dt_pad(const dt_tensor *x, const int64_t *pad, int npad, double value); /* F.pad(x, pad, value=value): (left, right) of the last dim, then the one before...; negative crops */
+DTDEF dt_tensor *dt_randperm(int64_t n, dt_device d);                                  /* torch.randperm(n): I64 (n,), from the seeded generator */
+DTDEF dt_tensor *dt_randint(int64_t low, int64_t high, dt_shape s, dt_device d);       /* torch.randint(low, high, s): I64 in [low, high) */
 
 /* ---- src/api/nn.h ---- */
 typedef struct dt_module dt_module;
@@ -876,6 +884,27 @@ typedef struct dt__backend {
   /* gx (n, c, h, w), overwritten: each position's sum over the windows that hold it of gy's entry,
      divided by the window's count for avg; for max only where idx names that position */
   dt_status (*pool2d_backward)(int dev, dt_dtype t, const dt__pool2d *p, const void *gy, const int64_t *idx, void *gx);
+  /* where, gather, scatter-add, index-add, random integers (src/ops/index2.c) */
+  /* y (contiguous over g's dims) = c ? a : b, elements of es bytes, a and b read through g's strides,
+     c (DT_BOOL, one byte) through cstride (one per dim of g) */
+  dt_status (*where)(int dev, size_t es, const dt__bcast *g, const int64_t *cstride, const void *c, const void *a,
+                     const void *b, void *y);
+  /* Over the index's elements e (g->numel of them, g->dims its shape, idx contiguous), with
+     oa(e) = sum_d i_d astride_d (the dim indexed has astride 0) and ob(e) = sum_d i_d bstride_d:
+     gather:      y[ob(e)] = x[oa(e) + idx[e] stride], elements of es bytes;
+     scatter_add: y[oa(e) + idx[e] stride] += src[ob(e)], dtype t (F32, F64, I32, I64).
+     An idx[e] outside [0, n) is never followed, as index_select's (gather writes 0 for it). */
+  dt_status (*gather)(int dev, size_t es, const dt__bcast *g, int64_t n, int64_t stride, const int64_t *idx,
+                      const void *x, void *y);
+  dt_status (*scatter_add)(int dev, dt_dtype t, const dt__bcast *g, int64_t n, int64_t stride, const int64_t *idx,
+                           const void *src, void *y);
+  /* y: (outer, n, inner) += src: (outer, k, inner) by rows: y[o, idx[j], i] += src[o, j, i]; F32, F64.
+     index_select's backward; an idx[j] outside [0, n) as above. */
+  dt_status (*index_add)(int dev, dt_dtype t, int64_t outer, int64_t n, int64_t inner, const int64_t *idx, int64_t k,
+                         const void *src, void *y);
+  /* y[i] = low + v mod range, I64, v the 64-bit word (w[2h] << 32 | w[2h + 1]), h = i % 2, of
+     Philox block i / 2 of draw `draw` (dt__random_int_at); range >= 1 */
+  dt_status (*random_int)(int dev, uint64_t seed, uint64_t draw, int64_t n, int64_t low, uint64_t range, int64_t *y);
 } dt__backend;
 
 
@@ -1005,6 +1034,16 @@ static DT__HD inline void dt__box_muller(uint32_t w0, uint32_t w1, float *z0, fl
   c = q == 0 ? cs : q == 1 ? -sn : q == 2 ? -cs : sn;
   d = q == 0 ? sn : q == 1 ? cs : q == 2 ? -sn : -cs;
   *z0 = (float)DT__DMUL(r, c); *z1 = (float)DT__DMUL(r, d);
+}
+
+/* element i of dt_randint's draw: low + v mod range (see the backend's random_int) */
+static DT__HD inline int64_t dt__random_int_at(uint64_t seed, uint64_t draw, uint64_t i, int64_t low, uint64_t range) {
+  uint32_t w[4];
+  unsigned h = (unsigned)(i & 1u) * 2u;
+  uint64_t v;
+  dt__philox_block(seed, draw, i >> 1, w);
+  v = (uint64_t)w[h] << 32 | w[h + 1];
+  return (int64_t)((uint64_t)low + v % range); /* wrapping: low + (v mod range) < 2^63 */
 }
 
 #ifdef DEVTENSOR_CUDA
@@ -1787,7 +1826,10 @@ typedef enum dt__ag_op {
   /* convolution and pooling (src/ops/conv.c): their backwards are the public backward functions;
      the int arguments in the node's perm: conv (sh, sw, ph, pw, dh, dw, groups), pools (kh, kw,
      sh, sw, ph, pw); max pooling's indices in saved[2] */
-  DT__AG_CONV2D, DT__AG_MAX_POOL2D, DT__AG_AVG_POOL2D, DT__AG_ADAPTIVE_AVG_POOL2D
+  DT__AG_CONV2D, DT__AG_MAX_POOL2D, DT__AG_AVG_POOL2D, DT__AG_ADAPTIVE_AVG_POOL2D,
+  /* src/ops/index2.c: where's inputs (cond, a, b); gather's (x, index); scatter_add's (x, index, src);
+     pad keeps each dim's left padding in perm */
+  DT__AG_WHERE, DT__AG_GATHER, DT__AG_SCATTER_ADD, DT__AG_PAD
 } dt__ag_op;
 
 /* One input of a node: where its gradient goes (a node, a leaf, or nowhere) and its geometry. */
@@ -3596,6 +3638,410 @@ DTDEF dt_tensor *dt_clamp(const dt_tensor *a, double lo, double hi) {
   if (!y || !DT__AG_ON(a)) return y;
   g.p = lo; g.p2 = hi; g.dim = 0; g.start = 0; g.perm = NULL;
   return dt__ag_record(y, DT__AG_CLAMP, "dt_clamp", 1, &a, &g);
+}
+
+/* ---- src/ops/index2.c ---- */
+/* torch.where, gather and scatter_add, F.pad (constant), randperm and randint, and the
+   index-add that is index_select's backward. Checked here; the backends' where, gather,
+   scatter_add, index_add and random_int slots compute. Indices on the CPU are checked before
+   anything runs; on a GPU (where they are in device memory) the kernels never follow a bad one
+   and report it at the next synchronizing call, as dt_index_select. */
+
+/* the element strides of a contiguous tensor of shape s */
+static void dt__contig_strides(const dt_shape *s, int64_t *st) {
+  int64_t m = 1;
+  int i;
+  for (i = s->ndim - 1; i >= 0; i--) { st[i] = m; m *= s->dims[i]; }
+}
+
+/* ---- where ---- */
+
+static dt_tensor *dt__where(const dt_tensor *cond, const dt_tensor *a, const dt_tensor *b) {
+  const char *op = "dt_where";
+  const dt_tensor *ts[3];
+  static const char *const names[3] = {"cond", "a", "b"};
+  int64_t st[3][DT_MAX_DIMS], cs[DT_MAX_DIMS];
+  dt__bcast g;
+  dt_shape ys;
+  dt_tensor *y, *ca = NULL, *cb = NULL;
+  dt_dtype ct;
+  dt_device d;
+  int nd = 0, i, k;
+  char s0[200], s1[200], s2[200];
+  ts[0] = cond; ts[1] = a; ts[2] = b;
+  for (k = 0; k < 3; k++) if (dt__check_tensor(op, names[k], ts[k]) != DT_OK) return NULL;
+  if (dt__same_device(op, "cond", cond, "a", a) != DT_OK || dt__same_device(op, "a", a, "b", b) != DT_OK) return NULL;
+  if (cond->dtype != DT_BOOL) {
+    dt__fail(DT_ERR_DTYPE, "%s: cond is %s, but it must be bool (a comparison's result, or dt_cast(cond, DT_BOOL))", op,
+             dt_dtype_name(cond->dtype));
+    return NULL;
+  }
+  /* the three shapes broadcast together, as NumPy's rules */
+  for (k = 0; k < 3; k++) if (ts[k]->shape.ndim > nd) nd = ts[k]->shape.ndim;
+  ys = dt_shape0();
+  ys.ndim = nd;
+  for (i = nd - 1; i >= 0; i--) {
+    int64_t size = 1;
+    for (k = 0; k < 3; k++) {
+      int j = i - (nd - ts[k]->shape.ndim);
+      int64_t dk = j >= 0 ? ts[k]->shape.dims[j] : 1;
+      if (dk == 1) continue;
+      if (size != 1 && dk != size) {
+        dt__fail(DT_ERR_SHAPE, "%s: shapes %s (cond), %s (a) and %s (b) cannot be broadcast together: sizes %lld and %lld at dimension %d",
+                 op, dt__shape_str(&cond->shape, s0, sizeof s0), dt__shape_str(&a->shape, s1, sizeof s1),
+                 dt__shape_str(&b->shape, s2, sizeof s2), (long long)size, (long long)dk, i);
+        return NULL;
+      }
+      size = dk;
+    }
+    ys.dims[i] = size;
+  }
+  d = a->st->device;
+  ct = dt__result_type(a, b);
+  if (!(y = dt__new(op, ys, ct, d)) || y->numel == 0) return y;
+  for (k = 0; k < 3; k++) { /* each operand's strides over y's dims, 0 where it broadcasts */
+    const dt_shape *s = &ts[k]->shape;
+    int64_t m = 1;
+    for (i = nd - 1; i >= 0; i--) {
+      int j = i - (nd - s->ndim);
+      int64_t dk = j >= 0 ? s->dims[j] : 1;
+      st[k][i] = dk == 1 ? 0 : m;
+      m *= dk;
+    }
+  }
+  memset(&g, 0, sizeof g);
+  g.numel = y->numel;
+  g.ndim = nd > 0 ? nd : 1;
+  if (nd == 0) { g.dims[0] = 1; cs[0] = 0; }
+  for (i = 0; i < nd; i++) {
+    g.dims[i] = ys.dims[i];
+    g.astride[i] = st[1][i];
+    g.bstride[i] = st[2][i];
+    cs[i] = st[0][i];
+  }
+  if (!(ca = dt__as_dtype(op, a, ct)) || !(cb = dt__as_dtype(op, b, ct))) { dt_release(ca); dt_release(y); return NULL; }
+  y = dt__done(op, y, dt__be(d)->where(d.index, dt_dtype_size(ct), &g, cs, cond->st->ptr, ca->st->ptr, cb->st->ptr, y->st->ptr));
+  dt_release(ca);
+  dt_release(cb);
+  return y;
+}
+DTDEF dt_tensor *dt_where(const dt_tensor *cond, const dt_tensor *a, const dt_tensor *b) {
+  dt_tensor *y = dt__where(cond, a, b);
+  if (y && DT__AG_ON2(a, b)) {
+    const dt_tensor *in[3];
+    in[0] = cond; in[1] = a; in[2] = b;
+    y = dt__ag_record(y, DT__AG_WHERE, "dt_where", 3, in, NULL);
+  }
+  return y;
+}
+
+/* ---- gather and scatter_add ---- */
+
+/* The index of gather or scatter_add (and its src) against x: I64, x's ndim, each size within x's
+   (but along dim) and src's; dim wrapped. On the CPU every value is checked to be in [0, n). */
+static dt_status dt__gs_check(const char *op, const dt_tensor *x, int *dim, const dt_tensor *index, int scatter,
+                              const dt_tensor *src) {
+  int nd, i;
+  int64_t n;
+  char sa[200], sb[200];
+  if (dt__check_tensor(op, "x", x) != DT_OK || dt__check_tensor(op, "index", index) != DT_OK) return dt_last_status();
+  if (scatter && dt__check_tensor(op, "src", src) != DT_OK) return dt_last_status();
+  if (dt__same_device(op, "x", x, "index", index) != DT_OK) return dt_last_status();
+  if (src && dt__same_device(op, "x", x, "src", src) != DT_OK) return dt_last_status();
+  if (index->dtype != DT_I64)
+    return dt__fail(DT_ERR_DTYPE, "%s: index is %s, but it must be int64 (convert it with dt_cast)", op, dt_dtype_name(index->dtype));
+  if (src) {
+    if (dt__same_dtype(op, "x", x, "src", src) != DT_OK) return dt_last_status();
+    if (x->dtype != DT_F32 && x->dtype != DT_F64 && x->dtype != DT_I32 && x->dtype != DT_I64)
+      return dt__fail(DT_ERR_DTYPE, "%s: x is %s, but adding needs float32, float64, int32 or int64 (convert with dt_cast)", op,
+                      dt_dtype_name(x->dtype));
+  }
+  nd = x->shape.ndim;
+  if (index->shape.ndim != nd)
+    return dt__fail(DT_ERR_SHAPE, "%s: index has %d dimensions (shape %s) but x has %d (shape %s): they must have the same number",
+                    op, index->shape.ndim, dt__shape_str(&index->shape, sa, sizeof sa), nd, dt__shape_str(&x->shape, sb, sizeof sb));
+  if (src && src->shape.ndim != nd)
+    return dt__fail(DT_ERR_SHAPE, "%s: src has %d dimensions (shape %s) but x has %d (shape %s): they must have the same number", op,
+                    src->shape.ndim, dt__shape_str(&src->shape, sa, sizeof sa), nd, dt__shape_str(&x->shape, sb, sizeof sb));
+  if (nd == 0) { /* PyTorch: 0-d tensors take dim 0 or -1, as one element */
+    if (*dim != 0 && *dim != -1)
+      return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: dim %d out of range for a 0-d tensor (expected -1 or 0)", op, *dim);
+    *dim = 0;
+  } else if ((*dim = dt__wrap_dim(op, "dim", *dim, nd)) < 0) {
+    return dt_last_status();
+  }
+  for (i = 0; i < nd; i++) {
+    if (i != *dim && index->shape.dims[i] > x->shape.dims[i])
+      return dt__fail(DT_ERR_SHAPE, "%s: index has shape %s and x has shape %s: index's size %lld at dimension %d is larger than x's, %lld "
+                      "(only along dim %d may it be larger)", op, dt__shape_str(&index->shape, sa, sizeof sa),
+                      dt__shape_str(&x->shape, sb, sizeof sb), (long long)index->shape.dims[i], i, (long long)x->shape.dims[i], *dim);
+    if (src && index->shape.dims[i] > src->shape.dims[i])
+      return dt__fail(DT_ERR_SHAPE, "%s: index has shape %s and src has shape %s: index's size %lld at dimension %d is larger than src's, %lld",
+                      op, dt__shape_str(&index->shape, sa, sizeof sa), dt__shape_str(&src->shape, sb, sizeof sb),
+                      (long long)index->shape.dims[i], i, (long long)src->shape.dims[i]);
+  }
+  n = nd == 0 ? 1 : x->shape.dims[*dim];
+  if (index->numel > 0 && n == 0)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: index holds %lld values, but dimension %d of x (shape %s) has size 0, so none is in range",
+                    op, (long long)index->numel, *dim, dt__shape_str(&x->shape, sb, sizeof sb));
+  if (index->st->device.type == DT_CPU) {
+    const int64_t *v = (const int64_t *)index->st->ptr;
+    int64_t j;
+    for (j = 0; j < index->numel; j++)
+      if (v[j] < 0 || v[j] >= n)
+        return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: index holds %lld (its element %lld), out of range for dimension %d of x, of size %lld (expected 0 to %lld)",
+                        op, (long long)v[j], (long long)j, *dim, (long long)n, (long long)(n - 1));
+  }
+  return DT_OK;
+}
+
+/* The geometry over index's elements: astride x's strides with 0 at dim, bstride other's
+   (contiguous, of shape os); *stride x's stride at dim, *n its size. */
+static void dt__gs_geom(const dt_tensor *x, int dim, const dt_tensor *index, const dt_shape *os, dt__bcast *g, int64_t *n,
+                        int64_t *stride) {
+  int64_t xs[DT_MAX_DIMS], bs[DT_MAX_DIMS];
+  int nd = x->shape.ndim, i;
+  dt__contig_strides(&x->shape, xs);
+  dt__contig_strides(os, bs);
+  memset(g, 0, sizeof *g);
+  g->numel = index->numel;
+  if (nd == 0) {
+    g->ndim = 1; g->dims[0] = 1;
+    *n = 1; *stride = 0;
+    return;
+  }
+  g->ndim = nd;
+  for (i = 0; i < nd; i++) {
+    g->dims[i] = index->shape.dims[i];
+    g->astride[i] = i == dim ? 0 : xs[i];
+    g->bstride[i] = bs[i];
+  }
+  *n = x->shape.dims[dim];
+  *stride = xs[dim];
+}
+
+static dt_tensor *dt__gather(const dt_tensor *x, int dim, const dt_tensor *index) {
+  const char *op = "dt_gather";
+  dt__bcast g;
+  int64_t n, stride;
+  dt_tensor *y;
+  dt_device d;
+  if (dt__gs_check(op, x, &dim, index, 0, NULL) != DT_OK) return NULL;
+  d = x->st->device;
+  if (!(y = dt__new(op, index->shape, x->dtype, d)) || y->numel == 0) return y;
+  dt__gs_geom(x, dim, index, &index->shape, &g, &n, &stride);
+  return dt__done(op, y, dt__be(d)->gather(d.index, dt_dtype_size(x->dtype), &g, n, stride, (const int64_t *)index->st->ptr,
+                                           x->st->ptr, y->st->ptr));
+}
+DTDEF dt_tensor *dt_gather(const dt_tensor *x, int dim, const dt_tensor *index) {
+  dt_tensor *y = dt__gather(x, dim, index);
+  if (y && DT__AG_ON(x)) {
+    const dt_tensor *in[2];
+    dt__ag_args a;
+    in[0] = x; in[1] = index;
+    a.p = 0; a.dim = dim; a.start = 0; a.perm = NULL; a.p2 = 0;
+    y = dt__ag_record(y, DT__AG_GATHER, "dt_gather", 2, in, &a);
+  }
+  return y;
+}
+
+/* y += src at index along dim (y: x's shape and dtype, on its device; checked by dt__gs_check) */
+static dt_status dt__scatter_add_into(const char *op, dt_tensor *y, int dim, const dt_tensor *index, const dt_tensor *src) {
+  dt__bcast g;
+  int64_t n, stride;
+  dt_device d = y->st->device;
+  if (index->numel == 0) return DT_OK;
+  dt__gs_geom(y, dim, index, &src->shape, &g, &n, &stride);
+  return dt__run(op, d, dt__be(d)->scatter_add(d.index, y->dtype, &g, n, stride, (const int64_t *)index->st->ptr, src->st->ptr,
+                                               y->st->ptr));
+}
+
+static dt_tensor *dt__scatter_add(const dt_tensor *x, int dim, const dt_tensor *index, const dt_tensor *src) {
+  const char *op = "dt_scatter_add";
+  dt_tensor *y;
+  if (dt__gs_check(op, x, &dim, index, 1, src) != DT_OK) return NULL;
+  if (!(y = dt__new(op, x->shape, x->dtype, x->st->device))) return NULL;
+  if (dt__copy_bytes(op, x->st->device, y->st->ptr, x->st->device, x->st->ptr, x->nbytes) != DT_OK ||
+      dt__scatter_add_into(op, y, dim, index, src) != DT_OK) {
+    dt_release(y);
+    return NULL;
+  }
+  return y;
+}
+DTDEF dt_tensor *dt_scatter_add(const dt_tensor *x, int dim, const dt_tensor *index, const dt_tensor *src) {
+  dt_tensor *y = dt__scatter_add(x, dim, index, src);
+  if (y && (x->requires_grad | src->requires_grad) && !dt__no_grad) {
+    const dt_tensor *in[3];
+    dt__ag_args a;
+    in[0] = x; in[1] = index; in[2] = src;
+    a.p = 0; a.dim = dim; a.start = 0; a.perm = NULL; a.p2 = 0;
+    y = dt__ag_record(y, DT__AG_SCATTER_ADD, "dt_scatter_add", 3, in, &a);
+  }
+  return y;
+}
+/* in place: not recorded, so refused while grad mode is on and x or src requires grad */
+DTDEF dt_status dt_scatter_add_(dt_tensor *x, int dim, const dt_tensor *index, const dt_tensor *src) {
+  const char *op = "dt_scatter_add_";
+  dt_status s;
+  if ((s = dt__gs_check(op, x, &dim, index, 1, src)) != DT_OK) return s;
+  if ((s = dt__inplace_check(op, "x", x)) != DT_OK) return s;
+  if (src->requires_grad && !dt__no_grad)
+    return dt__fail(DT_ERR_UNSUPPORTED, "%s: src requires grad and grad mode is on: the in-place form records no backward "
+                    "(use dt_scatter_add, which does)", op);
+  if ((s = dt__scatter_add_into(op, x, dim, index, src)) == DT_OK && index->numel > 0) dt__bump(x);
+  return s;
+}
+
+/* ---- index-add: index_select's backward ---- */
+
+/* zeros of shape s (dtype t, on d) with y[o, idx[j], i] += g[o, j, i] along dim (g: (outer, k, inner));
+   F32, F64 */
+static dt_tensor *dt__index_add_rows(const char *op, dt_shape s, dt_dtype t, dt_device d, int dim, const dt_tensor *index,
+                                     const dt_tensor *g) {
+  dt_tensor *y = dt__new(op, s, t, d);
+  int64_t outer, inner;
+  dt_status st;
+  if (!y || y->numel == 0) return y;
+  if ((st = dt__run(op, d, dt__be(d)->fill(d.index, t, y->numel, 0.0, y->st->ptr))) != DT_OK) { dt_release(y); return NULL; }
+  if (g->numel == 0 || index->numel == 0) return y;
+  dt__around(&s, dim, &outer, &inner);
+  st = dt__be(d)->index_add(d.index, t, outer, s.dims[dim], inner, (const int64_t *)index->st->ptr, index->numel, g->st->ptr,
+                            y->st->ptr);
+  return dt__done(op, y, st);
+}
+
+/* ---- pad ---- */
+
+static dt_tensor *dt__pad(const dt_tensor *x, const int64_t *pad, int npad, double value, int *left) {
+  const char *op = "dt_pad";
+  int nd, i, k, any = 1;
+  int64_t xs[DT_MAX_DIMS], ystr[DT_MAX_DIMS], xoff = 0, yoff = 0, numel = 0;
+  size_t nbytes = 0, es;
+  dt_shape ys;
+  dt__bcast g;
+  dt_tensor *y;
+  dt_device d;
+  char sb[200];
+  if (dt__check_tensor(op, "x", x) != DT_OK) return NULL;
+  nd = x->shape.ndim;
+  if (npad < 0 || npad % 2 != 0 || npad / 2 > nd) {
+    dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: npad is %d, but it must be even and at most twice x's dimensions (%d, shape %s)", op,
+             npad, 2 * nd, dt__shape_str(&x->shape, sb, sizeof sb));
+    return NULL;
+  }
+  if (npad > 0 && !pad) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: pad is NULL and npad is %d", op, npad); return NULL; }
+  ys = x->shape;
+  for (i = 0; i < nd; i++) left[i] = 0;
+  for (k = 0; k < npad / 2; k++) { /* pad[2k], pad[2k + 1]: before and after dim nd - 1 - k */
+    int dim = nd - 1 - k;
+    int64_t l = pad[2 * k], r = pad[2 * k + 1], size = x->shape.dims[dim];
+    for (i = 0; i < 2; i++)
+      if (pad[2 * k + i] > INT_MAX || pad[2 * k + i] < -INT_MAX) {
+        dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: pad[%d] = %lld is beyond +-%d", op, 2 * k + i, (long long)pad[2 * k + i], INT_MAX);
+        return NULL;
+      }
+    if (size + l + r < 0) {
+      dt__fail(DT_ERR_SHAPE, "%s: dimension %d of x (shape %s) has size %lld, which pad[%d] = %lld and pad[%d] = %lld make negative (%lld)",
+               op, dim, dt__shape_str(&x->shape, sb, sizeof sb), (long long)size, 2 * k, (long long)l, 2 * k + 1, (long long)r,
+               (long long)(size + l + r));
+      return NULL;
+    }
+    ys.dims[dim] = size + l + r;
+    left[dim] = (int)l;
+  }
+  if (dt__check_shape(op, &ys, x->dtype, &numel, &nbytes) != DT_OK) return NULL;
+  d = x->st->device;
+  if (!(y = dt__new(op, ys, x->dtype, d)) || y->numel == 0) return y;
+  if (dt__run(op, d, dt__be(d)->fill(d.index, x->dtype, y->numel, value, y->st->ptr)) != DT_OK) { dt_release(y); return NULL; }
+  /* x's part that stays: along each dim from max(0, -left) in x to max(0, left) in y */
+  dt__contig_strides(&x->shape, xs);
+  dt__contig_strides(&ys, ystr);
+  memset(&g, 0, sizeof g);
+  g.ndim = nd > 0 ? nd : 1;
+  g.numel = 1;
+  if (nd == 0) { g.dims[0] = 1; g.astride[0] = 1; g.bstride[0] = 1; }
+  for (i = 0; i < nd; i++) {
+    int64_t xf = left[i] < 0 ? -(int64_t)left[i] : 0, yf = left[i] > 0 ? left[i] : 0;
+    int64_t len = x->shape.dims[i] - xf, room = ys.dims[i] - yf;
+    if (room < len) len = room;
+    if (len <= 0) { any = 0; break; }
+    g.dims[i] = len; g.astride[i] = xs[i]; g.bstride[i] = ystr[i];
+    g.numel *= len;
+    xoff += xf * xs[i]; yoff += yf * ystr[i];
+  }
+  if (!any) return y;
+  es = dt_dtype_size(x->dtype);
+  if (dt__strided_copy(op, d, es, &g, (const char *)x->st->ptr + (size_t)xoff * es, (char *)y->st->ptr + (size_t)yoff * es) != DT_OK) {
+    dt_release(y);
+    return NULL;
+  }
+  return y;
+}
+DTDEF dt_tensor *dt_pad(const dt_tensor *x, const int64_t *pad, int npad, double value) {
+  int left[DT_MAX_DIMS];
+  dt_tensor *y = dt__pad(x, pad, npad, value, left);
+  /* the node keeps each dim's left padding (the right: from the shapes) */
+  return y && DT__AG_ON(x) ? dt__ag_record1a(y, DT__AG_PAD, "dt_pad", x, 0, 0, 0, left) : y;
+}
+
+/* ---- randperm, randint ---- */
+
+/* A permutation of 0..n-1 from one draw (seed, draw): Fisher-Yates from the top, the swap for
+   position i with r = v mod (i + 1), v the 64-bit word (w[0] << 32 | w[1]) of Philox block i.
+   Computed on the host, so every device gets the same numbers. */
+static void dt__randperm_host(int64_t *idx, int64_t n, uint64_t seed, uint64_t draw) {
+  uint32_t w[4];
+  int64_t i;
+  for (i = 0; i < n; i++) idx[i] = i;
+  for (i = n - 1; i > 0; i--) {
+    uint64_t r;
+    int64_t t;
+    dt__philox_block(seed, draw, (uint64_t)i, w);
+    r = ((uint64_t)w[0] << 32 | w[1]) % (uint64_t)(i + 1);
+    t = idx[i]; idx[i] = idx[(int64_t)r]; idx[(int64_t)r] = t;
+  }
+}
+
+DTDEF dt_tensor *dt_randperm(int64_t n, dt_device d) {
+  const char *op = "dt_randperm";
+  uint64_t seed, draw;
+  int64_t *h;
+  dt_tensor *y;
+  dt_status s;
+  if (n < 0) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: n is %lld, but it must be >= 0", op, (long long)n); return NULL; }
+  if (!(y = dt__new(op, dt_shape1(n), DT_I64, d))) return NULL;
+  if (d.type == DT_CPU) {
+    dt__rng_next(&seed, &draw);
+    dt__randperm_host((int64_t *)y->st->ptr, n, seed, draw);
+    return y;
+  }
+  if (!(h = (int64_t *)DT_MALLOC(y->nbytes > 0 ? y->nbytes : 1))) {
+    dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host: the permutation's %llu bytes", op, (unsigned long long)y->nbytes);
+    dt_release(y);
+    return NULL;
+  }
+  dt__rng_next(&seed, &draw);
+  dt__randperm_host(h, n, seed, draw);
+  s = dt__copy_bytes(op, d, y->st->ptr, dt_cpu(), h, y->nbytes);
+  DT_FREE(h);
+  if (s != DT_OK) { dt_release(y); return NULL; }
+  return y;
+}
+
+DTDEF dt_tensor *dt_randint(int64_t low, int64_t high, dt_shape s, dt_device d) {
+  const char *op = "dt_randint";
+  uint64_t seed, draw;
+  dt_tensor *y;
+  if (low >= high) {
+    dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: low is %lld and high is %lld, but low must be less than high", op, (long long)low,
+             (long long)high);
+    return NULL;
+  }
+  if (!(y = dt__new(op, s, DT_I64, d))) return NULL;
+  dt__rng_next(&seed, &draw);
+  if (y->numel == 0) return y;
+  return dt__done(op, y, dt__be(d)->random_int(d.index, seed, draw, y->numel, low, (uint64_t)high - (uint64_t)low,
+                                               (int64_t *)y->st->ptr));
 }
 
 /* ---- src/io/print.c ---- */
@@ -5635,6 +6081,8 @@ static void dt__ag_saves(dt__ag_op op, int need0, int need1, int want[DT__AG_SAV
     case DT__AG_LINEAR: want[0] = need1; want[1] = need0; break; /* x for the weight's gradient, W for x's */
     case DT__AG_CONV2D: want[0] = want[1] = 1; break; /* dt_f_conv2d_backward reads both */
     case DT__AG_MAX_POOL2D: case DT__AG_AVG_POOL2D: case DT__AG_ADAPTIVE_AVG_POOL2D: want[0] = 1; break; /* max's indices: the forward's */
+    case DT__AG_WHERE: want[0] = 1; break;                              /* cond */
+    case DT__AG_GATHER: case DT__AG_SCATTER_ADD: want[1] = 1; break;    /* the index */
     default: break;
   }
 }
@@ -5867,8 +6315,9 @@ static dt_tensor *dt__ag_slice_bw(dt__node *n, const dt_tensor *g) {
   return y;
 }
 
-/* index_select's: scatter-add as a product with the one-hot (n, k) matrix of the index, so it
-   runs on any backend: (n, k) @ g as (outer, k, inner) */
+/* index_select's: g's rows added into zeros at the index (the backend's index_add); a dtype
+   index_add lacks: as a product with the one-hot (n, k) matrix of the index, (n, k) @ g as
+   (outer, k, inner) */
 static dt_tensor *dt__ag_index_select_bw(dt__node *n, const dt_tensor *g) {
   const dt__ag_edge *e = &n->in[0];
   const dt_tensor *index = n->saved[1];
@@ -5876,6 +6325,7 @@ static dt_tensor *dt__ag_index_select_bw(dt__node *n, const dt_tensor *g) {
   int64_t len = nd == 0 ? 1 : e->shape.dims[dim], k = index->numel, outer = 1, inner = 1;
   dt_tensor *ar, *col, *row, *oh, *g3, *y;
   if (nd == 0) return dt_reshape(g, e->shape); /* one index, 0 */
+  if (e->dtype == DT_F32 || e->dtype == DT_F64) return dt__index_add_rows(n->name, e->shape, e->dtype, e->device, dim, index, g);
   if (g->numel == 0 || k == 0) return dt__ag_zeros(e->shape, e->dtype, e->device);
   for (i = 0; i < dim; i++) outer *= e->shape.dims[i];
   for (i = dim + 1; i < nd; i++) inner *= e->shape.dims[i];
@@ -5889,6 +6339,58 @@ static dt_tensor *dt__ag_index_select_bw(dt__node *n, const dt_tensor *g) {
   y = dt_matmul(oh, g3);
   dt_release(oh); dt_release(g3);
   return dt__ag_reshape(y, e->shape);
+}
+
+/* where's: g to a where cond holds, to b elsewhere, each summed to its operand's shape and in its dtype */
+static dt_status dt__ag_where_bw(dt__node *n, const dt_tensor *g, dt_tensor **gin) {
+  const dt_tensor *cond = n->saved[0];
+  dt_tensor *z = dt__ag_scalar(0.0, g->dtype, n->in[1].device);
+  int i;
+  if (!z) return dt_last_status();
+  for (i = 1; i < 3; i++) {
+    const dt__ag_edge *e = &n->in[i];
+    dt_tensor *t;
+    if (!e->node && !e->leaf) continue;
+    t = dt__ag_sum_to(i == 1 ? dt_where(cond, g, z) : dt_where(cond, z, g), &e->shape);
+    if (t && t->dtype != e->dtype) t = dt__ag_cast(t, e->dtype);
+    if (!(gin[i] = t)) { dt_release(z); return dt_last_status(); }
+  }
+  dt_release(z);
+  return DT_OK;
+}
+
+/* pad's: g with the padding taken back off (a crop given back as zeros): pad by the negated amounts */
+static dt_tensor *dt__ag_pad_bw(dt__node *n, const dt_tensor *g) {
+  const dt__ag_edge *e = &n->in[0];
+  int64_t pad[2 * DT_MAX_DIMS];
+  int nd = e->shape.ndim, i;
+  for (i = 0; i < nd; i++) { /* pad[2k], pad[2k + 1]: dim nd - 1 - k */
+    int dim = nd - 1 - i;
+    int64_t l = n->perm[dim], r = n->yshape.dims[dim] - e->shape.dims[dim] - l;
+    pad[2 * i] = -l;
+    pad[2 * i + 1] = -r;
+  }
+  return dt_pad(g, pad, 2 * nd, 0.0);
+}
+
+/* scatter_add's gradient of src: g gathered at the index, zeros where src reaches past the index */
+static dt_tensor *dt__ag_scatter_src_bw(dt__node *n, const dt_tensor *g) {
+  const dt__ag_edge *e = &n->in[2];
+  const dt_tensor *index = n->saved[1];
+  int64_t pad[2 * DT_MAX_DIMS];
+  int nd = e->shape.ndim, i, same = 1;
+  dt_tensor *t = dt_gather(g, n->dim, index), *y;
+  if (!t) return NULL;
+  for (i = 0; i < nd; i++) {
+    int dim = nd - 1 - i;
+    pad[2 * i] = 0;
+    pad[2 * i + 1] = e->shape.dims[dim] - index->shape.dims[dim];
+    if (pad[2 * i + 1] != 0) same = 0;
+  }
+  if (same) return t;
+  y = dt_pad(t, pad, 2 * nd, 0.0);
+  dt_release(t);
+  return y;
 }
 
 /* max/min by dim: g to the position of the extreme that the result took (its index) */
@@ -6113,6 +6615,15 @@ static dt_status dt__ag_backward(dt__node *n, const dt_tensor *g, dt_tensor **gi
       gin[0] = dt_f_avg_pool2d_backward(g, sv[0], n->perm[0], n->perm[1], n->perm[2], n->perm[3], n->perm[4], n->perm[5]);
       break;
     case DT__AG_ADAPTIVE_AVG_POOL2D: gin[0] = dt_f_adaptive_avg_pool2d_backward(g, sv[0]); break;
+    case DT__AG_WHERE: if (dt__ag_where_bw(n, g, gin) != DT_OK) goto fail; break;
+    case DT__AG_GATHER: /* scatter-add of g into zeros */
+      if ((t = dt__ag_zeros(e0->shape, e0->dtype, e0->device))) gin[0] = dt_scatter_add(t, n->dim, sv[1], g);
+      break;
+    case DT__AG_SCATTER_ADD:
+      if (need0) gin[0] = dt_retain((dt_tensor *)g);
+      if (n->in[2].node || n->in[2].leaf) gin[2] = dt__ag_scatter_src_bw(n, g);
+      break;
+    case DT__AG_PAD: gin[0] = dt__ag_pad_bw(n, g); break;
   }
   dt_release(t);
   for (i = 0; i < n->nin; i++)
@@ -13159,6 +13670,234 @@ static dt_status dt__cpu_index_select(int dev, size_t es, int64_t outer, int64_t
   return DT_OK;
 }
 
+/* ---- src/cpu/index2.c ---- */
+/* where, gather, scatter-add, index-add (index_select's backward) and random integers on the
+   CPU. Elements that are only moved (where, gather) move as es bytes, whatever the dtype. The
+   core checks every index before it calls (src/ops/index2.c); an index outside [0, n) is still
+   never followed here. */
+
+/* one element of es bytes (1, 2, 4 or 8), each a copy of a constant size */
+static void dt__mv_elem(char *y, const char *x, size_t es) {
+  switch (es) {
+    case 1: memcpy(y, x, 1); break;
+    case 2: memcpy(y, x, 2); break;
+    case 4: memcpy(y, x, 4); break;
+    default: memcpy(y, x, 8); break;
+  }
+}
+
+/* the offsets (a, b and, with cs, c) of the first element of row r of g (the rows: every dim but the last) */
+static void dt__row_offsets(const dt__bcast *g, const int64_t *cs, int64_t r, int64_t *oa, int64_t *ob, int64_t *oc) {
+  int d;
+  *oa = 0; *ob = 0; *oc = 0;
+  for (d = g->ndim - 2; d >= 0; d--) {
+    int64_t i = r % g->dims[d];
+    r /= g->dims[d];
+    *oa += i * g->astride[d];
+    *ob += i * g->bstride[d];
+    if (cs) *oc += i * cs[d];
+  }
+}
+
+typedef struct dt__where_job {
+  const dt__bcast *g;
+  const int64_t *cs;
+  size_t es;
+  const uint8_t *c;
+  const char *a, *b;
+  char *y;
+} dt__where_job;
+
+/* rows [lo, hi) of y (contiguous over g's dims): y = c ? a : b */
+static void dt__where_task(void *ctx, int64_t lo, int64_t hi) {
+  const dt__where_job *j = (const dt__where_job *)ctx;
+  const dt__bcast *g = j->g;
+  const int nd = g->ndim;
+  const int64_t inner = g->dims[nd - 1], as = g->astride[nd - 1], bs = g->bstride[nd - 1], cs = j->cs[nd - 1];
+  const size_t es = j->es;
+  int64_t r, i;
+  for (r = lo; r < hi; r++) {
+    int64_t oa, ob, oc;
+    char *y = j->y + (size_t)(r * inner) * es;
+    dt__row_offsets(g, j->cs, r, &oa, &ob, &oc);
+    for (i = 0; i < inner; i++) {
+      const char *src = j->c[oc + i * cs] ? j->a + (size_t)(oa + i * as) * es : j->b + (size_t)(ob + i * bs) * es;
+      dt__mv_elem(y + (size_t)i * es, src, es);
+    }
+  }
+}
+
+static dt_status dt__cpu_where(int dev, size_t es, const dt__bcast *g, const int64_t *cstride, const void *c, const void *a,
+                               const void *b, void *y) {
+  dt__where_job j;
+  int64_t inner;
+  (void)dev;
+  if (g->numel <= 0) return DT_OK;
+  j.g = g; j.cs = cstride; j.es = es; j.c = (const uint8_t *)c; j.a = (const char *)a; j.b = (const char *)b; j.y = (char *)y;
+  inner = g->dims[g->ndim - 1];
+  dt__par_for(g->numel / inner, (DT__GRAIN_MEM + inner - 1) / inner, dt__where_task, &j);
+  return DT_OK;
+}
+
+typedef struct dt__gs_job {
+  const dt__bcast *g;
+  size_t es;
+  int64_t n, stride;
+  const int64_t *idx;
+  const char *x;
+  char *y;
+} dt__gs_job;
+
+/* gather, rows [lo, hi) of the index: y[ob] = x[oa + idx stride] (0 for an index out of range) */
+static void dt__gather2_task(void *ctx, int64_t lo, int64_t hi) {
+  const dt__gs_job *j = (const dt__gs_job *)ctx;
+  const dt__bcast *g = j->g;
+  const int nd = g->ndim;
+  const int64_t inner = g->dims[nd - 1], as = g->astride[nd - 1], bs = g->bstride[nd - 1];
+  const size_t es = j->es;
+  int64_t r, i;
+  for (r = lo; r < hi; r++) {
+    int64_t oa, ob, oc;
+    const int64_t *ix = j->idx + r * inner;
+    dt__row_offsets(g, NULL, r, &oa, &ob, &oc);
+    for (i = 0; i < inner; i++) {
+      int64_t v = ix[i];
+      char *y = j->y + (size_t)(ob + i * bs) * es;
+      if (v < 0 || v >= j->n) memset(y, 0, es);
+      else dt__mv_elem(y, j->x + (size_t)(oa + i * as + v * j->stride) * es, es);
+    }
+  }
+}
+
+static dt_status dt__cpu_gather(int dev, size_t es, const dt__bcast *g, int64_t n, int64_t stride, const int64_t *idx,
+                                const void *x, void *y) {
+  dt__gs_job j;
+  int64_t inner;
+  (void)dev;
+  if (g->numel <= 0) return DT_OK;
+  j.g = g; j.es = es; j.n = n; j.stride = stride; j.idx = idx; j.x = (const char *)x; j.y = (char *)y;
+  inner = g->dims[g->ndim - 1];
+  dt__par_for(g->numel / inner, (DT__GRAIN_MEM + inner - 1) / inner, dt__gather2_task, &j);
+  return DT_OK;
+}
+
+/* scatter_add in T, the sum computed in U (the unsigned type for integers: they wrap, as PyTorch's):
+   y[oa + idx stride] += src[ob], over the index in order (one thread: several elements may land on
+   one, and their sum is then in the index's order, as PyTorch's CPU loop) */
+#define DT__SCATTER_ADD(NAME, T, U)                                                                      \
+  static void NAME(const dt__bcast *g, int64_t n, int64_t stride, const int64_t *idx, const void *src_, \
+                   void *y_) {                                                                           \
+    const T *src = (const T *)src_;                                                                      \
+    T *y = (T *)y_;                                                                                      \
+    const int nd = g->ndim;                                                                              \
+    const int64_t inner = g->dims[nd - 1], as = g->astride[nd - 1], bs = g->bstride[nd - 1];             \
+    int64_t r, i, rows = g->numel / inner;                                                               \
+    for (r = 0; r < rows; r++) {                                                                         \
+      int64_t oa, ob, oc;                                                                                \
+      const int64_t *ix = idx + r * inner;                                                               \
+      dt__row_offsets(g, NULL, r, &oa, &ob, &oc);                                                        \
+      for (i = 0; i < inner; i++)                                                                        \
+        if (ix[i] >= 0 && ix[i] < n) {                                                                   \
+          T *p = &y[oa + i * as + ix[i] * stride];                                                       \
+          *p = (T)((U)*p + (U)src[ob + i * bs]);                                                         \
+        }                                                                                                \
+    }                                                                                                    \
+  }
+DT__SCATTER_ADD(dt__scatter_add_f32, float, float)
+DT__SCATTER_ADD(dt__scatter_add_f64, double, double)
+DT__SCATTER_ADD(dt__scatter_add_i32, int32_t, uint32_t)
+DT__SCATTER_ADD(dt__scatter_add_i64, int64_t, uint64_t)
+#undef DT__SCATTER_ADD
+
+static dt_status dt__cpu_scatter_add(int dev, dt_dtype t, const dt__bcast *g, int64_t n, int64_t stride, const int64_t *idx,
+                                     const void *src, void *y) {
+  (void)dev;
+  if (g->numel <= 0) return DT_OK;
+  switch (t) {
+    case DT_F32: dt__scatter_add_f32(g, n, stride, idx, src, y); return DT_OK;
+    case DT_F64: dt__scatter_add_f64(g, n, stride, idx, src, y); return DT_OK;
+    case DT_I32: dt__scatter_add_i32(g, n, stride, idx, src, y); return DT_OK;
+    case DT_I64: dt__scatter_add_i64(g, n, stride, idx, src, y); return DT_OK;
+    default: break;
+  }
+  snprintf(dt__cpu_err, sizeof dt__cpu_err, "scatter_add: %s is not supported", dt__dtype_str(t));
+  return DT_ERR_DTYPE;
+}
+
+typedef struct dt__iadd_job {
+  int f64;
+  int64_t n, inner, k, cols; /* cols: column blocks per outer item */
+  const int64_t *idx;
+  const void *src;
+  void *y;
+} dt__iadd_job;
+
+#define DT__IADD_COLS 256 /* columns a task adds at a time */
+
+/* tasks [lo, hi) of (outer, column block): for each j in order, y[o, idx[j], block] += src[o, j, block].
+   Each task owns its columns, so the sums are the same (j in order) on any number of threads. */
+static void dt__iadd_task(void *ctx, int64_t lo, int64_t hi) {
+  const dt__iadd_job *j = (const dt__iadd_job *)ctx;
+  int64_t t, r, c;
+  for (t = lo; t < hi; t++) {
+    int64_t o = t / j->cols, c0 = (t % j->cols) * DT__IADD_COLS;
+    int64_t c1 = c0 + DT__IADD_COLS < j->inner ? c0 + DT__IADD_COLS : j->inner;
+    for (r = 0; r < j->k; r++) {
+      int64_t v = j->idx[r];
+      size_t yo, so;
+      if (v < 0 || v >= j->n) continue;
+      yo = (size_t)((o * j->n + v) * j->inner);
+      so = (size_t)((o * j->k + r) * j->inner);
+      if (j->f64) {
+        double *y = (double *)j->y + yo;
+        const double *s = (const double *)j->src + so;
+        for (c = c0; c < c1; c++) y[c] += s[c];
+      } else {
+        float *y = (float *)j->y + yo;
+        const float *s = (const float *)j->src + so;
+        for (c = c0; c < c1; c++) y[c] += s[c];
+      }
+    }
+  }
+}
+
+static dt_status dt__cpu_index_add(int dev, dt_dtype t, int64_t outer, int64_t n, int64_t inner, const int64_t *idx, int64_t k,
+                                   const void *src, void *y) {
+  dt__iadd_job j;
+  int64_t per;
+  (void)dev;
+  if (outer <= 0 || inner <= 0 || k <= 0) return DT_OK;
+  if (t != DT_F32 && t != DT_F64) {
+    snprintf(dt__cpu_err, sizeof dt__cpu_err, "index_add: %s is not supported", dt__dtype_str(t));
+    return DT_ERR_DTYPE;
+  }
+  j.f64 = t == DT_F64; j.n = n; j.inner = inner; j.k = k; j.idx = idx; j.src = src; j.y = y;
+  j.cols = (inner + DT__IADD_COLS - 1) / DT__IADD_COLS;
+  per = k * (inner < DT__IADD_COLS ? inner : DT__IADD_COLS); /* elements a task adds */
+  dt__par_for(outer * j.cols, (DT__GRAIN_MEM + per - 1) / per, dt__iadd_task, &j);
+  return DT_OK;
+}
+
+typedef struct dt__randint_job {
+  uint64_t seed, draw, range;
+  int64_t low;
+  int64_t *y;
+} dt__randint_job;
+
+static void dt__randint_task(void *ctx, int64_t lo, int64_t hi) {
+  const dt__randint_job *j = (const dt__randint_job *)ctx;
+  int64_t i;
+  for (i = lo; i < hi; i++) j->y[i] = dt__random_int_at(j->seed, j->draw, (uint64_t)i, j->low, j->range);
+}
+
+static dt_status dt__cpu_random_int(int dev, uint64_t seed, uint64_t draw, int64_t n, int64_t low, uint64_t range, int64_t *y) {
+  dt__randint_job j;
+  (void)dev;
+  j.seed = seed; j.draw = draw; j.range = range; j.low = low; j.y = y;
+  dt__par_for(n, DT__GRAIN_MATH, dt__randint_task, &j);
+  return DT_OK;
+}
+
 /* ---- src/cpu/conv.c ---- */
 /* Convolution's im2col and col2im, and 2-d pooling with its backward, on the thread pool:
    im2col by rows of col, everything else by (image, channel) planes, so that each thread
@@ -13475,7 +14214,13 @@ static const dt__backend *dt__cpu_backend(void) {
     DT__SLOT(im2col) dt__cpu_im2col,
     DT__SLOT(col2im) dt__cpu_col2im,
     DT__SLOT(pool2d) dt__cpu_pool2d,
-    DT__SLOT(pool2d_backward) dt__cpu_pool2d_backward
+    DT__SLOT(pool2d_backward) dt__cpu_pool2d_backward,
+    /* where, gather, scatter-add, index-add, random integers */
+    DT__SLOT(where) dt__cpu_where,
+    DT__SLOT(gather) dt__cpu_gather,
+    DT__SLOT(scatter_add) dt__cpu_scatter_add,
+    DT__SLOT(index_add) dt__cpu_index_add,
+    DT__SLOT(random_int) dt__cpu_random_int
   };
   return &be;
 }

@@ -118,7 +118,7 @@ static void fi_check_failure(int line, long injected_before) {
 /* A check of a value (never expected to fail, injected failure or not). */
 #define VERIFY(cond) do { if (!(cond)) fi_problem(__LINE__, "wrong result: " #cond); } while (0)
 
-#define POOL 288
+#define POOL 320
 static dt_tensor *pool[POOL];
 static int npool;
 static dt_tensor *keep(dt_tensor *t) {
@@ -443,6 +443,28 @@ static int workload(void) {
     REFUSE(dt_f_conv2d_ex(cx, cw, NULL, 1, 1, 0, 0, 1, 1, 3), DT_ERR_SHAPE); /* groups 3 of 4 channels */
     REFUSE(dt_f_max_pool2d(cx, 3, 1, 2), DT_ERR_INVALID_ARGUMENT);  /* padding above half the kernel */
     REFUSE(dt_f_adaptive_avg_pool2d(a, 2, 2), DT_ERR_SHAPE);        /* 2-d */
+  }
+
+  { /* where, gather, scatter_add(_), pad, randperm, randint, and their backwards (index_select's: an index-add) */
+    static const int64_t gidx[6] = {1, 0, 1, 0, 1, 0}, pads[4] = {1, -1, 0, 1}, sidx[2] = {2, 0};
+    dt_tensor *wc = NULL, *gi = NULL, *ga = NULL, *gd = NULL, *si = NULL;
+    NEW(wc, dt_gt_scalar(a, 3));
+    NEW(t, dt_where(wc, b, a64)); VERIFY(dt_dtype_of(t) == DT_F64 && val(t, 0) == 1 && val(t, 5) == 3);
+    NEW(gi, dt_from_data(gidx, dt_shape2(2, 3), DT_I64, dt_cpu()));
+    NEW(t, dt_gather(a, 0, gi)); VERIFY(val(t, 0) == 4 && val(t, 1) == 2);
+    NEW(t, dt_scatter_add(a, 0, gi, a)); VERIFY(val(t, 0) == 5 && val(t, 3) == 5 && val(t, 4) == 10);
+    NEW(ga, dt_copyto(a, dt_cpu())); STEP(dt_scatter_add_(ga, 0, gi, a) == DT_OK); VERIFY(val(ga, 4) == 10);
+    NEW(t, dt_pad(a, pads, 4, 9)); VERIFY(dt_dim(t, 0) == 3 && dt_dim(t, 1) == 3 && val(t, 0) == 9 && val(t, 1) == 1);
+    NEW(t, dt_randperm(5, dt_cpu())); VERIFY(val(t, 0) + val(t, 1) + val(t, 2) + val(t, 3) + val(t, 4) == 10);
+    NEW(t, dt_randint(2, 4, dt_shape1(8), dt_cpu())); VERIFY(val(t, 7) >= 2 && val(t, 7) < 4);
+    NEW(gd, dt_cast(a, DT_F64)); STEP(dt_requires_grad_(gd, 1) == DT_OK);
+    NEW(si, dt_from_data(sidx, dt_shape1(2), DT_I64, dt_cpu()));
+    NEW(t, dt_gather(gd, 1, gi)); NEW(t, dt_scatter_add(gd, 0, gi, t)); NEW(t, dt_where(wc, t, gd));
+    NEW(t, dt_pad(t, pads, 4, 0)); NEW(t, dt_index_select(t, 0, si)); NEW(t, dt_sum(t));
+    STEP(dt_autograd_backward(t, NULL) == DT_OK); VERIFY(dt_grad(gd) != NULL);
+    REFUSE(dt_gather(a, 0, a), DT_ERR_DTYPE);
+    REFUSE(dt_pad(a, pads, 3, 0), DT_ERR_INVALID_ARGUMENT);
+    REFUSE(dt_randint(4, 2, dt_shape1(8), dt_cpu()), DT_ERR_INVALID_ARGUMENT);
   }
 
   /* in place */

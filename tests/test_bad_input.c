@@ -300,6 +300,14 @@ static int lazy_zero_features(int behind_relu) {
 /* uint8 / bool operands made for one call and released after it */
 static dt_tensor *cmp_u8(void) { return dt_arange(0, 6, 1, DT_U8, dt_cpu()); }
 static dt_tensor *cmp_bool(void) { dt_tensor *u = cmp_u8(), *b = u ? dt_cast(u, DT_BOOL) : NULL; dt_release(u); return b; }
+static dt_tensor *scatter_bool2(const dt_tensor *x, const dt_tensor *src) { /* dim 0, index zeros (1, 6) */
+  static const int64_t z[6] = {0, 0, 0, 0, 0, 0};
+  dt_tensor *i = dt_from_data(z, dt_shape2(1, 6), DT_I64, dt_cpu()), *y;
+  dt_tensor *x2 = x ? dt_reshape(x, dt_shape2(1, 6)) : NULL, *s2 = src ? dt_reshape(src, dt_shape2(1, 6)) : NULL;
+  y = dt_scatter_add(x2, 0, i, s2);
+  dt_release(i); dt_release(x2); dt_release(s2);
+  return y;
+}
 static dt_tensor *cmp_1(dt_tensor *(*fn)(const dt_tensor *), dt_tensor *a) { dt_tensor *y = fn(a); dt_release(a); return y; }
 static dt_tensor *cmp_rsub(dt_tensor *a) { dt_tensor *y = dt_rsub_scalar(a, 1); dt_release(a); return y; }
 static dt_tensor *cmp_2(dt_tensor *(*fn)(const dt_tensor *, const dt_tensor *), dt_tensor *a, dt_tensor *b) {
@@ -494,6 +502,46 @@ static dt_tensor *cv_idx(int64_t a, int64_t b, int64_t c, int64_t e) { return cv
 #else
 #define POSIX_ONLY(call) (call)
 #endif
+
+/* where, gather, scatter_add, pad: a bool cond of c > 0, and index tensors (I64, shape s, on d) made
+   and released around the call */
+static dt_tensor *where_gt(const dt_tensor *c, const dt_tensor *a, const dt_tensor *b) {
+  dt_tensor *m = c ? dt_gt_scalar(c, 0) : NULL, *y = dt_where(m ? m : c, a, b);
+  dt_release(m);
+  return y;
+}
+static dt_tensor *gat(const dt_tensor *x, int dim, const int64_t *v, dt_shape s, dt_device d) {
+  dt_tensor *i = dt_from_data(v, s, DT_I64, d), *y;
+  if (!i) return NULL;
+  y = dt_gather(x, dim, i);
+  dt_release(i);
+  return y;
+}
+static dt_tensor *sca(const dt_tensor *x, int dim, const int64_t *v, dt_shape s, dt_device d, const dt_tensor *src) {
+  dt_tensor *i = dt_from_data(v, s, DT_I64, d), *y;
+  if (!i) return NULL;
+  y = dt_scatter_add(x, dim, i, src);
+  dt_release(i);
+  return y;
+}
+/* dt_scatter_add_ into a copy of F (what: 0 plain, 1 the copy a leaf that requires grad, 2 src one) */
+static dt_status sca_(int what) {
+  static const int64_t v[3] = {0, 1, 0};
+  dt_tensor *x = dt_copyto(F, dt_cpu()), *src = dt_copyto(F, dt_cpu()), *i = dt_from_data(v, dt_shape2(1, 3), DT_I64, dt_cpu());
+  dt_status s = DT_ERR_BACKEND;
+  if (x && src && i && (what != 1 || dt_requires_grad_(x, 1) == DT_OK) && (what != 2 || dt_requires_grad_(src, 1) == DT_OK))
+    s = dt_scatter_add_(x, 0, i, src);
+  dt_release(x); dt_release(src); dt_release(i);
+  return s;
+}
+static dt_tensor *empty_gather(void) {
+  static const int64_t v[3] = {0, 0, 0};
+  dt_tensor *x = dt_zeros(dt_shape2(0, 3), dt_cpu()), *y = x ? gat(x, 0, v, dt_shape2(1, 3), dt_cpu()) : NULL;
+  dt_release(x);
+  return y;
+}
+static const int64_t GI_OK[3] = {0, 1, 0}, GI_BIG[8] = {0, 1, 0, 1, 0, 1, 0, 1}, GI_RANGE[3] = {0, 2, 1}, GI_NEG[3] = {0, -1, 0};
+static const int64_t PAD_ODD[3] = {1, 1, 1}, PAD_CROP[2] = {-2, -2}, PAD_HUGE[2] = {1, (int64_t)1 << 40};
 
 #define BAD_CASES(X_)                                                                                                      \
   /* errors */                                                                                                              \
@@ -1234,7 +1282,45 @@ static dt_tensor *cv_idx(int64_t a, int64_t b, int64_t c, int64_t e) { return cv
   X_(autograd_backward_grad_device, DT_ERR_DEVICE_MISMATCH, "dt_autograd_backward:", "grad_out is on cuda:0 but out is on cpu", GPUS(1, bad(ag_misuse(3)))) \
   X_(autograd_backward_twice, DT_ERR_INVALID_ARGUMENT, "dt_autograd_backward:", "second time|dt_sum", bad(ag_misuse(4)))    \
   X_(autograd_backward_changed, DT_ERR_INVALID_ARGUMENT, "dt_autograd_backward:", "dt_mul saved|changed in place|version 1, expected 0", bad(ag_misuse(5))) \
-  X_(fill_leaf_requires_grad, DT_ERR_INVALID_ARGUMENT, "dt_fill_:", "t is a leaf that requires grad", bad(ag_misuse(7)))
+  X_(fill_leaf_requires_grad, DT_ERR_INVALID_ARGUMENT, "dt_fill_:", "t is a leaf that requires grad", bad(ag_misuse(7))) \
+  /* where, gather, scatter_add, pad, randperm, randint */                                                           \
+  X_(where_null_cond, DT_ERR_INVALID_ARGUMENT, "dt_where:", "=cond is NULL", nul(dt_where(NULL, F, F)))                \
+  X_(where_null_a, DT_ERR_INVALID_ARGUMENT, "dt_where:", "=a is NULL", nul(where_gt(F, NULL, F)))                      \
+  X_(where_null_b, DT_ERR_INVALID_ARGUMENT, "dt_where:", "=b is NULL", nul(where_gt(F, F, NULL)))                      \
+  X_(where_cond_f32, DT_ERR_DTYPE, "dt_where:", "cond is float32|must be bool", nul(dt_where(F, F, F)))               \
+  X_(where_shape, DT_ERR_SHAPE, "dt_where:", "(2, 3) (cond)|(3,) (a)|(2, 3, 4) (b)|cannot be broadcast", nul(where_gt(F, V, B3))) \
+  X_(where_cond_device, DT_ERR_DEVICE_MISMATCH, "dt_where:", "a is on cuda:0|cond is on cpu", GPUS(1, nul(where_gt(F, G0, G0)))) \
+  X_(where_b_device, DT_ERR_DEVICE_MISMATCH, "dt_where:", "b is on cpu|a is on cuda:0", GPUS(1, nul(where_gt(G0, G0, F)))) \
+  X_(gather_null_x, DT_ERR_INVALID_ARGUMENT, "dt_gather:", "=x is NULL", nul(dt_gather(NULL, 0, L)))                   \
+  X_(gather_null_index, DT_ERR_INVALID_ARGUMENT, "dt_gather:", "=index is NULL", nul(dt_gather(F, 0, NULL)))           \
+  X_(gather_index_i32, DT_ERR_DTYPE, "dt_gather:", "index is int32|must be int64", nul(dt_gather(F, 0, I)))             \
+  X_(gather_ndim, DT_ERR_SHAPE, "dt_gather:", "index has 1 dimensions (shape (3,))|x has 2", nul(dt_gather(F, 0, L)))    \
+  X_(gather_dim, DT_ERR_INVALID_ARGUMENT, "dt_gather:", "dim 2 out of range for a 2-d tensor", nul(gat(F, 2, GI_OK, dt_shape2(1, 3), dt_cpu()))) \
+  X_(gather_size, DT_ERR_SHAPE, "dt_gather:", "index has shape (2, 4)|size 4 at dimension 1 is larger than x's, 3", nul(gat(F, 0, GI_BIG, dt_shape2(2, 4), dt_cpu()))) \
+  X_(gather_range, DT_ERR_INVALID_ARGUMENT, "dt_gather:", "index holds 2 (its element 1)|size 2 (expected 0 to 1)", nul(gat(F, 0, GI_RANGE, dt_shape2(1, 3), dt_cpu()))) \
+  X_(gather_negative, DT_ERR_INVALID_ARGUMENT, "dt_gather:", "index holds -1", nul(gat(F, 0, GI_NEG, dt_shape2(1, 3), dt_cpu()))) \
+  X_(gather_empty_dim, DT_ERR_INVALID_ARGUMENT, "dt_gather:", "has size 0, so none is in range", nul(empty_gather()))     \
+  X_(gather_device, DT_ERR_DEVICE_MISMATCH, "dt_gather:", "index is on cpu|x is on cuda:0", GPUS(1, nul(gat(G0, 0, GI_OK, dt_shape2(1, 3), dt_cpu())))) \
+  X_(scatter_null_x, DT_ERR_INVALID_ARGUMENT, "dt_scatter_add:", "=x is NULL", nul(dt_scatter_add(NULL, 0, L, F)))     \
+  X_(scatter_null_src, DT_ERR_INVALID_ARGUMENT, "dt_scatter_add:", "=src is NULL", nul(sca(F, 0, GI_OK, dt_shape2(1, 3), dt_cpu(), NULL))) \
+  X_(scatter_dtype, DT_ERR_DTYPE, "dt_scatter_add:", "x is float32 and src is float64", nul(sca(F, 0, GI_OK, dt_shape2(1, 3), dt_cpu(), D))) \
+  X_(scatter_bool, DT_ERR_DTYPE, "dt_scatter_add:", "x is bool|float32, float64, int32 or int64", nul(cmp_2(scatter_bool2, cmp_bool(), cmp_bool()))) \
+  X_(scatter_src_small, DT_ERR_SHAPE, "dt_scatter_add:", "larger than src's", nul(sca(F, 0, GI_BIG, dt_shape2(2, 3), dt_cpu(), Y))) \
+  X_(scatter_range, DT_ERR_INVALID_ARGUMENT, "dt_scatter_add:", "index holds 2 (its element 1)", nul(sca(F, 0, GI_RANGE, dt_shape2(1, 3), dt_cpu(), F))) \
+  X_(scatter_device, DT_ERR_DEVICE_MISMATCH, "dt_scatter_add:", "src is on cuda:0|x is on cpu", GPUS(1, nul(sca(F, 0, GI_OK, dt_shape2(1, 3), dt_cpu(), G0)))) \
+  X_(scatter_inplace_ok, DT_OK, "", "", bad(sca_(0)))                                                                  \
+  X_(scatter_inplace_leaf, DT_ERR_INVALID_ARGUMENT, "dt_scatter_add_:", "x is a leaf that requires grad", bad(sca_(1))) \
+  X_(scatter_inplace_src_grad, DT_ERR_UNSUPPORTED, "dt_scatter_add_:", "src requires grad|use dt_scatter_add", bad(sca_(2))) \
+  X_(pad_null, DT_ERR_INVALID_ARGUMENT, "dt_pad:", "=x is NULL", nul(dt_pad(NULL, PAD_ODD, 2, 0)))                       \
+  X_(pad_odd, DT_ERR_INVALID_ARGUMENT, "dt_pad:", "npad is 3|even", nul(dt_pad(F, PAD_ODD, 3, 0)))                      \
+  X_(pad_too_many, DT_ERR_INVALID_ARGUMENT, "dt_pad:", "npad is 6|at most twice", nul(dt_pad(F, GI_BIG, 6, 0)))        \
+  X_(pad_null_pad, DT_ERR_INVALID_ARGUMENT, "dt_pad:", "pad is NULL", nul(dt_pad(F, NULL, 2, 0)))                      \
+  X_(pad_negative_size, DT_ERR_SHAPE, "dt_pad:", "has size 3|pad[0] = -2|negative (-1)", nul(dt_pad(F, PAD_CROP, 2, 0))) \
+  X_(pad_huge, DT_ERR_INVALID_ARGUMENT, "dt_pad:", "pad[1] = 1099511627776", nul(dt_pad(F, PAD_HUGE, 2, 0)))          \
+  X_(randperm_negative, DT_ERR_INVALID_ARGUMENT, "dt_randperm:", "n is -1", nul(dt_randperm(-1, dt_cpu())))             \
+  X_(randperm_gpu7, DT_ERR_NO_DEVICE, "dt_randperm:", "cuda:7", nul(dt_randperm(4, GPU7)))                              \
+  X_(randint_empty_range, DT_ERR_INVALID_ARGUMENT, "dt_randint:", "low is 3 and high is 3", nul(dt_randint(3, 3, dt_shape1(2), dt_cpu()))) \
+  X_(randint_neg_shape, DT_ERR_SHAPE, "dt_randint:", "negative", nul(dt_randint(0, 3, dt_shape1(-1), dt_cpu())))
 
 #define X_DEF(name, want, prefix, words, call) static int bad_##name(void) { return (call); }
 BAD_CASES(X_DEF)

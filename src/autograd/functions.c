@@ -27,6 +27,8 @@ static void dt__ag_saves(dt__ag_op op, int need0, int need1, int want[DT__AG_SAV
     case DT__AG_LINEAR: want[0] = need1; want[1] = need0; break; /* x for the weight's gradient, W for x's */
     case DT__AG_CONV2D: want[0] = want[1] = 1; break; /* dt_f_conv2d_backward reads both */
     case DT__AG_MAX_POOL2D: case DT__AG_AVG_POOL2D: case DT__AG_ADAPTIVE_AVG_POOL2D: want[0] = 1; break; /* max's indices: the forward's */
+    case DT__AG_WHERE: want[0] = 1; break;                              /* cond */
+    case DT__AG_GATHER: case DT__AG_SCATTER_ADD: want[1] = 1; break;    /* the index */
     default: break;
   }
 }
@@ -259,8 +261,9 @@ static dt_tensor *dt__ag_slice_bw(dt__node *n, const dt_tensor *g) {
   return y;
 }
 
-/* index_select's: scatter-add as a product with the one-hot (n, k) matrix of the index, so it
-   runs on any backend: (n, k) @ g as (outer, k, inner) */
+/* index_select's: g's rows added into zeros at the index (the backend's index_add); a dtype
+   index_add lacks: as a product with the one-hot (n, k) matrix of the index, (n, k) @ g as
+   (outer, k, inner) */
 static dt_tensor *dt__ag_index_select_bw(dt__node *n, const dt_tensor *g) {
   const dt__ag_edge *e = &n->in[0];
   const dt_tensor *index = n->saved[1];
@@ -268,6 +271,7 @@ static dt_tensor *dt__ag_index_select_bw(dt__node *n, const dt_tensor *g) {
   int64_t len = nd == 0 ? 1 : e->shape.dims[dim], k = index->numel, outer = 1, inner = 1;
   dt_tensor *ar, *col, *row, *oh, *g3, *y;
   if (nd == 0) return dt_reshape(g, e->shape); /* one index, 0 */
+  if (e->dtype == DT_F32 || e->dtype == DT_F64) return dt__index_add_rows(n->name, e->shape, e->dtype, e->device, dim, index, g);
   if (g->numel == 0 || k == 0) return dt__ag_zeros(e->shape, e->dtype, e->device);
   for (i = 0; i < dim; i++) outer *= e->shape.dims[i];
   for (i = dim + 1; i < nd; i++) inner *= e->shape.dims[i];
@@ -281,6 +285,58 @@ static dt_tensor *dt__ag_index_select_bw(dt__node *n, const dt_tensor *g) {
   y = dt_matmul(oh, g3);
   dt_release(oh); dt_release(g3);
   return dt__ag_reshape(y, e->shape);
+}
+
+/* where's: g to a where cond holds, to b elsewhere, each summed to its operand's shape and in its dtype */
+static dt_status dt__ag_where_bw(dt__node *n, const dt_tensor *g, dt_tensor **gin) {
+  const dt_tensor *cond = n->saved[0];
+  dt_tensor *z = dt__ag_scalar(0.0, g->dtype, n->in[1].device);
+  int i;
+  if (!z) return dt_last_status();
+  for (i = 1; i < 3; i++) {
+    const dt__ag_edge *e = &n->in[i];
+    dt_tensor *t;
+    if (!e->node && !e->leaf) continue;
+    t = dt__ag_sum_to(i == 1 ? dt_where(cond, g, z) : dt_where(cond, z, g), &e->shape);
+    if (t && t->dtype != e->dtype) t = dt__ag_cast(t, e->dtype);
+    if (!(gin[i] = t)) { dt_release(z); return dt_last_status(); }
+  }
+  dt_release(z);
+  return DT_OK;
+}
+
+/* pad's: g with the padding taken back off (a crop given back as zeros): pad by the negated amounts */
+static dt_tensor *dt__ag_pad_bw(dt__node *n, const dt_tensor *g) {
+  const dt__ag_edge *e = &n->in[0];
+  int64_t pad[2 * DT_MAX_DIMS];
+  int nd = e->shape.ndim, i;
+  for (i = 0; i < nd; i++) { /* pad[2k], pad[2k + 1]: dim nd - 1 - k */
+    int dim = nd - 1 - i;
+    int64_t l = n->perm[dim], r = n->yshape.dims[dim] - e->shape.dims[dim] - l;
+    pad[2 * i] = -l;
+    pad[2 * i + 1] = -r;
+  }
+  return dt_pad(g, pad, 2 * nd, 0.0);
+}
+
+/* scatter_add's gradient of src: g gathered at the index, zeros where src reaches past the index */
+static dt_tensor *dt__ag_scatter_src_bw(dt__node *n, const dt_tensor *g) {
+  const dt__ag_edge *e = &n->in[2];
+  const dt_tensor *index = n->saved[1];
+  int64_t pad[2 * DT_MAX_DIMS];
+  int nd = e->shape.ndim, i, same = 1;
+  dt_tensor *t = dt_gather(g, n->dim, index), *y;
+  if (!t) return NULL;
+  for (i = 0; i < nd; i++) {
+    int dim = nd - 1 - i;
+    pad[2 * i] = 0;
+    pad[2 * i + 1] = e->shape.dims[dim] - index->shape.dims[dim];
+    if (pad[2 * i + 1] != 0) same = 0;
+  }
+  if (same) return t;
+  y = dt_pad(t, pad, 2 * nd, 0.0);
+  dt_release(t);
+  return y;
 }
 
 /* max/min by dim: g to the position of the extreme that the result took (its index) */
@@ -505,6 +561,15 @@ static dt_status dt__ag_backward(dt__node *n, const dt_tensor *g, dt_tensor **gi
       gin[0] = dt_f_avg_pool2d_backward(g, sv[0], n->perm[0], n->perm[1], n->perm[2], n->perm[3], n->perm[4], n->perm[5]);
       break;
     case DT__AG_ADAPTIVE_AVG_POOL2D: gin[0] = dt_f_adaptive_avg_pool2d_backward(g, sv[0]); break;
+    case DT__AG_WHERE: if (dt__ag_where_bw(n, g, gin) != DT_OK) goto fail; break;
+    case DT__AG_GATHER: /* scatter-add of g into zeros */
+      if ((t = dt__ag_zeros(e0->shape, e0->dtype, e0->device))) gin[0] = dt_scatter_add(t, n->dim, sv[1], g);
+      break;
+    case DT__AG_SCATTER_ADD:
+      if (need0) gin[0] = dt_retain((dt_tensor *)g);
+      if (n->in[2].node || n->in[2].leaf) gin[2] = dt__ag_scatter_src_bw(n, g);
+      break;
+    case DT__AG_PAD: gin[0] = dt__ag_pad_bw(n, g); break;
   }
   dt_release(t);
   for (i = 0; i < n->nin; i++)

@@ -22,7 +22,10 @@ typedef enum dt__ag_op {
   /* convolution and pooling (src/ops/conv.c): their backwards are the public backward functions;
      the int arguments in the node's perm: conv (sh, sw, ph, pw, dh, dw, groups), pools (kh, kw,
      sh, sw, ph, pw); max pooling's indices in saved[2] */
-  DT__AG_CONV2D, DT__AG_MAX_POOL2D, DT__AG_AVG_POOL2D, DT__AG_ADAPTIVE_AVG_POOL2D
+  DT__AG_CONV2D, DT__AG_MAX_POOL2D, DT__AG_AVG_POOL2D, DT__AG_ADAPTIVE_AVG_POOL2D,
+  /* src/ops/index2.c: where's inputs (cond, a, b); gather's (x, index); scatter_add's (x, index, src);
+     pad keeps each dim's left padding in perm */
+  DT__AG_WHERE, DT__AG_GATHER, DT__AG_SCATTER_ADD, DT__AG_PAD
 } dt__ag_op;
 
 /* One input of a node: where its gradient goes (a node, a leaf, or nowhere) and its geometry. */

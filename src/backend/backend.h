@@ -177,6 +177,27 @@ typedef struct dt__backend {
   /* gx (n, c, h, w), overwritten: each position's sum over the windows that hold it of gy's entry,
      divided by the window's count for avg; for max only where idx names that position */
   dt_status (*pool2d_backward)(int dev, dt_dtype t, const dt__pool2d *p, const void *gy, const int64_t *idx, void *gx);
+  /* where, gather, scatter-add, index-add, random integers (src/ops/index2.c) */
+  /* y (contiguous over g's dims) = c ? a : b, elements of es bytes, a and b read through g's strides,
+     c (DT_BOOL, one byte) through cstride (one per dim of g) */
+  dt_status (*where)(int dev, size_t es, const dt__bcast *g, const int64_t *cstride, const void *c, const void *a,
+                     const void *b, void *y);
+  /* Over the index's elements e (g->numel of them, g->dims its shape, idx contiguous), with
+     oa(e) = sum_d i_d astride_d (the dim indexed has astride 0) and ob(e) = sum_d i_d bstride_d:
+     gather:      y[ob(e)] = x[oa(e) + idx[e] stride], elements of es bytes;
+     scatter_add: y[oa(e) + idx[e] stride] += src[ob(e)], dtype t (F32, F64, I32, I64).
+     An idx[e] outside [0, n) is never followed, as index_select's (gather writes 0 for it). */
+  dt_status (*gather)(int dev, size_t es, const dt__bcast *g, int64_t n, int64_t stride, const int64_t *idx,
+                      const void *x, void *y);
+  dt_status (*scatter_add)(int dev, dt_dtype t, const dt__bcast *g, int64_t n, int64_t stride, const int64_t *idx,
+                           const void *src, void *y);
+  /* y: (outer, n, inner) += src: (outer, k, inner) by rows: y[o, idx[j], i] += src[o, j, i]; F32, F64.
+     index_select's backward; an idx[j] outside [0, n) as above. */
+  dt_status (*index_add)(int dev, dt_dtype t, int64_t outer, int64_t n, int64_t inner, const int64_t *idx, int64_t k,
+                         const void *src, void *y);
+  /* y[i] = low + v mod range, I64, v the 64-bit word (w[2h] << 32 | w[2h + 1]), h = i % 2, of
+     Philox block i / 2 of draw `draw` (dt__random_int_at); range >= 1 */
+  dt_status (*random_int)(int dev, uint64_t seed, uint64_t draw, int64_t n, int64_t low, uint64_t range, int64_t *y);
 } dt__backend;
 
 
@@ -306,6 +327,16 @@ static DT__HD inline void dt__box_muller(uint32_t w0, uint32_t w1, float *z0, fl
   c = q == 0 ? cs : q == 1 ? -sn : q == 2 ? -cs : sn;
   d = q == 0 ? sn : q == 1 ? cs : q == 2 ? -sn : -cs;
   *z0 = (float)DT__DMUL(r, c); *z1 = (float)DT__DMUL(r, d);
+}
+
+/* element i of dt_randint's draw: low + v mod range (see the backend's random_int) */
+static DT__HD inline int64_t dt__random_int_at(uint64_t seed, uint64_t draw, uint64_t i, int64_t low, uint64_t range) {
+  uint32_t w[4];
+  unsigned h = (unsigned)(i & 1u) * 2u;
+  uint64_t v;
+  dt__philox_block(seed, draw, i >> 1, w);
+  v = (uint64_t)w[h] << 32 | w[h + 1];
+  return (int64_t)((uint64_t)low + v % range); /* wrapping: low + (v mod range) < 2^63 */
 }
 
 #ifdef DEVTENSOR_CUDA

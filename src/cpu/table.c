@@ -41,7 +41,13 @@ static const dt__backend *dt__cpu_backend(void) {
     DT__SLOT(im2col) dt__cpu_im2col,
     DT__SLOT(col2im) dt__cpu_col2im,
     DT__SLOT(pool2d) dt__cpu_pool2d,
-    DT__SLOT(pool2d_backward) dt__cpu_pool2d_backward
+    DT__SLOT(pool2d_backward) dt__cpu_pool2d_backward,
+    /* where, gather, scatter-add, index-add, random integers */
+    DT__SLOT(where) dt__cpu_where,
+    DT__SLOT(gather) dt__cpu_gather,
+    DT__SLOT(scatter_add) dt__cpu_scatter_add,
+    DT__SLOT(index_add) dt__cpu_index_add,
+    DT__SLOT(random_int) dt__cpu_random_int
   };
   return &be;
 }

@@ -58,12 +58,14 @@ dt_status cu_copy_strided(int dev, size_t es, const dt__bcast *g, const void *x,
   return DT_ERR_DTYPE;
 }
 
-/* bad != 0 once an index outside [0, size) was seen; value: one such index */
-struct IndexErr { long long bad, value, size; };
+/* bad != 0 once an index outside [0, size) was seen; value: one such index; op: which operation
+   (IndexOp) saw it */
+struct IndexErr { long long bad, value, size, op; };
+enum IndexOp { kIndexSelect = 0, kGather = 1, kScatterAdd = 2, kIndexAdd = 3 };
 
 struct IndexErrClear {
   IndexErr *err;
-  template <typename I> __device__ void operator()(I) const { err->bad = 0; err->value = 0; err->size = 0; }
+  template <typename I> __device__ void operator()(I) const { err->bad = 0; err->value = 0; err->size = 0; err->op = 0; }
 };
 
 /* y: (outer, k, inner) from x: (outer, n, inner), y[o, j, c] = x[o, idx[j], c] */
@@ -75,7 +77,7 @@ struct IndexGather {
     int64_t v = idx[j];
     if (v < 0 || v >= (int64_t)n) {
       y[i] = (T)0;
-      err->value = (long long)v; err->size = (long long)n; err->bad = 1;
+      err->value = (long long)v; err->size = (long long)n; err->op = kIndexSelect; err->bad = 1;
       return;
     }
     y[i] = x[(o * n + (J)v) * inner + c];
@@ -87,7 +89,7 @@ struct IndexCheck {
   const int64_t *idx; int64_t n; IndexErr *err;
   template <typename I> __device__ void operator()(I j) const {
     int64_t v = idx[j];
-    if (v < 0 || v >= n) { err->value = (long long)v; err->size = (long long)n; err->bad = 1; }
+    if (v < 0 || v >= n) { err->value = (long long)v; err->size = (long long)n; err->op = kIndexSelect; err->bad = 1; }
   }
 };
 
@@ -129,16 +131,20 @@ dt_status index_err_record(int dev, DevState &s, IndexErr **out) {
    clears it and fails with the value. Call with `dev` current. */
 dt_status index_errors(int dev, DevState &s) {
   if (!s.index_pending.exchange(false, std::memory_order_acq_rel)) return DT_OK;
-  IndexErr h = {0, 0, 0};
+  IndexErr h = {0, 0, 0, 0};
   cudaError_t e = cudaMemcpyAsync(&h, s.index_err, sizeof h, cudaMemcpyDeviceToHost, s.stream);
   if (e != cudaSuccess) return cuda_fail("cudaMemcpyAsync (index_select's error record)", e);
   dt_status st = sync_stream(s);
   if (st != DT_OK || !h.bad) return st;
   st = run_map("index_select (error record)", s.stream, 1, IndexErrClear{static_cast<IndexErr *>(s.index_err)});
   if (st != DT_OK) return st;
-  set_err("dt_index_select on cuda:%d was given index %lld, out of range for a dimension of size %lld (expected 0 to %lld); "
-          "found by its kernel, which wrote zeros for it, and reported at this first synchronizing call after it",
-          dev, h.value, h.size, h.size - 1);
+  const char *who = h.op == kGather       ? "dt_gather"
+                    : h.op == kScatterAdd ? "dt_scatter_add"
+                    : h.op == kIndexAdd   ? "dt_index_select's backward"
+                                          : "dt_index_select";
+  set_err("%s on cuda:%d was given index %lld, out of range for a dimension of size %lld (expected 0 to %lld); "
+          "found by its kernel, which %s, and reported at this first synchronizing call after it",
+          who, dev, h.value, h.size, h.size - 1, h.op == kScatterAdd || h.op == kIndexAdd ? "skipped it" : "wrote zeros for it");
   return DT_ERR_INVALID_ARGUMENT;
 }
 

@@ -43,7 +43,13 @@ extern "C" const dt__backend *dt__cuda_backend(void) {
     DT__SLOT(im2col) cu_im2col,
     DT__SLOT(col2im) cu_col2im,
     DT__SLOT(pool2d) cu_pool2d,
-    DT__SLOT(pool2d_backward) cu_pool2d_backward
+    DT__SLOT(pool2d_backward) cu_pool2d_backward,
+    /* where, gather, scatter-add, index-add, random integers */
+    DT__SLOT(where) cu_where,
+    DT__SLOT(gather) cu_gather,
+    DT__SLOT(scatter_add) cu_scatter_add,
+    DT__SLOT(index_add) cu_index_add,
+    DT__SLOT(random_int) cu_random_int
   };
   return &be;
 }

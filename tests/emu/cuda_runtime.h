@@ -241,5 +241,25 @@ inline float __fmul_rn(float a, float b) { return a * b; }
 inline double __dadd_rn(double a, double b) { return a + b; }
 inline double __dmul_rn(double a, double b) { return a * b; }
 
+/* atomicAdd: one atomic read-modify-write (streams run on several host threads, and a kernel's
+   blocks may meet the same address); returns the old value, as CUDA's. Floats by compare-and-swap
+   on their bits. */
+template <class T>
+inline T dtemu_atomic_add_float(T *p, T v) {
+  T old, want;
+  __atomic_load(p, &old, __ATOMIC_RELAXED);
+  do { want = old + v; } while (!__atomic_compare_exchange(p, &old, &want, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+  return old;
+}
+inline float atomicAdd(float *p, float v) { return dtemu_atomic_add_float(p, v); }
+inline double atomicAdd(double *p, double v) { return dtemu_atomic_add_float(p, v); }
+inline int atomicAdd(int *p, int v) {
+  /* CUDA's int add wraps: through unsigned, which is defined here too */
+  return (int)__atomic_fetch_add(reinterpret_cast<unsigned *>(p), (unsigned)v, __ATOMIC_RELAXED);
+}
+inline unsigned long long atomicAdd(unsigned long long *p, unsigned long long v) {
+  return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+}
+
 #endif /* __cplusplus */
 #endif
