@@ -507,8 +507,11 @@ static dt_status dt__ag_backward(dt__node *n, const dt_tensor *g, dt_tensor **gi
     case DT__AG_ADAPTIVE_AVG_POOL2D: gin[0] = dt_f_adaptive_avg_pool2d_backward(g, sv[0]); break;
   }
   dt_release(t);
-  for (i = 0; i < n->nin; i++)
+  for (i = 0; i < n->nin; i++) {
     if ((n->in[i].node || n->in[i].leaf) && !gin[i]) goto fail;
+    /* an input of another dtype than the result's (type promotion): its gradient in its own dtype */
+    if (gin[i] && gin[i]->dtype != n->in[i].dtype && !(gin[i] = dt__ag_cast(gin[i], n->in[i].dtype))) goto fail;
+  }
   return DT_OK;
 fail:
   for (i = 0; i < n->nin; i++) { dt_release(gin[i]); gin[i] = NULL; }
