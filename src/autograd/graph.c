@@ -22,7 +22,10 @@ typedef enum dt__ag_op {
   /* convolution and pooling (src/ops/conv.c): their backwards are the public backward functions;
      the int arguments in the node's perm: conv (sh, sw, ph, pw, dh, dw, groups), pools (kh, kw,
      sh, sw, ph, pw); max pooling's indices in saved[2] */
-  DT__AG_CONV2D, DT__AG_MAX_POOL2D, DT__AG_AVG_POOL2D, DT__AG_ADAPTIVE_AVG_POOL2D
+  DT__AG_CONV2D, DT__AG_MAX_POOL2D, DT__AG_AVG_POOL2D, DT__AG_ADAPTIVE_AVG_POOL2D,
+  /* the losses of src/ops/losses.c (backward: dt__ag_loss_bw there); the node's dim is the
+     reduction, p smooth_l1's beta */
+  DT__AG_BCE_WITH_LOGITS, DT__AG_NLL_LOSS, DT__AG_L1_LOSS, DT__AG_SMOOTH_L1_LOSS, DT__AG_MSE_LOSS_EX
 } dt__ag_op;
 
 /* One input of a node: where its gradient goes (a node, a leaf, or nowhere) and its geometry. */

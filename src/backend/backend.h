@@ -26,7 +26,9 @@ typedef enum dt__unary_op {
   DT__U_SIGMOID, DT__U_TANH, DT__U_ABS, /* ABS also on I32/I64 (wrapping) */
   /* float only: sin, cos, erf; gelu x Phi(x) (the erf form) and its derivative Phi(x) + x phi(x);
      pow x^p0; clamp min(max(x, p0), p1) with NaN kept (x, p0 or p1 NaN: NaN; p0 > p1: p1) */
-  DT__U_SIN, DT__U_COS, DT__U_ERF, DT__U_GELU, DT__U_GELU_GRAD, DT__U_POW, DT__U_CLAMP
+  DT__U_SIN, DT__U_COS, DT__U_ERF, DT__U_GELU, DT__U_GELU_GRAD, DT__U_POW, DT__U_CLAMP,
+  /* float only: softplus max(x, 0) + log1p(exp(-|x|)), which never overflows (the losses) */
+  DT__U_SOFTPLUS
 } dt__unary_op;
 
 /* comparisons: y = a op b as DT_BOOL (one byte, 0 or 1); the core turns gt/ge into lt/le
@@ -177,6 +179,10 @@ typedef struct dt__backend {
   /* gx (n, c, h, w), overwritten: each position's sum over the windows that hold it of gy's entry,
      divided by the window's count for avg; for max only where idx names that position */
   dt_status (*pool2d_backward)(int dev, dt_dtype t, const dt__pool2d *p, const void *gy, const int64_t *idx, void *gx);
+  /* losses: logp (n, c), target (n,) -> y (n,) = -logp[i, target[i]] (nll_loss without reduction).
+     A label outside [0, c) is never read with: its y is NaN; the CPU core refuses such labels first,
+     the CUDA backend records them as cross_entropy does (reported as dt_nll_loss's). */
+  dt_status (*nll_loss)(int dev, dt_dtype t, int64_t n, int64_t c, const void *logp, const int64_t *target, void *y);
 } dt__backend;
 
 

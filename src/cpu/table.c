@@ -41,7 +41,9 @@ static const dt__backend *dt__cpu_backend(void) {
     DT__SLOT(im2col) dt__cpu_im2col,
     DT__SLOT(col2im) dt__cpu_col2im,
     DT__SLOT(pool2d) dt__cpu_pool2d,
-    DT__SLOT(pool2d_backward) dt__cpu_pool2d_backward
+    DT__SLOT(pool2d_backward) dt__cpu_pool2d_backward,
+    /* losses */
+    DT__SLOT(nll_loss) dt__cpu_nll_loss
   };
   return &be;
 }

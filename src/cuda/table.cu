@@ -43,7 +43,9 @@ extern "C" const dt__backend *dt__cuda_backend(void) {
     DT__SLOT(im2col) cu_im2col,
     DT__SLOT(col2im) cu_col2im,
     DT__SLOT(pool2d) cu_pool2d,
-    DT__SLOT(pool2d_backward) cu_pool2d_backward
+    DT__SLOT(pool2d_backward) cu_pool2d_backward,
+    /* losses */
+    DT__SLOT(nll_loss) cu_nll_loss
   };
   return &be;
 }
