@@ -632,6 +632,26 @@ static int workload(void) {
   nusnap = snap_user(um, usnap, 32);
   dt_optimizer_free(opt); opt = NULL;
 
+  /* the losses, with reductions, and their backward; the refusals allocate nothing */
+  {
+    static const int64_t lab2[2] = {2, 0}, badlab[2] = {0, 3};
+    NEW(ag_c, dt_cast(a, DT_F64)); STEP(dt_requires_grad_(ag_c, 1) == DT_OK);
+    NEW(u, dt_mul_scalar(a64, 0.1));
+    NEW(t, dt_bce_with_logits(ag_c, u)); VERIFY(val(t, 0) > 0 && val(t, 0) < 10);
+    NEW(ag_d, dt_l1_loss_ex(ag_c, u, DT_REDUCTION_SUM)); NEW(t, dt_add(t, ag_d));
+    NEW(ag_d, dt_smooth_l1_loss_ex(ag_c, u, 1.0, DT_REDUCTION_NONE)); NEW(ag_d, dt_sum(ag_d)); NEW(t, dt_add(t, ag_d));
+    NEW(ag_d, dt_mse_loss_ex(ag_c, u, DT_REDUCTION_MEAN)); NEW(t, dt_add(t, ag_d));
+    NEW(u, dt_from_data(lab2, dt_shape1(2), DT_I64, dt_cpu()));
+    NEW(ag_d, dt_log_softmax(ag_c, 1)); NEW(ag_d, dt_nll_loss_ex(ag_d, u, DT_REDUCTION_NONE)); NEW(ag_d, dt_mean(ag_d));
+    NEW(t, dt_add(t, ag_d));
+    STEP(dt_autograd_backward(t, NULL) == DT_OK); VERIFY(dt_grad(ag_c) != NULL && dt_numel(dt_grad(ag_c)) == 6);
+    NEW(u, dt_from_data(badlab, dt_shape1(2), DT_I64, dt_cpu()));
+    REFUSE(dt_nll_loss(a64, u), DT_ERR_INVALID_ARGUMENT);
+    REFUSE(dt_l1_loss(a, a64), DT_ERR_DTYPE);
+    REFUSE(dt_smooth_l1_loss(a, a, -1), DT_ERR_INVALID_ARGUMENT);
+    REFUSE(dt_bce_with_logits_ex(a, a, (dt_reduction)7), DT_ERR_INVALID_ARGUMENT);
+  }
+
 out:
   dt_optimizer_free(opt);
   dt_dist_finalize(); /* after a failed step: the next run starts with no process group */

@@ -1221,7 +1221,39 @@ static dt_tensor *cv_idx(int64_t a, int64_t b, int64_t c, int64_t e) { return cv
   X_(autograd_backward_grad_device, DT_ERR_DEVICE_MISMATCH, "dt_autograd_backward:", "grad_out is on cuda:0 but out is on cpu", GPUS(1, bad(ag_misuse(3)))) \
   X_(autograd_backward_twice, DT_ERR_INVALID_ARGUMENT, "dt_autograd_backward:", "second time|dt_sum", bad(ag_misuse(4)))    \
   X_(autograd_backward_changed, DT_ERR_INVALID_ARGUMENT, "dt_autograd_backward:", "dt_mul saved|changed in place|version 1, expected 0", bad(ag_misuse(5))) \
-  X_(fill_leaf_requires_grad, DT_ERR_INVALID_ARGUMENT, "dt_fill_:", "t is a leaf that requires grad", bad(ag_misuse(7)))
+  X_(fill_leaf_requires_grad, DT_ERR_INVALID_ARGUMENT, "dt_fill_:", "t is a leaf that requires grad", bad(ag_misuse(7))) \
+  /* the losses */                                                                                                           \
+  X_(bce_null_logits, DT_ERR_INVALID_ARGUMENT, "dt_bce_with_logits:", "=logits is NULL", nul(dt_bce_with_logits(NULL, F)))  \
+  X_(bce_null_target, DT_ERR_INVALID_ARGUMENT, "dt_bce_with_logits:", "=target is NULL", nul(dt_bce_with_logits(F, NULL)))  \
+  X_(bce_dtype, DT_ERR_DTYPE, "dt_bce_with_logits:", "logits is float32 and target is float64", nul(dt_bce_with_logits(F, D))) \
+  X_(bce_shape, DT_ERR_SHAPE, "dt_bce_with_logits:", "=logits has shape (2, 3) but target has shape (3,)", nul(dt_bce_with_logits(F, V))) \
+  X_(bce_int, DT_ERR_DTYPE, "dt_bce_with_logits:", "logits is int32|float32 or float64", nul(dt_bce_with_logits(I, I)))   \
+  X_(bce_reduction, DT_ERR_INVALID_ARGUMENT, "dt_bce_with_logits:", "unknown reduction 7", nul(dt_bce_with_logits_ex(F, F, (dt_reduction)7))) \
+  X_(bce_reduction_neg, DT_ERR_INVALID_ARGUMENT, "dt_bce_with_logits:", "unknown reduction -1", nul(dt_bce_with_logits_ex(F, F, (dt_reduction)-1))) \
+  X_(bce_gpu_cpu, DT_ERR_DEVICE_MISMATCH, "dt_bce_with_logits:", "target is on cpu|logits is on cuda:0", GPUS(1, nul(dt_bce_with_logits(G0, F)))) \
+  X_(bce_gpu0_gpu1, DT_ERR_DEVICE_MISMATCH, "dt_bce_with_logits:", "target is on cuda:1|logits is on cuda:0", GPUS(2, nul(dt_bce_with_logits(G0, G1)))) \
+  X_(nll_null, DT_ERR_INVALID_ARGUMENT, "dt_nll_loss:", "=log_probs is NULL", nul(dt_nll_loss(NULL, L)))                   \
+  X_(nll_null_target, DT_ERR_INVALID_ARGUMENT, "dt_nll_loss:", "=target is NULL", nul(dt_nll_loss(F, NULL)))               \
+  X_(nll_int, DT_ERR_DTYPE, "dt_nll_loss:", "log_probs is int32", nul(dt_nll_loss(I, L)))                                  \
+  X_(nll_target_float, DT_ERR_DTYPE, "dt_nll_loss:", "=target must be int64 (class indices), got float32", nul(dt_nll_loss(X, LABF))) \
+  X_(nll_shape, DT_ERR_SHAPE, "dt_nll_loss:", "=expected log_probs (n, c) and target (n,), got (2, 3) and (3,)", nul(dt_nll_loss(F, L))) \
+  X_(nll_label_big, DT_ERR_INVALID_ARGUMENT, "dt_nll_loss:", "target[2] = 2 is out of range for 2 classes", nul(dt_nll_loss(Y, LABBIG))) \
+  X_(nll_label_neg, DT_ERR_INVALID_ARGUMENT, "dt_nll_loss:", "target[1] = -1 is out of range", nul(dt_nll_loss(Y, LABNEG))) \
+  X_(nll_reduction, DT_ERR_INVALID_ARGUMENT, "dt_nll_loss:", "unknown reduction 3", nul(dt_nll_loss_ex(Y, LAB, (dt_reduction)3))) \
+  X_(nll_gpu_cpu, DT_ERR_DEVICE_MISMATCH, "dt_nll_loss:", "target is on cpu|log_probs is on cuda:0", GPUS(1, nul(dt_nll_loss(GY, LAB)))) \
+  X_(l1_null, DT_ERR_INVALID_ARGUMENT, "dt_l1_loss:", "=x is NULL", nul(dt_l1_loss(NULL, F)))                              \
+  X_(l1_null_y, DT_ERR_INVALID_ARGUMENT, "dt_l1_loss:", "=y is NULL", nul(dt_l1_loss_ex(F, NULL, DT_REDUCTION_SUM)))       \
+  X_(l1_dtype, DT_ERR_DTYPE, "dt_l1_loss:", "x is float64 and y is float32", nul(dt_l1_loss(D, F)))                        \
+  X_(l1_shape, DT_ERR_SHAPE, "dt_l1_loss:", "x has shape (2, 3) but y has shape (2, 2, 2, 2)", nul(dt_l1_loss(F, M4)))     \
+  X_(l1_gpu_cpu, DT_ERR_DEVICE_MISMATCH, "dt_l1_loss:", "y is on cuda:0|x is on cpu", GPUS(1, nul(dt_l1_loss(F, G0))))    \
+  X_(smooth_l1_null, DT_ERR_INVALID_ARGUMENT, "dt_smooth_l1_loss:", "=x is NULL", nul(dt_smooth_l1_loss(NULL, F, 1)))     \
+  X_(smooth_l1_beta_neg, DT_ERR_INVALID_ARGUMENT, "dt_smooth_l1_loss:", "=beta must be at least 0 (0 is l1_loss), got -1", nul(dt_smooth_l1_loss(F, F, -1))) \
+  X_(smooth_l1_beta_nan, DT_ERR_INVALID_ARGUMENT, "dt_smooth_l1_loss:", "beta must be at least 0|nan", nul(dt_smooth_l1_loss(F, F, NAN))) \
+  X_(smooth_l1_int, DT_ERR_DTYPE, "dt_smooth_l1_loss:", "x is int32", nul(dt_smooth_l1_loss_ex(I, I, 1, DT_REDUCTION_NONE))) \
+  X_(smooth_l1_gpu0_gpu1, DT_ERR_DEVICE_MISMATCH, "dt_smooth_l1_loss:", "y is on cuda:1|x is on cuda:0", GPUS(2, nul(dt_smooth_l1_loss(G0, G1, 1)))) \
+  X_(mse_ex_null, DT_ERR_INVALID_ARGUMENT, "dt_mse_loss_ex:", "=pred is NULL", nul(dt_mse_loss_ex(NULL, F, DT_REDUCTION_MEAN))) \
+  X_(mse_ex_reduction, DT_ERR_INVALID_ARGUMENT, "dt_mse_loss_ex:", "unknown reduction 9", nul(dt_mse_loss_ex(F, F, (dt_reduction)9))) \
+  X_(mse_ex_dtype, DT_ERR_DTYPE, "dt_mse_loss_ex:", "pred is float32 and target is float64", nul(dt_mse_loss_ex(F, D, DT_REDUCTION_SUM)))
 
 #define X_DEF(name, want, prefix, words, call) static int bad_##name(void) { return (call); }
 BAD_CASES(X_DEF)
