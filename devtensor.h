@@ -329,6 +329,20 @@ DTDEF dt_status  dt_scatter_add_(dt_tensor *x, int dim, const dt_tensor *index, 
 DTDEF dt_tensor *dt_pad(const dt_tensor *x, const int64_t *pad, int npad, double value); /* F.pad(x, pad, value=value): (left, right) of the last dim, then the one before...; negative crops */
 DTDEF dt_tensor *dt_randperm(int64_t n, dt_device d);                                  /* torch.randperm(n): I64 (n,), from the seeded generator */
 DTDEF dt_tensor *dt_randint(int64_t low, int64_t high, dt_shape s, dt_device d);       /* torch.randint(low, high, s): I64 in [low, high) */
+/* losses, as torch.nn.functional's: target has input's shape, dtype (float32/64) and device (nll_loss:
+   int64 class indices); recorded for autograd (gradients also for a target that requires grad, but
+   nll_loss's). The plain forms are the mean over every element (reduction='mean', PyTorch's default;
+   an empty input gives NaN); the _ex forms take PyTorch's reduction. */
+typedef enum dt_reduction { DT_REDUCTION_NONE = 0, DT_REDUCTION_MEAN, DT_REDUCTION_SUM } dt_reduction; /* 'none', 'mean', 'sum' */
+DTDEF dt_tensor *dt_bce_with_logits(const dt_tensor *logits, const dt_tensor *target);   /* max(x, 0) - x t + log1p(exp(-|x|)) */
+DTDEF dt_tensor *dt_bce_with_logits_ex(const dt_tensor *logits, const dt_tensor *target, dt_reduction reduction);
+DTDEF dt_tensor *dt_nll_loss(const dt_tensor *log_probs, const dt_tensor *target);      /* (n, c), I64 (n,): -log_probs[i, target[i]] */
+DTDEF dt_tensor *dt_nll_loss_ex(const dt_tensor *log_probs, const dt_tensor *target, dt_reduction reduction);
+DTDEF dt_tensor *dt_l1_loss(const dt_tensor *x, const dt_tensor *y);                    /* |x - y| */
+DTDEF dt_tensor *dt_l1_loss_ex(const dt_tensor *x, const dt_tensor *y, dt_reduction reduction);
+DTDEF dt_tensor *dt_smooth_l1_loss(const dt_tensor *x, const dt_tensor *y, double beta); /* 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta; beta 0: l1 */
+DTDEF dt_tensor *dt_smooth_l1_loss_ex(const dt_tensor *x, const dt_tensor *y, double beta, dt_reduction reduction);
+DTDEF dt_tensor *dt_mse_loss_ex(const dt_tensor *pred, const dt_tensor *target, dt_reduction reduction); /* (pred - target)^2 */
 
 /* ---- src/api/nn.h ---- */
 typedef struct dt_module dt_module;
@@ -733,7 +747,9 @@ typedef enum dt__unary_op {
   DT__U_SIGMOID, DT__U_TANH, DT__U_ABS, /* ABS also on I32/I64 (wrapping) */
   /* float only: sin, cos, erf; gelu x Phi(x) (the erf form) and its derivative Phi(x) + x phi(x);
      pow x^p0; clamp min(max(x, p0), p1) with NaN kept (x, p0 or p1 NaN: NaN; p0 > p1: p1) */
-  DT__U_SIN, DT__U_COS, DT__U_ERF, DT__U_GELU, DT__U_GELU_GRAD, DT__U_POW, DT__U_CLAMP
+  DT__U_SIN, DT__U_COS, DT__U_ERF, DT__U_GELU, DT__U_GELU_GRAD, DT__U_POW, DT__U_CLAMP,
+  /* float only: softplus max(x, 0) + log1p(exp(-|x|)), which never overflows (the losses) */
+  DT__U_SOFTPLUS
 } dt__unary_op;
 
 /* comparisons: y = a op b as DT_BOOL (one byte, 0 or 1); the core turns gt/ge into lt/le
@@ -905,6 +921,10 @@ typedef struct dt__backend {
   /* y[i] = low + v mod range, I64, v the 64-bit word (w[2h] << 32 | w[2h + 1]), h = i % 2, of
      Philox block i / 2 of draw `draw` (dt__random_int_at); range >= 1 */
   dt_status (*random_int)(int dev, uint64_t seed, uint64_t draw, int64_t n, int64_t low, uint64_t range, int64_t *y);
+  /* losses: logp (n, c), target (n,) -> y (n,) = -logp[i, target[i]] (nll_loss without reduction).
+     A label outside [0, c) is never read with: its y is NaN; the CPU core refuses such labels first,
+     the CUDA backend records them as cross_entropy does (reported as dt_nll_loss's). */
+  dt_status (*nll_loss)(int dev, dt_dtype t, int64_t n, int64_t c, const void *logp, const int64_t *target, void *y);
 } dt__backend;
 
 
@@ -1829,7 +1849,10 @@ typedef enum dt__ag_op {
   DT__AG_CONV2D, DT__AG_MAX_POOL2D, DT__AG_AVG_POOL2D, DT__AG_ADAPTIVE_AVG_POOL2D,
   /* src/ops/index2.c: where's inputs (cond, a, b); gather's (x, index); scatter_add's (x, index, src);
      pad keeps each dim's left padding in perm */
-  DT__AG_WHERE, DT__AG_GATHER, DT__AG_SCATTER_ADD, DT__AG_PAD
+  DT__AG_WHERE, DT__AG_GATHER, DT__AG_SCATTER_ADD, DT__AG_PAD,
+  /* the losses of src/ops/losses.c (backward: dt__ag_loss_bw there); the node's dim is the
+     reduction, p smooth_l1's beta */
+  DT__AG_BCE_WITH_LOGITS, DT__AG_NLL_LOSS, DT__AG_L1_LOSS, DT__AG_SMOOTH_L1_LOSS, DT__AG_MSE_LOSS_EX
 } dt__ag_op;
 
 /* One input of a node: where its gradient goes (a node, a leaf, or nowhere) and its geometry. */
@@ -2079,12 +2102,46 @@ static dt_status dt__broadcast(const char *op, const dt_shape *a, const dt_shape
   return DT_OK;
 }
 
+static dt_dtype dt__result_type(const dt_tensor *a, const dt_tensor *b);            /* src/ops/compare.c */
+static dt_tensor *dt__as_dtype(const char *op, const dt_tensor *x, dt_dtype t);
+
+/* a op b (add, sub, mul, div) where the dtypes differ, or where the common dtype has no kernel
+   of its own: PyTorch's type promotion (torch.result_type; true division of integers or bools
+   gives float32; bool - anything is refused, as PyTorch refuses it). The operands go to the
+   dtype computed in (a temporary each, where it is not theirs); uint8 and bool results are
+   computed in int32 and converted back (uint8 wraps, bool is nonzero). */
+static dt_tensor *dt__binary_promoted(const char *op, dt__binary_op bop, const dt_tensor *a, const dt_tensor *b) {
+  dt_shape s;
+  dt__bcast g;
+  dt_dtype rt = dt__result_type(a, b), ct;
+  dt_tensor *ca = NULL, *cb = NULL, *y = NULL, *r;
+  if (bop == DT__B_SUB && (a->dtype == DT_BOOL || b->dtype == DT_BOOL)) {
+    dt__fail(DT_ERR_DTYPE, "%s: subtraction with a bool tensor is not supported (%s is bool; as in PyTorch: convert with "
+             "dt_cast, or for a mask use dt_ne_scalar)", op, a->dtype == DT_BOOL ? "a" : "b");
+    return NULL;
+  }
+  if (bop == DT__B_DIV && !dt__is_float(rt)) rt = DT_F32; /* true division: the default float dtype */
+  ct = rt == DT_U8 || rt == DT_BOOL ? DT_I32 : rt;
+  if (dt__broadcast(op, &a->shape, &b->shape, &s, &g) != DT_OK) return NULL;
+  if (g.numel == 0) return dt__new(op, s, rt, a->st->device);
+  if (!(ca = dt__as_dtype(op, a, ct)) || !(cb = dt__as_dtype(op, b, ct))) goto out;
+  if (!(y = dt__new(op, s, ct, a->st->device))) goto out;
+  y = dt__done(op, y, dt__be(a->st->device)->binary(a->st->device.index, bop, ct, &g, ca->st->ptr, cb->st->ptr, y->st->ptr));
+  if (y && ct != rt) { r = dt__as_dtype(op, y, rt); dt_release(y); y = r; }
+out:
+  dt_release(ca); dt_release(cb);
+  return y;
+}
+
 static dt_tensor *dt__binary(const char *op, dt__binary_op bop, const dt_tensor *a, const dt_tensor *b) {
   dt_shape s;
   dt__bcast g;
   dt_tensor *y;
   if (dt__check_tensor(op, "a", a) != DT_OK || dt__check_tensor(op, "b", b) != DT_OK) return NULL;
-  if (dt__same_device(op, "a", a, "b", b) != DT_OK || dt__same_dtype(op, "a", a, "b", b) != DT_OK) return NULL;
+  if (dt__same_device(op, "a", a, "b", b) != DT_OK) return NULL;
+  if (bop <= DT__B_DIV && (a->dtype != b->dtype || a->dtype == DT_U8 || a->dtype == DT_BOOL || (bop == DT__B_DIV && !dt__is_float(a->dtype))))
+    return dt__binary_promoted(op, bop, a, b);
+  if (dt__same_dtype(op, "a", a, "b", b) != DT_OK) return NULL;
   if ((bop == DT__B_DIV || bop == DT__B_RELU_GRAD) && dt__float_only(op, "a", a) != DT_OK) return NULL;
   if (dt__no_arith(op, "a", a) != DT_OK) return NULL;
   if (dt__broadcast(op, &a->shape, &b->shape, &s, &g) != DT_OK) return NULL;
@@ -2110,20 +2167,37 @@ DTDEF dt_tensor *dt_div(const dt_tensor *a, const dt_tensor *b) {
   return DT__AG2(y, DT__AG_DIV, "dt_div", a, b);
 }
 
-/* y = op(a). Integer tensors take AFFINE with integral p0, p1 and NEG. */
+/* Whether a scalar counts as a Python int in type promotion: a whole number within +-2^53 (every
+   integer a double holds exactly); any other (a fraction, a larger value, inf, NaN) counts as a
+   Python float. */
+static int dt__scalar_is_int(double v) { return v == floor(v) && fabs(v) <= 9007199254740992.0; }
+static dt_tensor *dt__unary(const char *op, dt__unary_op uop, const dt_tensor *a, double p0, double p1);
+
+/* p0 a + p1 for an integer or bool a, as PyTorch promotes a tensor with Python scalars: int
+   scalars keep a's dtype (bool: int64), a float scalar gives float32. uint8 is computed in int32
+   and wraps back; bool goes to int64 first. */
+static dt_tensor *dt__affine_promoted(const char *op, const dt_tensor *a, double p0, double p1) {
+  dt_dtype ct, rt;
+  dt_tensor *x, *y, *r;
+  if (dt__scalar_is_int(p0) && dt__scalar_is_int(p1)) { rt = a->dtype == DT_BOOL ? DT_I64 : a->dtype; ct = rt == DT_U8 ? DT_I32 : rt; }
+  else rt = ct = DT_F32;
+  if (!(x = dt__as_dtype(op, a, ct))) return NULL;
+  y = dt__unary(op, DT__U_AFFINE, x, p0, p1);
+  dt_release(x);
+  if (y && ct != rt) { r = dt__as_dtype(op, y, rt); dt_release(y); y = r; }
+  return y;
+}
+
+/* y = op(a). Integer tensors take AFFINE (promoted by dt__affine_promoted where the scalars or
+   the dtype ask), NEG and ABS. */
 static dt_tensor *dt__unary(const char *op, dt__unary_op uop, const dt_tensor *a, double p0, double p1) {
   dt_tensor *y;
   if (dt__check_tensor(op, "a", a) != DT_OK) return NULL;
   if (!dt__is_float(a->dtype)) {
     if (uop != DT__U_AFFINE && uop != DT__U_NEG && uop != DT__U_ABS) { dt__float_only(op, "a", a); return NULL; }
+    if (uop == DT__U_AFFINE && (a->dtype == DT_U8 || a->dtype == DT_BOOL || !dt__scalar_is_int(p0) || !dt__scalar_is_int(p1)))
+      return dt__affine_promoted(op, a, p0, p1);
     if (dt__no_arith(op, "a", a) != DT_OK) return NULL;
-    if (uop == DT__U_AFFINE && (p0 != floor(p0) || p1 != floor(p1) || fabs(p0) > 9e15 || fabs(p1) > 9e15)) {
-      /* the offending scalar: p0 (dt_mul_scalar's) unless it is fine */
-      double bad = p0 != floor(p0) || fabs(p0) > 9e15 ? p0 : p1;
-      dt__fail(DT_ERR_DTYPE, "%s: a is %s, so the scalar must be a whole number within +-9e15, got %g", op,
-               dt_dtype_name(a->dtype), bad);
-      return NULL;
-    }
   }
   if (!(y = dt__new_like(op, a, a->dtype))) return NULL;
   if (y->numel == 0) return y;
@@ -3528,6 +3602,10 @@ DTDEF dt_tensor *dt_rsub_scalar(const dt_tensor *t, double s) {
   const char *op = "dt_rsub_scalar";
   dt_tensor *y;
   if (dt__check_tensor(op, "t", t) != DT_OK) return NULL;
+  if (t->dtype == DT_BOOL) {
+    dt__fail(DT_ERR_DTYPE, "%s: subtraction with a bool tensor is not supported (t is bool; as in PyTorch: convert with dt_cast)", op);
+    return NULL;
+  }
   y = dt__unary(op, DT__U_AFFINE, t, -1.0, s);
   return y && DT__AG_ON(t) ? dt__ag_record1a(y, DT__AG_MUL_SCALAR, op, t, -1.0, 0, 0, NULL) : y;
 }
@@ -4042,6 +4120,219 @@ DTDEF dt_tensor *dt_randint(int64_t low, int64_t high, dt_shape s, dt_device d) 
   if (y->numel == 0) return y;
   return dt__done(op, y, dt__be(d)->random_int(d.index, seed, draw, y->numel, low, (uint64_t)high - (uint64_t)low,
                                                (int64_t *)y->st->ptr));
+}
+
+/* ---- src/ops/losses.c ---- */
+/* The losses of torch.nn.functional: binary_cross_entropy_with_logits, nll_loss, l1_loss,
+   smooth_l1_loss (and mse_loss with a reduction), each with PyTorch's reduction ('none', 'mean',
+   'sum'). The elementwise loss is made of the backend's elementwise kernels (softplus for the
+   cross-entropy, so it never overflows) and nll_loss's gather; each loss records one autograd node,
+   whose backward (dt__ag_loss_bw) is written with the public operations, so on a GPU it runs there. */
+
+static dt_status dt__check_reduction(const char *op, dt_reduction r) {
+  if (r == DT_REDUCTION_NONE || r == DT_REDUCTION_MEAN || r == DT_REDUCTION_SUM) return DT_OK;
+  return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: unknown reduction %d (expected DT_REDUCTION_NONE, DT_REDUCTION_MEAN or DT_REDUCTION_SUM)",
+                  op, (int)r);
+}
+
+/* l (owned) reduced as r: itself, or its mean or sum as a 0-d tensor (the mean of nothing is NaN,
+   the sum 0, as PyTorch's) */
+static dt_tensor *dt__loss_reduce(const char *op, dt_tensor *l, dt_reduction r) {
+  dt_tensor *y;
+  if (!l || r == DT_REDUCTION_NONE) return l;
+  if (l->numel == 0) y = dt__filled(op, dt_shape0(), l->dtype, r == DT_REDUCTION_MEAN ? NAN : 0.0, l->st->device);
+  else y = dt__reduce(op, r == DT_REDUCTION_MEAN ? DT__R_MEAN : DT__R_SUM, l, 1, l->numel, 1, dt_shape0());
+  dt_release(l);
+  return y;
+}
+
+/* f(a, b) with a and b owned (NULL: a failure already reported, passed on) */
+static dt_tensor *dt__loss_take2(dt_tensor *(*f)(const dt_tensor *, const dt_tensor *), dt_tensor *a, dt_tensor *b) {
+  dt_tensor *y = a && b ? f(a, b) : NULL;
+  dt_release(a);
+  dt_release(b);
+  return y;
+}
+
+/* the elementwise loss of x and t (checked: one float dtype, one shape, one device), not recorded */
+static dt_tensor *dt__loss_elem(const char *op, dt__ag_op kind, const dt_tensor *x, const dt_tensor *t, double beta) {
+  dt_tensor *d, *a, *c, *q;
+  if (kind == DT__AG_BCE_WITH_LOGITS) /* softplus(x) - x t = max(x, 0) - x t + log1p(exp(-|x|)) */
+    return dt__loss_take2(dt_sub, dt__unary(op, DT__U_SOFTPLUS, x, 0, 0), dt__binary(op, DT__B_MUL, x, t));
+  if (!(d = dt__binary(op, DT__B_SUB, x, t))) return NULL;
+  if (kind == DT__AG_MSE_LOSS_EX) { a = dt__binary(op, DT__B_MUL, d, d); dt_release(d); return a; }
+  a = dt__unary(op, DT__U_ABS, d, 0, 0);
+  dt_release(d);
+  if (kind == DT__AG_L1_LOSS || beta == 0 || !a) return a;
+  /* smooth l1 with c = min(|d|, beta): 0.5 c^2 / beta + (|d| - c), which is 0.5 d^2 / beta below
+     beta and |d| - 0.5 beta from it on (and inf for an infinite d, not NaN) */
+  if (!(c = dt__unary(op, DT__U_CLAMP, a, -INFINITY, beta))) { dt_release(a); return NULL; }
+  q = dt__binary(op, DT__B_MUL, c, c);
+  if (q) { d = dt__unary(op, DT__U_AFFINE, q, 0.5 / beta, 0.0); dt_release(q); q = d; }
+  d = dt__binary(op, DT__B_SUB, a, c);
+  dt_release(a); dt_release(c);
+  return dt__loss_take2(dt_add, q, d);
+}
+
+/* the node of a loss y of x and t, with its reduction and beta */
+static dt_tensor *dt__loss_record(dt_tensor *y, dt__ag_op kind, const char *op, const dt_tensor *x, const dt_tensor *t,
+                                  dt_reduction r, double beta) {
+  const dt_tensor *in[2];
+  dt__ag_args g;
+  if (!y || !DT__AG_ON2(x, t)) return y;
+  in[0] = x; in[1] = t;
+  g.p = beta; g.dim = (int)r; g.start = 0; g.perm = NULL; g.p2 = 0;
+  return dt__ag_record(y, kind, op, 2, in, &g);
+}
+
+/* bce_with_logits, l1, smooth_l1, mse: logits/x/pred and target/y of one float dtype and shape */
+static dt_tensor *dt__loss_pair(const char *op, dt__ag_op kind, const char *xn, const dt_tensor *x, const char *tn,
+                                const dt_tensor *t, double beta, dt_reduction r) {
+  if (dt__same_float_shape(op, xn, x, tn, t) != DT_OK || dt__check_reduction(op, r) != DT_OK) return NULL;
+  if (kind == DT__AG_SMOOTH_L1_LOSS && !(beta >= 0)) {
+    dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: beta must be at least 0 (0 is l1_loss), got %g", op, beta);
+    return NULL;
+  }
+  return dt__loss_record(dt__loss_reduce(op, dt__loss_elem(op, kind, x, t, beta), r), kind, op, x, t, r, beta);
+}
+
+DTDEF dt_tensor *dt_bce_with_logits_ex(const dt_tensor *logits, const dt_tensor *target, dt_reduction reduction) {
+  return dt__loss_pair("dt_bce_with_logits", DT__AG_BCE_WITH_LOGITS, "logits", logits, "target", target, 0, reduction);
+}
+DTDEF dt_tensor *dt_bce_with_logits(const dt_tensor *logits, const dt_tensor *target) {
+  return dt_bce_with_logits_ex(logits, target, DT_REDUCTION_MEAN);
+}
+DTDEF dt_tensor *dt_l1_loss_ex(const dt_tensor *x, const dt_tensor *y, dt_reduction reduction) {
+  return dt__loss_pair("dt_l1_loss", DT__AG_L1_LOSS, "x", x, "y", y, 0, reduction);
+}
+DTDEF dt_tensor *dt_l1_loss(const dt_tensor *x, const dt_tensor *y) { return dt_l1_loss_ex(x, y, DT_REDUCTION_MEAN); }
+DTDEF dt_tensor *dt_smooth_l1_loss_ex(const dt_tensor *x, const dt_tensor *y, double beta, dt_reduction reduction) {
+  return dt__loss_pair("dt_smooth_l1_loss", DT__AG_SMOOTH_L1_LOSS, "x", x, "y", y, beta, reduction);
+}
+DTDEF dt_tensor *dt_smooth_l1_loss(const dt_tensor *x, const dt_tensor *y, double beta) {
+  return dt_smooth_l1_loss_ex(x, y, beta, DT_REDUCTION_MEAN);
+}
+DTDEF dt_tensor *dt_mse_loss_ex(const dt_tensor *pred, const dt_tensor *target, dt_reduction reduction) {
+  return dt__loss_pair("dt_mse_loss_ex", DT__AG_MSE_LOSS_EX, "pred", pred, "target", target, 0, reduction);
+}
+
+/* log_probs: (n, c) floating, target: I64 (n,), on one device; on the CPU every label in [0, c)
+   (checked before anything runs; a GPU checks on the device and reports at the next synchronizing
+   call, as dt_cross_entropy does). No ignore_index: every row counts. */
+DTDEF dt_tensor *dt_nll_loss_ex(const dt_tensor *log_probs, const dt_tensor *target, dt_reduction reduction) {
+  const char *op = "dt_nll_loss";
+  int64_t n, c, i;
+  dt_tensor *l;
+  char sa[200], sb[200];
+  if (dt__check_tensor(op, "log_probs", log_probs) != DT_OK || dt__check_tensor(op, "target", target) != DT_OK) return NULL;
+  if (dt__same_device(op, "log_probs", log_probs, "target", target) != DT_OK) return NULL;
+  if (dt__float_only(op, "log_probs", log_probs) != DT_OK) return NULL;
+  if (target->dtype != DT_I64) {
+    dt__fail(DT_ERR_DTYPE, "%s: target must be int64 (class indices), got %s", op, dt_dtype_name(target->dtype));
+    return NULL;
+  }
+  if (log_probs->shape.ndim != 2 || target->shape.ndim != 1 || target->shape.dims[0] != log_probs->shape.dims[0]) {
+    dt__fail(DT_ERR_SHAPE, "%s: expected log_probs (n, c) and target (n,), got %s and %s", op,
+             dt__shape_str(&log_probs->shape, sa, sizeof sa), dt__shape_str(&target->shape, sb, sizeof sb));
+    return NULL;
+  }
+  if (dt__check_reduction(op, reduction) != DT_OK) return NULL;
+  n = log_probs->shape.dims[0]; c = log_probs->shape.dims[1];
+  if (log_probs->st->device.type == DT_CPU) {
+    const int64_t *lab = (const int64_t *)target->st->ptr;
+    for (i = 0; i < n; i++)
+      if (lab[i] < 0 || lab[i] >= c) {
+        dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: target[%lld] = %lld is out of range for %lld classes (expected 0 <= label < %lld)",
+                 op, (long long)i, (long long)lab[i], (long long)c, (long long)c);
+        return NULL;
+      }
+  }
+  if (!(l = dt__new(op, dt_shape1(n), log_probs->dtype, log_probs->st->device))) return NULL;
+  if (n > 0)
+    l = dt__done(op, l, dt__be(l->st->device)->nll_loss(l->st->device.index, l->dtype, n, c, log_probs->st->ptr,
+                                                        (const int64_t *)target->st->ptr, l->st->ptr));
+  l = dt__loss_reduce(op, l, reduction);
+  return l && DT__AG_ON(log_probs) ? dt__loss_record(l, DT__AG_NLL_LOSS, op, log_probs, target, reduction, 0) : l;
+}
+DTDEF dt_tensor *dt_nll_loss(const dt_tensor *log_probs, const dt_tensor *target) {
+  return dt_nll_loss_ex(log_probs, target, DT_REDUCTION_MEAN);
+}
+
+/* ---- the backward ---- */
+
+/* x (owned) as dtype t */
+static dt_tensor *dt__loss_cast(dt_tensor *x, dt_dtype t) {
+  dt_tensor *y = x ? dt_cast(x, t) : NULL;
+  dt_release(x);
+  return y;
+}
+
+/* sign(d) (0 at 0 and NaN) as d's dtype; d owned */
+static dt_tensor *dt__loss_sign(dt_tensor *d) {
+  dt_tensor *pos = NULL, *neg = NULL;
+  if (!d) return NULL;
+  if ((pos = dt__loss_cast(dt_gt_scalar(d, 0), d->dtype))) neg = dt__loss_cast(dt_lt_scalar(d, 0), d->dtype);
+  dt_release(d);
+  return dt__loss_take2(dt_sub, pos, neg);
+}
+
+/* the gradients of a loss node from g (0-d, or the elementwise loss's shape for 'none'):
+   dl/dx G times g, divided by the count for 'mean'; the target's where it needs one:
+   bce: G = sigmoid(x) - t, dl/dt = -x; l1: sign(x - t); smooth l1: clamp(x - t, -beta, beta) / beta
+   (beta 0: sign); mse: 2 (x - t); the target's of these three -G; nll: -1 at (i, target[i]). */
+static dt_status dt__ag_loss_bw(dt__node *n, const dt_tensor *g, dt_tensor **gin) {
+  const dt_tensor *x = n->saved[0], *t = n->saved[1];
+  dt_reduction r = (dt_reduction)n->dim;
+  int need1 = n->in[1].node || n->in[1].leaf;
+  int64_t cnt = n->op == DT__AG_NLL_LOSS ? x->shape.dims[0] : x->numel;
+  double scale = r == DT_REDUCTION_MEAN ? (cnt ? 1.0 / (double)cnt : 0.0) : 1.0;
+  dt_tensor *gs = dt_mul_scalar(g, n->op == DT__AG_NLL_LOSS ? -scale : scale), *G = NULL;
+  if (!gs) return dt_last_status();
+  switch (n->op) {
+    case DT__AG_BCE_WITH_LOGITS:
+      G = dt__loss_take2(dt_sub, dt_sigmoid(x), dt_retain((dt_tensor *)t));
+      if (G && need1 && !(gin[1] = dt__loss_take2(dt_mul, dt_neg(x), dt_retain(gs)))) { dt_release(G); G = NULL; }
+      break;
+    case DT__AG_L1_LOSS: G = dt__loss_sign(dt_sub(x, t)); break;
+    case DT__AG_SMOOTH_L1_LOSS:
+      if (n->p == 0) G = dt__loss_sign(dt_sub(x, t));
+      else {
+        dt_tensor *d = dt_sub(x, t), *c = d ? dt_clamp(d, -n->p, n->p) : NULL;
+        G = c ? dt_mul_scalar(c, 1.0 / n->p) : NULL;
+        dt_release(d); dt_release(c);
+      }
+      break;
+    case DT__AG_MSE_LOSS_EX: {
+      dt_tensor *d = dt_sub(x, t);
+      G = d ? dt_mul_scalar(d, 2.0) : NULL;
+      dt_release(d);
+      break;
+    }
+    case DT__AG_NLL_LOSS: { /* the one-hot (n, c) of the labels, times -g (n, 1) or 0-d */
+      dt_tensor *ar = dt_arange(0, (double)x->shape.dims[1], 1, DT_I64, x->st->device), *row = NULL, *col = NULL;
+      if (ar) row = dt_reshape(ar, dt_shape2(1, x->shape.dims[1]));
+      if (row) col = dt_reshape(t, dt_shape2(x->shape.dims[0], 1));
+      G = row && col ? dt__loss_cast(dt_eq(row, col), x->dtype) : NULL;
+      dt_release(ar); dt_release(row); dt_release(col);
+      if (G && gs->shape.ndim == 1) {
+        dt_tensor *g2 = dt_reshape(gs, dt_shape2(gs->shape.dims[0], 1));
+        dt_release(gs);
+        gs = g2;
+      }
+      break;
+    }
+    default: break;
+  }
+  if (G && gs) gin[0] = dt_mul(G, gs);
+  if (gin[0] && need1 && n->op != DT__AG_BCE_WITH_LOGITS && n->op != DT__AG_NLL_LOSS) gin[1] = dt_neg(gin[0]);
+  dt_release(G);
+  dt_release(gs);
+  if (!gin[0] || (need1 && n->op != DT__AG_NLL_LOSS && !gin[1])) {
+    dt_release(gin[0]); dt_release(gin[1]);
+    gin[0] = gin[1] = NULL;
+    return dt_last_status() != DT_OK ? dt_last_status() : DT_ERR_BACKEND;
+  }
+  return DT_OK;
 }
 
 /* ---- src/io/print.c ---- */
@@ -6077,6 +6368,8 @@ static void dt__ag_saves(dt__ag_op op, int need0, int need1, int want[DT__AG_SAV
     case DT__AG_NORM: case DT__AG_MAX: case DT__AG_MIN: want[0] = 1; want[2] = 1; break;
     case DT__AG_INDEX_SELECT: want[1] = 1; break;
     case DT__AG_CROSS_ENTROPY: case DT__AG_MSE_LOSS: want[0] = 1; want[1] = 1; break;
+    case DT__AG_BCE_WITH_LOGITS: case DT__AG_NLL_LOSS: case DT__AG_L1_LOSS: case DT__AG_SMOOTH_L1_LOSS: case DT__AG_MSE_LOSS_EX:
+      want[0] = want[1] = 1; break;
     case DT__AG_MAX_DIM: case DT__AG_MIN_DIM: want[2] = 1; break; /* the indices, made below */
     case DT__AG_LINEAR: want[0] = need1; want[1] = need0; break; /* x for the weight's gradient, W for x's */
     case DT__AG_CONV2D: want[0] = want[1] = 1; break; /* dt_f_conv2d_backward reads both */
@@ -6624,10 +6917,16 @@ static dt_status dt__ag_backward(dt__node *n, const dt_tensor *g, dt_tensor **gi
       if (n->in[2].node || n->in[2].leaf) gin[2] = dt__ag_scatter_src_bw(n, g);
       break;
     case DT__AG_PAD: gin[0] = dt__ag_pad_bw(n, g); break;
+    case DT__AG_BCE_WITH_LOGITS: case DT__AG_NLL_LOSS: case DT__AG_L1_LOSS: case DT__AG_SMOOTH_L1_LOSS: case DT__AG_MSE_LOSS_EX:
+      if (dt__ag_loss_bw(n, g, gin) != DT_OK) goto fail;
+      break;
   }
   dt_release(t);
-  for (i = 0; i < n->nin; i++)
+  for (i = 0; i < n->nin; i++) {
     if ((n->in[i].node || n->in[i].leaf) && !gin[i]) goto fail;
+    /* an input of another dtype than the result's (type promotion): its gradient in its own dtype */
+    if (gin[i] && gin[i]->dtype != n->in[i].dtype && !(gin[i] = dt__ag_cast(gin[i], n->in[i].dtype))) goto fail;
+  }
   return DT_OK;
 fail:
   for (i = 0; i < n->nin; i++) { dt_release(gin[i]); gin[i] = NULL; }
@@ -10643,6 +10942,9 @@ DT__EW_MAP(dt__map_pow_f64, double, pow(v, p0))
   }
 DT__EW_CLAMP(dt__map_clamp_f32, float)
 DT__EW_CLAMP(dt__map_clamp_f64, double)
+/* softplus: max(x, 0) + log1p(exp(-|x|)), no overflow for any x; NaN stays NaN */
+DT__EW_MAP(dt__map_softplus_f32, float, (v > 0.0f ? v : 0.0f) + log1pf(expf(-fabsf(v))))
+DT__EW_MAP(dt__map_softplus_f64, double, (v > 0.0 ? v : 0.0) + log1p(exp(-fabs(v))))
 /* integer affine and neg (a = -1, b = 0): wrapping */
 DT__EW_MAP(dt__map_neg_i32, int32_t, (int32_t)((uint32_t)0 - (uint32_t)v))
 DT__EW_MAP(dt__map_neg_i64, int64_t, (int64_t)((uint64_t)0 - (uint64_t)v))
@@ -11371,7 +11673,7 @@ static dt_status dt__cpu_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, 
       static const dt__map_fn tab[] = {dt__map_affine_f32, NULL, NULL, dt__map_sqrt_f32, dt__map_neg_f32, NULL,
                                        dt__map_sigmoid_f32, dt__map_tanh_f32, dt__map_abs_f32, dt__map_sin_f32,
                                        dt__map_cos_f32, dt__map_erf_f32, dt__map_gelu_f32, dt__map_gelu_grad_f32,
-                                       dt__map_pow_f32, dt__map_clamp_f32};
+                                       dt__map_pow_f32, dt__map_clamp_f32, dt__map_softplus_f32};
       j.map = op == DT__U_EXP    ? dt__ew_kernels()->exp_f32
               : op == DT__U_LOG  ? dt__ew_kernels()->log_f32
               : op == DT__U_RELU ? dt__ew_kernels()->relu_f32
@@ -11382,7 +11684,7 @@ static dt_status dt__cpu_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, 
       static const dt__map_fn tab[] = {dt__map_affine_f64, dt__map_exp_f64, dt__map_log_f64, dt__map_sqrt_f64, dt__map_neg_f64, dt__map_relu_f64,
                                        dt__map_sigmoid_f64, dt__map_tanh_f64, dt__map_abs_f64, dt__map_sin_f64,
                                        dt__map_cos_f64, dt__map_erf_f64, dt__map_gelu_f64, dt__map_gelu_grad_f64,
-                                       dt__map_pow_f64, dt__map_clamp_f64};
+                                       dt__map_pow_f64, dt__map_clamp_f64, dt__map_softplus_f64};
       j.map = tab[op];
       break;
     }
@@ -14170,6 +14472,22 @@ static dt_status dt__cpu_pool2d_backward(int dev, dt_dtype t, const dt__pool2d *
   return DT_OK;
 }
 
+/* ---- src/cpu/losses.c ---- */
+/* Losses: nll_loss's per-row values (the core checks the labels first and reduces). */
+
+/* y (n,) = -logp[i, target[i]] of logp (n, c); a label outside [0, c) gives NaN (never read with) */
+static dt_status dt__cpu_nll_loss(int dev, dt_dtype t, int64_t n, int64_t c, const void *logp, const int64_t *target, void *y) {
+  int64_t i;
+  (void)dev;
+  for (i = 0; i < n; i++) {
+    int ok = target[i] >= 0 && target[i] < c;
+    if (t == DT_F32) ((float *)y)[i] = ok ? -((const float *)logp)[i * c + target[i]] : NAN;
+    else if (t == DT_F64) ((double *)y)[i] = ok ? -((const double *)logp)[i * c + target[i]] : NAN;
+    else return DT_ERR_DTYPE;
+  }
+  return DT_OK;
+}
+
 /* ---- src/cpu/table.c ---- */
 static const dt__backend *dt__cpu_backend(void) {
   static const dt__backend be = {
@@ -14220,7 +14538,9 @@ static const dt__backend *dt__cpu_backend(void) {
     DT__SLOT(gather) dt__cpu_gather,
     DT__SLOT(scatter_add) dt__cpu_scatter_add,
     DT__SLOT(index_add) dt__cpu_index_add,
-    DT__SLOT(random_int) dt__cpu_random_int
+    DT__SLOT(random_int) dt__cpu_random_int,
+    /* losses */
+    DT__SLOT(nll_loss) dt__cpu_nll_loss
   };
   return &be;
 }

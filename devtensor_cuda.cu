@@ -424,7 +424,7 @@ dt_status labels_report(int dev, DevState &s) {
   }
   set_err("an earlier %s on cuda:%d was given target[%lld] = %lld, out of range for %lld classes (expected 0 <= label < %lld); "
           "that row was skipped (its loss and gradient are NaN), and this synchronizing call reports it",
-          rec[0] == 2 ? "dt_cross_entropy_grad" : "dt_cross_entropy", dev, (long long)rec[1], (long long)rec[2],
+          rec[0] == 3 ? "dt_nll_loss" : rec[0] == 2 ? "dt_cross_entropy_grad" : "dt_cross_entropy", dev, (long long)rec[1], (long long)rec[2],
           (long long)rec[3], (long long)rec[3]);
   return DT_ERR_INVALID_ARGUMENT;
 }
@@ -1018,6 +1018,12 @@ template <typename T> struct UClamp {
     return r;
   }
 };
+__device__ inline float d_log1p(float v) { return log1pf(v); }
+__device__ inline double d_log1p(double v) { return log1p(v); }
+/* softplus as the CPU's: max(x, 0) + log1p(exp(-|x|)) */
+template <typename T> struct USoftplus {
+  __device__ T operator()(T v) const { return (v > (T)0 ? v : (T)0) + d_log1p(d_exp(-fabs(v))); }
+};
 /* integers: |INT_MIN| wraps to INT_MIN, as the CPU (and PyTorch) */
 template <typename T, typename U> struct UAbsInt { __device__ T operator()(T v) const { return v < 0 ? (T)((U)0 - (U)v) : v; } };
 /* integers: a * v + b in wrapping unsigned arithmetic (NEG is a = -1, b = 0) */
@@ -1074,6 +1080,7 @@ dt_status unary_float(cudaStream_t st, dt__unary_op op, int64_t n, const void *x
     case DT__U_GELU_GRAD: return map1<T>(st, n, x, y, UGeluGrad<T>{});
     case DT__U_POW: return map1<T>(st, n, x, y, UPow<T>{a});
     case DT__U_CLAMP: return map1<T>(st, n, x, y, UClamp<T>{a, b});
+    case DT__U_SOFTPLUS: return map1<T>(st, n, x, y, USoftplus<T>{});
   }
   set_err("unary: unknown op %d", (int)op);
   return DT_ERR_INVALID_ARGUMENT;
@@ -2828,6 +2835,36 @@ dt_status cu_dist_all_reduce(int, void *const *, const int *, dt_dtype, int, int
 dt_status cu_dist_broadcast(int, void *const *, const int *, dt_dtype, int64_t, void *const *, int) { return no_nccl(); }
 #endif
 
+/* ---- src/cuda/losses.cu ---- */
+/* Losses: nll_loss's per-row values (the core reduces them). The labels are checked as
+   cross_entropy's (k_check_labels, the device's label record, tag 2: reported as dt_nll_loss's). */
+
+/* y (n,) = -logp[i, target[i]] of logp (n, c); a label outside [0, c) is never read with: NaN */
+template <typename T>
+struct NllRow {
+  const T *logp; const int64_t *target; int64_t c; T *y;
+  template <typename I> __device__ void operator()(I i) const {
+    int64_t lab = target[i];
+    y[i] = lab >= 0 && lab < c ? -logp[(int64_t)i * c + lab] : (T)CUDART_NAN;
+  }
+};
+
+dt_status cu_nll_loss(int dev, dt_dtype t, int64_t n, int64_t c, const void *logp, const int64_t *target, void *y) {
+  Entered in(dev);
+  if (!in.ok()) return in.status();
+  if (n <= 0) return DT_OK;
+  int64_t *rec;
+  dt_status rc = label_record(dev, *in.s, &rec);
+  if (rc != DT_OK) return rc;
+  DT_LAUNCH_COOP(1, small_block(n), in.s->stream, k_check_labels)(target, n, c, 2, rec);
+  if ((rc = launched("nll_loss (labels)")) != DT_OK) return rc;
+  in.s->label_pending.store(true, std::memory_order_release);
+  return by_float(t, "nll_loss", [&](auto z) {
+    using T = decltype(z);
+    return run_map("nll_loss", in.s->stream, n, NllRow<T>{static_cast<const T *>(logp), target, c, static_cast<T *>(y)});
+  });
+}
+
 /* ---- src/cuda/table.cu ---- */
 } /* namespace */
 
@@ -2880,7 +2917,9 @@ extern "C" const dt__backend *dt__cuda_backend(void) {
     DT__SLOT(gather) cu_gather,
     DT__SLOT(scatter_add) cu_scatter_add,
     DT__SLOT(index_add) cu_index_add,
-    DT__SLOT(random_int) cu_random_int
+    DT__SLOT(random_int) cu_random_int,
+    /* losses */
+    DT__SLOT(nll_loss) cu_nll_loss
   };
   return &be;
 }

@@ -349,7 +349,18 @@ static int workload(void) {
   NEW(t, dt_gelu(ag_c)); NEW(t, dt_clamp(t, 0, 3)); NEW(ag_d, dt_pow_scalar(ag_c, 1.5)); NEW(t, dt_mul(t, ag_d));
   NEW(ag_d, dt_sin(ag_c)); NEW(t, dt_add(t, ag_d)); NEW(t, dt_mean_dim(t, 0, 1)); NEW(t, dt_sum(t));
   STEP(dt_autograd_backward(t, NULL) == DT_OK); VERIFY(dt_grad(ag_c) != NULL);
-  REFUSE(dt_add(u, u), DT_ERR_DTYPE);
+  /* type promotion: uint8 + uint8 wraps, float32 * float64, int / int is float32, an int tensor and a
+     float scalar, a float32 leaf's gradient through a float64 product; bool - bool is refused */
+  NEW(t, dt_add_scalar(u, 250)); VERIFY(dt_dtype_of(t) == DT_U8 && val(t, 5) == 255 && val(t, 4) == 254);
+  NEW(t, dt_add(t, u)); VERIFY(dt_dtype_of(t) == DT_U8 && val(t, 5) == 4);
+  NEW(t, dt_mul(a, a64)); VERIFY(dt_dtype_of(t) == DT_F64 && val(t, 2) == 9);
+  NEW(t, dt_div(i32, u)); VERIFY(dt_dtype_of(t) == DT_F32 && val(t, 3) == 1);
+  NEW(t, dt_add_scalar(i32, 0.5)); VERIFY(dt_dtype_of(t) == DT_F32 && val(t, 1) == 1.5);
+  NEW(ag_c, dt_cast(a, DT_F32)); STEP(dt_requires_grad_(ag_c, 1) == DT_OK);
+  NEW(t, dt_mul(ag_c, a64)); NEW(t, dt_sum(t));
+  STEP(dt_autograd_backward(t, NULL) == DT_OK); VERIFY(dt_grad(ag_c) && dt_dtype_of(dt_grad(ag_c)) == DT_F32 && val(dt_grad(ag_c), 2) == 3);
+  NEW(t, dt_cast(u, DT_BOOL));
+  REFUSE(dt_sub(t, t), DT_ERR_DTYPE);
   REFUSE(dt_sigmoid(i32), DT_ERR_DTYPE);
 
   /* stack: (3, 2, 3) from a, a + 10, a; 0-d sums into a vector; empty tensors; the refusals */
@@ -642,6 +653,26 @@ static int workload(void) {
   STEP(dt_optimizer_step(opt) == DT_OK);
   nusnap = snap_user(um, usnap, 32);
   dt_optimizer_free(opt); opt = NULL;
+
+  /* the losses, with reductions, and their backward; the refusals allocate nothing */
+  {
+    static const int64_t lab2[2] = {2, 0}, badlab[2] = {0, 3};
+    NEW(ag_c, dt_cast(a, DT_F64)); STEP(dt_requires_grad_(ag_c, 1) == DT_OK);
+    NEW(u, dt_mul_scalar(a64, 0.1));
+    NEW(t, dt_bce_with_logits(ag_c, u)); VERIFY(val(t, 0) > 0 && val(t, 0) < 10);
+    NEW(ag_d, dt_l1_loss_ex(ag_c, u, DT_REDUCTION_SUM)); NEW(t, dt_add(t, ag_d));
+    NEW(ag_d, dt_smooth_l1_loss_ex(ag_c, u, 1.0, DT_REDUCTION_NONE)); NEW(ag_d, dt_sum(ag_d)); NEW(t, dt_add(t, ag_d));
+    NEW(ag_d, dt_mse_loss_ex(ag_c, u, DT_REDUCTION_MEAN)); NEW(t, dt_add(t, ag_d));
+    NEW(u, dt_from_data(lab2, dt_shape1(2), DT_I64, dt_cpu()));
+    NEW(ag_d, dt_log_softmax(ag_c, 1)); NEW(ag_d, dt_nll_loss_ex(ag_d, u, DT_REDUCTION_NONE)); NEW(ag_d, dt_mean(ag_d));
+    NEW(t, dt_add(t, ag_d));
+    STEP(dt_autograd_backward(t, NULL) == DT_OK); VERIFY(dt_grad(ag_c) != NULL && dt_numel(dt_grad(ag_c)) == 6);
+    NEW(u, dt_from_data(badlab, dt_shape1(2), DT_I64, dt_cpu()));
+    REFUSE(dt_nll_loss(a64, u), DT_ERR_INVALID_ARGUMENT);
+    REFUSE(dt_l1_loss(a, a64), DT_ERR_DTYPE);
+    REFUSE(dt_smooth_l1_loss(a, a, -1), DT_ERR_INVALID_ARGUMENT);
+    REFUSE(dt_bce_with_logits_ex(a, a, (dt_reduction)7), DT_ERR_INVALID_ARGUMENT);
+  }
 
 out:
   dt_optimizer_free(opt);

@@ -180,8 +180,15 @@ static void test_rsub_compare_scalar(dt_device dev) {
   dt_tensor *xu = from_d(iv + 1, dt_shape1(4), DT_U8, dev);
   T_CHECK(check_vals(dt_rsub_scalar(x, 3.0), r, 5, 0, 0));
   T_CHECK(check_vals(dt_rsub_scalar(xi, 5.0), ir, 5, 0, 0));
-  T_CHECK(!dt_rsub_scalar(xi, 0.5) && dt_last_status() == DT_ERR_DTYPE && contains(dt_last_error(), "dt_rsub_scalar"));
-  T_CHECK(!dt_rsub_scalar(xu, 1) && dt_last_status() == DT_ERR_DTYPE);
+  { /* torch.rsub(int32, 0.5) is float32; torch.rsub(uint8, 1) is uint8 and wraps: 1 - [0, 2, 7, 255] */
+    static const double fr[5] = {3.5, 0.5, -1.5, -6.5, -254.5}, ur[4] = {1, 255, 250, 2};
+    dt_tensor *y = dt_rsub_scalar(xi, 0.5), *yu = dt_rsub_scalar(xu, 1), *xb = dt_cast(xu, DT_BOOL);
+    T_CHECK(y && dt_dtype_of(y) == DT_F32 && yu && dt_dtype_of(yu) == DT_U8);
+    T_CHECK(check_vals(y, fr, 5, 0, 0));
+    T_CHECK(check_vals(yu, ur, 4, 0, 0));
+    T_CHECK(!dt_rsub_scalar(xb, 1) && dt_last_status() == DT_ERR_DTYPE && contains(dt_last_error(), "dt_rsub_scalar: subtraction with a bool"));
+    dt_release(xb);
+  }
   {
     static const double eq[5] = {0, 0, 1, 0, 0}, ne[5] = {1, 1, 0, 1, 1}, lt[5] = {1, 1, 0, 0, 0}, le[5] = {1, 1, 1, 0, 0},
                         gt[5] = {0, 0, 0, 1, 0}, ge[5] = {0, 0, 1, 1, 0};

@@ -100,3 +100,17 @@ DTDEF dt_status  dt_scatter_add_(dt_tensor *x, int dim, const dt_tensor *index, 
 DTDEF dt_tensor *dt_pad(const dt_tensor *x, const int64_t *pad, int npad, double value); /* F.pad(x, pad, value=value): (left, right) of the last dim, then the one before...; negative crops */
 DTDEF dt_tensor *dt_randperm(int64_t n, dt_device d);                                  /* torch.randperm(n): I64 (n,), from the seeded generator */
 DTDEF dt_tensor *dt_randint(int64_t low, int64_t high, dt_shape s, dt_device d);       /* torch.randint(low, high, s): I64 in [low, high) */
+/* losses, as torch.nn.functional's: target has input's shape, dtype (float32/64) and device (nll_loss:
+   int64 class indices); recorded for autograd (gradients also for a target that requires grad, but
+   nll_loss's). The plain forms are the mean over every element (reduction='mean', PyTorch's default;
+   an empty input gives NaN); the _ex forms take PyTorch's reduction. */
+typedef enum dt_reduction { DT_REDUCTION_NONE = 0, DT_REDUCTION_MEAN, DT_REDUCTION_SUM } dt_reduction; /* 'none', 'mean', 'sum' */
+DTDEF dt_tensor *dt_bce_with_logits(const dt_tensor *logits, const dt_tensor *target);   /* max(x, 0) - x t + log1p(exp(-|x|)) */
+DTDEF dt_tensor *dt_bce_with_logits_ex(const dt_tensor *logits, const dt_tensor *target, dt_reduction reduction);
+DTDEF dt_tensor *dt_nll_loss(const dt_tensor *log_probs, const dt_tensor *target);      /* (n, c), I64 (n,): -log_probs[i, target[i]] */
+DTDEF dt_tensor *dt_nll_loss_ex(const dt_tensor *log_probs, const dt_tensor *target, dt_reduction reduction);
+DTDEF dt_tensor *dt_l1_loss(const dt_tensor *x, const dt_tensor *y);                    /* |x - y| */
+DTDEF dt_tensor *dt_l1_loss_ex(const dt_tensor *x, const dt_tensor *y, dt_reduction reduction);
+DTDEF dt_tensor *dt_smooth_l1_loss(const dt_tensor *x, const dt_tensor *y, double beta); /* 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta; beta 0: l1 */
+DTDEF dt_tensor *dt_smooth_l1_loss_ex(const dt_tensor *x, const dt_tensor *y, double beta, dt_reduction reduction);
+DTDEF dt_tensor *dt_mse_loss_ex(const dt_tensor *pred, const dt_tensor *target, dt_reduction reduction); /* (pred - target)^2 */

@@ -23,6 +23,8 @@ static void dt__ag_saves(dt__ag_op op, int need0, int need1, int want[DT__AG_SAV
     case DT__AG_NORM: case DT__AG_MAX: case DT__AG_MIN: want[0] = 1; want[2] = 1; break;
     case DT__AG_INDEX_SELECT: want[1] = 1; break;
     case DT__AG_CROSS_ENTROPY: case DT__AG_MSE_LOSS: want[0] = 1; want[1] = 1; break;
+    case DT__AG_BCE_WITH_LOGITS: case DT__AG_NLL_LOSS: case DT__AG_L1_LOSS: case DT__AG_SMOOTH_L1_LOSS: case DT__AG_MSE_LOSS_EX:
+      want[0] = want[1] = 1; break;
     case DT__AG_MAX_DIM: case DT__AG_MIN_DIM: want[2] = 1; break; /* the indices, made below */
     case DT__AG_LINEAR: want[0] = need1; want[1] = need0; break; /* x for the weight's gradient, W for x's */
     case DT__AG_CONV2D: want[0] = want[1] = 1; break; /* dt_f_conv2d_backward reads both */
@@ -570,10 +572,16 @@ static dt_status dt__ag_backward(dt__node *n, const dt_tensor *g, dt_tensor **gi
       if (n->in[2].node || n->in[2].leaf) gin[2] = dt__ag_scatter_src_bw(n, g);
       break;
     case DT__AG_PAD: gin[0] = dt__ag_pad_bw(n, g); break;
+    case DT__AG_BCE_WITH_LOGITS: case DT__AG_NLL_LOSS: case DT__AG_L1_LOSS: case DT__AG_SMOOTH_L1_LOSS: case DT__AG_MSE_LOSS_EX:
+      if (dt__ag_loss_bw(n, g, gin) != DT_OK) goto fail;
+      break;
   }
   dt_release(t);
-  for (i = 0; i < n->nin; i++)
+  for (i = 0; i < n->nin; i++) {
     if ((n->in[i].node || n->in[i].leaf) && !gin[i]) goto fail;
+    /* an input of another dtype than the result's (type promotion): its gradient in its own dtype */
+    if (gin[i] && gin[i]->dtype != n->in[i].dtype && !(gin[i] = dt__ag_cast(gin[i], n->in[i].dtype))) goto fail;
+  }
   return DT_OK;
 fail:
   for (i = 0; i < n->nin; i++) { dt_release(gin[i]); gin[i] = NULL; }

@@ -26,7 +26,9 @@ typedef enum dt__unary_op {
   DT__U_SIGMOID, DT__U_TANH, DT__U_ABS, /* ABS also on I32/I64 (wrapping) */
   /* float only: sin, cos, erf; gelu x Phi(x) (the erf form) and its derivative Phi(x) + x phi(x);
      pow x^p0; clamp min(max(x, p0), p1) with NaN kept (x, p0 or p1 NaN: NaN; p0 > p1: p1) */
-  DT__U_SIN, DT__U_COS, DT__U_ERF, DT__U_GELU, DT__U_GELU_GRAD, DT__U_POW, DT__U_CLAMP
+  DT__U_SIN, DT__U_COS, DT__U_ERF, DT__U_GELU, DT__U_GELU_GRAD, DT__U_POW, DT__U_CLAMP,
+  /* float only: softplus max(x, 0) + log1p(exp(-|x|)), which never overflows (the losses) */
+  DT__U_SOFTPLUS
 } dt__unary_op;
 
 /* comparisons: y = a op b as DT_BOOL (one byte, 0 or 1); the core turns gt/ge into lt/le
@@ -198,6 +200,10 @@ typedef struct dt__backend {
   /* y[i] = low + v mod range, I64, v the 64-bit word (w[2h] << 32 | w[2h + 1]), h = i % 2, of
      Philox block i / 2 of draw `draw` (dt__random_int_at); range >= 1 */
   dt_status (*random_int)(int dev, uint64_t seed, uint64_t draw, int64_t n, int64_t low, uint64_t range, int64_t *y);
+  /* losses: logp (n, c), target (n,) -> y (n,) = -logp[i, target[i]] (nll_loss without reduction).
+     A label outside [0, c) is never read with: its y is NaN; the CPU core refuses such labels first,
+     the CUDA backend records them as cross_entropy does (reported as dt_nll_loss's). */
+  dt_status (*nll_loss)(int dev, dt_dtype t, int64_t n, int64_t c, const void *logp, const int64_t *target, void *y);
 } dt__backend;
 
 

@@ -178,6 +178,9 @@ DT__EW_MAP(dt__map_pow_f64, double, pow(v, p0))
   }
 DT__EW_CLAMP(dt__map_clamp_f32, float)
 DT__EW_CLAMP(dt__map_clamp_f64, double)
+/* softplus: max(x, 0) + log1p(exp(-|x|)), no overflow for any x; NaN stays NaN */
+DT__EW_MAP(dt__map_softplus_f32, float, (v > 0.0f ? v : 0.0f) + log1pf(expf(-fabsf(v))))
+DT__EW_MAP(dt__map_softplus_f64, double, (v > 0.0 ? v : 0.0) + log1p(exp(-fabs(v))))
 /* integer affine and neg (a = -1, b = 0): wrapping */
 DT__EW_MAP(dt__map_neg_i32, int32_t, (int32_t)((uint32_t)0 - (uint32_t)v))
 DT__EW_MAP(dt__map_neg_i64, int64_t, (int64_t)((uint64_t)0 - (uint64_t)v))

@@ -52,7 +52,7 @@ static dt_status dt__cpu_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, 
       static const dt__map_fn tab[] = {dt__map_affine_f32, NULL, NULL, dt__map_sqrt_f32, dt__map_neg_f32, NULL,
                                        dt__map_sigmoid_f32, dt__map_tanh_f32, dt__map_abs_f32, dt__map_sin_f32,
                                        dt__map_cos_f32, dt__map_erf_f32, dt__map_gelu_f32, dt__map_gelu_grad_f32,
-                                       dt__map_pow_f32, dt__map_clamp_f32};
+                                       dt__map_pow_f32, dt__map_clamp_f32, dt__map_softplus_f32};
       j.map = op == DT__U_EXP    ? dt__ew_kernels()->exp_f32
               : op == DT__U_LOG  ? dt__ew_kernels()->log_f32
               : op == DT__U_RELU ? dt__ew_kernels()->relu_f32
@@ -63,7 +63,7 @@ static dt_status dt__cpu_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, 
       static const dt__map_fn tab[] = {dt__map_affine_f64, dt__map_exp_f64, dt__map_log_f64, dt__map_sqrt_f64, dt__map_neg_f64, dt__map_relu_f64,
                                        dt__map_sigmoid_f64, dt__map_tanh_f64, dt__map_abs_f64, dt__map_sin_f64,
                                        dt__map_cos_f64, dt__map_erf_f64, dt__map_gelu_f64, dt__map_gelu_grad_f64,
-                                       dt__map_pow_f64, dt__map_clamp_f64};
+                                       dt__map_pow_f64, dt__map_clamp_f64, dt__map_softplus_f64};
       j.map = tab[op];
       break;
     }

@@ -47,7 +47,9 @@ static const dt__backend *dt__cpu_backend(void) {
     DT__SLOT(gather) dt__cpu_gather,
     DT__SLOT(scatter_add) dt__cpu_scatter_add,
     DT__SLOT(index_add) dt__cpu_index_add,
-    DT__SLOT(random_int) dt__cpu_random_int
+    DT__SLOT(random_int) dt__cpu_random_int,
+    /* losses */
+    DT__SLOT(nll_loss) dt__cpu_nll_loss
   };
   return &be;
 }

@@ -288,7 +288,7 @@ dt_status labels_report(int dev, DevState &s) {
   }
   set_err("an earlier %s on cuda:%d was given target[%lld] = %lld, out of range for %lld classes (expected 0 <= label < %lld); "
           "that row was skipped (its loss and gradient are NaN), and this synchronizing call reports it",
-          rec[0] == 2 ? "dt_cross_entropy_grad" : "dt_cross_entropy", dev, (long long)rec[1], (long long)rec[2],
+          rec[0] == 3 ? "dt_nll_loss" : rec[0] == 2 ? "dt_cross_entropy_grad" : "dt_cross_entropy", dev, (long long)rec[1], (long long)rec[2],
           (long long)rec[3], (long long)rec[3]);
   return DT_ERR_INVALID_ARGUMENT;
 }

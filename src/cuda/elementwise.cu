@@ -109,6 +109,12 @@ template <typename T> struct UClamp {
     return r;
   }
 };
+__device__ inline float d_log1p(float v) { return log1pf(v); }
+__device__ inline double d_log1p(double v) { return log1p(v); }
+/* softplus as the CPU's: max(x, 0) + log1p(exp(-|x|)) */
+template <typename T> struct USoftplus {
+  __device__ T operator()(T v) const { return (v > (T)0 ? v : (T)0) + d_log1p(d_exp(-fabs(v))); }
+};
 /* integers: |INT_MIN| wraps to INT_MIN, as the CPU (and PyTorch) */
 template <typename T, typename U> struct UAbsInt { __device__ T operator()(T v) const { return v < 0 ? (T)((U)0 - (U)v) : v; } };
 /* integers: a * v + b in wrapping unsigned arithmetic (NEG is a = -1, b = 0) */
@@ -165,6 +171,7 @@ dt_status unary_float(cudaStream_t st, dt__unary_op op, int64_t n, const void *x
     case DT__U_GELU_GRAD: return map1<T>(st, n, x, y, UGeluGrad<T>{});
     case DT__U_POW: return map1<T>(st, n, x, y, UPow<T>{a});
     case DT__U_CLAMP: return map1<T>(st, n, x, y, UClamp<T>{a, b});
+    case DT__U_SOFTPLUS: return map1<T>(st, n, x, y, USoftplus<T>{});
   }
   set_err("unary: unknown op %d", (int)op);
   return DT_ERR_INVALID_ARGUMENT;

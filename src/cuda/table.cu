@@ -49,7 +49,9 @@ extern "C" const dt__backend *dt__cuda_backend(void) {
     DT__SLOT(gather) cu_gather,
     DT__SLOT(scatter_add) cu_scatter_add,
     DT__SLOT(index_add) cu_index_add,
-    DT__SLOT(random_int) cu_random_int
+    DT__SLOT(random_int) cu_random_int,
+    /* losses */
+    DT__SLOT(nll_loss) cu_nll_loss
   };
   return &be;
 }

@@ -48,12 +48,46 @@ static dt_status dt__broadcast(const char *op, const dt_shape *a, const dt_shape
   return DT_OK;
 }
 
+static dt_dtype dt__result_type(const dt_tensor *a, const dt_tensor *b);            /* src/ops/compare.c */
+static dt_tensor *dt__as_dtype(const char *op, const dt_tensor *x, dt_dtype t);
+
+/* a op b (add, sub, mul, div) where the dtypes differ, or where the common dtype has no kernel
+   of its own: PyTorch's type promotion (torch.result_type; true division of integers or bools
+   gives float32; bool - anything is refused, as PyTorch refuses it). The operands go to the
+   dtype computed in (a temporary each, where it is not theirs); uint8 and bool results are
+   computed in int32 and converted back (uint8 wraps, bool is nonzero). */
+static dt_tensor *dt__binary_promoted(const char *op, dt__binary_op bop, const dt_tensor *a, const dt_tensor *b) {
+  dt_shape s;
+  dt__bcast g;
+  dt_dtype rt = dt__result_type(a, b), ct;
+  dt_tensor *ca = NULL, *cb = NULL, *y = NULL, *r;
+  if (bop == DT__B_SUB && (a->dtype == DT_BOOL || b->dtype == DT_BOOL)) {
+    dt__fail(DT_ERR_DTYPE, "%s: subtraction with a bool tensor is not supported (%s is bool; as in PyTorch: convert with "
+             "dt_cast, or for a mask use dt_ne_scalar)", op, a->dtype == DT_BOOL ? "a" : "b");
+    return NULL;
+  }
+  if (bop == DT__B_DIV && !dt__is_float(rt)) rt = DT_F32; /* true division: the default float dtype */
+  ct = rt == DT_U8 || rt == DT_BOOL ? DT_I32 : rt;
+  if (dt__broadcast(op, &a->shape, &b->shape, &s, &g) != DT_OK) return NULL;
+  if (g.numel == 0) return dt__new(op, s, rt, a->st->device);
+  if (!(ca = dt__as_dtype(op, a, ct)) || !(cb = dt__as_dtype(op, b, ct))) goto out;
+  if (!(y = dt__new(op, s, ct, a->st->device))) goto out;
+  y = dt__done(op, y, dt__be(a->st->device)->binary(a->st->device.index, bop, ct, &g, ca->st->ptr, cb->st->ptr, y->st->ptr));
+  if (y && ct != rt) { r = dt__as_dtype(op, y, rt); dt_release(y); y = r; }
+out:
+  dt_release(ca); dt_release(cb);
+  return y;
+}
+
 static dt_tensor *dt__binary(const char *op, dt__binary_op bop, const dt_tensor *a, const dt_tensor *b) {
   dt_shape s;
   dt__bcast g;
   dt_tensor *y;
   if (dt__check_tensor(op, "a", a) != DT_OK || dt__check_tensor(op, "b", b) != DT_OK) return NULL;
-  if (dt__same_device(op, "a", a, "b", b) != DT_OK || dt__same_dtype(op, "a", a, "b", b) != DT_OK) return NULL;
+  if (dt__same_device(op, "a", a, "b", b) != DT_OK) return NULL;
+  if (bop <= DT__B_DIV && (a->dtype != b->dtype || a->dtype == DT_U8 || a->dtype == DT_BOOL || (bop == DT__B_DIV && !dt__is_float(a->dtype))))
+    return dt__binary_promoted(op, bop, a, b);
+  if (dt__same_dtype(op, "a", a, "b", b) != DT_OK) return NULL;
   if ((bop == DT__B_DIV || bop == DT__B_RELU_GRAD) && dt__float_only(op, "a", a) != DT_OK) return NULL;
   if (dt__no_arith(op, "a", a) != DT_OK) return NULL;
   if (dt__broadcast(op, &a->shape, &b->shape, &s, &g) != DT_OK) return NULL;
@@ -79,20 +113,37 @@ DTDEF dt_tensor *dt_div(const dt_tensor *a, const dt_tensor *b) {
   return DT__AG2(y, DT__AG_DIV, "dt_div", a, b);
 }
 
-/* y = op(a). Integer tensors take AFFINE with integral p0, p1 and NEG. */
+/* Whether a scalar counts as a Python int in type promotion: a whole number within +-2^53 (every
+   integer a double holds exactly); any other (a fraction, a larger value, inf, NaN) counts as a
+   Python float. */
+static int dt__scalar_is_int(double v) { return v == floor(v) && fabs(v) <= 9007199254740992.0; }
+static dt_tensor *dt__unary(const char *op, dt__unary_op uop, const dt_tensor *a, double p0, double p1);
+
+/* p0 a + p1 for an integer or bool a, as PyTorch promotes a tensor with Python scalars: int
+   scalars keep a's dtype (bool: int64), a float scalar gives float32. uint8 is computed in int32
+   and wraps back; bool goes to int64 first. */
+static dt_tensor *dt__affine_promoted(const char *op, const dt_tensor *a, double p0, double p1) {
+  dt_dtype ct, rt;
+  dt_tensor *x, *y, *r;
+  if (dt__scalar_is_int(p0) && dt__scalar_is_int(p1)) { rt = a->dtype == DT_BOOL ? DT_I64 : a->dtype; ct = rt == DT_U8 ? DT_I32 : rt; }
+  else rt = ct = DT_F32;
+  if (!(x = dt__as_dtype(op, a, ct))) return NULL;
+  y = dt__unary(op, DT__U_AFFINE, x, p0, p1);
+  dt_release(x);
+  if (y && ct != rt) { r = dt__as_dtype(op, y, rt); dt_release(y); y = r; }
+  return y;
+}
+
+/* y = op(a). Integer tensors take AFFINE (promoted by dt__affine_promoted where the scalars or
+   the dtype ask), NEG and ABS. */
 static dt_tensor *dt__unary(const char *op, dt__unary_op uop, const dt_tensor *a, double p0, double p1) {
   dt_tensor *y;
   if (dt__check_tensor(op, "a", a) != DT_OK) return NULL;
   if (!dt__is_float(a->dtype)) {
     if (uop != DT__U_AFFINE && uop != DT__U_NEG && uop != DT__U_ABS) { dt__float_only(op, "a", a); return NULL; }
+    if (uop == DT__U_AFFINE && (a->dtype == DT_U8 || a->dtype == DT_BOOL || !dt__scalar_is_int(p0) || !dt__scalar_is_int(p1)))
+      return dt__affine_promoted(op, a, p0, p1);
     if (dt__no_arith(op, "a", a) != DT_OK) return NULL;
-    if (uop == DT__U_AFFINE && (p0 != floor(p0) || p1 != floor(p1) || fabs(p0) > 9e15 || fabs(p1) > 9e15)) {
-      /* the offending scalar: p0 (dt_mul_scalar's) unless it is fine */
-      double bad = p0 != floor(p0) || fabs(p0) > 9e15 ? p0 : p1;
-      dt__fail(DT_ERR_DTYPE, "%s: a is %s, so the scalar must be a whole number within +-9e15, got %g", op,
-               dt_dtype_name(a->dtype), bad);
-      return NULL;
-    }
   }
   if (!(y = dt__new_like(op, a, a->dtype))) return NULL;
   if (y->numel == 0) return y;

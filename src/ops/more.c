@@ -126,6 +126,10 @@ DTDEF dt_tensor *dt_rsub_scalar(const dt_tensor *t, double s) {
   const char *op = "dt_rsub_scalar";
   dt_tensor *y;
   if (dt__check_tensor(op, "t", t) != DT_OK) return NULL;
+  if (t->dtype == DT_BOOL) {
+    dt__fail(DT_ERR_DTYPE, "%s: subtraction with a bool tensor is not supported (t is bool; as in PyTorch: convert with dt_cast)", op);
+    return NULL;
+  }
   y = dt__unary(op, DT__U_AFFINE, t, -1.0, s);
   return y && DT__AG_ON(t) ? dt__ag_record1a(y, DT__AG_MUL_SCALAR, op, t, -1.0, 0, 0, NULL) : y;
 }
