@@ -92,3 +92,8 @@ DTDEF dt_tensor *dt_erf(const dt_tensor *a);
 DTDEF dt_tensor *dt_gelu(const dt_tensor *a);                      /* F.gelu (approximate='none'): x (1 + erf(x / sqrt 2)) / 2 */
 DTDEF dt_tensor *dt_pow_scalar(const dt_tensor *a, double p);      /* torch.pow(a, p) */
 DTDEF dt_tensor *dt_clamp(const dt_tensor *a, double lo, double hi); /* torch.clamp(a, lo, hi): NaN stays NaN; +-INFINITY for no bound */
+/* half precision: float16, bfloat16 (casts, creation, elementwise ops, reductions, softmax, matmul) and
+   torch.set_float32_matmul_precision: "highest" (default: F32), "high" (TF32 tensor cores), "medium"
+   (BF16 tensor cores) for F32 matmuls on the GPU; the CPU computes F32 in F32 whatever the setting */
+DTDEF dt_status   dt_set_float32_matmul_precision(const char *precision);
+DTDEF const char *dt_get_float32_matmul_precision(void);     /* torch.get_float32_matmul_precision */

@@ -41,7 +41,10 @@ static const dt__backend *dt__cpu_backend(void) {
     DT__SLOT(im2col) dt__cpu_im2col,
     DT__SLOT(col2im) dt__cpu_col2im,
     DT__SLOT(pool2d) dt__cpu_pool2d,
-    DT__SLOT(pool2d_backward) dt__cpu_pool2d_backward
+    DT__SLOT(pool2d_backward) dt__cpu_pool2d_backward,
+    /* half precision: gemm through the core's F32 conversion; F32 one way */
+    DT__SLOT(half_gemm) 0,
+    DT__SLOT(set_matmul_precision) NULL
   };
   return &be;
 }

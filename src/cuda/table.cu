@@ -43,7 +43,10 @@ extern "C" const dt__backend *dt__cuda_backend(void) {
     DT__SLOT(im2col) cu_im2col,
     DT__SLOT(col2im) cu_col2im,
     DT__SLOT(pool2d) cu_pool2d,
-    DT__SLOT(pool2d_backward) cu_pool2d_backward
+    DT__SLOT(pool2d_backward) cu_pool2d_backward,
+    /* half precision: cublasGemmEx with F32 accumulation; F32 matmul precision */
+    DT__SLOT(half_gemm) 1,
+    DT__SLOT(set_matmul_precision) cu_set_matmul_precision
   };
   return &be;
 }
