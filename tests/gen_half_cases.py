@@ -84,6 +84,9 @@ cases = [("f16_small", torch.tensor([1.0, 2.5, -3.0], dtype=torch.float16)),
          ("bf16_int", torch.tensor([[1.0, 2.0, 3.0]], dtype=torch.bfloat16)),
          ("f16_0d", torch.tensor(0.333, dtype=torch.float16)),
          ("bf16_empty", torch.zeros((0, 2), dtype=torch.bfloat16))]
+import gen_print_cases  # noqa: E402 (its repr_on: the text for a tensor on a GPU)
 for name, t in cases:
+    print("/* %s on cuda:0, cuda:1 */ " % name + ", ".join(
+        '"%s"' % gen_print_cases.repr_on(t, "cuda:%d" % d).replace("\n", "\\n") for d in (0, 1)))
     print("/* %s */ {%s, \"%s\"}," % (name, ", ".join("0x%04X" % (v & 0xFFFF) for v in t.reshape(-1).view(torch.int16).tolist()) or "0",
                                      repr(t).replace("\n", "\\n")))
