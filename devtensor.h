@@ -257,7 +257,8 @@ DTDEF dt_tensor *dt_permute(const dt_tensor *t, const int *dims);     /* a copy:
 
 /* comparisons, sigmoid/tanh/abs, the _like constructors. Comparisons return DT_BOOL
    and broadcast like NumPy; operands of two dtypes compare in PyTorch's promoted dtype
-   (bool < uint8 < int32 < int64 < float32 < float64; a 0-d operand does not widen a tensor
+   (bool < uint8 < int32 < int64 < float16, bfloat16 < float32 < float64, float16 with bfloat16: float32;
+   a 0-d operand does not widen a tensor
    with dims of its own kind: integer, float or bool). NaN compares as IEEE: only dt_ne is true. */
 DTDEF dt_tensor *dt_eq(const dt_tensor *a, const dt_tensor *b);
 DTDEF dt_tensor *dt_ne(const dt_tensor *a, const dt_tensor *b);
@@ -447,7 +448,7 @@ DTDEF void          dt_optimizer_free(dt_optimizer *o);
    an operation saved and that is then changed in place (dt_fill_, dt_axpy_, dt_copy_, any `_`
    function) makes the backward refuse; a leaf that requires grad cannot be changed in place
    while grad mode is on. The modules (dt_forward, dt_backward) keep their own backward. */
-DTDEF dt_status  dt_requires_grad_(dt_tensor *t, int on);  /* t.requires_grad_(); leaves only, float32/64 */
+DTDEF dt_status  dt_requires_grad_(dt_tensor *t, int on);  /* t.requires_grad_(); leaves only, float dtypes (float16, bfloat16 too) */
 DTDEF int        dt_requires_grad(const dt_tensor *t);           /* t.requires_grad */
 DTDEF dt_tensor *dt_grad(dt_tensor *t);                          /* borrowed: t.grad; NULL until a backward reaches t; replaced by the next backward or dt_zero_grad_ */
 DTDEF dt_status  dt_autograd_backward(dt_tensor *out, const dt_tensor *grad_out); /* torch.autograd.backward(out, grad_out); grad_out NULL: out must have one element, seed 1 */

@@ -28,7 +28,8 @@ DTDEF dt_tensor *dt_permute(const dt_tensor *t, const int *dims);     /* a copy:
 
 /* comparisons, sigmoid/tanh/abs, the _like constructors. Comparisons return DT_BOOL
    and broadcast like NumPy; operands of two dtypes compare in PyTorch's promoted dtype
-   (bool < uint8 < int32 < int64 < float32 < float64; a 0-d operand does not widen a tensor
+   (bool < uint8 < int32 < int64 < float16, bfloat16 < float32 < float64, float16 with bfloat16: float32;
+   a 0-d operand does not widen a tensor
    with dims of its own kind: integer, float or bool). NaN compares as IEEE: only dt_ne is true. */
 DTDEF dt_tensor *dt_eq(const dt_tensor *a, const dt_tensor *b);
 DTDEF dt_tensor *dt_ne(const dt_tensor *a, const dt_tensor *b);
