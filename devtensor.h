@@ -182,7 +182,7 @@ DTDEF void       *dt_cuda_stream(dt_device d);    /* the device's cudaStream_t a
 
 /* ---- api: tensors ---- */
 
-typedef enum dt_dtype { DT_F32 = 0, DT_F64, DT_I32, DT_I64, DT_U8, DT_BOOL } dt_dtype; /* appended: old values keep their numbers; BOOL is one byte, 0 or 1 */
+typedef enum dt_dtype { DT_F32 = 0, DT_F64, DT_I32, DT_I64, DT_U8, DT_BOOL, DT_F16, DT_BF16 } dt_dtype; /* appended: old values keep their numbers; BOOL is one byte, 0 or 1; F16 IEEE half, BF16 bfloat16 */
 #define DT_MAX_DIMS 8
 typedef struct dt_shape { int ndim; int64_t dims[DT_MAX_DIMS]; } dt_shape;
 
@@ -192,8 +192,8 @@ DTDEF dt_shape dt_shape2(int64_t a, int64_t b);
 DTDEF dt_shape dt_shape3(int64_t a, int64_t b, int64_t c);
 DTDEF dt_shape dt_shape4(int64_t a, int64_t b, int64_t c, int64_t d);
 DTDEF dt_shape dt_shape_n(int ndim, const int64_t *dims); /* ndim outside 0..8 or dims NULL: ndim = -1, refused on use */
-DTDEF size_t   dt_dtype_size(dt_dtype t);                 /* 4, 8 or 1 (U8, BOOL); 0 for an unknown dtype */
-DTDEF const char *dt_dtype_name(dt_dtype t);              /* "float32", "float64", "int32", "int64", "uint8", "bool" */
+DTDEF size_t   dt_dtype_size(dt_dtype t);                 /* 4, 8, 2 (F16, BF16) or 1 (U8, BOOL); 0 for an unknown dtype */
+DTDEF const char *dt_dtype_name(dt_dtype t);              /* "float32", "float64", "int32", "int64", "uint8", "bool", "float16", "bfloat16" */
 
 typedef struct dt_tensor dt_tensor;
 
@@ -257,7 +257,8 @@ DTDEF dt_tensor *dt_permute(const dt_tensor *t, const int *dims);     /* a copy:
 
 /* comparisons, sigmoid/tanh/abs, the _like constructors. Comparisons return DT_BOOL
    and broadcast like NumPy; operands of two dtypes compare in PyTorch's promoted dtype
-   (bool < uint8 < int32 < int64 < float32 < float64; a 0-d operand does not widen a tensor
+   (bool < uint8 < int32 < int64 < float16, bfloat16 < float32 < float64, float16 with bfloat16: float32;
+   a 0-d operand does not widen a tensor
    with dims of its own kind: integer, float or bool). NaN compares as IEEE: only dt_ne is true. */
 DTDEF dt_tensor *dt_eq(const dt_tensor *a, const dt_tensor *b);
 DTDEF dt_tensor *dt_ne(const dt_tensor *a, const dt_tensor *b);
@@ -343,6 +344,11 @@ DTDEF dt_tensor *dt_l1_loss_ex(const dt_tensor *x, const dt_tensor *y, dt_reduct
 DTDEF dt_tensor *dt_smooth_l1_loss(const dt_tensor *x, const dt_tensor *y, double beta); /* 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta; beta 0: l1 */
 DTDEF dt_tensor *dt_smooth_l1_loss_ex(const dt_tensor *x, const dt_tensor *y, double beta, dt_reduction reduction);
 DTDEF dt_tensor *dt_mse_loss_ex(const dt_tensor *pred, const dt_tensor *target, dt_reduction reduction); /* (pred - target)^2 */
+/* half precision: float16, bfloat16 (casts, creation, elementwise ops, reductions, softmax, matmul) and
+   torch.set_float32_matmul_precision: "highest" (default: F32), "high" (TF32 tensor cores), "medium"
+   (BF16 tensor cores) for F32 matmuls on the GPU; the CPU computes F32 in F32 whatever the setting */
+DTDEF dt_status   dt_set_float32_matmul_precision(const char *precision);
+DTDEF const char *dt_get_float32_matmul_precision(void);     /* torch.get_float32_matmul_precision */
 
 /* ---- src/api/nn.h ---- */
 typedef struct dt_module dt_module;
@@ -464,7 +470,7 @@ DTDEF void          dt_optimizer_free(dt_optimizer *o);
    an operation saved and that is then changed in place (dt_fill_, dt_axpy_, dt_copy_, any `_`
    function) makes the backward refuse; a leaf that requires grad cannot be changed in place
    while grad mode is on. The modules (dt_forward, dt_backward) keep their own backward. */
-DTDEF dt_status  dt_requires_grad_(dt_tensor *t, int on);  /* t.requires_grad_(); leaves only, float32/64 */
+DTDEF dt_status  dt_requires_grad_(dt_tensor *t, int on);  /* t.requires_grad_(); leaves only, float dtypes (float16, bfloat16 too) */
 DTDEF int        dt_requires_grad(const dt_tensor *t);           /* t.requires_grad */
 DTDEF dt_tensor *dt_grad(dt_tensor *t);                          /* borrowed: t.grad; NULL until a backward reaches t; replaced by the next backward or dt_zero_grad_ */
 DTDEF dt_status  dt_autograd_backward(dt_tensor *out, const dt_tensor *grad_out); /* torch.autograd.backward(out, grad_out); grad_out NULL: out must have one element, seed 1 */
@@ -727,6 +733,7 @@ DTDEF dt_status dt_dist_finalize(void);      /* frees the communicators; MPI_Fin
 /* ======================================================================== */
 #if (defined(DEVTENSOR_IMPLEMENTATION) || defined(DEVTENSOR_BACKEND)) && !defined(DEVTENSOR_BACKEND_H)
 #define DEVTENSOR_BACKEND_H
+#include <string.h> /* memcpy: the half precision conversions' bit casts */
 
 #ifdef __cplusplus
 extern "C" {
@@ -925,19 +932,30 @@ typedef struct dt__backend {
      A label outside [0, c) is never read with: its y is NaN; the CPU core refuses such labels first,
      the CUDA backend records them as cross_entropy does (reported as dt_nll_loss's). */
   dt_status (*nll_loss)(int dev, dt_dtype t, int64_t n, int64_t c, const void *logp, const int64_t *target, void *y);
+  /* half precision: every slot above that takes a dtype may be given DT_F16 and DT_BF16 only
+     through the core's table (src/core/half.c), which converts to F32 around the backend's
+     kernels, except cast, fill, copy_strided and index_select, which a backend does itself, and
+     gemm where half_gemm is 1 (A, B, C in the half dtype, accumulating in F32). */
+  int half_gemm;
+  /* torch.set_float32_matmul_precision for F32 gemm: 0 "highest" (F32), 1 "high" (TF32),
+     2 "medium" (BF16); NULL where the backend computes F32 one way */
+  void (*set_matmul_precision)(int level);
 } dt__backend;
 
 
 /* Small helpers shared by the core and every backend (a backend cannot call
    the core's functions: with DEVTENSOR_STATIC they are static in the user's file). */
 static inline size_t dt__dtype_bytes(dt_dtype t) {
-  switch (t) { case DT_F32: case DT_I32: return 4; case DT_F64: case DT_I64: return 8; case DT_U8: case DT_BOOL: return 1; }
+  switch (t) {
+    case DT_F32: case DT_I32: return 4; case DT_F64: case DT_I64: return 8; case DT_U8: case DT_BOOL: return 1;
+    case DT_F16: case DT_BF16: return 2;
+  }
   return 0;
 }
 static inline const char *dt__dtype_str(dt_dtype t) {
   switch (t) {
     case DT_F32: return "float32"; case DT_F64: return "float64"; case DT_I32: return "int32"; case DT_I64: return "int64";
-    case DT_U8: return "uint8"; case DT_BOOL: return "bool";
+    case DT_U8: return "uint8"; case DT_BOOL: return "bool"; case DT_F16: return "float16"; case DT_BF16: return "bfloat16";
   }
   return "unknown dtype";
 }
@@ -970,6 +988,48 @@ static DT__HD inline void dt__philox(uint32_t ctr[4], uint64_t seed) {
     k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;
   }
 }
+/* Half precision, bit by bit and the same on every device (PyTorch's c10::Half and
+   c10::BFloat16): float to float16 and bfloat16 rounds to nearest, ties to even, with
+   subnormals, overflow to inf (float16 from 65520 up) and NaN made quiet (float16: the sign
+   kept, 0x7e00; bfloat16: 0x7fc0, as c10::BFloat16's round_to_nearest_even); back to float
+   is exact (a float16 NaN made quiet). Every other dtype converts through float, as
+   PyTorch's static_cast<c10::Half> does (float64 rounds twice, as there). */
+static DT__HD inline uint32_t dt__f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static DT__HD inline float dt__bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static DT__HD inline uint16_t dt__f32_to_f16(float f) {
+  uint32_t x = dt__f32_bits(f), ax = x & 0x7FFFFFFFu, r, rem, half;
+  uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+  int shift;
+  if (ax > 0x7F800000u) return (uint16_t)(sign | 0x7E00u);           /* NaN */
+  if (ax >= 0x477FF000u) return (uint16_t)(sign | 0x7C00u);          /* 65520 and up (and inf): inf */
+  if (ax >= 0x38800000u) {                                           /* normal: 2^-14 and up */
+    r = (ax >> 13) - (112u << 10); rem = ax & 0x1FFFu;
+    if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) r++;
+    return (uint16_t)(sign | r);
+  }
+  if (ax <= 0x33000000u) return sign;                                /* 2^-25 and below: a tie at most, to 0 */
+  shift = 126 - (int)(ax >> 23);                                     /* subnormal: units of 2^-24, shift 14..24 */
+  r = ((ax & 0x7FFFFFu) | 0x800000u) >> shift;
+  rem = ((ax & 0x7FFFFFu) | 0x800000u) & ((1u << shift) - 1u); half = 1u << (shift - 1);
+  if (rem > half || (rem == half && (r & 1u))) r++;
+  return (uint16_t)(sign | r);
+}
+static DT__HD inline float dt__f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
+  if (e == 0x1Fu) return dt__bits_f32(sign | 0x7F800000u | (m << 13) | (m ? 0x400000u : 0u));
+  if (e == 0) { float v = (float)m * 5.9604644775390625e-8f; return sign ? -v : v; } /* m 2^-24, exact */
+  return dt__bits_f32(sign | ((e + 112u) << 23) | (m << 13));
+}
+static DT__HD inline uint16_t dt__f32_to_bf16(float f) {
+  uint32_t x = dt__f32_bits(f);
+  if ((x & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FC0u;
+  return (uint16_t)((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
+}
+static DT__HD inline float dt__bf16_to_f32(uint16_t h) { return dt__bits_f32((uint32_t)h << 16); }
+/* either half dtype, t DT_F16 or DT_BF16 */
+static DT__HD inline uint16_t dt__f32_to_half(int bf, float f) { return bf ? dt__f32_to_bf16(f) : dt__f32_to_f16(f); }
+static DT__HD inline float dt__half_to_f32(int bf, uint16_t h) { return bf ? dt__bf16_to_f32(h) : dt__f16_to_f32(h); }
+
 /* Block j of draw d: four 32-bit words. */
 static DT__HD inline void dt__philox_block(uint64_t seed, uint64_t draw, uint64_t j, uint32_t out[4]) {
   out[0] = (uint32_t)j; out[1] = (uint32_t)(j >> 32); out[2] = (uint32_t)draw; out[3] = (uint32_t)(draw >> 32);
@@ -1330,7 +1390,10 @@ DTDEF dt_shape dt_shape_n(int ndim, const int64_t *dims) {
 
 DTDEF size_t dt_dtype_size(dt_dtype t) { return dt__dtype_bytes(t); }
 DTDEF const char *dt_dtype_name(dt_dtype t) { return dt__dtype_str(t); }
-static int dt__is_float(dt_dtype t) { return t == DT_F32 || t == DT_F64; }
+static int dt__is_half(dt_dtype t) { return t == DT_F16 || t == DT_BF16; }
+static int dt__is_float(dt_dtype t) { return t == DT_F32 || t == DT_F64 || dt__is_half(t); }
+/* float32 and float64: what parameters, optimizers and convolutions take */
+static int dt__is_wide_float(dt_dtype t) { return t == DT_F32 || t == DT_F64; }
 
 static dt_status dt__check_dtype(const char *op, dt_dtype t) {
   if (dt_dtype_size(t) == 0) return dt__fail(DT_ERR_DTYPE, "%s: unknown dtype %d", op, (int)t);
@@ -1369,6 +1432,7 @@ static dt_status dt__check_shape(const char *op, const dt_shape *s, dt_dtype t, 
 
 /* ---- src/core/device.c ---- */
 static const dt__backend *dt__cpu_backend(void);
+static const dt__backend *dt__half_table(int cuda); /* src/core/half.c */
 
 static volatile int dt__gpu_state;   /* 0 not asked, 1 asking, 2 known */
 static int dt__gpu_n;
@@ -1478,13 +1542,13 @@ static dt_status dt__check_device(const char *op, dt_device d) {
   return DT_OK;
 }
 
-/* The backend of a device that dt__check_device accepted. */
+/* The backend of a device that dt__check_device accepted (with half precision: src/core/half.c). */
 static const dt__backend *dt__be(dt_device d) {
 #ifdef DEVTENSOR_CUDA
-  if (d.type == DT_CUDA) return dt__cuda_backend();
+  if (d.type == DT_CUDA) return dt__half_table(1);
 #endif
   DT_ASSERT(d.type == DT_CPU);
-  return dt__cpu_backend();
+  return dt__half_table(0);
 }
 
 /* A backend failure with the backend's reason, prefixed by the operation. */
@@ -1515,6 +1579,363 @@ DTDEF void *dt_cuda_stream(dt_device d) {
   s = dt__be(d)->stream(d.index);
   if (!s && d.type == DT_CUDA) dt__backend_fail("dt_cuda_stream", d, DT_ERR_BACKEND);
   return s;
+}
+
+/* ---- src/core/half.c ---- */
+/* Half precision (float16, bfloat16) on every backend, for the kernels written for float32:
+   dt__be hands the core a copy of the device's table whose dtype-taking kernels, given F16 or
+   BF16, convert their operands to F32 temporaries on the device (the backend's own cast),
+   run the F32 kernel and round each result once to the half dtype. That is what PyTorch does
+   per element (its half ops compute in float: elementwise ops, comparisons, reductions
+   accumulating in float, softmax); exact where F32 is (comparisons, max, argmax). Casts and
+   fills take the half dtypes in each backend itself, and so does a backend's gemm where it
+   says so (`half_gemm`: cuBLAS with F32 accumulation). Other dtypes go straight through. */
+
+typedef struct dt__hscratch {
+  const dt__backend *be;
+  int dev;
+  void *p;
+  size_t nbytes;
+} dt__hscratch;
+
+/* n floats of device memory, one allocation for a kernel's temporaries */
+static dt_status dt__hscratch_get(dt__hscratch *s, const dt__backend *be, int dev, int64_t n) {
+  s->be = be; s->dev = dev; s->p = NULL; s->nbytes = (size_t)n * sizeof(float);
+  return be->alloc(dev, s->nbytes, &s->p);
+}
+static void dt__hscratch_put(dt__hscratch *s) {
+  if (s->p) s->be->free(s->dev, s->p, s->nbytes);
+  s->p = NULL;
+}
+
+/* the number of elements read through strides (dims, stride) from offset 0: 1 + the largest offset */
+static int64_t dt__hextent(const dt__bcast *g, int b) {
+  int64_t e = 1;
+  int d;
+  for (d = 0; d < g->ndim; d++) e += (g->dims[d] - 1) * (b ? g->bstride[d] : g->astride[d]);
+  return e;
+}
+
+static dt_status dt__half_unary(const dt__backend *be, int dev, dt__unary_op op, dt_dtype t, int64_t n, const void *x, void *y,
+                                double p0, double p1) {
+  dt__hscratch s;
+  dt_status rc;
+  if (!dt__is_half(t)) return be->unary(dev, op, t, n, x, y, p0, p1);
+  if ((rc = dt__hscratch_get(&s, be, dev, n)) != DT_OK) return rc;
+  if ((rc = be->cast(dev, t, DT_F32, n, x, s.p)) == DT_OK && (rc = be->unary(dev, op, DT_F32, n, s.p, s.p, p0, p1)) == DT_OK)
+    rc = be->cast(dev, DT_F32, t, n, s.p, y);
+  dt__hscratch_put(&s);
+  return rc;
+}
+
+/* a strided copy of halves as two-byte elements: y contiguous over g's dims */
+static dt_status dt__half_copy_a(const dt__backend *be, int dev, const dt__bcast *g, const void *a, void *y) {
+  dt__bcast c = *g;
+  int64_t st = 1;
+  int d;
+  for (d = c.ndim - 1; d >= 0; d--) { c.bstride[d] = st; st *= c.dims[d]; }
+  return be->copy_strided(dev, 2, &c, a, y);
+}
+
+static dt_status dt__half_binary(const dt__backend *be, int dev, dt__binary_op op, dt_dtype t, const dt__bcast *g, const void *a,
+                                 const void *b, void *y) {
+  dt__hscratch s;
+  dt_status rc;
+  int64_t ea, eb;
+  float *fa, *fb, *fy;
+  if (!dt__is_half(t)) return be->binary(dev, op, t, g, a, b, y);
+  if (op == DT__B_COPY_A) return dt__half_copy_a(be, dev, g, a, y);
+  ea = dt__hextent(g, 0); eb = dt__hextent(g, 1);
+  if ((rc = dt__hscratch_get(&s, be, dev, ea + eb + g->numel)) != DT_OK) return rc;
+  fa = (float *)s.p; fb = fa + ea; fy = fb + eb;
+  if ((rc = be->cast(dev, t, DT_F32, ea, a, fa)) == DT_OK && (rc = be->cast(dev, t, DT_F32, eb, b, fb)) == DT_OK &&
+      (rc = be->binary(dev, op, DT_F32, g, fa, fb, fy)) == DT_OK)
+    rc = be->cast(dev, DT_F32, t, g->numel, fy, y);
+  dt__hscratch_put(&s);
+  return rc;
+}
+
+static dt_status dt__half_reduce(const dt__backend *be, int dev, dt__reduce_op op, dt_dtype t, int64_t outer, int64_t len, int64_t inner,
+                                 const void *x, void *y) {
+  dt__hscratch s;
+  dt_status rc;
+  int64_t nx = outer * len * inner;
+  if (!dt__is_half(t)) return be->reduce(dev, op, t, outer, len, inner, x, y);
+  if ((rc = dt__hscratch_get(&s, be, dev, nx + outer * inner)) != DT_OK) return rc;
+  if ((rc = be->cast(dev, t, DT_F32, nx, x, s.p)) == DT_OK &&
+      (rc = be->reduce(dev, op, DT_F32, outer, len, inner, s.p, (float *)s.p + nx)) == DT_OK)
+    rc = be->cast(dev, DT_F32, t, outer * inner, (float *)s.p + nx, y);
+  dt__hscratch_put(&s);
+  return rc;
+}
+
+/* elements spanned by batch items of `item` elements every `stride` (0: one shared item) */
+static int64_t dt__hspan(int64_t batch, int64_t item, int64_t stride) { return stride == 0 ? item : (batch - 1) * stride + item; }
+
+static dt_status dt__half_gemm(const dt__backend *be, int dev, dt_dtype t, int ta, int tb, int64_t batch, int64_t m, int64_t n, int64_t k,
+                               double alpha, const void *a, int64_t sa, const void *b, int64_t sb, double beta, void *c, int64_t sc) {
+  dt__hscratch s;
+  dt_status rc;
+  int64_t na, nb, nc;
+  float *fa, *fb, *fc;
+  if (!dt__is_half(t) || be->half_gemm) return be->gemm(dev, t, ta, tb, batch, m, n, k, alpha, a, sa, b, sb, beta, c, sc);
+  if (batch <= 0 || m <= 0 || n <= 0) return DT_OK;
+  na = dt__hspan(batch, m * k, sa); nb = dt__hspan(batch, k * n, sb); nc = dt__hspan(batch, m * n, sc);
+  if ((rc = dt__hscratch_get(&s, be, dev, na + nb + nc)) != DT_OK) return rc;
+  fa = (float *)s.p; fb = fa + na; fc = fb + nb;
+  rc = be->cast(dev, t, DT_F32, na, a, fa);
+  if (rc == DT_OK) rc = be->cast(dev, t, DT_F32, nb, b, fb);
+  if (rc == DT_OK && beta != 0.0) rc = be->cast(dev, t, DT_F32, nc, c, fc);
+  if (rc == DT_OK) rc = be->gemm(dev, DT_F32, ta, tb, batch, m, n, k, alpha, fa, sa, fb, sb, beta, fc, sc);
+  if (rc == DT_OK) rc = be->cast(dev, DT_F32, t, nc, fc, c);
+  dt__hscratch_put(&s);
+  return rc;
+}
+
+static dt_status dt__half_axpy(const dt__backend *be, int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y) {
+  dt__hscratch s;
+  dt_status rc;
+  if (!dt__is_half(t)) return be->axpy(dev, t, n, alpha, x, y);
+  if ((rc = dt__hscratch_get(&s, be, dev, 2 * n)) != DT_OK) return rc;
+  if ((rc = be->cast(dev, t, DT_F32, n, x, s.p)) == DT_OK && (rc = be->cast(dev, t, DT_F32, n, y, (float *)s.p + n)) == DT_OK &&
+      (rc = be->axpy(dev, DT_F32, n, alpha, s.p, (float *)s.p + n)) == DT_OK)
+    rc = be->cast(dev, DT_F32, t, n, (float *)s.p + n, y);
+  dt__hscratch_put(&s);
+  return rc;
+}
+
+/* comparisons in float32 hold every half value exactly: the same answers */
+static dt_status dt__half_compare(const dt__backend *be, int dev, dt__compare_op op, dt_dtype t, const dt__bcast *g, const void *a,
+                                  const void *b, void *y) {
+  dt__hscratch s;
+  dt_status rc;
+  int64_t ea, eb;
+  if (!dt__is_half(t)) return be->compare(dev, op, t, g, a, b, y);
+  ea = dt__hextent(g, 0); eb = dt__hextent(g, 1);
+  if ((rc = dt__hscratch_get(&s, be, dev, ea + eb)) != DT_OK) return rc;
+  if ((rc = be->cast(dev, t, DT_F32, ea, a, s.p)) == DT_OK && (rc = be->cast(dev, t, DT_F32, eb, b, (float *)s.p + ea)) == DT_OK)
+    rc = be->compare(dev, op, DT_F32, g, s.p, (float *)s.p + ea, y);
+  dt__hscratch_put(&s);
+  return rc;
+}
+
+static dt_status dt__half_arg_reduce(const dt__backend *be, int dev, int min, dt_dtype t, int64_t outer, int64_t len, int64_t inner,
+                                     const void *x, void *vals, int64_t *idx) {
+  dt__hscratch s;
+  dt_status rc;
+  int64_t nx = outer * len * inner;
+  float *fv;
+  if (!dt__is_half(t)) return be->arg_reduce(dev, min, t, outer, len, inner, x, vals, idx);
+  if ((rc = dt__hscratch_get(&s, be, dev, nx + (vals ? outer * inner : 0))) != DT_OK) return rc;
+  fv = vals ? (float *)s.p + nx : NULL;
+  if ((rc = be->cast(dev, t, DT_F32, nx, x, s.p)) == DT_OK && (rc = be->arg_reduce(dev, min, DT_F32, outer, len, inner, s.p, fv, idx)) == DT_OK &&
+      vals)
+    rc = be->cast(dev, DT_F32, t, outer * inner, fv, vals);
+  dt__hscratch_put(&s);
+  return rc;
+}
+
+static dt_status dt__half_softmax(const dt__backend *be, int dev, int lg, dt_dtype t, int64_t outer, int64_t len, int64_t inner,
+                                  const void *x, void *y) {
+  dt__hscratch s;
+  dt_status rc;
+  int64_t nx = outer * len * inner;
+  if (!dt__is_half(t)) return be->softmax(dev, lg, t, outer, len, inner, x, y);
+  if ((rc = dt__hscratch_get(&s, be, dev, 2 * nx)) != DT_OK) return rc;
+  if ((rc = be->cast(dev, t, DT_F32, nx, x, s.p)) == DT_OK &&
+      (rc = be->softmax(dev, lg, DT_F32, outer, len, inner, s.p, (float *)s.p + nx)) == DT_OK)
+    rc = be->cast(dev, DT_F32, t, nx, (float *)s.p + nx, y);
+  dt__hscratch_put(&s);
+  return rc;
+}
+
+static dt_status dt__half_cross_entropy(const dt__backend *be, int dev, int grad, dt_dtype t, int64_t n, int64_t c, const void *logits,
+                                        const int64_t *target, void *y) {
+  dt__hscratch s;
+  dt_status rc;
+  int64_t ny = grad ? n * c : 1;
+  if (!dt__is_half(t)) return be->cross_entropy(dev, grad, t, n, c, logits, target, y);
+  if ((rc = dt__hscratch_get(&s, be, dev, n * c + ny)) != DT_OK) return rc;
+  if ((rc = be->cast(dev, t, DT_F32, n * c, logits, s.p)) == DT_OK &&
+      (rc = be->cross_entropy(dev, grad, DT_F32, n, c, s.p, target, (float *)s.p + n * c)) == DT_OK)
+    rc = be->cast(dev, DT_F32, t, ny, (float *)s.p + n * c, y);
+  dt__hscratch_put(&s);
+  return rc;
+}
+
+static dt_status dt__half_im2col(const dt__backend *be, int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, const void *x, void *col) {
+  dt__hscratch s;
+  dt_status rc;
+  int64_t nx = nimg * g->c * g->h * g->w, nc = nimg * g->c * g->kh * g->kw * g->oh * g->ow;
+  if (!dt__is_half(t)) return be->im2col(dev, t, g, nimg, x, col);
+  if ((rc = dt__hscratch_get(&s, be, dev, nx + nc)) != DT_OK) return rc;
+  if ((rc = be->cast(dev, t, DT_F32, nx, x, s.p)) == DT_OK && (rc = be->im2col(dev, DT_F32, g, nimg, s.p, (float *)s.p + nx)) == DT_OK)
+    rc = be->cast(dev, DT_F32, t, nc, (float *)s.p + nx, col);
+  dt__hscratch_put(&s);
+  return rc;
+}
+
+static dt_status dt__half_col2im(const dt__backend *be, int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, const void *col, void *x) {
+  dt__hscratch s;
+  dt_status rc;
+  int64_t nx = nimg * g->c * g->h * g->w, nc = nimg * g->c * g->kh * g->kw * g->oh * g->ow;
+  if (!dt__is_half(t)) return be->col2im(dev, t, g, nimg, col, x);
+  if ((rc = dt__hscratch_get(&s, be, dev, nx + nc)) != DT_OK) return rc;
+  if ((rc = be->cast(dev, t, DT_F32, nc, col, s.p)) == DT_OK && (rc = be->col2im(dev, DT_F32, g, nimg, s.p, (float *)s.p + nc)) == DT_OK)
+    rc = be->cast(dev, DT_F32, t, nx, (float *)s.p + nc, x);
+  dt__hscratch_put(&s);
+  return rc;
+}
+
+static dt_status dt__half_pool2d(const dt__backend *be, int dev, dt_dtype t, const dt__pool2d *p, const void *x, void *y, int64_t *idx) {
+  dt__hscratch s;
+  dt_status rc;
+  int64_t nx = p->n * p->c * p->h * p->w, ny = p->n * p->c * p->oh * p->ow;
+  if (!dt__is_half(t)) return be->pool2d(dev, t, p, x, y, idx);
+  if ((rc = dt__hscratch_get(&s, be, dev, nx + ny)) != DT_OK) return rc;
+  if ((rc = be->cast(dev, t, DT_F32, nx, x, s.p)) == DT_OK && (rc = be->pool2d(dev, DT_F32, p, s.p, (float *)s.p + nx, idx)) == DT_OK)
+    rc = be->cast(dev, DT_F32, t, ny, (float *)s.p + nx, y);
+  dt__hscratch_put(&s);
+  return rc;
+}
+
+static dt_status dt__half_pool2d_backward(const dt__backend *be, int dev, dt_dtype t, const dt__pool2d *p, const void *gy,
+                                          const int64_t *idx, void *gx) {
+  dt__hscratch s;
+  dt_status rc;
+  int64_t nx = p->n * p->c * p->h * p->w, ny = p->n * p->c * p->oh * p->ow;
+  if (!dt__is_half(t)) return be->pool2d_backward(dev, t, p, gy, idx, gx);
+  if ((rc = dt__hscratch_get(&s, be, dev, nx + ny)) != DT_OK) return rc;
+  if ((rc = be->cast(dev, t, DT_F32, ny, gy, s.p)) == DT_OK &&
+      (rc = be->pool2d_backward(dev, DT_F32, p, s.p, idx, (float *)s.p + ny)) == DT_OK)
+    rc = be->cast(dev, DT_F32, t, nx, (float *)s.p + ny, gx);
+  dt__hscratch_put(&s);
+  return rc;
+}
+
+/* The tables: the backend's own, with the slots above in front of it. One set of entry points
+   per backend, each naming its backend (a slot has no room for it). */
+static dt_status dt__hc_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, const void *x, void *y, double p0, double p1) {
+  return dt__half_unary(dt__cpu_backend(), dev, op, t, n, x, y, p0, p1);
+}
+static dt_status dt__hc_binary(int dev, dt__binary_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y) {
+  return dt__half_binary(dt__cpu_backend(), dev, op, t, g, a, b, y);
+}
+static dt_status dt__hc_reduce(int dev, dt__reduce_op op, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *y) {
+  return dt__half_reduce(dt__cpu_backend(), dev, op, t, outer, len, inner, x, y);
+}
+static dt_status dt__hc_gemm(int dev, dt_dtype t, int ta, int tb, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
+                             const void *a, int64_t sa, const void *b, int64_t sb, double beta, void *c, int64_t sc) {
+  return dt__half_gemm(dt__cpu_backend(), dev, t, ta, tb, batch, m, n, k, alpha, a, sa, b, sb, beta, c, sc);
+}
+static dt_status dt__hc_axpy(int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y) {
+  return dt__half_axpy(dt__cpu_backend(), dev, t, n, alpha, x, y);
+}
+static dt_status dt__hc_compare(int dev, dt__compare_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y) {
+  return dt__half_compare(dt__cpu_backend(), dev, op, t, g, a, b, y);
+}
+static dt_status dt__hc_arg_reduce(int dev, int min, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *vals,
+                                   int64_t *idx) {
+  return dt__half_arg_reduce(dt__cpu_backend(), dev, min, t, outer, len, inner, x, vals, idx);
+}
+static dt_status dt__hc_softmax(int dev, int lg, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *y) {
+  return dt__half_softmax(dt__cpu_backend(), dev, lg, t, outer, len, inner, x, y);
+}
+static dt_status dt__hc_cross_entropy(int dev, int grad, dt_dtype t, int64_t n, int64_t c, const void *logits, const int64_t *target,
+                                      void *y) {
+  return dt__half_cross_entropy(dt__cpu_backend(), dev, grad, t, n, c, logits, target, y);
+}
+static dt_status dt__hc_im2col(int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, const void *x, void *col) {
+  return dt__half_im2col(dt__cpu_backend(), dev, t, g, nimg, x, col);
+}
+static dt_status dt__hc_col2im(int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, const void *col, void *x) {
+  return dt__half_col2im(dt__cpu_backend(), dev, t, g, nimg, col, x);
+}
+static dt_status dt__hc_pool2d(int dev, dt_dtype t, const dt__pool2d *p, const void *x, void *y, int64_t *idx) {
+  return dt__half_pool2d(dt__cpu_backend(), dev, t, p, x, y, idx);
+}
+static dt_status dt__hc_pool2d_backward(int dev, dt_dtype t, const dt__pool2d *p, const void *gy, const int64_t *idx, void *gx) {
+  return dt__half_pool2d_backward(dt__cpu_backend(), dev, t, p, gy, idx, gx);
+}
+#ifdef DEVTENSOR_CUDA
+static dt_status dt__hg_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, const void *x, void *y, double p0, double p1) {
+  return dt__half_unary(dt__cuda_backend(), dev, op, t, n, x, y, p0, p1);
+}
+static dt_status dt__hg_binary(int dev, dt__binary_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y) {
+  return dt__half_binary(dt__cuda_backend(), dev, op, t, g, a, b, y);
+}
+static dt_status dt__hg_reduce(int dev, dt__reduce_op op, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *y) {
+  return dt__half_reduce(dt__cuda_backend(), dev, op, t, outer, len, inner, x, y);
+}
+static dt_status dt__hg_gemm(int dev, dt_dtype t, int ta, int tb, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
+                             const void *a, int64_t sa, const void *b, int64_t sb, double beta, void *c, int64_t sc) {
+  return dt__half_gemm(dt__cuda_backend(), dev, t, ta, tb, batch, m, n, k, alpha, a, sa, b, sb, beta, c, sc);
+}
+static dt_status dt__hg_axpy(int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y) {
+  return dt__half_axpy(dt__cuda_backend(), dev, t, n, alpha, x, y);
+}
+static dt_status dt__hg_compare(int dev, dt__compare_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y) {
+  return dt__half_compare(dt__cuda_backend(), dev, op, t, g, a, b, y);
+}
+static dt_status dt__hg_arg_reduce(int dev, int min, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *vals,
+                                   int64_t *idx) {
+  return dt__half_arg_reduce(dt__cuda_backend(), dev, min, t, outer, len, inner, x, vals, idx);
+}
+static dt_status dt__hg_softmax(int dev, int lg, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *y) {
+  return dt__half_softmax(dt__cuda_backend(), dev, lg, t, outer, len, inner, x, y);
+}
+static dt_status dt__hg_cross_entropy(int dev, int grad, dt_dtype t, int64_t n, int64_t c, const void *logits, const int64_t *target,
+                                      void *y) {
+  return dt__half_cross_entropy(dt__cuda_backend(), dev, grad, t, n, c, logits, target, y);
+}
+static dt_status dt__hg_im2col(int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, const void *x, void *col) {
+  return dt__half_im2col(dt__cuda_backend(), dev, t, g, nimg, x, col);
+}
+static dt_status dt__hg_col2im(int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, const void *col, void *x) {
+  return dt__half_col2im(dt__cuda_backend(), dev, t, g, nimg, col, x);
+}
+static dt_status dt__hg_pool2d(int dev, dt_dtype t, const dt__pool2d *p, const void *x, void *y, int64_t *idx) {
+  return dt__half_pool2d(dt__cuda_backend(), dev, t, p, x, y, idx);
+}
+static dt_status dt__hg_pool2d_backward(int dev, dt_dtype t, const dt__pool2d *p, const void *gy, const int64_t *idx, void *gx) {
+  return dt__half_pool2d_backward(dt__cuda_backend(), dev, t, p, gy, idx, gx);
+}
+#endif
+
+static dt__backend dt__half_tables[2];
+static volatile int dt__half_state[2]; /* 0 not made, 1 making, 2 made */
+
+/* The table the core calls for a device type (cuda 0: the CPU, 1: CUDA), made once. */
+static const dt__backend *dt__half_table(int cuda) {
+  int expected = 0;
+  if (DT__ATOMIC_LOAD(&dt__half_state[cuda]) == 2) return &dt__half_tables[cuda];
+  if (DT__ATOMIC_CAS(&dt__half_state[cuda], &expected, 1)) {
+    dt__backend *h = &dt__half_tables[cuda];
+#ifdef DEVTENSOR_CUDA
+    if (cuda) {
+      *h = *dt__cuda_backend();
+      h->unary = dt__hg_unary; h->binary = dt__hg_binary; h->reduce = dt__hg_reduce; h->gemm = dt__hg_gemm;
+      h->axpy = dt__hg_axpy; h->compare = dt__hg_compare; h->arg_reduce = dt__hg_arg_reduce; h->softmax = dt__hg_softmax;
+      h->cross_entropy = dt__hg_cross_entropy; h->im2col = dt__hg_im2col; h->col2im = dt__hg_col2im; h->pool2d = dt__hg_pool2d;
+      h->pool2d_backward = dt__hg_pool2d_backward;
+    } else
+#endif
+    {
+      *h = *dt__cpu_backend();
+      h->unary = dt__hc_unary; h->binary = dt__hc_binary; h->reduce = dt__hc_reduce; h->gemm = dt__hc_gemm;
+      h->axpy = dt__hc_axpy; h->compare = dt__hc_compare; h->arg_reduce = dt__hc_arg_reduce; h->softmax = dt__hc_softmax;
+      h->cross_entropy = dt__hc_cross_entropy; h->im2col = dt__hc_im2col; h->col2im = dt__hc_col2im; h->pool2d = dt__hc_pool2d;
+      h->pool2d_backward = dt__hc_pool2d_backward;
+    }
+    DT__ATOMIC_STORE(&dt__half_state[cuda], 2);
+  } else {
+    int waits = 0;
+    while (DT__ATOMIC_LOAD(&dt__half_state[cuda]) != 2) {
+      dt__pause(waits);
+      if (waits < 64) waits++;
+    }
+  }
+  return &dt__half_tables[cuda];
 }
 
 /* ---- src/core/tensor.c ---- */
@@ -1637,6 +2058,12 @@ static dt_status dt__no_arith(const char *op, const char *name, const dt_tensor 
 
 static dt_status dt__float_only(const char *op, const char *name, const dt_tensor *a) {
   if (dt__is_float(a->dtype)) return DT_OK;
+  return dt__fail(DT_ERR_DTYPE, "%s: %s is %s, but this operation needs float32, float64, float16 or bfloat16 (convert with dt_cast)",
+                  op, name, dt_dtype_name(a->dtype));
+}
+/* operations with no half precision path yet (convolution, pooling, optimizers' state) */
+static dt_status dt__wide_float_only(const char *op, const char *name, const dt_tensor *a) {
+  if (dt__is_wide_float(a->dtype)) return DT_OK;
   return dt__fail(DT_ERR_DTYPE, "%s: %s is %s, but this operation needs float32 or float64 (convert with dt_cast)",
                   op, name, dt_dtype_name(a->dtype));
 }
@@ -1747,6 +2174,7 @@ DTDEF dt_tensor *dt_arange(double start, double end, double step, dt_dtype t, dt
       case DT_I64: ((int64_t *)host)[i] = dt__f2i64(v); break;
       case DT_U8: ((uint8_t *)host)[i] = dt__f2u8(v); break;
       case DT_BOOL: ((uint8_t *)host)[i] = v != 0; break; /* refused above */
+      case DT_F16: case DT_BF16: ((uint16_t *)host)[i] = dt__f32_to_half(t == DT_BF16, (float)v); break;
     }
   }
   if (host != y->st->ptr) {
@@ -2034,6 +2462,7 @@ static double dt__host_value(const void *p, dt_dtype t, int64_t i) {
     case DT_I64: return (double)((const int64_t *)p)[i];
     case DT_U8: return (double)((const uint8_t *)p)[i];
     case DT_BOOL: return ((const uint8_t *)p)[i] != 0 ? 1.0 : 0.0;
+    case DT_F16: case DT_BF16: return (double)dt__half_to_f32(t == DT_BF16, ((const uint16_t *)p)[i]);
   }
   return 0;
 }
@@ -2501,13 +2930,15 @@ DTDEF dt_status dt_axpy_(dt_tensor *y, double alpha, const dt_tensor *x) {
 /* ---- src/ops/compare.c ---- */
 /* Comparisons give DT_BOOL (one byte, 0 or 1) and broadcast with dt__broadcast, the binary ops'
    geometry. Operands of two dtypes are first converted (by the backend's cast, into temporaries)
-   to PyTorch's result type: the wider in bool < uint8 < int32 < int64 < float32 < float64, except
+   to PyTorch's result type: the wider in bool < uint8 < int32 < int64 < float16, bfloat16 < float32 < float64
+   (float16 with bfloat16: float32), except
    that a 0-d operand does not widen an operand with dims unless it is of a higher kind (bool <
    integer < float): uint8 (n,) == int64 0-d compares in uint8, as torch.eq does. */
 
 static int dt__dtype_rank(dt_dtype t) {
   switch (t) {
-    case DT_BOOL: return 0; case DT_U8: return 1; case DT_I32: return 2; case DT_I64: return 3; case DT_F32: return 4; case DT_F64: return 5;
+    case DT_BOOL: return 0; case DT_U8: return 1; case DT_I32: return 2; case DT_I64: return 3; case DT_F32: return 5; case DT_F64: return 6;
+    case DT_F16: case DT_BF16: return 4; /* float16 with bfloat16: float32, as PyTorch */
   }
   return -1;
 }
@@ -2517,7 +2948,10 @@ static dt_dtype dt__result_type(const dt_tensor *a, const dt_tensor *b) {
   int za = a->shape.ndim == 0, zb = b->shape.ndim == 0;
   const dt_tensor *dim, *zero;
   if (a->dtype == b->dtype) return a->dtype;
-  if (za == zb) return dt__dtype_rank(a->dtype) > dt__dtype_rank(b->dtype) ? a->dtype : b->dtype;
+  if (za == zb) {
+    if (dt__is_half(a->dtype) && dt__is_half(b->dtype)) return DT_F32;
+    return dt__dtype_rank(a->dtype) > dt__dtype_rank(b->dtype) ? a->dtype : b->dtype;
+  }
   dim = za ? b : a; zero = za ? a : b;
   return dt__dtype_kind(zero->dtype) > dt__dtype_kind(dim->dtype) ? zero->dtype : dim->dtype;
 }
@@ -3619,7 +4053,7 @@ static dt_tensor *dt__compare_scalar(const char *op, dt__compare_op cop, int swa
   int whole = s == floor(s);
   if (dt__check_tensor(op, "t", t) != DT_OK) return NULL;
   switch (t->dtype) {
-    case DT_F32: case DT_F64: st = t->dtype; break;
+    case DT_F32: case DT_F64: case DT_F16: case DT_BF16: st = t->dtype; break;
     case DT_I32: st = whole && s >= -2147483648.0 && s <= 2147483647.0 ? DT_I32 : DT_F64; break;
     case DT_I64: st = whole && s >= -9007199254740992.0 && s <= 9007199254740992.0 ? DT_I64 : DT_F64; break;
     case DT_U8: st = whole && s >= 0 && s <= 255 ? DT_U8 : DT_F64; break;
@@ -4335,6 +4769,33 @@ static dt_status dt__ag_loss_bw(dt__node *n, const dt_tensor *g, dt_tensor **gin
   return DT_OK;
 }
 
+/* ---- src/ops/half.c ---- */
+/* torch.set_float32_matmul_precision: one setting for the process, handed to every backend
+   that computes F32 matmuls more than one way (cuBLAS: CUBLAS_COMPUTE_32F, _FAST_TF32,
+   _FAST_16BF). */
+static volatile int dt__f32_precision; /* 0 highest, 1 high, 2 medium */
+
+DTDEF dt_status dt_set_float32_matmul_precision(const char *precision) {
+  static const char *const names[3] = {"highest", "high", "medium"};
+  int i;
+  if (!precision) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_set_float32_matmul_precision: precision is NULL");
+  for (i = 0; i < 3; i++)
+    if (strcmp(precision, names[i]) == 0) break;
+  if (i == 3)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT,
+                    "dt_set_float32_matmul_precision: expected \"highest\", \"high\" or \"medium\", got \"%.64s\"", precision);
+  DT__ATOMIC_STORE(&dt__f32_precision, i);
+#ifdef DEVTENSOR_CUDA
+  if (dt__cuda_backend()->set_matmul_precision) dt__cuda_backend()->set_matmul_precision(i);
+#endif
+  return DT_OK;
+}
+
+DTDEF const char *dt_get_float32_matmul_precision(void) {
+  int i = DT__ATOMIC_LOAD(&dt__f32_precision);
+  return i == 2 ? "medium" : i == 1 ? "high" : "highest";
+}
+
 /* ---- src/io/print.c ---- */
 /* A port of torch/_tensor_str.py (PyTorch 1.13) with the default print
    options: precision 4, threshold 1000, edgeitems 3, linewidth 80.
@@ -4413,6 +4874,7 @@ static int dt__fmt_float(char *out, double v, char mode) {
 }
 
 static double dt__print_getf(const dt__print_ctx *c, int64_t i) {
+  if (c->t == DT_F16 || c->t == DT_BF16) return (double)dt__half_to_f32(c->t == DT_BF16, ((const uint16_t *)c->host)[i]);
   return c->t == DT_F32 ? (double)((const float *)c->host)[i] : ((const double *)c->host)[i];
 }
 
@@ -4574,7 +5036,7 @@ static int dt__format_tensor(char *buf, size_t n, const void *host, dt_dtype t, 
   const char *tname = dt__dtype_str(t);
 
   if (buf && n) buf[0] = '\0';
-  if ((!buf && n) || !s || s->ndim < 0 || s->ndim > DT_MAX_DIMS || (int)t < (int)DT_F32 || (int)t > (int)DT_BOOL) return -1;
+  if ((!buf && n) || !s || s->ndim < 0 || s->ndim > DT_MAX_DIMS || (int)t < (int)DT_F32 || (int)t > (int)DT_BF16) return -1;
   for (d = 0; d < s->ndim; d++) {
     if (s->dims[d] < 0) return -1;
     if (s->dims[d] == 0) empty = 1;
@@ -4617,7 +5079,7 @@ static int dt__format_tensor(char *buf, size_t n, const void *host, dt_dtype t, 
       dt__print_suffix(&o, &last, sizebuf, "", "");
     }
     if (t != DT_F32) dt__print_suffix(&o, &last, "dtype=torch.", tname, "");
-  } else if (t == DT_F64 || t == DT_I32 || t == DT_U8) { /* not the defaults float32, int64, bool */
+  } else if (t == DT_F64 || t == DT_I32 || t == DT_U8 || t == DT_F16 || t == DT_BF16) { /* not the defaults float32, int64, bool */
     dt__print_suffix(&o, &last, "dtype=torch.", tname, "");
   }
   dt__print_putc(&o, ')');
@@ -5123,7 +5585,7 @@ DTDEF dt_status dt_module_to(dt_module *m, dt_device d) {
 DTDEF dt_status dt_module_to_dtype(dt_module *m, dt_dtype t) {
   dt_status s;
   if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_module_to_dtype: m is NULL");
-  if (!dt__is_float(t)) return dt__fail(DT_ERR_DTYPE, "dt_module_to_dtype: parameters are float32 or float64, not %s", dt_dtype_name(t));
+  if (!dt__is_wide_float(t)) return dt__fail(DT_ERR_DTYPE, "dt_module_to_dtype: parameters are float32 or float64, not %s", dt_dtype_name(t));
   if ((s = dt__module_check_borrowed("dt_module_to_dtype", m, m->device, t)) != DT_OK) return s;
   return dt__module_convert("dt_module_to_dtype", m, m->device, t);
 }
@@ -5323,7 +5785,7 @@ DTDEF dt_status dt_module_add_param(dt_module *m, const char *name, dt_tensor *t
   if (m->kind != DT__M_USER) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is not a module made by dt_module_new", op);
   if ((s = dt__check_tensor(op, "t", t)) != DT_OK) return s;
   if ((s = dt__module_name_check(op, "parameter", m, name)) != DT_OK) return s;
-  if (!dt__is_float(t->dtype))
+  if (!dt__is_wide_float(t->dtype))
     return dt__fail(DT_ERR_DTYPE, "%s: %s is %s; a parameter is float32 or float64", op, name, dt_dtype_name(t->dtype));
   if (t->node)
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s is not a leaf (the result of %s): a parameter is a leaf (use dt_detach)", op, name, t->node->name);
@@ -5931,7 +6393,7 @@ static dt_tensor *dt__layer_forward(dt_module *m, const dt_tensor *x, void *user
                    (long long)x->shape.dims[1], dt__shape_str(&x->shape, sb, sizeof sb));
           return NULL;
         }
-        if (dt__float_only(op, "x", x) != DT_OK) return NULL;
+        if (dt__wide_float_only(op, "x", x) != DT_OK) return NULL;
         if (dt__conv_init(op, m, L, x->shape.dims[1], x->st->device, x->dtype) != DT_OK) return NULL;
       }
       return dt_f_conv2d_ex(x, m->pts[0], L->bias ? m->pts[1] : NULL, L->sh, L->sw, L->ph, L->pw, 1, 1, L->groups);
@@ -6083,7 +6545,7 @@ static dt_optimizer *dt__optim_new(const char *op, dt_module *m, dt_tensor *cons
       char nm[32];
       snprintf(nm, sizeof nm, "params[%d]", i);
       if (dt__check_tensor(op, nm, ps[i]) != DT_OK) return NULL;
-      if (!dt__is_float(ps[i]->dtype)) { dt__fail(DT_ERR_DTYPE, "%s: params[%d] is %s; only float32 and float64 tensors can be optimized", op, i, dt_dtype_name(ps[i]->dtype)); return NULL; }
+      if (!dt__is_wide_float(ps[i]->dtype)) { dt__fail(DT_ERR_DTYPE, "%s: params[%d] is %s; only float32 and float64 tensors can be optimized", op, i, dt_dtype_name(ps[i]->dtype)); return NULL; }
       if (ps[i]->node) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: params[%d] is not a leaf (the result of %s): optimize leaves only (PyTorch: can't optimize a non-leaf Tensor)", op, i, ps[i]->node->name); return NULL; }
       for (j = 0; j < i; j++)
         if (ps[j] == ps[i]) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: params[%d] and params[%d] are the same tensor (a parameter appears once)", op, j, i); return NULL; }
@@ -7217,7 +7679,7 @@ DTDEF dt_status dt_zero_grad_(dt_tensor *t) {
 static const char *dt__st_dtype(dt_dtype t) {
   switch (t) {
     case DT_F32: return "F32"; case DT_F64: return "F64"; case DT_I32: return "I32"; case DT_I64: return "I64";
-    case DT_U8: return "U8"; case DT_BOOL: return "BOOL";
+    case DT_U8: return "U8"; case DT_BOOL: return "BOOL"; case DT_F16: return "F16"; case DT_BF16: return "BF16";
   }
   return "?";
 }
@@ -8742,7 +9204,7 @@ static dt_status dt__trainer_check_xy(const char *op, const dt_trainer *tr, cons
     if (y->dtype != DT_I64)
       return dt__fail(DT_ERR_DTYPE, "%s: expected %s to hold int64 class labels for the cross-entropy loss, got %s (convert with dt_cast)",
                       op, yn, dt_dtype_name(y->dtype));
-    return dt__float_only(op, xn, X);
+    return dt__wide_float_only(op, xn, X);
   }
   if (dt__is_float(X->dtype) && !dt__is_float(y->dtype)) /* integer targets are most likely class labels */
     return dt__fail(DT_ERR_DTYPE, "%s: %s is %s but the MSE loss (tr.loss_fn DT_LOSS_MSE, the default) needs %s targets like %s's: "
@@ -8754,7 +9216,7 @@ static dt_status dt__trainer_check_xy(const char *op, const dt_trainer *tr, cons
   if (X->shape.ndim < 2 || y->shape.ndim != 2 || X->shape.dims[0] != y->shape.dims[0])
     return dt__fail(DT_ERR_SHAPE, "%s: expected %s (n, ...) and %s (n, out), got %s and %s", op, xn, yn,
                     dt__shape_str(&X->shape, a, sizeof a), dt__shape_str(&y->shape, c, sizeof c));
-  return dt__float_only(op, xn, X);
+  return dt__wide_float_only(op, xn, X);
 }
 
 /* The labels of y (int64, on any device) in [0, classes): checked once, on the host,
@@ -9055,7 +9517,7 @@ static void dt__dl_fill(dt__dl_export *e, DLTensor *x) {
   x->device.device_type = (DLDeviceType)(t->st->device.type == DT_CUDA ? DT__DL_CUDA : DT__DL_CPU);
   x->device.device_id = t->st->device.type == DT_CUDA ? t->st->device.index : 0;
   x->ndim = t->shape.ndim;
-  x->dtype.code = (uint8_t)(dt__is_float(t->dtype) ? DT__DL_FLOAT : t->dtype == DT_U8 ? DT__DL_UINT : t->dtype == DT_BOOL ? DT__DL_BOOL : DT__DL_INT);
+  x->dtype.code = (uint8_t)(t->dtype == DT_BF16 ? DT__DL_BFLOAT : dt__is_float(t->dtype) ? DT__DL_FLOAT : t->dtype == DT_U8 ? DT__DL_UINT : t->dtype == DT_BOOL ? DT__DL_BOOL : DT__DL_INT);
   x->dtype.bits = (uint8_t)(8 * dt_dtype_size(t->dtype));
   x->dtype.lanes = 1;
   x->shape = e->shape;
@@ -9160,8 +9622,10 @@ static dt_tensor *dt__dl_import(const char *op, const DLTensor *x, void (*rel)(v
   else if (x->dtype.lanes == 1 && x->dtype.code == DT__DL_INT && x->dtype.bits == 64) t = DT_I64;
   else if (x->dtype.lanes == 1 && x->dtype.code == DT__DL_UINT && x->dtype.bits == 8) t = DT_U8;
   else if (x->dtype.lanes == 1 && x->dtype.code == DT__DL_BOOL && x->dtype.bits == 8) t = DT_BOOL;
+  else if (x->dtype.lanes == 1 && x->dtype.code == DT__DL_FLOAT && x->dtype.bits == 16) t = DT_F16;
+  else if (x->dtype.lanes == 1 && x->dtype.code == DT__DL_BFLOAT && x->dtype.bits == 16) t = DT_BF16;
   else {
-    dt__fail(DT_ERR_DTYPE, "%s: dtype %s has no devtensor dtype (float32, float64, int32, int64, uint8, bool): %s",
+    dt__fail(DT_ERR_DTYPE, "%s: dtype %s has no devtensor dtype (float32, float64, int32, int64, uint8, bool, float16, bfloat16): %s",
              op, dt__dl_type_name(x->dtype, tb, sizeof tb), dt__dl_type_advice(x->dtype));
     return NULL;
   }
@@ -9519,8 +9983,10 @@ DTDEF dt_status dt_load_tensors(const char *path, dt_device dev, int *n_out, cha
     else if (strcmp(e->dtype, "I64") == 0) types[i] = DT_I64;
     else if (strcmp(e->dtype, "U8") == 0) types[i] = DT_U8;
     else if (strcmp(e->dtype, "BOOL") == 0) types[i] = DT_BOOL;
+    else if (strcmp(e->dtype, "F16") == 0) types[i] = DT_F16;
+    else if (strcmp(e->dtype, "BF16") == 0) types[i] = DT_BF16;
     else {
-      s = dt__fail(DT_ERR_DTYPE, "%s: %s: \"%s\" is %s, which devtensor has no dtype for (F32, F64, I32, I64, U8, BOOL): convert it before saving, e.g. t.float()",
+      s = dt__fail(DT_ERR_DTYPE, "%s: %s: \"%s\" is %s, which devtensor has no dtype for (F32, F64, I32, I64, U8, BOOL, F16, BF16): convert it before saving, e.g. t.float()",
                    op, path, names[i], e->dtype);
       goto done;
     }
@@ -9940,6 +10406,7 @@ static MPI_Datatype dt__mpi_type(dt_dtype t) {
     case DT_I32: return MPI_INT32_T;
     case DT_I64: return MPI_INT64_T;
     case DT_U8: case DT_BOOL: return MPI_UINT8_T; /* bools are 0 or 1: MAX is OR, MIN is AND */
+    case DT_F16: case DT_BF16: break; /* refused by the collectives */
   }
   return MPI_BYTE; /* not reached: the dtype was checked */
 }
@@ -10002,6 +10469,8 @@ DTDEF dt_status dt_all_reduce_(dt_tensor *t, dt_reduce_op op) {
   if ((int)op < (int)DT_REDUCE_SUM || (int)op > (int)DT_REDUCE_MIN)
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: unknown op %d (DT_REDUCE_SUM, _AVG, _MAX or _MIN)", fn, (int)op);
   if ((s = dt__check_dtype(fn, t->dtype)) != DT_OK) return s;
+  if (dt__is_half(t->dtype))
+    return dt__fail(DT_ERR_DTYPE, "%s: t is %s, which the collectives do not take (dt_cast it to float32)", fn, dt_dtype_name(t->dtype));
   if (op == DT_REDUCE_AVG && !dt__is_float(t->dtype))
     return dt__fail(DT_ERR_DTYPE, "%s: DT_REDUCE_AVG needs float32 or float64, t is %s (use DT_REDUCE_SUM, or dt_cast)", fn,
                     dt_dtype_name(t->dtype));
@@ -10052,6 +10521,8 @@ DTDEF dt_status dt_broadcast_(dt_tensor *t, int root) {
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: root %d is not a rank (the world has ranks 0 to %d)", fn, root, dt__dist_size_v - 1);
   }
   if ((s = dt__check_dtype(fn, t->dtype)) != DT_OK) return s;
+  if (dt__is_half(t->dtype))
+    return dt__fail(DT_ERR_DTYPE, "%s: t is %s, which the collectives do not take (dt_cast it to float32)", fn, dt_dtype_name(t->dtype));
   if ((s = dt__dist_prelude(fn, t, 2, root)) != DT_OK) return s;
   if (dt__dist_size_v == 1 || t->numel == 0) return DT_OK;
 #ifdef DEVTENSOR_MPI
@@ -11487,6 +11958,7 @@ static void dt__conv_to_bytes(int64_t n, dt_dtype from, int tobool, const void *
       else memcpy(y, p, (size_t)n);
       break;
     }
+    case DT_F16: case DT_BF16: break; /* src/cpu/half.c */
   }
 }
 /* casts from uint8 or bool (frombool: nonzero is 1) to float32/64, int32/64 */
@@ -11498,6 +11970,7 @@ static void dt__conv_from_bytes(int64_t n, int frombool, dt_dtype to, const uint
     case DT_I32: { int32_t *q = (int32_t *)y; for (i = 0; i < n; i++) q[i] = (int32_t)(frombool ? x[i] != 0 : x[i]); break; }
     case DT_I64: { int64_t *q = (int64_t *)y; for (i = 0; i < n; i++) q[i] = (int64_t)(frombool ? x[i] != 0 : x[i]); break; }
     case DT_U8: case DT_BOOL: dt__conv_to_bytes(n, frombool ? DT_BOOL : DT_U8, to == DT_BOOL, x, (uint8_t *)y); break;
+    case DT_F16: case DT_BF16: break; /* src/cpu/half.c */
   }
 }
 
@@ -11618,6 +12091,67 @@ static dt_status dt__cpu_compare(int dev, dt__compare_op op, dt_dtype t, const d
   return DT_OK;
 }
 
+/* ---- src/cpu/half.c ---- */
+/* Casts to and from float16 and bfloat16 on the CPU: through float, a block of elements at a
+   time (dt__f32_to_f16 and friends in src/backend/backend.h), as PyTorch converts them. */
+
+#define DT__HALF_BLOCK 256
+
+/* n elements of `from` to float (from not a half dtype) */
+static void dt__half_in(dt_dtype from, int64_t n, const void *x, float *f) {
+  int64_t i;
+  switch (from) {
+    case DT_F32: memcpy(f, x, (size_t)n * sizeof(float)); break;
+    case DT_F64: for (i = 0; i < n; i++) f[i] = (float)((const double *)x)[i]; break;
+    case DT_I32: for (i = 0; i < n; i++) f[i] = (float)((const int32_t *)x)[i]; break;
+    case DT_I64: for (i = 0; i < n; i++) f[i] = (float)((const int64_t *)x)[i]; break;
+    case DT_U8: for (i = 0; i < n; i++) f[i] = (float)((const uint8_t *)x)[i]; break;
+    case DT_BOOL: for (i = 0; i < n; i++) f[i] = ((const uint8_t *)x)[i] != 0 ? 1.0f : 0.0f; break;
+    case DT_F16: for (i = 0; i < n; i++) f[i] = dt__f16_to_f32(((const uint16_t *)x)[i]); break;
+    case DT_BF16: for (i = 0; i < n; i++) f[i] = dt__bf16_to_f32(((const uint16_t *)x)[i]); break;
+  }
+}
+/* n floats to `to`, as the float32 casts convert (saturating integers, dt__f2u8, nonzero bools) */
+static void dt__half_out(dt_dtype to, int64_t n, const float *f, void *y) {
+  int64_t i;
+  switch (to) {
+    case DT_F32: memcpy(y, f, (size_t)n * sizeof(float)); break;
+    case DT_F64: for (i = 0; i < n; i++) ((double *)y)[i] = (double)f[i]; break;
+    case DT_I32: for (i = 0; i < n; i++) ((int32_t *)y)[i] = dt__f2i32((double)f[i]); break;
+    case DT_I64: for (i = 0; i < n; i++) ((int64_t *)y)[i] = dt__f2i64((double)f[i]); break;
+    case DT_U8: for (i = 0; i < n; i++) ((uint8_t *)y)[i] = dt__f2u8((double)f[i]); break;
+    case DT_BOOL: for (i = 0; i < n; i++) ((uint8_t *)y)[i] = f[i] != 0.0f; break;
+    case DT_F16: for (i = 0; i < n; i++) ((uint16_t *)y)[i] = dt__f32_to_f16(f[i]); break;
+    case DT_BF16: for (i = 0; i < n; i++) ((uint16_t *)y)[i] = dt__f32_to_bf16(f[i]); break;
+  }
+}
+
+typedef struct dt__half_job {
+  dt_dtype from, to;
+  const char *x;
+  char *y;
+} dt__half_job;
+
+static void dt__half_task(void *ctx, int64_t lo, int64_t hi) {
+  const dt__half_job *j = (const dt__half_job *)ctx;
+  size_t xs = dt_dtype_size(j->from), ys = dt_dtype_size(j->to);
+  float f[DT__HALF_BLOCK];
+  while (lo < hi) {
+    int64_t n = hi - lo < DT__HALF_BLOCK ? hi - lo : DT__HALF_BLOCK;
+    dt__half_in(j->from, n, j->x + (size_t)lo * xs, f);
+    dt__half_out(j->to, n, f, j->y + (size_t)lo * ys);
+    lo += n;
+  }
+}
+
+/* y (n, to) = x (n, from) with from or to a half dtype, from != to */
+static dt_status dt__cpu_cast_half(dt_dtype from, dt_dtype to, int64_t n, const void *x, void *y) {
+  dt__half_job j;
+  j.from = from; j.to = to; j.x = (const char *)x; j.y = (char *)y;
+  dt__par_for(n, DT__GRAIN_MEM, dt__half_task, &j);
+  return DT_OK;
+}
+
 /* ---- src/cpu/elementwise_entry.c ---- */
 /* A job of n elements: y[i] = f(x[i]) by a dt__map_fn, dt__conv_fn or dt__fill_fn. */
 typedef struct dt__ew_job {
@@ -11652,6 +12186,12 @@ static dt_status dt__cpu_fill(int dev, dt_dtype t, int64_t n, double v, void *y)
     case DT_I64: { int64_t x = dt__f2i64(v); memcpy(j.v, &x, sizeof x); break; }
     case DT_U8: j.v[0] = dt__f2u8(v); break;
     case DT_BOOL: j.v[0] = v != 0; break;
+    case DT_F16: case DT_BF16: { /* through float, as every conversion to them */
+      uint16_t h = dt__f32_to_half(t == DT_BF16, (float)v), *q = (uint16_t *)y;
+      int64_t i;
+      for (i = 0; i < n; i++) q[i] = h;
+      return DT_OK;
+    }
   }
   if (j.ys == 1) { memset(y, j.v[0], (size_t)n); return DT_OK; }
   if (n < 2 * DT__GRAIN_MEM) { /* small: no table, no job */
@@ -11691,6 +12231,7 @@ static dt_status dt__cpu_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, 
     case DT_I32: j.map = op == DT__U_NEG ? dt__map_neg_i32 : op == DT__U_ABS ? dt__map_abs_i32 : dt__map_affine_i32; break;
     case DT_I64: j.map = op == DT__U_NEG ? dt__map_neg_i64 : op == DT__U_ABS ? dt__map_abs_i64 : dt__map_affine_i64; break;
     case DT_U8: case DT_BOOL: return DT_ERR_DTYPE; /* the core refuses them first */
+    case DT_F16: case DT_BF16: return DT_ERR_DTYPE; /* through F32: the core's table (src/core/half.c) */
   }
   j.x = (const char *)x; j.y = (char *)y;
   j.xs = j.ys = dt_dtype_size(t);
@@ -11708,6 +12249,7 @@ static dt_status dt__cpu_cast(int dev, dt_dtype from, dt_dtype to, int64_t n, co
   dt__ew_job j;
   (void)dev;
   if (from == to) { memcpy(y, x, (size_t)n * dt_dtype_size(to)); return DT_OK; }
+  if (from == DT_F16 || from == DT_BF16 || to == DT_F16 || to == DT_BF16) return dt__cpu_cast_half(from, to, n, x, y);
   if (from == DT_U8 || from == DT_BOOL || to == DT_U8 || to == DT_BOOL) { /* bytes: dt__bytes_task */
     dt__bytes_job bj;
     bj.from = from; bj.to = to; bj.x = (const char *)x; bj.y = (char *)y;
@@ -14540,7 +15082,10 @@ static const dt__backend *dt__cpu_backend(void) {
     DT__SLOT(index_add) dt__cpu_index_add,
     DT__SLOT(random_int) dt__cpu_random_int,
     /* losses */
-    DT__SLOT(nll_loss) dt__cpu_nll_loss
+    DT__SLOT(nll_loss) dt__cpu_nll_loss,
+    /* half precision: gemm through the core's F32 conversion; F32 one way */
+    DT__SLOT(half_gemm) 0,
+    DT__SLOT(set_matmul_precision) NULL
   };
   return &be;
 }

@@ -906,6 +906,28 @@ template <typename S> struct Conv<S, B8> { __device__ static B8 f(S v) { return 
 template <typename D> struct Conv<B8, D> { __device__ static D f(B8 v) { return (D)(v.v != 0); } };
 template <> struct Conv<B8, B8> { __device__ static B8 f(B8 v) { return B8{(uint8_t)(v.v != 0)}; } };
 
+/* ---- src/cuda/half.cu ---- */
+/* ---- float16 and bfloat16 elements ----
+   Two bytes each, converted by the bit code every backend shares (dt__f32_to_f16 and friends,
+   src/backend/backend.h), so a cast gives the CPU's bits on every GPU. Every other dtype
+   converts through float, as on the CPU. */
+struct Half16 { uint16_t v; };
+struct BHalf16 { uint16_t v; };
+
+template <typename D> struct Conv<Half16, D> { __device__ static D f(Half16 v) { return Conv<float, D>::f(dt__f16_to_f32(v.v)); } };
+template <typename D> struct Conv<BHalf16, D> { __device__ static D f(BHalf16 v) { return Conv<float, D>::f(dt__bf16_to_f32(v.v)); } };
+template <typename S> struct Conv<S, Half16> { __device__ static Half16 f(S v) { return Half16{dt__f32_to_f16(Conv<S, float>::f(v))}; } };
+template <typename S> struct Conv<S, BHalf16> { __device__ static BHalf16 f(S v) { return BHalf16{dt__f32_to_bf16(Conv<S, float>::f(v))}; } };
+/* the pairs both templates above (or those of bool) match */
+template <> struct Conv<Half16, B8> { __device__ static B8 f(Half16 v) { return B8{(uint8_t)(dt__f16_to_f32(v.v) != 0.0f)}; } };
+template <> struct Conv<BHalf16, B8> { __device__ static B8 f(BHalf16 v) { return B8{(uint8_t)(dt__bf16_to_f32(v.v) != 0.0f)}; } };
+template <> struct Conv<B8, Half16> { __device__ static Half16 f(B8 v) { return Half16{(uint16_t)(v.v ? 0x3C00u : 0u)}; } };
+template <> struct Conv<B8, BHalf16> { __device__ static BHalf16 f(B8 v) { return BHalf16{(uint16_t)(v.v ? 0x3F80u : 0u)}; } };
+template <> struct Conv<Half16, BHalf16> { __device__ static BHalf16 f(Half16 v) { return BHalf16{dt__f32_to_bf16(dt__f16_to_f32(v.v))}; } };
+template <> struct Conv<BHalf16, Half16> { __device__ static Half16 f(BHalf16 v) { return Half16{dt__f32_to_f16(dt__bf16_to_f32(v.v))}; } };
+template <> struct Conv<Half16, Half16> { __device__ static Half16 f(Half16 v) { return v; } };
+template <> struct Conv<BHalf16, BHalf16> { __device__ static BHalf16 f(BHalf16 v) { return v; } };
+
 /* ---- src/cuda/elementwise.cu ---- */
 /* y: (n,) = v */
 template <typename T>
@@ -948,6 +970,7 @@ dt_status cu_fill(int dev, dt_dtype t, int64_t n, double v, void *y) {
     case DT_I64: return fill_t<int64_t>(in.s->stream, n, f2i64(v), y);
     case DT_U8: return fill_t<uint8_t>(in.s->stream, n, f2u8(v), y);
     case DT_BOOL: return fill_t<uint8_t>(in.s->stream, n, (uint8_t)(v != 0), y);
+    case DT_F16: case DT_BF16: return fill_t<uint16_t>(in.s->stream, n, dt__f32_to_half(t == DT_BF16, (float)v), y);
   }
   set_err("fill: unknown dtype %d", (int)t);
   return DT_ERR_DTYPE;
@@ -1092,6 +1115,7 @@ dt_status cu_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, const void *
   switch (t) {
     case DT_F32: return unary_float<float>(in.s->stream, op, n, x, y, (float)p0, (float)p1);
     case DT_F64: return unary_float<double>(in.s->stream, op, n, x, y, p0, p1);
+    case DT_F16: case DT_BF16: break; /* through F32: the core's table (src/core/half.c) */
     case DT_I32:
     case DT_I64:
       if (op == DT__U_ABS) {
@@ -1279,6 +1303,7 @@ dt_status cu_binary(int dev, dt__binary_op op, dt_dtype t, const dt__bcast *g, c
     case DT_F64: return binary_t<double>(in.s->stream, op, t, *g, a, b, y);
     case DT_I32: return binary_t<int32_t>(in.s->stream, op, t, *g, a, b, y);
     case DT_I64: return binary_t<int64_t>(in.s->stream, op, t, *g, a, b, y);
+    case DT_F16: case DT_BF16: break; /* through F32: the core's table (src/core/half.c) */
     case DT_U8:
     case DT_BOOL: /* copies only (transposes); the core refuses arithmetic on them */
       if (op == DT__B_COPY_A) return zip<uint8_t>(in.s->stream, *g, a, b, y, BCopyA<uint8_t>{});
@@ -1312,6 +1337,8 @@ dt_status cast_from(cudaStream_t st, dt_dtype to, int64_t n, const void *x, void
     case DT_I64: return cast_t<S, int64_t>(st, n, x, y);
     case DT_U8: return cast_t<S, uint8_t>(st, n, x, y);
     case DT_BOOL: return cast_t<S, B8>(st, n, x, y);
+    case DT_F16: return cast_t<S, Half16>(st, n, x, y);
+    case DT_BF16: return cast_t<S, BHalf16>(st, n, x, y);
   }
   set_err("cast: unknown dtype %d", (int)to);
   return DT_ERR_DTYPE;
@@ -1331,6 +1358,8 @@ dt_status cu_cast(int dev, dt_dtype from, dt_dtype to, int64_t n, const void *x,
     case DT_I64: return cast_from<int64_t>(in.s->stream, to, n, x, y);
     case DT_U8: return cast_from<uint8_t>(in.s->stream, to, n, x, y);
     case DT_BOOL: return cast_from<B8>(in.s->stream, to, n, x, y);
+    case DT_F16: return cast_from<Half16>(in.s->stream, to, n, x, y);
+    case DT_BF16: return cast_from<BHalf16>(in.s->stream, to, n, x, y);
   }
   set_err("cast: unknown dtype %d", (int)from);
   return DT_ERR_DTYPE;
@@ -1589,9 +1618,26 @@ struct ScaleC {
   }
 };
 
+/* torch.set_float32_matmul_precision: 0 highest (F32), 1 high (TF32 tensor cores), 2 medium (BF16) */
+std::atomic<int> g_f32_precision{0};
+void cu_set_matmul_precision(int level) { g_f32_precision.store(level, std::memory_order_relaxed); }
+
+/* cuBLAS's Ex gemm: A, B and C of type `ty`, alpha and beta floats, computing as `ct` */
+cublasStatus_t gemm_ex(cublasHandle_t h, cublasOperation_t opb, cublasOperation_t opa, int n, int m, int k, const float *alpha,
+                       const void *b, int ldb, long long sb, const void *a, int lda, long long sa, const float *beta, void *c,
+                       int ldc, long long sc, int batch, cudaDataType_t ty, cublasComputeType_t ct) {
+  if (batch == 1) return cublasGemmEx(h, opb, opa, n, m, k, alpha, b, ty, ldb, a, ty, lda, beta, c, ty, ldc, ct, CUBLAS_GEMM_DEFAULT);
+  return cublasGemmStridedBatchedEx(h, opb, opa, n, m, k, alpha, b, ty, ldb, sb, a, ty, lda, sa, beta, c, ty, ldc, sc, batch, ct,
+                                    CUBLAS_GEMM_DEFAULT);
+}
+
 cublasStatus_t gemm_call(cublasHandle_t h, cublasOperation_t opb, cublasOperation_t opa, int n, int m, int k, const float *alpha,
                          const float *b, int ldb, long long sb, const float *a, int lda, long long sa, const float *beta,
                          float *c, int ldc, long long sc, int batch) {
+  int p = g_f32_precision.load(std::memory_order_relaxed);
+  if (p != 0)
+    return gemm_ex(h, opb, opa, n, m, k, alpha, b, ldb, sb, a, lda, sa, beta, c, ldc, sc, batch, CUDA_R_32F,
+                   p == 1 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F_FAST_16BF);
   if (batch == 1) return cublasSgemm(h, opb, opa, n, m, k, alpha, b, ldb, a, lda, beta, c, ldc);
   return cublasSgemmStridedBatched(h, opb, opa, n, m, k, alpha, b, ldb, sb, a, lda, sa, beta, c, ldc, sc, batch);
 }
@@ -1602,19 +1648,53 @@ cublasStatus_t gemm_call(cublasHandle_t h, cublasOperation_t opb, cublasOperatio
   return cublasDgemmStridedBatched(h, opb, opa, n, m, k, alpha, b, ldb, sb, a, lda, sa, beta, c, ldc, sc, batch);
 }
 
+/* float16 and bfloat16 operands: C = alpha A B + beta C in F32 on the tensor cores, rounded once */
+cublasStatus_t gemm_call(cublasHandle_t h, cublasOperation_t opb, cublasOperation_t opa, int n, int m, int k, const float *alpha,
+                         const Half16 *b, int ldb, long long sb, const Half16 *a, int lda, long long sa, const float *beta,
+                         Half16 *c, int ldc, long long sc, int batch) {
+  return gemm_ex(h, opb, opa, n, m, k, alpha, b, ldb, sb, a, lda, sa, beta, c, ldc, sc, batch, CUDA_R_16F, CUBLAS_COMPUTE_32F);
+}
+cublasStatus_t gemm_call(cublasHandle_t h, cublasOperation_t opb, cublasOperation_t opa, int n, int m, int k, const float *alpha,
+                         const BHalf16 *b, int ldb, long long sb, const BHalf16 *a, int lda, long long sa, const float *beta,
+                         BHalf16 *c, int ldc, long long sc, int batch) {
+  return gemm_ex(h, opb, opa, n, m, k, alpha, b, ldb, sb, a, lda, sa, beta, c, ldc, sc, batch, CUDA_R_16BF, CUBLAS_COMPUTE_32F);
+}
+/* the scalar type alpha and beta are given in: float for the half dtypes */
+template <typename T> struct GemmScalar { typedef T type; };
+template <> struct GemmScalar<Half16> { typedef float type; };
+template <> struct GemmScalar<BHalf16> { typedef float type; };
+template <typename T> const char *gemm_name(bool batched) {
+  if (sizeof(T) == 2) return batched ? "cublasGemmStridedBatchedEx" : "cublasGemmEx";
+  if (sizeof(T) == 4) return batched ? "cublasSgemmStridedBatched" : "cublasSgemm";
+  return batched ? "cublasDgemmStridedBatched" : "cublasDgemm";
+}
+
+/* C = beta C for the half dtypes (k = 0), through float */
+template <typename H>
+struct ScaleCHalf {
+  H *c; float beta; int64_t mn, stride_c;
+  template <typename I> __device__ void operator()(I i) const {
+    int64_t b = (int64_t)i / mn, j = (int64_t)i - b * mn;
+    H *p = c + b * stride_c + j;
+    *p = beta == 0.0f ? Conv<float, H>::f(0.0f) : Conv<float, H>::f(beta * Conv<H, float>::f(*p));
+  }
+};
+template <typename T, typename S> struct ScaleOf { typedef ScaleC<T> type; };
+template <typename S> struct ScaleOf<Half16, S> { typedef ScaleCHalf<Half16> type; };
+template <typename S> struct ScaleOf<BHalf16, S> { typedef ScaleCHalf<BHalf16> type; };
+
 /* Row-major C = alpha op(A) op(B) + beta C is column-major C^T = op(B)^T op(A)^T:
    cuBLAS gets (n, m, k) with B first. */
-template <typename T>
-dt_status gemm_t(int dev, DevState &s, int ta, int tb, int64_t batch, int64_t m, int64_t n, int64_t k, T alpha, const T *a,
-                 int64_t sa, const T *b, int64_t sb, T beta, T *c, int64_t sc) {
-  if (k == 0) return run_map("gemm (k = 0)", s.stream, batch * m * n, ScaleC<T>{c, beta, m * n, sc});
+template <typename T, typename S = typename GemmScalar<T>::type>
+dt_status gemm_t(int dev, DevState &s, int ta, int tb, int64_t batch, int64_t m, int64_t n, int64_t k, S alpha, const T *a,
+                 int64_t sa, const T *b, int64_t sb, S beta, T *c, int64_t sc) {
+  if (k == 0) return run_map("gemm (k = 0)", s.stream, batch * m * n, typename ScaleOf<T, S>::type{c, beta, m * n, sc});
   /* (batch, m, k) @ (k, n), A's items back to back: one gemm of (batch*m, k) @ (k, n) */
   if (batch > 1 && sb == 0 && !ta && sa == m * k && sc == m * n && m * batch <= INT_MAX) {
     m *= batch;
     batch = 1;
   }
-  const char *name = sizeof(T) == 4 ? (batch == 1 ? "cublasSgemm" : "cublasSgemmStridedBatched")
-                                    : (batch == 1 ? "cublasDgemm" : "cublasDgemmStridedBatched");
+  const char *name = gemm_name<T>(batch != 1);
   if (m > INT_MAX || n > INT_MAX || k > INT_MAX) {
     set_err("%s: matrix sizes m = %lld, n = %lld, k = %lld exceed cuBLAS's int range", name, (long long)m, (long long)n,
             (long long)k);
@@ -1639,7 +1719,7 @@ dt_status gemm_t(int dev, DevState &s, int ta, int tb, int64_t batch, int64_t m,
     for (int64_t i = 0; i < batch; i++) {
       cublasStatus_t st = gemm_call(h, opb, opa, (int)n, (int)m, (int)k, &alpha, b + i * sb, ldb, 0, a + i * sa, lda, 0,
                                     &beta, c + i * sc, ldc, 0, 1);
-      if (st != CUBLAS_STATUS_SUCCESS) return blas_fail(sizeof(T) == 4 ? "cublasSgemm" : "cublasDgemm", st);
+      if (st != CUBLAS_STATUS_SUCCESS) return blas_fail(gemm_name<T>(false), st);
     }
     return DT_OK;
   }
@@ -1657,6 +1737,12 @@ dt_status cu_gemm(int dev, dt_dtype t, int ta, int tb, int64_t batch, int64_t m,
   if (batch <= 0 || m <= 0 || n <= 0) return DT_OK;
   Entered in(dev);
   if (!in.ok()) return in.status();
+  if (t == DT_F16)
+    return gemm_t<Half16>(dev, *in.s, ta, tb, batch, m, n, k, (float)alpha, static_cast<const Half16 *>(a), stride_a,
+                          static_cast<const Half16 *>(b), stride_b, (float)beta, static_cast<Half16 *>(c), stride_c);
+  if (t == DT_BF16)
+    return gemm_t<BHalf16>(dev, *in.s, ta, tb, batch, m, n, k, (float)alpha, static_cast<const BHalf16 *>(a), stride_a,
+                           static_cast<const BHalf16 *>(b), stride_b, (float)beta, static_cast<BHalf16 *>(c), stride_c);
   return by_float(t, "gemm", [&](auto z) {
     using T = decltype(z);
     return gemm_t<T>(dev, *in.s, ta, tb, batch, m, n, k, (T)alpha, static_cast<const T *>(a), stride_a,
@@ -1819,6 +1905,7 @@ dt_status cu_compare(int dev, dt__compare_op op, dt_dtype t, const dt__bcast *g,
     case DT_I32: return compare_t<int32_t>(in.s->stream, (int)op, *g, a, b, y);
     case DT_I64: return compare_t<int64_t>(in.s->stream, (int)op, *g, a, b, y);
     case DT_U8: case DT_BOOL: return compare_t<uint8_t>(in.s->stream, (int)op, *g, a, b, y);
+    case DT_F16: case DT_BF16: break; /* through F32: the core's table (src/core/half.c) */
   }
   set_err("compare: unknown dtype %d", (int)t);
   return DT_ERR_DTYPE;
@@ -2743,6 +2830,7 @@ dt_status nccl_type(dt_dtype t, ncclDataType_t *out) {
     case DT_I32: *out = ncclInt32; return DT_OK;
     case DT_I64: *out = ncclInt64; return DT_OK;
     case DT_U8: case DT_BOOL: *out = ncclUint8; return DT_OK; /* bools are 0 or 1: MAX is OR, MIN is AND */
+    case DT_F16: case DT_BF16: break; /* the core refuses them */
   }
   set_err("NCCL collectives are not defined for %s", dt__dtype_str(t));
   return DT_ERR_DTYPE;
@@ -2919,7 +3007,10 @@ extern "C" const dt__backend *dt__cuda_backend(void) {
     DT__SLOT(index_add) cu_index_add,
     DT__SLOT(random_int) cu_random_int,
     /* losses */
-    DT__SLOT(nll_loss) cu_nll_loss
+    DT__SLOT(nll_loss) cu_nll_loss,
+    /* half precision: cublasGemmEx with F32 accumulation; F32 matmul precision */
+    DT__SLOT(half_gemm) 1,
+    DT__SLOT(set_matmul_precision) cu_set_matmul_precision
   };
   return &be;
 }

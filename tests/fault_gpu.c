@@ -100,6 +100,7 @@ static double at(const dt_tensor *t, int64_t i) { /* element i of a GPU tensor, 
     case DT_I32: v = ((const int32_t *)dt_data_ptr(h))[i]; break;
     case DT_I64: v = (double)((const int64_t *)dt_data_ptr(h))[i]; break;
     case DT_U8: case DT_BOOL: v = ((const uint8_t *)dt_data_ptr(h))[i]; break;
+    default: break; /* float16, bfloat16: tests/test_half.c */
   }
   dt_release(h);
   return v;

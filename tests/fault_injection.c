@@ -144,6 +144,7 @@ static double val(dt_tensor *t, int64_t i) {
     case DT_I32: return ((const int32_t *)p)[i];
     case DT_I64: return (double)((const int64_t *)p)[i];
     case DT_U8: case DT_BOOL: return ((const uint8_t *)p)[i];
+    default: break; /* float16, bfloat16: tests/test_half.c */
   }
   return 0;
 }
@@ -672,6 +673,30 @@ static int workload(void) {
     REFUSE(dt_l1_loss(a, a64), DT_ERR_DTYPE);
     REFUSE(dt_smooth_l1_loss(a, a, -1), DT_ERR_INVALID_ARGUMENT);
     REFUSE(dt_bce_with_logits_ex(a, a, (dt_reduction)7), DT_ERR_INVALID_ARGUMENT);
+  }
+  /* float16 and bfloat16: each operation's float32 temporaries failing in turn */
+  {
+    dt_tensor *h16, *hb, *hy, *ht;
+    char pb[256];
+    NEW(t, dt_from_data(A6, dt_shape2(2, 3), DT_F32, dt_cpu()));
+    NEW(h16, dt_cast(t, DT_F16));
+    NEW(hb, dt_cast(t, DT_BF16));
+    NEW(hy, dt_add(h16, h16));
+    NEW(hy, dt_cast(hy, DT_F64)); VERIFY(val(hy, 5) == 2 * A6[5]);
+    NEW(hy, dt_mul_scalar(hb, 2.0));
+    NEW(hy, dt_exp(h16));
+    NEW(ht, dt_transpose(h16));
+    NEW(hy, dt_matmul(h16, ht));
+    NEW(ht, dt_transpose(hb));
+    NEW(hy, dt_matmul(hb, ht));
+    NEW(hy, dt_sum(h16));
+    NEW(hy, dt_sum_dim(hb, 1));
+    NEW(hy, dt_softmax(h16, 1));
+    NEW(hy, dt_max_dim(hb, 0));
+    NEW(hy, dt_lt(h16, h16));
+    NEW(hy, dt_cast(hb, DT_F16));
+    STEP(dt_axpy_(h16, 0.5, h16) == DT_OK);
+    STEP(dt_snprint(pb, sizeof pb, hb) > 0);
   }
 
 out:

@@ -540,7 +540,23 @@ static dt_tensor *empty_gather(void) {
   return y;
 }
 static const int64_t GI_OK[3] = {0, 1, 0}, GI_BIG[8] = {0, 1, 0, 1, 0, 1, 0, 1}, GI_RANGE[3] = {0, 2, 1}, GI_NEG[3] = {0, -1, 0};
-static const int64_t PAD_ODD[3] = {1, 1, 1}, PAD_CROP[2] = {-2, -2}, PAD_HUGE[2] = {1, (int64_t)1 << 40};
+static const int64_t PAD_ODD[3] = {1, 1, 1}, PAD_CROP[2] = {-2, -2}, PAD_HUGE[2] = {1, (int64_t)1 << 40}; \
+/* float16 and bfloat16 where they are refused: mixed, optimizers, module parameters, collectives */
+static int half_misuse(int k) {
+  dt_tensor *a = dt_zeros(dt_shape1(2), dt_cpu()), *h = dt_cast(a, DT_F16), *b = dt_cast(a, DT_BF16);
+  int r = 0;
+  dt_release(a);
+  if (k == 1) r = nulo(dt_sgd_tensors(&h, 1, 0.1, 0, 0));
+  else if (k == 2) {
+    dt_module *m = dt_linear(2, 2);
+    r = bad(dt_module_to_dtype(m, DT_BF16));
+    dt_module_free(m);
+  } else if (k == 3) {
+    r = bad(dist_ar(h, DT_REDUCE_SUM));
+  }
+  dt_release(h); dt_release(b);
+  return r;
+}
 
 #define BAD_CASES(X_)                                                                                                      \
   /* errors */                                                                                                              \
@@ -802,7 +818,7 @@ static const int64_t PAD_ODD[3] = {1, 1, 1}, PAD_CROP[2] = {-2, -2}, PAD_HUGE[2]
   X_(conv_w_2d, DT_ERR_SHAPE, "dt_f_conv2d:", "expected w to be 4-d|(2, 3)", nul(dt_f_conv2d(cv(1, 2, 5, 5), F, NULL, 1, 0))) \
   X_(conv_x_empty_hw, DT_ERR_SHAPE, "dt_f_conv2d:", "non-zero channels, height and width|(1, 2, 0, 5)", nul(dt_f_conv2d(cv(1, 2, 0, 5), cv(3, 2, 3, 3), NULL, 1, 1))) \
   X_(conv_bias_shape, DT_ERR_SHAPE, "dt_f_conv2d:", "=expected b of shape (3,) (w's output channels), got (2, 3)", nul(dt_f_conv2d(cv(1, 2, 5, 5), cv(3, 2, 3, 3), F, 1, 0))) \
-  X_(conv_int, DT_ERR_DTYPE, "dt_f_conv2d:", "x is int32|float32 or float64", nul(dt_f_conv2d(cv_t(DT_I32, 1, 2, 5, 5), cv_t(DT_I32, 3, 2, 3, 3), NULL, 1, 0))) \
+  X_(conv_int, DT_ERR_DTYPE, "dt_f_conv2d:", "x is int32|float32, float64, float16 or bfloat16", nul(dt_f_conv2d(cv_t(DT_I32, 1, 2, 5, 5), cv_t(DT_I32, 3, 2, 3, 3), NULL, 1, 0))) \
   X_(conv_mixed_dtype, DT_ERR_DTYPE, "dt_f_conv2d:", "=expected tensors of one dtype, but x is float32 and w is float64 (convert one with dt_cast)", nul(dt_f_conv2d(cv(1, 2, 5, 5), cv_t(DT_F64, 3, 2, 3, 3), NULL, 1, 0))) \
   X_(conv_bias_dtype, DT_ERR_DTYPE, "dt_f_conv2d:", "x is float32 and b is float64", nul(dt_f_conv2d(cv(1, 2, 5, 5), cv(2, 2, 3, 3), D, 1, 0))) \
   X_(conv_gpu_cpu, DT_ERR_DEVICE_MISMATCH, "dt_f_conv2d:", "=expected all tensors on the same device, but w is on cpu and x is on cuda:0 (move one with dt_to)", GPUS(1, nul(dt_f_conv2d(cv_g(1, 2, 5, 5), cv(3, 2, 3, 3), NULL, 1, 0)))) \
@@ -923,7 +939,7 @@ static const int64_t PAD_ODD[3] = {1, 1, 1}, PAD_CROP[2] = {-2, -2}, PAD_HUGE[2]
   X_(mse_null_target, DT_ERR_INVALID_ARGUMENT, "dt_mse_loss:", "=target is NULL", nul(dt_mse_loss(Y, NULL)))                \
   X_(mse_shape, DT_ERR_SHAPE, "dt_mse_loss:", "=pred has shape (5, 2) but target has shape (5, 3)", nul(dt_mse_loss(Y, X))) \
   X_(mse_dtype, DT_ERR_DTYPE, "dt_mse_loss:", "=expected tensors of one dtype, but pred is float32 and target is float64 (convert one with dt_cast)", nul(dt_mse_loss(F, D))) \
-  X_(mse_int, DT_ERR_DTYPE, "dt_mse_loss:", "=pred is int32, but this operation needs float32 or float64 (convert with dt_cast)", nul(dt_mse_loss(I, I))) \
+  X_(mse_int, DT_ERR_DTYPE, "dt_mse_loss:", "=pred is int32, but this operation needs float32, float64, float16 or bfloat16 (convert with dt_cast)", nul(dt_mse_loss(I, I))) \
   X_(mse_gpu_target, DT_ERR_DEVICE_MISMATCH, "dt_mse_loss:", "=expected all tensors on the same device, but target is on cuda:0 and pred is on cpu (move one with dt_to)", GPUS(1, nul(dt_mse_loss(Y, GY)))) \
   X_(mse_gpu_pred, DT_ERR_DEVICE_MISMATCH, "dt_mse_loss:", "=expected all tensors on the same device, but target is on cpu and pred is on cuda:0 (move one with dt_to)", GPUS(1, nul(dt_mse_loss(GY, Y)))) \
   X_(mse_device_before_shape, DT_ERR_DEVICE_MISMATCH, "dt_mse_loss:", "target is on cuda:0|pred is on cpu", GPUS(1, nul(dt_mse_loss(X, GY)))) \
@@ -933,7 +949,7 @@ static const int64_t PAD_ODD[3] = {1, 1, 1}, PAD_CROP[2] = {-2, -2}, PAD_HUGE[2]
   X_(mse_grad_null, DT_ERR_INVALID_ARGUMENT, "dt_mse_loss_grad:", "=target is NULL", nul(dt_mse_loss_grad(F, NULL)))        \
   X_(mse_grad_shape, DT_ERR_SHAPE, "dt_mse_loss_grad:", "=pred has shape (2, 3) but target has shape (3,)", nul(dt_mse_loss_grad(F, V))) \
   X_(mse_grad_dtype, DT_ERR_DTYPE, "dt_mse_loss_grad:", "=expected tensors of one dtype, but pred is float64 and target is float32 (convert one with dt_cast)", nul(dt_mse_loss_grad(YD, Y))) \
-  X_(mse_grad_int, DT_ERR_DTYPE, "dt_mse_loss_grad:", "=pred is int64, but this operation needs float32 or float64 (convert with dt_cast)", nul(dt_mse_loss_grad(L, L))) \
+  X_(mse_grad_int, DT_ERR_DTYPE, "dt_mse_loss_grad:", "=pred is int64, but this operation needs float32, float64, float16 or bfloat16 (convert with dt_cast)", nul(dt_mse_loss_grad(L, L))) \
   X_(mse_grad_gpu_target, DT_ERR_DEVICE_MISMATCH, "dt_mse_loss_grad:", "=expected all tensors on the same device, but target is on cuda:0 and pred is on cpu (move one with dt_to)", GPUS(1, nul(dt_mse_loss_grad(Y, GY)))) \
   X_(mse_grad_gpu_pred, DT_ERR_DEVICE_MISMATCH, "dt_mse_loss_grad:", "=expected all tensors on the same device, but target is on cpu and pred is on cuda:0 (move one with dt_to)", GPUS(1, nul(dt_mse_loss_grad(GY, Y)))) \
   X_(mse_grad_device_before_dtype, DT_ERR_DEVICE_MISMATCH, "dt_mse_loss_grad:", "target is on cuda:0|pred is on cpu", GPUS(1, nul(dt_mse_loss_grad(YD, GY)))) \
@@ -1085,7 +1101,7 @@ static const int64_t PAD_ODD[3] = {1, 1, 1}, PAD_CROP[2] = {-2, -2}, PAD_HUGE[2]
   X_(ge_device_before_shape, DT_ERR_DEVICE_MISMATCH, "dt_ge:", "b is on cuda:0|a is on cpu", GPUS(1, nul(dt_ge(M4, G0))))   \
   X_(ne_gpu0_gpu1, DT_ERR_DEVICE_MISMATCH, "dt_ne:", "b is on cuda:1|a is on cuda:0", GPUS(2, nul(dt_ne(G0, G1))))           \
   X_(sigmoid_null, DT_ERR_INVALID_ARGUMENT, "dt_sigmoid:", "a is NULL", nul(dt_sigmoid(NULL)))                             \
-  X_(sigmoid_int, DT_ERR_DTYPE, "dt_sigmoid:", "a is int32|float32 or float64", nul(dt_sigmoid(I)))                         \
+  X_(sigmoid_int, DT_ERR_DTYPE, "dt_sigmoid:", "a is int32|float32, float64, float16 or bfloat16", nul(dt_sigmoid(I)))                         \
   X_(tanh_null, DT_ERR_INVALID_ARGUMENT, "dt_tanh:", "a is NULL", nul(dt_tanh(NULL)))                                       \
   X_(tanh_int, DT_ERR_DTYPE, "dt_tanh:", "a is int64", nul(dt_tanh(L)))                                                     \
   X_(abs_null, DT_ERR_INVALID_ARGUMENT, "dt_abs:", "a is NULL", nul(dt_abs(NULL)))                                          \
@@ -1122,13 +1138,13 @@ static const int64_t PAD_ODD[3] = {1, 1, 1}, PAD_CROP[2] = {-2, -2}, PAD_HUGE[2]
   X_(one_hot_classes, DT_ERR_INVALID_ARGUMENT, "dt_one_hot:", "-2", nul(dt_one_hot(L, -2)))                                  \
   X_(one_hot_range, DT_ERR_INVALID_ARGUMENT, "dt_one_hot:", "labels holds 3|num_classes is 3", nul(dt_one_hot(L, 3)))        \
   X_(sin_null, DT_ERR_INVALID_ARGUMENT, "dt_sin:", "a is NULL", nul(dt_sin(NULL)))                                           \
-  X_(sin_int, DT_ERR_DTYPE, "dt_sin:", "a is int32|float32 or float64", nul(dt_sin(I)))                                      \
+  X_(sin_int, DT_ERR_DTYPE, "dt_sin:", "a is int32|float32, float64, float16 or bfloat16", nul(dt_sin(I)))                                      \
   X_(cos_null, DT_ERR_INVALID_ARGUMENT, "dt_cos:", "a is NULL", nul(dt_cos(NULL)))                                           \
-  X_(cos_int, DT_ERR_DTYPE, "dt_cos:", "a is int32|float32 or float64", nul(dt_cos(I)))                                      \
+  X_(cos_int, DT_ERR_DTYPE, "dt_cos:", "a is int32|float32, float64, float16 or bfloat16", nul(dt_cos(I)))                                      \
   X_(erf_null, DT_ERR_INVALID_ARGUMENT, "dt_erf:", "a is NULL", nul(dt_erf(NULL)))                                           \
-  X_(erf_int, DT_ERR_DTYPE, "dt_erf:", "a is int32|float32 or float64", nul(dt_erf(I)))                                      \
+  X_(erf_int, DT_ERR_DTYPE, "dt_erf:", "a is int32|float32, float64, float16 or bfloat16", nul(dt_erf(I)))                                      \
   X_(gelu_null, DT_ERR_INVALID_ARGUMENT, "dt_gelu:", "a is NULL", nul(dt_gelu(NULL)))                                        \
-  X_(gelu_int, DT_ERR_DTYPE, "dt_gelu:", "a is int32|float32 or float64", nul(dt_gelu(I)))                                   \
+  X_(gelu_int, DT_ERR_DTYPE, "dt_gelu:", "a is int32|float32, float64, float16 or bfloat16", nul(dt_gelu(I)))                                   \
   X_(pow_scalar_null, DT_ERR_INVALID_ARGUMENT, "dt_pow_scalar:", "a is NULL", nul(dt_pow_scalar(NULL, 2)))                   \
   X_(pow_scalar_int, DT_ERR_DTYPE, "dt_pow_scalar:", "a is int64", nul(dt_pow_scalar(L, 2)))                                 \
   X_(clamp_null, DT_ERR_INVALID_ARGUMENT, "dt_clamp:", "a is NULL", nul(dt_clamp(NULL, 0, 1)))                               \
@@ -1137,10 +1153,10 @@ static const int64_t PAD_ODD[3] = {1, 1, 1}, PAD_CROP[2] = {-2, -2}, PAD_HUGE[2]
   X_(sub_float_bool, DT_ERR_DTYPE, "dt_sub:", "=subtraction with a bool tensor is not supported (b is bool; as in PyTorch: convert with dt_cast, or for a mask use dt_ne_scalar)", nul(cmp_2(dt_sub, cmp_1(dt_abs, cmp_u8()), cmp_bool()))) \
   X_(rsub_bool, DT_ERR_DTYPE, "dt_rsub_scalar:", "t is bool|not supported", nul(cmp_rsub(cmp_bool())))                    \
   X_(neg_bool, DT_ERR_DTYPE, "dt_neg:", "a is bool", nul(cmp_1(dt_neg, cmp_bool())))                                          \
-  X_(mean_bool, DT_ERR_DTYPE, "dt_mean:", "a is bool|float32 or float64", nul(cmp_1(dt_mean, cmp_bool())))                    \
+  X_(mean_bool, DT_ERR_DTYPE, "dt_mean:", "a is bool|float32, float64, float16 or bfloat16", nul(cmp_1(dt_mean, cmp_bool())))                    \
   X_(arange_bool, DT_ERR_DTYPE, "dt_arange:", "bool", nul(dt_arange(0, 2, 1, DT_BOOL, dt_cpu())))                           \
-  X_(empty_dtype_6, DT_ERR_DTYPE, "dt_empty:", "unknown dtype 6", nul(dt_empty(dt_shape1(2), (dt_dtype)6, dt_cpu())))       \
-  X_(cast_dtype_6, DT_ERR_DTYPE, "dt_cast:", "unknown dtype 6", nul(dt_cast(F, (dt_dtype)6)))                               \
+  X_(empty_dtype_8, DT_ERR_DTYPE, "dt_empty:", "unknown dtype 8", nul(dt_empty(dt_shape1(2), (dt_dtype)8, dt_cpu())))       \
+  X_(cast_dtype_8, DT_ERR_DTYPE, "dt_cast:", "unknown dtype 8", nul(dt_cast(F, (dt_dtype)8)))                               \
   /* the trainer */                                                                                                         \
   /* indexing: dt_slice, dt_index_select, dt_cat, dt_permute */                                                  \
   X_(slice_null, DT_ERR_INVALID_ARGUMENT, "dt_slice:", "=t is NULL", nul(dt_slice(NULL, 0, 0, 1)))                           \
@@ -1339,7 +1355,13 @@ static const int64_t PAD_ODD[3] = {1, 1, 1}, PAD_CROP[2] = {-2, -2}, PAD_HUGE[2]
   X_(smooth_l1_gpu0_gpu1, DT_ERR_DEVICE_MISMATCH, "dt_smooth_l1_loss:", "y is on cuda:1|x is on cuda:0", GPUS(2, nul(dt_smooth_l1_loss(G0, G1, 1)))) \
   X_(mse_ex_null, DT_ERR_INVALID_ARGUMENT, "dt_mse_loss_ex:", "=pred is NULL", nul(dt_mse_loss_ex(NULL, F, DT_REDUCTION_MEAN))) \
   X_(mse_ex_reduction, DT_ERR_INVALID_ARGUMENT, "dt_mse_loss_ex:", "unknown reduction 9", nul(dt_mse_loss_ex(F, F, (dt_reduction)9))) \
-  X_(mse_ex_dtype, DT_ERR_DTYPE, "dt_mse_loss_ex:", "pred is float32 and target is float64", nul(dt_mse_loss_ex(F, D, DT_REDUCTION_SUM)))
+  X_(mse_ex_dtype, DT_ERR_DTYPE, "dt_mse_loss_ex:", "pred is float32 and target is float64", nul(dt_mse_loss_ex(F, D, DT_REDUCTION_SUM))) \
+  X_(fill_leaf_requires_grad, DT_ERR_INVALID_ARGUMENT, "dt_fill_:", "t is a leaf that requires grad", bad(ag_misuse(7)))     \
+  X_(matmul_precision_bad, DT_ERR_INVALID_ARGUMENT, "dt_set_float32_matmul_precision:", "=expected \"highest\", \"high\" or \"medium\", got \"fast\"", bad(dt_set_float32_matmul_precision("fast"))) \
+  X_(matmul_precision_null, DT_ERR_INVALID_ARGUMENT, "dt_set_float32_matmul_precision:", "precision is NULL", bad(dt_set_float32_matmul_precision(NULL))) \
+  X_(half_sgd, DT_ERR_DTYPE, "dt_sgd_tensors:", "params[0] is float16; only float32 and float64", half_misuse(1))              \
+  X_(half_param, DT_ERR_DTYPE, "dt_module_to_dtype:", "float32 or float64, not bfloat16", half_misuse(2))                      \
+  X_(half_all_reduce, DT_ERR_DTYPE, "dt_all_reduce_:", "t is float16, which the collectives do not take", half_misuse(3))
 
 #define X_DEF(name, want, prefix, words, call) static int bad_##name(void) { return (call); }
 BAD_CASES(X_DEF)

@@ -25,6 +25,7 @@ static double at(const void *p, dt_dtype t, int64_t i) {
     case DT_I32: return ((const int32_t *)p)[i];
     case DT_I64: return (double)((const int64_t *)p)[i];
     case DT_U8: case DT_BOOL: return ((const uint8_t *)p)[i];
+    default: break; /* float16, bfloat16: tests/test_half.c */
   }
   return NAN;
 }
@@ -287,15 +288,17 @@ static void test_refused_imports(void) {
     refuse(p, legacy, "uint16", "uint16 has no devtensor dtype");
     x->dtype.code = kDLBool; x->dtype.bits = 32;
     refuse(p, legacy, "bool (32 bits)", "bool (32 bits)");
-    x->dtype.code = kDLFloat; x->dtype.bits = 16;
-    refuse(p, legacy, "float16", "float16");
+    x->dtype.code = kDLFloat; x->dtype.bits = 16; x->dtype.lanes = 2;  /* float16 imports (tests/test_half.c), not in lanes */
+    refuse(p, legacy, "float16 x 2 lanes", "float16 x 2 lanes");
+    x->dtype.lanes = 1; x->dtype.bits = 8;
+    refuse(p, legacy, "float8", "float8");
     /* the suggested conversion fits the dtype: a float to float32, an int to int64 */
-    refuse(p, legacy, "float16 to float32", "e.g. x.to(torch.float32) or x.astype(np.float32)");
-    T_CHECK_MSG(!contains(dt_last_error(), "np.int64"), "float16: %s", dt_last_error());
-    x->dtype.code = kDLBfloat; x->dtype.bits = 16;
-    refuse(p, legacy, "bfloat16", "dtype bfloat16 has no devtensor dtype");
-    refuse(p, legacy, "bfloat16 to float32", "x.to(torch.float32)");
-    T_CHECK_MSG(!contains(dt_last_error(), "np.int64"), "bfloat16: %s", dt_last_error());
+    refuse(p, legacy, "float8 to float32", "e.g. x.to(torch.float32) or x.astype(np.float32)");
+    T_CHECK_MSG(!contains(dt_last_error(), "np.int64"), "float8: %s", dt_last_error());
+    x->dtype.code = kDLBfloat; x->dtype.bits = 32;
+    refuse(p, legacy, "bfloat32", "dtype bfloat32 has no devtensor dtype");
+    refuse(p, legacy, "bfloat32 to float32", "x.to(torch.float32)");
+    T_CHECK_MSG(!contains(dt_last_error(), "np.int64"), "bfloat32: %s", dt_last_error());
     x->dtype.code = kDLFloat; x->dtype.bits = 128;
     refuse(p, legacy, "float128 to float64", "x.astype(np.float64)");
     x->dtype.code = kDLInt; x->dtype.bits = 16;
@@ -506,7 +509,7 @@ static void test_load_tensors_refused(void) {
   char **names = (char **)&n;
   dt_tensor **ts = (dt_tensor **)&n;
   struct { const char *hdr; size_t nbytes; const char *expect; } cases[] = {
-    {"{\"a\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4, "\"a\" is BF16, which devtensor has no dtype for"},
+    {"{\"a\":{\"dtype\":\"I16\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4, "\"a\" is I16, which devtensor has no dtype for"},
     {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[12,16]}}", 16, "no gaps"},
     {"{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 8, "do not hold its 12 bytes"},
     {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 12, "trailing bytes"},

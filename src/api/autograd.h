@@ -11,7 +11,7 @@
    an operation saved and that is then changed in place (dt_fill_, dt_axpy_, dt_copy_, any `_`
    function) makes the backward refuse; a leaf that requires grad cannot be changed in place
    while grad mode is on. The modules (dt_forward, dt_backward) keep their own backward. */
-DTDEF dt_status  dt_requires_grad_(dt_tensor *t, int on);  /* t.requires_grad_(); leaves only, float32/64 */
+DTDEF dt_status  dt_requires_grad_(dt_tensor *t, int on);  /* t.requires_grad_(); leaves only, float dtypes (float16, bfloat16 too) */
 DTDEF int        dt_requires_grad(const dt_tensor *t);           /* t.requires_grad */
 DTDEF dt_tensor *dt_grad(dt_tensor *t);                          /* borrowed: t.grad; NULL until a backward reaches t; replaced by the next backward or dt_zero_grad_ */
 DTDEF dt_status  dt_autograd_backward(dt_tensor *out, const dt_tensor *grad_out); /* torch.autograd.backward(out, grad_out); grad_out NULL: out must have one element, seed 1 */

@@ -45,7 +45,7 @@ DTDEF void       *dt_cuda_stream(dt_device d);    /* the device's cudaStream_t a
 
 /* ---- api: tensors ---- */
 
-typedef enum dt_dtype { DT_F32 = 0, DT_F64, DT_I32, DT_I64, DT_U8, DT_BOOL } dt_dtype; /* appended: old values keep their numbers; BOOL is one byte, 0 or 1 */
+typedef enum dt_dtype { DT_F32 = 0, DT_F64, DT_I32, DT_I64, DT_U8, DT_BOOL, DT_F16, DT_BF16 } dt_dtype; /* appended: old values keep their numbers; BOOL is one byte, 0 or 1; F16 IEEE half, BF16 bfloat16 */
 #define DT_MAX_DIMS 8
 typedef struct dt_shape { int ndim; int64_t dims[DT_MAX_DIMS]; } dt_shape;
 
@@ -55,8 +55,8 @@ DTDEF dt_shape dt_shape2(int64_t a, int64_t b);
 DTDEF dt_shape dt_shape3(int64_t a, int64_t b, int64_t c);
 DTDEF dt_shape dt_shape4(int64_t a, int64_t b, int64_t c, int64_t d);
 DTDEF dt_shape dt_shape_n(int ndim, const int64_t *dims); /* ndim outside 0..8 or dims NULL: ndim = -1, refused on use */
-DTDEF size_t   dt_dtype_size(dt_dtype t);                 /* 4, 8 or 1 (U8, BOOL); 0 for an unknown dtype */
-DTDEF const char *dt_dtype_name(dt_dtype t);              /* "float32", "float64", "int32", "int64", "uint8", "bool" */
+DTDEF size_t   dt_dtype_size(dt_dtype t);                 /* 4, 8, 2 (F16, BF16) or 1 (U8, BOOL); 0 for an unknown dtype */
+DTDEF const char *dt_dtype_name(dt_dtype t);              /* "float32", "float64", "int32", "int64", "uint8", "bool", "float16", "bfloat16" */
 
 typedef struct dt_tensor dt_tensor;
 

@@ -28,7 +28,8 @@ DTDEF dt_tensor *dt_permute(const dt_tensor *t, const int *dims);     /* a copy:
 
 /* comparisons, sigmoid/tanh/abs, the _like constructors. Comparisons return DT_BOOL
    and broadcast like NumPy; operands of two dtypes compare in PyTorch's promoted dtype
-   (bool < uint8 < int32 < int64 < float32 < float64; a 0-d operand does not widen a tensor
+   (bool < uint8 < int32 < int64 < float16, bfloat16 < float32 < float64, float16 with bfloat16: float32;
+   a 0-d operand does not widen a tensor
    with dims of its own kind: integer, float or bool). NaN compares as IEEE: only dt_ne is true. */
 DTDEF dt_tensor *dt_eq(const dt_tensor *a, const dt_tensor *b);
 DTDEF dt_tensor *dt_ne(const dt_tensor *a, const dt_tensor *b);
@@ -114,3 +115,8 @@ DTDEF dt_tensor *dt_l1_loss_ex(const dt_tensor *x, const dt_tensor *y, dt_reduct
 DTDEF dt_tensor *dt_smooth_l1_loss(const dt_tensor *x, const dt_tensor *y, double beta); /* 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta; beta 0: l1 */
 DTDEF dt_tensor *dt_smooth_l1_loss_ex(const dt_tensor *x, const dt_tensor *y, double beta, dt_reduction reduction);
 DTDEF dt_tensor *dt_mse_loss_ex(const dt_tensor *pred, const dt_tensor *target, dt_reduction reduction); /* (pred - target)^2 */
+/* half precision: float16, bfloat16 (casts, creation, elementwise ops, reductions, softmax, matmul) and
+   torch.set_float32_matmul_precision: "highest" (default: F32), "high" (TF32 tensor cores), "medium"
+   (BF16 tensor cores) for F32 matmuls on the GPU; the CPU computes F32 in F32 whatever the setting */
+DTDEF dt_status   dt_set_float32_matmul_precision(const char *precision);
+DTDEF const char *dt_get_float32_matmul_precision(void);     /* torch.get_float32_matmul_precision */

@@ -6,6 +6,7 @@
 /* ======================================================================== */
 #if (defined(DEVTENSOR_IMPLEMENTATION) || defined(DEVTENSOR_BACKEND)) && !defined(DEVTENSOR_BACKEND_H)
 #define DEVTENSOR_BACKEND_H
+#include <string.h> /* memcpy: the half precision conversions' bit casts */
 
 #ifdef __cplusplus
 extern "C" {
@@ -204,19 +205,30 @@ typedef struct dt__backend {
      A label outside [0, c) is never read with: its y is NaN; the CPU core refuses such labels first,
      the CUDA backend records them as cross_entropy does (reported as dt_nll_loss's). */
   dt_status (*nll_loss)(int dev, dt_dtype t, int64_t n, int64_t c, const void *logp, const int64_t *target, void *y);
+  /* half precision: every slot above that takes a dtype may be given DT_F16 and DT_BF16 only
+     through the core's table (src/core/half.c), which converts to F32 around the backend's
+     kernels, except cast, fill, copy_strided and index_select, which a backend does itself, and
+     gemm where half_gemm is 1 (A, B, C in the half dtype, accumulating in F32). */
+  int half_gemm;
+  /* torch.set_float32_matmul_precision for F32 gemm: 0 "highest" (F32), 1 "high" (TF32),
+     2 "medium" (BF16); NULL where the backend computes F32 one way */
+  void (*set_matmul_precision)(int level);
 } dt__backend;
 
 
 /* Small helpers shared by the core and every backend (a backend cannot call
    the core's functions: with DEVTENSOR_STATIC they are static in the user's file). */
 static inline size_t dt__dtype_bytes(dt_dtype t) {
-  switch (t) { case DT_F32: case DT_I32: return 4; case DT_F64: case DT_I64: return 8; case DT_U8: case DT_BOOL: return 1; }
+  switch (t) {
+    case DT_F32: case DT_I32: return 4; case DT_F64: case DT_I64: return 8; case DT_U8: case DT_BOOL: return 1;
+    case DT_F16: case DT_BF16: return 2;
+  }
   return 0;
 }
 static inline const char *dt__dtype_str(dt_dtype t) {
   switch (t) {
     case DT_F32: return "float32"; case DT_F64: return "float64"; case DT_I32: return "int32"; case DT_I64: return "int64";
-    case DT_U8: return "uint8"; case DT_BOOL: return "bool";
+    case DT_U8: return "uint8"; case DT_BOOL: return "bool"; case DT_F16: return "float16"; case DT_BF16: return "bfloat16";
   }
   return "unknown dtype";
 }
@@ -249,6 +261,48 @@ static DT__HD inline void dt__philox(uint32_t ctr[4], uint64_t seed) {
     k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;
   }
 }
+/* Half precision, bit by bit and the same on every device (PyTorch's c10::Half and
+   c10::BFloat16): float to float16 and bfloat16 rounds to nearest, ties to even, with
+   subnormals, overflow to inf (float16 from 65520 up) and NaN made quiet (float16: the sign
+   kept, 0x7e00; bfloat16: 0x7fc0, as c10::BFloat16's round_to_nearest_even); back to float
+   is exact (a float16 NaN made quiet). Every other dtype converts through float, as
+   PyTorch's static_cast<c10::Half> does (float64 rounds twice, as there). */
+static DT__HD inline uint32_t dt__f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static DT__HD inline float dt__bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static DT__HD inline uint16_t dt__f32_to_f16(float f) {
+  uint32_t x = dt__f32_bits(f), ax = x & 0x7FFFFFFFu, r, rem, half;
+  uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+  int shift;
+  if (ax > 0x7F800000u) return (uint16_t)(sign | 0x7E00u);           /* NaN */
+  if (ax >= 0x477FF000u) return (uint16_t)(sign | 0x7C00u);          /* 65520 and up (and inf): inf */
+  if (ax >= 0x38800000u) {                                           /* normal: 2^-14 and up */
+    r = (ax >> 13) - (112u << 10); rem = ax & 0x1FFFu;
+    if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) r++;
+    return (uint16_t)(sign | r);
+  }
+  if (ax <= 0x33000000u) return sign;                                /* 2^-25 and below: a tie at most, to 0 */
+  shift = 126 - (int)(ax >> 23);                                     /* subnormal: units of 2^-24, shift 14..24 */
+  r = ((ax & 0x7FFFFFu) | 0x800000u) >> shift;
+  rem = ((ax & 0x7FFFFFu) | 0x800000u) & ((1u << shift) - 1u); half = 1u << (shift - 1);
+  if (rem > half || (rem == half && (r & 1u))) r++;
+  return (uint16_t)(sign | r);
+}
+static DT__HD inline float dt__f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
+  if (e == 0x1Fu) return dt__bits_f32(sign | 0x7F800000u | (m << 13) | (m ? 0x400000u : 0u));
+  if (e == 0) { float v = (float)m * 5.9604644775390625e-8f; return sign ? -v : v; } /* m 2^-24, exact */
+  return dt__bits_f32(sign | ((e + 112u) << 23) | (m << 13));
+}
+static DT__HD inline uint16_t dt__f32_to_bf16(float f) {
+  uint32_t x = dt__f32_bits(f);
+  if ((x & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FC0u;
+  return (uint16_t)((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
+}
+static DT__HD inline float dt__bf16_to_f32(uint16_t h) { return dt__bits_f32((uint32_t)h << 16); }
+/* either half dtype, t DT_F16 or DT_BF16 */
+static DT__HD inline uint16_t dt__f32_to_half(int bf, float f) { return bf ? dt__f32_to_bf16(f) : dt__f32_to_f16(f); }
+static DT__HD inline float dt__half_to_f32(int bf, uint16_t h) { return bf ? dt__bf16_to_f32(h) : dt__f16_to_f32(h); }
+
 /* Block j of draw d: four 32-bit words. */
 static DT__HD inline void dt__philox_block(uint64_t seed, uint64_t draw, uint64_t j, uint32_t out[4]) {
   out[0] = (uint32_t)j; out[1] = (uint32_t)(j >> 32); out[2] = (uint32_t)draw; out[3] = (uint32_t)(draw >> 32);

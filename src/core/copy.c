@@ -50,6 +50,7 @@ static double dt__host_value(const void *p, dt_dtype t, int64_t i) {
     case DT_I64: return (double)((const int64_t *)p)[i];
     case DT_U8: return (double)((const uint8_t *)p)[i];
     case DT_BOOL: return ((const uint8_t *)p)[i] != 0 ? 1.0 : 0.0;
+    case DT_F16: case DT_BF16: return (double)dt__half_to_f32(t == DT_BF16, ((const uint16_t *)p)[i]);
   }
   return 0;
 }

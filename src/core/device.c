@@ -1,4 +1,5 @@
 static const dt__backend *dt__cpu_backend(void);
+static const dt__backend *dt__half_table(int cuda); /* src/core/half.c */
 
 static volatile int dt__gpu_state;   /* 0 not asked, 1 asking, 2 known */
 static int dt__gpu_n;
@@ -108,13 +109,13 @@ static dt_status dt__check_device(const char *op, dt_device d) {
   return DT_OK;
 }
 
-/* The backend of a device that dt__check_device accepted. */
+/* The backend of a device that dt__check_device accepted (with half precision: src/core/half.c). */
 static const dt__backend *dt__be(dt_device d) {
 #ifdef DEVTENSOR_CUDA
-  if (d.type == DT_CUDA) return dt__cuda_backend();
+  if (d.type == DT_CUDA) return dt__half_table(1);
 #endif
   DT_ASSERT(d.type == DT_CPU);
-  return dt__cpu_backend();
+  return dt__half_table(0);
 }
 
 /* A backend failure with the backend's reason, prefixed by the operation. */

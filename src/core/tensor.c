@@ -117,6 +117,12 @@ static dt_status dt__no_arith(const char *op, const char *name, const dt_tensor 
 
 static dt_status dt__float_only(const char *op, const char *name, const dt_tensor *a) {
   if (dt__is_float(a->dtype)) return DT_OK;
+  return dt__fail(DT_ERR_DTYPE, "%s: %s is %s, but this operation needs float32, float64, float16 or bfloat16 (convert with dt_cast)",
+                  op, name, dt_dtype_name(a->dtype));
+}
+/* operations with no half precision path yet (convolution, pooling, optimizers' state) */
+static dt_status dt__wide_float_only(const char *op, const char *name, const dt_tensor *a) {
+  if (dt__is_wide_float(a->dtype)) return DT_OK;
   return dt__fail(DT_ERR_DTYPE, "%s: %s is %s, but this operation needs float32 or float64 (convert with dt_cast)",
                   op, name, dt_dtype_name(a->dtype));
 }
@@ -227,6 +233,7 @@ DTDEF dt_tensor *dt_arange(double start, double end, double step, dt_dtype t, dt
       case DT_I64: ((int64_t *)host)[i] = dt__f2i64(v); break;
       case DT_U8: ((uint8_t *)host)[i] = dt__f2u8(v); break;
       case DT_BOOL: ((uint8_t *)host)[i] = v != 0; break; /* refused above */
+      case DT_F16: case DT_BF16: ((uint16_t *)host)[i] = dt__f32_to_half(t == DT_BF16, (float)v); break;
     }
   }
   if (host != y->st->ptr) {

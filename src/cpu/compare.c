@@ -63,6 +63,7 @@ static void dt__conv_to_bytes(int64_t n, dt_dtype from, int tobool, const void *
       else memcpy(y, p, (size_t)n);
       break;
     }
+    case DT_F16: case DT_BF16: break; /* src/cpu/half.c */
   }
 }
 /* casts from uint8 or bool (frombool: nonzero is 1) to float32/64, int32/64 */
@@ -74,6 +75,7 @@ static void dt__conv_from_bytes(int64_t n, int frombool, dt_dtype to, const uint
     case DT_I32: { int32_t *q = (int32_t *)y; for (i = 0; i < n; i++) q[i] = (int32_t)(frombool ? x[i] != 0 : x[i]); break; }
     case DT_I64: { int64_t *q = (int64_t *)y; for (i = 0; i < n; i++) q[i] = (int64_t)(frombool ? x[i] != 0 : x[i]); break; }
     case DT_U8: case DT_BOOL: dt__conv_to_bytes(n, frombool ? DT_BOOL : DT_U8, to == DT_BOOL, x, (uint8_t *)y); break;
+    case DT_F16: case DT_BF16: break; /* src/cpu/half.c */
   }
 }
 

@@ -31,6 +31,12 @@ static dt_status dt__cpu_fill(int dev, dt_dtype t, int64_t n, double v, void *y)
     case DT_I64: { int64_t x = dt__f2i64(v); memcpy(j.v, &x, sizeof x); break; }
     case DT_U8: j.v[0] = dt__f2u8(v); break;
     case DT_BOOL: j.v[0] = v != 0; break;
+    case DT_F16: case DT_BF16: { /* through float, as every conversion to them */
+      uint16_t h = dt__f32_to_half(t == DT_BF16, (float)v), *q = (uint16_t *)y;
+      int64_t i;
+      for (i = 0; i < n; i++) q[i] = h;
+      return DT_OK;
+    }
   }
   if (j.ys == 1) { memset(y, j.v[0], (size_t)n); return DT_OK; }
   if (n < 2 * DT__GRAIN_MEM) { /* small: no table, no job */
@@ -70,6 +76,7 @@ static dt_status dt__cpu_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, 
     case DT_I32: j.map = op == DT__U_NEG ? dt__map_neg_i32 : op == DT__U_ABS ? dt__map_abs_i32 : dt__map_affine_i32; break;
     case DT_I64: j.map = op == DT__U_NEG ? dt__map_neg_i64 : op == DT__U_ABS ? dt__map_abs_i64 : dt__map_affine_i64; break;
     case DT_U8: case DT_BOOL: return DT_ERR_DTYPE; /* the core refuses them first */
+    case DT_F16: case DT_BF16: return DT_ERR_DTYPE; /* through F32: the core's table (src/core/half.c) */
   }
   j.x = (const char *)x; j.y = (char *)y;
   j.xs = j.ys = dt_dtype_size(t);
@@ -87,6 +94,7 @@ static dt_status dt__cpu_cast(int dev, dt_dtype from, dt_dtype to, int64_t n, co
   dt__ew_job j;
   (void)dev;
   if (from == to) { memcpy(y, x, (size_t)n * dt_dtype_size(to)); return DT_OK; }
+  if (from == DT_F16 || from == DT_BF16 || to == DT_F16 || to == DT_BF16) return dt__cpu_cast_half(from, to, n, x, y);
   if (from == DT_U8 || from == DT_BOOL || to == DT_U8 || to == DT_BOOL) { /* bytes: dt__bytes_task */
     dt__bytes_job bj;
     bj.from = from; bj.to = to; bj.x = (const char *)x; bj.y = (char *)y;

@@ -49,7 +49,10 @@ static const dt__backend *dt__cpu_backend(void) {
     DT__SLOT(index_add) dt__cpu_index_add,
     DT__SLOT(random_int) dt__cpu_random_int,
     /* losses */
-    DT__SLOT(nll_loss) dt__cpu_nll_loss
+    DT__SLOT(nll_loss) dt__cpu_nll_loss,
+    /* half precision: gemm through the core's F32 conversion; F32 one way */
+    DT__SLOT(half_gemm) 0,
+    DT__SLOT(set_matmul_precision) NULL
   };
   return &be;
 }

@@ -52,6 +52,7 @@ dt_status cu_compare(int dev, dt__compare_op op, dt_dtype t, const dt__bcast *g,
     case DT_I32: return compare_t<int32_t>(in.s->stream, (int)op, *g, a, b, y);
     case DT_I64: return compare_t<int64_t>(in.s->stream, (int)op, *g, a, b, y);
     case DT_U8: case DT_BOOL: return compare_t<uint8_t>(in.s->stream, (int)op, *g, a, b, y);
+    case DT_F16: case DT_BF16: break; /* through F32: the core's table (src/core/half.c) */
   }
   set_err("compare: unknown dtype %d", (int)t);
   return DT_ERR_DTYPE;

@@ -18,6 +18,7 @@ dt_status nccl_type(dt_dtype t, ncclDataType_t *out) {
     case DT_I32: *out = ncclInt32; return DT_OK;
     case DT_I64: *out = ncclInt64; return DT_OK;
     case DT_U8: case DT_BOOL: *out = ncclUint8; return DT_OK; /* bools are 0 or 1: MAX is OR, MIN is AND */
+    case DT_F16: case DT_BF16: break; /* the core refuses them */
   }
   set_err("NCCL collectives are not defined for %s", dt__dtype_str(t));
   return DT_ERR_DTYPE;

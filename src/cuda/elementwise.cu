@@ -39,6 +39,7 @@ dt_status cu_fill(int dev, dt_dtype t, int64_t n, double v, void *y) {
     case DT_I64: return fill_t<int64_t>(in.s->stream, n, f2i64(v), y);
     case DT_U8: return fill_t<uint8_t>(in.s->stream, n, f2u8(v), y);
     case DT_BOOL: return fill_t<uint8_t>(in.s->stream, n, (uint8_t)(v != 0), y);
+    case DT_F16: case DT_BF16: return fill_t<uint16_t>(in.s->stream, n, dt__f32_to_half(t == DT_BF16, (float)v), y);
   }
   set_err("fill: unknown dtype %d", (int)t);
   return DT_ERR_DTYPE;
@@ -183,6 +184,7 @@ dt_status cu_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, const void *
   switch (t) {
     case DT_F32: return unary_float<float>(in.s->stream, op, n, x, y, (float)p0, (float)p1);
     case DT_F64: return unary_float<double>(in.s->stream, op, n, x, y, p0, p1);
+    case DT_F16: case DT_BF16: break; /* through F32: the core's table (src/core/half.c) */
     case DT_I32:
     case DT_I64:
       if (op == DT__U_ABS) {
@@ -370,6 +372,7 @@ dt_status cu_binary(int dev, dt__binary_op op, dt_dtype t, const dt__bcast *g, c
     case DT_F64: return binary_t<double>(in.s->stream, op, t, *g, a, b, y);
     case DT_I32: return binary_t<int32_t>(in.s->stream, op, t, *g, a, b, y);
     case DT_I64: return binary_t<int64_t>(in.s->stream, op, t, *g, a, b, y);
+    case DT_F16: case DT_BF16: break; /* through F32: the core's table (src/core/half.c) */
     case DT_U8:
     case DT_BOOL: /* copies only (transposes); the core refuses arithmetic on them */
       if (op == DT__B_COPY_A) return zip<uint8_t>(in.s->stream, *g, a, b, y, BCopyA<uint8_t>{});
@@ -403,6 +406,8 @@ dt_status cast_from(cudaStream_t st, dt_dtype to, int64_t n, const void *x, void
     case DT_I64: return cast_t<S, int64_t>(st, n, x, y);
     case DT_U8: return cast_t<S, uint8_t>(st, n, x, y);
     case DT_BOOL: return cast_t<S, B8>(st, n, x, y);
+    case DT_F16: return cast_t<S, Half16>(st, n, x, y);
+    case DT_BF16: return cast_t<S, BHalf16>(st, n, x, y);
   }
   set_err("cast: unknown dtype %d", (int)to);
   return DT_ERR_DTYPE;
@@ -422,6 +427,8 @@ dt_status cu_cast(int dev, dt_dtype from, dt_dtype to, int64_t n, const void *x,
     case DT_I64: return cast_from<int64_t>(in.s->stream, to, n, x, y);
     case DT_U8: return cast_from<uint8_t>(in.s->stream, to, n, x, y);
     case DT_BOOL: return cast_from<B8>(in.s->stream, to, n, x, y);
+    case DT_F16: return cast_from<Half16>(in.s->stream, to, n, x, y);
+    case DT_BF16: return cast_from<BHalf16>(in.s->stream, to, n, x, y);
   }
   set_err("cast: unknown dtype %d", (int)from);
   return DT_ERR_DTYPE;

@@ -9,9 +9,26 @@ struct ScaleC {
   }
 };
 
+/* torch.set_float32_matmul_precision: 0 highest (F32), 1 high (TF32 tensor cores), 2 medium (BF16) */
+std::atomic<int> g_f32_precision{0};
+void cu_set_matmul_precision(int level) { g_f32_precision.store(level, std::memory_order_relaxed); }
+
+/* cuBLAS's Ex gemm: A, B and C of type `ty`, alpha and beta floats, computing as `ct` */
+cublasStatus_t gemm_ex(cublasHandle_t h, cublasOperation_t opb, cublasOperation_t opa, int n, int m, int k, const float *alpha,
+                       const void *b, int ldb, long long sb, const void *a, int lda, long long sa, const float *beta, void *c,
+                       int ldc, long long sc, int batch, cudaDataType_t ty, cublasComputeType_t ct) {
+  if (batch == 1) return cublasGemmEx(h, opb, opa, n, m, k, alpha, b, ty, ldb, a, ty, lda, beta, c, ty, ldc, ct, CUBLAS_GEMM_DEFAULT);
+  return cublasGemmStridedBatchedEx(h, opb, opa, n, m, k, alpha, b, ty, ldb, sb, a, ty, lda, sa, beta, c, ty, ldc, sc, batch, ct,
+                                    CUBLAS_GEMM_DEFAULT);
+}
+
 cublasStatus_t gemm_call(cublasHandle_t h, cublasOperation_t opb, cublasOperation_t opa, int n, int m, int k, const float *alpha,
                          const float *b, int ldb, long long sb, const float *a, int lda, long long sa, const float *beta,
                          float *c, int ldc, long long sc, int batch) {
+  int p = g_f32_precision.load(std::memory_order_relaxed);
+  if (p != 0)
+    return gemm_ex(h, opb, opa, n, m, k, alpha, b, ldb, sb, a, lda, sa, beta, c, ldc, sc, batch, CUDA_R_32F,
+                   p == 1 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F_FAST_16BF);
   if (batch == 1) return cublasSgemm(h, opb, opa, n, m, k, alpha, b, ldb, a, lda, beta, c, ldc);
   return cublasSgemmStridedBatched(h, opb, opa, n, m, k, alpha, b, ldb, sb, a, lda, sa, beta, c, ldc, sc, batch);
 }
@@ -22,19 +39,53 @@ cublasStatus_t gemm_call(cublasHandle_t h, cublasOperation_t opb, cublasOperatio
   return cublasDgemmStridedBatched(h, opb, opa, n, m, k, alpha, b, ldb, sb, a, lda, sa, beta, c, ldc, sc, batch);
 }
 
+/* float16 and bfloat16 operands: C = alpha A B + beta C in F32 on the tensor cores, rounded once */
+cublasStatus_t gemm_call(cublasHandle_t h, cublasOperation_t opb, cublasOperation_t opa, int n, int m, int k, const float *alpha,
+                         const Half16 *b, int ldb, long long sb, const Half16 *a, int lda, long long sa, const float *beta,
+                         Half16 *c, int ldc, long long sc, int batch) {
+  return gemm_ex(h, opb, opa, n, m, k, alpha, b, ldb, sb, a, lda, sa, beta, c, ldc, sc, batch, CUDA_R_16F, CUBLAS_COMPUTE_32F);
+}
+cublasStatus_t gemm_call(cublasHandle_t h, cublasOperation_t opb, cublasOperation_t opa, int n, int m, int k, const float *alpha,
+                         const BHalf16 *b, int ldb, long long sb, const BHalf16 *a, int lda, long long sa, const float *beta,
+                         BHalf16 *c, int ldc, long long sc, int batch) {
+  return gemm_ex(h, opb, opa, n, m, k, alpha, b, ldb, sb, a, lda, sa, beta, c, ldc, sc, batch, CUDA_R_16BF, CUBLAS_COMPUTE_32F);
+}
+/* the scalar type alpha and beta are given in: float for the half dtypes */
+template <typename T> struct GemmScalar { typedef T type; };
+template <> struct GemmScalar<Half16> { typedef float type; };
+template <> struct GemmScalar<BHalf16> { typedef float type; };
+template <typename T> const char *gemm_name(bool batched) {
+  if (sizeof(T) == 2) return batched ? "cublasGemmStridedBatchedEx" : "cublasGemmEx";
+  if (sizeof(T) == 4) return batched ? "cublasSgemmStridedBatched" : "cublasSgemm";
+  return batched ? "cublasDgemmStridedBatched" : "cublasDgemm";
+}
+
+/* C = beta C for the half dtypes (k = 0), through float */
+template <typename H>
+struct ScaleCHalf {
+  H *c; float beta; int64_t mn, stride_c;
+  template <typename I> __device__ void operator()(I i) const {
+    int64_t b = (int64_t)i / mn, j = (int64_t)i - b * mn;
+    H *p = c + b * stride_c + j;
+    *p = beta == 0.0f ? Conv<float, H>::f(0.0f) : Conv<float, H>::f(beta * Conv<H, float>::f(*p));
+  }
+};
+template <typename T, typename S> struct ScaleOf { typedef ScaleC<T> type; };
+template <typename S> struct ScaleOf<Half16, S> { typedef ScaleCHalf<Half16> type; };
+template <typename S> struct ScaleOf<BHalf16, S> { typedef ScaleCHalf<BHalf16> type; };
+
 /* Row-major C = alpha op(A) op(B) + beta C is column-major C^T = op(B)^T op(A)^T:
    cuBLAS gets (n, m, k) with B first. */
-template <typename T>
-dt_status gemm_t(int dev, DevState &s, int ta, int tb, int64_t batch, int64_t m, int64_t n, int64_t k, T alpha, const T *a,
-                 int64_t sa, const T *b, int64_t sb, T beta, T *c, int64_t sc) {
-  if (k == 0) return run_map("gemm (k = 0)", s.stream, batch * m * n, ScaleC<T>{c, beta, m * n, sc});
+template <typename T, typename S = typename GemmScalar<T>::type>
+dt_status gemm_t(int dev, DevState &s, int ta, int tb, int64_t batch, int64_t m, int64_t n, int64_t k, S alpha, const T *a,
+                 int64_t sa, const T *b, int64_t sb, S beta, T *c, int64_t sc) {
+  if (k == 0) return run_map("gemm (k = 0)", s.stream, batch * m * n, typename ScaleOf<T, S>::type{c, beta, m * n, sc});
   /* (batch, m, k) @ (k, n), A's items back to back: one gemm of (batch*m, k) @ (k, n) */
   if (batch > 1 && sb == 0 && !ta && sa == m * k && sc == m * n && m * batch <= INT_MAX) {
     m *= batch;
     batch = 1;
   }
-  const char *name = sizeof(T) == 4 ? (batch == 1 ? "cublasSgemm" : "cublasSgemmStridedBatched")
-                                    : (batch == 1 ? "cublasDgemm" : "cublasDgemmStridedBatched");
+  const char *name = gemm_name<T>(batch != 1);
   if (m > INT_MAX || n > INT_MAX || k > INT_MAX) {
     set_err("%s: matrix sizes m = %lld, n = %lld, k = %lld exceed cuBLAS's int range", name, (long long)m, (long long)n,
             (long long)k);
@@ -59,7 +110,7 @@ dt_status gemm_t(int dev, DevState &s, int ta, int tb, int64_t batch, int64_t m,
     for (int64_t i = 0; i < batch; i++) {
       cublasStatus_t st = gemm_call(h, opb, opa, (int)n, (int)m, (int)k, &alpha, b + i * sb, ldb, 0, a + i * sa, lda, 0,
                                     &beta, c + i * sc, ldc, 0, 1);
-      if (st != CUBLAS_STATUS_SUCCESS) return blas_fail(sizeof(T) == 4 ? "cublasSgemm" : "cublasDgemm", st);
+      if (st != CUBLAS_STATUS_SUCCESS) return blas_fail(gemm_name<T>(false), st);
     }
     return DT_OK;
   }
@@ -77,6 +128,12 @@ dt_status cu_gemm(int dev, dt_dtype t, int ta, int tb, int64_t batch, int64_t m,
   if (batch <= 0 || m <= 0 || n <= 0) return DT_OK;
   Entered in(dev);
   if (!in.ok()) return in.status();
+  if (t == DT_F16)
+    return gemm_t<Half16>(dev, *in.s, ta, tb, batch, m, n, k, (float)alpha, static_cast<const Half16 *>(a), stride_a,
+                          static_cast<const Half16 *>(b), stride_b, (float)beta, static_cast<Half16 *>(c), stride_c);
+  if (t == DT_BF16)
+    return gemm_t<BHalf16>(dev, *in.s, ta, tb, batch, m, n, k, (float)alpha, static_cast<const BHalf16 *>(a), stride_a,
+                           static_cast<const BHalf16 *>(b), stride_b, (float)beta, static_cast<BHalf16 *>(c), stride_c);
   return by_float(t, "gemm", [&](auto z) {
     using T = decltype(z);
     return gemm_t<T>(dev, *in.s, ta, tb, batch, m, n, k, (T)alpha, static_cast<const T *>(a), stride_a,

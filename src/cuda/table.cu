@@ -51,7 +51,10 @@ extern "C" const dt__backend *dt__cuda_backend(void) {
     DT__SLOT(index_add) cu_index_add,
     DT__SLOT(random_int) cu_random_int,
     /* losses */
-    DT__SLOT(nll_loss) cu_nll_loss
+    DT__SLOT(nll_loss) cu_nll_loss,
+    /* half precision: cublasGemmEx with F32 accumulation; F32 matmul precision */
+    DT__SLOT(half_gemm) 1,
+    DT__SLOT(set_matmul_precision) cu_set_matmul_precision
   };
   return &be;
 }

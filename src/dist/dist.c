@@ -345,6 +345,7 @@ static MPI_Datatype dt__mpi_type(dt_dtype t) {
     case DT_I32: return MPI_INT32_T;
     case DT_I64: return MPI_INT64_T;
     case DT_U8: case DT_BOOL: return MPI_UINT8_T; /* bools are 0 or 1: MAX is OR, MIN is AND */
+    case DT_F16: case DT_BF16: break; /* refused by the collectives */
   }
   return MPI_BYTE; /* not reached: the dtype was checked */
 }
@@ -407,6 +408,8 @@ DTDEF dt_status dt_all_reduce_(dt_tensor *t, dt_reduce_op op) {
   if ((int)op < (int)DT_REDUCE_SUM || (int)op > (int)DT_REDUCE_MIN)
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: unknown op %d (DT_REDUCE_SUM, _AVG, _MAX or _MIN)", fn, (int)op);
   if ((s = dt__check_dtype(fn, t->dtype)) != DT_OK) return s;
+  if (dt__is_half(t->dtype))
+    return dt__fail(DT_ERR_DTYPE, "%s: t is %s, which the collectives do not take (dt_cast it to float32)", fn, dt_dtype_name(t->dtype));
   if (op == DT_REDUCE_AVG && !dt__is_float(t->dtype))
     return dt__fail(DT_ERR_DTYPE, "%s: DT_REDUCE_AVG needs float32 or float64, t is %s (use DT_REDUCE_SUM, or dt_cast)", fn,
                     dt_dtype_name(t->dtype));
@@ -457,6 +460,8 @@ DTDEF dt_status dt_broadcast_(dt_tensor *t, int root) {
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: root %d is not a rank (the world has ranks 0 to %d)", fn, root, dt__dist_size_v - 1);
   }
   if ((s = dt__check_dtype(fn, t->dtype)) != DT_OK) return s;
+  if (dt__is_half(t->dtype))
+    return dt__fail(DT_ERR_DTYPE, "%s: t is %s, which the collectives do not take (dt_cast it to float32)", fn, dt_dtype_name(t->dtype));
   if ((s = dt__dist_prelude(fn, t, 2, root)) != DT_OK) return s;
   if (dt__dist_size_v == 1 || t->numel == 0) return DT_OK;
 #ifdef DEVTENSOR_MPI

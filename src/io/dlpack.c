@@ -99,7 +99,7 @@ static void dt__dl_fill(dt__dl_export *e, DLTensor *x) {
   x->device.device_type = (DLDeviceType)(t->st->device.type == DT_CUDA ? DT__DL_CUDA : DT__DL_CPU);
   x->device.device_id = t->st->device.type == DT_CUDA ? t->st->device.index : 0;
   x->ndim = t->shape.ndim;
-  x->dtype.code = (uint8_t)(dt__is_float(t->dtype) ? DT__DL_FLOAT : t->dtype == DT_U8 ? DT__DL_UINT : t->dtype == DT_BOOL ? DT__DL_BOOL : DT__DL_INT);
+  x->dtype.code = (uint8_t)(t->dtype == DT_BF16 ? DT__DL_BFLOAT : dt__is_float(t->dtype) ? DT__DL_FLOAT : t->dtype == DT_U8 ? DT__DL_UINT : t->dtype == DT_BOOL ? DT__DL_BOOL : DT__DL_INT);
   x->dtype.bits = (uint8_t)(8 * dt_dtype_size(t->dtype));
   x->dtype.lanes = 1;
   x->shape = e->shape;
@@ -204,8 +204,10 @@ static dt_tensor *dt__dl_import(const char *op, const DLTensor *x, void (*rel)(v
   else if (x->dtype.lanes == 1 && x->dtype.code == DT__DL_INT && x->dtype.bits == 64) t = DT_I64;
   else if (x->dtype.lanes == 1 && x->dtype.code == DT__DL_UINT && x->dtype.bits == 8) t = DT_U8;
   else if (x->dtype.lanes == 1 && x->dtype.code == DT__DL_BOOL && x->dtype.bits == 8) t = DT_BOOL;
+  else if (x->dtype.lanes == 1 && x->dtype.code == DT__DL_FLOAT && x->dtype.bits == 16) t = DT_F16;
+  else if (x->dtype.lanes == 1 && x->dtype.code == DT__DL_BFLOAT && x->dtype.bits == 16) t = DT_BF16;
   else {
-    dt__fail(DT_ERR_DTYPE, "%s: dtype %s has no devtensor dtype (float32, float64, int32, int64, uint8, bool): %s",
+    dt__fail(DT_ERR_DTYPE, "%s: dtype %s has no devtensor dtype (float32, float64, int32, int64, uint8, bool, float16, bfloat16): %s",
              op, dt__dl_type_name(x->dtype, tb, sizeof tb), dt__dl_type_advice(x->dtype));
     return NULL;
   }

@@ -17,7 +17,7 @@
 static const char *dt__st_dtype(dt_dtype t) {
   switch (t) {
     case DT_F32: return "F32"; case DT_F64: return "F64"; case DT_I32: return "I32"; case DT_I64: return "I64";
-    case DT_U8: return "U8"; case DT_BOOL: return "BOOL";
+    case DT_U8: return "U8"; case DT_BOOL: return "BOOL"; case DT_F16: return "F16"; case DT_BF16: return "BF16";
   }
   return "?";
 }

@@ -75,6 +75,7 @@ static int dt__fmt_float(char *out, double v, char mode) {
 }
 
 static double dt__print_getf(const dt__print_ctx *c, int64_t i) {
+  if (c->t == DT_F16 || c->t == DT_BF16) return (double)dt__half_to_f32(c->t == DT_BF16, ((const uint16_t *)c->host)[i]);
   return c->t == DT_F32 ? (double)((const float *)c->host)[i] : ((const double *)c->host)[i];
 }
 
@@ -236,7 +237,7 @@ static int dt__format_tensor(char *buf, size_t n, const void *host, dt_dtype t, 
   const char *tname = dt__dtype_str(t);
 
   if (buf && n) buf[0] = '\0';
-  if ((!buf && n) || !s || s->ndim < 0 || s->ndim > DT_MAX_DIMS || (int)t < (int)DT_F32 || (int)t > (int)DT_BOOL) return -1;
+  if ((!buf && n) || !s || s->ndim < 0 || s->ndim > DT_MAX_DIMS || (int)t < (int)DT_F32 || (int)t > (int)DT_BF16) return -1;
   for (d = 0; d < s->ndim; d++) {
     if (s->dims[d] < 0) return -1;
     if (s->dims[d] == 0) empty = 1;
@@ -279,7 +280,7 @@ static int dt__format_tensor(char *buf, size_t n, const void *host, dt_dtype t, 
       dt__print_suffix(&o, &last, sizebuf, "", "");
     }
     if (t != DT_F32) dt__print_suffix(&o, &last, "dtype=torch.", tname, "");
-  } else if (t == DT_F64 || t == DT_I32 || t == DT_U8) { /* not the defaults float32, int64, bool */
+  } else if (t == DT_F64 || t == DT_I32 || t == DT_U8 || t == DT_F16 || t == DT_BF16) { /* not the defaults float32, int64, bool */
     dt__print_suffix(&o, &last, "dtype=torch.", tname, "");
   }
   dt__print_putc(&o, ')');

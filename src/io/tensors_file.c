@@ -283,8 +283,10 @@ DTDEF dt_status dt_load_tensors(const char *path, dt_device dev, int *n_out, cha
     else if (strcmp(e->dtype, "I64") == 0) types[i] = DT_I64;
     else if (strcmp(e->dtype, "U8") == 0) types[i] = DT_U8;
     else if (strcmp(e->dtype, "BOOL") == 0) types[i] = DT_BOOL;
+    else if (strcmp(e->dtype, "F16") == 0) types[i] = DT_F16;
+    else if (strcmp(e->dtype, "BF16") == 0) types[i] = DT_BF16;
     else {
-      s = dt__fail(DT_ERR_DTYPE, "%s: %s: \"%s\" is %s, which devtensor has no dtype for (F32, F64, I32, I64, U8, BOOL): convert it before saving, e.g. t.float()",
+      s = dt__fail(DT_ERR_DTYPE, "%s: %s: \"%s\" is %s, which devtensor has no dtype for (F32, F64, I32, I64, U8, BOOL, F16, BF16): convert it before saving, e.g. t.float()",
                    op, path, names[i], e->dtype);
       goto done;
     }

@@ -46,7 +46,7 @@ static dt_optimizer *dt__optim_new(const char *op, dt_module *m, dt_tensor *cons
       char nm[32];
       snprintf(nm, sizeof nm, "params[%d]", i);
       if (dt__check_tensor(op, nm, ps[i]) != DT_OK) return NULL;
-      if (!dt__is_float(ps[i]->dtype)) { dt__fail(DT_ERR_DTYPE, "%s: params[%d] is %s; only float32 and float64 tensors can be optimized", op, i, dt_dtype_name(ps[i]->dtype)); return NULL; }
+      if (!dt__is_wide_float(ps[i]->dtype)) { dt__fail(DT_ERR_DTYPE, "%s: params[%d] is %s; only float32 and float64 tensors can be optimized", op, i, dt_dtype_name(ps[i]->dtype)); return NULL; }
       if (ps[i]->node) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: params[%d] is not a leaf (the result of %s): optimize leaves only (PyTorch: can't optimize a non-leaf Tensor)", op, i, ps[i]->node->name); return NULL; }
       for (j = 0; j < i; j++)
         if (ps[j] == ps[i]) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: params[%d] and params[%d] are the same tensor (a parameter appears once)", op, j, i); return NULL; }

@@ -1,12 +1,14 @@
 /* Comparisons give DT_BOOL (one byte, 0 or 1) and broadcast with dt__broadcast, the binary ops'
    geometry. Operands of two dtypes are first converted (by the backend's cast, into temporaries)
-   to PyTorch's result type: the wider in bool < uint8 < int32 < int64 < float32 < float64, except
+   to PyTorch's result type: the wider in bool < uint8 < int32 < int64 < float16, bfloat16 < float32 < float64
+   (float16 with bfloat16: float32), except
    that a 0-d operand does not widen an operand with dims unless it is of a higher kind (bool <
    integer < float): uint8 (n,) == int64 0-d compares in uint8, as torch.eq does. */
 
 static int dt__dtype_rank(dt_dtype t) {
   switch (t) {
-    case DT_BOOL: return 0; case DT_U8: return 1; case DT_I32: return 2; case DT_I64: return 3; case DT_F32: return 4; case DT_F64: return 5;
+    case DT_BOOL: return 0; case DT_U8: return 1; case DT_I32: return 2; case DT_I64: return 3; case DT_F32: return 5; case DT_F64: return 6;
+    case DT_F16: case DT_BF16: return 4; /* float16 with bfloat16: float32, as PyTorch */
   }
   return -1;
 }
@@ -16,7 +18,10 @@ static dt_dtype dt__result_type(const dt_tensor *a, const dt_tensor *b) {
   int za = a->shape.ndim == 0, zb = b->shape.ndim == 0;
   const dt_tensor *dim, *zero;
   if (a->dtype == b->dtype) return a->dtype;
-  if (za == zb) return dt__dtype_rank(a->dtype) > dt__dtype_rank(b->dtype) ? a->dtype : b->dtype;
+  if (za == zb) {
+    if (dt__is_half(a->dtype) && dt__is_half(b->dtype)) return DT_F32;
+    return dt__dtype_rank(a->dtype) > dt__dtype_rank(b->dtype) ? a->dtype : b->dtype;
+  }
   dim = za ? b : a; zero = za ? a : b;
   return dt__dtype_kind(zero->dtype) > dt__dtype_kind(dim->dtype) ? zero->dtype : dim->dtype;
 }

@@ -143,7 +143,7 @@ static dt_tensor *dt__compare_scalar(const char *op, dt__compare_op cop, int swa
   int whole = s == floor(s);
   if (dt__check_tensor(op, "t", t) != DT_OK) return NULL;
   switch (t->dtype) {
-    case DT_F32: case DT_F64: st = t->dtype; break;
+    case DT_F32: case DT_F64: case DT_F16: case DT_BF16: st = t->dtype; break;
     case DT_I32: st = whole && s >= -2147483648.0 && s <= 2147483647.0 ? DT_I32 : DT_F64; break;
     case DT_I64: st = whole && s >= -9007199254740992.0 && s <= 9007199254740992.0 ? DT_I64 : DT_F64; break;
     case DT_U8: st = whole && s >= 0 && s <= 255 ? DT_U8 : DT_F64; break;

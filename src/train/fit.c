@@ -165,7 +165,7 @@ static dt_status dt__trainer_check_xy(const char *op, const dt_trainer *tr, cons
     if (y->dtype != DT_I64)
       return dt__fail(DT_ERR_DTYPE, "%s: expected %s to hold int64 class labels for the cross-entropy loss, got %s (convert with dt_cast)",
                       op, yn, dt_dtype_name(y->dtype));
-    return dt__float_only(op, xn, X);
+    return dt__wide_float_only(op, xn, X);
   }
   if (dt__is_float(X->dtype) && !dt__is_float(y->dtype)) /* integer targets are most likely class labels */
     return dt__fail(DT_ERR_DTYPE, "%s: %s is %s but the MSE loss (tr.loss_fn DT_LOSS_MSE, the default) needs %s targets like %s's: "
@@ -177,7 +177,7 @@ static dt_status dt__trainer_check_xy(const char *op, const dt_trainer *tr, cons
   if (X->shape.ndim < 2 || y->shape.ndim != 2 || X->shape.dims[0] != y->shape.dims[0])
     return dt__fail(DT_ERR_SHAPE, "%s: expected %s (n, ...) and %s (n, out), got %s and %s", op, xn, yn,
                     dt__shape_str(&X->shape, a, sizeof a), dt__shape_str(&y->shape, c, sizeof c));
-  return dt__float_only(op, xn, X);
+  return dt__wide_float_only(op, xn, X);
 }
 
 /* The labels of y (int64, on any device) in [0, classes): checked once, on the host,

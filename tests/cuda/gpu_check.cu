@@ -44,6 +44,7 @@ static void *hrand(dt_dtype t, int64_t n) {
       case DT_I64: ((int64_t *)p)[i] = (int64_t)(v * 333) * (i % 3 ? 1 : 100000000000ll); break;
       case DT_U8: ((uint8_t *)p)[i] = (uint8_t)(int)(v * 40 + 128); break;
       case DT_BOOL: ((uint8_t *)p)[i] = v > 0; break;
+      default: break; /* float16, bfloat16: tests/test_half.c */
     }
   }
   return p;
@@ -66,6 +67,7 @@ static double val(dt_dtype t, const void *p, int64_t i) {
     case DT_I32: return ((const int32_t *)p)[i];
     case DT_I64: return (double)((const int64_t *)p)[i];
     case DT_U8: case DT_BOOL: return ((const uint8_t *)p)[i];
+    default: break; /* float16, bfloat16: tests/test_half.c */
   }
   return 0;
 }

@@ -50,6 +50,28 @@ cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta,
                                          int ldb, long long sb, const double *beta, double *c, int ldc, long long sc,
                                          int batch);
 
+/* the Ex gemms: types of A, B, C and how the products are computed (library_types.h and
+   cublas_api.h's values). Emulated: A, B, C of 16F, 16BF or 32F alike with an F32 compute type;
+   the products in double from the inputs as the compute type sees them (FAST_TF32: rounded to
+   TF32's 10-bit mantissa, to nearest with ties away as cvt.rna.tf32.f32; FAST_16BF: to
+   bfloat16; FAST_16F: to float16), alpha and beta floats. Anything else: NOT_SUPPORTED. */
+typedef enum cudaDataType_t { CUDA_R_32F = 0, CUDA_R_64F = 1, CUDA_R_16F = 2, CUDA_R_16BF = 14 } cudaDataType_t;
+typedef cudaDataType_t cudaDataType;
+typedef enum {
+  CUBLAS_COMPUTE_16F = 64, CUBLAS_COMPUTE_32F = 68, CUBLAS_COMPUTE_32F_PEDANTIC = 69, CUBLAS_COMPUTE_64F = 70,
+  CUBLAS_COMPUTE_32F_FAST_16F = 74, CUBLAS_COMPUTE_32F_FAST_16BF = 75, CUBLAS_COMPUTE_32F_FAST_TF32 = 77
+} cublasComputeType_t;
+typedef enum { CUBLAS_GEMM_DEFAULT = -1 } cublasGemmAlgo_t;
+cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *alpha,
+                            const void *a, cudaDataType_t atype, int lda, const void *b, cudaDataType_t btype, int ldb,
+                            const void *beta, void *c, cudaDataType_t ctype, int ldc, cublasComputeType_t compute,
+                            cublasGemmAlgo_t algo);
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                                          const void *alpha, const void *a, cudaDataType_t atype, int lda, long long sa,
+                                          const void *b, cudaDataType_t btype, int ldb, long long sb, const void *beta, void *c,
+                                          cudaDataType_t ctype, int ldc, long long sc, int batch, cublasComputeType_t compute,
+                                          cublasGemmAlgo_t algo);
+
 #ifdef __cplusplus
 }
 #endif

@@ -32,6 +32,8 @@
 #undef _FORTIFY_SOURCE
 #include "cuda_runtime.h"
 #include "cublas_v2.h"
+#include "cuda_bf16.h"
+#include "cuda_fp16.h"
 #include "nccl.h"
 
 #include <setjmp.h>
@@ -623,6 +625,84 @@ cublasStatus_t gemm(const char *what, cublasHandle_t h, cublasOperation_t ta, cu
           T &out = C[row + (size_t)col * ldc];
           T v = (T)((double)al * acc);
           out = be == (T)0 ? v : (T)(v + be * out);
+        }
+    }
+  });
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+/* the Ex gemms' elements: read as float (then as the compute type sees them), written rounded */
+size_t ex_size(cudaDataType_t t) { return t == CUDA_R_32F ? 4 : 2; }
+float ex_load(cudaDataType_t t, const void *p, size_t i) {
+  if (t == CUDA_R_32F) return static_cast<const float *>(p)[i];
+  unsigned short x = static_cast<const unsigned short *>(p)[i];
+  if (t == CUDA_R_16F) { __half h; h.x = x; return __half2float(h); }
+  __nv_bfloat16 b; b.x = x; return __bfloat162float(b);
+}
+void ex_store(cudaDataType_t t, void *p, size_t i, float v) {
+  if (t == CUDA_R_32F) static_cast<float *>(p)[i] = v;
+  else if (t == CUDA_R_16F) static_cast<unsigned short *>(p)[i] = __float2half_rn(v).x;
+  else static_cast<unsigned short *>(p)[i] = __float2bfloat16(v).x;
+}
+/* an F32 input as a reduced compute type reads it */
+float ex_reduce(cublasComputeType_t ct, float v) {
+  if (ct == CUBLAS_COMPUTE_32F_FAST_16BF) return __bfloat162float(__float2bfloat16(v));
+  if (ct == CUBLAS_COMPUTE_32F_FAST_16F) return __half2float(__float2half_rn(v));
+  if (ct == CUBLAS_COMPUTE_32F_FAST_TF32 && std::isfinite(v)) { /* 10-bit mantissa, to nearest, ties away from zero */
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    u = (u + 0x1000u) & ~0x1FFFu;
+    memcpy(&v, &u, 4);
+  }
+  return v;
+}
+
+cublasStatus_t gemm_ex(const char *what, cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                       const void *alpha, const void *a, cudaDataType_t at, int lda, long long sa, const void *b,
+                       cudaDataType_t bt, int ldb, long long sb, const void *beta, void *c, cudaDataType_t ctp, int ldc,
+                       long long sc, int batch, cublasComputeType_t ct, cublasGemmAlgo_t algo) {
+  Blas *bl = blas_of(h, what);
+  if ((ta != CUBLAS_OP_N && ta != CUBLAS_OP_T) || (tb != CUBLAS_OP_N && tb != CUBLAS_OP_T)) return CUBLAS_STATUS_INVALID_VALUE;
+  if (algo != CUBLAS_GEMM_DEFAULT) return CUBLAS_STATUS_NOT_SUPPORTED;
+  /* the combinations devtensor uses: one storage type, computing in F32 (reduced inputs only for F32 storage) */
+  if (at != bt || at != ctp || (at != CUDA_R_32F && at != CUDA_R_16F && at != CUDA_R_16BF)) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (ct != CUBLAS_COMPUTE_32F && !(at == CUDA_R_32F && (ct == CUBLAS_COMPUTE_32F_FAST_TF32 || ct == CUBLAS_COMPUTE_32F_FAST_16BF ||
+                                                         ct == CUBLAS_COMPUTE_32F_FAST_16F)))
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  int ar = ta == CUBLAS_OP_N ? m : k, ac = ta == CUBLAS_OP_N ? k : m;
+  int br = tb == CUBLAS_OP_N ? k : n, bc = tb == CUBLAS_OP_N ? n : k;
+  if (m < 0 || n < 0 || k < 0 || batch < 0 || lda < (ar > 1 ? ar : 1) || ldb < (br > 1 ? br : 1) || ldc < (m > 1 ? m : 1))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (m == 0 || n == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;
+  if (batch > 1 && (sc < 0 ? -sc : sc) < (long long)extent(m, n, ldc))
+    die("%s: C's batch stride %lld makes its %d items overlap (each spans %zu elements)", what, sc, batch, extent(m, n, ldc));
+  size_t es = ex_size(at);
+  float al = *static_cast<const float *>(alpha), be = *static_cast<const float *>(beta); /* host pointer mode: read now */
+  for (int i = 0; i < batch; i++) {
+    if (k > 0 && al != 0.0f) {
+      if (device_range(static_cast<const char *>(a) + i * sa * (long long)es, extent(ar, ac, lda) * es, what) != bl->dev ||
+          device_range(static_cast<const char *>(b) + i * sb * (long long)es, extent(br, bc, ldb) * es, what) != bl->dev)
+        die("%s: an operand is on another device than the handle's (%d)", what, bl->dev);
+    }
+    if (device_range(static_cast<char *>(c) + i * sc * (long long)es, extent(m, n, ldc) * es, what) != bl->dev)
+      die("%s: C is on another device than the handle's (%d)", what, bl->dev);
+  }
+  stream_of(bl->stream)->push([=] {
+    for (int i = 0; i < batch; i++) {
+      const char *A = static_cast<const char *>(a) + i * sa * (long long)es, *B = static_cast<const char *>(b) + i * sb * (long long)es;
+      char *C = static_cast<char *>(c) + i * sc * (long long)es;
+      for (int col = 0; col < n; col++)
+        for (int row = 0; row < m; row++) {
+          double acc = 0;
+          if (al != 0.0f)
+            for (int p = 0; p < k; p++) {
+              double x = ex_reduce(ct, ex_load(at, A, ta == CUBLAS_OP_N ? row + (size_t)p * lda : p + (size_t)row * lda));
+              double y = ex_reduce(ct, ex_load(at, B, tb == CUBLAS_OP_N ? p + (size_t)col * ldb : col + (size_t)p * ldb));
+              acc += x * y;
+            }
+          size_t at_c = row + (size_t)col * ldc;
+          float v = (float)((double)al * acc);
+          ex_store(at, C, at_c, be == 0.0f ? v : v + be * ex_load(at, C, at_c));
         }
     }
   });
@@ -1240,6 +1320,23 @@ cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta,
                                          int batch) {
   return gemm<double>("cublasDgemmStridedBatched", h, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc,
                       batch);
+}
+
+cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *alpha,
+                            const void *a, cudaDataType_t atype, int lda, const void *b, cudaDataType_t btype, int ldb,
+                            const void *beta, void *c, cudaDataType_t ctype, int ldc, cublasComputeType_t compute,
+                            cublasGemmAlgo_t algo) {
+  return gemm_ex("cublasGemmEx", h, ta, tb, m, n, k, alpha, a, atype, lda, 0, b, btype, ldb, 0, beta, c, ctype, ldc, 0, 1,
+                 compute, algo);
+}
+
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                                          const void *alpha, const void *a, cudaDataType_t atype, int lda, long long sa,
+                                          const void *b, cudaDataType_t btype, int ldb, long long sb, const void *beta, void *c,
+                                          cudaDataType_t ctype, int ldc, long long sc, int batch, cublasComputeType_t compute,
+                                          cublasGemmAlgo_t algo) {
+  return gemm_ex("cublasGemmStridedBatchedEx", h, ta, tb, m, n, k, alpha, a, atype, lda, sa, b, btype, ldb, sb, beta, c, ctype,
+                 ldc, sc, batch, compute, algo);
 }
 
 } /* extern "C" */

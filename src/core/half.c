@@ -1,0 +1,355 @@
+/* Half precision (float16, bfloat16) on every backend, for the kernels written for float32:
+   dt__be hands the core a copy of the device's table whose dtype-taking kernels, given F16 or
+   BF16, convert their operands to F32 temporaries on the device (the backend's own cast),
+   run the F32 kernel and round each result once to the half dtype. That is what PyTorch does
+   per element (its half ops compute in float: elementwise ops, comparisons, reductions
+   accumulating in float, softmax); exact where F32 is (comparisons, max, argmax). Casts and
+   fills take the half dtypes in each backend itself, and so does a backend's gemm where it
+   says so (`half_gemm`: cuBLAS with F32 accumulation). Other dtypes go straight through. */
+
+typedef struct dt__hscratch {
+  const dt__backend *be;
+  int dev;
+  void *p;
+  size_t nbytes;
+} dt__hscratch;
+
+/* n floats of device memory, one allocation for a kernel's temporaries */
+static dt_status dt__hscratch_get(dt__hscratch *s, const dt__backend *be, int dev, int64_t n) {
+  s->be = be; s->dev = dev; s->p = NULL; s->nbytes = (size_t)n * sizeof(float);
+  return be->alloc(dev, s->nbytes, &s->p);
+}
+static void dt__hscratch_put(dt__hscratch *s) {
+  if (s->p) s->be->free(s->dev, s->p, s->nbytes);
+  s->p = NULL;
+}
+
+/* the number of elements read through strides (dims, stride) from offset 0: 1 + the largest offset */
+static int64_t dt__hextent(const dt__bcast *g, int b) {
+  int64_t e = 1;
+  int d;
+  for (d = 0; d < g->ndim; d++) e += (g->dims[d] - 1) * (b ? g->bstride[d] : g->astride[d]);
+  return e;
+}
+
+static dt_status dt__half_unary(const dt__backend *be, int dev, dt__unary_op op, dt_dtype t, int64_t n, const void *x, void *y,
+                                double p0, double p1) {
+  dt__hscratch s;
+  dt_status rc;
+  if (!dt__is_half(t)) return be->unary(dev, op, t, n, x, y, p0, p1);
+  if ((rc = dt__hscratch_get(&s, be, dev, n)) != DT_OK) return rc;
+  if ((rc = be->cast(dev, t, DT_F32, n, x, s.p)) == DT_OK && (rc = be->unary(dev, op, DT_F32, n, s.p, s.p, p0, p1)) == DT_OK)
+    rc = be->cast(dev, DT_F32, t, n, s.p, y);
+  dt__hscratch_put(&s);
+  return rc;
+}
+
+/* a strided copy of halves as two-byte elements: y contiguous over g's dims */
+static dt_status dt__half_copy_a(const dt__backend *be, int dev, const dt__bcast *g, const void *a, void *y) {
+  dt__bcast c = *g;
+  int64_t st = 1;
+  int d;
+  for (d = c.ndim - 1; d >= 0; d--) { c.bstride[d] = st; st *= c.dims[d]; }
+  return be->copy_strided(dev, 2, &c, a, y);
+}
+
+static dt_status dt__half_binary(const dt__backend *be, int dev, dt__binary_op op, dt_dtype t, const dt__bcast *g, const void *a,
+                                 const void *b, void *y) {
+  dt__hscratch s;
+  dt_status rc;
+  int64_t ea, eb;
+  float *fa, *fb, *fy;
+  if (!dt__is_half(t)) return be->binary(dev, op, t, g, a, b, y);
+  if (op == DT__B_COPY_A) return dt__half_copy_a(be, dev, g, a, y);
+  ea = dt__hextent(g, 0); eb = dt__hextent(g, 1);
+  if ((rc = dt__hscratch_get(&s, be, dev, ea + eb + g->numel)) != DT_OK) return rc;
+  fa = (float *)s.p; fb = fa + ea; fy = fb + eb;
+  if ((rc = be->cast(dev, t, DT_F32, ea, a, fa)) == DT_OK && (rc = be->cast(dev, t, DT_F32, eb, b, fb)) == DT_OK &&
+      (rc = be->binary(dev, op, DT_F32, g, fa, fb, fy)) == DT_OK)
+    rc = be->cast(dev, DT_F32, t, g->numel, fy, y);
+  dt__hscratch_put(&s);
+  return rc;
+}
+
+static dt_status dt__half_reduce(const dt__backend *be, int dev, dt__reduce_op op, dt_dtype t, int64_t outer, int64_t len, int64_t inner,
+                                 const void *x, void *y) {
+  dt__hscratch s;
+  dt_status rc;
+  int64_t nx = outer * len * inner;
+  if (!dt__is_half(t)) return be->reduce(dev, op, t, outer, len, inner, x, y);
+  if ((rc = dt__hscratch_get(&s, be, dev, nx + outer * inner)) != DT_OK) return rc;
+  if ((rc = be->cast(dev, t, DT_F32, nx, x, s.p)) == DT_OK &&
+      (rc = be->reduce(dev, op, DT_F32, outer, len, inner, s.p, (float *)s.p + nx)) == DT_OK)
+    rc = be->cast(dev, DT_F32, t, outer * inner, (float *)s.p + nx, y);
+  dt__hscratch_put(&s);
+  return rc;
+}
+
+/* elements spanned by batch items of `item` elements every `stride` (0: one shared item) */
+static int64_t dt__hspan(int64_t batch, int64_t item, int64_t stride) { return stride == 0 ? item : (batch - 1) * stride + item; }
+
+static dt_status dt__half_gemm(const dt__backend *be, int dev, dt_dtype t, int ta, int tb, int64_t batch, int64_t m, int64_t n, int64_t k,
+                               double alpha, const void *a, int64_t sa, const void *b, int64_t sb, double beta, void *c, int64_t sc) {
+  dt__hscratch s;
+  dt_status rc;
+  int64_t na, nb, nc;
+  float *fa, *fb, *fc;
+  if (!dt__is_half(t) || be->half_gemm) return be->gemm(dev, t, ta, tb, batch, m, n, k, alpha, a, sa, b, sb, beta, c, sc);
+  if (batch <= 0 || m <= 0 || n <= 0) return DT_OK;
+  na = dt__hspan(batch, m * k, sa); nb = dt__hspan(batch, k * n, sb); nc = dt__hspan(batch, m * n, sc);
+  if ((rc = dt__hscratch_get(&s, be, dev, na + nb + nc)) != DT_OK) return rc;
+  fa = (float *)s.p; fb = fa + na; fc = fb + nb;
+  rc = be->cast(dev, t, DT_F32, na, a, fa);
+  if (rc == DT_OK) rc = be->cast(dev, t, DT_F32, nb, b, fb);
+  if (rc == DT_OK && beta != 0.0) rc = be->cast(dev, t, DT_F32, nc, c, fc);
+  if (rc == DT_OK) rc = be->gemm(dev, DT_F32, ta, tb, batch, m, n, k, alpha, fa, sa, fb, sb, beta, fc, sc);
+  if (rc == DT_OK) rc = be->cast(dev, DT_F32, t, nc, fc, c);
+  dt__hscratch_put(&s);
+  return rc;
+}
+
+static dt_status dt__half_axpy(const dt__backend *be, int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y) {
+  dt__hscratch s;
+  dt_status rc;
+  if (!dt__is_half(t)) return be->axpy(dev, t, n, alpha, x, y);
+  if ((rc = dt__hscratch_get(&s, be, dev, 2 * n)) != DT_OK) return rc;
+  if ((rc = be->cast(dev, t, DT_F32, n, x, s.p)) == DT_OK && (rc = be->cast(dev, t, DT_F32, n, y, (float *)s.p + n)) == DT_OK &&
+      (rc = be->axpy(dev, DT_F32, n, alpha, s.p, (float *)s.p + n)) == DT_OK)
+    rc = be->cast(dev, DT_F32, t, n, (float *)s.p + n, y);
+  dt__hscratch_put(&s);
+  return rc;
+}
+
+/* comparisons in float32 hold every half value exactly: the same answers */
+static dt_status dt__half_compare(const dt__backend *be, int dev, dt__compare_op op, dt_dtype t, const dt__bcast *g, const void *a,
+                                  const void *b, void *y) {
+  dt__hscratch s;
+  dt_status rc;
+  int64_t ea, eb;
+  if (!dt__is_half(t)) return be->compare(dev, op, t, g, a, b, y);
+  ea = dt__hextent(g, 0); eb = dt__hextent(g, 1);
+  if ((rc = dt__hscratch_get(&s, be, dev, ea + eb)) != DT_OK) return rc;
+  if ((rc = be->cast(dev, t, DT_F32, ea, a, s.p)) == DT_OK && (rc = be->cast(dev, t, DT_F32, eb, b, (float *)s.p + ea)) == DT_OK)
+    rc = be->compare(dev, op, DT_F32, g, s.p, (float *)s.p + ea, y);
+  dt__hscratch_put(&s);
+  return rc;
+}
+
+static dt_status dt__half_arg_reduce(const dt__backend *be, int dev, int min, dt_dtype t, int64_t outer, int64_t len, int64_t inner,
+                                     const void *x, void *vals, int64_t *idx) {
+  dt__hscratch s;
+  dt_status rc;
+  int64_t nx = outer * len * inner;
+  float *fv;
+  if (!dt__is_half(t)) return be->arg_reduce(dev, min, t, outer, len, inner, x, vals, idx);
+  if ((rc = dt__hscratch_get(&s, be, dev, nx + (vals ? outer * inner : 0))) != DT_OK) return rc;
+  fv = vals ? (float *)s.p + nx : NULL;
+  if ((rc = be->cast(dev, t, DT_F32, nx, x, s.p)) == DT_OK && (rc = be->arg_reduce(dev, min, DT_F32, outer, len, inner, s.p, fv, idx)) == DT_OK &&
+      vals)
+    rc = be->cast(dev, DT_F32, t, outer * inner, fv, vals);
+  dt__hscratch_put(&s);
+  return rc;
+}
+
+static dt_status dt__half_softmax(const dt__backend *be, int dev, int lg, dt_dtype t, int64_t outer, int64_t len, int64_t inner,
+                                  const void *x, void *y) {
+  dt__hscratch s;
+  dt_status rc;
+  int64_t nx = outer * len * inner;
+  if (!dt__is_half(t)) return be->softmax(dev, lg, t, outer, len, inner, x, y);
+  if ((rc = dt__hscratch_get(&s, be, dev, 2 * nx)) != DT_OK) return rc;
+  if ((rc = be->cast(dev, t, DT_F32, nx, x, s.p)) == DT_OK &&
+      (rc = be->softmax(dev, lg, DT_F32, outer, len, inner, s.p, (float *)s.p + nx)) == DT_OK)
+    rc = be->cast(dev, DT_F32, t, nx, (float *)s.p + nx, y);
+  dt__hscratch_put(&s);
+  return rc;
+}
+
+static dt_status dt__half_cross_entropy(const dt__backend *be, int dev, int grad, dt_dtype t, int64_t n, int64_t c, const void *logits,
+                                        const int64_t *target, void *y) {
+  dt__hscratch s;
+  dt_status rc;
+  int64_t ny = grad ? n * c : 1;
+  if (!dt__is_half(t)) return be->cross_entropy(dev, grad, t, n, c, logits, target, y);
+  if ((rc = dt__hscratch_get(&s, be, dev, n * c + ny)) != DT_OK) return rc;
+  if ((rc = be->cast(dev, t, DT_F32, n * c, logits, s.p)) == DT_OK &&
+      (rc = be->cross_entropy(dev, grad, DT_F32, n, c, s.p, target, (float *)s.p + n * c)) == DT_OK)
+    rc = be->cast(dev, DT_F32, t, ny, (float *)s.p + n * c, y);
+  dt__hscratch_put(&s);
+  return rc;
+}
+
+static dt_status dt__half_im2col(const dt__backend *be, int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, const void *x, void *col) {
+  dt__hscratch s;
+  dt_status rc;
+  int64_t nx = nimg * g->c * g->h * g->w, nc = nimg * g->c * g->kh * g->kw * g->oh * g->ow;
+  if (!dt__is_half(t)) return be->im2col(dev, t, g, nimg, x, col);
+  if ((rc = dt__hscratch_get(&s, be, dev, nx + nc)) != DT_OK) return rc;
+  if ((rc = be->cast(dev, t, DT_F32, nx, x, s.p)) == DT_OK && (rc = be->im2col(dev, DT_F32, g, nimg, s.p, (float *)s.p + nx)) == DT_OK)
+    rc = be->cast(dev, DT_F32, t, nc, (float *)s.p + nx, col);
+  dt__hscratch_put(&s);
+  return rc;
+}
+
+static dt_status dt__half_col2im(const dt__backend *be, int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, const void *col, void *x) {
+  dt__hscratch s;
+  dt_status rc;
+  int64_t nx = nimg * g->c * g->h * g->w, nc = nimg * g->c * g->kh * g->kw * g->oh * g->ow;
+  if (!dt__is_half(t)) return be->col2im(dev, t, g, nimg, col, x);
+  if ((rc = dt__hscratch_get(&s, be, dev, nx + nc)) != DT_OK) return rc;
+  if ((rc = be->cast(dev, t, DT_F32, nc, col, s.p)) == DT_OK && (rc = be->col2im(dev, DT_F32, g, nimg, s.p, (float *)s.p + nc)) == DT_OK)
+    rc = be->cast(dev, DT_F32, t, nx, (float *)s.p + nc, x);
+  dt__hscratch_put(&s);
+  return rc;
+}
+
+static dt_status dt__half_pool2d(const dt__backend *be, int dev, dt_dtype t, const dt__pool2d *p, const void *x, void *y, int64_t *idx) {
+  dt__hscratch s;
+  dt_status rc;
+  int64_t nx = p->n * p->c * p->h * p->w, ny = p->n * p->c * p->oh * p->ow;
+  if (!dt__is_half(t)) return be->pool2d(dev, t, p, x, y, idx);
+  if ((rc = dt__hscratch_get(&s, be, dev, nx + ny)) != DT_OK) return rc;
+  if ((rc = be->cast(dev, t, DT_F32, nx, x, s.p)) == DT_OK && (rc = be->pool2d(dev, DT_F32, p, s.p, (float *)s.p + nx, idx)) == DT_OK)
+    rc = be->cast(dev, DT_F32, t, ny, (float *)s.p + nx, y);
+  dt__hscratch_put(&s);
+  return rc;
+}
+
+static dt_status dt__half_pool2d_backward(const dt__backend *be, int dev, dt_dtype t, const dt__pool2d *p, const void *gy,
+                                          const int64_t *idx, void *gx) {
+  dt__hscratch s;
+  dt_status rc;
+  int64_t nx = p->n * p->c * p->h * p->w, ny = p->n * p->c * p->oh * p->ow;
+  if (!dt__is_half(t)) return be->pool2d_backward(dev, t, p, gy, idx, gx);
+  if ((rc = dt__hscratch_get(&s, be, dev, nx + ny)) != DT_OK) return rc;
+  if ((rc = be->cast(dev, t, DT_F32, ny, gy, s.p)) == DT_OK &&
+      (rc = be->pool2d_backward(dev, DT_F32, p, s.p, idx, (float *)s.p + ny)) == DT_OK)
+    rc = be->cast(dev, DT_F32, t, nx, (float *)s.p + ny, gx);
+  dt__hscratch_put(&s);
+  return rc;
+}
+
+/* The tables: the backend's own, with the slots above in front of it. One set of entry points
+   per backend, each naming its backend (a slot has no room for it). */
+static dt_status dt__hc_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, const void *x, void *y, double p0, double p1) {
+  return dt__half_unary(dt__cpu_backend(), dev, op, t, n, x, y, p0, p1);
+}
+static dt_status dt__hc_binary(int dev, dt__binary_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y) {
+  return dt__half_binary(dt__cpu_backend(), dev, op, t, g, a, b, y);
+}
+static dt_status dt__hc_reduce(int dev, dt__reduce_op op, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *y) {
+  return dt__half_reduce(dt__cpu_backend(), dev, op, t, outer, len, inner, x, y);
+}
+static dt_status dt__hc_gemm(int dev, dt_dtype t, int ta, int tb, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
+                             const void *a, int64_t sa, const void *b, int64_t sb, double beta, void *c, int64_t sc) {
+  return dt__half_gemm(dt__cpu_backend(), dev, t, ta, tb, batch, m, n, k, alpha, a, sa, b, sb, beta, c, sc);
+}
+static dt_status dt__hc_axpy(int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y) {
+  return dt__half_axpy(dt__cpu_backend(), dev, t, n, alpha, x, y);
+}
+static dt_status dt__hc_compare(int dev, dt__compare_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y) {
+  return dt__half_compare(dt__cpu_backend(), dev, op, t, g, a, b, y);
+}
+static dt_status dt__hc_arg_reduce(int dev, int min, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *vals,
+                                   int64_t *idx) {
+  return dt__half_arg_reduce(dt__cpu_backend(), dev, min, t, outer, len, inner, x, vals, idx);
+}
+static dt_status dt__hc_softmax(int dev, int lg, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *y) {
+  return dt__half_softmax(dt__cpu_backend(), dev, lg, t, outer, len, inner, x, y);
+}
+static dt_status dt__hc_cross_entropy(int dev, int grad, dt_dtype t, int64_t n, int64_t c, const void *logits, const int64_t *target,
+                                      void *y) {
+  return dt__half_cross_entropy(dt__cpu_backend(), dev, grad, t, n, c, logits, target, y);
+}
+static dt_status dt__hc_im2col(int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, const void *x, void *col) {
+  return dt__half_im2col(dt__cpu_backend(), dev, t, g, nimg, x, col);
+}
+static dt_status dt__hc_col2im(int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, const void *col, void *x) {
+  return dt__half_col2im(dt__cpu_backend(), dev, t, g, nimg, col, x);
+}
+static dt_status dt__hc_pool2d(int dev, dt_dtype t, const dt__pool2d *p, const void *x, void *y, int64_t *idx) {
+  return dt__half_pool2d(dt__cpu_backend(), dev, t, p, x, y, idx);
+}
+static dt_status dt__hc_pool2d_backward(int dev, dt_dtype t, const dt__pool2d *p, const void *gy, const int64_t *idx, void *gx) {
+  return dt__half_pool2d_backward(dt__cpu_backend(), dev, t, p, gy, idx, gx);
+}
+#ifdef DEVTENSOR_CUDA
+static dt_status dt__hg_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, const void *x, void *y, double p0, double p1) {
+  return dt__half_unary(dt__cuda_backend(), dev, op, t, n, x, y, p0, p1);
+}
+static dt_status dt__hg_binary(int dev, dt__binary_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y) {
+  return dt__half_binary(dt__cuda_backend(), dev, op, t, g, a, b, y);
+}
+static dt_status dt__hg_reduce(int dev, dt__reduce_op op, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *y) {
+  return dt__half_reduce(dt__cuda_backend(), dev, op, t, outer, len, inner, x, y);
+}
+static dt_status dt__hg_gemm(int dev, dt_dtype t, int ta, int tb, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
+                             const void *a, int64_t sa, const void *b, int64_t sb, double beta, void *c, int64_t sc) {
+  return dt__half_gemm(dt__cuda_backend(), dev, t, ta, tb, batch, m, n, k, alpha, a, sa, b, sb, beta, c, sc);
+}
+static dt_status dt__hg_axpy(int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y) {
+  return dt__half_axpy(dt__cuda_backend(), dev, t, n, alpha, x, y);
+}
+static dt_status dt__hg_compare(int dev, dt__compare_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y) {
+  return dt__half_compare(dt__cuda_backend(), dev, op, t, g, a, b, y);
+}
+static dt_status dt__hg_arg_reduce(int dev, int min, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *vals,
+                                   int64_t *idx) {
+  return dt__half_arg_reduce(dt__cuda_backend(), dev, min, t, outer, len, inner, x, vals, idx);
+}
+static dt_status dt__hg_softmax(int dev, int lg, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *y) {
+  return dt__half_softmax(dt__cuda_backend(), dev, lg, t, outer, len, inner, x, y);
+}
+static dt_status dt__hg_cross_entropy(int dev, int grad, dt_dtype t, int64_t n, int64_t c, const void *logits, const int64_t *target,
+                                      void *y) {
+  return dt__half_cross_entropy(dt__cuda_backend(), dev, grad, t, n, c, logits, target, y);
+}
+static dt_status dt__hg_im2col(int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, const void *x, void *col) {
+  return dt__half_im2col(dt__cuda_backend(), dev, t, g, nimg, x, col);
+}
+static dt_status dt__hg_col2im(int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, const void *col, void *x) {
+  return dt__half_col2im(dt__cuda_backend(), dev, t, g, nimg, col, x);
+}
+static dt_status dt__hg_pool2d(int dev, dt_dtype t, const dt__pool2d *p, const void *x, void *y, int64_t *idx) {
+  return dt__half_pool2d(dt__cuda_backend(), dev, t, p, x, y, idx);
+}
+static dt_status dt__hg_pool2d_backward(int dev, dt_dtype t, const dt__pool2d *p, const void *gy, const int64_t *idx, void *gx) {
+  return dt__half_pool2d_backward(dt__cuda_backend(), dev, t, p, gy, idx, gx);
+}
+#endif
+
+static dt__backend dt__half_tables[2];
+static volatile int dt__half_state[2]; /* 0 not made, 1 making, 2 made */
+
+/* The table the core calls for a device type (cuda 0: the CPU, 1: CUDA), made once. */
+static const dt__backend *dt__half_table(int cuda) {
+  int expected = 0;
+  if (DT__ATOMIC_LOAD(&dt__half_state[cuda]) == 2) return &dt__half_tables[cuda];
+  if (DT__ATOMIC_CAS(&dt__half_state[cuda], &expected, 1)) {
+    dt__backend *h = &dt__half_tables[cuda];
+#ifdef DEVTENSOR_CUDA
+    if (cuda) {
+      *h = *dt__cuda_backend();
+      h->unary = dt__hg_unary; h->binary = dt__hg_binary; h->reduce = dt__hg_reduce; h->gemm = dt__hg_gemm;
+      h->axpy = dt__hg_axpy; h->compare = dt__hg_compare; h->arg_reduce = dt__hg_arg_reduce; h->softmax = dt__hg_softmax;
+      h->cross_entropy = dt__hg_cross_entropy; h->im2col = dt__hg_im2col; h->col2im = dt__hg_col2im; h->pool2d = dt__hg_pool2d;
+      h->pool2d_backward = dt__hg_pool2d_backward;
+    } else
+#endif
+    {
+      *h = *dt__cpu_backend();
+      h->unary = dt__hc_unary; h->binary = dt__hc_binary; h->reduce = dt__hc_reduce; h->gemm = dt__hc_gemm;
+      h->axpy = dt__hc_axpy; h->compare = dt__hc_compare; h->arg_reduce = dt__hc_arg_reduce; h->softmax = dt__hc_softmax;
+      h->cross_entropy = dt__hc_cross_entropy; h->im2col = dt__hc_im2col; h->col2im = dt__hc_col2im; h->pool2d = dt__hc_pool2d;
+      h->pool2d_backward = dt__hc_pool2d_backward;
+    }
+    DT__ATOMIC_STORE(&dt__half_state[cuda], 2);
+  } else {
+    int waits = 0;
+    while (DT__ATOMIC_LOAD(&dt__half_state[cuda]) != 2) {
+      dt__pause(waits);
+      if (waits < 64) waits++;
+    }
+  }
+  return &dt__half_tables[cuda];
+}
