@@ -1763,6 +1763,19 @@ static dt_status dt__half_cross_entropy(const dt__backend *be, int dev, int grad
   return rc;
 }
 
+static dt_status dt__half_nll_loss(const dt__backend *be, int dev, dt_dtype t, int64_t n, int64_t c, const void *logp,
+                                   const int64_t *target, void *y) {
+  dt__hscratch s;
+  dt_status rc;
+  if (!dt__is_half(t)) return be->nll_loss(dev, t, n, c, logp, target, y);
+  if ((rc = dt__hscratch_get(&s, be, dev, n * c + n)) != DT_OK) return rc;
+  if ((rc = be->cast(dev, t, DT_F32, n * c, logp, s.p)) == DT_OK &&
+      (rc = be->nll_loss(dev, DT_F32, n, c, s.p, target, (float *)s.p + n * c)) == DT_OK)
+    rc = be->cast(dev, DT_F32, t, n, (float *)s.p + n * c, y);
+  dt__hscratch_put(&s);
+  return rc;
+}
+
 static dt_status dt__half_im2col(const dt__backend *be, int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, const void *x, void *col) {
   dt__hscratch s;
   dt_status rc;
@@ -1857,6 +1870,9 @@ static dt_status dt__hc_pool2d(int dev, dt_dtype t, const dt__pool2d *p, const v
 static dt_status dt__hc_pool2d_backward(int dev, dt_dtype t, const dt__pool2d *p, const void *gy, const int64_t *idx, void *gx) {
   return dt__half_pool2d_backward(dt__cpu_backend(), dev, t, p, gy, idx, gx);
 }
+static dt_status dt__hc_nll_loss(int dev, dt_dtype t, int64_t n, int64_t c, const void *logp, const int64_t *target, void *y) {
+  return dt__half_nll_loss(dt__cpu_backend(), dev, t, n, c, logp, target, y);
+}
 #ifdef DEVTENSOR_CUDA
 static dt_status dt__hg_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, const void *x, void *y, double p0, double p1) {
   return dt__half_unary(dt__cuda_backend(), dev, op, t, n, x, y, p0, p1);
@@ -1900,6 +1916,9 @@ static dt_status dt__hg_pool2d(int dev, dt_dtype t, const dt__pool2d *p, const v
 static dt_status dt__hg_pool2d_backward(int dev, dt_dtype t, const dt__pool2d *p, const void *gy, const int64_t *idx, void *gx) {
   return dt__half_pool2d_backward(dt__cuda_backend(), dev, t, p, gy, idx, gx);
 }
+static dt_status dt__hg_nll_loss(int dev, dt_dtype t, int64_t n, int64_t c, const void *logp, const int64_t *target, void *y) {
+  return dt__half_nll_loss(dt__cuda_backend(), dev, t, n, c, logp, target, y);
+}
 #endif
 
 static dt__backend dt__half_tables[2];
@@ -1917,7 +1936,7 @@ static const dt__backend *dt__half_table(int cuda) {
       h->unary = dt__hg_unary; h->binary = dt__hg_binary; h->reduce = dt__hg_reduce; h->gemm = dt__hg_gemm;
       h->axpy = dt__hg_axpy; h->compare = dt__hg_compare; h->arg_reduce = dt__hg_arg_reduce; h->softmax = dt__hg_softmax;
       h->cross_entropy = dt__hg_cross_entropy; h->im2col = dt__hg_im2col; h->col2im = dt__hg_col2im; h->pool2d = dt__hg_pool2d;
-      h->pool2d_backward = dt__hg_pool2d_backward;
+      h->pool2d_backward = dt__hg_pool2d_backward; h->nll_loss = dt__hg_nll_loss;
     } else
 #endif
     {
@@ -1925,7 +1944,7 @@ static const dt__backend *dt__half_table(int cuda) {
       h->unary = dt__hc_unary; h->binary = dt__hc_binary; h->reduce = dt__hc_reduce; h->gemm = dt__hc_gemm;
       h->axpy = dt__hc_axpy; h->compare = dt__hc_compare; h->arg_reduce = dt__hc_arg_reduce; h->softmax = dt__hc_softmax;
       h->cross_entropy = dt__hc_cross_entropy; h->im2col = dt__hc_im2col; h->col2im = dt__hc_col2im; h->pool2d = dt__hc_pool2d;
-      h->pool2d_backward = dt__hc_pool2d_backward;
+      h->pool2d_backward = dt__hc_pool2d_backward; h->nll_loss = dt__hc_nll_loss;
     }
     DT__ATOMIC_STORE(&dt__half_state[cuda], 2);
   } else {
