@@ -1329,7 +1329,7 @@ static int half_misuse(int k) {
   X_(bce_null_target, DT_ERR_INVALID_ARGUMENT, "dt_bce_with_logits:", "=target is NULL", nul(dt_bce_with_logits(F, NULL)))  \
   X_(bce_dtype, DT_ERR_DTYPE, "dt_bce_with_logits:", "logits is float32 and target is float64", nul(dt_bce_with_logits(F, D))) \
   X_(bce_shape, DT_ERR_SHAPE, "dt_bce_with_logits:", "=logits has shape (2, 3) but target has shape (3,)", nul(dt_bce_with_logits(F, V))) \
-  X_(bce_int, DT_ERR_DTYPE, "dt_bce_with_logits:", "logits is int32|float32 or float64", nul(dt_bce_with_logits(I, I)))   \
+  X_(bce_int, DT_ERR_DTYPE, "dt_bce_with_logits:", "logits is int32|float32, float64", nul(dt_bce_with_logits(I, I)))   \
   X_(bce_reduction, DT_ERR_INVALID_ARGUMENT, "dt_bce_with_logits:", "unknown reduction 7", nul(dt_bce_with_logits_ex(F, F, (dt_reduction)7))) \
   X_(bce_reduction_neg, DT_ERR_INVALID_ARGUMENT, "dt_bce_with_logits:", "unknown reduction -1", nul(dt_bce_with_logits_ex(F, F, (dt_reduction)-1))) \
   X_(bce_gpu_cpu, DT_ERR_DEVICE_MISMATCH, "dt_bce_with_logits:", "target is on cpu|logits is on cuda:0", GPUS(1, nul(dt_bce_with_logits(G0, F)))) \
@@ -1356,7 +1356,6 @@ static int half_misuse(int k) {
   X_(mse_ex_null, DT_ERR_INVALID_ARGUMENT, "dt_mse_loss_ex:", "=pred is NULL", nul(dt_mse_loss_ex(NULL, F, DT_REDUCTION_MEAN))) \
   X_(mse_ex_reduction, DT_ERR_INVALID_ARGUMENT, "dt_mse_loss_ex:", "unknown reduction 9", nul(dt_mse_loss_ex(F, F, (dt_reduction)9))) \
   X_(mse_ex_dtype, DT_ERR_DTYPE, "dt_mse_loss_ex:", "pred is float32 and target is float64", nul(dt_mse_loss_ex(F, D, DT_REDUCTION_SUM))) \
-  X_(fill_leaf_requires_grad, DT_ERR_INVALID_ARGUMENT, "dt_fill_:", "t is a leaf that requires grad", bad(ag_misuse(7)))     \
   X_(matmul_precision_bad, DT_ERR_INVALID_ARGUMENT, "dt_set_float32_matmul_precision:", "=expected \"highest\", \"high\" or \"medium\", got \"fast\"", bad(dt_set_float32_matmul_precision("fast"))) \
   X_(matmul_precision_null, DT_ERR_INVALID_ARGUMENT, "dt_set_float32_matmul_precision:", "precision is NULL", bad(dt_set_float32_matmul_precision(NULL))) \
   X_(half_sgd, DT_ERR_DTYPE, "dt_sgd_tensors:", "params[0] is float16; only float32 and float64", half_misuse(1))              \

@@ -34,6 +34,7 @@ static double *values(const dt_tensor *t) {
       case DT_I32: v[i] = ((int32_t *)h)[i]; break;
       case DT_I64: v[i] = (double)((int64_t *)h)[i]; break;
       case DT_U8: case DT_BOOL: v[i] = ((uint8_t *)h)[i]; break;
+      case DT_F16: case DT_BF16: v[i] = NAN; break; /* no half tensors here */
     }
   }
   free(h);
