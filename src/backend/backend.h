@@ -177,6 +177,15 @@ typedef struct dt__backend {
   /* gx (n, c, h, w), overwritten: each position's sum over the windows that hold it of gy's entry,
      divided by the window's count for avg; for max only where idx names that position */
   dt_status (*pool2d_backward)(int dev, dt_dtype t, const dt__pool2d *p, const void *gy, const int64_t *idx, void *gx);
+  /* graphs (dt_graph_*): graph_begin starts capturing the work issued on dev (CUDA: stream
+     capture of the device's stream; the CPU: its recording table, see dt__cpu_rec_backend);
+     graph_end stops and hands back what was captured, ready to replay (NULL and an error when
+     the capture failed: then nothing is kept); scratch memory the backend took and released
+     during the capture stays with that graph until graph_free. */
+  dt_status (*graph_begin)(int dev);
+  dt_status (*graph_end)(int dev, void **graph);
+  dt_status (*graph_replay)(int dev, void *graph);
+  void      (*graph_free)(int dev, void *graph);
 } dt__backend;
 
 

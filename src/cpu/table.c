@@ -41,7 +41,12 @@ static const dt__backend *dt__cpu_backend(void) {
     DT__SLOT(im2col) dt__cpu_im2col,
     DT__SLOT(col2im) dt__cpu_col2im,
     DT__SLOT(pool2d) dt__cpu_pool2d,
-    DT__SLOT(pool2d_backward) dt__cpu_pool2d_backward
+    DT__SLOT(pool2d_backward) dt__cpu_pool2d_backward,
+    /* graphs */
+    DT__SLOT(graph_begin) dt__cpu_graph_begin,
+    DT__SLOT(graph_end) dt__cpu_graph_end,
+    DT__SLOT(graph_replay) dt__cpu_graph_replay,
+    DT__SLOT(graph_free) dt__cpu_graph_free
   };
   return &be;
 }

@@ -43,7 +43,12 @@ extern "C" const dt__backend *dt__cuda_backend(void) {
     DT__SLOT(im2col) cu_im2col,
     DT__SLOT(col2im) cu_col2im,
     DT__SLOT(pool2d) cu_pool2d,
-    DT__SLOT(pool2d_backward) cu_pool2d_backward
+    DT__SLOT(pool2d_backward) cu_pool2d_backward,
+    /* graphs */
+    DT__SLOT(graph_begin) cu_graph_begin,
+    DT__SLOT(graph_end) cu_graph_end,
+    DT__SLOT(graph_replay) cu_graph_replay,
+    DT__SLOT(graph_free) cu_graph_free
   };
   return &be;
 }
