@@ -2703,8 +2703,13 @@ dt_status cu_graph_end(int dev, void **out) {
     set_err("out of host memory making a graph");
     st = DT_ERR_OUT_OF_MEMORY;
   } else if ((e = cudaGraphInstantiateWithFlags(&g->exec, graph, 0)) != cudaSuccess) {
-    st = e == cudaErrorMemoryAllocation ? (set_err("out of memory on cuda:%d instantiating a graph", dev), DT_ERR_OUT_OF_MEMORY)
-                                        : cuda_fail("cudaGraphInstantiateWithFlags", e);
+    if (e == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();
+      set_err("out of memory on cuda:%d instantiating a graph", dev);
+      st = DT_ERR_OUT_OF_MEMORY;
+    } else {
+      st = cuda_fail("cudaGraphInstantiateWithFlags", e);
+    }
   }
   if (graph && cudaGraphDestroy(graph) != cudaSuccess) (void)cudaGetLastError();
   std::vector<std::pair<size_t, void *>> kept;
