@@ -2096,6 +2096,7 @@ struct dt_graph {
   int invalid;                /* a capture that a refused call ended: dt_graph_end reports why */
   int stale;                  /* a storage from before the capture was released: replays refuse */
   char why[400];              /* what made it invalid or stale */
+  dt_status status;           /* and the status dt_graph_end or dt_graph_replay reports for it */
   long long serial_begin, serial_end;
   dt__storage **kept;         /* storages released that captured work may use, given back by dt_graph_free */
   int nkept, capkept;
@@ -2144,13 +2145,16 @@ static int dt__graph_on_release(dt__storage *st) {
       /* no room to keep it: then the graph must never run (the memory goes back) */
       if (g->capturing && !g->invalid) {
         g->invalid = 1;
-        snprintf(g->why, sizeof g->why, "out of host memory keeping a released tensor during the capture");
+        g->status = DT_ERR_OUT_OF_MEMORY;
+        snprintf(g->why, sizeof g->why, "out of memory on the host keeping a released tensor during the capture");
       } else if (!g->capturing && !g->stale) {
         g->stale = 1;
-        snprintf(g->why, sizeof g->why, "out of host memory keeping a released tensor that the graph writes");
+        g->status = DT_ERR_OUT_OF_MEMORY;
+        snprintf(g->why, sizeof g->why, "out of memory on the host keeping a released tensor that the graph writes");
       }
     } else if (st->serial < g->serial_begin && !g->stale) {
       g->stale = 1;
+      g->status = DT_ERR_INVALID_ARGUMENT;
       snprintf(g->why, sizeof g->why,
                "a tensor on %s that existed when the capture began was released after it (%llu bytes at %p), and the "
                "captured work may use it: keep every such tensor alive until dt_graph_free",
@@ -2171,6 +2175,7 @@ static dt_status dt__graph_forbid(const char *op, dt_device d, const char *what)
   g = dt__graph_capture_of(d);
   if (g && !g->invalid) {
     g->invalid = 1;
+    g->status = DT_ERR_UNSUPPORTED;
     snprintf(g->why, sizeof g->why, "%s (%s) was refused during the capture", op, what);
   }
   dt__unlock(&dt__graph_lk);
@@ -2257,7 +2262,7 @@ DTDEF dt_graph *dt_graph_end(dt_device d) {
   g->be_graph = bg;
   dt__unlock(&dt__graph_lk);
   if (s != DT_OK || g->invalid) {
-    if (s == DT_OK) dt__fail(DT_ERR_UNSUPPORTED, "%s: the capture on %s is invalid: %s", op, dt_device_str(d, db, sizeof db), g->why);
+    if (s == DT_OK) dt__fail(g->status, "%s: the capture on %s is invalid: %s", op, dt_device_str(d, db, sizeof db), g->why);
     dt__graph_unlink(g);
     dt__graph_destroy(g); /* nothing ran: what it kept goes back */
     return NULL;
@@ -2269,14 +2274,16 @@ DTDEF dt_status dt_graph_replay(dt_graph *g) {
   const char *op = "dt_graph_replay";
   dt_status s;
   int stale, busy;
+  dt_status why_status;
   char why[400], db[48];
   if (!g) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: g is NULL", op);
   dt__lock(&dt__graph_lk);
   stale = g->stale;
   if (stale) memcpy(why, g->why, sizeof why);
+  why_status = g->status;
   busy = dt__graph_capture_of(g->device) != NULL;
   dt__unlock(&dt__graph_lk);
-  if (stale) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: the graph cannot run: %s", op, why);
+  if (stale) return dt__fail(why_status, "%s: the graph cannot run: %s", op, why);
   if (busy)
     return dt__fail(DT_ERR_UNSUPPORTED, "%s: %s is being captured; replay its graphs after dt_graph_end", op,
                     dt_device_str(g->device, db, sizeof db));
@@ -2296,7 +2303,8 @@ DTDEF void dt_graph_free(dt_graph *g) {
     if (dt__graph_keep(c, g->kept[i])) g->kept[i] = NULL;
     else if (!c->invalid) {
       c->invalid = 1;
-      snprintf(c->why, sizeof c->why, "out of host memory keeping a freed graph's memory during the capture");
+      c->status = DT_ERR_OUT_OF_MEMORY;
+      snprintf(c->why, sizeof c->why, "out of memory on the host keeping a freed graph's memory during the capture");
     }
   dt__unlock(&dt__graph_lk);
   if (c) { /* what c could not take goes back, which is safe: c will never run */

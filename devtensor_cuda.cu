@@ -81,6 +81,8 @@
 #include <new>
 #include <type_traits>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace {
 
