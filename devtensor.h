@@ -695,6 +695,37 @@ DTDEF dt_status  dt_save_tensors(const char *path, const char *const *names, con
 DTDEF dt_status  dt_load_tensors(const char *path, dt_device d, int *n, char ***names, dt_tensor ***ts);
 DTDEF void       dt_free_tensors(int n, char **names, dt_tensor **ts);
 
+/* ---- src/api/graph.h ---- */
+/* ---- api: graphs (torch.cuda.CUDAGraph) ----
+   Record the work one step issues on a device once, then run it again as one launch:
+     dt_graph_begin(d); ...the step's operations on d...; g = dt_graph_end(d);
+     for each batch: dt_copy_(x, batch); dt_graph_replay(g); ...read the outputs...
+     dt_graph_free(g);
+   On a GPU this is CUDA stream capture on the device's stream and a cudaGraphExec. On the
+   CPU the capture records each kernel call with its arguments and replay calls them again,
+   in order: a program written for the GPU gives the same results on the CPU.
+   - Captured work does not run during the capture (on either device): the captured tensors
+     hold their values only after a replay. Warm up (run the step once or more) first.
+   - Replay works on the same memory: copy new inputs into the tensors the capture read
+     (dt_copy_), read outputs from the tensors it wrote. Host values of the capture are fixed:
+     scalars, the learning rate, Adam's step count, random draws (each replay draws the same
+     numbers).
+   - Memory: every tensor made during the capture, and every tensor released during it,
+     stays with the graph until dt_graph_free (its memory is never handed to anything else
+     while the graph can still write it). A tensor that existed before the capture and is
+     released after it makes later replays refuse: keep such tensors alive while the graph
+     lives.
+   - Refused during a capture, before anything is issued: anything that waits for the device
+     or moves data between the host and the capturing device (dt_synchronize, dt_item,
+     dt_to_host, printing, dt_from_data, dt_arange, dt_empty_cache, DLPack export) and a
+     copy between the capturing device and another. Such a call invalidates the capture:
+     dt_graph_end then returns NULL with the reason. */
+typedef struct dt_graph dt_graph;
+DTDEF dt_status dt_graph_begin(dt_device d);    /* capture the work issued on d from here (any thread) */
+DTDEF dt_graph *dt_graph_end(dt_device d);      /* what was captured, ready to replay; NULL with the reason */
+DTDEF dt_status dt_graph_replay(dt_graph *g);   /* the same work again, on the same tensors (copy new inputs into them first) */
+DTDEF void      dt_graph_free(dt_graph *g);     /* NULL is fine */
+
 /* ---- src/api/dist.h ---- */
 /* ---- api: distributed (data parallel over ranks; NCCL for GPU tensors, MPI for
    launching, bootstrapping NCCL and CPU tensors) ----
@@ -940,6 +971,15 @@ typedef struct dt__backend {
   /* torch.set_float32_matmul_precision for F32 gemm: 0 "highest" (F32), 1 "high" (TF32),
      2 "medium" (BF16); NULL where the backend computes F32 one way */
   void (*set_matmul_precision)(int level);
+  /* graphs (dt_graph_*): graph_begin starts capturing the work issued on dev (CUDA: stream
+     capture of the device's stream; the CPU: its recording table, see dt__cpu_rec_backend);
+     graph_end stops and hands back what was captured, ready to replay (NULL and an error when
+     the capture failed: then nothing is kept); scratch memory the backend took and released
+     during the capture stays with that graph until graph_free. */
+  dt_status (*graph_begin)(int dev);
+  dt_status (*graph_end)(int dev, void **graph);
+  dt_status (*graph_replay)(int dev, void *graph);
+  void      (*graph_free)(int dev, void *graph);
 } dt__backend;
 
 
@@ -1542,12 +1582,24 @@ static dt_status dt__check_device(const char *op, dt_device d) {
   return DT_OK;
 }
 
-/* The backend of a device that dt__check_device accepted (with half precision: src/core/half.c). */
+/* 1 while the CPU's work is being captured into a graph (src/core/graph.c): then the CPU's
+   table is the recording one (src/cpu/graph.c), whose kernels are recorded, not run. A GPU
+   needs no such switch: its stream records (CUDA stream capture). */
+static volatile int dt__cpu_capturing;
+static const dt__backend *dt__cpu_rec_backend(void);
+/* dt__cpu_gemm_opt (the Linear layer's fused CPU products), recorded while the CPU is captured */
+struct dt__gemm_opts;
+static dt_status dt__cpu_gemm_opt_rec(dt_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
+                                      const void *a, const void *b, double beta, void *c, struct dt__gemm_opts *o);
+
+/* The backend of a device that dt__check_device accepted (with half precision: src/core/half.c;
+   while the CPU is captured, its recording table, which replays through the half precision one). */
 static const dt__backend *dt__be(dt_device d) {
 #ifdef DEVTENSOR_CUDA
   if (d.type == DT_CUDA) return dt__half_table(1);
 #endif
   DT_ASSERT(d.type == DT_CPU);
+  if (DT__ATOMIC_LOAD(&dt__cpu_capturing)) return dt__cpu_rec_backend();
   return dt__half_table(0);
 }
 
@@ -1566,9 +1618,12 @@ DTDEF dt_status dt_device_get_info(dt_device d, dt_device_info *out) {
   return DT_OK;
 }
 
+static dt_status dt__graph_forbid(const char *op, dt_device d, const char *what);
+
 DTDEF dt_status dt_synchronize(dt_device d) {
   dt_status s;
   if ((s = dt__check_device("dt_synchronize", d)) != DT_OK) return s;
+  if ((s = dt__graph_forbid("dt_synchronize", d, "waiting for the device")) != DT_OK) return s;
   if ((s = dt__be(d)->synchronize(d.index)) != DT_OK) return dt__backend_fail("dt_synchronize", d, s);
   return DT_OK;
 }
@@ -1975,7 +2030,14 @@ typedef struct dt__storage {
   /* bumped by every in-place change (dt_fill_, dt_axpy_, dt_copy_, an optimizer's step, ...),
      on the base of a view, so that autograd sees a tensor it saved change (see dt__version) */
   unsigned version;
+  /* when it was made, in the order of every storage made (see src/core/graph.c: what a graph
+     keeps and what makes it stale) */
+  long long serial;
 } dt__storage;
+
+static volatile long long dt__storage_serial;
+static volatile int dt__graphs_live; /* graphs (capturing or captured) that exist */
+static int dt__graph_on_release(dt__storage *st);
 
 struct dt_tensor {
   int refs;
@@ -1996,18 +2058,29 @@ static void dt__node_release(struct dt__node *n); /* src/autograd/graph.c */
 /* The version counter of t's memory: a view's is its base's. */
 static unsigned *dt__version(const dt_tensor *t) { return t->st->base ? &t->st->base->version : &t->st->version; }
 
+/* Gives a storage's memory back (its last reference went): to the backend, or to the
+   owner of foreign memory. */
+static void dt__storage_free(dt__storage *st) {
+  if (!st->foreign) {
+    dt__be(st->device)->free(st->device.index, st->ptr, st->nbytes);
+  } else {
+    /* queued work may still read it; the owner frees it once that is done */
+    if (st->device.type != DT_CPU) (void)dt__be(st->device)->synchronize(st->device.index);
+    if (st->deleter) st->deleter(st->del_data, st->del_ctx);
+  }
+  DT_FREE(st);
+}
+
 static void dt__storage_release(dt__storage *st) {
   if (st && DT__ATOMIC_ADD(&st->refs, -1) == 0) {
     if (st->base) {
       dt__storage_release(st->base); /* a view: base is never a view itself (see dt_slice) */
-    } else if (!st->foreign) {
-      dt__be(st->device)->free(st->device.index, st->ptr, st->nbytes);
-    } else {
-      /* queued work may still read it; the owner frees it once that is done */
-      if (st->device.type != DT_CPU) (void)dt__be(st->device)->synchronize(st->device.index);
-      if (st->deleter) st->deleter(st->del_data, st->del_ctx);
+      DT_FREE(st);
+      return;
     }
-    DT_FREE(st);
+    /* a graph that may still write or read it keeps it until dt_graph_free */
+    if (DT__ATOMIC_LOAD(&dt__graphs_live) > 0 && dt__graph_on_release(st)) return;
+    dt__storage_free(st);
   }
 }
 
@@ -2036,6 +2109,7 @@ static dt_tensor *dt__new(const char *op, dt_shape s, dt_dtype t, dt_device d) {
   if (!st) { dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host allocating a tensor header", op); return NULL; }
   st->refs = 1; st->device = d; st->nbytes = nbytes; st->ptr = NULL;
   st->foreign = 0; st->deleter = NULL; st->del_data = st->del_ctx = NULL; st->base = NULL; st->version = 0;
+  st->serial = DT__ATOMIC_ADD(&dt__storage_serial, 1);
   if ((rc = dt__be(d)->alloc(d.index, nbytes, &st->ptr)) != DT_OK) {
     DT_FREE(st);
     dt__backend_fail(op, d, rc);
@@ -2116,7 +2190,15 @@ static dt_status dt__copy_bytes(const char *op, dt_device dd, void *dst, dt_devi
   dt_status s;
   if (n == 0) return DT_OK;
   if (!dst || !src) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: a NULL pointer for %llu bytes", op, (unsigned long long)n);
-  if (dd.type == DT_CPU && sd.type == DT_CPU) { memmove(dst, src, n); return DT_OK; }
+  if (!dt_device_equal(dd, sd) && DT__ATOMIC_LOAD(&dt__graphs_live) > 0 &&
+      ((s = dt__graph_forbid(op, dd, "a copy from another device")) != DT_OK ||
+       (s = dt__graph_forbid(op, sd, "a copy to another device")) != DT_OK))
+    return s;
+  if (dd.type == DT_CPU && sd.type == DT_CPU) {
+    if (DT__ATOMIC_LOAD(&dt__cpu_capturing)) return dt__run(op, dd, dt__be(dd)->copy(-1, dst, -1, src, n)); /* recorded */
+    memmove(dst, src, n);
+    return DT_OK;
+  }
   if (dd.type == DT_CPU) s = dt__be(sd)->copy(-1, dst, sd.index, src, n);
   else if (sd.type == DT_CPU) s = dt__be(dd)->copy(dd.index, dst, -1, src, n);
   else s = dt__be(dd)->copy(dd.index, dst, sd.index, src, n);
@@ -2124,8 +2206,10 @@ static dt_status dt__copy_bytes(const char *op, dt_device dd, void *dst, dt_devi
 }
 
 DTDEF dt_tensor *dt_from_data(const void *host, dt_shape s, dt_dtype t, dt_device d) {
-  dt_tensor *y = dt__new("dt_from_data", s, t, d);
-  if (!y) return NULL;
+  dt_tensor *y;
+  if (dt__check_device("dt_from_data", d) != DT_OK || dt__graph_forbid("dt_from_data", d, "a copy from host memory") != DT_OK)
+    return NULL;
+  if (!(y = dt__new("dt_from_data", s, t, d))) return NULL;
   if (!host && y->numel > 0) {
     dt_release(y);
     dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_from_data: host is NULL");
@@ -2176,6 +2260,7 @@ DTDEF dt_tensor *dt_arange(double start, double end, double step, dt_dtype t, dt
   count = ceil((end - start) / step);
   if (!(count <= 1e15)) { dt__fail(DT_ERR_SHAPE, "%s: %g elements is too many", op, count); return NULL; }
   n = (int64_t)count;
+  if (dt__check_device(op, d) != DT_OK || dt__graph_forbid(op, d, "a copy from host memory") != DT_OK) return NULL;
   y = dt__new(op, dt_shape1(n), t, d);
   if (!y || n == 0) return y;
   host = d.type == DT_CPU ? y->st->ptr : DT_MALLOC(y->nbytes);
@@ -2265,6 +2350,7 @@ DTDEF dt_status dt_memory_stats_get(dt_device d, dt_memory_stats *out) {
 DTDEF dt_status dt_empty_cache(dt_device d) {
   dt_status s;
   if ((s = dt__check_device("dt_empty_cache", d)) != DT_OK) return s;
+  if ((s = dt__graph_forbid("dt_empty_cache", d, "emptying the cache (it waits for the device)")) != DT_OK) return s;
   return dt__run("dt_empty_cache", d, dt__be(d)->empty_cache(d.index));
 }
 
@@ -2470,6 +2556,7 @@ DTDEF dt_status dt_to_host(const dt_tensor *t, void *dst, size_t nbytes) {
   if (nbytes < t->nbytes)
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: dst holds %llu bytes but the tensor has %llu", op,
                     (unsigned long long)nbytes, (unsigned long long)t->nbytes);
+  if ((s = dt__graph_forbid(op, t->st->device, "a copy to host memory")) != DT_OK) return s;
   return dt__copy_bytes(op, dt_cpu(), dst, t->st->device, t->st->ptr, t->nbytes);
 }
 
@@ -2495,8 +2582,252 @@ DTDEF double dt_item(const dt_tensor *t) {
              dt__shape_str(&t->shape, sb, sizeof sb), (long long)t->numel);
     return NAN;
   }
+  if (dt__graph_forbid("dt_item", t->st->device, "a copy to host memory") != DT_OK) return NAN;
   if (dt__copy_bytes("dt_item", dt_cpu(), v, t->st->device, t->st->ptr, t->nbytes) != DT_OK) return NAN;
   return dt__host_value(v, t->dtype, 0);
+}
+
+/* ---- src/core/graph.c ---- */
+/* Graphs (torch.cuda.CUDAGraph): what a capture keeps, what makes a graph stale, and the
+   calls refused while a device is captured. The backends capture and replay (graph_* slots:
+   CUDA stream capture in src/cuda/graph.cu, the CPU's recording table in src/cpu/graph.c).
+
+   The memory rule. Every storage has a serial number, in the order storages are made; a
+   capture on device d takes the serials [serial_begin, serial_end) of the storages made
+   during it. When a storage's last reference goes:
+   - during a capture on its device: the capture keeps it (its memory is not given back);
+     captured work may still write or read it, so nothing else may get that memory;
+   - after the capture, a storage made during it: the graph keeps it (replays write it);
+   - after the capture, a storage made before it: the captured work may use it, and its
+     memory goes back; the graph is stale and refuses to replay.
+   dt_graph_free gives back everything the graph kept. A storage made during a capture and
+   still alive then is the caller's, as any other. Scratch memory a backend takes inside one
+   call (the CUDA reductions' workspaces) is kept by the backend's graph the same way. */
+
+struct dt_graph {
+  dt_device device;
+  int capturing;              /* 1 from dt_graph_begin to dt_graph_end */
+  int invalid;                /* a capture that a refused call ended: dt_graph_end reports why */
+  int stale;                  /* a storage from before the capture was released: replays refuse */
+  char why[400];              /* what made it invalid or stale */
+  dt_status status;           /* and the status dt_graph_end or dt_graph_replay reports for it */
+  long long serial_begin, serial_end;
+  dt__storage **kept;         /* storages released that captured work may use, given back by dt_graph_free */
+  int nkept, capkept;
+  void *be_graph;             /* the backend's captured work */
+  struct dt_graph *next;      /* every graph, capturing or captured, under dt__graph_lk */
+};
+
+static volatile int dt__graph_lk;
+static struct dt_graph *dt__graph_list;
+
+/* The capture in progress on d, or NULL. Call under dt__graph_lk. */
+static dt_graph *dt__graph_capture_of(dt_device d) {
+  dt_graph *g;
+  for (g = dt__graph_list; g; g = g->next)
+    if (g->capturing && dt_device_equal(g->device, d)) return g;
+  return NULL;
+}
+
+/* Keeps st in g; 0 when there is no host memory for the list. Call under dt__graph_lk. */
+static int dt__graph_keep(dt_graph *g, dt__storage *st) {
+  if (g->nkept == g->capkept) {
+    int cap = g->capkept ? 2 * g->capkept : 16;
+    dt__storage **k = (dt__storage **)DT_MALLOC(sizeof(dt__storage *) * (size_t)cap);
+    if (!k) return 0;
+    if (g->nkept) memcpy(k, g->kept, sizeof(dt__storage *) * (size_t)g->nkept);
+    DT_FREE(g->kept);
+    g->kept = k;
+    g->capkept = cap;
+  }
+  g->kept[g->nkept++] = st;
+  return 1;
+}
+
+/* dt__storage_release's question for a storage (not a view) whose last reference went:
+   1 when a graph keeps it. Marks graphs stale as the memory rule says. */
+static int dt__graph_on_release(dt__storage *st) {
+  dt_graph *g;
+  int kept = 0;
+  char db[48];
+  dt__lock(&dt__graph_lk);
+  for (g = dt__graph_list; g; g = g->next) {
+    if (!dt_device_equal(g->device, st->device)) continue;
+    if (g->capturing || (st->serial >= g->serial_begin && st->serial < g->serial_end)) {
+      if (kept) continue;
+      if (dt__graph_keep(g, st)) { kept = 1; continue; }
+      /* no room to keep it: then the graph must never run (the memory goes back) */
+      if (g->capturing && !g->invalid) {
+        g->invalid = 1;
+        g->status = DT_ERR_OUT_OF_MEMORY;
+        snprintf(g->why, sizeof g->why, "out of memory on the host keeping a released tensor during the capture");
+      } else if (!g->capturing && !g->stale) {
+        g->stale = 1;
+        g->status = DT_ERR_OUT_OF_MEMORY;
+        snprintf(g->why, sizeof g->why, "out of memory on the host keeping a released tensor that the graph writes");
+      }
+    } else if (st->serial < g->serial_begin && !g->stale) {
+      g->stale = 1;
+      g->status = DT_ERR_INVALID_ARGUMENT;
+      snprintf(g->why, sizeof g->why,
+               "a tensor on %s that existed when the capture began was released after it (%llu bytes at %p), and the "
+               "captured work may use it: keep every such tensor alive until dt_graph_free",
+               dt_device_str(st->device, db, sizeof db), (unsigned long long)st->nbytes, st->ptr);
+    }
+  }
+  dt__unlock(&dt__graph_lk);
+  return kept;
+}
+
+/* Refuses `what`, which would wait for d or move its data to or from the host or another
+   device, while d is being captured; the capture is then invalid (dt_graph_end says why). */
+static dt_status dt__graph_forbid(const char *op, dt_device d, const char *what) {
+  dt_graph *g;
+  char db[48];
+  if (DT__ATOMIC_LOAD(&dt__graphs_live) == 0) return DT_OK;
+  dt__lock(&dt__graph_lk);
+  g = dt__graph_capture_of(d);
+  if (g && !g->invalid) {
+    g->invalid = 1;
+    g->status = DT_ERR_UNSUPPORTED;
+    snprintf(g->why, sizeof g->why, "%s (%s) was refused during the capture", op, what);
+  }
+  dt__unlock(&dt__graph_lk);
+  if (!g) return DT_OK;
+  return dt__fail(DT_ERR_UNSUPPORTED,
+                  "%s: %s is not allowed while %s is being captured into a graph (nothing was issued); the capture is "
+                  "invalid now: end it with dt_graph_end, which returns NULL",
+                  op, what, dt_device_str(d, db, sizeof db));
+}
+
+/* Gives back what g kept and g itself; g is out of the list. */
+static void dt__graph_destroy(dt_graph *g) {
+  int i;
+  if (g->be_graph) dt__be(g->device)->graph_free(g->device.index, g->be_graph);
+  for (i = 0; i < g->nkept; i++) dt__storage_free(g->kept[i]);
+  DT_FREE(g->kept);
+  DT_FREE(g);
+}
+
+/* Takes g out of the list. */
+static void dt__graph_unlink(dt_graph *g) {
+  dt_graph **p;
+  dt__lock(&dt__graph_lk);
+  for (p = &dt__graph_list; *p; p = &(*p)->next)
+    if (*p == g) { *p = g->next; break; }
+  dt__unlock(&dt__graph_lk);
+  DT__ATOMIC_ADD(&dt__graphs_live, -1);
+}
+
+DTDEF dt_status dt_graph_begin(dt_device d) {
+  const char *op = "dt_graph_begin";
+  dt_graph *g;
+  dt_status s;
+  char db[48];
+  if ((s = dt__check_device(op, d)) != DT_OK) return s;
+  if (!(g = (dt_graph *)DT_MALLOC(sizeof(dt_graph))))
+    return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host allocating a graph", op);
+  memset(g, 0, sizeof *g);
+  g->device = d;
+  g->capturing = 1;
+  g->serial_end = LLONG_MAX;
+  dt__lock(&dt__graph_lk);
+  if (dt__graph_capture_of(d)) {
+    dt__unlock(&dt__graph_lk);
+    DT_FREE(g);
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s is already being captured (end that capture with dt_graph_end first)", op,
+                    dt_device_str(d, db, sizeof db));
+  }
+  /* listed first, so that every storage released from here on is kept */
+  g->serial_begin = DT__ATOMIC_ADD(&dt__storage_serial, 1);
+  g->next = dt__graph_list;
+  dt__graph_list = g;
+  DT__ATOMIC_ADD(&dt__graphs_live, 1);
+  dt__unlock(&dt__graph_lk);
+  if ((s = dt__be(d)->graph_begin(d.index)) != DT_OK) {
+    dt__backend_fail(op, d, s);
+    dt__graph_unlink(g);
+    dt__graph_destroy(g);
+    return dt_last_status();
+  }
+  return DT_OK;
+}
+
+DTDEF dt_graph *dt_graph_end(dt_device d) {
+  const char *op = "dt_graph_end";
+  dt_graph *g;
+  dt_status s;
+  void *bg = NULL;
+  char db[48];
+  if (dt__check_device(op, d) != DT_OK) return NULL;
+  dt__lock(&dt__graph_lk);
+  g = dt__graph_capture_of(d);
+  dt__unlock(&dt__graph_lk);
+  if (!g) {
+    dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s is not being captured (start a capture with dt_graph_begin)", op,
+             dt_device_str(d, db, sizeof db));
+    return NULL;
+  }
+  s = dt__be(d)->graph_end(d.index, &bg);
+  if (s != DT_OK) dt__backend_fail(op, d, s);
+  dt__lock(&dt__graph_lk);
+  g->capturing = 0;
+  g->serial_end = DT__ATOMIC_ADD(&dt__storage_serial, 1);
+  g->be_graph = bg;
+  dt__unlock(&dt__graph_lk);
+  if (s != DT_OK || g->invalid) {
+    if (s == DT_OK) dt__fail(g->status, "%s: the capture on %s is invalid: %s", op, dt_device_str(d, db, sizeof db), g->why);
+    dt__graph_unlink(g);
+    dt__graph_destroy(g); /* nothing ran: what it kept goes back */
+    return NULL;
+  }
+  return g;
+}
+
+DTDEF dt_status dt_graph_replay(dt_graph *g) {
+  const char *op = "dt_graph_replay";
+  dt_status s;
+  int stale, busy;
+  dt_status why_status;
+  char why[400], db[48];
+  if (!g) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: g is NULL", op);
+  dt__lock(&dt__graph_lk);
+  stale = g->stale;
+  if (stale) memcpy(why, g->why, sizeof why);
+  why_status = g->status;
+  busy = dt__graph_capture_of(g->device) != NULL;
+  dt__unlock(&dt__graph_lk);
+  if (stale) return dt__fail(why_status, "%s: the graph cannot run: %s", op, why);
+  if (busy)
+    return dt__fail(DT_ERR_UNSUPPORTED, "%s: %s is being captured; replay its graphs after dt_graph_end", op,
+                    dt_device_str(g->device, db, sizeof db));
+  if ((s = dt__be(g->device)->graph_replay(g->device.index, g->be_graph)) != DT_OK) return dt__backend_fail(op, g->device, s);
+  return DT_OK;
+}
+
+DTDEF void dt_graph_free(dt_graph *g) {
+  dt_graph *c;
+  int i;
+  if (!g) return;
+  dt__graph_unlink(g);
+  /* a capture in progress on the device keeps what g kept: its work may use that memory now */
+  dt__lock(&dt__graph_lk);
+  c = dt__graph_capture_of(g->device);
+  for (i = 0; c && i < g->nkept; i++)
+    if (dt__graph_keep(c, g->kept[i])) g->kept[i] = NULL;
+    else if (!c->invalid) {
+      c->invalid = 1;
+      c->status = DT_ERR_OUT_OF_MEMORY;
+      snprintf(c->why, sizeof c->why, "out of memory on the host keeping a freed graph's memory during the capture");
+    }
+  dt__unlock(&dt__graph_lk);
+  if (c) { /* what c could not take goes back, which is safe: c will never run */
+    int j = 0;
+    for (i = 0; i < g->nkept; i++)
+      if (g->kept[i]) g->kept[j++] = g->kept[i];
+    g->nkept = j;
+  }
+  dt__graph_destroy(g);
 }
 
 /* ---- src/ops/arith.c ---- */
@@ -3238,7 +3569,8 @@ static dt_tensor *dt__index_select(const dt_tensor *t, int dim, const dt_tensor 
              op, (long long)k, dim, dt__shape_str(&t->shape, sb, sizeof sb));
     return NULL;
   }
-  if (d.type == DT_CPU) /* the index is in host memory: every value checked now */
+  /* the index is in host memory: every value checked now (a CPU graph checks them as it replays) */
+  if (d.type == DT_CPU && !DT__ATOMIC_LOAD(&dt__cpu_capturing))
     for (j = 0; j < k; j++) {
       int64_t v = ((const int64_t *)index->st->ptr)[j];
       if (v < 0 || v >= n) {
@@ -3512,7 +3844,8 @@ static dt_tensor *dt__cross_entropy(const char *op, int grad, const dt_tensor *l
     return NULL;
   }
   n = logits->shape.dims[0]; c = logits->shape.dims[1];
-  if (logits->st->device.type == DT_CPU) { /* host memory: every label checked now (the GPU checks on the device) */
+  /* host memory: every label checked now (the GPU checks on the device; a CPU graph, as it replays) */
+  if (logits->st->device.type == DT_CPU && !DT__ATOMIC_LOAD(&dt__cpu_capturing)) {
     const int64_t *lab = (const int64_t *)target->st->ptr;
     int64_t i;
     for (i = 0; i < n; i++)
@@ -4315,7 +4648,8 @@ static dt_status dt__gs_check(const char *op, const dt_tensor *x, int *dim, cons
   if (index->numel > 0 && n == 0)
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: index holds %lld values, but dimension %d of x (shape %s) has size 0, so none is in range",
                     op, (long long)index->numel, *dim, dt__shape_str(&x->shape, sb, sizeof sb));
-  if (index->st->device.type == DT_CPU) {
+  /* host memory: every value checked now (a CPU graph checks them as it replays) */
+  if (index->st->device.type == DT_CPU && !DT__ATOMIC_LOAD(&dt__cpu_capturing)) {
     const int64_t *v = (const int64_t *)index->st->ptr;
     int64_t j;
     for (j = 0; j < index->numel; j++)
@@ -4691,7 +5025,8 @@ DTDEF dt_tensor *dt_nll_loss_ex(const dt_tensor *log_probs, const dt_tensor *tar
   }
   if (dt__check_reduction(op, reduction) != DT_OK) return NULL;
   n = log_probs->shape.dims[0]; c = log_probs->shape.dims[1];
-  if (log_probs->st->device.type == DT_CPU) {
+  /* host memory: every label checked now (a CPU graph checks them as it replays) */
+  if (log_probs->st->device.type == DT_CPU && !DT__ATOMIC_LOAD(&dt__cpu_capturing)) {
     const int64_t *lab = (const int64_t *)target->st->ptr;
     for (i = 0; i < n; i++)
       if (lab[i] < 0 || lab[i] >= c) {
@@ -5115,6 +5450,7 @@ DTDEF int dt_snprint(char *buf, size_t n, const dt_tensor *t) {
   if (buf && n > 0) buf[0] = 0;
   if (dt__check_tensor(op, "t", t) != DT_OK) return -1;
   if (!buf && n > 0) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: buf is NULL but n is %llu", op, (unsigned long long)n); return -1; }
+  if (dt__graph_forbid(op, t->st->device, "a copy to host memory") != DT_OK) return -1;
   if (t->nbytes > 0) {
     if (t->st->device.type == DT_CPU) host = t->st->ptr;
     else if (!(host = DT_MALLOC(t->nbytes))) {
@@ -5996,7 +6332,7 @@ static dt_tensor *dt__forward(const char *op, dt_module *m, const dt_tensor *x, 
           memset(&o, 0, sizeof o);
           o.bias = m->bias->st->ptr;
           o.by_cols = !dt__no_grad;
-          s = dt__cpu_gemm_opt(m->dtype, 0, 1, x->shape.dims[0], m->out, m->in, 1.0, x->st->ptr, m->weight->st->ptr,
+          s = dt__cpu_gemm_opt_rec(m->dtype, 0, 1, x->shape.dims[0], m->out, m->in, 1.0, x->st->ptr, m->weight->st->ptr,
                                1.0, y->st->ptr, &o);
         } else { /* a copy of the bias, then the product with beta 1 */
           s = dt__be(m->device)->binary(m->device.index, DT__B_COPY_A, m->dtype, &g, m->bias->st->ptr, m->bias->st->ptr, y->st->ptr);
@@ -6161,7 +6497,7 @@ static dt_status dt__backward(const char *op, dt_module *m, const dt_tensor *g, 
           dt__gemm_opts o;
           memset(&o, 0, sizeof o);
           o.asum = gb->st->ptr;
-          s = dt__cpu_gemm_opt(m->dtype, 1, 0, m->out, m->in, n, 1.0, g->st->ptr, m->input->st->ptr, beta,
+          s = dt__cpu_gemm_opt_rec(m->dtype, 1, 0, m->out, m->in, n, 1.0, g->st->ptr, m->input->st->ptr, beta,
                                m->gweight->st->ptr, &o);
           /* not summed there: as dt_sum_dim does */
           if (s == DT_OK && !o.asum_done) s = be->reduce(dev, DT__R_SUM, m->dtype, 1, n, m->out, g->st->ptr, gb->st->ptr);
@@ -7214,7 +7550,7 @@ static dt_status dt__ag_linear_bw(dt__node *n, const dt_tensor *g, dt_tensor **g
       dt__gemm_opts o;
       memset(&o, 0, sizeof o);
       o.asum = gb->st->ptr;
-      s = dt__cpu_gemm_opt(t, 1, 0, out, in, rows, 1.0, g->st->ptr, n->saved[0]->st->ptr, 0.0, gw->st->ptr, &o);
+      s = dt__cpu_gemm_opt_rec(t, 1, 0, out, in, rows, 1.0, g->st->ptr, n->saved[0]->st->ptr, 0.0, gw->st->ptr, &o);
       if (s == DT_OK && !o.asum_done) s = be->reduce(d.index, DT__R_SUM, t, 1, rows, out, g->st->ptr, gb->st->ptr);
     } else {
       s = be->gemm(d.index, t, 1, 0, 1, out, in, rows, 1.0, g->st->ptr, 0, n->saved[0]->st->ptr, 0, 0.0, gw->st->ptr, 0);
@@ -9457,6 +9793,7 @@ static dt_tensor *dt__foreign(const char *op, dt_device d, void *ptr, const dt_s
   }
   st->refs = 1; st->device = d; st->ptr = ptr; st->nbytes = nbytes;
   st->foreign = 1; st->deleter = deleter; st->del_data = del_data; st->del_ctx = del_ctx; st->base = NULL; st->version = 0;
+  st->serial = DT__ATOMIC_ADD(&dt__storage_serial, 1);
   x->refs = 1; x->dtype = t; x->shape = *s; x->numel = numel; x->nbytes = nbytes; x->st = st;
   x->requires_grad = 0; x->grad = NULL; x->node = NULL;
   return x;
@@ -9514,6 +9851,7 @@ static dt__dl_export *dt__dl_export_new(const char *op, dt_tensor *t) {
   if (dt__check_tensor(op, "t", t) != DT_OK) return NULL;
   most = (uint64_t)INT64_MAX / dt_dtype_size(t->dtype);   /* the largest stride whose bytes fit an int64 */
   d = t->st->device;
+  if (dt__graph_forbid(op, d, "an export (it waits for the device)") != DT_OK) return NULL;
   if (d.type != DT_CPU && dt__run(op, d, dt__be(d)->synchronize(d.index)) != DT_OK) return NULL;
   if (!(e = (dt__dl_export *)DT_MALLOC(sizeof(dt__dl_export)))) {
     dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host allocating a DLPack capsule", op);
@@ -15049,6 +15387,472 @@ static dt_status dt__cpu_nll_loss(int dev, dt_dtype t, int64_t n, int64_t c, con
   return DT_OK;
 }
 
+/* ---- src/cpu/graph.c ---- */
+/* The CPU's graphs: while the CPU is captured (dt__cpu_capturing), dt__be hands out the
+   recording table below. Its kernel slots append the call, with its arguments by value (the
+   geometry structs copied) and its buffer pointers, to the capture's list instead of running
+   it; memory, copies between tensors and queries go through. Replay runs the list in order
+   with the CPU's own kernels, so the CPU gives what a GPU's replay gives: captured work runs
+   only when replayed, never during the capture. The core keeps the memory the calls use
+   (src/core/graph.c). The checks the core makes on host memory at call time (labels and
+   indices in range) are made as the graph replays instead: at capture time those values may
+   not be written yet. */
+
+typedef enum dt__cpu_call_kind {
+  DT__RC_COPY = 0, DT__RC_FILL, DT__RC_UNARY, DT__RC_BINARY, DT__RC_CAST, DT__RC_REDUCE, DT__RC_GEMM, DT__RC_GEMM_OPT,
+  DT__RC_AXPY, DT__RC_RANDOM, DT__RC_OPTIM, DT__RC_COMPARE, DT__RC_COPY_STRIDED, DT__RC_INDEX_SELECT, DT__RC_ARG_REDUCE,
+  DT__RC_SOFTMAX, DT__RC_XENT, DT__RC_IM2COL, DT__RC_COL2IM, DT__RC_POOL, DT__RC_POOL_BACKWARD,
+  DT__RC_WHERE, DT__RC_GATHER, DT__RC_SCATTER_ADD, DT__RC_INDEX_ADD, DT__RC_RANDOM_INT, DT__RC_NLL
+} dt__cpu_call_kind;
+
+/* One recorded call: which slot, its scalars (meaning per kind, see dt__cpu_call_run) and
+   its buffers a, b (read), y, z (written). */
+typedef struct dt__cpu_call {
+  dt__cpu_call_kind kind;
+  int op, ta, tb;
+  dt_dtype t, t2;
+  size_t es;
+  int64_t i[6];
+  double d[2];
+  uint64_t u[2];
+  const void *a, *b, *w;  /* w: a third input (where's cond, the index of gather and scatter_add) */
+  void *y, *z;
+  int64_t cs[DT_MAX_DIMS]; /* where's strides of cond */
+  union {
+    dt__bcast g;
+    dt__optim_hp h;
+    dt__conv2d cv;
+    dt__pool2d pl;
+  } geo;
+} dt__cpu_call;
+
+typedef struct dt__cpu_graph {
+  dt__cpu_call *v;
+  int n, cap;
+} dt__cpu_graph;
+
+static dt__cpu_graph *dt__cpu_cap;     /* the capture in progress */
+static int dt__cpu_cap_failed;         /* a call could not be recorded: the capture fails */
+static volatile int dt__cpu_cap_lk;
+
+/* Appends c to the capture. */
+static dt_status dt__cpu_rec(const dt__cpu_call *c) {
+  dt_status s = DT_OK;
+  dt__lock(&dt__cpu_cap_lk);
+  if (!dt__cpu_cap) {
+    s = DT_ERR_BACKEND;
+    snprintf(dt__cpu_err, sizeof dt__cpu_err, "the CPU's capture ended while this call was being recorded");
+  } else {
+    dt__cpu_graph *g = dt__cpu_cap;
+    if (g->n == g->cap) {
+      int cap = g->cap ? 2 * g->cap : 64;
+      dt__cpu_call *v = (dt__cpu_call *)DT_MALLOC(sizeof(dt__cpu_call) * (size_t)cap);
+      if (!v) {
+        dt__cpu_cap_failed = 1;
+        s = DT_ERR_OUT_OF_MEMORY;
+        snprintf(dt__cpu_err, sizeof dt__cpu_err, "out of memory on the host recording a call into the CPU's graph");
+      } else {
+        if (g->n) memcpy(v, g->v, sizeof(dt__cpu_call) * (size_t)g->n);
+        DT_FREE(g->v);
+        g->v = v;
+        g->cap = cap;
+      }
+    }
+    if (s == DT_OK) g->v[g->n++] = *c;
+  }
+  dt__unlock(&dt__cpu_cap_lk);
+  return s;
+}
+
+static dt__cpu_call dt__cpu_call_of(dt__cpu_call_kind kind) {
+  dt__cpu_call c;
+  memset(&c, 0, sizeof c);
+  c.kind = kind;
+  return c;
+}
+
+/* ---- the recording slots ---- */
+
+static dt_status dt__cpu_rec_copy(int dst_dev, void *dst, int src_dev, const void *src, size_t nbytes) {
+  dt__cpu_call c = dt__cpu_call_of(DT__RC_COPY);
+  (void)dst_dev; (void)src_dev;
+  c.es = nbytes; c.a = src; c.y = dst;
+  return dt__cpu_rec(&c);
+}
+static dt_status dt__cpu_rec_fill(int dev, dt_dtype t, int64_t n, double v, void *y) {
+  dt__cpu_call c = dt__cpu_call_of(DT__RC_FILL);
+  (void)dev;
+  c.t = t; c.i[0] = n; c.d[0] = v; c.y = y;
+  return dt__cpu_rec(&c);
+}
+static dt_status dt__cpu_rec_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, const void *x, void *y, double p0, double p1) {
+  dt__cpu_call c = dt__cpu_call_of(DT__RC_UNARY);
+  (void)dev;
+  c.op = (int)op; c.t = t; c.i[0] = n; c.a = x; c.y = y; c.d[0] = p0; c.d[1] = p1;
+  return dt__cpu_rec(&c);
+}
+static dt_status dt__cpu_rec_binary(int dev, dt__binary_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y) {
+  dt__cpu_call c = dt__cpu_call_of(DT__RC_BINARY);
+  (void)dev;
+  c.op = (int)op; c.t = t; c.geo.g = *g; c.a = a; c.b = b; c.y = y;
+  return dt__cpu_rec(&c);
+}
+static dt_status dt__cpu_rec_cast(int dev, dt_dtype from, dt_dtype to, int64_t n, const void *x, void *y) {
+  dt__cpu_call c = dt__cpu_call_of(DT__RC_CAST);
+  (void)dev;
+  c.t = from; c.t2 = to; c.i[0] = n; c.a = x; c.y = y;
+  return dt__cpu_rec(&c);
+}
+static dt_status dt__cpu_rec_reduce(int dev, dt__reduce_op op, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *y) {
+  dt__cpu_call c = dt__cpu_call_of(DT__RC_REDUCE);
+  (void)dev;
+  c.op = (int)op; c.t = t; c.i[0] = outer; c.i[1] = len; c.i[2] = inner; c.a = x; c.y = y;
+  return dt__cpu_rec(&c);
+}
+static dt_status dt__cpu_rec_gemm(int dev, dt_dtype t, int ta, int tb, int64_t batch, int64_t m, int64_t n, int64_t k,
+                                  double alpha, const void *a, int64_t stride_a, const void *b, int64_t stride_b,
+                                  double beta, void *cc, int64_t stride_c) {
+  dt__cpu_call c = dt__cpu_call_of(DT__RC_GEMM);
+  (void)dev;
+  c.t = t; c.ta = ta; c.tb = tb; c.i[0] = batch; c.i[1] = m; c.i[2] = n; c.i[3] = k; c.i[4] = stride_a; c.i[5] = stride_b;
+  c.u[0] = (uint64_t)stride_c; c.d[0] = alpha; c.d[1] = beta; c.a = a; c.b = b; c.y = cc;
+  return dt__cpu_rec(&c);
+}
+static dt_status dt__cpu_rec_axpy(int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y) {
+  dt__cpu_call c = dt__cpu_call_of(DT__RC_AXPY);
+  (void)dev;
+  c.t = t; c.i[0] = n; c.d[0] = alpha; c.a = x; c.y = y;
+  return dt__cpu_rec(&c);
+}
+static dt_status dt__cpu_rec_random(int dev, int normal, uint64_t seed, uint64_t draw, int64_t n, float *y) {
+  dt__cpu_call c = dt__cpu_call_of(DT__RC_RANDOM);
+  (void)dev;
+  c.op = normal; c.u[0] = seed; c.u[1] = draw; c.i[0] = n; c.y = y;
+  return dt__cpu_rec(&c);
+}
+static dt_status dt__cpu_rec_optim_step(int dev, dt_dtype t, int64_t n, const dt__optim_hp *h, void *p, const void *g,
+                                        void *buf1, void *buf2) {
+  dt__cpu_call c = dt__cpu_call_of(DT__RC_OPTIM);
+  (void)dev;
+  c.t = t; c.i[0] = n; c.geo.h = *h; c.y = p; c.a = g; c.z = buf1; c.b = buf2;
+  return dt__cpu_rec(&c);
+}
+static dt_status dt__cpu_rec_compare(int dev, dt__compare_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y) {
+  dt__cpu_call c = dt__cpu_call_of(DT__RC_COMPARE);
+  (void)dev;
+  c.op = (int)op; c.t = t; c.geo.g = *g; c.a = a; c.b = b; c.y = y;
+  return dt__cpu_rec(&c);
+}
+static dt_status dt__cpu_rec_copy_strided(int dev, size_t es, const dt__bcast *g, const void *x, void *y) {
+  dt__cpu_call c = dt__cpu_call_of(DT__RC_COPY_STRIDED);
+  (void)dev;
+  c.es = es; c.geo.g = *g; c.a = x; c.y = y;
+  return dt__cpu_rec(&c);
+}
+static dt_status dt__cpu_rec_index_select(int dev, size_t es, int64_t outer, int64_t n, int64_t inner, const int64_t *idx,
+                                          int64_t k, const void *x, void *y) {
+  dt__cpu_call c = dt__cpu_call_of(DT__RC_INDEX_SELECT);
+  (void)dev;
+  c.es = es; c.i[0] = outer; c.i[1] = n; c.i[2] = inner; c.i[3] = k; c.b = idx; c.a = x; c.y = y;
+  return dt__cpu_rec(&c);
+}
+static dt_status dt__cpu_rec_arg_reduce(int dev, int min, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x,
+                                        void *vals, int64_t *idx) {
+  dt__cpu_call c = dt__cpu_call_of(DT__RC_ARG_REDUCE);
+  (void)dev;
+  c.op = min; c.t = t; c.i[0] = outer; c.i[1] = len; c.i[2] = inner; c.a = x; c.y = vals; c.z = idx;
+  return dt__cpu_rec(&c);
+}
+static dt_status dt__cpu_rec_softmax(int dev, int lg, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *y) {
+  dt__cpu_call c = dt__cpu_call_of(DT__RC_SOFTMAX);
+  (void)dev;
+  c.op = lg; c.t = t; c.i[0] = outer; c.i[1] = len; c.i[2] = inner; c.a = x; c.y = y;
+  return dt__cpu_rec(&c);
+}
+static dt_status dt__cpu_rec_cross_entropy(int dev, int grad, dt_dtype t, int64_t n, int64_t cc, const void *logits,
+                                           const int64_t *target, void *y) {
+  dt__cpu_call c = dt__cpu_call_of(DT__RC_XENT);
+  (void)dev;
+  c.op = grad; c.t = t; c.i[0] = n; c.i[1] = cc; c.a = logits; c.b = target; c.y = y;
+  return dt__cpu_rec(&c);
+}
+static dt_status dt__cpu_rec_im2col(int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, const void *x, void *col) {
+  dt__cpu_call c = dt__cpu_call_of(DT__RC_IM2COL);
+  (void)dev;
+  c.t = t; c.geo.cv = *g; c.i[0] = nimg; c.a = x; c.y = col;
+  return dt__cpu_rec(&c);
+}
+static dt_status dt__cpu_rec_col2im(int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, const void *col, void *x) {
+  dt__cpu_call c = dt__cpu_call_of(DT__RC_COL2IM);
+  (void)dev;
+  c.t = t; c.geo.cv = *g; c.i[0] = nimg; c.a = col; c.y = x;
+  return dt__cpu_rec(&c);
+}
+static dt_status dt__cpu_rec_pool2d(int dev, dt_dtype t, const dt__pool2d *p, const void *x, void *y, int64_t *idx) {
+  dt__cpu_call c = dt__cpu_call_of(DT__RC_POOL);
+  (void)dev;
+  c.t = t; c.geo.pl = *p; c.a = x; c.y = y; c.z = idx;
+  return dt__cpu_rec(&c);
+}
+static dt_status dt__cpu_rec_pool2d_backward(int dev, dt_dtype t, const dt__pool2d *p, const void *gy, const int64_t *idx, void *gx) {
+  dt__cpu_call c = dt__cpu_call_of(DT__RC_POOL_BACKWARD);
+  (void)dev;
+  c.t = t; c.geo.pl = *p; c.a = gy; c.b = idx; c.y = gx;
+  return dt__cpu_rec(&c);
+}
+
+static dt_status dt__cpu_gemm_opt_rec(dt_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
+                                      const void *a, const void *b, double beta, void *cc, struct dt__gemm_opts *o) {
+  dt__cpu_call c;
+  if (!DT__ATOMIC_LOAD(&dt__cpu_capturing)) return dt__cpu_gemm_opt(t, ta, tb, m, n, k, alpha, a, b, beta, cc, o);
+  /* the bias and the column split are recorded; the bias gradient (asum) is not asked for,
+     so the caller records its reduction (asum_done stays 0), which gives the same bits */
+  c = dt__cpu_call_of(DT__RC_GEMM_OPT);
+  c.t = t; c.ta = ta; c.tb = tb; c.i[1] = m; c.i[2] = n; c.i[3] = k; c.d[0] = alpha; c.d[1] = beta;
+  c.a = a; c.b = b; c.y = cc; c.z = (void *)(uintptr_t)o->bias; c.op = o->by_cols;
+  o->asum_done = 0;
+  return dt__cpu_rec(&c);
+}
+
+static dt_status dt__cpu_rec_where(int dev, size_t es, const dt__bcast *g, const int64_t *cstride, const void *cond, const void *a,
+                                   const void *b, void *y) {
+  dt__cpu_call c = dt__cpu_call_of(DT__RC_WHERE);
+  int d;
+  (void)dev;
+  for (d = 0; d < g->ndim; d++) c.cs[d] = cstride[d];
+  c.es = es; c.geo.g = *g; c.w = cond; c.a = a; c.b = b; c.y = y;
+  return dt__cpu_rec(&c);
+}
+static dt_status dt__cpu_rec_gather(int dev, size_t es, const dt__bcast *g, int64_t n, int64_t stride, const int64_t *idx,
+                                    const void *x, void *y) {
+  dt__cpu_call c = dt__cpu_call_of(DT__RC_GATHER);
+  (void)dev;
+  c.es = es; c.geo.g = *g; c.i[0] = n; c.i[1] = stride; c.w = idx; c.a = x; c.y = y;
+  return dt__cpu_rec(&c);
+}
+static dt_status dt__cpu_rec_scatter_add(int dev, dt_dtype t, const dt__bcast *g, int64_t n, int64_t stride, const int64_t *idx,
+                                         const void *src, void *y) {
+  dt__cpu_call c = dt__cpu_call_of(DT__RC_SCATTER_ADD);
+  (void)dev;
+  c.t = t; c.geo.g = *g; c.i[0] = n; c.i[1] = stride; c.w = idx; c.a = src; c.y = y;
+  return dt__cpu_rec(&c);
+}
+static dt_status dt__cpu_rec_index_add(int dev, dt_dtype t, int64_t outer, int64_t n, int64_t inner, const int64_t *idx, int64_t k,
+                                       const void *src, void *y) {
+  dt__cpu_call c = dt__cpu_call_of(DT__RC_INDEX_ADD);
+  (void)dev;
+  c.t = t; c.i[0] = outer; c.i[1] = n; c.i[2] = inner; c.i[3] = k; c.b = idx; c.a = src; c.y = y;
+  return dt__cpu_rec(&c);
+}
+static dt_status dt__cpu_rec_random_int(int dev, uint64_t seed, uint64_t draw, int64_t n, int64_t low, uint64_t range, int64_t *y) {
+  dt__cpu_call c = dt__cpu_call_of(DT__RC_RANDOM_INT);
+  (void)dev;
+  c.u[0] = seed; c.u[1] = draw; c.i[0] = n; c.i[1] = low; c.i[2] = (int64_t)range; c.y = y;
+  return dt__cpu_rec(&c);
+}
+static dt_status dt__cpu_rec_nll_loss(int dev, dt_dtype t, int64_t n, int64_t cl, const void *logp, const int64_t *target, void *y) {
+  dt__cpu_call c = dt__cpu_call_of(DT__RC_NLL);
+  (void)dev;
+  c.t = t; c.i[0] = n; c.i[1] = cl; c.a = logp; c.b = target; c.y = y;
+  return dt__cpu_rec(&c);
+}
+
+/* ---- replay ---- */
+
+/* the index values a recorded call reads, checked as it replays (the core could not: at capture
+   time they may not be written yet); 0 and a message for the first out of [0, n) */
+static int dt__cpu_replay_index_ok(const char *op, const char *what, const int64_t *v, int64_t k, int64_t n) {
+  int64_t j;
+  for (j = 0; j < k; j++)
+    if (v[j] < 0 || v[j] >= n) {
+      snprintf(dt__cpu_err, sizeof dt__cpu_err, "%s: %s[%lld] = %lld is out of range (expected 0 to %lld)", op, what,
+               (long long)j, (long long)v[j], (long long)(n - 1));
+      return 0;
+    }
+  return 1;
+}
+
+static dt_status dt__cpu_call_run(const dt__cpu_call *c) {
+  /* the kernels through the half precision table: a float16 or bfloat16 call recorded as it
+     was made runs as it would have outside the capture */
+  const dt__backend *be = dt__half_table(0);
+  int64_t j;
+  switch (c->kind) {
+    case DT__RC_COPY: return dt__cpu_copy(-1, c->y, -1, c->a, c->es);
+    case DT__RC_FILL: return dt__cpu_fill(0, c->t, c->i[0], c->d[0], c->y);
+    case DT__RC_UNARY: return be->unary(0, (dt__unary_op)c->op, c->t, c->i[0], c->a, c->y, c->d[0], c->d[1]);
+    case DT__RC_BINARY: return be->binary(0, (dt__binary_op)c->op, c->t, &c->geo.g, c->a, c->b, c->y);
+    case DT__RC_CAST: return dt__cpu_cast(0, c->t, c->t2, c->i[0], c->a, c->y);
+    case DT__RC_REDUCE: return be->reduce(0, (dt__reduce_op)c->op, c->t, c->i[0], c->i[1], c->i[2], c->a, c->y);
+    case DT__RC_GEMM:
+      return be->gemm(0, c->t, c->ta, c->tb, c->i[0], c->i[1], c->i[2], c->i[3], c->d[0], c->a, c->i[4], c->b, c->i[5],
+                          c->d[1], c->y, (int64_t)c->u[0]);
+    case DT__RC_GEMM_OPT: {
+      dt__gemm_opts o;
+      memset(&o, 0, sizeof o);
+      o.bias = c->z;
+      o.by_cols = c->op;
+      return dt__cpu_gemm_opt(c->t, c->ta, c->tb, c->i[1], c->i[2], c->i[3], c->d[0], c->a, c->b, c->d[1], c->y, &o);
+    }
+    case DT__RC_AXPY: return be->axpy(0, c->t, c->i[0], c->d[0], c->a, c->y);
+    case DT__RC_RANDOM: return dt__cpu_random(0, c->op, c->u[0], c->u[1], c->i[0], (float *)c->y);
+    case DT__RC_OPTIM: return dt__cpu_optim_step(0, c->t, c->i[0], &c->geo.h, c->y, c->a, c->z, (void *)(uintptr_t)c->b);
+    case DT__RC_COMPARE: return be->compare(0, (dt__compare_op)c->op, c->t, &c->geo.g, c->a, c->b, c->y);
+    case DT__RC_COPY_STRIDED: return dt__cpu_copy_strided(0, c->es, &c->geo.g, c->a, c->y);
+    case DT__RC_INDEX_SELECT: {
+      const int64_t *idx = (const int64_t *)c->b;
+      for (j = 0; j < c->i[3]; j++)
+        if (idx[j] < 0 || idx[j] >= c->i[1]) {
+          snprintf(dt__cpu_err, sizeof dt__cpu_err, "dt_index_select: index[%lld] = %lld is out of range for a dimension of size %lld",
+                   (long long)j, (long long)idx[j], (long long)c->i[1]);
+          return DT_ERR_INVALID_ARGUMENT;
+        }
+      return dt__cpu_index_select(0, c->es, c->i[0], c->i[1], c->i[2], idx, c->i[3], c->a, c->y);
+    }
+    case DT__RC_ARG_REDUCE: return be->arg_reduce(0, c->op, c->t, c->i[0], c->i[1], c->i[2], c->a, c->y, (int64_t *)c->z);
+    case DT__RC_SOFTMAX: return be->softmax(0, c->op, c->t, c->i[0], c->i[1], c->i[2], c->a, c->y);
+    case DT__RC_XENT: {
+      const int64_t *lab = (const int64_t *)c->b;
+      for (j = 0; j < c->i[0]; j++)
+        if (lab[j] < 0 || lab[j] >= c->i[1]) {
+          snprintf(dt__cpu_err, sizeof dt__cpu_err, "dt_cross_entropy: target[%lld] = %lld is out of range for %lld classes",
+                   (long long)j, (long long)lab[j], (long long)c->i[1]);
+          return DT_ERR_INVALID_ARGUMENT;
+        }
+      return be->cross_entropy(0, c->op, c->t, c->i[0], c->i[1], c->a, lab, c->y);
+    }
+    case DT__RC_IM2COL: return be->im2col(0, c->t, &c->geo.cv, c->i[0], c->a, c->y);
+    case DT__RC_COL2IM: return be->col2im(0, c->t, &c->geo.cv, c->i[0], c->a, c->y);
+    case DT__RC_POOL: return be->pool2d(0, c->t, &c->geo.pl, c->a, c->y, (int64_t *)c->z);
+    case DT__RC_POOL_BACKWARD: return be->pool2d_backward(0, c->t, &c->geo.pl, c->a, (const int64_t *)c->b, c->y);
+    case DT__RC_WHERE: return dt__cpu_where(0, c->es, &c->geo.g, c->cs, (const void *)c->w, c->a, c->b, c->y);
+    case DT__RC_GATHER:
+      if (!dt__cpu_replay_index_ok("dt_gather", "index", (const int64_t *)c->w, c->geo.g.numel, c->i[0])) return DT_ERR_INVALID_ARGUMENT;
+      return dt__cpu_gather(0, c->es, &c->geo.g, c->i[0], c->i[1], (const int64_t *)c->w, c->a, c->y);
+    case DT__RC_SCATTER_ADD:
+      if (!dt__cpu_replay_index_ok("dt_scatter_add", "index", (const int64_t *)c->w, c->geo.g.numel, c->i[0])) return DT_ERR_INVALID_ARGUMENT;
+      return dt__cpu_scatter_add(0, c->t, &c->geo.g, c->i[0], c->i[1], (const int64_t *)c->w, c->a, c->y);
+    case DT__RC_INDEX_ADD:
+      if (!dt__cpu_replay_index_ok("dt_index_select", "index", (const int64_t *)c->b, c->i[3], c->i[1])) return DT_ERR_INVALID_ARGUMENT;
+      return dt__cpu_index_add(0, c->t, c->i[0], c->i[1], c->i[2], (const int64_t *)c->b, c->i[3], c->a, c->y);
+    case DT__RC_RANDOM_INT: return dt__cpu_random_int(0, c->u[0], c->u[1], c->i[0], c->i[1], (uint64_t)c->i[2], (int64_t *)c->y);
+    case DT__RC_NLL:
+      if (!dt__cpu_replay_index_ok("dt_nll_loss", "target", (const int64_t *)c->b, c->i[0], c->i[1])) return DT_ERR_INVALID_ARGUMENT;
+      return be->nll_loss(0, c->t, c->i[0], c->i[1], c->a, (const int64_t *)c->b, c->y);
+  }
+  return DT_OK;
+}
+
+/* ---- the graph slots ---- */
+
+static dt_status dt__cpu_graph_begin(int dev) {
+  dt__cpu_graph *g = (dt__cpu_graph *)DT_MALLOC(sizeof(dt__cpu_graph));
+  (void)dev;
+  if (!g) {
+    snprintf(dt__cpu_err, sizeof dt__cpu_err, "out of memory on the host starting a capture");
+    return DT_ERR_OUT_OF_MEMORY;
+  }
+  memset(g, 0, sizeof *g);
+  dt__lock(&dt__cpu_cap_lk);
+  dt__cpu_cap = g;
+  dt__cpu_cap_failed = 0;
+  dt__unlock(&dt__cpu_cap_lk);
+  DT__ATOMIC_STORE(&dt__cpu_capturing, 1);
+  return DT_OK;
+}
+
+static void dt__cpu_graph_free(int dev, void *graph) {
+  dt__cpu_graph *g = (dt__cpu_graph *)graph;
+  (void)dev;
+  if (!g) return;
+  DT_FREE(g->v);
+  DT_FREE(g);
+}
+
+static dt_status dt__cpu_graph_end(int dev, void **graph) {
+  dt__cpu_graph *g;
+  int failed;
+  DT__ATOMIC_STORE(&dt__cpu_capturing, 0);
+  dt__lock(&dt__cpu_cap_lk);
+  g = dt__cpu_cap;
+  failed = dt__cpu_cap_failed;
+  dt__cpu_cap = NULL;
+  dt__unlock(&dt__cpu_cap_lk);
+  *graph = NULL;
+  if (failed) {
+    dt__cpu_graph_free(dev, g);
+    snprintf(dt__cpu_err, sizeof dt__cpu_err, "out of memory on the host recording the CPU's graph (a call could not be kept)");
+    return DT_ERR_OUT_OF_MEMORY;
+  }
+  *graph = g;
+  return DT_OK;
+}
+
+static dt_status dt__cpu_graph_replay(int dev, void *graph) {
+  const dt__cpu_graph *g = (const dt__cpu_graph *)graph;
+  int i;
+  dt_status s;
+  (void)dev;
+  for (i = 0; i < g->n; i++)
+    if ((s = dt__cpu_call_run(&g->v[i])) != DT_OK) return s;
+  return DT_OK;
+}
+
+/* The table dt__be hands out while the CPU is captured. */
+static const dt__backend *dt__cpu_rec_backend(void) {
+  static const dt__backend be = {
+    DT__SLOT(name) "cpu",
+    DT__SLOT(device_count) dt__cpu_device_count,
+    DT__SLOT(device_info) dt__cpu_device_info,
+    DT__SLOT(last_error) dt__cpu_last_error,
+    DT__SLOT(alloc) dt__cpu_alloc,
+    DT__SLOT(free) dt__cpu_free,
+    DT__SLOT(memory_stats) dt__cpu_memory_stats,
+    DT__SLOT(empty_cache) dt__cpu_empty_cache,
+    DT__SLOT(copy) dt__cpu_rec_copy,
+    DT__SLOT(synchronize) dt__cpu_synchronize,
+    DT__SLOT(stream) dt__cpu_stream,
+    DT__SLOT(fill) dt__cpu_rec_fill,
+    DT__SLOT(unary) dt__cpu_rec_unary,
+    DT__SLOT(binary) dt__cpu_rec_binary,
+    DT__SLOT(cast) dt__cpu_rec_cast,
+    DT__SLOT(reduce) dt__cpu_rec_reduce,
+    DT__SLOT(gemm) dt__cpu_rec_gemm,
+    DT__SLOT(axpy) dt__cpu_rec_axpy,
+    DT__SLOT(random) dt__cpu_rec_random,
+    DT__SLOT(optim_step) dt__cpu_rec_optim_step,
+    DT__SLOT(compare) dt__cpu_rec_compare,
+    DT__SLOT(copy_strided) dt__cpu_rec_copy_strided,
+    DT__SLOT(index_select) dt__cpu_rec_index_select,
+    DT__SLOT(arg_reduce) dt__cpu_rec_arg_reduce,
+    DT__SLOT(softmax) dt__cpu_rec_softmax,
+    DT__SLOT(cross_entropy) dt__cpu_rec_cross_entropy,
+    DT__SLOT(dist_unique_id) NULL,
+    DT__SLOT(dist_comm_init) NULL,
+    DT__SLOT(dist_comm_init_all) NULL,
+    DT__SLOT(dist_comm_free) NULL,
+    DT__SLOT(dist_all_reduce) NULL,
+    DT__SLOT(dist_broadcast) NULL,
+    DT__SLOT(im2col) dt__cpu_rec_im2col,
+    DT__SLOT(col2im) dt__cpu_rec_col2im,
+    DT__SLOT(pool2d) dt__cpu_rec_pool2d,
+    DT__SLOT(pool2d_backward) dt__cpu_rec_pool2d_backward,
+    DT__SLOT(where) dt__cpu_rec_where,
+    DT__SLOT(gather) dt__cpu_rec_gather,
+    DT__SLOT(scatter_add) dt__cpu_rec_scatter_add,
+    DT__SLOT(index_add) dt__cpu_rec_index_add,
+    DT__SLOT(random_int) dt__cpu_rec_random_int,
+    DT__SLOT(nll_loss) dt__cpu_rec_nll_loss,
+    DT__SLOT(half_gemm) 0,
+    DT__SLOT(set_matmul_precision) NULL,
+    DT__SLOT(graph_begin) dt__cpu_graph_begin,
+    DT__SLOT(graph_end) dt__cpu_graph_end,
+    DT__SLOT(graph_replay) dt__cpu_graph_replay,
+    DT__SLOT(graph_free) dt__cpu_graph_free
+  };
+  return &be;
+}
+
 /* ---- src/cpu/table.c ---- */
 static const dt__backend *dt__cpu_backend(void) {
   static const dt__backend be = {
@@ -15104,7 +15908,12 @@ static const dt__backend *dt__cpu_backend(void) {
     DT__SLOT(nll_loss) dt__cpu_nll_loss,
     /* half precision: gemm through the core's F32 conversion; F32 one way */
     DT__SLOT(half_gemm) 0,
-    DT__SLOT(set_matmul_precision) NULL
+    DT__SLOT(set_matmul_precision) NULL,
+    /* graphs */
+    DT__SLOT(graph_begin) dt__cpu_graph_begin,
+    DT__SLOT(graph_end) dt__cpu_graph_end,
+    DT__SLOT(graph_replay) dt__cpu_graph_replay,
+    DT__SLOT(graph_free) dt__cpu_graph_free
   };
   return &be;
 }

@@ -81,6 +81,8 @@
 #include <new>
 #include <type_traits>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -232,6 +234,10 @@ struct DevState {
   std::mutex label_mu;
   int64_t *label_rec = nullptr;
   std::atomic<bool> label_pending{false};
+  /* graphs (graph.cu): the stream is being captured; blocks given back meanwhile stay in
+     cap_kept (reused by the same capture, then the graph's); cap_failed: one could not be kept */
+  bool capturing = false, cap_failed = false;
+  std::multimap<size_t, void *> cap_kept;
 };
 
 /* Never destroyed: tensors released from atexit handlers still find it. In
@@ -532,6 +538,15 @@ dt_status cu_alloc(int dev, size_t nbytes, void **out) {
     DevState &s0 = state(dev);
     {
       std::lock_guard<std::mutex> lk(s0.mu);
+      if (s0.capturing) { /* a block this capture gave back: its own work is ordered on the stream */
+        auto it = s0.cap_kept.find(want);
+        if (it != s0.cap_kept.end()) {
+          hand_out(s0, it->second, it->first);
+          *out = it->second;
+          s0.cap_kept.erase(it);
+          return DT_OK;
+        }
+      }
       if (cache_take(s0, want, &p)) {
         *out = p;
         return DT_OK;
@@ -545,7 +560,7 @@ dt_status cu_alloc(int dev, size_t nbytes, void **out) {
       return DT_OK;
     }
     cudaError_t e = cudaMalloc(&p, want);
-    if (e == cudaErrorMemoryAllocation) {
+    if (e == cudaErrorMemoryAllocation && !in.s->capturing) { /* (cudaFree is not allowed in a capture) */
       size_t fr = 0, tot = 0;
       (void)cudaGetLastError();
       if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) { (void)cudaGetLastError(); tot = SIZE_MAX; }
@@ -606,6 +621,14 @@ void cu_free(int dev, void *p, size_t nbytes) {
     size_t size = it->second;
     s.live.erase(it);
     s.allocated -= size;
+    if (s.capturing) { /* captured work may still use it: the capture keeps it (see graph.cu) */
+      try {
+        s.cap_kept.emplace(size, p);
+      } catch (...) {
+        s.cap_failed = true; /* the capture fails; the block stays reserved, unused */
+      }
+      return;
+    }
     if (no_cache()) {
       free_now(dev, s, p, size);
       return;
@@ -2953,6 +2976,143 @@ dt_status cu_nll_loss(int dev, dt_dtype t, int64_t n, int64_t c, const void *log
   });
 }
 
+/* ---- src/cuda/graph.cu ---- */
+/* Graphs: CUDA stream capture of the device's stream (dt_graph_begin .. dt_graph_end), a
+   cudaGraphExec that dt_graph_replay launches on that stream.
+   - Mode: cudaStreamCaptureModeThreadLocal. The core refuses every synchronizing call on a
+     captured device from any thread before it is issued (src/core/graph.c), so the runtime's
+     own check need only cover the capturing thread; the global mode would also fail other
+     threads' unrelated calls (a cudaFree on another device) while a capture runs.
+   - Memory: the core keeps the tensors a capture may use (see there); the scratch blocks a
+     call takes from the caching allocator and gives back inside itself (the reductions'
+     workspaces) stay in the capture's own list (DevState::cap_kept) instead of the cache, are
+     reused by later calls of the same capture, and go with the graph until dt_graph_free.
+   - cuBLAS runs on the device's stream with the workspace the allocator gave it
+     (cublasSetWorkspace, as PyTorch does), so it allocates nothing while captured; the handle
+     and the error records the kernels write are made before the capture begins. */
+
+struct CuGraph {
+  cudaGraphExec_t exec = nullptr;
+  std::vector<std::pair<size_t, void *>> kept; /* scratch blocks the captured calls use */
+};
+
+/* Blocks a graph kept go back: to the cache, or to a capture in progress (its work may use
+   them from now on). Call under s.mu. */
+void graph_return_blocks(DevState &s, std::vector<std::pair<size_t, void *>> &blocks) {
+  for (auto &b : blocks) {
+    try {
+      if (s.capturing) s.cap_kept.emplace(b.first, b.second);
+      else s.cache.emplace(b.first, b.second);
+    } catch (...) { /* no room in the map: give it to CUDA (none of these calls is captured) */
+      if (cudaFree(b.second) != cudaSuccess) (void)cudaGetLastError();
+      s.reserved -= b.first;
+    }
+  }
+  blocks.clear();
+}
+
+dt_status cu_graph_begin(int dev) {
+  Entered in(dev);
+  if (!in.ok()) return in.status();
+  DevState &s = *in.s;
+  cublasHandle_t h;
+  int64_t *rec = nullptr;
+  IndexErr *ie = nullptr;
+  dt_status st;
+  if ((st = blas_handle(dev, s, &h)) != DT_OK || (st = label_record(dev, s, &rec)) != DT_OK ||
+      (st = index_err_record(dev, s, &ie)) != DT_OK)
+    return st;
+  {
+    std::lock_guard<std::mutex> lk(s.mu);
+    s.capturing = true;
+    s.cap_failed = false;
+  }
+  cudaError_t e = cudaStreamBeginCapture(s.stream, cudaStreamCaptureModeThreadLocal);
+  if (e != cudaSuccess) {
+    std::lock_guard<std::mutex> lk(s.mu);
+    s.capturing = false;
+    return cuda_fail("cudaStreamBeginCapture", e);
+  }
+  return DT_OK;
+}
+
+dt_status cu_graph_end(int dev, void **out) {
+  *out = nullptr;
+  Entered in(dev);
+  if (!in.ok()) return in.status();
+  DevState &s = *in.s;
+  cudaGraph_t graph = nullptr;
+  cudaError_t e = cudaStreamEndCapture(s.stream, &graph);
+  CuGraph *g = new (std::nothrow) CuGraph;
+  std::lock_guard<std::mutex> lk(s.mu);
+  s.capturing = false;
+  dt_status st = DT_OK;
+  if (e != cudaSuccess) st = cuda_fail("cudaStreamEndCapture", e);
+  else if (s.cap_failed) {
+    set_err("out of host memory in the CUDA allocator's bookkeeping during the capture");
+    st = DT_ERR_OUT_OF_MEMORY;
+  } else if (!g) {
+    set_err("out of host memory making a graph");
+    st = DT_ERR_OUT_OF_MEMORY;
+  } else if ((e = cudaGraphInstantiateWithFlags(&g->exec, graph, 0)) != cudaSuccess) {
+    if (e == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();
+      set_err("out of memory on cuda:%d instantiating a graph", dev);
+      st = DT_ERR_OUT_OF_MEMORY;
+    } else {
+      st = cuda_fail("cudaGraphInstantiateWithFlags", e);
+    }
+  }
+  if (graph && cudaGraphDestroy(graph) != cudaSuccess) (void)cudaGetLastError();
+  std::vector<std::pair<size_t, void *>> kept;
+  try {
+    kept.reserve(s.cap_kept.size());
+    for (auto &b : s.cap_kept) kept.emplace_back(b.first, b.second);
+  } catch (...) {
+    if (st == DT_OK) { set_err("out of host memory making a graph"); st = DT_ERR_OUT_OF_MEMORY; }
+    for (auto &b : s.cap_kept) { /* nothing ran: the cache may have them */
+      if (cudaFree(b.second) != cudaSuccess) (void)cudaGetLastError();
+      s.reserved -= b.first;
+    }
+    s.cap_kept.clear();
+  }
+  s.cap_kept.clear();
+  if (st != DT_OK) {
+    graph_return_blocks(s, kept); /* nothing of the capture ever runs */
+    if (g && g->exec && cudaGraphExecDestroy(g->exec) != cudaSuccess) (void)cudaGetLastError();
+    delete g;
+    return st;
+  }
+  g->kept.swap(kept);
+  *out = g;
+  return DT_OK;
+}
+
+dt_status cu_graph_replay(int dev, void *graph) {
+  CuGraph *g = static_cast<CuGraph *>(graph);
+  Entered in(dev);
+  if (!in.ok()) return in.status();
+  cudaError_t e = cudaGraphLaunch(g->exec, in.s->stream);
+  if (e != cudaSuccess) return cuda_fail("cudaGraphLaunch", e);
+  /* the captured kernels may have recorded a bad index or label: the next synchronizing call reads them */
+  in.s->index_pending.store(true);
+  in.s->label_pending.store(true);
+  return DT_OK;
+}
+
+void cu_graph_free(int dev, void *graph) {
+  CuGraph *g = static_cast<CuGraph *>(graph);
+  if (!g) return;
+  DeviceGuard dg(dev);
+  if (g->exec && cudaGraphExecDestroy(g->exec) != cudaSuccess) (void)cudaGetLastError();
+  {
+    DevState &s = state(dev);
+    std::lock_guard<std::mutex> lk(s.mu);
+    graph_return_blocks(s, g->kept); /* replays queued before are ahead of any later use on the stream */
+  }
+  delete g;
+}
+
 /* ---- src/cuda/table.cu ---- */
 } /* namespace */
 
@@ -3010,7 +3170,12 @@ extern "C" const dt__backend *dt__cuda_backend(void) {
     DT__SLOT(nll_loss) cu_nll_loss,
     /* half precision: cublasGemmEx with F32 accumulation; F32 matmul precision */
     DT__SLOT(half_gemm) 1,
-    DT__SLOT(set_matmul_precision) cu_set_matmul_precision
+    DT__SLOT(set_matmul_precision) cu_set_matmul_precision,
+    /* graphs */
+    DT__SLOT(graph_begin) cu_graph_begin,
+    DT__SLOT(graph_end) cu_graph_end,
+    DT__SLOT(graph_replay) cu_graph_replay,
+    DT__SLOT(graph_free) cu_graph_free
   };
   return &be;
 }

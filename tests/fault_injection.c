@@ -239,6 +239,8 @@ static int workload(void) {
   dt_tensor **lts = NULL;
   int ln = 0, blob_made = 0;
   dt_optimizer *opt = NULL;
+  dt_graph *gr = NULL; /* graphs: the graph, and whether a capture of the CPU is open */
+  int gcap = 0;
   dt_tensor *ag_w = NULL, *ag_m = NULL, *ag_c = NULL, *ag_d = NULL;
   double ag_snap[6];
   int ag_have = 0, ag_done = 0; /* a gradient snapshot taken; the backward after it done */
@@ -698,8 +700,28 @@ static int workload(void) {
     STEP(dt_axpy_(h16, 0.5, h16) == DT_OK);
     STEP(dt_snprint(pb, sizeof pb, hb) > 0);
   }
+  /* a graph: a chain captured on the CPU, replayed after a new input was copied in; an allocation
+     failing in the capture, its end or the replay: a clean error (the capture is ended at out:, and
+     what it kept goes back) */
+  {
+    dt_tensor *gin = NULL, *gx = NULL, *gt = NULL, *gu = NULL;
+    NEW(gx, dt_zeros(dt_shape1(6), dt_cpu()));
+    NEW(gin, dt_from_data(A6, dt_shape1(6), DT_F32, dt_cpu()));
+    STEP(dt_graph_begin(dt_cpu()) == DT_OK);
+    gcap = 1;
+    NEW(gt, dt_add_scalar(gx, 1.0));
+    NEW(gu, dt_mul(gt, gt));
+    gcap = 0;
+    STEP((gr = dt_graph_end(dt_cpu())) != NULL);
+    STEP(dt_copy_(gx, gin) == DT_OK);
+    STEP(dt_graph_replay(gr) == DT_OK);
+    VERIFY(val(gu, 0) == 4.0 && val(gu, 5) == 49.0);
+    dt_graph_free(gr); gr = NULL;
+  }
 
 out:
+  if (gcap) dt_graph_free(dt_graph_end(dt_cpu()));
+  dt_graph_free(gr);
   dt_optimizer_free(opt);
   dt_dist_finalize(); /* after a failed step: the next run starts with no process group */
   if (failed_line && !ln && (lnames || lts)) fi_problem(failed_line, "a failed dt_load_tensors left its outputs set");

@@ -540,7 +540,7 @@ static dt_tensor *empty_gather(void) {
   return y;
 }
 static const int64_t GI_OK[3] = {0, 1, 0}, GI_BIG[8] = {0, 1, 0, 1, 0, 1, 0, 1}, GI_RANGE[3] = {0, 2, 1}, GI_NEG[3] = {0, -1, 0};
-static const int64_t PAD_ODD[3] = {1, 1, 1}, PAD_CROP[2] = {-2, -2}, PAD_HUGE[2] = {1, (int64_t)1 << 40}; \
+static const int64_t PAD_ODD[3] = {1, 1, 1}, PAD_CROP[2] = {-2, -2}, PAD_HUGE[2] = {1, (int64_t)1 << 40};
 /* float16 and bfloat16 where they are refused: mixed, optimizers, module parameters, collectives */
 static int half_misuse(int k) {
   dt_tensor *a = dt_zeros(dt_shape1(2), dt_cpu()), *h = dt_cast(a, DT_F16), *b = dt_cast(a, DT_BF16);
@@ -556,6 +556,55 @@ static int half_misuse(int k) {
   }
   dt_release(h); dt_release(b);
   return r;
+}
+/* graphs: 0 begin twice (the second's failure), 1 dt_synchronize in a capture, 2 dt_item of a
+   cuda:0 tensor in its capture, 3 a copy from cuda:0 to the CPU in the CPU's capture (each then
+   ends the capture: dt_graph_end's failure, which names the refused call), 4 a replay after a
+   tensor from before the capture was released. Returns 1 when it failed as expected. */
+static int gnul(dt_graph *g) { if (!g) return 1; dt_graph_free(g); return 0; }
+static int graph_misuse(int which) {
+  dt_tensor *t, *y, *r;
+  dt_graph *g;
+  dt_status s;
+  int failed = 0;
+  switch (which) {
+    case 0:
+      if (dt_graph_begin(dt_cpu()) != DT_OK) return 0;
+      s = dt_graph_begin(dt_cpu());
+      g = dt_graph_end(dt_cpu());
+      dt_graph_free(g);
+      return s != DT_OK && g != NULL;
+    case 1: case 2: case 3: {
+      dt_device d = which == 2 ? dt_gpu(0) : dt_cpu();
+      if (dt_graph_begin(d) != DT_OK) return 0;
+      if (which == 1) failed = dt_synchronize(d) != DT_OK;
+      else if (which == 2) {
+        double v;
+        t = dt_sum(G0);
+        v = t ? dt_item(t) : 0.0;
+        failed = v != v; /* NaN: refused */
+        dt_release(t);
+      } else {
+        r = dt_to(G0, dt_cpu());
+        failed = r == NULL;
+        dt_release(r);
+      }
+      g = dt_graph_end(d);
+      dt_graph_free(g);
+      return failed && g == NULL;
+    }
+    case 4:
+      t = dt_ones(dt_shape1(3), dt_cpu());
+      if (dt_graph_begin(dt_cpu()) != DT_OK) return 0;
+      y = dt_add(t, V);
+      g = dt_graph_end(dt_cpu());
+      dt_release(t);
+      failed = g && dt_graph_replay(g) != DT_OK;
+      dt_graph_free(g);
+      dt_release(y);
+      return failed;
+  }
+  return 0;
 }
 
 #define BAD_CASES(X_)                                                                                                      \
@@ -1360,7 +1409,18 @@ static int half_misuse(int k) {
   X_(matmul_precision_null, DT_ERR_INVALID_ARGUMENT, "dt_set_float32_matmul_precision:", "precision is NULL", bad(dt_set_float32_matmul_precision(NULL))) \
   X_(half_sgd, DT_ERR_DTYPE, "dt_sgd_tensors:", "params[0] is float16; only float32 and float64", half_misuse(1))              \
   X_(half_param, DT_ERR_DTYPE, "dt_module_to_dtype:", "float32 or float64, not bfloat16", half_misuse(2))                      \
-  X_(half_all_reduce, DT_ERR_DTYPE, "dt_all_reduce_:", "t is float16, which the collectives do not take", half_misuse(3))
+  X_(half_all_reduce, DT_ERR_DTYPE, "dt_all_reduce_:", "t is float16, which the collectives do not take", half_misuse(3)) \
+  /* graphs */                                                                                                              \
+  X_(graph_begin_no_device, DT_ERR_NO_DEVICE, "dt_graph_begin:", "no such device cuda:7", bad(dt_graph_begin(dt_gpu(7)))) \
+  X_(graph_begin_neg_device, DT_ERR_INVALID_ARGUMENT, "dt_graph_begin:", "invalid device index -1", bad(dt_graph_begin(dt_gpu(-1)))) \
+  X_(graph_end_no_device, DT_ERR_NO_DEVICE, "dt_graph_end:", "no such device cuda:7", gnul(dt_graph_end(dt_gpu(7))))      \
+  X_(graph_end_no_begin, DT_ERR_INVALID_ARGUMENT, "dt_graph_end:", "=cpu is not being captured (start a capture with dt_graph_begin)", gnul(dt_graph_end(dt_cpu()))) \
+  X_(graph_begin_twice, DT_ERR_INVALID_ARGUMENT, "dt_graph_begin:", "cpu is already being captured", graph_misuse(0))  \
+  X_(graph_sync_in_capture, DT_ERR_UNSUPPORTED, "dt_graph_end:", "invalid|dt_synchronize|waiting for the device", graph_misuse(1)) \
+  X_(graph_item_in_capture, DT_ERR_UNSUPPORTED, "dt_graph_end:", "cuda:0 is invalid|dt_item|host memory", GPUS(1, graph_misuse(2))) \
+  X_(graph_other_device, DT_ERR_UNSUPPORTED, "dt_graph_end:", "invalid|dt_copyto|another device", GPUS(1, graph_misuse(3))) \
+  X_(graph_replay_stale, DT_ERR_INVALID_ARGUMENT, "dt_graph_replay:", "existed when the capture began|released", graph_misuse(4)) \
+  X_(graph_replay_null, DT_ERR_INVALID_ARGUMENT, "dt_graph_replay:", "=g is NULL", bad(dt_graph_replay(NULL)))
 
 #define X_DEF(name, want, prefix, words, call) static int bad_##name(void) { return (call); }
 BAD_CASES(X_DEF)

@@ -388,7 +388,7 @@ static dt_status dt__ag_linear_bw(dt__node *n, const dt_tensor *g, dt_tensor **g
       dt__gemm_opts o;
       memset(&o, 0, sizeof o);
       o.asum = gb->st->ptr;
-      s = dt__cpu_gemm_opt(t, 1, 0, out, in, rows, 1.0, g->st->ptr, n->saved[0]->st->ptr, 0.0, gw->st->ptr, &o);
+      s = dt__cpu_gemm_opt_rec(t, 1, 0, out, in, rows, 1.0, g->st->ptr, n->saved[0]->st->ptr, 0.0, gw->st->ptr, &o);
       if (s == DT_OK && !o.asum_done) s = be->reduce(d.index, DT__R_SUM, t, 1, rows, out, g->st->ptr, gb->st->ptr);
     } else {
       s = be->gemm(d.index, t, 1, 0, 1, out, in, rows, 1.0, g->st->ptr, 0, n->saved[0]->st->ptr, 0, 0.0, gw->st->ptr, 0);

@@ -213,6 +213,15 @@ typedef struct dt__backend {
   /* torch.set_float32_matmul_precision for F32 gemm: 0 "highest" (F32), 1 "high" (TF32),
      2 "medium" (BF16); NULL where the backend computes F32 one way */
   void (*set_matmul_precision)(int level);
+  /* graphs (dt_graph_*): graph_begin starts capturing the work issued on dev (CUDA: stream
+     capture of the device's stream; the CPU: its recording table, see dt__cpu_rec_backend);
+     graph_end stops and hands back what was captured, ready to replay (NULL and an error when
+     the capture failed: then nothing is kept); scratch memory the backend took and released
+     during the capture stays with that graph until graph_free. */
+  dt_status (*graph_begin)(int dev);
+  dt_status (*graph_end)(int dev, void **graph);
+  dt_status (*graph_replay)(int dev, void *graph);
+  void      (*graph_free)(int dev, void *graph);
 } dt__backend;
 
 

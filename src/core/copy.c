@@ -39,6 +39,7 @@ DTDEF dt_status dt_to_host(const dt_tensor *t, void *dst, size_t nbytes) {
   if (nbytes < t->nbytes)
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: dst holds %llu bytes but the tensor has %llu", op,
                     (unsigned long long)nbytes, (unsigned long long)t->nbytes);
+  if ((s = dt__graph_forbid(op, t->st->device, "a copy to host memory")) != DT_OK) return s;
   return dt__copy_bytes(op, dt_cpu(), dst, t->st->device, t->st->ptr, t->nbytes);
 }
 
@@ -64,6 +65,7 @@ DTDEF double dt_item(const dt_tensor *t) {
              dt__shape_str(&t->shape, sb, sizeof sb), (long long)t->numel);
     return NAN;
   }
+  if (dt__graph_forbid("dt_item", t->st->device, "a copy to host memory") != DT_OK) return NAN;
   if (dt__copy_bytes("dt_item", dt_cpu(), v, t->st->device, t->st->ptr, t->nbytes) != DT_OK) return NAN;
   return dt__host_value(v, t->dtype, 0);
 }

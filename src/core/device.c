@@ -109,12 +109,24 @@ static dt_status dt__check_device(const char *op, dt_device d) {
   return DT_OK;
 }
 
-/* The backend of a device that dt__check_device accepted (with half precision: src/core/half.c). */
+/* 1 while the CPU's work is being captured into a graph (src/core/graph.c): then the CPU's
+   table is the recording one (src/cpu/graph.c), whose kernels are recorded, not run. A GPU
+   needs no such switch: its stream records (CUDA stream capture). */
+static volatile int dt__cpu_capturing;
+static const dt__backend *dt__cpu_rec_backend(void);
+/* dt__cpu_gemm_opt (the Linear layer's fused CPU products), recorded while the CPU is captured */
+struct dt__gemm_opts;
+static dt_status dt__cpu_gemm_opt_rec(dt_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
+                                      const void *a, const void *b, double beta, void *c, struct dt__gemm_opts *o);
+
+/* The backend of a device that dt__check_device accepted (with half precision: src/core/half.c;
+   while the CPU is captured, its recording table, which replays through the half precision one). */
 static const dt__backend *dt__be(dt_device d) {
 #ifdef DEVTENSOR_CUDA
   if (d.type == DT_CUDA) return dt__half_table(1);
 #endif
   DT_ASSERT(d.type == DT_CPU);
+  if (DT__ATOMIC_LOAD(&dt__cpu_capturing)) return dt__cpu_rec_backend();
   return dt__half_table(0);
 }
 
@@ -133,9 +145,12 @@ DTDEF dt_status dt_device_get_info(dt_device d, dt_device_info *out) {
   return DT_OK;
 }
 
+static dt_status dt__graph_forbid(const char *op, dt_device d, const char *what);
+
 DTDEF dt_status dt_synchronize(dt_device d) {
   dt_status s;
   if ((s = dt__check_device("dt_synchronize", d)) != DT_OK) return s;
+  if ((s = dt__graph_forbid("dt_synchronize", d, "waiting for the device")) != DT_OK) return s;
   if ((s = dt__be(d)->synchronize(d.index)) != DT_OK) return dt__backend_fail("dt_synchronize", d, s);
   return DT_OK;
 }

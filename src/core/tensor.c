@@ -15,7 +15,14 @@ typedef struct dt__storage {
   /* bumped by every in-place change (dt_fill_, dt_axpy_, dt_copy_, an optimizer's step, ...),
      on the base of a view, so that autograd sees a tensor it saved change (see dt__version) */
   unsigned version;
+  /* when it was made, in the order of every storage made (see src/core/graph.c: what a graph
+     keeps and what makes it stale) */
+  long long serial;
 } dt__storage;
+
+static volatile long long dt__storage_serial;
+static volatile int dt__graphs_live; /* graphs (capturing or captured) that exist */
+static int dt__graph_on_release(dt__storage *st);
 
 struct dt_tensor {
   int refs;
@@ -36,18 +43,29 @@ static void dt__node_release(struct dt__node *n); /* src/autograd/graph.c */
 /* The version counter of t's memory: a view's is its base's. */
 static unsigned *dt__version(const dt_tensor *t) { return t->st->base ? &t->st->base->version : &t->st->version; }
 
+/* Gives a storage's memory back (its last reference went): to the backend, or to the
+   owner of foreign memory. */
+static void dt__storage_free(dt__storage *st) {
+  if (!st->foreign) {
+    dt__be(st->device)->free(st->device.index, st->ptr, st->nbytes);
+  } else {
+    /* queued work may still read it; the owner frees it once that is done */
+    if (st->device.type != DT_CPU) (void)dt__be(st->device)->synchronize(st->device.index);
+    if (st->deleter) st->deleter(st->del_data, st->del_ctx);
+  }
+  DT_FREE(st);
+}
+
 static void dt__storage_release(dt__storage *st) {
   if (st && DT__ATOMIC_ADD(&st->refs, -1) == 0) {
     if (st->base) {
       dt__storage_release(st->base); /* a view: base is never a view itself (see dt_slice) */
-    } else if (!st->foreign) {
-      dt__be(st->device)->free(st->device.index, st->ptr, st->nbytes);
-    } else {
-      /* queued work may still read it; the owner frees it once that is done */
-      if (st->device.type != DT_CPU) (void)dt__be(st->device)->synchronize(st->device.index);
-      if (st->deleter) st->deleter(st->del_data, st->del_ctx);
+      DT_FREE(st);
+      return;
     }
-    DT_FREE(st);
+    /* a graph that may still write or read it keeps it until dt_graph_free */
+    if (DT__ATOMIC_LOAD(&dt__graphs_live) > 0 && dt__graph_on_release(st)) return;
+    dt__storage_free(st);
   }
 }
 
@@ -76,6 +94,7 @@ static dt_tensor *dt__new(const char *op, dt_shape s, dt_dtype t, dt_device d) {
   if (!st) { dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host allocating a tensor header", op); return NULL; }
   st->refs = 1; st->device = d; st->nbytes = nbytes; st->ptr = NULL;
   st->foreign = 0; st->deleter = NULL; st->del_data = st->del_ctx = NULL; st->base = NULL; st->version = 0;
+  st->serial = DT__ATOMIC_ADD(&dt__storage_serial, 1);
   if ((rc = dt__be(d)->alloc(d.index, nbytes, &st->ptr)) != DT_OK) {
     DT_FREE(st);
     dt__backend_fail(op, d, rc);
@@ -156,7 +175,15 @@ static dt_status dt__copy_bytes(const char *op, dt_device dd, void *dst, dt_devi
   dt_status s;
   if (n == 0) return DT_OK;
   if (!dst || !src) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: a NULL pointer for %llu bytes", op, (unsigned long long)n);
-  if (dd.type == DT_CPU && sd.type == DT_CPU) { memmove(dst, src, n); return DT_OK; }
+  if (!dt_device_equal(dd, sd) && DT__ATOMIC_LOAD(&dt__graphs_live) > 0 &&
+      ((s = dt__graph_forbid(op, dd, "a copy from another device")) != DT_OK ||
+       (s = dt__graph_forbid(op, sd, "a copy to another device")) != DT_OK))
+    return s;
+  if (dd.type == DT_CPU && sd.type == DT_CPU) {
+    if (DT__ATOMIC_LOAD(&dt__cpu_capturing)) return dt__run(op, dd, dt__be(dd)->copy(-1, dst, -1, src, n)); /* recorded */
+    memmove(dst, src, n);
+    return DT_OK;
+  }
   if (dd.type == DT_CPU) s = dt__be(sd)->copy(-1, dst, sd.index, src, n);
   else if (sd.type == DT_CPU) s = dt__be(dd)->copy(dd.index, dst, -1, src, n);
   else s = dt__be(dd)->copy(dd.index, dst, sd.index, src, n);
@@ -164,8 +191,10 @@ static dt_status dt__copy_bytes(const char *op, dt_device dd, void *dst, dt_devi
 }
 
 DTDEF dt_tensor *dt_from_data(const void *host, dt_shape s, dt_dtype t, dt_device d) {
-  dt_tensor *y = dt__new("dt_from_data", s, t, d);
-  if (!y) return NULL;
+  dt_tensor *y;
+  if (dt__check_device("dt_from_data", d) != DT_OK || dt__graph_forbid("dt_from_data", d, "a copy from host memory") != DT_OK)
+    return NULL;
+  if (!(y = dt__new("dt_from_data", s, t, d))) return NULL;
   if (!host && y->numel > 0) {
     dt_release(y);
     dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_from_data: host is NULL");
@@ -216,6 +245,7 @@ DTDEF dt_tensor *dt_arange(double start, double end, double step, dt_dtype t, dt
   count = ceil((end - start) / step);
   if (!(count <= 1e15)) { dt__fail(DT_ERR_SHAPE, "%s: %g elements is too many", op, count); return NULL; }
   n = (int64_t)count;
+  if (dt__check_device(op, d) != DT_OK || dt__graph_forbid(op, d, "a copy from host memory") != DT_OK) return NULL;
   y = dt__new(op, dt_shape1(n), t, d);
   if (!y || n == 0) return y;
   host = d.type == DT_CPU ? y->st->ptr : DT_MALLOC(y->nbytes);
@@ -305,5 +335,6 @@ DTDEF dt_status dt_memory_stats_get(dt_device d, dt_memory_stats *out) {
 DTDEF dt_status dt_empty_cache(dt_device d) {
   dt_status s;
   if ((s = dt__check_device("dt_empty_cache", d)) != DT_OK) return s;
+  if ((s = dt__graph_forbid("dt_empty_cache", d, "emptying the cache (it waits for the device)")) != DT_OK) return s;
   return dt__run("dt_empty_cache", d, dt__be(d)->empty_cache(d.index));
 }

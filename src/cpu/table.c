@@ -52,7 +52,12 @@ static const dt__backend *dt__cpu_backend(void) {
     DT__SLOT(nll_loss) dt__cpu_nll_loss,
     /* half precision: gemm through the core's F32 conversion; F32 one way */
     DT__SLOT(half_gemm) 0,
-    DT__SLOT(set_matmul_precision) NULL
+    DT__SLOT(set_matmul_precision) NULL,
+    /* graphs */
+    DT__SLOT(graph_begin) dt__cpu_graph_begin,
+    DT__SLOT(graph_end) dt__cpu_graph_end,
+    DT__SLOT(graph_replay) dt__cpu_graph_replay,
+    DT__SLOT(graph_free) dt__cpu_graph_free
   };
   return &be;
 }

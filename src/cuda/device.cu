@@ -96,6 +96,10 @@ struct DevState {
   std::mutex label_mu;
   int64_t *label_rec = nullptr;
   std::atomic<bool> label_pending{false};
+  /* graphs (graph.cu): the stream is being captured; blocks given back meanwhile stay in
+     cap_kept (reused by the same capture, then the graph's); cap_failed: one could not be kept */
+  bool capturing = false, cap_failed = false;
+  std::multimap<size_t, void *> cap_kept;
 };
 
 /* Never destroyed: tensors released from atexit handlers still find it. In

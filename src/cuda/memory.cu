@@ -87,6 +87,15 @@ dt_status cu_alloc(int dev, size_t nbytes, void **out) {
     DevState &s0 = state(dev);
     {
       std::lock_guard<std::mutex> lk(s0.mu);
+      if (s0.capturing) { /* a block this capture gave back: its own work is ordered on the stream */
+        auto it = s0.cap_kept.find(want);
+        if (it != s0.cap_kept.end()) {
+          hand_out(s0, it->second, it->first);
+          *out = it->second;
+          s0.cap_kept.erase(it);
+          return DT_OK;
+        }
+      }
       if (cache_take(s0, want, &p)) {
         *out = p;
         return DT_OK;
@@ -100,7 +109,7 @@ dt_status cu_alloc(int dev, size_t nbytes, void **out) {
       return DT_OK;
     }
     cudaError_t e = cudaMalloc(&p, want);
-    if (e == cudaErrorMemoryAllocation) {
+    if (e == cudaErrorMemoryAllocation && !in.s->capturing) { /* (cudaFree is not allowed in a capture) */
       size_t fr = 0, tot = 0;
       (void)cudaGetLastError();
       if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) { (void)cudaGetLastError(); tot = SIZE_MAX; }
@@ -161,6 +170,14 @@ void cu_free(int dev, void *p, size_t nbytes) {
     size_t size = it->second;
     s.live.erase(it);
     s.allocated -= size;
+    if (s.capturing) { /* captured work may still use it: the capture keeps it (see graph.cu) */
+      try {
+        s.cap_kept.emplace(size, p);
+      } catch (...) {
+        s.cap_failed = true; /* the capture fails; the block stays reserved, unused */
+      }
+      return;
+    }
     if (no_cache()) {
       free_now(dev, s, p, size);
       return;

@@ -81,5 +81,7 @@
 #include <new>
 #include <type_traits>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace {

@@ -54,7 +54,12 @@ extern "C" const dt__backend *dt__cuda_backend(void) {
     DT__SLOT(nll_loss) cu_nll_loss,
     /* half precision: cublasGemmEx with F32 accumulation; F32 matmul precision */
     DT__SLOT(half_gemm) 1,
-    DT__SLOT(set_matmul_precision) cu_set_matmul_precision
+    DT__SLOT(set_matmul_precision) cu_set_matmul_precision,
+    /* graphs */
+    DT__SLOT(graph_begin) cu_graph_begin,
+    DT__SLOT(graph_end) cu_graph_end,
+    DT__SLOT(graph_replay) cu_graph_replay,
+    DT__SLOT(graph_free) cu_graph_free
   };
   return &be;
 }

@@ -20,6 +20,7 @@ static dt_tensor *dt__foreign(const char *op, dt_device d, void *ptr, const dt_s
   }
   st->refs = 1; st->device = d; st->ptr = ptr; st->nbytes = nbytes;
   st->foreign = 1; st->deleter = deleter; st->del_data = del_data; st->del_ctx = del_ctx; st->base = NULL; st->version = 0;
+  st->serial = DT__ATOMIC_ADD(&dt__storage_serial, 1);
   x->refs = 1; x->dtype = t; x->shape = *s; x->numel = numel; x->nbytes = nbytes; x->st = st;
   x->requires_grad = 0; x->grad = NULL; x->node = NULL;
   return x;
@@ -77,6 +78,7 @@ static dt__dl_export *dt__dl_export_new(const char *op, dt_tensor *t) {
   if (dt__check_tensor(op, "t", t) != DT_OK) return NULL;
   most = (uint64_t)INT64_MAX / dt_dtype_size(t->dtype);   /* the largest stride whose bytes fit an int64 */
   d = t->st->device;
+  if (dt__graph_forbid(op, d, "an export (it waits for the device)") != DT_OK) return NULL;
   if (d.type != DT_CPU && dt__run(op, d, dt__be(d)->synchronize(d.index)) != DT_OK) return NULL;
   if (!(e = (dt__dl_export *)DT_MALLOC(sizeof(dt__dl_export)))) {
     dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host allocating a DLPack capsule", op);

@@ -297,6 +297,7 @@ DTDEF int dt_snprint(char *buf, size_t n, const dt_tensor *t) {
   if (buf && n > 0) buf[0] = 0;
   if (dt__check_tensor(op, "t", t) != DT_OK) return -1;
   if (!buf && n > 0) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: buf is NULL but n is %llu", op, (unsigned long long)n); return -1; }
+  if (dt__graph_forbid(op, t->st->device, "a copy to host memory") != DT_OK) return -1;
   if (t->nbytes > 0) {
     if (t->st->device.type == DT_CPU) host = t->st->ptr;
     else if (!(host = DT_MALLOC(t->nbytes))) {

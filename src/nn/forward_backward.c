@@ -77,7 +77,7 @@ static dt_tensor *dt__forward(const char *op, dt_module *m, const dt_tensor *x, 
           memset(&o, 0, sizeof o);
           o.bias = m->bias->st->ptr;
           o.by_cols = !dt__no_grad;
-          s = dt__cpu_gemm_opt(m->dtype, 0, 1, x->shape.dims[0], m->out, m->in, 1.0, x->st->ptr, m->weight->st->ptr,
+          s = dt__cpu_gemm_opt_rec(m->dtype, 0, 1, x->shape.dims[0], m->out, m->in, 1.0, x->st->ptr, m->weight->st->ptr,
                                1.0, y->st->ptr, &o);
         } else { /* a copy of the bias, then the product with beta 1 */
           s = dt__be(m->device)->binary(m->device.index, DT__B_COPY_A, m->dtype, &g, m->bias->st->ptr, m->bias->st->ptr, y->st->ptr);
@@ -242,7 +242,7 @@ static dt_status dt__backward(const char *op, dt_module *m, const dt_tensor *g, 
           dt__gemm_opts o;
           memset(&o, 0, sizeof o);
           o.asum = gb->st->ptr;
-          s = dt__cpu_gemm_opt(m->dtype, 1, 0, m->out, m->in, n, 1.0, g->st->ptr, m->input->st->ptr, beta,
+          s = dt__cpu_gemm_opt_rec(m->dtype, 1, 0, m->out, m->in, n, 1.0, g->st->ptr, m->input->st->ptr, beta,
                                m->gweight->st->ptr, &o);
           /* not summed there: as dt_sum_dim does */
           if (s == DT_OK && !o.asum_done) s = be->reduce(dev, DT__R_SUM, m->dtype, 1, n, m->out, g->st->ptr, gb->st->ptr);

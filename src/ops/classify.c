@@ -107,7 +107,8 @@ static dt_tensor *dt__cross_entropy(const char *op, int grad, const dt_tensor *l
     return NULL;
   }
   n = logits->shape.dims[0]; c = logits->shape.dims[1];
-  if (logits->st->device.type == DT_CPU) { /* host memory: every label checked now (the GPU checks on the device) */
+  /* host memory: every label checked now (the GPU checks on the device; a CPU graph, as it replays) */
+  if (logits->st->device.type == DT_CPU && !DT__ATOMIC_LOAD(&dt__cpu_capturing)) {
     const int64_t *lab = (const int64_t *)target->st->ptr;
     int64_t i;
     for (i = 0; i < n; i++)

@@ -160,7 +160,8 @@ static dt_tensor *dt__index_select(const dt_tensor *t, int dim, const dt_tensor 
              op, (long long)k, dim, dt__shape_str(&t->shape, sb, sizeof sb));
     return NULL;
   }
-  if (d.type == DT_CPU) /* the index is in host memory: every value checked now */
+  /* the index is in host memory: every value checked now (a CPU graph checks them as it replays) */
+  if (d.type == DT_CPU && !DT__ATOMIC_LOAD(&dt__cpu_capturing))
     for (j = 0; j < k; j++) {
       int64_t v = ((const int64_t *)index->st->ptr)[j];
       if (v < 0 || v >= n) {

@@ -141,7 +141,8 @@ static dt_status dt__gs_check(const char *op, const dt_tensor *x, int *dim, cons
   if (index->numel > 0 && n == 0)
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: index holds %lld values, but dimension %d of x (shape %s) has size 0, so none is in range",
                     op, (long long)index->numel, *dim, dt__shape_str(&x->shape, sb, sizeof sb));
-  if (index->st->device.type == DT_CPU) {
+  /* host memory: every value checked now (a CPU graph checks them as it replays) */
+  if (index->st->device.type == DT_CPU && !DT__ATOMIC_LOAD(&dt__cpu_capturing)) {
     const int64_t *v = (const int64_t *)index->st->ptr;
     int64_t j;
     for (j = 0; j < index->numel; j++)

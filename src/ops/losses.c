@@ -113,7 +113,8 @@ DTDEF dt_tensor *dt_nll_loss_ex(const dt_tensor *log_probs, const dt_tensor *tar
   }
   if (dt__check_reduction(op, reduction) != DT_OK) return NULL;
   n = log_probs->shape.dims[0]; c = log_probs->shape.dims[1];
-  if (log_probs->st->device.type == DT_CPU) {
+  /* host memory: every label checked now (a CPU graph checks them as it replays) */
+  if (log_probs->st->device.type == DT_CPU && !DT__ATOMIC_LOAD(&dt__cpu_capturing)) {
     const int64_t *lab = (const int64_t *)target->st->ptr;
     for (i = 0; i < n; i++)
       if (lab[i] < 0 || lab[i] >= c) {

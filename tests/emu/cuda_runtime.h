@@ -37,6 +37,7 @@ typedef enum cudaError {
   cudaErrorInvalidDevice = 101,
   cudaErrorECCUncorrectable = 214,
   cudaErrorInvalidResourceHandle = 400,
+  cudaErrorIllegalState = 401,
   cudaErrorNotReady = 600,
   cudaErrorIllegalAddress = 700,
   cudaErrorLaunchTimeout = 702,
@@ -48,7 +49,10 @@ typedef enum cudaError {
   cudaErrorMisalignedAddress = 716,
   cudaErrorInvalidAddressSpace = 717,
   cudaErrorInvalidPc = 718,
-  cudaErrorLaunchFailure = 719
+  cudaErrorLaunchFailure = 719,
+  cudaErrorStreamCaptureUnsupported = 900,
+  cudaErrorStreamCaptureInvalidated = 901,
+  cudaErrorStreamCaptureWrongThread = 908
 } cudaError_t;
 
 typedef struct dtemu_stream *cudaStream_t;
@@ -148,6 +152,21 @@ cudaError_t cudaGetLastError(void);
 cudaError_t cudaPeekAtLastError(void);
 const char *cudaGetErrorString(cudaError_t e);
 const char *cudaGetErrorName(cudaError_t e);
+
+/* stream capture and graphs */
+typedef struct dtemu_graph *cudaGraph_t;
+typedef struct dtemu_graph_exec *cudaGraphExec_t;
+enum cudaStreamCaptureMode { cudaStreamCaptureModeGlobal = 0, cudaStreamCaptureModeThreadLocal = 1, cudaStreamCaptureModeRelaxed = 2 };
+enum cudaStreamCaptureStatus { cudaStreamCaptureStatusNone = 0, cudaStreamCaptureStatusActive = 1, cudaStreamCaptureStatusInvalidated = 2 };
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *graph);
+cudaError_t cudaStreamIsCapturing(cudaStream_t s, enum cudaStreamCaptureStatus *status);
+cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *exec, cudaGraph_t graph, unsigned long long flags);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
+cudaError_t cudaGraphDestroy(cudaGraph_t graph);
+/* the emulator's own: the next n graph instantiations fail with cudaErrorMemoryAllocation (tests) */
+void dtemu_fail_graph_instantiate(int n);
 /* the name devtensor_cuda.cu dlopens to tell "no driver" from other failures */
 const char *dtemu_libcuda(void);
 #define DT_CU_LIBCUDA dtemu_libcuda()

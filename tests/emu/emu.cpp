@@ -187,6 +187,12 @@ struct Stream {
   std::deque<std::function<void()>> q;
   uint64_t pushed = 0, done = 0; /* work items queued / finished */
   std::thread worker;
+  /* stream capture: while capturing, pushed work goes to `cap` instead of the queue (any
+     thread's, as CUDA's); cap_invalid: a prohibited call invalidated it (later work dropped) */
+  bool capturing = false, cap_invalid = false;
+  int cap_mode = 0;
+  std::thread::id cap_thread;
+  std::vector<std::function<void()>> cap;
   explicit Stream(int d) : dev(d) {
     worker = std::thread([this] { run(); });
   }
@@ -206,9 +212,22 @@ struct Stream {
   }
   void push(std::function<void()> f) {
     std::lock_guard<std::mutex> lk(mu);
+    if (capturing) {
+      if (!cap_invalid) cap.push_back(std::move(f));
+      return;
+    }
     q.push_back(std::move(f));
     pushed++;
     cv.notify_one();
+  }
+  /* A call that would wait for this stream, or that CUDA does not allow in a capture: while
+     capturing it invalidates the capture and fails (cudaErrorStreamCaptureUnsupported). */
+  bool refuse_in_capture() {
+    std::lock_guard<std::mutex> lk(mu);
+    if (!capturing) return false;
+    cap_invalid = true;
+    cap.clear();
+    return true;
   }
   /* waits for the work queued before the call (not for what others add meanwhile) */
   void drain() {
@@ -852,9 +871,33 @@ cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int dev
   return ret(cudaErrorInvalidValue);
 }
 
+/* A prohibited call (cudaDeviceSynchronize, cudaFree) on device dev: any capture on it in the
+   global mode, or the calling thread's in the thread-local mode, is invalidated and the call
+   fails. The relaxed mode allows it. */
+static bool prohibited_in_capture(int dev) {
+  World &w = W();
+  std::vector<Stream *> v;
+  {
+    std::lock_guard<std::mutex> lk(w.mu);
+    v = w.dev[dev].streams;
+  }
+  bool hit = false;
+  for (Stream *s : v) {
+    std::lock_guard<std::mutex> lk(s->mu);
+    if (s->capturing && (s->cap_mode == cudaStreamCaptureModeGlobal ||
+                         (s->cap_mode == cudaStreamCaptureModeThreadLocal && s->cap_thread == std::this_thread::get_id()))) {
+      s->cap_invalid = true;
+      s->cap.clear();
+      hit = true;
+    }
+  }
+  return hit;
+}
+
 cudaError_t cudaDeviceSynchronize(void) {
   cudaError_t e = check_cur();
   if (e != cudaSuccess) return ret(e);
+  if (prohibited_in_capture(t_dev)) return ret(cudaErrorStreamCaptureUnsupported);
   drain_device(t_dev);
   return cudaSuccess;
 }
@@ -928,6 +971,7 @@ cudaError_t cudaFree(void *p) {
   uintptr_t base;
   Alloc a;
   if (!find_alloc(p, &base, &a) || a.dev < 0 || base != (uintptr_t)p) die("cudaFree(%p): not a device allocation", p);
+  if (prohibited_in_capture(a.dev)) return ret(cudaErrorStreamCaptureUnsupported);
   drain_device(a.dev); /* cudaFree waits for the device */
   {
     std::lock_guard<std::mutex> lk(w.mu);
@@ -1016,6 +1060,9 @@ static cudaError_t do_copy(void *dst, const void *src, size_t n, enum cudaMemcpy
   }
   if (dd) device_range(dst, n, what);
   if (sd) device_range(src, n, what);
+  /* in a capture: no waiting copy, none to or from pageable memory (the graph could not hold it) */
+  if ((sync || (!dd && !is_pinned(dst)) || (!sd && !is_pinned(src))) && st->refuse_in_capture())
+    return ret(cudaErrorStreamCaptureUnsupported);
   if (!dd && !sd) { /* host to host: synchronous */
     st->drain();
     memmove(dst, src, n);
@@ -1089,7 +1136,9 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) {
 
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
   if (W().ndev == 0) return ret(W().absent);
-  stream_of(s)->drain();
+  Stream *st = stream_of(s);
+  if (st->refuse_in_capture()) return ret(cudaErrorStreamCaptureUnsupported);
+  st->drain();
   return cudaSuccess;
 }
 
@@ -1204,6 +1253,10 @@ const char *cudaGetErrorName(cudaError_t e) {
     case cudaErrorNoDevice: return "cudaErrorNoDevice";
     case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
     case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
+    case cudaErrorIllegalState: return "cudaErrorIllegalState";
+    case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
+    case cudaErrorStreamCaptureWrongThread: return "cudaErrorStreamCaptureWrongThread";
     case cudaErrorNotReady: return "cudaErrorNotReady";
     case cudaErrorPeerAccessAlreadyEnabled: return "cudaErrorPeerAccessAlreadyEnabled";
     case cudaErrorPeerAccessNotEnabled: return "cudaErrorPeerAccessNotEnabled";
@@ -1232,6 +1285,10 @@ const char *cudaGetErrorString(cudaError_t e) {
     case cudaErrorPeerAccessNotEnabled: return "peer access has not been enabled";
     case cudaErrorLaunchFailure: return "unspecified launch failure";
     case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
+    case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
+    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
+    case cudaErrorStreamCaptureWrongThread: return "attempt to terminate a thread-local capture sequence from another thread";
     default: break;
   }
   return "unknown error";
@@ -1609,3 +1666,135 @@ const char *dtemu_libcuda(void) {
   const char *v = getenv("DTEMU_LIBCUDA");
   return v && *v ? v : "libcuda.so.1";
 }
+
+/* ---- stream capture and graphs ----
+   A capture collects the work pushed on its stream (kernels, copies, memsets, cuBLAS calls,
+   any thread's) instead of queueing it; a graph is that list; launching an instance queues
+   the list, in order, on a stream as one item. Prohibited calls during a capture (a waiting
+   copy, one to or from pageable memory, cudaStreamSynchronize of the captured stream;
+   cudaDeviceSynchronize and cudaFree per the capture's mode) fail with
+   cudaErrorStreamCaptureUnsupported and invalidate it: cudaStreamEndCapture then answers
+   cudaErrorStreamCaptureInvalidated. */
+
+struct dtemu_graph {
+  int dev;
+  std::shared_ptr<std::vector<std::function<void()>>> work;
+};
+struct dtemu_graph_exec {
+  int dev;
+  std::shared_ptr<std::vector<std::function<void()>>> work;
+};
+
+namespace {
+std::mutex g_graph_mu;
+std::set<dtemu_graph *> g_graphs;
+std::set<dtemu_graph_exec *> g_execs;
+std::atomic<int> g_fail_instantiate{0};
+}
+
+extern "C" {
+
+void dtemu_fail_graph_instantiate(int n) { g_fail_instantiate.store(n); }
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode mode) {
+  cudaError_t e = check_cur();
+  if (e != cudaSuccess) return ret(e);
+  if (!s) return ret(cudaErrorStreamCaptureUnsupported); /* the legacy stream cannot be captured */
+  if (mode != cudaStreamCaptureModeGlobal && mode != cudaStreamCaptureModeThreadLocal && mode != cudaStreamCaptureModeRelaxed)
+    return ret(cudaErrorInvalidValue);
+  Stream *st = stream_of(s);
+  if (st->dev != t_dev) die("cudaStreamBeginCapture: a stream of device %d while device %d is current", st->dev, t_dev);
+  std::lock_guard<std::mutex> lk(st->mu);
+  if (st->capturing) return ret(cudaErrorIllegalState);
+  st->capturing = true;
+  st->cap_invalid = false;
+  st->cap_mode = (int)mode;
+  st->cap_thread = std::this_thread::get_id();
+  st->cap.clear();
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *graph) {
+  if (!graph || !s) return ret(cudaErrorInvalidValue);
+  Stream *st = stream_of(s);
+  std::vector<std::function<void()>> work;
+  {
+    std::lock_guard<std::mutex> lk(st->mu);
+    if (!st->capturing) return ret(cudaErrorIllegalState);
+    if (st->cap_mode != cudaStreamCaptureModeRelaxed && st->cap_thread != std::this_thread::get_id())
+      return ret(cudaErrorStreamCaptureWrongThread);
+    st->capturing = false;
+    work.swap(st->cap);
+    *graph = nullptr;
+    if (st->cap_invalid) {
+      st->cap_invalid = false;
+      return ret(cudaErrorStreamCaptureInvalidated);
+    }
+  }
+  dtemu_graph *g = new dtemu_graph;
+  g->dev = st->dev;
+  g->work = std::make_shared<std::vector<std::function<void()>>>(std::move(work));
+  std::lock_guard<std::mutex> lk(g_graph_mu);
+  g_graphs.insert(g);
+  *graph = g;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t s, enum cudaStreamCaptureStatus *status) {
+  if (!status) return ret(cudaErrorInvalidValue);
+  Stream *st = stream_of(s);
+  std::lock_guard<std::mutex> lk(st->mu);
+  *status = !st->capturing ? cudaStreamCaptureStatusNone
+                           : st->cap_invalid ? cudaStreamCaptureStatusInvalidated : cudaStreamCaptureStatusActive;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *exec, cudaGraph_t graph, unsigned long long flags) {
+  if (!exec || flags) return ret(cudaErrorInvalidValue);
+  *exec = nullptr;
+  std::lock_guard<std::mutex> lk(g_graph_mu);
+  if (!g_graphs.count(graph)) die("cudaGraphInstantiateWithFlags: %p is not a graph", (void *)graph);
+  int f = g_fail_instantiate.load();
+  if (f > 0) {
+    g_fail_instantiate.store(f - 1);
+    return ret(cudaErrorMemoryAllocation);
+  }
+  dtemu_graph_exec *x = new dtemu_graph_exec;
+  x->dev = graph->dev;
+  x->work = graph->work; /* the instance does not depend on the graph afterwards */
+  g_execs.insert(x);
+  *exec = x;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s) {
+  std::shared_ptr<std::vector<std::function<void()>>> work;
+  {
+    std::lock_guard<std::mutex> lk(g_graph_mu);
+    if (!g_execs.count(exec)) die("cudaGraphLaunch: %p is not an instantiated graph", (void *)exec);
+    work = exec->work;
+  }
+  Stream *st = stream_of(s);
+  use_ctx();
+  if (st->dev != exec->dev) die("cudaGraphLaunch: a graph of device %d on a stream of device %d", exec->dev, st->dev);
+  st->push([work] {
+    for (auto &f : *work) f();
+  });
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  std::lock_guard<std::mutex> lk(g_graph_mu);
+  if (!g_execs.erase(exec)) die("cudaGraphExecDestroy: %p is not an instantiated graph", (void *)exec);
+  delete exec; /* launches still queued hold the work */
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  std::lock_guard<std::mutex> lk(g_graph_mu);
+  if (!g_graphs.erase(graph)) die("cudaGraphDestroy: %p is not a graph", (void *)graph);
+  delete graph;
+  return cudaSuccess;
+}
+
+} /* extern "C" */

@@ -1,0 +1,384 @@
+/* Graphs (dt_graph_*, torch.cuda.CUDAGraph) on the CPU and every GPU: a captured chain of
+   operations replayed with new inputs gives the eager values (exact small-integer arithmetic,
+   checked against the values computed here); a captured training step replayed N times gives
+   the parameters of N eager steps, bit for bit; the memory a capture uses stays with the graph
+   and everything goes back after dt_graph_free; and the refusals. */
+#include "harness.h"
+
+/* The emulator's hooks (tests/emu), absent elsewhere; the CUDA runtime's stream synchronize
+   (its cudaStream_t is a pointer, cudaError_t an int-sized enum), absent without CUDA. */
+#if defined(__GNUC__)
+#ifdef __cplusplus
+extern "C" {
+#endif
+void dtemu_fail_graph_instantiate(int n) __attribute__((weak));
+int cudaStreamSynchronize(void *stream) __attribute__((weak));
+#ifdef __cplusplus
+}
+#endif
+#define HAVE_EMU_HOOKS (dtemu_fail_graph_instantiate != NULL)
+#define HAVE_CUDART_SYNC (cudaStreamSynchronize != NULL)
+#else
+#define HAVE_EMU_HOOKS 0
+#define HAVE_CUDART_SYNC 0
+#endif
+
+/* What devtensor holds on d for tensors (memory_allocated). A GPU's first capture makes its
+   cuBLAS handle and workspace (as its first matmul does): an empty capture first, so that the
+   baseline counts them. */
+static size_t allocated(dt_device d) {
+  dt_memory_stats m;
+  if (dt_graph_begin(d) == DT_OK) dt_graph_free(dt_graph_end(d));
+  if (dt_memory_stats_get(d, &m) != DT_OK) return (size_t)-1;
+  return m.allocated;
+}
+
+static int contains(const char *s, const char *part) { return s && strstr(s, part) != NULL; }
+
+/* y = relu(x * w + 1) (elementwise, w broadcast over rows), s = sum(y), p = x @ q: all exact
+   in float for these small values */
+static void test_graph_chain(dt_device dev) {
+  static const float w_h[3] = {2.0f, -1.0f, 0.5f};
+  static const float q_h[6] = {1, 2, -1, 0, 3, 1}; /* (3, 2) */
+  static const float batches[3][6] = {{1, 2, 3, -1, -2, 4}, {0.5f, -4, 2, 8, 1, -6}, {-3, 0, 10, 2.5f, 7, -1}};
+  size_t base = allocated(dev);
+  dt_tensor *x = dt_zeros(dt_shape2(2, 3), dev);
+  dt_tensor *w = dt_from_data(w_h, dt_shape1(3), DT_F32, dev);
+  dt_tensor *q = dt_from_data(q_h, dt_shape2(3, 2), DT_F32, dev);
+  dt_tensor *y = NULL, *s = NULL, *p = NULL, *t = NULL, *u = NULL;
+  dt_graph *g;
+  int b, i, j, k;
+  T_CHECK(x && w && q);
+  if (!x || !w || !q) goto done;
+  T_CHECK(dt_graph_begin(dev) == DT_OK);
+  t = dt_mul(x, w);
+  u = dt_add_scalar(t, 1.0);
+  y = dt_relu(u);
+  s = dt_sum(y);
+  p = dt_matmul(x, q);
+  dt_release(t); t = NULL; /* intermediates released during the capture: the graph keeps their memory */
+  dt_release(u); u = NULL;
+  g = dt_graph_end(dev);
+  T_CHECK_MSG(g != NULL, "%s", dt_last_error());
+  T_CHECK(y && s && p);
+  if (!g || !y || !s || !p) { dt_graph_free(g); goto done; }
+  for (b = 0; b < 3; b++) {
+    dt_tensor *in = dt_from_data(batches[b], dt_shape2(2, 3), DT_F32, dev);
+    float yh[6], ph[4], sh, ey, es = 0;
+    T_CHECK(in && dt_copy_(x, in) == DT_OK);
+    dt_release(in);
+    T_CHECK(dt_graph_replay(g) == DT_OK);
+    T_CHECK(dt_to_host(y, yh, sizeof yh) == DT_OK && dt_to_host(p, ph, sizeof ph) == DT_OK && dt_to_host(s, &sh, sizeof sh) == DT_OK);
+    for (i = 0; i < 2; i++)
+      for (j = 0; j < 3; j++) {
+        ey = batches[b][i * 3 + j] * w_h[j] + 1.0f;
+        if (ey < 0) ey = 0;
+        es += ey;
+        T_CHECK_MSG(yh[i * 3 + j] == ey, "batch %d y[%d][%d] = %g, expected %g", b, i, j, yh[i * 3 + j], ey);
+      }
+    T_CHECK_MSG(sh == es, "batch %d sum %g, expected %g", b, sh, es);
+    for (i = 0; i < 2; i++)
+      for (k = 0; k < 2; k++) {
+        float e = 0;
+        for (j = 0; j < 3; j++) e += batches[b][i * 3 + j] * q_h[j * 2 + k];
+        T_CHECK_MSG(ph[i * 2 + k] == e, "batch %d p[%d][%d] = %g, expected %g", b, i, k, ph[i * 2 + k], e);
+      }
+  }
+  dt_graph_free(g);
+done:
+  dt_release(t); dt_release(u); dt_release(y); dt_release(s); dt_release(p);
+  dt_release(x); dt_release(w); dt_release(q);
+  T_CHECK(allocated(dev) == base);
+}
+
+/* The operations beside the first ones, captured: where, gather, scatter_add, a float16 chain
+   (its float32 temporaries) and nll_loss; each replay after new inputs were copied in gives the
+   eager results of the same calls on those inputs, bit for bit. */
+static dt_tensor *newer_ops(const dt_tensor *x, const dt_tensor *idx, const dt_tensor *lab) {
+  dt_tensor *m = dt_gt_scalar(x, 0), *z = dt_zeros_like(x), *w = m && z ? dt_where(m, x, z) : NULL;
+  dt_tensor *ga = w ? dt_gather(w, 1, idx) : NULL, *sc = ga ? dt_scatter_add(x, 1, idx, ga) : NULL;
+  dt_tensor *h = sc ? dt_cast(sc, DT_F16) : NULL, *h2 = h ? dt_mul(h, h) : NULL, *hs = h2 ? dt_cast(h2, DT_F32) : NULL;
+  dt_tensor *lp = hs ? dt_log_softmax(hs, 1) : NULL, *nl = lp ? dt_nll_loss_ex(lp, lab, DT_REDUCTION_NONE) : NULL;
+  dt_tensor *r = nl ? dt_reshape(hs, dt_shape1(6)) : NULL, *out;
+  const dt_tensor *parts[2];
+  parts[0] = r; parts[1] = nl;
+  out = r ? dt_cat(parts, 2, 0) : NULL;
+  dt_release(r);
+  dt_release(m); dt_release(z); dt_release(w); dt_release(ga); dt_release(sc); dt_release(h); dt_release(h2); dt_release(hs);
+  dt_release(lp); dt_release(nl);
+  return out;
+}
+static void test_graph_newer_ops(dt_device dev) {
+  static const float batches[3][6] = {{1, -2, 3, -1, 2, 0.5f}, {0.5f, 4, -2, 1, 1, -6}, {-3, 0.25f, 1, 2.5f, -1, 1}};
+  static const int64_t idx_h[4] = {2, 0, 1, 1}, lab_h[2] = {1, 2};
+  size_t base = allocated(dev);
+  dt_tensor *x = dt_zeros(dt_shape2(2, 3), dev), *idx = dt_from_data(idx_h, dt_shape2(2, 2), DT_I64, dev);
+  dt_tensor *lab = dt_from_data(lab_h, dt_shape1(2), DT_I64, dev), *y = NULL;
+  dt_graph *g = NULL;
+  int b;
+  T_CHECK(x && idx && lab);
+  if (!x || !idx || !lab) goto done;
+  T_CHECK(dt_graph_begin(dev) == DT_OK);
+  y = newer_ops(x, idx, lab);
+  g = dt_graph_end(dev);
+  T_CHECK_MSG(g != NULL && y != NULL, "%s", dt_last_error());
+  if (!g || !y) goto done;
+  for (b = 0; b < 3; b++) {
+    dt_tensor *in = dt_from_data(batches[b], dt_shape2(2, 3), DT_F32, dev), *e;
+    float got[8], want[8];
+    int i;
+    T_CHECK(in && dt_copy_(x, in) == DT_OK);
+    T_CHECK_MSG(dt_graph_replay(g) == DT_OK, "%s", dt_last_error());
+    e = in ? newer_ops(in, idx, lab) : NULL;
+    T_CHECK(e && dt_numel(e) == 8 && dt_numel(y) == 8);
+    if (e && dt_numel(e) == 8 && dt_to_host(y, got, sizeof got) == DT_OK && dt_to_host(e, want, sizeof want) == DT_OK)
+      for (i = 0; i < 8; i++) T_CHECK_MSG(got[i] == want[i], "batch %d [%d]: replay %g, eager %g", b, i, got[i], want[i]);
+    dt_release(e); dt_release(in);
+  }
+done:
+  dt_graph_free(g);
+  dt_release(y); dt_release(x); dt_release(idx); dt_release(lab);
+  T_CHECK(allocated(dev) == base);
+}
+
+/* A tiny MLP, the same initial weights every call (seeded). */
+static dt_module *mlp(dt_device dev) {
+  dt_module *m = dt_sequential();
+  dt_manual_seed(7);
+  if (!m || dt_sequential_add(m, dt_linear(4, 8)) != DT_OK || dt_sequential_add(m, dt_relu_layer()) != DT_OK ||
+      dt_sequential_add(m, dt_linear(8, 2)) != DT_OK || dt_module_to(m, dev) != DT_OK) {
+    dt_module_free(m);
+    return NULL;
+  }
+  return m;
+}
+
+/* forward, MSE loss, backward, SGD with momentum: the step a trainer captures */
+static dt_tensor *train_step(dt_module *m, dt_optimizer *o, const dt_tensor *x, const dt_tensor *y) {
+  dt_tensor *out, *loss;
+  if (dt_optimizer_zero_grad(o) != DT_OK) return NULL;
+  if (!(out = dt_forward(m, x))) return NULL;
+  loss = dt_mse_loss(out, y);
+  dt_release(out);
+  if (!loss) return NULL;
+  if (dt_autograd_backward(loss, NULL) != DT_OK || dt_optimizer_step(o) != DT_OK) { dt_release(loss); return NULL; }
+  return loss;
+}
+
+#define NSTEPS 6
+static void test_graph_train_step(dt_device dev) {
+  float xb[NSTEPS][6 * 4], yb[NSTEPS][6 * 2];
+  dt_tensor *xs[NSTEPS], *ys[NSTEPS];
+  dt_module *a = NULL, *b = NULL;
+  dt_optimizer *oa = NULL, *ob = NULL;
+  dt_tensor *x = NULL, *y = NULL, *loss_b = NULL, *loss_a = NULL, *l;
+  dt_graph *g = NULL;
+  size_t base = allocated(dev);
+  int i, k, np;
+  for (i = 0; i < NSTEPS; i++) {
+    for (k = 0; k < 24; k++) xb[i][k] = (float)((i * 31 + k * 7) % 13) / 6.5f - 1.0f;
+    for (k = 0; k < 12; k++) yb[i][k] = (float)((i * 17 + k * 5) % 11) / 5.5f - 1.0f;
+    xs[i] = dt_from_data(xb[i], dt_shape2(6, 4), DT_F32, dev);
+    ys[i] = dt_from_data(yb[i], dt_shape2(6, 2), DT_F32, dev);
+  }
+  a = mlp(dev); b = mlp(dev);
+  oa = a ? dt_sgd(a, 0.05, 0.9, 0.0) : NULL;
+  ob = b ? dt_sgd(b, 0.05, 0.9, 0.0) : NULL;
+  x = dt_zeros(dt_shape2(6, 4), dev);
+  y = dt_zeros(dt_shape2(6, 2), dev);
+  T_CHECK(oa && ob && x && y);
+  if (!oa || !ob || !x || !y) goto done;
+  /* eager: NSTEPS steps */
+  for (i = 0; i < NSTEPS; i++) {
+    dt_release(loss_a);
+    T_CHECK_MSG((loss_a = train_step(a, oa, xs[i], ys[i])) != NULL, "%s", dt_last_error());
+  }
+  /* graph: one eager warm-up step (the momentum buffers exist), then the step captured once
+     and replayed for the others, each after copying its batch into x and y */
+  l = train_step(b, ob, xs[0], ys[0]);
+  T_CHECK(l != NULL);
+  dt_release(l);
+  T_CHECK(dt_graph_begin(dev) == DT_OK);
+  loss_b = train_step(b, ob, x, y);
+  g = dt_graph_end(dev);
+  T_CHECK_MSG(loss_b && g, "%s", dt_last_error());
+  if (!g) goto done;
+  for (i = 1; i < NSTEPS; i++) {
+    T_CHECK(dt_copy_(x, xs[i]) == DT_OK && dt_copy_(y, ys[i]) == DT_OK);
+    T_CHECK_MSG(dt_graph_replay(g) == DT_OK, "%s", dt_last_error());
+  }
+  np = dt_module_num_params(a);
+  T_CHECK(np == 4 && dt_module_num_params(b) == np);
+  for (k = 0; k < np; k++) {
+    dt_tensor *pa = dt_module_param(a, k, NULL), *pb = dt_module_param(b, k, NULL);
+    float ha[64], hb[64];
+    size_t n = dt_nbytes(pa);
+    T_CHECK(n <= sizeof ha && n == dt_nbytes(pb));
+    if (n > sizeof ha) continue;
+    T_CHECK(dt_to_host(pa, ha, sizeof ha) == DT_OK && dt_to_host(pb, hb, sizeof hb) == DT_OK);
+    T_CHECK_MSG(memcmp(ha, hb, n) == 0, "parameter %d differs after %d steps (first values %.9g and %.9g)", k, NSTEPS, ha[0], hb[0]);
+  }
+  /* the loss tensor the graph writes holds the last replay's loss */
+  T_CHECK(dt_item(loss_b) == dt_item(loss_a));
+  T_CHECK(dt_item(loss_b) > 0);
+done:
+  dt_graph_free(g);
+  dt_release(loss_a); dt_release(loss_b); dt_release(x); dt_release(y);
+  dt_optimizer_free(oa); dt_optimizer_free(ob);
+  dt_module_free(a); dt_module_free(b);
+  for (i = 0; i < NSTEPS; i++) { dt_release(xs[i]); dt_release(ys[i]); }
+  T_CHECK_MSG(allocated(dev) == base, "%llu bytes allocated, %llu before", (unsigned long long)allocated(dev), (unsigned long long)base);
+}
+
+/* Memory released during a capture is not handed out again while the graph lives. */
+static void test_graph_memory(dt_device dev) {
+  size_t base = allocated(dev);
+  dt_tensor *x = dt_ones(dt_shape1(1000), dev), *t, *u, *z;
+  void *tp;
+  dt_graph *g;
+  float h[2];
+  T_CHECK(x != NULL);
+  if (!x) return;
+  T_CHECK(dt_graph_begin(dev) == DT_OK);
+  t = dt_add(x, x);
+  tp = t ? dt_data_ptr(t) : NULL;
+  u = dt_mul(t, t);
+  dt_release(t);
+  g = dt_graph_end(dev);
+  T_CHECK(g && u);
+  z = dt_empty(dt_shape1(1000), DT_F32, dev); /* the same size: must not get t's block */
+  T_CHECK(z && dt_data_ptr(z) != tp);
+  T_CHECK(dt_fill_(z, 5.0) == DT_OK);
+  T_CHECK(dt_graph_replay(g) == DT_OK);
+  T_CHECK(dt_to_host(u, h, 0) != DT_OK); /* too small a buffer: refused */
+  {
+    float all[1000];
+    T_CHECK(dt_to_host(u, all, sizeof all) == DT_OK && all[0] == 4.0f && all[999] == 4.0f);
+    T_CHECK(dt_to_host(z, all, sizeof all) == DT_OK && all[0] == 5.0f && all[999] == 5.0f);
+  }
+  /* the captured output released before the graph: its memory stays the graph's, replays go on */
+  dt_release(u);
+  T_CHECK(dt_graph_replay(g) == DT_OK);
+  dt_graph_free(g);
+  dt_release(z);
+  dt_release(x);
+  T_CHECK_MSG(allocated(dev) == base, "%llu bytes allocated, %llu before", (unsigned long long)allocated(dev), (unsigned long long)base);
+  (void)h;
+}
+
+/* begin twice, end without begin, synchronizing calls inside a capture, a stale graph, a
+   device that does not exist */
+static void test_graph_refusals(dt_device dev) {
+  size_t base = allocated(dev);
+  dt_tensor *x = dt_ones(dt_shape1(4), dev), *one = dt_ones(dt_shape0(), dev), *y, *old;
+  dt_graph *g;
+  float h[4];
+  double v;
+  T_CHECK_MSG(x && one, "%s", dt_last_error());
+  if (!x || !one) { dt_release(x); dt_release(one); return; }
+  T_CHECK(dt_graph_end(dev) == NULL && dt_last_status() == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "not being captured"));
+  T_CHECK(dt_graph_begin(dev) == DT_OK);
+  T_CHECK(dt_graph_begin(dev) == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "already being captured"));
+  y = dt_add(x, x);
+  T_CHECK(y != NULL);
+  /* a read to the host: refused before anything is issued; the capture is invalid then */
+  v = dt_item(one);
+  T_CHECK(v != v && dt_last_status() == DT_ERR_UNSUPPORTED && contains(dt_last_error(), "dt_item") &&
+          contains(dt_last_error(), "captured"));
+  T_CHECK(dt_to_host(x, h, sizeof h) == DT_ERR_UNSUPPORTED);
+  T_CHECK(dt_synchronize(dev) == DT_ERR_UNSUPPORTED);
+  T_CHECK(dt_snprint(NULL, 0, x) < 0);
+  T_CHECK(dt_from_data(h, dt_shape1(4), DT_F32, dev) == NULL && dt_last_status() == DT_ERR_UNSUPPORTED);
+  g = dt_graph_end(dev);
+  T_CHECK(g == NULL && dt_last_status() == DT_ERR_UNSUPPORTED && contains(dt_last_error(), "invalid") &&
+          contains(dt_last_error(), "dt_item"));
+  dt_release(y);
+  /* after it, the device works as before */
+  y = dt_sum(x);
+  T_CHECK(y && dt_item(y) == 4.0);
+  dt_release(y);
+  /* a stale graph: a tensor from before the capture, which it reads, released after it */
+  old = dt_ones(dt_shape1(4), dev);
+  T_CHECK(dt_graph_begin(dev) == DT_OK);
+  y = dt_add(old, x);
+  g = dt_graph_end(dev);
+  T_CHECK(g != NULL);
+  T_CHECK(dt_graph_replay(g) == DT_OK);
+  dt_release(old);
+  T_CHECK(dt_graph_replay(g) == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "existed when the capture began"));
+  dt_graph_free(g);
+  dt_release(y);
+  /* replaying while the device is captured */
+  old = dt_ones(dt_shape1(4), dev);
+  T_CHECK(dt_graph_begin(dev) == DT_OK);
+  y = dt_add(old, x);
+  g = dt_graph_end(dev);
+  T_CHECK(g && dt_graph_begin(dev) == DT_OK);
+  T_CHECK(dt_graph_replay(g) == DT_ERR_UNSUPPORTED);
+  dt_graph_free(dt_graph_end(dev)); /* an empty capture is a graph that does nothing */
+  T_CHECK(dt_graph_replay(g) == DT_OK);
+  dt_graph_free(g);
+  dt_release(y); dt_release(old);
+  /* the user's own synchronize on the device's stream during a capture: CUDA refuses it and
+     invalidates the capture, and dt_graph_end reports that */
+  if (dev.type == DT_CUDA && HAVE_CUDART_SYNC) {
+    T_CHECK(dt_graph_begin(dev) == DT_OK);
+    y = dt_add(x, x);
+    T_CHECK(cudaStreamSynchronize(dt_cuda_stream(dev)) != 0);
+    g = dt_graph_end(dev);
+    T_CHECK(g == NULL && contains(dt_last_error(), "cudaStreamEndCapture"));
+    dt_release(y);
+  }
+  /* instantiation failing (the emulator's hook): a clean error, nothing kept */
+  if (dev.type == DT_CUDA && HAVE_EMU_HOOKS) {
+    T_CHECK(dt_graph_begin(dev) == DT_OK);
+    y = dt_sum(x);
+    dtemu_fail_graph_instantiate(1);
+    g = dt_graph_end(dev);
+    T_CHECK(g == NULL && dt_last_status() == DT_ERR_OUT_OF_MEMORY && contains(dt_last_error(), "instantiating"));
+    dt_release(y);
+  }
+  T_CHECK(dt_synchronize(dev) == DT_OK);
+  dt_release(x); dt_release(one);
+  T_CHECK_MSG(allocated(dev) == base, "%llu bytes allocated, %llu before", (unsigned long long)allocated(dev), (unsigned long long)base);
+}
+
+static void test_graph_bad_devices(void) {
+  char db[48];
+  T_CHECK(dt_graph_begin(dt_gpu(99)) == DT_ERR_NO_DEVICE && contains(dt_last_error(), "dt_graph_begin") &&
+          contains(dt_last_error(), dt_device_str(dt_gpu(99), db, sizeof db)));
+  T_CHECK(dt_graph_end(dt_gpu(99)) == NULL && dt_last_status() == DT_ERR_NO_DEVICE);
+  T_CHECK(dt_graph_begin(dt_gpu(-1)) == DT_ERR_INVALID_ARGUMENT);
+  T_CHECK(dt_graph_replay(NULL) == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "g is NULL"));
+  dt_graph_free(NULL);
+  /* a capture that touches another device: a copy between it and the captured one */
+  if (dt_num_gpus() >= 1) {
+    dt_tensor *c = dt_ones(dt_shape1(4), dt_cpu()), *gt = dt_ones(dt_shape1(4), dt_gpu(0)), *r;
+    T_CHECK(dt_graph_begin(dt_cpu()) == DT_OK);
+    r = dt_to(gt, dt_cpu());
+    T_CHECK(r == NULL && dt_last_status() == DT_ERR_UNSUPPORTED && contains(dt_last_error(), "another device"));
+    T_CHECK(dt_graph_end(dt_cpu()) == NULL);
+    T_CHECK(dt_graph_begin(dt_gpu(0)) == DT_OK);
+    T_CHECK(dt_copy_(gt, c) == DT_ERR_UNSUPPORTED);
+    T_CHECK(dt_graph_end(dt_gpu(0)) == NULL);
+    if (dt_num_gpus() >= 2) {
+      T_CHECK(dt_graph_begin(dt_gpu(1)) == DT_OK);
+      r = dt_to(gt, dt_gpu(1));
+      T_CHECK(r == NULL && contains(dt_last_error(), "cuda:1"));
+      T_CHECK(dt_graph_end(dt_gpu(1)) == NULL);
+    }
+    dt_release(c); dt_release(gt);
+  } else {
+    dt_clear_error();
+  }
+}
+
+int main(void) {
+  T_RUN_ALL_DEVICES(test_graph_chain);
+  T_RUN_ALL_DEVICES(test_graph_newer_ops);
+  T_RUN_ALL_DEVICES(test_graph_train_step);
+  T_RUN_ALL_DEVICES(test_graph_memory);
+  T_RUN_ALL_DEVICES(test_graph_refusals);
+  T_RUN(test_graph_bad_devices);
+  return t_finish();
+}
