@@ -4812,25 +4812,32 @@ DTDEF dt_status dt_module_add_buffer(dt_module *m, const char *name, dt_tensor *
   return DT_OK;
 }
 
-DTDEF dt_tensor *dt_module_get_buffer(dt_module *m, const char *name) {
-  const char *op = "dt_module_get_buffer", *dot;
+/* m's buffer of that name ("child.name" through the children), or NULL */
+static dt_tensor *dt__module_buffer(dt_module *m, const char *name) {
+  const char *dot = strchr(name, '.');
   int i;
-  if (!m) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op); return NULL; }
-  if (!name) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: name is NULL", op); return NULL; }
-  if ((dot = strchr(name, '.')) != NULL) { /* "bn.running_mean", "0.running_mean": through the children */
+  if (dot) { /* "bn.running_mean", "0.running_mean": through the children */
     for (i = 0; i < m->n; i++) {
       char idx[16];
       const char *cn = idx;
       if (m->cnames) cn = m->cnames[i];
       else snprintf(idx, sizeof idx, "%d", i);
       if (strlen(cn) == (size_t)(dot - name) && memcmp(cn, name, (size_t)(dot - name)) == 0)
-        return dt_module_get_buffer(m->layers[i], dot + 1);
+        return dt__module_buffer(m->layers[i], dot + 1);
     }
-  } else {
-    for (i = 0; i < m->nb; i++) if (strcmp(m->bnames[i], name) == 0) return m->bts[i];
+    return NULL;
   }
-  dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m has no buffer named \"%.200s\"", op, name);
+  for (i = 0; i < m->nb; i++) if (strcmp(m->bnames[i], name) == 0) return m->bts[i];
   return NULL;
+}
+
+DTDEF dt_tensor *dt_module_get_buffer(dt_module *m, const char *name) {
+  const char *op = "dt_module_get_buffer";
+  dt_tensor *t;
+  if (!m) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op); return NULL; }
+  if (!name) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: name is NULL", op); return NULL; }
+  if (!(t = dt__module_buffer(m, name))) dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m has no buffer named \"%.200s\"", op, name);
+  return t;
 }
 
 static int dt__module_has_buffers(const dt_module *m) {
@@ -5550,49 +5557,48 @@ static dt_status dt__norm_vec(const char *op, const char *name, const dt_tensor 
   return DT_OK;
 }
 
+/* dt_f_batch_norm's checks, which allocate nothing; *l: the product of x's dims after the channels. */
+static dt_status dt__bn_check(const char *op, const dt_tensor *x, const dt_tensor *running_mean, const dt_tensor *running_var,
+                              const dt_tensor *weight, const dt_tensor *bias, int training, double momentum, double eps, int64_t *l) {
+  char a[200];
+  dt_status s;
+  int64_t c;
+  int k;
+  if ((s = dt__check_tensor(op, "x", x)) != DT_OK || (s = dt__float_only(op, "x", x)) != DT_OK) return s;
+  if (x->shape.ndim < 2 || x->shape.ndim > 4)
+    return dt__fail(DT_ERR_SHAPE, "%s: expected x of 2 to 4 dims, (n, c), (n, c, l) or (n, c, h, w), got %s", op,
+                    dt__shape_str(&x->shape, a, sizeof a));
+  c = x->shape.dims[1];
+  for (*l = 1, k = 2; k < x->shape.ndim; k++) *l *= x->shape.dims[k];
+  if ((running_mean && (s = dt__norm_vec(op, "running_mean", running_mean, x, c)) != DT_OK) ||
+      (running_var && (s = dt__norm_vec(op, "running_var", running_var, x, c)) != DT_OK) ||
+      (weight && (s = dt__norm_vec(op, "weight", weight, x, c)) != DT_OK) || (bias && (s = dt__norm_vec(op, "bias", bias, x, c)) != DT_OK))
+    return s;
+  if (!training && (!running_mean || !running_var))
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: running_mean and running_var are needed when not training", op);
+  if (training && running_mean && running_mean->requires_grad)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: running_mean requires grad; the running statistics are updated in place", op);
+  if (training && running_var && running_var->requires_grad)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: running_var requires grad; the running statistics are updated in place", op);
+  if (training && x->shape.dims[0] * *l <= 1)
+    return dt__fail(DT_ERR_SHAPE, "%s: Expected more than 1 value per channel when training, got input size %s", op,
+                    dt__shape_str(&x->shape, a, sizeof a));
+  if (!(momentum >= 0.0 && momentum <= 1.0) || !(eps >= 0.0))
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: expected momentum in [0, 1] and eps >= 0, got %g and %g", op, momentum, eps);
+  return DT_OK;
+}
+
 DTDEF dt_tensor *dt_f_batch_norm(const dt_tensor *x, dt_tensor *running_mean, dt_tensor *running_var, const dt_tensor *weight,
                                  const dt_tensor *bias, int training, double momentum, double eps) {
   const char *op = "dt_f_batch_norm";
   dt_tensor *t[16], *r, *u, *mean = NULL, *var = NULL, *d = NULL, *y = NULL, *out = NULL;
   dt_shape cs;
-  char a[200];
   int64_t n, c, l = 1, count;
-  int nt = 0, k;
+  int nt = 0;
   memset(t, 0, sizeof t);
-  if (dt__check_tensor(op, "x", x) != DT_OK || dt__float_only(op, "x", x) != DT_OK) return NULL;
-  if (x->shape.ndim < 2 || x->shape.ndim > 4) {
-    dt__fail(DT_ERR_SHAPE, "%s: expected x of 2 to 4 dims, (n, c), (n, c, l) or (n, c, h, w), got %s", op,
-             dt__shape_str(&x->shape, a, sizeof a));
-    return NULL;
-  }
+  if (dt__bn_check(op, x, running_mean, running_var, weight, bias, training, momentum, eps, &l) != DT_OK) return NULL;
   n = x->shape.dims[0]; c = x->shape.dims[1];
-  for (k = 2; k < x->shape.ndim; k++) l *= x->shape.dims[k];
   count = n * l;
-  if ((running_mean && dt__norm_vec(op, "running_mean", running_mean, x, c) != DT_OK) ||
-      (running_var && dt__norm_vec(op, "running_var", running_var, x, c) != DT_OK) ||
-      (weight && dt__norm_vec(op, "weight", weight, x, c) != DT_OK) || (bias && dt__norm_vec(op, "bias", bias, x, c) != DT_OK))
-    return NULL;
-  if (!training && (!running_mean || !running_var)) {
-    dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: running_mean and running_var are needed when not training", op);
-    return NULL;
-  }
-  if (training && running_mean && running_mean->requires_grad) {
-    dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: running_mean requires grad; the running statistics are updated in place", op);
-    return NULL;
-  }
-  if (training && running_var && running_var->requires_grad) {
-    dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: running_var requires grad; the running statistics are updated in place", op);
-    return NULL;
-  }
-  if (training && count <= 1) {
-    dt__fail(DT_ERR_SHAPE, "%s: Expected more than 1 value per channel when training, got input size %s", op,
-             dt__shape_str(&x->shape, a, sizeof a));
-    return NULL;
-  }
-  if (!(momentum >= 0.0 && momentum <= 1.0) || !(eps >= 0.0)) {
-    dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: expected momentum in [0, 1] and eps >= 0, got %g and %g", op, momentum, eps);
-    return NULL;
-  }
   cs = dt_shape3(1, c, 1);
   /* x as (n, c, l); the statistics (1, c, 1) */
   if (!(r = dt__norm_hold(t, &nt, dt_reshape(x, dt_shape3(n, c, l))))) goto done;
@@ -5690,7 +5696,13 @@ DTDEF dt_tensor *dt_f_embedding(const dt_tensor *idx, const dt_tensor *weight) {
   if (!(flat = dt_reshape(idx, dt_shape1(idx->numel)))) return NULL;
   rows = dt_index_select(weight, 0, flat);
   dt_release(flat);
-  if (!rows) return NULL;
+  if (!rows) { /* an index out of range: said as this function's */
+    char prev[sizeof dt__err_msg];
+    dt_status ps = dt__err_status;
+    memcpy(prev, dt__err_msg, sizeof prev);
+    dt__fail(ps, "%s: idx does not fit weight %s: %.900s", op, dt__shape_str(&weight->shape, a, sizeof a), prev);
+    return NULL;
+  }
   y = dt_reshape(rows, s);
   dt_release(rows);
   return y;
@@ -5768,6 +5780,10 @@ static dt_tensor *dt__norm_forward(dt_module *m, const dt_tensor *x, void *user)
       if (x->shape.dims[1] != L->features) {
         dt__fail(DT_ERR_SHAPE, "%s: expected x with %lld channels (dim 1), got %s", op, (long long)L->features, dt__shape_str(&x->shape, a, sizeof a));
         return NULL;
+      }
+      { /* refused before anything is made */
+        int64_t l;
+        if (dt__bn_check("dt_f_batch_norm", x, m->bts[0], m->bts[1], m->pts[0], m->pts[1], m->training, 0.1, 1e-5, &l) != DT_OK) return NULL;
       }
       if (m->training) { /* num_batches_tracked + 1, made first: a failed forward changes nothing */
         int prev = dt__no_grad;

@@ -783,25 +783,32 @@ DTDEF dt_status dt_module_add_buffer(dt_module *m, const char *name, dt_tensor *
   return DT_OK;
 }
 
-DTDEF dt_tensor *dt_module_get_buffer(dt_module *m, const char *name) {
-  const char *op = "dt_module_get_buffer", *dot;
+/* m's buffer of that name ("child.name" through the children), or NULL */
+static dt_tensor *dt__module_buffer(dt_module *m, const char *name) {
+  const char *dot = strchr(name, '.');
   int i;
-  if (!m) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op); return NULL; }
-  if (!name) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: name is NULL", op); return NULL; }
-  if ((dot = strchr(name, '.')) != NULL) { /* "bn.running_mean", "0.running_mean": through the children */
+  if (dot) { /* "bn.running_mean", "0.running_mean": through the children */
     for (i = 0; i < m->n; i++) {
       char idx[16];
       const char *cn = idx;
       if (m->cnames) cn = m->cnames[i];
       else snprintf(idx, sizeof idx, "%d", i);
       if (strlen(cn) == (size_t)(dot - name) && memcmp(cn, name, (size_t)(dot - name)) == 0)
-        return dt_module_get_buffer(m->layers[i], dot + 1);
+        return dt__module_buffer(m->layers[i], dot + 1);
     }
-  } else {
-    for (i = 0; i < m->nb; i++) if (strcmp(m->bnames[i], name) == 0) return m->bts[i];
+    return NULL;
   }
-  dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m has no buffer named \"%.200s\"", op, name);
+  for (i = 0; i < m->nb; i++) if (strcmp(m->bnames[i], name) == 0) return m->bts[i];
   return NULL;
+}
+
+DTDEF dt_tensor *dt_module_get_buffer(dt_module *m, const char *name) {
+  const char *op = "dt_module_get_buffer";
+  dt_tensor *t;
+  if (!m) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op); return NULL; }
+  if (!name) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: name is NULL", op); return NULL; }
+  if (!(t = dt__module_buffer(m, name))) dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m has no buffer named \"%.200s\"", op, name);
+  return t;
 }
 
 static int dt__module_has_buffers(const dt_module *m) {
