@@ -340,6 +340,7 @@ static void test_batch_norm_lazy(dt_device dev) {
   dt_module *m = dt_batch_norm(0);
   dt_tensor *x = X(dt_shape4(3, 2, 3, 5), DT_F32, dev), *x3 = dt_zeros(dt_shape4(2, 3, 2, 2), dev), *y;
   T_CHECK(m && dt_module_num_params(m) == 0);
+  T_CHECK(dt_module_to(m, dev) == DT_OK); /* nothing to move yet: where the first forward makes them */
   y = dt_forward(m, x);
   T_CHECK_MSG(y && dt_module_num_params(m) == 2, "%s", dt_last_error());
   T_CHECK(dt_module_get_buffer(m, "running_mean") && dt_dtype_of(dt_module_get_buffer(m, "running_mean")) == DT_F32);
@@ -440,7 +441,7 @@ static void test_embedding(dt_device dev) {
 static void test_gelu_layer(dt_device dev) {
   dt_module *m = dt_gelu_layer();
   dt_tensor *x = X(dt_shape2(2, 5), DT_F32, dev), *y, *g;
-  T_CHECK(m && x && dt_requires_grad_(x, 1) == DT_OK);
+  T_CHECK(m && x && dt_requires_grad_(x, 1) == DT_OK && dt_module_to(m, dev) == DT_OK);
   y = dt_forward(m, x);
   T_CHECK(close_to(y, gelu_y, 10, 2e-6));
   g = G(dt_shape2(2, 5), DT_F32, dev);
@@ -509,6 +510,7 @@ static void test_dropout(dt_device dev) {
   { /* the module: training drops, evaluation passes x through */
     dt_module *m = dt_dropout(0.5);
     dt_tensor *x = dx(s, DT_F32, dev), *y;
+    T_CHECK(m && dt_module_to(m, dev) == DT_OK);
     y = dt_forward(m, x);
     T_CHECK(y && y != x && total(dt_eq_scalar(y, 0.0)) > 300);
     dt_release(y);
