@@ -755,6 +755,61 @@ DTDEF dt_status dt_dist_finalize(void);      /* frees the communicators; MPI_Fin
 
 #endif /* DEVTENSOR_H */
 
+/* ---- src/api/norm.h ---- */
+/* ---- api: dropout, normalisation, embedding (torch.nn.functional and torch.nn) ----
+   Each is written with the recorded operations, so it runs wherever its input is (the CPU or a
+   GPU) and goes back with dt_autograd_backward; every tensor of a call on one device, the float
+   ones of one dtype (F32 or F64). */
+
+/* F.dropout(x, p, training): inverted dropout, each element kept with probability 1 - p and then
+   scaled by 1 / (1 - p); the mask comes from one draw of the generator dt_manual_seed seeds (the
+   same elements drop on the CPU and on a GPU for the same seed and draw). training 0 or p 0: x
+   itself (a new reference, no draw); p 1: zeros. p outside [0, 1] is refused. The backward is the
+   same mask times the same scale. */
+DTDEF dt_tensor *dt_f_dropout(const dt_tensor *x, double p, int training);
+
+/* F.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps): x (n, c),
+   (n, c, l) or (n, c, h, w), normalised per channel c. training: by the batch's mean and biased
+   variance; running_mean and running_var (c,), when given, are updated in place to
+   (1 - momentum) r + momentum s, with the unbiased variance for running_var (as PyTorch); one
+   value per channel (n * h * w == 1) is refused. Not training: by running_mean and running_var
+   (both needed). weight, bias (c,) or NULL (no affine). Returns x's shape. */
+DTDEF dt_tensor *dt_f_batch_norm(const dt_tensor *x, dt_tensor *running_mean, dt_tensor *running_var, const dt_tensor *weight,
+                                 const dt_tensor *bias, int training, double momentum, double eps);
+
+/* F.layer_norm(x, (normalized_shape,), weight, bias, eps): x (..., d) with d == normalized_shape,
+   normalised over its last dim by its mean and biased variance; weight, bias (d,) or NULL. */
+DTDEF dt_tensor *dt_f_layer_norm(const dt_tensor *x, int64_t normalized_shape, const dt_tensor *weight, const dt_tensor *bias,
+                                 double eps);
+
+/* F.embedding(idx, weight): idx I64 of any shape (at most 7 dims), each in [0, num), weight
+   (num, dim) -> (*idx.shape, dim), weight's rows (dt_index_select); the gradient flows to weight. */
+DTDEF dt_tensor *dt_f_embedding(const dt_tensor *idx, const dt_tensor *weight);
+
+/* The modules (torch.nn's Dropout, BatchNorm1d/BatchNorm2d, LayerNorm, Embedding, GELU), of
+   dt_module_new's kind. dt_dropout: training mode (dt_module_train(m, 1), the default) drops,
+   evaluation passes x through. dt_batch_norm(num_features): BatchNorm1d on (n, c) or (n, c, l),
+   BatchNorm2d on (n, c, h, w); eps 1e-5, momentum 0.1; parameters "weight" (ones) and "bias"
+   (zeros); buffers "running_mean" (zeros), "running_var" (ones) and "num_batches_tracked" (I64,
+   0-d, 0), which save, load and move with the module; training normalises by the batch and
+   updates the buffers, evaluation normalises by the running statistics; num_features 0: lazy,
+   made at the first forward from x's channels, on its device in its dtype. dt_layer_norm(d):
+   over the last dim, eps 1e-5, "weight" ones and "bias" zeros. dt_embedding(num, dim): "weight"
+   (num, dim) drawn from N(0, 1) (the generator dt_manual_seed seeds), input I64 indices. */
+DTDEF dt_module *dt_dropout(double p);
+DTDEF dt_module *dt_batch_norm(int64_t num_features);
+DTDEF dt_module *dt_layer_norm(int64_t normalized_shape);
+DTDEF dt_module *dt_embedding(int64_t num_embeddings, int64_t embedding_dim);
+DTDEF dt_module *dt_gelu_layer(void);     /* nn.GELU() */
+
+/* self.register_buffer(name, t): state of a module made by dt_module_new that is no parameter (no
+   gradient, the optimizers skip it) but joins its state_dict (after its own parameters, named as
+   PyTorch's: "bn.running_mean"), dt_module_save / dt_module_load, dt_module_to and
+   dt_module_to_dtype (an integer buffer keeps its dtype). Holds one more reference to t, which
+   must not require grad. Names as parameters', unique among m's parameters, buffers and children. */
+DTDEF dt_status  dt_module_add_buffer(dt_module *m, const char *name, dt_tensor *t);
+DTDEF dt_tensor *dt_module_get_buffer(dt_module *m, const char *name);  /* borrowed; "child.name" too */
+
 /* ---- src/backend/backend.h ---- */
 /* ======================================================================== */
 /*  BACKEND CONTRACT: for the implementation and devtensor_cuda.cu only.     */
@@ -5567,6 +5622,11 @@ struct dt_module {
   char **pnames, **cnames;
   dt_tensor **pts, **pgs;
   int training;            /* net.train() / net.eval() */
+  /* buffers (register_buffer): state that saves, loads and moves with the module but is no
+     parameter (no gradient, no optimizer step), one reference each, in the order added */
+  int nb, bcap;
+  char **bnames;
+  dt_tensor **bts;
 };
 
 /* The longest parameter name: one "index." (an int has at most 10 digits) or "name." per holding
@@ -5729,6 +5789,8 @@ DTDEF void dt_module_free(dt_module *m) {
   for (i = 0; i < m->n; i++) { m->layers[i]->parent = NULL; dt_module_free(m->layers[i]); } /* at most DT_MODULE_MAX_DEPTH deep */
   for (i = 0; i < m->np; i++) { dt_release(m->pts[i]); dt_release(m->pgs[i]); DT_FREE(m->pnames[i]); }
   for (i = 0; m->cnames && i < m->n; i++) DT_FREE(m->cnames[i]);
+  for (i = 0; i < m->nb; i++) { dt_release(m->bts[i]); DT_FREE(m->bnames[i]); }
+  if (m->bts) { DT_FREE(m->bts); DT_FREE(m->bnames); }
   if (m->pts) { DT_FREE(m->pts); DT_FREE(m->pgs); DT_FREE(m->pnames); }
   if (m->cnames) DT_FREE(m->cnames);
   if (m->free_user) m->free_user(m->user);
@@ -5884,9 +5946,16 @@ static void dt__module_link(dt_module *m) {
   }
   for (i = 0; i < m->n; i++) dt__module_link(m->layers[i]);
 }
+/* Every buffer slot of m, after the parameter slots (at). */
+static int dt__module_bslots(dt_module *m, dt_tensor ***slots, int cap, int at) {
+  int i;
+  for (i = 0; i < m->nb; i++, at++) if (at < cap) slots[at] = &m->bts[i];
+  for (i = 0; i < m->n; i++) at = dt__module_bslots(m->layers[i], slots, cap, at);
+  return at;
+}
 static dt_status dt__module_convert_ng(const char *op, dt_module *m, dt_device d, dt_dtype t) {
   dt_tensor ***slots, **fresh;
-  int n = dt__module_slots(m, NULL, 0, 0), i;
+  int np = dt__module_slots(m, NULL, 0, 0), n = dt__module_bslots(m, NULL, 0, np), i;
   slots = n ? (dt_tensor ***)DT_MALLOC(sizeof(dt_tensor **) * (size_t)n) : NULL;
   fresh = n ? (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)n) : NULL;
   if (n && (!slots || !fresh)) {
@@ -5895,9 +5964,11 @@ static dt_status dt__module_convert_ng(const char *op, dt_module *m, dt_device d
     return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
   }
   dt__module_slots(m, slots, n, 0);
+  dt__module_bslots(m, slots, n, np);
   for (i = 0; i < n; i++) {
     dt_tensor *moved = dt_to(*slots[i], d);
-    fresh[i] = moved && dt_dtype_of(moved) != t ? dt_cast(moved, t) : moved;
+    /* an integer buffer (num_batches_tracked) keeps its dtype, as under PyTorch's .double() */
+    fresh[i] = moved && dt_dtype_of(moved) != t && (i < np || dt__is_float(moved->dtype)) ? dt_cast(moved, t) : moved;
     if (fresh[i] != moved) dt_release(moved);
     if (!fresh[i]) {
       dt_status s = dt_last_status();
@@ -6120,6 +6191,8 @@ static dt_status dt__module_name_check(const char *op, const char *what, dt_modu
     if (strcmp(m->pnames[i], name) == 0) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m already has a parameter named \"%s\"", op, name);
   for (i = 0; m->cnames && i < m->n; i++)
     if (strcmp(m->cnames[i], name) == 0) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m already has a child named \"%s\"", op, name);
+  for (i = 0; i < m->nb; i++)
+    if (strcmp(m->bnames[i], name) == 0) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m already has a buffer named \"%s\"", op, name);
   return DT_OK;
 }
 
@@ -6250,6 +6323,140 @@ DTDEF dt_status dt_module_train(dt_module *m, int training) {
 DTDEF int dt_module_is_training(const dt_module *m) {
   if (!m) { dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_module_is_training: m is NULL"); return 0; }
   return m->training;
+}
+
+/* ---- buffers (register_buffer) and the state_dict they join ---- */
+
+DTDEF dt_status dt_module_add_buffer(dt_module *m, const char *name, dt_tensor *t) {
+  const char *op = "dt_module_add_buffer";
+  dt_module *root;
+  char *nm, a[48], b[48];
+  dt_status s;
+  if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op);
+  if (m->kind != DT__M_USER) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is not a module made by dt_module_new", op);
+  if ((s = dt__check_tensor(op, "t", t)) != DT_OK) return s;
+  if ((s = dt__module_name_check(op, "buffer", m, name)) != DT_OK) return s;
+  if (t->requires_grad || t->node)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s requires grad; a buffer is state without a gradient (use dt_detach)", op, name);
+  root = dt__module_root(m, NULL);
+  if (dt__module_has_params(root) && !dt_device_equal(t->st->device, root->device))
+    return dt__fail(DT_ERR_DEVICE_MISMATCH, "%s: %s is on %s but the module is on %s", op, name,
+                    dt_device_str(t->st->device, a, sizeof a), dt_device_str(root->device, b, sizeof b));
+  if (dt__module_has_params(root) && dt__is_float(t->dtype) && t->dtype != root->dtype)
+    return dt__fail(DT_ERR_DTYPE, "%s: %s is %s but the module is %s", op, name, dt_dtype_name(t->dtype), dt_dtype_name(root->dtype));
+  if (!(nm = dt__strdup(name))) return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+  if (m->nb == m->bcap) {
+    int cap = m->bcap ? m->bcap * 2 : 4;
+    char **bn = m->bcap < INT_MAX / 2 ? (char **)DT_MALLOC(sizeof(char *) * (size_t)cap) : NULL;
+    dt_tensor **bt = bn ? (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)cap) : NULL;
+    if (!bt) {
+      if (bn) DT_FREE(bn);
+      DT_FREE(nm);
+      return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+    }
+    if (m->nb) {
+      memcpy(bn, m->bnames, sizeof(char *) * (size_t)m->nb);
+      memcpy(bt, m->bts, sizeof(dt_tensor *) * (size_t)m->nb);
+      DT_FREE(m->bnames); DT_FREE(m->bts);
+    }
+    m->bnames = bn; m->bts = bt; m->bcap = cap;
+  }
+  m->bnames[m->nb] = nm; m->bts[m->nb] = dt_retain(t);
+  m->nb++;
+  return DT_OK;
+}
+
+/* m's buffer of that name ("child.name" through the children), or NULL */
+static dt_tensor *dt__module_buffer(dt_module *m, const char *name) {
+  const char *dot = strchr(name, '.');
+  int i;
+  if (dot) { /* "bn.running_mean", "0.running_mean": through the children */
+    for (i = 0; i < m->n; i++) {
+      char idx[16];
+      const char *cn = idx;
+      if (m->cnames) cn = m->cnames[i];
+      else snprintf(idx, sizeof idx, "%d", i);
+      if (strlen(cn) == (size_t)(dot - name) && memcmp(cn, name, (size_t)(dot - name)) == 0)
+        return dt__module_buffer(m->layers[i], dot + 1);
+    }
+    return NULL;
+  }
+  for (i = 0; i < m->nb; i++) if (strcmp(m->bnames[i], name) == 0) return m->bts[i];
+  return NULL;
+}
+
+DTDEF dt_tensor *dt_module_get_buffer(dt_module *m, const char *name) {
+  const char *op = "dt_module_get_buffer";
+  dt_tensor *t;
+  if (!m) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op); return NULL; }
+  if (!name) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: name is NULL", op); return NULL; }
+  if (!(t = dt__module_buffer(m, name))) dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m has no buffer named \"%.200s\"", op, name);
+  return t;
+}
+
+static int dt__module_has_buffers(const dt_module *m) {
+  int i;
+  if (m->nb) return 1;
+  for (i = 0; i < m->n; i++) if (dt__module_has_buffers(m->layers[i])) return 1;
+  return 0;
+}
+
+/* The state_dict's walk: as dt__params_walk, with each module's buffers after its own
+   parameters and before its children's (PyTorch's order). Fills view's names and params when
+   view->names is set. */
+static void dt__state_walk(dt_module *view, dt_module *m, char *prefix, size_t plen, int *count, size_t *bytes) {
+  int i, k, np = m->kind == DT__M_LINEAR ? 2 : m->np;
+  for (k = 0; k < np + m->nb; k++) {
+    const char *nm = m->kind == DT__M_LINEAR ? (k == 0 ? "weight" : k == 1 ? "bias" : m->bnames[k - 2])
+                                             : k < np ? m->pnames[k] : m->bnames[k - np];
+    size_t len = plen + strlen(nm);
+    if (view->names && *count < view->nparams) {
+      char *name = view->name_pool + *bytes;
+      memcpy(name, prefix, plen);
+      memcpy(name + plen, nm, len - plen + 1);
+      view->names[*count] = name;
+      view->params[*count] = m->kind == DT__M_LINEAR ? (k == 0 ? m->weight : k == 1 ? m->bias : m->bts[k - 2])
+                                                     : k < np ? m->pts[k] : m->bts[k - np];
+    }
+    (*count)++;
+    *bytes += len + 1;
+  }
+  for (i = 0; DT__M_HOLDS(m) && i < m->n; i++) {
+    int w = m->cnames ? snprintf(prefix + plen, DT__NAME_MAX - plen, "%s.", m->cnames[i])
+                      : snprintf(prefix + plen, DT__NAME_MAX - plen, "%d.", i);
+    dt__state_walk(view, m->layers[i], prefix, plen + (size_t)w, count, bytes);
+  }
+}
+
+/* What dt_module_save and dt_module_load read of m (nparams, names, params) with its buffers
+   in the state_dict: m itself when it holds none, else *view, a copy of m whose table (made
+   here) names its parameters and buffers; dt__state_view_free lets go of it. m's parameter
+   table is built (dt__params_build) first. */
+static dt_module *dt__state_view(const char *op, dt_module *m, dt_module *view) {
+  char prefix[DT__NAME_MAX];
+  int count = 0;
+  size_t bytes = 0;
+  if (!dt__module_has_buffers(m)) return m;
+  *view = *m;
+  view->names = NULL;
+  dt__state_walk(view, m, prefix, 0, &count, &bytes);
+  view->names = (char **)DT_MALLOC(sizeof(char *) * (size_t)count);
+  view->name_pool = view->names ? (char *)DT_MALLOC(bytes) : NULL;
+  view->params = view->name_pool ? (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)count) : NULL;
+  if (!view->params) {
+    if (view->name_pool) DT_FREE(view->name_pool);
+    if (view->names) DT_FREE(view->names);
+    dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+    return NULL;
+  }
+  view->grads = NULL; view->nparams = count; view->pool_bytes = bytes;
+  count = 0; bytes = 0;
+  dt__state_walk(view, m, prefix, 0, &count, &bytes);
+  return view;
+}
+static void dt__state_view_free(dt_module *m, dt_module *v) {
+  if (!v || v == m) return;
+  DT_FREE(v->names); DT_FREE(v->name_pool); DT_FREE(v->params);
 }
 
 /* ---- src/nn/forward_backward.c ---- */
@@ -6389,6 +6596,13 @@ static dt_tensor *dt__forward(const char *op, dt_module *m, const dt_tensor *x, 
   return NULL;
 }
 
+/* 1 when the first module x meets (through sequentials) is of dt_module_new's kind: its forward
+   may take integer x (an embedding's indices) and checks what it takes itself. */
+static int dt__module_first_is_user(const dt_module *m) {
+  while (m->kind == DT__M_SEQ && m->n > 0) m = m->layers[0];
+  return m->kind == DT__M_USER;
+}
+
 DTDEF dt_tensor *dt_forward(dt_module *m, const dt_tensor *x) {
   const char *op = "dt_forward";
   char a[48], b[48], pn[DT__NAME_MAX];
@@ -6399,7 +6613,7 @@ DTDEF dt_tensor *dt_forward(dt_module *m, const dt_tensor *x) {
              dt_device_str(x->st->device, a, sizeof a), dt__first_param(m, pn, sizeof pn), dt_device_str(m->device, b, sizeof b));
     return NULL;
   }
-  if (x->dtype != m->dtype) {
+  if (x->dtype != m->dtype && !(!dt__is_float(x->dtype) && dt__module_first_is_user(m))) {
     dt__fail(DT_ERR_DTYPE, "%s: x is %s but the module is %s (convert with dt_cast)", op, dt_dtype_name(x->dtype), dt_dtype_name(m->dtype));
     return NULL;
   }
@@ -6850,6 +7064,383 @@ static dt_module *dt__plain_layer(const char *op, dt__layer_kind kind) {
 DTDEF dt_module *dt_flatten_layer(void) { return dt__plain_layer("dt_flatten_layer", DT__L_FLATTEN); }
 DTDEF dt_module *dt_sigmoid_layer(void) { return dt__plain_layer("dt_sigmoid_layer", DT__L_SIGMOID); }
 DTDEF dt_module *dt_tanh_layer(void) { return dt__plain_layer("dt_tanh_layer", DT__L_TANH); }
+
+/* ---- src/nn/norm.c ---- */
+/* Dropout, batch and layer normalisation, embedding and GELU (DESIGN.md "Layers and the
+   operations a PyTorch user reaches for"): the functional forms are written with the recorded
+   operations (so each runs on the backend of its input and goes back with autograd: the batch
+   norm's backward is that of its mean, centring, variance and scaling), the modules are of the
+   user-module kind (dt_module_new), their state as PyTorch's: parameters and buffers. */
+
+/* Holds v (may be NULL) among the tensors t[0..*nt) made on the way to a result; returns v. */
+static dt_tensor *dt__norm_hold(dt_tensor **t, int *nt, dt_tensor *v) {
+  if (v) t[(*nt)++] = v;
+  return v;
+}
+/* Releases the tensors made on the way to a result. */
+static void dt__release_all(dt_tensor **t, int n) {
+  int i;
+  for (i = 0; i < n; i++) dt_release(t[i]);
+}
+
+DTDEF dt_tensor *dt_f_dropout(const dt_tensor *x, double p, int training) {
+  const char *op = "dt_f_dropout";
+  dt_tensor *t[4] = {NULL, NULL, NULL, NULL}, *y = NULL;
+  if (dt__check_tensor(op, "x", x) != DT_OK || dt__float_only(op, "x", x) != DT_OK) return NULL;
+  if (!(p >= 0.0 && p <= 1.0)) {
+    dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: dropout probability has to be between 0 and 1, but got %g", op, p);
+    return NULL;
+  }
+  if (!training || p == 0.0 || x->numel == 0) return dt_retain((dt_tensor *)x); /* as PyTorch: x itself, no draw */
+  if (p == 1.0) return dt_mul_scalar(x, 0.0);
+  /* keep where u < 1 - p, u uniform in [0, 1) from one draw: the same on every backend */
+  if ((t[0] = dt__random(op, x->shape, x->st->device, 0)) && (t[1] = dt_lt_scalar(t[0], 1.0 - p)) &&
+      (t[2] = dt_cast(t[1], x->dtype)) && (t[3] = dt_mul_scalar(t[2], 1.0 / (1.0 - p))))
+    y = dt_mul(x, t[3]);
+  dt__release_all(t, 4);
+  return y;
+}
+
+/* A per-channel vector of dt_f_batch_norm or dt_f_layer_norm: (c,) on x's device in x's dtype. */
+static dt_status dt__norm_vec(const char *op, const char *name, const dt_tensor *v, const dt_tensor *x, int64_t c) {
+  char a[200];
+  dt_status s;
+  if ((s = dt__same_device(op, "x", x, name, v)) != DT_OK || (s = dt__same_dtype(op, "x", x, name, v)) != DT_OK) return s;
+  if (v->shape.ndim != 1 || v->shape.dims[0] != c)
+    return dt__fail(DT_ERR_SHAPE, "%s: expected %s of shape (%lld,), got %s", op, name, (long long)c, dt__shape_str(&v->shape, a, sizeof a));
+  return DT_OK;
+}
+
+/* dt_f_batch_norm's checks, which allocate nothing; *l: the product of x's dims after the channels. */
+static dt_status dt__bn_check(const char *op, const dt_tensor *x, const dt_tensor *running_mean, const dt_tensor *running_var,
+                              const dt_tensor *weight, const dt_tensor *bias, int training, double momentum, double eps, int64_t *l) {
+  char a[200];
+  dt_status s;
+  int64_t c;
+  int k;
+  if ((s = dt__check_tensor(op, "x", x)) != DT_OK || (s = dt__float_only(op, "x", x)) != DT_OK) return s;
+  if (x->shape.ndim < 2 || x->shape.ndim > 4)
+    return dt__fail(DT_ERR_SHAPE, "%s: expected x of 2 to 4 dims, (n, c), (n, c, l) or (n, c, h, w), got %s", op,
+                    dt__shape_str(&x->shape, a, sizeof a));
+  c = x->shape.dims[1];
+  for (*l = 1, k = 2; k < x->shape.ndim; k++) *l *= x->shape.dims[k];
+  if ((running_mean && (s = dt__norm_vec(op, "running_mean", running_mean, x, c)) != DT_OK) ||
+      (running_var && (s = dt__norm_vec(op, "running_var", running_var, x, c)) != DT_OK) ||
+      (weight && (s = dt__norm_vec(op, "weight", weight, x, c)) != DT_OK) || (bias && (s = dt__norm_vec(op, "bias", bias, x, c)) != DT_OK))
+    return s;
+  if (!training && (!running_mean || !running_var))
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: running_mean and running_var are needed when not training", op);
+  if (training && running_mean && running_mean->requires_grad)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: running_mean requires grad; the running statistics are updated in place", op);
+  if (training && running_var && running_var->requires_grad)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: running_var requires grad; the running statistics are updated in place", op);
+  if (training && x->shape.dims[0] * *l <= 1)
+    return dt__fail(DT_ERR_SHAPE, "%s: Expected more than 1 value per channel when training, got input size %s", op,
+                    dt__shape_str(&x->shape, a, sizeof a));
+  if (!(momentum >= 0.0 && momentum <= 1.0) || !(eps >= 0.0))
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: expected momentum in [0, 1] and eps >= 0, got %g and %g", op, momentum, eps);
+  return DT_OK;
+}
+
+DTDEF dt_tensor *dt_f_batch_norm(const dt_tensor *x, dt_tensor *running_mean, dt_tensor *running_var, const dt_tensor *weight,
+                                 const dt_tensor *bias, int training, double momentum, double eps) {
+  const char *op = "dt_f_batch_norm";
+  dt_tensor *t[16], *r, *u, *mean = NULL, *var = NULL, *d = NULL, *y = NULL, *out = NULL;
+  dt_shape cs;
+  int64_t n, c, l = 1, count;
+  int nt = 0;
+  memset(t, 0, sizeof t);
+  if (dt__bn_check(op, x, running_mean, running_var, weight, bias, training, momentum, eps, &l) != DT_OK) return NULL;
+  n = x->shape.dims[0]; c = x->shape.dims[1];
+  count = n * l;
+  cs = dt_shape3(1, c, 1);
+  /* x as (n, c, l); the statistics (1, c, 1) */
+  if (!(r = dt__norm_hold(t, &nt, dt_reshape(x, dt_shape3(n, c, l))))) goto done;
+  if (training) {
+    if (!(u = dt__norm_hold(t, &nt, dt_mean_dim(r, 2, 1))) || !(mean = dt__norm_hold(t, &nt, dt_mean_dim(u, 0, 1))) ||
+        !(d = dt__norm_hold(t, &nt, dt_sub(r, mean))) || !(u = dt__norm_hold(t, &nt, dt_mul(d, d))) ||
+        !(u = dt__norm_hold(t, &nt, dt_mean_dim(u, 2, 1))) || !(var = dt__norm_hold(t, &nt, dt_mean_dim(u, 0, 1))))
+      goto done;
+  } else {
+    if (!(mean = dt__norm_hold(t, &nt, dt_reshape(running_mean, cs))) || !(d = dt__norm_hold(t, &nt, dt_sub(r, mean))) ||
+        !(var = dt__norm_hold(t, &nt, dt_reshape(running_var, cs))))
+      goto done;
+  }
+  if (!(u = dt__norm_hold(t, &nt, dt_add_scalar(var, eps))) || !(u = dt__norm_hold(t, &nt, dt_pow_scalar(u, -0.5))) ||
+      !(y = dt__norm_hold(t, &nt, dt_mul(d, u))))
+    goto done;
+  if (weight && (!(u = dt__norm_hold(t, &nt, dt_reshape(weight, cs))) || !(y = dt__norm_hold(t, &nt, dt_mul(y, u))))) goto done;
+  if (bias && (!(u = dt__norm_hold(t, &nt, dt_reshape(bias, cs))) || !(y = dt__norm_hold(t, &nt, dt_add(y, u))))) goto done;
+  if (!(out = dt_reshape(y, x->shape))) goto done;
+  if (training && (running_mean || running_var)) {
+    /* r = (1 - momentum) r + momentum s, the new values made first: a failure changes nothing */
+    dt_tensor *u[6] = {NULL, NULL, NULL, NULL, NULL, NULL}, *nm = NULL, *nv = NULL;
+    dt_status s = DT_OK;
+    int prev = dt__no_grad;
+    dt__no_grad = 1;
+    if (running_mean && (!(u[0] = dt_reshape(mean, dt_shape1(c))) || !(u[1] = dt_mul_scalar(u[0], momentum)) ||
+                         !(u[2] = dt_mul_scalar(running_mean, 1.0 - momentum)) || !(nm = dt_add(u[1], u[2]))))
+      s = dt_last_status();
+    if (s == DT_OK && running_var &&
+        (!(u[3] = dt_reshape(var, dt_shape1(c))) || !(u[4] = dt_mul_scalar(u[3], momentum * (double)count / (double)(count - 1))) ||
+         !(u[5] = dt_mul_scalar(running_var, 1.0 - momentum)) || !(nv = dt_add(u[4], u[5]))))
+      s = dt_last_status();
+    if (s == DT_OK && nm) s = dt_copy_(running_mean, nm);
+    if (s == DT_OK && nv) s = dt_copy_(running_var, nv);
+    dt__no_grad = prev;
+    dt__release_all(u, 6); dt_release(nm); dt_release(nv);
+    if (s != DT_OK) { dt_release(out); out = NULL; }
+  }
+done:
+  dt__release_all(t, nt);
+  return out;
+}
+
+DTDEF dt_tensor *dt_f_layer_norm(const dt_tensor *x, int64_t normalized_shape, const dt_tensor *weight, const dt_tensor *bias,
+                                 double eps) {
+  const char *op = "dt_f_layer_norm";
+  dt_tensor *t[10], *u, *y = NULL, *d = NULL;
+  char a[200];
+  int nt = 0, last;
+  memset(t, 0, sizeof t);
+  if (dt__check_tensor(op, "x", x) != DT_OK || dt__float_only(op, "x", x) != DT_OK) return NULL;
+  if (x->shape.ndim < 1 || x->shape.dims[x->shape.ndim - 1] != normalized_shape || normalized_shape < 1) {
+    dt__fail(DT_ERR_SHAPE, "%s: expected x of shape (*, %lld) (normalized_shape at least 1), got %s", op, (long long)normalized_shape,
+             dt__shape_str(&x->shape, a, sizeof a));
+    return NULL;
+  }
+  if ((weight && dt__norm_vec(op, "weight", weight, x, normalized_shape) != DT_OK) ||
+      (bias && dt__norm_vec(op, "bias", bias, x, normalized_shape) != DT_OK))
+    return NULL;
+  if (!(eps >= 0.0)) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: expected eps >= 0, got %g", op, eps); return NULL; }
+  last = x->shape.ndim - 1;
+  if (!(u = dt__norm_hold(t, &nt, dt_mean_dim(x, last, 1))) || !(d = dt__norm_hold(t, &nt, dt_sub(x, u))) ||
+      !(u = dt__norm_hold(t, &nt, dt_mul(d, d))) || !(u = dt__norm_hold(t, &nt, dt_mean_dim(u, last, 1))) ||
+      !(u = dt__norm_hold(t, &nt, dt_add_scalar(u, eps))) || !(u = dt__norm_hold(t, &nt, dt_pow_scalar(u, -0.5))) ||
+      !(y = dt__norm_hold(t, &nt, dt_mul(d, u))))
+    y = NULL;
+  if (y && weight) y = dt__norm_hold(t, &nt, dt_mul(y, weight));
+  if (y && bias) y = dt__norm_hold(t, &nt, dt_add(y, bias));
+  if (y) dt_retain(y);
+  dt__release_all(t, nt);
+  return y;
+}
+
+DTDEF dt_tensor *dt_f_embedding(const dt_tensor *idx, const dt_tensor *weight) {
+  const char *op = "dt_f_embedding";
+  dt_tensor *flat, *rows, *y;
+  dt_shape s;
+  char a[200];
+  if (dt__check_tensor(op, "idx", idx) != DT_OK || dt__check_tensor(op, "weight", weight) != DT_OK) return NULL;
+  if (idx->dtype != DT_I64) {
+    dt__fail(DT_ERR_DTYPE, "%s: idx is %s; indices are int64 (convert with dt_cast)", op, dt_dtype_name(idx->dtype));
+    return NULL;
+  }
+  if (dt__float_only(op, "weight", weight) != DT_OK || dt__same_device(op, "weight", weight, "idx", idx) != DT_OK) return NULL;
+  if (weight->shape.ndim != 2) {
+    dt__fail(DT_ERR_SHAPE, "%s: expected weight of shape (num_embeddings, embedding_dim), got %s", op, dt__shape_str(&weight->shape, a, sizeof a));
+    return NULL;
+  }
+  if (idx->shape.ndim >= DT_MAX_DIMS) {
+    dt__fail(DT_ERR_SHAPE, "%s: idx has %d dims; the result adds one and a tensor has at most %d", op, idx->shape.ndim, DT_MAX_DIMS);
+    return NULL;
+  }
+  s = idx->shape;
+  s.dims[s.ndim++] = weight->shape.dims[1];
+  if (!(flat = dt_reshape(idx, dt_shape1(idx->numel)))) return NULL;
+  rows = dt_index_select(weight, 0, flat);
+  dt_release(flat);
+  if (!rows) { /* an index out of range: said as this function's */
+    char prev[sizeof dt__err_msg];
+    dt_status ps = dt__err_status;
+    memcpy(prev, dt__err_msg, sizeof prev);
+    dt__fail(ps, "%s: idx does not fit weight %s: %.900s", op, dt__shape_str(&weight->shape, a, sizeof a), prev);
+    return NULL;
+  }
+  y = dt_reshape(rows, s);
+  dt_release(rows);
+  return y;
+}
+
+/* ---- the modules ---- */
+
+typedef enum dt__norm_kind { DT__N_DROPOUT = 0, DT__N_BATCH_NORM, DT__N_LAYER_NORM, DT__N_EMBEDDING, DT__N_GELU } dt__norm_kind;
+
+typedef struct dt__norm_layer {
+  dt__norm_kind kind;
+  double p;                 /* dropout */
+  int64_t features;         /* batch norm: channels, 0 until a lazy layer's first forward; layer norm: the last dim */
+} dt__norm_layer;
+
+static void dt__norm_layer_free(void *p) { DT_FREE(p); }
+
+/* Lets go of a module's own parameters and buffers (a half-made layer). */
+static void dt__module_drop_own(dt_module *m) {
+  int i;
+  for (i = 0; i < m->np; i++) { dt_release(m->pts[i]); dt_release(m->pgs[i]); DT_FREE(m->pnames[i]); }
+  for (i = 0; i < m->nb; i++) { dt_release(m->bts[i]); DT_FREE(m->bnames[i]); }
+  m->np = 0; m->nb = 0;
+}
+
+/* Registers the tensors t[0..n) (those before nparams as parameters, the rest as buffers), all
+   or none; takes the references in t in any case. */
+static dt_status dt__module_own(const char *op, dt_module *m, dt_tensor **t, const char *const *names, int n, int nparams) {
+  dt_status s = DT_OK;
+  int i;
+  for (i = 0; i < n; i++)
+    if (!t[i]) { s = dt_last_status(); if (s == DT_OK) s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory", op); }
+  for (i = 0; i < n && s == DT_OK; i++) s = i < nparams ? dt_module_add_param(m, names[i], t[i]) : dt_module_add_buffer(m, names[i], t[i]);
+  if (s != DT_OK) dt__module_drop_own(m);
+  for (i = 0; i < n; i++) {
+    if (t[i] && s != DT_OK) { t[i]->requires_grad = 0; dt_release(t[i]->grad); t[i]->grad = NULL; }
+    dt_release(t[i]);
+  }
+  return s;
+}
+
+/* BatchNorm's state: weight ones, bias zeros, running_mean zeros, running_var ones, num_batches_tracked 0. */
+static dt_status dt__bn_init(const char *op, dt_module *m, dt__norm_layer *L, int64_t c, dt_device d, dt_dtype t) {
+  static const char *const names[5] = {"weight", "bias", "running_mean", "running_var", "num_batches_tracked"};
+  static const double v[5] = {1.0, 0.0, 0.0, 1.0, 0.0};
+  dt_tensor *ts[5] = {NULL, NULL, NULL, NULL, NULL};
+  dt_status s;
+  int i;
+  for (i = 0; i < 5 && (i == 0 || ts[i - 1]); i++) ts[i] = dt__filled(op, i == 4 ? dt_shape0() : dt_shape1(c), i == 4 ? DT_I64 : t, v[i], d);
+  if ((s = dt__module_own(op, m, ts, names, 5, 2)) == DT_OK) L->features = c;
+  return s;
+}
+
+static dt_tensor *dt__norm_forward(dt_module *m, const dt_tensor *x, void *user) {
+  dt__norm_layer *L = (dt__norm_layer *)user;
+  switch (L->kind) {
+    case DT__N_DROPOUT: return dt_f_dropout(x, L->p, m->training);
+    case DT__N_BATCH_NORM: {
+      const char *op = "dt_batch_norm";
+      dt_tensor *nb = NULL, *y;
+      char a[200];
+      if (dt__check_tensor(op, "x", x) != DT_OK) return NULL;
+      if (x->shape.ndim < 2 || x->shape.ndim > 4) {
+        dt__fail(DT_ERR_SHAPE, "%s: expected x (n, c), (n, c, l) or (n, c, h, w), got %s", op, dt__shape_str(&x->shape, a, sizeof a));
+        return NULL;
+      }
+      if (L->features == 0) { /* lazy: the channels from the first input */
+        if (dt__float_only(op, "x", x) != DT_OK) return NULL;
+        if (x->shape.dims[1] < 1) {
+          dt__fail(DT_ERR_SHAPE, "%s: a lazy layer takes its channels from x, which has none: %s", op, dt__shape_str(&x->shape, a, sizeof a));
+          return NULL;
+        }
+        if (dt__bn_init(op, m, L, x->shape.dims[1], x->st->device, x->dtype) != DT_OK) return NULL;
+      }
+      if (x->shape.dims[1] != L->features) {
+        dt__fail(DT_ERR_SHAPE, "%s: expected x with %lld channels (dim 1), got %s", op, (long long)L->features, dt__shape_str(&x->shape, a, sizeof a));
+        return NULL;
+      }
+      { /* refused before anything is made */
+        int64_t l;
+        if (dt__bn_check("dt_f_batch_norm", x, m->bts[0], m->bts[1], m->pts[0], m->pts[1], m->training, 0.1, 1e-5, &l) != DT_OK) return NULL;
+      }
+      if (m->training) { /* num_batches_tracked + 1, made first: a failed forward changes nothing */
+        int prev = dt__no_grad;
+        dt__no_grad = 1;
+        nb = dt_add_scalar(m->bts[2], 1.0);
+        dt__no_grad = prev;
+        if (!nb) return NULL;
+      }
+      y = dt_f_batch_norm(x, m->bts[0], m->bts[1], m->pts[0], m->pts[1], m->training, 0.1, 1e-5);
+      if (y && nb && dt_copy_(m->bts[2], nb) != DT_OK) { dt_release(y); y = NULL; }
+      dt_release(nb);
+      return y;
+    }
+    case DT__N_LAYER_NORM: return dt_f_layer_norm(x, L->features, m->pts[0], m->pts[1], 1e-5);
+    case DT__N_EMBEDDING: return dt_f_embedding(x, m->pts[0]);
+    case DT__N_GELU: return dt_gelu(x);
+  }
+  return NULL;
+}
+
+static dt_module *dt__norm_new(const char *op, const dt__norm_layer *proto) {
+  dt__norm_layer *L = (dt__norm_layer *)DT_MALLOC(sizeof(dt__norm_layer));
+  dt_module *m;
+  if (!L) { dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op); return NULL; }
+  *L = *proto;
+  if (!(m = dt_module_new(op, dt__norm_forward, L, dt__norm_layer_free))) { DT_FREE(L); return NULL; }
+  return m;
+}
+
+DTDEF dt_module *dt_dropout(double p) {
+  dt__norm_layer L;
+  if (!(p >= 0.0 && p <= 1.0)) {
+    dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_dropout: dropout probability has to be between 0 and 1, but got %g", p);
+    return NULL;
+  }
+  memset(&L, 0, sizeof L);
+  L.kind = DT__N_DROPOUT; L.p = p;
+  return dt__norm_new("dt_dropout", &L);
+}
+
+DTDEF dt_module *dt_batch_norm(int64_t num_features) {
+  const char *op = "dt_batch_norm";
+  dt__norm_layer L;
+  dt_module *m;
+  if (num_features < 0 || num_features > ((int64_t)1 << 40)) {
+    dt__fail(DT_ERR_SHAPE, "%s: expected num_features >= 0 (0: lazy), got %lld", op, (long long)num_features);
+    return NULL;
+  }
+  memset(&L, 0, sizeof L);
+  L.kind = DT__N_BATCH_NORM;
+  if (!(m = dt__norm_new(op, &L))) return NULL;
+  if (num_features > 0 && dt__bn_init(op, m, (dt__norm_layer *)m->user, num_features, dt_cpu(), DT_F32) != DT_OK) {
+    dt_module_free(m);
+    return NULL;
+  }
+  return m;
+}
+
+DTDEF dt_module *dt_layer_norm(int64_t normalized_shape) {
+  static const char *const names[2] = {"weight", "bias"};
+  const char *op = "dt_layer_norm";
+  dt__norm_layer L;
+  dt_tensor *ts[2];
+  dt_module *m;
+  if (normalized_shape < 1 || normalized_shape > ((int64_t)1 << 40)) {
+    dt__fail(DT_ERR_SHAPE, "%s: expected normalized_shape >= 1, got %lld", op, (long long)normalized_shape);
+    return NULL;
+  }
+  memset(&L, 0, sizeof L);
+  L.kind = DT__N_LAYER_NORM; L.features = normalized_shape;
+  if (!(m = dt__norm_new(op, &L))) return NULL;
+  ts[0] = dt__filled(op, dt_shape1(normalized_shape), DT_F32, 1.0, dt_cpu());
+  ts[1] = ts[0] ? dt__filled(op, dt_shape1(normalized_shape), DT_F32, 0.0, dt_cpu()) : NULL;
+  if (dt__module_own(op, m, ts, names, 2, 2) != DT_OK) { dt_module_free(m); return NULL; }
+  return m;
+}
+
+DTDEF dt_module *dt_embedding(int64_t num_embeddings, int64_t embedding_dim) {
+  static const char *const names[1] = {"weight"};
+  const char *op = "dt_embedding";
+  dt__norm_layer L;
+  dt_tensor *w;
+  dt_module *m;
+  if (num_embeddings < 1 || embedding_dim < 1 || num_embeddings > ((int64_t)1 << 40) || embedding_dim > ((int64_t)1 << 40) ||
+      num_embeddings > (INT64_MAX / 8) / embedding_dim) {
+    dt__fail(DT_ERR_SHAPE, "%s: expected num_embeddings and embedding_dim >= 1 (and a weight that fits), got %lld and %lld", op,
+             (long long)num_embeddings, (long long)embedding_dim);
+    return NULL;
+  }
+  memset(&L, 0, sizeof L);
+  L.kind = DT__N_EMBEDDING;
+  if (!(m = dt__norm_new(op, &L))) return NULL;
+  w = dt__random(op, dt_shape2(num_embeddings, embedding_dim), dt_cpu(), 1); /* N(0, 1), as PyTorch's normal_ */
+  if (dt__module_own(op, m, &w, names, 1, 1) != DT_OK) { dt_module_free(m); return NULL; }
+  return m;
+}
+
+DTDEF dt_module *dt_gelu_layer(void) {
+  dt__norm_layer L;
+  memset(&L, 0, sizeof L);
+  L.kind = DT__N_GELU;
+  return dt__norm_new("dt_gelu_layer", &L);
+}
 
 /* ---- src/nn/optim.c ---- */
 /* torch.optim.SGD, Adam and AdamW. The optimizer borrows its module and holds, per parameter
@@ -8266,7 +8857,7 @@ static dt_status dt__wfile_finish(const char *op, const char *path, dt__wfile *w
 
 DTDEF dt_status dt_module_save(const dt_module *mc, const char *path) {
   const char *op = "dt_module_save";
-  dt_module *m = (dt_module *)mc;
+  dt_module *m = (dt_module *)mc, view;
   char *hdr = NULL;
   size_t cap = 0, len = 0, maxbytes = 0;
   uint64_t off = 0, hlen;
@@ -8280,8 +8871,13 @@ DTDEF dt_status dt_module_save(const dt_module *mc, const char *path) {
   if (!path) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: path is NULL", op);
   if (!dt__little_endian()) return dt__fail(DT_ERR_UNSUPPORTED, "%s: big-endian hosts are not supported", op);
   if ((s = dt__params_build(op, m)) != DT_OK) return s;
+  if (!(m = dt__state_view(op, m, &view))) return dt_last_status(); /* with its buffers */
   for (i = 0; i < m->nparams; i++) {
-    if (!m->params[i]) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s is not initialised yet (a lazy layer: run a forward first)", op, m->names[i]);
+    if (!m->params[i]) {
+      s = dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s is not initialised yet (a lazy layer: run a forward first)", op, m->names[i]);
+      dt__state_view_free((dt_module *)mc, m);
+      return s;
+    }
     if (m->params[i]->nbytes > maxbytes) maxbytes = m->params[i]->nbytes;
   }
   /* the header, measured on pass 0 and written on pass 1 */
@@ -8299,10 +8895,16 @@ DTDEF dt_status dt_module_save(const dt_module *mc, const char *path) {
     DT__ST_PUT("%s\"__metadata__\":{\"format\":\"pt\"}}", m->nparams ? "," : "");
 #undef DT__ST_PUT
     if (pass == 0) {
-      if ((uint64_t)(len + 7) / 8 * 8 > DT__ST_MAX_HEADER)
-        return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: the header would be %zu bytes, past the format's 100 MB", op, (len + 7) / 8 * 8);
+      if ((uint64_t)(len + 7) / 8 * 8 > DT__ST_MAX_HEADER) {
+        s = dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: the header would be %zu bytes, past the format's 100 MB", op, (len + 7) / 8 * 8);
+        dt__state_view_free((dt_module *)mc, m);
+        return s;
+      }
       cap = len + 8 + 1; /* room for padding to 8 bytes */
-      if (!(hdr = (char *)DT_MALLOC(cap))) return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+      if (!(hdr = (char *)DT_MALLOC(cap))) {
+        dt__state_view_free((dt_module *)mc, m);
+        return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+      }
     }
   }
   while (len % 8) hdr[len++] = ' ';
@@ -8322,6 +8924,7 @@ done:
   if (opened) s = dt__wfile_finish(op, path, &f, s);
   if (host) DT_FREE(host);
   DT_FREE(hdr);
+  dt__state_view_free((dt_module *)mc, m);
   return s;
 }
 
@@ -8951,6 +9554,7 @@ DTDEF dt_status dt_module_load(dt_module *m, const char *path) {
   dt__st_entry *ents = NULL;
   dt__st_name *byname = NULL;
   dt_tensor **fresh = NULL;
+  dt_module *mm, view;
   char unknown[208];
   dt_status s;
   int i, nunknown = 0;
@@ -8958,8 +9562,13 @@ DTDEF dt_status dt_module_load(dt_module *m, const char *path) {
   if (!path) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: path is NULL", op);
   if (!dt__little_endian()) return dt__fail(DT_ERR_UNSUPPORTED, "%s: big-endian hosts are not supported", op);
   if ((s = dt__params_build(op, m)) != DT_OK) return s;
+  if (!(m = dt__state_view(op, mm = m, &view))) return dt_last_status(); /* with its buffers */
   for (i = 0; i < m->nparams; i++)
-    if (!m->params[i]) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s is not initialised yet (a lazy layer: run a forward first)", op, m->names[i]);
+    if (!m->params[i]) {
+      s = dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s is not initialised yet (a lazy layer: run a forward first)", op, m->names[i]);
+      dt__state_view_free(mm, m);
+      return s;
+    }
   ents = (dt__st_entry *)DT_MALLOC(sizeof(dt__st_entry) * (size_t)(m->nparams + 1));
   fresh = (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)(m->nparams + 1));
   byname = (dt__st_name *)DT_MALLOC(sizeof(dt__st_name) * (size_t)(m->nparams + 1));
@@ -8967,6 +9576,7 @@ DTDEF dt_status dt_module_load(dt_module *m, const char *path) {
     if (ents) DT_FREE(ents);
     if (fresh) DT_FREE(fresh);
     if (byname) DT_FREE(byname);
+    dt__state_view_free(mm, m);
     return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
   }
   for (i = 0; i < m->nparams; i++) { byname[i].name = m->names[i]; byname[i].idx = i; }
@@ -8991,6 +9601,7 @@ DTDEF dt_status dt_module_load(dt_module *m, const char *path) {
   DT_FREE(ents);
   DT_FREE(byname);
   if (hdr) DT_FREE(hdr);
+  dt__state_view_free(mm, m);
   return s;
 }
 
@@ -9627,12 +10238,17 @@ static dt_status dt__trainer_label_classes(const char *op, dt_module *m, const d
 static dt_status dt__trainer_check_classes(const char *op, dt_module *m, const dt__tr_data *d, int64_t hi, const char *yn) {
   dt_tensor *xb, *pred;
   int64_t classes;
-  int was;
+  int was, training;
   if (hi < 0 || d->n == 0) return DT_OK;
   was = dt_set_grad_enabled(0);
   xb = d->Xd ? dt_slice(d->Xd, 0, 0, 1) : NULL;
   if (!d->Xd) { dt_tensor *xh = dt_slice(d->X, 0, 0, 1); xb = xh ? dt_to(xh, dt_module_device(m)) : NULL; dt_release(xh); }
+  /* in evaluation mode: batch norm neither updates its running statistics from one row nor
+     refuses it, dropout draws nothing */
+  training = m->training;
+  dt_module_train(m, 0);
   pred = xb ? dt_forward(m, xb) : NULL;
+  dt_module_train(m, training);
   dt_set_grad_enabled(was);
   dt_release(xb);
   if (!pred) return dt_last_status();

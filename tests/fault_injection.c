@@ -241,6 +241,12 @@ static int workload(void) {
   dt_optimizer *opt = NULL;
   dt_graph *gr = NULL; /* graphs: the graph, and whether a capture of the CPU is open */
   int gcap = 0;
+  /* dropout, normalisation, embedding, GELU: the modules, batch norm's running statistics as
+     the last successful step left them (checked after a failed one) */
+  dt_module *bn = NULL, *bn2 = NULL, *lyr = NULL;
+  dt_tensor *bx = NULL, *ei = NULL;
+  double bn_snap[4];
+  int bn_have = 0;
   dt_tensor *ag_w = NULL, *ag_m = NULL, *ag_c = NULL, *ag_d = NULL;
   double ag_snap[6];
   int ag_have = 0, ag_done = 0; /* a gradient snapshot taken; the backward after it done */
@@ -718,6 +724,60 @@ static int workload(void) {
     VERIFY(val(gu, 0) == 4.0 && val(gu, 5) == 49.0);
     dt_graph_free(gr); gr = NULL;
   }
+  /* dropout, layer norm, embedding, GELU and batch norm: functional forms and modules; batch
+     norm's training steps update its buffers (a failed one leaves them, checked at out:), save
+     and load them, and convert them; the refusals allocate nothing */
+  NEW(u, dt_arange(0, 24, 1, DT_F32, dt_cpu()));
+  NEW(bx, dt_reshape(u, dt_shape4(2, 3, 2, 2)));            /* channel 0: 0..3 and 12..15, mean 7.5 */
+  NEW(t, dt_f_dropout(bx, 0.5, 1)); VERIFY(val(t, 1) == 0 || val(t, 1) == 2);
+  NEW(t, dt_f_layer_norm(bx, 2, NULL, NULL, 0.0)); VERIFY(fabs(val(t, 1) - 1) < 1e-6);
+  NEW(t, dt_f_batch_norm(bx, NULL, NULL, NULL, NULL, 1, 0.1, 0.0)); VERIFY(val(t, 0) < 0);
+  STEP((lyr = dt_dropout(0.25)) != NULL);
+  NEW(t, dt_forward(lyr, bx));
+  dt_module_free(lyr); lyr = NULL;
+  STEP((lyr = dt_layer_norm(2)) != NULL);
+  NEW(t, dt_forward(lyr, bx));
+  NEW(u, dt_sum(t));
+  STEP(dt_autograd_backward(u, NULL) == DT_OK);
+  dt_module_free(lyr); lyr = NULL;
+  STEP((lyr = dt_gelu_layer()) != NULL);
+  NEW(t, dt_forward(lyr, bx)); VERIFY(val(t, 1) > 0.84 && val(t, 1) < 0.85);
+  dt_module_free(lyr); lyr = NULL;
+  {
+    static const int64_t eiv[4] = {1, 4, 1, 0};
+    STEP((lyr = dt_embedding(5, 3)) != NULL);
+    NEW(ei, dt_from_data(eiv, dt_shape2(2, 2), DT_I64, dt_cpu()));
+    NEW(t, dt_forward(lyr, ei)); VERIFY(dt_ndim(t) == 3 && val(t, 0) == val(t, 6));
+    NEW(u, dt_sum(t));
+    STEP(dt_autograd_backward(u, NULL) == DT_OK);
+    dt_module_free(lyr); lyr = NULL;
+  }
+  STEP((bn = dt_batch_norm(3)) != NULL);
+  NEW(t, dt_forward(bn, bx));
+  bn_snap[0] = val(dt_module_get_buffer(bn, "running_mean"), 0); bn_snap[1] = val(dt_module_get_buffer(bn, "running_var"), 2);
+  bn_snap[2] = val(dt_module_get_buffer(bn, "num_batches_tracked"), 0); bn_have = 1;
+  VERIFY(fabs(bn_snap[0] - 0.75) < 1e-6 && bn_snap[2] == 1);
+  NEW(u, dt_sum(t));
+  STEP(dt_autograd_backward(u, NULL) == DT_OK);
+  NEW(t, dt_forward(bn, bx));
+  bn_snap[0] = val(dt_module_get_buffer(bn, "running_mean"), 0); bn_snap[1] = val(dt_module_get_buffer(bn, "running_var"), 2);
+  bn_snap[2] = val(dt_module_get_buffer(bn, "num_batches_tracked"), 0);
+  VERIFY(fabs(bn_snap[0] - 1.425) < 1e-6 && bn_snap[2] == 2);
+  STEP(dt_module_train(bn, 0) == DT_OK);
+  NEW(t, dt_forward(bn, bx));
+  STEP(dt_module_train(bn, 1) == DT_OK);
+  STEP(dt_module_save(bn, fi_path) == DT_OK);
+  STEP((bn2 = dt_batch_norm(3)) != NULL);
+  STEP(dt_module_load(bn2, fi_path) == DT_OK);
+  VERIFY(val(dt_module_get_buffer(bn2, "running_mean"), 0) == bn_snap[0] && val(dt_module_get_buffer(bn2, "num_batches_tracked"), 0) == 2);
+  STEP(dt_module_to_dtype(bn2, DT_F64) == DT_OK);
+  VERIFY(dt_dtype_of(dt_module_get_buffer(bn2, "running_var")) == DT_F64 && dt_dtype_of(dt_module_get_buffer(bn2, "num_batches_tracked")) == DT_I64);
+  NEW(u, dt_zeros(dt_shape2(1, 3), dt_cpu()));
+  REFUSE(dt_f_batch_norm(u, NULL, NULL, NULL, NULL, 1, 0.1, 1e-5), DT_ERR_SHAPE);   /* one value per channel */
+  REFUSE(dt_f_dropout(bx, 1.5, 1), DT_ERR_INVALID_ARGUMENT);
+  REFUSE(dt_f_layer_norm(bx, 3, NULL, NULL, 1e-5), DT_ERR_SHAPE);
+  REFUSE(dt_f_embedding(bx, u), DT_ERR_DTYPE);
+  REFUSE(dt_forward(bn, u), DT_ERR_SHAPE);                                         /* 1 channel... of 3: (1, 3) is one value each */
 
 out:
   if (gcap) dt_graph_free(dt_graph_end(dt_cpu()));
@@ -745,6 +805,10 @@ out:
     double now[64];
     if (snap_net(net2, now, 64, NULL) != nsnap2 || !same(now, snap2, nsnap2)) fi_problem(failed_line, "a failed dt_module_load changed the net");
   }
+  if (bn && bn_have && failed_line &&
+      (val(dt_module_get_buffer(bn, "running_mean"), 0) != bn_snap[0] || val(dt_module_get_buffer(bn, "running_var"), 2) != bn_snap[1] ||
+       val(dt_module_get_buffer(bn, "num_batches_tracked"), 0) != bn_snap[2]))
+    fi_problem(failed_line, "a failed step changed batch norm's running statistics");
   /* the program can go on: with no more failures, what is held still works */
   if (failed_line) {
     long save = fi_fail_at;
@@ -788,6 +852,7 @@ out:
   dt_module_free(net2);
   dt_module_free(net3);
   dt_module_free(um);
+  dt_module_free(bn); dt_module_free(bn2); dt_module_free(lyr);
   dt_optimizer_free(opt_c); dt_module_free(netc);
   for (i = 0; i < npool; i++) dt_release(pool[i]);
   npool = 0;

@@ -492,6 +492,36 @@ static dt_status conv_bw(const dt_tensor *gy, const dt_tensor *x, const dt_tenso
 /* max pooling's indices (I64) of shape (a, b, c, d) */
 static dt_tensor *cv_idx(int64_t a, int64_t b, int64_t c, int64_t e) { return cv_t(DT_I64, a, b, c, e); }
 
+/* the layers' modules: a module made by the row, run on x and freed; 1 when the forward failed */
+static int mod_fwd(dt_module *m, const dt_tensor *x) {
+  dt_tensor *y;
+  if (!m) return 1; /* the constructor's failure, which the row's message then names */
+  y = dt_forward(m, x);
+  dt_module_free(m);
+  return nul(y);
+}
+/* a (1, c) batch: one value per channel */
+/* I64 indices of 8 dims (the result would need 9) */
+static dt_tensor *idx8(void) {
+  static const int64_t dims[8] = {1, 1, 1, 1, 1, 1, 1, 2};
+  dt_tensor *z = dt_zeros(dt_shape_n(8, dims), dt_cpu()), *i = z ? dt_cast(z, DT_I64) : NULL;
+  dt_release(z);
+  return cv_keep(i);
+}
+static dt_tensor *row1(int64_t c) { return cv_keep(dt_zeros(dt_shape2(1, c), dt_cpu())); }
+/* buffers: on a batch norm module of 3 channels (0: a second "running_mean", 1: one named like a
+   parameter, 2: one on cuda:0, 3: one that requires grad, 4: on a sequential, 5: NULL) */
+static int buffer_bad(int what) {
+  dt_module *m = what == 4 ? dt_sequential() : dt_batch_norm(3);
+  dt_tensor *t = what == 5 ? NULL : what == 2 ? dt_zeros(dt_shape1(3), dt_gpu(0)) : dt_zeros(dt_shape1(3), dt_cpu());
+  dt_status s;
+  if (what == 3) dt_requires_grad_(t, 1);
+  s = dt_module_add_buffer(m, what == 0 ? "running_mean" : what == 1 ? "bias" : "extra", t);
+  dt_release(t);
+  dt_module_free(m);
+  return s != DT_OK;
+}
+
 /* name, expected status, message prefix, words the message must hold ('|' between), the call (1: failed).
    Words that start with '=' are the whole message after the prefix, word for word.
    GPUS(n, call): a row that needs n GPUs; it is reported as skipped where there are fewer. */
@@ -1420,7 +1450,95 @@ static int graph_misuse(int which) {
   X_(graph_item_in_capture, DT_ERR_UNSUPPORTED, "dt_graph_end:", "cuda:0 is invalid|dt_item|host memory", GPUS(1, graph_misuse(2))) \
   X_(graph_other_device, DT_ERR_UNSUPPORTED, "dt_graph_end:", "invalid|dt_copyto|another device", GPUS(1, graph_misuse(3))) \
   X_(graph_replay_stale, DT_ERR_INVALID_ARGUMENT, "dt_graph_replay:", "existed when the capture began|released", graph_misuse(4)) \
-  X_(graph_replay_null, DT_ERR_INVALID_ARGUMENT, "dt_graph_replay:", "=g is NULL", bad(dt_graph_replay(NULL)))
+  X_(graph_replay_null, DT_ERR_INVALID_ARGUMENT, "dt_graph_replay:", "=g is NULL", bad(dt_graph_replay(NULL))) \
+  /* dropout, batch and layer norm, embedding, GELU, buffers */                                                              \
+  X_(f_dropout_null, DT_ERR_INVALID_ARGUMENT, "dt_f_dropout:", "=x is NULL", nul(dt_f_dropout(NULL, 0.5, 1)))                \
+  X_(f_dropout_p_big, DT_ERR_INVALID_ARGUMENT, "dt_f_dropout:", "=dropout probability has to be between 0 and 1, but got 1.5", nul(dt_f_dropout(F, 1.5, 1))) \
+  X_(f_dropout_p_neg_eval, DT_ERR_INVALID_ARGUMENT, "dt_f_dropout:", "between 0 and 1|-0.25", nul(dt_f_dropout(F, -0.25, 0))) \
+  X_(f_dropout_p_nan, DT_ERR_INVALID_ARGUMENT, "dt_f_dropout:", "between 0 and 1", nul(dt_f_dropout(F, NAN, 1)))             \
+  X_(f_dropout_int, DT_ERR_DTYPE, "dt_f_dropout:", "x is int32|float32 or float64", nul(dt_f_dropout(I, 0.5, 1)))            \
+  X_(f_dropout_eval_ok, DT_OK, "", "", nul(dt_f_dropout(F, 0.5, 0)))                                                         \
+  X_(f_dropout_gpu_ok, DT_OK, "", "", GPUS(1, nul(dt_f_dropout(G0, 0.5, 1))))                                                \
+  X_(dropout_p, DT_ERR_INVALID_ARGUMENT, "dt_dropout:", "=dropout probability has to be between 0 and 1, but got -0.5", nulm(dt_dropout(-0.5))) \
+  X_(dropout_fwd_int, DT_ERR_DTYPE, "dt_f_dropout:", "x is int32", mod_fwd(dt_dropout(0.5), I))                              \
+  X_(f_bn_null, DT_ERR_INVALID_ARGUMENT, "dt_f_batch_norm:", "=x is NULL", nul(dt_f_batch_norm(NULL, NULL, NULL, NULL, NULL, 1, 0.1, 1e-5))) \
+  X_(f_bn_int, DT_ERR_DTYPE, "dt_f_batch_norm:", "x is int32", nul(dt_f_batch_norm(I, NULL, NULL, NULL, NULL, 1, 0.1, 1e-5))) \
+  X_(f_bn_1d, DT_ERR_SHAPE, "dt_f_batch_norm:", "=expected x of 2 to 4 dims, (n, c), (n, c, l) or (n, c, h, w), got (3,)", nul(dt_f_batch_norm(V, NULL, NULL, NULL, NULL, 1, 0.1, 1e-5))) \
+  X_(f_bn_weight_shape, DT_ERR_SHAPE, "dt_f_batch_norm:", "=expected weight of shape (3,), got (2, 3)", nul(dt_f_batch_norm(F, NULL, NULL, F, NULL, 1, 0.1, 1e-5))) \
+  X_(f_bn_bias_dtype, DT_ERR_DTYPE, "dt_f_batch_norm:", "x is float32 and bias is float64", nul(dt_f_batch_norm(F, NULL, NULL, V, D, 1, 0.1, 1e-5))) \
+  X_(f_bn_running_shape, DT_ERR_SHAPE, "dt_f_batch_norm:", "running_var of shape (3,)|(2, 3)", nul(dt_f_batch_norm(F, V, F, NULL, NULL, 1, 0.1, 1e-5))) \
+  X_(f_bn_eval_no_running, DT_ERR_INVALID_ARGUMENT, "dt_f_batch_norm:", "=running_mean and running_var are needed when not training", nul(dt_f_batch_norm(F, V, NULL, NULL, NULL, 0, 0.1, 1e-5))) \
+  X_(f_bn_one_value, DT_ERR_SHAPE, "dt_f_batch_norm:", "=Expected more than 1 value per channel when training, got input size (1, 3)", nul(dt_f_batch_norm(row1(3), NULL, NULL, NULL, NULL, 1, 0.1, 1e-5))) \
+  X_(f_bn_one_value_eval_ok, DT_OK, "", "", nul(dt_f_batch_norm(row1(3), V, V, NULL, NULL, 0, 0.1, 1e-5)))                   \
+  X_(f_bn_momentum, DT_ERR_INVALID_ARGUMENT, "dt_f_batch_norm:", "momentum in [0, 1]|got 2 and", nul(dt_f_batch_norm(F, NULL, NULL, NULL, NULL, 1, 2.0, 1e-5))) \
+  X_(f_bn_eps, DT_ERR_INVALID_ARGUMENT, "dt_f_batch_norm:", "eps >= 0", nul(dt_f_batch_norm(F, NULL, NULL, NULL, NULL, 1, 0.1, -1.0))) \
+  X_(f_bn_weight_cpu, DT_ERR_DEVICE_MISMATCH, "dt_f_batch_norm:", "=expected all tensors on the same device, but weight is on cpu and x is on cuda:0 (move one with dt_to)", GPUS(1, nul(dt_f_batch_norm(G0, NULL, NULL, V, NULL, 1, 0.1, 1e-5)))) \
+  X_(f_bn_running_gpu1, DT_ERR_DEVICE_MISMATCH, "dt_f_batch_norm:", "running_mean is on cuda:0 and x is on cuda:1", GPUS(2, nul(dt_f_batch_norm(G1, G0V, NULL, NULL, NULL, 1, 0.1, 1e-5)))) \
+  X_(f_bn_gpu_ok, DT_OK, "", "", GPUS(1, nul(dt_f_batch_norm(G0, G0V, G0V, G0V, G0V, 1, 0.1, 1e-5))))                        \
+  X_(bn_neg, DT_ERR_SHAPE, "dt_batch_norm:", "=expected num_features >= 0 (0: lazy), got -1", nulm(dt_batch_norm(-1)))       \
+  X_(bn_channels, DT_ERR_SHAPE, "dt_batch_norm:", "=expected x with 3 channels (dim 1), got (1, 2, 5, 5)", mod_fwd(dt_batch_norm(3), cv(1, 2, 5, 5))) \
+  X_(bn_1d, DT_ERR_SHAPE, "dt_batch_norm:", "(n, c, h, w)|got (3,)", mod_fwd(dt_batch_norm(3), V))                           \
+  X_(bn_one_value, DT_ERR_SHAPE, "dt_f_batch_norm:", "Expected more than 1 value per channel when training|(1, 3)", mod_fwd(dt_batch_norm(3), row1(3))) \
+  X_(bn_lazy_no_channels, DT_ERR_SHAPE, "dt_batch_norm:", "takes its channels from x|(2, 0, 1, 1)", mod_fwd(dt_batch_norm(0), cv(2, 0, 1, 1))) \
+  X_(bn_lazy_int, DT_ERR_DTYPE, "dt_batch_norm:", "x is int32|float32 or float64", mod_fwd(dt_batch_norm(0), I))         \
+  X_(bn_dtype, DT_ERR_DTYPE, "dt_forward:", "x is float64 but the module is float32", mod_fwd(dt_batch_norm(3), D))          \
+  X_(bn_gpu_x, DT_ERR_DEVICE_MISMATCH, "dt_forward:", "x is on cuda:0 but|cpu", GPUS(1, mod_fwd(dt_batch_norm(3), G0)))      \
+  X_(f_ln_null, DT_ERR_INVALID_ARGUMENT, "dt_f_layer_norm:", "=x is NULL", nul(dt_f_layer_norm(NULL, 3, NULL, NULL, 1e-5)))  \
+  X_(f_ln_int, DT_ERR_DTYPE, "dt_f_layer_norm:", "x is int32", nul(dt_f_layer_norm(I, 3, NULL, NULL, 1e-5)))                 \
+  X_(f_ln_shape, DT_ERR_SHAPE, "dt_f_layer_norm:", "=expected x of shape (*, 4) (normalized_shape at least 1), got (2, 3)", nul(dt_f_layer_norm(F, 4, NULL, NULL, 1e-5))) \
+  X_(f_ln_0d, DT_ERR_SHAPE, "dt_f_layer_norm:", "(*, 1)|got ()", nul(dt_f_layer_norm(S, 1, NULL, NULL, 1e-5)))               \
+  X_(f_ln_weight_shape, DT_ERR_SHAPE, "dt_f_layer_norm:", "=expected weight of shape (3,), got (2, 3)", nul(dt_f_layer_norm(F, 3, F, NULL, 1e-5))) \
+  X_(f_ln_bias_dtype, DT_ERR_DTYPE, "dt_f_layer_norm:", "x is float32 and bias is float64", nul(dt_f_layer_norm(F, 3, V, D, 1e-5))) \
+  X_(f_ln_eps, DT_ERR_INVALID_ARGUMENT, "dt_f_layer_norm:", "eps >= 0|-1", nul(dt_f_layer_norm(F, 3, NULL, NULL, -1.0)))     \
+  X_(f_ln_weight_cpu, DT_ERR_DEVICE_MISMATCH, "dt_f_layer_norm:", "weight is on cpu and x is on cuda:0", GPUS(1, nul(dt_f_layer_norm(G0, 3, V, NULL, 1e-5)))) \
+  X_(f_ln_gpu_ok, DT_OK, "", "", GPUS(1, nul(dt_f_layer_norm(G0, 3, G0V, G0V, 1e-5))))                                       \
+  X_(ln_zero, DT_ERR_SHAPE, "dt_layer_norm:", "=expected normalized_shape >= 1, got 0", nulm(dt_layer_norm(0)))              \
+  X_(ln_fwd_shape, DT_ERR_SHAPE, "dt_f_layer_norm:", "(*, 4)|(2, 3)", mod_fwd(dt_layer_norm(4), F))                          \
+  X_(f_emb_null_idx, DT_ERR_INVALID_ARGUMENT, "dt_f_embedding:", "=idx is NULL", nul(dt_f_embedding(NULL, F)))               \
+  X_(f_emb_null_weight, DT_ERR_INVALID_ARGUMENT, "dt_f_embedding:", "=weight is NULL", nul(dt_f_embedding(L, NULL)))         \
+  X_(f_emb_idx_dtype, DT_ERR_DTYPE, "dt_f_embedding:", "=idx is int32; indices are int64 (convert with dt_cast)", nul(dt_f_embedding(I, F))) \
+  X_(f_emb_weight_int, DT_ERR_DTYPE, "dt_f_embedding:", "weight is int32", nul(dt_f_embedding(L, I)))                        \
+  X_(f_emb_weight_1d, DT_ERR_SHAPE, "dt_f_embedding:", "=expected weight of shape (num_embeddings, embedding_dim), got (3,)", nul(dt_f_embedding(L, V))) \
+  X_(f_emb_range, DT_ERR_INVALID_ARGUMENT, "dt_f_embedding:", "idx does not fit weight (2, 3)|out of range", nul(dt_f_embedding(L, F))) \
+  X_(f_emb_8d, DT_ERR_SHAPE, "dt_f_embedding:", "idx has 8 dims", nul(dt_f_embedding(idx8(), F))) \
+  X_(f_emb_gpu_weight, DT_ERR_DEVICE_MISMATCH, "dt_f_embedding:", "idx is on cpu and weight is on cuda:0", GPUS(1, nul(dt_f_embedding(L, G0)))) \
+  X_(emb_zero, DT_ERR_SHAPE, "dt_embedding:", "num_embeddings and embedding_dim >= 1|0 and 3", nulm(dt_embedding(0, 3)))     \
+  X_(emb_huge, DT_ERR_SHAPE, "dt_embedding:", "fits", nulm(dt_embedding(BIG, BIG)))                                          \
+  X_(emb_fwd_float, DT_ERR_DTYPE, "dt_f_embedding:", "idx is float32", mod_fwd(dt_embedding(3, 2), F))                       \
+  X_(emb_fwd_int32, DT_ERR_DTYPE, "dt_f_embedding:", "idx is int32", mod_fwd(dt_embedding(3, 2), I))                         \
+  X_(gelu_layer_int, DT_ERR_DTYPE, "dt_gelu:", "int32", mod_fwd(dt_gelu_layer(), I))                                         \
+  X_(add_buffer_null, DT_ERR_INVALID_ARGUMENT, "dt_module_add_buffer:", "=m is NULL", bad(dt_module_add_buffer(NULL, "b", F))) \
+  X_(add_buffer_null_t, DT_ERR_INVALID_ARGUMENT, "dt_module_add_buffer:", "=t is NULL", buffer_bad(5))                       \
+  X_(add_buffer_not_user, DT_ERR_INVALID_ARGUMENT, "dt_module_add_buffer:", "not a module made by dt_module_new", bad(dt_module_add_buffer(NET, "b", F))) \
+  X_(add_buffer_twice, DT_ERR_INVALID_ARGUMENT, "dt_module_add_buffer:", "=m already has a buffer named \"running_mean\"", buffer_bad(0)) \
+  X_(add_buffer_param_name, DT_ERR_INVALID_ARGUMENT, "dt_module_add_buffer:", "already has a parameter named \"bias\"", buffer_bad(1)) \
+  X_(add_buffer_device, DT_ERR_DEVICE_MISMATCH, "dt_module_add_buffer:", "extra is on cuda:0 but the module is on cpu", GPUS(1, buffer_bad(2))) \
+  X_(add_buffer_requires_grad, DT_ERR_INVALID_ARGUMENT, "dt_module_add_buffer:", "requires grad", buffer_bad(3))             \
+  X_(add_buffer_seq, DT_ERR_INVALID_ARGUMENT, "dt_module_add_buffer:", "not a module made by dt_module_new", buffer_bad(4))  \
+  X_(get_buffer_null, DT_ERR_INVALID_ARGUMENT, "dt_module_get_buffer:", "=m is NULL", nul(dt_module_get_buffer(NULL, "running_mean"))) \
+  X_(get_buffer_missing, DT_ERR_INVALID_ARGUMENT, "dt_module_get_buffer:", "=m has no buffer named \"0.running_mean\"", nul(dt_module_get_buffer(NET, "0.running_mean"))) \
+  /* the convolution and pooling modules */                                                                                  \
+  X_(conv2d_kernel0, DT_ERR_INVALID_ARGUMENT, "dt_conv2d:", "=kernel_size must be at least 1, got (0, 0)", nulm(dt_conv2d(3, 4, 0, 1, 0))) \
+  X_(conv2d_stride0, DT_ERR_INVALID_ARGUMENT, "dt_conv2d:", "=stride must be at least 1, got (0, 0)", nulm(dt_conv2d(3, 4, 3, 0, 0))) \
+  X_(conv2d_padding_neg, DT_ERR_INVALID_ARGUMENT, "dt_conv2d:", "=padding must be non-negative, got (-1, -1)", nulm(dt_conv2d(3, 4, 3, 1, -1))) \
+  X_(conv2d_in_neg, DT_ERR_SHAPE, "dt_conv2d:", "in_channels >= 0 (0: lazy)|-1 and 4", nulm(dt_conv2d(-1, 4, 3, 1, 0)))      \
+  X_(conv2d_out0, DT_ERR_SHAPE, "dt_conv2d:", "out_channels > 0|3 and 0", nulm(dt_conv2d(3, 0, 3, 1, 0)))                    \
+  X_(conv2d_groups, DT_ERR_INVALID_ARGUMENT, "dt_conv2d:", "groups|divide in_channels 3 and out_channels 4, got 2", nulm(dt_conv2d_ex(3, 4, 3, 3, 1, 1, 0, 0, 2, 1))) \
+  X_(conv2d_channels, DT_ERR_SHAPE, "dt_f_conv2d:", "x's channels / groups = 2 / 1 = 2|(4, 3, 3, 3)", mod_fwd(dt_conv2d(3, 4, 3, 1, 0), cv(1, 2, 8, 8))) \
+  X_(conv2d_small, DT_ERR_SHAPE, "dt_f_conv2d:", "input smaller than the kernel|(1, 2, 4, 4)", mod_fwd(dt_conv2d(2, 4, 5, 1, 0), cv(1, 2, 4, 4))) \
+  X_(conv2d_x_3d, DT_ERR_SHAPE, "dt_f_conv2d:", "4-d (n, c, h, w)|(2, 3, 4)", mod_fwd(dt_conv2d(3, 4, 3, 1, 0), B3))         \
+  X_(conv2d_lazy_groups, DT_ERR_SHAPE, "dt_conv2d:", "groups 2 does not divide x's 3 channels", mod_fwd(dt_conv2d_ex(0, 4, 3, 3, 1, 1, 0, 0, 2, 1), cv(1, 3, 5, 5))) \
+  X_(conv2d_lazy_3d, DT_ERR_SHAPE, "dt_conv2d:", "(2, 3, 4)", mod_fwd(dt_conv2d(0, 4, 3, 1, 0), B3))                         \
+  X_(conv2d_gpu_x, DT_ERR_DEVICE_MISMATCH, "dt_forward:", "x is on cuda:0 but|cpu", GPUS(1, mod_fwd(dt_conv2d(2, 4, 3, 1, 0), cv_g(1, 2, 5, 5)))) \
+  X_(max_pool2d_kernel0, DT_ERR_INVALID_ARGUMENT, "dt_max_pool2d:", "=kernel_size must be at least 1, got 0", nulm(dt_max_pool2d(0, 1, 0))) \
+  X_(max_pool2d_stride_neg, DT_ERR_INVALID_ARGUMENT, "dt_max_pool2d:", "stride must be at least 1|-1", nulm(dt_max_pool2d(2, -1, 0))) \
+  X_(max_pool2d_padding, DT_ERR_INVALID_ARGUMENT, "dt_max_pool2d:", "=padding must be between 0 and half the kernel size 2, got 2", nulm(dt_max_pool2d(2, 1, 2))) \
+  X_(max_pool2d_small, DT_ERR_SHAPE, "dt_f_max_pool2d:", "(1, 1, 2, 2)", mod_fwd(dt_max_pool2d(3, 1, 0), cv(1, 1, 2, 2)))    \
+  X_(avg_pool2d_kernel0, DT_ERR_INVALID_ARGUMENT, "dt_avg_pool2d:", "kernel_size must be at least 1", nulm(dt_avg_pool2d(0, 1, 0))) \
+  X_(avg_pool2d_padding_neg, DT_ERR_INVALID_ARGUMENT, "dt_avg_pool2d:", "padding|-1", nulm(dt_avg_pool2d(3, 1, -1)))         \
+  X_(avg_pool2d_x_2d, DT_ERR_SHAPE, "dt_f_avg_pool2d:", "(2, 3)", mod_fwd(dt_avg_pool2d(2, 0, 0), F))                        \
+  X_(adaptive_avg_pool2d_zero, DT_ERR_INVALID_ARGUMENT, "dt_adaptive_avg_pool2d:", "=the output size must be at least 1, got (0, 2)", nulm(dt_adaptive_avg_pool2d(0, 2))) \
+  X_(adaptive_avg_pool2d_x_3d, DT_ERR_SHAPE, "dt_f_adaptive_avg_pool2d:", "(2, 3, 4)", mod_fwd(dt_adaptive_avg_pool2d(2, 2), B3))
 
 #define X_DEF(name, want, prefix, words, call) static int bad_##name(void) { return (call); }
 BAD_CASES(X_DEF)

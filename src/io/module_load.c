@@ -414,6 +414,7 @@ DTDEF dt_status dt_module_load(dt_module *m, const char *path) {
   dt__st_entry *ents = NULL;
   dt__st_name *byname = NULL;
   dt_tensor **fresh = NULL;
+  dt_module *mm, view;
   char unknown[208];
   dt_status s;
   int i, nunknown = 0;
@@ -421,8 +422,13 @@ DTDEF dt_status dt_module_load(dt_module *m, const char *path) {
   if (!path) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: path is NULL", op);
   if (!dt__little_endian()) return dt__fail(DT_ERR_UNSUPPORTED, "%s: big-endian hosts are not supported", op);
   if ((s = dt__params_build(op, m)) != DT_OK) return s;
+  if (!(m = dt__state_view(op, mm = m, &view))) return dt_last_status(); /* with its buffers */
   for (i = 0; i < m->nparams; i++)
-    if (!m->params[i]) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s is not initialised yet (a lazy layer: run a forward first)", op, m->names[i]);
+    if (!m->params[i]) {
+      s = dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s is not initialised yet (a lazy layer: run a forward first)", op, m->names[i]);
+      dt__state_view_free(mm, m);
+      return s;
+    }
   ents = (dt__st_entry *)DT_MALLOC(sizeof(dt__st_entry) * (size_t)(m->nparams + 1));
   fresh = (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)(m->nparams + 1));
   byname = (dt__st_name *)DT_MALLOC(sizeof(dt__st_name) * (size_t)(m->nparams + 1));
@@ -430,6 +436,7 @@ DTDEF dt_status dt_module_load(dt_module *m, const char *path) {
     if (ents) DT_FREE(ents);
     if (fresh) DT_FREE(fresh);
     if (byname) DT_FREE(byname);
+    dt__state_view_free(mm, m);
     return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
   }
   for (i = 0; i < m->nparams; i++) { byname[i].name = m->names[i]; byname[i].idx = i; }
@@ -454,5 +461,6 @@ DTDEF dt_status dt_module_load(dt_module *m, const char *path) {
   DT_FREE(ents);
   DT_FREE(byname);
   if (hdr) DT_FREE(hdr);
+  dt__state_view_free(mm, m);
   return s;
 }

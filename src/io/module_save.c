@@ -249,7 +249,7 @@ static dt_status dt__wfile_finish(const char *op, const char *path, dt__wfile *w
 
 DTDEF dt_status dt_module_save(const dt_module *mc, const char *path) {
   const char *op = "dt_module_save";
-  dt_module *m = (dt_module *)mc;
+  dt_module *m = (dt_module *)mc, view;
   char *hdr = NULL;
   size_t cap = 0, len = 0, maxbytes = 0;
   uint64_t off = 0, hlen;
@@ -263,8 +263,13 @@ DTDEF dt_status dt_module_save(const dt_module *mc, const char *path) {
   if (!path) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: path is NULL", op);
   if (!dt__little_endian()) return dt__fail(DT_ERR_UNSUPPORTED, "%s: big-endian hosts are not supported", op);
   if ((s = dt__params_build(op, m)) != DT_OK) return s;
+  if (!(m = dt__state_view(op, m, &view))) return dt_last_status(); /* with its buffers */
   for (i = 0; i < m->nparams; i++) {
-    if (!m->params[i]) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s is not initialised yet (a lazy layer: run a forward first)", op, m->names[i]);
+    if (!m->params[i]) {
+      s = dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s is not initialised yet (a lazy layer: run a forward first)", op, m->names[i]);
+      dt__state_view_free((dt_module *)mc, m);
+      return s;
+    }
     if (m->params[i]->nbytes > maxbytes) maxbytes = m->params[i]->nbytes;
   }
   /* the header, measured on pass 0 and written on pass 1 */
@@ -282,10 +287,16 @@ DTDEF dt_status dt_module_save(const dt_module *mc, const char *path) {
     DT__ST_PUT("%s\"__metadata__\":{\"format\":\"pt\"}}", m->nparams ? "," : "");
 #undef DT__ST_PUT
     if (pass == 0) {
-      if ((uint64_t)(len + 7) / 8 * 8 > DT__ST_MAX_HEADER)
-        return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: the header would be %zu bytes, past the format's 100 MB", op, (len + 7) / 8 * 8);
+      if ((uint64_t)(len + 7) / 8 * 8 > DT__ST_MAX_HEADER) {
+        s = dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: the header would be %zu bytes, past the format's 100 MB", op, (len + 7) / 8 * 8);
+        dt__state_view_free((dt_module *)mc, m);
+        return s;
+      }
       cap = len + 8 + 1; /* room for padding to 8 bytes */
-      if (!(hdr = (char *)DT_MALLOC(cap))) return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+      if (!(hdr = (char *)DT_MALLOC(cap))) {
+        dt__state_view_free((dt_module *)mc, m);
+        return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+      }
     }
   }
   while (len % 8) hdr[len++] = ' ';
@@ -305,5 +316,6 @@ done:
   if (opened) s = dt__wfile_finish(op, path, &f, s);
   if (host) DT_FREE(host);
   DT_FREE(hdr);
+  dt__state_view_free((dt_module *)mc, m);
   return s;
 }

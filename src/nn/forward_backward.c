@@ -134,6 +134,13 @@ static dt_tensor *dt__forward(const char *op, dt_module *m, const dt_tensor *x, 
   return NULL;
 }
 
+/* 1 when the first module x meets (through sequentials) is of dt_module_new's kind: its forward
+   may take integer x (an embedding's indices) and checks what it takes itself. */
+static int dt__module_first_is_user(const dt_module *m) {
+  while (m->kind == DT__M_SEQ && m->n > 0) m = m->layers[0];
+  return m->kind == DT__M_USER;
+}
+
 DTDEF dt_tensor *dt_forward(dt_module *m, const dt_tensor *x) {
   const char *op = "dt_forward";
   char a[48], b[48], pn[DT__NAME_MAX];
@@ -144,7 +151,7 @@ DTDEF dt_tensor *dt_forward(dt_module *m, const dt_tensor *x) {
              dt_device_str(x->st->device, a, sizeof a), dt__first_param(m, pn, sizeof pn), dt_device_str(m->device, b, sizeof b));
     return NULL;
   }
-  if (x->dtype != m->dtype) {
+  if (x->dtype != m->dtype && !(!dt__is_float(x->dtype) && dt__module_first_is_user(m))) {
     dt__fail(DT_ERR_DTYPE, "%s: x is %s but the module is %s (convert with dt_cast)", op, dt_dtype_name(x->dtype), dt_dtype_name(m->dtype));
     return NULL;
   }

@@ -39,6 +39,11 @@ struct dt_module {
   char **pnames, **cnames;
   dt_tensor **pts, **pgs;
   int training;            /* net.train() / net.eval() */
+  /* buffers (register_buffer): state that saves, loads and moves with the module but is no
+     parameter (no gradient, no optimizer step), one reference each, in the order added */
+  int nb, bcap;
+  char **bnames;
+  dt_tensor **bts;
 };
 
 /* The longest parameter name: one "index." (an int has at most 10 digits) or "name." per holding
@@ -201,6 +206,8 @@ DTDEF void dt_module_free(dt_module *m) {
   for (i = 0; i < m->n; i++) { m->layers[i]->parent = NULL; dt_module_free(m->layers[i]); } /* at most DT_MODULE_MAX_DEPTH deep */
   for (i = 0; i < m->np; i++) { dt_release(m->pts[i]); dt_release(m->pgs[i]); DT_FREE(m->pnames[i]); }
   for (i = 0; m->cnames && i < m->n; i++) DT_FREE(m->cnames[i]);
+  for (i = 0; i < m->nb; i++) { dt_release(m->bts[i]); DT_FREE(m->bnames[i]); }
+  if (m->bts) { DT_FREE(m->bts); DT_FREE(m->bnames); }
   if (m->pts) { DT_FREE(m->pts); DT_FREE(m->pgs); DT_FREE(m->pnames); }
   if (m->cnames) DT_FREE(m->cnames);
   if (m->free_user) m->free_user(m->user);
@@ -356,9 +363,16 @@ static void dt__module_link(dt_module *m) {
   }
   for (i = 0; i < m->n; i++) dt__module_link(m->layers[i]);
 }
+/* Every buffer slot of m, after the parameter slots (at). */
+static int dt__module_bslots(dt_module *m, dt_tensor ***slots, int cap, int at) {
+  int i;
+  for (i = 0; i < m->nb; i++, at++) if (at < cap) slots[at] = &m->bts[i];
+  for (i = 0; i < m->n; i++) at = dt__module_bslots(m->layers[i], slots, cap, at);
+  return at;
+}
 static dt_status dt__module_convert_ng(const char *op, dt_module *m, dt_device d, dt_dtype t) {
   dt_tensor ***slots, **fresh;
-  int n = dt__module_slots(m, NULL, 0, 0), i;
+  int np = dt__module_slots(m, NULL, 0, 0), n = dt__module_bslots(m, NULL, 0, np), i;
   slots = n ? (dt_tensor ***)DT_MALLOC(sizeof(dt_tensor **) * (size_t)n) : NULL;
   fresh = n ? (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)n) : NULL;
   if (n && (!slots || !fresh)) {
@@ -367,9 +381,11 @@ static dt_status dt__module_convert_ng(const char *op, dt_module *m, dt_device d
     return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
   }
   dt__module_slots(m, slots, n, 0);
+  dt__module_bslots(m, slots, n, np);
   for (i = 0; i < n; i++) {
     dt_tensor *moved = dt_to(*slots[i], d);
-    fresh[i] = moved && dt_dtype_of(moved) != t ? dt_cast(moved, t) : moved;
+    /* an integer buffer (num_batches_tracked) keeps its dtype, as under PyTorch's .double() */
+    fresh[i] = moved && dt_dtype_of(moved) != t && (i < np || dt__is_float(moved->dtype)) ? dt_cast(moved, t) : moved;
     if (fresh[i] != moved) dt_release(moved);
     if (!fresh[i]) {
       dt_status s = dt_last_status();
@@ -592,6 +608,8 @@ static dt_status dt__module_name_check(const char *op, const char *what, dt_modu
     if (strcmp(m->pnames[i], name) == 0) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m already has a parameter named \"%s\"", op, name);
   for (i = 0; m->cnames && i < m->n; i++)
     if (strcmp(m->cnames[i], name) == 0) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m already has a child named \"%s\"", op, name);
+  for (i = 0; i < m->nb; i++)
+    if (strcmp(m->bnames[i], name) == 0) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m already has a buffer named \"%s\"", op, name);
   return DT_OK;
 }
 
@@ -722,4 +740,138 @@ DTDEF dt_status dt_module_train(dt_module *m, int training) {
 DTDEF int dt_module_is_training(const dt_module *m) {
   if (!m) { dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_module_is_training: m is NULL"); return 0; }
   return m->training;
+}
+
+/* ---- buffers (register_buffer) and the state_dict they join ---- */
+
+DTDEF dt_status dt_module_add_buffer(dt_module *m, const char *name, dt_tensor *t) {
+  const char *op = "dt_module_add_buffer";
+  dt_module *root;
+  char *nm, a[48], b[48];
+  dt_status s;
+  if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op);
+  if (m->kind != DT__M_USER) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is not a module made by dt_module_new", op);
+  if ((s = dt__check_tensor(op, "t", t)) != DT_OK) return s;
+  if ((s = dt__module_name_check(op, "buffer", m, name)) != DT_OK) return s;
+  if (t->requires_grad || t->node)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s requires grad; a buffer is state without a gradient (use dt_detach)", op, name);
+  root = dt__module_root(m, NULL);
+  if (dt__module_has_params(root) && !dt_device_equal(t->st->device, root->device))
+    return dt__fail(DT_ERR_DEVICE_MISMATCH, "%s: %s is on %s but the module is on %s", op, name,
+                    dt_device_str(t->st->device, a, sizeof a), dt_device_str(root->device, b, sizeof b));
+  if (dt__module_has_params(root) && dt__is_float(t->dtype) && t->dtype != root->dtype)
+    return dt__fail(DT_ERR_DTYPE, "%s: %s is %s but the module is %s", op, name, dt_dtype_name(t->dtype), dt_dtype_name(root->dtype));
+  if (!(nm = dt__strdup(name))) return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+  if (m->nb == m->bcap) {
+    int cap = m->bcap ? m->bcap * 2 : 4;
+    char **bn = m->bcap < INT_MAX / 2 ? (char **)DT_MALLOC(sizeof(char *) * (size_t)cap) : NULL;
+    dt_tensor **bt = bn ? (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)cap) : NULL;
+    if (!bt) {
+      if (bn) DT_FREE(bn);
+      DT_FREE(nm);
+      return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+    }
+    if (m->nb) {
+      memcpy(bn, m->bnames, sizeof(char *) * (size_t)m->nb);
+      memcpy(bt, m->bts, sizeof(dt_tensor *) * (size_t)m->nb);
+      DT_FREE(m->bnames); DT_FREE(m->bts);
+    }
+    m->bnames = bn; m->bts = bt; m->bcap = cap;
+  }
+  m->bnames[m->nb] = nm; m->bts[m->nb] = dt_retain(t);
+  m->nb++;
+  return DT_OK;
+}
+
+/* m's buffer of that name ("child.name" through the children), or NULL */
+static dt_tensor *dt__module_buffer(dt_module *m, const char *name) {
+  const char *dot = strchr(name, '.');
+  int i;
+  if (dot) { /* "bn.running_mean", "0.running_mean": through the children */
+    for (i = 0; i < m->n; i++) {
+      char idx[16];
+      const char *cn = idx;
+      if (m->cnames) cn = m->cnames[i];
+      else snprintf(idx, sizeof idx, "%d", i);
+      if (strlen(cn) == (size_t)(dot - name) && memcmp(cn, name, (size_t)(dot - name)) == 0)
+        return dt__module_buffer(m->layers[i], dot + 1);
+    }
+    return NULL;
+  }
+  for (i = 0; i < m->nb; i++) if (strcmp(m->bnames[i], name) == 0) return m->bts[i];
+  return NULL;
+}
+
+DTDEF dt_tensor *dt_module_get_buffer(dt_module *m, const char *name) {
+  const char *op = "dt_module_get_buffer";
+  dt_tensor *t;
+  if (!m) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op); return NULL; }
+  if (!name) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: name is NULL", op); return NULL; }
+  if (!(t = dt__module_buffer(m, name))) dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m has no buffer named \"%.200s\"", op, name);
+  return t;
+}
+
+static int dt__module_has_buffers(const dt_module *m) {
+  int i;
+  if (m->nb) return 1;
+  for (i = 0; i < m->n; i++) if (dt__module_has_buffers(m->layers[i])) return 1;
+  return 0;
+}
+
+/* The state_dict's walk: as dt__params_walk, with each module's buffers after its own
+   parameters and before its children's (PyTorch's order). Fills view's names and params when
+   view->names is set. */
+static void dt__state_walk(dt_module *view, dt_module *m, char *prefix, size_t plen, int *count, size_t *bytes) {
+  int i, k, np = m->kind == DT__M_LINEAR ? 2 : m->np;
+  for (k = 0; k < np + m->nb; k++) {
+    const char *nm = m->kind == DT__M_LINEAR ? (k == 0 ? "weight" : k == 1 ? "bias" : m->bnames[k - 2])
+                                             : k < np ? m->pnames[k] : m->bnames[k - np];
+    size_t len = plen + strlen(nm);
+    if (view->names && *count < view->nparams) {
+      char *name = view->name_pool + *bytes;
+      memcpy(name, prefix, plen);
+      memcpy(name + plen, nm, len - plen + 1);
+      view->names[*count] = name;
+      view->params[*count] = m->kind == DT__M_LINEAR ? (k == 0 ? m->weight : k == 1 ? m->bias : m->bts[k - 2])
+                                                     : k < np ? m->pts[k] : m->bts[k - np];
+    }
+    (*count)++;
+    *bytes += len + 1;
+  }
+  for (i = 0; DT__M_HOLDS(m) && i < m->n; i++) {
+    int w = m->cnames ? snprintf(prefix + plen, DT__NAME_MAX - plen, "%s.", m->cnames[i])
+                      : snprintf(prefix + plen, DT__NAME_MAX - plen, "%d.", i);
+    dt__state_walk(view, m->layers[i], prefix, plen + (size_t)w, count, bytes);
+  }
+}
+
+/* What dt_module_save and dt_module_load read of m (nparams, names, params) with its buffers
+   in the state_dict: m itself when it holds none, else *view, a copy of m whose table (made
+   here) names its parameters and buffers; dt__state_view_free lets go of it. m's parameter
+   table is built (dt__params_build) first. */
+static dt_module *dt__state_view(const char *op, dt_module *m, dt_module *view) {
+  char prefix[DT__NAME_MAX];
+  int count = 0;
+  size_t bytes = 0;
+  if (!dt__module_has_buffers(m)) return m;
+  *view = *m;
+  view->names = NULL;
+  dt__state_walk(view, m, prefix, 0, &count, &bytes);
+  view->names = (char **)DT_MALLOC(sizeof(char *) * (size_t)count);
+  view->name_pool = view->names ? (char *)DT_MALLOC(bytes) : NULL;
+  view->params = view->name_pool ? (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)count) : NULL;
+  if (!view->params) {
+    if (view->name_pool) DT_FREE(view->name_pool);
+    if (view->names) DT_FREE(view->names);
+    dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+    return NULL;
+  }
+  view->grads = NULL; view->nparams = count; view->pool_bytes = bytes;
+  count = 0; bytes = 0;
+  dt__state_walk(view, m, prefix, 0, &count, &bytes);
+  return view;
+}
+static void dt__state_view_free(dt_module *m, dt_module *v) {
+  if (!v || v == m) return;
+  DT_FREE(v->names); DT_FREE(v->name_pool); DT_FREE(v->params);
 }

@@ -233,12 +233,17 @@ static dt_status dt__trainer_label_classes(const char *op, dt_module *m, const d
 static dt_status dt__trainer_check_classes(const char *op, dt_module *m, const dt__tr_data *d, int64_t hi, const char *yn) {
   dt_tensor *xb, *pred;
   int64_t classes;
-  int was;
+  int was, training;
   if (hi < 0 || d->n == 0) return DT_OK;
   was = dt_set_grad_enabled(0);
   xb = d->Xd ? dt_slice(d->Xd, 0, 0, 1) : NULL;
   if (!d->Xd) { dt_tensor *xh = dt_slice(d->X, 0, 0, 1); xb = xh ? dt_to(xh, dt_module_device(m)) : NULL; dt_release(xh); }
+  /* in evaluation mode: batch norm neither updates its running statistics from one row nor
+     refuses it, dropout draws nothing */
+  training = m->training;
+  dt_module_train(m, 0);
   pred = xb ? dt_forward(m, xb) : NULL;
+  dt_module_train(m, training);
   dt_set_grad_enabled(was);
   dt_release(xb);
   if (!pred) return dt_last_status();
