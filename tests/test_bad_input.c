@@ -1456,7 +1456,7 @@ static int graph_misuse(int which) {
   X_(f_dropout_p_big, DT_ERR_INVALID_ARGUMENT, "dt_f_dropout:", "=dropout probability has to be between 0 and 1, but got 1.5", nul(dt_f_dropout(F, 1.5, 1))) \
   X_(f_dropout_p_neg_eval, DT_ERR_INVALID_ARGUMENT, "dt_f_dropout:", "between 0 and 1|-0.25", nul(dt_f_dropout(F, -0.25, 0))) \
   X_(f_dropout_p_nan, DT_ERR_INVALID_ARGUMENT, "dt_f_dropout:", "between 0 and 1", nul(dt_f_dropout(F, NAN, 1)))             \
-  X_(f_dropout_int, DT_ERR_DTYPE, "dt_f_dropout:", "x is int32|float32 or float64", nul(dt_f_dropout(I, 0.5, 1)))            \
+  X_(f_dropout_int, DT_ERR_DTYPE, "dt_f_dropout:", "x is int32|float32, float64", nul(dt_f_dropout(I, 0.5, 1)))            \
   X_(f_dropout_eval_ok, DT_OK, "", "", nul(dt_f_dropout(F, 0.5, 0)))                                                         \
   X_(f_dropout_gpu_ok, DT_OK, "", "", GPUS(1, nul(dt_f_dropout(G0, 0.5, 1))))                                                \
   X_(dropout_p, DT_ERR_INVALID_ARGUMENT, "dt_dropout:", "=dropout probability has to be between 0 and 1, but got -0.5", nulm(dt_dropout(-0.5))) \
@@ -1480,7 +1480,7 @@ static int graph_misuse(int which) {
   X_(bn_1d, DT_ERR_SHAPE, "dt_batch_norm:", "(n, c, h, w)|got (3,)", mod_fwd(dt_batch_norm(3), V))                           \
   X_(bn_one_value, DT_ERR_SHAPE, "dt_f_batch_norm:", "Expected more than 1 value per channel when training|(1, 3)", mod_fwd(dt_batch_norm(3), row1(3))) \
   X_(bn_lazy_no_channels, DT_ERR_SHAPE, "dt_batch_norm:", "takes its channels from x|(2, 0, 1, 1)", mod_fwd(dt_batch_norm(0), cv(2, 0, 1, 1))) \
-  X_(bn_lazy_int, DT_ERR_DTYPE, "dt_batch_norm:", "x is int32|float32 or float64", mod_fwd(dt_batch_norm(0), I))         \
+  X_(bn_lazy_int, DT_ERR_DTYPE, "dt_batch_norm:", "x is int32|float32, float64", mod_fwd(dt_batch_norm(0), I))         \
   X_(bn_dtype, DT_ERR_DTYPE, "dt_forward:", "x is float64 but the module is float32", mod_fwd(dt_batch_norm(3), D))          \
   X_(bn_gpu_x, DT_ERR_DEVICE_MISMATCH, "dt_forward:", "x is on cuda:0 but|cpu", GPUS(1, mod_fwd(dt_batch_norm(3), G0)))      \
   X_(f_ln_null, DT_ERR_INVALID_ARGUMENT, "dt_f_layer_norm:", "=x is NULL", nul(dt_f_layer_norm(NULL, 3, NULL, NULL, 1e-5)))  \
