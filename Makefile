@@ -72,7 +72,7 @@ EXAMPLES := $(basename $(notdir $(wildcard examples/*.c)))
 # examples/fashion_mnist.c needs zlib's header (apt-get install zlib1g-dev): without it, it is left out
 HAVE_ZLIB := $(shell printf '\043include <zlib.h>\nint main(void){return 0;}\n' | $(CC) -x c - -lz -o /dev/null 2>/dev/null && echo 1)
 ifneq ($(HAVE_ZLIB),1)
-  EXAMPLES := $(filter-out fashion_mnist logistic_regression lenet,$(EXAMPLES))
+  EXAMPLES := $(filter-out fashion_mnist logistic_regression lenet resnet mlp_block,$(EXAMPLES))
 endif
 TEST_DEPS:= $(HDR) tests/harness.h $(wildcard tests/*.inc)
 EX_DEPS  := $(HDR) examples/timing.h
@@ -105,7 +105,7 @@ ifeq ($(CUDA),1)
   endif
   # make run without the NVIDIA driver: the CUDA build would only say "no GPU", after minutes
   # of nvcc; the CPU build runs instead (CUDA=1 on the command line builds the CUDA one anyway)
-  ifneq ($(filter run fashion lenet,$(MAKECMDGOALS)),)
+  ifneq ($(filter run fashion lenet resnet,$(MAKECMDGOALS)),)
     ifneq ($(origin CUDA),command line)
       NVIDIA_DRIVER := $(shell { test -e /proc/driver/nvidia/version || \
         { ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null; } | grep -q 'libcuda\.so\.1'; } && echo yes)
@@ -203,10 +203,10 @@ $(B)/c/test_optim $(B)/cxx/test_optim $(B)/clang/test_optim: LDLIBS += -pthread
 $(B)/cuda/test_optim: CUDA_LIBS += -pthread
 # examples/fashion_mnist.c reads the gzip'd data set with zlib (apt-get install zlib1g-dev)
 FASHION_EX := $(B)/ex/fashion_mnist $(B)/cuda/ex/fashion_mnist $(B)/ex/logistic_regression $(B)/cuda/ex/logistic_regression \
-              $(B)/ex/lenet $(B)/cuda/ex/lenet
+              $(B)/ex/lenet $(B)/cuda/ex/lenet $(B)/ex/resnet $(B)/cuda/ex/resnet $(B)/ex/mlp_block $(B)/cuda/ex/mlp_block
 $(FASHION_EX): examples/fashion_data.h
-$(B)/ex/fashion_mnist $(B)/ex/logistic_regression $(B)/ex/lenet: LDLIBS += -lz
-$(B)/cuda/ex/fashion_mnist $(B)/cuda/ex/logistic_regression $(B)/cuda/ex/lenet: CUDA_LIBS += -lz
+$(B)/ex/fashion_mnist $(B)/ex/logistic_regression $(B)/ex/lenet $(B)/ex/resnet $(B)/ex/mlp_block: LDLIBS += -lz
+$(B)/cuda/ex/fashion_mnist $(B)/cuda/ex/logistic_regression $(B)/cuda/ex/lenet $(B)/cuda/ex/resnet $(B)/cuda/ex/mlp_block: CUDA_LIBS += -lz
 $(B)/bench_gpu: gpubench_CMD += -isystem $(CUDA_HOME)/include
 # the bare <<<>>> launches under devtensor's per-op overhead (bench/launch_floor.cu; no devtensor)
 $(B)/launch_floor: bench/launch_floor.cu | $(B)
@@ -242,7 +242,7 @@ $(B)/cuda/gpus_nvcc: examples/gpus.c devtensor_cuda.cu $(HDR) | $$(@D)
 	$(NVCC) -I. -DDEVTENSOR_CUDA examples/gpus.c devtensor_cuda.cu -lcublas -o $@
 
 # ---- what make runs ----
-.PHONY: all run fashion lenet test bench bench-cblas bench-gpu bench-fashion clean
+.PHONY: all run fashion lenet resnet test bench bench-cblas bench-gpu bench-fashion clean
 all: $(C_TESTS) $(CXX_TESTS) $(B)/clang/test_vmath $(CLANG_OMP_TESTS) $(EX_BINS) $(B)/static_unit $(B)/two_units $(CUDA_ALL)
 
 run: $(RUN_GPUS)
@@ -259,7 +259,7 @@ test: all lib
 FASHION_BIN := $(if $(filter $(B)/cuda/ex/gpus,$(RUN_GPUS)),$(B)/cuda/ex/fashion_mnist,$(B)/ex/fashion_mnist)
 # what a fresh Debian machine lacks is installed when make runs as root with apt-get
 FASHION_DATA := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
-FASHION_NEED := $(if $(filter fashion lenet,$(MAKECMDGOALS)),$(if $(HAVE_ZLIB),,zlib1g-dev) $(if $(FASHION_MNIST_DIR)$(wildcard $(FASHION_DATA)),,dataset-fashion-mnist))
+FASHION_NEED := $(if $(filter fashion lenet resnet,$(MAKECMDGOALS)),$(if $(HAVE_ZLIB),,zlib1g-dev) $(if $(FASHION_MNIST_DIR)$(wildcard $(FASHION_DATA)),,dataset-fashion-mnist))
 ifneq ($(strip $(FASHION_NEED)),)
   $(shell [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && { apt-get update -qq && apt-get install -y -qq $(FASHION_NEED); } >/dev/null 2>&1)
   HAVE_ZLIB := $(shell printf '\043include <zlib.h>\nint main(void){return 0;}\n' | $(CC) -x c - -lz -o /dev/null 2>/dev/null && echo 1)
@@ -274,8 +274,14 @@ lenet: $(subst fashion_mnist,lenet,$(FASHION_BIN))
 	@test -n "$$FASHION_MNIST_DIR" || test -f $(FASHION_DATA) || \
 	  { echo "make lenet: Fashion-MNIST is not installed: apt-get install dataset-fashion-mnist (or set FASHION_MNIST_DIR)"; exit 1; }
 	./$(subst fashion_mnist,lenet,$(FASHION_BIN)) --csv $(B)/lenet.csv $(LENET_ARGS)
+# D2L 8.6's ResNet-18 (examples/resnet.c), 10 epochs at 96x96 as D2L; RESNET_ARGS="--size 28" for the
+# 28x28 images as they are (about 12 times less work: what a CPU can train in reasonable time)
+resnet: $(subst fashion_mnist,resnet,$(FASHION_BIN))
+	@test -n "$$FASHION_MNIST_DIR" || test -f $(FASHION_DATA) || \
+	  { echo "make resnet: Fashion-MNIST is not installed: apt-get install dataset-fashion-mnist (or set FASHION_MNIST_DIR)"; exit 1; }
+	./$(subst fashion_mnist,resnet,$(FASHION_BIN)) --csv $(B)/resnet.csv $(RESNET_ARGS)
 else
-fashion lenet:
+fashion lenet resnet:
 	@echo "make $@: zlib's header is missing: apt-get install zlib1g-dev"; exit 1
 endif
 # the same training in PyTorch beside it (bench/fashion_torch.py), interleaved; ratios of epoch times

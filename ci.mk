@@ -89,8 +89,8 @@ $(eval $(call LINKED,emubench,$(EMU_DIR)/bench,bench,bench_gpu bench_train,$(HDR
 
 # programs that need more than their variant (as in the Makefile)
 $(B)/asan/test_threads $(B)/asan/test_optim: LDLIBS += -pthread
-$(EMU_DIR)/ex/fashion_mnist $(EMU_DIR)/ex/logistic_regression $(EMU_DIR)/ex/lenet: examples/fashion_data.h
-$(EMU_DIR)/ex/fashion_mnist $(EMU_DIR)/ex/logistic_regression $(EMU_DIR)/ex/lenet: EMU_LINK += -lz
+$(EMU_DIR)/ex/fashion_mnist $(EMU_DIR)/ex/logistic_regression $(EMU_DIR)/ex/lenet $(EMU_DIR)/ex/resnet $(EMU_DIR)/ex/mlp_block: examples/fashion_data.h
+$(EMU_DIR)/ex/fashion_mnist $(EMU_DIR)/ex/logistic_regression $(EMU_DIR)/ex/lenet $(EMU_DIR)/ex/resnet $(EMU_DIR)/ex/mlp_block: EMU_LINK += -lz
 $(B)/fuzz/fuzz_safetensors $(B)/fuzz/replay_safetensors: tests/fuzz/nest_decode.h
 
 # the folders CI's programs are built in

@@ -69,6 +69,19 @@ if [ -x "$dir/logistic_regression" ]; then
   # shellcheck disable=SC2086
   run logistic_regression "$dir/logistic_regression" --epochs 2 $lr --min-acc 0.3
 fi
+# ResNet-18 (batch norm, residual blocks written as modules) at 28x28: a few steps must run; two
+# short epochs on the CPU must learn
+if [ -x "$dir/resnet" ]; then
+  case "$label" in emu*) rn="--epochs 1 --train 16 --test 8 --batch 8 --min-acc 0";; *) rn="--epochs 2 --train 256 --test 128 --batch 32 --lr 0.05 --min-acc 0.1";; esac
+  # shellcheck disable=SC2086
+  run resnet "$dir/resnet" --size 28 $rn --csv "$tmp/resnet.csv"
+fi
+# an MLP of user-written GELU-dropout blocks: two short epochs must learn (emulated GPUs: run)
+if [ -x "$dir/mlp_block" ]; then
+  case "$label" in emu*) mb="--train 256 --test 128 --batch 64 --min-acc 0";; *) mb="--train 2000 --test 1000 --batch 64 --min-acc 0.3";; esac
+  # shellcheck disable=SC2086
+  run mlp_block "$dir/mlp_block" --epochs 2 $mb
+fi
 run ddp "$dir/ddp"
 for extra in "$@"; do run "$(basename "$extra")" "$extra"; done
 
