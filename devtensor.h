@@ -349,6 +349,15 @@ DTDEF dt_tensor *dt_mse_loss_ex(const dt_tensor *pred, const dt_tensor *target, 
    (BF16 tensor cores) for F32 matmuls on the GPU; the CPU computes F32 in F32 whatever the setting */
 DTDEF dt_status   dt_set_float32_matmul_precision(const char *precision);
 DTDEF const char *dt_get_float32_matmul_precision(void);     /* torch.get_float32_matmul_precision */
+/* torch.autocast(device_type=where, dtype=t), per thread: with DT_BF16 or DT_F16 on, dt_matmul,
+   the Linear layer's forward and dt_f_conv2d(_ex) cast their float inputs to t and run in t (F32
+   accumulation, the result in t); dt_softmax, dt_log_softmax, dt_cross_entropy, dt_nll_loss, the
+   mse, l1, smooth_l1 and bce_with_logits losses, dt_sum, dt_sum_dim(_ex) and dt_norm cast half
+   inputs up and run in F32; the rest run in their inputs' dtype. The casts are recorded, so F32
+   parameters get F32 gradients. A module on that device takes a float input of any dtype.
+   DT_F32 turns it off. Returns the previous setting; (dt_dtype)-1 for a bad where or t. */
+DTDEF dt_dtype dt_set_autocast(dt_device_type where, dt_dtype t);
+DTDEF dt_dtype dt_get_autocast(dt_device_type where);            /* torch.get_autocast_gpu_dtype; DT_F32 when off */
 
 /* ---- src/api/nn.h ---- */
 typedef struct dt_module dt_module;
@@ -423,6 +432,10 @@ typedef struct dt_trainer {
   dt_epoch_result last;          /* the last epoch's results */
   dt_epoch_result epochs[64];    /* each epoch's results (the first 64) */
   double    gradient_clip_val;   /* > 0: the gradients' total 2-norm clipped to it before each step (dt_clip_grad_norm_); 0 (default): off */
+  dt_dtype  autocast;            /* DT_F32 (default): off; DT_BF16, DT_F16: each step's forward and loss, and evaluation, under
+                                    dt_set_autocast(tr->device's type, autocast), through autograd; DT_F16 with a grad scaler */
+  struct dt_grad_scaler *grad_scaler; /* autocast DT_F16: the scaler the first fit makes (init_scale 65536) and later ones
+                                    go on with; dt_trainer_free frees it */
 } dt_trainer;
 DTDEF dt_status  dt_trainer_init(dt_trainer *tr, int max_epochs, int num_gpus);
 DTDEF dt_status  dt_trainer_prepare_model(dt_trainer *tr, dt_module *m);
@@ -455,6 +468,19 @@ DTDEF dt_optimizer *dt_adamw(dt_module *m, double lr, double beta1, double beta2
 DTDEF dt_status     dt_optimizer_step(dt_optimizer *o);
 DTDEF dt_status     dt_optimizer_zero_grad(dt_optimizer *o);  /* dt_zero_grad of its module */
 DTDEF void          dt_optimizer_free(dt_optimizer *o);
+
+/* torch.amp.GradScaler (growth_factor 2, backoff_factor 0.5, growth_interval 2000, PyTorch's
+   defaults): scale multiplies the loss by the scale (recorded); step divides the optimizer's
+   parameters' gradients by it in place and, when any holds an inf or a NaN, skips the optimizer's
+   step (the gradients left as they were); update halves the scale after a skipped step and
+   doubles it after 2000 good steps in a row, and needs a step since the last update. */
+typedef struct dt_grad_scaler dt_grad_scaler;
+DTDEF dt_grad_scaler *dt_grad_scaler_new(double init_scale);                 /* init_scale > 0; PyTorch's default 65536 */
+DTDEF dt_tensor      *dt_grad_scaler_scale(dt_grad_scaler *s, const dt_tensor *loss);
+DTDEF dt_status       dt_grad_scaler_step(dt_grad_scaler *s, dt_optimizer *o);
+DTDEF dt_status       dt_grad_scaler_update(dt_grad_scaler *s);
+DTDEF double          dt_grad_scaler_get_scale(const dt_grad_scaler *s);     /* scaler.get_scale() */
+DTDEF void            dt_grad_scaler_free(dt_grad_scaler *s);
 
 /* ---- src/api/autograd.h ---- */
 
@@ -2885,6 +2911,72 @@ DTDEF void dt_graph_free(dt_graph *g) {
   dt__graph_destroy(g);
 }
 
+/* ---- src/core/autocast.c ---- */
+/* torch.autocast per thread and device type: dt__autocast[DT_CPU], dt__autocast[DT_CUDA] hold the
+   lower precision dtype (F16, BF16) or F32 for off. The operations of PyTorch's "lower precision"
+   list (matmul, linear, conv2d) cast their float inputs to it and run there (F32 accumulation,
+   the result in it); those of its "float32" list (softmax, log_softmax, the losses, sum, norm)
+   cast half inputs up to F32; the rest run in their inputs' dtype. Each such operation asks
+   below, casts through dt_cast (recorded by autograd: F32 parameters get F32 gradients) and
+   calls itself again on the cast inputs, which then ask for nothing. */
+static DT__TLS dt_dtype dt__autocast[2];
+
+DTDEF dt_dtype dt_set_autocast(dt_device_type where, dt_dtype t) {
+  dt_dtype prev;
+  if (where != DT_CPU && where != DT_CUDA) {
+    dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_set_autocast: where must be DT_CPU or DT_CUDA, got %d", (int)where);
+    return (dt_dtype)-1;
+  }
+  if (t != DT_F32 && t != DT_F16 && t != DT_BF16) {
+    dt__fail(DT_ERR_DTYPE, "dt_set_autocast: autocast runs in float16 or bfloat16 (float32 turns it off), got %s "
+             "(integer tensors are never autocast)", dt_dtype_name(t));
+    return (dt_dtype)-1;
+  }
+  prev = dt__autocast[where];
+  dt__autocast[where] = t;
+  return prev;
+}
+
+DTDEF dt_dtype dt_get_autocast(dt_device_type where) {
+  return where == DT_CPU || where == DT_CUDA ? dt__autocast[where] : DT_F32;
+}
+
+/* The dtype a lower precision operation on a, b, c (b, c may be NULL) runs in: the autocast dtype of
+   their device when it is on, all are float tensors on that one device, and one of them is not in
+   it yet; else DT_F32 (run as given: bad inputs are then refused by the operation's own checks). */
+static dt_dtype dt__autocast_low(const dt_tensor *a, const dt_tensor *b, const dt_tensor *c) {
+  const dt_tensor *v[3];
+  dt_dtype t;
+  int i, differs = 0;
+  if (!a) return DT_F32;
+  t = dt__autocast[a->st->device.type == DT_CUDA];
+  if (t == DT_F32) return DT_F32;
+  v[0] = a; v[1] = b; v[2] = c;
+  for (i = 0; i < 3; i++) {
+    if (!v[i]) continue;
+    if (!dt__is_float(v[i]->dtype) || !dt_device_equal(v[i]->st->device, a->st->device)) return DT_F32;
+    if (v[i]->dtype != t) differs = 1;
+  }
+  return differs ? t : DT_F32;
+}
+
+/* Whether a float32 operation casts a (and b) up: autocast on for a's device and a or b half. */
+static int dt__autocast_up(const dt_tensor *a, const dt_tensor *b) {
+  if (!a || dt__autocast[a->st->device.type == DT_CUDA] == DT_F32) return 0;
+  if (b && !dt_device_equal(a->st->device, b->st->device)) return 0;
+  return dt__is_half(a->dtype) || (b && dt__is_half(b->dtype));
+}
+
+/* a in t: a new reference, cast (and recorded) when a is a float tensor not in t (up to F32: only a
+   half one); NULL stays NULL; *failed set when a cast fails */
+static dt_tensor *dt__autocast_cast(const dt_tensor *a, dt_dtype t, int *failed) {
+  dt_tensor *y;
+  if (!a || *failed) return NULL;
+  if (a->dtype == t || !dt__is_float(a->dtype) || (t == DT_F32 && !dt__is_half(a->dtype))) return dt_retain((dt_tensor *)a);
+  if (!(y = dt_cast(a, t))) *failed = 1;
+  return y;
+}
+
 /* ---- src/ops/arith.c ---- */
 /* The broadcast geometry of a op b (NumPy's rules), with dims merged where
    both operands run contiguously across them. */
@@ -3120,7 +3212,16 @@ static dt_tensor *dt__matmul(const dt_tensor *a, const dt_tensor *b) {
   return dt__gemm(op, a, b, 0, 0, batch, m, n, k, sa, sb, ys);
 }
 DTDEF dt_tensor *dt_matmul(const dt_tensor *a, const dt_tensor *b) {
-  dt_tensor *y = dt__matmul(a, b);
+  dt_tensor *y;
+  dt_dtype t = dt__autocast_low(a, b, NULL);
+  if (t != DT_F32) { /* autocast: in t */
+    int failed = 0;
+    dt_tensor *ca = dt__autocast_cast(a, t, &failed), *cb = dt__autocast_cast(b, t, &failed);
+    y = failed ? NULL : dt_matmul(ca, cb);
+    dt_release(ca); dt_release(cb);
+    return y;
+  }
+  y = dt__matmul(a, b);
   return DT__AG2(y, DT__AG_MATMUL, "dt_matmul", a, b);
 }
 
@@ -3200,8 +3301,15 @@ static dt_tensor *dt__reduce_all(const char *op, dt__reduce_op rop, const dt_ten
   return dt__reduce(op, rop, a, 1, a->numel, 1, dt_shape0());
 }
 static dt_tensor *dt__sum_bytes(const char *op, const dt_tensor *a); /* sum of U8/BOOL, I64 */
+/* autocast's float32 list: f(a in F32) for a half a */
+static dt_tensor *dt__autocast_f32_1(dt_tensor *(*f)(const dt_tensor *), const dt_tensor *a) {
+  dt_tensor *ca = dt_cast(a, DT_F32), *y = ca ? f(ca) : NULL;
+  dt_release(ca);
+  return y;
+}
 DTDEF dt_tensor *dt_sum(const dt_tensor *a) {
   dt_tensor *y;
+  if (dt__autocast_up(a, NULL)) return dt__autocast_f32_1(dt_sum, a);
   if (a && (a->dtype == DT_U8 || a->dtype == DT_BOOL)) return dt__sum_bytes("dt_sum", a);
   y = dt__reduce_all("dt_sum", DT__R_SUM, a);
   return DT__AG1(y, DT__AG_SUM, "dt_sum", a);
@@ -3211,7 +3319,9 @@ DTDEF dt_tensor *dt_mean(const dt_tensor *a) {
   return DT__AG1(y, DT__AG_MEAN, "dt_mean", a);
 }
 DTDEF dt_tensor *dt_norm(const dt_tensor *a) {
-  dt_tensor *y = dt__reduce_all("dt_norm", DT__R_NORM, a);
+  dt_tensor *y;
+  if (dt__autocast_up(a, NULL)) return dt__autocast_f32_1(dt_norm, a);
+  y = dt__reduce_all("dt_norm", DT__R_NORM, a);
   return DT__AG1(y, DT__AG_NORM, "dt_norm", a);
 }
 
@@ -3236,7 +3346,14 @@ static dt_tensor *dt__sum_dim(const dt_tensor *a, int dim) {
   return dt__reduce(op, DT__R_SUM, a, (int64_t)outer, a->shape.dims[dim], (int64_t)inner, ys);
 }
 DTDEF dt_tensor *dt_sum_dim(const dt_tensor *a, int dim) {
-  dt_tensor *y = dt__sum_dim(a, dim);
+  dt_tensor *y;
+  if (dt__autocast_up(a, NULL)) {
+    dt_tensor *ca = dt_cast(a, DT_F32);
+    y = ca ? dt_sum_dim(ca, dim) : NULL;
+    dt_release(ca);
+    return y;
+  }
+  y = dt__sum_dim(a, dim);
   return y && DT__AG_ON(a) ? dt__ag_record1a(y, DT__AG_SUM_DIM, "dt_sum_dim", a, 0, dim, 0, NULL) : y;
 }
 
@@ -3872,12 +3989,22 @@ static dt_tensor *dt__softmax(const char *op, int lg, const dt_tensor *t, int di
   if (y->numel == 0) return y;
   return dt__done(op, y, dt__be(t->st->device)->softmax(t->st->device.index, lg, t->dtype, outer, len, inner, t->st->ptr, y->st->ptr));
 }
+/* autocast's float32 list: softmax and log_softmax (lg) of a half t in F32 */
+static dt_tensor *dt__autocast_softmax(int lg, const dt_tensor *t, int dim) {
+  dt_tensor *ct = dt_cast(t, DT_F32), *y = ct ? (lg ? dt_log_softmax(ct, dim) : dt_softmax(ct, dim)) : NULL;
+  dt_release(ct);
+  return y;
+}
 DTDEF dt_tensor *dt_softmax(const dt_tensor *t, int dim) {
-  dt_tensor *y = dt__softmax("dt_softmax", 0, t, dim);
+  dt_tensor *y;
+  if (dt__autocast_up(t, NULL)) return dt__autocast_softmax(0, t, dim);
+  y = dt__softmax("dt_softmax", 0, t, dim);
   return y && DT__AG_ON(t) ? dt__ag_record1a(y, DT__AG_SOFTMAX, "dt_softmax", t, 0, dim, 0, NULL) : y;
 }
 DTDEF dt_tensor *dt_log_softmax(const dt_tensor *t, int dim) {
-  dt_tensor *y = dt__softmax("dt_log_softmax", 1, t, dim);
+  dt_tensor *y;
+  if (dt__autocast_up(t, NULL)) return dt__autocast_softmax(1, t, dim);
+  y = dt__softmax("dt_log_softmax", 1, t, dim);
   return y && DT__AG_ON(t) ? dt__ag_record1a(y, DT__AG_LOG_SOFTMAX, "dt_log_softmax", t, 0, dim, 0, NULL) : y;
 }
 
@@ -3919,7 +4046,14 @@ static dt_tensor *dt__cross_entropy(const char *op, int grad, const dt_tensor *l
                                                                    (const int64_t *)target->st->ptr, y->st->ptr));
 }
 DTDEF dt_tensor *dt_cross_entropy(const dt_tensor *logits, const dt_tensor *target) {
-  dt_tensor *y = dt__cross_entropy("dt_cross_entropy", 0, logits, target);
+  dt_tensor *y;
+  if (dt__autocast_up(logits, NULL)) { /* autocast: in F32 */
+    dt_tensor *cl = dt_cast(logits, DT_F32);
+    y = cl ? dt_cross_entropy(cl, target) : NULL;
+    dt_release(cl);
+    return y;
+  }
+  y = dt__cross_entropy("dt_cross_entropy", 0, logits, target);
   return y && DT__AG_ON(logits) ? dt__ag_record2(y, DT__AG_CROSS_ENTROPY, "dt_cross_entropy", logits, target) : y;
 }
 DTDEF dt_tensor *dt_cross_entropy_grad(const dt_tensor *logits, const dt_tensor *target) {
@@ -4073,6 +4207,14 @@ DTDEF dt_tensor *dt_f_conv2d_ex(const dt_tensor *x, const dt_tensor *w, const dt
   dt__conv2d g;
   dt_tensor *y;
   dt_status s;
+  dt_dtype at = dt__autocast_low(x, w, b);
+  if (at != DT_F32) { /* autocast: in at */
+    int failed = 0;
+    dt_tensor *cx = dt__autocast_cast(x, at, &failed), *cw = dt__autocast_cast(w, at, &failed), *cb = dt__autocast_cast(b, at, &failed);
+    y = failed ? NULL : dt_f_conv2d_ex(cx, cw, cb, sh, sw, ph, pw, dh, dw, groups);
+    dt_release(cx); dt_release(cw); dt_release(cb);
+    return y;
+  }
   if (dt__conv_check(op, NULL, x, w, b, sh, sw, ph, pw, dh, dw, groups, &g) != DT_OK) return NULL;
   if (!(y = dt__new(op, dt_shape4(g.n, g.oc, g.oh, g.ow), x->dtype, x->st->device))) return NULL;
   if (g.n > 0) {
@@ -5030,6 +5172,13 @@ static dt_tensor *dt__loss_record(dt_tensor *y, dt__ag_op kind, const char *op, 
 /* bce_with_logits, l1, smooth_l1, mse: logits/x/pred and target/y of one float dtype and shape */
 static dt_tensor *dt__loss_pair(const char *op, dt__ag_op kind, const char *xn, const dt_tensor *x, const char *tn,
                                 const dt_tensor *t, double beta, dt_reduction r) {
+  if (dt__autocast_up(x, t) && dt__is_float(x->dtype) && dt__is_float(t->dtype)) { /* autocast: both in F32 */
+    int failed = 0;
+    dt_tensor *cx = dt__autocast_cast(x, DT_F32, &failed), *ct = dt__autocast_cast(t, DT_F32, &failed), *y;
+    y = failed ? NULL : dt__loss_pair(op, kind, xn, cx, tn, ct, beta, r);
+    dt_release(cx); dt_release(ct);
+    return y;
+  }
   if (dt__same_float_shape(op, xn, x, tn, t) != DT_OK || dt__check_reduction(op, r) != DT_OK) return NULL;
   if (kind == DT__AG_SMOOTH_L1_LOSS && !(beta >= 0)) {
     dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: beta must be at least 0 (0 is l1_loss), got %g", op, beta);
@@ -5066,6 +5215,12 @@ DTDEF dt_tensor *dt_nll_loss_ex(const dt_tensor *log_probs, const dt_tensor *tar
   int64_t n, c, i;
   dt_tensor *l;
   char sa[200], sb[200];
+  if (dt__autocast_up(log_probs, NULL)) { /* autocast: in F32 */
+    dt_tensor *cl = dt_cast(log_probs, DT_F32);
+    l = cl ? dt_nll_loss_ex(cl, target, reduction) : NULL;
+    dt_release(cl);
+    return l;
+  }
   if (dt__check_tensor(op, "log_probs", log_probs) != DT_OK || dt__check_tensor(op, "target", target) != DT_OK) return NULL;
   if (dt__same_device(op, "log_probs", log_probs, "target", target) != DT_OK) return NULL;
   if (dt__float_only(op, "log_probs", log_probs) != DT_OK) return NULL;
@@ -6515,6 +6670,22 @@ static void dt__forward_lazy_zero(const char *op, const dt_module *m, const dt_t
              "shape %s): 0 features, nothing to weigh (the layer stays lazy)", op, who, xs, dt__shape_str(&fw->input->shape, ns, sizeof ns));
 }
 
+/* A linear layer under autocast: y = x W^T + b in the autocast dtype t, of x, W and b cast to t
+   through autograd's recorded ops (the layer's fused backward takes its own dtype only, so the
+   layer keeps no input: dt_backward refuses, dt_autograd_backward goes through). x in t already,
+   autocast off since (a module on a lower precision input): W and b cast to x's dtype. */
+static dt_tensor *dt__forward_linear_autocast(dt_module *m, const dt_tensor *x) {
+  dt_dtype t = dt__autocast_low(x, m->weight, m->bias);
+  int failed = 0;
+  dt_tensor *cx, *cw, *cb, *wt = NULL, *p = NULL, *y = NULL;
+  if (t == DT_F32) t = x->dtype;
+  cx = dt__autocast_cast(x, t, &failed); cw = dt__autocast_cast(m->weight, t, &failed); cb = dt__autocast_cast(m->bias, t, &failed);
+  if (!failed && (wt = dt_transpose(cw)) != NULL && (p = dt_matmul(cx, wt)) != NULL) y = dt_add(p, cb);
+  dt_release(cx); dt_release(cw); dt_release(cb); dt_release(wt); dt_release(p);
+  dt_release(m->input); m->input = NULL; m->out_shape.ndim = -1;
+  return y;
+}
+
 static dt_tensor *dt__forward(const char *op, dt_module *m, const dt_tensor *x, dt__fwd *fw) {
   dt_tensor *y, *cur;
   int i;
@@ -6526,6 +6697,7 @@ static dt_tensor *dt__forward(const char *op, dt_module *m, const dt_tensor *x, 
       if (!m->weight && x->shape.dims[1] == 0) { dt__forward_lazy_zero(op, m, x, fw); return NULL; }
       if (!m->weight && dt__linear_init(op, m, x->shape.dims[1]) != DT_OK) return NULL;
       if (x->shape.dims[1] != m->in) { dt__forward_misfit(op, m, x, fw); return NULL; }
+      if (dt__autocast_low(x, m->weight, m->bias) != DT_F32 || x->dtype != m->dtype) return dt__forward_linear_autocast(m, x);
       /* y: (n, out) = bias broadcast over rows, then += x W^T */
       if (!(y = dt__new(op, dt_shape2(x->shape.dims[0], m->out), m->dtype, m->device))) return NULL;
       if (y->numel > 0) {
@@ -6613,7 +6785,8 @@ DTDEF dt_tensor *dt_forward(dt_module *m, const dt_tensor *x) {
              dt_device_str(x->st->device, a, sizeof a), dt__first_param(m, pn, sizeof pn), dt_device_str(m->device, b, sizeof b));
     return NULL;
   }
-  if (x->dtype != m->dtype && !(!dt__is_float(x->dtype) && dt__module_first_is_user(m))) {
+  if (x->dtype != m->dtype && !(!dt__is_float(x->dtype) && dt__module_first_is_user(m)) &&
+      !(dt__autocast[m->device.type == DT_CUDA] != DT_F32 && dt__is_float(x->dtype))) {
     dt__fail(DT_ERR_DTYPE, "%s: x is %s but the module is %s (convert with dt_cast)", op, dt_dtype_name(x->dtype), dt_dtype_name(m->dtype));
     return NULL;
   }
@@ -6876,6 +7049,13 @@ static dt_status dt__loss_check(const char *op, const dt_tensor *p, const dt_ten
 DTDEF dt_tensor *dt_mse_loss(const dt_tensor *pred, const dt_tensor *target) {
   const char *op = "dt_mse_loss";
   dt_tensor *d, *sq, *l;
+  if (dt__autocast_up(pred, target) && dt__is_float(pred->dtype) && dt__is_float(target->dtype)) { /* autocast: both in F32 */
+    int failed = 0;
+    dt_tensor *cp = dt__autocast_cast(pred, DT_F32, &failed), *ct = dt__autocast_cast(target, DT_F32, &failed);
+    l = failed ? NULL : dt_mse_loss(cp, ct);
+    dt_release(cp); dt_release(ct);
+    return l;
+  }
   if (dt__loss_check(op, pred, target) != DT_OK) return NULL;
   if (!(d = dt__binary(op, DT__B_SUB, pred, target))) return NULL;
   sq = dt__binary(op, DT__B_MUL, d, d);
@@ -7747,6 +7927,140 @@ DTDEF dt_status dt_clip_grad_norm_(dt_tensor *const *params, int n, double max_n
   dt__no_grad = prev;
   if (s != DT_OK) return s;
   if (total_norm) *total_norm = total;
+  return DT_OK;
+}
+
+/* ---- src/nn/grad_scaler.c ---- */
+/* torch.amp.GradScaler with PyTorch's defaults (growth_factor 2, backoff_factor 0.5,
+   growth_interval 2000): the loss is multiplied by the scale before its backward, so small F16
+   gradients do not flush to zero; the step divides the gradients by it and skips the optimizer's
+   step when one of them holds an inf or a NaN; the update halves the scale after such a step and
+   doubles it after 2000 good ones in a row. */
+struct dt_grad_scaler {
+  double scale;
+  int growth_tracker; /* good steps since the scale last changed */
+  int found_inf;      /* the last step's check: -1 none since the last update, 0 finite, 1 inf/NaN */
+};
+
+DTDEF dt_grad_scaler *dt_grad_scaler_new(double init_scale) {
+  dt_grad_scaler *s;
+  if (!(init_scale > 0) || init_scale - init_scale != 0) {
+    dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_grad_scaler_new: init_scale must be finite and > 0 (PyTorch's default is 65536), got %g",
+             init_scale);
+    return NULL;
+  }
+  if (!(s = (dt_grad_scaler *)DT_MALLOC(sizeof *s))) {
+    dt__fail(DT_ERR_OUT_OF_MEMORY, "dt_grad_scaler_new: out of memory on the host");
+    return NULL;
+  }
+  s->scale = init_scale;
+  s->growth_tracker = 0;
+  s->found_inf = -1;
+  return s;
+}
+
+DTDEF void dt_grad_scaler_free(dt_grad_scaler *s) { DT_FREE(s); }
+
+DTDEF double dt_grad_scaler_get_scale(const dt_grad_scaler *s) {
+  if (!s) { dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_grad_scaler_get_scale: s is NULL"); return NAN; }
+  return s->scale;
+}
+
+DTDEF dt_tensor *dt_grad_scaler_scale(dt_grad_scaler *s, const dt_tensor *loss) {
+  const char *op = "dt_grad_scaler_scale";
+  if (!s) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: s is NULL", op); return NULL; }
+  if (dt__check_tensor(op, "loss", loss) != DT_OK || dt__float_only(op, "loss", loss) != DT_OK) return NULL;
+  return dt_mul_scalar(loss, s->scale);
+}
+
+/* The optimizer's gradients (borrowed; NULL where a parameter has none) into *gs, *n of them. */
+static dt_status dt__optim_grads(const char *op, dt_optimizer *o, dt_tensor ***gs, int *n) {
+  int i, k;
+  dt_status st;
+  *gs = NULL; *n = 0;
+  if (o->m && (st = dt__params_build(op, o->m)) != DT_OK) return st;
+  k = o->m ? o->m->nparams : o->n;
+  if (k > 0 && !(*gs = (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)k)))
+    return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
+  for (i = 0; i < k; i++) (*gs)[i] = o->m ? o->m->grads[i] : o->ps[i]->grad;
+  *n = k;
+  return DT_OK;
+}
+
+/* Whether any gradient holds an inf or a NaN: the sum of g * 0 over each is NaN exactly then
+   (finite values give 0, which no sum can overflow); the sums gathered on the first gradient's
+   device and read once. */
+static dt_status dt__scaler_found_inf(const char *op, dt_tensor *const *gs, int n, int *found) {
+  dt_tensor *acc = NULL;
+  dt_status st = DT_OK;
+  int i;
+  *found = 0;
+  for (i = 0; i < n && st == DT_OK; i++) {
+    dt_tensor *z, *sm, *f, *fd;
+    if (!gs[i] || gs[i]->numel == 0) continue;
+    z = dt_mul_scalar(gs[i], 0.0);
+    sm = z ? dt_sum(z) : NULL;
+    f = sm ? dt_cast(sm, DT_F32) : NULL;
+    fd = f ? (acc ? dt_to(f, acc->st->device) : dt_retain(f)) : NULL;
+    if (!fd) st = dt_last_status();
+    else if (!acc) acc = dt_retain(fd);
+    else st = dt_axpy_(acc, 1.0, fd);
+    dt_release(z); dt_release(sm); dt_release(f); dt_release(fd);
+  }
+  if (st == DT_OK && acc) {
+    double v = dt_item(acc);
+    if (dt_last_status() != DT_OK && v != v) st = dt_last_status();
+    else *found = v != v;
+  }
+  dt_release(acc);
+  (void)op; /* a failure keeps the message of the operation that failed */
+  return st;
+}
+
+/* The n gradients gs checked, and unscaled when all are finite; s->found_inf says which. */
+static dt_status dt__grad_scaler_unscale(const char *op, dt_grad_scaler *s, dt_tensor *const *gs, int n) {
+  dt_status st;
+  int found = 0, i, prev = dt__no_grad;
+  dt__no_grad = 1; /* the checks record nothing */
+  st = dt__scaler_found_inf(op, gs, n, &found);
+  /* unscale in place: g *= 1 / scale (skipped with inf/NaN: the step is skipped too) */
+  for (i = 0; i < n && st == DT_OK && !found; i++) {
+    dt_tensor *g = gs[i];
+    if (!g || g->numel == 0) continue;
+    st = dt__run(op, g->st->device, dt__be(g->st->device)->unary(g->st->device.index, DT__U_AFFINE, g->dtype, g->numel, g->st->ptr,
+                                                                 g->st->ptr, 1.0 / s->scale, 0.0));
+  }
+  dt__no_grad = prev;
+  if (st == DT_OK) s->found_inf = found;
+  return st;
+}
+
+DTDEF dt_status dt_grad_scaler_step(dt_grad_scaler *s, dt_optimizer *o) {
+  const char *op = "dt_grad_scaler_step";
+  dt_tensor **gs = NULL;
+  dt_status st;
+  int n = 0;
+  if (!s) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: s is NULL", op);
+  if (!o) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: o is NULL", op);
+  if ((st = dt__optim_grads(op, o, &gs, &n)) != DT_OK) return st;
+  st = dt__grad_scaler_unscale(op, s, gs, n);
+  DT_FREE(gs);
+  if (st != DT_OK) return st;
+  return s->found_inf ? DT_OK : dt_optimizer_step(o);
+}
+
+DTDEF dt_status dt_grad_scaler_update(dt_grad_scaler *s) {
+  if (!s) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_grad_scaler_update: s is NULL");
+  if (s->found_inf < 0)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_grad_scaler_update: no dt_grad_scaler_step since the last update (no inf checks recorded)");
+  if (s->found_inf) {
+    s->scale *= 0.5;
+    s->growth_tracker = 0;
+  } else if (++s->growth_tracker == 2000) {
+    s->scale *= 2.0;
+    s->growth_tracker = 0;
+  }
+  s->found_inf = -1;
   return DT_OK;
 }
 
@@ -10023,22 +10337,34 @@ static dt_status dt__trainer_clip(dt_trainer *tr, dt_module *m) {
    user-written modules): zero the gradients, forward, the loss, its backward, clip, step. */
 static dt_status dt__trainer_step_autograd(dt_trainer *tr, dt_module *m, const dt_tensor *xb, const dt_tensor *yb,
                                            dt__tr_sums *sums) {
-  dt_tensor *pred, *loss = NULL;
+  dt_tensor *pred = NULL, *loss = NULL, *scaled = NULL;
   dt_status s;
   int prev;
-  if ((s = tr->optimizer ? dt_optimizer_zero_grad(tr->optimizer) : dt_zero_grad(m)) != DT_OK) return s;
-  if (!(pred = dt_forward(m, xb))) return dt_last_status();
+  dt_dtype ac = dt_set_autocast(tr->device.type, tr->autocast); /* the forward and the loss under tr.autocast */
+  if ((s = tr->optimizer ? dt_optimizer_zero_grad(tr->optimizer) : dt_zero_grad(m)) != DT_OK) goto done;
+  if (!(pred = dt_forward(m, xb))) { s = dt_last_status(); goto done; }
   prev = dt__no_grad;
   dt__no_grad = 1; /* the sums record nothing */
   s = dt__tr_accumulate(tr, pred, yb, sums);
   dt__no_grad = prev;
   if (s == DT_OK) {
     loss = tr->loss_fn == DT_LOSS_CROSS_ENTROPY ? dt_cross_entropy(pred, yb) : dt_mse_loss(pred, yb);
+    dt_set_autocast(tr->device.type, ac); /* the backward and the step as the caller had it */
     if (!loss) s = dt_last_status();
-    else if ((s = dt_autograd_backward(loss, NULL)) == DT_OK && (s = dt__trainer_clip(tr, m)) == DT_OK)
+    else if (tr->autocast == DT_F16 && tr->grad_scaler) { /* scaled loss; unscale, then clip and step unless inf/NaN */
+      if (!(scaled = dt_grad_scaler_scale(tr->grad_scaler, loss))) s = dt_last_status();
+      else if ((s = dt_autograd_backward(scaled, NULL)) == DT_OK && (s = dt__params_build("dt_trainer_fit", m)) == DT_OK &&
+               (s = dt__grad_scaler_unscale("dt_trainer_fit", tr->grad_scaler, m->grads, m->nparams)) == DT_OK) {
+        if (!tr->grad_scaler->found_inf && (s = dt__trainer_clip(tr, m)) == DT_OK)
+          s = tr->optimizer ? dt_optimizer_step(tr->optimizer) : dt_sgd_step(m, tr->lr);
+        if (s == DT_OK) s = dt_grad_scaler_update(tr->grad_scaler);
+      }
+    } else if ((s = dt_autograd_backward(loss, NULL)) == DT_OK && (s = dt__trainer_clip(tr, m)) == DT_OK)
       s = tr->optimizer ? dt_optimizer_step(tr->optimizer) : dt_sgd_step(m, tr->lr);
   }
-  dt_release(pred); dt_release(loss);
+done:
+  dt_set_autocast(tr->device.type, ac);
+  dt_release(pred); dt_release(loss); dt_release(scaled);
   return s;
 }
 
@@ -10050,7 +10376,7 @@ static dt_status dt__trainer_step(dt_trainer *tr, dt__replicas *rep, dt_module *
   dt_tensor *pred, *g = NULL;
   dt_status s;
   if (rep && (rep->n > 1 || rep->ranks > 1)) return dt__dp_step(tr, rep, xb, yb); /* data parallel */
-  if (dt__module_has_user(m)) return dt__trainer_step_autograd(tr, m, xb, yb, sums);
+  if (dt__module_has_user(m) || tr->autocast != DT_F32) return dt__trainer_step_autograd(tr, m, xb, yb, sums);
   if (!(pred = dt_forward(m, xb))) return dt_last_status();
   if ((s = dt__tr_accumulate(tr, pred, yb, sums)) == DT_OK) {
     g = tr->loss_fn == DT_LOSS_CROSS_ENTROPY ? dt_cross_entropy_grad(pred, yb) : dt_mse_loss_grad(pred, yb);
@@ -10111,6 +10437,7 @@ static dt_status dt__trainer_eval(dt_trainer *tr, dt_module *m, const dt__tr_dat
   int64_t n = d->n, b, bs = tr->batch_size;
   int was = dt_set_grad_enabled(0), training = m->training;
   dt_status s = DT_OK;
+  dt_dtype ac = dt_set_autocast(tr->device.type, tr->autocast);
   dt_module_train(m, 0); /* net.eval() */
   if (bs < DT__TR_EVAL_ROWS) bs = 4 * bs < DT__TR_EVAL_ROWS ? 4 * bs : DT__TR_EVAL_ROWS;
   for (b = 0; b < n && s == DT_OK; b += bs) {
@@ -10122,6 +10449,7 @@ static dt_status dt__trainer_eval(dt_trainer *tr, dt_module *m, const dt__tr_dat
   }
   dt_module_train(m, training);
   dt_set_grad_enabled(was);
+  dt_set_autocast(tr->device.type, ac);
   return s;
 }
 
@@ -10205,6 +10533,9 @@ static dt_status dt__trainer_label_range(const char *op, const char *yn, const d
 static dt_status dt__trainer_check(const char *op, dt_trainer *tr, dt_module *m) {
   if (!tr) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: tr is NULL", op);
   if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op);
+  if (tr->autocast != DT_F32 && tr->autocast != DT_F16 && tr->autocast != DT_BF16)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: tr.autocast must be DT_F32 (off), DT_F16 or DT_BF16, got %s", op,
+                    dt_dtype_name(tr->autocast));
   if (tr->loss_fn != DT_LOSS_MSE && tr->loss_fn != DT_LOSS_CROSS_ENTROPY)
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: loss_fn must be DT_LOSS_MSE or DT_LOSS_CROSS_ENTROPY, got %d", op, (int)tr->loss_fn);
   if (tr->batch_size <= 0) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: batch_size must be positive, got %lld", op, (long long)tr->batch_size);
@@ -10272,6 +10603,10 @@ static dt_status dt__trainer_fit(const char *op, dt_trainer *tr, dt_module *m, c
   memset(&rep, 0, sizeof rep);
   memset(&d, 0, sizeof d); memset(&dv, 0, sizeof dv); memset(&sums, 0, sizeof sums); memset(&vs, 0, sizeof vs);
   if ((s = dt__trainer_check(op, tr, m)) != DT_OK) return s;
+  if (tr->autocast != DT_F32 && (tr->num_gpus > 1 || dt_dist_world_size() > 1))
+    return dt__fail(DT_ERR_UNSUPPORTED, "%s: tr.autocast trains through autograd on one device: data parallel training "
+                    "(num_gpus > 1 or several ranks) takes tr.autocast DT_F32", op);
+  if (tr->autocast == DT_F16 && !tr->grad_scaler && !(tr->grad_scaler = dt_grad_scaler_new(65536.0))) return dt_last_status();
   if (dt__module_has_user(m) && (tr->num_gpus > 1 || dt_dist_world_size() > 1))
     return dt__fail(DT_ERR_UNSUPPORTED, "%s: m holds a convolution or a module made by dt_module_new, which the trainer "
                     "trains through autograd on one device: data parallel training takes built-in linear and ReLU layers", op);
@@ -10384,7 +10719,11 @@ DTDEF dt_status dt_trainer_evaluate(dt_trainer *tr, dt_module *m, const dt_tenso
   return s;
 }
 
-DTDEF void dt_trainer_free(dt_trainer *tr) { if (tr) memset(tr, 0, sizeof *tr); }
+DTDEF void dt_trainer_free(dt_trainer *tr) {
+  if (!tr) return;
+  dt_grad_scaler_free(tr->grad_scaler);
+  memset(tr, 0, sizeof *tr);
+}
 
 /* ---- src/io/dlpack.c ---- */
 /* DLPack capsules both ways, memory the caller owns (dt_from_blob), and safetensors

@@ -240,6 +240,9 @@ static int workload(void) {
   int ln = 0, blob_made = 0;
   dt_optimizer *opt = NULL;
   dt_graph *gr = NULL; /* graphs: the graph, and whether a capture of the CPU is open */
+  dt_grad_scaler *gsc = NULL; /* autocast and the grad scaler: the scaler, its module and optimizer */
+  dt_module *acm = NULL;
+  dt_optimizer *aco = NULL;
   int gcap = 0;
   /* dropout, normalisation, embedding, GELU: the modules, batch norm's running statistics as
      the last successful step left them (checked after a failed one) */
@@ -778,8 +781,35 @@ static int workload(void) {
   REFUSE(dt_f_layer_norm(bx, 3, NULL, NULL, 1e-5), DT_ERR_SHAPE);
   REFUSE(dt_f_embedding(bx, u), DT_ERR_DTYPE);
   REFUSE(dt_forward(bn, u), DT_ERR_SHAPE);                                         /* 1 channel... of 3: (1, 3) is one value each */
+  /* autocast (BF16 on the CPU): a linear layer's forward, matmul and the loss in F32, its backward to
+     F32 gradients; the grad scaler's scale, step (a check, the unscale, SGD) and update */
+  {
+    static const int64_t lab2[2] = {1, 0};
+    dt_tensor *ax = NULL, *ay = NULL, *aw = NULL, *am = NULL, *alab = NULL, *al = NULL, *asl = NULL;
+    NEW(ax, dt_from_data(A6, dt_shape2(2, 3), DT_F32, dt_cpu()));
+    STEP((acm = dt_linear(3, 2)) != NULL);
+    STEP((aco = dt_sgd(acm, 0.1, 0, 0)) != NULL);
+    STEP((gsc = dt_grad_scaler_new(8.0)) != NULL);
+    dt_set_autocast(DT_CPU, DT_BF16);
+    NEW(ay, dt_forward(acm, ax));
+    NEW(aw, dt_from_data(A6, dt_shape2(3, 2), DT_F32, dt_cpu()));
+    NEW(am, dt_matmul(ax, aw));
+    NEW(alab, dt_from_data(lab2, dt_shape1(2), DT_I64, dt_cpu()));
+    NEW(al, dt_cross_entropy(ay, alab));
+    dt_set_autocast(DT_CPU, DT_F32);
+    NEW(asl, dt_grad_scaler_scale(gsc, al));
+    STEP(dt_autograd_backward(asl, NULL) == DT_OK);
+    VERIFY(dt_dtype_of(ay) == DT_BF16 && dt_dtype_of(am) == DT_BF16 && dt_dtype_of(al) == DT_F32 && dt_dtype_of(dt_module_grad(acm, 0)) == DT_F32);
+    STEP(dt_grad_scaler_step(gsc, aco) == DT_OK);
+    STEP(dt_grad_scaler_update(gsc) == DT_OK);
+    VERIFY(dt_grad_scaler_get_scale(gsc) == 8.0);
+  }
 
 out:
+  dt_set_autocast(DT_CPU, DT_F32);
+  dt_grad_scaler_free(gsc);
+  dt_optimizer_free(aco);
+  dt_module_free(acm);
   if (gcap) dt_graph_free(dt_graph_end(dt_cpu()));
   dt_graph_free(gr);
   dt_optimizer_free(opt);

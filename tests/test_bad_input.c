@@ -637,6 +637,37 @@ static int graph_misuse(int which) {
   return 0;
 }
 
+/* autocast and the grad scaler: 0 autocast refused; 1 the scaler's update with no step since;
+   2 a scaler's step without an optimizer; 3 the trainer's tr.autocast int64 */
+static int ac_dt(dt_dtype t) { return t == (dt_dtype)-1; }
+static int autocast_misuse(int k) {
+  dt_grad_scaler *s = dt_grad_scaler_new(2.0);
+  int r = 0;
+  if (!s) return 0;
+  if (k == 1) r = dt_grad_scaler_update(s) != DT_OK;
+  if (k == 2) r = dt_grad_scaler_step(s, NULL) != DT_OK;
+  if (k == 3) {
+    dt_trainer tr;
+    dt_module *m = dt_linear(3, 1);
+    dt_tensor *y = dt_zeros(dt_shape2(2, 1), dt_cpu());
+    if (m && y && dt_trainer_init(&tr, 1, 0) == DT_OK) {
+      tr.quiet = 1; tr.autocast = DT_I64;
+      r = dt_trainer_fit(&tr, m, F, y) != DT_OK;
+      dt_trainer_free(&tr);
+    }
+    dt_module_free(m); dt_release(y);
+  }
+  dt_grad_scaler_free(s);
+  return r;
+}
+static int autocast_scale_int(void) {
+  dt_grad_scaler *s = dt_grad_scaler_new(2.0);
+  int r = s ? nul(dt_grad_scaler_scale(s, I)) : 0;
+  dt_grad_scaler_free(s);
+  return r;
+}
+static int scaler_nul(dt_grad_scaler *s) { if (!s) return 1; dt_grad_scaler_free(s); return 0; }
+
 #define BAD_CASES(X_)                                                                                                      \
   /* errors */                                                                                                              \
   X_(status_string_unknown, DT_OK, "", "", strcmp(dt_status_string((dt_status)99), "unknown status") != 0)                  \
@@ -1538,7 +1569,18 @@ static int graph_misuse(int which) {
   X_(avg_pool2d_padding_neg, DT_ERR_INVALID_ARGUMENT, "dt_avg_pool2d:", "padding|-1", nulm(dt_avg_pool2d(3, 1, -1)))         \
   X_(avg_pool2d_x_2d, DT_ERR_SHAPE, "dt_f_avg_pool2d:", "(2, 3)", mod_fwd(dt_avg_pool2d(2, 0, 0), F))                        \
   X_(adaptive_avg_pool2d_zero, DT_ERR_INVALID_ARGUMENT, "dt_adaptive_avg_pool2d:", "=the output size must be at least 1, got (0, 2)", nulm(dt_adaptive_avg_pool2d(0, 2))) \
-  X_(adaptive_avg_pool2d_x_3d, DT_ERR_SHAPE, "dt_f_adaptive_avg_pool2d:", "(2, 3, 4)", mod_fwd(dt_adaptive_avg_pool2d(2, 2), B3))
+  X_(adaptive_avg_pool2d_x_3d, DT_ERR_SHAPE, "dt_f_adaptive_avg_pool2d:", "(2, 3, 4)", mod_fwd(dt_adaptive_avg_pool2d(2, 2), B3)) \
+  /* autocast and the grad scaler */                                                                                      \
+  X_(autocast_int, DT_ERR_DTYPE, "dt_set_autocast:", "float16 or bfloat16|got int32|integer tensors are never autocast", ac_dt(dt_set_autocast(DT_CPU, DT_I32))) \
+  X_(autocast_where, DT_ERR_INVALID_ARGUMENT, "dt_set_autocast:", "=where must be DT_CPU or DT_CUDA, got 5", ac_dt(dt_set_autocast((dt_device_type)5, DT_BF16))) \
+  X_(scaler_init_zero, DT_ERR_INVALID_ARGUMENT, "dt_grad_scaler_new:", "init_scale must be finite and > 0|got 0", scaler_nul(dt_grad_scaler_new(0))) \
+  X_(scaler_init_nan, DT_ERR_INVALID_ARGUMENT, "dt_grad_scaler_new:", "init_scale must be finite and > 0", scaler_nul(dt_grad_scaler_new(NAN))) \
+  X_(scaler_scale_null, DT_ERR_INVALID_ARGUMENT, "dt_grad_scaler_scale:", "=s is NULL", nul(dt_grad_scaler_scale(NULL, F))) \
+  X_(scaler_scale_int, DT_ERR_DTYPE, "dt_grad_scaler_scale:", "loss is int32", autocast_scale_int()) \
+  X_(scaler_step_null, DT_ERR_INVALID_ARGUMENT, "dt_grad_scaler_step:", "=o is NULL", autocast_misuse(2)) \
+  X_(scaler_update_null, DT_ERR_INVALID_ARGUMENT, "dt_grad_scaler_update:", "=s is NULL", bad(dt_grad_scaler_update(NULL))) \
+  X_(scaler_update_no_step, DT_ERR_INVALID_ARGUMENT, "dt_grad_scaler_update:", "no dt_grad_scaler_step since the last update", autocast_misuse(1)) \
+  X_(trainer_autocast_int, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit:", "tr.autocast must be DT_F32 (off), DT_F16 or DT_BF16, got int64", autocast_misuse(3))
 
 #define X_DEF(name, want, prefix, words, call) static int bad_##name(void) { return (call); }
 BAD_CASES(X_DEF)

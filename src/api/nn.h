@@ -70,6 +70,10 @@ typedef struct dt_trainer {
   dt_epoch_result last;          /* the last epoch's results */
   dt_epoch_result epochs[64];    /* each epoch's results (the first 64) */
   double    gradient_clip_val;   /* > 0: the gradients' total 2-norm clipped to it before each step (dt_clip_grad_norm_); 0 (default): off */
+  dt_dtype  autocast;            /* DT_F32 (default): off; DT_BF16, DT_F16: each step's forward and loss, and evaluation, under
+                                    dt_set_autocast(tr->device's type, autocast), through autograd; DT_F16 with a grad scaler */
+  struct dt_grad_scaler *grad_scaler; /* autocast DT_F16: the scaler the first fit makes (init_scale 65536) and later ones
+                                    go on with; dt_trainer_free frees it */
 } dt_trainer;
 DTDEF dt_status  dt_trainer_init(dt_trainer *tr, int max_epochs, int num_gpus);
 DTDEF dt_status  dt_trainer_prepare_model(dt_trainer *tr, dt_module *m);
@@ -102,3 +106,16 @@ DTDEF dt_optimizer *dt_adamw(dt_module *m, double lr, double beta1, double beta2
 DTDEF dt_status     dt_optimizer_step(dt_optimizer *o);
 DTDEF dt_status     dt_optimizer_zero_grad(dt_optimizer *o);  /* dt_zero_grad of its module */
 DTDEF void          dt_optimizer_free(dt_optimizer *o);
+
+/* torch.amp.GradScaler (growth_factor 2, backoff_factor 0.5, growth_interval 2000, PyTorch's
+   defaults): scale multiplies the loss by the scale (recorded); step divides the optimizer's
+   parameters' gradients by it in place and, when any holds an inf or a NaN, skips the optimizer's
+   step (the gradients left as they were); update halves the scale after a skipped step and
+   doubles it after 2000 good steps in a row, and needs a step since the last update. */
+typedef struct dt_grad_scaler dt_grad_scaler;
+DTDEF dt_grad_scaler *dt_grad_scaler_new(double init_scale);                 /* init_scale > 0; PyTorch's default 65536 */
+DTDEF dt_tensor      *dt_grad_scaler_scale(dt_grad_scaler *s, const dt_tensor *loss);
+DTDEF dt_status       dt_grad_scaler_step(dt_grad_scaler *s, dt_optimizer *o);
+DTDEF dt_status       dt_grad_scaler_update(dt_grad_scaler *s);
+DTDEF double          dt_grad_scaler_get_scale(const dt_grad_scaler *s);     /* scaler.get_scale() */
+DTDEF void            dt_grad_scaler_free(dt_grad_scaler *s);

@@ -120,3 +120,12 @@ DTDEF dt_tensor *dt_mse_loss_ex(const dt_tensor *pred, const dt_tensor *target, 
    (BF16 tensor cores) for F32 matmuls on the GPU; the CPU computes F32 in F32 whatever the setting */
 DTDEF dt_status   dt_set_float32_matmul_precision(const char *precision);
 DTDEF const char *dt_get_float32_matmul_precision(void);     /* torch.get_float32_matmul_precision */
+/* torch.autocast(device_type=where, dtype=t), per thread: with DT_BF16 or DT_F16 on, dt_matmul,
+   the Linear layer's forward and dt_f_conv2d(_ex) cast their float inputs to t and run in t (F32
+   accumulation, the result in t); dt_softmax, dt_log_softmax, dt_cross_entropy, dt_nll_loss, the
+   mse, l1, smooth_l1 and bce_with_logits losses, dt_sum, dt_sum_dim(_ex) and dt_norm cast half
+   inputs up and run in F32; the rest run in their inputs' dtype. The casts are recorded, so F32
+   parameters get F32 gradients. A module on that device takes a float input of any dtype.
+   DT_F32 turns it off. Returns the previous setting; (dt_dtype)-1 for a bad where or t. */
+DTDEF dt_dtype dt_set_autocast(dt_device_type where, dt_dtype t);
+DTDEF dt_dtype dt_get_autocast(dt_device_type where);            /* torch.get_autocast_gpu_dtype; DT_F32 when off */

@@ -53,6 +53,22 @@ static void dt__forward_lazy_zero(const char *op, const dt_module *m, const dt_t
              "shape %s): 0 features, nothing to weigh (the layer stays lazy)", op, who, xs, dt__shape_str(&fw->input->shape, ns, sizeof ns));
 }
 
+/* A linear layer under autocast: y = x W^T + b in the autocast dtype t, of x, W and b cast to t
+   through autograd's recorded ops (the layer's fused backward takes its own dtype only, so the
+   layer keeps no input: dt_backward refuses, dt_autograd_backward goes through). x in t already,
+   autocast off since (a module on a lower precision input): W and b cast to x's dtype. */
+static dt_tensor *dt__forward_linear_autocast(dt_module *m, const dt_tensor *x) {
+  dt_dtype t = dt__autocast_low(x, m->weight, m->bias);
+  int failed = 0;
+  dt_tensor *cx, *cw, *cb, *wt = NULL, *p = NULL, *y = NULL;
+  if (t == DT_F32) t = x->dtype;
+  cx = dt__autocast_cast(x, t, &failed); cw = dt__autocast_cast(m->weight, t, &failed); cb = dt__autocast_cast(m->bias, t, &failed);
+  if (!failed && (wt = dt_transpose(cw)) != NULL && (p = dt_matmul(cx, wt)) != NULL) y = dt_add(p, cb);
+  dt_release(cx); dt_release(cw); dt_release(cb); dt_release(wt); dt_release(p);
+  dt_release(m->input); m->input = NULL; m->out_shape.ndim = -1;
+  return y;
+}
+
 static dt_tensor *dt__forward(const char *op, dt_module *m, const dt_tensor *x, dt__fwd *fw) {
   dt_tensor *y, *cur;
   int i;
@@ -64,6 +80,7 @@ static dt_tensor *dt__forward(const char *op, dt_module *m, const dt_tensor *x, 
       if (!m->weight && x->shape.dims[1] == 0) { dt__forward_lazy_zero(op, m, x, fw); return NULL; }
       if (!m->weight && dt__linear_init(op, m, x->shape.dims[1]) != DT_OK) return NULL;
       if (x->shape.dims[1] != m->in) { dt__forward_misfit(op, m, x, fw); return NULL; }
+      if (dt__autocast_low(x, m->weight, m->bias) != DT_F32 || x->dtype != m->dtype) return dt__forward_linear_autocast(m, x);
       /* y: (n, out) = bias broadcast over rows, then += x W^T */
       if (!(y = dt__new(op, dt_shape2(x->shape.dims[0], m->out), m->dtype, m->device))) return NULL;
       if (y->numel > 0) {
@@ -151,7 +168,8 @@ DTDEF dt_tensor *dt_forward(dt_module *m, const dt_tensor *x) {
              dt_device_str(x->st->device, a, sizeof a), dt__first_param(m, pn, sizeof pn), dt_device_str(m->device, b, sizeof b));
     return NULL;
   }
-  if (x->dtype != m->dtype && !(!dt__is_float(x->dtype) && dt__module_first_is_user(m))) {
+  if (x->dtype != m->dtype && !(!dt__is_float(x->dtype) && dt__module_first_is_user(m)) &&
+      !(dt__autocast[m->device.type == DT_CUDA] != DT_F32 && dt__is_float(x->dtype))) {
     dt__fail(DT_ERR_DTYPE, "%s: x is %s but the module is %s (convert with dt_cast)", op, dt_dtype_name(x->dtype), dt_dtype_name(m->dtype));
     return NULL;
   }
@@ -414,6 +432,13 @@ static dt_status dt__loss_check(const char *op, const dt_tensor *p, const dt_ten
 DTDEF dt_tensor *dt_mse_loss(const dt_tensor *pred, const dt_tensor *target) {
   const char *op = "dt_mse_loss";
   dt_tensor *d, *sq, *l;
+  if (dt__autocast_up(pred, target) && dt__is_float(pred->dtype) && dt__is_float(target->dtype)) { /* autocast: both in F32 */
+    int failed = 0;
+    dt_tensor *cp = dt__autocast_cast(pred, DT_F32, &failed), *ct = dt__autocast_cast(target, DT_F32, &failed);
+    l = failed ? NULL : dt_mse_loss(cp, ct);
+    dt_release(cp); dt_release(ct);
+    return l;
+  }
   if (dt__loss_check(op, pred, target) != DT_OK) return NULL;
   if (!(d = dt__binary(op, DT__B_SUB, pred, target))) return NULL;
   sq = dt__binary(op, DT__B_MUL, d, d);

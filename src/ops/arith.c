@@ -232,7 +232,16 @@ static dt_tensor *dt__matmul(const dt_tensor *a, const dt_tensor *b) {
   return dt__gemm(op, a, b, 0, 0, batch, m, n, k, sa, sb, ys);
 }
 DTDEF dt_tensor *dt_matmul(const dt_tensor *a, const dt_tensor *b) {
-  dt_tensor *y = dt__matmul(a, b);
+  dt_tensor *y;
+  dt_dtype t = dt__autocast_low(a, b, NULL);
+  if (t != DT_F32) { /* autocast: in t */
+    int failed = 0;
+    dt_tensor *ca = dt__autocast_cast(a, t, &failed), *cb = dt__autocast_cast(b, t, &failed);
+    y = failed ? NULL : dt_matmul(ca, cb);
+    dt_release(ca); dt_release(cb);
+    return y;
+  }
+  y = dt__matmul(a, b);
   return DT__AG2(y, DT__AG_MATMUL, "dt_matmul", a, b);
 }
 
@@ -312,8 +321,15 @@ static dt_tensor *dt__reduce_all(const char *op, dt__reduce_op rop, const dt_ten
   return dt__reduce(op, rop, a, 1, a->numel, 1, dt_shape0());
 }
 static dt_tensor *dt__sum_bytes(const char *op, const dt_tensor *a); /* sum of U8/BOOL, I64 */
+/* autocast's float32 list: f(a in F32) for a half a */
+static dt_tensor *dt__autocast_f32_1(dt_tensor *(*f)(const dt_tensor *), const dt_tensor *a) {
+  dt_tensor *ca = dt_cast(a, DT_F32), *y = ca ? f(ca) : NULL;
+  dt_release(ca);
+  return y;
+}
 DTDEF dt_tensor *dt_sum(const dt_tensor *a) {
   dt_tensor *y;
+  if (dt__autocast_up(a, NULL)) return dt__autocast_f32_1(dt_sum, a);
   if (a && (a->dtype == DT_U8 || a->dtype == DT_BOOL)) return dt__sum_bytes("dt_sum", a);
   y = dt__reduce_all("dt_sum", DT__R_SUM, a);
   return DT__AG1(y, DT__AG_SUM, "dt_sum", a);
@@ -323,7 +339,9 @@ DTDEF dt_tensor *dt_mean(const dt_tensor *a) {
   return DT__AG1(y, DT__AG_MEAN, "dt_mean", a);
 }
 DTDEF dt_tensor *dt_norm(const dt_tensor *a) {
-  dt_tensor *y = dt__reduce_all("dt_norm", DT__R_NORM, a);
+  dt_tensor *y;
+  if (dt__autocast_up(a, NULL)) return dt__autocast_f32_1(dt_norm, a);
+  y = dt__reduce_all("dt_norm", DT__R_NORM, a);
   return DT__AG1(y, DT__AG_NORM, "dt_norm", a);
 }
 
@@ -348,7 +366,14 @@ static dt_tensor *dt__sum_dim(const dt_tensor *a, int dim) {
   return dt__reduce(op, DT__R_SUM, a, (int64_t)outer, a->shape.dims[dim], (int64_t)inner, ys);
 }
 DTDEF dt_tensor *dt_sum_dim(const dt_tensor *a, int dim) {
-  dt_tensor *y = dt__sum_dim(a, dim);
+  dt_tensor *y;
+  if (dt__autocast_up(a, NULL)) {
+    dt_tensor *ca = dt_cast(a, DT_F32);
+    y = ca ? dt_sum_dim(ca, dim) : NULL;
+    dt_release(ca);
+    return y;
+  }
+  y = dt__sum_dim(a, dim);
   return y && DT__AG_ON(a) ? dt__ag_record1a(y, DT__AG_SUM_DIM, "dt_sum_dim", a, 0, dim, 0, NULL) : y;
 }
 

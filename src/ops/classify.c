@@ -80,12 +80,22 @@ static dt_tensor *dt__softmax(const char *op, int lg, const dt_tensor *t, int di
   if (y->numel == 0) return y;
   return dt__done(op, y, dt__be(t->st->device)->softmax(t->st->device.index, lg, t->dtype, outer, len, inner, t->st->ptr, y->st->ptr));
 }
+/* autocast's float32 list: softmax and log_softmax (lg) of a half t in F32 */
+static dt_tensor *dt__autocast_softmax(int lg, const dt_tensor *t, int dim) {
+  dt_tensor *ct = dt_cast(t, DT_F32), *y = ct ? (lg ? dt_log_softmax(ct, dim) : dt_softmax(ct, dim)) : NULL;
+  dt_release(ct);
+  return y;
+}
 DTDEF dt_tensor *dt_softmax(const dt_tensor *t, int dim) {
-  dt_tensor *y = dt__softmax("dt_softmax", 0, t, dim);
+  dt_tensor *y;
+  if (dt__autocast_up(t, NULL)) return dt__autocast_softmax(0, t, dim);
+  y = dt__softmax("dt_softmax", 0, t, dim);
   return y && DT__AG_ON(t) ? dt__ag_record1a(y, DT__AG_SOFTMAX, "dt_softmax", t, 0, dim, 0, NULL) : y;
 }
 DTDEF dt_tensor *dt_log_softmax(const dt_tensor *t, int dim) {
-  dt_tensor *y = dt__softmax("dt_log_softmax", 1, t, dim);
+  dt_tensor *y;
+  if (dt__autocast_up(t, NULL)) return dt__autocast_softmax(1, t, dim);
+  y = dt__softmax("dt_log_softmax", 1, t, dim);
   return y && DT__AG_ON(t) ? dt__ag_record1a(y, DT__AG_LOG_SOFTMAX, "dt_log_softmax", t, 0, dim, 0, NULL) : y;
 }
 
@@ -127,7 +137,14 @@ static dt_tensor *dt__cross_entropy(const char *op, int grad, const dt_tensor *l
                                                                    (const int64_t *)target->st->ptr, y->st->ptr));
 }
 DTDEF dt_tensor *dt_cross_entropy(const dt_tensor *logits, const dt_tensor *target) {
-  dt_tensor *y = dt__cross_entropy("dt_cross_entropy", 0, logits, target);
+  dt_tensor *y;
+  if (dt__autocast_up(logits, NULL)) { /* autocast: in F32 */
+    dt_tensor *cl = dt_cast(logits, DT_F32);
+    y = cl ? dt_cross_entropy(cl, target) : NULL;
+    dt_release(cl);
+    return y;
+  }
+  y = dt__cross_entropy("dt_cross_entropy", 0, logits, target);
   return y && DT__AG_ON(logits) ? dt__ag_record2(y, DT__AG_CROSS_ENTROPY, "dt_cross_entropy", logits, target) : y;
 }
 DTDEF dt_tensor *dt_cross_entropy_grad(const dt_tensor *logits, const dt_tensor *target) {

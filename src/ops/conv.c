@@ -144,6 +144,14 @@ DTDEF dt_tensor *dt_f_conv2d_ex(const dt_tensor *x, const dt_tensor *w, const dt
   dt__conv2d g;
   dt_tensor *y;
   dt_status s;
+  dt_dtype at = dt__autocast_low(x, w, b);
+  if (at != DT_F32) { /* autocast: in at */
+    int failed = 0;
+    dt_tensor *cx = dt__autocast_cast(x, at, &failed), *cw = dt__autocast_cast(w, at, &failed), *cb = dt__autocast_cast(b, at, &failed);
+    y = failed ? NULL : dt_f_conv2d_ex(cx, cw, cb, sh, sw, ph, pw, dh, dw, groups);
+    dt_release(cx); dt_release(cw); dt_release(cb);
+    return y;
+  }
   if (dt__conv_check(op, NULL, x, w, b, sh, sw, ph, pw, dh, dw, groups, &g) != DT_OK) return NULL;
   if (!(y = dt__new(op, dt_shape4(g.n, g.oc, g.oh, g.ow), x->dtype, x->st->device))) return NULL;
   if (g.n > 0) {

@@ -63,6 +63,13 @@ static dt_tensor *dt__loss_record(dt_tensor *y, dt__ag_op kind, const char *op, 
 /* bce_with_logits, l1, smooth_l1, mse: logits/x/pred and target/y of one float dtype and shape */
 static dt_tensor *dt__loss_pair(const char *op, dt__ag_op kind, const char *xn, const dt_tensor *x, const char *tn,
                                 const dt_tensor *t, double beta, dt_reduction r) {
+  if (dt__autocast_up(x, t) && dt__is_float(x->dtype) && dt__is_float(t->dtype)) { /* autocast: both in F32 */
+    int failed = 0;
+    dt_tensor *cx = dt__autocast_cast(x, DT_F32, &failed), *ct = dt__autocast_cast(t, DT_F32, &failed), *y;
+    y = failed ? NULL : dt__loss_pair(op, kind, xn, cx, tn, ct, beta, r);
+    dt_release(cx); dt_release(ct);
+    return y;
+  }
   if (dt__same_float_shape(op, xn, x, tn, t) != DT_OK || dt__check_reduction(op, r) != DT_OK) return NULL;
   if (kind == DT__AG_SMOOTH_L1_LOSS && !(beta >= 0)) {
     dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: beta must be at least 0 (0 is l1_loss), got %g", op, beta);
@@ -99,6 +106,12 @@ DTDEF dt_tensor *dt_nll_loss_ex(const dt_tensor *log_probs, const dt_tensor *tar
   int64_t n, c, i;
   dt_tensor *l;
   char sa[200], sb[200];
+  if (dt__autocast_up(log_probs, NULL)) { /* autocast: in F32 */
+    dt_tensor *cl = dt_cast(log_probs, DT_F32);
+    l = cl ? dt_nll_loss_ex(cl, target, reduction) : NULL;
+    dt_release(cl);
+    return l;
+  }
   if (dt__check_tensor(op, "log_probs", log_probs) != DT_OK || dt__check_tensor(op, "target", target) != DT_OK) return NULL;
   if (dt__same_device(op, "log_probs", log_probs, "target", target) != DT_OK) return NULL;
   if (dt__float_only(op, "log_probs", log_probs) != DT_OK) return NULL;

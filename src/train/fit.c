@@ -18,22 +18,34 @@ static dt_status dt__trainer_clip(dt_trainer *tr, dt_module *m) {
    user-written modules): zero the gradients, forward, the loss, its backward, clip, step. */
 static dt_status dt__trainer_step_autograd(dt_trainer *tr, dt_module *m, const dt_tensor *xb, const dt_tensor *yb,
                                            dt__tr_sums *sums) {
-  dt_tensor *pred, *loss = NULL;
+  dt_tensor *pred = NULL, *loss = NULL, *scaled = NULL;
   dt_status s;
   int prev;
-  if ((s = tr->optimizer ? dt_optimizer_zero_grad(tr->optimizer) : dt_zero_grad(m)) != DT_OK) return s;
-  if (!(pred = dt_forward(m, xb))) return dt_last_status();
+  dt_dtype ac = dt_set_autocast(tr->device.type, tr->autocast); /* the forward and the loss under tr.autocast */
+  if ((s = tr->optimizer ? dt_optimizer_zero_grad(tr->optimizer) : dt_zero_grad(m)) != DT_OK) goto done;
+  if (!(pred = dt_forward(m, xb))) { s = dt_last_status(); goto done; }
   prev = dt__no_grad;
   dt__no_grad = 1; /* the sums record nothing */
   s = dt__tr_accumulate(tr, pred, yb, sums);
   dt__no_grad = prev;
   if (s == DT_OK) {
     loss = tr->loss_fn == DT_LOSS_CROSS_ENTROPY ? dt_cross_entropy(pred, yb) : dt_mse_loss(pred, yb);
+    dt_set_autocast(tr->device.type, ac); /* the backward and the step as the caller had it */
     if (!loss) s = dt_last_status();
-    else if ((s = dt_autograd_backward(loss, NULL)) == DT_OK && (s = dt__trainer_clip(tr, m)) == DT_OK)
+    else if (tr->autocast == DT_F16 && tr->grad_scaler) { /* scaled loss; unscale, then clip and step unless inf/NaN */
+      if (!(scaled = dt_grad_scaler_scale(tr->grad_scaler, loss))) s = dt_last_status();
+      else if ((s = dt_autograd_backward(scaled, NULL)) == DT_OK && (s = dt__params_build("dt_trainer_fit", m)) == DT_OK &&
+               (s = dt__grad_scaler_unscale("dt_trainer_fit", tr->grad_scaler, m->grads, m->nparams)) == DT_OK) {
+        if (!tr->grad_scaler->found_inf && (s = dt__trainer_clip(tr, m)) == DT_OK)
+          s = tr->optimizer ? dt_optimizer_step(tr->optimizer) : dt_sgd_step(m, tr->lr);
+        if (s == DT_OK) s = dt_grad_scaler_update(tr->grad_scaler);
+      }
+    } else if ((s = dt_autograd_backward(loss, NULL)) == DT_OK && (s = dt__trainer_clip(tr, m)) == DT_OK)
       s = tr->optimizer ? dt_optimizer_step(tr->optimizer) : dt_sgd_step(m, tr->lr);
   }
-  dt_release(pred); dt_release(loss);
+done:
+  dt_set_autocast(tr->device.type, ac);
+  dt_release(pred); dt_release(loss); dt_release(scaled);
   return s;
 }
 
@@ -45,7 +57,7 @@ static dt_status dt__trainer_step(dt_trainer *tr, dt__replicas *rep, dt_module *
   dt_tensor *pred, *g = NULL;
   dt_status s;
   if (rep && (rep->n > 1 || rep->ranks > 1)) return dt__dp_step(tr, rep, xb, yb); /* data parallel */
-  if (dt__module_has_user(m)) return dt__trainer_step_autograd(tr, m, xb, yb, sums);
+  if (dt__module_has_user(m) || tr->autocast != DT_F32) return dt__trainer_step_autograd(tr, m, xb, yb, sums);
   if (!(pred = dt_forward(m, xb))) return dt_last_status();
   if ((s = dt__tr_accumulate(tr, pred, yb, sums)) == DT_OK) {
     g = tr->loss_fn == DT_LOSS_CROSS_ENTROPY ? dt_cross_entropy_grad(pred, yb) : dt_mse_loss_grad(pred, yb);
@@ -106,6 +118,7 @@ static dt_status dt__trainer_eval(dt_trainer *tr, dt_module *m, const dt__tr_dat
   int64_t n = d->n, b, bs = tr->batch_size;
   int was = dt_set_grad_enabled(0), training = m->training;
   dt_status s = DT_OK;
+  dt_dtype ac = dt_set_autocast(tr->device.type, tr->autocast);
   dt_module_train(m, 0); /* net.eval() */
   if (bs < DT__TR_EVAL_ROWS) bs = 4 * bs < DT__TR_EVAL_ROWS ? 4 * bs : DT__TR_EVAL_ROWS;
   for (b = 0; b < n && s == DT_OK; b += bs) {
@@ -117,6 +130,7 @@ static dt_status dt__trainer_eval(dt_trainer *tr, dt_module *m, const dt__tr_dat
   }
   dt_module_train(m, training);
   dt_set_grad_enabled(was);
+  dt_set_autocast(tr->device.type, ac);
   return s;
 }
 
@@ -200,6 +214,9 @@ static dt_status dt__trainer_label_range(const char *op, const char *yn, const d
 static dt_status dt__trainer_check(const char *op, dt_trainer *tr, dt_module *m) {
   if (!tr) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: tr is NULL", op);
   if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op);
+  if (tr->autocast != DT_F32 && tr->autocast != DT_F16 && tr->autocast != DT_BF16)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: tr.autocast must be DT_F32 (off), DT_F16 or DT_BF16, got %s", op,
+                    dt_dtype_name(tr->autocast));
   if (tr->loss_fn != DT_LOSS_MSE && tr->loss_fn != DT_LOSS_CROSS_ENTROPY)
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: loss_fn must be DT_LOSS_MSE or DT_LOSS_CROSS_ENTROPY, got %d", op, (int)tr->loss_fn);
   if (tr->batch_size <= 0) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: batch_size must be positive, got %lld", op, (long long)tr->batch_size);
@@ -267,6 +284,10 @@ static dt_status dt__trainer_fit(const char *op, dt_trainer *tr, dt_module *m, c
   memset(&rep, 0, sizeof rep);
   memset(&d, 0, sizeof d); memset(&dv, 0, sizeof dv); memset(&sums, 0, sizeof sums); memset(&vs, 0, sizeof vs);
   if ((s = dt__trainer_check(op, tr, m)) != DT_OK) return s;
+  if (tr->autocast != DT_F32 && (tr->num_gpus > 1 || dt_dist_world_size() > 1))
+    return dt__fail(DT_ERR_UNSUPPORTED, "%s: tr.autocast trains through autograd on one device: data parallel training "
+                    "(num_gpus > 1 or several ranks) takes tr.autocast DT_F32", op);
+  if (tr->autocast == DT_F16 && !tr->grad_scaler && !(tr->grad_scaler = dt_grad_scaler_new(65536.0))) return dt_last_status();
   if (dt__module_has_user(m) && (tr->num_gpus > 1 || dt_dist_world_size() > 1))
     return dt__fail(DT_ERR_UNSUPPORTED, "%s: m holds a convolution or a module made by dt_module_new, which the trainer "
                     "trains through autograd on one device: data parallel training takes built-in linear and ReLU layers", op);
@@ -379,4 +400,8 @@ DTDEF dt_status dt_trainer_evaluate(dt_trainer *tr, dt_module *m, const dt_tenso
   return s;
 }
 
-DTDEF void dt_trainer_free(dt_trainer *tr) { if (tr) memset(tr, 0, sizeof *tr); }
+DTDEF void dt_trainer_free(dt_trainer *tr) {
+  if (!tr) return;
+  dt_grad_scaler_free(tr->grad_scaler);
+  memset(tr, 0, sizeof *tr);
+}
