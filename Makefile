@@ -178,7 +178,7 @@ $(eval $(call VARIANT,gpubench,$(B)/bench_gpu,bench/bench_gpu.c $(HDR)))
 #      at -O2, 15 s under ASan: most of make test-emu's time). OWN_IMPL's tests reach the
 #      implementation's internals or configure it with a macro before the #include: they keep their
 #      own copy, as do build/ex, build/cuda/ex, static_unit and two_units, the ways a user builds.
-OWN_IMPL   := test_cpu_nocache test_gemm_kernel test_print_format test_random test_threads test_vmath
+OWN_IMPL   := test_cpu_nocache test_gemm_kernel test_print_format test_random test_threads test_vmath test_gemm_bf16
 LINK_TESTS := $(filter-out $(OWN_IMPL),$(TESTS))
 # $(call IMPL,variant,folder,language): folder/devtensor_impl.o, by the variant's command
 define IMPL

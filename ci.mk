@@ -25,9 +25,10 @@ EMU_DIR    := $(B)/emu
 EMU_LIB    := $(EMU_DIR)/libcudart_emu.so
 EMU_OBJ    := $(EMU_DIR)/devtensor_cuda.o
 EMU_LINK   := -L$(EMU_DIR) -lcudart_emu -Wl,-rpath,$(abspath $(EMU_DIR)) -lstdc++ -lm -pthread -ldl
-# all tests but the three that touch no device (the CPU gemm's kernels, the vector math, number
-# formatting): make asan runs those under the same sanitizers, and CI's 30 minutes are tight
-EMU_CPU_ONLY := test_gemm_kernel test_vmath test_print_format
+# all tests but those that touch no device (the CPU gemm's kernels, the vector math, number
+# formatting, the CPU's BF16 gemm): make asan runs those under the same sanitizers, and CI's 30
+# minutes are tight
+EMU_CPU_ONLY := test_gemm_kernel test_vmath test_print_format test_gemm_bf16
 EMU_TESTS  := $(addprefix $(EMU_DIR)/,$(filter-out $(EMU_CPU_ONLY),$(TESTS)))
 EMU_EX     := $(addprefix $(EMU_DIR)/ex/,$(EXAMPLES))
 EMU_HDRS   := $(wildcard tests/emu/*.h)

@@ -392,6 +392,83 @@ static void test_autograd(dt_device dev) {
   }
 }
 
+/* y (batch, m, n) = op(A) op(B) in bfloat16 against float64 on the same inputs: ra (batch, m, k) or
+   (batch, k, m) when ta, rb (batch, k, n) or (batch, n, k) when tb. The bound on each element:
+   one rounding to bfloat16 (2^-8 relative) and F32 accumulation, (k + 2) 2^-24 sum |a||b|.
+   Returns the largest error over the bound (<= 1 passes); with y2, also y against y2 over twice
+   the bound, in *err2. */
+static double bf16_mm_err(const dt_tensor *y, const dt_tensor *y2, const double *ra, const double *rb, int batch, int m, int n, int k,
+                          int ta, int tb, double *err2) {
+  static double got[4096], got2[4096];
+  double worst = 0, worst2 = 0;
+  int e, i, j, p;
+  dt_tensor *d = dt_cast(y, DT_F64), *d2 = y2 ? dt_cast(y2, DT_F64) : NULL;
+  if (!d || dt_to_host(d, got, (size_t)(batch * m * n) * 8) != DT_OK ||
+      (y2 && (!d2 || dt_to_host(d2, got2, (size_t)(batch * m * n) * 8) != DT_OK))) {
+    dt_release(d); dt_release(d2);
+    return 1e30;
+  }
+  for (e = 0; e < batch; e++)
+    for (i = 0; i < m; i++)
+      for (j = 0; j < n; j++) {
+        double acc = 0, mag = 0, bound, g = got[(e * m + i) * n + j];
+        for (p = 0; p < k; p++) {
+          double av = ra[e * m * k + (ta ? p * m + i : i * k + p)], bv = rb[e * k * n + (tb ? j * k + p : p * n + j)];
+          acc += av * bv;
+          mag += fabs(av * bv);
+        }
+        bound = (ldexp(fabs(acc), -8) + (double)(k + 2) * ldexp(mag, -24)) * 1.0001 + 1e-30;
+        if (!(fabs(g - acc) / bound <= worst)) worst = fabs(g - acc) / bound;
+        if (y2 && !(fabs(g - got2[(e * m + i) * n + j]) / (2 * bound) <= worst2)) worst2 = fabs(g - got2[(e * m + i) * n + j]) / (2 * bound);
+      }
+  dt_release(d); dt_release(d2);
+  if (err2) *err2 = worst2;
+  return worst;
+}
+
+/* bfloat16 matmul (on the CPU the AVX512_BF16 kernel where the CPU has it) against float64 on the
+   same inputs, and against the same product taken in float32 by hand (casts around an F32
+   matmul): shapes with edges of the kernel's tiles, odd k, batches; the transposed products
+   through autograd (dA = g B^T, dB = A^T g) */
+static void test_matmul_bf16(dt_device dev) {
+  static const int shapes[][4] = {{1, 1, 1, 1}, {1, 17, 33, 65}, {1, 13, 31, 3}, {1, 24, 64, 64}, {3, 13, 20, 33}, {2, 17, 33, 45}, {2, 5, 40, 1}};
+  static double ra[4096], rb[4096], rw[4096];
+  size_t c;
+  for (c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
+    const int bt = shapes[c][0], m = shapes[c][1], n = shapes[c][2], k = shapes[c][3];
+    dt_shape sa = bt > 1 ? dt_shape3(bt, m, k) : dt_shape2(m, k), sb = bt > 1 ? dt_shape3(bt, k, n) : dt_shape2(k, n);
+    dt_tensor *a = values(dev, DT_BF16, sa, 20 + (uint32_t)c, ra), *b = values(dev, DT_BF16, sb, 40 + (uint32_t)c, rb);
+    dt_tensor *y = NULL, *af = NULL, *bf = NULL, *yf = NULL, *y2 = NULL;
+    double err = 1e30, err2 = 1e30;
+    T_CHECK(a && b);
+    if (a && b) {
+      y = dt_matmul(a, b);
+      af = dt_cast(a, DT_F32); bf = dt_cast(b, DT_F32);
+      yf = af && bf ? dt_matmul(af, bf) : NULL;
+      y2 = yf ? dt_cast(yf, DT_BF16) : NULL;
+      err = y && y2 && dt_dtype_of(y) == DT_BF16 ? bf16_mm_err(y, y2, ra, rb, bt, m, n, k, 0, 0, &err2) : 1e30;
+    }
+    T_CHECK_MSG(err <= 1 && err2 <= 1, "(%d, %d, %d) x %d: %g of the bound, %g against float32", m, n, k, bt, err, err2);
+    if (bt == 1 && a && b && y) { /* sum(y * w): the gradients w b^T (tb) and a^T w (ta) */
+      dt_tensor *w = values(dev, DT_BF16, dt_shape2(m, n), 60 + (uint32_t)c, rw), *yy, *yw = NULL, *s = NULL;
+      dt_release(y);
+      T_CHECK(w && dt_requires_grad_(a, 1) == DT_OK && dt_requires_grad_(b, 1) == DT_OK);
+      yy = dt_matmul(a, b);
+      if (yy && w) yw = dt_mul(yy, w);
+      if (yw) s = dt_sum(yw);
+      T_CHECK(s && dt_autograd_backward(s, NULL) == DT_OK);
+      /* dA (m, k) = w (m, n) @ B^T, B (k, n) read as (n, k)^T: tb; dB (k, n) = A^T (k, m) @ w (m, n): ta */
+      err = dt_grad(a) ? bf16_mm_err(dt_grad(a), NULL, rw, rb, 1, m, k, n, 0, 1, NULL) : 1e30;
+      T_CHECK_MSG(err <= 1, "(%d, %d, %d) grad a: %g of the bound", m, n, k, err);
+      err = dt_grad(b) ? bf16_mm_err(dt_grad(b), NULL, ra, rw, 1, k, n, m, 1, 0, NULL) : 1e30;
+      T_CHECK_MSG(err <= 1, "(%d, %d, %d) grad b: %g of the bound", m, n, k, err);
+      dt_release(w); dt_release(yy); dt_release(yw); dt_release(s);
+      y = NULL;
+    }
+    dt_release(y); dt_release(af); dt_release(bf); dt_release(yf); dt_release(y2); dt_release(a); dt_release(b);
+  }
+}
+
 /* what the half dtypes do not take, and the precision setting's refusal */
 static void test_refusals(dt_device dev) {
   dt_tensor *x = dt_empty(dt_shape1(4), DT_F16, dev);
@@ -415,5 +492,6 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_dlpack);
   T_RUN_ALL_DEVICES(test_autograd);
   T_RUN_ALL_DEVICES(test_refusals);
+  T_RUN_ALL_DEVICES(test_matmul_bf16);
   return t_finish();
 }

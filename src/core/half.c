@@ -5,7 +5,8 @@
    per element (its half ops compute in float: elementwise ops, comparisons, reductions
    accumulating in float, softmax); exact where F32 is (comparisons, max, argmax). Casts and
    fills take the half dtypes in each backend itself, and so does a backend's gemm where it
-   says so (`half_gemm`: cuBLAS with F32 accumulation). Other dtypes go straight through. */
+   says so (`half_gemm`: cuBLAS with F32 accumulation; on the CPU, a BF16 kernel where the CPU
+   has the instructions, else this F32 route). Other dtypes go straight through. */
 
 typedef struct dt__hscratch {
   const dt__backend *be;
@@ -88,13 +89,16 @@ static dt_status dt__half_reduce(const dt__backend *be, int dev, dt__reduce_op o
 /* elements spanned by batch items of `item` elements every `stride` (0: one shared item) */
 static int64_t dt__hspan(int64_t batch, int64_t item, int64_t stride) { return stride == 0 ? item : (batch - 1) * stride + item; }
 
-static dt_status dt__half_gemm(const dt__backend *be, int dev, dt_dtype t, int ta, int tb, int64_t batch, int64_t m, int64_t n, int64_t k,
-                               double alpha, const void *a, int64_t sa, const void *b, int64_t sb, double beta, void *c, int64_t sc) {
+/* the gemm slot's product in half dtype t through F32 copies of A, B (and C where beta != 0):
+   the route of a backend whose gemm does not take t itself (and the CPU's gemm for what its BF16
+   kernel does not take) */
+static dt_status dt__half_gemm_f32(const dt__backend *be, int dev, dt_dtype t, int ta, int tb, int64_t batch, int64_t m, int64_t n,
+                                   int64_t k, double alpha, const void *a, int64_t sa, const void *b, int64_t sb, double beta, void *c,
+                                   int64_t sc) {
   dt__hscratch s;
   dt_status rc;
   int64_t na, nb, nc;
   float *fa, *fb, *fc;
-  if (!dt__is_half(t) || be->half_gemm) return be->gemm(dev, t, ta, tb, batch, m, n, k, alpha, a, sa, b, sb, beta, c, sc);
   if (batch <= 0 || m <= 0 || n <= 0) return DT_OK;
   na = dt__hspan(batch, m * k, sa); nb = dt__hspan(batch, k * n, sb); nc = dt__hspan(batch, m * n, sc);
   if ((rc = dt__hscratch_get(&s, be, dev, na + nb + nc)) != DT_OK) return rc;
@@ -106,6 +110,12 @@ static dt_status dt__half_gemm(const dt__backend *be, int dev, dt_dtype t, int t
   if (rc == DT_OK) rc = be->cast(dev, DT_F32, t, nc, fc, c);
   dt__hscratch_put(&s);
   return rc;
+}
+
+static dt_status dt__half_gemm(const dt__backend *be, int dev, dt_dtype t, int ta, int tb, int64_t batch, int64_t m, int64_t n, int64_t k,
+                               double alpha, const void *a, int64_t sa, const void *b, int64_t sb, double beta, void *c, int64_t sc) {
+  if (!dt__is_half(t) || be->half_gemm) return be->gemm(dev, t, ta, tb, batch, m, n, k, alpha, a, sa, b, sb, beta, c, sc);
+  return dt__half_gemm_f32(be, dev, t, ta, tb, batch, m, n, k, alpha, a, sa, b, sb, beta, c, sc);
 }
 
 static dt_status dt__half_axpy(const dt__backend *be, int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y) {

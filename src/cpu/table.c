@@ -50,8 +50,8 @@ static const dt__backend *dt__cpu_backend(void) {
     DT__SLOT(random_int) dt__cpu_random_int,
     /* losses */
     DT__SLOT(nll_loss) dt__cpu_nll_loss,
-    /* half precision: gemm through the core's F32 conversion; F32 one way */
-    DT__SLOT(half_gemm) 0,
+    /* half precision: gemm takes F16 and BF16 (src/cpu/gemm/bf16.c); F32 one way */
+    DT__SLOT(half_gemm) 1,
     DT__SLOT(set_matmul_precision) NULL,
     /* graphs */
     DT__SLOT(graph_begin) dt__cpu_graph_begin,

@@ -34,6 +34,7 @@ static dt_status dt__cpu_gemm(int dev, dt_dtype t, int ta, int tb, int64_t batch
                               double alpha, const void *a, int64_t stride_a, const void *b, int64_t stride_b,
                               double beta, void *c, int64_t stride_c) {
   int64_t i;
+  if (t == DT_F16 || t == DT_BF16) return dt__cpu_gemm_half(dev, t, ta, tb, batch, m, n, k, alpha, a, stride_a, b, stride_b, beta, c, stride_c);
   (void)dev;
   if (t != DT_F32 && t != DT_F64) return DT_ERR_DTYPE;
   for (i = 0; i < batch; i++) {
