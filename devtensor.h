@@ -17012,7 +17012,7 @@ static const dt__backend *dt__cpu_rec_backend(void) {
     DT__SLOT(index_add) dt__cpu_rec_index_add,
     DT__SLOT(random_int) dt__cpu_rec_random_int,
     DT__SLOT(nll_loss) dt__cpu_rec_nll_loss,
-    DT__SLOT(half_gemm) 0,
+    DT__SLOT(half_gemm) 1, /* as the CPU's table: its gemm takes the half dtypes (replayed through the half table) */
     DT__SLOT(set_matmul_precision) NULL,
     DT__SLOT(graph_begin) dt__cpu_graph_begin,
     DT__SLOT(graph_end) dt__cpu_graph_end,
