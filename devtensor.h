@@ -13205,7 +13205,7 @@ static void dt__col_span(int64_t ow, int64_t sw, int64_t x0, int64_t w, int64_t 
 }
 /* one output row of col: row[ox] = xrow[ox sw + x0] where that is within [0, w), else 0 */
 #define DT__IM2COL_ROW_DEFINE(NAME, T)                                                              \
-  static void NAME(T *row, const T *xrow, int64_t ow, int64_t sw, int64_t x0, int64_t w) {         \
+  static void NAME(T *row, const T *xrow, int64_t ow, int64_t sw, int64_t x0, int64_t w) {          \
     int64_t a, b, ox;                                                                               \
     dt__col_span(ow, sw, x0, w, &a, &b);                                                            \
     for (ox = 0; ox < a; ox++) row[ox] = 0;                                                         \
@@ -13219,10 +13219,10 @@ DT__IM2COL_ROW_DEFINE(dt__im2col_row_f64, double)
 #undef DT__IM2COL_ROW_DEFINE
 /* its adjoint: xrow[ox sw + x0] += row[ox] where that is within [0, w) */
 #define DT__COL2IM_ROW_DEFINE(NAME, T)                                                              \
-  static void NAME(const T *row, T *xrow, int64_t ow, int64_t sw, int64_t x0, int64_t w) {         \
+  static void NAME(const T *row, T *xrow, int64_t ow, int64_t sw, int64_t x0, int64_t w) {          \
     int64_t a, b, ox;                                                                               \
     dt__col_span(ow, sw, x0, w, &a, &b);                                                            \
-    if (sw == 1) /* unit stride: vectorized */                                                   \
+    if (sw == 1) /* unit stride: vectorized */                                                      \
       for (ox = a; ox < b; ox++) xrow[ox + x0] += row[ox];                                          \
     else                                                                                            \
       for (ox = a; ox < b; ox++) xrow[ox * sw + x0] += row[ox];                                     \
@@ -13355,7 +13355,7 @@ static int dt__pool_disjoint(const dt__pool2d *p) {
   return p->kind != DT__POOL2D_ADAPTIVE_AVG && p->sh >= p->kh && p->sw >= p->kw && p->ph == 0 && p->pw == 0;
 }
 #define DT__POOL_BACK_DISJOINT_DEFINE(NAME, T)                                                      \
-  static void NAME(const dt__pool2d *p, const T *gy, const int64_t *idx, T *gx, int64_t plane) {     \
+  static void NAME(const dt__pool2d *p, const T *gy, const int64_t *idx, T *gx, int64_t plane) {    \
     const int64_t xo = plane * p->h * p->w, yo = plane * p->oh * p->ow;                             \
     int64_t oy, ox, iy, ix;                                                                         \
     T *xp = gx + xo;                                                                                \
@@ -13371,7 +13371,7 @@ static int dt__pool_disjoint(const dt__pool2d *p) {
               if (at == iy * p->w + ix) xp[at] = v;                                                 \
         } else {                                                                                    \
           const T v = (T)(0.0 + (double)gy[o] / (double)(dt__avg_extent(y0, p->kh, p->h, 0) *       \
-                                                          dt__avg_extent(x0, p->kw, p->w, 0)));      \
+                                                          dt__avg_extent(x0, p->kw, p->w, 0)));     \
           for (iy = y0; iy < y0 + p->kh; iy++)                                                      \
             for (ix = x0; ix < x0 + p->kw; ix++) xp[iy * p->w + ix] = v;                            \
         }                                                                                           \
