@@ -9,6 +9,7 @@
 #   make bench       the CPU benchmarks against NumPy and PyTorch (CPU), one table (make bench-cblas: with DEVTENSOR_CBLAS)
 #   make bench-gpu   the GPU benchmarks against cudaMemcpy and PyTorch (on a machine with a GPU)
 #   make bench-fashion  make fashion's training beside the same in PyTorch (bench/fashion_torch.py): epoch times
+#   make bench-lenet    make lenet's training beside the same in PyTorch (bench/lenet_torch.py): epoch times, accuracies
 #   make lib         libdevtensor.so and .a; make install PREFIX=... adds devtensor.pc and a CMake package
 #   make amalgamate  write devtensor.h and devtensor_cuda.cu from the parts in src/ (tools/amalgamate.py)
 #   make clean       remove build/
@@ -287,6 +288,10 @@ endif
 # the same training in PyTorch beside it (bench/fashion_torch.py), interleaved; ratios of epoch times
 bench-fashion: $(B)/ex/fashion_mnist
 	@sh bench/run_fashion.sh ./$(B)/ex/fashion_mnist "$(PYTHON)"
+# examples/lenet.c beside the same in PyTorch (bench/lenet_torch.py); LENET_ARGS=--relu-max for that variant
+.PHONY: bench-lenet
+bench-lenet: $(B)/ex/lenet
+	@sh bench/run_lenet.sh ./$(B)/ex/lenet "$(PYTHON)" 1 10 $(LENET_ARGS)
 
 bench: $(B)/bench_cpu
 	@sh bench/run_cpu.sh ./$(B)/bench_cpu "$(PYTHON)"

@@ -16305,36 +16305,40 @@ typedef struct dt__conv_job {
   int64_t *idx_out;          /* pool2d's (max) */
 } dt__conv_job;
 
+/* the columns ox in [*a, *b) of an output row whose input column ox sw + x0 is within [0, w) */
+static void dt__col_span(int64_t ow, int64_t sw, int64_t x0, int64_t w, int64_t *a, int64_t *b) {
+  *a = x0 >= 0 ? 0 : (-x0 + sw - 1) / sw;
+  *b = w - 1 - x0 < 0 ? 0 : (w - 1 - x0) / sw + 1;
+  if (*b > ow) *b = ow;
+  if (*a > *b) *a = *b;
+}
 /* one output row of col: row[ox] = xrow[ox sw + x0] where that is within [0, w), else 0 */
-static void dt__im2col_row_f32(float *row, const float *xrow, int64_t ow, int64_t sw, int64_t x0, int64_t w) {
-  int64_t ox;
-  for (ox = 0; ox < ow; ox++) {
-    const int64_t ix = ox * sw + x0;
-    row[ox] = ix >= 0 && ix < w ? xrow[ix] : 0.0f;
+#define DT__IM2COL_ROW_DEFINE(NAME, T)                                                              \
+  static void NAME(T *row, const T *xrow, int64_t ow, int64_t sw, int64_t x0, int64_t w) {          \
+    int64_t a, b, ox;                                                                               \
+    dt__col_span(ow, sw, x0, w, &a, &b);                                                            \
+    for (ox = 0; ox < a; ox++) row[ox] = 0;                                                         \
+    if (sw == 1) memcpy(row + a, xrow + a + x0, (size_t)(b - a) * sizeof(T));                       \
+    else                                                                                            \
+      for (ox = a; ox < b; ox++) row[ox] = xrow[ox * sw + x0];                                      \
+    for (ox = b; ox < ow; ox++) row[ox] = 0;                                                        \
   }
-}
-static void dt__im2col_row_f64(double *row, const double *xrow, int64_t ow, int64_t sw, int64_t x0, int64_t w) {
-  int64_t ox;
-  for (ox = 0; ox < ow; ox++) {
-    const int64_t ix = ox * sw + x0;
-    row[ox] = ix >= 0 && ix < w ? xrow[ix] : 0.0;
-  }
-}
+DT__IM2COL_ROW_DEFINE(dt__im2col_row_f32, float)
+DT__IM2COL_ROW_DEFINE(dt__im2col_row_f64, double)
+#undef DT__IM2COL_ROW_DEFINE
 /* its adjoint: xrow[ox sw + x0] += row[ox] where that is within [0, w) */
-static void dt__col2im_row_f32(const float *row, float *xrow, int64_t ow, int64_t sw, int64_t x0, int64_t w) {
-  int64_t ox;
-  for (ox = 0; ox < ow; ox++) {
-    const int64_t ix = ox * sw + x0;
-    if (ix >= 0 && ix < w) xrow[ix] += row[ox];
+#define DT__COL2IM_ROW_DEFINE(NAME, T)                                                              \
+  static void NAME(const T *row, T *xrow, int64_t ow, int64_t sw, int64_t x0, int64_t w) {          \
+    int64_t a, b, ox;                                                                               \
+    dt__col_span(ow, sw, x0, w, &a, &b);                                                            \
+    if (sw == 1) /* unit stride: vectorized */                                                      \
+      for (ox = a; ox < b; ox++) xrow[ox + x0] += row[ox];                                          \
+    else                                                                                            \
+      for (ox = a; ox < b; ox++) xrow[ox * sw + x0] += row[ox];                                     \
   }
-}
-static void dt__col2im_row_f64(const double *row, double *xrow, int64_t ow, int64_t sw, int64_t x0, int64_t w) {
-  int64_t ox;
-  for (ox = 0; ox < ow; ox++) {
-    const int64_t ix = ox * sw + x0;
-    if (ix >= 0 && ix < w) xrow[ix] += row[ox];
-  }
-}
+DT__COL2IM_ROW_DEFINE(dt__col2im_row_f32, float)
+DT__COL2IM_ROW_DEFINE(dt__col2im_row_f64, double)
+#undef DT__COL2IM_ROW_DEFINE
 
 /* a pooling window of plane xp (w columns), rows [y0, y1), columns [x0, x1): its max and where
    (NaN wins, the last one; else the first max), or its sum in double */
@@ -16453,12 +16457,51 @@ static void dt__pool_task(void *ctx, int64_t lo, int64_t hi) {
   }
 }
 
+/* windows that do not overlap (stride >= kernel) and no padding: each input position is in one
+   window at most, so each window writes its own positions (those in none stay 0), with the bits of
+   the general gather below (a sum from 0 in double of the one term) */
+static int dt__pool_disjoint(const dt__pool2d *p) {
+  return p->kind != DT__POOL2D_ADAPTIVE_AVG && p->sh >= p->kh && p->sw >= p->kw && p->ph == 0 && p->pw == 0;
+}
+#define DT__POOL_BACK_DISJOINT_DEFINE(NAME, T)                                                      \
+  static void NAME(const dt__pool2d *p, const T *gy, const int64_t *idx, T *gx, int64_t plane) {    \
+    const int64_t xo = plane * p->h * p->w, yo = plane * p->oh * p->ow;                             \
+    int64_t oy, ox, iy, ix;                                                                         \
+    T *xp = gx + xo;                                                                                \
+    memset(xp, 0, sizeof(T) * (size_t)(p->h * p->w));                                               \
+    for (oy = 0; oy < p->oh; oy++)                                                                  \
+      for (ox = 0; ox < p->ow; ox++) {                                                              \
+        const int64_t o = yo + oy * p->ow + ox, y0 = oy * p->sh, x0 = ox * p->sw;                   \
+        if (p->kind == DT__POOL2D_MAX) {                                                            \
+          const int64_t at = idx[o];                                                                \
+          const T v = (T)(0.0 + (double)gy[o]);                                                     \
+          for (iy = y0; iy < y0 + p->kh; iy++)                                                      \
+            for (ix = x0; ix < x0 + p->kw; ix++)                                                    \
+              if (at == iy * p->w + ix) xp[at] = v;                                                 \
+        } else {                                                                                    \
+          const T v = (T)(0.0 + (double)gy[o] / (double)(dt__avg_extent(y0, p->kh, p->h, 0) *       \
+                                                          dt__avg_extent(x0, p->kw, p->w, 0)));     \
+          for (iy = y0; iy < y0 + p->kh; iy++)                                                      \
+            for (ix = x0; ix < x0 + p->kw; ix++) xp[iy * p->w + ix] = v;                            \
+        }                                                                                           \
+      }                                                                                             \
+  }
+DT__POOL_BACK_DISJOINT_DEFINE(dt__pool_back_disjoint_f32, float)
+DT__POOL_BACK_DISJOINT_DEFINE(dt__pool_back_disjoint_f64, double)
+#undef DT__POOL_BACK_DISJOINT_DEFINE
+
 /* planes [lo, hi) of gx: (n, c, h, w) from gy: (n, c, oh, ow) (and idx for max) */
 static void dt__pool_back_task(void *ctx, int64_t lo, int64_t hi) {
   const dt__conv_job *j = (const dt__conv_job *)ctx;
   const dt__pool2d *p = j->p;
   const int dbl = j->dbl;
   int64_t plane, oy, ox, iy, ix;
+  if (dt__pool_disjoint(p)) {
+    for (plane = lo; plane < hi; plane++)
+      if (dbl) dt__pool_back_disjoint_f64(p, (const double *)j->x, j->idx, (double *)j->y, plane);
+      else dt__pool_back_disjoint_f32(p, (const float *)j->x, j->idx, (float *)j->y, plane);
+    return;
+  }
   for (plane = lo; plane < hi; plane++) {
     const int64_t xo = plane * p->h * p->w, yo = plane * p->oh * p->ow;
     for (iy = 0; iy < p->h; iy++)

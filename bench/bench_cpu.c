@@ -261,6 +261,114 @@ static void done_mlp(bcase *c) {
   c->state = NULL;
 }
 
+/* ---- one MLP training step through autograd, the same shape: a batch of 256 synthetic rows ----
+   Each step: dt_forward (recorded), dt_cross_entropy on int64 labels, dt_autograd_backward(loss,
+   NULL), the optimizer's step (SGD lr 0.01), its zero_grad. Two models: the Sequential of built-in
+   layers (Linear(784, 256), ReLU, Linear(256, 10)), and a module written by the user with
+   dt_module_new, D2L's MLP from scratch: relu(x @ W1 + b1) @ W2 + b2, its four parameters its own.
+   The peer (bench_peers.py torch) does the same step with loss.backward(), opt.step() and
+   opt.zero_grad(set_to_none=True), on nn.Sequential and on an nn.Module of nn.Parameter. */
+typedef struct step_state {
+  dt_module *net;
+  dt_optimizer *opt;
+  dt_tensor *x, *y;
+} step_state;
+
+/* the user-written MLP's forward: relu(x @ W1 + b1) @ W2 + b2 */
+static dt_tensor *user_mlp_forward(dt_module *self, const dt_tensor *x, void *user) {
+  dt_tensor *a, *h, *r, *o, *y;
+  (void)user;
+  a = dt_matmul(x, dt_module_get_param(self, "W1"));
+  h = a ? dt_add(a, dt_module_get_param(self, "b1")) : NULL;
+  r = h ? dt_relu(h) : NULL;
+  o = r ? dt_matmul(r, dt_module_get_param(self, "W2")) : NULL;
+  y = o ? dt_add(o, dt_module_get_param(self, "b2")) : NULL;
+  dt_release(a); dt_release(h); dt_release(r); dt_release(o);
+  return y;
+}
+
+/* a parameter of the user's MLP: uniform in +-1/sqrt(fan_in), as nn.Linear draws */
+static void user_param(dt_module *m, const char *name, dt_shape sh, int64_t fan_in) {
+  const double bound = 1.0 / sqrt((double)fan_in);
+  dt_tensor *u = dt_rand(sh, dt_cpu()), *w = u ? dt_mul_scalar(u, 2 * bound) : NULL, *p = w ? dt_add_scalar(w, -bound) : NULL;
+  if (!p || dt_module_add_param(m, name, p) != DT_OK) die("dt_module_add_param");
+  dt_release(u); dt_release(w); dt_release(p);
+}
+
+static void make_step(bcase *c, int user) {
+  step_state *s = (step_state *)calloc(1, sizeof *s);
+  int64_t *lab = (int64_t *)malloc(sizeof(int64_t) * MLP_BATCH), i;
+  if (!s || !lab) { fprintf(stderr, "bench_cpu: out of host memory\n"); exit(1); }
+  if (user) {
+    if (!(s->net = dt_module_new("mlp", user_mlp_forward, NULL, NULL))) die("dt_module_new");
+    user_param(s->net, "W1", dt_shape2(MLP_IN, MLP_HID), MLP_IN);
+    user_param(s->net, "b1", dt_shape1(MLP_HID), MLP_IN);
+    user_param(s->net, "W2", dt_shape2(MLP_HID, MLP_OUT), MLP_HID);
+    user_param(s->net, "b2", dt_shape1(MLP_OUT), MLP_HID);
+  } else {
+    s->net = dt_sequential();
+    if (!s->net || dt_sequential_add(s->net, dt_linear(MLP_IN, MLP_HID)) != DT_OK ||
+        dt_sequential_add(s->net, dt_relu_layer()) != DT_OK || dt_sequential_add(s->net, dt_linear(MLP_HID, MLP_OUT)) != DT_OK)
+      die("dt_sequential_add");
+  }
+  if (!(s->opt = dt_sgd(s->net, 0.01, 0.0, 0.0))) die("dt_sgd");
+  for (i = 0; i < MLP_BATCH; i++) lab[i] = i * 7 % MLP_OUT;
+  s->x = dt_rand(dt_shape2(MLP_BATCH, MLP_IN), dt_cpu());
+  s->y = dt_from_data(lab, dt_shape1(MLP_BATCH), DT_I64, dt_cpu());
+  if (!s->x || !s->y) die("dt_rand / dt_from_data");
+  free(lab);
+  c->state = s;
+}
+static void make_step_seq(bcase *c) { make_step(c, 0); }
+static void make_step_user(bcase *c) { make_step(c, 1); }
+static int run_step(bcase *c) {
+  step_state *s = (step_state *)c->state;
+  dt_tensor *pred = dt_forward(s->net, s->x), *loss = pred ? dt_cross_entropy(pred, s->y) : NULL;
+  int ok = loss && dt_autograd_backward(loss, NULL) == DT_OK && dt_optimizer_step(s->opt) == DT_OK &&
+           dt_optimizer_zero_grad(s->opt) == DT_OK;
+  dt_release(pred); dt_release(loss);
+  return ok;
+}
+static double step_loss(bcase *c) { /* the batch's loss, without grad */
+  step_state *s = (step_state *)c->state;
+  int prev = dt_set_grad_enabled(0);
+  dt_tensor *pred = dt_forward(s->net, s->x), *loss = pred ? dt_cross_entropy(pred, s->y) : NULL;
+  double v;
+  dt_set_grad_enabled(prev);
+  if (!loss) die("dt_forward / dt_cross_entropy");
+  v = dt_item(loss);
+  dt_release(pred); dt_release(loss);
+  return v;
+}
+static void check_step(bcase *c) { /* 20 steps on the batch take its loss down; every gradient zero after zero_grad */
+  step_state *s = (step_state *)c->state;
+  double before = step_loss(c), after;
+  int i;
+  for (i = 0; i < 20; i++)
+    if (!run_step(c)) die(c->name);
+  after = step_loss(c);
+  if (!(after < before)) wrong(c, "loss after 20 steps", after, before);
+  for (i = 0; i < dt_module_num_params(s->net); i++) {
+    dt_tensor *g = dt_module_grad(s->net, i);
+    float *h;
+    int64_t k, n;
+    if (!g) continue;
+    n = dt_numel(g);
+    h = host(g, n);
+    for (k = 0; k < n; k++)
+      if (h[k] != 0) wrong(c, "a gradient after zero_grad", h[k], 0);
+    free(h);
+  }
+}
+static void done_step(bcase *c) {
+  step_state *s = (step_state *)c->state;
+  dt_release(s->x); dt_release(s->y);
+  dt_optimizer_free(s->opt);
+  dt_module_free(s->net);
+  free(s);
+  c->state = NULL;
+}
+
 #define MM(m, k, n, inner) \
   {"matmul_f32_" #m "x" #k "x" #n, m, k, n, inner, "gflops", 2.0 * m * k * n, make_mm, run_matmul, check_matmul, done_inputs, {0, 0}, 0}
 
@@ -278,6 +386,8 @@ static bcase CASES[] = {
     MM(256, 256, 10, 500), MM(1, 1024, 1024, 200), MM(256, 784, 256, 10), MM(256, 256, 784, 10),
     /* training */
     {"mlp_epoch_784_256_10_b256", 0, 0, MLP_N, 1, "", 0, make_mlp, run_mlp, check_mlp, done_mlp, {0, 0}, 0},
+    {"mlp_step_autograd_784_256_10_b256", 0, 0, MLP_BATCH, 50, "", 0, make_step_seq, run_step, check_step, done_step, {0, 0}, 0},
+    {"mlp_step_user_784_256_10_b256", 0, 0, MLP_BATCH, 50, "", 0, make_step_user, run_step, check_step, done_step, {0, 0}, 0},
 };
 
 /* ./bench_cpu --round-trip: the time for two threads to pass a flag there and back, best of 5 runs

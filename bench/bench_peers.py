@@ -8,11 +8,14 @@ warm-up sample, then `samples` (default 7) timed samples of `inner` calls each, 
 call; prints `numpy <case> seconds=<best per call> median=<median> ... threads=<n> blas=<name>`, the
 name of an OpenBLAS with the core type it runs (`openblas/SkylakeX`; torch: `torch-1.13.1/openblas/...`).
 `bench_peers.py --corename` prints only that core type (bench/peer_blas.sh's peer_coretype asks).
-A case a library does not have is left out (the MLP epoch: NumPy has no autograd).
+A case a library does not have is left out (the MLP epoch and steps: NumPy has no autograd).
 Threads: every core (or OMP_NUM_THREADS when set), for OpenBLAS and torch.set_num_threads alike.
 The MLP epoch: nn.Sequential(Linear(784, 256), ReLU(), Linear(256, 10)), MSELoss on one-hot
 targets, SGD(lr=0.01), batches of 256 of a synthetic (60000, 784) uniform dataset, in order;
 each step zero_grad, forward, loss, backward, step (what bench_cpu.c does).
+The MLP steps through autograd: one batch of 256 of the same, CrossEntropyLoss on int labels,
+SGD(lr=0.01); each step forward, loss, loss.backward(), opt.step(), opt.zero_grad(set_to_none=True),
+on that nn.Sequential and on an nn.Module of four nn.Parameter (relu(x @ W1 + b1) @ W2 + b2).
 """
 import os
 import sys
@@ -85,6 +88,8 @@ CASES = [
     ((512, 512, 512), 2), ((1024, 1024, 1024), 1), ((2048, 2048, 2048), 1),
     ((256, 256, 10), 500), ((1, 1024, 1024), 200), ((256, 784, 256), 10), ((256, 256, 784), 10)]] + [
     ("mlp_epoch_784_256_10_b256", "mlp", (0, 0, 60000), 1),
+    ("mlp_step_autograd_784_256_10_b256", "step_seq", (0, 0, 256), 50),
+    ("mlp_step_user_784_256_10_b256", "step_user", (0, 0, 256), 50),
 ]
 
 
@@ -145,7 +150,38 @@ def torch_case(kind, m, k, n):
                 loss.backward()
                 opt.step()
         return epoch
+    if kind in ("step_seq", "step_user"):
+        from torch import nn
+        x = torch.rand((n, 784), generator=g)
+        y = torch.arange(n) * 7 % 10
+        if kind == "step_seq":
+            net = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
+        else:
+            def param(shape, fan_in):  # uniform in +-1/sqrt(fan_in), as nn.Linear draws
+                bound = fan_in ** -0.5
+                return nn.Parameter(torch.rand(shape, generator=g) * (2 * bound) - bound)
+
+            class UserMLP(nn.Module):
+                """D2L's MLP from scratch, as bench_cpu.c's user-written module"""
+                def __init__(self):
+                    super().__init__()
+                    self.W1, self.b1 = param((784, 256), 784), param((256,), 784)
+                    self.W2, self.b2 = param((256, 10), 256), param((10,), 256)
+
+                def forward(self, x):
+                    return torch.relu(x @ self.W1 + self.b1) @ self.W2 + self.b2
+            net = UserMLP()
+        opt = torch.optim.SGD(net.parameters(), lr=0.01)
+        loss_fn = nn.CrossEntropyLoss()
+
+        def step():
+            loss = loss_fn(net(x), y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+        return step
     return None
+
 
 
 def main():

@@ -17,6 +17,7 @@ Cooperlake]` for OpenBLAS's own choice), and a line under the table counts them.
     matmul 32..128 and the skinny shapes           0.8
     every other case                               0.8
     the MLP epoch                                  1/0.6 (devtensor's epoch <= 0.6x PyTorch's time)
+    the MLP steps through autograd                 1.0 (devtensor's step <= PyTorch's time)
 Prints a Markdown table (for bench/RESULTS.md). --strict: exit status 1 when a target is missed.
 
     python3 bench/compare.py --loaded FILE
@@ -36,6 +37,8 @@ def target(case):
         return 1.0
     if case.startswith("mlp_epoch"):
         return 1 / 0.6
+    if case.startswith("mlp_step"):
+        return 1.0
     m = re.match(r"matmul_f32_(\d+)x(\d+)x(\d+)$", case)
     if m:
         a, b, c = (int(x) for x in m.groups())

@@ -5,9 +5,9 @@
    passes the others on to the real one (dlsym RTLD_NEXT). A workload on
    cuda:0 (tensors, every kind of kernel, reductions with scratch space, gemm,
    copies both ways, a network moved to the GPU, forward/backward/SGD,
-   save/load straight onto the GPU) runs once for every N = 1, 2, ... with
-   cudaMalloc number N failing ("single": the allocator's flush-and-retry may
-   absorb it) and again with N and every later one failing ("persistent"),
+   save/load straight onto the GPU, a CNN's step through autograd) runs once
+   for every N = 1, 2, ... with cudaMalloc number N failing ("single": the
+   allocator's flush-and-retry may absorb it) and again with N and every later one failing ("persistent"),
    until a run makes fewer than N calls. Each run starts with an empty cache,
    so every block comes from cudaMalloc.
 
@@ -124,8 +124,8 @@ static dt_tensor *held;     /* on cuda:0 for every run: must not change */
 static void workload(void) {
   dt_device g = dt_gpu(0);
   dt_tensor *a, *b, *c, *s, *t, *h, *big, *x, *y, *pred, *loss, *grad;
-  dt_module *net = NULL, *net2 = NULL, *l;
-  dt_optimizer *opt = NULL;
+  dt_module *net = NULL, *net2 = NULL, *l, *cnn = NULL;
+  dt_optimizer *opt = NULL, *copt = NULL;
   static double before[4096], after[4096];
   long inj;
   int nb, i;
@@ -216,8 +216,45 @@ static void workload(void) {
   }
   VERIFY(params_of(net, after, 4096) == nb && memcmp(before, after, sizeof(double) * (size_t)nb) != 0);
   STEP(dt_optimizer_step(opt) == DT_OK);
+  /* a small CNN moved to the GPU and trained one step through autograd: Conv2d(1, 2, 3, padding
+     1), ReLU, MaxPool2d(2), Flatten, Linear(8, 3) on x (2, 1, 4, 4), the cross-entropy (its
+     im2col scratch, pooling indices, the backward's col2im and gradients from cudaMalloc),
+     dt_autograd_backward, an SGD step: a failed step leaves the parameters as they were */
+  STEP((cnn = dt_sequential()) != NULL);
+  STEP((l = dt_conv2d(1, 2, 3, 1, 1)) != NULL && dt_sequential_add(cnn, l) == DT_OK);
+  STEP((l = dt_relu_layer()) != NULL && dt_sequential_add(cnn, l) == DT_OK);
+  STEP((l = dt_max_pool2d(2, 2, 0)) != NULL && dt_sequential_add(cnn, l) == DT_OK);
+  STEP((l = dt_flatten_layer()) != NULL && dt_sequential_add(cnn, l) == DT_OK);
+  STEP((l = dt_linear(8, 3)) != NULL && dt_sequential_add(cnn, l) == DT_OK);
+  STEP(dt_module_to(cnn, g) == DT_OK);
+  {
+    int64_t labs[2] = {0, 2};
+    dt_tensor *cx, *lab, *cp = NULL, *cl = NULL;
+    dt_status cs;
+    NEW(t, dt_arange(0, 32, 1, DT_F32, g));
+    NEW(c, dt_mul_scalar(t, 0.1));
+    NEW(cx, dt_reshape(c, dt_shape4(2, 1, 4, 4)));
+    NEW(lab, dt_from_data(labs, dt_shape1(2), DT_I64, g));
+    nb = params_of(cnn, before, 4096);
+    VERIFY(nb == 47);
+    inj = fg_injected;
+    dt_clear_error();
+    cs = (cp = keep(dt_forward(cnn, cx))) != NULL && (cl = keep(dt_cross_entropy(cp, lab))) != NULL ? DT_OK : dt_last_status();
+    if (cs == DT_OK) cs = dt_autograd_backward(cl, NULL);
+    if (cs == DT_OK && !(copt = dt_sgd(cnn, 0.1, 0, 0))) cs = dt_last_status();
+    if (cs == DT_OK) cs = dt_optimizer_step(copt);
+    if (cs != DT_OK) {
+      fg_check_failure(__LINE__, inj);
+      VERIFY(params_of(cnn, after, 4096) == nb && memcmp(before, after, sizeof(double) * (size_t)nb) == 0);
+      goto out;
+    }
+    VERIFY(dt_dim(cp, 0) == 2 && dt_dim(cp, 1) == 3 && at(cl, 0) > 0);
+    VERIFY(params_of(cnn, after, 4096) == nb && memcmp(before, after, sizeof(double) * (size_t)nb) != 0);
+  }
 out:
   dt_optimizer_free(opt);
+  dt_optimizer_free(copt);
+  dt_module_free(cnn);
   for (i = 0; i < npool; i++) dt_release(pool[i]);
   npool = 0;
   dt_module_free(net);

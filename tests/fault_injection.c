@@ -216,6 +216,19 @@ static int snap_user(dt_module *um, double *out, int cap) {
   return n;
 }
 
+/* The parameters of the CNN below (Conv2d, ReLU, MaxPool2d, Flatten, Linear), as doubles
+   (allocates nothing). */
+static int snap_cnn(dt_module *cnn, double *out, int cap) {
+  static const char *const names[4] = {"0.weight", "0.bias", "4.weight", "4.bias"};
+  int n = 0, k;
+  int64_t i;
+  for (k = 0; k < 4; k++) {
+    dt_tensor *p = dt_module_get_param(cnn, names[k]);
+    for (i = 0; p && i < dt_numel(p) && n < cap; i++) out[n++] = val(p, i);
+  }
+  return n;
+}
+
 static int workload(void) {
   int failed_line = 0;
   dt_tensor *a = NULL, *b = NULL, *a64 = NULL, *b64 = NULL, *i32 = NULL, *i64 = NULL, *e = NULL, *t = NULL, *u = NULL;
@@ -253,6 +266,9 @@ static int workload(void) {
   dt_tensor *ag_w = NULL, *ag_m = NULL, *ag_c = NULL, *ag_d = NULL;
   double ag_snap[6];
   int ag_have = 0, ag_done = 0; /* a gradient snapshot taken; the backward after it done */
+  dt_module *cnn = NULL;
+  double csnap[64], cnow[64];
+  int ncsnap = 0;
 
   npool = 0;
   fi_blob_freed = 0;
@@ -805,6 +821,35 @@ static int workload(void) {
     STEP(dt_grad_scaler_update(gsc) == DT_OK);
     VERIFY(dt_grad_scaler_get_scale(gsc) == 8.0);
   }
+  /* a small CNN's training step through autograd: Conv2d(1, 2, 3, padding 1), ReLU,
+     MaxPool2d(2), Flatten, Linear(8, 3) on x (2, 1, 4, 4) = 0, 0.1, ..., its cross-entropy,
+     dt_autograd_backward, an SGD step; a failure leaves its parameters as they were (checked at
+     out:) */
+  STEP((cnn = dt_sequential()) != NULL);
+  STEP((l = dt_conv2d(1, 2, 3, 1, 1)) != NULL); ADD(cnn);
+  STEP((l = dt_relu_layer()) != NULL); ADD(cnn);
+  STEP((l = dt_max_pool2d(2, 2, 0)) != NULL); ADD(cnn);
+  STEP((l = dt_flatten_layer()) != NULL); ADD(cnn);
+  STEP((l = dt_linear(8, 3)) != NULL); ADD(cnn);
+  ncsnap = snap_cnn(cnn, csnap, 64);
+  VERIFY(ncsnap == 47);
+  {
+    static const int64_t clab[2] = {0, 2};
+    dt_tensor *cx, *cl, *cp;
+    NEW(u, dt_arange(0, 32, 1, DT_F32, dt_cpu()));
+    NEW(t, dt_mul_scalar(u, 0.1));
+    NEW(cx, dt_reshape(t, dt_shape4(2, 1, 4, 4)));
+    NEW(cl, dt_from_data(clab, dt_shape1(2), DT_I64, dt_cpu()));
+    NEW(cp, dt_forward(cnn, cx)); VERIFY(dt_dim(cp, 0) == 2 && dt_dim(cp, 1) == 3);
+    NEW(t, dt_cross_entropy(cp, cl)); VERIFY(val(t, 0) > 0);
+    STEP(dt_autograd_backward(t, NULL) == DT_OK);
+    VERIFY(dt_grad(dt_module_get_param(cnn, "0.weight")) != NULL && dt_grad(dt_module_get_param(cnn, "4.bias")) != NULL);
+    STEP((opt = dt_sgd(cnn, 0.1, 0, 0)) != NULL);
+    STEP(dt_optimizer_step(opt) == DT_OK);
+    VERIFY(snap_cnn(cnn, cnow, 64) == ncsnap && !same(cnow, csnap, ncsnap)); /* the step changed them */
+    ncsnap = snap_cnn(cnn, csnap, 64);
+    dt_optimizer_free(opt); opt = NULL;
+  }
 
 out:
   dt_set_autocast(DT_CPU, DT_F32);
@@ -832,6 +877,8 @@ out:
     double now[32];
     if (snap_user(um, now, 32) != nusnap || !same(now, usnap, nusnap)) fi_problem(failed_line, "a user module's parameters changed by a failed step");
   }
+  if (cnn && ncsnap && failed_line && (snap_cnn(cnn, cnow, 64) != ncsnap || !same(cnow, csnap, ncsnap)))
+    fi_problem(failed_line, "a CNN's parameters changed by a failed step");
   if (net2 && nsnap2 && failed_line && !loaded) {
     double now[64];
     if (snap_net(net2, now, 64, NULL) != nsnap2 || !same(now, snap2, nsnap2)) fi_problem(failed_line, "a failed dt_module_load changed the net");
@@ -884,6 +931,7 @@ out:
   dt_module_free(net3);
   dt_module_free(um);
   dt_module_free(bn); dt_module_free(bn2); dt_module_free(lyr);
+  dt_module_free(cnn);
   dt_optimizer_free(opt_c); dt_module_free(netc);
   for (i = 0; i < npool; i++) dt_release(pool[i]);
   npool = 0;

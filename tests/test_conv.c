@@ -540,16 +540,19 @@ static double pool_loss(int kind, const double *x, const int64_t *xs, const int 
   return s;
 }
 
-/* each pooling's gradient against central differences (distinct inputs: no ties for max) */
+/* each pooling's gradient against central differences (distinct inputs: no ties for max), and
+   the float32 gradient against the float64 one; the last two rows' windows do not overlap and
+   leave rows and columns out (a path of their own on the CPU) */
 static void test_pool_finite_difference(dt_device dev) {
   static const int64_t xs[4] = {2, 3, 6, 5};
-  static const int args[3][6] = {{3, 2, 2, 1, 1, 1}, {3, 3, 1, 2, 1, 0}, {4, 3, 0, 0, 0, 0}};
+  static const int rows[5][7] = {{0, 3, 2, 2, 1, 1, 1}, {1, 3, 3, 1, 2, 1, 0}, {2, 4, 3, 0, 0, 0, 0}, /* kind, kh kw sh sw ph pw */
+                                 {0, 2, 2, 2, 2, 0, 0}, {1, 2, 2, 3, 2, 0, 0}};
   const double h = 1e-6;
   double x[180];
-  int kind, i;
+  int row, i;
   for (i = 0; i < 180; i++) x[i] = sin((double)i * 2.1) * 3 + (double)i * 1e-3;
-  for (kind = 0; kind < 3; kind++) {
-    const int *a = args[kind];
+  for (row = 0; row < 5; row++) {
+    const int kind = rows[row][0], *a = rows[row] + 1;
     dt_tensor *xt = dt_from_data(x, dt_shape_n(4, xs), DT_F64, dev), *idx = NULL, *r = NULL, *rd = NULL, *gx = NULL, *y;
     double *g = NULL;
     y = kind == 0 ? dt_f_max_pool2d_ex(xt, a[0], a[1], a[2], a[3], a[4], a[5], &idx)
@@ -564,6 +567,15 @@ static void test_pool_finite_difference(dt_device dev) {
          : kind == 1 ? dt_f_avg_pool2d_backward(rd, xt, a[0], a[1], a[2], a[3], a[4], a[5])
                      : dt_f_adaptive_avg_pool2d_backward(rd, xt);
       g = gx ? host(gx) : NULL;
+      { /* float32: the same gradient to float32's precision */
+        dt_tensor *x32 = dt_cast(xt, DT_F32), *r32b = dt_cast(rd, DT_F32), *i32 = NULL, *y32, *g32;
+        y32 = kind == 0 ? dt_f_max_pool2d_ex(x32, a[0], a[1], a[2], a[3], a[4], a[5], &i32) : NULL;
+        g32 = kind == 0 ? dt_f_max_pool2d_backward(r32b, x32, i32, a[0], a[1], a[2], a[3], a[4], a[5])
+            : kind == 1 ? dt_f_avg_pool2d_backward(r32b, x32, a[0], a[1], a[2], a[3], a[4], a[5])
+                        : dt_f_adaptive_avg_pool2d_backward(r32b, x32);
+        check_same(g32, gx, 1e-6, "pooling's float32 gradient against float64's");
+        dt_release(x32); dt_release(r32b); dt_release(i32); dt_release(y32); dt_release(g32);
+      }
     }
     T_CHECK_MSG(g != NULL, "pooling %d: %s", kind, dt_last_error());
     for (i = 0; g && i < 180; i++) {
