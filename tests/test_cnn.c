@@ -6,27 +6,7 @@
 #include "harness.h"
 #include <stdlib.h>
 
-static DT__UNUSED int contains(const char *s, const char *sub) { return s && sub && strstr(s, sub) != NULL; }
-
-static int64_t numel_of(dt_shape s) {
-  int64_t n = 1;
-  int k;
-  for (k = 0; k < s.ndim; k++) n *= s.dims[k];
-  return n;
-}
-
-/* All values of t as doubles (malloc'd; the caller frees); NULL on failure. */
-static double *values(const dt_tensor *t) {
-  int64_t n = dt_numel(t), i;
-  void *h = malloc(dt_nbytes(t) + 8);
-  double *v = (double *)malloc((size_t)(n + 1) * sizeof(double));
-  if (!h || !v || dt_to_host(t, h, dt_nbytes(t) + 8) != DT_OK) { free(h); free(v); return NULL; }
-  for (i = 0; i < n; i++) v[i] = dt_dtype_of(t) == DT_F32 ? (double)((float *)h)[i] : ((double *)h)[i];
-  free(h);
-  return v;
-}
-
-static dt_tensor *f64(const double *v, dt_shape s, dt_device d) { return dt_from_data(v, s, DT_F64, d); }
+#include "values.inc"
 
 /* ---- gradcheck: f(x) against central differences of sum(f(x) * w), w a fixed pattern ---- */
 

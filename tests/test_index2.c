@@ -7,37 +7,7 @@
 #include "harness.h"
 #include <stdlib.h>
 
-static int contains(const char *s, const char *sub) { return s && sub && strstr(s, sub) != NULL; }
-
-static int64_t numel_of(dt_shape s) {
-  int64_t n = 1;
-  int k;
-  for (k = 0; k < s.ndim; k++) n *= s.dims[k];
-  return n;
-}
-
-/* All values of t as doubles (malloc'd; the caller frees); NULL on failure. */
-static double *values(const dt_tensor *t) {
-  int64_t n, i;
-  void *h;
-  double *v;
-  if (!t) return NULL;
-  n = dt_numel(t);
-  h = malloc(dt_nbytes(t) + 8);
-  v = (double *)malloc((size_t)(n + 1) * sizeof(double));
-  if (!h || !v || dt_to_host(t, h, dt_nbytes(t) + 8) != DT_OK) { free(h); free(v); return NULL; }
-  for (i = 0; i < n; i++) {
-    switch (dt_dtype_of(t)) {
-      case DT_F32: v[i] = ((float *)h)[i]; break;
-      case DT_F64: v[i] = ((double *)h)[i]; break;
-      case DT_I32: v[i] = ((int32_t *)h)[i]; break;
-      case DT_I64: v[i] = (double)((int64_t *)h)[i]; break;
-      default: v[i] = ((uint8_t *)h)[i]; break;
-    }
-  }
-  free(h);
-  return v;
-}
+#include "values.inc"
 
 static int shape_is(const dt_tensor *t, int nd, const int64_t *dims) {
   dt_shape s;
@@ -80,7 +50,6 @@ static dt_tensor *from_d(const double *v, dt_shape s, dt_dtype t, dt_device dev)
   free(h);
   return x;
 }
-static dt_tensor *f64(const double *v, dt_shape s, dt_device d) { return dt_from_data(v, s, DT_F64, d); }
 static dt_tensor *i64(const int64_t *v, dt_shape s, dt_device d) { return dt_from_data(v, s, DT_I64, d); }
 
 /* the inputs of tests/gen_index2_cases.py: vals(shape, salt) */
