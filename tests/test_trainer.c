@@ -313,6 +313,12 @@ static void fit_graph_case(dt_device dev, int which, int graph, fit_out *o) {
   dt_release(X); dt_release(y); dt_release(Xv); dt_release(yv);
 }
 
+/* dropout written inside a module's forward (no dropout layer to see beforehand) */
+static dt_tensor *hidden_dropout(dt_module *m, const dt_tensor *x, void *user) {
+  (void)m; (void)user;
+  return dt_f_dropout(x, 0.5, 1);
+}
+
 static void test_cuda_graph(dt_device dev) {
   int which, e;
   size_t before = 0, after = 0;
@@ -338,6 +344,25 @@ static void test_cuda_graph(dt_device dev) {
     /* eagerly a forward per minibatch, 4 an epoch; with the graph, epoch 1's warm-up, the
        capture and the smaller last one, then epoch 2's last one */
     if (which == GR_MSE_AUTOGRAD || which == GR_MSE_BF16) T_CHECK(eager.calls_fwd == 8 && graphed.calls_fwd == 4);
+  }
+  { /* a step that draws random numbers fails at the capture: replays would repeat its draws */
+    dt_tensor *X, *y;
+    dt_module *net;
+    dt_trainer tr;
+    dt_status st;
+    three_clusters(NTRAIN, 1, &X, &y);
+    dt_manual_seed(5);
+    net = small_net();
+    dt_sequential_add(net, dt_module_new("HiddenDropout", hidden_dropout, NULL, NULL));
+    dt_trainer_init(&tr, 2, dev.type == DT_CUDA ? 1 : 0);
+    if (dev.type == DT_CUDA) tr.device = tr.gpus[0] = dev;
+    tr.batch_size = 16; tr.quiet = 1; tr.loss_fn = DT_LOSS_CROSS_ENTROPY; tr.cuda_graph = 1;
+    st = dt_trainer_fit(&tr, net, X, y);
+    T_CHECK_MSG(st == DT_ERR_UNSUPPORTED && strstr(dt_last_error(), "dt_trainer_fit: tr.cuda_graph cannot capture") &&
+                strstr(dt_last_error(), "draws random numbers"), "%d: %s", (int)st, dt_last_error());
+    dt_trainer_free(&tr);
+    dt_module_free(net);
+    dt_release(X); dt_release(y);
   }
   /* the graph and its inputs went with the fit */
   if (dt_memory_stats_get(dev, &ms) == DT_OK) after = ms.allocated;
