@@ -668,6 +668,32 @@ static int autocast_scale_int(void) {
 }
 static int scaler_nul(dt_grad_scaler *s) { if (!s) return 1; dt_grad_scaler_free(s); return 0; }
 
+/* tr.cuda_graph refused before anything changes: 0 Adam, 1 gradient_clip_val, 2 autocast F16,
+   3 dropout, 4 num_gpus 2, 5 cuda_graph 2. Returns 1 when the fit failed and left the model's
+   parameters, the trainer's scaler and epochs as they were. */
+static int graph_trainer_refused(int k) {
+  dt_trainer tr;
+  dt_module *m = dt_sequential();
+  dt_optimizer *o = NULL;
+  dt_tensor *y = dt_zeros(dt_shape2(2, 1), dt_cpu());
+  float before[4] = {0}, after[4] = {0};
+  int r = 0;
+  if (m && y && dt_sequential_add(m, dt_linear(3, 1)) == DT_OK && (k != 3 || dt_sequential_add(m, dt_dropout(0.5)) == DT_OK) &&
+      dt_trainer_init(&tr, 2, 0) == DT_OK && dt_to_host(dt_module_param(m, 0, NULL), before, sizeof(float) * 3) == DT_OK) {
+    tr.quiet = 1; tr.batch_size = 1; tr.cuda_graph = k == 5 ? 2 : 1;
+    if (k == 0) tr.optimizer = o = dt_adam(m, 0.1, 0.9, 0.999, 1e-8, 0.0);
+    if (k == 1) tr.gradient_clip_val = 1.0;
+    if (k == 2) tr.autocast = DT_F16;
+    if (k == 4) tr.num_gpus = 2;
+    r = dt_trainer_fit(&tr, m, F, y) != DT_OK && tr.epochs_run == 0 && !tr.grad_scaler &&
+        dt_to_host(dt_module_param(m, 0, NULL), after, sizeof(float) * 3) == DT_OK && memcmp(before, after, sizeof before) == 0;
+    if (r) dt_trainer_fit(&tr, m, F, y); /* the error again: the checks above may have replaced it */
+    dt_trainer_free(&tr);
+  }
+  dt_optimizer_free(o); dt_module_free(m); dt_release(y);
+  return r;
+}
+
 #define BAD_CASES(X_)                                                                                                      \
   /* errors */                                                                                                              \
   X_(status_string_unknown, DT_OK, "", "", strcmp(dt_status_string((dt_status)99), "unknown status") != 0)                  \
@@ -1580,7 +1606,14 @@ static int scaler_nul(dt_grad_scaler *s) { if (!s) return 1; dt_grad_scaler_free
   X_(scaler_step_null, DT_ERR_INVALID_ARGUMENT, "dt_grad_scaler_step:", "=o is NULL", autocast_misuse(2)) \
   X_(scaler_update_null, DT_ERR_INVALID_ARGUMENT, "dt_grad_scaler_update:", "=s is NULL", bad(dt_grad_scaler_update(NULL))) \
   X_(scaler_update_no_step, DT_ERR_INVALID_ARGUMENT, "dt_grad_scaler_update:", "no dt_grad_scaler_step since the last update", autocast_misuse(1)) \
-  X_(trainer_autocast_int, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit:", "tr.autocast must be DT_F32 (off), DT_F16 or DT_BF16, got int64", autocast_misuse(3))
+  X_(trainer_autocast_int, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit:", "tr.autocast must be DT_F32 (off), DT_F16 or DT_BF16, got int64", autocast_misuse(3)) \
+  /* the trainer's tr.cuda_graph */                                                                                       \
+  X_(trainer_graph_adam, DT_ERR_UNSUPPORTED, "dt_trainer_fit:", "tr.cuda_graph cannot capture|Adam and AdamW|dt_sgd", graph_trainer_refused(0)) \
+  X_(trainer_graph_clip, DT_ERR_UNSUPPORTED, "dt_trainer_fit:", "tr.cuda_graph cannot capture|gradient_clip_val > 0", graph_trainer_refused(1)) \
+  X_(trainer_graph_f16, DT_ERR_UNSUPPORTED, "dt_trainer_fit:", "tr.cuda_graph cannot capture|autocast DT_F16|grad scaler", graph_trainer_refused(2)) \
+  X_(trainer_graph_dropout, DT_ERR_UNSUPPORTED, "dt_trainer_fit:", "tr.cuda_graph cannot capture|dropout with p > 0", graph_trainer_refused(3)) \
+  X_(trainer_graph_data_parallel, DT_ERR_UNSUPPORTED, "dt_trainer_fit:", "tr.cuda_graph cannot capture|data parallel|num_gpus > 1", graph_trainer_refused(4)) \
+  X_(trainer_graph_value, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit:", "=tr.cuda_graph must be 0 (off) or 1, got 2", graph_trainer_refused(5))
 
 #define X_DEF(name, want, prefix, words, call) static int bad_##name(void) { return (call); }
 BAD_CASES(X_DEF)

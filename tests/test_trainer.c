@@ -59,7 +59,7 @@ static int params_of(dt_module *net, double *out, int cap) {
 
 typedef struct fit_out {
   dt_epoch_result r[EPOCHS];
-  int calls;
+  int calls, calls_fwd;
   double params[128];
   int nparams;
   unsigned long long d2h;
@@ -261,11 +261,120 @@ static void test_regression_validation(dt_device dev) {
   dt_release(X); dt_release(y);
 }
 
+/* tr.cuda_graph: a full minibatch's step captured once (after an eager warm-up) and replayed
+   gives, epoch by epoch, the results and the parameters of eager training bit for bit, with the
+   smaller last minibatch run eagerly: cross-entropy with SGD with momentum (data on the host and
+   on the device, a validation set), MSE with plain SGD, a model the trainer trains through
+   autograd (a Tanh layer) and that model under autocast BF16. On every device: a GPU other than
+   cuda:0 is set as the trainer's device by hand. */
+enum { GR_CE_MOMENTUM, GR_CE_PLAIN_DEV, GR_MSE_AUTOGRAD, GR_MSE_BF16, GR_CASES };
+/* tanh, as a module a user writes, counting its forward calls: a replay calls none */
+static dt_tensor *counted_tanh(dt_module *m, const dt_tensor *x, void *user) {
+  (void)m;
+  ++*(int *)user;
+  return dt_tanh(x);
+}
+static void fit_graph_case(dt_device dev, int which, int graph, fit_out *o) {
+  dt_tensor *X, *y, *Xv, *yv;
+  dt_module *net;
+  dt_optimizer *opt = NULL;
+  dt_trainer tr;
+  int mse = which == GR_MSE_AUTOGRAD || which == GR_MSE_BF16;
+  memset(o, 0, sizeof *o);
+  three_clusters(NTRAIN, 1, &X, &y);
+  three_clusters(NVAL, 2, &Xv, &yv);
+  if (mse) { /* targets: the one-hot labels as floats, (n, 3) */
+    dt_tensor *oh = dt_one_hot(y, 3), *f = oh ? dt_cast(oh, DT_F32) : NULL;
+    dt_release(oh); dt_release(y); y = f;
+  }
+  if (which == GR_CE_PLAIN_DEV) {
+    dt_tensor *a = dt_to(X, dev), *b = dt_to(y, dev);
+    dt_release(X); dt_release(y);
+    X = a; y = b;
+  }
+  dt_manual_seed(5);
+  net = small_net();
+  if (mse) dt_sequential_add(net, dt_module_new("CountedTanh", counted_tanh, &o->calls_fwd, NULL));
+  dt_trainer_init(&tr, 2, dev.type == DT_CUDA ? 1 : 0);
+  if (dev.type == DT_CUDA) tr.device = tr.gpus[0] = dev;
+  tr.batch_size = 16; tr.lr = 0.1; tr.quiet = 1; /* 60 rows: 3 full minibatches and one of 12 */
+  tr.loss_fn = mse ? DT_LOSS_MSE : DT_LOSS_CROSS_ENTROPY;
+  tr.on_epoch = record; tr.user = o;
+  tr.cuda_graph = graph;
+  if (which == GR_CE_MOMENTUM) tr.optimizer = opt = dt_sgd(net, 0.1, 0.9, 0.01);
+  if (which == GR_MSE_BF16) tr.autocast = DT_BF16;
+  o->s = which == GR_CE_MOMENTUM ? dt_trainer_fit_val(&tr, net, X, y, Xv, yv) : dt_trainer_fit(&tr, net, X, y);
+  T_CHECK_MSG(o->s == DT_OK, "case %d, cuda_graph %d: %s", which, graph, dt_last_error());
+  T_CHECK(tr.epochs_run == 2 && o->calls == 2);
+  o->nparams = params_of(net, o->params, 128);
+  dt_optimizer_free(opt);
+  dt_trainer_free(&tr);
+  dt_module_free(net);
+  dt_release(X); dt_release(y); dt_release(Xv); dt_release(yv);
+}
+
+/* dropout written inside a module's forward (no dropout layer to see beforehand) */
+static dt_tensor *hidden_dropout(dt_module *m, const dt_tensor *x, void *user) {
+  (void)m; (void)user;
+  return dt_f_dropout(x, 0.5, 1);
+}
+
+static void test_cuda_graph(dt_device dev) {
+  int which, e;
+  size_t before = 0, after = 0;
+  dt_memory_stats ms;
+  /* a GPU's first capture makes its cuBLAS handle and workspace: an empty one first, so that
+     the baseline counts them */
+  if (dt_graph_begin(dev) == DT_OK) dt_graph_free(dt_graph_end(dev));
+  if (dt_memory_stats_get(dev, &ms) == DT_OK) before = ms.allocated;
+  for (which = 0; which < GR_CASES; which++) {
+    fit_out eager, graphed;
+    fit_graph_case(dev, which, 0, &eager);
+    fit_graph_case(dev, which, 1, &graphed);
+    T_CHECK(eager.nparams > 0 && eager.nparams == graphed.nparams);
+    T_CHECK_MSG(memcmp(eager.params, graphed.params, sizeof(double) * (size_t)(eager.nparams > 0 ? eager.nparams : 0)) == 0,
+                "case %d: the parameters differ (first %.17g and %.17g)", which, eager.params[0], graphed.params[0]);
+    for (e = 0; e < 2; e++) {
+      T_CHECK_MSG(memcmp(&eager.r[e].loss, &graphed.r[e].loss, sizeof(double)) == 0 &&
+                  memcmp(&eager.r[e].train_acc, &graphed.r[e].train_acc, sizeof(double)) == 0 &&
+                  memcmp(&eager.r[e].val_loss, &graphed.r[e].val_loss, sizeof(double)) == 0,
+                  "case %d epoch %d: loss %.17g and %.17g", which, e + 1, eager.r[e].loss, graphed.r[e].loss);
+    }
+    T_CHECK(eager.r[1].loss < eager.r[0].loss || which == GR_MSE_BF16); /* it learns */
+    /* eagerly a forward per minibatch, 4 an epoch; with the graph, epoch 1's warm-up, the
+       capture and the smaller last one, then epoch 2's last one */
+    if (which == GR_MSE_AUTOGRAD || which == GR_MSE_BF16) T_CHECK(eager.calls_fwd == 8 && graphed.calls_fwd == 4);
+  }
+  { /* a step that draws random numbers fails at the capture: replays would repeat its draws */
+    dt_tensor *X, *y;
+    dt_module *net;
+    dt_trainer tr;
+    dt_status st;
+    three_clusters(NTRAIN, 1, &X, &y);
+    dt_manual_seed(5);
+    net = small_net();
+    dt_sequential_add(net, dt_module_new("HiddenDropout", hidden_dropout, NULL, NULL));
+    dt_trainer_init(&tr, 2, dev.type == DT_CUDA ? 1 : 0);
+    if (dev.type == DT_CUDA) tr.device = tr.gpus[0] = dev;
+    tr.batch_size = 16; tr.quiet = 1; tr.loss_fn = DT_LOSS_CROSS_ENTROPY; tr.cuda_graph = 1;
+    st = dt_trainer_fit(&tr, net, X, y);
+    T_CHECK_MSG(st == DT_ERR_UNSUPPORTED && strstr(dt_last_error(), "dt_trainer_fit: tr.cuda_graph cannot capture") &&
+                strstr(dt_last_error(), "draws random numbers"), "%d: %s", (int)st, dt_last_error());
+    dt_trainer_free(&tr);
+    dt_module_free(net);
+    dt_release(X); dt_release(y);
+  }
+  /* the graph and its inputs went with the fit */
+  if (dt_memory_stats_get(dev, &ms) == DT_OK) after = ms.allocated;
+  T_CHECK_MSG(after == before, "%llu bytes allocated, %llu before", (unsigned long long)after, (unsigned long long)before);
+}
+
 int main(void) {
   T_RUN_ALL_DEVICES(test_learns_clusters);
   T_RUN_ALL_DEVICES(test_optimizer_choice);
   T_RUN_ALL_DEVICES(test_one_read_per_epoch);
   T_RUN_ALL_DEVICES(test_evaluate);
   T_RUN_ALL_DEVICES(test_regression_validation);
+  T_RUN_ALL_DEVICES(test_cuda_graph);
   return t_finish();
 }

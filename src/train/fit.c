@@ -78,13 +78,12 @@ static dt_status dt__trainer_step(dt_trainer *tr, dt__replicas *rep, dt_module *
    step k is queued, so it is ready when step k finishes and the host never waits for
    the device. */
 static dt_status dt__trainer_epoch(const char *op, dt_trainer *tr, dt__replicas *rep, dt_module *m, const dt__tr_data *d,
-                                   int64_t *idx, dt__tr_sums *sums) {
+                                   int64_t *idx, dt__tr_sums *sums, dt__tr_graph *gr) {
   int64_t n = d->n, bs = tr->batch_size, b;
   dt_tensor *perm_h, *yh = NULL, *xb = NULL, *yb = NULL;
   dt__tr_order o;
   dt_status s = DT_OK;
   int was = dt_set_grad_enabled(1); /* training needs the activations, whatever the caller's setting */
-  (void)op;
   o.perm = o.y_perm = NULL;
   dt__shuffle(idx, n);
   if (!(perm_h = dt_from_blob(idx, dt_shape1(n), DT_I64, dt_cpu(), NULL, NULL))) { dt_set_grad_enabled(was); return dt_last_status(); }
@@ -95,7 +94,13 @@ static dt_status dt__trainer_epoch(const char *op, dt_trainer *tr, dt__replicas 
   if (n > 0 && (s = dt__tr_batch(tr, d, &o, 0, bs < n ? bs : n, &xb, &yb)) != DT_OK) goto done;
   for (b = 0; b < n; b += bs) {
     dt_tensor *x = xb, *y = yb;
-    s = dt__trainer_step(tr, rep, m, x, y, sums);
+    if (tr->cuda_graph && x->shape.dims[0] == bs) { /* a full minibatch */
+      int had = gr->g != NULL;
+      s = dt__tr_graph_step(op, tr, rep, m, gr, x, y, sums);
+      if (!had && gr->g) { dt_tensor *ts[4]; ts[0] = perm_h; ts[1] = o.perm; ts[2] = o.y_perm; ts[3] = yh; dt__tr_graph_hold(gr, ts, 4); }
+    } else {
+      s = dt__trainer_step(tr, rep, m, x, y, sums);
+    }
     xb = yb = NULL;
     if (s == DT_OK && b + bs < n) s = dt__tr_batch(tr, d, &o, b + bs, n - (b + bs) < bs ? n - (b + bs) : bs, &xb, &yb);
     dt_release(x); dt_release(y);
@@ -278,12 +283,15 @@ static dt_status dt__trainer_fit(const char *op, dt_trainer *tr, dt_module *m, c
   dt__tr_data d, dv;
   dt__tr_sums sums, vs;
   dt__replicas rep;
+  dt__tr_graph gr;
   int64_t *idx = NULL, lo, hi, vlo, vhi;
   int epoch, val = Xv || yv, training = m ? m->training : 1;
   dt_status s;
   memset(&rep, 0, sizeof rep);
+  memset(&gr, 0, sizeof gr);
   memset(&d, 0, sizeof d); memset(&dv, 0, sizeof dv); memset(&sums, 0, sizeof sums); memset(&vs, 0, sizeof vs);
   if ((s = dt__trainer_check(op, tr, m)) != DT_OK) return s;
+  if ((s = dt__trainer_graph_check(op, tr, m)) != DT_OK) return s;
   if (tr->autocast != DT_F32 && (tr->num_gpus > 1 || dt_dist_world_size() > 1))
     return dt__fail(DT_ERR_UNSUPPORTED, "%s: tr.autocast trains through autograd on one device: data parallel training "
                     "(num_gpus > 1 or several ranks) takes tr.autocast DT_F32", op);
@@ -327,7 +335,7 @@ static dt_status dt__trainer_fit(const char *op, dt_trainer *tr, dt_module *m, c
     double t0 = dt__wall_seconds(), v[4];
     dt_epoch_result r;
     dt_module_train(m, 1); /* net.train() */
-    if ((s = dt__trainer_epoch(op, tr, &rep, m, &d, idx, &sums)) != DT_OK) goto done;
+    if ((s = dt__trainer_epoch(op, tr, &rep, m, &d, idx, &sums, &gr)) != DT_OK) goto done;
     if ((s = dt__replicas_gather_sums(&rep)) != DT_OK) goto done; /* the other GPUs' parts, on the first */
     if (val && (s = dt__trainer_eval(tr, m, &dv, &vs)) != DT_OK) goto done;
     if ((s = dt__tr_read(op, &sums, val ? &vs : NULL, v)) != DT_OK) goto done;
@@ -356,6 +364,7 @@ static dt_status dt__trainer_fit(const char *op, dt_trainer *tr, dt_module *m, c
   }
 done:
   dt_module_train(m, training);
+  dt__tr_graph_free(&gr);
   dt__replicas_free(&rep);
   dt__tr_sums_free(&sums); dt__tr_sums_free(&vs);
   dt__tr_data_free(&d); dt__tr_data_free(&dv);
