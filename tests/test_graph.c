@@ -3,6 +3,8 @@
    checked against the values computed here); a captured training step replayed N times gives
    the parameters of N eager steps, bit for bit; the memory a capture uses stays with the graph
    and everything goes back after dt_graph_free; and the refusals. */
+#define DEVTENSOR_IMPLEMENTATION
+#include "../devtensor.h"
 #include "harness.h"
 
 /* The emulator's hooks (tests/emu), absent elsewhere; the CUDA runtime's stream synchronize
