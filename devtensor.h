@@ -4022,35 +4022,37 @@ DTDEF dt_tensor *dt_log_softmax(const dt_tensor *t, int dim) {
   return y && DT__AG_ON(t) ? dt__ag_record1a(y, DT__AG_LOG_SOFTMAX, "dt_log_softmax", t, 0, dim, 0, NULL) : y;
 }
 
-/* logits: (n, c) floating, target: I64 (n,), on one device; on the CPU every label in [0, c). */
+/* The class-index losses' inputs (cross_entropy's logits, nll_loss's log_probs): x (n, c)
+   floating, target I64 (n,), on one device; on the CPU every label in [0, c), checked now (the
+   GPU checks on the device; a CPU graph, as it replays). *n, *c: x's sizes. */
+static dt_status dt__check_class_target(const char *op, const char *xname, const dt_tensor *x, const dt_tensor *target,
+                                        int64_t *n, int64_t *c) {
+  char sa[200], sb[200];
+  dt_status s;
+  if ((s = dt__check_tensor(op, xname, x)) != DT_OK || (s = dt__check_tensor(op, "target", target)) != DT_OK) return s;
+  if ((s = dt__same_device(op, xname, x, "target", target)) != DT_OK) return s;
+  if ((s = dt__float_only(op, xname, x)) != DT_OK) return s;
+  if (target->dtype != DT_I64)
+    return dt__fail(DT_ERR_DTYPE, "%s: target must be int64 (class indices), got %s", op, dt_dtype_name(target->dtype));
+  if (x->shape.ndim != 2 || target->shape.ndim != 1 || target->shape.dims[0] != x->shape.dims[0])
+    return dt__fail(DT_ERR_SHAPE, "%s: expected %s (n, c) and target (n,), got %s and %s", op, xname,
+                    dt__shape_str(&x->shape, sa, sizeof sa), dt__shape_str(&target->shape, sb, sizeof sb));
+  *n = x->shape.dims[0]; *c = x->shape.dims[1];
+  if (x->st->device.type == DT_CPU && !DT__ATOMIC_LOAD(&dt__cpu_capturing)) {
+    const int64_t *lab = (const int64_t *)target->st->ptr;
+    int64_t i;
+    for (i = 0; i < *n; i++)
+      if (lab[i] < 0 || lab[i] >= *c)
+        return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: target[%lld] = %lld is out of range for %lld classes (expected 0 <= label < %lld)",
+                        op, (long long)i, (long long)lab[i], (long long)*c, (long long)*c);
+  }
+  return DT_OK;
+}
+
 static dt_tensor *dt__cross_entropy(const char *op, int grad, const dt_tensor *logits, const dt_tensor *target) {
   int64_t n, c;
   dt_tensor *y;
-  char sa[200], sb[200];
-  if (dt__check_tensor(op, "logits", logits) != DT_OK || dt__check_tensor(op, "target", target) != DT_OK) return NULL;
-  if (dt__same_device(op, "logits", logits, "target", target) != DT_OK) return NULL;
-  if (dt__float_only(op, "logits", logits) != DT_OK) return NULL;
-  if (target->dtype != DT_I64) {
-    dt__fail(DT_ERR_DTYPE, "%s: target must be int64 (class indices), got %s", op, dt_dtype_name(target->dtype));
-    return NULL;
-  }
-  if (logits->shape.ndim != 2 || target->shape.ndim != 1 || target->shape.dims[0] != logits->shape.dims[0]) {
-    dt__fail(DT_ERR_SHAPE, "%s: expected logits (n, c) and target (n,), got %s and %s", op,
-             dt__shape_str(&logits->shape, sa, sizeof sa), dt__shape_str(&target->shape, sb, sizeof sb));
-    return NULL;
-  }
-  n = logits->shape.dims[0]; c = logits->shape.dims[1];
-  /* host memory: every label checked now (the GPU checks on the device; a CPU graph, as it replays) */
-  if (logits->st->device.type == DT_CPU && !DT__ATOMIC_LOAD(&dt__cpu_capturing)) {
-    const int64_t *lab = (const int64_t *)target->st->ptr;
-    int64_t i;
-    for (i = 0; i < n; i++)
-      if (lab[i] < 0 || lab[i] >= c) {
-        dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: target[%lld] = %lld is out of range for %lld classes (expected 0 <= label < %lld)",
-                 op, (long long)i, (long long)lab[i], (long long)c, (long long)c);
-        return NULL;
-      }
-  }
+  if (dt__check_class_target(op, "logits", logits, target, &n, &c) != DT_OK) return NULL;
   if (!(y = dt__new(op, grad ? logits->shape : dt_shape0(), logits->dtype, logits->st->device))) return NULL;
   if (n == 0) { /* the mean of no losses is NaN, as PyTorch's; the gradient is empty */
     if (grad || y->numel == 0) return y;
@@ -5226,39 +5228,16 @@ DTDEF dt_tensor *dt_mse_loss_ex(const dt_tensor *pred, const dt_tensor *target, 
    call, as dt_cross_entropy does). No ignore_index: every row counts. */
 DTDEF dt_tensor *dt_nll_loss_ex(const dt_tensor *log_probs, const dt_tensor *target, dt_reduction reduction) {
   const char *op = "dt_nll_loss";
-  int64_t n, c, i;
+  int64_t n, c;
   dt_tensor *l;
-  char sa[200], sb[200];
   if (dt__autocast_up(log_probs, NULL)) { /* autocast: in F32 */
     dt_tensor *cl = dt_cast(log_probs, DT_F32);
     l = cl ? dt_nll_loss_ex(cl, target, reduction) : NULL;
     dt_release(cl);
     return l;
   }
-  if (dt__check_tensor(op, "log_probs", log_probs) != DT_OK || dt__check_tensor(op, "target", target) != DT_OK) return NULL;
-  if (dt__same_device(op, "log_probs", log_probs, "target", target) != DT_OK) return NULL;
-  if (dt__float_only(op, "log_probs", log_probs) != DT_OK) return NULL;
-  if (target->dtype != DT_I64) {
-    dt__fail(DT_ERR_DTYPE, "%s: target must be int64 (class indices), got %s", op, dt_dtype_name(target->dtype));
-    return NULL;
-  }
-  if (log_probs->shape.ndim != 2 || target->shape.ndim != 1 || target->shape.dims[0] != log_probs->shape.dims[0]) {
-    dt__fail(DT_ERR_SHAPE, "%s: expected log_probs (n, c) and target (n,), got %s and %s", op,
-             dt__shape_str(&log_probs->shape, sa, sizeof sa), dt__shape_str(&target->shape, sb, sizeof sb));
-    return NULL;
-  }
+  if (dt__check_class_target(op, "log_probs", log_probs, target, &n, &c) != DT_OK) return NULL;
   if (dt__check_reduction(op, reduction) != DT_OK) return NULL;
-  n = log_probs->shape.dims[0]; c = log_probs->shape.dims[1];
-  /* host memory: every label checked now (a CPU graph checks them as it replays) */
-  if (log_probs->st->device.type == DT_CPU && !DT__ATOMIC_LOAD(&dt__cpu_capturing)) {
-    const int64_t *lab = (const int64_t *)target->st->ptr;
-    for (i = 0; i < n; i++)
-      if (lab[i] < 0 || lab[i] >= c) {
-        dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: target[%lld] = %lld is out of range for %lld classes (expected 0 <= label < %lld)",
-                 op, (long long)i, (long long)lab[i], (long long)c, (long long)c);
-        return NULL;
-      }
-  }
   if (!(l = dt__new(op, dt_shape1(n), log_probs->dtype, log_probs->st->device))) return NULL;
   if (n > 0)
     l = dt__done(op, l, dt__be(l->st->device)->nll_loss(l->st->device.index, l->dtype, n, c, log_probs->st->ptr,

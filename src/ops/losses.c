@@ -103,39 +103,16 @@ DTDEF dt_tensor *dt_mse_loss_ex(const dt_tensor *pred, const dt_tensor *target, 
    call, as dt_cross_entropy does). No ignore_index: every row counts. */
 DTDEF dt_tensor *dt_nll_loss_ex(const dt_tensor *log_probs, const dt_tensor *target, dt_reduction reduction) {
   const char *op = "dt_nll_loss";
-  int64_t n, c, i;
+  int64_t n, c;
   dt_tensor *l;
-  char sa[200], sb[200];
   if (dt__autocast_up(log_probs, NULL)) { /* autocast: in F32 */
     dt_tensor *cl = dt_cast(log_probs, DT_F32);
     l = cl ? dt_nll_loss_ex(cl, target, reduction) : NULL;
     dt_release(cl);
     return l;
   }
-  if (dt__check_tensor(op, "log_probs", log_probs) != DT_OK || dt__check_tensor(op, "target", target) != DT_OK) return NULL;
-  if (dt__same_device(op, "log_probs", log_probs, "target", target) != DT_OK) return NULL;
-  if (dt__float_only(op, "log_probs", log_probs) != DT_OK) return NULL;
-  if (target->dtype != DT_I64) {
-    dt__fail(DT_ERR_DTYPE, "%s: target must be int64 (class indices), got %s", op, dt_dtype_name(target->dtype));
-    return NULL;
-  }
-  if (log_probs->shape.ndim != 2 || target->shape.ndim != 1 || target->shape.dims[0] != log_probs->shape.dims[0]) {
-    dt__fail(DT_ERR_SHAPE, "%s: expected log_probs (n, c) and target (n,), got %s and %s", op,
-             dt__shape_str(&log_probs->shape, sa, sizeof sa), dt__shape_str(&target->shape, sb, sizeof sb));
-    return NULL;
-  }
+  if (dt__check_class_target(op, "log_probs", log_probs, target, &n, &c) != DT_OK) return NULL;
   if (dt__check_reduction(op, reduction) != DT_OK) return NULL;
-  n = log_probs->shape.dims[0]; c = log_probs->shape.dims[1];
-  /* host memory: every label checked now (a CPU graph checks them as it replays) */
-  if (log_probs->st->device.type == DT_CPU && !DT__ATOMIC_LOAD(&dt__cpu_capturing)) {
-    const int64_t *lab = (const int64_t *)target->st->ptr;
-    for (i = 0; i < n; i++)
-      if (lab[i] < 0 || lab[i] >= c) {
-        dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: target[%lld] = %lld is out of range for %lld classes (expected 0 <= label < %lld)",
-                 op, (long long)i, (long long)lab[i], (long long)c, (long long)c);
-        return NULL;
-      }
-  }
   if (!(l = dt__new(op, dt_shape1(n), log_probs->dtype, log_probs->st->device))) return NULL;
   if (n > 0)
     l = dt__done(op, l, dt__be(l->st->device)->nll_loss(l->st->device.index, l->dtype, n, c, log_probs->st->ptr,
