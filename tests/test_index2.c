@@ -9,16 +9,6 @@
 
 #include "values.inc"
 
-static int shape_is(const dt_tensor *t, int nd, const int64_t *dims) {
-  dt_shape s;
-  int i;
-  if (!t) return 0;
-  s = dt_shape_of(t);
-  if (s.ndim != nd) return 0;
-  for (i = 0; i < nd; i++) if (s.dims[i] != dims[i]) return 0;
-  return 1;
-}
-
 /* t (then released) has n values, each within atol + rtol |want| of want */
 static int check_vals(dt_tensor *t, const double *want, int64_t n, double atol, double rtol) {
   double *v = values(t);
