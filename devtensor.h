@@ -894,7 +894,8 @@ typedef enum dt__reduce_op { DT__R_SUM = 0, DT__R_MEAN, DT__R_NORM } dt__reduce_
    Adam:  d = g + weight_decay p; buf1 = beta1 buf1 + (1 - beta1) d;
           buf2 = beta2 buf2 + (1 - beta2) d d; p = p - step_size buf1 / (sqrt(buf2) / bc2_sqrt + eps)
    AdamW: p = p (1 - lr weight_decay), then Adam's update with d = g.
-   step_size = lr / (1 - beta1^step) and bc2_sqrt = sqrt(1 - beta2^step) come from the core. */
+   step_size = lr / (1 - beta1^step) and bc2_sqrt = sqrt(1 - beta2^step) come from the core.
+   F16 and BF16: dt__optim_half1 (src/backend/optim_half.h) spells out each rounding. */
 typedef enum dt__optim_kind { DT__OPT_SGD = 0, DT__OPT_ADAM, DT__OPT_ADAMW } dt__optim_kind;
 typedef struct dt__optim_hp {
   dt__optim_kind kind;
@@ -974,7 +975,7 @@ typedef struct dt__backend {
   dt_status (*axpy)(int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y);
   /* Philox 4x32-10 with key = seed and counter = (i / 4, draw): uniform [0, 1) or standard normal, F32. */
   dt_status (*random)(int dev, int normal, uint64_t seed, uint64_t draw, int64_t n, float *y);
-  /* optimizers: one optimizer's update of a parameter p (n elements, F32 or F64) from its
+  /* optimizers: one optimizer's update of a parameter p (n elements, F32, F64, F16 or BF16) from its
      gradient g and its state buf1, buf2 (see dt__optim_hp), in one pass */
   dt_status (*optim_step)(int dev, dt_dtype t, int64_t n, const dt__optim_hp *h, void *p, const void *g, void *buf1, void *buf2);
   /* comparisons: y (DT_BOOL, contiguous over g's dims) = a op b, a and b of dtype t read through g */
@@ -1260,6 +1261,91 @@ const dt__backend *dt__cuda_backend(void); /* defined in devtensor_cuda.cu */
 #endif
 
 #endif /* DEVTENSOR_BACKEND_H */
+
+/* ---- src/backend/optim_half.h ---- */
+/* ---- backend: optimizers on float16 and bfloat16 parameters ----
+   One element of dt__optim_hp's update on a half parameter, shared by every backend so that
+   the CPU and a GPU give the same bits. It follows PyTorch's single-tensor loops (foreach
+   off) on the CPU, where every tensor op rounds its result to the parameter's dtype (r below)
+   and a Python float meets a half tensor rounded to that dtype too (h below), except that
+   addcmul_ and addcdiv_ compute in float with their value in float (f below) and round once:
+   SGD:   d = g; d = r(d + r(h(wd) p)); with momentum: buf1 = first ? d : r(r(buf1 h(momentum)) + d),
+          d = buf1; p = r(p + r(h(-lr) d))
+   Adam:  d = g; d = r(d + r(h(wd) p)); buf1 = r(r(buf1 h(beta1)) + r(h(1 - beta1) d));
+          buf2 = r(buf2 h(beta2)); buf2 = r(buf2 + f(1 - beta2) d d);
+          den = r(r(r(sqrt(buf2)) / h(bc2_sqrt)) + h(eps)); p = r(p + f(-step_size) buf1 / den)
+   AdamW: p = r(p h(1 - lr wd)), then Adam's update with d = g.
+   Products and sums in float are rounded one at a time (no FMA: __fmul_rn and __fadd_rn on a
+   GPU; on the CPU each is its own statement, which C compilers do not fuse unless told to). */
+#if defined(DEVTENSOR_BACKEND_H) && !defined(DEVTENSOR_OPTIM_HALF_H)
+#define DEVTENSOR_OPTIM_HALF_H
+
+/* the hyperparameters as the half update uses them: h() values as floats, f() values */
+typedef struct dt__optim_hc {
+  int kind, bf, l2, use_mom, first;
+  float nlr, wd, mom, beta1, beta2, c1, eps, bc2, decay; /* h() */
+  float c2, nstep;                                     /* f() */
+} dt__optim_hc;
+
+/* a double (a Python float) as a half tensor op takes it: to float, then to the dtype */
+static inline float dt__optim_h(int bf, double v) { return dt__half_to_f32(bf, dt__f32_to_half(bf, (float)v)); }
+
+static inline void dt__optim_half_consts(const dt__optim_hp *h, int bf, dt__optim_hc *c) {
+  c->kind = (int)h->kind; c->bf = bf;
+  c->l2 = h->kind != DT__OPT_ADAMW && h->weight_decay != 0;
+  c->use_mom = h->momentum != 0; c->first = h->first;
+  c->nlr = dt__optim_h(bf, -h->lr); c->wd = dt__optim_h(bf, h->weight_decay); c->mom = dt__optim_h(bf, h->momentum);
+  c->beta1 = dt__optim_h(bf, h->beta1); c->beta2 = dt__optim_h(bf, h->beta2); c->c1 = dt__optim_h(bf, 1.0 - h->beta1);
+  c->eps = dt__optim_h(bf, h->eps); c->bc2 = dt__optim_h(bf, h->bc2_sqrt); c->decay = dt__optim_h(bf, 1.0 - h->lr * h->weight_decay);
+  c->c2 = (float)(1.0 - h->beta2); c->nstep = (float)(-h->step_size);
+}
+
+static DT__HD inline float dt__ohmul(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+static DT__HD inline float dt__ohadd(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+/* v rounded to the half dtype, as a float */
+static DT__HD inline float dt__ohr(int bf, float v) { return dt__half_to_f32(bf, dt__f32_to_half(bf, v)); }
+
+/* element i: p, its gradient g, its state b1 (momentum, exp_avg) and b2 (exp_avg_sq), all of
+   c's half dtype (b1, b2 unused where the kind has none) */
+static DT__HD inline void dt__optim_half1(const dt__optim_hc *c, uint16_t *p, uint16_t *b1, uint16_t *b2, uint16_t g) {
+  const int bf = c->bf;
+  float pv = dt__half_to_f32(bf, *p), d = dt__half_to_f32(bf, g), m, v, den, t;
+  if (c->kind == DT__OPT_SGD) {
+    if (c->l2) d = dt__ohr(bf, dt__ohadd(d, dt__ohr(bf, dt__ohmul(c->wd, pv))));
+    if (c->use_mom) {
+      if (!c->first) d = dt__ohr(bf, dt__ohadd(dt__ohr(bf, dt__ohmul(dt__half_to_f32(bf, *b1), c->mom)), d));
+      *b1 = dt__f32_to_half(bf, d);
+    }
+    *p = dt__f32_to_half(bf, dt__ohadd(pv, dt__ohr(bf, dt__ohmul(c->nlr, d))));
+    return;
+  }
+  if (c->kind == DT__OPT_ADAMW) pv = dt__ohr(bf, dt__ohmul(pv, c->decay));
+  else if (c->l2) d = dt__ohr(bf, dt__ohadd(d, dt__ohr(bf, dt__ohmul(c->wd, pv))));
+  m = dt__ohr(bf, dt__ohadd(dt__ohr(bf, dt__ohmul(dt__half_to_f32(bf, *b1), c->beta1)), dt__ohr(bf, dt__ohmul(c->c1, d))));
+  v = dt__ohr(bf, dt__ohmul(dt__half_to_f32(bf, *b2), c->beta2));
+  t = dt__ohmul(dt__ohmul(c->c2, d), d);
+  v = dt__ohr(bf, dt__ohadd(v, t));
+  den = dt__ohr(bf, sqrtf(v));
+  den = dt__ohr(bf, den / c->bc2);
+  den = dt__ohr(bf, dt__ohadd(den, c->eps));
+  t = dt__ohmul(c->nstep, m) / den;
+  *b1 = dt__f32_to_half(bf, m); *b2 = dt__f32_to_half(bf, v);
+  *p = dt__f32_to_half(bf, dt__ohadd(pv, t));
+}
+
+#endif
 
 /* ---- src/core/prelude.c ---- */
 /* ======================================================================== */
@@ -6159,7 +6245,8 @@ DTDEF dt_status dt_module_to(dt_module *m, dt_device d) {
 DTDEF dt_status dt_module_to_dtype(dt_module *m, dt_dtype t) {
   dt_status s;
   if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_module_to_dtype: m is NULL");
-  if (!dt__is_wide_float(t)) return dt__fail(DT_ERR_DTYPE, "dt_module_to_dtype: parameters are float32 or float64, not %s", dt_dtype_name(t));
+  if (!dt__is_float(t))
+    return dt__fail(DT_ERR_DTYPE, "dt_module_to_dtype: parameters are float32, float64, float16 or bfloat16, not %s", dt_dtype_name(t));
   if ((s = dt__module_check_borrowed("dt_module_to_dtype", m, m->device, t)) != DT_OK) return s;
   return dt__module_convert("dt_module_to_dtype", m, m->device, t);
 }
@@ -6361,8 +6448,8 @@ DTDEF dt_status dt_module_add_param(dt_module *m, const char *name, dt_tensor *t
   if (m->kind != DT__M_USER) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is not a module made by dt_module_new", op);
   if ((s = dt__check_tensor(op, "t", t)) != DT_OK) return s;
   if ((s = dt__module_name_check(op, "parameter", m, name)) != DT_OK) return s;
-  if (!dt__is_wide_float(t->dtype))
-    return dt__fail(DT_ERR_DTYPE, "%s: %s is %s; a parameter is float32 or float64", op, name, dt_dtype_name(t->dtype));
+  if (!dt__is_float(t->dtype))
+    return dt__fail(DT_ERR_DTYPE, "%s: %s is %s; a parameter is float32, float64, float16 or bfloat16", op, name, dt_dtype_name(t->dtype));
   if (t->node)
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s is not a leaf (the result of %s): a parameter is a leaf (use dt_detach)", op, name, t->node->name);
   root = dt__module_root(m, NULL);
@@ -6666,7 +6753,8 @@ static void dt__forward_lazy_zero(const char *op, const dt_module *m, const dt_t
 /* A linear layer under autocast: y = x W^T + b in the autocast dtype t, of x, W and b cast to t
    through autograd's recorded ops (the layer's fused backward takes its own dtype only, so the
    layer keeps no input: dt_backward refuses, dt_autograd_backward goes through). x in t already,
-   autocast off since (a module on a lower precision input): W and b cast to x's dtype. */
+   autocast off since (a module on a lower precision input): W and b cast to x's dtype. A float16
+   or bfloat16 layer (dt_module_to_dtype) runs here too, with nothing cast. */
 static dt_tensor *dt__forward_linear_autocast(dt_module *m, const dt_tensor *x) {
   dt_dtype t = dt__autocast_low(x, m->weight, m->bias);
   int failed = 0;
@@ -6690,7 +6778,9 @@ static dt_tensor *dt__forward(const char *op, dt_module *m, const dt_tensor *x, 
       if (!m->weight && x->shape.dims[1] == 0) { dt__forward_lazy_zero(op, m, x, fw); return NULL; }
       if (!m->weight && dt__linear_init(op, m, x->shape.dims[1]) != DT_OK) return NULL;
       if (x->shape.dims[1] != m->in) { dt__forward_misfit(op, m, x, fw); return NULL; }
-      if (dt__autocast_low(x, m->weight, m->bias) != DT_F32 || x->dtype != m->dtype) return dt__forward_linear_autocast(m, x);
+      /* a half layer too: the fused kernels take F32 and F64 */
+      if (dt__autocast_low(x, m->weight, m->bias) != DT_F32 || x->dtype != m->dtype || dt__is_half(m->dtype))
+        return dt__forward_linear_autocast(m, x);
       /* y: (n, out) = bias broadcast over rows, then += x W^T */
       if (!(y = dt__new(op, dt_shape2(x->shape.dims[0], m->out), m->dtype, m->device))) return NULL;
       if (y->numel > 0) {
@@ -6944,6 +7034,9 @@ static dt_status dt__backward_args(const char *op, dt_module *m, const dt_tensor
   if (m->out_shape.ndim < 0 && m->nograd_fwd)
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: the last forward ran with grad disabled (dt_set_grad_enabled(0)) and kept "
                     "nothing to go back through; run dt_forward with grad enabled", op);
+  if (dt__is_half(m->dtype))
+    return dt__fail(DT_ERR_UNSUPPORTED, "%s: m is %s; a float16 or bfloat16 module goes back with dt_autograd_backward on its loss "
+                    "(its forward is recorded), not through the layers' own backward", op, dt_dtype_name(m->dtype));
   if (m->out_shape.ndim < 0) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: no forward to go back through (call dt_forward first)", op);
   if (!dt_device_equal(grad_output->st->device, m->device))
     return dt__fail(DT_ERR_DEVICE_MISMATCH, "%s: grad_output is on %s but the module is on %s", op,
@@ -7135,7 +7228,7 @@ static dt_tensor *dt__layer_forward(dt_module *m, const dt_tensor *x, void *user
                    (long long)x->shape.dims[1], dt__shape_str(&x->shape, sb, sizeof sb));
           return NULL;
         }
-        if (dt__wide_float_only(op, "x", x) != DT_OK) return NULL;
+        if (dt__float_only(op, "x", x) != DT_OK) return NULL;
         if (dt__conv_init(op, m, L, x->shape.dims[1], x->st->device, x->dtype) != DT_OK) return NULL;
       }
       return dt_f_conv2d_ex(x, m->pts[0], L->bias ? m->pts[1] : NULL, L->sh, L->sw, L->ph, L->pw, 1, 1, L->groups);
@@ -7664,7 +7757,7 @@ static dt_optimizer *dt__optim_new(const char *op, dt_module *m, dt_tensor *cons
       char nm[32];
       snprintf(nm, sizeof nm, "params[%d]", i);
       if (dt__check_tensor(op, nm, ps[i]) != DT_OK) return NULL;
-      if (!dt__is_wide_float(ps[i]->dtype)) { dt__fail(DT_ERR_DTYPE, "%s: params[%d] is %s; only float32 and float64 tensors can be optimized", op, i, dt_dtype_name(ps[i]->dtype)); return NULL; }
+      if (!dt__is_float(ps[i]->dtype)) { dt__fail(DT_ERR_DTYPE, "%s: params[%d] is %s; only float tensors can be optimized", op, i, dt_dtype_name(ps[i]->dtype)); return NULL; }
       if (ps[i]->node) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: params[%d] is not a leaf (the result of %s): optimize leaves only (PyTorch: can't optimize a non-leaf Tensor)", op, i, ps[i]->node->name); return NULL; }
       for (j = 0; j < i; j++)
         if (ps[j] == ps[i]) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: params[%d] and params[%d] are the same tensor (a parameter appears once)", op, j, i); return NULL; }
@@ -7867,15 +7960,22 @@ DTDEF dt_status dt_optimizer_step(dt_optimizer *o) {
   return DT_OK;
 }
 
+/* v rounded to the half dtype t, through float (as a Python float meets a half tensor) */
+static double dt__clip_round(dt_dtype t, double v) { return (double)dt__half_to_f32(t == DT_BF16, dt__f32_to_half(t == DT_BF16, (float)v)); }
+
 /* torch.nn.utils.clip_grad_norm_ (norm_type 2, error_if_nonfinite off): the norm of all the
    gradients together, in float64 whatever their dtype, and when it is above max_norm each
-   gradient scaled in place by max_norm / (total + 1e-6). Parameters without a gradient are
-   skipped. The scaled gradients are all made before any is written. */
+   gradient scaled in place by max_norm / (total + 1e-6). Gradients all of one half dtype t go
+   as PyTorch's ops on them go: each gradient's norm rounded to t, their norm rounded to t (the
+   total returned), and the factor r(r(1 / r(total + 1e-6)) max_norm), each step rounded to t.
+   Parameters without a gradient are skipped. The scaled gradients are all made before any is
+   written. */
 DTDEF dt_status dt_clip_grad_norm_(dt_tensor *const *params, int n, double max_norm, double *total_norm) {
   const char *op = "dt_clip_grad_norm_";
   dt_tensor **scaled = NULL;
   double sq = 0, total, coef;
   dt_status s = DT_OK;
+  dt_dtype half = DT_F32;
   int i, prev;
   char nm[32];
   if (total_norm) *total_norm = 0;
@@ -7887,6 +7987,12 @@ DTDEF dt_status dt_clip_grad_norm_(dt_tensor *const *params, int n, double max_n
     snprintf(nm, sizeof nm, "params[%d]", i);
     if ((s = dt__check_tensor(op, nm, params[i])) != DT_OK) return s;
   }
+  for (i = 0; i < n; i++) /* the half dtype all the gradients have, else F32 */
+    if (params[i]->grad) {
+      dt_dtype g = params[i]->grad->dtype;
+      if (!dt__is_half(g) || (half != DT_F32 && half != g)) { half = DT_F32; break; }
+      half = g;
+    }
   prev = dt__no_grad;
   dt__no_grad = 1; /* gradients hold no history; nothing here records */
   for (i = 0; i < n && s == DT_OK; i++) {
@@ -7900,10 +8006,17 @@ DTDEF dt_status dt_clip_grad_norm_(dt_tensor *const *params, int n, double max_n
     v = dt_item(nr);
     dt_release(nr);
     if (v != v && dt_last_status() != DT_OK) { s = dt_last_status(); break; }
+    if (half != DT_F32) v = dt__clip_round(half, v);
     sq += v * v;
   }
   total = sqrt(sq);
   coef = max_norm / (total + 1e-6);
+  if (half != DT_F32) {
+    total = dt__clip_round(half, total);
+    coef = dt__clip_round(half, (float)dt__clip_round(half, total + (float)dt__clip_round(half, 1e-6)));
+    coef = dt__clip_round(half, 1.0f / (float)coef);
+    coef = dt__clip_round(half, (float)coef * (float)dt__clip_round(half, max_norm));
+  }
   if (s == DT_OK && !(coef >= 1.0)) { /* above max_norm, or not finite: PyTorch scales then too (by NaN or 0) */
     if (!(scaled = (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)(n ? n : 1)))) {
       s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
@@ -15949,7 +16062,8 @@ static dt_status dt__cpu_gemm_opt(dt_dtype t, int ta, int tb, int64_t m, int64_t
 /* ---- src/cpu/optim.c ---- */
 /* One pass over a parameter per step: dt__optim_hp's update, element by element, each value
    rounded to T at every operation in PyTorch's order (multiply, then add: no FMA in ISO C
-   builds), on the pool for large parameters. */
+   builds), on the pool for large parameters; float16 and bfloat16 parameters element by
+   element through dt__optim_half1 (src/backend/optim_half.h). */
 
 /* SGD's step on [lo, hi) 32 bytes at a time, the same operations per element as the scalar loop
    in DT__OPTIM_DEFINE below; returns where that loop goes on (the tail). The scalar loop alone
@@ -16029,6 +16143,7 @@ DT__OPTIM_DEFINE(dt__optim_f64, double, sqrt, dt__sgd_vec_f64)
 
 typedef struct dt__optim_job {
   const dt__optim_hp *h;
+  dt__optim_hc hc; /* F16, BF16: the constants of dt__optim_half1 */
   dt_dtype t;
   void *p, *b1, *b2;
   const void *g;
@@ -16036,7 +16151,12 @@ typedef struct dt__optim_job {
 
 static void dt__optim_task(void *ctx, int64_t lo, int64_t hi) {
   const dt__optim_job *j = (const dt__optim_job *)ctx;
-  if (j->t == DT_F32) dt__optim_f32(j->h, (float *)j->p, (float *)j->b1, (float *)j->b2, (const float *)j->g, lo, hi);
+  if (dt__is_half(j->t)) {
+    uint16_t *p = (uint16_t *)j->p, *b1 = (uint16_t *)j->b1, *b2 = (uint16_t *)j->b2;
+    const uint16_t *g = (const uint16_t *)j->g;
+    int64_t i;
+    for (i = lo; i < hi; i++) dt__optim_half1(&j->hc, p + i, b1 ? b1 + i : NULL, b2 ? b2 + i : NULL, g[i]);
+  } else if (j->t == DT_F32) dt__optim_f32(j->h, (float *)j->p, (float *)j->b1, (float *)j->b2, (const float *)j->g, lo, hi);
   else dt__optim_f64(j->h, (double *)j->p, (double *)j->b1, (double *)j->b2, (const double *)j->g, lo, hi);
 }
 
@@ -16044,7 +16164,8 @@ static dt_status dt__cpu_optim_step(int dev, dt_dtype t, int64_t n, const dt__op
                                     void *buf1, void *buf2) {
   dt__optim_job j;
   (void)dev;
-  if (t != DT_F32 && t != DT_F64) return DT_ERR_DTYPE;
+  if (t != DT_F32 && t != DT_F64 && !dt__is_half(t)) return DT_ERR_DTYPE;
+  if (dt__is_half(t)) dt__optim_half_consts(h, t == DT_BF16, &j.hc);
   j.h = h; j.t = t; j.p = p; j.g = g; j.b1 = buf1; j.b2 = buf2;
   dt__par_for(n, DT__GRAIN_MATH, dt__optim_task, &j);
   return DT_OK;

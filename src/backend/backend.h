@@ -51,7 +51,8 @@ typedef enum dt__reduce_op { DT__R_SUM = 0, DT__R_MEAN, DT__R_NORM } dt__reduce_
    Adam:  d = g + weight_decay p; buf1 = beta1 buf1 + (1 - beta1) d;
           buf2 = beta2 buf2 + (1 - beta2) d d; p = p - step_size buf1 / (sqrt(buf2) / bc2_sqrt + eps)
    AdamW: p = p (1 - lr weight_decay), then Adam's update with d = g.
-   step_size = lr / (1 - beta1^step) and bc2_sqrt = sqrt(1 - beta2^step) come from the core. */
+   step_size = lr / (1 - beta1^step) and bc2_sqrt = sqrt(1 - beta2^step) come from the core.
+   F16 and BF16: dt__optim_half1 (src/backend/optim_half.h) spells out each rounding. */
 typedef enum dt__optim_kind { DT__OPT_SGD = 0, DT__OPT_ADAM, DT__OPT_ADAMW } dt__optim_kind;
 typedef struct dt__optim_hp {
   dt__optim_kind kind;
@@ -131,7 +132,7 @@ typedef struct dt__backend {
   dt_status (*axpy)(int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y);
   /* Philox 4x32-10 with key = seed and counter = (i / 4, draw): uniform [0, 1) or standard normal, F32. */
   dt_status (*random)(int dev, int normal, uint64_t seed, uint64_t draw, int64_t n, float *y);
-  /* optimizers: one optimizer's update of a parameter p (n elements, F32 or F64) from its
+  /* optimizers: one optimizer's update of a parameter p (n elements, F32, F64, F16 or BF16) from its
      gradient g and its state buf1, buf2 (see dt__optim_hp), in one pass */
   dt_status (*optim_step)(int dev, dt_dtype t, int64_t n, const dt__optim_hp *h, void *p, const void *g, void *buf1, void *buf2);
   /* comparisons: y (DT_BOOL, contiguous over g's dims) = a op b, a and b of dtype t read through g */

@@ -1,6 +1,7 @@
 /* One pass over a parameter per step: dt__optim_hp's update, element by element, each value
    rounded to T at every operation in PyTorch's order (multiply, then add: no FMA in ISO C
-   builds), on the pool for large parameters. */
+   builds), on the pool for large parameters; float16 and bfloat16 parameters element by
+   element through dt__optim_half1 (src/backend/optim_half.h). */
 
 /* SGD's step on [lo, hi) 32 bytes at a time, the same operations per element as the scalar loop
    in DT__OPTIM_DEFINE below; returns where that loop goes on (the tail). The scalar loop alone
@@ -80,6 +81,7 @@ DT__OPTIM_DEFINE(dt__optim_f64, double, sqrt, dt__sgd_vec_f64)
 
 typedef struct dt__optim_job {
   const dt__optim_hp *h;
+  dt__optim_hc hc; /* F16, BF16: the constants of dt__optim_half1 */
   dt_dtype t;
   void *p, *b1, *b2;
   const void *g;
@@ -87,7 +89,12 @@ typedef struct dt__optim_job {
 
 static void dt__optim_task(void *ctx, int64_t lo, int64_t hi) {
   const dt__optim_job *j = (const dt__optim_job *)ctx;
-  if (j->t == DT_F32) dt__optim_f32(j->h, (float *)j->p, (float *)j->b1, (float *)j->b2, (const float *)j->g, lo, hi);
+  if (dt__is_half(j->t)) {
+    uint16_t *p = (uint16_t *)j->p, *b1 = (uint16_t *)j->b1, *b2 = (uint16_t *)j->b2;
+    const uint16_t *g = (const uint16_t *)j->g;
+    int64_t i;
+    for (i = lo; i < hi; i++) dt__optim_half1(&j->hc, p + i, b1 ? b1 + i : NULL, b2 ? b2 + i : NULL, g[i]);
+  } else if (j->t == DT_F32) dt__optim_f32(j->h, (float *)j->p, (float *)j->b1, (float *)j->b2, (const float *)j->g, lo, hi);
   else dt__optim_f64(j->h, (double *)j->p, (double *)j->b1, (double *)j->b2, (const double *)j->g, lo, hi);
 }
 
@@ -95,7 +102,8 @@ static dt_status dt__cpu_optim_step(int dev, dt_dtype t, int64_t n, const dt__op
                                     void *buf1, void *buf2) {
   dt__optim_job j;
   (void)dev;
-  if (t != DT_F32 && t != DT_F64) return DT_ERR_DTYPE;
+  if (t != DT_F32 && t != DT_F64 && !dt__is_half(t)) return DT_ERR_DTYPE;
+  if (dt__is_half(t)) dt__optim_half_consts(h, t == DT_BF16, &j.hc);
   j.h = h; j.t = t; j.p = p; j.g = g; j.b1 = buf1; j.b2 = buf2;
   dt__par_for(n, DT__GRAIN_MATH, dt__optim_task, &j);
   return DT_OK;

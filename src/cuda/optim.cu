@@ -1,6 +1,7 @@
 /* One kernel per parameter and step: dt__optim_hp's update (devtensor.h), each value rounded
    to T at every operation in the CPU backend's order (multiplies and adds explicitly rounded,
-   so nvcc fuses none into an FMA; IEEE division and square root). */
+   so nvcc fuses none into an FMA; IEEE division and square root); float16 and bfloat16 through
+   the element every backend shares. */
 
 template <class T>
 struct OptimStep {
@@ -41,9 +42,25 @@ dt_status optim_t(cudaStream_t st, int64_t n, const dt__optim_hp *h, void *p, co
   return run_map("optimizer step", st, n, f);
 }
 
+/* float16 and bfloat16 parameters: dt__optim_half1 (devtensor.h), the CPU backend's element */
+struct OptimHalfStep {
+  dt__optim_hc c;
+  uint16_t *p, *b1, *b2;
+  const uint16_t *g;
+  template <typename I>
+  __device__ void operator()(I i) const { dt__optim_half1(&c, p + i, b1 ? b1 + i : nullptr, b2 ? b2 + i : nullptr, g[i]); }
+};
+
 dt_status cu_optim_step(int dev, dt_dtype t, int64_t n, const dt__optim_hp *h, void *p, const void *g, void *buf1,
                         void *buf2) {
   Entered in(dev);
   if (!in.ok()) return in.status();
+  if (t == DT_F16 || t == DT_BF16) {
+    OptimHalfStep f;
+    dt__optim_half_consts(h, t == DT_BF16, &f.c);
+    f.p = static_cast<uint16_t *>(p); f.g = static_cast<const uint16_t *>(g);
+    f.b1 = static_cast<uint16_t *>(buf1); f.b2 = static_cast<uint16_t *>(buf2);
+    return run_map("optimizer step", in.s->stream, n, f);
+  }
   return by_float(t, "an optimizer step", [&](auto z) { return optim_t<decltype(z)>(in.s->stream, n, h, p, g, buf1, buf2); });
 }

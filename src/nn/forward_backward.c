@@ -56,7 +56,8 @@ static void dt__forward_lazy_zero(const char *op, const dt_module *m, const dt_t
 /* A linear layer under autocast: y = x W^T + b in the autocast dtype t, of x, W and b cast to t
    through autograd's recorded ops (the layer's fused backward takes its own dtype only, so the
    layer keeps no input: dt_backward refuses, dt_autograd_backward goes through). x in t already,
-   autocast off since (a module on a lower precision input): W and b cast to x's dtype. */
+   autocast off since (a module on a lower precision input): W and b cast to x's dtype. A float16
+   or bfloat16 layer (dt_module_to_dtype) runs here too, with nothing cast. */
 static dt_tensor *dt__forward_linear_autocast(dt_module *m, const dt_tensor *x) {
   dt_dtype t = dt__autocast_low(x, m->weight, m->bias);
   int failed = 0;
@@ -80,7 +81,9 @@ static dt_tensor *dt__forward(const char *op, dt_module *m, const dt_tensor *x, 
       if (!m->weight && x->shape.dims[1] == 0) { dt__forward_lazy_zero(op, m, x, fw); return NULL; }
       if (!m->weight && dt__linear_init(op, m, x->shape.dims[1]) != DT_OK) return NULL;
       if (x->shape.dims[1] != m->in) { dt__forward_misfit(op, m, x, fw); return NULL; }
-      if (dt__autocast_low(x, m->weight, m->bias) != DT_F32 || x->dtype != m->dtype) return dt__forward_linear_autocast(m, x);
+      /* a half layer too: the fused kernels take F32 and F64 */
+      if (dt__autocast_low(x, m->weight, m->bias) != DT_F32 || x->dtype != m->dtype || dt__is_half(m->dtype))
+        return dt__forward_linear_autocast(m, x);
       /* y: (n, out) = bias broadcast over rows, then += x W^T */
       if (!(y = dt__new(op, dt_shape2(x->shape.dims[0], m->out), m->dtype, m->device))) return NULL;
       if (y->numel > 0) {
@@ -334,6 +337,9 @@ static dt_status dt__backward_args(const char *op, dt_module *m, const dt_tensor
   if (m->out_shape.ndim < 0 && m->nograd_fwd)
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: the last forward ran with grad disabled (dt_set_grad_enabled(0)) and kept "
                     "nothing to go back through; run dt_forward with grad enabled", op);
+  if (dt__is_half(m->dtype))
+    return dt__fail(DT_ERR_UNSUPPORTED, "%s: m is %s; a float16 or bfloat16 module goes back with dt_autograd_backward on its loss "
+                    "(its forward is recorded), not through the layers' own backward", op, dt_dtype_name(m->dtype));
   if (m->out_shape.ndim < 0) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: no forward to go back through (call dt_forward first)", op);
   if (!dt_device_equal(grad_output->st->device, m->device))
     return dt__fail(DT_ERR_DEVICE_MISMATCH, "%s: grad_output is on %s but the module is on %s", op,

@@ -63,7 +63,7 @@ static dt_tensor *dt__layer_forward(dt_module *m, const dt_tensor *x, void *user
                    (long long)x->shape.dims[1], dt__shape_str(&x->shape, sb, sizeof sb));
           return NULL;
         }
-        if (dt__wide_float_only(op, "x", x) != DT_OK) return NULL;
+        if (dt__float_only(op, "x", x) != DT_OK) return NULL;
         if (dt__conv_init(op, m, L, x->shape.dims[1], x->st->device, x->dtype) != DT_OK) return NULL;
       }
       return dt_f_conv2d_ex(x, m->pts[0], L->bias ? m->pts[1] : NULL, L->sh, L->sw, L->ph, L->pw, 1, 1, L->groups);

@@ -428,7 +428,8 @@ DTDEF dt_status dt_module_to(dt_module *m, dt_device d) {
 DTDEF dt_status dt_module_to_dtype(dt_module *m, dt_dtype t) {
   dt_status s;
   if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_module_to_dtype: m is NULL");
-  if (!dt__is_wide_float(t)) return dt__fail(DT_ERR_DTYPE, "dt_module_to_dtype: parameters are float32 or float64, not %s", dt_dtype_name(t));
+  if (!dt__is_float(t))
+    return dt__fail(DT_ERR_DTYPE, "dt_module_to_dtype: parameters are float32, float64, float16 or bfloat16, not %s", dt_dtype_name(t));
   if ((s = dt__module_check_borrowed("dt_module_to_dtype", m, m->device, t)) != DT_OK) return s;
   return dt__module_convert("dt_module_to_dtype", m, m->device, t);
 }
@@ -630,8 +631,8 @@ DTDEF dt_status dt_module_add_param(dt_module *m, const char *name, dt_tensor *t
   if (m->kind != DT__M_USER) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is not a module made by dt_module_new", op);
   if ((s = dt__check_tensor(op, "t", t)) != DT_OK) return s;
   if ((s = dt__module_name_check(op, "parameter", m, name)) != DT_OK) return s;
-  if (!dt__is_wide_float(t->dtype))
-    return dt__fail(DT_ERR_DTYPE, "%s: %s is %s; a parameter is float32 or float64", op, name, dt_dtype_name(t->dtype));
+  if (!dt__is_float(t->dtype))
+    return dt__fail(DT_ERR_DTYPE, "%s: %s is %s; a parameter is float32, float64, float16 or bfloat16", op, name, dt_dtype_name(t->dtype));
   if (t->node)
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s is not a leaf (the result of %s): a parameter is a leaf (use dt_detach)", op, name, t->node->name);
   root = dt__module_root(m, NULL);

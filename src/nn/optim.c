@@ -46,7 +46,7 @@ static dt_optimizer *dt__optim_new(const char *op, dt_module *m, dt_tensor *cons
       char nm[32];
       snprintf(nm, sizeof nm, "params[%d]", i);
       if (dt__check_tensor(op, nm, ps[i]) != DT_OK) return NULL;
-      if (!dt__is_wide_float(ps[i]->dtype)) { dt__fail(DT_ERR_DTYPE, "%s: params[%d] is %s; only float32 and float64 tensors can be optimized", op, i, dt_dtype_name(ps[i]->dtype)); return NULL; }
+      if (!dt__is_float(ps[i]->dtype)) { dt__fail(DT_ERR_DTYPE, "%s: params[%d] is %s; only float tensors can be optimized", op, i, dt_dtype_name(ps[i]->dtype)); return NULL; }
       if (ps[i]->node) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: params[%d] is not a leaf (the result of %s): optimize leaves only (PyTorch: can't optimize a non-leaf Tensor)", op, i, ps[i]->node->name); return NULL; }
       for (j = 0; j < i; j++)
         if (ps[j] == ps[i]) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: params[%d] and params[%d] are the same tensor (a parameter appears once)", op, j, i); return NULL; }
@@ -249,15 +249,22 @@ DTDEF dt_status dt_optimizer_step(dt_optimizer *o) {
   return DT_OK;
 }
 
+/* v rounded to the half dtype t, through float (as a Python float meets a half tensor) */
+static double dt__clip_round(dt_dtype t, double v) { return (double)dt__half_to_f32(t == DT_BF16, dt__f32_to_half(t == DT_BF16, (float)v)); }
+
 /* torch.nn.utils.clip_grad_norm_ (norm_type 2, error_if_nonfinite off): the norm of all the
    gradients together, in float64 whatever their dtype, and when it is above max_norm each
-   gradient scaled in place by max_norm / (total + 1e-6). Parameters without a gradient are
-   skipped. The scaled gradients are all made before any is written. */
+   gradient scaled in place by max_norm / (total + 1e-6). Gradients all of one half dtype t go
+   as PyTorch's ops on them go: each gradient's norm rounded to t, their norm rounded to t (the
+   total returned), and the factor r(r(1 / r(total + 1e-6)) max_norm), each step rounded to t.
+   Parameters without a gradient are skipped. The scaled gradients are all made before any is
+   written. */
 DTDEF dt_status dt_clip_grad_norm_(dt_tensor *const *params, int n, double max_norm, double *total_norm) {
   const char *op = "dt_clip_grad_norm_";
   dt_tensor **scaled = NULL;
   double sq = 0, total, coef;
   dt_status s = DT_OK;
+  dt_dtype half = DT_F32;
   int i, prev;
   char nm[32];
   if (total_norm) *total_norm = 0;
@@ -269,6 +276,12 @@ DTDEF dt_status dt_clip_grad_norm_(dt_tensor *const *params, int n, double max_n
     snprintf(nm, sizeof nm, "params[%d]", i);
     if ((s = dt__check_tensor(op, nm, params[i])) != DT_OK) return s;
   }
+  for (i = 0; i < n; i++) /* the half dtype all the gradients have, else F32 */
+    if (params[i]->grad) {
+      dt_dtype g = params[i]->grad->dtype;
+      if (!dt__is_half(g) || (half != DT_F32 && half != g)) { half = DT_F32; break; }
+      half = g;
+    }
   prev = dt__no_grad;
   dt__no_grad = 1; /* gradients hold no history; nothing here records */
   for (i = 0; i < n && s == DT_OK; i++) {
@@ -282,10 +295,17 @@ DTDEF dt_status dt_clip_grad_norm_(dt_tensor *const *params, int n, double max_n
     v = dt_item(nr);
     dt_release(nr);
     if (v != v && dt_last_status() != DT_OK) { s = dt_last_status(); break; }
+    if (half != DT_F32) v = dt__clip_round(half, v);
     sq += v * v;
   }
   total = sqrt(sq);
   coef = max_norm / (total + 1e-6);
+  if (half != DT_F32) {
+    total = dt__clip_round(half, total);
+    coef = dt__clip_round(half, (float)dt__clip_round(half, total + (float)dt__clip_round(half, 1e-6)));
+    coef = dt__clip_round(half, 1.0f / (float)coef);
+    coef = dt__clip_round(half, (float)coef * (float)dt__clip_round(half, max_norm));
+  }
   if (s == DT_OK && !(coef >= 1.0)) { /* above max_norm, or not finite: PyTorch scales then too (by NaN or 0) */
     if (!(scaled = (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)(n ? n : 1)))) {
       s = dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host", op);
