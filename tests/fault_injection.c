@@ -229,6 +229,24 @@ static int snap_cnn(dt_module *cnn, double *out, int cap) {
   return n;
 }
 
+/* The parameters of a Sequential(Linear, ReLU, Linear) as their bits (float32 values, half
+   bits), and their dtype. Allocates nothing. */
+static int snap_bits(dt_module *net, double *out, int cap, dt_dtype *dtype) {
+  int n = 0, l, k;
+  int64_t i;
+  for (l = 0; l < 3; l += 2) {
+    dt_module *lin = dt_sequential_get(net, l);
+    for (k = 0; k < 2; k++) {
+      dt_tensor *p = lin ? (k ? dt_linear_bias(lin) : dt_linear_weight(lin)) : NULL;
+      if (!p) continue;
+      *dtype = dt_dtype_of(p);
+      for (i = 0; i < dt_numel(p) && n < cap; i++)
+        out[n++] = *dtype == DT_F16 || *dtype == DT_BF16 ? (double)((const uint16_t *)dt_data_ptr(p))[i] : val(p, i);
+    }
+  }
+  return n;
+}
+
 static int workload(void) {
   int failed_line = 0;
   dt_tensor *a = NULL, *b = NULL, *a64 = NULL, *b64 = NULL, *i32 = NULL, *i64 = NULL, *e = NULL, *t = NULL, *u = NULL;
@@ -267,6 +285,11 @@ static int workload(void) {
   double ag_snap[6];
   int ag_have = 0, ag_done = 0; /* a gradient snapshot taken; the backward after it done */
   dt_module *cnn = NULL;
+  dt_module *hm = NULL; /* a module in bfloat16 and its optimizer */
+  dt_optimizer *hopt = NULL;
+  double hsnap[32];
+  int nhsnap = 0;
+  dt_dtype hdt = DT_F32;
   double csnap[64], cnow[64];
   int ncsnap = 0;
 
@@ -851,6 +874,37 @@ static int workload(void) {
     dt_optimizer_free(opt); opt = NULL;
   }
 
+  /* net.bfloat16(), all or nothing, trained through autograd by Adam and clipped: a failure
+     leaves the parameters as they were, dtype and bits (checked at out:) */
+  STEP((hm = dt_sequential()) != NULL);
+  STEP((l = dt_linear(2, 3)) != NULL); ADD(hm);
+  STEP((l = dt_relu_layer()) != NULL); ADD(hm);
+  STEP((l = dt_linear(3, 1)) != NULL); ADD(hm);
+  nhsnap = snap_bits(hm, hsnap, 32, &hdt);
+  STEP(dt_module_to_dtype(hm, DT_BF16) == DT_OK);
+  nhsnap = snap_bits(hm, hsnap, 32, &hdt); VERIFY(hdt == DT_BF16 && nhsnap == 13);
+  NEW(u, dt_cast(x4, DT_BF16));
+  NEW(t, dt_forward(hm, u)); VERIFY(dt_dtype_of(t) == DT_BF16);
+  NEW(t, dt_sum(t));
+  STEP(dt_autograd_backward(t, NULL) == DT_OK);
+  STEP((hopt = dt_adam(hm, 0.01, 0.9, 0.999, 1e-8, 0.1)) != NULL);
+  STEP(dt_optimizer_step(hopt) == DT_OK);
+  nhsnap = snap_bits(hm, hsnap, 32, &hdt);
+  {
+    dt_tensor *hp[4];
+    hp[0] = dt_linear_weight(dt_sequential_get(hm, 0)); hp[1] = dt_linear_bias(dt_sequential_get(hm, 0));
+    hp[2] = dt_linear_weight(dt_sequential_get(hm, 2)); hp[3] = dt_linear_bias(dt_sequential_get(hm, 2));
+    STEP(dt_clip_grad_norm_(hp, 4, 1e-3, NULL) == DT_OK);
+  }
+  STEP((opt = dt_sgd(hm, 0.1, 0.9, 0.01)) != NULL);
+  STEP(dt_optimizer_step(opt) == DT_OK);
+  nhsnap = snap_bits(hm, hsnap, 32, &hdt);
+  dt_optimizer_free(opt); opt = NULL;
+  STEP(dt_module_to_dtype(hm, DT_F32) == DT_OK);
+  nhsnap = snap_bits(hm, hsnap, 32, &hdt);
+  STEP(dt_optimizer_step(hopt) == DT_OK); /* its state follows to float32 first */
+  nhsnap = snap_bits(hm, hsnap, 32, &hdt); VERIFY(hdt == DT_F32);
+
 out:
   dt_set_autocast(DT_CPU, DT_F32);
   dt_grad_scaler_free(gsc);
@@ -876,6 +930,12 @@ out:
   if (um && nusnap && failed_line) {
     double now[32];
     if (snap_user(um, now, 32) != nusnap || !same(now, usnap, nusnap)) fi_problem(failed_line, "a user module's parameters changed by a failed step");
+  }
+  if (hm && nhsnap && failed_line) {
+    double now[32];
+    dt_dtype ndt = DT_F32;
+    if (snap_bits(hm, now, 32, &ndt) != nhsnap || ndt != hdt || !same(now, hsnap, nhsnap))
+      fi_problem(failed_line, "a half module's parameters changed by a failed step");
   }
   if (cnn && ncsnap && failed_line && (snap_cnn(cnn, cnow, 64) != ncsnap || !same(cnow, csnap, ncsnap)))
     fi_problem(failed_line, "a CNN's parameters changed by a failed step");
@@ -932,6 +992,7 @@ out:
   dt_module_free(um);
   dt_module_free(bn); dt_module_free(bn2); dt_module_free(lyr);
   dt_module_free(cnn);
+  dt_optimizer_free(hopt); dt_module_free(hm);
   dt_optimizer_free(opt_c); dt_module_free(netc);
   for (i = 0; i < npool; i++) dt_release(pool[i]);
   npool = 0;

@@ -571,20 +571,30 @@ static dt_tensor *empty_gather(void) {
 }
 static const int64_t GI_OK[3] = {0, 1, 0}, GI_BIG[8] = {0, 1, 0, 1, 0, 1, 0, 1}, GI_RANGE[3] = {0, 2, 1}, GI_NEG[3] = {0, -1, 0};
 static const int64_t PAD_ODD[3] = {1, 1, 1}, PAD_CROP[2] = {-2, -2}, PAD_HUGE[2] = {1, (int64_t)1 << 40};
-/* float16 and bfloat16 where they are refused: mixed, optimizers, module parameters, collectives */
+/* float16 and bfloat16 where they are refused, and the dtypes half modules and optimizers still
+   refuse: 1 an optimizer on an int32 tensor, 2 dt_backward_params of a bfloat16 module (autograd
+   goes back through it), 3 collectives, 4 a module to int64 */
 static int half_misuse(int k) {
   dt_tensor *a = dt_zeros(dt_shape1(2), dt_cpu()), *h = dt_cast(a, DT_F16), *b = dt_cast(a, DT_BF16);
   int r = 0;
-  dt_release(a);
-  if (k == 1) r = nulo(dt_sgd_tensors(&h, 1, 0.1, 0, 0));
-  else if (k == 2) {
+  if (k == 1) {
+    dt_tensor *i = dt_cast(a, DT_I32);
+    r = nulo(dt_sgd_tensors(&i, 1, 0.1, 0, 0));
+    dt_release(i);
+  } else if (k == 2) {
     dt_module *m = dt_linear(2, 2);
-    r = bad(dt_module_to_dtype(m, DT_BF16));
+    dt_tensor *x = dt_zeros(dt_shape2(1, 2), dt_cpu()), *xb = x ? dt_cast(x, DT_BF16) : NULL, *y = NULL;
+    if (m && xb && dt_module_to_dtype(m, DT_BF16) == DT_OK && (y = dt_forward(m, xb)) != NULL) r = bad(dt_backward_params(m, y));
+    dt_release(x); dt_release(xb); dt_release(y);
+    dt_module_free(m);
+  } else if (k == 4) {
+    dt_module *m = dt_linear(2, 2);
+    r = bad(dt_module_to_dtype(m, DT_I64));
     dt_module_free(m);
   } else if (k == 3) {
     r = bad(dist_ar(h, DT_REDUCE_SUM));
   }
-  dt_release(h); dt_release(b);
+  dt_release(a); dt_release(h); dt_release(b);
   return r;
 }
 /* graphs: 0 begin twice (the second's failure), 1 dt_synchronize in a capture, 2 dt_item of a
@@ -1200,7 +1210,7 @@ static int graph_trainer_refused(int k) {
   X_(module_add_param_null_m, DT_ERR_INVALID_ARGUMENT, "dt_module_add_param:", "=m is NULL", bad(dt_module_add_param(NULL, "w", F))) \
   X_(module_add_param_not_user, DT_ERR_INVALID_ARGUMENT, "dt_module_add_param:", "=m is not a module made by dt_module_new", bad(dt_module_add_param(RELU, "w", F))) \
   X_(module_add_param_null, DT_ERR_INVALID_ARGUMENT, "dt_module_add_param:", "t is NULL", user_bad(0))                       \
-  X_(module_add_param_int, DT_ERR_DTYPE, "dt_module_add_param:", "v is int32|float32 or float64", user_bad(1))              \
+  X_(module_add_param_int, DT_ERR_DTYPE, "dt_module_add_param:", "v is int32|float32, float64, float16 or bfloat16", user_bad(1))              \
   X_(module_add_param_non_leaf, DT_ERR_INVALID_ARGUMENT, "dt_module_add_param:", "v is not a leaf|dt_exp", user_bad(2))     \
   X_(module_add_param_dot, DT_ERR_INVALID_ARGUMENT, "dt_module_add_param:", "name \"a.b\" contains a '.'", user_bad(3))    \
   X_(module_add_param_empty, DT_ERR_INVALID_ARGUMENT, "dt_module_add_param:", "name is empty", user_bad(4))                 \
@@ -1494,8 +1504,9 @@ static int graph_trainer_refused(int k) {
   X_(mse_ex_dtype, DT_ERR_DTYPE, "dt_mse_loss_ex:", "pred is float32 and target is float64", nul(dt_mse_loss_ex(F, D, DT_REDUCTION_SUM))) \
   X_(matmul_precision_bad, DT_ERR_INVALID_ARGUMENT, "dt_set_float32_matmul_precision:", "=expected \"highest\", \"high\" or \"medium\", got \"fast\"", bad(dt_set_float32_matmul_precision("fast"))) \
   X_(matmul_precision_null, DT_ERR_INVALID_ARGUMENT, "dt_set_float32_matmul_precision:", "precision is NULL", bad(dt_set_float32_matmul_precision(NULL))) \
-  X_(half_sgd, DT_ERR_DTYPE, "dt_sgd_tensors:", "params[0] is float16; only float32 and float64", half_misuse(1))              \
-  X_(half_param, DT_ERR_DTYPE, "dt_module_to_dtype:", "float32 or float64, not bfloat16", half_misuse(2))                      \
+  X_(half_sgd, DT_ERR_DTYPE, "dt_sgd_tensors:", "params[0] is int32; only float tensors", half_misuse(1))                     \
+  X_(half_backward, DT_ERR_UNSUPPORTED, "dt_backward_params:", "m is bfloat16; a float16 or bfloat16 module goes back with dt_autograd_backward", half_misuse(2)) \
+  X_(half_param_i64, DT_ERR_DTYPE, "dt_module_to_dtype:", "float32, float64, float16 or bfloat16, not int64", half_misuse(4))  \
   X_(half_all_reduce, DT_ERR_DTYPE, "dt_all_reduce_:", "t is float16, which the collectives do not take", half_misuse(3)) \
   /* graphs */                                                                                                              \
   X_(graph_begin_no_device, DT_ERR_NO_DEVICE, "dt_graph_begin:", "no such device cuda:7", bad(dt_graph_begin(dt_gpu(7)))) \
