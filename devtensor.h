@@ -1604,7 +1604,6 @@ DTDEF const char *dt_dtype_name(dt_dtype t) { return dt__dtype_str(t); }
 static int dt__is_half(dt_dtype t) { return t == DT_F16 || t == DT_BF16; }
 static int dt__is_float(dt_dtype t) { return t == DT_F32 || t == DT_F64 || dt__is_half(t); }
 /* float32 and float64: what parameters, optimizers and convolutions take */
-static int dt__is_wide_float(dt_dtype t) { return t == DT_F32 || t == DT_F64; }
 
 static dt_status dt__check_dtype(const char *op, dt_dtype t) {
   if (dt_dtype_size(t) == 0) return dt__fail(DT_ERR_DTYPE, "%s: unknown dtype %d", op, (int)t);
@@ -2333,12 +2332,6 @@ static dt_status dt__no_arith(const char *op, const char *name, const dt_tensor 
 static dt_status dt__float_only(const char *op, const char *name, const dt_tensor *a) {
   if (dt__is_float(a->dtype)) return DT_OK;
   return dt__fail(DT_ERR_DTYPE, "%s: %s is %s, but this operation needs float32, float64, float16 or bfloat16 (convert with dt_cast)",
-                  op, name, dt_dtype_name(a->dtype));
-}
-/* operations with no half precision path yet (convolution, pooling, optimizers' state) */
-static dt_status dt__wide_float_only(const char *op, const char *name, const dt_tensor *a) {
-  if (dt__is_wide_float(a->dtype)) return DT_OK;
-  return dt__fail(DT_ERR_DTYPE, "%s: %s is %s, but this operation needs float32 or float64 (convert with dt_cast)",
                   op, name, dt_dtype_name(a->dtype));
 }
 
@@ -10101,8 +10094,8 @@ typedef struct dt__tr_data {
   int64_t n;
 } dt__tr_data;
 
-/* The sums of an epoch or an evaluation, on the device: loss * rows (X's dtype)
-   and right answers (float64; classification only). */
+/* The sums of an epoch or an evaluation, on the device: loss * rows (X's dtype; float32 for
+   a half X) and right answers (float64; classification only). */
 typedef struct dt__tr_sums { dt_tensor *loss, *right; } dt__tr_sums;
 
 static void dt__tr_data_free(dt__tr_data *d) { dt_release(d->Xd); dt_release(d->yd); d->Xd = d->yd = NULL; }
@@ -10119,7 +10112,7 @@ static dt_status dt__tr_data_init(dt_trainer *tr, const dt_tensor *X, const dt_t
 
 static dt_status dt__tr_sums_init(const char *op, dt_trainer *tr, const dt_tensor *X, dt__tr_sums *s) {
   s->right = NULL;
-  if (!(s->loss = dt__filled(op, dt_shape0(), X->dtype, 0.0, tr->device))) return dt_last_status();
+  if (!(s->loss = dt__filled(op, dt_shape0(), dt__is_half(X->dtype) ? DT_F32 : X->dtype, 0.0, tr->device))) return dt_last_status();
   if (tr->loss_fn == DT_LOSS_CROSS_ENTROPY && !(s->right = dt__filled(op, dt_shape0(), DT_F64, 0.0, tr->device))) {
     dt__tr_sums_free(s);
     return dt_last_status();
@@ -10158,7 +10151,13 @@ static dt_status dt__tr_batch(dt_trainer *tr, const dt__tr_data *d, const dt__tr
 /* Adds rows * loss(pred, yb) and (classification) the right answers to `sums`, on the device. */
 static dt_status dt__tr_accumulate(dt_trainer *tr, const dt_tensor *pred, const dt_tensor *yb, dt__tr_sums *sums) {
   dt_tensor *loss = tr->loss_fn == DT_LOSS_CROSS_ENTROPY ? dt_cross_entropy(pred, yb) : dt_mse_loss(pred, yb);
-  dt_status s = loss ? dt_axpy_(sums->loss, (double)pred->shape.dims[0], loss) : dt_last_status();
+  dt_status s;
+  if (loss && loss->dtype != sums->loss->dtype) { /* a half module's loss, summed in float32 */
+    dt_tensor *c = dt_cast(loss, sums->loss->dtype);
+    dt_release(loss);
+    loss = c;
+  }
+  s = loss ? dt_axpy_(sums->loss, (double)pred->shape.dims[0], loss) : dt_last_status();
   dt_release(loss);
   if (s == DT_OK && sums->right) { /* sum(argmax(pred) == y), counted in float64 (exact below 2^53) */
     dt_tensor *am = dt_argmax(pred, 1), *eq = am ? dt_eq(am, yb) : NULL, *c = eq ? dt_sum(eq) : NULL;
@@ -10603,7 +10602,7 @@ static dt_status dt__trainer_step(dt_trainer *tr, dt__replicas *rep, dt_module *
   dt_tensor *pred, *g = NULL;
   dt_status s;
   if (rep && (rep->n > 1 || rep->ranks > 1)) return dt__dp_step(tr, rep, xb, yb); /* data parallel */
-  if (dt__module_has_user(m) || tr->autocast != DT_F32) return dt__trainer_step_autograd(tr, m, xb, yb, sums);
+  if (dt__module_has_user(m) || tr->autocast != DT_F32 || dt__is_half(m->dtype)) return dt__trainer_step_autograd(tr, m, xb, yb, sums);
   if (!(pred = dt_forward(m, xb))) return dt_last_status();
   if ((s = dt__tr_accumulate(tr, pred, yb, sums)) == DT_OK) {
     g = tr->loss_fn == DT_LOSS_CROSS_ENTROPY ? dt_cross_entropy_grad(pred, yb) : dt_mse_loss_grad(pred, yb);
@@ -10730,7 +10729,7 @@ static dt_status dt__trainer_check_xy(const char *op, const dt_trainer *tr, cons
     if (y->dtype != DT_I64)
       return dt__fail(DT_ERR_DTYPE, "%s: expected %s to hold int64 class labels for the cross-entropy loss, got %s (convert with dt_cast)",
                       op, yn, dt_dtype_name(y->dtype));
-    return dt__wide_float_only(op, xn, X);
+    return dt__float_only(op, xn, X);
   }
   if (dt__is_float(X->dtype) && !dt__is_float(y->dtype)) /* integer targets are most likely class labels */
     return dt__fail(DT_ERR_DTYPE, "%s: %s is %s but the MSE loss (tr.loss_fn DT_LOSS_MSE, the default) needs %s targets like %s's: "
@@ -10742,7 +10741,7 @@ static dt_status dt__trainer_check_xy(const char *op, const dt_trainer *tr, cons
   if (X->shape.ndim < 2 || y->shape.ndim != 2 || X->shape.dims[0] != y->shape.dims[0])
     return dt__fail(DT_ERR_SHAPE, "%s: expected %s (n, ...) and %s (n, out), got %s and %s", op, xn, yn,
                     dt__shape_str(&X->shape, a, sizeof a), dt__shape_str(&y->shape, c, sizeof c));
-  return dt__wide_float_only(op, xn, X);
+  return dt__float_only(op, xn, X);
 }
 
 /* The labels of y (int64, on any device) in [0, classes): checked once, on the host,
@@ -10841,6 +10840,9 @@ static dt_status dt__trainer_fit(const char *op, dt_trainer *tr, dt_module *m, c
   if (tr->autocast != DT_F32 && (tr->num_gpus > 1 || dt_dist_world_size() > 1))
     return dt__fail(DT_ERR_UNSUPPORTED, "%s: tr.autocast trains through autograd on one device: data parallel training "
                     "(num_gpus > 1 or several ranks) takes tr.autocast DT_F32", op);
+  if (m && dt__is_half(m->dtype) && (tr->num_gpus > 1 || dt_dist_world_size() > 1))
+    return dt__fail(DT_ERR_UNSUPPORTED, "%s: m is %s: a float16 or bfloat16 module trains through autograd on one device "
+                    "(num_gpus 1, one rank); data parallel training takes float32 and float64 modules", op, dt_dtype_name(m->dtype));
   if (tr->autocast == DT_F16 && !tr->grad_scaler && !(tr->grad_scaler = dt_grad_scaler_new(65536.0))) return dt_last_status();
   if (dt__module_has_user(m) && (tr->num_gpus > 1 || dt_dist_world_size() > 1))
     return dt__fail(DT_ERR_UNSUPPORTED, "%s: m holds a convolution or a module made by dt_module_new, which the trainer "

@@ -573,7 +573,7 @@ static const int64_t GI_OK[3] = {0, 1, 0}, GI_BIG[8] = {0, 1, 0, 1, 0, 1, 0, 1},
 static const int64_t PAD_ODD[3] = {1, 1, 1}, PAD_CROP[2] = {-2, -2}, PAD_HUGE[2] = {1, (int64_t)1 << 40};
 /* float16 and bfloat16 where they are refused, and the dtypes half modules and optimizers still
    refuse: 1 an optimizer on an int32 tensor, 2 dt_backward_params of a bfloat16 module (autograd
-   goes back through it), 3 collectives, 4 a module to int64 */
+   goes back through it), 3 collectives, 4 a module to int64, 5 a half module's data parallel fit */
 static int half_misuse(int k) {
   dt_tensor *a = dt_zeros(dt_shape1(2), dt_cpu()), *h = dt_cast(a, DT_F16), *b = dt_cast(a, DT_BF16);
   int r = 0;
@@ -590,6 +590,18 @@ static int half_misuse(int k) {
   } else if (k == 4) {
     dt_module *m = dt_linear(2, 2);
     r = bad(dt_module_to_dtype(m, DT_I64));
+    dt_module_free(m);
+  } else if (k == 5) { /* a bfloat16 module, data parallel on two GPUs */
+    dt_module *m = dt_sequential();
+    dt_tensor *y = dt_zeros(dt_shape2(2, 1), dt_cpu()), *xb = dt_cast(F, DT_BF16), *yb = y ? dt_cast(y, DT_BF16) : NULL;
+    dt_trainer tr;
+    if (m && xb && yb && dt_sequential_add(m, dt_linear(3, 1)) == DT_OK && dt_module_to_dtype(m, DT_BF16) == DT_OK &&
+        dt_trainer_init(&tr, 1, 2) == DT_OK) {
+      tr.quiet = 1;
+      r = bad(dt_trainer_fit(&tr, m, xb, yb));
+      dt_trainer_free(&tr);
+    }
+    dt_release(y); dt_release(xb); dt_release(yb);
     dt_module_free(m);
   } else if (k == 3) {
     r = bad(dist_ar(h, DT_REDUCE_SUM));
@@ -1506,6 +1518,7 @@ static int graph_trainer_refused(int k) {
   X_(matmul_precision_null, DT_ERR_INVALID_ARGUMENT, "dt_set_float32_matmul_precision:", "precision is NULL", bad(dt_set_float32_matmul_precision(NULL))) \
   X_(half_sgd, DT_ERR_DTYPE, "dt_sgd_tensors:", "params[0] is int32; only float tensors", half_misuse(1))                     \
   X_(half_backward, DT_ERR_UNSUPPORTED, "dt_backward_params:", "m is bfloat16; a float16 or bfloat16 module goes back with dt_autograd_backward", half_misuse(2)) \
+  X_(half_data_parallel, DT_ERR_UNSUPPORTED, "dt_trainer_fit:", "m is bfloat16: a float16 or bfloat16 module trains through autograd on one device", GPUS(2, half_misuse(5))) \
   X_(half_param_i64, DT_ERR_DTYPE, "dt_module_to_dtype:", "float32, float64, float16 or bfloat16, not int64", half_misuse(4))  \
   X_(half_all_reduce, DT_ERR_DTYPE, "dt_all_reduce_:", "t is float16, which the collectives do not take", half_misuse(3)) \
   /* graphs */                                                                                                              \

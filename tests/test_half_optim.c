@@ -268,11 +268,54 @@ static void test_clip_half(dt_device dev) {
   }
 }
 
+/* the trainer on a bfloat16 MLP (tr.autocast off): through autograd, Adam, gradient clipping and
+   a validation set, X and the targets in bfloat16; the loss summed in float32 goes down. Then
+   a float16 one with plain SGD and tr.cuda_graph (a captured step). */
+static void test_trainer_half(dt_device dev) {
+  int h;
+  for (h = 0; h < 2; h++) {
+    dt_dtype t = h ? DT_F16 : DT_BF16;
+    dt_module *net = dt_sequential();
+    dt_tensor *Xf, *X, *W, *Yf, *Y;
+    dt_optimizer *o = NULL;
+    dt_trainer tr;
+    dt_manual_seed(21);
+    dt_sequential_add(net, dt_linear(4, 16));
+    dt_sequential_add(net, dt_relu_layer());
+    dt_sequential_add(net, dt_linear(16, 1));
+    Xf = dt_randn(dt_shape2(64, 4), dev);
+    W = dt_randn(dt_shape2(4, 1), dev);
+    Yf = Xf && W ? dt_matmul(Xf, W) : NULL;
+    X = Xf ? dt_cast(Xf, t) : NULL;
+    Y = Yf ? dt_cast(Yf, t) : NULL;
+    T_CHECK(X && Y && dt_module_to_dtype(net, t) == DT_OK);
+    T_CHECK(dt_trainer_init(&tr, 6, dev.type == DT_CUDA ? 1 : 0) == DT_OK);
+    tr.quiet = 1; tr.batch_size = 16;
+    if (dev.type == DT_CUDA) tr.device = tr.gpus[0] = dev;
+    if (!h) {
+      o = dt_adam(net, 0.01, 0.9, 0.999, 1e-8, 0.0);
+      tr.optimizer = o; tr.gradient_clip_val = 5.0;
+      T_CHECK_MSG(dt_trainer_fit_val(&tr, net, X, Y, X, Y) == DT_OK, "%s", dt_last_error());
+    } else {
+      tr.lr = 0.02; tr.cuda_graph = 1;
+      T_CHECK_MSG(dt_trainer_fit(&tr, net, X, Y) == DT_OK, "%s", dt_last_error());
+    }
+    T_CHECK_MSG(tr.epochs_run == 6 && tr.epoch_loss[5] < 0.7 * tr.epoch_loss[0], "%s: loss %g -> %g", dt_dtype_name(t),
+                tr.epoch_loss[0], tr.epoch_loss[5]);
+    T_CHECK(dt_dtype_of(dt_module_param(net, 0, NULL)) == t);
+    dt_trainer_free(&tr);
+    dt_optimizer_free(o);
+    dt_release(Xf); dt_release(X); dt_release(W); dt_release(Yf); dt_release(Y);
+    dt_module_free(net);
+  }
+}
+
 int main(void) {
   T_RUN_ALL_DEVICES(test_half_optim_vs_torch);
   T_RUN_ALL_DEVICES(test_half_optim_large);
   T_RUN_ALL_DEVICES(test_module_to_half);
   T_RUN_ALL_DEVICES(test_module_half_small);
   T_RUN_ALL_DEVICES(test_clip_half);
+  T_RUN_ALL_DEVICES(test_trainer_half);
   return t_finish();
 }

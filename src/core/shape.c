@@ -19,7 +19,6 @@ DTDEF const char *dt_dtype_name(dt_dtype t) { return dt__dtype_str(t); }
 static int dt__is_half(dt_dtype t) { return t == DT_F16 || t == DT_BF16; }
 static int dt__is_float(dt_dtype t) { return t == DT_F32 || t == DT_F64 || dt__is_half(t); }
 /* float32 and float64: what parameters, optimizers and convolutions take */
-static int dt__is_wide_float(dt_dtype t) { return t == DT_F32 || t == DT_F64; }
 
 static dt_status dt__check_dtype(const char *op, dt_dtype t) {
   if (dt_dtype_size(t) == 0) return dt__fail(DT_ERR_DTYPE, "%s: unknown dtype %d", op, (int)t);

@@ -139,12 +139,6 @@ static dt_status dt__float_only(const char *op, const char *name, const dt_tenso
   return dt__fail(DT_ERR_DTYPE, "%s: %s is %s, but this operation needs float32, float64, float16 or bfloat16 (convert with dt_cast)",
                   op, name, dt_dtype_name(a->dtype));
 }
-/* operations with no half precision path yet (convolution, pooling, optimizers' state) */
-static dt_status dt__wide_float_only(const char *op, const char *name, const dt_tensor *a) {
-  if (dt__is_wide_float(a->dtype)) return DT_OK;
-  return dt__fail(DT_ERR_DTYPE, "%s: %s is %s, but this operation needs float32 or float64 (convert with dt_cast)",
-                  op, name, dt_dtype_name(a->dtype));
-}
 
 static dt_status dt__run(const char *op, dt_device d, dt_status s) {
   return s == DT_OK ? DT_OK : dt__backend_fail(op, d, s);

@@ -57,7 +57,7 @@ static dt_status dt__trainer_step(dt_trainer *tr, dt__replicas *rep, dt_module *
   dt_tensor *pred, *g = NULL;
   dt_status s;
   if (rep && (rep->n > 1 || rep->ranks > 1)) return dt__dp_step(tr, rep, xb, yb); /* data parallel */
-  if (dt__module_has_user(m) || tr->autocast != DT_F32) return dt__trainer_step_autograd(tr, m, xb, yb, sums);
+  if (dt__module_has_user(m) || tr->autocast != DT_F32 || dt__is_half(m->dtype)) return dt__trainer_step_autograd(tr, m, xb, yb, sums);
   if (!(pred = dt_forward(m, xb))) return dt_last_status();
   if ((s = dt__tr_accumulate(tr, pred, yb, sums)) == DT_OK) {
     g = tr->loss_fn == DT_LOSS_CROSS_ENTROPY ? dt_cross_entropy_grad(pred, yb) : dt_mse_loss_grad(pred, yb);
@@ -184,7 +184,7 @@ static dt_status dt__trainer_check_xy(const char *op, const dt_trainer *tr, cons
     if (y->dtype != DT_I64)
       return dt__fail(DT_ERR_DTYPE, "%s: expected %s to hold int64 class labels for the cross-entropy loss, got %s (convert with dt_cast)",
                       op, yn, dt_dtype_name(y->dtype));
-    return dt__wide_float_only(op, xn, X);
+    return dt__float_only(op, xn, X);
   }
   if (dt__is_float(X->dtype) && !dt__is_float(y->dtype)) /* integer targets are most likely class labels */
     return dt__fail(DT_ERR_DTYPE, "%s: %s is %s but the MSE loss (tr.loss_fn DT_LOSS_MSE, the default) needs %s targets like %s's: "
@@ -196,7 +196,7 @@ static dt_status dt__trainer_check_xy(const char *op, const dt_trainer *tr, cons
   if (X->shape.ndim < 2 || y->shape.ndim != 2 || X->shape.dims[0] != y->shape.dims[0])
     return dt__fail(DT_ERR_SHAPE, "%s: expected %s (n, ...) and %s (n, out), got %s and %s", op, xn, yn,
                     dt__shape_str(&X->shape, a, sizeof a), dt__shape_str(&y->shape, c, sizeof c));
-  return dt__wide_float_only(op, xn, X);
+  return dt__float_only(op, xn, X);
 }
 
 /* The labels of y (int64, on any device) in [0, classes): checked once, on the host,
@@ -295,6 +295,9 @@ static dt_status dt__trainer_fit(const char *op, dt_trainer *tr, dt_module *m, c
   if (tr->autocast != DT_F32 && (tr->num_gpus > 1 || dt_dist_world_size() > 1))
     return dt__fail(DT_ERR_UNSUPPORTED, "%s: tr.autocast trains through autograd on one device: data parallel training "
                     "(num_gpus > 1 or several ranks) takes tr.autocast DT_F32", op);
+  if (m && dt__is_half(m->dtype) && (tr->num_gpus > 1 || dt_dist_world_size() > 1))
+    return dt__fail(DT_ERR_UNSUPPORTED, "%s: m is %s: a float16 or bfloat16 module trains through autograd on one device "
+                    "(num_gpus 1, one rank); data parallel training takes float32 and float64 modules", op, dt_dtype_name(m->dtype));
   if (tr->autocast == DT_F16 && !tr->grad_scaler && !(tr->grad_scaler = dt_grad_scaler_new(65536.0))) return dt_last_status();
   if (dt__module_has_user(m) && (tr->num_gpus > 1 || dt_dist_world_size() > 1))
     return dt__fail(DT_ERR_UNSUPPORTED, "%s: m holds a convolution or a module made by dt_module_new, which the trainer "

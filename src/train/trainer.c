@@ -73,8 +73,8 @@ typedef struct dt__tr_data {
   int64_t n;
 } dt__tr_data;
 
-/* The sums of an epoch or an evaluation, on the device: loss * rows (X's dtype)
-   and right answers (float64; classification only). */
+/* The sums of an epoch or an evaluation, on the device: loss * rows (X's dtype; float32 for
+   a half X) and right answers (float64; classification only). */
 typedef struct dt__tr_sums { dt_tensor *loss, *right; } dt__tr_sums;
 
 static void dt__tr_data_free(dt__tr_data *d) { dt_release(d->Xd); dt_release(d->yd); d->Xd = d->yd = NULL; }
@@ -91,7 +91,7 @@ static dt_status dt__tr_data_init(dt_trainer *tr, const dt_tensor *X, const dt_t
 
 static dt_status dt__tr_sums_init(const char *op, dt_trainer *tr, const dt_tensor *X, dt__tr_sums *s) {
   s->right = NULL;
-  if (!(s->loss = dt__filled(op, dt_shape0(), X->dtype, 0.0, tr->device))) return dt_last_status();
+  if (!(s->loss = dt__filled(op, dt_shape0(), dt__is_half(X->dtype) ? DT_F32 : X->dtype, 0.0, tr->device))) return dt_last_status();
   if (tr->loss_fn == DT_LOSS_CROSS_ENTROPY && !(s->right = dt__filled(op, dt_shape0(), DT_F64, 0.0, tr->device))) {
     dt__tr_sums_free(s);
     return dt_last_status();
@@ -130,7 +130,13 @@ static dt_status dt__tr_batch(dt_trainer *tr, const dt__tr_data *d, const dt__tr
 /* Adds rows * loss(pred, yb) and (classification) the right answers to `sums`, on the device. */
 static dt_status dt__tr_accumulate(dt_trainer *tr, const dt_tensor *pred, const dt_tensor *yb, dt__tr_sums *sums) {
   dt_tensor *loss = tr->loss_fn == DT_LOSS_CROSS_ENTROPY ? dt_cross_entropy(pred, yb) : dt_mse_loss(pred, yb);
-  dt_status s = loss ? dt_axpy_(sums->loss, (double)pred->shape.dims[0], loss) : dt_last_status();
+  dt_status s;
+  if (loss && loss->dtype != sums->loss->dtype) { /* a half module's loss, summed in float32 */
+    dt_tensor *c = dt_cast(loss, sums->loss->dtype);
+    dt_release(loss);
+    loss = c;
+  }
+  s = loss ? dt_axpy_(sums->loss, (double)pred->shape.dims[0], loss) : dt_last_status();
   dt_release(loss);
   if (s == DT_OK && sums->right) { /* sum(argmax(pred) == y), counted in float64 (exact below 2^53) */
     dt_tensor *am = dt_argmax(pred, 1), *eq = am ? dt_eq(am, yb) : NULL, *c = eq ? dt_sum(eq) : NULL;
