@@ -372,7 +372,7 @@ DTDEF dt_status  dt_sequential_add(dt_module *seq, dt_module *layer);   /* takes
 DTDEF dt_module *dt_sequential_get(dt_module *seq, int i);              /* net[i], borrowed */
 DTDEF int        dt_sequential_len(const dt_module *seq);
 DTDEF dt_status  dt_module_to(dt_module *m, dt_device d);               /* params and grads; all or nothing */
-DTDEF dt_status  dt_module_to_dtype(dt_module *m, dt_dtype t);          /* F32 or F64: net.double() */
+DTDEF dt_status  dt_module_to_dtype(dt_module *m, dt_dtype t);          /* F32, F64, F16, BF16: net.double(), net.half(), net.bfloat16() */
 DTDEF dt_device  dt_module_device(const dt_module *m);
 DTDEF dt_tensor *dt_forward(dt_module *m, const dt_tensor *x);          /* x: (n, in) on the module's device */
 DTDEF dt_tensor *dt_linear_weight(dt_module *m);                        /* borrowed: net[0].weight, (out, in) */
@@ -789,7 +789,7 @@ DTDEF dt_status dt_dist_finalize(void);      /* frees the communicators; MPI_Fin
 /* ---- api: dropout, normalisation, embedding (torch.nn.functional and torch.nn) ----
    Each is written with the recorded operations, so it runs wherever its input is (the CPU or a
    GPU) and goes back with dt_autograd_backward; every tensor of a call on one device, the float
-   ones of one dtype (F32 or F64). */
+   ones of one dtype (F32, F64, F16 or BF16). */
 
 /* F.dropout(x, p, training): inverted dropout, each element kept with probability 1 - p and then
    scaled by 1 / (1 - p); the mask comes from one draw of the generator dt_manual_seed seeds (the

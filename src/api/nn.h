@@ -10,7 +10,7 @@ DTDEF dt_status  dt_sequential_add(dt_module *seq, dt_module *layer);   /* takes
 DTDEF dt_module *dt_sequential_get(dt_module *seq, int i);              /* net[i], borrowed */
 DTDEF int        dt_sequential_len(const dt_module *seq);
 DTDEF dt_status  dt_module_to(dt_module *m, dt_device d);               /* params and grads; all or nothing */
-DTDEF dt_status  dt_module_to_dtype(dt_module *m, dt_dtype t);          /* F32 or F64: net.double() */
+DTDEF dt_status  dt_module_to_dtype(dt_module *m, dt_dtype t);          /* F32, F64, F16, BF16: net.double(), net.half(), net.bfloat16() */
 DTDEF dt_device  dt_module_device(const dt_module *m);
 DTDEF dt_tensor *dt_forward(dt_module *m, const dt_tensor *x);          /* x: (n, in) on the module's device */
 DTDEF dt_tensor *dt_linear_weight(dt_module *m);                        /* borrowed: net[0].weight, (out, in) */

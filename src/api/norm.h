@@ -1,7 +1,7 @@
 /* ---- api: dropout, normalisation, embedding (torch.nn.functional and torch.nn) ----
    Each is written with the recorded operations, so it runs wherever its input is (the CPU or a
    GPU) and goes back with dt_autograd_backward; every tensor of a call on one device, the float
-   ones of one dtype (F32 or F64). */
+   ones of one dtype (F32, F64, F16 or BF16). */
 
 /* F.dropout(x, p, training): inverted dropout, each element kept with probability 1 - p and then
    scaled by 1 / (1 - p); the mask comes from one draw of the generator dt_manual_seed seeds (the
