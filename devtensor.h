@@ -882,7 +882,10 @@ typedef enum dt__compare_op { DT__C_EQ = 0, DT__C_NE, DT__C_LT, DT__C_LE } dt__c
 typedef enum dt__binary_op {
   DT__B_ADD = 0, DT__B_SUB, DT__B_MUL, DT__B_DIV,
   DT__B_RELU_GRAD,    /* y = a * (b > 0): the gradient of relu at b */
-  DT__B_COPY_A        /* y = a (b unused): a strided copy, e.g. a transpose */
+  DT__B_COPY_A,       /* y = a (b unused): a strided copy, e.g. a transpose */
+  /* float only, the gradients of sigmoid and tanh from their output b, as PyTorch's kernels */
+  DT__B_SIGMOID_GRAD, /* y = a (1 - b) b */
+  DT__B_TANH_GRAD     /* y = a (1 - b b) */
 } dt__binary_op;
 
 typedef enum dt__reduce_op { DT__R_SUM = 0, DT__R_MEAN, DT__R_NORM } dt__reduce_op;
@@ -3082,7 +3085,7 @@ static dt_tensor *dt__binary(const char *op, dt__binary_op bop, const dt_tensor 
   if (bop <= DT__B_DIV && (a->dtype != b->dtype || a->dtype == DT_U8 || a->dtype == DT_BOOL || (bop == DT__B_DIV && !dt__is_float(a->dtype))))
     return dt__binary_promoted(op, bop, a, b);
   if (dt__same_dtype(op, "a", a, "b", b) != DT_OK) return NULL;
-  if ((bop == DT__B_DIV || bop == DT__B_RELU_GRAD) && dt__float_only(op, "a", a) != DT_OK) return NULL;
+  if ((bop == DT__B_DIV || bop >= DT__B_RELU_GRAD) && bop != DT__B_COPY_A && dt__float_only(op, "a", a) != DT_OK) return NULL;
   if (dt__no_arith(op, "a", a) != DT_OK) return NULL;
   if (dt__broadcast(op, &a->shape, &b->shape, &s, &g) != DT_OK) return NULL;
   if (!(y = dt__new(op, s, a->dtype, a->st->device))) return NULL;
@@ -8504,12 +8507,8 @@ static dt_status dt__ag_backward(dt__node *n, const dt_tensor *g, dt_tensor **gi
     case DT__AG_LOG: gin[0] = dt_div(g, sv[0]); break;
     case DT__AG_SQRT: gin[0] = dt__ag_bin(dt_div, g, dt_mul_scalar(sv[2], 2.0), 0); break;
     case DT__AG_RELU: gin[0] = dt__binary(op, DT__B_RELU_GRAD, g, sv[2]); break; /* y > 0 where x > 0 */
-    case DT__AG_SIGMOID: /* g y (1 - y) */
-      gin[0] = dt__ag_bin(dt_mul, g, dt__ag_bin(dt_mul, sv[2], dt__unary(op, DT__U_AFFINE, sv[2], -1.0, 1.0), 0), 0);
-      break;
-    case DT__AG_TANH: /* g (1 - y^2) */
-      gin[0] = dt__ag_bin(dt_mul, g, dt__ag_affine(op, dt_mul(sv[2], sv[2]), -1.0, 1.0), 0);
-      break;
+    case DT__AG_SIGMOID: gin[0] = dt__binary(op, DT__B_SIGMOID_GRAD, g, sv[2]); break; /* g (1 - y) y */
+    case DT__AG_TANH: gin[0] = dt__binary(op, DT__B_TANH_GRAD, g, sv[2]); break;       /* g (1 - y^2) */
     case DT__AG_ABS: { /* g sign(x), sign(0) = 0 */
       dt_tensor *z = dt__ag_scalar(0.0, e0->dtype, e0->device), *pos = NULL, *neg = NULL;
       if (z) pos = dt__ag_cast(dt_gt(sv[0], z), e0->dtype);
@@ -12791,6 +12790,8 @@ typedef void (*dt__fill_fn)(int64_t n, const void *v, void *y);
   }
 DT__EW_ZIP(dt__zip_copy_f32, float, u)
 DT__EW_ZIP(dt__zip_relu_grad_f64, double, w > 0.0 ? u : 0.0)
+DT__EW_ZIP(dt__zip_sigmoid_grad_f64, double, u * (1.0 - w) * w)
+DT__EW_ZIP(dt__zip_tanh_grad_f64, double, u * (1.0 - w * w))
 DT__EW_ZIP(dt__zip_copy_f64, double, u)
 /* integers: wrapping arithmetic through unsigned, as PyTorch's */
 DT__EW_ZIP(dt__zip_add_i32, int32_t, (uint32_t)u + (uint32_t)w)
@@ -12944,7 +12945,7 @@ DT__EW_FILL(dt__fill_32, uint32_t)
 DT__EW_FILL(dt__fill_64, uint64_t)
 
 /* ---- src/cpu/vmath.c ---- */
-/* F32 exp and log on vectors (see cpu/elementwise.c): the polynomials as functions of one
+/* F32 exp, log and sigmoid on vectors (see cpu/elementwise.c): the polynomials as functions of one
    vector, and the kernels that run them over an array, falling back on libm lane by lane;
    each written once by a macro and instantiated per variant under its full name. */
 
@@ -13019,6 +13020,31 @@ DT__EW_FILL(dt__fill_64, uint64_t)
     return p + ef * 0.693359375f;                                                                   \
   }
 
+/* sigmoid through e = exp(-|v|) in (0, 1]: no overflow for any v */
+static float dt__sigmoidf(float v) {
+  float e = expf(-fabsf(v));
+  return v >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
+}
+/* the same on a vector of floats with |x| <= 87, through the vector exp */
+#define DT__EW_VSIGMOIDF(NAME, ATTR, VF, VI, VEXPF)                                                 \
+  ATTR DT__EW_NOFMA static VF NAME(VF x) {                                                          \
+    DT__NO_CONTRACT                                                                                 \
+    const VF vz = {0};                                                                              \
+    VI b, neg;                                                                                      \
+    VF e, d, hi, lo;                                                                                \
+    memcpy(&b, &x, sizeof b);                                                                       \
+    b = b | 0x80000000u; /* -|x| */                                                                 \
+    memcpy(&e, &b, sizeof e);                                                                       \
+    e = VEXPF(e);                                                                                   \
+    d = e + 1.0f;                                                                                   \
+    hi = (vz + 1.0f) / d;                                                                           \
+    lo = e / d;                                                                                     \
+    neg = (VI)(x < vz);                                                                             \
+    b = ((VI)hi & ~neg) | ((VI)lo & neg);                                                           \
+    memcpy(&e, &b, sizeof e);                                                                       \
+    return e;                                                                                       \
+  }
+
 /* y = FN(x) on whole vectors (the last one padded), lanes outside [LO, HI] (and NaN) from LIBM. */
 #define DT__EW_VMATH(NAME, ATTR, VF, VI, FN, LO, HI, LIBM)                                          \
   ATTR static void NAME(int64_t n, const void *x_, void *y_, double p0, double p1) {                \
@@ -13066,15 +13092,21 @@ DT__EW_VEXPF(dt__vexpf_base, DT__TARGET_BASE, dt__vf_base, dt__vi_base)
 DT__EW_VLOGF(dt__vlogf_base, DT__TARGET_BASE, dt__vf_base, dt__vi_base)
 DT__EW_VMATH(dt__exp_f32_base, DT__TARGET_BASE, dt__vf_base, dt__vi_base, dt__vexpf_base, -87.0f, 88.0f, expf)
 DT__EW_VMATH(dt__log_f32_base, DT__TARGET_BASE, dt__vf_base, dt__vi_base, dt__vlogf_base, FLT_MIN, FLT_MAX, logf)
+DT__EW_VSIGMOIDF(dt__vsigmoidf_base, DT__TARGET_BASE, dt__vf_base, dt__vi_base, dt__vexpf_base)
+DT__EW_VMATH(dt__sigmoid_f32_base, DT__TARGET_BASE, dt__vf_base, dt__vi_base, dt__vsigmoidf_base, -87.0f, 87.0f, dt__sigmoidf)
 #if DT__EW_X86
 DT__EW_VEXPF(dt__vexpf_avx2, DT__TARGET_AVX2, dt__vf_avx2, dt__vi_avx2)
 DT__EW_VLOGF(dt__vlogf_avx2, DT__TARGET_AVX2, dt__vf_avx2, dt__vi_avx2)
 DT__EW_VMATH(dt__exp_f32_avx2, DT__TARGET_AVX2, dt__vf_avx2, dt__vi_avx2, dt__vexpf_avx2, -87.0f, 88.0f, expf)
 DT__EW_VMATH(dt__log_f32_avx2, DT__TARGET_AVX2, dt__vf_avx2, dt__vi_avx2, dt__vlogf_avx2, FLT_MIN, FLT_MAX, logf)
+DT__EW_VSIGMOIDF(dt__vsigmoidf_avx2, DT__TARGET_AVX2, dt__vf_avx2, dt__vi_avx2, dt__vexpf_avx2)
+DT__EW_VMATH(dt__sigmoid_f32_avx2, DT__TARGET_AVX2, dt__vf_avx2, dt__vi_avx2, dt__vsigmoidf_avx2, -87.0f, 87.0f, dt__sigmoidf)
 DT__EW_VEXPF(dt__vexpf_avx512, DT__TARGET_AVX512, dt__vf_avx512, dt__vi_avx512)
 DT__EW_VLOGF(dt__vlogf_avx512, DT__TARGET_AVX512, dt__vf_avx512, dt__vi_avx512)
 DT__EW_VMATH(dt__exp_f32_avx512, DT__TARGET_AVX512, dt__vf_avx512, dt__vi_avx512, dt__vexpf_avx512, -87.0f, 88.0f, expf)
 DT__EW_VMATH(dt__log_f32_avx512, DT__TARGET_AVX512, dt__vf_avx512, dt__vi_avx512, dt__vlogf_avx512, FLT_MIN, FLT_MAX, logf)
+DT__EW_VSIGMOIDF(dt__vsigmoidf_avx512, DT__TARGET_AVX512, dt__vf_avx512, dt__vi_avx512, dt__vexpf_avx512)
+DT__EW_VMATH(dt__sigmoid_f32_avx512, DT__TARGET_AVX512, dt__vf_avx512, dt__vi_avx512, dt__vsigmoidf_avx512, -87.0f, 87.0f, dt__sigmoidf)
 #endif
 
 /* ---- src/cpu/elementwise_vec.c ---- */
@@ -13209,6 +13241,8 @@ DT__EW_VMATH(dt__log_f32_avx512, DT__TARGET_AVX512, dt__vf_avx512, dt__vi_avx512
 DT__EW_VRELU(dt__relu_f32_base, DT__TARGET_BASE, dt__vf_base, dt__vi_base)
 DT__EW_VZIP(dt__relu_grad_f32_base, DT__TARGET_BASE, float, dt__vf_base, (dt__vf_base)((dt__vi_base)(w > vz) & (dt__vi_base)u),
             b[i * sb] > 0.0f ? a[i * sa] : 0.0f)
+DT__EW_VZIP(dt__sigmoid_grad_f32_base, DT__TARGET_BASE, float, dt__vf_base, u * (1.0f - w) * w, a[i * sa] * (1.0f - b[i * sb]) * b[i * sb])
+DT__EW_VZIP(dt__tanh_grad_f32_base, DT__TARGET_BASE, float, dt__vf_base, u * (1.0f - w * w), a[i * sa] * (1.0f - b[i * sb] * b[i * sb]))
 DT__EW_VZIP(dt__add_f32_base, DT__TARGET_BASE, float, dt__vf_base, u + w, a[i * sa] + b[i * sb])
 DT__EW_VZIP(dt__sub_f32_base, DT__TARGET_BASE, float, dt__vf_base, u - w, a[i * sa] - b[i * sb])
 DT__EW_VZIP(dt__mul_f32_base, DT__TARGET_BASE, float, dt__vf_base, u * w, a[i * sa] * b[i * sb])
@@ -13235,6 +13269,8 @@ DT__EW_CONV(dt__conv_f64_f32_base, double, float, (float)v)
 DT__EW_VRELU(dt__relu_f32_avx2, DT__TARGET_AVX2, dt__vf_avx2, dt__vi_avx2)
 DT__EW_VZIP(dt__relu_grad_f32_avx2, DT__TARGET_AVX2, float, dt__vf_avx2, (dt__vf_avx2)((dt__vi_avx2)(w > vz) & (dt__vi_avx2)u),
             b[i * sb] > 0.0f ? a[i * sa] : 0.0f)
+DT__EW_VZIP(dt__sigmoid_grad_f32_avx2, DT__TARGET_AVX2, float, dt__vf_avx2, u * (1.0f - w) * w, a[i * sa] * (1.0f - b[i * sb]) * b[i * sb])
+DT__EW_VZIP(dt__tanh_grad_f32_avx2, DT__TARGET_AVX2, float, dt__vf_avx2, u * (1.0f - w * w), a[i * sa] * (1.0f - b[i * sb] * b[i * sb]))
 DT__EW_VZIP(dt__add_f32_avx2, DT__TARGET_AVX2, float, dt__vf_avx2, u + w, a[i * sa] + b[i * sb])
 DT__EW_VZIP(dt__sub_f32_avx2, DT__TARGET_AVX2, float, dt__vf_avx2, u - w, a[i * sa] - b[i * sb])
 DT__EW_VZIP(dt__mul_f32_avx2, DT__TARGET_AVX2, float, dt__vf_avx2, u * w, a[i * sa] * b[i * sb])
@@ -13260,6 +13296,8 @@ DT__EW_CONV(dt__conv_f64_f32_avx2, double, float, (float)v)
 DT__EW_VRELU(dt__relu_f32_avx512, DT__TARGET_AVX512, dt__vf_avx512, dt__vi_avx512)
 DT__EW_VZIP(dt__relu_grad_f32_avx512, DT__TARGET_AVX512, float, dt__vf_avx512, (dt__vf_avx512)((dt__vi_avx512)(w > vz) & (dt__vi_avx512)u),
             b[i * sb] > 0.0f ? a[i * sa] : 0.0f)
+DT__EW_VZIP(dt__sigmoid_grad_f32_avx512, DT__TARGET_AVX512, float, dt__vf_avx512, u * (1.0f - w) * w, a[i * sa] * (1.0f - b[i * sb]) * b[i * sb])
+DT__EW_VZIP(dt__tanh_grad_f32_avx512, DT__TARGET_AVX512, float, dt__vf_avx512, u * (1.0f - w * w), a[i * sa] * (1.0f - b[i * sb] * b[i * sb]))
 DT__EW_VZIP(dt__add_f32_avx512, DT__TARGET_AVX512, float, dt__vf_avx512, u + w, a[i * sa] + b[i * sb])
 DT__EW_VZIP(dt__sub_f32_avx512, DT__TARGET_AVX512, float, dt__vf_avx512, u - w, a[i * sa] - b[i * sb])
 DT__EW_VZIP(dt__mul_f32_avx512, DT__TARGET_AVX512, float, dt__vf_avx512, u * w, a[i * sa] * b[i * sb])
@@ -13292,6 +13330,8 @@ typedef struct dt__ew_vtab {
   dt__conv_fn f32_f64, f64_f32;
   dt__map_fn relu_f32;
   dt__zip_fn relu_grad_f32;
+  dt__map_fn sigmoid_f32;
+  dt__zip_fn sigmoid_grad_f32, tanh_grad_f32;
 } dt__ew_vtab;
 
 static const dt__ew_vtab dt__ew_vtabs[DT__EW_NISA] = {
@@ -13299,29 +13339,34 @@ static const dt__ew_vtab dt__ew_vtabs[DT__EW_NISA] = {
     {dt__add_f64_base, dt__sub_f64_base, dt__mul_f64_base, dt__div_f64_base}},
    dt__exp_f32_base, dt__log_f32_base, {dt__fill_32_base, dt__fill_64_base},
    {dt__sum16_f32_base, dt__sum16_f64_base}, dt__conv_f32_f64_base, dt__conv_f64_f32_base,
-   dt__relu_f32_base, dt__relu_grad_f32_base},
+   dt__relu_f32_base, dt__relu_grad_f32_base,
+   dt__sigmoid_f32_base, dt__sigmoid_grad_f32_base, dt__tanh_grad_f32_base},
 #if DT__EW_X86
   {{{dt__add_f32_avx2, dt__sub_f32_avx2, dt__mul_f32_avx2, dt__div_f32_avx2},
     {dt__add_f64_avx2, dt__sub_f64_avx2, dt__mul_f64_avx2, dt__div_f64_avx2}},
    dt__exp_f32_avx2, dt__log_f32_avx2, {dt__fill_32_avx2, dt__fill_64_avx2},
    {dt__sum16_f32_avx2, dt__sum16_f64_avx2}, dt__conv_f32_f64_avx2, dt__conv_f64_f32_avx2,
-   dt__relu_f32_avx2, dt__relu_grad_f32_avx2},
+   dt__relu_f32_avx2, dt__relu_grad_f32_avx2,
+   dt__sigmoid_f32_avx2, dt__sigmoid_grad_f32_avx2, dt__tanh_grad_f32_avx2},
   {{{dt__add_f32_avx512, dt__sub_f32_avx512, dt__mul_f32_avx512, dt__div_f32_avx512},
     {dt__add_f64_avx512, dt__sub_f64_avx512, dt__mul_f64_avx512, dt__div_f64_avx512}},
    dt__exp_f32_avx512, dt__log_f32_avx512, {dt__fill_32_avx512, dt__fill_64_avx512},
    {dt__sum16_f32_avx512, dt__sum16_f64_avx512}, dt__conv_f32_f64_avx512, dt__conv_f64_f32_avx512,
-   dt__relu_f32_avx512, dt__relu_grad_f32_avx512}
+   dt__relu_f32_avx512, dt__relu_grad_f32_avx512,
+   dt__sigmoid_f32_avx512, dt__sigmoid_grad_f32_avx512, dt__tanh_grad_f32_avx512}
 #else
   {{{dt__add_f32_base, dt__sub_f32_base, dt__mul_f32_base, dt__div_f32_base},
     {dt__add_f64_base, dt__sub_f64_base, dt__mul_f64_base, dt__div_f64_base}},
    dt__exp_f32_base, dt__log_f32_base, {dt__fill_32_base, dt__fill_64_base},
    {dt__sum16_f32_base, dt__sum16_f64_base}, dt__conv_f32_f64_base, dt__conv_f64_f32_base,
-   dt__relu_f32_base, dt__relu_grad_f32_base},
+   dt__relu_f32_base, dt__relu_grad_f32_base,
+   dt__sigmoid_f32_base, dt__sigmoid_grad_f32_base, dt__tanh_grad_f32_base},
   {{{dt__add_f32_base, dt__sub_f32_base, dt__mul_f32_base, dt__div_f32_base},
     {dt__add_f64_base, dt__sub_f64_base, dt__mul_f64_base, dt__div_f64_base}},
    dt__exp_f32_base, dt__log_f32_base, {dt__fill_32_base, dt__fill_64_base},
    {dt__sum16_f32_base, dt__sum16_f64_base}, dt__conv_f32_f64_base, dt__conv_f64_f32_base,
-   dt__relu_f32_base, dt__relu_grad_f32_base}
+   dt__relu_f32_base, dt__relu_grad_f32_base,
+   dt__sigmoid_f32_base, dt__sigmoid_grad_f32_base, dt__tanh_grad_f32_base}
 #endif
 };
 
@@ -13331,16 +13376,11 @@ static const dt__ew_vtab *dt__ew_kernels(void) { return &dt__ew_vtabs[dt__ew_isa
 /* Plain loops (no vector variants): each function one dtype, the operation chosen outside the
    loop. BOOL is one byte, 0 or 1; a byte read as bool counts as true when nonzero. */
 
-/* sigmoid through e = exp(-|v|) in (0, 1]: no overflow for any v */
-static float dt__sigmoidf(float v) {
-  float e = expf(-fabsf(v));
-  return v >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
-}
+/* sigmoid in F64 as dt__sigmoidf in F32 (cpu/vmath.c) */
 static double dt__sigmoid(double v) {
   double e = exp(-fabs(v));
   return v >= 0.0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
 }
-DT__EW_MAP(dt__map_sigmoid_f32, float, dt__sigmoidf(v))
 DT__EW_MAP(dt__map_sigmoid_f64, double, dt__sigmoid(v))
 DT__EW_MAP(dt__map_tanh_f32, float, tanhf(v))
 DT__EW_MAP(dt__map_tanh_f64, double, tanh(v))
@@ -13646,12 +13686,13 @@ static dt_status dt__cpu_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, 
   switch (t) {
     case DT_F32: {
       static const dt__map_fn tab[] = {dt__map_affine_f32, NULL, NULL, dt__map_sqrt_f32, dt__map_neg_f32, NULL,
-                                       dt__map_sigmoid_f32, dt__map_tanh_f32, dt__map_abs_f32, dt__map_sin_f32,
+                                       NULL, dt__map_tanh_f32, dt__map_abs_f32, dt__map_sin_f32,
                                        dt__map_cos_f32, dt__map_erf_f32, dt__map_gelu_f32, dt__map_gelu_grad_f32,
                                        dt__map_pow_f32, dt__map_clamp_f32, dt__map_softplus_f32};
       j.map = op == DT__U_EXP    ? dt__ew_kernels()->exp_f32
               : op == DT__U_LOG  ? dt__ew_kernels()->log_f32
               : op == DT__U_RELU ? dt__ew_kernels()->relu_f32
+              : op == DT__U_SIGMOID ? dt__ew_kernels()->sigmoid_f32
                                  : tab[op];
       break;
     }
@@ -13712,11 +13753,14 @@ static dt_status dt__cpu_binary(int dev, dt__binary_op op, dt_dtype t, const dt_
     int dbl = t == DT_F64;
     if (op <= DT__B_DIV) j.zip = dt__ew_kernels()->arith[dbl][op];
     else if (op == DT__B_RELU_GRAD) j.zip = dbl ? dt__zip_relu_grad_f64 : dt__ew_kernels()->relu_grad_f32;
+    else if (op == DT__B_SIGMOID_GRAD) j.zip = dbl ? dt__zip_sigmoid_grad_f64 : dt__ew_kernels()->sigmoid_grad_f32;
+    else if (op == DT__B_TANH_GRAD) j.zip = dbl ? dt__zip_tanh_grad_f64 : dt__ew_kernels()->tanh_grad_f32;
     else j.zip = dbl ? dt__zip_copy_f64 : dt__zip_copy_f32;
   } else if (t == DT_U8 || t == DT_BOOL) { /* copies only (transposes); the core refuses arithmetic */
     if (op != DT__B_COPY_A) return DT_ERR_DTYPE;
     j.zip = dt__zip_copy_u8;
   } else {
+    if (op > DT__B_COPY_A) return DT_ERR_DTYPE; /* float only: the core refuses them first */
     j.zip = itab[t == DT_I64][op];
     if (!j.zip) return DT_ERR_DTYPE;
   }

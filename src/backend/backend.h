@@ -39,7 +39,10 @@ typedef enum dt__compare_op { DT__C_EQ = 0, DT__C_NE, DT__C_LT, DT__C_LE } dt__c
 typedef enum dt__binary_op {
   DT__B_ADD = 0, DT__B_SUB, DT__B_MUL, DT__B_DIV,
   DT__B_RELU_GRAD,    /* y = a * (b > 0): the gradient of relu at b */
-  DT__B_COPY_A        /* y = a (b unused): a strided copy, e.g. a transpose */
+  DT__B_COPY_A,       /* y = a (b unused): a strided copy, e.g. a transpose */
+  /* float only, the gradients of sigmoid and tanh from their output b, as PyTorch's kernels */
+  DT__B_SIGMOID_GRAD, /* y = a (1 - b) b */
+  DT__B_TANH_GRAD     /* y = a (1 - b b) */
 } dt__binary_op;
 
 typedef enum dt__reduce_op { DT__R_SUM = 0, DT__R_MEAN, DT__R_NORM } dt__reduce_op;
