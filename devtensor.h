@@ -882,7 +882,10 @@ typedef enum dt__compare_op { DT__C_EQ = 0, DT__C_NE, DT__C_LT, DT__C_LE } dt__c
 typedef enum dt__binary_op {
   DT__B_ADD = 0, DT__B_SUB, DT__B_MUL, DT__B_DIV,
   DT__B_RELU_GRAD,    /* y = a * (b > 0): the gradient of relu at b */
-  DT__B_COPY_A        /* y = a (b unused): a strided copy, e.g. a transpose */
+  DT__B_COPY_A,       /* y = a (b unused): a strided copy, e.g. a transpose */
+  /* float only, the gradients of sigmoid and tanh from their output b, as PyTorch's kernels */
+  DT__B_SIGMOID_GRAD, /* y = a (1 - b) b */
+  DT__B_TANH_GRAD     /* y = a (1 - b b) */
 } dt__binary_op;
 
 typedef enum dt__reduce_op { DT__R_SUM = 0, DT__R_MEAN, DT__R_NORM } dt__reduce_op;
@@ -1013,8 +1016,9 @@ typedef struct dt__backend {
   dt_status (*dist_all_reduce)(int ncomm, void *const *comms, const int *devs, dt_dtype t, int op, int64_t n, void *const *bufs);
   dt_status (*dist_broadcast)(int ncomm, void *const *comms, const int *devs, dt_dtype t, int64_t n, void *const *bufs, int root);
   /* convolution (the core multiplies with gemm) and pooling; F32, F64; g's sizes all > 0.
-     im2col: x (nimg, c, h, w) -> col (nimg, c kh kw, oh ow),
-     col[i, (ci kh + ki) kw + kj, oy ow + ox] = x[i, ci, oy sh - ph + ki dh, ox sw - pw + kj dw], 0 outside x.
+     im2col: x (nimg, c, h, w) -> col (c kh kw, nimg, oh ow), every image's entries of one kernel tap in one row,
+     col[(ci kh + ki) kw + kj, i, oy ow + ox] = x[i, ci, oy sh - ph + ki dh, ox sw - pw + kj dw], 0 outside x
+     (so that one gemm multiplies a block of images: (oc, c kh kw) @ col is (oc, nimg oh ow)).
      col2im, its adjoint: x (overwritten) at each position = the sum of the col entries im2col puts it in. */
   dt_status (*im2col)(int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, const void *x, void *col);
   dt_status (*col2im)(int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, const void *col, void *x);
@@ -3161,7 +3165,7 @@ static dt_tensor *dt__binary(const char *op, dt__binary_op bop, const dt_tensor 
   if (bop <= DT__B_DIV && (a->dtype != b->dtype || a->dtype == DT_U8 || a->dtype == DT_BOOL || (bop == DT__B_DIV && !dt__is_float(a->dtype))))
     return dt__binary_promoted(op, bop, a, b);
   if (dt__same_dtype(op, "a", a, "b", b) != DT_OK) return NULL;
-  if ((bop == DT__B_DIV || bop == DT__B_RELU_GRAD) && dt__float_only(op, "a", a) != DT_OK) return NULL;
+  if ((bop == DT__B_DIV || bop >= DT__B_RELU_GRAD) && bop != DT__B_COPY_A && dt__float_only(op, "a", a) != DT_OK) return NULL;
   if (dt__no_arith(op, "a", a) != DT_OK) return NULL;
   if (dt__broadcast(op, &a->shape, &b->shape, &s, &g) != DT_OK) return NULL;
   if (!(y = dt__new(op, s, a->dtype, a->st->device))) return NULL;
@@ -4157,13 +4161,14 @@ DTDEF dt_tensor *dt_cross_entropy_grad(const dt_tensor *logits, const dt_tensor 
 
 /* ---- src/ops/conv.c ---- */
 /* dt_f_conv2d and its backward, and 2-d max, average and adaptive average pooling with
-   theirs. A convolution is im2col and a gemm per group on any backend: a block of images
-   is unfolded into col (c kh kw, oh ow) per image in one scratch tensor on the device (at
-   most DT__CONV_COL_BYTES, one image at least), then each group's weights (oc / groups,
-   c kh kw / groups) multiply its rows of col, every image of the block in one batched gemm.
-   A 1x1 convolution with stride 1 and no padding multiplies x itself. The weight gradient is
-   one gemm per image (beta 1 after the first), the input gradient gemms into col and col2im
-   folds it back, the bias gradient two sums. */
+   theirs. A convolution is im2col and one gemm on any backend: a block of images is unfolded
+   into col (c kh kw, images, oh ow) in one scratch tensor on the device (at most
+   DT__CONV_COL_BYTES, one image at least), so each group's weights (oc / groups,
+   c kh kw / groups) multiply its rows of col for every image of the block at once, the groups
+   in one batched gemm; the product, (oc, images, oh ow), goes to y's layout with the bias in one
+   strided pass. The weight gradient is one gemm per block (beta 1 after the first) against gy's
+   block in that layout, the input gradient a gemm into col that col2im folds back, the bias
+   gradient two sums. */
 
 #define DT__CONV_COL_BYTES ((int64_t)32 << 20)
 
@@ -4241,58 +4246,64 @@ static dt_status dt__conv_check(const char *op, const dt_tensor *gy, const dt_te
   return DT_OK;
 }
 
-/* 1x1, stride 1, no padding: col is x itself */
-static int dt__conv_direct(const dt__conv2d *g) {
-  return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
-}
-
-/* The images per block, and the scratch col for them (NULL for a direct convolution). */
-static dt_status dt__conv_col(const char *op, const dt__conv2d *g, dt_dtype t, dt_device d, int64_t *nb, dt_tensor **col) {
-  const double per = (double)g->c * (double)g->kh * (double)g->kw * (double)g->oh * (double)g->ow; /* col's elements per image */
+/* The images per block, and two scratch tensors for a block: col (c kh kw, nb, oh ow) and
+   tmp (oc, nb, oh ow), the product before it goes to y's layout (or gy in that layout). Each is
+   at most DT__CONV_COL_BYTES, or one image's. */
+static dt_status dt__conv_scratch(const char *op, const dt__conv2d *g, dt_dtype t, dt_device d, int64_t *nb, dt_tensor **col,
+                                  dt_tensor **tmp) {
+  const double ckk = (double)g->c * (double)g->kh * (double)g->kw, l = (double)g->oh * (double)g->ow;
+  const double per = (ckk > (double)g->oc ? ckk : (double)g->oc) * l; /* the larger scratch's elements per image */
   const size_t es = dt__dtype_bytes(t);
   int64_t k;
-  *col = NULL;
-  if (dt__conv_direct(g)) { *nb = g->n; return DT_OK; }
+  *col = *tmp = NULL;
   if (per * (double)es > 4e18)
     return dt__fail(DT_ERR_SHAPE, "%s: too large: one image unfolds into %.0f elements", op, per);
   k = (int64_t)per;
   *nb = k * (int64_t)es >= DT__CONV_COL_BYTES ? 1 : DT__CONV_COL_BYTES / (k * (int64_t)es);
   if (*nb > g->n) *nb = g->n;
   if (*nb < 1) *nb = 1;
-  *col = dt__new(op, dt_shape1(*nb * k), t, d);
-  return *col ? DT_OK : dt_last_status();
+  if (!(*col = dt__new(op, dt_shape1(*nb * (int64_t)ckk * g->oh * g->ow), t, d)) ||
+      !(*tmp = dt__new(op, dt_shape1(*nb * g->oc * g->oh * g->ow), t, d))) {
+    dt_release(*col);
+    *col = NULL;
+    return dt_last_status();
+  }
+  return DT_OK;
 }
 
-/* y = conv(x, w) + b (b may be NULL); g->n > 0 */
+/* y (m, oc, l) = tp (oc, m, l), plus b[o] when b: one strided pass */
+static dt_status dt__conv_to_y(const char *op, dt_device d, dt_dtype t, int64_t m, int64_t oc, int64_t l, const void *tp,
+                               const void *b, void *y) {
+  dt__bcast bc;
+  memset(&bc, 0, sizeof bc);
+  bc.ndim = 3; bc.numel = m * oc * l;
+  bc.dims[0] = m; bc.dims[1] = oc; bc.dims[2] = l;
+  bc.astride[0] = l; bc.astride[1] = m * l; bc.astride[2] = 1;
+  bc.bstride[1] = b ? 1 : 0;
+  return dt__run(op, d, dt__be(d)->binary(d.index, b ? DT__B_ADD : DT__B_COPY_A, t, &bc, tp, b ? b : tp, y));
+}
+
+/* y = conv(x, w) + b (b may be NULL); g->n > 0. Per block of m images: col = im2col(the block),
+   tmp_g = w_g (ocg, kg) @ col_g (kg, m l) for every group g in one batched gemm, then y = tmp + b. */
 static dt_status dt__conv_forward(const char *op, const dt__conv2d *g, dt_dtype t, dt_device d, const void *x, const void *w,
                                   const void *b, void *y) {
   const dt__backend *be = dt__be(d);
   const size_t es = dt__dtype_bytes(t);
-  const int64_t l = g->oh * g->ow, ocg = g->oc / g->groups, kg = g->c / g->groups * g->kh * g->kw, ckk = kg * g->groups;
-  const int direct = dt__conv_direct(g);
-  int64_t nb = 0, n0, gi;
-  dt_tensor *col = NULL;
+  const int64_t l = g->oh * g->ow, ocg = g->oc / g->groups, kg = g->c / g->groups * g->kh * g->kw;
+  int64_t nb = 0, n0;
+  dt_tensor *col = NULL, *tmp = NULL;
   dt_status s;
-  if ((s = dt__conv_col(op, g, t, d, &nb, &col)) != DT_OK) return s;
-  if (b) { /* y[i, o, :] = b[o], then the products add to it */
-    dt__bcast bc;
-    memset(&bc, 0, sizeof bc);
-    bc.ndim = 3; bc.numel = g->n * g->oc * l;
-    bc.dims[0] = g->n; bc.dims[1] = g->oc; bc.dims[2] = l;
-    bc.astride[0] = 0; bc.astride[1] = 1; bc.astride[2] = 0;
-    bc.bstride[0] = g->oc * l; bc.bstride[1] = l; bc.bstride[2] = 1;
-    if ((s = dt__strided_copy(op, d, es, &bc, b, y)) != DT_OK) { dt_release(col); return s; }
-  }
+  if ((s = dt__conv_scratch(op, g, t, d, &nb, &col, &tmp)) != DT_OK) return s;
   for (n0 = 0; n0 < g->n && s == DT_OK; n0 += nb) {
     const int64_t m = g->n - n0 < nb ? g->n - n0 : nb;
-    const char *src = direct ? (const char *)x + (size_t)(n0 * g->c * g->h * g->w) * es : (const char *)col->st->ptr;
-    if (!direct) s = dt__run(op, d, be->im2col(d.index, t, g, m, (const char *)x + (size_t)(n0 * g->c * g->h * g->w) * es, col->st->ptr));
-    for (gi = 0; gi < g->groups && s == DT_OK; gi++)
-      s = dt__run(op, d, be->gemm(d.index, t, 0, 0, m, ocg, l, kg, 1.0, (const char *)w + (size_t)(gi * ocg * kg) * es, 0,
-                                  src + (size_t)(gi * kg * l) * es, ckk * l, b ? 1.0 : 0.0,
-                                  (char *)y + (size_t)((n0 * g->oc + gi * ocg) * l) * es, g->oc * l));
+    s = dt__run(op, d, be->im2col(d.index, t, g, m, (const char *)x + (size_t)(n0 * g->c * g->h * g->w) * es, col->st->ptr));
+    if (s == DT_OK)
+      s = dt__run(op, d, be->gemm(d.index, t, 0, 0, g->groups, ocg, m * l, kg, 1.0, w, ocg * kg, col->st->ptr, kg * m * l, 0.0,
+                                  tmp->st->ptr, ocg * m * l));
+    if (s == DT_OK) s = dt__conv_to_y(op, d, t, m, g->oc, l, tmp->st->ptr, b, (char *)y + (size_t)(n0 * g->oc * l) * es);
   }
   dt_release(col);
+  dt_release(tmp);
   return s;
 }
 
@@ -4339,38 +4350,46 @@ static dt_status dt__conv_bias_grad(const char *op, const dt__conv2d *g, dt_dtyp
   return s != DT_OK ? s : dt__run(op, d, be->reduce(d.index, DT__R_SUM, t, 1, g->n, g->oc, tmp, gb));
 }
 
-/* gx (like x) and gw (like w), either NULL, from gy; g->n > 0 */
+/* gx (like x) and gw (like w), either NULL, from gy; g->n > 0. Per block of m images, with gt =
+   gy's block as (oc, m l) and col = im2col(x's block): gw_g (+)= gt_g @ col_g^T, one gemm over
+   the block's images; gcol_g = w_g^T @ gt_g into col, which col2im folds into gx. */
 static dt_status dt__conv_backward(const char *op, const dt__conv2d *g, dt_dtype t, dt_device d, const void *gy, const void *x,
                                    const void *w, void *gx, void *gw) {
   const dt__backend *be = dt__be(d);
   const size_t es = dt__dtype_bytes(t);
-  const int64_t l = g->oh * g->ow, ocg = g->oc / g->groups, kg = g->c / g->groups * g->kh * g->kw, ckk = kg * g->groups;
+  const int64_t l = g->oh * g->ow, ocg = g->oc / g->groups, kg = g->c / g->groups * g->kh * g->kw;
   const int64_t chw = g->c * g->h * g->w;
-  const int direct = dt__conv_direct(g);
-  int64_t nb = 0, n0, i, gi;
-  dt_tensor *col = NULL;
+  int64_t nb = 0, n0;
+  dt_tensor *col = NULL, *tmp = NULL;
   dt_status s;
-  if ((s = dt__conv_col(op, g, t, d, &nb, &col)) != DT_OK) return s;
+  if ((s = dt__conv_scratch(op, g, t, d, &nb, &col, &tmp)) != DT_OK) return s;
   for (n0 = 0; n0 < g->n && s == DT_OK; n0 += nb) {
     const int64_t m = g->n - n0 < nb ? g->n - n0 : nb;
     const char *gyb = (const char *)gy + (size_t)(n0 * g->oc * l) * es;
-    if (gw) { /* gw[group] (+)= gy[i, group] (ocg, l) @ col[i, group]^T (l, kg), every group in one call */
-      const char *src = direct ? (const char *)x + (size_t)(n0 * chw) * es : (const char *)col->st->ptr;
-      if (!direct) s = dt__run(op, d, be->im2col(d.index, t, g, m, (const char *)x + (size_t)(n0 * chw) * es, col->st->ptr));
-      for (i = 0; i < m && s == DT_OK; i++)
-        s = dt__run(op, d, be->gemm(d.index, t, 0, 1, g->groups, ocg, kg, l, 1.0, gyb + (size_t)(i * g->oc * l) * es, ocg * l,
-                                    src + (size_t)(i * ckk * l) * es, kg * l, n0 + i == 0 ? 0.0 : 1.0, gw, ocg * kg));
+    const void *gt = gyb; /* (oc, m, l): one image's block is already in that layout */
+    if (m > 1) { /* gt[o, i, p] = gy[n0 + i, o, p] */
+      dt__bcast bc;
+      memset(&bc, 0, sizeof bc);
+      bc.ndim = 3; bc.numel = m * g->oc * l;
+      bc.dims[0] = g->oc; bc.dims[1] = m; bc.dims[2] = l;
+      bc.astride[0] = l; bc.astride[1] = g->oc * l; bc.astride[2] = 1;
+      s = dt__run(op, d, be->binary(d.index, DT__B_COPY_A, t, &bc, gyb, gyb, tmp->st->ptr));
+      gt = tmp->st->ptr;
     }
-    if (gx && s == DT_OK) { /* gcol[i, group] = w[group]^T (kg, ocg) @ gy[i, group] (ocg, l), then folded into gx */
-      char *dst = direct ? (char *)gx + (size_t)(n0 * chw) * es : (char *)col->st->ptr;
-      for (gi = 0; gi < g->groups && s == DT_OK; gi++)
-        s = dt__run(op, d, be->gemm(d.index, t, 1, 0, m, kg, l, ocg, 1.0, (const char *)w + (size_t)(gi * ocg * kg) * es, 0,
-                                    gyb + (size_t)(gi * ocg * l) * es, g->oc * l, 0.0, dst + (size_t)(gi * kg * l) * es, ckk * l));
-      if (!direct && s == DT_OK)
-        s = dt__run(op, d, be->col2im(d.index, t, g, m, col->st->ptr, (char *)gx + (size_t)(n0 * chw) * es));
+    if (gw && s == DT_OK) {
+      s = dt__run(op, d, be->im2col(d.index, t, g, m, (const char *)x + (size_t)(n0 * chw) * es, col->st->ptr));
+      if (s == DT_OK)
+        s = dt__run(op, d, be->gemm(d.index, t, 0, 1, g->groups, ocg, kg, m * l, 1.0, gt, ocg * m * l, col->st->ptr, kg * m * l,
+                                    n0 == 0 ? 0.0 : 1.0, gw, ocg * kg));
+    }
+    if (gx && s == DT_OK) {
+      s = dt__run(op, d, be->gemm(d.index, t, 1, 0, g->groups, kg, m * l, ocg, 1.0, w, ocg * kg, gt, ocg * m * l, 0.0,
+                                  col->st->ptr, kg * m * l));
+      if (s == DT_OK) s = dt__run(op, d, be->col2im(d.index, t, g, m, col->st->ptr, (char *)gx + (size_t)(n0 * chw) * es));
     }
   }
   dt_release(col);
+  dt_release(tmp);
   return s;
 }
 
@@ -8610,12 +8629,8 @@ static dt_status dt__ag_backward(dt__node *n, const dt_tensor *g, dt_tensor **gi
     case DT__AG_LOG: gin[0] = dt_div(g, sv[0]); break;
     case DT__AG_SQRT: gin[0] = dt__ag_bin(dt_div, g, dt_mul_scalar(sv[2], 2.0), 0); break;
     case DT__AG_RELU: gin[0] = dt__binary(op, DT__B_RELU_GRAD, g, sv[2]); break; /* y > 0 where x > 0 */
-    case DT__AG_SIGMOID: /* g y (1 - y) */
-      gin[0] = dt__ag_bin(dt_mul, g, dt__ag_bin(dt_mul, sv[2], dt__unary(op, DT__U_AFFINE, sv[2], -1.0, 1.0), 0), 0);
-      break;
-    case DT__AG_TANH: /* g (1 - y^2) */
-      gin[0] = dt__ag_bin(dt_mul, g, dt__ag_affine(op, dt_mul(sv[2], sv[2]), -1.0, 1.0), 0);
-      break;
+    case DT__AG_SIGMOID: gin[0] = dt__binary(op, DT__B_SIGMOID_GRAD, g, sv[2]); break; /* g (1 - y) y */
+    case DT__AG_TANH: gin[0] = dt__binary(op, DT__B_TANH_GRAD, g, sv[2]); break;       /* g (1 - y^2) */
     case DT__AG_ABS: { /* g sign(x), sign(0) = 0 */
       dt_tensor *z = dt__ag_scalar(0.0, e0->dtype, e0->device), *pos = NULL, *neg = NULL;
       if (z) pos = dt__ag_cast(dt_gt(sv[0], z), e0->dtype);
@@ -12906,6 +12921,8 @@ typedef void (*dt__fill_fn)(int64_t n, const void *v, void *y);
   }
 DT__EW_ZIP(dt__zip_copy_f32, float, u)
 DT__EW_ZIP(dt__zip_relu_grad_f64, double, w > 0.0 ? u : 0.0)
+DT__EW_ZIP(dt__zip_sigmoid_grad_f64, double, u * (1.0 - w) * w)
+DT__EW_ZIP(dt__zip_tanh_grad_f64, double, u * (1.0 - w * w))
 DT__EW_ZIP(dt__zip_copy_f64, double, u)
 /* integers: wrapping arithmetic through unsigned, as PyTorch's */
 DT__EW_ZIP(dt__zip_add_i32, int32_t, (uint32_t)u + (uint32_t)w)
@@ -13059,7 +13076,7 @@ DT__EW_FILL(dt__fill_32, uint32_t)
 DT__EW_FILL(dt__fill_64, uint64_t)
 
 /* ---- src/cpu/vmath.c ---- */
-/* F32 exp and log on vectors (see cpu/elementwise.c): the polynomials as functions of one
+/* F32 exp, log and sigmoid on vectors (see cpu/elementwise.c): the polynomials as functions of one
    vector, and the kernels that run them over an array, falling back on libm lane by lane;
    each written once by a macro and instantiated per variant under its full name. */
 
@@ -13134,6 +13151,31 @@ DT__EW_FILL(dt__fill_64, uint64_t)
     return p + ef * 0.693359375f;                                                                   \
   }
 
+/* sigmoid through e = exp(-|v|) in (0, 1]: no overflow for any v */
+static float dt__sigmoidf(float v) {
+  float e = expf(-fabsf(v));
+  return v >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
+}
+/* the same on a vector of floats with |x| <= 87, through the vector exp */
+#define DT__EW_VSIGMOIDF(NAME, ATTR, VF, VI, VEXPF)                                                 \
+  ATTR DT__EW_NOFMA static VF NAME(VF x) {                                                          \
+    DT__NO_CONTRACT                                                                                 \
+    const VF vz = {0};                                                                              \
+    VI b, neg;                                                                                      \
+    VF e, d, hi, lo;                                                                                \
+    memcpy(&b, &x, sizeof b);                                                                       \
+    b = b | 0x80000000u; /* -|x| */                                                                 \
+    memcpy(&e, &b, sizeof e);                                                                       \
+    e = VEXPF(e);                                                                                   \
+    d = e + 1.0f;                                                                                   \
+    hi = (vz + 1.0f) / d;                                                                           \
+    lo = e / d;                                                                                     \
+    neg = (VI)(x < vz);                                                                             \
+    b = ((VI)hi & ~neg) | ((VI)lo & neg);                                                           \
+    memcpy(&e, &b, sizeof e);                                                                       \
+    return e;                                                                                       \
+  }
+
 /* y = FN(x) on whole vectors (the last one padded), lanes outside [LO, HI] (and NaN) from LIBM. */
 #define DT__EW_VMATH(NAME, ATTR, VF, VI, FN, LO, HI, LIBM)                                          \
   ATTR static void NAME(int64_t n, const void *x_, void *y_, double p0, double p1) {                \
@@ -13181,15 +13223,21 @@ DT__EW_VEXPF(dt__vexpf_base, DT__TARGET_BASE, dt__vf_base, dt__vi_base)
 DT__EW_VLOGF(dt__vlogf_base, DT__TARGET_BASE, dt__vf_base, dt__vi_base)
 DT__EW_VMATH(dt__exp_f32_base, DT__TARGET_BASE, dt__vf_base, dt__vi_base, dt__vexpf_base, -87.0f, 88.0f, expf)
 DT__EW_VMATH(dt__log_f32_base, DT__TARGET_BASE, dt__vf_base, dt__vi_base, dt__vlogf_base, FLT_MIN, FLT_MAX, logf)
+DT__EW_VSIGMOIDF(dt__vsigmoidf_base, DT__TARGET_BASE, dt__vf_base, dt__vi_base, dt__vexpf_base)
+DT__EW_VMATH(dt__sigmoid_f32_base, DT__TARGET_BASE, dt__vf_base, dt__vi_base, dt__vsigmoidf_base, -87.0f, 87.0f, dt__sigmoidf)
 #if DT__EW_X86
 DT__EW_VEXPF(dt__vexpf_avx2, DT__TARGET_AVX2, dt__vf_avx2, dt__vi_avx2)
 DT__EW_VLOGF(dt__vlogf_avx2, DT__TARGET_AVX2, dt__vf_avx2, dt__vi_avx2)
 DT__EW_VMATH(dt__exp_f32_avx2, DT__TARGET_AVX2, dt__vf_avx2, dt__vi_avx2, dt__vexpf_avx2, -87.0f, 88.0f, expf)
 DT__EW_VMATH(dt__log_f32_avx2, DT__TARGET_AVX2, dt__vf_avx2, dt__vi_avx2, dt__vlogf_avx2, FLT_MIN, FLT_MAX, logf)
+DT__EW_VSIGMOIDF(dt__vsigmoidf_avx2, DT__TARGET_AVX2, dt__vf_avx2, dt__vi_avx2, dt__vexpf_avx2)
+DT__EW_VMATH(dt__sigmoid_f32_avx2, DT__TARGET_AVX2, dt__vf_avx2, dt__vi_avx2, dt__vsigmoidf_avx2, -87.0f, 87.0f, dt__sigmoidf)
 DT__EW_VEXPF(dt__vexpf_avx512, DT__TARGET_AVX512, dt__vf_avx512, dt__vi_avx512)
 DT__EW_VLOGF(dt__vlogf_avx512, DT__TARGET_AVX512, dt__vf_avx512, dt__vi_avx512)
 DT__EW_VMATH(dt__exp_f32_avx512, DT__TARGET_AVX512, dt__vf_avx512, dt__vi_avx512, dt__vexpf_avx512, -87.0f, 88.0f, expf)
 DT__EW_VMATH(dt__log_f32_avx512, DT__TARGET_AVX512, dt__vf_avx512, dt__vi_avx512, dt__vlogf_avx512, FLT_MIN, FLT_MAX, logf)
+DT__EW_VSIGMOIDF(dt__vsigmoidf_avx512, DT__TARGET_AVX512, dt__vf_avx512, dt__vi_avx512, dt__vexpf_avx512)
+DT__EW_VMATH(dt__sigmoid_f32_avx512, DT__TARGET_AVX512, dt__vf_avx512, dt__vi_avx512, dt__vsigmoidf_avx512, -87.0f, 87.0f, dt__sigmoidf)
 #endif
 
 /* ---- src/cpu/elementwise_vec.c ---- */
@@ -13324,6 +13372,8 @@ DT__EW_VMATH(dt__log_f32_avx512, DT__TARGET_AVX512, dt__vf_avx512, dt__vi_avx512
 DT__EW_VRELU(dt__relu_f32_base, DT__TARGET_BASE, dt__vf_base, dt__vi_base)
 DT__EW_VZIP(dt__relu_grad_f32_base, DT__TARGET_BASE, float, dt__vf_base, (dt__vf_base)((dt__vi_base)(w > vz) & (dt__vi_base)u),
             b[i * sb] > 0.0f ? a[i * sa] : 0.0f)
+DT__EW_VZIP(dt__sigmoid_grad_f32_base, DT__TARGET_BASE, float, dt__vf_base, u * (1.0f - w) * w, a[i * sa] * (1.0f - b[i * sb]) * b[i * sb])
+DT__EW_VZIP(dt__tanh_grad_f32_base, DT__TARGET_BASE, float, dt__vf_base, u * (1.0f - w * w), a[i * sa] * (1.0f - b[i * sb] * b[i * sb]))
 DT__EW_VZIP(dt__add_f32_base, DT__TARGET_BASE, float, dt__vf_base, u + w, a[i * sa] + b[i * sb])
 DT__EW_VZIP(dt__sub_f32_base, DT__TARGET_BASE, float, dt__vf_base, u - w, a[i * sa] - b[i * sb])
 DT__EW_VZIP(dt__mul_f32_base, DT__TARGET_BASE, float, dt__vf_base, u * w, a[i * sa] * b[i * sb])
@@ -13350,6 +13400,8 @@ DT__EW_CONV(dt__conv_f64_f32_base, double, float, (float)v)
 DT__EW_VRELU(dt__relu_f32_avx2, DT__TARGET_AVX2, dt__vf_avx2, dt__vi_avx2)
 DT__EW_VZIP(dt__relu_grad_f32_avx2, DT__TARGET_AVX2, float, dt__vf_avx2, (dt__vf_avx2)((dt__vi_avx2)(w > vz) & (dt__vi_avx2)u),
             b[i * sb] > 0.0f ? a[i * sa] : 0.0f)
+DT__EW_VZIP(dt__sigmoid_grad_f32_avx2, DT__TARGET_AVX2, float, dt__vf_avx2, u * (1.0f - w) * w, a[i * sa] * (1.0f - b[i * sb]) * b[i * sb])
+DT__EW_VZIP(dt__tanh_grad_f32_avx2, DT__TARGET_AVX2, float, dt__vf_avx2, u * (1.0f - w * w), a[i * sa] * (1.0f - b[i * sb] * b[i * sb]))
 DT__EW_VZIP(dt__add_f32_avx2, DT__TARGET_AVX2, float, dt__vf_avx2, u + w, a[i * sa] + b[i * sb])
 DT__EW_VZIP(dt__sub_f32_avx2, DT__TARGET_AVX2, float, dt__vf_avx2, u - w, a[i * sa] - b[i * sb])
 DT__EW_VZIP(dt__mul_f32_avx2, DT__TARGET_AVX2, float, dt__vf_avx2, u * w, a[i * sa] * b[i * sb])
@@ -13375,6 +13427,8 @@ DT__EW_CONV(dt__conv_f64_f32_avx2, double, float, (float)v)
 DT__EW_VRELU(dt__relu_f32_avx512, DT__TARGET_AVX512, dt__vf_avx512, dt__vi_avx512)
 DT__EW_VZIP(dt__relu_grad_f32_avx512, DT__TARGET_AVX512, float, dt__vf_avx512, (dt__vf_avx512)((dt__vi_avx512)(w > vz) & (dt__vi_avx512)u),
             b[i * sb] > 0.0f ? a[i * sa] : 0.0f)
+DT__EW_VZIP(dt__sigmoid_grad_f32_avx512, DT__TARGET_AVX512, float, dt__vf_avx512, u * (1.0f - w) * w, a[i * sa] * (1.0f - b[i * sb]) * b[i * sb])
+DT__EW_VZIP(dt__tanh_grad_f32_avx512, DT__TARGET_AVX512, float, dt__vf_avx512, u * (1.0f - w * w), a[i * sa] * (1.0f - b[i * sb] * b[i * sb]))
 DT__EW_VZIP(dt__add_f32_avx512, DT__TARGET_AVX512, float, dt__vf_avx512, u + w, a[i * sa] + b[i * sb])
 DT__EW_VZIP(dt__sub_f32_avx512, DT__TARGET_AVX512, float, dt__vf_avx512, u - w, a[i * sa] - b[i * sb])
 DT__EW_VZIP(dt__mul_f32_avx512, DT__TARGET_AVX512, float, dt__vf_avx512, u * w, a[i * sa] * b[i * sb])
@@ -13407,6 +13461,8 @@ typedef struct dt__ew_vtab {
   dt__conv_fn f32_f64, f64_f32;
   dt__map_fn relu_f32;
   dt__zip_fn relu_grad_f32;
+  dt__map_fn sigmoid_f32;
+  dt__zip_fn sigmoid_grad_f32, tanh_grad_f32;
 } dt__ew_vtab;
 
 static const dt__ew_vtab dt__ew_vtabs[DT__EW_NISA] = {
@@ -13414,29 +13470,34 @@ static const dt__ew_vtab dt__ew_vtabs[DT__EW_NISA] = {
     {dt__add_f64_base, dt__sub_f64_base, dt__mul_f64_base, dt__div_f64_base}},
    dt__exp_f32_base, dt__log_f32_base, {dt__fill_32_base, dt__fill_64_base},
    {dt__sum16_f32_base, dt__sum16_f64_base}, dt__conv_f32_f64_base, dt__conv_f64_f32_base,
-   dt__relu_f32_base, dt__relu_grad_f32_base},
+   dt__relu_f32_base, dt__relu_grad_f32_base,
+   dt__sigmoid_f32_base, dt__sigmoid_grad_f32_base, dt__tanh_grad_f32_base},
 #if DT__EW_X86
   {{{dt__add_f32_avx2, dt__sub_f32_avx2, dt__mul_f32_avx2, dt__div_f32_avx2},
     {dt__add_f64_avx2, dt__sub_f64_avx2, dt__mul_f64_avx2, dt__div_f64_avx2}},
    dt__exp_f32_avx2, dt__log_f32_avx2, {dt__fill_32_avx2, dt__fill_64_avx2},
    {dt__sum16_f32_avx2, dt__sum16_f64_avx2}, dt__conv_f32_f64_avx2, dt__conv_f64_f32_avx2,
-   dt__relu_f32_avx2, dt__relu_grad_f32_avx2},
+   dt__relu_f32_avx2, dt__relu_grad_f32_avx2,
+   dt__sigmoid_f32_avx2, dt__sigmoid_grad_f32_avx2, dt__tanh_grad_f32_avx2},
   {{{dt__add_f32_avx512, dt__sub_f32_avx512, dt__mul_f32_avx512, dt__div_f32_avx512},
     {dt__add_f64_avx512, dt__sub_f64_avx512, dt__mul_f64_avx512, dt__div_f64_avx512}},
    dt__exp_f32_avx512, dt__log_f32_avx512, {dt__fill_32_avx512, dt__fill_64_avx512},
    {dt__sum16_f32_avx512, dt__sum16_f64_avx512}, dt__conv_f32_f64_avx512, dt__conv_f64_f32_avx512,
-   dt__relu_f32_avx512, dt__relu_grad_f32_avx512}
+   dt__relu_f32_avx512, dt__relu_grad_f32_avx512,
+   dt__sigmoid_f32_avx512, dt__sigmoid_grad_f32_avx512, dt__tanh_grad_f32_avx512}
 #else
   {{{dt__add_f32_base, dt__sub_f32_base, dt__mul_f32_base, dt__div_f32_base},
     {dt__add_f64_base, dt__sub_f64_base, dt__mul_f64_base, dt__div_f64_base}},
    dt__exp_f32_base, dt__log_f32_base, {dt__fill_32_base, dt__fill_64_base},
    {dt__sum16_f32_base, dt__sum16_f64_base}, dt__conv_f32_f64_base, dt__conv_f64_f32_base,
-   dt__relu_f32_base, dt__relu_grad_f32_base},
+   dt__relu_f32_base, dt__relu_grad_f32_base,
+   dt__sigmoid_f32_base, dt__sigmoid_grad_f32_base, dt__tanh_grad_f32_base},
   {{{dt__add_f32_base, dt__sub_f32_base, dt__mul_f32_base, dt__div_f32_base},
     {dt__add_f64_base, dt__sub_f64_base, dt__mul_f64_base, dt__div_f64_base}},
    dt__exp_f32_base, dt__log_f32_base, {dt__fill_32_base, dt__fill_64_base},
    {dt__sum16_f32_base, dt__sum16_f64_base}, dt__conv_f32_f64_base, dt__conv_f64_f32_base,
-   dt__relu_f32_base, dt__relu_grad_f32_base}
+   dt__relu_f32_base, dt__relu_grad_f32_base,
+   dt__sigmoid_f32_base, dt__sigmoid_grad_f32_base, dt__tanh_grad_f32_base}
 #endif
 };
 
@@ -13446,16 +13507,11 @@ static const dt__ew_vtab *dt__ew_kernels(void) { return &dt__ew_vtabs[dt__ew_isa
 /* Plain loops (no vector variants): each function one dtype, the operation chosen outside the
    loop. BOOL is one byte, 0 or 1; a byte read as bool counts as true when nonzero. */
 
-/* sigmoid through e = exp(-|v|) in (0, 1]: no overflow for any v */
-static float dt__sigmoidf(float v) {
-  float e = expf(-fabsf(v));
-  return v >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
-}
+/* sigmoid in F64 as dt__sigmoidf in F32 (cpu/vmath.c) */
 static double dt__sigmoid(double v) {
   double e = exp(-fabs(v));
   return v >= 0.0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
 }
-DT__EW_MAP(dt__map_sigmoid_f32, float, dt__sigmoidf(v))
 DT__EW_MAP(dt__map_sigmoid_f64, double, dt__sigmoid(v))
 DT__EW_MAP(dt__map_tanh_f32, float, tanhf(v))
 DT__EW_MAP(dt__map_tanh_f64, double, tanh(v))
@@ -13761,12 +13817,13 @@ static dt_status dt__cpu_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, 
   switch (t) {
     case DT_F32: {
       static const dt__map_fn tab[] = {dt__map_affine_f32, NULL, NULL, dt__map_sqrt_f32, dt__map_neg_f32, NULL,
-                                       dt__map_sigmoid_f32, dt__map_tanh_f32, dt__map_abs_f32, dt__map_sin_f32,
+                                       NULL, dt__map_tanh_f32, dt__map_abs_f32, dt__map_sin_f32,
                                        dt__map_cos_f32, dt__map_erf_f32, dt__map_gelu_f32, dt__map_gelu_grad_f32,
                                        dt__map_pow_f32, dt__map_clamp_f32, dt__map_softplus_f32};
       j.map = op == DT__U_EXP    ? dt__ew_kernels()->exp_f32
               : op == DT__U_LOG  ? dt__ew_kernels()->log_f32
               : op == DT__U_RELU ? dt__ew_kernels()->relu_f32
+              : op == DT__U_SIGMOID ? dt__ew_kernels()->sigmoid_f32
                                  : tab[op];
       break;
     }
@@ -13827,11 +13884,14 @@ static dt_status dt__cpu_binary(int dev, dt__binary_op op, dt_dtype t, const dt_
     int dbl = t == DT_F64;
     if (op <= DT__B_DIV) j.zip = dt__ew_kernels()->arith[dbl][op];
     else if (op == DT__B_RELU_GRAD) j.zip = dbl ? dt__zip_relu_grad_f64 : dt__ew_kernels()->relu_grad_f32;
+    else if (op == DT__B_SIGMOID_GRAD) j.zip = dbl ? dt__zip_sigmoid_grad_f64 : dt__ew_kernels()->sigmoid_grad_f32;
+    else if (op == DT__B_TANH_GRAD) j.zip = dbl ? dt__zip_tanh_grad_f64 : dt__ew_kernels()->tanh_grad_f32;
     else j.zip = dbl ? dt__zip_copy_f64 : dt__zip_copy_f32;
   } else if (t == DT_U8 || t == DT_BOOL) { /* copies only (transposes); the core refuses arithmetic */
     if (op != DT__B_COPY_A) return DT_ERR_DTYPE;
     j.zip = dt__zip_copy_u8;
   } else {
+    if (op > DT__B_COPY_A) return DT_ERR_DTYPE; /* float only: the core refuses them first */
     j.zip = itab[t == DT_I64][op];
     if (!j.zip) return DT_ERR_DTYPE;
   }
@@ -15281,6 +15341,175 @@ static int dt__gemm_plan_get(int isa, int dbl, dt__gemm_plan *pl) {
 DT__GEMM_DEFINE_SIMPLE(dt__gemm_simple_f32, float)
 DT__GEMM_DEFINE_SIMPLE(dt__gemm_simple_f64, double)
 
+/* ---- src/cpu/gemm/dot.c ---- */
+/* F32 C = alpha A B^T + beta C for few rows and columns and a long depth (A: (m, k), B: (n, k),
+   both with k contiguous; a convolution's weight gradient, gy (oc, images oh ow) against col
+   (c kh kw, images oh ow)): every entry of C is a dot product of two contiguous rows, so nothing
+   is packed. The depth is cut in chunks of DT__GEMM_DOT_KC, whose rows of A and B stay in the
+   L2 cache while every dot product of the chunk reads them; each chunk's sums go to their own
+   slice of a scratch, on the pool's threads, and the slices are added in order afterwards: the
+   same bits for any number of threads. */
+#ifndef DT__GEMM_DOT_KC
+#define DT__GEMM_DOT_KC 1024
+#endif
+
+#if DT__GEMM_VEC
+typedef void (*dt__gemm_dot_fn)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb, float *out, int64_t ldo);
+
+/* out[r ldo + s] = sum over p < kc of a[r lda + p] b[s ldb + p], for R rows of A by S of B (R, S
+   at most 4): R S vector accumulators, their lanes added in order, then the last kc % W terms */
+#define DT__GEMM_DEFINE_DOT(NAME, V, W)                                                             \
+  DT__GEMM_INLINE DT__GEMM_FMA_ATTR void NAME(const int R, const int S, int64_t kc, const float *a, int64_t lda, \
+                                              const float *b, int64_t ldb, float *out, int64_t ldo) { \
+    const V vz = {0};                                                                               \
+    V acc[4][4] = {{vz}};                                                                           \
+    int64_t p = 0, q;                                                                               \
+    int r, s, l;                                                                                    \
+    for (; p + W <= kc; p += W) {                                                                   \
+      V av[4], bv[4];                                                                               \
+      DT__GEMM_UNROLL for (r = 0; r < R; r++) memcpy(&av[r], a + r * lda + p, sizeof(V));           \
+      DT__GEMM_UNROLL for (s = 0; s < S; s++) memcpy(&bv[s], b + s * ldb + p, sizeof(V));           \
+      DT__GEMM_UNROLL for (r = 0; r < R; r++)                                                       \
+        DT__GEMM_UNROLL for (s = 0; s < S; s++) acc[r][s] += av[r] * bv[s];                         \
+    }                                                                                               \
+    for (r = 0; r < R; r++)                                                                         \
+      for (s = 0; s < S; s++) {                                                                     \
+        float lanes[W], t = 0;                                                                      \
+        memcpy(lanes, &acc[r][s], sizeof lanes);                                                    \
+        for (l = 0; l < W; l++) t += lanes[l];                                                      \
+        for (q = p; q < kc; q++) t += a[r * lda + q] * b[s * ldb + q];                              \
+        out[r * ldo + s] = t;                                                                       \
+      }                                                                                             \
+  }
+/* NAME: the body at R rows by S columns, with target ATTR */
+#define DT__GEMM_DOT(NAME, ATTR, BODY, R, S)                                                        \
+  ATTR DT__GEMM_FMA_ATTR static void NAME(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb, \
+                                          float *out, int64_t ldo) {                                \
+    BODY(R, S, kc, a, lda, b, ldb, out, ldo);                                                       \
+  }
+
+/* a family's dot blocks: 4 x 4 (3 x 4 on 16-byte vectors, whose 16 registers hold 12
+   accumulators and the 7 vectors they read only at that shape), and the edges 1 x S, R x 1, 1 x 1 */
+typedef struct dt__gemm_dot_set {
+  int r, s;
+  dt__gemm_dot_fn full, row, col, one;
+} dt__gemm_dot_set;
+
+#if defined(__AVX512F__)
+#define DT__GEMM_DOT_C_V dt__gemm_f32x16
+#define DT__GEMM_DOT_C_W 16
+#define DT__GEMM_DOT_C_R 4
+#elif defined(__AVX__)
+#define DT__GEMM_DOT_C_V dt__gemm_f32x8
+#define DT__GEMM_DOT_C_W 8
+#define DT__GEMM_DOT_C_R 3
+#else
+#define DT__GEMM_DOT_C_V dt__gemm_f32x4
+#define DT__GEMM_DOT_C_W 4
+#define DT__GEMM_DOT_C_R 3
+#endif
+DT__GEMM_DEFINE_DOT(dt__gemm_dot_body_c, DT__GEMM_DOT_C_V, DT__GEMM_DOT_C_W)
+DT__GEMM_DOT(dt__gemm_dot_c_full, , dt__gemm_dot_body_c, DT__GEMM_DOT_C_R, 4)
+DT__GEMM_DOT(dt__gemm_dot_c_row, , dt__gemm_dot_body_c, 1, 4)
+DT__GEMM_DOT(dt__gemm_dot_c_col, , dt__gemm_dot_body_c, DT__GEMM_DOT_C_R, 1)
+DT__GEMM_DOT(dt__gemm_dot_c_one, , dt__gemm_dot_body_c, 1, 1)
+static const dt__gemm_dot_set dt__gemm_dot_c = {DT__GEMM_DOT_C_R, 4, dt__gemm_dot_c_full, dt__gemm_dot_c_row,
+                                                dt__gemm_dot_c_col, dt__gemm_dot_c_one};
+#if DT__GEMM_X86
+DT__GEMM_DEFINE_DOT(dt__gemm_dot_body_8, dt__gemm_f32x8, 8)
+DT__GEMM_DOT(dt__gemm_dot_avx2_full, DT__GEMM_AVX2, dt__gemm_dot_body_8, 3, 4)
+DT__GEMM_DOT(dt__gemm_dot_avx2_row, DT__GEMM_AVX2, dt__gemm_dot_body_8, 1, 4)
+DT__GEMM_DOT(dt__gemm_dot_avx2_col, DT__GEMM_AVX2, dt__gemm_dot_body_8, 3, 1)
+DT__GEMM_DOT(dt__gemm_dot_avx2_one, DT__GEMM_AVX2, dt__gemm_dot_body_8, 1, 1)
+static const dt__gemm_dot_set dt__gemm_dot_avx2 = {3, 4, dt__gemm_dot_avx2_full, dt__gemm_dot_avx2_row, dt__gemm_dot_avx2_col,
+                                                   dt__gemm_dot_avx2_one};
+DT__GEMM_DEFINE_DOT(dt__gemm_dot_body_16, dt__gemm_f32x16, 16)
+DT__GEMM_DOT(dt__gemm_dot_avx512_full, DT__GEMM_AVX512, dt__gemm_dot_body_16, 4, 4)
+DT__GEMM_DOT(dt__gemm_dot_avx512_row, DT__GEMM_AVX512, dt__gemm_dot_body_16, 1, 4)
+DT__GEMM_DOT(dt__gemm_dot_avx512_col, DT__GEMM_AVX512, dt__gemm_dot_body_16, 4, 1)
+DT__GEMM_DOT(dt__gemm_dot_avx512_one, DT__GEMM_AVX512, dt__gemm_dot_body_16, 1, 1)
+static const dt__gemm_dot_set dt__gemm_dot_avx512 = {4, 4, dt__gemm_dot_avx512_full, dt__gemm_dot_avx512_row,
+                                                     dt__gemm_dot_avx512_col, dt__gemm_dot_avx512_one};
+#endif
+
+/* the set of the widest vectors this CPU has (the gemm plan's choice) */
+static const dt__gemm_dot_set *dt__gemm_dot_best(void) {
+#if DT__GEMM_X86
+  if (dt__x86_has_avx512f()) return &dt__gemm_dot_avx512;
+  if (dt__x86_has_avx2_fma()) return &dt__gemm_dot_avx2;
+#endif
+  return &dt__gemm_dot_c;
+}
+
+typedef struct dt__gemm_dot_job {
+  const dt__gemm_dot_set *set;
+  int64_t m, n, k;
+  const float *a, *b;
+  float *part; /* (chunks, m, n) */
+} dt__gemm_dot_job;
+
+/* chunks [lo, hi): each one's (m, n) sums over its depth */
+static void dt__gemm_dot_task(void *ctx, int64_t lo, int64_t hi) {
+  const dt__gemm_dot_job *j = (const dt__gemm_dot_job *)ctx;
+  const dt__gemm_dot_set *ds = j->set;
+  int64_t c, i, jj;
+  for (c = lo; c < hi; c++) {
+    const int64_t p0 = c * DT__GEMM_DOT_KC, kc = j->k - p0 < DT__GEMM_DOT_KC ? j->k - p0 : DT__GEMM_DOT_KC;
+    float *out = j->part + c * j->m * j->n;
+    for (i = 0; i < j->m;) {
+      const int rows = j->m - i >= ds->r ? ds->r : 1;
+      const float *a = j->a + i * j->k + p0;
+      for (jj = 0; jj < j->n;) {
+        const int cols = j->n - jj >= ds->s ? ds->s : 1;
+        const float *b = j->b + jj * j->k + p0;
+        if (rows > 1) (cols > 1 ? ds->full : ds->col)(kc, a, j->k, b, j->k, out + i * j->n + jj, j->n);
+        else (cols > 1 ? ds->row : ds->one)(kc, a, j->k, b, j->k, out + i * j->n + jj, j->n);
+        jj += cols;
+      }
+      i += rows;
+    }
+  }
+}
+
+/* Where it pays: C small (m n at most 4096), the depth two chunks at least and four times its
+   rows and its columns. */
+static int dt__gemm_dot_fits(int64_t m, int64_t n, int64_t k) {
+  return m * n <= 4096 && k >= 2048 && k >= 4 * m && k >= 4 * n;
+}
+
+/* The products dt__gemm_dot takes: F32 A B^T that fits (with a bias, C starts from it) */
+static int dt__gemm_dot_takes(int dbl, int ta, int tb, int64_t m, int64_t n, int64_t k) {
+  return !dbl && !ta && tb && dt__gemm_dot_fits(m, n, k);
+}
+
+/* C (m, n) = alpha A (m, k) B (n, k)^T + beta C, F32, rows contiguous, with the blocks of ds
+   (NULL: the best this CPU has). Returns 0, having done nothing, where it does not fit or the
+   scratch cannot be had. */
+static int dt__gemm_dot(const dt__gemm_dot_set *ds, int64_t m, int64_t n, int64_t k, float alpha, const float *a, const float *b,
+                        float beta, float *c) {
+  dt__gemm_dot_job j;
+  const int64_t nch = (k + DT__GEMM_DOT_KC - 1) / DT__GEMM_DOT_KC;
+  const size_t sz = sizeof(float) * (size_t)(nch * m * n);
+  int64_t i, ch;
+  if (!dt__gemm_dot_fits(m, n, k) || !(j.part = (float *)DT__GEMM_MALLOC(sz))) return 0;
+  j.set = ds ? ds : dt__gemm_dot_best();
+  j.m = m; j.n = n; j.k = k; j.a = a; j.b = b;
+  dt__par_for(nch, 1, dt__gemm_dot_task, &j);
+  for (i = 0; i < m * n; i++) {
+    float t = j.part[i];
+    for (ch = 1; ch < nch; ch++) t += j.part[ch * m * n + i];
+    c[i] = beta == 0 ? alpha * t : alpha * t + beta * c[i];
+  }
+  DT__GEMM_FREE(j.part, sz);
+  return 1;
+}
+#else
+static int dt__gemm_dot_takes(int dbl, int ta, int tb, int64_t m, int64_t n, int64_t k) {
+  (void)dbl; (void)ta; (void)tb; (void)m; (void)n; (void)k;
+  return 0;
+}
+#endif
+
 /* ---- src/cpu/gemm/driver.c ---- */
 /* Largest problem (m * n * k) that takes the simple loop: packing does not pay below it. */
 #ifndef DT__GEMM_SMALL
@@ -15726,7 +15955,7 @@ static void dt__gemm_builtin_b(const dt__gemm_plan *pl, int dbl, int ta, int tb,
   nb.bias = NULL;
   if (bias) {
     const size_t es = dbl ? sizeof(double) : sizeof(float);
-    if (k > 0 && alpha != 0 && (double)m * (double)n * (double)k > (double)DT__GEMM_SMALL && m > 2 && n > 2) {
+    if (!dt__gemm_dot_takes(dbl, ta, tb, m, n, k) && k > 0 && alpha != 0 && (double)m * (double)n * (double)k > (double)DT__GEMM_SMALL && m > 2 && n > 2) {
       if (!pl) {
         dt__gemm_plan_best(dbl, &best);
         pl = &best;
@@ -15748,6 +15977,10 @@ static void dt__gemm_builtin_b(const dt__gemm_plan *pl, int dbl, int ta, int tb,
     }
     return;
   }
+#if DT__GEMM_VEC
+  /* A B^T with few rows and columns and a long depth: dot products of rows, no packing */
+  if (dt__gemm_dot_takes(dbl, ta, tb, m, n, k) && dt__gemm_dot(NULL, m, n, k, (float)alpha, (const float *)a, (const float *)b, (float)beta, (float *)c)) return;
+#endif
   /* packing pays for itself unless the problem is tiny, or one row or column (or two) wide */
   if ((double)m * (double)n * (double)k > (double)DT__GEMM_SMALL) {
     if (!pl) {
@@ -16533,6 +16766,7 @@ static void dt__cv_set(int dbl, void *p, int64_t i, double v) {
 
 typedef struct dt__conv_job {
   int dbl;                   /* F64, else F32 */
+  int64_t nimg;              /* im2col and col2im: the images in col */
   const dt__conv2d *g;
   const dt__pool2d *p;
   const void *x;
@@ -16548,32 +16782,45 @@ static void dt__col_span(int64_t ow, int64_t sw, int64_t x0, int64_t w, int64_t 
   if (*b > ow) *b = ow;
   if (*a > *b) *a = *b;
 }
-/* one output row of col: row[ox] = xrow[ox sw + x0] where that is within [0, w), else 0 */
+/* one output row of col: row[ox] = xrow[ox sw + x0] on [a, b) (dt__col_span's), else 0; at unit
+   stride in 16-byte pieces, which compilers copy with a vector move each (a call to memcpy per
+   row cost more than the copy: rows are a few dozen elements) */
 #define DT__IM2COL_ROW_DEFINE(NAME, T)                                                              \
-  static void NAME(T *row, const T *xrow, int64_t ow, int64_t sw, int64_t x0, int64_t w) {          \
-    int64_t a, b, ox;                                                                               \
-    dt__col_span(ow, sw, x0, w, &a, &b);                                                            \
-    for (ox = 0; ox < a; ox++) row[ox] = 0;                                                         \
-    if (sw == 1) memcpy(row + a, xrow + a + x0, (size_t)(b - a) * sizeof(T));                       \
-    else                                                                                            \
-      for (ox = a; ox < b; ox++) row[ox] = xrow[ox * sw + x0];                                      \
-    for (ox = b; ox < ow; ox++) row[ox] = 0;                                                        \
+  static void NAME(T *row, const T *xrow, int64_t ow, int64_t sw, int64_t x0, int64_t a, int64_t b) { \
+    enum { P = 16 / sizeof(T) };                                                                    \
+    int64_t ox = 0;                                                                                 \
+    for (; ox < a; ox++) row[ox] = 0;                                                               \
+    if (sw == 1) {                                                                                  \
+      const T *src = xrow + x0;                                                                     \
+      for (; ox + P <= b; ox += P) memcpy(row + ox, src + ox, 16);                                  \
+      for (; ox < b; ox++) row[ox] = src[ox];                                                       \
+    } else                                                                                          \
+      for (; ox < b; ox++) row[ox] = xrow[ox * sw + x0];                                            \
+    for (; ox < ow; ox++) row[ox] = 0;                                                              \
   }
 DT__IM2COL_ROW_DEFINE(dt__im2col_row_f32, float)
 DT__IM2COL_ROW_DEFINE(dt__im2col_row_f64, double)
 #undef DT__IM2COL_ROW_DEFINE
-/* its adjoint: xrow[ox sw + x0] += row[ox] where that is within [0, w) */
-#define DT__COL2IM_ROW_DEFINE(NAME, T)                                                              \
-  static void NAME(const T *row, T *xrow, int64_t ow, int64_t sw, int64_t x0, int64_t w) {          \
-    int64_t a, b, ox;                                                                               \
-    dt__col_span(ow, sw, x0, w, &a, &b);                                                            \
-    if (sw == 1) /* unit stride: vectorized */                                                      \
-      for (ox = a; ox < b; ox++) xrow[ox + x0] += row[ox];                                          \
-    else                                                                                            \
-      for (ox = a; ox < b; ox++) xrow[ox * sw + x0] += row[ox];                                     \
+/* its adjoint: xrow[ox sw + x0] += row[ox] on [a, b); at unit stride on vectors of 16 bytes */
+#define DT__COL2IM_ROW_DEFINE(NAME, T, V)                                                           \
+  static void NAME(const T *row, T *xrow, int64_t sw, int64_t x0, int64_t a, int64_t b) {           \
+    enum { P = sizeof(V) / sizeof(T) };                                                             \
+    int64_t ox = a;                                                                                 \
+    if (sw == 1) {                                                                                  \
+      T *dst = xrow + x0;                                                                           \
+      for (; ox + P <= b; ox += P) {                                                                \
+        V u, v;                                                                                     \
+        memcpy(&u, dst + ox, sizeof u);                                                             \
+        memcpy(&v, row + ox, sizeof v);                                                             \
+        u += v;                                                                                     \
+        memcpy(dst + ox, &u, sizeof u);                                                             \
+      }                                                                                             \
+      for (; ox < b; ox++) dst[ox] += row[ox];                                                      \
+    } else                                                                                          \
+      for (; ox < b; ox++) xrow[ox * sw + x0] += row[ox];                                           \
   }
-DT__COL2IM_ROW_DEFINE(dt__col2im_row_f32, float)
-DT__COL2IM_ROW_DEFINE(dt__col2im_row_f64, double)
+DT__COL2IM_ROW_DEFINE(dt__col2im_row_f32, float, dt__vf_base)
+DT__COL2IM_ROW_DEFINE(dt__col2im_row_f64, double, dt__vd_base)
 #undef DT__COL2IM_ROW_DEFINE
 
 /* a pooling window of plane xp (w columns), rows [y0, y1), columns [x0, x1): its max and where
@@ -16610,27 +16857,31 @@ static double dt__window_sum_f64(const double *xp, int64_t w, int64_t y0, int64_
   return s;
 }
 
-/* rows [lo, hi) of col: (nimg, c kh kw, oh ow), from x: (nimg, c, h, w) */
+/* rows [lo, hi) of col: (c kh kw, nimg, oh ow), row q = (tap r, image i), from x: (nimg, c, h, w) */
 static void dt__im2col_task(void *ctx, int64_t lo, int64_t hi) {
   const dt__conv_job *j = (const dt__conv_job *)ctx;
   const dt__conv2d *g = j->g;
   const size_t es = j->dbl ? sizeof(double) : sizeof(float);
   const int64_t kk = g->kh * g->kw, l = g->oh * g->ow;
-  int64_t r, oy;
-  for (r = lo; r < hi; r++) {
-    const int64_t plane = r / kk, ki = r % kk / g->kw, kj = r % g->kw; /* plane: image * c + channel */
+  int64_t q, oy;
+  for (q = lo; q < hi; q++) {
+    const int64_t r = q / j->nimg, i = q % j->nimg, ki = r % kk / g->kw, kj = r % g->kw;
+    const int64_t plane = i * g->c + r / kk; /* image * c + channel */
     const char *xp = (const char *)j->x + (size_t)(plane * g->h * g->w) * es;
+    const int64_t x0 = kj * g->dw - g->pw;
+    int64_t a, b;
+    dt__col_span(g->ow, g->sw, x0, g->w, &a, &b);
     for (oy = 0; oy < g->oh; oy++) {
-      const int64_t iy = oy * g->sh - g->ph + ki * g->dh, x0 = kj * g->dw - g->pw;
-      char *row = (char *)j->y + (size_t)(r * l + oy * g->ow) * es;
+      const int64_t iy = oy * g->sh - g->ph + ki * g->dh;
+      char *row = (char *)j->y + (size_t)(q * l + oy * g->ow) * es;
       if (iy < 0 || iy >= g->h) memset(row, 0, (size_t)g->ow * es);
-      else if (j->dbl) dt__im2col_row_f64((double *)row, (const double *)xp + iy * g->w, g->ow, g->sw, x0, g->w);
-      else dt__im2col_row_f32((float *)row, (const float *)xp + iy * g->w, g->ow, g->sw, x0, g->w);
+      else if (j->dbl) dt__im2col_row_f64((double *)row, (const double *)xp + iy * g->w, g->ow, g->sw, x0, a, b);
+      else dt__im2col_row_f32((float *)row, (const float *)xp + iy * g->w, g->ow, g->sw, x0, a, b);
     }
   }
 }
 
-/* planes [lo, hi) of x: (nimg, c, h, w), each the sum of its entries of col: (nimg, c kh kw, oh ow) */
+/* planes [lo, hi) of x: (nimg, c, h, w), each the sum of its entries of col: (c kh kw, nimg, oh ow) */
 static void dt__col2im_task(void *ctx, int64_t lo, int64_t hi) {
   const dt__conv_job *j = (const dt__conv_job *)ctx;
   const dt__conv2d *g = j->g;
@@ -16638,20 +16889,56 @@ static void dt__col2im_task(void *ctx, int64_t lo, int64_t hi) {
   const int64_t kk = g->kh * g->kw, l = g->oh * g->ow;
   int64_t plane, k, oy;
   for (plane = lo; plane < hi; plane++) {
+    const int64_t i = plane / g->c, ch = plane % g->c;
     char *xp = (char *)j->y + (size_t)(plane * g->h * g->w) * es;
     memset(xp, 0, (size_t)(g->h * g->w) * es);
     for (k = 0; k < kk; k++) {
       const int64_t ki = k / g->kw, kj = k % g->kw, x0 = kj * g->dw - g->pw;
+      int64_t a, b;
+      dt__col_span(g->ow, g->sw, x0, g->w, &a, &b);
       for (oy = 0; oy < g->oh; oy++) {
         const int64_t iy = oy * g->sh - g->ph + ki * g->dh;
-        const char *row = (const char *)j->x + (size_t)((plane * kk + k) * l + oy * g->ow) * es;
+        const char *row = (const char *)j->x + (size_t)(((ch * kk + k) * j->nimg + i) * l + oy * g->ow) * es;
         if (iy < 0 || iy >= g->h) continue;
-        if (j->dbl) dt__col2im_row_f64((const double *)row, (double *)xp + iy * g->w, g->ow, g->sw, x0, g->w);
-        else dt__col2im_row_f32((const float *)row, (float *)xp + iy * g->w, g->ow, g->sw, x0, g->w);
+        if (j->dbl) dt__col2im_row_f64((const double *)row, (double *)xp + iy * g->w, g->sw, x0, a, b);
+        else dt__col2im_row_f32((const float *)row, (float *)xp + iy * g->w, g->sw, x0, a, b);
       }
     }
   }
 }
+
+/* max and average pooling without padding (every window inside the plane), typed: the general
+   loop below's operations and bits, without its per-window clipping and conversions */
+#define DT__POOL_PLANE_DEFINE(NAME, T)                                                              \
+  static void NAME(const dt__pool2d *p, const T *xp, T *yp, int64_t *ip) {                          \
+    const double div = (double)(p->kh * p->kw);                                                     \
+    int64_t oy, ox, iy, ix;                                                                         \
+    for (oy = 0; oy < p->oh; oy++)                                                                  \
+      for (ox = 0; ox < p->ow; ox++) {                                                              \
+        const int64_t y0 = oy * p->sh, x0 = ox * p->sw;                                             \
+        if (p->kind == DT__POOL2D_MAX) {                                                            \
+          T b = -INFINITY;                                                                          \
+          int64_t at = y0 * p->w + x0;                                                              \
+          for (iy = y0; iy < y0 + p->kh; iy++)                                                      \
+            for (ix = x0; ix < x0 + p->kw; ix++) {                                                  \
+              const T v = xp[iy * p->w + ix];                                                       \
+              const int beats = v > b || v != v;                                                    \
+              b = beats ? v : b;                                                                    \
+              at = beats ? iy * p->w + ix : at;                                                     \
+            }                                                                                       \
+          yp[oy * p->ow + ox] = b;                                                                  \
+          if (ip) ip[oy * p->ow + ox] = at;                                                         \
+        } else {                                                                                    \
+          double sum = 0;                                                                           \
+          for (iy = y0; iy < y0 + p->kh; iy++)                                                      \
+            for (ix = x0; ix < x0 + p->kw; ix++) sum += (double)xp[iy * p->w + ix];                 \
+          yp[oy * p->ow + ox] = (T)(sum / div);                                                     \
+        }                                                                                           \
+      }                                                                                             \
+  }
+DT__POOL_PLANE_DEFINE(dt__pool_plane_f32, float)
+DT__POOL_PLANE_DEFINE(dt__pool_plane_f64, double)
+#undef DT__POOL_PLANE_DEFINE
 
 /* planes [lo, hi) of y: (n, c, oh, ow) (and idx for max) from x: (n, c, h, w) */
 static void dt__pool_task(void *ctx, int64_t lo, int64_t hi) {
@@ -16659,6 +16946,15 @@ static void dt__pool_task(void *ctx, int64_t lo, int64_t hi) {
   const dt__pool2d *p = j->p;
   const int dbl = j->dbl;
   int64_t plane, oy, ox;
+  if (p->kind != DT__POOL2D_ADAPTIVE_AVG && p->ph == 0 && p->pw == 0) {
+    for (plane = lo; plane < hi; plane++) {
+      const int64_t xo = plane * p->h * p->w, yo = plane * p->oh * p->ow;
+      int64_t *ip = j->idx_out ? j->idx_out + yo : NULL;
+      if (dbl) dt__pool_plane_f64(p, (const double *)j->x + xo, (double *)j->y + yo, ip);
+      else dt__pool_plane_f32(p, (const float *)j->x + xo, (float *)j->y + yo, ip);
+    }
+    return;
+  }
   for (plane = lo; plane < hi; plane++) {
     const int64_t xo = plane * p->h * p->w, yo = plane * p->oh * p->ow;
     for (oy = 0; oy < p->oh; oy++)
@@ -16787,7 +17083,7 @@ static dt_status dt__cpu_im2col(int dev, dt_dtype t, const dt__conv2d *g, int64_
   dt__conv_job j;
   (void)dev;
   if (dt__cpu_conv_job("im2col", t, &j) != DT_OK) return DT_ERR_DTYPE;
-  j.g = g; j.x = x; j.y = col;
+  j.g = g; j.x = x; j.y = col; j.nimg = nimg;
   dt__par_for(nimg * g->c * g->kh * g->kw, dt__conv_grain(g->oh * g->ow), dt__im2col_task, &j);
   return DT_OK;
 }
@@ -16796,7 +17092,7 @@ static dt_status dt__cpu_col2im(int dev, dt_dtype t, const dt__conv2d *g, int64_
   dt__conv_job j;
   (void)dev;
   if (dt__cpu_conv_job("col2im", t, &j) != DT_OK) return DT_ERR_DTYPE;
-  j.g = g; j.x = col; j.y = x;
+  j.g = g; j.x = col; j.y = x; j.nimg = nimg;
   dt__par_for(nimg * g->c, dt__conv_grain(g->kh * g->kw * g->oh * g->ow), dt__col2im_task, &j);
   return DT_OK;
 }

@@ -1194,6 +1194,14 @@ template <typename T> struct BReluGrad {
   static constexpr bool uses_b = true;
   __device__ T operator()(T u, T w) const { return w > (T)0 ? u : (T)0; }
 };
+template <typename T> struct BSigmoidGrad {
+  static constexpr bool uses_b = true;
+  __device__ T operator()(T u, T w) const { return u * ((T)1 - w) * w; }
+};
+template <typename T> struct BTanhGrad {
+  static constexpr bool uses_b = true;
+  __device__ T operator()(T u, T w) const { return u * ((T)1 - w * w); }
+};
 template <typename T> struct BCopyA {
   static constexpr bool uses_b = false;
   __device__ T operator()(T u, T) const { return u; }
@@ -1312,6 +1320,12 @@ dt_status binary_t(cudaStream_t st, dt__binary_op op, dt_dtype t, const dt__bcas
       break;
     case DT__B_RELU_GRAD:
       if constexpr (is_float) return zip<T>(st, g, a, b, y, BReluGrad<T>{});
+      break;
+    case DT__B_SIGMOID_GRAD:
+      if constexpr (is_float) return zip<T>(st, g, a, b, y, BSigmoidGrad<T>{});
+      break;
+    case DT__B_TANH_GRAD:
+      if constexpr (is_float) return zip<T>(st, g, a, b, y, BTanhGrad<T>{});
       break;
   }
   set_err("binary op %d is not defined for %s", (int)op, dt__dtype_str(t));
@@ -2702,25 +2716,26 @@ __device__ inline int64_t adapt_end(int64_t o, int64_t in, int64_t on) { return 
 /* avg pooling's divisor for the window from a (padding counted) of k, clipped to n + p */
 __device__ inline int64_t avg_extent(int64_t a, int64_t k, int64_t n, int64_t p) { return (a + k < n + p ? a + k : n + p) - a; }
 
-/* col: (nimg, c kh kw, oh ow) from x: (nimg, c, h, w); i indexes col */
+/* col: (c kh kw, nimg, oh ow) from x: (nimg, c, h, w); i indexes col */
 template <typename T>
 struct Im2col {
-  dt__conv2d g; const T *x; T *col;
+  dt__conv2d g; int64_t nimg; const T *x; T *col;
   template <typename I> __device__ void operator()(I i) const {
-    const int64_t l = g.oh * g.ow, kk = g.kh * g.kw, r = (int64_t)i / l, pos = (int64_t)i - r * l;
-    const int64_t oy = pos / g.ow, ox = pos - oy * g.ow, plane = r / kk, k = r - plane * kk, ki = k / g.kw, kj = k - ki * g.kw;
+    const int64_t l = g.oh * g.ow, kk = g.kh * g.kw, q = (int64_t)i / l, pos = (int64_t)i - q * l;
+    const int64_t r = q / nimg, img = q - r * nimg, ch = r / kk, k = r - ch * kk, ki = k / g.kw, kj = k - ki * g.kw;
+    const int64_t oy = pos / g.ow, ox = pos - oy * g.ow;
     const int64_t iy = oy * g.sh - g.ph + ki * g.dh, ix = ox * g.sw - g.pw + kj * g.dw;
-    col[i] = iy >= 0 && iy < g.h && ix >= 0 && ix < g.w ? x[(plane * g.h + iy) * g.w + ix] : (T)0;
+    col[i] = iy >= 0 && iy < g.h && ix >= 0 && ix < g.w ? x[((img * g.c + ch) * g.h + iy) * g.w + ix] : (T)0;
   }
 };
 
-/* x: (nimg, c, h, w), each position the sum of its entries of col: (nimg, c kh kw, oh ow); i indexes x */
+/* x: (nimg, c, h, w), each position the sum of its entries of col: (c kh kw, nimg, oh ow); i indexes x */
 template <typename T>
 struct Col2im {
-  dt__conv2d g; const T *col; T *x;
+  dt__conv2d g; int64_t nimg; const T *col; T *x;
   template <typename I> __device__ void operator()(I i) const {
     const int64_t hw = g.h * g.w, plane = (int64_t)i / hw, pos = (int64_t)i - plane * hw, iy = pos / g.w, ix = pos - iy * g.w;
-    const int64_t l = g.oh * g.ow, kk = g.kh * g.kw;
+    const int64_t img = plane / g.c, ch = plane - img * g.c, l = g.oh * g.ow, kk = g.kh * g.kw;
     double s = 0;
     for (int64_t ki = 0; ki < g.kh; ki++) {
       const int64_t ty = iy + g.ph - ki * g.dh; /* oy sh */
@@ -2728,7 +2743,7 @@ struct Col2im {
       for (int64_t kj = 0; kj < g.kw; kj++) {
         const int64_t tx = ix + g.pw - kj * g.dw;
         if (tx < 0 || tx % g.sw != 0 || tx / g.sw >= g.ow) continue;
-        s += (double)col[(plane * kk + ki * g.kw + kj) * l + (ty / g.sh) * g.ow + tx / g.sw];
+        s += (double)col[((ch * kk + ki * g.kw + kj) * nimg + img) * l + (ty / g.sh) * g.ow + tx / g.sw];
       }
     }
     x[i] = (T)s;
@@ -2816,7 +2831,7 @@ dt_status cu_im2col(int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, cons
   return by_float(t, "im2col", [&](auto z) {
     using T = decltype(z);
     return run_map("im2col", in.s->stream, nimg * g->c * g->kh * g->kw * g->oh * g->ow,
-                   Im2col<T>{*g, static_cast<const T *>(x), static_cast<T *>(col)});
+                   Im2col<T>{*g, nimg, static_cast<const T *>(x), static_cast<T *>(col)});
   });
 }
 
@@ -2825,7 +2840,7 @@ dt_status cu_col2im(int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, cons
   if (!in.ok()) return in.status();
   return by_float(t, "col2im", [&](auto z) {
     using T = decltype(z);
-    return run_map("col2im", in.s->stream, nimg * g->c * g->h * g->w, Col2im<T>{*g, static_cast<const T *>(col), static_cast<T *>(x)});
+    return run_map("col2im", in.s->stream, nimg * g->c * g->h * g->w, Col2im<T>{*g, nimg, static_cast<const T *>(col), static_cast<T *>(x)});
   });
 }
 

@@ -172,6 +172,8 @@ static const int64_t t_medium[][3] = {
   {302, 128, 120}, /* row tasks whose A is read in place (dt__gemm_slab's adirect) but a last panel of 2 rows */
   {40, 784, 64},   /* AVX-512's edge kernels: a last panel of 4 rows, 784 columns = 24 panels of 32 and one of 16 */
   {104, 784, 100}, /* and of 8 rows (104 = 8 x 12 + 8) */
+  {6, 25, 5000},   /* A B^T: dot products of rows, chunks of depth (a convolution's weight gradient) */
+  {17, 150, 2049}, /* and its edges: a last row block of 1 row, a last chunk of 1 */
 };
 #define T_COUNT(x) (sizeof(x) / sizeof((x)[0]))
 
@@ -352,6 +354,54 @@ static void t_row_sums(int dbl) {
   t_verdict(name, bad, failed, passed);
 }
 
+#if DT__GEMM_VEC
+/* A B^T as dot products with each family's blocks this CPU runs, against the product in double:
+   within k 2^-23 of the sum of |a b| (the bound t_run uses), C starting as NaN for beta 0 */
+static void t_dot_sets(void) {
+  static const int64_t shapes[][3] = {{6, 25, 5000}, {1, 1, 2048}, {4, 4, 2050}, {9, 7, 3333}, {64, 64, 2100}};
+  static const char *const names[3] = {"baseline", "avx2", "avx512"};
+  const dt__gemm_dot_set *sets[3];
+  int ns = 0, si;
+  unsigned sh;
+  sets[ns++] = &dt__gemm_dot_c;
+#if DT__GEMM_X86
+  sets[ns++] = dt__x86_has_avx2_fma() ? &dt__gemm_dot_avx2 : NULL;
+  sets[ns++] = dt__x86_has_avx512f() ? &dt__gemm_dot_avx512 : NULL;
+#endif
+  for (si = 0; si < ns; si++) {
+    char name[96];
+    int64_t bad = 0;
+    if (!sets[si]) {
+      t_skipped++;
+      printf("SKIP sgemm_dot_%s: not available on this CPU\n", names[si]);
+      continue;
+    }
+    for (sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+      t_case tc;
+      float *a, *b, *c;
+      int64_t i, m = shapes[sh][0], n = shapes[sh][1], k = shapes[sh][2];
+      int beta0;
+      t_case_init(&tc, m, n, k, 0, 1);
+      a = (float *)t_alloc(m * k, sizeof(float)); b = (float *)t_alloc(n * k, sizeof(float)); c = (float *)t_alloc(m * n, sizeof(float));
+      for (i = 0; i < m * k; i++) a[i] = (float)tc.a[i];
+      for (i = 0; i < n * k; i++) b[i] = (float)tc.b[i];
+      for (beta0 = 0; beta0 < 2; beta0++) {
+        for (i = 0; i < m * n; i++) c[i] = beta0 ? (float)NAN : (float)tc.c0[i];
+        if (!dt__gemm_dot(sets[si], m, n, k, -1.5f, a, b, beta0 ? 0.0f : 0.5f, c)) { bad++; continue; }
+        for (i = 0; i < m * n; i++) {
+          const double want = -1.5 * tc.prod[i] + (beta0 ? 0.0 : 0.5 * tc.c0[i]);
+          if (!(fabs((double)c[i] - want) <= (double)k * ldexp(1.0, -23) * (1.5 * tc.mag[i] + 1.0))) bad++;
+        }
+      }
+      free(a); free(b); free(c);
+      t_case_free(&tc);
+    }
+    snprintf(name, sizeof name, "sgemm_dot_%s", names[si]);
+    t_verdict(name, bad, " entries out of bounds (or the product refused)", "");
+  }
+}
+#endif
+
 int main(void) {
   int dbl, isa, medium;
   char name[128];
@@ -409,6 +459,9 @@ int main(void) {
     }
 #endif
     t_row_sums(dbl);
+#if DT__GEMM_VEC
+    if (!dbl) t_dot_sets();
+#endif
     for (medium = 0; medium < 2; medium++) {
       t_bias(dbl, medium, 0, 0);
       if (medium) { t_bias(dbl, medium, 1, 0); t_bias(dbl, medium, 0, 1); }
@@ -417,6 +470,7 @@ int main(void) {
     /* the rows kernel split 10 rows for 2 threads as 8 + 2, and did the 2 with its one-row-at-a-time
        axpy where one thread does them as 1-row blocks: other bits */
     t_threads_same(dbl, 10, 16, 7000, 2);
+    t_threads_same(dbl, 6, 25, 9000, 2); /* A B^T as dot products: chunks of depth on the threads */
 #endif
   }
   for (medium = 0; medium < 2; medium++) {

@@ -6,6 +6,10 @@
      cases (0, -0, subnormals, FLT_MIN, FLT_MAX, inf, NaN, the over- and underflow thresholds,
      the ends of the polynomials' ranges): at most DT_TEST_ULPS (1) ulp from the true value,
      and NaN, inf and 0 where libm gives them;
+   - F32 sigmoid over the same sweep: at most DT_TEST_SIGMOID_ULPS (2.5) ulps from 1 / (1 + exp(-x))
+     in double, the same bits in every variant, and exactly 0, 1 and NaN where they belong;
+     the fused gradients of sigmoid and tanh within three roundings of the expression in double,
+     a rounding measured on the terms' scale |a| (1 + |b|) |b| and |a| (1 + b b) (1 - b b cancels);
    - add, sub, mul, div (F32, F64; contiguous and with either side a broadcast scalar), fill and
      the F32 <-> F64 casts give the bits of the plain C expression in every variant;
    - sums and sums of squares give the same bits in every variant, within n * 2^-52 of the sum
@@ -20,6 +24,7 @@
 #include <stdlib.h>
 
 #define DT_TEST_ULPS 1.0
+#define DT_TEST_SIGMOID_ULPS 2.5
 
 static const char *const t_isa_name[DT__EW_NISA] = {"baseline", "avx2", "avx512"};
 
@@ -115,6 +120,66 @@ static void test_exp_log_same_bits(void) {
     }
   }
   free(x); free(y0); free(y);
+}
+
+static double t_sigmoid(double x) { return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x)); }
+
+static void test_sigmoid(void) {
+  int64_t n, i;
+  float *x = t_sweep(&n), *y0 = x ? (float *)malloc(sizeof(float) * (size_t)n) : NULL,
+        *y = y0 ? (float *)malloc(sizeof(float) * (size_t)n) : NULL;
+  int isa;
+  if (!y) { free(x); free(y0); T_SKIP("no memory for the sweep"); }
+  for (isa = 0; isa <= t_isa_max(); isa++) {
+    double worst = 0, worst_x = 0;
+    int64_t bad = 0;
+    dt__ew_vtabs[isa].sigmoid_f32(n, x, isa ? y : y0, 0, 0);
+    for (i = 0; i < n; i++) {
+      const float v = (isa ? y : y0)[i];
+      double r, e;
+      if (isnan(x[i])) { T_CHECK_MSG(isnan(v), "%s sigmoid(%a) = %a, not NaN", t_isa_name[isa], x[i], v); continue; }
+      r = t_sigmoid((double)x[i]);
+      e = t_ulps(v, r);
+      if (e > worst) { worst = e; worst_x = x[i]; }
+      if (isa && t_f_bits(v) != t_f_bits(y0[i])) bad++;
+    }
+    T_CHECK_MSG(worst <= DT_TEST_SIGMOID_ULPS, "%s sigmoid: %.3f ulps at %a", t_isa_name[isa], worst, worst_x);
+    T_CHECK_MSG(bad == 0, "%s sigmoid: %lld of %lld results differ from the baseline's", t_isa_name[isa], (long long)bad, (long long)n);
+    printf("  %s sigmoid: %.3f ulps at most (at %a)\n", t_isa_name[isa], worst, worst_x);
+  }
+  {
+    const float e[] = {(float)INFINITY, -(float)INFINITY, 0.0f, -0.0f, 200.0f, -200.0f};
+    float out[6];
+    dt__ew_vtabs[t_isa_max()].sigmoid_f32(6, e, out, 0, 0);
+    T_CHECK(out[0] == 1.0f && out[1] == 0.0f && out[2] == 0.5f && out[3] == 0.5f && out[4] == 1.0f && out[5] == 0.0f);
+  }
+  free(x); free(y0); free(y);
+}
+
+/* a * (1 - b) * b and a * (1 - b b), contiguous and with either side a broadcast scalar */
+static void test_activation_grads(void) {
+  enum { N = 1037 };
+  static float a[N], b[N], y[N];
+  int isa, f, side;
+  int64_t i;
+  for (i = 0; i < N; i++) {
+    a[i] = (float)((double)(int64_t)(t_next() % 2000001) / 1e5 - 10.0);
+    b[i] = (float)((double)(t_next() % 1000001) / 5e5 - 1.0); /* an activation's output, in [-1, 1] */
+  }
+  for (isa = 0; isa <= t_isa_max(); isa++)
+    for (f = 0; f < 2; f++)
+      for (side = 0; side < 3; side++) {
+        const int64_t sa = side == 1 ? 0 : 1, sb = side == 2 ? 0 : 1;
+        double worst = 0;
+        (f ? dt__ew_vtabs[isa].tanh_grad_f32 : dt__ew_vtabs[isa].sigmoid_grad_f32)(N, a, sa, b, sb, y);
+        for (i = 0; i < N; i++) {
+          const double u = a[i * sa], w = b[i * sb], r = f ? u * (1.0 - w * w) : u * (1.0 - w) * w;
+          const double scale = f ? fabs(u) * (1.0 + w * w) : fabs(u) * (1.0 + fabs(w)) * fabs(w);
+          const double err = fabs((double)y[i] - r) / (scale * FLT_EPSILON + 1e-30);
+          if (err > worst) worst = err;
+        }
+        T_CHECK_MSG(worst <= 3.0, "%s %s grad (side %d): %.2f roundings off", t_isa_name[isa], f ? "tanh" : "sigmoid", side, worst);
+      }
 }
 
 /* random floats of every magnitude, with some zeros, infs and NaNs */
@@ -290,6 +355,8 @@ int main(void) {
   printf("  elementwise kernels: %s variant\n", t_isa_name[t_isa_max()]);
   T_RUN(test_exp_log_ulps);
   T_RUN(test_exp_log_same_bits);
+  T_RUN(test_sigmoid);
+  T_RUN(test_activation_grads);
   T_RUN(test_arith_bits);
   T_RUN(test_fill_cast_bits);
   T_RUN(test_sum_variants);

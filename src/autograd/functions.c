@@ -444,12 +444,8 @@ static dt_status dt__ag_backward(dt__node *n, const dt_tensor *g, dt_tensor **gi
     case DT__AG_LOG: gin[0] = dt_div(g, sv[0]); break;
     case DT__AG_SQRT: gin[0] = dt__ag_bin(dt_div, g, dt_mul_scalar(sv[2], 2.0), 0); break;
     case DT__AG_RELU: gin[0] = dt__binary(op, DT__B_RELU_GRAD, g, sv[2]); break; /* y > 0 where x > 0 */
-    case DT__AG_SIGMOID: /* g y (1 - y) */
-      gin[0] = dt__ag_bin(dt_mul, g, dt__ag_bin(dt_mul, sv[2], dt__unary(op, DT__U_AFFINE, sv[2], -1.0, 1.0), 0), 0);
-      break;
-    case DT__AG_TANH: /* g (1 - y^2) */
-      gin[0] = dt__ag_bin(dt_mul, g, dt__ag_affine(op, dt_mul(sv[2], sv[2]), -1.0, 1.0), 0);
-      break;
+    case DT__AG_SIGMOID: gin[0] = dt__binary(op, DT__B_SIGMOID_GRAD, g, sv[2]); break; /* g (1 - y) y */
+    case DT__AG_TANH: gin[0] = dt__binary(op, DT__B_TANH_GRAD, g, sv[2]); break;       /* g (1 - y^2) */
     case DT__AG_ABS: { /* g sign(x), sign(0) = 0 */
       dt_tensor *z = dt__ag_scalar(0.0, e0->dtype, e0->device), *pos = NULL, *neg = NULL;
       if (z) pos = dt__ag_cast(dt_gt(sv[0], z), e0->dtype);

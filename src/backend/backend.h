@@ -39,7 +39,10 @@ typedef enum dt__compare_op { DT__C_EQ = 0, DT__C_NE, DT__C_LT, DT__C_LE } dt__c
 typedef enum dt__binary_op {
   DT__B_ADD = 0, DT__B_SUB, DT__B_MUL, DT__B_DIV,
   DT__B_RELU_GRAD,    /* y = a * (b > 0): the gradient of relu at b */
-  DT__B_COPY_A        /* y = a (b unused): a strided copy, e.g. a transpose */
+  DT__B_COPY_A,       /* y = a (b unused): a strided copy, e.g. a transpose */
+  /* float only, the gradients of sigmoid and tanh from their output b, as PyTorch's kernels */
+  DT__B_SIGMOID_GRAD, /* y = a (1 - b) b */
+  DT__B_TANH_GRAD     /* y = a (1 - b b) */
 } dt__binary_op;
 
 typedef enum dt__reduce_op { DT__R_SUM = 0, DT__R_MEAN, DT__R_NORM } dt__reduce_op;
@@ -170,8 +173,9 @@ typedef struct dt__backend {
   dt_status (*dist_all_reduce)(int ncomm, void *const *comms, const int *devs, dt_dtype t, int op, int64_t n, void *const *bufs);
   dt_status (*dist_broadcast)(int ncomm, void *const *comms, const int *devs, dt_dtype t, int64_t n, void *const *bufs, int root);
   /* convolution (the core multiplies with gemm) and pooling; F32, F64; g's sizes all > 0.
-     im2col: x (nimg, c, h, w) -> col (nimg, c kh kw, oh ow),
-     col[i, (ci kh + ki) kw + kj, oy ow + ox] = x[i, ci, oy sh - ph + ki dh, ox sw - pw + kj dw], 0 outside x.
+     im2col: x (nimg, c, h, w) -> col (c kh kw, nimg, oh ow), every image's entries of one kernel tap in one row,
+     col[(ci kh + ki) kw + kj, i, oy ow + ox] = x[i, ci, oy sh - ph + ki dh, ox sw - pw + kj dw], 0 outside x
+     (so that one gemm multiplies a block of images: (oc, c kh kw) @ col is (oc, nimg oh ow)).
      col2im, its adjoint: x (overwritten) at each position = the sum of the col entries im2col puts it in. */
   dt_status (*im2col)(int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, const void *x, void *col);
   dt_status (*col2im)(int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, const void *col, void *x);

@@ -1,16 +1,11 @@
 /* Plain loops (no vector variants): each function one dtype, the operation chosen outside the
    loop. BOOL is one byte, 0 or 1; a byte read as bool counts as true when nonzero. */
 
-/* sigmoid through e = exp(-|v|) in (0, 1]: no overflow for any v */
-static float dt__sigmoidf(float v) {
-  float e = expf(-fabsf(v));
-  return v >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
-}
+/* sigmoid in F64 as dt__sigmoidf in F32 (cpu/vmath.c) */
 static double dt__sigmoid(double v) {
   double e = exp(-fabs(v));
   return v >= 0.0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
 }
-DT__EW_MAP(dt__map_sigmoid_f32, float, dt__sigmoidf(v))
 DT__EW_MAP(dt__map_sigmoid_f64, double, dt__sigmoid(v))
 DT__EW_MAP(dt__map_tanh_f32, float, tanhf(v))
 DT__EW_MAP(dt__map_tanh_f64, double, tanh(v))

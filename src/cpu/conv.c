@@ -26,6 +26,7 @@ static void dt__cv_set(int dbl, void *p, int64_t i, double v) {
 
 typedef struct dt__conv_job {
   int dbl;                   /* F64, else F32 */
+  int64_t nimg;              /* im2col and col2im: the images in col */
   const dt__conv2d *g;
   const dt__pool2d *p;
   const void *x;
@@ -41,32 +42,45 @@ static void dt__col_span(int64_t ow, int64_t sw, int64_t x0, int64_t w, int64_t 
   if (*b > ow) *b = ow;
   if (*a > *b) *a = *b;
 }
-/* one output row of col: row[ox] = xrow[ox sw + x0] where that is within [0, w), else 0 */
+/* one output row of col: row[ox] = xrow[ox sw + x0] on [a, b) (dt__col_span's), else 0; at unit
+   stride in 16-byte pieces, which compilers copy with a vector move each (a call to memcpy per
+   row cost more than the copy: rows are a few dozen elements) */
 #define DT__IM2COL_ROW_DEFINE(NAME, T)                                                              \
-  static void NAME(T *row, const T *xrow, int64_t ow, int64_t sw, int64_t x0, int64_t w) {          \
-    int64_t a, b, ox;                                                                               \
-    dt__col_span(ow, sw, x0, w, &a, &b);                                                            \
-    for (ox = 0; ox < a; ox++) row[ox] = 0;                                                         \
-    if (sw == 1) memcpy(row + a, xrow + a + x0, (size_t)(b - a) * sizeof(T));                       \
-    else                                                                                            \
-      for (ox = a; ox < b; ox++) row[ox] = xrow[ox * sw + x0];                                      \
-    for (ox = b; ox < ow; ox++) row[ox] = 0;                                                        \
+  static void NAME(T *row, const T *xrow, int64_t ow, int64_t sw, int64_t x0, int64_t a, int64_t b) { \
+    enum { P = 16 / sizeof(T) };                                                                    \
+    int64_t ox = 0;                                                                                 \
+    for (; ox < a; ox++) row[ox] = 0;                                                               \
+    if (sw == 1) {                                                                                  \
+      const T *src = xrow + x0;                                                                     \
+      for (; ox + P <= b; ox += P) memcpy(row + ox, src + ox, 16);                                  \
+      for (; ox < b; ox++) row[ox] = src[ox];                                                       \
+    } else                                                                                          \
+      for (; ox < b; ox++) row[ox] = xrow[ox * sw + x0];                                            \
+    for (; ox < ow; ox++) row[ox] = 0;                                                              \
   }
 DT__IM2COL_ROW_DEFINE(dt__im2col_row_f32, float)
 DT__IM2COL_ROW_DEFINE(dt__im2col_row_f64, double)
 #undef DT__IM2COL_ROW_DEFINE
-/* its adjoint: xrow[ox sw + x0] += row[ox] where that is within [0, w) */
-#define DT__COL2IM_ROW_DEFINE(NAME, T)                                                              \
-  static void NAME(const T *row, T *xrow, int64_t ow, int64_t sw, int64_t x0, int64_t w) {          \
-    int64_t a, b, ox;                                                                               \
-    dt__col_span(ow, sw, x0, w, &a, &b);                                                            \
-    if (sw == 1) /* unit stride: vectorized */                                                      \
-      for (ox = a; ox < b; ox++) xrow[ox + x0] += row[ox];                                          \
-    else                                                                                            \
-      for (ox = a; ox < b; ox++) xrow[ox * sw + x0] += row[ox];                                     \
+/* its adjoint: xrow[ox sw + x0] += row[ox] on [a, b); at unit stride on vectors of 16 bytes */
+#define DT__COL2IM_ROW_DEFINE(NAME, T, V)                                                           \
+  static void NAME(const T *row, T *xrow, int64_t sw, int64_t x0, int64_t a, int64_t b) {           \
+    enum { P = sizeof(V) / sizeof(T) };                                                             \
+    int64_t ox = a;                                                                                 \
+    if (sw == 1) {                                                                                  \
+      T *dst = xrow + x0;                                                                           \
+      for (; ox + P <= b; ox += P) {                                                                \
+        V u, v;                                                                                     \
+        memcpy(&u, dst + ox, sizeof u);                                                             \
+        memcpy(&v, row + ox, sizeof v);                                                             \
+        u += v;                                                                                     \
+        memcpy(dst + ox, &u, sizeof u);                                                             \
+      }                                                                                             \
+      for (; ox < b; ox++) dst[ox] += row[ox];                                                      \
+    } else                                                                                          \
+      for (; ox < b; ox++) xrow[ox * sw + x0] += row[ox];                                           \
   }
-DT__COL2IM_ROW_DEFINE(dt__col2im_row_f32, float)
-DT__COL2IM_ROW_DEFINE(dt__col2im_row_f64, double)
+DT__COL2IM_ROW_DEFINE(dt__col2im_row_f32, float, dt__vf_base)
+DT__COL2IM_ROW_DEFINE(dt__col2im_row_f64, double, dt__vd_base)
 #undef DT__COL2IM_ROW_DEFINE
 
 /* a pooling window of plane xp (w columns), rows [y0, y1), columns [x0, x1): its max and where
@@ -103,27 +117,31 @@ static double dt__window_sum_f64(const double *xp, int64_t w, int64_t y0, int64_
   return s;
 }
 
-/* rows [lo, hi) of col: (nimg, c kh kw, oh ow), from x: (nimg, c, h, w) */
+/* rows [lo, hi) of col: (c kh kw, nimg, oh ow), row q = (tap r, image i), from x: (nimg, c, h, w) */
 static void dt__im2col_task(void *ctx, int64_t lo, int64_t hi) {
   const dt__conv_job *j = (const dt__conv_job *)ctx;
   const dt__conv2d *g = j->g;
   const size_t es = j->dbl ? sizeof(double) : sizeof(float);
   const int64_t kk = g->kh * g->kw, l = g->oh * g->ow;
-  int64_t r, oy;
-  for (r = lo; r < hi; r++) {
-    const int64_t plane = r / kk, ki = r % kk / g->kw, kj = r % g->kw; /* plane: image * c + channel */
+  int64_t q, oy;
+  for (q = lo; q < hi; q++) {
+    const int64_t r = q / j->nimg, i = q % j->nimg, ki = r % kk / g->kw, kj = r % g->kw;
+    const int64_t plane = i * g->c + r / kk; /* image * c + channel */
     const char *xp = (const char *)j->x + (size_t)(plane * g->h * g->w) * es;
+    const int64_t x0 = kj * g->dw - g->pw;
+    int64_t a, b;
+    dt__col_span(g->ow, g->sw, x0, g->w, &a, &b);
     for (oy = 0; oy < g->oh; oy++) {
-      const int64_t iy = oy * g->sh - g->ph + ki * g->dh, x0 = kj * g->dw - g->pw;
-      char *row = (char *)j->y + (size_t)(r * l + oy * g->ow) * es;
+      const int64_t iy = oy * g->sh - g->ph + ki * g->dh;
+      char *row = (char *)j->y + (size_t)(q * l + oy * g->ow) * es;
       if (iy < 0 || iy >= g->h) memset(row, 0, (size_t)g->ow * es);
-      else if (j->dbl) dt__im2col_row_f64((double *)row, (const double *)xp + iy * g->w, g->ow, g->sw, x0, g->w);
-      else dt__im2col_row_f32((float *)row, (const float *)xp + iy * g->w, g->ow, g->sw, x0, g->w);
+      else if (j->dbl) dt__im2col_row_f64((double *)row, (const double *)xp + iy * g->w, g->ow, g->sw, x0, a, b);
+      else dt__im2col_row_f32((float *)row, (const float *)xp + iy * g->w, g->ow, g->sw, x0, a, b);
     }
   }
 }
 
-/* planes [lo, hi) of x: (nimg, c, h, w), each the sum of its entries of col: (nimg, c kh kw, oh ow) */
+/* planes [lo, hi) of x: (nimg, c, h, w), each the sum of its entries of col: (c kh kw, nimg, oh ow) */
 static void dt__col2im_task(void *ctx, int64_t lo, int64_t hi) {
   const dt__conv_job *j = (const dt__conv_job *)ctx;
   const dt__conv2d *g = j->g;
@@ -131,20 +149,56 @@ static void dt__col2im_task(void *ctx, int64_t lo, int64_t hi) {
   const int64_t kk = g->kh * g->kw, l = g->oh * g->ow;
   int64_t plane, k, oy;
   for (plane = lo; plane < hi; plane++) {
+    const int64_t i = plane / g->c, ch = plane % g->c;
     char *xp = (char *)j->y + (size_t)(plane * g->h * g->w) * es;
     memset(xp, 0, (size_t)(g->h * g->w) * es);
     for (k = 0; k < kk; k++) {
       const int64_t ki = k / g->kw, kj = k % g->kw, x0 = kj * g->dw - g->pw;
+      int64_t a, b;
+      dt__col_span(g->ow, g->sw, x0, g->w, &a, &b);
       for (oy = 0; oy < g->oh; oy++) {
         const int64_t iy = oy * g->sh - g->ph + ki * g->dh;
-        const char *row = (const char *)j->x + (size_t)((plane * kk + k) * l + oy * g->ow) * es;
+        const char *row = (const char *)j->x + (size_t)(((ch * kk + k) * j->nimg + i) * l + oy * g->ow) * es;
         if (iy < 0 || iy >= g->h) continue;
-        if (j->dbl) dt__col2im_row_f64((const double *)row, (double *)xp + iy * g->w, g->ow, g->sw, x0, g->w);
-        else dt__col2im_row_f32((const float *)row, (float *)xp + iy * g->w, g->ow, g->sw, x0, g->w);
+        if (j->dbl) dt__col2im_row_f64((const double *)row, (double *)xp + iy * g->w, g->sw, x0, a, b);
+        else dt__col2im_row_f32((const float *)row, (float *)xp + iy * g->w, g->sw, x0, a, b);
       }
     }
   }
 }
+
+/* max and average pooling without padding (every window inside the plane), typed: the general
+   loop below's operations and bits, without its per-window clipping and conversions */
+#define DT__POOL_PLANE_DEFINE(NAME, T)                                                              \
+  static void NAME(const dt__pool2d *p, const T *xp, T *yp, int64_t *ip) {                          \
+    const double div = (double)(p->kh * p->kw);                                                     \
+    int64_t oy, ox, iy, ix;                                                                         \
+    for (oy = 0; oy < p->oh; oy++)                                                                  \
+      for (ox = 0; ox < p->ow; ox++) {                                                              \
+        const int64_t y0 = oy * p->sh, x0 = ox * p->sw;                                             \
+        if (p->kind == DT__POOL2D_MAX) {                                                            \
+          T b = -INFINITY;                                                                          \
+          int64_t at = y0 * p->w + x0;                                                              \
+          for (iy = y0; iy < y0 + p->kh; iy++)                                                      \
+            for (ix = x0; ix < x0 + p->kw; ix++) {                                                  \
+              const T v = xp[iy * p->w + ix];                                                       \
+              const int beats = v > b || v != v;                                                    \
+              b = beats ? v : b;                                                                    \
+              at = beats ? iy * p->w + ix : at;                                                     \
+            }                                                                                       \
+          yp[oy * p->ow + ox] = b;                                                                  \
+          if (ip) ip[oy * p->ow + ox] = at;                                                         \
+        } else {                                                                                    \
+          double sum = 0;                                                                           \
+          for (iy = y0; iy < y0 + p->kh; iy++)                                                      \
+            for (ix = x0; ix < x0 + p->kw; ix++) sum += (double)xp[iy * p->w + ix];                 \
+          yp[oy * p->ow + ox] = (T)(sum / div);                                                     \
+        }                                                                                           \
+      }                                                                                             \
+  }
+DT__POOL_PLANE_DEFINE(dt__pool_plane_f32, float)
+DT__POOL_PLANE_DEFINE(dt__pool_plane_f64, double)
+#undef DT__POOL_PLANE_DEFINE
 
 /* planes [lo, hi) of y: (n, c, oh, ow) (and idx for max) from x: (n, c, h, w) */
 static void dt__pool_task(void *ctx, int64_t lo, int64_t hi) {
@@ -152,6 +206,15 @@ static void dt__pool_task(void *ctx, int64_t lo, int64_t hi) {
   const dt__pool2d *p = j->p;
   const int dbl = j->dbl;
   int64_t plane, oy, ox;
+  if (p->kind != DT__POOL2D_ADAPTIVE_AVG && p->ph == 0 && p->pw == 0) {
+    for (plane = lo; plane < hi; plane++) {
+      const int64_t xo = plane * p->h * p->w, yo = plane * p->oh * p->ow;
+      int64_t *ip = j->idx_out ? j->idx_out + yo : NULL;
+      if (dbl) dt__pool_plane_f64(p, (const double *)j->x + xo, (double *)j->y + yo, ip);
+      else dt__pool_plane_f32(p, (const float *)j->x + xo, (float *)j->y + yo, ip);
+    }
+    return;
+  }
   for (plane = lo; plane < hi; plane++) {
     const int64_t xo = plane * p->h * p->w, yo = plane * p->oh * p->ow;
     for (oy = 0; oy < p->oh; oy++)
@@ -280,7 +343,7 @@ static dt_status dt__cpu_im2col(int dev, dt_dtype t, const dt__conv2d *g, int64_
   dt__conv_job j;
   (void)dev;
   if (dt__cpu_conv_job("im2col", t, &j) != DT_OK) return DT_ERR_DTYPE;
-  j.g = g; j.x = x; j.y = col;
+  j.g = g; j.x = x; j.y = col; j.nimg = nimg;
   dt__par_for(nimg * g->c * g->kh * g->kw, dt__conv_grain(g->oh * g->ow), dt__im2col_task, &j);
   return DT_OK;
 }
@@ -289,7 +352,7 @@ static dt_status dt__cpu_col2im(int dev, dt_dtype t, const dt__conv2d *g, int64_
   dt__conv_job j;
   (void)dev;
   if (dt__cpu_conv_job("col2im", t, &j) != DT_OK) return DT_ERR_DTYPE;
-  j.g = g; j.x = col; j.y = x;
+  j.g = g; j.x = col; j.y = x; j.nimg = nimg;
   dt__par_for(nimg * g->c, dt__conv_grain(g->kh * g->kw * g->oh * g->ow), dt__col2im_task, &j);
   return DT_OK;
 }

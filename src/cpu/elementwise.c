@@ -121,6 +121,8 @@ typedef void (*dt__fill_fn)(int64_t n, const void *v, void *y);
   }
 DT__EW_ZIP(dt__zip_copy_f32, float, u)
 DT__EW_ZIP(dt__zip_relu_grad_f64, double, w > 0.0 ? u : 0.0)
+DT__EW_ZIP(dt__zip_sigmoid_grad_f64, double, u * (1.0 - w) * w)
+DT__EW_ZIP(dt__zip_tanh_grad_f64, double, u * (1.0 - w * w))
 DT__EW_ZIP(dt__zip_copy_f64, double, u)
 /* integers: wrapping arithmetic through unsigned, as PyTorch's */
 DT__EW_ZIP(dt__zip_add_i32, int32_t, (uint32_t)u + (uint32_t)w)

@@ -56,12 +56,13 @@ static dt_status dt__cpu_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, 
   switch (t) {
     case DT_F32: {
       static const dt__map_fn tab[] = {dt__map_affine_f32, NULL, NULL, dt__map_sqrt_f32, dt__map_neg_f32, NULL,
-                                       dt__map_sigmoid_f32, dt__map_tanh_f32, dt__map_abs_f32, dt__map_sin_f32,
+                                       NULL, dt__map_tanh_f32, dt__map_abs_f32, dt__map_sin_f32,
                                        dt__map_cos_f32, dt__map_erf_f32, dt__map_gelu_f32, dt__map_gelu_grad_f32,
                                        dt__map_pow_f32, dt__map_clamp_f32, dt__map_softplus_f32};
       j.map = op == DT__U_EXP    ? dt__ew_kernels()->exp_f32
               : op == DT__U_LOG  ? dt__ew_kernels()->log_f32
               : op == DT__U_RELU ? dt__ew_kernels()->relu_f32
+              : op == DT__U_SIGMOID ? dt__ew_kernels()->sigmoid_f32
                                  : tab[op];
       break;
     }
@@ -122,11 +123,14 @@ static dt_status dt__cpu_binary(int dev, dt__binary_op op, dt_dtype t, const dt_
     int dbl = t == DT_F64;
     if (op <= DT__B_DIV) j.zip = dt__ew_kernels()->arith[dbl][op];
     else if (op == DT__B_RELU_GRAD) j.zip = dbl ? dt__zip_relu_grad_f64 : dt__ew_kernels()->relu_grad_f32;
+    else if (op == DT__B_SIGMOID_GRAD) j.zip = dbl ? dt__zip_sigmoid_grad_f64 : dt__ew_kernels()->sigmoid_grad_f32;
+    else if (op == DT__B_TANH_GRAD) j.zip = dbl ? dt__zip_tanh_grad_f64 : dt__ew_kernels()->tanh_grad_f32;
     else j.zip = dbl ? dt__zip_copy_f64 : dt__zip_copy_f32;
   } else if (t == DT_U8 || t == DT_BOOL) { /* copies only (transposes); the core refuses arithmetic */
     if (op != DT__B_COPY_A) return DT_ERR_DTYPE;
     j.zip = dt__zip_copy_u8;
   } else {
+    if (op > DT__B_COPY_A) return DT_ERR_DTYPE; /* float only: the core refuses them first */
     j.zip = itab[t == DT_I64][op];
     if (!j.zip) return DT_ERR_DTYPE;
   }

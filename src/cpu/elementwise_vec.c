@@ -129,6 +129,8 @@
 DT__EW_VRELU(dt__relu_f32_base, DT__TARGET_BASE, dt__vf_base, dt__vi_base)
 DT__EW_VZIP(dt__relu_grad_f32_base, DT__TARGET_BASE, float, dt__vf_base, (dt__vf_base)((dt__vi_base)(w > vz) & (dt__vi_base)u),
             b[i * sb] > 0.0f ? a[i * sa] : 0.0f)
+DT__EW_VZIP(dt__sigmoid_grad_f32_base, DT__TARGET_BASE, float, dt__vf_base, u * (1.0f - w) * w, a[i * sa] * (1.0f - b[i * sb]) * b[i * sb])
+DT__EW_VZIP(dt__tanh_grad_f32_base, DT__TARGET_BASE, float, dt__vf_base, u * (1.0f - w * w), a[i * sa] * (1.0f - b[i * sb] * b[i * sb]))
 DT__EW_VZIP(dt__add_f32_base, DT__TARGET_BASE, float, dt__vf_base, u + w, a[i * sa] + b[i * sb])
 DT__EW_VZIP(dt__sub_f32_base, DT__TARGET_BASE, float, dt__vf_base, u - w, a[i * sa] - b[i * sb])
 DT__EW_VZIP(dt__mul_f32_base, DT__TARGET_BASE, float, dt__vf_base, u * w, a[i * sa] * b[i * sb])
@@ -155,6 +157,8 @@ DT__EW_CONV(dt__conv_f64_f32_base, double, float, (float)v)
 DT__EW_VRELU(dt__relu_f32_avx2, DT__TARGET_AVX2, dt__vf_avx2, dt__vi_avx2)
 DT__EW_VZIP(dt__relu_grad_f32_avx2, DT__TARGET_AVX2, float, dt__vf_avx2, (dt__vf_avx2)((dt__vi_avx2)(w > vz) & (dt__vi_avx2)u),
             b[i * sb] > 0.0f ? a[i * sa] : 0.0f)
+DT__EW_VZIP(dt__sigmoid_grad_f32_avx2, DT__TARGET_AVX2, float, dt__vf_avx2, u * (1.0f - w) * w, a[i * sa] * (1.0f - b[i * sb]) * b[i * sb])
+DT__EW_VZIP(dt__tanh_grad_f32_avx2, DT__TARGET_AVX2, float, dt__vf_avx2, u * (1.0f - w * w), a[i * sa] * (1.0f - b[i * sb] * b[i * sb]))
 DT__EW_VZIP(dt__add_f32_avx2, DT__TARGET_AVX2, float, dt__vf_avx2, u + w, a[i * sa] + b[i * sb])
 DT__EW_VZIP(dt__sub_f32_avx2, DT__TARGET_AVX2, float, dt__vf_avx2, u - w, a[i * sa] - b[i * sb])
 DT__EW_VZIP(dt__mul_f32_avx2, DT__TARGET_AVX2, float, dt__vf_avx2, u * w, a[i * sa] * b[i * sb])
@@ -180,6 +184,8 @@ DT__EW_CONV(dt__conv_f64_f32_avx2, double, float, (float)v)
 DT__EW_VRELU(dt__relu_f32_avx512, DT__TARGET_AVX512, dt__vf_avx512, dt__vi_avx512)
 DT__EW_VZIP(dt__relu_grad_f32_avx512, DT__TARGET_AVX512, float, dt__vf_avx512, (dt__vf_avx512)((dt__vi_avx512)(w > vz) & (dt__vi_avx512)u),
             b[i * sb] > 0.0f ? a[i * sa] : 0.0f)
+DT__EW_VZIP(dt__sigmoid_grad_f32_avx512, DT__TARGET_AVX512, float, dt__vf_avx512, u * (1.0f - w) * w, a[i * sa] * (1.0f - b[i * sb]) * b[i * sb])
+DT__EW_VZIP(dt__tanh_grad_f32_avx512, DT__TARGET_AVX512, float, dt__vf_avx512, u * (1.0f - w * w), a[i * sa] * (1.0f - b[i * sb] * b[i * sb]))
 DT__EW_VZIP(dt__add_f32_avx512, DT__TARGET_AVX512, float, dt__vf_avx512, u + w, a[i * sa] + b[i * sb])
 DT__EW_VZIP(dt__sub_f32_avx512, DT__TARGET_AVX512, float, dt__vf_avx512, u - w, a[i * sa] - b[i * sb])
 DT__EW_VZIP(dt__mul_f32_avx512, DT__TARGET_AVX512, float, dt__vf_avx512, u * w, a[i * sa] * b[i * sb])
@@ -212,6 +218,8 @@ typedef struct dt__ew_vtab {
   dt__conv_fn f32_f64, f64_f32;
   dt__map_fn relu_f32;
   dt__zip_fn relu_grad_f32;
+  dt__map_fn sigmoid_f32;
+  dt__zip_fn sigmoid_grad_f32, tanh_grad_f32;
 } dt__ew_vtab;
 
 static const dt__ew_vtab dt__ew_vtabs[DT__EW_NISA] = {
@@ -219,29 +227,34 @@ static const dt__ew_vtab dt__ew_vtabs[DT__EW_NISA] = {
     {dt__add_f64_base, dt__sub_f64_base, dt__mul_f64_base, dt__div_f64_base}},
    dt__exp_f32_base, dt__log_f32_base, {dt__fill_32_base, dt__fill_64_base},
    {dt__sum16_f32_base, dt__sum16_f64_base}, dt__conv_f32_f64_base, dt__conv_f64_f32_base,
-   dt__relu_f32_base, dt__relu_grad_f32_base},
+   dt__relu_f32_base, dt__relu_grad_f32_base,
+   dt__sigmoid_f32_base, dt__sigmoid_grad_f32_base, dt__tanh_grad_f32_base},
 #if DT__EW_X86
   {{{dt__add_f32_avx2, dt__sub_f32_avx2, dt__mul_f32_avx2, dt__div_f32_avx2},
     {dt__add_f64_avx2, dt__sub_f64_avx2, dt__mul_f64_avx2, dt__div_f64_avx2}},
    dt__exp_f32_avx2, dt__log_f32_avx2, {dt__fill_32_avx2, dt__fill_64_avx2},
    {dt__sum16_f32_avx2, dt__sum16_f64_avx2}, dt__conv_f32_f64_avx2, dt__conv_f64_f32_avx2,
-   dt__relu_f32_avx2, dt__relu_grad_f32_avx2},
+   dt__relu_f32_avx2, dt__relu_grad_f32_avx2,
+   dt__sigmoid_f32_avx2, dt__sigmoid_grad_f32_avx2, dt__tanh_grad_f32_avx2},
   {{{dt__add_f32_avx512, dt__sub_f32_avx512, dt__mul_f32_avx512, dt__div_f32_avx512},
     {dt__add_f64_avx512, dt__sub_f64_avx512, dt__mul_f64_avx512, dt__div_f64_avx512}},
    dt__exp_f32_avx512, dt__log_f32_avx512, {dt__fill_32_avx512, dt__fill_64_avx512},
    {dt__sum16_f32_avx512, dt__sum16_f64_avx512}, dt__conv_f32_f64_avx512, dt__conv_f64_f32_avx512,
-   dt__relu_f32_avx512, dt__relu_grad_f32_avx512}
+   dt__relu_f32_avx512, dt__relu_grad_f32_avx512,
+   dt__sigmoid_f32_avx512, dt__sigmoid_grad_f32_avx512, dt__tanh_grad_f32_avx512}
 #else
   {{{dt__add_f32_base, dt__sub_f32_base, dt__mul_f32_base, dt__div_f32_base},
     {dt__add_f64_base, dt__sub_f64_base, dt__mul_f64_base, dt__div_f64_base}},
    dt__exp_f32_base, dt__log_f32_base, {dt__fill_32_base, dt__fill_64_base},
    {dt__sum16_f32_base, dt__sum16_f64_base}, dt__conv_f32_f64_base, dt__conv_f64_f32_base,
-   dt__relu_f32_base, dt__relu_grad_f32_base},
+   dt__relu_f32_base, dt__relu_grad_f32_base,
+   dt__sigmoid_f32_base, dt__sigmoid_grad_f32_base, dt__tanh_grad_f32_base},
   {{{dt__add_f32_base, dt__sub_f32_base, dt__mul_f32_base, dt__div_f32_base},
     {dt__add_f64_base, dt__sub_f64_base, dt__mul_f64_base, dt__div_f64_base}},
    dt__exp_f32_base, dt__log_f32_base, {dt__fill_32_base, dt__fill_64_base},
    {dt__sum16_f32_base, dt__sum16_f64_base}, dt__conv_f32_f64_base, dt__conv_f64_f32_base,
-   dt__relu_f32_base, dt__relu_grad_f32_base}
+   dt__relu_f32_base, dt__relu_grad_f32_base,
+   dt__sigmoid_f32_base, dt__sigmoid_grad_f32_base, dt__tanh_grad_f32_base}
 #endif
 };
 

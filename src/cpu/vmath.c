@@ -1,4 +1,4 @@
-/* F32 exp and log on vectors (see cpu/elementwise.c): the polynomials as functions of one
+/* F32 exp, log and sigmoid on vectors (see cpu/elementwise.c): the polynomials as functions of one
    vector, and the kernels that run them over an array, falling back on libm lane by lane;
    each written once by a macro and instantiated per variant under its full name. */
 
@@ -73,6 +73,31 @@
     return p + ef * 0.693359375f;                                                                   \
   }
 
+/* sigmoid through e = exp(-|v|) in (0, 1]: no overflow for any v */
+static float dt__sigmoidf(float v) {
+  float e = expf(-fabsf(v));
+  return v >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
+}
+/* the same on a vector of floats with |x| <= 87, through the vector exp */
+#define DT__EW_VSIGMOIDF(NAME, ATTR, VF, VI, VEXPF)                                                 \
+  ATTR DT__EW_NOFMA static VF NAME(VF x) {                                                          \
+    DT__NO_CONTRACT                                                                                 \
+    const VF vz = {0};                                                                              \
+    VI b, neg;                                                                                      \
+    VF e, d, hi, lo;                                                                                \
+    memcpy(&b, &x, sizeof b);                                                                       \
+    b = b | 0x80000000u; /* -|x| */                                                                 \
+    memcpy(&e, &b, sizeof e);                                                                       \
+    e = VEXPF(e);                                                                                   \
+    d = e + 1.0f;                                                                                   \
+    hi = (vz + 1.0f) / d;                                                                           \
+    lo = e / d;                                                                                     \
+    neg = (VI)(x < vz);                                                                             \
+    b = ((VI)hi & ~neg) | ((VI)lo & neg);                                                           \
+    memcpy(&e, &b, sizeof e);                                                                       \
+    return e;                                                                                       \
+  }
+
 /* y = FN(x) on whole vectors (the last one padded), lanes outside [LO, HI] (and NaN) from LIBM. */
 #define DT__EW_VMATH(NAME, ATTR, VF, VI, FN, LO, HI, LIBM)                                          \
   ATTR static void NAME(int64_t n, const void *x_, void *y_, double p0, double p1) {                \
@@ -120,13 +145,19 @@ DT__EW_VEXPF(dt__vexpf_base, DT__TARGET_BASE, dt__vf_base, dt__vi_base)
 DT__EW_VLOGF(dt__vlogf_base, DT__TARGET_BASE, dt__vf_base, dt__vi_base)
 DT__EW_VMATH(dt__exp_f32_base, DT__TARGET_BASE, dt__vf_base, dt__vi_base, dt__vexpf_base, -87.0f, 88.0f, expf)
 DT__EW_VMATH(dt__log_f32_base, DT__TARGET_BASE, dt__vf_base, dt__vi_base, dt__vlogf_base, FLT_MIN, FLT_MAX, logf)
+DT__EW_VSIGMOIDF(dt__vsigmoidf_base, DT__TARGET_BASE, dt__vf_base, dt__vi_base, dt__vexpf_base)
+DT__EW_VMATH(dt__sigmoid_f32_base, DT__TARGET_BASE, dt__vf_base, dt__vi_base, dt__vsigmoidf_base, -87.0f, 87.0f, dt__sigmoidf)
 #if DT__EW_X86
 DT__EW_VEXPF(dt__vexpf_avx2, DT__TARGET_AVX2, dt__vf_avx2, dt__vi_avx2)
 DT__EW_VLOGF(dt__vlogf_avx2, DT__TARGET_AVX2, dt__vf_avx2, dt__vi_avx2)
 DT__EW_VMATH(dt__exp_f32_avx2, DT__TARGET_AVX2, dt__vf_avx2, dt__vi_avx2, dt__vexpf_avx2, -87.0f, 88.0f, expf)
 DT__EW_VMATH(dt__log_f32_avx2, DT__TARGET_AVX2, dt__vf_avx2, dt__vi_avx2, dt__vlogf_avx2, FLT_MIN, FLT_MAX, logf)
+DT__EW_VSIGMOIDF(dt__vsigmoidf_avx2, DT__TARGET_AVX2, dt__vf_avx2, dt__vi_avx2, dt__vexpf_avx2)
+DT__EW_VMATH(dt__sigmoid_f32_avx2, DT__TARGET_AVX2, dt__vf_avx2, dt__vi_avx2, dt__vsigmoidf_avx2, -87.0f, 87.0f, dt__sigmoidf)
 DT__EW_VEXPF(dt__vexpf_avx512, DT__TARGET_AVX512, dt__vf_avx512, dt__vi_avx512)
 DT__EW_VLOGF(dt__vlogf_avx512, DT__TARGET_AVX512, dt__vf_avx512, dt__vi_avx512)
 DT__EW_VMATH(dt__exp_f32_avx512, DT__TARGET_AVX512, dt__vf_avx512, dt__vi_avx512, dt__vexpf_avx512, -87.0f, 88.0f, expf)
 DT__EW_VMATH(dt__log_f32_avx512, DT__TARGET_AVX512, dt__vf_avx512, dt__vi_avx512, dt__vlogf_avx512, FLT_MIN, FLT_MAX, logf)
+DT__EW_VSIGMOIDF(dt__vsigmoidf_avx512, DT__TARGET_AVX512, dt__vf_avx512, dt__vi_avx512, dt__vexpf_avx512)
+DT__EW_VMATH(dt__sigmoid_f32_avx512, DT__TARGET_AVX512, dt__vf_avx512, dt__vi_avx512, dt__vsigmoidf_avx512, -87.0f, 87.0f, dt__sigmoidf)
 #endif

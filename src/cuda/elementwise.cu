@@ -240,6 +240,14 @@ template <typename T> struct BReluGrad {
   static constexpr bool uses_b = true;
   __device__ T operator()(T u, T w) const { return w > (T)0 ? u : (T)0; }
 };
+template <typename T> struct BSigmoidGrad {
+  static constexpr bool uses_b = true;
+  __device__ T operator()(T u, T w) const { return u * ((T)1 - w) * w; }
+};
+template <typename T> struct BTanhGrad {
+  static constexpr bool uses_b = true;
+  __device__ T operator()(T u, T w) const { return u * ((T)1 - w * w); }
+};
 template <typename T> struct BCopyA {
   static constexpr bool uses_b = false;
   __device__ T operator()(T u, T) const { return u; }
@@ -358,6 +366,12 @@ dt_status binary_t(cudaStream_t st, dt__binary_op op, dt_dtype t, const dt__bcas
       break;
     case DT__B_RELU_GRAD:
       if constexpr (is_float) return zip<T>(st, g, a, b, y, BReluGrad<T>{});
+      break;
+    case DT__B_SIGMOID_GRAD:
+      if constexpr (is_float) return zip<T>(st, g, a, b, y, BSigmoidGrad<T>{});
+      break;
+    case DT__B_TANH_GRAD:
+      if constexpr (is_float) return zip<T>(st, g, a, b, y, BTanhGrad<T>{});
       break;
   }
   set_err("binary op %d is not defined for %s", (int)op, dt__dtype_str(t));

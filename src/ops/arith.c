@@ -88,7 +88,7 @@ static dt_tensor *dt__binary(const char *op, dt__binary_op bop, const dt_tensor 
   if (bop <= DT__B_DIV && (a->dtype != b->dtype || a->dtype == DT_U8 || a->dtype == DT_BOOL || (bop == DT__B_DIV && !dt__is_float(a->dtype))))
     return dt__binary_promoted(op, bop, a, b);
   if (dt__same_dtype(op, "a", a, "b", b) != DT_OK) return NULL;
-  if ((bop == DT__B_DIV || bop == DT__B_RELU_GRAD) && dt__float_only(op, "a", a) != DT_OK) return NULL;
+  if ((bop == DT__B_DIV || bop >= DT__B_RELU_GRAD) && bop != DT__B_COPY_A && dt__float_only(op, "a", a) != DT_OK) return NULL;
   if (dt__no_arith(op, "a", a) != DT_OK) return NULL;
   if (dt__broadcast(op, &a->shape, &b->shape, &s, &g) != DT_OK) return NULL;
   if (!(y = dt__new(op, s, a->dtype, a->st->device))) return NULL;

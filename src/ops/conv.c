@@ -1,11 +1,12 @@
 /* dt_f_conv2d and its backward, and 2-d max, average and adaptive average pooling with
-   theirs. A convolution is im2col and a gemm per group on any backend: a block of images
-   is unfolded into col (c kh kw, oh ow) per image in one scratch tensor on the device (at
-   most DT__CONV_COL_BYTES, one image at least), then each group's weights (oc / groups,
-   c kh kw / groups) multiply its rows of col, every image of the block in one batched gemm.
-   A 1x1 convolution with stride 1 and no padding multiplies x itself. The weight gradient is
-   one gemm per image (beta 1 after the first), the input gradient gemms into col and col2im
-   folds it back, the bias gradient two sums. */
+   theirs. A convolution is im2col and one gemm on any backend: a block of images is unfolded
+   into col (c kh kw, images, oh ow) in one scratch tensor on the device (at most
+   DT__CONV_COL_BYTES, one image at least), so each group's weights (oc / groups,
+   c kh kw / groups) multiply its rows of col for every image of the block at once, the groups
+   in one batched gemm; the product, (oc, images, oh ow), goes to y's layout with the bias in one
+   strided pass. The weight gradient is one gemm per block (beta 1 after the first) against gy's
+   block in that layout, the input gradient a gemm into col that col2im folds back, the bias
+   gradient two sums. */
 
 #define DT__CONV_COL_BYTES ((int64_t)32 << 20)
 
@@ -83,58 +84,64 @@ static dt_status dt__conv_check(const char *op, const dt_tensor *gy, const dt_te
   return DT_OK;
 }
 
-/* 1x1, stride 1, no padding: col is x itself */
-static int dt__conv_direct(const dt__conv2d *g) {
-  return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
-}
-
-/* The images per block, and the scratch col for them (NULL for a direct convolution). */
-static dt_status dt__conv_col(const char *op, const dt__conv2d *g, dt_dtype t, dt_device d, int64_t *nb, dt_tensor **col) {
-  const double per = (double)g->c * (double)g->kh * (double)g->kw * (double)g->oh * (double)g->ow; /* col's elements per image */
+/* The images per block, and two scratch tensors for a block: col (c kh kw, nb, oh ow) and
+   tmp (oc, nb, oh ow), the product before it goes to y's layout (or gy in that layout). Each is
+   at most DT__CONV_COL_BYTES, or one image's. */
+static dt_status dt__conv_scratch(const char *op, const dt__conv2d *g, dt_dtype t, dt_device d, int64_t *nb, dt_tensor **col,
+                                  dt_tensor **tmp) {
+  const double ckk = (double)g->c * (double)g->kh * (double)g->kw, l = (double)g->oh * (double)g->ow;
+  const double per = (ckk > (double)g->oc ? ckk : (double)g->oc) * l; /* the larger scratch's elements per image */
   const size_t es = dt__dtype_bytes(t);
   int64_t k;
-  *col = NULL;
-  if (dt__conv_direct(g)) { *nb = g->n; return DT_OK; }
+  *col = *tmp = NULL;
   if (per * (double)es > 4e18)
     return dt__fail(DT_ERR_SHAPE, "%s: too large: one image unfolds into %.0f elements", op, per);
   k = (int64_t)per;
   *nb = k * (int64_t)es >= DT__CONV_COL_BYTES ? 1 : DT__CONV_COL_BYTES / (k * (int64_t)es);
   if (*nb > g->n) *nb = g->n;
   if (*nb < 1) *nb = 1;
-  *col = dt__new(op, dt_shape1(*nb * k), t, d);
-  return *col ? DT_OK : dt_last_status();
+  if (!(*col = dt__new(op, dt_shape1(*nb * (int64_t)ckk * g->oh * g->ow), t, d)) ||
+      !(*tmp = dt__new(op, dt_shape1(*nb * g->oc * g->oh * g->ow), t, d))) {
+    dt_release(*col);
+    *col = NULL;
+    return dt_last_status();
+  }
+  return DT_OK;
 }
 
-/* y = conv(x, w) + b (b may be NULL); g->n > 0 */
+/* y (m, oc, l) = tp (oc, m, l), plus b[o] when b: one strided pass */
+static dt_status dt__conv_to_y(const char *op, dt_device d, dt_dtype t, int64_t m, int64_t oc, int64_t l, const void *tp,
+                               const void *b, void *y) {
+  dt__bcast bc;
+  memset(&bc, 0, sizeof bc);
+  bc.ndim = 3; bc.numel = m * oc * l;
+  bc.dims[0] = m; bc.dims[1] = oc; bc.dims[2] = l;
+  bc.astride[0] = l; bc.astride[1] = m * l; bc.astride[2] = 1;
+  bc.bstride[1] = b ? 1 : 0;
+  return dt__run(op, d, dt__be(d)->binary(d.index, b ? DT__B_ADD : DT__B_COPY_A, t, &bc, tp, b ? b : tp, y));
+}
+
+/* y = conv(x, w) + b (b may be NULL); g->n > 0. Per block of m images: col = im2col(the block),
+   tmp_g = w_g (ocg, kg) @ col_g (kg, m l) for every group g in one batched gemm, then y = tmp + b. */
 static dt_status dt__conv_forward(const char *op, const dt__conv2d *g, dt_dtype t, dt_device d, const void *x, const void *w,
                                   const void *b, void *y) {
   const dt__backend *be = dt__be(d);
   const size_t es = dt__dtype_bytes(t);
-  const int64_t l = g->oh * g->ow, ocg = g->oc / g->groups, kg = g->c / g->groups * g->kh * g->kw, ckk = kg * g->groups;
-  const int direct = dt__conv_direct(g);
-  int64_t nb = 0, n0, gi;
-  dt_tensor *col = NULL;
+  const int64_t l = g->oh * g->ow, ocg = g->oc / g->groups, kg = g->c / g->groups * g->kh * g->kw;
+  int64_t nb = 0, n0;
+  dt_tensor *col = NULL, *tmp = NULL;
   dt_status s;
-  if ((s = dt__conv_col(op, g, t, d, &nb, &col)) != DT_OK) return s;
-  if (b) { /* y[i, o, :] = b[o], then the products add to it */
-    dt__bcast bc;
-    memset(&bc, 0, sizeof bc);
-    bc.ndim = 3; bc.numel = g->n * g->oc * l;
-    bc.dims[0] = g->n; bc.dims[1] = g->oc; bc.dims[2] = l;
-    bc.astride[0] = 0; bc.astride[1] = 1; bc.astride[2] = 0;
-    bc.bstride[0] = g->oc * l; bc.bstride[1] = l; bc.bstride[2] = 1;
-    if ((s = dt__strided_copy(op, d, es, &bc, b, y)) != DT_OK) { dt_release(col); return s; }
-  }
+  if ((s = dt__conv_scratch(op, g, t, d, &nb, &col, &tmp)) != DT_OK) return s;
   for (n0 = 0; n0 < g->n && s == DT_OK; n0 += nb) {
     const int64_t m = g->n - n0 < nb ? g->n - n0 : nb;
-    const char *src = direct ? (const char *)x + (size_t)(n0 * g->c * g->h * g->w) * es : (const char *)col->st->ptr;
-    if (!direct) s = dt__run(op, d, be->im2col(d.index, t, g, m, (const char *)x + (size_t)(n0 * g->c * g->h * g->w) * es, col->st->ptr));
-    for (gi = 0; gi < g->groups && s == DT_OK; gi++)
-      s = dt__run(op, d, be->gemm(d.index, t, 0, 0, m, ocg, l, kg, 1.0, (const char *)w + (size_t)(gi * ocg * kg) * es, 0,
-                                  src + (size_t)(gi * kg * l) * es, ckk * l, b ? 1.0 : 0.0,
-                                  (char *)y + (size_t)((n0 * g->oc + gi * ocg) * l) * es, g->oc * l));
+    s = dt__run(op, d, be->im2col(d.index, t, g, m, (const char *)x + (size_t)(n0 * g->c * g->h * g->w) * es, col->st->ptr));
+    if (s == DT_OK)
+      s = dt__run(op, d, be->gemm(d.index, t, 0, 0, g->groups, ocg, m * l, kg, 1.0, w, ocg * kg, col->st->ptr, kg * m * l, 0.0,
+                                  tmp->st->ptr, ocg * m * l));
+    if (s == DT_OK) s = dt__conv_to_y(op, d, t, m, g->oc, l, tmp->st->ptr, b, (char *)y + (size_t)(n0 * g->oc * l) * es);
   }
   dt_release(col);
+  dt_release(tmp);
   return s;
 }
 
@@ -181,38 +188,46 @@ static dt_status dt__conv_bias_grad(const char *op, const dt__conv2d *g, dt_dtyp
   return s != DT_OK ? s : dt__run(op, d, be->reduce(d.index, DT__R_SUM, t, 1, g->n, g->oc, tmp, gb));
 }
 
-/* gx (like x) and gw (like w), either NULL, from gy; g->n > 0 */
+/* gx (like x) and gw (like w), either NULL, from gy; g->n > 0. Per block of m images, with gt =
+   gy's block as (oc, m l) and col = im2col(x's block): gw_g (+)= gt_g @ col_g^T, one gemm over
+   the block's images; gcol_g = w_g^T @ gt_g into col, which col2im folds into gx. */
 static dt_status dt__conv_backward(const char *op, const dt__conv2d *g, dt_dtype t, dt_device d, const void *gy, const void *x,
                                    const void *w, void *gx, void *gw) {
   const dt__backend *be = dt__be(d);
   const size_t es = dt__dtype_bytes(t);
-  const int64_t l = g->oh * g->ow, ocg = g->oc / g->groups, kg = g->c / g->groups * g->kh * g->kw, ckk = kg * g->groups;
+  const int64_t l = g->oh * g->ow, ocg = g->oc / g->groups, kg = g->c / g->groups * g->kh * g->kw;
   const int64_t chw = g->c * g->h * g->w;
-  const int direct = dt__conv_direct(g);
-  int64_t nb = 0, n0, i, gi;
-  dt_tensor *col = NULL;
+  int64_t nb = 0, n0;
+  dt_tensor *col = NULL, *tmp = NULL;
   dt_status s;
-  if ((s = dt__conv_col(op, g, t, d, &nb, &col)) != DT_OK) return s;
+  if ((s = dt__conv_scratch(op, g, t, d, &nb, &col, &tmp)) != DT_OK) return s;
   for (n0 = 0; n0 < g->n && s == DT_OK; n0 += nb) {
     const int64_t m = g->n - n0 < nb ? g->n - n0 : nb;
     const char *gyb = (const char *)gy + (size_t)(n0 * g->oc * l) * es;
-    if (gw) { /* gw[group] (+)= gy[i, group] (ocg, l) @ col[i, group]^T (l, kg), every group in one call */
-      const char *src = direct ? (const char *)x + (size_t)(n0 * chw) * es : (const char *)col->st->ptr;
-      if (!direct) s = dt__run(op, d, be->im2col(d.index, t, g, m, (const char *)x + (size_t)(n0 * chw) * es, col->st->ptr));
-      for (i = 0; i < m && s == DT_OK; i++)
-        s = dt__run(op, d, be->gemm(d.index, t, 0, 1, g->groups, ocg, kg, l, 1.0, gyb + (size_t)(i * g->oc * l) * es, ocg * l,
-                                    src + (size_t)(i * ckk * l) * es, kg * l, n0 + i == 0 ? 0.0 : 1.0, gw, ocg * kg));
+    const void *gt = gyb; /* (oc, m, l): one image's block is already in that layout */
+    if (m > 1) { /* gt[o, i, p] = gy[n0 + i, o, p] */
+      dt__bcast bc;
+      memset(&bc, 0, sizeof bc);
+      bc.ndim = 3; bc.numel = m * g->oc * l;
+      bc.dims[0] = g->oc; bc.dims[1] = m; bc.dims[2] = l;
+      bc.astride[0] = l; bc.astride[1] = g->oc * l; bc.astride[2] = 1;
+      s = dt__run(op, d, be->binary(d.index, DT__B_COPY_A, t, &bc, gyb, gyb, tmp->st->ptr));
+      gt = tmp->st->ptr;
     }
-    if (gx && s == DT_OK) { /* gcol[i, group] = w[group]^T (kg, ocg) @ gy[i, group] (ocg, l), then folded into gx */
-      char *dst = direct ? (char *)gx + (size_t)(n0 * chw) * es : (char *)col->st->ptr;
-      for (gi = 0; gi < g->groups && s == DT_OK; gi++)
-        s = dt__run(op, d, be->gemm(d.index, t, 1, 0, m, kg, l, ocg, 1.0, (const char *)w + (size_t)(gi * ocg * kg) * es, 0,
-                                    gyb + (size_t)(gi * ocg * l) * es, g->oc * l, 0.0, dst + (size_t)(gi * kg * l) * es, ckk * l));
-      if (!direct && s == DT_OK)
-        s = dt__run(op, d, be->col2im(d.index, t, g, m, col->st->ptr, (char *)gx + (size_t)(n0 * chw) * es));
+    if (gw && s == DT_OK) {
+      s = dt__run(op, d, be->im2col(d.index, t, g, m, (const char *)x + (size_t)(n0 * chw) * es, col->st->ptr));
+      if (s == DT_OK)
+        s = dt__run(op, d, be->gemm(d.index, t, 0, 1, g->groups, ocg, kg, m * l, 1.0, gt, ocg * m * l, col->st->ptr, kg * m * l,
+                                    n0 == 0 ? 0.0 : 1.0, gw, ocg * kg));
+    }
+    if (gx && s == DT_OK) {
+      s = dt__run(op, d, be->gemm(d.index, t, 1, 0, g->groups, kg, m * l, ocg, 1.0, w, ocg * kg, gt, ocg * m * l, 0.0,
+                                  col->st->ptr, kg * m * l));
+      if (s == DT_OK) s = dt__run(op, d, be->col2im(d.index, t, g, m, col->st->ptr, (char *)gx + (size_t)(n0 * chw) * es));
     }
   }
   dt_release(col);
+  dt_release(tmp);
   return s;
 }
 

@@ -121,7 +121,7 @@ static void dt__gemm_builtin_b(const dt__gemm_plan *pl, int dbl, int ta, int tb,
   nb.bias = NULL;
   if (bias) {
     const size_t es = dbl ? sizeof(double) : sizeof(float);
-    if (k > 0 && alpha != 0 && (double)m * (double)n * (double)k > (double)DT__GEMM_SMALL && m > 2 && n > 2) {
+    if (!dt__gemm_dot_takes(dbl, ta, tb, m, n, k) && k > 0 && alpha != 0 && (double)m * (double)n * (double)k > (double)DT__GEMM_SMALL && m > 2 && n > 2) {
       if (!pl) {
         dt__gemm_plan_best(dbl, &best);
         pl = &best;
@@ -143,6 +143,10 @@ static void dt__gemm_builtin_b(const dt__gemm_plan *pl, int dbl, int ta, int tb,
     }
     return;
   }
+#if DT__GEMM_VEC
+  /* A B^T with few rows and columns and a long depth: dot products of rows, no packing */
+  if (dt__gemm_dot_takes(dbl, ta, tb, m, n, k) && dt__gemm_dot(NULL, m, n, k, (float)alpha, (const float *)a, (const float *)b, (float)beta, (float *)c)) return;
+#endif
   /* packing pays for itself unless the problem is tiny, or one row or column (or two) wide */
   if ((double)m * (double)n * (double)k > (double)DT__GEMM_SMALL) {
     if (!pl) {
