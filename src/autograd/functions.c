@@ -547,8 +547,8 @@ static dt_status dt__ag_backward(dt__node *n, const dt_tensor *g, dt_tensor **gi
     case DT__AG_CONV2D: {
       const int *q = n->perm;
       int need2 = n->nin > 2 && (n->in[2].node || n->in[2].leaf);
-      if (dt_f_conv2d_backward(g, sv[0], sv[1], q[0], q[1], q[2], q[3], q[4], q[5], q[6], need0 ? &gin[0] : NULL,
-                               need1 ? &gin[1] : NULL, need2 ? &gin[2] : NULL) != DT_OK)
+      if (dt__conv2d_backward(g, sv[0], sv[1], sv[2], q[0], q[1], q[2], q[3], q[4], q[5], q[6], need0 ? &gin[0] : NULL,
+                              need1 ? &gin[1] : NULL, need2 ? &gin[2] : NULL) != DT_OK)
         goto fail;
       break;
     }

@@ -21,7 +21,7 @@ typedef enum dt__ag_op {
   DT__AG_SIN, DT__AG_COS, DT__AG_ERF, DT__AG_GELU, DT__AG_POW, DT__AG_CLAMP,
   /* convolution and pooling (src/ops/conv.c): their backwards are the public backward functions;
      the int arguments in the node's perm: conv (sh, sw, ph, pw, dh, dw, groups), pools (kh, kw,
-     sh, sw, ph, pw); max pooling's indices in saved[2] */
+     sh, sw, ph, pw); max pooling's indices in saved[2], and a CPU convolution's col when it kept one */
   DT__AG_CONV2D, DT__AG_MAX_POOL2D, DT__AG_AVG_POOL2D, DT__AG_ADAPTIVE_AVG_POOL2D,
   /* src/ops/index2.c: where's inputs (cond, a, b); gather's (x, index); scatter_add's (x, index, src);
      pad keeps each dim's left padding in perm */

@@ -122,9 +122,10 @@ static dt_status dt__conv_to_y(const char *op, dt_device d, dt_dtype t, int64_t 
 }
 
 /* y = conv(x, w) + b (b may be NULL); g->n > 0. Per block of m images: col = im2col(the block),
-   tmp_g = w_g (ocg, kg) @ col_g (kg, m l) for every group g in one batched gemm, then y = tmp + b. */
+   tmp_g = w_g (ocg, kg) @ col_g (kg, m l) for every group g in one batched gemm, then y = tmp + b.
+   keep (or NULL): where the whole batch was one block, col for the backward (else NULL). */
 static dt_status dt__conv_forward(const char *op, const dt__conv2d *g, dt_dtype t, dt_device d, const void *x, const void *w,
-                                  const void *b, void *y) {
+                                  const void *b, void *y, dt_tensor **keep) {
   const dt__backend *be = dt__be(d);
   const size_t es = dt__dtype_bytes(t);
   const int64_t l = g->oh * g->ow, ocg = g->oc / g->groups, kg = g->c / g->groups * g->kh * g->kw;
@@ -139,6 +140,10 @@ static dt_status dt__conv_forward(const char *op, const dt__conv2d *g, dt_dtype 
       s = dt__run(op, d, be->gemm(d.index, t, 0, 0, g->groups, ocg, m * l, kg, 1.0, w, ocg * kg, col->st->ptr, kg * m * l, 0.0,
                                   tmp->st->ptr, ocg * m * l));
     if (s == DT_OK) s = dt__conv_to_y(op, d, t, m, g->oc, l, tmp->st->ptr, b, (char *)y + (size_t)(n0 * g->oc * l) * es);
+  }
+  if (keep && s == DT_OK && nb >= g->n) {
+    *keep = col;
+    col = NULL;
   }
   dt_release(col);
   dt_release(tmp);
@@ -161,17 +166,26 @@ DTDEF dt_tensor *dt_f_conv2d_ex(const dt_tensor *x, const dt_tensor *w, const dt
   }
   if (dt__conv_check(op, NULL, x, w, b, sh, sw, ph, pw, dh, dw, groups, &g) != DT_OK) return NULL;
   if (!(y = dt__new(op, dt_shape4(g.n, g.oc, g.oh, g.ow), x->dtype, x->st->device))) return NULL;
-  if (g.n > 0) {
-    s = dt__conv_forward(op, &g, x->dtype, x->st->device, x->st->ptr, w->st->ptr, b ? b->st->ptr : NULL, y->st->ptr);
-    if (s != DT_OK) { dt_release(y); return NULL; }
-  }
-  if (!dt__no_grad && (x->requires_grad || w->requires_grad || (b && b->requires_grad))) {
-    /* autograd: a node of x, w (and b) whose backward is dt_f_conv2d_backward, its int arguments in perm */
-    const dt_tensor *in[3];
-    in[0] = x; in[1] = w; in[2] = b;
-    if (!(y = dt__ag_record(y, DT__AG_CONV2D, op, b ? 3 : 2, in, NULL))) return NULL;
-    y->node->perm[0] = sh; y->node->perm[1] = sw; y->node->perm[2] = ph; y->node->perm[3] = pw;
-    y->node->perm[4] = dh; y->node->perm[5] = dw; y->node->perm[6] = groups;
+  {
+    const int rec = !dt__no_grad && (x->requires_grad || w->requires_grad || (b && b->requires_grad));
+    /* on the CPU a recorded convolution keeps its col for the weight gradient, which then need not
+       unfold x again (a GPU unfolds faster than it would hold the memory) */
+    dt_tensor *kept = NULL;
+    if (g.n > 0) {
+      s = dt__conv_forward(op, &g, x->dtype, x->st->device, x->st->ptr, w->st->ptr, b ? b->st->ptr : NULL, y->st->ptr,
+                           rec && w->requires_grad && x->st->device.type == DT_CPU ? &kept : NULL);
+      if (s != DT_OK) { dt_release(y); return NULL; }
+    }
+    if (rec) {
+      /* autograd: a node of x, w (and b) whose backward is dt_f_conv2d_backward, its int arguments in perm */
+      const dt_tensor *in[3];
+      in[0] = x; in[1] = w; in[2] = b;
+      if (!(y = dt__ag_record(y, DT__AG_CONV2D, op, b ? 3 : 2, in, NULL))) { dt_release(kept); return NULL; }
+      y->node->perm[0] = sh; y->node->perm[1] = sw; y->node->perm[2] = ph; y->node->perm[3] = pw;
+      y->node->perm[4] = dh; y->node->perm[5] = dw; y->node->perm[6] = groups;
+      if (kept) { y->node->saved[2] = kept; y->node->saved_version[2] = *dt__version(kept); }
+    } else
+      dt_release(kept);
   }
   return y;
 }
@@ -192,7 +206,7 @@ static dt_status dt__conv_bias_grad(const char *op, const dt__conv2d *g, dt_dtyp
    gy's block as (oc, m l) and col = im2col(x's block): gw_g (+)= gt_g @ col_g^T, one gemm over
    the block's images; gcol_g = w_g^T @ gt_g into col, which col2im folds into gx. */
 static dt_status dt__conv_backward(const char *op, const dt__conv2d *g, dt_dtype t, dt_device d, const void *gy, const void *x,
-                                   const void *w, void *gx, void *gw) {
+                                   const void *w, const dt_tensor *kept, void *gx, void *gw) {
   const dt__backend *be = dt__be(d);
   const size_t es = dt__dtype_bytes(t);
   const int64_t l = g->oh * g->ow, ocg = g->oc / g->groups, kg = g->c / g->groups * g->kh * g->kw;
@@ -214,10 +228,12 @@ static dt_status dt__conv_backward(const char *op, const dt__conv2d *g, dt_dtype
       s = dt__run(op, d, be->binary(d.index, DT__B_COPY_A, t, &bc, gyb, gyb, tmp->st->ptr));
       gt = tmp->st->ptr;
     }
-    if (gw && s == DT_OK) {
-      s = dt__run(op, d, be->im2col(d.index, t, g, m, (const char *)x + (size_t)(n0 * chw) * es, col->st->ptr));
+    if (gw && s == DT_OK) { /* the forward's col when it kept the whole batch's */
+      const void *cb = kept && m == g->n ? kept->st->ptr : col->st->ptr;
+      if (cb == col->st->ptr)
+        s = dt__run(op, d, be->im2col(d.index, t, g, m, (const char *)x + (size_t)(n0 * chw) * es, col->st->ptr));
       if (s == DT_OK)
-        s = dt__run(op, d, be->gemm(d.index, t, 0, 1, g->groups, ocg, kg, m * l, 1.0, gt, ocg * m * l, col->st->ptr, kg * m * l,
+        s = dt__run(op, d, be->gemm(d.index, t, 0, 1, g->groups, ocg, kg, m * l, 1.0, gt, ocg * m * l, cb, kg * m * l,
                                     n0 == 0 ? 0.0 : 1.0, gw, ocg * kg));
     }
     if (gx && s == DT_OK) {
@@ -231,8 +247,9 @@ static dt_status dt__conv_backward(const char *op, const dt__conv2d *g, dt_dtype
   return s;
 }
 
-DTDEF dt_status dt_f_conv2d_backward(const dt_tensor *grad_output, const dt_tensor *x, const dt_tensor *w, int sh, int sw,
-                                     int ph, int pw, int dh, int dw, int groups, dt_tensor **grad_input,
+/* dt_f_conv2d_backward, with the col a recorded forward kept (or NULL) */
+static dt_status dt__conv2d_backward(const dt_tensor *grad_output, const dt_tensor *x, const dt_tensor *w, const dt_tensor *kept,
+                                     int sh, int sw, int ph, int pw, int dh, int dw, int groups, dt_tensor **grad_input,
                                      dt_tensor **grad_weight, dt_tensor **grad_bias) {
   const char *op = "dt_f_conv2d_backward";
   dt__conv2d g;
@@ -252,7 +269,7 @@ DTDEF dt_status dt_f_conv2d_backward(const dt_tensor *grad_output, const dt_tens
   } else if (s == DT_OK) {
     if (gb) s = dt__conv_bias_grad(op, &g, t, d, grad_output->st->ptr, tmp->st->ptr, gb->st->ptr);
     if (s == DT_OK && (gx || gw))
-      s = dt__conv_backward(op, &g, t, d, grad_output->st->ptr, x->st->ptr, w->st->ptr, gx ? gx->st->ptr : NULL,
+      s = dt__conv_backward(op, &g, t, d, grad_output->st->ptr, x->st->ptr, w->st->ptr, kept, gx ? gx->st->ptr : NULL,
                             gw ? gw->st->ptr : NULL);
   }
   dt_release(tmp);
@@ -264,6 +281,12 @@ DTDEF dt_status dt_f_conv2d_backward(const dt_tensor *grad_output, const dt_tens
   if (grad_weight) *grad_weight = gw;
   if (grad_bias) *grad_bias = gb;
   return DT_OK;
+}
+
+DTDEF dt_status dt_f_conv2d_backward(const dt_tensor *grad_output, const dt_tensor *x, const dt_tensor *w, int sh, int sw,
+                                     int ph, int pw, int dh, int dw, int groups, dt_tensor **grad_input,
+                                     dt_tensor **grad_weight, dt_tensor **grad_bias) {
+  return dt__conv2d_backward(grad_output, x, w, NULL, sh, sw, ph, pw, dh, dw, groups, grad_input, grad_weight, grad_bias);
 }
 
 /* ---- pooling ---- */
