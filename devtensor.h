@@ -14639,7 +14639,9 @@ static dt_status dt__cpu_cross_entropy(int dev, int grad, dt_dtype t, int64_t n,
    runs at full speed; DEVTENSOR_NO_CPU_DISPATCH turns that off (then the compiler flags decide:
    16-byte vectors for plain x86-64, wider with -mavx / -march=native). Other compilers get a
    plain C kernel. With -fopenmp the blocks of C are shared among the CPU backend's pool of
-   threads (see "cpu threads": no OpenMP region is entered). Tiny problems
+   threads (see "cpu threads": no OpenMP region is entered). F32 A B^T with few rows and columns
+   and a long depth (a convolution's weight gradient) takes dot products of rows instead
+   (dot.c: nothing packed, the depth in chunks on the threads). Tiny problems
    (m n k <= DT__GEMM_SMALL), thin ones (m or n <= 2), and any whose packing buffers cannot be
    allocated take a simple loop that needs no memory; nothing aborts or prints.
 
