@@ -1,13 +1,16 @@
 /* D2L 7.6: LeNet on Fashion-MNIST, trained by the trainer through autograd.
      lenet [--epochs N] [--train N] [--test N] [--lr X] [--batch N] [--seed N] [--relu-max]
-           [--data DIR] [--csv PATH] [--min-acc X]
+           [--data DIR] [--csv PATH] [--min-acc X] [--autocast bf16|f16] [--cuda-graph]
    The network as D2L writes it: Conv2d(1, 6, 5, padding=2), Sigmoid, AvgPool2d(2, 2),
    Conv2d(6, 16, 5), Sigmoid, AvgPool2d(2, 2), Flatten, Linear(400, 120), Sigmoid,
    Linear(120, 84), Sigmoid, Linear(84, 10); SGD lr 0.1, batch 128, 10 epochs; the weights of
    every Conv2d and Linear xavier_uniform (D2L's init_cnn), the biases PyTorch's default.
    --relu-max: ReLU for Sigmoid and MaxPool2d for AvgPool2d. One progress line per epoch, a CSV
    (default build/lenet.csv) and, with gnuplot, its curves as SVG beside it.
-   --min-acc X: exit 1 unless the last test accuracy is >= X and the train loss fell. */
+   --min-acc X: exit 1 unless the last test accuracy is >= X and the train loss fell.
+   --autocast bf16|f16: the trainer's tr.autocast (convolutions and linear layers in that dtype,
+   F16 with the grad scaler); --cuda-graph: tr.cuda_graph (each full minibatch's step replayed
+   from a graph; on the CPU the same training, as the README's Graphs section says). */
 #define DEVTENSOR_IMPLEMENTATION
 #include "../devtensor.h"
 #include "fashion_data.h"
@@ -112,11 +115,13 @@ static void plot(const char *path) {
 
 static int usage(const char *why) {
   fprintf(stderr, "lenet: %s\nusage: lenet [--epochs N] [--train N] [--test N] [--lr X] [--batch N] [--seed N] [--relu-max] "
-          "[--data DIR] [--csv PATH] [--min-acc X]\n", why);
+          "[--data DIR] [--csv PATH] [--min-acc X] [--autocast bf16|f16] [--cuda-graph]\n", why);
   return 2;
 }
 
 int main(int argc, char **argv) {
+  int graph = 0;
+  dt_dtype autocast = DT_F32;
   int epochs = 10, relu_max = 0, i, rc = 0, csv_ok;
   int64_t ntrain = 0, ntest = 0, batch = 128;
   double lr = 0.1, min_acc = -1;
@@ -135,6 +140,7 @@ int main(int argc, char **argv) {
   for (i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--relu-max") == 0) { relu_max = 1; continue; }
+    if (strcmp(a, "--cuda-graph") == 0) { graph = 1; continue; }
     if (!v) return usage("an option lacks its value");
     if (strcmp(a, "--epochs") == 0) epochs = atoi(v);
     else if (strcmp(a, "--train") == 0) ntrain = atoll(v);
@@ -145,6 +151,12 @@ int main(int argc, char **argv) {
     else if (strcmp(a, "--batch") == 0) batch = atoll(v);
     else if (strcmp(a, "--seed") == 0) seed = strtoull(v, NULL, 10);
     else if (strcmp(a, "--min-acc") == 0) min_acc = atof(v);
+    else if (strcmp(a, "--autocast") == 0) {
+      if (strcmp(v, "bf16") == 0) autocast = DT_BF16;
+      else if (strcmp(v, "f16") == 0) autocast = DT_F16;
+      else if (strcmp(v, "f32") == 0) autocast = DT_F32;
+      else return usage("--autocast is bf16, f16 or f32");
+    }
     else return usage("unknown option");
     i++;
   }
@@ -170,6 +182,7 @@ int main(int argc, char **argv) {
   dt_trainer_init(&tr, epochs, 1);
   tr.batch_size = batch; tr.loss_fn = DT_LOSS_CROSS_ENTROPY; tr.quiet = 1; tr.optimizer = opt;
   tr.on_epoch = on_epoch; tr.user = &lg;
+  tr.autocast = autocast; tr.cuda_graph = graph;
   printf("LeNet (%s) on %s: %lld training and %lld test examples, lr %g, batch %lld\n",
          relu_max ? "ReLU, max pooling" : "sigmoid, average pooling", dt_device_str(tr.device, dn, sizeof dn),
          (long long)tr_set.n, (long long)te_set.n, lr, (long long)batch);
