@@ -13,7 +13,11 @@ train accuracy (over the epoch's minibatches, before each step's update), test a
 (the epoch's wall-clock time, its evaluation included).
 
   /usr/bin/python3 bench/lenet_torch.py [--epochs N] [--train N] [--test N] [--lr X] [--batch N]
-      [--seed N] [--relu-max] [--data DIR] [--threads N]
+      [--seed N] [--relu-max] [--data DIR] [--threads N] [--device cpu|cuda] [--tf32 default|on|off]
+
+--tf32 sets torch.backends.cudnn.allow_tf32 and torch.backends.cuda.matmul.allow_tf32 (default:
+PyTorch's own, TF32 for cuDNN's convolutions and not for matmuls); examples/lenet.c --tf32 is
+TF32 for both.
 
 Debian's torch (CPU): run it with OPENBLAS_L2_SIZE unset, and OPENBLAS_CORETYPE unset or set to
 the best core type for the CPU (bench/run_lenet.sh does).
@@ -65,30 +69,35 @@ def main():
     ap.add_argument("--relu-max", action="store_true", help="ReLU for Sigmoid, MaxPool2d for AvgPool2d")
     ap.add_argument("--data", default=os.environ.get("FASHION_MNIST_DIR", DEFAULT_DIR))
     ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: OMP_NUM_THREADS or every core)")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--tf32", choices=["default", "on", "off"], default="default")
     args = ap.parse_args()
     if args.epochs < 1 or args.batch < 1 or args.train < 0 or args.test < 0:
         ap.error("--epochs and --batch must be positive, --train and --test >= 0")
     torch.set_num_threads(args.threads or int(os.environ.get("OMP_NUM_THREADS") or os.cpu_count() or 1))
     xtr, ytr = load(args.data, "train", args.train)
     xte, yte = load(args.data, "t10k", args.test)
+    if args.tf32 != "default":
+        torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = args.tf32 == "on"
+    dev = torch.device(args.device)
     torch.manual_seed(args.seed)
-    net = lenet(args.relu_max)
+    net = lenet(args.relu_max).to(dev)
     opt = torch.optim.SGD(net.parameters(), lr=args.lr)
     loss_fn = nn.CrossEntropyLoss()
     n, bs = xtr.shape[0], args.batch
     eval_bs = bs if bs >= 1024 else min(4 * bs, 1024)  # the trainer's evaluation batches
     print(f"LeNet ({'ReLU, max pooling' if args.relu_max else 'sigmoid, average pooling'}) on torch "
-          f"{torch.__version__} cpu, {torch.get_num_threads()} threads: {n} training and {xte.shape[0]} test examples, "
+          f"{torch.__version__} {dev}, {torch.get_num_threads()} threads: {n} training and {xte.shape[0]} test examples, "
           f"lr {args.lr:g}, batch {bs}", flush=True)
     for epoch in range(args.epochs):
         t0 = time.perf_counter()
         net.train()
-        loss_sum = torch.zeros(())
-        correct = torch.zeros((), dtype=torch.int64)
+        loss_sum = torch.zeros((), device=dev)
+        correct = torch.zeros((), dtype=torch.int64, device=dev)
         perm = torch.randperm(n)
         for b in range(0, n, bs):
             idx = perm[b:b + bs]
-            xb, yb = xtr[idx], ytr[idx]
+            xb, yb = xtr[idx].to(dev, non_blocking=True), ytr[idx].to(dev, non_blocking=True)
             out = net(xb)
             loss = loss_fn(out, yb)
             opt.zero_grad(set_to_none=True)
@@ -99,9 +108,10 @@ def main():
                 correct += (out.argmax(dim=1) == yb).sum()
         net.eval()
         with torch.no_grad():
-            test_correct = torch.zeros((), dtype=torch.int64)
+            test_correct = torch.zeros((), dtype=torch.int64, device=dev)
             for b in range(0, xte.shape[0], eval_bs):
-                test_correct += (net(xte[b:b + eval_bs]).argmax(dim=1) == yte[b:b + eval_bs]).sum()
+                xb = xte[b:b + eval_bs].to(dev)
+                test_correct += (net(xb).argmax(dim=1) == yte[b:b + eval_bs].to(dev)).sum()
         loss_v, tr_acc = loss_sum.item() / n, correct.item() / n
         te_acc = test_correct.item() / xte.shape[0]
         sec = time.perf_counter() - t0

@@ -82,10 +82,14 @@ def main():
     ap.add_argument("--data", default=os.environ.get("FASHION_MNIST_DIR", DEFAULT_DIR))
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: OMP_NUM_THREADS or every core)")
+    ap.add_argument("--tf32", choices=["default", "on", "off"], default="default",
+                    help="torch.backends.cudnn.allow_tf32 and cuda.matmul.allow_tf32 (default: PyTorch's own)")
     args = ap.parse_args()
     if args.epochs < 1 or args.batch < 1 or args.train < 0 or args.test < 0 or not 28 <= args.size <= 224:
         ap.error("--epochs and --batch must be positive, --train and --test >= 0, --size in [28, 224]")
     torch.set_num_threads(args.threads or int(os.environ.get("OMP_NUM_THREADS") or os.cpu_count() or 1))
+    if args.tf32 != "default":
+        torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = args.tf32 == "on"
     dev = torch.device(args.device)
     xtr, ytr = load(args.data, "train", args.train, args.size)
     xte, yte = load(args.data, "t10k", args.test, args.size)

@@ -1,6 +1,6 @@
 /* D2L 7.6: LeNet on Fashion-MNIST, trained by the trainer through autograd.
      lenet [--epochs N] [--train N] [--test N] [--lr X] [--batch N] [--seed N] [--relu-max]
-           [--data DIR] [--csv PATH] [--min-acc X] [--autocast bf16|f16] [--cuda-graph]
+           [--data DIR] [--csv PATH] [--min-acc X] [--autocast bf16|f16] [--cuda-graph] [--tf32]
    The network as D2L writes it: Conv2d(1, 6, 5, padding=2), Sigmoid, AvgPool2d(2, 2),
    Conv2d(6, 16, 5), Sigmoid, AvgPool2d(2, 2), Flatten, Linear(400, 120), Sigmoid,
    Linear(120, 84), Sigmoid, Linear(84, 10); SGD lr 0.1, batch 128, 10 epochs; the weights of
@@ -10,7 +10,9 @@
    --min-acc X: exit 1 unless the last test accuracy is >= X and the train loss fell.
    --autocast bf16|f16: the trainer's tr.autocast (convolutions and linear layers in that dtype,
    F16 with the grad scaler); --cuda-graph: tr.cuda_graph (each full minibatch's step replayed
-   from a graph; on the CPU the same training, as the README's Graphs section says). */
+   from a graph; on the CPU the same training, as the README's Graphs section says); --tf32:
+   F32 products on a GPU's TF32 tensor cores (dt_set_float32_matmul_precision("high"), which
+   convolutions follow too: PyTorch's cuDNN convolutions use TF32 by default). */
 #define DEVTENSOR_IMPLEMENTATION
 #include "../devtensor.h"
 #include "fashion_data.h"
@@ -115,12 +117,12 @@ static void plot(const char *path) {
 
 static int usage(const char *why) {
   fprintf(stderr, "lenet: %s\nusage: lenet [--epochs N] [--train N] [--test N] [--lr X] [--batch N] [--seed N] [--relu-max] "
-          "[--data DIR] [--csv PATH] [--min-acc X] [--autocast bf16|f16] [--cuda-graph]\n", why);
+          "[--data DIR] [--csv PATH] [--min-acc X] [--autocast bf16|f16] [--cuda-graph] [--tf32]\n", why);
   return 2;
 }
 
 int main(int argc, char **argv) {
-  int graph = 0;
+  int graph = 0, tf32 = 0;
   dt_dtype autocast = DT_F32;
   int epochs = 10, relu_max = 0, i, rc = 0, csv_ok;
   int64_t ntrain = 0, ntest = 0, batch = 128;
@@ -141,6 +143,7 @@ int main(int argc, char **argv) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--relu-max") == 0) { relu_max = 1; continue; }
     if (strcmp(a, "--cuda-graph") == 0) { graph = 1; continue; }
+    if (strcmp(a, "--tf32") == 0) { tf32 = 1; continue; }
     if (!v) return usage("an option lacks its value");
     if (strcmp(a, "--epochs") == 0) epochs = atoi(v);
     else if (strcmp(a, "--train") == 0) ntrain = atoll(v);
@@ -183,6 +186,7 @@ int main(int argc, char **argv) {
   tr.batch_size = batch; tr.loss_fn = DT_LOSS_CROSS_ENTROPY; tr.quiet = 1; tr.optimizer = opt;
   tr.on_epoch = on_epoch; tr.user = &lg;
   tr.autocast = autocast; tr.cuda_graph = graph;
+  if (tf32) dt_set_float32_matmul_precision("high");
   printf("LeNet (%s) on %s: %lld training and %lld test examples, lr %g, batch %lld\n",
          relu_max ? "ReLU, max pooling" : "sigmoid, average pooling", dt_device_str(tr.device, dn, sizeof dn),
          (long long)tr_set.n, (long long)te_set.n, lr, (long long)batch);

@@ -1,6 +1,6 @@
 /* D2L 8.6: ResNet-18 on Fashion-MNIST, trained by the trainer through autograd.
      resnet [--epochs N] [--train N] [--test N] [--lr X] [--batch N] [--size S] [--seed N]
-            [--data DIR] [--csv PATH] [--min-acc X] [--autocast bf16|f16] [--cuda-graph]
+            [--data DIR] [--csv PATH] [--min-acc X] [--autocast bf16|f16] [--cuda-graph] [--tf32]
    The network as D2L writes it: b1 = Conv2d(1, 64, 7, stride 2, padding 3), BatchNorm2d, ReLU,
    MaxPool2d(3, 2, 1); then four stages of two residual blocks each, 64, 128, 256 and 512 channels
    (each stage after the first halves the size: its first block's 3x3 convolution has stride 2
@@ -13,7 +13,8 @@
    --size 28 keeps the images as they are (about 12 times less work: the size a CPU can train).
    One progress line per epoch, a CSV (default build/resnet.csv).
    --min-acc X: exit 1 unless the last test accuracy is >= X and the train loss fell.
-   --autocast bf16|f16: the trainer's tr.autocast; --cuda-graph: tr.cuda_graph (as lenet's).
+   --autocast bf16|f16: the trainer's tr.autocast; --cuda-graph: tr.cuda_graph; --tf32: TF32 tensor
+   cores for F32 products on a GPU (as lenet's).
    bench/resnet_torch.py is the same training in PyTorch. */
 #define DEVTENSOR_IMPLEMENTATION
 #include "../devtensor.h"
@@ -130,12 +131,12 @@ static dt_module *resnet18(void) {
 
 static int usage(const char *why) {
   fprintf(stderr, "resnet: %s\nusage: resnet [--epochs N] [--train N] [--test N] [--lr X] [--batch N] [--size S] [--seed N] "
-          "[--data DIR] [--csv PATH] [--min-acc X] [--autocast bf16|f16] [--cuda-graph]\n", why);
+          "[--data DIR] [--csv PATH] [--min-acc X] [--autocast bf16|f16] [--cuda-graph] [--tf32]\n", why);
   return 2;
 }
 
 int main(int argc, char **argv) {
-  int graph = 0;
+  int graph = 0, tf32 = 0;
   dt_dtype autocast = DT_F32;
   int epochs = 10, size = 96, i, rc = 0, csv_ok;
   int64_t ntrain = 0, ntest = 0, batch = 128;
@@ -155,6 +156,7 @@ int main(int argc, char **argv) {
   for (i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--cuda-graph") == 0) { graph = 1; continue; }
+    if (strcmp(a, "--tf32") == 0) { tf32 = 1; continue; }
     if (!v) return usage("an option lacks its value");
     if (strcmp(a, "--epochs") == 0) epochs = atoi(v);
     else if (strcmp(a, "--train") == 0) ntrain = atoll(v);
@@ -199,6 +201,7 @@ int main(int argc, char **argv) {
   tr.batch_size = batch; tr.loss_fn = DT_LOSS_CROSS_ENTROPY; tr.quiet = 1; tr.optimizer = opt;
   tr.on_epoch = on_epoch; tr.user = &lg;
   tr.autocast = autocast; tr.cuda_graph = graph;
+  if (tf32) dt_set_float32_matmul_precision("high");
   printf("ResNet-18 on %s: %lld training and %lld test examples at %dx%d, lr %g, batch %lld\n",
          dt_device_str(tr.device, dn, sizeof dn), (long long)tr_set.n, (long long)te_set.n, size, size, lr, (long long)batch);
   if (!(csv = fopen(csv_path, "w"))) fprintf(stderr, "resnet: cannot write %s: %s\n", csv_path, strerror(errno));
