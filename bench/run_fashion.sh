@@ -39,6 +39,7 @@ while [ "$i" -le "$rounds" ]; do
     for ct in "" $peer_ct; do
       for nt in $peer_threads; do
         if [ -z "$ct" ]; then set -- -u OPENBLAS_CORETYPE; tag=; else set -- OPENBLAS_CORETYPE="$ct"; tag="[$ct]"; fi
+        # shellcheck disable=SC2086
         env -u OPENBLAS_L2_SIZE "$@" "$py" bench/fashion_torch.py --model $model --epochs "$epochs" --device "$dev" \
           --threads "$nt" $opts | sed "s/^/torch-${nt}t$tag /" | tee -a "$out" || exit 1
       done
