@@ -13529,8 +13529,7 @@ static dt_status dt__cpu_compare(int dev, dt__compare_op op, dt_dtype t, const d
 /* ---- src/cpu/half_vec.c ---- */
 /* float32 <-> bfloat16 casts in vectors (cpu/half.c takes them for these two casts): the same
    bits as dt__f32_to_bf16 and dt__bf16_to_f32, lane by lane. Autocast BF16 casts the weights,
-   the inputs and every half elementwise operation's operands and results, so a scalar loop here
-   was a sixth of a BF16 training step. */
+   the inputs and every half elementwise operation's operands and results through them. */
 
 /* y (n, bfloat16) = x (n, float32), rounded to nearest even; a NaN gives 0x7FC0.
    VI: uint32_t lanes, VS: as many uint16_t lanes. */
