@@ -98,7 +98,9 @@ def train(model, xtr, ytr, xte, yte, args, dev, csv):
             return contextlib.nullcontext()
         return torch.autocast(device_type=dev.type, dtype=ac_dtype, cache_enabled=not use_graph)
 
-    scaler = torch.cuda.amp.GradScaler() if args.autocast == "f16" else None
+    scaler = None
+    if args.autocast == "f16":  # torch.amp.GradScaler where it exists (2.3 and later), else CUDA's
+        scaler = torch.amp.GradScaler(dev.type) if hasattr(torch.amp, "GradScaler") else torch.cuda.amp.GradScaler()
     # the epoch's sums: the same tensors every epoch (a captured step adds into them)
     loss_sum = torch.zeros((), device=dev)
     correct = torch.zeros((), dtype=torch.int64, device=dev)
