@@ -14,7 +14,8 @@
 #   bench   make bench-gpu (devtensor against cudaMemcpy and PyTorch) and the
 #           chapter's exercises at full size (ex1 writes a CSV, and an SVG where
 #           gnuplot exists)
-#   fashion Fashion-MNIST on cuda:0 beside PyTorch on the GPU (FASHION_MNIST_DIR)
+#   fashion Fashion-MNIST on cuda:0 beside PyTorch on the GPU (FASHION_MNIST_DIR), then the
+#           MLP with --autocast bf16, --cuda-graph and both, on both sides
 #   dist    the MPI + NCCL build on the GPU: one rank, then make test-dist(-gpu)
 # Each phase builds what it needs first (incremental), writes OUTDIR/<phase>.log
 # and prints a short summary; the logs are what goes into bench/RESULTS.md.
@@ -205,6 +206,19 @@ phase_fashion() {
   # there and copied to the GPU while the previous step runs
   run "$log" ./build/cuda/ex/fashion_mnist --model both --epochs 10
   tail -n 8 "$log"
+  # the MLP with the example's options against fashion_torch.py with the same: autocast BF16
+  # (torch.autocast), the step captured in a graph (tr.cuda_graph against torch.cuda.graphs'
+  # whole-network capture; goal: devtensor's epoch <= 0.1x PyTorch's), and both; each variant's
+  # epochs in OUTDIR/fashion_epochs-<variant>.txt
+  for v in "--autocast bf16" "--cuda-graph" "--autocast bf16 --cuda-graph"; do
+    if [ "$(date +%s)" -gt $((deadline - 60)) ]; then
+      echo "fashion $v: not started (the call's budget is nearly spent)" | tee -a "$log"; status=1; continue
+    fi
+    tag=$(echo "$v" | sed 's/--//g; s/ /-/g')
+    run "$log" env FASHION_MODELS=mlp sh bench/run_fashion.sh build/cuda/ex/fashion_mnist python3 "${ROUNDS:-1}" 10 cuda "$v"
+    cp build/bench_fashion.txt "$out/fashion_epochs-$tag.txt" 2>/dev/null
+    say "fashion mlp $v: $(grep 'devtensor epoch time' "$log" | tail -n 1)"
+  done
 }
 
 # distributed with the GPU: the MPI + real-NCCL build; one rank on cuda:0, then

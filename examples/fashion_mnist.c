@@ -8,7 +8,7 @@
 
      fashion_mnist [--epochs N] [--train N] [--test N] [--model softmax|mlp|both]
                    [--data DIR] [--csv PATH] [--lr X] [--batch N] [--seed N]
-                   [--data-on-device] [--min-acc X]
+                   [--data-on-device] [--autocast f32|bf16|f16] [--cuda-graph] [--min-acc X]
        --train/--test N  the first N examples only (default: all 60000 / 10000)
        --data DIR        default $FASHION_MNIST_DIR, else /usr/share/datasets/fashion-mnist
                          (Debian: apt-get install dataset-fashion-mnist)
@@ -16,6 +16,13 @@
        --data-on-device  put the data set on the device first: minibatches gathered
                          there; by default it stays on the host and each minibatch is
                          gathered there and copied while the previous step computes
+       --autocast T      tr.autocast: each step's forward and loss, and the evaluation, under
+                         autocast to bf16 or f16 (the matmuls in T with F32 accumulation, the
+                         loss in F32, the parameters and the optimizer F32); f16 with the
+                         trainer's grad scaler. Default f32: off
+       --cuda-graph      tr.cuda_graph: the training step captured once (after one eager
+                         warm-up minibatch) and replayed for every full minibatch; the trainer
+                         refuses it with --autocast f16 (its scaler reads the host each step)
        --min-acc X       exit 1 unless every model's last test accuracy is >= X and its
                          loss is below the untrained ln(10) and fell from the first epoch
                          (a smoke test)
@@ -134,12 +141,14 @@ static void plot(const char *path) {
 
 static int usage(const char *why) {
   fprintf(stderr, "fashion_mnist: %s\nusage: fashion_mnist [--epochs N] [--train N] [--test N] [--model softmax|mlp|both] "
-          "[--data DIR] [--csv PATH] [--lr X] [--batch N] [--seed N] [--data-on-device] [--min-acc X]\n", why);
+          "[--data DIR] [--csv PATH] [--lr X] [--batch N] [--seed N] [--data-on-device] [--autocast f32|bf16|f16] [--cuda-graph] "
+          "[--min-acc X]\n", why);
   return 1;
 }
 
 int main(int argc, char **argv) {
-  int epochs = 10, on_device = 0, i, m, rc = 0, csv_ok;
+  int epochs = 10, on_device = 0, cuda_graph = 0, i, m, rc = 0, csv_ok, failed = 0;
+  dt_dtype autocast = DT_F32;
   int64_t ntrain = 0, ntest = 0, batch = 256;
   double lr = 0.1, min_acc = -1;
   unsigned long long seed = 0;
@@ -157,6 +166,7 @@ int main(int argc, char **argv) {
   for (i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--data-on-device") == 0) { on_device = 1; continue; }
+    if (strcmp(a, "--cuda-graph") == 0) { cuda_graph = 1; continue; }
     if (!v) return usage("an option lacks its value");
     if (strcmp(a, "--epochs") == 0) epochs = atoi(v);
     else if (strcmp(a, "--train") == 0) ntrain = atoll(v);
@@ -168,6 +178,12 @@ int main(int argc, char **argv) {
     else if (strcmp(a, "--batch") == 0) batch = atoll(v);
     else if (strcmp(a, "--seed") == 0) seed = strtoull(v, NULL, 10);
     else if (strcmp(a, "--min-acc") == 0) min_acc = atof(v);
+    else if (strcmp(a, "--autocast") == 0) {
+      if (strcmp(v, "f32") == 0) autocast = DT_F32;
+      else if (strcmp(v, "bf16") == 0) autocast = DT_BF16;
+      else if (strcmp(v, "f16") == 0) autocast = DT_F16;
+      else return usage("--autocast is f32, bf16 or f16");
+    }
     else return usage("unknown option");
     i++;
   }
@@ -194,8 +210,9 @@ int main(int argc, char **argv) {
     X = a; y = b; Xt = c; yt = d;
     if (!X || !y || !Xt || !yt) { fprintf(stderr, "fashion_mnist: %s\n", dt_last_error()); rc = 1; goto out; }
   }
-  printf("devtensor on %s: %lld training and %lld test examples (read in %.2f s), data on %s\n", dt_device_str(dev, dn, sizeof dn),
-         (long long)tr_set.n, (long long)te_set.n, now_seconds() - t0, on_device ? "the device" : "the host");
+  printf("devtensor on %s: %lld training and %lld test examples (read in %.2f s), data on %s, autocast %s%s\n",
+         dt_device_str(dev, dn, sizeof dn), (long long)tr_set.n, (long long)te_set.n, now_seconds() - t0,
+         on_device ? "the device" : "the host", autocast == DT_F32 ? "off" : dt_dtype_name(autocast), cuda_graph ? ", cuda graph" : "");
   if (!(csv = fopen(csv_path, "w"))) fprintf(stderr, "fashion_mnist: cannot write %s: %s\n", csv_path, strerror(errno));
   if (csv) fprintf(csv, "model,epoch,train_loss,train_acc,test_acc,seconds\n");
   for (m = 0; m < nmodels && rc == 0; m++) {
@@ -213,10 +230,12 @@ int main(int argc, char **argv) {
     tr.loss_fn = DT_LOSS_CROSS_ENTROPY;
     tr.quiet = 1;
     tr.on_epoch = on_epoch; tr.user = &lg;
+    tr.autocast = autocast;     /* DT_F16: the trainer makes its grad scaler */
+    tr.cuda_graph = cuda_graph; /* a combination the trainer cannot capture fails the fit with its reason */
     /* the trainer moves the model (and the optimizer's state) to its device first */
     if (!(opt = dt_sgd(net, lr, 0.0, 0.0))) s = dt_last_status();
     else { tr.optimizer = opt; s = dt_trainer_fit_val(&tr, net, X, y, Xt, yt); }
-    if (s != DT_OK) { fprintf(stderr, "fashion_mnist: %s\n", dt_last_error()); rc = 1; }
+    if (s != DT_OK) { fprintf(stderr, "fashion_mnist: %s\n", dt_last_error()); rc = 1; failed = 1; }
     else if (min_acc >= 0 && (!(lg.test_acc >= min_acc) || !(lg.last_loss < 2.302585) || (epochs > 1 && !(lg.last_loss < lg.first_loss)))) {
       fprintf(stderr, "fashion_mnist: %s: test accuracy %.4f (want >= %.4f), train loss %.4f in the first epoch and %.4f in the "
               "last (want < ln 10 = 2.3026, and falling)\n", models[m], lg.test_acc, min_acc, lg.first_loss, lg.last_loss);
@@ -228,7 +247,8 @@ int main(int argc, char **argv) {
   }
   csv_ok = csv && !ferror(csv);
   if (csv && fclose(csv) != 0) csv_ok = 0;
-  if (!csv_ok) { printf("%s not written, so no plot\n", csv_path); if (rc == 0) rc = 1; }
+  if (failed) printf("training failed: no plot\n"); /* the library's error is above; the CSV holds the epochs before it */
+  else if (!csv_ok) { printf("%s not written, so no plot\n", csv_path); if (rc == 0) rc = 1; }
   else { printf("wrote %s\n", csv_path); plot(csv_path); }
 out:
   dt_release(X); dt_release(y); dt_release(Xt); dt_release(yt);

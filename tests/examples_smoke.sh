@@ -50,6 +50,20 @@ if [ -x "$dir/fashion_mnist" ]; then
   case "$label" in emu*) fm="--model softmax --train 256 --test 128 --batch 64";; *) fm="--train 2000 --test 1000";; esac
   # shellcheck disable=SC2086
   run fashion_mnist "$dir/fashion_mnist" --epochs 2 $fm --min-acc 0.3 --csv "$tmp/fashion.csv"
+  # the MLP under autocast BF16, and under the trainer's graph (captured once, replayed); emulated
+  # GPUs: both at once, one epoch of softmax regression on a few examples
+  case "$label" in
+    emu*)
+      run "fashion_mnist --autocast bf16 --cuda-graph" "$dir/fashion_mnist" --epochs 1 --model softmax --train 256 --test 128 \
+        --batch 64 --autocast bf16 --cuda-graph --min-acc 0.3 --csv "$tmp/fashion.csv" ;;
+    *)
+      run "fashion_mnist --autocast bf16" "$dir/fashion_mnist" --epochs 2 --model mlp --train 2000 --test 1000 --autocast bf16 \
+        --min-acc 0.3 --csv "$tmp/fashion.csv"
+      run "fashion_mnist --cuda-graph" "$dir/fashion_mnist" --epochs 2 --model mlp --train 2000 --test 1000 --cuda-graph \
+        --min-acc 0.3 --csv "$tmp/fashion.csv" ;;
+  esac
+  expect_fail "fashion_mnist reports the trainer's refusal of --cuda-graph with --autocast f16" "cannot capture the training step" \
+    "$dir/fashion_mnist" --epochs 1 --model softmax --train 256 --test 128 --autocast f16 --cuda-graph --csv "$tmp/fashion.csv"
   mkdir "$tmp/fm"
   # a header promising 2 images of 28 x 28, and 100 bytes of them
   { printf '\000\000\010\003\000\000\000\002\000\000\000\034\000\000\000\034'; head -c 100 /dev/zero; } | gzip > "$tmp/fm/train-images-idx3-ubyte.gz"

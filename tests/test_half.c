@@ -83,6 +83,40 @@ static void test_casts(dt_device dev) {
   }
 }
 
+/* float32 <-> bfloat16 over arrays long enough for the vector kernels: the table above at every
+   offset 0..16 among 100 ones (each case in every lane and in the scalar tail), and all 65536
+   bfloat16 bit patterns to float32 (its bits in the high half) */
+static void test_casts_bf16_long(dt_device dev) {
+  enum { N = 100 };
+  int n = (int)(sizeof f32_in / sizeof f32_in[0]), off, i;
+  uint32_t *xs = (uint32_t *)malloc(sizeof(uint32_t) * (N + 64)), *f = (uint32_t *)malloc(sizeof(uint32_t) * 65536);
+  uint16_t *got = (uint16_t *)malloc(sizeof(uint16_t) * 65536);
+  T_CHECK(xs && f && got);
+  for (off = 0; xs && f && got && off <= 16; off++) {
+    dt_tensor *x, *y;
+    for (i = 0; i < N + 64; i++) xs[i] = 0x3F800000u;
+    for (i = 0; i < n; i++) xs[off + i] = f32_in[i];
+    x = dt_from_data(xs, dt_shape1(N + 64), DT_F32, dev);
+    y = x ? dt_cast(x, DT_BF16) : NULL;
+    T_CHECK(y && host16(y, got, N + 64));
+    for (i = 0; y && i < N + 64; i++) {
+      uint16_t want = i >= off && i < off + n ? bf16_out[i - off] : 0x3F80;
+      T_CHECK_MSG(got[i] == want, "bfloat16 of 0x%08x at %d (offset %d): 0x%04x, PyTorch 0x%04x", xs[i], i, off, got[i], want);
+    }
+    dt_release(x); dt_release(y);
+  }
+  if (xs && f && got) {
+    dt_tensor *h, *y;
+    for (i = 0; i < 65536; i++) got[i] = (uint16_t)i;
+    h = dt_from_data(got, dt_shape1(65536), DT_BF16, dev);
+    y = h ? dt_cast(h, DT_F32) : NULL;
+    T_CHECK(y && dt_to_host(y, f, sizeof(uint32_t) * 65536) == DT_OK);
+    for (i = 0; y && i < 65536; i++) T_CHECK_MSG(f[i] == (uint32_t)i << 16, "bfloat16 0x%04x to float32: 0x%08x", i, f[i]);
+    dt_release(h); dt_release(y);
+  }
+  free(xs); free(f); free(got);
+}
+
 /* creation, fill, item, arange, element size and name */
 static void test_create(dt_device dev) {
   uint16_t g[4];
@@ -501,5 +535,6 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_autograd);
   T_RUN_ALL_DEVICES(test_refusals);
   T_RUN_ALL_DEVICES(test_matmul_bf16);
+  T_RUN_ALL_DEVICES(test_casts_bf16_long);
   return t_finish();
 }

@@ -42,6 +42,10 @@ static void dt__half_task(void *ctx, int64_t lo, int64_t hi) {
   const dt__half_job *j = (const dt__half_job *)ctx;
   size_t xs = dt_dtype_size(j->from), ys = dt_dtype_size(j->to);
   float f[DT__HALF_BLOCK];
+  if ((j->from == DT_F32 && j->to == DT_BF16) || (j->from == DT_BF16 && j->to == DT_F32)) { /* in vectors */
+    dt__hv_bf16_kernel(j->to == DT_BF16)(hi - lo, j->x + (size_t)lo * xs, j->y + (size_t)lo * ys);
+    return;
+  }
   while (lo < hi) {
     int64_t n = hi - lo < DT__HALF_BLOCK ? hi - lo : DT__HALF_BLOCK;
     dt__half_in(j->from, n, j->x + (size_t)lo * xs, f);
