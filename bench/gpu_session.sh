@@ -17,6 +17,9 @@
 #   fashion Fashion-MNIST on cuda:0 beside PyTorch on the GPU (FASHION_MNIST_DIR), then the
 #           MLP with --autocast bf16, --cuda-graph and both, on both sides
 #   dist    the MPI + NCCL build on the GPU: one rank, then make test-dist(-gpu)
+#   cnn     D2L's LeNet and ResNet-18 on cuda:0 beside PyTorch on the same GPU: eager, with
+#           --cuda-graph, with --tf32 (PyTorch's cuDNN convolutions use TF32 by default; its
+#           twins also run with --tf32 off)
 # Each phase builds what it needs first (incremental), writes OUTDIR/<phase>.log
 # and prints a short summary; the logs are what goes into bench/RESULTS.md.
 # Suggested calls (device tool, timeout_s 600 each, one right after the other so the
@@ -25,6 +28,7 @@
 #   DT_COMMIT=<sha> sh bench/gpu_session.sh $OUT bench    (about 2-3 min)
 #   DT_COMMIT=<sha> sh bench/gpu_session.sh $OUT san      (stops starting tools at 560 s)
 #   FASHION_MNIST_DIR=$PWD/.fashion DT_COMMIT=<sha> sh bench/gpu_session.sh $OUT dist fashion
+#   FASHION_MNIST_DIR=$PWD/.fashion DT_COMMIT=<sha> sh bench/gpu_session.sh $OUT cnn  (stops starting runs at 560 s)
 #     (.fashion: a copy of /usr/share/datasets/fashion-mnist, git-excluded, named in the call's carry)
 # The phases' times on an H100 are in bench/RESULTS.md.
 set -u
@@ -235,6 +239,43 @@ phase_dist() {
   say "dist: $(grep '^[0-9]* passed, [0-9]* failed, [0-9]* skipped$' "$log" | tail -n 3 | tr '\n' ' ')"
 }
 
+# the median epoch time of the "epoch k/N ... S s" lines of the run of CMD (its "$ CMD" line) in LOG,
+# and its last test accuracy: epoch_median LOG CMD
+epoch_median() {
+  awk -v cmd="$2" 'index($0, "$ ") == 1 { on = $0 == "$ " cmd; if (on) n = 0 }
+    on && /^epoch / { t[++n] = $(NF - 1); acc = $(NF - 2) }
+    END { if (n == 0) { print "no epochs"; exit }
+          for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (t[j] < t[i]) { x = t[i]; t[i] = t[j]; t[j] = x }
+          printf "median epoch %s s over %d, last test acc %s\n", t[int((n + 1) / 2)], n, acc }' "$1"
+}
+
+# D2L's LeNet (7.6: 10 epochs, lr 0.1, batch 128) and ResNet-18 (8.6 at 96x96, lr 0.05, batch 256;
+# EPOCHS_RESNET, default 2) on cuda:0, each devtensor variant and each PyTorch run once, the data on
+# the host on both sides. Goals: LeNet's epoch <= 0.5x PyTorch's, ResNet's <= 0.8x, test accuracy
+# within 1 point. Every run's epochs are in OUTDIR/cnn.log.
+phase_cnn() {
+  log=$out/cnn.log
+  header >"$log"
+  run "$log" make -j"$jobs" CUDA=1 build/cuda/ex/lenet build/cuda/ex/resnet
+  re=${EPOCHS_RESNET:-2}
+  for cmd in "./build/cuda/ex/lenet --epochs 10" "./build/cuda/ex/lenet --epochs 10 --cuda-graph" \
+             "./build/cuda/ex/lenet --epochs 10 --tf32" "./build/cuda/ex/lenet --epochs 10 --tf32 --cuda-graph" \
+             "python3 bench/lenet_torch.py --epochs 10 --device cuda" \
+             "python3 bench/lenet_torch.py --epochs 10 --device cuda --tf32 off" \
+             "./build/cuda/ex/resnet --epochs $re --lr 0.05 --batch 256 --tf32" \
+             "./build/cuda/ex/resnet --epochs $re --lr 0.05 --batch 256 --tf32 --cuda-graph" \
+             "./build/cuda/ex/resnet --epochs $re --lr 0.05 --batch 256" \
+             "python3 bench/resnet_torch.py --epochs $re --lr 0.05 --batch 256 --device cuda" \
+             "python3 bench/resnet_torch.py --epochs $re --lr 0.05 --batch 256 --device cuda --tf32 off"; do
+    if [ "$(date +%s)" -gt $((deadline - 90)) ]; then
+      echo "cnn $cmd: not started (the call's budget is nearly spent)" | tee -a "$log"; status=1; continue
+    fi
+    # shellcheck disable=SC2086
+    run "$log" $cmd
+    say "$cmd: $(epoch_median "$log" "$cmd")"
+  done
+}
+
 for p in "$@"; do
   case $p in
     test) phase_test ;;
@@ -242,6 +283,7 @@ for p in "$@"; do
     bench) phase_bench ;;
     fashion) phase_fashion ;;
     dist) phase_dist ;;
+    cnn) phase_cnn ;;
     *) echo "unknown phase $p"; status=2 ;;
   esac
 done
