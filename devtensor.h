@@ -10391,6 +10391,26 @@ static dt_status dt__replicas_bcast_params(const char *op, dt__replicas *r) {
   return s;
 }
 
+/* The sums of a replica's part, recorded by nothing (a half module's prediction requires grad). */
+static dt_status dt__dp_accumulate(dt_trainer *tr, const dt_tensor *pred, const dt_tensor *y, dt__tr_sums *sums) {
+  int prev = dt__no_grad;
+  dt_status s;
+  dt__no_grad = 1;
+  s = dt__tr_accumulate(tr, pred, y, sums);
+  dt__no_grad = prev;
+  return s;
+}
+
+/* The loss's gradient with respect to pred, computed as a constant (not recorded). */
+static dt_tensor *dt__dp_loss_grad(int ce, const dt_tensor *pred, const dt_tensor *y) {
+  int prev = dt__no_grad;
+  dt_tensor *g;
+  dt__no_grad = 1;
+  g = ce ? dt_cross_entropy_grad(pred, y) : dt_mse_loss_grad(pred, y);
+  dt__no_grad = prev;
+  return g;
+}
+
 /* One minibatch (on the first GPU, or this rank's device) over the replicas and ranks: each
    takes its contiguous part of the rows, sums its loss (times its rows) and right answers
    into its own sums, weights its loss gradient by its share of the rows; the gradients are
@@ -10408,10 +10428,11 @@ static dt_status dt__dp_step(dt_trainer *tr, dt__replicas *r, const dt_tensor *x
     dt_tensor *x = NULL, *y = NULL, *pred = NULL, *lg = NULL, *lgs = NULL;
     if ((s = dt_zero_grad(r->m[g])) != DT_OK || r1 == r0) continue; /* no rows: its gradients stay zero */
     if ((x = dt__rows_to(op, xb, r0, r1, r->dev[g])) && (y = dt__rows_to(op, yb, r0, r1, r->dev[g])) &&
-        (pred = dt_forward(r->m[g], x)) && dt__tr_accumulate(tr, pred, y, &r->sums[g]) == DT_OK &&
-        (lg = ce ? dt_cross_entropy_grad(pred, y) : dt_mse_loss_grad(pred, y)) &&
+        (pred = dt_forward(r->m[g], x)) && dt__dp_accumulate(tr, pred, y, &r->sums[g]) == DT_OK &&
+        (lg = dt__dp_loss_grad(ce, pred, y)) &&
         (lgs = dt_mul_scalar(lg, (double)(r1 - r0) / (double)rows)))   /* this replica's share of the mean */
-      s = dt_backward_params(r->m[g], lgs);
+      /* a half module's forward is recorded: back through autograd, into the same gradients */
+      s = dt__is_half(r->m[g]->dtype) ? dt_autograd_backward(pred, lgs) : dt_backward_params(r->m[g], lgs);
     else
       s = dt_last_status();
     dt_release(x); dt_release(y); dt_release(pred); dt_release(lg); dt_release(lgs);
@@ -10878,9 +10899,6 @@ static dt_status dt__trainer_fit(const char *op, dt_trainer *tr, dt_module *m, c
   if (tr->autocast != DT_F32 && (tr->num_gpus > 1 || dt_dist_world_size() > 1))
     return dt__fail(DT_ERR_UNSUPPORTED, "%s: tr.autocast trains through autograd on one device: data parallel training "
                     "(num_gpus > 1 or several ranks) takes tr.autocast DT_F32", op);
-  if (m && dt__is_half(m->dtype) && (tr->num_gpus > 1 || dt_dist_world_size() > 1))
-    return dt__fail(DT_ERR_UNSUPPORTED, "%s: m is %s: a float16 or bfloat16 module trains through autograd on one device "
-                    "(num_gpus 1, one rank); data parallel training takes float32 and float64 modules", op, dt_dtype_name(m->dtype));
   if (tr->autocast == DT_F16 && !tr->grad_scaler && !(tr->grad_scaler = dt_grad_scaler_new(65536.0))) return dt_last_status();
   if (dt__module_has_user(m) && (tr->num_gpus > 1 || dt_dist_world_size() > 1))
     return dt__fail(DT_ERR_UNSUPPORTED, "%s: m holds a convolution or a module made by dt_module_new, which the trainer "
@@ -11994,20 +12012,26 @@ static MPI_Datatype dt__mpi_type(dt_dtype t) {
     case DT_I32: return MPI_INT32_T;
     case DT_I64: return MPI_INT64_T;
     case DT_U8: case DT_BOOL: return MPI_UINT8_T; /* bools are 0 or 1: MAX is OR, MIN is AND */
-    case DT_F16: case DT_BF16: break; /* refused by the collectives */
+    case DT_F16: case DT_BF16: break; /* reduced as float32 (dt__dist_all_reduce_half), broadcast as bytes */
   }
   return MPI_BYTE; /* not reached: the dtype was checked */
 }
 #endif
 
-/* What every rank must agree on before a collective moves data. */
-static dt_status dt__dist_prelude(const char *op, const dt_tensor *t, int kind, int arg) {
+/* What every rank must agree on before a collective moves data; `ready` 0: this rank could not
+   get the host memory it needs (every rank refuses then, and none waits in MPI for it). */
+static dt_status dt__dist_prelude(const char *op, const dt_tensor *t, int kind, int arg, int ready) {
 #ifdef DEVTENSOR_MPI
-  int64_t v[4], mx[4], mn[4];
+  int64_t v[5], mx[5], mn[5];
   dt_status s;
   if (dt__dist_size_v == 1) return DT_OK;
   v[0] = kind; v[1] = t->numel; v[2] = (int64_t)t->dtype; v[3] = (int64_t)arg * 2 + (t->st->device.type == DT_CUDA);
-  if ((s = dt__dist_agree(op, v, 4, mx, mn)) != DT_OK) return s;
+  v[4] = ready != 0;
+  if ((s = dt__dist_agree(op, v, 5, mx, mn)) != DT_OK) return s;
+  if (mn[4] == 0) {
+    if (!ready) return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host for the float32 scratch (rank %d); nothing moved", op, dt__dist_rank_v);
+    return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host of another rank (its float32 scratch); nothing moved", op);
+  }
   if (mx[0] != mn[0])
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: the ranks are in different collectives (dt_all_reduce_ on some, dt_broadcast_ "
                     "on others): every rank calls the same collectives in the same order", op);
@@ -12028,7 +12052,7 @@ static dt_status dt__dist_prelude(const char *op, const dt_tensor *t, int kind, 
   }
   return DT_OK;
 #else
-  (void)op; (void)t; (void)kind; (void)arg;
+  (void)op; (void)t; (void)kind; (void)arg; (void)ready;
   return DT_OK;
 #endif
 }
@@ -12048,8 +12072,44 @@ static dt_status dt__dist_nccl_ready(const char *fn, const dt_tensor *t) {
 }
 #endif
 
+#ifdef DEVTENSOR_MPI
+/* Elements of a half tensor reduced per MPI call on the CPU: the float32 scratch's size. */
+#ifndef DT__DIST_HALF_CHUNK
+#define DT__DIST_HALF_CHUNK ((int64_t)1 << 20)
+#endif
+
+/* A float16 or bfloat16 CPU tensor all-reduced in float32, DT__DIST_HALF_CHUNK elements at a
+   time through `scratch`: each chunk cast to float32, MPI_Allreduce in MPI_FLOAT, AVG's
+   division in float32, then rounded once to the half dtype (to nearest even). Two ranks: the
+   same bits as a sum (max, min) in the half dtype; more: one rounding where NCCL and Gloo
+   round at each step. */
+static dt_status dt__dist_all_reduce_half(const char *fn, dt_tensor *t, dt_reduce_op op, float *scratch) {
+  const dt__backend *be = dt__be(t->st->device);
+  MPI_Op mop = op == DT_REDUCE_MAX ? MPI_MAX : op == DT_REDUCE_MIN ? MPI_MIN : MPI_SUM;
+  char *p = (char *)dt_data_ptr(t);
+  int64_t at = 0;
+  int rc;
+  dt_status s;
+  while (at < t->numel) {
+    int64_t n = t->numel - at < DT__DIST_HALF_CHUNK ? t->numel - at : DT__DIST_HALF_CHUNK;
+    char *h = p + (size_t)at * 2;
+    if ((s = dt__run(fn, t->st->device, be->cast(0, t->dtype, DT_F32, n, h, scratch))) != DT_OK) return s;
+    if ((rc = MPI_Allreduce(MPI_IN_PLACE, scratch, (int)n, MPI_FLOAT, mop, dt__dist_comm)) != MPI_SUCCESS)
+      return dt__mpi_fail(fn, "MPI_Allreduce", rc);
+    if (op == DT_REDUCE_AVG &&
+        (s = dt__run(fn, t->st->device, be->unary(0, DT__U_AFFINE, DT_F32, n, scratch, scratch, 1.0 / (double)dt__dist_size_v, 0.0))) != DT_OK)
+      return s;
+    if ((s = dt__run(fn, t->st->device, be->cast(0, DT_F32, t->dtype, n, scratch, h))) != DT_OK) return s;
+    at += n;
+  }
+  return DT_OK;
+}
+#endif
+
 DTDEF dt_status dt_all_reduce_(dt_tensor *t, dt_reduce_op op) {
   const char *fn = "dt_all_reduce_";
+  float *scratch = NULL;
+  int need = 0;
   dt_status s;
   if ((s = dt__dist_check(fn, t)) != DT_OK) return s;
   if ((s = dt__inplace_check(fn, "t", t)) != DT_OK) return s;
@@ -12057,15 +12117,26 @@ DTDEF dt_status dt_all_reduce_(dt_tensor *t, dt_reduce_op op) {
   if ((int)op < (int)DT_REDUCE_SUM || (int)op > (int)DT_REDUCE_MIN)
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: unknown op %d (DT_REDUCE_SUM, _AVG, _MAX or _MIN)", fn, (int)op);
   if ((s = dt__check_dtype(fn, t->dtype)) != DT_OK) return s;
-  if (dt__is_half(t->dtype))
-    return dt__fail(DT_ERR_DTYPE, "%s: t is %s, which the collectives do not take (dt_cast it to float32)", fn, dt_dtype_name(t->dtype));
-  if (op == DT_REDUCE_AVG && !dt__is_float(t->dtype))
-    return dt__fail(DT_ERR_DTYPE, "%s: DT_REDUCE_AVG needs float32 or float64, t is %s (use DT_REDUCE_SUM, or dt_cast)", fn,
-                    dt_dtype_name(t->dtype));
-  if ((s = dt__dist_prelude(fn, t, 1, (int)op)) != DT_OK) return s;
+  if (op == DT_REDUCE_AVG && !dt__is_float(t->dtype) && !dt__is_half(t->dtype))
+    return dt__fail(DT_ERR_DTYPE, "%s: DT_REDUCE_AVG needs a float dtype, t is %s (use DT_REDUCE_SUM, or dt_cast)", fn, dt_dtype_name(t->dtype));
+  /* a half CPU tensor on several ranks: its float32 scratch before the ranks agree, so that a
+     rank without the memory is known to every rank before any data moves */
+#ifdef DEVTENSOR_MPI
+  need = dt__dist_size_v > 1 && t->numel > 0 && dt__is_half(t->dtype) && t->st->device.type == DT_CPU;
+  if (need) scratch = (float *)DT_MALLOC(sizeof(float) * (size_t)(t->numel < DT__DIST_HALF_CHUNK ? t->numel : DT__DIST_HALF_CHUNK));
+#endif
+  if ((s = dt__dist_prelude(fn, t, 1, (int)op, !need || scratch)) != DT_OK) {
+    if (scratch) DT_FREE(scratch);
+    return s;
+  }
   /* one rank: the sum, mean, max and min of one value are that value */
   if (dt__dist_size_v == 1 || t->numel == 0) return DT_OK;
 #ifdef DEVTENSOR_MPI
+  if (scratch) {
+    s = dt__dist_all_reduce_half(fn, t, op, scratch);
+    DT_FREE(scratch);
+    return s;
+  }
   if (t->st->device.type == DT_CPU) {
     MPI_Op mop = op == DT_REDUCE_MAX ? MPI_MAX : op == DT_REDUCE_MIN ? MPI_MIN : MPI_SUM;
     char *p = (char *)dt_data_ptr(t);
@@ -12109,9 +12180,7 @@ DTDEF dt_status dt_broadcast_(dt_tensor *t, int root) {
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: root %d is not a rank (the world has ranks 0 to %d)", fn, root, dt__dist_size_v - 1);
   }
   if ((s = dt__check_dtype(fn, t->dtype)) != DT_OK) return s;
-  if (dt__is_half(t->dtype))
-    return dt__fail(DT_ERR_DTYPE, "%s: t is %s, which the collectives do not take (dt_cast it to float32)", fn, dt_dtype_name(t->dtype));
-  if ((s = dt__dist_prelude(fn, t, 2, root)) != DT_OK) return s;
+  if ((s = dt__dist_prelude(fn, t, 2, root, 1)) != DT_OK) return s;
   if (dt__dist_size_v == 1 || t->numel == 0) return DT_OK;
 #ifdef DEVTENSOR_MPI
   if (t->st->device.type == DT_CPU) {

@@ -668,6 +668,10 @@ static int workload(void) {
   STEP(dt_all_reduce_(t, DT_REDUCE_AVG) == DT_OK);
   STEP(dt_broadcast_(t, 0) == DT_OK);
   VERIFY(val(t, 5) == A6[5] && dt_dist_world_size() == 1);
+  NEW(u, dt_cast(a, DT_BF16)); /* a bfloat16 tensor is taken: the one-rank world leaves it as it was */
+  STEP(dt_all_reduce_(u, DT_REDUCE_AVG) == DT_OK);
+  STEP(dt_broadcast_(u, 0) == DT_OK);
+  VERIFY(dt_dtype_of(u) == DT_BF16 && ((const uint16_t *)dt_data_ptr(u))[5] == 0x40C0); /* 6.0 */
   STEP(dt_dist_finalize() == DT_OK);
 
   /* optimizers and no_grad: a first step that fails (making its state) leaves the

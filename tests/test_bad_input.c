@@ -591,20 +591,21 @@ static int half_misuse(int k) {
     dt_module *m = dt_linear(2, 2);
     r = bad(dt_module_to_dtype(m, DT_I64));
     dt_module_free(m);
-  } else if (k == 5) { /* a bfloat16 module, data parallel on two GPUs */
+  } else if (k == 5) { /* a bfloat16 module, data parallel on two GPUs under tr.autocast */
     dt_module *m = dt_sequential();
     dt_tensor *y = dt_zeros(dt_shape2(2, 1), dt_cpu()), *xb = dt_cast(F, DT_BF16), *yb = y ? dt_cast(y, DT_BF16) : NULL;
     dt_trainer tr;
     if (m && xb && yb && dt_sequential_add(m, dt_linear(3, 1)) == DT_OK && dt_module_to_dtype(m, DT_BF16) == DT_OK &&
         dt_trainer_init(&tr, 1, 2) == DT_OK) {
       tr.quiet = 1;
+      tr.autocast = DT_BF16;
       r = bad(dt_trainer_fit(&tr, m, xb, yb));
       dt_trainer_free(&tr);
     }
     dt_release(y); dt_release(xb); dt_release(yb);
     dt_module_free(m);
-  } else if (k == 3) {
-    r = bad(dist_ar(h, DT_REDUCE_SUM));
+  } else if (k == 3) { /* float16 is taken; an unknown op is still refused */
+    r = bad(dist_ar(h, 9));
   }
   dt_release(a); dt_release(h); dt_release(b);
   return r;
@@ -1417,7 +1418,7 @@ static int graph_trainer_refused(int k) {
   X_(all_reduce_null, DT_ERR_INVALID_ARGUMENT, "dt_all_reduce_:", "t is NULL", bad(dist_ar(NULL, DT_REDUCE_SUM)))        \
   X_(all_reduce_bad_op, DT_ERR_INVALID_ARGUMENT, "dt_all_reduce_:", "unknown op 9", bad(dist_ar(F, 9)))                   \
   X_(all_reduce_neg_op, DT_ERR_INVALID_ARGUMENT, "dt_all_reduce_:", "unknown op -1", bad(dist_ar(F, -1)))                 \
-  X_(all_reduce_avg_int, DT_ERR_DTYPE, "dt_all_reduce_:", "DT_REDUCE_AVG needs float32 or float64, t is int32", bad(dist_ar(I, DT_REDUCE_AVG))) \
+  X_(all_reduce_avg_int, DT_ERR_DTYPE, "dt_all_reduce_:", "DT_REDUCE_AVG needs a float dtype, t is int32", bad(dist_ar(I, DT_REDUCE_AVG))) \
   X_(broadcast_null, DT_ERR_INVALID_ARGUMENT, "dt_broadcast_:", "t is NULL", bad(dist_bc(NULL, 0)))                      \
   X_(broadcast_root_1, DT_ERR_INVALID_ARGUMENT, "dt_broadcast_:", "=root 1 is not a rank (the world has rank 0 only)", bad(dist_bc(F, 1))) \
   X_(broadcast_root_neg, DT_ERR_INVALID_ARGUMENT, "dt_broadcast_:", "root -1 is not a rank", bad(dist_bc(F, -1)))         \
@@ -1518,9 +1519,9 @@ static int graph_trainer_refused(int k) {
   X_(matmul_precision_null, DT_ERR_INVALID_ARGUMENT, "dt_set_float32_matmul_precision:", "precision is NULL", bad(dt_set_float32_matmul_precision(NULL))) \
   X_(half_sgd, DT_ERR_DTYPE, "dt_sgd_tensors:", "params[0] is int32; only float tensors", half_misuse(1))                     \
   X_(half_backward, DT_ERR_UNSUPPORTED, "dt_backward_params:", "m is bfloat16; a float16 or bfloat16 module goes back with dt_autograd_backward", half_misuse(2)) \
-  X_(half_data_parallel, DT_ERR_UNSUPPORTED, "dt_trainer_fit:", "m is bfloat16: a float16 or bfloat16 module trains through autograd on one device", GPUS(2, half_misuse(5))) \
+  X_(half_data_parallel, DT_ERR_UNSUPPORTED, "dt_trainer_fit:", "tr.autocast trains through autograd on one device: data parallel training", GPUS(2, half_misuse(5))) \
   X_(half_param_i64, DT_ERR_DTYPE, "dt_module_to_dtype:", "float32, float64, float16 or bfloat16, not int64", half_misuse(4))  \
-  X_(half_all_reduce, DT_ERR_DTYPE, "dt_all_reduce_:", "t is float16, which the collectives do not take", half_misuse(3)) \
+  X_(half_all_reduce, DT_ERR_INVALID_ARGUMENT, "dt_all_reduce_:", "unknown op 9", half_misuse(3)) \
   /* graphs */                                                                                                              \
   X_(graph_begin_no_device, DT_ERR_NO_DEVICE, "dt_graph_begin:", "no such device cuda:7", bad(dt_graph_begin(dt_gpu(7)))) \
   X_(graph_begin_neg_device, DT_ERR_INVALID_ARGUMENT, "dt_graph_begin:", "invalid device index -1", bad(dt_graph_begin(dt_gpu(-1)))) \

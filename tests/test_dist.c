@@ -19,7 +19,7 @@
 
 static int contains(const char *s, const char *sub) { return s && sub && strstr(s, sub) != NULL; }
 
-static const dt_dtype kTypes[] = {DT_F32, DT_F64, DT_I32, DT_I64, DT_U8, DT_BOOL};
+static const dt_dtype kTypes[] = {DT_F32, DT_F64, DT_I32, DT_I64, DT_U8, DT_BOOL, DT_F16, DT_BF16};
 #define NTYPES ((int)(sizeof kTypes / sizeof kTypes[0]))
 
 /* values of rank r: element i is (i % 5) * (r + 1) - 2 * r + i / 5, exact in every dtype */
@@ -31,7 +31,38 @@ static double value_t(dt_dtype t, int r, int i) {
   if (t == DT_BOOL) return (i + r) % 3 == 0 ? 1.0 : 0.0;
   return value_of(r, i);
 }
-static int is_float(dt_dtype t) { return t == DT_F32 || t == DT_F64; }
+static int is_float(dt_dtype t) { return t == DT_F32 || t == DT_F64 || t == DT_F16 || t == DT_BF16; }
+
+/* Two ranks' float16 and bfloat16 values (HD_X[type][rank], as bits; type 0 float16, 1 bfloat16)
+   and their all-reduce in PyTorch (tests/gen_half_dist_cases.py): the float sum, mean, max and
+   min rounded once to the type, to nearest even (elements 0 and 1 of bfloat16 are ties) */
+#define HD_N 10
+static const uint16_t HD_X[2][2][HD_N] = {
+  {{0x3C00, 0x3C08, 0x4200, 0xC100, 0x5C00, 0x2E66, 0x1419, 0x5640, 0x63D0, 0xC740},
+   {0x1C00, 0x1C00, 0x34CD, 0x4100, 0x3C00, 0x3266, 0x9A25, 0x38CD, 0x399A, 0x3D80}},
+  {{0x3F80, 0x3F81, 0x4040, 0xC020, 0x4380, 0x3DCD, 0x3A83, 0x42C8, 0x447A, 0xC0E8},
+   {0x3B80, 0x3B80, 0x3E9A, 0x4020, 0x3F80, 0x3E4D, 0xBB45, 0x3F1A, 0x3F33, 0x3FB0}}};
+/* HD_WANT[type][op]: op DT_REDUCE_SUM, _AVG, _MAX, _MIN */
+static const uint16_t HD_WANT[2][4][HD_N] = {
+  {{0x3C04, 0x3C0C, 0x429A, 0x0000, 0x5C04, 0x34CC, 0x9818, 0x564A, 0x63D1, 0xC5E0},
+   {0x3804, 0x380C, 0x3E9A, 0x0000, 0x5804, 0x30CC, 0x9418, 0x524A, 0x5FD1, 0xC1E0},
+   {0x3C00, 0x3C08, 0x4200, 0x4100, 0x5C00, 0x3266, 0x1419, 0x5640, 0x63D0, 0x3D80},
+   {0x1C00, 0x1C00, 0x34CD, 0xC100, 0x3C00, 0x2E66, 0x9A25, 0x38CD, 0x399A, 0xC740}},
+  {{0x3F80, 0x3F82, 0x4053, 0x0000, 0x4380, 0x3E9A, 0xBB04, 0x42C9, 0x447A, 0xC0BC},
+   {0x3F00, 0x3F02, 0x3FD3, 0x0000, 0x4300, 0x3E1A, 0xBA84, 0x4249, 0x43FA, 0xC03C},
+   {0x3F80, 0x3F81, 0x4040, 0x4020, 0x4380, 0x3E4D, 0x3A83, 0x42C8, 0x447A, 0x3FB0},
+   {0x3B80, 0x3B80, 0x3E9A, 0xC020, 0x3F80, 0x3DCD, 0xBB45, 0x3F1A, 0x3F33, 0xC0E8}}};
+
+/* the elements of t (float16 or bfloat16, HD_N of them) that differ from want's bits; prints the first */
+static int half_bits_differ(const dt_tensor *t, const uint16_t *want, const char *what) {
+  uint16_t got[HD_N];
+  int i, bad = 0;
+  memset(got, 0xFF, sizeof got);
+  dt_to_host(t, got, sizeof got);
+  for (i = 0; i < HD_N; i++)
+    if (got[i] != want[i] && !bad++) printf("  %s: element %d is 0x%04X, expected 0x%04X\n", what, i, got[i], want[i]);
+  return bad;
+}
 
 static dt_tensor *rank_tensor(int r, int n, dt_dtype t, dt_device dev) {
   double *v = (double *)malloc(sizeof(double) * (size_t)n);
@@ -68,7 +99,7 @@ static void test_one_rank_world(dt_device dev) {
       dt_tensor *t = rank_tensor(0, 7, kTypes[k], dev);
       dt_status s = dt_all_reduce_(t, (dt_reduce_op)o);
       if (o == DT_REDUCE_AVG && !is_float(kTypes[k])) {
-        T_CHECK(s == DT_ERR_DTYPE && contains(dt_last_error(), "DT_REDUCE_AVG needs float32 or float64"));
+        T_CHECK(s == DT_ERR_DTYPE && contains(dt_last_error(), "DT_REDUCE_AVG needs a float dtype"));
       } else {
         T_CHECK_MSG(s == DT_OK, "%s", dt_last_error());
       }
@@ -331,6 +362,129 @@ static void test_trainer_two_gpus(void) {
   dt_trainer_free(&one); dt_trainer_free(&two);
   dt_release(tx); dt_release(ty);
 }
+
+/* The emulator's NCCL on float16 and bfloat16 (tests/emu): two emulated GPUs, one grouped
+   all-reduce per op on HD_X, PyTorch's bits (NCCL rounds to the type at each step, which for
+   two ranks is one rounding), and a broadcast from each root. The calls are the emulator's
+   own, declared weak here (NULL where it is not linked): ncclComm_t a pointer, the enums ints. */
+#if defined(__GNUC__)
+#ifdef __cplusplus
+extern "C" {
+#endif
+int ncclCommInitAll(void **comms, int ndev, const int *devlist) __attribute__((weak));
+int ncclCommDestroy(void *comm) __attribute__((weak));
+int ncclGroupStart(void) __attribute__((weak));
+int ncclGroupEnd(void) __attribute__((weak));
+int ncclAllReduce(const void *send, void *recv, size_t count, int type, int op, void *comm, void *stream) __attribute__((weak));
+int ncclBroadcast(const void *send, void *recv, size_t count, int type, int root, void *comm, void *stream) __attribute__((weak));
+int cudaSetDevice(int dev) __attribute__((weak));
+int cudaDeviceSynchronize(void) __attribute__((weak));
+#ifdef __cplusplus
+}
+#endif
+#define HAVE_EMU_NCCL (dtemu_nccl_collectives != NULL && ncclCommInitAll != NULL && cudaSetDevice != NULL)
+#else
+#define HAVE_EMU_NCCL 0
+#endif
+
+static void test_emu_nccl_half(void) {
+#if defined(__GNUC__)
+  static const int nccl_op[4] = {0, 4, 2, 3};  /* DT_REDUCE_SUM, _AVG, _MAX, _MIN: ncclSum, ncclAvg, ncclMax, ncclMin */
+  static const int nccl_ty[2] = {6, 9};        /* ncclFloat16, ncclBfloat16 */
+  void *comm[2] = {NULL, NULL};
+  int devs[2] = {0, 1}, h, o, g, root;
+  if (!HAVE_EMU_NCCL || dt_num_gpus() < 2) T_SKIP("needs the emulator's NCCL and two GPUs (make test-emu)");
+  T_CHECK(ncclCommInitAll(comm, 2, devs) == 0);
+  for (h = 0; h < 2; h++) {
+    dt_dtype ty = h ? DT_BF16 : DT_F16;
+    for (o = 0; o < 6; o++) { /* ops 0-3: all-reduce; 4, 5: broadcast from root 0, 1 */
+      dt_tensor *t[2];
+      char what[64];
+      for (g = 0; g < 2; g++) t[g] = dt_from_data(HD_X[h][g], dt_shape1(HD_N), ty, dt_gpu(g));
+      T_CHECK(t[0] && t[1] && dt_synchronize(dt_gpu(0)) == DT_OK && dt_synchronize(dt_gpu(1)) == DT_OK);
+      T_CHECK(ncclGroupStart() == 0);
+      for (g = 0; g < 2; g++) {
+        void *p = dt_data_ptr(t[g]);
+        cudaSetDevice(g);
+        if (o < 4) T_CHECK(ncclAllReduce(p, p, HD_N, nccl_ty[h], nccl_op[o], comm[g], NULL) == 0);
+        else T_CHECK(ncclBroadcast(p, p, HD_N, nccl_ty[h], o - 4, comm[g], NULL) == 0);
+      }
+      T_CHECK(ncclGroupEnd() == 0);
+      for (g = 0; g < 2; g++) { cudaSetDevice(g); cudaDeviceSynchronize(); }
+      cudaSetDevice(0);
+      for (g = 0; g < 2; g++) {
+        snprintf(what, sizeof what, "%s %s %d on cuda:%d", dt_dtype_name(ty), o < 4 ? "op" : "root", o < 4 ? o : o - 4, g);
+        root = o - 4;
+        T_CHECK(half_bits_differ(t[g], o < 4 ? HD_WANT[h][o] : HD_X[h][root], what) == 0);
+      }
+      dt_release(t[0]); dt_release(t[1]);
+    }
+  }
+  for (g = 0; g < 2; g++) ncclCommDestroy(comm[g]);
+#else
+  T_SKIP("needs the emulator's NCCL (weak symbols: GCC or Clang)");
+#endif
+}
+
+/* A bfloat16 MLP on two GPUs (replicas, the gradients summed in bfloat16 by NCCL's
+   ncclBfloat16, by copies with DEVTENSOR_NO_NCCL=1) against one GPU on the same minibatches:
+   the losses and parameters agree to bfloat16 rounding (the gradient of each half of a
+   minibatch is rounded before the sum), it learns, the parameters stay bfloat16, and NCCL ran
+   one grouped all-reduce per parameter and step (and with dt_adam a broadcast too) */
+static void test_trainer_two_gpus_half(void) {
+  const int n = 43;
+  float X[43 * 3], Y[43 * 2];
+  dt_tensor *xf, *yf, *tx, *ty;
+  dt_module *a, *b;
+  dt_trainer one, two;
+  unsigned long long calls;
+  int i, j, e, k;
+  if (dt_num_gpus() < 2) T_SKIP("needs two GPUs (make test-emu has two emulated ones)");
+  for (i = 0; i < n * 3; i++) X[i] = (float)((i * 7 % 13) - 6) / 5.0f;
+  for (i = 0; i < n; i++) { Y[2 * i] = X[3 * i] - 0.5f * X[3 * i + 1]; Y[2 * i + 1] = X[3 * i + 2] * X[3 * i]; }
+  xf = dt_from_data(X, dt_shape2(n, 3), DT_F32, dt_cpu());
+  yf = dt_from_data(Y, dt_shape2(n, 2), DT_F32, dt_cpu());
+  tx = dt_cast(xf, DT_BF16);
+  ty = dt_cast(yf, DT_BF16);
+  dt_manual_seed(7);
+  a = mlp3(0);
+  T_CHECK(dt_module_to_dtype(a, DT_BF16) == DT_OK);
+  T_CHECK(dt_trainer_init(&one, 3, 1) == DT_OK);
+  one.batch_size = 10; one.quiet = 1; one.lr = 0.05;
+  T_CHECK_MSG(dt_trainer_fit(&one, a, tx, ty) == DT_OK, "%s", dt_last_error());
+  T_CHECK(one.epoch_loss[2] < one.epoch_loss[0]);
+  for (k = 0; k < 3; k++) { /* 0: NCCL, plain SGD; 1: copies; 2: NCCL with dt_adam */
+    dt_optimizer *opt = NULL;
+    dt_manual_seed(7);
+    b = mlp3(0);
+    T_CHECK(dt_module_to_dtype(b, DT_BF16) == DT_OK);
+    set_env("DEVTENSOR_NO_NCCL", k == 1 ? "1" : "");
+    T_CHECK(dt_trainer_init(&two, 3, 2) == DT_OK && two.num_gpus == 2);
+    two.batch_size = 10; two.quiet = 1; two.lr = 0.05;
+    if (k == 2) two.optimizer = opt = dt_adam(b, 0.01, 0.9, 0.999, 1e-8, 0.0);
+    calls = NCCL_CALLS();
+    T_CHECK_MSG(dt_trainer_fit(&two, b, tx, ty) == DT_OK, "%s", dt_last_error());
+    set_env("DEVTENSOR_NO_NCCL", "");
+    /* 3 epochs x 5 minibatches x 4 parameters: a grouped all-reduce of 2 calls (and a broadcast) */
+    if (HAVE_NCCL_COUNT)
+      T_CHECK_MSG(NCCL_CALLS() - calls == (k == 1 ? 0u : k == 2 ? 3u * 5 * 4 * 2 * 2 : 3u * 5 * 4 * 2), "%llu NCCL calls", NCCL_CALLS() - calls);
+    T_CHECK(two.epoch_loss[2] < two.epoch_loss[0]); /* it learns */
+    for (i = 0; i < dt_module_num_params(b); i++) T_CHECK(dt_dtype_of(dt_module_param(b, i, NULL)) == DT_BF16);
+    if (k < 2) {
+      for (e = 0; e < 3; e++) T_CLOSE(two.epoch_loss[e], one.epoch_loss[e], 1e-3, 3e-2);
+      for (i = 0; i < dt_module_num_params(a); i++)
+        for (j = 0; j < dt_numel(dt_module_param(a, i, NULL)); j++)
+          T_CLOSE(at(dt_module_param(b, i, NULL), j), at(dt_module_param(a, i, NULL), j), 2e-2, 2e-2);
+    }
+    two.optimizer = NULL;
+    dt_optimizer_free(opt);
+    dt_trainer_free(&two);
+    dt_module_free(b);
+  }
+  dt_module_free(a);
+  dt_trainer_free(&one);
+  dt_release(xf); dt_release(yf); dt_release(tx); dt_release(ty);
+}
 #endif
 
 /* ---- two or more ranks (make test-dist) ---- */
@@ -367,7 +521,10 @@ static void test_all_reduce_every_dtype_and_op(dt_device dev) {
           e = mx ? (v > e ? v : e) : o == DT_REDUCE_MIN ? (v < e ? v : e) : e + v;
         }
         if (o == DT_REDUCE_AVG) e /= ws;
-        if (kTypes[k] == DT_F32 ? fabs(got - e) > 1e-6 * (1 + fabs(e)) : got != e) {
+        /* halves: the sums are exact; more than two ranks' mean rounds (once here, at each step in NCCL) */
+        double tol = ty == DT_F32 ? 1e-6 * (1 + fabs(e)) : (ty == DT_F16 || ty == DT_BF16) && o == DT_REDUCE_AVG && ws > 2 ?
+                     (ty == DT_F16 ? 1.0 / 512 : 1.0 / 64) * fabs(e) : 0.0;
+        if (fabs(got - e) > tol || got != got) {
           if (!bad++) printf("  %s %d: element %d is %g, expected %g\n", dt_dtype_name(kTypes[k]), o, i, got, e);
         }
       }
@@ -389,6 +546,33 @@ static void test_broadcast_every_root(dt_device dev) {
       T_CHECK(bad == 0);
       dt_release(t);
     }
+}
+
+/* Two ranks' float16 and bfloat16 values whose sums and means round: PyTorch's bits for every
+   op (on the CPU reduced in float32 and rounded once; through NCCL in the type, the same bits for
+   two ranks), and a broadcast from each root moves the bits unchanged */
+static void test_half_rounding(dt_device dev) {
+  int ws = dt_dist_world_size(), me = dt_dist_rank(), h, o, root;
+  if (ws != 2) T_SKIP("the cases are two ranks' (make test-dist)");
+  RANK_DEVICE(dev);
+  for (h = 0; h < 2; h++) {
+    dt_dtype ty = h ? DT_BF16 : DT_F16;
+    for (o = DT_REDUCE_SUM; o <= DT_REDUCE_MIN; o++) {
+      dt_tensor *c = dt_from_data(HD_X[h][me], dt_shape1(HD_N), ty, dt_cpu()), *t = c ? dt_to(c, dev) : NULL;
+      char what[64];
+      snprintf(what, sizeof what, "%s op %d", dt_dtype_name(ty), o);
+      T_CHECK_MSG(t && dt_all_reduce_(t, (dt_reduce_op)o) == DT_OK, "%s", dt_last_error());
+      T_CHECK(half_bits_differ(t, HD_WANT[h][o], what) == 0);
+      T_CHECK(dt_dtype_of(t) == ty);
+      dt_release(c); dt_release(t);
+    }
+    for (root = 0; root < 2; root++) {
+      dt_tensor *c = dt_from_data(HD_X[h][me], dt_shape1(HD_N), ty, dt_cpu()), *t = c ? dt_to(c, dev) : NULL;
+      T_CHECK_MSG(t && dt_broadcast_(t, root) == DT_OK, "%s", dt_last_error());
+      T_CHECK(half_bits_differ(t, HD_X[h][root], "broadcast") == 0);
+      dt_release(c); dt_release(t);
+    }
+  }
 }
 
 /* rank r passes r + 3 elements: every rank is told, none hangs, nothing changes; the
@@ -600,6 +784,44 @@ static void test_data_parallel_mlp(dt_device dev) {
   }
   dt_module_free(ddp); dt_module_free(ref);
 }
+/* A bfloat16 MLP trained on two ranks (each half of every minibatch, the gradients summed over
+   the ranks by dt_all_reduce_ in bfloat16, rank 1 from another seed): it learns, and every
+   rank ends with the same bfloat16 parameters, bit for bit */
+static void test_trainer_ranks_half(void) {
+  float X[37 * 3], Y[37 * 2];
+  dt_tensor *xf, *yf, *tx, *ty;
+  dt_module *net;
+  dt_trainer tr;
+  int i, me = dt_dist_rank();
+  if (dt_dist_world_size() < 2) T_SKIP("one rank (run under mpirun -np 2: make test-dist)");
+  for (i = 0; i < 37 * 3; i++) X[i] = (float)((i * 5 % 17) - 8) / 6.0f;
+  for (i = 0; i < 37; i++) { Y[2 * i] = X[3 * i] + X[3 * i + 1]; Y[2 * i + 1] = X[3 * i + 2] - 0.25f; }
+  xf = dt_from_data(X, dt_shape2(37, 3), DT_F32, dt_cpu());
+  yf = dt_from_data(Y, dt_shape2(37, 2), DT_F32, dt_cpu());
+  tx = dt_cast(xf, DT_BF16);
+  ty = dt_cast(yf, DT_BF16);
+  dt_manual_seed(11 + (uint64_t)me);
+  net = mlp3(0);
+  T_CHECK(dt_module_to_dtype(net, DT_BF16) == DT_OK);
+  dt_trainer_init(&tr, 4, 0);
+  tr.batch_size = 8; tr.quiet = 1; tr.lr = 0.05;
+  T_CHECK_MSG(dt_trainer_fit(&tr, net, tx, ty) == DT_OK, "%s", dt_last_error());
+  T_CHECK(tr.epochs_run == 4 && tr.epoch_loss[3] < tr.epoch_loss[0]);
+  for (i = 0; i < dt_module_num_params(net); i++) {
+    const int grad_was = dt_set_grad_enabled(0); /* copies of the parameters, not recorded */
+    dt_tensor *p = dt_module_param(net, i, NULL), *mx = dt_copyto(p, dt_cpu()), *mn = dt_copyto(p, dt_cpu());
+    int j, bad = 0;
+    dt_set_grad_enabled(grad_was);
+    T_CHECK(dt_dtype_of(p) == DT_BF16);
+    T_CHECK_MSG(mx && mn && dt_all_reduce_(mx, DT_REDUCE_MAX) == DT_OK && dt_all_reduce_(mn, DT_REDUCE_MIN) == DT_OK, "%s", dt_last_error());
+    for (j = 0; j < dt_numel(p); j++) bad += at(mx, j) != at(p, j) || at(mn, j) != at(p, j);
+    T_CHECK_MSG(bad == 0, "param %d differs between the ranks in %d elements", i, bad);
+    dt_release(mx); dt_release(mn);
+  }
+  dt_module_free(net);
+  dt_trainer_free(&tr);
+  dt_release(xf); dt_release(yf); dt_release(tx); dt_release(ty);
+}
 #endif /* DEVTENSOR_MPI */
 
 int main(void) {
@@ -628,11 +850,15 @@ int main(void) {
     T_RUN_ALL_DEVICES(test_mismatch_refused_on_every_rank);
     T_RUN_ALL_DEVICES(test_data_parallel_mlp);
     T_RUN(test_trainer_ranks);
+    T_RUN_ALL_DEVICES(test_half_rounding);
+    T_RUN(test_trainer_ranks_half);
   }
 #else
   T_RUN(test_init_finalize);
   T_RUN(test_trainer_two_gpus);
   if (getenv("DT_TEST_TRAINER_REF")) T_RUN(test_trainer_reference);
+  T_RUN(test_emu_nccl_half);
+  T_RUN(test_trainer_two_gpus_half);
 #endif
   /* every rank's failures count */
   failed = t_failed;

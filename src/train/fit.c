@@ -295,9 +295,6 @@ static dt_status dt__trainer_fit(const char *op, dt_trainer *tr, dt_module *m, c
   if (tr->autocast != DT_F32 && (tr->num_gpus > 1 || dt_dist_world_size() > 1))
     return dt__fail(DT_ERR_UNSUPPORTED, "%s: tr.autocast trains through autograd on one device: data parallel training "
                     "(num_gpus > 1 or several ranks) takes tr.autocast DT_F32", op);
-  if (m && dt__is_half(m->dtype) && (tr->num_gpus > 1 || dt_dist_world_size() > 1))
-    return dt__fail(DT_ERR_UNSUPPORTED, "%s: m is %s: a float16 or bfloat16 module trains through autograd on one device "
-                    "(num_gpus 1, one rank); data parallel training takes float32 and float64 modules", op, dt_dtype_name(m->dtype));
   if (tr->autocast == DT_F16 && !tr->grad_scaler && !(tr->grad_scaler = dt_grad_scaler_new(65536.0))) return dt_last_status();
   if (dt__module_has_user(m) && (tr->num_gpus > 1 || dt_dist_world_size() > 1))
     return dt__fail(DT_ERR_UNSUPPORTED, "%s: m holds a convolution or a module made by dt_module_new, which the trainer "

@@ -182,6 +182,26 @@ static dt_status dt__replicas_bcast_params(const char *op, dt__replicas *r) {
   return s;
 }
 
+/* The sums of a replica's part, recorded by nothing (a half module's prediction requires grad). */
+static dt_status dt__dp_accumulate(dt_trainer *tr, const dt_tensor *pred, const dt_tensor *y, dt__tr_sums *sums) {
+  int prev = dt__no_grad;
+  dt_status s;
+  dt__no_grad = 1;
+  s = dt__tr_accumulate(tr, pred, y, sums);
+  dt__no_grad = prev;
+  return s;
+}
+
+/* The loss's gradient with respect to pred, computed as a constant (not recorded). */
+static dt_tensor *dt__dp_loss_grad(int ce, const dt_tensor *pred, const dt_tensor *y) {
+  int prev = dt__no_grad;
+  dt_tensor *g;
+  dt__no_grad = 1;
+  g = ce ? dt_cross_entropy_grad(pred, y) : dt_mse_loss_grad(pred, y);
+  dt__no_grad = prev;
+  return g;
+}
+
 /* One minibatch (on the first GPU, or this rank's device) over the replicas and ranks: each
    takes its contiguous part of the rows, sums its loss (times its rows) and right answers
    into its own sums, weights its loss gradient by its share of the rows; the gradients are
@@ -199,10 +219,11 @@ static dt_status dt__dp_step(dt_trainer *tr, dt__replicas *r, const dt_tensor *x
     dt_tensor *x = NULL, *y = NULL, *pred = NULL, *lg = NULL, *lgs = NULL;
     if ((s = dt_zero_grad(r->m[g])) != DT_OK || r1 == r0) continue; /* no rows: its gradients stay zero */
     if ((x = dt__rows_to(op, xb, r0, r1, r->dev[g])) && (y = dt__rows_to(op, yb, r0, r1, r->dev[g])) &&
-        (pred = dt_forward(r->m[g], x)) && dt__tr_accumulate(tr, pred, y, &r->sums[g]) == DT_OK &&
-        (lg = ce ? dt_cross_entropy_grad(pred, y) : dt_mse_loss_grad(pred, y)) &&
+        (pred = dt_forward(r->m[g], x)) && dt__dp_accumulate(tr, pred, y, &r->sums[g]) == DT_OK &&
+        (lg = dt__dp_loss_grad(ce, pred, y)) &&
         (lgs = dt_mul_scalar(lg, (double)(r1 - r0) / (double)rows)))   /* this replica's share of the mean */
-      s = dt_backward_params(r->m[g], lgs);
+      /* a half module's forward is recorded: back through autograd, into the same gradients */
+      s = dt__is_half(r->m[g]->dtype) ? dt_autograd_backward(pred, lgs) : dt_backward_params(r->m[g], lgs);
     else
       s = dt_last_status();
     dt_release(x); dt_release(y); dt_release(pred); dt_release(lg); dt_release(lgs);

@@ -1441,7 +1441,7 @@ thread_local int t_nccl_group = 0;
 size_t nccl_size(ncclDataType_t t) {
   switch (t) {
     case ncclInt8: case ncclUint8: return 1;
-    case ncclFloat16: return 2;
+    case ncclFloat16: case ncclBfloat16: return 2;
     case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
     case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
   }
@@ -1467,6 +1467,33 @@ void nccl_reduce_t(const NcclOp &o, int n, std::vector<char> &out) {
   }
 }
 
+/* float16 and bfloat16 as NCCL reduces them: each pair in float, rounded back to the type at
+   each step (to nearest even); ncclAvg's division too */
+template <class H>
+void nccl_reduce_half(const NcclOp &o, int n, std::vector<char> &out, float (*to_f)(H), H (*from_f)(float)) {
+  unsigned short *r = reinterpret_cast<unsigned short *>(out.data());
+  for (size_t i = 0; i < o.count; i++) {
+    H acc, v;
+    acc.x = static_cast<const unsigned short *>(o.send[0])[i];
+    for (int k = 1; k < n; k++) {
+      v.x = static_cast<const unsigned short *>(o.send[k])[i];
+      float a = to_f(acc), b = to_f(v);
+      switch (o.arg) {
+        case ncclMax: acc = b > a ? v : acc; break;
+        case ncclMin: acc = b < a ? v : acc; break;
+        case ncclProd: acc = from_f(a * b); break;
+        default: acc = from_f(a + b); break;
+      }
+    }
+    if (o.arg == ncclAvg) acc = from_f(to_f(acc) / (float)n);
+    r[i] = acc.x;
+  }
+}
+float nccl_h2f(__half h) { return __half2float(h); }
+__half nccl_f2h(float f) { return __float2half_rn(f); }
+float nccl_b2f(__nv_bfloat16 h) { return __bfloat162float(h); }
+__nv_bfloat16 nccl_f2b(float f) { return __float2bfloat16(f); }
+
 void nccl_reduce(const NcclOp &o, int n, std::vector<char> &out) {
   switch (o.type) {
     case ncclInt8: nccl_reduce_t<int8_t>(o, n, out); break;
@@ -1477,7 +1504,9 @@ void nccl_reduce(const NcclOp &o, int n, std::vector<char> &out) {
     case ncclUint64: nccl_reduce_t<uint64_t>(o, n, out); break;
     case ncclFloat32: nccl_reduce_t<float>(o, n, out); break;
     case ncclFloat64: nccl_reduce_t<double>(o, n, out); break;
-    default: die("NCCL: the emulator does not reduce float16");
+    case ncclFloat16: nccl_reduce_half<__half>(o, n, out, nccl_h2f, nccl_f2h); break;
+    case ncclBfloat16: nccl_reduce_half<__nv_bfloat16>(o, n, out, nccl_b2f, nccl_f2b); break;
+    default: die("NCCL: the emulator does not reduce type %d", (int)o.type);
   }
 }
 
