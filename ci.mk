@@ -101,8 +101,10 @@ $(CI_DIRS):
 	@mkdir -p $@
 
 # the emulator (a shared library standing in for libcudart and libcublas) and the backend built on it
+# -ftls-model=initial-exec: the library is linked, not opened later, so its thread-locals (threadIdx and
+# the rest, read at every emulated thread's step) need no __tls_get_addr call (which ASan intercepts)
 $(EMU_LIB): tests/emu/emu.cpp $(EMU_HDRS) | $$(@D)
-	$(CXX) $(CXXSTD) $(WARN) $(EMU_SAN) -fPIC -shared -Itests/emu $< -o $@ -pthread
+	$(CXX) $(CXXSTD) $(WARN) $(EMU_SAN) -ftls-model=initial-exec -fPIC -shared -Itests/emu $< -o $@ -pthread
 
 $(EMU_OBJ): devtensor_cuda.cu $(HDR) $(EMU_HDRS) | $$(@D)
 	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas $(EMU_SAN) -ffp-contract=off -DDTEMU -DDEVTENSOR_NCCL -Itests/emu -I. -c $< -o $@
@@ -115,7 +117,7 @@ $(EMU_DIR)/gpu_check: tests/cuda/gpu_check.cu $(HDR) $(EMU_OBJ) $(EMU_LIB) | $$(
 	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas $(EMU_SAN) -DDTEMU -DDEVTENSOR_CUDA -Itests/emu -I. $< -x none $(EMU_OBJ) -o $@ $(EMU_LINK)
 
 $(TSAN_EMU)/libcudart_emu.so: tests/emu/emu.cpp $(EMU_HDRS) | $$(@D)
-	$(CXX) $(CXXSTD) $(WARN) -O1 -g -fsanitize=thread -fPIC -shared -Itests/emu $< -o $@ -pthread
+	$(CXX) $(CXXSTD) $(WARN) -O1 -g -fsanitize=thread -ftls-model=initial-exec -fPIC -shared -Itests/emu $< -o $@ -pthread
 $(TSAN_EMU)/devtensor_cuda.o: devtensor_cuda.cu $(HDR) $(EMU_HDRS) | $$(@D)
 	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas -O1 -g -fsanitize=thread -fPIC -ffp-contract=off -DDTEMU -DDEVTENSOR_NCCL -Itests/emu -I. -c $< -o $@
 
