@@ -261,8 +261,10 @@ tsan-omp: $(B)/tsan-omp/test_threads
 	@OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1" OMP_NUM_THREADS=4 \
 	  setarch $$(uname -m) -R sh tests/run.sh $^
 
-# the C builds (the C++ builds run the same code: make test runs them plainly)
-VALGRIND_BINS := $(filter-out %/test_gemm_kernel,$(C_TESTS)) $(B)/static_unit $(B)/two_units $(B)/fault/fault_injection
+# the C builds (the C++ builds run the same code: make test runs them plainly); the longest
+# under memcheck first (fault_injection: 4 minutes), so that the rest share the other job
+VALGRIND_LONG := $(B)/fault/fault_injection $(B)/c/test_threads $(B)/c/test_interop $(B)/c/test_conv
+VALGRIND_BINS := $(VALGRIND_LONG) $(filter-out %/test_gemm_kernel $(VALGRIND_LONG),$(C_TESTS)) $(B)/static_unit $(B)/two_units
 valgrind: $(VALGRIND_BINS)
 	@sh tests/valgrind.sh $^
 
