@@ -86,6 +86,8 @@ $(eval $(call LINKED,asan,$(B)/asan,tests,$(LINK_TESTS),$(TEST_DEPS),$(B)/asan/d
 EMU_IMPL := $(EMU_DIR)/devtensor_impl.o
 $(eval $(call LINKED,emu,$(EMU_DIR),tests,$(filter-out $(EMU_CPU_ONLY),$(LINK_TESTS)),$(TEST_DEPS),$(EMU_IMPL)))
 $(eval $(call LINKED,emu,$(EMU_DIR)/ex,examples,$(EXAMPLES),$(EX_DEPS),$(EMU_IMPL)))
+$(eval $(call LINKED,emu,$(EMU_DIR),tests,fault_gpu,$(TEST_DEPS),$(EMU_IMPL)))
+$(eval $(call LINKED,emu,$(EMU_DIR),tests/emu,ctx_check no_driver,$(HDR) tests/harness.h,$(EMU_IMPL)))
 $(eval $(call LINKED,emubench,$(EMU_DIR)/bench,bench,bench_gpu bench_train,$(HDR),$(EMU_IMPL)))
 
 # programs that need more than their variant (as in the Makefile)
