@@ -77,7 +77,7 @@ $(eval $(call VARIANT,asan,$(B)/fuzz/replay_%,tests/fuzz/fuzz_%.c tests/fuzz/rep
 $(eval $(call VARIANT,tsan,$(B)/tsan/test_threads,tests/test_threads.c $(HDR) tests/harness.h))
 # the same 8 threads on two emulated GPUs: the CUDA backend's host side (allocator,
 # lazy init, staging buffers and their events) against the emulator's stream workers
-$(eval $(call VARIANT,tsanemu,$(TSAN_EMU)/test_threads,tests/test_threads.c $(HDR) tests/harness.h))
+# ($(TSAN_EMU)/test_threads: SPLIT below)
 
 # the implementation compiled once per variant (the Makefile's IMPL and LINKED)
 $(eval $(call IMPL,asan,$(B)/asan,-x c))
@@ -89,6 +89,19 @@ $(eval $(call LINKED,emu,$(EMU_DIR)/ex,examples,$(EXAMPLES),$(EX_DEPS),$(EMU_IMP
 $(eval $(call LINKED,emu,$(EMU_DIR),tests,fault_gpu,$(TEST_DEPS),$(EMU_IMPL)))
 $(eval $(call LINKED,emu,$(EMU_DIR),tests/emu,ctx_check no_driver,$(HDR) tests/harness.h,$(EMU_IMPL)))
 $(eval $(call LINKED,emubench,$(EMU_DIR)/bench,bench,bench_gpu bench_train,$(HDR),$(EMU_IMPL)))
+# $(call SPLIT,variant,folder,source folder,programs,prerequisites): programs that compile the
+# implementation in their unit, compiled to folder/obj/NAME.o without waiting for the variant's
+# V_DEPS, then linked with them: the emulator's backend object (about 2 minutes of one core)
+# compiles while the other core compiles these
+define SPLIT
+$(addprefix $(2)/obj/,$(addsuffix .o,$(4))): $(2)/obj/%.o: $(3)/%.c $(5) | $$$$(@D)
+	$$($(1)_CMD) -c $$< -o $$@
+$(addprefix $(2)/,$(4)): $(2)/%: $(2)/obj/%.o $$($(1)_DEPS) | $$$$(@D)
+	$$($(1)_CMD) $$(filter %.o,$$^) -o $$@ $$($(1)_LIBS)
+endef
+EMU_OWN := $(filter-out $(EMU_CPU_ONLY) $(LINK_TESTS),$(TESTS))
+$(eval $(call SPLIT,emu,$(EMU_DIR),tests,$(EMU_OWN),$(TEST_DEPS)))
+$(eval $(call SPLIT,tsanemu,$(TSAN_EMU),tests,test_threads,$(HDR) tests/harness.h))
 
 # programs that need more than their variant (as in the Makefile)
 $(B)/asan/test_threads $(B)/asan/test_optim: LDLIBS += -pthread
@@ -97,7 +110,7 @@ $(EMU_DIR)/ex/fashion_mnist $(EMU_DIR)/ex/logistic_regression $(EMU_DIR)/ex/lene
 $(B)/fuzz/fuzz_safetensors $(B)/fuzz/replay_safetensors: tests/fuzz/nest_decode.h
 
 # the folders CI's programs are built in
-CI_DIRS := $(addprefix $(B)/,asan emu emu/ex emu/bench fault fuzz tsan tsan-emu dist dist/ex \
+CI_DIRS := $(addprefix $(B)/,asan emu emu/ex emu/bench emu/obj fault fuzz tsan tsan-emu tsan-emu/obj dist dist/ex \
            tsan-omp mingw/gcc mingw/interlocked mingw/cxx $(addprefix cxxstd/,c++11 c++14 c++17 c++20))
 $(CI_DIRS):
 	@mkdir -p $@
@@ -112,11 +125,16 @@ $(EMU_OBJ): devtensor_cuda.cu $(HDR) $(EMU_HDRS) | $$(@D)
 	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas $(EMU_SAN) -ffp-contract=off -DDTEMU -DDEVTENSOR_NCCL -Itests/emu -I. -c $< -o $@
 
 # distributed over ranks with emulated GPUs (tests/emu/dist_nccl.sh): MPI and the emulator's NCCL
-$(EMU_DIR)/dist_test_dist: tests/test_dist.c $(TEST_DEPS) $(EMU_OBJ) $(EMU_LIB) | $$(@D)
-	$(MPICC) $(CSTD) $(WARN) $(EMU_SAN) -DDEVTENSOR_MPI -DDEVTENSOR_CUDA -I. $< $(EMU_OBJ) -o $@ $(EMU_LINK)
+# (each compiled first, then linked, as SPLIT's programs)
+$(EMU_DIR)/obj/dist_test_dist.o: tests/test_dist.c $(TEST_DEPS) | $$(@D)
+	$(MPICC) $(CSTD) $(WARN) $(EMU_SAN) -DDEVTENSOR_MPI -DDEVTENSOR_CUDA -I. -c $< -o $@
+$(EMU_DIR)/dist_test_dist: $(EMU_DIR)/obj/dist_test_dist.o $(EMU_OBJ) $(EMU_LIB) | $$(@D)
+	$(MPICC) $(EMU_SAN) $< $(EMU_OBJ) -o $@ $(EMU_LINK)
 
-$(EMU_DIR)/gpu_check: tests/cuda/gpu_check.cu $(HDR) $(EMU_OBJ) $(EMU_LIB) | $$(@D)
-	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas $(EMU_SAN) -DDTEMU -DDEVTENSOR_CUDA -Itests/emu -I. $< -x none $(EMU_OBJ) -o $@ $(EMU_LINK)
+$(EMU_DIR)/obj/gpu_check.o: tests/cuda/gpu_check.cu $(HDR) $(EMU_HDRS) | $$(@D)
+	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas $(EMU_SAN) -DDTEMU -DDEVTENSOR_CUDA -Itests/emu -I. -c $< -o $@
+$(EMU_DIR)/gpu_check: $(EMU_DIR)/obj/gpu_check.o $(EMU_OBJ) $(EMU_LIB) | $$(@D)
+	$(CXX) $(EMU_SAN) $< $(EMU_OBJ) -o $@ $(EMU_LINK)
 
 $(TSAN_EMU)/libcudart_emu.so: tests/emu/emu.cpp $(EMU_HDRS) | $$(@D)
 	$(CXX) $(CXXSTD) $(WARN) -O1 -g -fsanitize=thread -ftls-model=initial-exec -fPIC -shared -Itests/emu $< -o $@ -pthread
@@ -128,10 +146,11 @@ $(TSAN_EMU)/devtensor_cuda.o: devtensor_cuda.cu $(HDR) $(EMU_HDRS) | $$(@D)
 asan: $(ASAN_TESTS)
 	@ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 sh tests/run.sh $(ASAN_TESTS)
 
-# fault_gpu first: the longest program, started while the others share the second job
-test-emu: $(EMU_TESTS) $(EMU_DIR)/fault_gpu $(EMU_DIR)/ctx_check $(EMU_DIR)/no_driver $(EMU_EX) $(EMU_DIR)/gpu_check $(EMU_DIR)/bench/bench_gpu $(EMU_DIR)/bench/bench_train \
+# the longest runs first (the examples, gpu_check, fault_gpu: 20 to 50 s each), started while the
+# others share the second job; $(EMU_OBJ) first, the longest compile
+test-emu: $(EMU_OBJ) $(EMU_TESTS) $(EMU_DIR)/fault_gpu $(EMU_DIR)/ctx_check $(EMU_DIR)/no_driver $(EMU_EX) $(EMU_DIR)/gpu_check $(EMU_DIR)/bench/bench_gpu $(EMU_DIR)/bench/bench_train \
           $(if $(shell command -v $(MPICC)),$(EMU_DIR)/dist_test_dist)
-	@$(EMU_ENV) sh tests/run.sh $(EMU_DIR)/fault_gpu $(EMU_TESTS) $(EMU_DIR)/ctx_check $(EMU_DIR)/no_driver tests/emu/gpu_check.sh tests/emu/examples.sh \
+	@$(EMU_ENV) sh tests/run.sh tests/emu/examples.sh tests/emu/gpu_check.sh $(EMU_DIR)/fault_gpu $(EMU_TESTS) $(EMU_DIR)/ctx_check $(EMU_DIR)/no_driver \
 	  tests/emu/dist_nccl.sh \
 	  tests/emu/bench.sh -- tests/emu/second_pass.sh
 
@@ -180,8 +199,9 @@ bench-dist-gpu: $(B)/cuda/dist_bench_allreduce
 	$(BENCH_MPI) -np $(GPU_NP) $< -d cuda $(BENCH_ARGS)
 
 # setarch -R: gcc's TSan cannot start on kernels with wide mmap randomisation
-tsan: $(B)/tsan/test_threads $(TSAN_EMU)/test_threads
-	@TSAN_OPTIONS=halt_on_error=1 DTEMU_GPUS=2 setarch $$(uname -m) -R sh tests/run.sh $^
+# (the emulator's backend object first: the longest compile, the other job compiles the rest)
+tsan: $(TSAN_EMU)/devtensor_cuda.o $(B)/tsan/test_threads $(TSAN_EMU)/test_threads
+	@TSAN_OPTIONS=halt_on_error=1 DTEMU_GPUS=2 setarch $$(uname -m) -R sh tests/run.sh $(filter-out %.o,$^)
 
 # ---- portability: Windows (mingw-w64 cross build; MSVC's atomics path forced with
 #      DT__FORCE_INTERLOCKED), C++11 to C++20, and TSan over the OpenMP build ----
