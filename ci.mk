@@ -243,14 +243,20 @@ endif
 
 # make cxx-std: every test compiled as C++11, C++14, C++17 and C++20 (CXX), warnings as errors
 CXX_STDS := c++11 c++14 c++17 c++20
-CXX_STD_OBJS := $(foreach s,$(CXX_STDS),$(addprefix $(B)/cxxstd/$(s)/,$(addsuffix .o,$(TESTS))))
+CXX_STD_OBJS := $(foreach s,$(CXX_STDS),$(addprefix $(B)/cxxstd/$(s)/,$(addsuffix .o,$(TESTS) devtensor_impl)))
 # one variant per standard: checked, not compiled (-fsyntax-only: about 6x faster; the C++17
 # build of make test compiles with -O2, where the warnings that need optimisation show), warnings
-# as errors; the .o left is an empty stamp
+# as errors; the .o left is an empty stamp. As in make test, LINK_TESTS are checked with
+# -DDEVTENSOR_IMPLEMENTATION_DONE and the implementation once per standard (devtensor_impl.o),
+# not once per test (three quarters of each test's check)
 define cxx_std_variant
 cxxstd$(1)_CMD = $(CXX) -x c++ -std=$(1) $(WARN) -fsyntax-only -I.
 cxxstd$(1)_LIBS = && touch $$@
 $$(eval $$(call VARIANT,cxxstd$(1),$(B)/cxxstd/$(1)/%.o,tests/%.c $(MINGW_DEPS)))
+$(addprefix $(B)/cxxstd/$(1)/,$(addsuffix .o,$(LINK_TESTS))): $(B)/cxxstd/$(1)/%.o: tests/%.c $(MINGW_DEPS) | $$$$(@D)
+	$$(cxxstd$(1)_CMD) -DDEVTENSOR_IMPLEMENTATION_DONE $$< && touch $$@
+$(B)/cxxstd/$(1)/devtensor_impl.o: $(HDR) | $$$$(@D)
+	$$(cxxstd$(1)_CMD) -DDEVTENSOR_IMPLEMENTATION $(HDR) && touch $$@
 endef
 $(foreach s,$(CXX_STDS),$(eval $(call cxx_std_variant,$(s))))
 cxx-std: $(CXX_STD_OBJS)
