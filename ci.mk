@@ -230,6 +230,18 @@ mingwcxx_LIBS = -static
 $(eval $(call VARIANT,mingwgcc,$(B)/mingw/gcc/%.exe,tests/%.c $(MINGW_DEPS)))
 $(eval $(call VARIANT,mingwil,$(B)/mingw/interlocked/%.exe,tests/%.c $(MINGW_DEPS)))
 $(eval $(call VARIANT,mingwcxx,$(B)/mingw/cxx/%.exe,tests/%.c $(MINGW_DEPS)))
+# the implementation compiled once per variant and LINK_TESTS linked with it (the Makefile's IMPL;
+# LINKED's rule with .exe names): 14 compiles of the implementation, not 41
+define MINGW_LINKED
+$(addprefix $(2)/,$(addsuffix .exe,$(filter $(LINK_TESTS),$(3)))): $(2)/%.exe: tests/%.c $(MINGW_DEPS) $(2)/devtensor_impl.o | $$$$(@D)
+	$$($(1)_CMD) -DDEVTENSOR_IMPLEMENTATION_DONE $$< -x none $(2)/devtensor_impl.o -o $$@ $$($(1)_LIBS)
+endef
+$(eval $(call IMPL,mingwgcc,$(B)/mingw/gcc,-x c))
+$(eval $(call IMPL,mingwil,$(B)/mingw/interlocked,-x c))
+$(eval $(call IMPL,mingwcxx,$(B)/mingw/cxx,))
+$(eval $(call MINGW_LINKED,mingwgcc,$(B)/mingw/gcc,$(MINGW_T)))
+$(eval $(call MINGW_LINKED,mingwil,$(B)/mingw/interlocked,$(MINGW_IL_T)))
+$(eval $(call MINGW_LINKED,mingwcxx,$(B)/mingw/cxx,$(MINGW_IL_T)))
 .PHONY: mingw cxx-std tsan-omp
 mingw: $(MINGW_EXES)
 ifneq ($(WINE),)
@@ -246,17 +258,26 @@ CXX_STDS := c++11 c++14 c++17 c++20
 CXX_STD_OBJS := $(foreach s,$(CXX_STDS),$(addprefix $(B)/cxxstd/$(s)/,$(addsuffix .o,$(TESTS) devtensor_impl)))
 # one variant per standard: checked, not compiled (-fsyntax-only: about 6x faster; the C++17
 # build of make test compiles with -O2, where the warnings that need optimisation show), warnings
-# as errors; the .o left is an empty stamp. As in make test, LINK_TESTS are checked with
-# -DDEVTENSOR_IMPLEMENTATION_DONE and the implementation once per standard (devtensor_impl.o),
-# not once per test (three quarters of each test's check)
+# as errors; the .o left is an empty stamp. C++11 checks each test whole, the implementation in
+# its unit, as a user compiles a test alone, and that the unit does hold the implementation (it
+# links alone: make test, make asan and make mingw link most tests with devtensor_impl.o). C++14,
+# 17 and 20 check LINK_TESTS with -DDEVTENSOR_IMPLEMENTATION_DONE and the implementation once
+# (devtensor_impl.o), not once per test (three quarters of each test's check).
+CXX_STD_WHOLE := c++11
 define cxx_std_variant
 cxxstd$(1)_CMD = $(CXX) -x c++ -std=$(1) $(WARN) -fsyntax-only -I.
 cxxstd$(1)_LIBS = && touch $$@
 $$(eval $$(call VARIANT,cxxstd$(1),$(B)/cxxstd/$(1)/%.o,tests/%.c $(MINGW_DEPS)))
-$(addprefix $(B)/cxxstd/$(1)/,$(addsuffix .o,$(LINK_TESTS))): $(B)/cxxstd/$(1)/%.o: tests/%.c $(MINGW_DEPS) | $$$$(@D)
-	$$(cxxstd$(1)_CMD) -DDEVTENSOR_IMPLEMENTATION_DONE $$< && touch $$@
 $(B)/cxxstd/$(1)/devtensor_impl.o: $(HDR) | $$$$(@D)
 	$$(cxxstd$(1)_CMD) -DDEVTENSOR_IMPLEMENTATION $(HDR) && touch $$@
+ifeq ($(1),$(CXX_STD_WHOLE))
+$(addprefix $(B)/cxxstd/$(1)/,$(addsuffix .o,$(LINK_TESTS))): $(B)/cxxstd/$(1)/%.o: tests/%.c $(MINGW_DEPS) | $$$$(@D)
+	$$(cxxstd$(1)_CMD) $$< && { $(CXX) -x c++ -std=$(1) -I. -E -dM $$< | grep -q ' DEVTENSOR_IMPLEMENTATION_DONE' || \
+	  { echo "$$<: compiled alone, its unit has no implementation (#define DEVTENSOR_IMPLEMENTATION before the #include)"; exit 1; }; } && touch $$@
+else
+$(addprefix $(B)/cxxstd/$(1)/,$(addsuffix .o,$(LINK_TESTS))): $(B)/cxxstd/$(1)/%.o: tests/%.c $(MINGW_DEPS) | $$$$(@D)
+	$$(cxxstd$(1)_CMD) -DDEVTENSOR_IMPLEMENTATION_DONE $$< && touch $$@
+endif
 endef
 $(foreach s,$(CXX_STDS),$(eval $(call cxx_std_variant,$(s))))
 cxx-std: $(CXX_STD_OBJS)
