@@ -218,7 +218,9 @@ MINGW_T    := $(filter-out test_threads,$(TESTS))
 # counts, the allocator's and the generator's locks, the error state): the rest of the code is
 # the same as in the gcc variant, which runs every test
 MINGW_IL_T := test_core test_ops test_nn test_interop test_cpu_nocache test_random
-MINGW_EXES := $(addprefix $(B)/mingw/gcc/,$(addsuffix .exe,$(MINGW_T))) \
+# the longest under wine first (test_gemm_kernel about a minute), so that the rest share the other job
+MINGW_LONG := $(B)/mingw/gcc/test_gemm_kernel.exe $(B)/mingw/gcc/test_cpu_nocache.exe
+MINGW_EXES := $(MINGW_LONG) $(filter-out $(MINGW_LONG),$(addprefix $(B)/mingw/gcc/,$(addsuffix .exe,$(MINGW_T)))) \
               $(foreach v,interlocked cxx,$(addprefix $(B)/mingw/$(v)/,$(addsuffix .exe,$(MINGW_IL_T))))
 MINGW_DEPS := $(HDR) tests/harness.h $(wildcard tests/*.inc)
 mingwgcc_CMD  = $(MINGW_CC) $(CSTD) $(WARN) -O1 $(MINGW_STDIO) -I.
