@@ -74,6 +74,13 @@ $(eval $(call VARIANT,faultomp,$(B)/fault/fault_injection_omp,tests/fault_inject
 $(eval $(call VARIANT,faultomp,$(B)/fault/oom_exhaust,tests/oom_exhaust.c $(HDR) tests/harness.h))
 $(eval $(call VARIANT,fuzz,$(B)/fuzz/fuzz_%,tests/fuzz/fuzz_%.c tests/fuzz/replay_main.h $(HDR)))
 $(eval $(call VARIANT,asan,$(B)/fuzz/replay_%,tests/fuzz/fuzz_%.c tests/fuzz/replay_main.h $(HDR)))
+# the fuzz targets use only the public API: linked with the implementation compiled once, the
+# libFuzzer build's (instrumented alike) and make asan's (the replays are make asan's variant)
+$(eval $(call IMPL,fuzz,$(B)/fuzz,-x c))
+$(addprefix $(B)/fuzz/fuzz_,$(FUZZERS)): $(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.h $(HDR) $(B)/fuzz/devtensor_impl.o | $$(@D)
+	$(fuzz_CMD) -DDEVTENSOR_IMPLEMENTATION_DONE $< -x none $(B)/fuzz/devtensor_impl.o -o $@ $(fuzz_LIBS)
+$(addprefix $(B)/fuzz/replay_,$(FUZZERS)): $(B)/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.h $(HDR) $(B)/asan/devtensor_impl.o | $$(@D)
+	$(asan_CMD) -DDEVTENSOR_IMPLEMENTATION_DONE $< -x none $(B)/asan/devtensor_impl.o -o $@ $(asan_LIBS)
 $(eval $(call VARIANT,tsan,$(B)/tsan/test_threads,tests/test_threads.c $(HDR) tests/harness.h))
 # the same 8 threads on two emulated GPUs: the CUDA backend's host side (allocator,
 # lazy init, staging buffers and their events) against the emulator's stream workers
@@ -282,7 +289,15 @@ $(addprefix $(B)/cxxstd/$(1)/,$(addsuffix .o,$(LINK_TESTS))): $(B)/cxxstd/$(1)/%
 endif
 endef
 $(foreach s,$(CXX_STDS),$(eval $(call cxx_std_variant,$(s))))
-cxx-std: $(CXX_STD_OBJS)
+# the other programs make links with a devtensor_impl.o: each one's unit, compiled alone, holds the
+# implementation too (it links alone, as a user builds it)
+ALONE_SRCS := $(addprefix examples/,$(addsuffix .c,$(LINK_EX))) tests/fault_gpu.c tests/emu/ctx_check.c tests/emu/no_driver.c \
+              $(addprefix tests/fuzz/fuzz_,$(addsuffix .c,$(FUZZERS)))
+$(B)/cxxstd/alone.stamp: $(ALONE_SRCS) $(HDR) | $(B)/cxxstd/c++11
+	@for f in $(ALONE_SRCS); do $(CC) $(CSTD) -I. -E -dM $$f | grep -q ' DEVTENSOR_IMPLEMENTATION_DONE' || \
+	  { echo "$$f: compiled alone, its unit has no implementation (#define DEVTENSOR_IMPLEMENTATION before the #include)"; exit 1; }; done
+	@touch $@
+cxx-std: $(CXX_STD_OBJS) $(B)/cxxstd/alone.stamp
 	@echo "PASS cxx-std: $(words $^) files checked ($(CXX_STDS)) clean"
 
 # make cu-cxx20: devtensor_cuda.cu checked as C++20 against the emulator's headers, as $(EMU_OBJ)
