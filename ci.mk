@@ -150,8 +150,10 @@ $(TSAN_EMU)/devtensor_cuda.o: devtensor_cuda.cu $(HDR) $(EMU_HDRS) | $$(@D)
 
 # ---- what CI runs ----
 .PHONY: asan test-emu fault fuzz fuzz-replay tsan valgrind check-amalgamate
+# test_gemm_kernel first: the longest run (about a minute), while the others share the second job
+ASAN_LONG := $(B)/asan/test_gemm_kernel
 asan: $(ASAN_TESTS)
-	@ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 sh tests/run.sh $(ASAN_TESTS)
+	@ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 sh tests/run.sh $(ASAN_LONG) $(filter-out $(ASAN_LONG),$(ASAN_TESTS))
 
 # the longest runs first (the examples, gpu_check, fault_gpu: 20 to 50 s each), started while the
 # others share the second job; $(EMU_OBJ) first, the longest compile
@@ -162,7 +164,7 @@ test-emu: $(EMU_OBJ) $(EMU_TESTS) $(EMU_DIR)/fault_gpu $(EMU_DIR)/ctx_check $(EM
 	  tests/emu/bench.sh -- tests/emu/second_pass.sh
 
 # the OpenMP build too: the same fault injection, and allocation until failure under ulimit -v
-fault: $(B)/fault/fault_injection $(B)/fault/fault_injection_asan $(B)/fault/fault_injection_omp $(B)/fault/oom_exhaust
+fault: $(B)/fault/fault_injection_asan $(B)/fault/fault_injection $(B)/fault/fault_injection_omp $(B)/fault/oom_exhaust
 	@ASAN_OPTIONS=detect_leaks=1 OOM_EXHAUST_BIN=$(B)/fault/oom_exhaust sh tests/run.sh $(filter-out %/oom_exhaust,$^) tests/oom_exhaust.sh
 
 fuzz: $(addprefix $(B)/fuzz/fuzz_,$(FUZZERS))
