@@ -178,9 +178,11 @@ $(eval $(call VARIANT,gpubench,$(B)/bench_gpu,bench/bench_gpu.c $(HDR)))
 #      variant's devtensor_impl.o, instead of each compiling all of devtensor.h again (6-7 s a test
 #      at -O2, 15 s under ASan: most of make test-emu's time). OWN_IMPL's tests reach the
 #      implementation's internals or configure it with a macro before the #include: they keep their
-#      own copy, as do build/ex, build/cuda/ex, static_unit and two_units, the ways a user builds.
+#      own copy. The examples are linked the same way, but for gpus (make run's), which keeps its
+#      copy as static_unit and two_units do: the ways a user builds.
 OWN_IMPL   := test_cpu_nocache test_gemm_kernel test_print_format test_random test_threads test_vmath test_gemm_bf16
 LINK_TESTS := $(filter-out $(OWN_IMPL),$(TESTS))
+LINK_EX    := $(filter-out gpus,$(EXAMPLES))
 # $(call IMPL,variant,folder,language): folder/devtensor_impl.o, by the variant's command
 define IMPL
 $(2)/devtensor_impl.o: $(HDR) | $$$$(@D)
@@ -195,6 +197,9 @@ endef
 $(foreach v,c cuda,$(eval $(call IMPL,$(v),$(B)/$(v),-x c)))
 $(eval $(call IMPL,cxx,$(B)/cxx,))
 $(foreach v,c cxx cuda,$(eval $(call LINKED,$(v),$(B)/$(v),tests,$(LINK_TESTS),$(TEST_DEPS),$(B)/$(v)/devtensor_impl.o)))
+$(eval $(call LINKED,c,$(B)/ex,examples,$(LINK_EX),$(EX_DEPS),$(B)/c/devtensor_impl.o))
+$(eval $(call LINKED,cuda,$(B)/cuda/ex,examples,$(LINK_EX),$(EX_DEPS),$(B)/cuda/devtensor_impl.o))
+$(eval $(call LINKED,cuda,$(B)/cuda,tests,fault_gpu,$(TEST_DEPS),$(B)/cuda/devtensor_impl.o))
 
 # programs that need more than their variant
 # test_threads uses pthreads (glibc >= 2.34 links them without -pthread; others need it)

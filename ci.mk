@@ -74,10 +74,17 @@ $(eval $(call VARIANT,faultomp,$(B)/fault/fault_injection_omp,tests/fault_inject
 $(eval $(call VARIANT,faultomp,$(B)/fault/oom_exhaust,tests/oom_exhaust.c $(HDR) tests/harness.h))
 $(eval $(call VARIANT,fuzz,$(B)/fuzz/fuzz_%,tests/fuzz/fuzz_%.c tests/fuzz/replay_main.h $(HDR)))
 $(eval $(call VARIANT,asan,$(B)/fuzz/replay_%,tests/fuzz/fuzz_%.c tests/fuzz/replay_main.h $(HDR)))
+# the fuzz targets use only the public API: linked with the implementation compiled once, the
+# libFuzzer build's (instrumented alike) and make asan's (the replays are make asan's variant)
+$(eval $(call IMPL,fuzz,$(B)/fuzz,-x c))
+$(addprefix $(B)/fuzz/fuzz_,$(FUZZERS)): $(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.h $(HDR) $(B)/fuzz/devtensor_impl.o | $$(@D)
+	$(fuzz_CMD) -DDEVTENSOR_IMPLEMENTATION_DONE $< -x none $(B)/fuzz/devtensor_impl.o -o $@ $(fuzz_LIBS)
+$(addprefix $(B)/fuzz/replay_,$(FUZZERS)): $(B)/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.h $(HDR) $(B)/asan/devtensor_impl.o | $$(@D)
+	$(asan_CMD) -DDEVTENSOR_IMPLEMENTATION_DONE $< -x none $(B)/asan/devtensor_impl.o -o $@ $(asan_LIBS)
 $(eval $(call VARIANT,tsan,$(B)/tsan/test_threads,tests/test_threads.c $(HDR) tests/harness.h))
 # the same 8 threads on two emulated GPUs: the CUDA backend's host side (allocator,
 # lazy init, staging buffers and their events) against the emulator's stream workers
-$(eval $(call VARIANT,tsanemu,$(TSAN_EMU)/test_threads,tests/test_threads.c $(HDR) tests/harness.h))
+# ($(TSAN_EMU)/test_threads: SPLIT below)
 
 # the implementation compiled once per variant (the Makefile's IMPL and LINKED)
 $(eval $(call IMPL,asan,$(B)/asan,-x c))
@@ -86,7 +93,22 @@ $(eval $(call LINKED,asan,$(B)/asan,tests,$(LINK_TESTS),$(TEST_DEPS),$(B)/asan/d
 EMU_IMPL := $(EMU_DIR)/devtensor_impl.o
 $(eval $(call LINKED,emu,$(EMU_DIR),tests,$(filter-out $(EMU_CPU_ONLY),$(LINK_TESTS)),$(TEST_DEPS),$(EMU_IMPL)))
 $(eval $(call LINKED,emu,$(EMU_DIR)/ex,examples,$(EXAMPLES),$(EX_DEPS),$(EMU_IMPL)))
+$(eval $(call LINKED,emu,$(EMU_DIR),tests,fault_gpu,$(TEST_DEPS),$(EMU_IMPL)))
+$(eval $(call LINKED,emu,$(EMU_DIR),tests/emu,ctx_check no_driver,$(HDR) tests/harness.h,$(EMU_IMPL)))
 $(eval $(call LINKED,emubench,$(EMU_DIR)/bench,bench,bench_gpu bench_train,$(HDR),$(EMU_IMPL)))
+# $(call SPLIT,variant,folder,source folder,programs,prerequisites): programs that compile the
+# implementation in their unit, compiled to folder/obj/NAME.o without waiting for the variant's
+# V_DEPS, then linked with them: the emulator's backend object (about 2 minutes of one core)
+# compiles while the other core compiles these
+define SPLIT
+$(addprefix $(2)/obj/,$(addsuffix .o,$(4))): $(2)/obj/%.o: $(3)/%.c $(5) | $$$$(@D)
+	$$($(1)_CMD) -c $$< -o $$@
+$(addprefix $(2)/,$(4)): $(2)/%: $(2)/obj/%.o $$($(1)_DEPS) | $$$$(@D)
+	$$($(1)_CMD) $$(filter %.o,$$^) -o $$@ $$($(1)_LIBS)
+endef
+EMU_OWN := $(filter-out $(EMU_CPU_ONLY) $(LINK_TESTS),$(TESTS))
+$(eval $(call SPLIT,emu,$(EMU_DIR),tests,$(EMU_OWN),$(TEST_DEPS)))
+$(eval $(call SPLIT,tsanemu,$(TSAN_EMU),tests,test_threads,$(HDR) tests/harness.h))
 
 # programs that need more than their variant (as in the Makefile)
 $(B)/asan/test_threads $(B)/asan/test_optim: LDLIBS += -pthread
@@ -95,44 +117,54 @@ $(EMU_DIR)/ex/fashion_mnist $(EMU_DIR)/ex/logistic_regression $(EMU_DIR)/ex/lene
 $(B)/fuzz/fuzz_safetensors $(B)/fuzz/replay_safetensors: tests/fuzz/nest_decode.h
 
 # the folders CI's programs are built in
-CI_DIRS := $(addprefix $(B)/,asan emu emu/ex emu/bench fault fuzz tsan tsan-emu dist dist/ex \
+CI_DIRS := $(addprefix $(B)/,asan emu emu/ex emu/bench emu/obj fault fuzz tsan tsan-emu tsan-emu/obj dist dist/ex \
            tsan-omp mingw/gcc mingw/interlocked mingw/cxx $(addprefix cxxstd/,c++11 c++14 c++17 c++20))
 $(CI_DIRS):
 	@mkdir -p $@
 
 # the emulator (a shared library standing in for libcudart and libcublas) and the backend built on it
+# -ftls-model=initial-exec: the library is linked, not opened later, so its thread-locals (threadIdx and
+# the rest, read at every emulated thread's step) need no __tls_get_addr call (which ASan intercepts)
 $(EMU_LIB): tests/emu/emu.cpp $(EMU_HDRS) | $$(@D)
-	$(CXX) $(CXXSTD) $(WARN) $(EMU_SAN) -fPIC -shared -Itests/emu $< -o $@ -pthread
+	$(CXX) $(CXXSTD) $(WARN) $(EMU_SAN) -ftls-model=initial-exec -fPIC -shared -Itests/emu $< -o $@ -pthread
 
 $(EMU_OBJ): devtensor_cuda.cu $(HDR) $(EMU_HDRS) | $$(@D)
 	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas $(EMU_SAN) -ffp-contract=off -DDTEMU -DDEVTENSOR_NCCL -Itests/emu -I. -c $< -o $@
 
 # distributed over ranks with emulated GPUs (tests/emu/dist_nccl.sh): MPI and the emulator's NCCL
-$(EMU_DIR)/dist_test_dist: tests/test_dist.c $(TEST_DEPS) $(EMU_OBJ) $(EMU_LIB) | $$(@D)
-	$(MPICC) $(CSTD) $(WARN) $(EMU_SAN) -DDEVTENSOR_MPI -DDEVTENSOR_CUDA -I. $< $(EMU_OBJ) -o $@ $(EMU_LINK)
+# (each compiled first, then linked, as SPLIT's programs)
+$(EMU_DIR)/obj/dist_test_dist.o: tests/test_dist.c $(TEST_DEPS) | $$(@D)
+	$(MPICC) $(CSTD) $(WARN) $(EMU_SAN) -DDEVTENSOR_MPI -DDEVTENSOR_CUDA -I. -c $< -o $@
+$(EMU_DIR)/dist_test_dist: $(EMU_DIR)/obj/dist_test_dist.o $(EMU_OBJ) $(EMU_LIB) | $$(@D)
+	$(MPICC) $(EMU_SAN) $< $(EMU_OBJ) -o $@ $(EMU_LINK)
 
-$(EMU_DIR)/gpu_check: tests/cuda/gpu_check.cu $(HDR) $(EMU_OBJ) $(EMU_LIB) | $$(@D)
-	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas $(EMU_SAN) -DDTEMU -DDEVTENSOR_CUDA -Itests/emu -I. $< -x none $(EMU_OBJ) -o $@ $(EMU_LINK)
+$(EMU_DIR)/obj/gpu_check.o: tests/cuda/gpu_check.cu $(HDR) $(EMU_HDRS) | $$(@D)
+	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas $(EMU_SAN) -DDTEMU -DDEVTENSOR_CUDA -Itests/emu -I. -c $< -o $@
+$(EMU_DIR)/gpu_check: $(EMU_DIR)/obj/gpu_check.o $(EMU_OBJ) $(EMU_LIB) | $$(@D)
+	$(CXX) $(EMU_SAN) $< $(EMU_OBJ) -o $@ $(EMU_LINK)
 
 $(TSAN_EMU)/libcudart_emu.so: tests/emu/emu.cpp $(EMU_HDRS) | $$(@D)
-	$(CXX) $(CXXSTD) $(WARN) -O1 -g -fsanitize=thread -fPIC -shared -Itests/emu $< -o $@ -pthread
+	$(CXX) $(CXXSTD) $(WARN) -O1 -g -fsanitize=thread -ftls-model=initial-exec -fPIC -shared -Itests/emu $< -o $@ -pthread
 $(TSAN_EMU)/devtensor_cuda.o: devtensor_cuda.cu $(HDR) $(EMU_HDRS) | $$(@D)
 	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas -O1 -g -fsanitize=thread -fPIC -ffp-contract=off -DDTEMU -DDEVTENSOR_NCCL -Itests/emu -I. -c $< -o $@
 
 # ---- what CI runs ----
 .PHONY: asan test-emu fault fuzz fuzz-replay tsan valgrind check-amalgamate
+# test_gemm_kernel first: the longest run (about a minute), while the others share the second job
+ASAN_LONG := $(B)/asan/test_gemm_kernel
 asan: $(ASAN_TESTS)
-	@ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 sh tests/run.sh $(ASAN_TESTS)
+	@ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 sh tests/run.sh $(ASAN_LONG) $(filter-out $(ASAN_LONG),$(ASAN_TESTS))
 
-# fault_gpu first: the longest program, started while the others share the second job
-test-emu: $(EMU_TESTS) $(EMU_DIR)/fault_gpu $(EMU_DIR)/ctx_check $(EMU_DIR)/no_driver $(EMU_EX) $(EMU_DIR)/gpu_check $(EMU_DIR)/bench/bench_gpu $(EMU_DIR)/bench/bench_train \
+# the longest runs first (the examples, gpu_check, fault_gpu: 20 to 50 s each), started while the
+# others share the second job; $(EMU_OBJ) first, the longest compile
+test-emu: $(EMU_OBJ) $(EMU_TESTS) $(EMU_DIR)/fault_gpu $(EMU_DIR)/ctx_check $(EMU_DIR)/no_driver $(EMU_EX) $(EMU_DIR)/gpu_check $(EMU_DIR)/bench/bench_gpu $(EMU_DIR)/bench/bench_train \
           $(if $(shell command -v $(MPICC)),$(EMU_DIR)/dist_test_dist)
-	@$(EMU_ENV) sh tests/run.sh $(EMU_DIR)/fault_gpu $(EMU_TESTS) $(EMU_DIR)/ctx_check $(EMU_DIR)/no_driver tests/emu/gpu_check.sh tests/emu/examples.sh \
+	@$(EMU_ENV) sh tests/run.sh tests/emu/examples.sh tests/emu/gpu_check.sh $(EMU_DIR)/fault_gpu $(EMU_TESTS) $(EMU_DIR)/ctx_check $(EMU_DIR)/no_driver \
 	  tests/emu/dist_nccl.sh \
 	  tests/emu/bench.sh -- tests/emu/second_pass.sh
 
 # the OpenMP build too: the same fault injection, and allocation until failure under ulimit -v
-fault: $(B)/fault/fault_injection $(B)/fault/fault_injection_asan $(B)/fault/fault_injection_omp $(B)/fault/oom_exhaust
+fault: $(B)/fault/fault_injection_asan $(B)/fault/fault_injection $(B)/fault/fault_injection_omp $(B)/fault/oom_exhaust
 	@ASAN_OPTIONS=detect_leaks=1 OOM_EXHAUST_BIN=$(B)/fault/oom_exhaust sh tests/run.sh $(filter-out %/oom_exhaust,$^) tests/oom_exhaust.sh
 
 fuzz: $(addprefix $(B)/fuzz/fuzz_,$(FUZZERS))
@@ -176,8 +208,9 @@ bench-dist-gpu: $(B)/cuda/dist_bench_allreduce
 	$(BENCH_MPI) -np $(GPU_NP) $< -d cuda $(BENCH_ARGS)
 
 # setarch -R: gcc's TSan cannot start on kernels with wide mmap randomisation
-tsan: $(B)/tsan/test_threads $(TSAN_EMU)/test_threads
-	@TSAN_OPTIONS=halt_on_error=1 DTEMU_GPUS=2 setarch $$(uname -m) -R sh tests/run.sh $^
+# (the emulator's backend object first: the longest compile, the other job compiles the rest)
+tsan: $(TSAN_EMU)/devtensor_cuda.o $(B)/tsan/test_threads $(TSAN_EMU)/test_threads
+	@TSAN_OPTIONS=halt_on_error=1 DTEMU_GPUS=2 setarch $$(uname -m) -R sh tests/run.sh $(filter-out %.o,$^)
 
 # ---- portability: Windows (mingw-w64 cross build; MSVC's atomics path forced with
 #      DT__FORCE_INTERLOCKED), C++11 to C++20, and TSan over the OpenMP build ----
@@ -194,7 +227,9 @@ MINGW_T    := $(filter-out test_threads,$(TESTS))
 # counts, the allocator's and the generator's locks, the error state): the rest of the code is
 # the same as in the gcc variant, which runs every test
 MINGW_IL_T := test_core test_ops test_nn test_interop test_cpu_nocache test_random
-MINGW_EXES := $(addprefix $(B)/mingw/gcc/,$(addsuffix .exe,$(MINGW_T))) \
+# the longest under wine first (test_gemm_kernel about a minute), so that the rest share the other job
+MINGW_LONG := $(B)/mingw/gcc/test_gemm_kernel.exe $(B)/mingw/gcc/test_cpu_nocache.exe
+MINGW_EXES := $(MINGW_LONG) $(filter-out $(MINGW_LONG),$(addprefix $(B)/mingw/gcc/,$(addsuffix .exe,$(MINGW_T)))) \
               $(foreach v,interlocked cxx,$(addprefix $(B)/mingw/$(v)/,$(addsuffix .exe,$(MINGW_IL_T))))
 MINGW_DEPS := $(HDR) tests/harness.h $(wildcard tests/*.inc)
 mingwgcc_CMD  = $(MINGW_CC) $(CSTD) $(WARN) -O1 $(MINGW_STDIO) -I.
@@ -206,6 +241,18 @@ mingwcxx_LIBS = -static
 $(eval $(call VARIANT,mingwgcc,$(B)/mingw/gcc/%.exe,tests/%.c $(MINGW_DEPS)))
 $(eval $(call VARIANT,mingwil,$(B)/mingw/interlocked/%.exe,tests/%.c $(MINGW_DEPS)))
 $(eval $(call VARIANT,mingwcxx,$(B)/mingw/cxx/%.exe,tests/%.c $(MINGW_DEPS)))
+# the implementation compiled once per variant and LINK_TESTS linked with it (the Makefile's IMPL;
+# LINKED's rule with .exe names): 14 compiles of the implementation, not 41
+define MINGW_LINKED
+$(addprefix $(2)/,$(addsuffix .exe,$(filter $(LINK_TESTS),$(3)))): $(2)/%.exe: tests/%.c $(MINGW_DEPS) $(2)/devtensor_impl.o | $$$$(@D)
+	$$($(1)_CMD) -DDEVTENSOR_IMPLEMENTATION_DONE $$< -x none $(2)/devtensor_impl.o -o $$@ $$($(1)_LIBS)
+endef
+$(eval $(call IMPL,mingwgcc,$(B)/mingw/gcc,-x c))
+$(eval $(call IMPL,mingwil,$(B)/mingw/interlocked,-x c))
+$(eval $(call IMPL,mingwcxx,$(B)/mingw/cxx,))
+$(eval $(call MINGW_LINKED,mingwgcc,$(B)/mingw/gcc,$(MINGW_T)))
+$(eval $(call MINGW_LINKED,mingwil,$(B)/mingw/interlocked,$(MINGW_IL_T)))
+$(eval $(call MINGW_LINKED,mingwcxx,$(B)/mingw/cxx,$(MINGW_IL_T)))
 .PHONY: mingw cxx-std tsan-omp
 mingw: $(MINGW_EXES)
 ifneq ($(WINE),)
@@ -219,17 +266,40 @@ endif
 
 # make cxx-std: every test compiled as C++11, C++14, C++17 and C++20 (CXX), warnings as errors
 CXX_STDS := c++11 c++14 c++17 c++20
-CXX_STD_OBJS := $(foreach s,$(CXX_STDS),$(addprefix $(B)/cxxstd/$(s)/,$(addsuffix .o,$(TESTS))))
+CXX_STD_OBJS := $(foreach s,$(CXX_STDS),$(addprefix $(B)/cxxstd/$(s)/,$(addsuffix .o,$(TESTS) devtensor_impl)))
 # one variant per standard: checked, not compiled (-fsyntax-only: about 6x faster; the C++17
 # build of make test compiles with -O2, where the warnings that need optimisation show), warnings
-# as errors; the .o left is an empty stamp
+# as errors; the .o left is an empty stamp. C++11 checks each test whole, the implementation in
+# its unit, as a user compiles a test alone, and that the unit does hold the implementation (it
+# links alone: make test, make asan and make mingw link most tests with devtensor_impl.o). C++14,
+# 17 and 20 check LINK_TESTS with -DDEVTENSOR_IMPLEMENTATION_DONE and the implementation once
+# (devtensor_impl.o), not once per test (three quarters of each test's check).
+CXX_STD_WHOLE := c++11
 define cxx_std_variant
 cxxstd$(1)_CMD = $(CXX) -x c++ -std=$(1) $(WARN) -fsyntax-only -I.
 cxxstd$(1)_LIBS = && touch $$@
 $$(eval $$(call VARIANT,cxxstd$(1),$(B)/cxxstd/$(1)/%.o,tests/%.c $(MINGW_DEPS)))
+$(B)/cxxstd/$(1)/devtensor_impl.o: $(HDR) | $$$$(@D)
+	$$(cxxstd$(1)_CMD) -DDEVTENSOR_IMPLEMENTATION $(HDR) && touch $$@
+ifeq ($(1),$(CXX_STD_WHOLE))
+$(addprefix $(B)/cxxstd/$(1)/,$(addsuffix .o,$(LINK_TESTS))): $(B)/cxxstd/$(1)/%.o: tests/%.c $(MINGW_DEPS) | $$$$(@D)
+	$$(cxxstd$(1)_CMD) $$< && { $(CXX) -x c++ -std=$(1) -I. -E -dM $$< | grep -q ' DEVTENSOR_IMPLEMENTATION_DONE' || \
+	  { echo "$$<: compiled alone, its unit has no implementation (#define DEVTENSOR_IMPLEMENTATION before the #include)"; exit 1; }; } && touch $$@
+else
+$(addprefix $(B)/cxxstd/$(1)/,$(addsuffix .o,$(LINK_TESTS))): $(B)/cxxstd/$(1)/%.o: tests/%.c $(MINGW_DEPS) | $$$$(@D)
+	$$(cxxstd$(1)_CMD) -DDEVTENSOR_IMPLEMENTATION_DONE $$< && touch $$@
+endif
 endef
 $(foreach s,$(CXX_STDS),$(eval $(call cxx_std_variant,$(s))))
-cxx-std: $(CXX_STD_OBJS)
+# the other programs make links with a devtensor_impl.o: each one's unit, compiled alone, holds the
+# implementation too (it links alone, as a user builds it)
+ALONE_SRCS := $(addprefix examples/,$(addsuffix .c,$(LINK_EX))) tests/fault_gpu.c tests/emu/ctx_check.c tests/emu/no_driver.c \
+              $(addprefix tests/fuzz/fuzz_,$(addsuffix .c,$(FUZZERS)))
+$(B)/cxxstd/alone.stamp: $(ALONE_SRCS) $(HDR) | $(B)/cxxstd/c++11
+	@for f in $(ALONE_SRCS); do $(CC) $(CSTD) -I. -E -dM $$f | grep -q ' DEVTENSOR_IMPLEMENTATION_DONE' || \
+	  { echo "$$f: compiled alone, its unit has no implementation (#define DEVTENSOR_IMPLEMENTATION before the #include)"; exit 1; }; done
+	@touch $@
+cxx-std: $(CXX_STD_OBJS) $(B)/cxxstd/alone.stamp
 	@echo "PASS cxx-std: $(words $^) files checked ($(CXX_STDS)) clean"
 
 # make cu-cxx20: devtensor_cuda.cu checked as C++20 against the emulator's headers, as $(EMU_OBJ)
@@ -259,8 +329,10 @@ tsan-omp: $(B)/tsan-omp/test_threads
 	@OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1" OMP_NUM_THREADS=4 \
 	  setarch $$(uname -m) -R sh tests/run.sh $^
 
-# the C builds (the C++ builds run the same code: make test runs them plainly)
-VALGRIND_BINS := $(filter-out %/test_gemm_kernel,$(C_TESTS)) $(B)/static_unit $(B)/two_units $(B)/fault/fault_injection
+# the C builds (the C++ builds run the same code: make test runs them plainly); the longest
+# under memcheck first (fault_injection: 4 minutes), so that the rest share the other job
+VALGRIND_LONG := $(B)/fault/fault_injection $(B)/c/test_threads $(B)/c/test_interop $(B)/c/test_conv
+VALGRIND_BINS := $(VALGRIND_LONG) $(filter-out %/test_gemm_kernel $(VALGRIND_LONG),$(C_TESTS)) $(B)/static_unit $(B)/two_units
 valgrind: $(VALGRIND_BINS)
 	@sh tests/valgrind.sh $^
 

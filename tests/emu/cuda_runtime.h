@@ -193,7 +193,8 @@ const char *dtemu_libcuda(void);
 struct uint3 { unsigned x, y, z; };
 struct dim3 {
   unsigned x, y, z;
-  dim3(unsigned vx = 1, unsigned vy = 1, unsigned vz = 1) : x(vx), y(vy), z(vz) {}
+  /* constexpr: blockDim and gridDim need no per-thread initializer, which every use from a kernel would call */
+  constexpr dim3(unsigned vx = 1, unsigned vy = 1, unsigned vz = 1) : x(vx), y(vy), z(vz) {}
 };
 
 extern thread_local uint3 threadIdx, blockIdx;

@@ -27,8 +27,8 @@
    Fresh device memory is filled with 0xff bytes (NaN, -1), so reading memory
    nobody wrote shows up in results; with memory protection keys (x86 PKU),
    device memory faults when a host thread touches it (see device_map). */
-/* _FORTIFY_SOURCE turns _longjmp into __longjmp_chk, which refuses the jump
-   between the scheduler's stack and a fiber's (Ubuntu's gcc enables it) */
+/* _FORTIFY_SOURCE turns the C library's longjmp into __longjmp_chk, which refuses
+   a jump between the scheduler's stack and a fiber's (Ubuntu's gcc enables it) */
 #undef _FORTIFY_SOURCE
 #include "cuda_runtime.h"
 #include "cublas_v2.h"
@@ -377,15 +377,29 @@ bool is_pinned(const void *p) {
 /* ---- fibers for cooperative blocks ----
    A worker thread keeps one fiber per thread of the largest cooperative block
    it has run. A fiber is entered once through makecontext/swapcontext; after
-   that every switch is _setjmp/_longjmp (no system call), and a fiber that
-   finishes its thread's work parks in a loop, ready for the next block. Under
-   ThreadSanitizer every switch is a swapcontext announced to it. */
+   that every switch is the compiler's __builtin_setjmp/__builtin_longjmp (no
+   system call), and a fiber that finishes its thread's work parks in a loop,
+   ready for the next block. Under ThreadSanitizer every switch is a swapcontext
+   announced to it.
+   Not the C library's _longjmp: under AddressSanitizer it (its interceptor, and
+   the call ASan puts before any call that does not return) unpoisons the whole
+   stack and asks the kernel for the signal stack, a system call and a shadow
+   clear at every switch, most of an emulated run's time. Nothing is abandoned
+   at a switch here (the scheduler and every fiber resume where they left), so
+   there is nothing to unpoison: the jump is not instrumented, and its callers
+   call it through a volatile pointer, so that the compiler, not knowing that it
+   does not return, puts no such call before it either. */
+typedef void *JmpBuf[5];
+#define JMP_SAVE(jb) __builtin_setjmp(jb)
+/* a function of its own: __builtin_longjmp may not be in the function that set the buffer */
+__attribute__((noinline, no_sanitize_address)) void jump_impl(JmpBuf jb) { __builtin_longjmp(jb, 1); }
+void (*volatile jump_to)(JmpBuf) = jump_impl;
 
 constexpr size_t kFiberStack = (size_t)64 << 10;
 enum { F_READY, F_WAIT_BLOCK, F_WAIT_WARP, F_DONE };
 
 struct Fiber {
-  jmp_buf jb;
+  JmpBuf jb;
   ucontext_t ctx;
   char *stack = nullptr;
   bool started = false;
@@ -409,7 +423,7 @@ struct Warp {
 struct BlockRun {
   std::vector<std::unique_ptr<Fiber>> f; /* stable addresses: parked fibers keep theirs */
   std::vector<Warp> warps;
-  jmp_buf sched_jb;
+  JmpBuf sched_jb;
   ucontext_t sched_ctx;
   const std::function<void()> *body = nullptr;
   int cur = -1;
@@ -443,7 +457,7 @@ void yield_to_sched() {
   __tsan_switch_to_fiber(r->sched_tsan, 0);
   swapcontext(&me.ctx, &r->sched_ctx);
 #else
-  if (_setjmp(me.jb) == 0) _longjmp(r->sched_jb, 1);
+  if (JMP_SAVE(me.jb) == 0) jump_to(r->sched_jb);
 #endif
 #ifdef DTEMU_ASAN
   __sanitizer_finish_switch_fiber(me.fake, &r->sched_bottom, &r->sched_size);
@@ -476,12 +490,12 @@ void resume(BlockRun &r, unsigned t) {
   __tsan_switch_to_fiber(fb.tsan, 0);
   swapcontext(&r.sched_ctx, &fb.ctx); /* the fiber saves its place in fb.ctx when it yields */
 #else
-  if (_setjmp(r.sched_jb) == 0) {
+  if (JMP_SAVE(r.sched_jb) == 0) {
     if (!fb.started) {
       fb.started = true;
-      swapcontext(&r.sched_ctx, &fb.ctx); /* the fiber comes back by _longjmp */
+      swapcontext(&r.sched_ctx, &fb.ctx); /* the fiber comes back by jump_to */
     } else {
-      _longjmp(fb.jb, 1);
+      jump_to(fb.jb);
     }
   }
 #endif
