@@ -128,9 +128,9 @@ static void dt__gemm_dot_task(void *ctx, int64_t lo, int64_t hi) {
 }
 
 /* Where it pays: C small (m n at most 4096), the depth two chunks at least and four times its
-   rows and its columns. */
+   rows and its columns; the chunks' sums at most 16 MiB of scratch. */
 static int dt__gemm_dot_fits(int64_t m, int64_t n, int64_t k) {
-  return m * n <= 4096 && k >= 2048 && k >= 4 * m && k >= 4 * n;
+  return m * n <= 4096 && k >= 2048 && k >= 4 * m && k >= 4 * n && (k / DT__GEMM_DOT_KC + 1) * m * n <= ((int64_t)1 << 22);
 }
 
 /* The products dt__gemm_dot takes: F32 A B^T that fits (with a bias, C starts from it) */
