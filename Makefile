@@ -249,7 +249,8 @@ $(B)/cuda/gpus_nvcc: examples/gpus.c devtensor_cuda.cu $(HDR) | $$(@D)
 
 # ---- what make runs ----
 .PHONY: all run fashion lenet resnet test bench bench-cblas bench-gpu bench-fashion clean
-all: $(C_TESTS) $(CXX_TESTS) $(B)/clang/test_vmath $(CLANG_OMP_TESTS) $(EX_BINS) $(B)/static_unit $(B)/two_units $(CUDA_ALL)
+# $(CU_OBJ) first: nvcc takes a minute, and every CUDA program links it
+all: $(if $(CUDA_ALL),$(CU_OBJ)) $(C_TESTS) $(CXX_TESTS) $(B)/clang/test_vmath $(CLANG_OMP_TESTS) $(EX_BINS) $(B)/static_unit $(B)/two_units $(CUDA_ALL)
 
 run: $(RUN_GPUS)
 	@$(if $(RUN_NOTE),echo "$(RUN_NOTE)")
