@@ -232,7 +232,7 @@ MINGW_T    := $(filter-out test_threads,$(TESTS))
 # the same as in the gcc variant, which runs every test
 MINGW_IL_T := test_core test_ops test_nn test_interop test_cpu_nocache test_random
 # the longest under wine first (test_gemm_kernel about a minute), so that the rest share the other job
-MINGW_LONG := $(B)/mingw/gcc/test_gemm_kernel.exe $(B)/mingw/gcc/test_cpu_nocache.exe
+MINGW_LONG := $(B)/mingw/gcc/test_gemm_kernel.exe
 MINGW_EXES := $(MINGW_LONG) $(filter-out $(MINGW_LONG),$(addprefix $(B)/mingw/gcc/,$(addsuffix .exe,$(MINGW_T)))) \
               $(foreach v,interlocked cxx,$(addprefix $(B)/mingw/$(v)/,$(addsuffix .exe,$(MINGW_IL_T))))
 MINGW_DEPS := $(HDR) tests/harness.h $(wildcard tests/*.inc)
