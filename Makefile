@@ -249,16 +249,21 @@ $(B)/cuda/gpus_nvcc: examples/gpus.c devtensor_cuda.cu $(HDR) | $$(@D)
 
 # ---- what make runs ----
 .PHONY: all run fashion lenet resnet test bench bench-cblas bench-gpu bench-fashion clean
-all: $(C_TESTS) $(CXX_TESTS) $(B)/clang/test_vmath $(CLANG_OMP_TESTS) $(EX_BINS) $(B)/static_unit $(B)/two_units $(CUDA_ALL)
+# $(CU_OBJ) first: nvcc takes a minute, and every CUDA program links it
+all: $(if $(CUDA_ALL),$(CU_OBJ)) $(C_TESTS) $(CXX_TESTS) $(B)/clang/test_vmath $(CLANG_OMP_TESTS) $(EX_BINS) $(B)/static_unit $(B)/two_units $(CUDA_ALL)
 
 run: $(RUN_GPUS)
 	@$(if $(RUN_NOTE),echo "$(RUN_NOTE)")
 	./$(RUN_GPUS)
 
+# the scripts and the longest programs first, so that two run at a time to the end;
+# safetensors_py.sh last, alone: it reads the file test_nn writes (c, cxx and cuda)
+TEST_LONG := $(addsuffix /test_gemm_kernel,$(B)/c $(B)/cxx $(if $(CUDA_ALL),$(B)/cuda))
 test: all lib
-	@DT_CUDA=$(CUDA) sh tests/run.sh $(C_TESTS) $(CXX_TESTS) $(B)/clang/test_vmath $(CLANG_OMP_TESTS) $(B)/static_unit $(B)/two_units -- tests/safetensors_py.sh -- tests/examples_smoke.sh tests/doc_snippets.sh \
-	  tests/interop_py.sh tests/packaging.sh \
-	  $(if $(CUDA_ALL),$(CUDA_TESTS) $(B)/cuda/fault_gpu tests/cuda_examples.sh $(GPU_CHECK))
+	@DT_CUDA=$(CUDA) sh tests/run.sh tests/doc_snippets.sh tests/examples_smoke.sh $(if $(CUDA_ALL),tests/cuda_examples.sh) \
+	  tests/packaging.sh tests/interop_py.sh $(TEST_LONG) \
+	  $(filter-out $(TEST_LONG),$(C_TESTS) $(CXX_TESTS) $(B)/clang/test_vmath $(CLANG_OMP_TESTS) $(B)/static_unit $(B)/two_units \
+	  $(if $(CUDA_ALL),$(CUDA_TESTS) $(B)/cuda/fault_gpu $(GPU_CHECK))) -- tests/safetensors_py.sh
 
 # Fashion-MNIST: softmax regression and the MLP, 10 epochs each, on cuda:0 or the CPU
 # (the build make run picks); the data set: apt-get install dataset-fashion-mnist
