@@ -438,8 +438,10 @@ typedef struct dt_trainer {
                                     go on with; dt_trainer_free frees it */
   int       cuda_graph;          /* 1: the first full minibatch runs eagerly (warm-up), the second's step is captured into a
                                     graph (dt_graph_begin) and replayed for it and every later full minibatch of the fit, each
-                                    copied into the graph's input first; a smaller last one runs eagerly. Refused with Adam or
-                                    AdamW, gradient_clip_val > 0, autocast DT_F16, dropout (p > 0), data parallel. 0 (default): off */
+                                    copied into the graph's input first; a smaller last one runs eagerly. With Adam or AdamW,
+                                    gradient_clip_val > 0 or autocast DT_F16 the graph holds the forward and backward and the
+                                    update runs eagerly after each replay. Dropout draws afresh at each replay. Refused with
+                                    data parallel. 0 (default): off */
 } dt_trainer;
 DTDEF dt_status  dt_trainer_init(dt_trainer *tr, int max_epochs, int num_gpus);
 DTDEF dt_status  dt_trainer_prepare_model(dt_trainer *tr, dt_module *m);
@@ -976,8 +978,10 @@ typedef struct dt__backend {
                     double beta, void *c, int64_t stride_c);
   /* y[i] += alpha * x[i] */
   dt_status (*axpy)(int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y);
-  /* Philox 4x32-10 with key = seed and counter = (i / 4, draw): uniform [0, 1) or standard normal, F32. */
-  dt_status (*random)(int dev, int normal, uint64_t seed, uint64_t draw, int64_t n, float *y);
+  /* Philox 4x32-10 with key = seed and counter = (i / 4, draw): uniform [0, 1) or standard normal, F32.
+     gen: NULL, or a draw captured into a graph, whose seed and first draw the kernel reads as it
+     runs (dt__rng_at) */
+  dt_status (*random)(int dev, int normal, uint64_t seed, uint64_t draw, const uint64_t *gen, int64_t n, float *y);
   /* optimizers: one optimizer's update of a parameter p (n elements, F32, F64, F16 or BF16) from its
      gradient g and its state buf1, buf2 (see dt__optim_hp), in one pass */
   dt_status (*optim_step)(int dev, dt_dtype t, int64_t n, const dt__optim_hp *h, void *p, const void *g, void *buf1, void *buf2);
@@ -1047,8 +1051,9 @@ typedef struct dt__backend {
   dt_status (*index_add)(int dev, dt_dtype t, int64_t outer, int64_t n, int64_t inner, const int64_t *idx, int64_t k,
                          const void *src, void *y);
   /* y[i] = low + v mod range, I64, v the 64-bit word (w[2h] << 32 | w[2h + 1]), h = i % 2, of
-     Philox block i / 2 of draw `draw` (dt__random_int_at); range >= 1 */
-  dt_status (*random_int)(int dev, uint64_t seed, uint64_t draw, int64_t n, int64_t low, uint64_t range, int64_t *y);
+     Philox block i / 2 of draw `draw` (dt__random_int_at); range >= 1; gen as random's */
+  dt_status (*random_int)(int dev, uint64_t seed, uint64_t draw, const uint64_t *gen, int64_t n, int64_t low, uint64_t range,
+                          int64_t *y);
   /* losses: logp (n, c), target (n,) -> y (n,) = -logp[i, target[i]] (nll_loss without reduction).
      A label outside [0, c) is never read with: its y is NaN; the CPU core refuses such labels first,
      the CUDA backend records them as cross_entropy does (reported as dt_nll_loss's). */
@@ -1065,10 +1070,12 @@ typedef struct dt__backend {
      capture of the device's stream; the CPU: its recording table, see dt__cpu_rec_backend);
      graph_end stops and hands back what was captured, ready to replay (NULL and an error when
      the capture failed: then nothing is kept); scratch memory the backend took and released
-     during the capture stays with that graph until graph_free. */
+     during the capture stays with that graph until graph_free. graph_replay with gen not NULL
+     first writes gen[0] = seed, gen[1] = draw in the device's order (the captured draws' base,
+     see dt__rng_at). */
   dt_status (*graph_begin)(int dev);
   dt_status (*graph_end)(int dev, void **graph);
-  dt_status (*graph_replay)(int dev, void *graph);
+  dt_status (*graph_replay)(int dev, void *graph, uint64_t *gen, uint64_t seed, uint64_t draw);
   void      (*graph_free)(int dev, void *graph);
 } dt__backend;
 
@@ -1159,6 +1166,13 @@ static DT__HD inline float dt__bf16_to_f32(uint16_t h) { return dt__bits_f32((ui
 /* either half dtype, t DT_F16 or DT_BF16 */
 static DT__HD inline uint16_t dt__f32_to_half(int bf, float f) { return bf ? dt__f32_to_bf16(f) : dt__f32_to_f16(f); }
 static DT__HD inline float dt__half_to_f32(int bf, uint16_t h) { return bf ? dt__bf16_to_f32(h) : dt__f16_to_f32(h); }
+
+/* A draw's seed and number as a kernel runs: a draw captured into a graph is numbered from 0
+   within the graph, and each replay writes the generator's seed and the graph's first draw
+   into gen first (dt_graph_replay), so replays draw what eager calls would have drawn. */
+static DT__HD inline void dt__rng_at(const uint64_t *gen, uint64_t *seed, uint64_t *draw) {
+  if (gen) { *seed = gen[0]; *draw += gen[1]; }
+}
 
 /* Block j of draw d: four 32-bit words. */
 static DT__HD inline void dt__philox_block(uint64_t seed, uint64_t draw, uint64_t j, uint32_t out[4]) {
@@ -2681,13 +2695,24 @@ static void dt__rng_next(uint64_t *seed, uint64_t *draw) {
   dt__unlock(&dt__rng_lock);
 }
 
+static int dt__graph_draw(dt_device d, uint64_t *draw, const uint64_t **gen);
+
+/* The next draw for work on device d: the generator's, or while d is being captured into a
+   graph, the graph's next one (*gen set: see dt__rng_at), which its replays draw afresh. */
+static void dt__rng_next_on(dt_device d, uint64_t *seed, uint64_t *draw, const uint64_t **gen) {
+  *gen = NULL;
+  if (dt__graph_draw(d, draw, gen)) { *seed = 0; return; }
+  dt__rng_next(seed, draw);
+}
+
 static dt_tensor *dt__random(const char *op, dt_shape s, dt_device d, int normal) {
   dt_tensor *y = dt__new(op, s, DT_F32, d);
   uint64_t draw, seed;
+  const uint64_t *gen;
   if (!y) return NULL;
-  dt__rng_next(&seed, &draw);
+  dt__rng_next_on(d, &seed, &draw, &gen);
   if (y->numel == 0) return y;
-  return dt__done(op, y, dt__be(d)->random(d.index, normal, seed, draw, y->numel, (float *)y->st->ptr));
+  return dt__done(op, y, dt__be(d)->random(d.index, normal, seed, draw, gen, y->numel, (float *)y->st->ptr));
 }
 DTDEF dt_tensor *dt_rand(dt_shape s, dt_device d) { return dt__random("dt_rand", s, d, 0); }
 DTDEF dt_tensor *dt_randn(dt_shape s, dt_device d) { return dt__random("dt_randn", s, d, 1); }
@@ -2793,6 +2818,9 @@ struct dt_graph {
   dt__storage **kept;         /* storages released that captured work may use, given back by dt_graph_free */
   int nkept, capkept;
   void *be_graph;             /* the backend's captured work */
+  uint64_t *gen;              /* 2 words on the device, the backend's own block (no storage, so no memory rule): the
+                                 generator's seed and the first draw of a replay */
+  uint64_t ndraws;            /* the random draws captured, numbered 0.. within the graph (dt__rng_at) */
   struct dt_graph *next;      /* every graph, capturing or captured, under dt__graph_lk */
 };
 
@@ -2884,7 +2912,24 @@ static void dt__graph_destroy(dt_graph *g) {
   if (g->be_graph) dt__be(g->device)->graph_free(g->device.index, g->be_graph);
   for (i = 0; i < g->nkept; i++) dt__storage_free(g->kept[i]);
   DT_FREE(g->kept);
+  if (g->gen) dt__be(g->device)->free(g->device.index, g->gen, 2 * sizeof(uint64_t)); /* after replays queued before */
   DT_FREE(g);
+}
+
+/* While d is being captured: the capture's next draw, numbered within the graph, and in *gen
+   where each replay puts the generator's seed and the graph's first draw; 0 when d is not
+   being captured. */
+static int dt__graph_draw(dt_device d, uint64_t *draw, const uint64_t **gen) {
+  dt_graph *g;
+  if (DT__ATOMIC_LOAD(&dt__graphs_live) == 0) return 0;
+  dt__lock(&dt__graph_lk);
+  g = dt__graph_capture_of(d);
+  if (g) {
+    *draw = g->ndraws++;
+    *gen = g->gen;
+  }
+  dt__unlock(&dt__graph_lk);
+  return g != NULL;
 }
 
 /* Takes g out of the list. */
@@ -2901,6 +2946,7 @@ DTDEF dt_status dt_graph_begin(dt_device d) {
   const char *op = "dt_graph_begin";
   dt_graph *g;
   dt_status s;
+  void *gen = NULL;
   char db[48];
   if ((s = dt__check_device(op, d)) != DT_OK) return s;
   if (!(g = (dt_graph *)DT_MALLOC(sizeof(dt_graph))))
@@ -2909,9 +2955,15 @@ DTDEF dt_status dt_graph_begin(dt_device d) {
   g->device = d;
   g->capturing = 1;
   g->serial_end = LLONG_MAX;
+  if ((s = dt__be(d)->alloc(d.index, 2 * sizeof(uint64_t), &gen)) != DT_OK) {
+    DT_FREE(g);
+    return dt__backend_fail(op, d, s);
+  }
+  g->gen = (uint64_t *)gen;
   dt__lock(&dt__graph_lk);
   if (dt__graph_capture_of(d)) {
     dt__unlock(&dt__graph_lk);
+    dt__be(d)->free(d.index, gen, 2 * sizeof(uint64_t));
     DT_FREE(g);
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s is already being captured (end that capture with dt_graph_end first)", op,
                     dt_device_str(d, db, sizeof db));
@@ -2966,6 +3018,7 @@ DTDEF dt_status dt_graph_replay(dt_graph *g) {
   const char *op = "dt_graph_replay";
   dt_status s;
   int stale, busy;
+  uint64_t seed, draw;
   dt_status why_status;
   char why[400], db[48];
   if (!g) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: g is NULL", op);
@@ -2979,7 +3032,22 @@ DTDEF dt_status dt_graph_replay(dt_graph *g) {
   if (busy)
     return dt__fail(DT_ERR_UNSUPPORTED, "%s: %s is being captured; replay its graphs after dt_graph_end", op,
                     dt_device_str(g->device, db, sizeof db));
-  if ((s = dt__be(g->device)->graph_replay(g->device.index, g->be_graph)) != DT_OK) return dt__backend_fail(op, g->device, s);
+  if (g->ndraws == 0) {
+    if ((s = dt__be(g->device)->graph_replay(g->device.index, g->be_graph, NULL, 0, 0)) != DT_OK) return dt__backend_fail(op, g->device, s);
+    return DT_OK;
+  }
+  /* the replay's draws are the generator's next g->ndraws, as eager calls would have taken */
+  dt__lock(&dt__rng_lock);
+  seed = dt__seed;
+  draw = dt__draw;
+  dt__draw += g->ndraws;
+  dt__unlock(&dt__rng_lock);
+  if ((s = dt__be(g->device)->graph_replay(g->device.index, g->be_graph, g->gen, seed, draw)) != DT_OK) {
+    dt__lock(&dt__rng_lock); /* nothing ran: the draws go back unless another thread drew since */
+    if (dt__seed == seed && dt__draw == draw + g->ndraws) dt__draw = draw;
+    dt__unlock(&dt__rng_lock);
+    return dt__backend_fail(op, g->device, s);
+  }
   return DT_OK;
 }
 
@@ -5208,6 +5276,8 @@ DTDEF dt_tensor *dt_randperm(int64_t n, dt_device d) {
   dt_tensor *y;
   dt_status s;
   if (n < 0) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: n is %lld, but it must be >= 0", op, (long long)n); return NULL; }
+  /* made on the host now: a graph's replays could not draw it afresh */
+  if (dt__graph_forbid(op, d, "a permutation made on the host") != DT_OK) return NULL;
   if (!(y = dt__new(op, dt_shape1(n), DT_I64, d))) return NULL;
   if (d.type == DT_CPU) {
     dt__rng_next(&seed, &draw);
@@ -5230,6 +5300,7 @@ DTDEF dt_tensor *dt_randperm(int64_t n, dt_device d) {
 DTDEF dt_tensor *dt_randint(int64_t low, int64_t high, dt_shape s, dt_device d) {
   const char *op = "dt_randint";
   uint64_t seed, draw;
+  const uint64_t *gen;
   dt_tensor *y;
   if (low >= high) {
     dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: low is %lld and high is %lld, but low must be less than high", op, (long long)low,
@@ -5237,9 +5308,9 @@ DTDEF dt_tensor *dt_randint(int64_t low, int64_t high, dt_shape s, dt_device d) 
     return NULL;
   }
   if (!(y = dt__new(op, s, DT_I64, d))) return NULL;
-  dt__rng_next(&seed, &draw);
+  dt__rng_next_on(d, &seed, &draw, &gen);
   if (y->numel == 0) return y;
-  return dt__done(op, y, dt__be(d)->random_int(d.index, seed, draw, y->numel, low, (uint64_t)high - (uint64_t)low,
+  return dt__done(op, y, dt__be(d)->random_int(d.index, seed, draw, gen, y->numel, low, (uint64_t)high - (uint64_t)low,
                                                (int64_t *)y->st->ptr));
 }
 
@@ -10486,10 +10557,29 @@ static dt_status dt__replicas_rank_sums(dt__replicas *r, double v[2]) {
    the optimizer's state, the backend's workspaces); the second is copied into the static inputs
    and its step captured, then replayed for it and for every later full minibatch, each copied
    into the static inputs first (gathered outside the graph). A smaller last minibatch runs
-   eagerly. The loss and right answers accumulate into the trainer's sums inside the graph. */
+   eagerly. The loss and right answers accumulate into the trainer's sums inside the graph.
+   Random draws in the step (dropout) are the graph's: each replay draws afresh, what the eager
+   step would have drawn (dt_graph_replay).
+
+   The whole step is captured with plain SGD (with or without a dt_sgd optimizer). Otherwise
+   the graph holds the gradients' part (zeroing, forward, loss, backward) and the update runs
+   eagerly after each replay, on the gradients the graph wrote: Adam's and AdamW's bias
+   correction counts the steps on the host,
+   clipping reads the gradients' norm, and the grad scaler of autocast DT_F16 reads whether
+   they hold an inf or a NaN and changes its scale, which the graph then reads from a scalar on
+   the device. An autograd backward stores new gradient tensors, whose memory the module takes
+   in (dt__grad_adopt), so an eager step (the smaller last minibatch) leaves the module holding
+   memory other than the graph's: the memory the captured backward wrote is held (gr->grads)
+   and handed back to the parameters before each eager update. */
+
+/* What a step runs: all of it, or one of its two parts for tr.cuda_graph's capture of the
+   gradients alone (see src/train/graph_step.c): the gradients (zeroing them, the forward, the
+   loss, the backward: what a graph replays) or the update (the grad scaler's check, clipping,
+   the optimizer's step: what runs eagerly after each replay). */
+enum { DT__STEP_ALL, DT__STEP_GRADS, DT__STEP_UPDATE };
 
 static dt_status dt__trainer_step(dt_trainer *tr, dt__replicas *rep, dt_module *m, const dt_tensor *xb, const dt_tensor *yb,
-                                  dt__tr_sums *sums); /* "fit" */
+                                  dt__tr_sums *sums, int phase, const dt_tensor *scale); /* "fit" */
 
 /* The captured step and its inputs, kept across the epochs of one fit. */
 typedef struct dt__tr_graph {
@@ -10501,13 +10591,20 @@ typedef struct dt__tr_graph {
      released after it makes the graph refuse to replay, so they are released after it */
   dt_tensor *hold[6];
   int nhold;
+  int split;        /* the graph holds the gradients' part only; the update runs after each replay */
+  dt_tensor **grads;/* split: each parameter's gradient as the graph writes it (NULL where it has none) */
+  int ngrads;
+  dt_tensor *scale; /* autocast DT_F16: the grad scaler's scale, F32 () on tr->device, as the graph reads it */
+  double scale_at;  /* the value in it */
 } dt__tr_graph;
 
 static void dt__tr_graph_free(dt__tr_graph *gr) {
   int i;
   dt_graph_free(gr->g); /* first: the graph reads x and y */
-  dt_release(gr->x); dt_release(gr->y);
+  dt_release(gr->x); dt_release(gr->y); dt_release(gr->scale);
   for (i = 0; i < gr->nhold; i++) dt_release(gr->hold[i]);
+  for (i = 0; i < gr->ngrads; i++) dt_release(gr->grads[i]);
+  DT_FREE(gr->grads);
   memset(gr, 0, sizeof *gr);
 }
 
@@ -10520,50 +10617,71 @@ static uint64_t dt__rng_draws(void) {
   return d;
 }
 
-/* 1 when m is or holds a dropout layer with p > 0 (it draws in training mode). */
-static int dt__module_has_dropout(const dt_module *m) {
-  int i;
-  if (m->kind == DT__M_USER && m->fwd == dt__norm_forward && m->user &&
-      ((const dt__norm_layer *)m->user)->kind == DT__N_DROPOUT && ((const dt__norm_layer *)m->user)->p > 0)
-    return 1;
-  for (i = 0; i < m->n; i++) if (dt__module_has_dropout(m->layers[i])) return 1;
-  return 0;
-}
-
 /* What a replayed step cannot do as an eager one does, refused before anything changes. */
-static dt_status dt__trainer_graph_check(const char *op, const dt_trainer *tr, const dt_module *m) {
-  const char *why = NULL;
+static dt_status dt__trainer_graph_check(const char *op, const dt_trainer *tr) {
   if (tr->cuda_graph == 0) return DT_OK;
   if (tr->cuda_graph != 1) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: tr.cuda_graph must be 0 (off) or 1, got %d", op, tr->cuda_graph);
   if (tr->num_gpus > 1 || dt_dist_world_size() > 1)
-    why = "data parallel training (num_gpus > 1 or several ranks) sums the gradients between devices at each step";
-  else if (tr->optimizer && tr->optimizer->hp.kind != DT__OPT_SGD)
-    why = "Adam and AdamW count their steps on the host (the bias correction would stay the captured step's): use dt_sgd";
-  else if (tr->gradient_clip_val > 0)
-    why = "gradient_clip_val > 0 reads the gradients' norm on the host at each step";
-  else if (tr->autocast == DT_F16)
-    why = "autocast DT_F16's grad scaler reads on the host whether the gradients hold an inf or a NaN at each step "
-          "(DT_BF16 needs no scaler)";
-  else if (dt__module_has_dropout(m))
-    why = "the model holds dropout with p > 0: every replay would draw the captured step's mask again";
-  if (why) return dt__fail(DT_ERR_UNSUPPORTED, "%s: tr.cuda_graph cannot capture the training step: %s", op, why);
+    return dt__fail(DT_ERR_UNSUPPORTED, "%s: tr.cuda_graph cannot capture the training step: data parallel training (num_gpus > 1 "
+                    "or several ranks) sums the gradients between devices at each step", op);
   return DT_OK;
 }
 
-/* Captures the step on the static inputs gr->x, gr->y (already holding the minibatch): nothing
-   runs. A step that draws random numbers is refused (replays would repeat the draws). */
+/* During the capture, after the gradients' part: the gradients it wrote, held (the module has
+   taken them in: their memory stays its as long as no eager step runs). */
+static dt_status dt__tr_graph_grads_keep(const char *op, dt__tr_graph *gr, dt_module *m) {
+  int n = dt_module_num_params(m), i;
+  if (n <= 0) return DT_OK;
+  if (!(gr->grads = (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)n)))
+    return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host keeping the captured gradients", op);
+  memset(gr->grads, 0, sizeof(dt_tensor *) * (size_t)n);
+  gr->ngrads = n;
+  for (i = 0; i < n; i++) {
+    dt_tensor *p = dt_module_param(m, i, NULL); /* the module takes in the new gradients */
+    if (!p) return dt_last_status();
+    if (p->grad && !(gr->grads[i] = dt_detach(p->grad))) return dt_last_status();
+  }
+  return DT_OK;
+}
+
+/* Before an eager update after a replay: each parameter's gradient is the memory the graph
+   wrote (an eager step since may have given the module other memory). */
+static dt_status dt__tr_graph_grads_give(dt__tr_graph *gr, dt_module *m) {
+  int i;
+  for (i = 0; i < gr->ngrads; i++) {
+    dt_tensor *p, *h;
+    if (!gr->grads[i]) continue;
+    if (!(p = dt_module_param(m, i, NULL))) return dt_last_status();
+    if (p->grad && p->grad->st == gr->grads[i]->st) continue;
+    if (!(h = dt_detach(gr->grads[i]))) return dt_last_status();
+    dt_release(p->grad);
+    p->grad = h;
+  }
+  return DT_OK;
+}
+
+/* Captures the step, or its gradients' part, on the static inputs gr->x, gr->y (already holding
+   the minibatch): nothing runs. A step that draws random numbers on the host is refused (the
+   replays could not draw them afresh). */
 static dt_status dt__tr_graph_capture(const char *op, dt_trainer *tr, dt__replicas *rep, dt_module *m, dt__tr_graph *gr,
                                       dt__tr_sums *sums) {
   uint64_t draws = dt__rng_draws();
   dt_status s;
   dt_graph *g;
+  gr->split = (tr->optimizer && tr->optimizer->hp.kind != DT__OPT_SGD) || tr->gradient_clip_val > 0 ||
+              (tr->autocast == DT_F16 && tr->grad_scaler);
+  if (tr->autocast == DT_F16 && tr->grad_scaler && !gr->scale) {
+    if (!(gr->scale = dt_full(dt_shape0(), tr->grad_scaler->scale, tr->device))) return dt_last_status();
+    gr->scale_at = tr->grad_scaler->scale;
+  }
   if ((s = dt_graph_begin(tr->device)) != DT_OK) return s;
-  s = dt__trainer_step(tr, rep, m, gr->x, gr->y, sums);
+  s = dt__trainer_step(tr, rep, m, gr->x, gr->y, sums, gr->split ? DT__STEP_GRADS : DT__STEP_ALL, gr->scale);
+  if (s == DT_OK && gr->split) s = dt__tr_graph_grads_keep(op, gr, m);
   g = dt_graph_end(tr->device); /* ends the capture whatever the step said */
   if (s == DT_OK && !g) s = dt_last_status();
   if (s == DT_OK && dt__rng_draws() != draws)
-    s = dt__fail(DT_ERR_UNSUPPORTED, "%s: tr.cuda_graph cannot capture the training step: it draws random numbers (dropout, "
-                 "dt_rand in a module's forward), and every replay would draw the captured step's numbers again", op);
+    s = dt__fail(DT_ERR_UNSUPPORTED, "%s: tr.cuda_graph cannot capture the training step: it draws random numbers on the host, "
+                 "which the replays could not draw afresh", op);
   if (s != DT_OK) { dt_graph_free(g); return s; }
   gr->g = g;
   return DT_OK;
@@ -10576,7 +10694,7 @@ static dt_status dt__tr_graph_step(const char *op, dt_trainer *tr, dt__replicas 
                                    const dt_tensor *xb, const dt_tensor *yb, dt__tr_sums *sums) {
   dt_status s;
   if (!gr->warm) {
-    if ((s = dt__trainer_step(tr, rep, m, xb, yb, sums)) == DT_OK) gr->warm = 1;
+    if ((s = dt__trainer_step(tr, rep, m, xb, yb, sums, DT__STEP_ALL, NULL)) == DT_OK) gr->warm = 1;
     return s;
   }
   if (!gr->x) {
@@ -10591,7 +10709,13 @@ static dt_status dt__tr_graph_step(const char *op, dt_trainer *tr, dt__replicas 
     gr->hold[gr->nhold++] = dt_retain((dt_tensor *)xb);
     gr->hold[gr->nhold++] = dt_retain((dt_tensor *)yb);
   }
-  return dt_graph_replay(gr->g);
+  if (gr->scale && gr->scale_at != tr->grad_scaler->scale) { /* the scaler changed it after a step */
+    if ((s = dt_fill_(gr->scale, tr->grad_scaler->scale)) != DT_OK) return s;
+    gr->scale_at = tr->grad_scaler->scale;
+  }
+  if ((s = dt_graph_replay(gr->g)) != DT_OK || !gr->split) return s;
+  if ((s = dt__tr_graph_grads_give(gr, m)) != DT_OK) return s;
+  return dt__trainer_step(tr, rep, m, gr->x, gr->y, sums, DT__STEP_UPDATE, NULL);
 }
 
 /* After the step that captured the graph: the epoch's tensors from before the capture, held. */
@@ -10618,14 +10742,35 @@ static dt_status dt__trainer_clip(dt_trainer *tr, dt_module *m) {
   return s;
 }
 
+/* The update from the gradients of the step's backward: clip and step; under autocast DT_F16,
+   unscale first, clip and step unless a gradient holds an inf or a NaN, and update the scale. */
+static dt_status dt__trainer_update(dt_trainer *tr, dt_module *m) {
+  dt_status s;
+  if (tr->autocast == DT_F16 && tr->grad_scaler) {
+    if ((s = dt__params_build("dt_trainer_fit", m)) != DT_OK ||
+        (s = dt__grad_scaler_unscale("dt_trainer_fit", tr->grad_scaler, m->grads, m->nparams)) != DT_OK)
+      return s;
+    if (!tr->grad_scaler->found_inf && (s = dt__trainer_clip(tr, m)) == DT_OK)
+      s = tr->optimizer ? dt_optimizer_step(tr->optimizer) : dt_sgd_step(m, tr->lr);
+    if (s == DT_OK) s = dt_grad_scaler_update(tr->grad_scaler);
+    return s;
+  }
+  if ((s = dt__trainer_clip(tr, m)) != DT_OK) return s;
+  return tr->optimizer ? dt_optimizer_step(tr->optimizer) : dt_sgd_step(m, tr->lr);
+}
+
 /* A training step through autograd, for a model the fused backward cannot take (convolutions,
-   user-written modules): zero the gradients, forward, the loss, its backward, clip, step. */
+   user-written modules): zero the gradients, forward, the loss, its backward, the update.
+   scale: NULL, or under autocast DT_F16 the grad scaler's scale as an F32 scalar on the device,
+   which the loss is multiplied by instead of the scaler's value (a graph reads it as it runs). */
 static dt_status dt__trainer_step_autograd(dt_trainer *tr, dt_module *m, const dt_tensor *xb, const dt_tensor *yb,
-                                           dt__tr_sums *sums) {
+                                           dt__tr_sums *sums, int phase, const dt_tensor *scale) {
   dt_tensor *pred = NULL, *loss = NULL, *scaled = NULL;
   dt_status s;
   int prev;
-  dt_dtype ac = dt_set_autocast(tr->device.type, tr->autocast); /* the forward and the loss under tr.autocast */
+  dt_dtype ac;
+  if (phase == DT__STEP_UPDATE) return dt__trainer_update(tr, m);
+  ac = dt_set_autocast(tr->device.type, tr->autocast); /* the forward and the loss under tr.autocast */
   if ((s = tr->optimizer ? dt_optimizer_zero_grad(tr->optimizer) : dt_zero_grad(m)) != DT_OK) goto done;
   if (!(pred = dt_forward(m, xb))) { s = dt_last_status(); goto done; }
   prev = dt__no_grad;
@@ -10636,16 +10781,13 @@ static dt_status dt__trainer_step_autograd(dt_trainer *tr, dt_module *m, const d
     loss = tr->loss_fn == DT_LOSS_CROSS_ENTROPY ? dt_cross_entropy(pred, yb) : dt_mse_loss(pred, yb);
     dt_set_autocast(tr->device.type, ac); /* the backward and the step as the caller had it */
     if (!loss) s = dt_last_status();
-    else if (tr->autocast == DT_F16 && tr->grad_scaler) { /* scaled loss; unscale, then clip and step unless inf/NaN */
-      if (!(scaled = dt_grad_scaler_scale(tr->grad_scaler, loss))) s = dt_last_status();
-      else if ((s = dt_autograd_backward(scaled, NULL)) == DT_OK && (s = dt__params_build("dt_trainer_fit", m)) == DT_OK &&
-               (s = dt__grad_scaler_unscale("dt_trainer_fit", tr->grad_scaler, m->grads, m->nparams)) == DT_OK) {
-        if (!tr->grad_scaler->found_inf && (s = dt__trainer_clip(tr, m)) == DT_OK)
-          s = tr->optimizer ? dt_optimizer_step(tr->optimizer) : dt_sgd_step(m, tr->lr);
-        if (s == DT_OK) s = dt_grad_scaler_update(tr->grad_scaler);
-      }
-    } else if ((s = dt_autograd_backward(loss, NULL)) == DT_OK && (s = dt__trainer_clip(tr, m)) == DT_OK)
-      s = tr->optimizer ? dt_optimizer_step(tr->optimizer) : dt_sgd_step(m, tr->lr);
+    else if (tr->autocast == DT_F16 && tr->grad_scaler) { /* the scaled loss's backward */
+      if (!(scaled = scale ? dt_mul(loss, scale) : dt_grad_scaler_scale(tr->grad_scaler, loss))) s = dt_last_status();
+      else s = dt_autograd_backward(scaled, NULL);
+    } else {
+      s = dt_autograd_backward(loss, NULL);
+    }
+    if (s == DT_OK && phase == DT__STEP_ALL) s = dt__trainer_update(tr, m);
   }
 done:
   dt_set_autocast(tr->device.type, ac);
@@ -10654,14 +10796,17 @@ done:
 }
 
 /* One training step on a minibatch on the device: forward, loss (summed into `sums`,
-   with the right answers), backward, the optimizer's step (plain SGD without one).
-   Nothing here waits for the device. */
+   with the right answers), backward, the optimizer's step (plain SGD without one); or one
+   part of it (phase, scale: see above). Nothing here waits for the device (but the grad
+   scaler's check under autocast DT_F16, and clipping). */
 static dt_status dt__trainer_step(dt_trainer *tr, dt__replicas *rep, dt_module *m, const dt_tensor *xb, const dt_tensor *yb,
-                                  dt__tr_sums *sums) {
+                                  dt__tr_sums *sums, int phase, const dt_tensor *scale) {
   dt_tensor *pred, *g = NULL;
   dt_status s;
   if (rep && (rep->n > 1 || rep->ranks > 1)) return dt__dp_step(tr, rep, xb, yb); /* data parallel */
-  if (dt__module_has_user(m) || tr->autocast != DT_F32 || dt__is_half(m->dtype)) return dt__trainer_step_autograd(tr, m, xb, yb, sums);
+  if (dt__module_has_user(m) || tr->autocast != DT_F32 || dt__is_half(m->dtype))
+    return dt__trainer_step_autograd(tr, m, xb, yb, sums, phase, scale);
+  if (phase == DT__STEP_UPDATE) return dt__trainer_update(tr, m);
   if (!(pred = dt_forward(m, xb))) return dt_last_status();
   if ((s = dt__tr_accumulate(tr, pred, yb, sums)) == DT_OK) {
     g = tr->loss_fn == DT_LOSS_CROSS_ENTROPY ? dt_cross_entropy_grad(pred, yb) : dt_mse_loss_grad(pred, yb);
@@ -10669,7 +10814,7 @@ static dt_status dt__trainer_step(dt_trainer *tr, dt__replicas *rep, dt_module *
        gradients are written, as after dt_zero_grad, without zeroing them first */
     if (g) s = dt__backward_params_assign(m, g);
     if (!g || s != DT_OK) s = dt_last_status();
-    else if ((s = dt__trainer_clip(tr, m)) == DT_OK) s = tr->optimizer ? dt_optimizer_step(tr->optimizer) : dt_sgd_step(m, tr->lr);
+    else if (phase == DT__STEP_ALL) s = dt__trainer_update(tr, m);
   }
   dt_release(pred); dt_release(g);
   return s;
@@ -10703,7 +10848,7 @@ static dt_status dt__trainer_epoch(const char *op, dt_trainer *tr, dt__replicas 
       s = dt__tr_graph_step(op, tr, rep, m, gr, x, y, sums);
       if (!had && gr->g) { dt_tensor *ts[4]; ts[0] = perm_h; ts[1] = o.perm; ts[2] = o.y_perm; ts[3] = yh; dt__tr_graph_hold(gr, ts, 4); }
     } else {
-      s = dt__trainer_step(tr, rep, m, x, y, sums);
+      s = dt__trainer_step(tr, rep, m, x, y, sums, DT__STEP_ALL, NULL);
     }
     xb = yb = NULL;
     if (s == DT_OK && b + bs < n) s = dt__tr_batch(tr, d, &o, b + bs, n - (b + bs) < bs ? n - (b + bs) : bs, &xb, &yb);
@@ -10895,7 +11040,7 @@ static dt_status dt__trainer_fit(const char *op, dt_trainer *tr, dt_module *m, c
   memset(&gr, 0, sizeof gr);
   memset(&d, 0, sizeof d); memset(&dv, 0, sizeof dv); memset(&sums, 0, sizeof sums); memset(&vs, 0, sizeof vs);
   if ((s = dt__trainer_check(op, tr, m)) != DT_OK) return s;
-  if ((s = dt__trainer_graph_check(op, tr, m)) != DT_OK) return s;
+  if ((s = dt__trainer_graph_check(op, tr)) != DT_OK) return s;
   if (tr->autocast != DT_F32 && (tr->num_gpus > 1 || dt_dist_world_size() > 1))
     return dt__fail(DT_ERR_UNSUPPORTED, "%s: tr.autocast trains through autograd on one device: data parallel training "
                     "(num_gpus > 1 or several ranks) takes tr.autocast DT_F32", op);
@@ -14280,9 +14425,10 @@ static void dt__random_task(void *ctx, int64_t lo, int64_t hi) {
 }
 
 /* y[i] = word i % 4 of Philox block i / 4, as uniform or normal. y: (n,) */
-static dt_status dt__cpu_random(int dev, int normal, uint64_t seed, uint64_t draw, int64_t n, float *y) {
+static dt_status dt__cpu_random(int dev, int normal, uint64_t seed, uint64_t draw, const uint64_t *gen, int64_t n, float *y) {
   dt__random_job r;
   (void)dev;
+  dt__rng_at(gen, &seed, &draw);
   r.normal = normal; r.seed = seed; r.draw = draw; r.n = n; r.y = y;
   dt__par_for((n + 3) / 4, DT__GRAIN_MATH / 4, dt__random_task, &r);
   return DT_OK;
@@ -16921,9 +17067,11 @@ static void dt__randint_task(void *ctx, int64_t lo, int64_t hi) {
   for (i = lo; i < hi; i++) j->y[i] = dt__random_int_at(j->seed, j->draw, (uint64_t)i, j->low, j->range);
 }
 
-static dt_status dt__cpu_random_int(int dev, uint64_t seed, uint64_t draw, int64_t n, int64_t low, uint64_t range, int64_t *y) {
+static dt_status dt__cpu_random_int(int dev, uint64_t seed, uint64_t draw, const uint64_t *gen, int64_t n, int64_t low, uint64_t range,
+                                    int64_t *y) {
   dt__randint_job j;
   (void)dev;
+  dt__rng_at(gen, &seed, &draw);
   j.seed = seed; j.draw = draw; j.range = range; j.low = low; j.y = y;
   dt__par_for(n, DT__GRAIN_MATH, dt__randint_task, &j);
   return DT_OK;
@@ -17460,10 +17608,10 @@ static dt_status dt__cpu_rec_axpy(int dev, dt_dtype t, int64_t n, double alpha, 
   c.t = t; c.i[0] = n; c.d[0] = alpha; c.a = x; c.y = y;
   return dt__cpu_rec(&c);
 }
-static dt_status dt__cpu_rec_random(int dev, int normal, uint64_t seed, uint64_t draw, int64_t n, float *y) {
+static dt_status dt__cpu_rec_random(int dev, int normal, uint64_t seed, uint64_t draw, const uint64_t *gen, int64_t n, float *y) {
   dt__cpu_call c = dt__cpu_call_of(DT__RC_RANDOM);
   (void)dev;
-  c.op = normal; c.u[0] = seed; c.u[1] = draw; c.i[0] = n; c.y = y;
+  c.op = normal; c.u[0] = seed; c.u[1] = draw; c.w = gen; c.i[0] = n; c.y = y;
   return dt__cpu_rec(&c);
 }
 static dt_status dt__cpu_rec_optim_step(int dev, dt_dtype t, int64_t n, const dt__optim_hp *h, void *p, const void *g,
@@ -17580,10 +17728,11 @@ static dt_status dt__cpu_rec_index_add(int dev, dt_dtype t, int64_t outer, int64
   c.t = t; c.i[0] = outer; c.i[1] = n; c.i[2] = inner; c.i[3] = k; c.b = idx; c.a = src; c.y = y;
   return dt__cpu_rec(&c);
 }
-static dt_status dt__cpu_rec_random_int(int dev, uint64_t seed, uint64_t draw, int64_t n, int64_t low, uint64_t range, int64_t *y) {
+static dt_status dt__cpu_rec_random_int(int dev, uint64_t seed, uint64_t draw, const uint64_t *gen, int64_t n, int64_t low,
+                                        uint64_t range, int64_t *y) {
   dt__cpu_call c = dt__cpu_call_of(DT__RC_RANDOM_INT);
   (void)dev;
-  c.u[0] = seed; c.u[1] = draw; c.i[0] = n; c.i[1] = low; c.i[2] = (int64_t)range; c.y = y;
+  c.u[0] = seed; c.u[1] = draw; c.w = gen; c.i[0] = n; c.i[1] = low; c.i[2] = (int64_t)range; c.y = y;
   return dt__cpu_rec(&c);
 }
 static dt_status dt__cpu_rec_nll_loss(int dev, dt_dtype t, int64_t n, int64_t cl, const void *logp, const int64_t *target, void *y) {
@@ -17631,7 +17780,7 @@ static dt_status dt__cpu_call_run(const dt__cpu_call *c) {
       return dt__cpu_gemm_opt(c->t, c->ta, c->tb, c->i[1], c->i[2], c->i[3], c->d[0], c->a, c->b, c->d[1], c->y, &o);
     }
     case DT__RC_AXPY: return be->axpy(0, c->t, c->i[0], c->d[0], c->a, c->y);
-    case DT__RC_RANDOM: return dt__cpu_random(0, c->op, c->u[0], c->u[1], c->i[0], (float *)c->y);
+    case DT__RC_RANDOM: return dt__cpu_random(0, c->op, c->u[0], c->u[1], (const uint64_t *)c->w, c->i[0], (float *)c->y);
     case DT__RC_OPTIM: return dt__cpu_optim_step(0, c->t, c->i[0], &c->geo.h, c->y, c->a, c->z, (void *)(uintptr_t)c->b);
     case DT__RC_COMPARE: return be->compare(0, (dt__compare_op)c->op, c->t, &c->geo.g, c->a, c->b, c->y);
     case DT__RC_COPY_STRIDED: return dt__cpu_copy_strided(0, c->es, &c->geo.g, c->a, c->y);
@@ -17671,7 +17820,8 @@ static dt_status dt__cpu_call_run(const dt__cpu_call *c) {
     case DT__RC_INDEX_ADD:
       if (!dt__cpu_replay_index_ok("dt_index_select", "index", (const int64_t *)c->b, c->i[3], c->i[1])) return DT_ERR_INVALID_ARGUMENT;
       return dt__cpu_index_add(0, c->t, c->i[0], c->i[1], c->i[2], (const int64_t *)c->b, c->i[3], c->a, c->y);
-    case DT__RC_RANDOM_INT: return dt__cpu_random_int(0, c->u[0], c->u[1], c->i[0], c->i[1], (uint64_t)c->i[2], (int64_t *)c->y);
+    case DT__RC_RANDOM_INT:
+      return dt__cpu_random_int(0, c->u[0], c->u[1], (const uint64_t *)c->w, c->i[0], c->i[1], (uint64_t)c->i[2], (int64_t *)c->y);
     case DT__RC_NLL:
       if (!dt__cpu_replay_index_ok("dt_nll_loss", "target", (const int64_t *)c->b, c->i[0], c->i[1])) return DT_ERR_INVALID_ARGUMENT;
       return be->nll_loss(0, c->t, c->i[0], c->i[1], c->a, (const int64_t *)c->b, c->y);
@@ -17724,11 +17874,12 @@ static dt_status dt__cpu_graph_end(int dev, void **graph) {
   return DT_OK;
 }
 
-static dt_status dt__cpu_graph_replay(int dev, void *graph) {
+static dt_status dt__cpu_graph_replay(int dev, void *graph, uint64_t *gen, uint64_t seed, uint64_t draw) {
   const dt__cpu_graph *g = (const dt__cpu_graph *)graph;
   int i;
   dt_status s;
   (void)dev;
+  if (gen) { gen[0] = seed; gen[1] = draw; }
   for (i = 0; i < g->n; i++)
     if ((s = dt__cpu_call_run(&g->v[i])) != DT_OK) return s;
   return DT_OK;

@@ -1807,8 +1807,9 @@ dt_status cu_axpy(int dev, dt_dtype t, int64_t n, double alpha, const void *x, v
    to a uniform, or the Box-Muller normals of words (0, 1) and (2, 3), in
    double, exactly as the CPU backend (dt__cpu_random). */
 template <bool Normal>
-__global__ void k_random(float *y, int64_t n, uint64_t seed, uint64_t draw) {
+__global__ void k_random(float *y, int64_t n, uint64_t seed, uint64_t draw, const uint64_t *gen) {
   int64_t nb = (n + 3) / 4;
+  dt__rng_at(gen, &seed, &draw);
   for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < nb; j += (int64_t)gridDim.x * blockDim.x) {
     uint32_t w[4];
     float z[4];
@@ -1826,13 +1827,13 @@ __global__ void k_random(float *y, int64_t n, uint64_t seed, uint64_t draw) {
   }
 }
 
-dt_status cu_random(int dev, int normal, uint64_t seed, uint64_t draw, int64_t n, float *y) {
+dt_status cu_random(int dev, int normal, uint64_t seed, uint64_t draw, const uint64_t *gen, int64_t n, float *y) {
   Entered in(dev);
   if (!in.ok()) return in.status();
   if (n <= 0) return DT_OK;
   unsigned grid = grid_for((n + 3) / 4, kBlock);
-  if (normal) DT_LAUNCH(grid, kBlock, in.s->stream, k_random<true>)(y, n, seed, draw);
-  else DT_LAUNCH(grid, kBlock, in.s->stream, k_random<false>)(y, n, seed, draw);
+  if (normal) DT_LAUNCH(grid, kBlock, in.s->stream, k_random<true>)(y, n, seed, draw, gen);
+  else DT_LAUNCH(grid, kBlock, in.s->stream, k_random<false>)(y, n, seed, draw, gen);
   return launched("random");
 }
 
@@ -2344,15 +2345,19 @@ dt_status cu_index_add(int dev, dt_dtype t, int64_t outer, int64_t n, int64_t in
 
 /* y[i] = dt__random_int_at(seed, draw, i, low, range): the CPU's numbers */
 struct RandomIntOp {
-  uint64_t seed, draw, range; int64_t low; int64_t *y;
-  template <typename I> __device__ void operator()(I i) const { y[i] = dt__random_int_at(seed, draw, (uint64_t)i, low, range); }
+  uint64_t seed, draw, range; int64_t low; int64_t *y; const uint64_t *gen;
+  template <typename I> __device__ void operator()(I i) const {
+    uint64_t s = seed, d = draw;
+    dt__rng_at(gen, &s, &d);
+    y[i] = dt__random_int_at(s, d, (uint64_t)i, low, range);
+  }
 };
 
-dt_status cu_random_int(int dev, uint64_t seed, uint64_t draw, int64_t n, int64_t low, uint64_t range, int64_t *y) {
+dt_status cu_random_int(int dev, uint64_t seed, uint64_t draw, const uint64_t *gen, int64_t n, int64_t low, uint64_t range, int64_t *y) {
   Entered in(dev);
   if (!in.ok()) return in.status();
   if (n <= 0) return DT_OK;
-  return run_map("random_int", in.s->stream, n, RandomIntOp{seed, draw, range, low, y});
+  return run_map("random_int", in.s->stream, n, RandomIntOp{seed, draw, range, low, y, gen});
 }
 
 /* ---- src/cuda/classify.cu ---- */
@@ -3136,10 +3141,21 @@ dt_status cu_graph_end(int dev, void **out) {
   return DT_OK;
 }
 
-dt_status cu_graph_replay(int dev, void *graph) {
+/* the captured draws' base for the next replay (dt__rng_at) */
+__global__ void k_set_gen(uint64_t *gen, uint64_t seed, uint64_t draw) {
+  gen[0] = seed;
+  gen[1] = draw;
+}
+
+dt_status cu_graph_replay(int dev, void *graph, uint64_t *gen, uint64_t seed, uint64_t draw) {
   CuGraph *g = static_cast<CuGraph *>(graph);
   Entered in(dev);
   if (!in.ok()) return in.status();
+  if (gen) {
+    DT_LAUNCH(1, 1, in.s->stream, k_set_gen)(gen, seed, draw);
+    dt_status st = launched("graph_replay");
+    if (st != DT_OK) return st;
+  }
   cudaError_t e = cudaGraphLaunch(g->exec, in.s->stream);
   if (e != cudaSuccess) return cuda_fail("cudaGraphLaunch", e);
   /* the captured kernels may have recorded a bad index or label: the next synchronizing call reads them */

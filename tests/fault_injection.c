@@ -253,6 +253,7 @@ static int workload(void) {
   dt_tensor *m1 = NULL, *m2 = NULL, *big1 = NULL, *big2 = NULL, *x4 = NULL, *x8 = NULL, *y4 = NULL, *pred = NULL, *g = NULL;
   dt_tensor *bigt = NULL, *X = NULL, *Y = NULL;
   dt_tensor *Yc = NULL; dt_module *netc = NULL; dt_optimizer *opt_c = NULL;
+  dt_module *netg = NULL; dt_optimizer *opt_g = NULL;
   dt_module *net = NULL, *net2 = NULL, *l = NULL, *net3 = NULL, *inner = NULL, *um = NULL;
   double usnap[32];
   int nusnap = 0;
@@ -633,6 +634,23 @@ static int workload(void) {
     VERIFY(ev_acc == tr.last.val_acc && ev_loss == tr.last.val_loss);
     dt_trainer_free(&tr);
   }
+  /* tr.cuda_graph with dropout and Adam: the gradients' part captured (draws and all) and
+     replayed, Adam's update eager after each replay; 10 rows in 4s: warm-up, capture, eager */
+  {
+    STEP((netg = dt_sequential()) != NULL);
+    STEP((l = dt_linear(2, 4)) != NULL);
+    ADD(netg);
+    STEP((l = dt_dropout(0.25)) != NULL);
+    ADD(netg);
+    STEP((l = dt_linear(4, 3)) != NULL);
+    ADD(netg);
+    STEP((opt_g = dt_adam(netg, 0.01, 0.9, 0.999, 1e-8, 0.0)) != NULL);
+    STEP(dt_trainer_init(&tr, 2, 0) == DT_OK);
+    tr.quiet = 1; tr.batch_size = 4; tr.loss_fn = DT_LOSS_CROSS_ENTROPY; tr.optimizer = opt_g; tr.cuda_graph = 1;
+    STEP(dt_trainer_fit(&tr, netg, X, Yc) == DT_OK);
+    VERIFY(tr.epochs_run == 2 && tr.last_loss == tr.last_loss);
+    dt_trainer_free(&tr);
+  }
 
   /* a nested network (names "0.0.1.weight"): built, saved, loaded back, run */
   STEP((net3 = dt_sequential()) != NULL);
@@ -756,18 +774,19 @@ static int workload(void) {
      failing in the capture, its end or the replay: a clean error (the capture is ended at out:, and
      what it kept goes back) */
   {
-    dt_tensor *gin = NULL, *gx = NULL, *gt = NULL, *gu = NULL;
+    dt_tensor *gin = NULL, *gx = NULL, *gt = NULL, *gu = NULL, *gd = NULL;
     NEW(gx, dt_zeros(dt_shape1(6), dt_cpu()));
     NEW(gin, dt_from_data(A6, dt_shape1(6), DT_F32, dt_cpu()));
     STEP(dt_graph_begin(dt_cpu()) == DT_OK);
     gcap = 1;
     NEW(gt, dt_add_scalar(gx, 1.0));
     NEW(gu, dt_mul(gt, gt));
+    NEW(gd, dt_rand(dt_shape1(6), dt_cpu())); /* a draw the replay makes afresh */
     gcap = 0;
     STEP((gr = dt_graph_end(dt_cpu())) != NULL);
     STEP(dt_copy_(gx, gin) == DT_OK);
     STEP(dt_graph_replay(gr) == DT_OK);
-    VERIFY(val(gu, 0) == 4.0 && val(gu, 5) == 49.0);
+    VERIFY(val(gu, 0) == 4.0 && val(gu, 5) == 49.0 && val(gd, 0) >= 0.0 && val(gd, 0) < 1.0);
     dt_graph_free(gr); gr = NULL;
   }
   /* dropout, layer norm, embedding, GELU and batch norm: functional forms and modules; batch
@@ -998,6 +1017,7 @@ out:
   dt_module_free(cnn);
   dt_optimizer_free(hopt); dt_module_free(hm);
   dt_optimizer_free(opt_c); dt_module_free(netc);
+  dt_optimizer_free(opt_g); dt_module_free(netg);
   for (i = 0; i < npool; i++) dt_release(pool[i]);
   npool = 0;
   if (fi_blob_freed != blob_made) fi_problem(failed_line, "dt_from_blob's deleter did not run exactly once at the last release");

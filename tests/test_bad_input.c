@@ -613,7 +613,8 @@ static int half_misuse(int k) {
 /* graphs: 0 begin twice (the second's failure), 1 dt_synchronize in a capture, 2 dt_item of a
    cuda:0 tensor in its capture, 3 a copy from cuda:0 to the CPU in the CPU's capture (each then
    ends the capture: dt_graph_end's failure, which names the refused call), 4 a replay after a
-   tensor from before the capture was released. Returns 1 when it failed as expected. */
+   tensor from before the capture was released, 5 dt_randperm in the CPU's capture. Returns 1 when it
+   failed as expected. */
 static int gnul(dt_graph *g) { if (!g) return 1; dt_graph_free(g); return 0; }
 static int graph_misuse(int which) {
   dt_tensor *t, *y, *r;
@@ -656,6 +657,14 @@ static int graph_misuse(int which) {
       dt_graph_free(g);
       dt_release(y);
       return failed;
+    case 5: /* a permutation made on the host at once, which no replay could draw afresh */
+      if (dt_graph_begin(dt_cpu()) != DT_OK) return 0;
+      r = dt_randperm(5, dt_cpu());
+      failed = r == NULL;
+      dt_release(r);
+      g = dt_graph_end(dt_cpu());
+      dt_graph_free(g);
+      return failed && g == NULL;
   }
   return 0;
 }
@@ -691,9 +700,9 @@ static int autocast_scale_int(void) {
 }
 static int scaler_nul(dt_grad_scaler *s) { if (!s) return 1; dt_grad_scaler_free(s); return 0; }
 
-/* tr.cuda_graph refused before anything changes: 0 Adam, 1 gradient_clip_val, 2 autocast F16,
-   3 dropout, 4 num_gpus 2, 5 cuda_graph 2. Returns 1 when the fit failed and left the model's
-   parameters, the trainer's scaler and epochs as they were. */
+/* tr.cuda_graph refused before anything changes: 4 num_gpus 2, 5 cuda_graph 2 (0 to 3 were
+   Adam, clipping, autocast F16 and dropout, which a graph now takes). Returns 1 when the fit
+   failed and left the model's parameters, the trainer's scaler and epochs as they were. */
 static int graph_trainer_refused(int k) {
   dt_trainer tr;
   dt_module *m = dt_sequential();
@@ -1533,6 +1542,7 @@ static int graph_trainer_refused(int k) {
   X_(graph_other_device, DT_ERR_UNSUPPORTED, "dt_graph_end:", "invalid|dt_copyto|another device", GPUS(1, graph_misuse(3))) \
   X_(graph_replay_stale, DT_ERR_INVALID_ARGUMENT, "dt_graph_replay:", "existed when the capture began|released", graph_misuse(4)) \
   X_(graph_replay_null, DT_ERR_INVALID_ARGUMENT, "dt_graph_replay:", "=g is NULL", bad(dt_graph_replay(NULL))) \
+  X_(graph_randperm_in_capture, DT_ERR_UNSUPPORTED, "dt_graph_end:", "invalid|dt_randperm|permutation made on the host", graph_misuse(5)) \
   /* dropout, batch and layer norm, embedding, GELU, buffers */                                                              \
   X_(f_dropout_null, DT_ERR_INVALID_ARGUMENT, "dt_f_dropout:", "=x is NULL", nul(dt_f_dropout(NULL, 0.5, 1)))                \
   X_(f_dropout_p_big, DT_ERR_INVALID_ARGUMENT, "dt_f_dropout:", "=dropout probability has to be between 0 and 1, but got 1.5", nul(dt_f_dropout(F, 1.5, 1))) \
@@ -1633,10 +1643,6 @@ static int graph_trainer_refused(int k) {
   X_(scaler_update_no_step, DT_ERR_INVALID_ARGUMENT, "dt_grad_scaler_update:", "no dt_grad_scaler_step since the last update", autocast_misuse(1)) \
   X_(trainer_autocast_int, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit:", "tr.autocast must be DT_F32 (off), DT_F16 or DT_BF16, got int64", autocast_misuse(3)) \
   /* the trainer's tr.cuda_graph */                                                                                       \
-  X_(trainer_graph_adam, DT_ERR_UNSUPPORTED, "dt_trainer_fit:", "tr.cuda_graph cannot capture|Adam and AdamW|dt_sgd", graph_trainer_refused(0)) \
-  X_(trainer_graph_clip, DT_ERR_UNSUPPORTED, "dt_trainer_fit:", "tr.cuda_graph cannot capture|gradient_clip_val > 0", graph_trainer_refused(1)) \
-  X_(trainer_graph_f16, DT_ERR_UNSUPPORTED, "dt_trainer_fit:", "tr.cuda_graph cannot capture|autocast DT_F16|grad scaler", graph_trainer_refused(2)) \
-  X_(trainer_graph_dropout, DT_ERR_UNSUPPORTED, "dt_trainer_fit:", "tr.cuda_graph cannot capture|dropout with p > 0", graph_trainer_refused(3)) \
   X_(trainer_graph_data_parallel, DT_ERR_UNSUPPORTED, "dt_trainer_fit:", "tr.cuda_graph cannot capture|data parallel|num_gpus > 1", graph_trainer_refused(4)) \
   X_(trainer_graph_value, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit:", "=tr.cuda_graph must be 0 (off) or 1, got 2", graph_trainer_refused(5))
 

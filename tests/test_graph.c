@@ -2,7 +2,7 @@
    operations replayed with new inputs gives the eager values (exact small-integer arithmetic,
    checked against the values computed here); a captured training step replayed N times gives
    the parameters of N eager steps, bit for bit; the memory a capture uses stays with the graph
-   and everything goes back after dt_graph_free; and the refusals. */
+   and everything goes back after dt_graph_free; random draws replayed afresh; and the refusals. */
 #define DEVTENSOR_IMPLEMENTATION
 #include "../devtensor.h"
 #include "harness.h"
@@ -345,6 +345,66 @@ static void test_graph_refusals(dt_device dev) {
   T_CHECK_MSG(allocated(dev) == base, "%llu bytes allocated, %llu before", (unsigned long long)allocated(dev), (unsigned long long)base);
 }
 
+/* Random draws captured into a graph are drawn afresh by each replay, the generator's next
+   draws as eager calls would have taken them: rand, randn, randint and dropout, replayed three
+   times, give bit for bit what the same calls gave eagerly from the same seed, and the draws
+   after the replays go on from there. A permutation (made on the host) is refused. */
+static void test_graph_draws(dt_device dev) {
+  size_t base = allocated(dev);
+  enum { R = 3, N = 37 };
+  float want[R][3][N], got[3][N], after_want[N], after_got[N];
+  int64_t iwant[R][N], igot[N];
+  dt_tensor *ones = dt_ones(dt_shape1(N), dev), *t[4] = {NULL, NULL, NULL, NULL}, *a;
+  dt_graph *g;
+  int r, k;
+  T_CHECK(ones != NULL);
+  if (!ones) return;
+  /* eagerly: R rounds of the four draws, then one more rand */
+  dt_manual_seed(77);
+  for (r = 0; r < R; r++) {
+    t[0] = dt_rand(dt_shape1(N), dev); t[1] = dt_randn(dt_shape1(N), dev);
+    t[2] = dt_randint(-5, 1000, dt_shape1(N), dev); t[3] = dt_f_dropout(ones, 0.5, 1);
+    T_CHECK_MSG(t[0] && t[1] && t[2] && t[3], "%s", dt_last_error());
+    if (t[0] && t[1] && t[2] && t[3]) {
+      T_CHECK(dt_to_host(t[0], want[r][0], sizeof want[r][0]) == DT_OK && dt_to_host(t[1], want[r][1], sizeof want[r][1]) == DT_OK &&
+              dt_to_host(t[2], iwant[r], sizeof iwant[r]) == DT_OK && dt_to_host(t[3], want[r][2], sizeof want[r][2]) == DT_OK);
+    }
+    for (k = 0; k < 4; k++) { dt_release(t[k]); t[k] = NULL; }
+  }
+  a = dt_rand(dt_shape1(N), dev);
+  T_CHECK(a && dt_to_host(a, after_want, sizeof after_want) == DT_OK);
+  dt_release(a);
+  /* captured once, replayed R times */
+  dt_manual_seed(77);
+  T_CHECK(dt_graph_begin(dev) == DT_OK);
+  t[0] = dt_rand(dt_shape1(N), dev); t[1] = dt_randn(dt_shape1(N), dev);
+  t[2] = dt_randint(-5, 1000, dt_shape1(N), dev); t[3] = dt_f_dropout(ones, 0.5, 1);
+  g = dt_graph_end(dev);
+  T_CHECK_MSG(g && t[0] && t[1] && t[2] && t[3], "%s", dt_last_error());
+  for (r = 0; r < R && g; r++) {
+    T_CHECK_MSG(dt_graph_replay(g) == DT_OK, "%s", dt_last_error());
+    T_CHECK(dt_to_host(t[0], got[0], sizeof got[0]) == DT_OK && dt_to_host(t[1], got[1], sizeof got[1]) == DT_OK &&
+            dt_to_host(t[2], igot, sizeof igot) == DT_OK && dt_to_host(t[3], got[2], sizeof got[2]) == DT_OK);
+    T_CHECK_MSG(memcmp(got[0], want[r][0], sizeof got[0]) == 0, "replay %d: rand", r);
+    T_CHECK_MSG(memcmp(got[1], want[r][1], sizeof got[1]) == 0, "replay %d: randn", r);
+    T_CHECK_MSG(memcmp(igot, iwant[r], sizeof igot) == 0, "replay %d: randint", r);
+    T_CHECK_MSG(memcmp(got[2], want[r][2], sizeof got[2]) == 0, "replay %d: dropout", r);
+  }
+  a = dt_rand(dt_shape1(N), dev);
+  T_CHECK(a && dt_to_host(a, after_got, sizeof after_got) == DT_OK && memcmp(after_got, after_want, sizeof after_got) == 0);
+  dt_release(a);
+  for (k = 0; k < 4; k++) dt_release(t[k]);
+  dt_graph_free(g);
+  /* a permutation is made on the host at once: refused during a capture */
+  T_CHECK(dt_graph_begin(dev) == DT_OK);
+  a = dt_randperm(10, dev);
+  T_CHECK(a == NULL && dt_last_status() == DT_ERR_UNSUPPORTED && contains(dt_last_error(), "dt_randperm") &&
+          contains(dt_last_error(), "permutation made on the host"));
+  T_CHECK(dt_graph_end(dev) == NULL && dt_last_status() == DT_ERR_UNSUPPORTED);
+  dt_release(ones);
+  T_CHECK_MSG(allocated(dev) == base, "%llu bytes allocated, %llu before", (unsigned long long)allocated(dev), (unsigned long long)base);
+}
+
 static void test_graph_bad_devices(void) {
   char db[48];
   T_CHECK(dt_graph_begin(dt_gpu(99)) == DT_ERR_NO_DEVICE && contains(dt_last_error(), "dt_graph_begin") &&
@@ -381,6 +441,7 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_graph_train_step);
   T_RUN_ALL_DEVICES(test_graph_memory);
   T_RUN_ALL_DEVICES(test_graph_refusals);
+  T_RUN_ALL_DEVICES(test_graph_draws);
   T_RUN(test_graph_bad_devices);
   return t_finish();
 }

@@ -390,7 +390,7 @@ static void test_seed_while_drawing(void) {
     for (k = 0;; k++) {
       rng_rec want, *got;
       memset(&want, 0, sizeof want);
-      T_CHECK(dt__cpu_backend()->random(0, 0, s, k, 4, want.v) == DT_OK);
+      T_CHECK(dt__cpu_backend()->random(0, 0, s, k, NULL, 4, want.v) == DT_OK);
       got = (rng_rec *)bsearch(&want, rng_out, n, sizeof *rng_out, rng_cmp);
       if (!got) break;
       while (got > rng_out && rng_cmp(got - 1, &want) == 0) got--;

@@ -76,8 +76,10 @@ typedef struct dt_trainer {
                                     go on with; dt_trainer_free frees it */
   int       cuda_graph;          /* 1: the first full minibatch runs eagerly (warm-up), the second's step is captured into a
                                     graph (dt_graph_begin) and replayed for it and every later full minibatch of the fit, each
-                                    copied into the graph's input first; a smaller last one runs eagerly. Refused with Adam or
-                                    AdamW, gradient_clip_val > 0, autocast DT_F16, dropout (p > 0), data parallel. 0 (default): off */
+                                    copied into the graph's input first; a smaller last one runs eagerly. With Adam or AdamW,
+                                    gradient_clip_val > 0 or autocast DT_F16 the graph holds the forward and backward and the
+                                    update runs eagerly after each replay. Dropout draws afresh at each replay. Refused with
+                                    data parallel. 0 (default): off */
 } dt_trainer;
 DTDEF dt_status  dt_trainer_init(dt_trainer *tr, int max_epochs, int num_gpus);
 DTDEF dt_status  dt_trainer_prepare_model(dt_trainer *tr, dt_module *m);

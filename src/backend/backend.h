@@ -133,8 +133,10 @@ typedef struct dt__backend {
                     double beta, void *c, int64_t stride_c);
   /* y[i] += alpha * x[i] */
   dt_status (*axpy)(int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y);
-  /* Philox 4x32-10 with key = seed and counter = (i / 4, draw): uniform [0, 1) or standard normal, F32. */
-  dt_status (*random)(int dev, int normal, uint64_t seed, uint64_t draw, int64_t n, float *y);
+  /* Philox 4x32-10 with key = seed and counter = (i / 4, draw): uniform [0, 1) or standard normal, F32.
+     gen: NULL, or a draw captured into a graph, whose seed and first draw the kernel reads as it
+     runs (dt__rng_at) */
+  dt_status (*random)(int dev, int normal, uint64_t seed, uint64_t draw, const uint64_t *gen, int64_t n, float *y);
   /* optimizers: one optimizer's update of a parameter p (n elements, F32, F64, F16 or BF16) from its
      gradient g and its state buf1, buf2 (see dt__optim_hp), in one pass */
   dt_status (*optim_step)(int dev, dt_dtype t, int64_t n, const dt__optim_hp *h, void *p, const void *g, void *buf1, void *buf2);
@@ -204,8 +206,9 @@ typedef struct dt__backend {
   dt_status (*index_add)(int dev, dt_dtype t, int64_t outer, int64_t n, int64_t inner, const int64_t *idx, int64_t k,
                          const void *src, void *y);
   /* y[i] = low + v mod range, I64, v the 64-bit word (w[2h] << 32 | w[2h + 1]), h = i % 2, of
-     Philox block i / 2 of draw `draw` (dt__random_int_at); range >= 1 */
-  dt_status (*random_int)(int dev, uint64_t seed, uint64_t draw, int64_t n, int64_t low, uint64_t range, int64_t *y);
+     Philox block i / 2 of draw `draw` (dt__random_int_at); range >= 1; gen as random's */
+  dt_status (*random_int)(int dev, uint64_t seed, uint64_t draw, const uint64_t *gen, int64_t n, int64_t low, uint64_t range,
+                          int64_t *y);
   /* losses: logp (n, c), target (n,) -> y (n,) = -logp[i, target[i]] (nll_loss without reduction).
      A label outside [0, c) is never read with: its y is NaN; the CPU core refuses such labels first,
      the CUDA backend records them as cross_entropy does (reported as dt_nll_loss's). */
@@ -222,10 +225,12 @@ typedef struct dt__backend {
      capture of the device's stream; the CPU: its recording table, see dt__cpu_rec_backend);
      graph_end stops and hands back what was captured, ready to replay (NULL and an error when
      the capture failed: then nothing is kept); scratch memory the backend took and released
-     during the capture stays with that graph until graph_free. */
+     during the capture stays with that graph until graph_free. graph_replay with gen not NULL
+     first writes gen[0] = seed, gen[1] = draw in the device's order (the captured draws' base,
+     see dt__rng_at). */
   dt_status (*graph_begin)(int dev);
   dt_status (*graph_end)(int dev, void **graph);
-  dt_status (*graph_replay)(int dev, void *graph);
+  dt_status (*graph_replay)(int dev, void *graph, uint64_t *gen, uint64_t seed, uint64_t draw);
   void      (*graph_free)(int dev, void *graph);
 } dt__backend;
 
@@ -316,6 +321,13 @@ static DT__HD inline float dt__bf16_to_f32(uint16_t h) { return dt__bits_f32((ui
 /* either half dtype, t DT_F16 or DT_BF16 */
 static DT__HD inline uint16_t dt__f32_to_half(int bf, float f) { return bf ? dt__f32_to_bf16(f) : dt__f32_to_f16(f); }
 static DT__HD inline float dt__half_to_f32(int bf, uint16_t h) { return bf ? dt__bf16_to_f32(h) : dt__f16_to_f32(h); }
+
+/* A draw's seed and number as a kernel runs: a draw captured into a graph is numbered from 0
+   within the graph, and each replay writes the generator's seed and the graph's first draw
+   into gen first (dt_graph_replay), so replays draw what eager calls would have drawn. */
+static DT__HD inline void dt__rng_at(const uint64_t *gen, uint64_t *seed, uint64_t *draw) {
+  if (gen) { *seed = gen[0]; *draw += gen[1]; }
+}
 
 /* Block j of draw d: four 32-bit words. */
 static DT__HD inline void dt__philox_block(uint64_t seed, uint64_t draw, uint64_t j, uint32_t out[4]) {

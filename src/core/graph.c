@@ -25,6 +25,9 @@ struct dt_graph {
   dt__storage **kept;         /* storages released that captured work may use, given back by dt_graph_free */
   int nkept, capkept;
   void *be_graph;             /* the backend's captured work */
+  uint64_t *gen;              /* 2 words on the device, the backend's own block (no storage, so no memory rule): the
+                                 generator's seed and the first draw of a replay */
+  uint64_t ndraws;            /* the random draws captured, numbered 0.. within the graph (dt__rng_at) */
   struct dt_graph *next;      /* every graph, capturing or captured, under dt__graph_lk */
 };
 
@@ -116,7 +119,24 @@ static void dt__graph_destroy(dt_graph *g) {
   if (g->be_graph) dt__be(g->device)->graph_free(g->device.index, g->be_graph);
   for (i = 0; i < g->nkept; i++) dt__storage_free(g->kept[i]);
   DT_FREE(g->kept);
+  if (g->gen) dt__be(g->device)->free(g->device.index, g->gen, 2 * sizeof(uint64_t)); /* after replays queued before */
   DT_FREE(g);
+}
+
+/* While d is being captured: the capture's next draw, numbered within the graph, and in *gen
+   where each replay puts the generator's seed and the graph's first draw; 0 when d is not
+   being captured. */
+static int dt__graph_draw(dt_device d, uint64_t *draw, const uint64_t **gen) {
+  dt_graph *g;
+  if (DT__ATOMIC_LOAD(&dt__graphs_live) == 0) return 0;
+  dt__lock(&dt__graph_lk);
+  g = dt__graph_capture_of(d);
+  if (g) {
+    *draw = g->ndraws++;
+    *gen = g->gen;
+  }
+  dt__unlock(&dt__graph_lk);
+  return g != NULL;
 }
 
 /* Takes g out of the list. */
@@ -133,6 +153,7 @@ DTDEF dt_status dt_graph_begin(dt_device d) {
   const char *op = "dt_graph_begin";
   dt_graph *g;
   dt_status s;
+  void *gen = NULL;
   char db[48];
   if ((s = dt__check_device(op, d)) != DT_OK) return s;
   if (!(g = (dt_graph *)DT_MALLOC(sizeof(dt_graph))))
@@ -141,9 +162,15 @@ DTDEF dt_status dt_graph_begin(dt_device d) {
   g->device = d;
   g->capturing = 1;
   g->serial_end = LLONG_MAX;
+  if ((s = dt__be(d)->alloc(d.index, 2 * sizeof(uint64_t), &gen)) != DT_OK) {
+    DT_FREE(g);
+    return dt__backend_fail(op, d, s);
+  }
+  g->gen = (uint64_t *)gen;
   dt__lock(&dt__graph_lk);
   if (dt__graph_capture_of(d)) {
     dt__unlock(&dt__graph_lk);
+    dt__be(d)->free(d.index, gen, 2 * sizeof(uint64_t));
     DT_FREE(g);
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s is already being captured (end that capture with dt_graph_end first)", op,
                     dt_device_str(d, db, sizeof db));
@@ -198,6 +225,7 @@ DTDEF dt_status dt_graph_replay(dt_graph *g) {
   const char *op = "dt_graph_replay";
   dt_status s;
   int stale, busy;
+  uint64_t seed, draw;
   dt_status why_status;
   char why[400], db[48];
   if (!g) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: g is NULL", op);
@@ -211,7 +239,22 @@ DTDEF dt_status dt_graph_replay(dt_graph *g) {
   if (busy)
     return dt__fail(DT_ERR_UNSUPPORTED, "%s: %s is being captured; replay its graphs after dt_graph_end", op,
                     dt_device_str(g->device, db, sizeof db));
-  if ((s = dt__be(g->device)->graph_replay(g->device.index, g->be_graph)) != DT_OK) return dt__backend_fail(op, g->device, s);
+  if (g->ndraws == 0) {
+    if ((s = dt__be(g->device)->graph_replay(g->device.index, g->be_graph, NULL, 0, 0)) != DT_OK) return dt__backend_fail(op, g->device, s);
+    return DT_OK;
+  }
+  /* the replay's draws are the generator's next g->ndraws, as eager calls would have taken */
+  dt__lock(&dt__rng_lock);
+  seed = dt__seed;
+  draw = dt__draw;
+  dt__draw += g->ndraws;
+  dt__unlock(&dt__rng_lock);
+  if ((s = dt__be(g->device)->graph_replay(g->device.index, g->be_graph, g->gen, seed, draw)) != DT_OK) {
+    dt__lock(&dt__rng_lock); /* nothing ran: the draws go back unless another thread drew since */
+    if (dt__seed == seed && dt__draw == draw + g->ndraws) dt__draw = draw;
+    dt__unlock(&dt__rng_lock);
+    return dt__backend_fail(op, g->device, s);
+  }
   return DT_OK;
 }
 

@@ -134,10 +134,10 @@ static dt_status dt__cpu_rec_axpy(int dev, dt_dtype t, int64_t n, double alpha, 
   c.t = t; c.i[0] = n; c.d[0] = alpha; c.a = x; c.y = y;
   return dt__cpu_rec(&c);
 }
-static dt_status dt__cpu_rec_random(int dev, int normal, uint64_t seed, uint64_t draw, int64_t n, float *y) {
+static dt_status dt__cpu_rec_random(int dev, int normal, uint64_t seed, uint64_t draw, const uint64_t *gen, int64_t n, float *y) {
   dt__cpu_call c = dt__cpu_call_of(DT__RC_RANDOM);
   (void)dev;
-  c.op = normal; c.u[0] = seed; c.u[1] = draw; c.i[0] = n; c.y = y;
+  c.op = normal; c.u[0] = seed; c.u[1] = draw; c.w = gen; c.i[0] = n; c.y = y;
   return dt__cpu_rec(&c);
 }
 static dt_status dt__cpu_rec_optim_step(int dev, dt_dtype t, int64_t n, const dt__optim_hp *h, void *p, const void *g,
@@ -254,10 +254,11 @@ static dt_status dt__cpu_rec_index_add(int dev, dt_dtype t, int64_t outer, int64
   c.t = t; c.i[0] = outer; c.i[1] = n; c.i[2] = inner; c.i[3] = k; c.b = idx; c.a = src; c.y = y;
   return dt__cpu_rec(&c);
 }
-static dt_status dt__cpu_rec_random_int(int dev, uint64_t seed, uint64_t draw, int64_t n, int64_t low, uint64_t range, int64_t *y) {
+static dt_status dt__cpu_rec_random_int(int dev, uint64_t seed, uint64_t draw, const uint64_t *gen, int64_t n, int64_t low,
+                                        uint64_t range, int64_t *y) {
   dt__cpu_call c = dt__cpu_call_of(DT__RC_RANDOM_INT);
   (void)dev;
-  c.u[0] = seed; c.u[1] = draw; c.i[0] = n; c.i[1] = low; c.i[2] = (int64_t)range; c.y = y;
+  c.u[0] = seed; c.u[1] = draw; c.w = gen; c.i[0] = n; c.i[1] = low; c.i[2] = (int64_t)range; c.y = y;
   return dt__cpu_rec(&c);
 }
 static dt_status dt__cpu_rec_nll_loss(int dev, dt_dtype t, int64_t n, int64_t cl, const void *logp, const int64_t *target, void *y) {
@@ -305,7 +306,7 @@ static dt_status dt__cpu_call_run(const dt__cpu_call *c) {
       return dt__cpu_gemm_opt(c->t, c->ta, c->tb, c->i[1], c->i[2], c->i[3], c->d[0], c->a, c->b, c->d[1], c->y, &o);
     }
     case DT__RC_AXPY: return be->axpy(0, c->t, c->i[0], c->d[0], c->a, c->y);
-    case DT__RC_RANDOM: return dt__cpu_random(0, c->op, c->u[0], c->u[1], c->i[0], (float *)c->y);
+    case DT__RC_RANDOM: return dt__cpu_random(0, c->op, c->u[0], c->u[1], (const uint64_t *)c->w, c->i[0], (float *)c->y);
     case DT__RC_OPTIM: return dt__cpu_optim_step(0, c->t, c->i[0], &c->geo.h, c->y, c->a, c->z, (void *)(uintptr_t)c->b);
     case DT__RC_COMPARE: return be->compare(0, (dt__compare_op)c->op, c->t, &c->geo.g, c->a, c->b, c->y);
     case DT__RC_COPY_STRIDED: return dt__cpu_copy_strided(0, c->es, &c->geo.g, c->a, c->y);
@@ -345,7 +346,8 @@ static dt_status dt__cpu_call_run(const dt__cpu_call *c) {
     case DT__RC_INDEX_ADD:
       if (!dt__cpu_replay_index_ok("dt_index_select", "index", (const int64_t *)c->b, c->i[3], c->i[1])) return DT_ERR_INVALID_ARGUMENT;
       return dt__cpu_index_add(0, c->t, c->i[0], c->i[1], c->i[2], (const int64_t *)c->b, c->i[3], c->a, c->y);
-    case DT__RC_RANDOM_INT: return dt__cpu_random_int(0, c->u[0], c->u[1], c->i[0], c->i[1], (uint64_t)c->i[2], (int64_t *)c->y);
+    case DT__RC_RANDOM_INT:
+      return dt__cpu_random_int(0, c->u[0], c->u[1], (const uint64_t *)c->w, c->i[0], c->i[1], (uint64_t)c->i[2], (int64_t *)c->y);
     case DT__RC_NLL:
       if (!dt__cpu_replay_index_ok("dt_nll_loss", "target", (const int64_t *)c->b, c->i[0], c->i[1])) return DT_ERR_INVALID_ARGUMENT;
       return be->nll_loss(0, c->t, c->i[0], c->i[1], c->a, (const int64_t *)c->b, c->y);
@@ -398,11 +400,12 @@ static dt_status dt__cpu_graph_end(int dev, void **graph) {
   return DT_OK;
 }
 
-static dt_status dt__cpu_graph_replay(int dev, void *graph) {
+static dt_status dt__cpu_graph_replay(int dev, void *graph, uint64_t *gen, uint64_t seed, uint64_t draw) {
   const dt__cpu_graph *g = (const dt__cpu_graph *)graph;
   int i;
   dt_status s;
   (void)dev;
+  if (gen) { gen[0] = seed; gen[1] = draw; }
   for (i = 0; i < g->n; i++)
     if ((s = dt__cpu_call_run(&g->v[i])) != DT_OK) return s;
   return DT_OK;

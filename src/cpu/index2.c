@@ -217,9 +217,11 @@ static void dt__randint_task(void *ctx, int64_t lo, int64_t hi) {
   for (i = lo; i < hi; i++) j->y[i] = dt__random_int_at(j->seed, j->draw, (uint64_t)i, j->low, j->range);
 }
 
-static dt_status dt__cpu_random_int(int dev, uint64_t seed, uint64_t draw, int64_t n, int64_t low, uint64_t range, int64_t *y) {
+static dt_status dt__cpu_random_int(int dev, uint64_t seed, uint64_t draw, const uint64_t *gen, int64_t n, int64_t low, uint64_t range,
+                                    int64_t *y) {
   dt__randint_job j;
   (void)dev;
+  dt__rng_at(gen, &seed, &draw);
   j.seed = seed; j.draw = draw; j.range = range; j.low = low; j.y = y;
   dt__par_for(n, DT__GRAIN_MATH, dt__randint_task, &j);
   return DT_OK;

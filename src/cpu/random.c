@@ -172,9 +172,10 @@ static void dt__random_task(void *ctx, int64_t lo, int64_t hi) {
 }
 
 /* y[i] = word i % 4 of Philox block i / 4, as uniform or normal. y: (n,) */
-static dt_status dt__cpu_random(int dev, int normal, uint64_t seed, uint64_t draw, int64_t n, float *y) {
+static dt_status dt__cpu_random(int dev, int normal, uint64_t seed, uint64_t draw, const uint64_t *gen, int64_t n, float *y) {
   dt__random_job r;
   (void)dev;
+  dt__rng_at(gen, &seed, &draw);
   r.normal = normal; r.seed = seed; r.draw = draw; r.n = n; r.y = y;
   dt__par_for((n + 3) / 4, DT__GRAIN_MATH / 4, dt__random_task, &r);
   return DT_OK;

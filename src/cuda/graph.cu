@@ -109,10 +109,21 @@ dt_status cu_graph_end(int dev, void **out) {
   return DT_OK;
 }
 
-dt_status cu_graph_replay(int dev, void *graph) {
+/* the captured draws' base for the next replay (dt__rng_at) */
+__global__ void k_set_gen(uint64_t *gen, uint64_t seed, uint64_t draw) {
+  gen[0] = seed;
+  gen[1] = draw;
+}
+
+dt_status cu_graph_replay(int dev, void *graph, uint64_t *gen, uint64_t seed, uint64_t draw) {
   CuGraph *g = static_cast<CuGraph *>(graph);
   Entered in(dev);
   if (!in.ok()) return in.status();
+  if (gen) {
+    DT_LAUNCH(1, 1, in.s->stream, k_set_gen)(gen, seed, draw);
+    dt_status st = launched("graph_replay");
+    if (st != DT_OK) return st;
+  }
   cudaError_t e = cudaGraphLaunch(g->exec, in.s->stream);
   if (e != cudaSuccess) return cuda_fail("cudaGraphLaunch", e);
   /* the captured kernels may have recorded a bad index or label: the next synchronizing call reads them */

@@ -205,13 +205,17 @@ dt_status cu_index_add(int dev, dt_dtype t, int64_t outer, int64_t n, int64_t in
 
 /* y[i] = dt__random_int_at(seed, draw, i, low, range): the CPU's numbers */
 struct RandomIntOp {
-  uint64_t seed, draw, range; int64_t low; int64_t *y;
-  template <typename I> __device__ void operator()(I i) const { y[i] = dt__random_int_at(seed, draw, (uint64_t)i, low, range); }
+  uint64_t seed, draw, range; int64_t low; int64_t *y; const uint64_t *gen;
+  template <typename I> __device__ void operator()(I i) const {
+    uint64_t s = seed, d = draw;
+    dt__rng_at(gen, &s, &d);
+    y[i] = dt__random_int_at(s, d, (uint64_t)i, low, range);
+  }
 };
 
-dt_status cu_random_int(int dev, uint64_t seed, uint64_t draw, int64_t n, int64_t low, uint64_t range, int64_t *y) {
+dt_status cu_random_int(int dev, uint64_t seed, uint64_t draw, const uint64_t *gen, int64_t n, int64_t low, uint64_t range, int64_t *y) {
   Entered in(dev);
   if (!in.ok()) return in.status();
   if (n <= 0) return DT_OK;
-  return run_map("random_int", in.s->stream, n, RandomIntOp{seed, draw, range, low, y});
+  return run_map("random_int", in.s->stream, n, RandomIntOp{seed, draw, range, low, y, gen});
 }

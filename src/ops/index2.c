@@ -367,6 +367,8 @@ DTDEF dt_tensor *dt_randperm(int64_t n, dt_device d) {
   dt_tensor *y;
   dt_status s;
   if (n < 0) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: n is %lld, but it must be >= 0", op, (long long)n); return NULL; }
+  /* made on the host now: a graph's replays could not draw it afresh */
+  if (dt__graph_forbid(op, d, "a permutation made on the host") != DT_OK) return NULL;
   if (!(y = dt__new(op, dt_shape1(n), DT_I64, d))) return NULL;
   if (d.type == DT_CPU) {
     dt__rng_next(&seed, &draw);
@@ -389,6 +391,7 @@ DTDEF dt_tensor *dt_randperm(int64_t n, dt_device d) {
 DTDEF dt_tensor *dt_randint(int64_t low, int64_t high, dt_shape s, dt_device d) {
   const char *op = "dt_randint";
   uint64_t seed, draw;
+  const uint64_t *gen;
   dt_tensor *y;
   if (low >= high) {
     dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: low is %lld and high is %lld, but low must be less than high", op, (long long)low,
@@ -396,8 +399,8 @@ DTDEF dt_tensor *dt_randint(int64_t low, int64_t high, dt_shape s, dt_device d) 
     return NULL;
   }
   if (!(y = dt__new(op, s, DT_I64, d))) return NULL;
-  dt__rng_next(&seed, &draw);
+  dt__rng_next_on(d, &seed, &draw, &gen);
   if (y->numel == 0) return y;
-  return dt__done(op, y, dt__be(d)->random_int(d.index, seed, draw, y->numel, low, (uint64_t)high - (uint64_t)low,
+  return dt__done(op, y, dt__be(d)->random_int(d.index, seed, draw, gen, y->numel, low, (uint64_t)high - (uint64_t)low,
                                                (int64_t *)y->st->ptr));
 }

@@ -14,14 +14,35 @@ static dt_status dt__trainer_clip(dt_trainer *tr, dt_module *m) {
   return s;
 }
 
+/* The update from the gradients of the step's backward: clip and step; under autocast DT_F16,
+   unscale first, clip and step unless a gradient holds an inf or a NaN, and update the scale. */
+static dt_status dt__trainer_update(dt_trainer *tr, dt_module *m) {
+  dt_status s;
+  if (tr->autocast == DT_F16 && tr->grad_scaler) {
+    if ((s = dt__params_build("dt_trainer_fit", m)) != DT_OK ||
+        (s = dt__grad_scaler_unscale("dt_trainer_fit", tr->grad_scaler, m->grads, m->nparams)) != DT_OK)
+      return s;
+    if (!tr->grad_scaler->found_inf && (s = dt__trainer_clip(tr, m)) == DT_OK)
+      s = tr->optimizer ? dt_optimizer_step(tr->optimizer) : dt_sgd_step(m, tr->lr);
+    if (s == DT_OK) s = dt_grad_scaler_update(tr->grad_scaler);
+    return s;
+  }
+  if ((s = dt__trainer_clip(tr, m)) != DT_OK) return s;
+  return tr->optimizer ? dt_optimizer_step(tr->optimizer) : dt_sgd_step(m, tr->lr);
+}
+
 /* A training step through autograd, for a model the fused backward cannot take (convolutions,
-   user-written modules): zero the gradients, forward, the loss, its backward, clip, step. */
+   user-written modules): zero the gradients, forward, the loss, its backward, the update.
+   scale: NULL, or under autocast DT_F16 the grad scaler's scale as an F32 scalar on the device,
+   which the loss is multiplied by instead of the scaler's value (a graph reads it as it runs). */
 static dt_status dt__trainer_step_autograd(dt_trainer *tr, dt_module *m, const dt_tensor *xb, const dt_tensor *yb,
-                                           dt__tr_sums *sums) {
+                                           dt__tr_sums *sums, int phase, const dt_tensor *scale) {
   dt_tensor *pred = NULL, *loss = NULL, *scaled = NULL;
   dt_status s;
   int prev;
-  dt_dtype ac = dt_set_autocast(tr->device.type, tr->autocast); /* the forward and the loss under tr.autocast */
+  dt_dtype ac;
+  if (phase == DT__STEP_UPDATE) return dt__trainer_update(tr, m);
+  ac = dt_set_autocast(tr->device.type, tr->autocast); /* the forward and the loss under tr.autocast */
   if ((s = tr->optimizer ? dt_optimizer_zero_grad(tr->optimizer) : dt_zero_grad(m)) != DT_OK) goto done;
   if (!(pred = dt_forward(m, xb))) { s = dt_last_status(); goto done; }
   prev = dt__no_grad;
@@ -32,16 +53,13 @@ static dt_status dt__trainer_step_autograd(dt_trainer *tr, dt_module *m, const d
     loss = tr->loss_fn == DT_LOSS_CROSS_ENTROPY ? dt_cross_entropy(pred, yb) : dt_mse_loss(pred, yb);
     dt_set_autocast(tr->device.type, ac); /* the backward and the step as the caller had it */
     if (!loss) s = dt_last_status();
-    else if (tr->autocast == DT_F16 && tr->grad_scaler) { /* scaled loss; unscale, then clip and step unless inf/NaN */
-      if (!(scaled = dt_grad_scaler_scale(tr->grad_scaler, loss))) s = dt_last_status();
-      else if ((s = dt_autograd_backward(scaled, NULL)) == DT_OK && (s = dt__params_build("dt_trainer_fit", m)) == DT_OK &&
-               (s = dt__grad_scaler_unscale("dt_trainer_fit", tr->grad_scaler, m->grads, m->nparams)) == DT_OK) {
-        if (!tr->grad_scaler->found_inf && (s = dt__trainer_clip(tr, m)) == DT_OK)
-          s = tr->optimizer ? dt_optimizer_step(tr->optimizer) : dt_sgd_step(m, tr->lr);
-        if (s == DT_OK) s = dt_grad_scaler_update(tr->grad_scaler);
-      }
-    } else if ((s = dt_autograd_backward(loss, NULL)) == DT_OK && (s = dt__trainer_clip(tr, m)) == DT_OK)
-      s = tr->optimizer ? dt_optimizer_step(tr->optimizer) : dt_sgd_step(m, tr->lr);
+    else if (tr->autocast == DT_F16 && tr->grad_scaler) { /* the scaled loss's backward */
+      if (!(scaled = scale ? dt_mul(loss, scale) : dt_grad_scaler_scale(tr->grad_scaler, loss))) s = dt_last_status();
+      else s = dt_autograd_backward(scaled, NULL);
+    } else {
+      s = dt_autograd_backward(loss, NULL);
+    }
+    if (s == DT_OK && phase == DT__STEP_ALL) s = dt__trainer_update(tr, m);
   }
 done:
   dt_set_autocast(tr->device.type, ac);
@@ -50,14 +68,17 @@ done:
 }
 
 /* One training step on a minibatch on the device: forward, loss (summed into `sums`,
-   with the right answers), backward, the optimizer's step (plain SGD without one).
-   Nothing here waits for the device. */
+   with the right answers), backward, the optimizer's step (plain SGD without one); or one
+   part of it (phase, scale: see above). Nothing here waits for the device (but the grad
+   scaler's check under autocast DT_F16, and clipping). */
 static dt_status dt__trainer_step(dt_trainer *tr, dt__replicas *rep, dt_module *m, const dt_tensor *xb, const dt_tensor *yb,
-                                  dt__tr_sums *sums) {
+                                  dt__tr_sums *sums, int phase, const dt_tensor *scale) {
   dt_tensor *pred, *g = NULL;
   dt_status s;
   if (rep && (rep->n > 1 || rep->ranks > 1)) return dt__dp_step(tr, rep, xb, yb); /* data parallel */
-  if (dt__module_has_user(m) || tr->autocast != DT_F32 || dt__is_half(m->dtype)) return dt__trainer_step_autograd(tr, m, xb, yb, sums);
+  if (dt__module_has_user(m) || tr->autocast != DT_F32 || dt__is_half(m->dtype))
+    return dt__trainer_step_autograd(tr, m, xb, yb, sums, phase, scale);
+  if (phase == DT__STEP_UPDATE) return dt__trainer_update(tr, m);
   if (!(pred = dt_forward(m, xb))) return dt_last_status();
   if ((s = dt__tr_accumulate(tr, pred, yb, sums)) == DT_OK) {
     g = tr->loss_fn == DT_LOSS_CROSS_ENTROPY ? dt_cross_entropy_grad(pred, yb) : dt_mse_loss_grad(pred, yb);
@@ -65,7 +86,7 @@ static dt_status dt__trainer_step(dt_trainer *tr, dt__replicas *rep, dt_module *
        gradients are written, as after dt_zero_grad, without zeroing them first */
     if (g) s = dt__backward_params_assign(m, g);
     if (!g || s != DT_OK) s = dt_last_status();
-    else if ((s = dt__trainer_clip(tr, m)) == DT_OK) s = tr->optimizer ? dt_optimizer_step(tr->optimizer) : dt_sgd_step(m, tr->lr);
+    else if (phase == DT__STEP_ALL) s = dt__trainer_update(tr, m);
   }
   dt_release(pred); dt_release(g);
   return s;
@@ -99,7 +120,7 @@ static dt_status dt__trainer_epoch(const char *op, dt_trainer *tr, dt__replicas 
       s = dt__tr_graph_step(op, tr, rep, m, gr, x, y, sums);
       if (!had && gr->g) { dt_tensor *ts[4]; ts[0] = perm_h; ts[1] = o.perm; ts[2] = o.y_perm; ts[3] = yh; dt__tr_graph_hold(gr, ts, 4); }
     } else {
-      s = dt__trainer_step(tr, rep, m, x, y, sums);
+      s = dt__trainer_step(tr, rep, m, x, y, sums, DT__STEP_ALL, NULL);
     }
     xb = yb = NULL;
     if (s == DT_OK && b + bs < n) s = dt__tr_batch(tr, d, &o, b + bs, n - (b + bs) < bs ? n - (b + bs) : bs, &xb, &yb);
@@ -291,7 +312,7 @@ static dt_status dt__trainer_fit(const char *op, dt_trainer *tr, dt_module *m, c
   memset(&gr, 0, sizeof gr);
   memset(&d, 0, sizeof d); memset(&dv, 0, sizeof dv); memset(&sums, 0, sizeof sums); memset(&vs, 0, sizeof vs);
   if ((s = dt__trainer_check(op, tr, m)) != DT_OK) return s;
-  if ((s = dt__trainer_graph_check(op, tr, m)) != DT_OK) return s;
+  if ((s = dt__trainer_graph_check(op, tr)) != DT_OK) return s;
   if (tr->autocast != DT_F32 && (tr->num_gpus > 1 || dt_dist_world_size() > 1))
     return dt__fail(DT_ERR_UNSUPPORTED, "%s: tr.autocast trains through autograd on one device: data parallel training "
                     "(num_gpus > 1 or several ranks) takes tr.autocast DT_F32", op);

@@ -3,10 +3,29 @@
    the optimizer's state, the backend's workspaces); the second is copied into the static inputs
    and its step captured, then replayed for it and for every later full minibatch, each copied
    into the static inputs first (gathered outside the graph). A smaller last minibatch runs
-   eagerly. The loss and right answers accumulate into the trainer's sums inside the graph. */
+   eagerly. The loss and right answers accumulate into the trainer's sums inside the graph.
+   Random draws in the step (dropout) are the graph's: each replay draws afresh, what the eager
+   step would have drawn (dt_graph_replay).
+
+   The whole step is captured with plain SGD (with or without a dt_sgd optimizer). Otherwise
+   the graph holds the gradients' part (zeroing, forward, loss, backward) and the update runs
+   eagerly after each replay, on the gradients the graph wrote: Adam's and AdamW's bias
+   correction counts the steps on the host,
+   clipping reads the gradients' norm, and the grad scaler of autocast DT_F16 reads whether
+   they hold an inf or a NaN and changes its scale, which the graph then reads from a scalar on
+   the device. An autograd backward stores new gradient tensors, whose memory the module takes
+   in (dt__grad_adopt), so an eager step (the smaller last minibatch) leaves the module holding
+   memory other than the graph's: the memory the captured backward wrote is held (gr->grads)
+   and handed back to the parameters before each eager update. */
+
+/* What a step runs: all of it, or one of its two parts for tr.cuda_graph's capture of the
+   gradients alone (see src/train/graph_step.c): the gradients (zeroing them, the forward, the
+   loss, the backward: what a graph replays) or the update (the grad scaler's check, clipping,
+   the optimizer's step: what runs eagerly after each replay). */
+enum { DT__STEP_ALL, DT__STEP_GRADS, DT__STEP_UPDATE };
 
 static dt_status dt__trainer_step(dt_trainer *tr, dt__replicas *rep, dt_module *m, const dt_tensor *xb, const dt_tensor *yb,
-                                  dt__tr_sums *sums); /* "fit" */
+                                  dt__tr_sums *sums, int phase, const dt_tensor *scale); /* "fit" */
 
 /* The captured step and its inputs, kept across the epochs of one fit. */
 typedef struct dt__tr_graph {
@@ -18,13 +37,20 @@ typedef struct dt__tr_graph {
      released after it makes the graph refuse to replay, so they are released after it */
   dt_tensor *hold[6];
   int nhold;
+  int split;        /* the graph holds the gradients' part only; the update runs after each replay */
+  dt_tensor **grads;/* split: each parameter's gradient as the graph writes it (NULL where it has none) */
+  int ngrads;
+  dt_tensor *scale; /* autocast DT_F16: the grad scaler's scale, F32 () on tr->device, as the graph reads it */
+  double scale_at;  /* the value in it */
 } dt__tr_graph;
 
 static void dt__tr_graph_free(dt__tr_graph *gr) {
   int i;
   dt_graph_free(gr->g); /* first: the graph reads x and y */
-  dt_release(gr->x); dt_release(gr->y);
+  dt_release(gr->x); dt_release(gr->y); dt_release(gr->scale);
   for (i = 0; i < gr->nhold; i++) dt_release(gr->hold[i]);
+  for (i = 0; i < gr->ngrads; i++) dt_release(gr->grads[i]);
+  DT_FREE(gr->grads);
   memset(gr, 0, sizeof *gr);
 }
 
@@ -37,50 +63,71 @@ static uint64_t dt__rng_draws(void) {
   return d;
 }
 
-/* 1 when m is or holds a dropout layer with p > 0 (it draws in training mode). */
-static int dt__module_has_dropout(const dt_module *m) {
-  int i;
-  if (m->kind == DT__M_USER && m->fwd == dt__norm_forward && m->user &&
-      ((const dt__norm_layer *)m->user)->kind == DT__N_DROPOUT && ((const dt__norm_layer *)m->user)->p > 0)
-    return 1;
-  for (i = 0; i < m->n; i++) if (dt__module_has_dropout(m->layers[i])) return 1;
-  return 0;
-}
-
 /* What a replayed step cannot do as an eager one does, refused before anything changes. */
-static dt_status dt__trainer_graph_check(const char *op, const dt_trainer *tr, const dt_module *m) {
-  const char *why = NULL;
+static dt_status dt__trainer_graph_check(const char *op, const dt_trainer *tr) {
   if (tr->cuda_graph == 0) return DT_OK;
   if (tr->cuda_graph != 1) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: tr.cuda_graph must be 0 (off) or 1, got %d", op, tr->cuda_graph);
   if (tr->num_gpus > 1 || dt_dist_world_size() > 1)
-    why = "data parallel training (num_gpus > 1 or several ranks) sums the gradients between devices at each step";
-  else if (tr->optimizer && tr->optimizer->hp.kind != DT__OPT_SGD)
-    why = "Adam and AdamW count their steps on the host (the bias correction would stay the captured step's): use dt_sgd";
-  else if (tr->gradient_clip_val > 0)
-    why = "gradient_clip_val > 0 reads the gradients' norm on the host at each step";
-  else if (tr->autocast == DT_F16)
-    why = "autocast DT_F16's grad scaler reads on the host whether the gradients hold an inf or a NaN at each step "
-          "(DT_BF16 needs no scaler)";
-  else if (dt__module_has_dropout(m))
-    why = "the model holds dropout with p > 0: every replay would draw the captured step's mask again";
-  if (why) return dt__fail(DT_ERR_UNSUPPORTED, "%s: tr.cuda_graph cannot capture the training step: %s", op, why);
+    return dt__fail(DT_ERR_UNSUPPORTED, "%s: tr.cuda_graph cannot capture the training step: data parallel training (num_gpus > 1 "
+                    "or several ranks) sums the gradients between devices at each step", op);
   return DT_OK;
 }
 
-/* Captures the step on the static inputs gr->x, gr->y (already holding the minibatch): nothing
-   runs. A step that draws random numbers is refused (replays would repeat the draws). */
+/* During the capture, after the gradients' part: the gradients it wrote, held (the module has
+   taken them in: their memory stays its as long as no eager step runs). */
+static dt_status dt__tr_graph_grads_keep(const char *op, dt__tr_graph *gr, dt_module *m) {
+  int n = dt_module_num_params(m), i;
+  if (n <= 0) return DT_OK;
+  if (!(gr->grads = (dt_tensor **)DT_MALLOC(sizeof(dt_tensor *) * (size_t)n)))
+    return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host keeping the captured gradients", op);
+  memset(gr->grads, 0, sizeof(dt_tensor *) * (size_t)n);
+  gr->ngrads = n;
+  for (i = 0; i < n; i++) {
+    dt_tensor *p = dt_module_param(m, i, NULL); /* the module takes in the new gradients */
+    if (!p) return dt_last_status();
+    if (p->grad && !(gr->grads[i] = dt_detach(p->grad))) return dt_last_status();
+  }
+  return DT_OK;
+}
+
+/* Before an eager update after a replay: each parameter's gradient is the memory the graph
+   wrote (an eager step since may have given the module other memory). */
+static dt_status dt__tr_graph_grads_give(dt__tr_graph *gr, dt_module *m) {
+  int i;
+  for (i = 0; i < gr->ngrads; i++) {
+    dt_tensor *p, *h;
+    if (!gr->grads[i]) continue;
+    if (!(p = dt_module_param(m, i, NULL))) return dt_last_status();
+    if (p->grad && p->grad->st == gr->grads[i]->st) continue;
+    if (!(h = dt_detach(gr->grads[i]))) return dt_last_status();
+    dt_release(p->grad);
+    p->grad = h;
+  }
+  return DT_OK;
+}
+
+/* Captures the step, or its gradients' part, on the static inputs gr->x, gr->y (already holding
+   the minibatch): nothing runs. A step that draws random numbers on the host is refused (the
+   replays could not draw them afresh). */
 static dt_status dt__tr_graph_capture(const char *op, dt_trainer *tr, dt__replicas *rep, dt_module *m, dt__tr_graph *gr,
                                       dt__tr_sums *sums) {
   uint64_t draws = dt__rng_draws();
   dt_status s;
   dt_graph *g;
+  gr->split = (tr->optimizer && tr->optimizer->hp.kind != DT__OPT_SGD) || tr->gradient_clip_val > 0 ||
+              (tr->autocast == DT_F16 && tr->grad_scaler);
+  if (tr->autocast == DT_F16 && tr->grad_scaler && !gr->scale) {
+    if (!(gr->scale = dt_full(dt_shape0(), tr->grad_scaler->scale, tr->device))) return dt_last_status();
+    gr->scale_at = tr->grad_scaler->scale;
+  }
   if ((s = dt_graph_begin(tr->device)) != DT_OK) return s;
-  s = dt__trainer_step(tr, rep, m, gr->x, gr->y, sums);
+  s = dt__trainer_step(tr, rep, m, gr->x, gr->y, sums, gr->split ? DT__STEP_GRADS : DT__STEP_ALL, gr->scale);
+  if (s == DT_OK && gr->split) s = dt__tr_graph_grads_keep(op, gr, m);
   g = dt_graph_end(tr->device); /* ends the capture whatever the step said */
   if (s == DT_OK && !g) s = dt_last_status();
   if (s == DT_OK && dt__rng_draws() != draws)
-    s = dt__fail(DT_ERR_UNSUPPORTED, "%s: tr.cuda_graph cannot capture the training step: it draws random numbers (dropout, "
-                 "dt_rand in a module's forward), and every replay would draw the captured step's numbers again", op);
+    s = dt__fail(DT_ERR_UNSUPPORTED, "%s: tr.cuda_graph cannot capture the training step: it draws random numbers on the host, "
+                 "which the replays could not draw afresh", op);
   if (s != DT_OK) { dt_graph_free(g); return s; }
   gr->g = g;
   return DT_OK;
@@ -93,7 +140,7 @@ static dt_status dt__tr_graph_step(const char *op, dt_trainer *tr, dt__replicas 
                                    const dt_tensor *xb, const dt_tensor *yb, dt__tr_sums *sums) {
   dt_status s;
   if (!gr->warm) {
-    if ((s = dt__trainer_step(tr, rep, m, xb, yb, sums)) == DT_OK) gr->warm = 1;
+    if ((s = dt__trainer_step(tr, rep, m, xb, yb, sums, DT__STEP_ALL, NULL)) == DT_OK) gr->warm = 1;
     return s;
   }
   if (!gr->x) {
@@ -108,7 +155,13 @@ static dt_status dt__tr_graph_step(const char *op, dt_trainer *tr, dt__replicas 
     gr->hold[gr->nhold++] = dt_retain((dt_tensor *)xb);
     gr->hold[gr->nhold++] = dt_retain((dt_tensor *)yb);
   }
-  return dt_graph_replay(gr->g);
+  if (gr->scale && gr->scale_at != tr->grad_scaler->scale) { /* the scaler changed it after a step */
+    if ((s = dt_fill_(gr->scale, tr->grad_scaler->scale)) != DT_OK) return s;
+    gr->scale_at = tr->grad_scaler->scale;
+  }
+  if ((s = dt_graph_replay(gr->g)) != DT_OK || !gr->split) return s;
+  if ((s = dt__tr_graph_grads_give(gr, m)) != DT_OK) return s;
+  return dt__trainer_step(tr, rep, m, gr->x, gr->y, sums, DT__STEP_UPDATE, NULL);
 }
 
 /* After the step that captured the graph: the epoch's tensors from before the capture, held. */

@@ -387,8 +387,8 @@ static void check_axpy_random(void) {
       float *r = (float *)malloc((size_t)n * 4), *h;
       void *d;
       OK(G->alloc(0, (size_t)n * 4, &d));
-      OK(G->random(0, normal, 1234567ull, 42, n, (float *)d));
-      C->random(0, normal, 1234567ull, 42, n, r);
+      OK(G->random(0, normal, 1234567ull, 42, NULL, n, (float *)d));
+      C->random(0, normal, 1234567ull, 42, NULL, n, r);
       h = (float *)down(d, (size_t)n * 4);
       same(DT_F32, h, r, n, 0, 0, normal ? "randn" : "rand"); /* bit for bit, normals too */
       G->free(0, d, 0); free(r); free(h);
