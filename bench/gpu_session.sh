@@ -1,11 +1,15 @@
 #!/bin/sh
 # bench/gpu_session.sh — everything a session with a GPU has to run, in as few
-# device calls as possible (the device tool allows 10 minutes a command and 30
-# minutes in all, and a machine goes cold 30 s after a call, losing its builds).
+# device calls as possible (the device tool allows 10 minutes a command and 15
+# minutes of device time in all, the machine's start included; a machine goes
+# cold 30 s after a call, losing its builds).
 #
 #   sh bench/gpu_session.sh OUTDIR PHASE...
 #
 # PHASE is one or more of:
+#   cudatest build the CUDA test programs, gpu_check and the benchmarks for the GPU's own
+#           architecture only (GPU_ARCH, default 90: a quarter of nvcc's time), run the test
+#           programs (DT_REQUIRE_GPU=1) eight at a time, then gpu_check without timings
 #   test    build everything (make -j, CUDA=1), make test, then gpu_check (the CUDA
 #           backend against the CPU backend, op by op, plus timings)
 #   san     compute-sanitizer memcheck, racecheck, initcheck and
@@ -20,16 +24,19 @@
 #   cnn     D2L's LeNet and ResNet-18 on cuda:0 beside PyTorch on the same GPU: eager, with
 #           --cuda-graph, with --tf32 (PyTorch's cuDNN convolutions use TF32 by default; its
 #           twins also run with --tf32 off)
+# QUICK=1 shortens fashion and cnn to what fits beside cudatest in one call: fashion's MLP
+# only, 3 epochs, eager and --cuda-graph; LeNet 3 epochs; ResNet-18 1 epoch.
 # Each phase builds what it needs first (incremental), writes OUTDIR/<phase>.log
 # and prints a short summary; the logs are what goes into bench/RESULTS.md.
-# Suggested calls (device tool, timeout_s 600 each, one right after the other so the
-# machine stays warm and keeps its build; DT_COMMIT names the commit in the logs):
-#   DT_COMMIT=<sha> sh bench/gpu_session.sh $OUT test     (about 3-4 min)
-#   DT_COMMIT=<sha> sh bench/gpu_session.sh $OUT bench    (about 2-3 min)
-#   DT_COMMIT=<sha> sh bench/gpu_session.sh $OUT san      (stops starting tools at 560 s)
-#   FASHION_MNIST_DIR=$PWD/.fashion DT_COMMIT=<sha> sh bench/gpu_session.sh $OUT dist fashion
-#   FASHION_MNIST_DIR=$PWD/.fashion DT_COMMIT=<sha> sh bench/gpu_session.sh $OUT cnn  (stops starting runs at 560 s)
-#     (.fashion: a copy of /usr/share/datasets/fashion-mnist, git-excluded, named in the call's carry)
+# The 15-minute plan (device tool; one call right after the other so the machine stays
+# warm and keeps its build; DT_COMMIT names the commit in the logs; .fashion: a copy of
+# /usr/share/datasets/fashion-mnist, git-excluded, named in the call's carry):
+#   1. timeout_s 480: QUICK=1 CALL_BUDGET=450 FASHION_MNIST_DIR=$PWD/.fashion DT_COMMIT=<sha> \
+#        sh bench/gpu_session.sh $OUT cudatest cnn fashion
+#   2. timeout_s 240: CALL_BUDGET=220 SAN_TOOLS=memcheck DT_COMMIT=<sha> sh bench/gpu_session.sh $OUT san bench
+#      (the sanitizer's memcheck first; bench after it, where time is left)
+# With more device time, the full phases one call each (timeout_s 600): test, bench, san
+# (stops starting tools at 560 s), dist fashion, cnn (stops starting runs at 560 s).
 # The phases' times on an H100 are in bench/RESULTS.md.
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -74,6 +81,22 @@ phase_test() {
   # make test runs gpu_check too where the driver is; DT_REQUIRE_GPU=1: a "no GPU" skip fails
   run "$log" make CUDA=1 test
   say "test: $(grep '^[0-9]* passed, [0-9]* failed, [0-9]* skipped$' "$log" | tail -n 1)"
+  say "gpu_check: $(grep '^[0-9]* checks, [0-9]* failed$' "$log" | tail -n 1)"
+}
+
+phase_cudatest() {
+  log=$out/cudatest.log
+  header >"$log"
+  arch=${GPU_ARCH:-90}
+  progs=$(for t in tests/test_*.c; do printf 'build/cuda/%s ' "$(basename "$t" .c)"; done)
+  run "$log" python3 bench/gpu_versions.py
+  # shellcheck disable=SC2086
+  run "$log" make -k -j"$jobs" CUDA=1 GENCODE="-gencode arch=compute_$arch,code=sm_$arch" $progs build/cuda/fault_gpu \
+    build/cuda/gpu_check build/bench_gpu build/bench_train build/cuda/ex/fashion_mnist build/cuda/ex/lenet build/cuda/ex/resnet
+  # shellcheck disable=SC2086
+  run "$log" env JOBS=8 sh tests/run.sh $progs build/cuda/fault_gpu
+  say "cudatest: $(grep '^[0-9]* passed, [0-9]* failed, [0-9]* skipped$' "$log" | tail -n 1)"
+  run "$log" ./build/cuda/gpu_check --no-timings
   say "gpu_check: $(grep '^[0-9]* checks, [0-9]* failed$' "$log" | tail -n 1)"
 }
 
@@ -204,24 +227,32 @@ phase_fashion() {
   log=$out/fashion.log
   header >"$log"
   run "$log" make -j"$jobs" CUDA=1 build/cuda/ex/fashion_mnist
-  run "$log" sh bench/run_fashion.sh build/cuda/ex/fashion_mnist python3 "${ROUNDS:-1}" 10 cuda
-  cp build/bench_fashion.txt "$out/fashion_epochs.txt" 2>/dev/null
-  # for information: devtensor with the data on the host (its default), each minibatch gathered
-  # there and copied to the GPU while the previous step runs
-  run "$log" ./build/cuda/ex/fashion_mnist --model both --epochs 10
-  tail -n 8 "$log"
+  fe=10 variants="--autocast bf16|--cuda-graph|--autocast bf16 --cuda-graph"
+  [ "${QUICK:-0}" = 1 ] && fe=3 variants="|--cuda-graph"
+  if [ "${QUICK:-0}" != 1 ]; then
+    run "$log" sh bench/run_fashion.sh build/cuda/ex/fashion_mnist python3 "${ROUNDS:-1}" $fe cuda
+    cp build/bench_fashion.txt "$out/fashion_epochs.txt" 2>/dev/null
+    # for information: devtensor with the data on the host (its default), each minibatch gathered
+    # there and copied to the GPU while the previous step runs
+    run "$log" ./build/cuda/ex/fashion_mnist --model both --epochs $fe
+    tail -n 8 "$log"
+  fi
   # the MLP with the example's options against fashion_torch.py with the same: autocast BF16
   # (torch.autocast), the step captured in a graph (tr.cuda_graph against torch.cuda.graphs'
   # whole-network capture; goal: devtensor's epoch <= 0.1x PyTorch's), and both; each variant's
   # epochs in OUTDIR/fashion_epochs-<variant>.txt
-  for v in "--autocast bf16" "--cuda-graph" "--autocast bf16 --cuda-graph"; do
+  old_ifs=$IFS; IFS='|'
+  # shellcheck disable=SC2086
+  set -- $variants
+  IFS=$old_ifs
+  for v in "$@"; do
     if [ "$(date +%s)" -gt $((deadline - 60)) ]; then
       echo "fashion $v: not started (the call's budget is nearly spent)" | tee -a "$log"; status=1; continue
     fi
-    tag=$(echo "$v" | sed 's/--//g; s/ /-/g')
-    run "$log" env FASHION_MODELS=mlp sh bench/run_fashion.sh build/cuda/ex/fashion_mnist python3 "${ROUNDS:-1}" 10 cuda "$v"
+    tag=$(echo "${v:-eager}" | sed 's/--//g; s/ /-/g')
+    run "$log" env FASHION_MODELS=mlp sh bench/run_fashion.sh build/cuda/ex/fashion_mnist python3 "${ROUNDS:-1}" $fe cuda "$v"
     cp build/bench_fashion.txt "$out/fashion_epochs-$tag.txt" 2>/dev/null
-    say "fashion mlp $v: $(grep 'devtensor epoch time' "$log" | tail -n 1)"
+    say "fashion mlp ${v:-eager}: $(grep 'devtensor epoch time' "$log" | tail -n 1)"
   done
 }
 
@@ -257,11 +288,12 @@ phase_cnn() {
   log=$out/cnn.log
   header >"$log"
   run "$log" make -j"$jobs" CUDA=1 build/cuda/ex/lenet build/cuda/ex/resnet
-  re=${EPOCHS_RESNET:-2}
-  for cmd in "./build/cuda/ex/lenet --epochs 10" "./build/cuda/ex/lenet --epochs 10 --cuda-graph" \
-             "./build/cuda/ex/lenet --epochs 10 --tf32" "./build/cuda/ex/lenet --epochs 10 --tf32 --cuda-graph" \
-             "python3 bench/lenet_torch.py --epochs 10 --device cuda" \
-             "python3 bench/lenet_torch.py --epochs 10 --device cuda --tf32 off" \
+  re=${EPOCHS_RESNET:-2} le=10
+  [ "${QUICK:-0}" = 1 ] && re=1 le=3
+  for cmd in "./build/cuda/ex/lenet --epochs $le" "./build/cuda/ex/lenet --epochs $le --cuda-graph" \
+             "./build/cuda/ex/lenet --epochs $le --tf32" "./build/cuda/ex/lenet --epochs $le --tf32 --cuda-graph" \
+             "python3 bench/lenet_torch.py --epochs $le --device cuda" \
+             "python3 bench/lenet_torch.py --epochs $le --device cuda --tf32 off" \
              "./build/cuda/ex/resnet --epochs $re --lr 0.05 --batch 256 --tf32" \
              "./build/cuda/ex/resnet --epochs $re --lr 0.05 --batch 256 --tf32 --cuda-graph" \
              "./build/cuda/ex/resnet --epochs $re --lr 0.05 --batch 256" \
@@ -278,6 +310,7 @@ phase_cnn() {
 
 for p in "$@"; do
   case $p in
+    cudatest) phase_cudatest ;;
     test) phase_test ;;
     san) phase_san ;;
     bench) phase_bench ;;
