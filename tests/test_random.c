@@ -171,7 +171,7 @@ static void test_cpu_normals_bitwise(void) {
   y = (float *)malloc((size_t)n * 4);
   if (!y) T_SKIP("no memory");
   for (normal = 0; normal < 2; normal++) {
-    T_CHECK(dt__cpu_random(0, normal, 31, 7, n, y) == DT_OK);
+    T_CHECK(dt__cpu_random(0, normal, 31, 7, NULL, n, y) == DT_OK);
     for (i = 0, diff = 0; i < (n + 3) / 4; i++) {
       uint32_t w[4];
       float z[4];
