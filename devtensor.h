@@ -10564,16 +10564,15 @@ static dt_status dt__replicas_rank_sums(dt__replicas *r, double v[2]) {
    The whole step is captured with plain SGD (with or without a dt_sgd optimizer). Otherwise
    the graph holds the gradients' part (zeroing, forward, loss, backward) and the update runs
    eagerly after each replay, on the gradients the graph wrote: Adam's and AdamW's bias
-   correction counts the steps on the host,
-   clipping reads the gradients' norm, and the grad scaler of autocast DT_F16 reads whether
-   they hold an inf or a NaN and changes its scale, which the graph then reads from a scalar on
-   the device. An autograd backward stores new gradient tensors, whose memory the module takes
+   correction counts the steps on the host, clipping reads the gradients' norm, and the grad
+   scaler of autocast DT_F16 reads whether they hold an inf or a NaN and changes its scale,
+   which the graph then reads from a scalar on the device. An autograd backward stores new gradient tensors, whose memory the module takes
    in (dt__grad_adopt), so an eager step (the smaller last minibatch) leaves the module holding
    memory other than the graph's: the memory the captured backward wrote is held (gr->grads)
    and handed back to the parameters before each eager update. */
 
-/* What a step runs: all of it, or one of its two parts for tr.cuda_graph's capture of the
-   gradients alone (see src/train/graph_step.c): the gradients (zeroing them, the forward, the
+/* What a step runs: all of it, or one of its two parts for the capture of the gradients
+   alone (above): the gradients (zeroing them, the forward, the
    loss, the backward: what a graph replays) or the update (the grad scaler's check, clipping,
    the optimizer's step: what runs eagerly after each replay). */
 enum { DT__STEP_ALL, DT__STEP_GRADS, DT__STEP_UPDATE };
