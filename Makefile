@@ -34,6 +34,9 @@
 #                    (CI runs neither these two nor test-dist-gpu: they live beside test-dist, whose
 #                    MPI builds they share)
 #   CUDA=0 / CUDA=1 forces the CUDA variants off / on; default: on when nvcc is found.
+#   CUDNN=1: the CUDA variants with cuDNN (devtensor_cuda.cu compiled with -DDEVTENSOR_CUDNN, linked
+#                    with -lcudnn): convolutions through cuDNN instead of im2col + cuBLAS
+#   make cu-cudnn    nvcc compiles devtensor_cuda.cu with -DDEVTENSOR_CUDNN (where cudnn.h is installed; else skipped)
 #   JOBS=N: test programs run N at a time (tests/run.sh; default: make's -j, else 1).
 #
 # How a program is built: a variant v is three variables, v_CMD (the compiler and its flags;
@@ -90,8 +93,14 @@ CUDA_HOME  ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 GENCODE    := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
               -gencode arch=compute_75,code=compute_75 -gencode arch=compute_90,code=compute_90
 NVCCFLAGS  ?= -O2 -std=c++17 $(GENCODE) -Xcompiler -Wall,-Wextra
-CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas -lstdc++ -lm -ldl
-CU_OBJ     := $(B)/cuda/devtensor_cuda.o
+# CUDNN=1: cuDNN's convolutions (src/cuda/cudnn.cu), in an object of its own name so that
+# switching rebuilds it; CUDNN_LIB is what every CUDA program links for it
+CUDNN      ?= 0
+CUDNN_DEF  := $(if $(filter 1,$(CUDNN)),-DDEVTENSOR_CUDNN)
+CUDNN_LIB  := $(if $(filter 1,$(CUDNN)),-lcudnn)
+NVCCFLAGS  += $(CUDNN_DEF)
+CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas $(CUDNN_LIB) -lstdc++ -lm -ldl
+CU_OBJ     := $(B)/cuda/devtensor_cuda$(if $(filter 1,$(CUDNN)),_cudnn).o
 CUDA_TESTS := $(addprefix $(B)/cuda/,$(TESTS))
 CUDA_EX    := $(addprefix $(B)/cuda/ex/,$(EXAMPLES))
 ifeq ($(CUDA),1)
@@ -219,7 +228,7 @@ $(B)/launch_floor: bench/launch_floor.cu | $(B)
 	$(NVCC) $(NVCCFLAGS) $< -o $@
 # devtensor's per-op time split against a bare launch (bench/op_overhead.cu; information)
 $(B)/op_overhead: bench/op_overhead.cu $(HDR) $(CU_OBJ) | $(B)
-	$(NVCC) $(NVCCFLAGS) -DDEVTENSOR_CUDA -I. $< $(CU_OBJ) -lcublas -o $@
+	$(NVCC) $(NVCCFLAGS) -DDEVTENSOR_CUDA -I. $< $(CU_OBJ) -lcublas $(CUDNN_LIB) -o $@
 
 # the folders programs are built in (ci.mk's are listed there)
 BUILD_DIRS := $(B) $(addprefix $(B)/,c cxx clang clangomp ex cuda cuda/ex lib/cpu lib/cuda)
@@ -233,11 +242,11 @@ $(CU_OBJ): devtensor_cuda.cu $(HDR) | $$(@D)
 
 # a user's own .cu file: the implementation compiled by nvcc, its own kernel on dt_cuda_stream()
 $(B)/cuda/own_kernel: examples/own_kernel.cu $(HDR) $(CU_OBJ) | $$(@D)
-	$(NVCC) $(NVCCFLAGS) -I. $< $(CU_OBJ) -lcublas -o $@
+	$(NVCC) $(NVCCFLAGS) -I. $< $(CU_OBJ) -lcublas $(CUDNN_LIB) -o $@
 
 # the differential check of the CUDA backend against the CPU backend (tests/cuda/gpu_check.cu), for a GPU
 $(B)/cuda/gpu_check: tests/cuda/gpu_check.cu $(HDR) $(CU_OBJ) | $$(@D)
-	$(NVCC) $(NVCCFLAGS) -DDEVTENSOR_CUDA -I. $< $(CU_OBJ) -lcublas -o $@
+	$(NVCC) $(NVCCFLAGS) -DDEVTENSOR_CUDA -I. $< $(CU_OBJ) -lcublas $(CUDNN_LIB) -o $@
 
 # compute-sanitizer's planted errors (tests/cuda/san_planted.cu), for bench/gpu_session.sh san on a GPU
 $(B)/cuda/san_planted: tests/cuda/san_planted.cu | $$(@D)
@@ -245,7 +254,7 @@ $(B)/cuda/san_planted: tests/cuda/san_planted.cu | $$(@D)
 
 # the README's one-command nvcc build, as a user types it
 $(B)/cuda/gpus_nvcc: examples/gpus.c devtensor_cuda.cu $(HDR) | $$(@D)
-	$(NVCC) -I. -DDEVTENSOR_CUDA examples/gpus.c devtensor_cuda.cu -lcublas -o $@
+	$(NVCC) -I. -DDEVTENSOR_CUDA $(CUDNN_DEF) examples/gpus.c devtensor_cuda.cu -lcublas $(CUDNN_LIB) -o $@
 
 # ---- what make runs ----
 .PHONY: all run fashion lenet resnet test bench bench-cblas bench-gpu bench-fashion clean
@@ -335,7 +344,7 @@ LIB_B      := $(B)/lib/$(if $(filter 1,$(CUDA)),cuda,cpu)
 LIB_SO     := $(LIB_B)/libdevtensor.so
 LIB_A      := $(LIB_B)/libdevtensor.a
 LIB_OBJS   := $(LIB_B)/devtensor.o $(if $(filter 1,$(CUDA)),$(CU_OBJ))
-LIB_PRIV   := $(OPENMP) $(if $(filter 1,$(CUDA)),-L$(CUDA_HOME)/lib64 -lcudart -lcublas -lstdc++) -lm
+LIB_PRIV   := $(OPENMP) $(if $(filter 1,$(CUDA)),-L$(CUDA_HOME)/lib64 -lcudart -lcublas $(CUDNN_LIB) -lstdc++) -lm
 .PHONY: lib install
 lib: $(LIB_SO) $(LIB_A)
 $(LIB_B)/devtensor.o: packaging/devtensor.c $(HDR) | $$(@D)

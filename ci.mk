@@ -52,7 +52,7 @@ fuzz_CMD     = $(CLANG) $(DBG) -O1 -fsanitize=fuzzer,address,undefined -fno-sani
 fuzz_LIBS    = -lm
 dist_CMD     = $(MPICC) $(CSTD) $(WARN) $(OPT) $(CFLAGS) -DDEVTENSOR_MPI -I.
 dist_LIBS    = $(LDLIBS)
-emu_CMD      = $(CC) $(CSTD) $(WARN) $(EMU_SAN) $(CFLAGS) -DDEVTENSOR_CUDA -I.
+emu_CMD      = $(CC) $(CSTD) $(WARN) $(EMU_SAN) $(CFLAGS) -DDEVTENSOR_CUDA -DDEVTENSOR_CUDNN -I.
 emu_LIBS     = $(EMU_LINK)
 emu_DEPS     = $(EMU_OBJ) $(EMU_LIB)
 emubench_CMD = $(CC) $(CSTD) $(WARN) $(EMU_SAN) $(CFLAGS) -DBENCH_SMOKE -DDEVTENSOR_CUDA -I. -Itests/emu
@@ -132,8 +132,10 @@ $(CI_DIRS):
 $(EMU_LIB): tests/emu/emu.cpp $(EMU_HDRS) | $$(@D)
 	$(CXX) $(CXXSTD) $(WARN) $(EMU_SAN) -ftls-model=initial-exec -fPIC -shared -Itests/emu $< -o $@ -pthread
 
+# with the emulator's NCCL and cuDNN (DEVTENSOR_CUDNN: convolutions through tests/emu/cudnn.h); the
+# build without cuDNN is $(TSAN_EMU)'s below and make cu-cxx20's
 $(EMU_OBJ): devtensor_cuda.cu $(HDR) $(EMU_HDRS) | $$(@D)
-	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas $(EMU_SAN) -ffp-contract=off -DDTEMU -DDEVTENSOR_NCCL -Itests/emu -I. -c $< -o $@
+	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas $(EMU_SAN) -ffp-contract=off -DDTEMU -DDEVTENSOR_NCCL -DDEVTENSOR_CUDNN -Itests/emu -I. -c $< -o $@
 
 # distributed over ranks with emulated GPUs (tests/emu/dist_nccl.sh): MPI and the emulator's NCCL
 # (each compiled first, then linked, as SPLIT's programs)
@@ -319,6 +321,27 @@ $(CU_CXX20): devtensor_cuda.cu $(HDR) $(EMU_HDRS) | $$(@D)
 .PHONY: cu-cxx20
 cu-cxx20: $(CU_CXX20)
 	@echo "PASS cu-cxx20: devtensor_cuda.cu checked as C++20 (the backend table's slots by name and order) clean"
+
+# make cu-cudnn: nvcc compiles devtensor_cuda.cu with -DDEVTENSOR_CUDNN (the cuDNN convolutions,
+# src/cuda/cudnn.cu) against the installed cudnn.h, for one architecture (a compile check; make
+# CUDNN=1 builds the variant itself). A machine without cuDNN's header skips it, saying so.
+CUDNN_H := $(firstword $(wildcard $(CUDA_HOME)/include/cudnn.h /usr/local/cuda/include/cudnn.h /usr/include/cudnn.h))
+CU_CUDNN_CHECK := $(B)/cuda/cudnn_check.o
+$(CU_CUDNN_CHECK): devtensor_cuda.cu $(HDR) | $$(@D)
+	$(NVCC) -O2 -std=c++17 -gencode arch=compute_90,code=sm_90 -Xcompiler -Wall,-Wextra,-Werror -DDEVTENSOR_CUDNN \
+	  $(addprefix -I,$(dir $(CUDNN_H))) -I. -c $< -o $@
+.PHONY: cu-cudnn
+ifneq ($(and $(NVCC),$(CUDNN_H)),)
+cu-cudnn: $(CU_CUDNN_CHECK)
+	@echo "PASS cu-cudnn: nvcc compiled devtensor_cuda.cu with -DDEVTENSOR_CUDNN against $(CUDNN_H)"
+else
+CUDNN_WHY := no cudnn.h in $(CUDA_HOME)/include, /usr/local/cuda/include or /usr/include (install cuDNN to check the cuDNN build)
+ifeq ($(NVCC),)
+CUDNN_WHY := no nvcc
+endif
+cu-cudnn:
+	@echo "SKIP cu-cudnn: $(CUDNN_WHY)"
+endif
 
 # make tsan-omp: test_threads with -fopenmp under TSan. clang with LLVM's libomp (apt-get
 # install clang libomp-dev) and its Archer tool, which tells TSan about OpenMP's barriers

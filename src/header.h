@@ -27,6 +27,8 @@
      -fopenmp                the CPU matmul and large elementwise ops use every core
      DEVTENSOR_MPI           dt_dist_* over MPI: more than one rank (compile with mpicc, run with mpirun)
      DEVTENSOR_NCCL          (compiling devtensor_cuda.cu) GPU collectives through NCCL: link -lnccl
+     DEVTENSOR_CUDNN         (compiling devtensor_cuda.cu) GPU convolutions through cuDNN: link -lcudnn
+                             (without it: im2col + cuBLAS)
 
    EXAMPLE
        dt_device dev = dt_try_gpu(0);               // cuda:0, or the CPU when there is none

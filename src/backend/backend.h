@@ -232,6 +232,18 @@ typedef struct dt__backend {
   dt_status (*graph_end)(int dev, void **graph);
   dt_status (*graph_replay)(int dev, void *graph, uint64_t *gen, uint64_t seed, uint64_t draw);
   void      (*graph_free)(int dev, void *graph);
+  /* convolution through a vendor library (cuDNN: the CUDA backend built with DEVTENSOR_CUDNN);
+     NULL where the backend has none, and then the core multiplies with im2col + gemm. F32, F64,
+     F16 and BF16 (the half dtypes straight from the core: computed in F32, rounded once); g's
+     sizes all > 0, g->n the images of this call. DT_ERR_UNSUPPORTED, with nothing written, for
+     a case the library refuses (the core then takes im2col + gemm); any other failure is one.
+     conv2d_forward:         y (n, oc, oh, ow) = conv(x (n, c, h, w), w (oc, c / groups, kh, kw)), overwritten
+     conv2d_backward_data:   gx (n, c, h, w) = the input gradient from gy (n, oc, oh, ow), overwritten
+     conv2d_backward_filter: gw = the weight gradient from x and gy + beta gw (beta 0: gw not read) */
+  dt_status (*conv2d_forward)(int dev, dt_dtype t, const dt__conv2d *g, const void *x, const void *w, void *y);
+  dt_status (*conv2d_backward_data)(int dev, dt_dtype t, const dt__conv2d *g, const void *w, const void *gy, void *gx);
+  dt_status (*conv2d_backward_filter)(int dev, dt_dtype t, const dt__conv2d *g, const void *x, const void *gy, double beta,
+                                      void *gw);
 } dt__backend;
 
 

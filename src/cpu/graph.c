@@ -461,7 +461,11 @@ static const dt__backend *dt__cpu_rec_backend(void) {
     DT__SLOT(graph_begin) dt__cpu_graph_begin,
     DT__SLOT(graph_end) dt__cpu_graph_end,
     DT__SLOT(graph_replay) dt__cpu_graph_replay,
-    DT__SLOT(graph_free) dt__cpu_graph_free
+    DT__SLOT(graph_free) dt__cpu_graph_free,
+    /* convolution through a vendor library: none (im2col + gemm) */
+    DT__SLOT(conv2d_forward) NULL,
+    DT__SLOT(conv2d_backward_data) NULL,
+    DT__SLOT(conv2d_backward_filter) NULL
   };
   return &be;
 }

@@ -7,6 +7,9 @@
        nvcc -O2 -std=c++17 -I. -c devtensor_cuda.cu -o devtensor_cuda.o
        cc ... -DDEVTENSOR_CUDA prog.c devtensor_cuda.o -L<cuda>/lib64 -lcudart -lcublas -lstdc++ -lm
 
+   With -DDEVTENSOR_CUDNN (and -lcudnn) convolutions go through cuDNN (src/cuda/cudnn.cu);
+   without it, through im2col + cuBLAS. With -DDEVTENSOR_NCCL (and -lnccl), the collectives.
+
    POLICIES
    - Devices: up to 64. Every entry point that touches a device makes it current
      with cudaSetDevice and restores the caller's current device on return.
@@ -63,6 +66,9 @@
 #include <math_constants.h>
 #ifdef DEVTENSOR_NCCL
 #include <nccl.h>
+#endif
+#ifdef DEVTENSOR_CUDNN
+#include <cudnn.h>
 #endif
 #ifndef _WIN32
 #include <dlfcn.h>

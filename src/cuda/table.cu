@@ -59,7 +59,17 @@ extern "C" const dt__backend *dt__cuda_backend(void) {
     DT__SLOT(graph_begin) cu_graph_begin,
     DT__SLOT(graph_end) cu_graph_end,
     DT__SLOT(graph_replay) cu_graph_replay,
-    DT__SLOT(graph_free) cu_graph_free
+    DT__SLOT(graph_free) cu_graph_free,
+    /* convolution through cuDNN (DEVTENSOR_CUDNN; else none: im2col + cuBLAS) */
+#ifdef DEVTENSOR_CUDNN
+    DT__SLOT(conv2d_forward) cu_conv2d_forward,
+    DT__SLOT(conv2d_backward_data) cu_conv2d_backward_data,
+    DT__SLOT(conv2d_backward_filter) cu_conv2d_backward_filter
+#else
+    DT__SLOT(conv2d_forward) nullptr,
+    DT__SLOT(conv2d_backward_data) nullptr,
+    DT__SLOT(conv2d_backward_filter) nullptr
+#endif
   };
   return &be;
 }

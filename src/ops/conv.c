@@ -6,7 +6,9 @@
    in one batched gemm; the product, (oc, images, oh ow), goes to y's layout with the bias in one
    strided pass. The weight gradient is one gemm per block (beta 1 after the first) against gy's
    block in that layout, the input gradient a gemm into col that col2im folds back, the bias
-   gradient two sums. */
+   gradient two sums. A backend with a convolution library (the CUDA backend built with
+   DEVTENSOR_CUDNN: cuDNN) computes the forward and the input and weight gradients through it
+   instead, wherever it takes the case; the bias stays a separate add, its gradient the same sums. */
 
 #define DT__CONV_COL_BYTES ((int64_t)32 << 20)
 
@@ -121,7 +123,57 @@ static dt_status dt__conv_to_y(const char *op, dt_device d, dt_dtype t, int64_t 
   return dt__run(op, d, dt__be(d)->binary(d.index, b ? DT__B_ADD : DT__B_COPY_A, t, &bc, tp, b ? b : tp, y));
 }
 
-/* y = conv(x, w) + b (b may be NULL); g->n > 0. Per block of m images: col = im2col(the block),
+/* Through the backend's convolution library (cuDNN, src/cuda/cudnn.cu), over the batch in blocks
+   of images whose x and y each hold fewer than 2^31 elements (the library's int sizes); a first
+   block it refuses is halved, down to one image. dir 0: y = conv(x = a, w = b); 1: gx from
+   w = a and gy = b; 2: gw from x = a and gy = b, the blocks after the first adding to it (beta 1),
+   as the im2col path's gemm does. DT_ERR_UNSUPPORTED, no error set, where the backend has no
+   library or it refuses the case: the caller then takes im2col + gemm, which overwrites every
+   output whatever a refused later block left. */
+static dt_status dt__conv_lib(const char *op, int dir, const dt__conv2d *g, dt_dtype t, dt_device d, const void *a, const void *b,
+                              void *out) {
+  const dt__backend *be = dt__be(d);
+  const size_t es = dt__dtype_bytes(t);
+  const int64_t xi = g->c * g->h * g->w, yi = g->oc * g->oh * g->ow, big = xi > yi ? xi : yi;
+  int64_t nb = big >= (int64_t)INT32_MAX ? 1 : (int64_t)INT32_MAX / big, n0 = 0;
+  if (!(dir == 0 ? be->conv2d_forward != NULL : dir == 1 ? be->conv2d_backward_data != NULL : be->conv2d_backward_filter != NULL))
+    return DT_ERR_UNSUPPORTED;
+  if (nb > g->n) nb = g->n;
+  while (n0 < g->n) {
+    dt__conv2d gb = *g;
+    dt_status s;
+    gb.n = g->n - n0 < nb ? g->n - n0 : nb;
+    if (dir == 0)
+      s = be->conv2d_forward(d.index, t, &gb, (const char *)a + (size_t)(n0 * xi) * es, b, (char *)out + (size_t)(n0 * yi) * es);
+    else if (dir == 1)
+      s = be->conv2d_backward_data(d.index, t, &gb, a, (const char *)b + (size_t)(n0 * yi) * es, (char *)out + (size_t)(n0 * xi) * es);
+    else
+      s = be->conv2d_backward_filter(d.index, t, &gb, (const char *)a + (size_t)(n0 * xi) * es, (const char *)b + (size_t)(n0 * yi) * es,
+                                     n0 == 0 ? 0.0 : 1.0, out);
+    if (s == DT_ERR_UNSUPPORTED && n0 == 0 && nb > 1) { /* smaller blocks */
+      nb = (nb + 1) / 2;
+      continue;
+    }
+    if (s == DT_ERR_UNSUPPORTED) return s;
+    if (s != DT_OK) return dt__run(op, d, s);
+    n0 += gb.n;
+  }
+  return DT_OK;
+}
+
+/* y (n, oc, l) += b[o], in place */
+static dt_status dt__conv_add_bias(const char *op, dt_device d, dt_dtype t, int64_t n, int64_t oc, int64_t l, const void *b, void *y) {
+  dt__bcast bc;
+  memset(&bc, 0, sizeof bc);
+  bc.ndim = 3; bc.numel = n * oc * l;
+  bc.dims[0] = n; bc.dims[1] = oc; bc.dims[2] = l;
+  bc.astride[0] = oc * l; bc.astride[1] = l; bc.astride[2] = 1;
+  bc.bstride[1] = 1;
+  return dt__run(op, d, dt__be(d)->binary(d.index, DT__B_ADD, t, &bc, y, b, y));
+}
+
+/* y = conv(x, w) + b (b may be NULL); g->n > 0. Through the backend's convolution library where
+   it has one and takes the case (then nothing is kept), else per block of m images: col = im2col(the block),
    tmp_g = w_g (ocg, kg) @ col_g (kg, m l) for every group g in one batched gemm, then y = tmp + b.
    keep (or NULL): where the whole batch was one block, col for the backward (else NULL). */
 static dt_status dt__conv_forward(const char *op, const dt__conv2d *g, dt_dtype t, dt_device d, const void *x, const void *w,
@@ -131,7 +183,9 @@ static dt_status dt__conv_forward(const char *op, const dt__conv2d *g, dt_dtype 
   const int64_t l = g->oh * g->ow, ocg = g->oc / g->groups, kg = g->c / g->groups * g->kh * g->kw;
   int64_t nb = 0, n0;
   dt_tensor *col = NULL, *tmp = NULL;
-  dt_status s;
+  dt_status s = dt__conv_lib(op, 0, g, t, d, x, w, y);
+  if (s == DT_OK) return b ? dt__conv_add_bias(op, d, t, g->n, g->oc, l, b, y) : DT_OK;
+  if (s != DT_ERR_UNSUPPORTED) return s;
   if ((s = dt__conv_scratch(op, g, t, d, &nb, &col, &tmp)) != DT_OK) return s;
   for (n0 = 0; n0 < g->n && s == DT_OK; n0 += nb) {
     const int64_t m = g->n - n0 < nb ? g->n - n0 : nb;
@@ -268,9 +322,19 @@ static dt_status dt__conv2d_backward(const dt_tensor *grad_output, const dt_tens
     if (gb && s == DT_OK) s = dt__run(op, d, dt__be(d)->fill(d.index, t, gb->numel, 0.0, gb->st->ptr));
   } else if (s == DT_OK) {
     if (gb) s = dt__conv_bias_grad(op, &g, t, d, grad_output->st->ptr, tmp->st->ptr, gb->st->ptr);
-    if (s == DT_OK && (gx || gw))
-      s = dt__conv_backward(op, &g, t, d, grad_output->st->ptr, x->st->ptr, w->st->ptr, kept, gx ? gx->st->ptr : NULL,
-                            gw ? gw->st->ptr : NULL);
+    if (s == DT_OK && (gx || gw)) { /* each gradient through the convolution library where it takes it, else im2col + gemm */
+      void *px = gx ? gx->st->ptr : NULL, *pw = gw ? gw->st->ptr : NULL;
+      dt_status ls;
+      if (pw && (ls = dt__conv_lib(op, 2, &g, t, d, x->st->ptr, grad_output->st->ptr, pw)) != DT_ERR_UNSUPPORTED) {
+        s = ls;
+        pw = NULL;
+      }
+      if (s == DT_OK && px && (ls = dt__conv_lib(op, 1, &g, t, d, w->st->ptr, grad_output->st->ptr, px)) != DT_ERR_UNSUPPORTED) {
+        s = ls;
+        px = NULL;
+      }
+      if (s == DT_OK && (px || pw)) s = dt__conv_backward(op, &g, t, d, grad_output->st->ptr, x->st->ptr, w->st->ptr, kept, px, pw);
+    }
   }
   dt_release(tmp);
   if (s != DT_OK) {

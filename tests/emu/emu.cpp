@@ -15,7 +15,9 @@
      switching at __syncthreads and __shfl_*_sync when the launch is marked
      cooperative; the fibers of a block meet at barriers like a real block, and a
      barrier that not all threads reach is reported (divergent barrier);
-   - cuBLAS gemm (column-major, double accumulation) on the handle's stream.
+   - cuBLAS gemm (column-major, double accumulation) on the handle's stream;
+   - cuDNN's NCHW convolutions (forward, backward data, backward filter) as plain loops in
+     double on the handle's stream, with descriptors checked as cuDNN checks them.
 
    What it checks, aborting with a message (these are bugs in the caller, which
    a GPU would report as an error or a crash, or not at all):
@@ -35,6 +37,7 @@
 #include "cuda_bf16.h"
 #include "cuda_fp16.h"
 #include "nccl.h"
+#include "cudnn.h"
 
 #include <setjmp.h>
 #include <ucontext.h>
@@ -45,6 +48,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <climits>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -1838,6 +1842,486 @@ cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
   if (!g_graphs.erase(graph)) die("cudaGraphDestroy: %p is not a graph", (void *)graph);
   delete graph;
   return cudaSuccess;
+}
+
+} /* extern "C" */
+
+/* ---- cuDNN ----
+   The legacy convolution API devtensor_cuda.cu uses with DEVTENSOR_CUDNN: a handle per device
+   bound to a stream; tensor, filter and convolution descriptors, each checked when set
+   (CUDNN_STATUS_BAD_PARAM for sizes below 1, NOT_SUPPORTED for what is not emulated: other
+   layouts, integer types) and again together when used (types agreeing, channels and groups,
+   the output's size; BAD_PARAM otherwise); the heuristics' list in a fixed order, whose first
+   forward algorithm asks for more workspace than any device has and whose next ones for some
+   (so that a caller's workspace path and its fallback run), and the convolutions, queued on the
+   handle's stream: inputs read as float or double (F32 reduced to TF32 where the math type
+   allows tensor cores), sums in double, out = alpha op + beta out (out not read where beta is 0),
+   rounded once. A given workspace is written over first, as a GPU's kernels would. */
+namespace {
+struct DnnHandle { int dev; cudaStream_t stream = nullptr; };
+struct DnnTensor { bool set = false; cudnnDataType_t t = CUDNN_DATA_FLOAT; int n = 0, c = 0, h = 0, w = 0; };
+struct DnnFilter { bool set = false; cudnnDataType_t t = CUDNN_DATA_FLOAT; int k = 0, c = 0, h = 0, w = 0; };
+struct DnnConv {
+  bool set = false;
+  int ph = 0, pw = 0, sh = 1, sw = 1, dh = 1, dw = 1, groups = 1;
+  cudnnConvolutionMode_t mode = CUDNN_CONVOLUTION;
+  cudnnDataType_t ct = CUDNN_DATA_FLOAT;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+};
+std::mutex g_dnn_mu;
+std::set<void *> g_dnn_objs; /* every live handle and descriptor */
+std::map<std::string, std::pair<int, int>> g_dnn_fail; /* function -> (status, calls left) */
+std::atomic<unsigned long long> g_dnn_convs{0}, g_dnn_ws{0};
+std::atomic<long long> g_dnn_max{INT_MAX};
+
+/* dtemu_cudnn_fail's injected status for this call of fn, if any */
+bool dnn_injected(const char *fn, cudnnStatus_t *st) {
+  std::lock_guard<std::mutex> lk(g_dnn_mu);
+  auto it = g_dnn_fail.find(fn);
+  if (it == g_dnn_fail.end() || it->second.second <= 0) return false;
+  *st = (cudnnStatus_t)it->second.first;
+  if (--it->second.second == 0) g_dnn_fail.erase(it);
+  return true;
+}
+#define DNN_INJECT(fn)                          \
+  do {                                          \
+    cudnnStatus_t inj_;                         \
+    if (dnn_injected(fn, &inj_)) return inj_;   \
+  } while (0)
+
+template <typename T> T *dnn_obj(void *p) {
+  std::lock_guard<std::mutex> lk(g_dnn_mu);
+  return p && g_dnn_objs.count(p) ? static_cast<T *>(p) : nullptr;
+}
+template <typename T> cudnnStatus_t dnn_create(T **out) {
+  if (!out) return CUDNN_STATUS_BAD_PARAM;
+  T *o = new T;
+  std::lock_guard<std::mutex> lk(g_dnn_mu);
+  g_dnn_objs.insert(o);
+  *out = o;
+  return CUDNN_STATUS_SUCCESS;
+}
+template <typename T> cudnnStatus_t dnn_destroy(T *o) {
+  if (!o) return CUDNN_STATUS_SUCCESS;
+  std::lock_guard<std::mutex> lk(g_dnn_mu);
+  if (!g_dnn_objs.erase(o)) return CUDNN_STATUS_BAD_PARAM;
+  delete o;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+DnnHandle *dnn_handle(cudnnHandle_t h, const char *what) {
+  DnnHandle *d = dnn_obj<DnnHandle>(h);
+  if (!d) die("%s: %p is not a cuDNN handle", what, (void *)h);
+  if (d->dev != t_dev)
+    die("%s: the handle belongs to device %d but device %d is current (cuDNN needs its handle's device current)", what, d->dev, t_dev);
+  return d;
+}
+
+size_t dnn_size(cudnnDataType_t t) { return t == CUDNN_DATA_DOUBLE ? 8 : t == CUDNN_DATA_FLOAT ? 4 : 2; }
+bool dnn_float_type(cudnnDataType_t t) {
+  return t == CUDNN_DATA_FLOAT || t == CUDNN_DATA_DOUBLE || t == CUDNN_DATA_HALF || t == CUDNN_DATA_BFLOAT16;
+}
+double dnn_load(cudnnDataType_t t, const void *p, size_t i, bool tf32) {
+  if (t == CUDNN_DATA_DOUBLE) return static_cast<const double *>(p)[i];
+  if (t == CUDNN_DATA_FLOAT) {
+    float v = static_cast<const float *>(p)[i];
+    return tf32 ? ex_reduce(CUBLAS_COMPUTE_32F_FAST_TF32, v) : v;
+  }
+  unsigned short x = static_cast<const unsigned short *>(p)[i];
+  if (t == CUDNN_DATA_HALF) { __half h; h.x = x; return __half2float(h); }
+  __nv_bfloat16 b; b.x = x; return __bfloat162float(b);
+}
+void dnn_store(cudnnDataType_t t, void *p, size_t i, double v) {
+  if (t == CUDNN_DATA_DOUBLE) static_cast<double *>(p)[i] = v;
+  else if (t == CUDNN_DATA_FLOAT) static_cast<float *>(p)[i] = (float)v;
+  else if (t == CUDNN_DATA_HALF) static_cast<unsigned short *>(p)[i] = __float2half_rn((float)v).x;
+  else static_cast<unsigned short *>(p)[i] = __float2bfloat16((float)v).x;
+}
+
+/* one convolution's geometry, checked from its four descriptors */
+struct DnnGeom {
+  cudnnDataType_t t;
+  int n, c, h, w, k, kh, kw, oh, ow, ph, pw, sh, sw, dh, dw, groups;
+  bool tf32;
+};
+cudnnStatus_t dnn_geom(const cudnnTensorDescriptor_t xd, const cudnnFilterDescriptor_t wd, const cudnnConvolutionDescriptor_t cd,
+                       const cudnnTensorDescriptor_t yd, DnnGeom *g) {
+  DnnTensor *x = dnn_obj<DnnTensor>(xd), *y = dnn_obj<DnnTensor>(yd);
+  DnnFilter *w = dnn_obj<DnnFilter>(wd);
+  DnnConv *c = dnn_obj<DnnConv>(cd);
+  if (!x || !y || !w || !c || !x->set || !y->set || !w->set || !c->set) return CUDNN_STATUS_BAD_PARAM;
+  const long long lim = g_dnn_max.load(); /* dtemu_cudnn_max_elements, when used too */
+  if ((long long)x->n * x->c * x->h * x->w > lim || (long long)y->n * y->c * y->h * y->w > lim) return CUDNN_STATUS_NOT_SUPPORTED;
+  if (x->t != y->t || x->t != w->t) return CUDNN_STATUS_BAD_PARAM;
+  /* the compute types cuDNN takes for each data type */
+  bool ok = x->t == CUDNN_DATA_DOUBLE ? c->ct == CUDNN_DATA_DOUBLE
+          : x->t == CUDNN_DATA_HALF   ? c->ct == CUDNN_DATA_FLOAT || c->ct == CUDNN_DATA_HALF
+                                      : c->ct == CUDNN_DATA_FLOAT;
+  if (!ok) return CUDNN_STATUS_NOT_SUPPORTED;
+  if (x->c != w->c * c->groups || w->k % c->groups != 0 || y->n != x->n || y->c != w->k) return CUDNN_STATUS_BAD_PARAM;
+  long long oh = ((long long)x->h + 2LL * c->ph - (long long)c->dh * (w->h - 1) - 1) / c->sh + 1;
+  long long ow = ((long long)x->w + 2LL * c->pw - (long long)c->dw * (w->w - 1) - 1) / c->sw + 1;
+  if ((long long)x->h + 2LL * c->ph < (long long)c->dh * (w->h - 1) + 1 || (long long)x->w + 2LL * c->pw < (long long)c->dw * (w->w - 1) + 1 ||
+      oh != y->h || ow != y->w)
+    return CUDNN_STATUS_BAD_PARAM;
+  if (c->mode != CUDNN_CROSS_CORRELATION) return CUDNN_STATUS_NOT_SUPPORTED; /* not emulated: the flipped kernel */
+  *g = DnnGeom{x->t, x->n, x->c, x->h, x->w, w->k, w->h, w->w, y->h, y->w, c->ph, c->pw, c->sh, c->sw, c->dh, c->dw, c->groups,
+               x->t == CUDNN_DATA_FLOAT && (c->math == CUDNN_TENSOR_OP_MATH || c->math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)};
+  return CUDNN_STATUS_SUCCESS;
+}
+
+/* The emulated algorithms: dir 0 forward, 1 backward data, 2 backward filter, in the heuristics'
+   order; the workspace each asks for, or NOT_SUPPORTED. Forward: FFT (more than any device has),
+   IMPLICIT_PRECOMP_GEMM (an index table), IMPLICIT_GEMM (none); backward data and filter: ALGO_1
+   (one image's unfolded input), ALGO_0 (none). */
+const int kDnnOrder[3][3] = {{CUDNN_CONVOLUTION_FWD_ALGO_FFT, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
+                              CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM},
+                             {CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, -1},
+                             {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, -1}};
+const int kDnnCount[3] = {CUDNN_CONVOLUTION_FWD_ALGO_COUNT, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+                          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT};
+cudnnStatus_t dnn_ws(int dir, int algo, const DnnGeom &g, size_t *ws) {
+  size_t col = (size_t)g.c / g.groups * g.kh * g.kw * g.oh * g.ow * dnn_size(g.t);
+  if (dir == 0 && algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT) *ws = (size_t)1 << 50;
+  else if (dir == 0 && algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) *ws = (size_t)g.c / g.groups * g.kh * g.kw * sizeof(int);
+  else if (dir == 0 && algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM) *ws = 0;
+  else if (dir != 0 && algo == 1) *ws = col;
+  else if (dir != 0 && algo == 0) *ws = 0;
+  else return CUDNN_STATUS_NOT_SUPPORTED;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+/* the heuristics' list for dir: every algorithm, the emulated ones first in their order */
+template <typename Perf, typename Algo>
+cudnnStatus_t dnn_heuristics(int dir, cudnnHandle_t h, const DnnGeom &g, cudnnMathType_t math, int requested, int *returned, Perf *perf) {
+  if (!returned || !perf || requested < 1) return CUDNN_STATUS_BAD_PARAM;
+  int n = 0;
+  for (int i = 0; i < 3 && n < requested; i++) {
+    if (kDnnOrder[dir][i] < 0) continue;
+    Perf p;
+    memset(&p, 0, sizeof p);
+    p.algo = (Algo)kDnnOrder[dir][i];
+    p.status = dnn_ws(dir, kDnnOrder[dir][i], g, &p.memory);
+    p.time = (float)(i + 1);
+    p.determinism = CUDNN_DETERMINISTIC;
+    p.mathType = math;
+    perf[n++] = p;
+  }
+  for (int a = 0; a < kDnnCount[dir] && n < requested; a++) {
+    bool listed = false;
+    for (int i = 0; i < 3; i++) listed = listed || kDnnOrder[dir][i] == a;
+    if (listed) continue;
+    Perf p;
+    memset(&p, 0, sizeof p);
+    p.algo = (Algo)a;
+    p.status = CUDNN_STATUS_NOT_SUPPORTED;
+    p.time = -1.0f;
+    p.mathType = math;
+    perf[n++] = p;
+  }
+  (void)h;
+  *returned = n;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnMathType_t dnn_math(cudnnConvolutionDescriptor_t cd) {
+  DnnConv *c = dnn_obj<DnnConv>(cd);
+  return c ? c->math : CUDNN_DEFAULT_MATH;
+}
+
+/* One convolution call: dir 0 y = conv(x, w), 1 dx from w and dy, 2 dw from x and dy; a, b its
+   inputs in that order, out its output; checked, then queued on the handle's stream. */
+cudnnStatus_t dnn_run(const char *what, int dir, cudnnHandle_t h, const void *alpha, const void *a, const void *b,
+                      const cudnnTensorDescriptor_t xd, const cudnnFilterDescriptor_t wd, const cudnnConvolutionDescriptor_t cd,
+                      const cudnnTensorDescriptor_t yd, int algo, void *ws, size_t ws_bytes, const void *beta, void *out) {
+  DnnHandle *hd = dnn_handle(h, what);
+  DnnGeom g;
+  cudnnStatus_t st = dnn_geom(xd, wd, cd, yd, &g);
+  if (st != CUDNN_STATUS_SUCCESS) return st;
+  if (!alpha || !beta || !a || !b || !out) return CUDNN_STATUS_BAD_PARAM;
+  size_t need = 0;
+  if (algo < 0 || algo >= kDnnCount[dir]) return CUDNN_STATUS_BAD_PARAM;
+  if ((st = dnn_ws(dir, algo, g, &need)) != CUDNN_STATUS_SUCCESS) return st;
+  if (ws_bytes < need || (need > 0 && !ws)) return CUDNN_STATUS_BAD_PARAM;
+  const size_t es = dnn_size(g.t);
+  const size_t nx = (size_t)g.n * g.c * g.h * g.w, nw = (size_t)g.k * (g.c / g.groups) * g.kh * g.kw, ny = (size_t)g.n * g.k * g.oh * g.ow;
+  const void *x = dir == 1 ? nullptr : a, *w = dir == 1 ? a : dir == 0 ? b : nullptr, *dy = dir == 0 ? nullptr : b;
+  const size_t sizes[3][3] = {{nx, nw, ny}, {nw, ny, nx}, {nx, ny, nw}};
+  if (device_range(a, sizes[dir][0] * es, what) != hd->dev || device_range(b, sizes[dir][1] * es, what) != hd->dev ||
+      device_range(out, sizes[dir][2] * es, what) != hd->dev)
+    die("%s: an operand is on another device than the handle's (%d)", what, hd->dev);
+  if (ws_bytes > 0 && ws && device_range(ws, ws_bytes, what) != hd->dev) die("%s: the workspace is on another device than the handle's", what);
+  double al, be;
+  if (g.t == CUDNN_DATA_DOUBLE) { al = *static_cast<const double *>(alpha); be = *static_cast<const double *>(beta); }
+  else { al = *static_cast<const float *>(alpha); be = *static_cast<const float *>(beta); }
+  g_dnn_convs++;
+  if (ws && ws_bytes > 0) g_dnn_ws++;
+  stream_of(hd->stream)->push([=] {
+    if (ws && ws_bytes > 0) memset(ws, 0xab, ws_bytes);
+    const int cg = g.c / g.groups, kg = g.k / g.groups;
+    std::vector<double> acc(sizes[dir][2], 0.0);
+    for (int n = 0; n < g.n; n++)
+      for (int o = 0; o < g.k; o++)
+        for (int oy = 0; oy < g.oh; oy++)
+          for (int ox = 0; ox < g.ow; ox++) {
+            const size_t yi = (((size_t)n * g.k + o) * g.oh + oy) * g.ow + ox;
+            const double gy = dir == 0 ? 0.0 : dnn_load(g.t, dy, yi, g.tf32);
+            double sum = 0;
+            for (int ci = 0; ci < cg; ci++)
+              for (int ky = 0; ky < g.kh; ky++)
+                for (int kx = 0; kx < g.kw; kx++) {
+                  const long iy = (long)oy * g.sh - g.ph + (long)ky * g.dh, ix = (long)ox * g.sw - g.pw + (long)kx * g.dw;
+                  if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) continue;
+                  const size_t xi = (((size_t)n * g.c + (size_t)(o / kg) * cg + ci) * g.h + iy) * g.w + ix;
+                  const size_t wi = (((size_t)o * cg + ci) * g.kh + ky) * g.kw + kx;
+                  if (dir == 0) sum += dnn_load(g.t, x, xi, g.tf32) * dnn_load(g.t, w, wi, g.tf32);
+                  else if (dir == 1) acc[xi] += gy * dnn_load(g.t, w, wi, g.tf32);
+                  else acc[wi] += gy * dnn_load(g.t, x, xi, g.tf32);
+                }
+            if (dir == 0) acc[yi] = sum;
+          }
+    for (size_t i = 0; i < acc.size(); i++) {
+      double v = al * acc[i];
+      if (be != 0.0) v += be * dnn_load(g.t, out, i, false);
+      dnn_store(g.t, out, i, v);
+    }
+  });
+  return CUDNN_STATUS_SUCCESS;
+}
+} /* namespace */
+
+extern "C" {
+
+unsigned long long dtemu_cudnn_convolutions(void) { return g_dnn_convs.load(); }
+unsigned long long dtemu_cudnn_workspace_uses(void) { return g_dnn_ws.load(); }
+void dtemu_cudnn_fail(const char *fn, int status, int count) {
+  std::lock_guard<std::mutex> lk(g_dnn_mu);
+  if (count <= 0) g_dnn_fail.erase(fn);
+  else g_dnn_fail[fn] = std::make_pair(status, count);
+}
+void dtemu_cudnn_max_elements(long long n) { g_dnn_max.store(n > 0 ? n : INT_MAX); }
+unsigned long long dtemu_cudnn_live_objects(void) {
+  std::lock_guard<std::mutex> lk(g_dnn_mu);
+  return g_dnn_objs.size();
+}
+
+const char *cudnnGetErrorString(cudnnStatus_t s) {
+  switch (s) {
+    case CUDNN_STATUS_SUCCESS: return "CUDNN_STATUS_SUCCESS";
+    case CUDNN_STATUS_NOT_INITIALIZED: return "CUDNN_STATUS_NOT_INITIALIZED";
+    case CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH: return "CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH";
+    case CUDNN_STATUS_SERIALIZATION_VERSION_MISMATCH: return "CUDNN_STATUS_SERIALIZATION_VERSION_MISMATCH";
+    case CUDNN_STATUS_DEPRECATED: return "CUDNN_STATUS_DEPRECATED";
+    case CUDNN_STATUS_LICENSE_ERROR: return "CUDNN_STATUS_LICENSE_ERROR";
+    case CUDNN_STATUS_RUNTIME_IN_PROGRESS: return "CUDNN_STATUS_RUNTIME_IN_PROGRESS";
+    case CUDNN_STATUS_RUNTIME_FP_OVERFLOW: return "CUDNN_STATUS_RUNTIME_FP_OVERFLOW";
+    case CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED: return "CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED";
+    case CUDNN_STATUS_BAD_PARAM: return "CUDNN_STATUS_BAD_PARAM";
+    case CUDNN_STATUS_BAD_PARAM_NULL_POINTER: return "CUDNN_STATUS_BAD_PARAM_NULL_POINTER";
+    case CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER: return "CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER";
+    case CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED: return "CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED";
+    case CUDNN_STATUS_BAD_PARAM_OUT_OF_BOUND: return "CUDNN_STATUS_BAD_PARAM_OUT_OF_BOUND";
+    case CUDNN_STATUS_BAD_PARAM_SIZE_INSUFFICIENT: return "CUDNN_STATUS_BAD_PARAM_SIZE_INSUFFICIENT";
+    case CUDNN_STATUS_BAD_PARAM_STREAM_MISMATCH: return "CUDNN_STATUS_BAD_PARAM_STREAM_MISMATCH";
+    case CUDNN_STATUS_BAD_PARAM_SHAPE_MISMATCH: return "CUDNN_STATUS_BAD_PARAM_SHAPE_MISMATCH";
+    case CUDNN_STATUS_NOT_SUPPORTED: return "CUDNN_STATUS_NOT_SUPPORTED";
+    case CUDNN_STATUS_NOT_SUPPORTED_SHAPE: return "CUDNN_STATUS_NOT_SUPPORTED_SHAPE";
+    case CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE: return "CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE";
+    case CUDNN_STATUS_NOT_SUPPORTED_LAYOUT: return "CUDNN_STATUS_NOT_SUPPORTED_LAYOUT";
+    case CUDNN_STATUS_INTERNAL_ERROR: return "CUDNN_STATUS_INTERNAL_ERROR";
+    case CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED: return "CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED";
+    case CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED: return "CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED";
+    case CUDNN_STATUS_EXECUTION_FAILED: return "CUDNN_STATUS_EXECUTION_FAILED";
+    case CUDNN_STATUS_EXECUTION_FAILED_CUDART: return "CUDNN_STATUS_EXECUTION_FAILED_CUDART";
+  }
+  return "CUDNN_STATUS_UNKNOWN";
+}
+
+cudnnStatus_t cudnnCreate(cudnnHandle_t *handle) {
+  DNN_INJECT("cudnnCreate");
+  if (!handle) return CUDNN_STATUS_BAD_PARAM;
+  if (check_cur() != cudaSuccess) return CUDNN_STATUS_NOT_INITIALIZED;
+  DnnHandle *h = nullptr;
+  cudnnStatus_t st = dnn_create(&h);
+  if (st != CUDNN_STATUS_SUCCESS) return st;
+  h->dev = t_dev;
+  *handle = reinterpret_cast<cudnnHandle_t>(h);
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnDestroy(cudnnHandle_t handle) { return dnn_destroy(dnn_obj<DnnHandle>(handle)); }
+cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t s) {
+  DNN_INJECT("cudnnSetStream");
+  DnnHandle *h = dnn_handle(handle, "cudnnSetStream");
+  if (stream_of(s)->dev != h->dev) return CUDNN_STATUS_BAD_PARAM_STREAM_MISMATCH;
+  h->stream = s;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnCreateTensorDescriptor(cudnnTensorDescriptor_t *d) {
+  DNN_INJECT("cudnnCreateTensorDescriptor");
+  DnnTensor *o = nullptr;
+  cudnnStatus_t st = dnn_create(&o);
+  if (st == CUDNN_STATUS_SUCCESS) *d = reinterpret_cast<cudnnTensorDescriptor_t>(o);
+  return st;
+}
+cudnnStatus_t cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t d, cudnnTensorFormat_t format, cudnnDataType_t t, int n, int c,
+                                         int h, int w) {
+  DNN_INJECT("cudnnSetTensor4dDescriptor");
+  DnnTensor *o = dnn_obj<DnnTensor>(d);
+  if (!o || n <= 0 || c <= 0 || h <= 0 || w <= 0) return CUDNN_STATUS_BAD_PARAM;
+  if (format != CUDNN_TENSOR_NCHW || !dnn_float_type(t)) return CUDNN_STATUS_NOT_SUPPORTED;
+  if ((long double)n * c * h * w > (long double)g_dnn_max.load()) return CUDNN_STATUS_NOT_SUPPORTED; /* cuDNN: at most 2^31 - 1 elements */
+  o->set = true; o->t = t; o->n = n; o->c = c; o->h = h; o->w = w;
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnDestroyTensorDescriptor(cudnnTensorDescriptor_t d) { return dnn_destroy(dnn_obj<DnnTensor>(d)); }
+
+cudnnStatus_t cudnnCreateFilterDescriptor(cudnnFilterDescriptor_t *d) {
+  DNN_INJECT("cudnnCreateFilterDescriptor");
+  DnnFilter *o = nullptr;
+  cudnnStatus_t st = dnn_create(&o);
+  if (st == CUDNN_STATUS_SUCCESS) *d = reinterpret_cast<cudnnFilterDescriptor_t>(o);
+  return st;
+}
+cudnnStatus_t cudnnSetFilter4dDescriptor(cudnnFilterDescriptor_t d, cudnnDataType_t t, cudnnTensorFormat_t format, int k, int c,
+                                         int h, int w) {
+  DNN_INJECT("cudnnSetFilter4dDescriptor");
+  DnnFilter *o = dnn_obj<DnnFilter>(d);
+  if (!o || k <= 0 || c <= 0 || h <= 0 || w <= 0) return CUDNN_STATUS_BAD_PARAM;
+  if (format != CUDNN_TENSOR_NCHW || !dnn_float_type(t)) return CUDNN_STATUS_NOT_SUPPORTED;
+  o->set = true; o->t = t; o->k = k; o->c = c; o->h = h; o->w = w;
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnDestroyFilterDescriptor(cudnnFilterDescriptor_t d) { return dnn_destroy(dnn_obj<DnnFilter>(d)); }
+
+cudnnStatus_t cudnnCreateConvolutionDescriptor(cudnnConvolutionDescriptor_t *d) {
+  DNN_INJECT("cudnnCreateConvolutionDescriptor");
+  DnnConv *o = nullptr;
+  cudnnStatus_t st = dnn_create(&o);
+  if (st == CUDNN_STATUS_SUCCESS) *d = reinterpret_cast<cudnnConvolutionDescriptor_t>(o);
+  return st;
+}
+cudnnStatus_t cudnnSetConvolution2dDescriptor(cudnnConvolutionDescriptor_t d, int pad_h, int pad_w, int u, int v, int dilation_h,
+                                              int dilation_w, cudnnConvolutionMode_t mode, cudnnDataType_t computeType) {
+  DNN_INJECT("cudnnSetConvolution2dDescriptor");
+  DnnConv *o = dnn_obj<DnnConv>(d);
+  if (!o || pad_h < 0 || pad_w < 0 || u <= 0 || v <= 0 || dilation_h <= 0 || dilation_w <= 0 ||
+      (mode != CUDNN_CONVOLUTION && mode != CUDNN_CROSS_CORRELATION))
+    return CUDNN_STATUS_BAD_PARAM;
+  if (!dnn_float_type(computeType)) return CUDNN_STATUS_NOT_SUPPORTED;
+  o->set = true; o->ph = pad_h; o->pw = pad_w; o->sh = u; o->sw = v; o->dh = dilation_h; o->dw = dilation_w;
+  o->mode = mode; o->ct = computeType;
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnSetConvolutionGroupCount(cudnnConvolutionDescriptor_t d, int groupCount) {
+  DNN_INJECT("cudnnSetConvolutionGroupCount");
+  DnnConv *o = dnn_obj<DnnConv>(d);
+  if (!o || groupCount < 1) return CUDNN_STATUS_BAD_PARAM;
+  o->groups = groupCount;
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t d, cudnnMathType_t mathType) {
+  DNN_INJECT("cudnnSetConvolutionMathType");
+  DnnConv *o = dnn_obj<DnnConv>(d);
+  if (!o || (mathType != CUDNN_DEFAULT_MATH && mathType != CUDNN_TENSOR_OP_MATH && mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION &&
+             mathType != CUDNN_FMA_MATH))
+    return CUDNN_STATUS_BAD_PARAM;
+  o->math = mathType;
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnDestroyConvolutionDescriptor(cudnnConvolutionDescriptor_t d) { return dnn_destroy(dnn_obj<DnnConv>(d)); }
+
+cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t h, const cudnnTensorDescriptor_t xd, const cudnnFilterDescriptor_t wd,
+                                                     const cudnnConvolutionDescriptor_t cd, const cudnnTensorDescriptor_t yd,
+                                                     const int requested, int *returned, cudnnConvolutionFwdAlgoPerf_t *perf) {
+  DNN_INJECT("cudnnGetConvolutionForwardAlgorithm_v7");
+  (void)dnn_handle(h, "cudnnGetConvolutionForwardAlgorithm_v7");
+  DnnGeom g;
+  cudnnStatus_t st = dnn_geom(xd, wd, cd, yd, &g);
+  if (st != CUDNN_STATUS_SUCCESS) return st;
+  return dnn_heuristics<cudnnConvolutionFwdAlgoPerf_t, cudnnConvolutionFwdAlgo_t>(0, h, g, dnn_math(cd), requested, returned, perf);
+}
+cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t h, const cudnnTensorDescriptor_t xd, const cudnnFilterDescriptor_t wd,
+                                                      const cudnnConvolutionDescriptor_t cd, const cudnnTensorDescriptor_t yd,
+                                                      cudnnConvolutionFwdAlgo_t algo, size_t *size) {
+  DNN_INJECT("cudnnGetConvolutionForwardWorkspaceSize");
+  (void)dnn_handle(h, "cudnnGetConvolutionForwardWorkspaceSize");
+  DnnGeom g;
+  cudnnStatus_t st = dnn_geom(xd, wd, cd, yd, &g);
+  if (st != CUDNN_STATUS_SUCCESS) return st;
+  if (!size) return CUDNN_STATUS_BAD_PARAM;
+  return dnn_ws(0, (int)algo, g, size);
+}
+cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha, const cudnnTensorDescriptor_t xd, const void *x,
+                                      const cudnnFilterDescriptor_t wd, const void *w, const cudnnConvolutionDescriptor_t cd,
+                                      cudnnConvolutionFwdAlgo_t algo, void *ws, size_t ws_bytes, const void *beta,
+                                      const cudnnTensorDescriptor_t yd, void *y) {
+  DNN_INJECT("cudnnConvolutionForward");
+  return dnn_run("cudnnConvolutionForward", 0, h, alpha, x, w, xd, wd, cd, yd, (int)algo, ws, ws_bytes, beta, y);
+}
+
+cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnnHandle_t h, const cudnnFilterDescriptor_t wd,
+                                                          const cudnnTensorDescriptor_t dyd, const cudnnConvolutionDescriptor_t cd,
+                                                          const cudnnTensorDescriptor_t dxd, const int requested, int *returned,
+                                                          cudnnConvolutionBwdDataAlgoPerf_t *perf) {
+  DNN_INJECT("cudnnGetConvolutionBackwardDataAlgorithm_v7");
+  (void)dnn_handle(h, "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+  DnnGeom g;
+  cudnnStatus_t st = dnn_geom(dxd, wd, cd, dyd, &g);
+  if (st != CUDNN_STATUS_SUCCESS) return st;
+  return dnn_heuristics<cudnnConvolutionBwdDataAlgoPerf_t, cudnnConvolutionBwdDataAlgo_t>(1, h, g, dnn_math(cd), requested, returned,
+                                                                                          perf);
+}
+cudnnStatus_t cudnnGetConvolutionBackwardDataWorkspaceSize(cudnnHandle_t h, const cudnnFilterDescriptor_t wd,
+                                                           const cudnnTensorDescriptor_t dyd, const cudnnConvolutionDescriptor_t cd,
+                                                           const cudnnTensorDescriptor_t dxd, cudnnConvolutionBwdDataAlgo_t algo,
+                                                           size_t *size) {
+  DNN_INJECT("cudnnGetConvolutionBackwardDataWorkspaceSize");
+  (void)dnn_handle(h, "cudnnGetConvolutionBackwardDataWorkspaceSize");
+  DnnGeom g;
+  cudnnStatus_t st = dnn_geom(dxd, wd, cd, dyd, &g);
+  if (st != CUDNN_STATUS_SUCCESS) return st;
+  if (!size) return CUDNN_STATUS_BAD_PARAM;
+  return dnn_ws(1, (int)algo, g, size);
+}
+cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void *alpha, const cudnnFilterDescriptor_t wd, const void *w,
+                                           const cudnnTensorDescriptor_t dyd, const void *dy, const cudnnConvolutionDescriptor_t cd,
+                                           cudnnConvolutionBwdDataAlgo_t algo, void *ws, size_t ws_bytes, const void *beta,
+                                           const cudnnTensorDescriptor_t dxd, void *dx) {
+  DNN_INJECT("cudnnConvolutionBackwardData");
+  return dnn_run("cudnnConvolutionBackwardData", 1, h, alpha, w, dy, dxd, wd, cd, dyd, (int)algo, ws, ws_bytes, beta, dx);
+}
+
+cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnnHandle_t h, const cudnnTensorDescriptor_t xd,
+                                                            const cudnnTensorDescriptor_t dyd, const cudnnConvolutionDescriptor_t cd,
+                                                            const cudnnFilterDescriptor_t dwd, const int requested, int *returned,
+                                                            cudnnConvolutionBwdFilterAlgoPerf_t *perf) {
+  DNN_INJECT("cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+  (void)dnn_handle(h, "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+  DnnGeom g;
+  cudnnStatus_t st = dnn_geom(xd, dwd, cd, dyd, &g);
+  if (st != CUDNN_STATUS_SUCCESS) return st;
+  return dnn_heuristics<cudnnConvolutionBwdFilterAlgoPerf_t, cudnnConvolutionBwdFilterAlgo_t>(2, h, g, dnn_math(cd), requested,
+                                                                                              returned, perf);
+}
+cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnnHandle_t h, const cudnnTensorDescriptor_t xd,
+                                                             const cudnnTensorDescriptor_t dyd, const cudnnConvolutionDescriptor_t cd,
+                                                             const cudnnFilterDescriptor_t dwd, cudnnConvolutionBwdFilterAlgo_t algo,
+                                                             size_t *size) {
+  DNN_INJECT("cudnnGetConvolutionBackwardFilterWorkspaceSize");
+  (void)dnn_handle(h, "cudnnGetConvolutionBackwardFilterWorkspaceSize");
+  DnnGeom g;
+  cudnnStatus_t st = dnn_geom(xd, dwd, cd, dyd, &g);
+  if (st != CUDNN_STATUS_SUCCESS) return st;
+  if (!size) return CUDNN_STATUS_BAD_PARAM;
+  return dnn_ws(2, (int)algo, g, size);
+}
+cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void *alpha, const cudnnTensorDescriptor_t xd, const void *x,
+                                             const cudnnTensorDescriptor_t dyd, const void *dy, const cudnnConvolutionDescriptor_t cd,
+                                             cudnnConvolutionBwdFilterAlgo_t algo, void *ws, size_t ws_bytes, const void *beta,
+                                             const cudnnFilterDescriptor_t dwd, void *dw) {
+  DNN_INJECT("cudnnConvolutionBackwardFilter");
+  return dnn_run("cudnnConvolutionBackwardFilter", 2, h, alpha, x, dy, xd, dwd, cd, dyd, (int)algo, ws, ws_bytes, beta, dw);
 }
 
 } /* extern "C" */
