@@ -18,6 +18,7 @@ extern "C" {
 #endif
 unsigned long long dtemu_cudnn_convolutions(void) __attribute__((weak));
 unsigned long long dtemu_cudnn_workspace_uses(void) __attribute__((weak));
+int dtemu_cudnn_last_algo(int dir) __attribute__((weak));
 unsigned long long dtemu_cudnn_live_objects(void) __attribute__((weak));
 void dtemu_cudnn_fail(const char *fn, int status, int count) __attribute__((weak));
 void dtemu_cudnn_max_elements(long long n) __attribute__((weak));
@@ -336,7 +337,9 @@ static void test_graph(dt_device dev) {
 }
 
 /* the emulator's cuDNN: the forward's first algorithm asks for more workspace than the device has,
-   so the next (with a workspace) runs, as do both gradients' first (with one); nothing stays allocated */
+   so the next (with a workspace) runs, as do both gradients' first deterministic one (with one:
+   the weight gradient's list starts with algorithm 0, which adds with atomics, and is passed
+   over); nothing stays allocated */
 static void test_cudnn_taken(dt_device dev) {
   dt_tensor *x, *w, *gy, *y, *gx = NULL, *gw = NULL;
   unsigned long long c0, w0;
@@ -350,6 +353,8 @@ static void test_cudnn_taken(dt_device dev) {
   T_CHECK(convs() - c0 == 1 && ws_uses() - w0 == 1);
   T_CHECK(dt_f_conv2d_backward(gy, x, w, 1, 1, 0, 0, 1, 1, 1, &gx, &gw, NULL) == DT_OK);
   T_CHECK(convs() - c0 == 3 && ws_uses() - w0 == 3);
+  T_CHECK_MSG(dtemu_cudnn_last_algo(2) == 1 && dtemu_cudnn_last_algo(1) == 1, "weight gradient algorithm %d, input gradient %d",
+              dtemu_cudnn_last_algo(2), dtemu_cudnn_last_algo(1));
   dt_release(x); dt_release(w); dt_release(gy); dt_release(y); dt_release(gx); dt_release(gw);
   T_CHECK_MSG(allocated(dev) == base, "%zu bytes allocated, %zu before", allocated(dev), base);
 }

@@ -12,14 +12,25 @@
    kept for the life of the process like the cuBLAS handle (DevState is never destroyed either:
    tensors released from atexit handlers may still convolve). Per device a cache of plans keyed
    by the direction, dtype, math mode and geometry: the four descriptors and the algorithms
-   cudnnGet*Algorithm_v7 returned with CUDNN_STATUS_SUCCESS, in its order, each with its
-   workspace size. A call takes the first of them whose workspace the device's caching allocator
+   cudnnGet*Algorithm_v7 returned with CUDNN_STATUS_SUCCESS, the deterministic ones first (so a
+   run, and a graph's replay against the eager step, gives the same bits), each in its order,
+   each with its workspace size. A call takes the first of them whose workspace the device's caching allocator
    can give (remembered: later calls start there), and gives the workspace back as soon as the
    call is queued: the stream orders its reuse, and under stream capture the allocator keeps it
    for the graph. A case cuDNN does not support (its NOT_SUPPORTED statuses, no algorithm, no
    workspace) is DT_ERR_UNSUPPORTED, which sends the core to im2col + cuBLAS; any other status
    is DT_ERR_BACKEND with cudnnGetErrorString's text. */
 #ifdef DEVTENSOR_CUDNN
+
+/* DEVTENSOR_NO_CUDNN=1 (read once): every convolution through im2col + cuBLAS, as in a build
+   without cuDNN (torch.backends.cudnn.enabled = False); the tests run both paths this way */
+bool cudnn_off() {
+  static const bool off = [] {
+    const char *v = getenv("DEVTENSOR_NO_CUDNN");
+    return v && *v && strcmp(v, "0") != 0;
+  }();
+  return off;
+}
 
 /* a NOT_SUPPORTED status (cuDNN 9 numbers them 3000-3999; cuDNN 8 has the one) */
 bool cudnn_refused(cudnnStatus_t st) {
@@ -140,17 +151,20 @@ dt_status plan_algos(cudnnHandle_t h, int dir, cudnnMathType_t want, ConvPlan *p
   int algo[kMaxAlgos];
   cudnnStatus_t ast[kMaxAlgos];
   cudnnMathType_t am[kMaxAlgos];
+  bool det[kMaxAlgos];
   if (dir == kConvFwd) {
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     st = cudnnGetConvolutionForwardAlgorithm_v7(h, p->x, p->w, p->conv, p->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf);
     for (int i = 0; st == CUDNN_STATUS_SUCCESS && i < n && i < kMaxAlgos; i++) {
       algo[i] = (int)perf[i].algo; ast[i] = perf[i].status; am[i] = perf[i].mathType;
+      det[i] = perf[i].determinism == CUDNN_DETERMINISTIC;
     }
   } else if (dir == kConvData) {
     cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     st = cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p->w, p->y, p->conv, p->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf);
     for (int i = 0; st == CUDNN_STATUS_SUCCESS && i < n && i < kMaxAlgos; i++) {
       algo[i] = (int)perf[i].algo; ast[i] = perf[i].status; am[i] = perf[i].mathType;
+      det[i] = perf[i].determinism == CUDNN_DETERMINISTIC;
     }
   } else {
     cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
@@ -158,12 +172,17 @@ dt_status plan_algos(cudnnHandle_t h, int dir, cudnnMathType_t want, ConvPlan *p
                                                        perf);
     for (int i = 0; st == CUDNN_STATUS_SUCCESS && i < n && i < kMaxAlgos; i++) {
       algo[i] = (int)perf[i].algo; ast[i] = perf[i].status; am[i] = perf[i].mathType;
+      det[i] = perf[i].determinism == CUDNN_DETERMINISTIC;
     }
   }
   if (st != CUDNN_STATUS_SUCCESS) return cudnn_fail(what, st);
   if (n > kMaxAlgos) n = kMaxAlgos;
   cudnnStatus_t wfail = CUDNN_STATUS_SUCCESS;
-  for (int i = 0; i < n; i++) {
+  /* the deterministic ones first, in the heuristics' order, then the others (atomic adds: two
+     runs may differ in the last bits), used only where no deterministic one gets its workspace */
+  for (int k = 0; k < 2 * n; k++) {
+    const int i = k % n;
+    if (det[i] != (k < n)) continue;
     if (ast[i] != CUDNN_STATUS_SUCCESS || !cudnn_math_ok(want, am[i])) continue;
     cudnnMathType_t m = want == CUDNN_FMA_MATH ? CUDNN_FMA_MATH : am[i];
     size_t ws = 0;
@@ -256,6 +275,10 @@ dt_status plan_make(cudnnHandle_t h, int dir, dt_dtype t, cudnnMathType_t math, 
 /* out = op(a, b) for direction dir (forward: x, w -> y; data: w, gy -> gx; filter: x, gy -> gw,
    plus beta gw) on dev's stream */
 dt_status cudnn_conv(int dev, dt_dtype t, const dt__conv2d *g, int dir, const void *a, const void *b, double beta, void *out) {
+  if (cudnn_off()) {
+    set_err("cuDNN is off (DEVTENSOR_NO_CUDNN)");
+    return DT_ERR_UNSUPPORTED;
+  }
   Entered in(dev);
   if (!in.ok()) return in.status();
   CudnnState &c = cudnn_state(dev);
@@ -326,6 +349,14 @@ dt_status cudnn_conv(int dev, dt_dtype t, const dt__conv2d *g, int dir, const vo
   set_err("%s: no workspace for any of cuDNN's %d algorithms (the smallest asks for %s)", kConvCall[dir], p->nalgo,
           dt__bytes_str((double)least, need, sizeof need));
   return DT_ERR_UNSUPPORTED;
+}
+
+/* Before a capture begins on dev: its handle, so that cudnnCreate never runs inside one. */
+dt_status cudnn_before_capture(int dev, DevState &s) {
+  if (cudnn_off()) return DT_OK;
+  CudnnState &c = cudnn_state(dev);
+  std::lock_guard<std::mutex> lk(c.mu);
+  return cudnn_handle(dev, s, c);
 }
 
 dt_status cu_conv2d_forward(int dev, dt_dtype t, const dt__conv2d *g, const void *x, const void *w, void *y) {

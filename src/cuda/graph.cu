@@ -10,7 +10,8 @@
      reused by later calls of the same capture, and go with the graph until dt_graph_free.
    - cuBLAS runs on the device's stream with the workspace the allocator gave it
      (cublasSetWorkspace, as PyTorch does), so it allocates nothing while captured; the handle
-     and the error records the kernels write are made before the capture begins. */
+     and the error records the kernels write are made before the capture begins, and so is
+     cuDNN's handle (its workspaces come from the allocator). */
 
 struct CuGraph {
   cudaGraphExec_t exec = nullptr;
@@ -32,6 +33,10 @@ void graph_return_blocks(DevState &s, std::vector<std::pair<size_t, void *>> &bl
   blocks.clear();
 }
 
+#ifdef DEVTENSOR_CUDNN
+dt_status cudnn_before_capture(int dev, DevState &s); /* src/cuda/cudnn.cu */
+#endif
+
 dt_status cu_graph_begin(int dev) {
   Entered in(dev);
   if (!in.ok()) return in.status();
@@ -43,6 +48,9 @@ dt_status cu_graph_begin(int dev) {
   if ((st = blas_handle(dev, s, &h)) != DT_OK || (st = label_record(dev, s, &rec)) != DT_OK ||
       (st = index_err_record(dev, s, &ie)) != DT_OK)
     return st;
+#ifdef DEVTENSOR_CUDNN
+  if ((st = cudnn_before_capture(dev, s)) != DT_OK) return st;
+#endif
   {
     std::lock_guard<std::mutex> lk(s.mu);
     s.capturing = true;

@@ -1872,6 +1872,7 @@ std::mutex g_dnn_mu;
 std::set<void *> g_dnn_objs; /* every live handle and descriptor */
 std::map<std::string, std::pair<int, int>> g_dnn_fail; /* function -> (status, calls left) */
 std::atomic<unsigned long long> g_dnn_convs{0}, g_dnn_ws{0};
+std::atomic<int> g_dnn_last_algo[3] = {{-1}, {-1}, {-1}}; /* each direction's last algorithm run */
 std::atomic<long long> g_dnn_max{INT_MAX};
 
 /* dtemu_cudnn_fail's injected status for this call of fn, if any */
@@ -1977,7 +1978,7 @@ cudnnStatus_t dnn_geom(const cudnnTensorDescriptor_t xd, const cudnnFilterDescri
 const int kDnnOrder[3][3] = {{CUDNN_CONVOLUTION_FWD_ALGO_FFT, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
                               CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM},
                              {CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, -1},
-                             {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, -1}};
+                             {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, -1}};
 const int kDnnCount[3] = {CUDNN_CONVOLUTION_FWD_ALGO_COUNT, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
                           CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT};
 cudnnStatus_t dnn_ws(int dir, int algo, const DnnGeom &g, size_t *ws) {
@@ -2003,7 +2004,8 @@ cudnnStatus_t dnn_heuristics(int dir, cudnnHandle_t h, const DnnGeom &g, cudnnMa
     p.algo = (Algo)kDnnOrder[dir][i];
     p.status = dnn_ws(dir, kDnnOrder[dir][i], g, &p.memory);
     p.time = (float)(i + 1);
-    p.determinism = CUDNN_DETERMINISTIC;
+    /* as cuDNN's: the gradients' algorithm 0 adds with atomics */
+    p.determinism = dir != 0 && kDnnOrder[dir][i] == 0 ? CUDNN_NON_DETERMINISTIC : CUDNN_DETERMINISTIC;
     p.mathType = math;
     perf[n++] = p;
   }
@@ -2055,6 +2057,7 @@ cudnnStatus_t dnn_run(const char *what, int dir, cudnnHandle_t h, const void *al
   if (g.t == CUDNN_DATA_DOUBLE) { al = *static_cast<const double *>(alpha); be = *static_cast<const double *>(beta); }
   else { al = *static_cast<const float *>(alpha); be = *static_cast<const float *>(beta); }
   g_dnn_convs++;
+  g_dnn_last_algo[dir] = algo;
   if (ws && ws_bytes > 0) g_dnn_ws++;
   stream_of(hd->stream)->push([=] {
     if (ws && ws_bytes > 0) memset(ws, 0xab, ws_bytes);
@@ -2094,6 +2097,7 @@ extern "C" {
 
 unsigned long long dtemu_cudnn_convolutions(void) { return g_dnn_convs.load(); }
 unsigned long long dtemu_cudnn_workspace_uses(void) { return g_dnn_ws.load(); }
+int dtemu_cudnn_last_algo(int dir) { return dir >= 0 && dir < 3 ? g_dnn_last_algo[dir].load() : -1; }
 void dtemu_cudnn_fail(const char *fn, int status, int count) {
   std::lock_guard<std::mutex> lk(g_dnn_mu);
   if (count <= 0) g_dnn_fail.erase(fn);
