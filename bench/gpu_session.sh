@@ -23,7 +23,8 @@
 #   dist    the MPI + NCCL build on the GPU: one rank, then make test-dist(-gpu)
 #   cnn     D2L's LeNet and ResNet-18 on cuda:0 beside PyTorch on the same GPU: eager, with
 #           --cuda-graph, with --tf32 (PyTorch's cuDNN convolutions use TF32 by default; its
-#           twins also run with --tf32 off)
+#           twins also run with --tf32 off); devtensor built without and with cuDNN (CUDNN=1,
+#           the system's or PyTorch's wheel's)
 # QUICK=1 shortens fashion and cnn to what fits beside cudatest in one call: fashion's MLP
 # only, 3 epochs, eager and --cuda-graph; LeNet 3 epochs; ResNet-18 1 epoch.
 # Each phase builds what it needs first (incremental), writes OUTDIR/<phase>.log
@@ -288,17 +289,36 @@ phase_cnn() {
   log=$out/cnn.log
   header >"$log"
   run "$log" make -j"$jobs" CUDA=1 build/cuda/ex/lenet build/cuda/ex/resnet
+  # the cuDNN build (make CUDNN=1) in build/cudnn: the system's cuDNN, or the one PyTorch's wheel
+  # carries (nvidia-cudnn: its include/ and lib/)
+  dn=./build/cudnn/cuda/ex
+  arch=${GPU_ARCH:-90}
+  if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cudnn.h" ] || [ -f /usr/include/cudnn.h ]; then
+    run "$log" make -j"$jobs" CUDA=1 CUDNN=1 B=build/cudnn GENCODE="-gencode arch=compute_$arch,code=sm_$arch" $dn/lenet $dn/resnet
+  else
+    d=$(python3 -c 'import nvidia.cudnn as m; print(list(m.__path__)[0])' 2>/dev/null)
+    lib=$(ls "$d"/lib/libcudnn.so* 2>/dev/null | head -n 1)
+    if [ -n "$d" ] && [ -f "$d/include/cudnn.h" ] && [ -n "$lib" ]; then
+      run "$log" make -j"$jobs" CUDA=1 CUDNN=1 B=build/cudnn GENCODE="-gencode arch=compute_$arch,code=sm_$arch" \
+        CUDNN_DEF="-DDEVTENSOR_CUDNN -I$d/include" CUDNN_LIB="-L$d/lib -Wl,-rpath,$d/lib -l:$(basename "$lib")" $dn/lenet $dn/resnet
+    else
+      echo "no cuDNN found (cudnn.h, or python3's nvidia.cudnn): the cuDNN runs are left out" | tee -a "$log"
+    fi
+  fi
   re=${EPOCHS_RESNET:-2} le=10
   [ "${QUICK:-0}" = 1 ] && re=1 le=3
-  for cmd in "./build/cuda/ex/lenet --epochs $le" "./build/cuda/ex/lenet --epochs $le --cuda-graph" \
-             "./build/cuda/ex/lenet --epochs $le --tf32" "./build/cuda/ex/lenet --epochs $le --tf32 --cuda-graph" \
-             "python3 bench/lenet_torch.py --epochs $le --device cuda" \
+  rn="--epochs $re --lr 0.05 --batch 256"
+  # the most telling first: the call's budget may end the list
+  for cmd in "./build/cuda/ex/lenet --epochs $le --cuda-graph" "python3 bench/lenet_torch.py --epochs $le --device cuda" \
+             "./build/cuda/ex/lenet --epochs $le" \
+             "./build/cuda/ex/resnet $rn --tf32 --cuda-graph" "$dn/resnet $rn --tf32 --cuda-graph" \
+             "python3 bench/resnet_torch.py $rn --device cuda" \
+             "$dn/lenet --epochs $le --cuda-graph" "./build/cuda/ex/resnet $rn --tf32" "$dn/resnet $rn --tf32" \
+             "./build/cuda/ex/lenet --epochs $le --tf32 --cuda-graph" "./build/cuda/ex/lenet --epochs $le --tf32" \
+             "./build/cuda/ex/resnet $rn" "$dn/resnet $rn" \
              "python3 bench/lenet_torch.py --epochs $le --device cuda --tf32 off" \
-             "./build/cuda/ex/resnet --epochs $re --lr 0.05 --batch 256 --tf32" \
-             "./build/cuda/ex/resnet --epochs $re --lr 0.05 --batch 256 --tf32 --cuda-graph" \
-             "./build/cuda/ex/resnet --epochs $re --lr 0.05 --batch 256" \
-             "python3 bench/resnet_torch.py --epochs $re --lr 0.05 --batch 256 --device cuda" \
-             "python3 bench/resnet_torch.py --epochs $re --lr 0.05 --batch 256 --device cuda --tf32 off"; do
+             "python3 bench/resnet_torch.py $rn --device cuda --tf32 off"; do
+    case $cmd in "$dn"/*) [ -x "${cmd%% *}" ] || continue ;; esac
     if [ "$(date +%s)" -gt $((deadline - 90)) ]; then
       echo "cnn $cmd: not started (the call's budget is nearly spent)" | tee -a "$log"; status=1; continue
     fi
