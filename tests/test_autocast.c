@@ -244,10 +244,50 @@ static void test_trainer(dt_device dev) {
   dt_release(Xt); dt_release(Yt);
 }
 
+/* A batch norm module (float32 parameters) on a half input under autocast, as a convolution's output
+   is there: as PyTorch's batch norm of mixed dtypes, normalised in float32 and the result in the
+   input's dtype, so bit for bit the float32 module on the input cast up, its result cast down; the
+   same running statistics, and float32 gradients equal to that composition's. Without autocast
+   the half input is refused, as before. */
+static void test_batch_norm_autocast(dt_device dev) {
+  static const float xv[24] = {0.5f, -1.25f, 2.0f, 0.75f, -0.5f, 1.5f, 3.0f, -2.0f, 0.25f, 1.0f, -0.75f, 2.5f,
+                               -1.5f, 0.125f, 1.75f, -0.25f, 2.25f, -3.0f, 0.625f, 1.25f, -1.0f, 0.375f, -2.5f, 1.125f};
+  dt_dtype modes[2] = {DT_BF16, DT_F16};
+  int k, i, j;
+  for (k = 0; k < 2; k++) {
+    dt_tensor *x = dt_from_data(xv, dt_shape4(2, 3, 2, 2), DT_F32, dev), *xh = dt_cast(x, modes[k]), *xf = dt_cast(xh, DT_F32);
+    dt_module *a = dt_batch_norm(3), *b = dt_batch_norm(3);
+    dt_tensor *ya, *yb32, *yb, *la, *lb, *fa, *fb, *sa, *sb;
+    T_CHECK(dt_module_to(a, dev) == DT_OK && dt_module_to(b, dev) == DT_OK);
+    T_CHECK(dt_forward(a, xh) == NULL && dt_last_status() == DT_ERR_DTYPE); /* autocast off: refused */
+    dt_set_autocast(dev.type, modes[k]);
+    ya = dt_forward(a, xh);
+    dt_set_autocast(dev.type, DT_F32);
+    yb32 = dt_forward(b, xf);
+    yb = dt_cast(yb32, modes[k]);
+    T_CHECK_MSG(ya && dt_dtype_of(ya) == modes[k] && same_bits(ya, yb), "%s: %s", dt_dtype_name(modes[k]), dt_last_error());
+    fa = dt_cast(ya, DT_F32); fb = dt_cast(yb, DT_F32);
+    sa = dt_mul(fa, fa); sb = dt_mul(fb, fb);
+    la = dt_sum(sa); lb = dt_sum(sb);
+    T_CHECK(la && lb && dt_autograd_backward(la, NULL) == DT_OK && dt_autograd_backward(lb, NULL) == DT_OK);
+    for (i = 0; i < 2; i++) {
+      T_CHECK(dt_dtype_of(dt_module_grad(a, i)) == DT_F32 && same_bits(dt_module_grad(a, i), dt_module_grad(b, i)));
+      for (j = 0; j < 2; j++) {
+        const char *nm = j ? "running_var" : "running_mean";
+        T_CHECK_MSG(same_bits(dt_module_get_buffer(a, nm), dt_module_get_buffer(b, nm)), "%s %s", dt_dtype_name(modes[k]), nm);
+      }
+    }
+    dt_release(x); dt_release(xh); dt_release(xf); dt_release(ya); dt_release(yb32); dt_release(yb);
+    dt_release(fa); dt_release(fb); dt_release(sa); dt_release(sb); dt_release(la); dt_release(lb);
+    dt_module_free(a); dt_module_free(b);
+  }
+}
+
 int main(void) {
   T_RUN_ALL_DEVICES(test_lower_precision);
   T_RUN_ALL_DEVICES(test_master_grads);
   T_RUN_ALL_DEVICES(test_grad_scaler);
   T_RUN_ALL_DEVICES(test_trainer);
+  T_RUN_ALL_DEVICES(test_batch_norm_autocast);
   return t_finish();
 }

@@ -573,7 +573,8 @@ static const int64_t GI_OK[3] = {0, 1, 0}, GI_BIG[8] = {0, 1, 0, 1, 0, 1, 0, 1},
 static const int64_t PAD_ODD[3] = {1, 1, 1}, PAD_CROP[2] = {-2, -2}, PAD_HUGE[2] = {1, (int64_t)1 << 40};
 /* float16 and bfloat16 where they are refused, and the dtypes half modules and optimizers still
    refuse: 1 an optimizer on an int32 tensor, 2 dt_backward_params of a bfloat16 module (autograd
-   goes back through it), 3 collectives, 4 a module to int64, 5 a half module's data parallel fit */
+   goes back through it), 3 collectives, 4 a module to int64; and 5 a half module's data parallel fit
+   under autocast, which trains (0 when it did) */
 static int half_misuse(int k) {
   dt_tensor *a = dt_zeros(dt_shape1(2), dt_cpu()), *h = dt_cast(a, DT_F16), *b = dt_cast(a, DT_BF16);
   int r = 0;
@@ -723,6 +724,29 @@ static int graph_trainer_refused(int k) {
     dt_trainer_free(&tr);
   }
   dt_optimizer_free(o); dt_module_free(m); dt_release(y);
+  return r;
+}
+
+/* Data parallel training on two GPUs refused before anything changes: 0 a module written with
+   dt_module_new (its forward and state cannot be copied to the second GPU), 1 a lazy convolution,
+   2 a lazy batch norm (their sizes are not known before a first forward, so no copy can be made;
+   the MSE loss runs none first). Returns 1 when the fit failed without an epoch (and for 0 before
+   anything changed: the model still on the CPU). */
+static int dp_refused(int k) {
+  dt_trainer tr;
+  dt_module *m = k == 0 ? dt_module_new("M", user_fwd, NULL, NULL) : dt_sequential();
+  dt_tensor *x = dt_zeros(dt_shape4(4, 1, 3, 3), dt_cpu()), *y = dt_zeros(dt_shape2(4, 1), dt_cpu());
+  int r = 0, ok = m && x && y;
+  if (ok && k > 0)
+    ok = dt_sequential_add(m, k == 1 ? dt_conv2d(0, 1, 3, 1, 0) : dt_batch_norm(0)) == DT_OK &&
+         dt_sequential_add(m, dt_flatten_layer()) == DT_OK && dt_sequential_add(m, dt_linear(k == 1 ? 1 : 9, 1)) == DT_OK;
+  if (ok && dt_trainer_init(&tr, 1, 2) == DT_OK) {
+    tr.quiet = 1; tr.batch_size = 2;
+    r = dt_trainer_fit(&tr, m, x, y) != DT_OK && tr.epochs_run == 0 && (k > 0 || dt_device_equal(dt_module_device(m), dt_cpu()));
+    if (r) dt_trainer_fit(&tr, m, x, y); /* the error again: the checks above may have replaced it */
+    dt_trainer_free(&tr);
+  }
+  dt_module_free(m); dt_release(x); dt_release(y);
   return r;
 }
 
@@ -1528,7 +1552,7 @@ static int graph_trainer_refused(int k) {
   X_(matmul_precision_null, DT_ERR_INVALID_ARGUMENT, "dt_set_float32_matmul_precision:", "precision is NULL", bad(dt_set_float32_matmul_precision(NULL))) \
   X_(half_sgd, DT_ERR_DTYPE, "dt_sgd_tensors:", "params[0] is int32; only float tensors", half_misuse(1))                     \
   X_(half_backward, DT_ERR_UNSUPPORTED, "dt_backward_params:", "m is bfloat16; a float16 or bfloat16 module goes back with dt_autograd_backward", half_misuse(2)) \
-  X_(half_data_parallel, DT_ERR_UNSUPPORTED, "dt_trainer_fit:", "tr.autocast trains through autograd on one device: data parallel training", GPUS(2, half_misuse(5))) \
+  X_(half_data_parallel, DT_OK, "", "", GPUS(2, half_misuse(5)))                                                          \
   X_(half_param_i64, DT_ERR_DTYPE, "dt_module_to_dtype:", "float32, float64, float16 or bfloat16, not int64", half_misuse(4))  \
   X_(half_all_reduce, DT_ERR_INVALID_ARGUMENT, "dt_all_reduce_:", "unknown op 9", half_misuse(3)) \
   /* graphs */                                                                                                              \
@@ -1644,7 +1668,11 @@ static int graph_trainer_refused(int k) {
   X_(trainer_autocast_int, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit:", "tr.autocast must be DT_F32 (off), DT_F16 or DT_BF16, got int64", autocast_misuse(3)) \
   /* the trainer's tr.cuda_graph */                                                                                       \
   X_(trainer_graph_data_parallel, DT_ERR_UNSUPPORTED, "dt_trainer_fit:", "tr.cuda_graph cannot capture|data parallel|num_gpus > 1", graph_trainer_refused(4)) \
-  X_(trainer_graph_value, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit:", "=tr.cuda_graph must be 0 (off) or 1, got 2", graph_trainer_refused(5))
+  X_(trainer_graph_value, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit:", "=tr.cuda_graph must be 0 (off) or 1, got 2", graph_trainer_refused(5)) \
+  /* data parallel training on two GPUs: what cannot be copied to the second */                                        \
+  X_(trainer_dp_user_module, DT_ERR_UNSUPPORTED, "dt_trainer_fit:", "training on 2 GPUs copies the model to each|written with dt_module_new|cannot be copied", GPUS(2, dp_refused(0))) \
+  X_(trainer_dp_lazy_conv, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit:", "training on 2 GPUs copies the model to each, but it has a lazy layer", GPUS(2, dp_refused(1))) \
+  X_(trainer_dp_lazy_batch_norm, DT_ERR_INVALID_ARGUMENT, "dt_trainer_fit:", "training on 2 GPUs copies the model to each, but it has a lazy layer", GPUS(2, dp_refused(2)))
 
 #define X_DEF(name, want, prefix, words, call) static int bad_##name(void) { return (call); }
 BAD_CASES(X_DEF)

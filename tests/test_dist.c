@@ -233,6 +233,102 @@ static dt_status train_cls(uint64_t seed, int num_gpus, dt_module **net, dt_trai
   return s;
 }
 
+/* ---- a small CNN through the data-parallel paths of autograd (conv, batch norm, ReLU, max pool,
+   flatten, linear) ---- */
+
+static dt_module *cnn(void) {
+  dt_module *net = dt_sequential();
+  dt_sequential_add(net, dt_conv2d(1, 4, 3, 1, 1));
+  dt_sequential_add(net, dt_batch_norm(4));
+  dt_sequential_add(net, dt_relu_layer());
+  dt_sequential_add(net, dt_max_pool2d(2, 0, 0));
+  dt_sequential_add(net, dt_flatten_layer());
+  dt_sequential_add(net, dt_linear(36, 3));
+  return net;
+}
+
+/* A module written with dt_module_new that holds cnn() as "net" and runs it on `parts`
+   contiguous parts of its input, rows [n p / parts, n (p + 1) / parts) as the trainer splits a
+   minibatch, and joins their outputs: on one device it computes what `parts` replicas or ranks
+   compute (batch norm normalises each part by its own statistics), so its training is the
+   reference the data-parallel runs must match; its parameters are cnn()'s, in cnn()'s order
+   ("net.0.weight", ...). */
+static dt_tensor *split_forward(dt_module *self, const dt_tensor *x, void *user) {
+  int parts = *(const int *)user, p, k = 0;
+  int64_t n = dt_shape_of(x).dims[0];
+  dt_module *net = dt_module_get_child(self, "net");
+  dt_tensor *outs[8], *y = NULL;
+  for (p = 0; p < parts && net; p++) {
+    dt_tensor *xp = dt_slice(x, 0, n * p / parts, n * (p + 1) / parts);
+    outs[k] = xp ? dt_forward(net, xp) : NULL;
+    dt_release(xp);
+    if (!outs[k]) break;
+    k++;
+  }
+  if (k == parts) y = dt_cat((const dt_tensor *const *)outs, k, 0);
+  while (k-- > 0) dt_release(outs[k]);
+  return y;
+}
+static void split_free(void *user) { free(user); }
+static dt_module *cnn_split(int parts) {
+  int *u = (int *)malloc(sizeof(int));
+  dt_module *m;
+  if (!u) return NULL;
+  *u = parts;
+  if (!(m = dt_module_new("Split", split_forward, u, split_free))) { free(u); return NULL; }
+  if (dt_module_add_child(m, "net", cnn()) != DT_OK) { dt_module_free(m); return NULL; }
+  return m;
+}
+
+/* 20 images (1, 6, 6) of 3 classes (class c brightens rows 2c and 2c + 1), minibatches of 8 (8, 8, 4:
+   split 4/4 and 2/2), cross-entropy, 2 epochs from seed `seed`, of cnn() (split_parts 0) or
+   cnn_split(split_parts), on num_gpus GPUs (0: the CPU; ranks: this rank's device). mode 0: F32,
+   plain SGD, gradients clipped to norm 0.5; 1: tr.autocast DT_BF16 and dt_sgd with momentum 0.9
+   (its step on the first replica, parameters broadcast); 2: tr.autocast DT_F16, plain SGD, a grad
+   scaler from 2^19, where the first steps' F16 gradients overflow and are skipped. res: each
+   epoch's loss and train accuracy; *scale: the grad scaler's scale at the end (mode 2). */
+#define CNN_N 20
+static dt_status train_cnn(uint64_t seed, int mode, int num_gpus, int split_parts, dt_module **net, dt_trainer *tr,
+                           double res[4], double *scale) {
+  float X[CNN_N * 36];
+  int64_t L[CNN_N];
+  dt_tensor *tx, *ty;
+  dt_optimizer *opt = NULL;
+  dt_status s;
+  int i, j;
+  for (i = 0; i < CNN_N; i++) {
+    L[i] = i % 3;
+    for (j = 0; j < 36; j++)
+      X[36 * i + j] = (float)(((36 * i + j) * 7 + 3) % 23 - 11) / 7.0f + (j / 6 / 2 == L[i] ? 1.0f : 0.0f);
+  }
+  tx = dt_from_data(X, dt_shape4(CNN_N, 1, 6, 6), DT_F32, dt_cpu());
+  ty = dt_from_data(L, dt_shape1(CNN_N), DT_I64, dt_cpu());
+  dt_manual_seed(seed);
+  *net = split_parts ? cnn_split(split_parts) : cnn();
+  dt_trainer_init(tr, 2, num_gpus);
+  tr->batch_size = 8; tr->quiet = 1; tr->lr = 0.1;
+  tr->loss_fn = DT_LOSS_CROSS_ENTROPY;
+  if (mode != 1) tr->gradient_clip_val = 0.5;
+  if (mode == 1) { tr->autocast = DT_BF16; tr->optimizer = opt = dt_sgd(*net, 0.05, 0.9, 0.0); }
+  if (mode == 2) { tr->autocast = DT_F16; tr->grad_scaler = dt_grad_scaler_new(524288.0); }
+  s = *net ? dt_trainer_fit(tr, *net, tx, ty) : dt_last_status();
+  for (i = 0; i < 2; i++) { res[2 * i] = tr->epochs[i].loss; res[2 * i + 1] = tr->epochs[i].train_acc; }
+  *scale = tr->grad_scaler ? dt_grad_scaler_get_scale(tr->grad_scaler) : 0.0;
+  dt_optimizer_free(opt);
+  tr->optimizer = NULL;
+  dt_release(tx); dt_release(ty);
+  return s;
+}
+
+/* The tolerance of a data-parallel CNN against its one-device reference, by mode (relative and
+   absolute). Each part's forward and backward are the same computations in both runs, on the same
+   shapes (cnn_split runs the same parts); what differs is the order of the sums: the parts'
+   gradients added by the all-reduce (or copies) instead of autograd's accumulation, and the epoch's
+   loss summed part by part instead of over the minibatch, a float32 rounding each (the losses
+   differ by about 1e-7, the parameters agree to 1e-9 on the emulator and on CPU ranks). Under
+   autocast a float32 difference could tip a later cast to BF16 or F16 the other way, hence 1e-5. */
+static const double CNN_TOL[3] = {1e-6, 1e-5, 1e-5};
+
 #ifndef DEVTENSOR_MPI
 /* DT_TEST_TRAINER_REF=path (tests/dist.sh): the build without MPI trains one process on the
    whole minibatches and writes its parameters and losses there; the MPI build on two ranks
@@ -264,6 +360,25 @@ static void test_trainer_reference(void) {
     T_CHECK_MSG(dt_save_tensors(p2, names, ts, 5) == DT_OK, "%s", dt_last_error());
     dt_release(loss);
     dt_module_free(net);
+  }
+  { /* and the CNN in each mode, split in two parts on one device (cnn_split), to path.cnn<mode>:
+       its 6 parameters and [loss, acc] x 2 epochs, scale */
+    const char *cn[7] = {"0.weight", "0.bias", "1.weight", "1.bias", "5.weight", "5.bias", "res"};
+    const dt_tensor *cts[7];
+    char p2[1024];
+    double res[5];
+    int mode;
+    for (mode = 0; mode < 3; mode++) {
+      snprintf(p2, sizeof p2, "%s.cnn%d", path, mode);
+      T_CHECK_MSG(train_cnn(11, mode, 0, 2, &net, &tr, res, &res[4]) == DT_OK, "%s", dt_last_error());
+      loss = dt_from_data(res, dt_shape1(5), DT_F64, dt_cpu());
+      for (i = 0; i < 6; i++) cts[i] = dt_module_param(net, i, NULL);
+      cts[6] = loss;
+      T_CHECK_MSG(dt_save_tensors(p2, cn, cts, 7) == DT_OK, "%s", dt_last_error());
+      dt_release(loss);
+      dt_module_free(net);
+      dt_trainer_free(&tr);
+    }
   }
 }
 
@@ -484,6 +599,63 @@ static void test_trainer_two_gpus_half(void) {
   dt_module_free(a);
   dt_trainer_free(&one);
   dt_release(xf); dt_release(yf); dt_release(tx); dt_release(ty);
+}
+
+/* The CNN (convolution, batch norm, ReLU, max pool, flatten, linear: trained through autograd) on
+   two GPUs against cnn_split(2) on one, in F32 (clipped), under autocast BF16 (dt_sgd with
+   momentum) and F16 (its grad scaler): the same parameters, losses and accuracies to CNN_TOL, the
+   same grad scale at the end; the F32 run also by copies (DEVTENSOR_NO_NCCL=1). Batch norm's
+   running statistics on the caller's model come from its own part of each minibatch: one update
+   per minibatch (6), where cnn_split's counts both parts (12). A module written with
+   dt_module_new cannot be copied to the second GPU: refused before anything changes. */
+static void test_trainer_cnn_two_gpus(void) {
+  int mode, i, j, e, k;
+  if (dt_num_gpus() < 2) T_SKIP("needs two GPUs (make test-emu has two emulated ones)");
+  for (mode = 0; mode < 3; mode++)
+    for (k = 0; k < (mode == 0 ? 2 : 1); k++) {
+      dt_module *ref = NULL, *dp = NULL;
+      dt_trainer t1, t2;
+      double r1[4], r2[4], s1, s2;
+      unsigned long long calls;
+      T_CHECK_MSG(train_cnn(5, mode, 1, 2, &ref, &t1, r1, &s1) == DT_OK, "mode %d, one GPU: %s", mode, dt_last_error());
+      set_env("DEVTENSOR_NO_NCCL", k ? "1" : "");
+      calls = NCCL_CALLS();
+      T_CHECK_MSG(train_cnn(5, mode, 2, 0, &dp, &t2, r2, &s2) == DT_OK, "mode %d, two GPUs: %s", mode, dt_last_error());
+      set_env("DEVTENSOR_NO_NCCL", "");
+      T_CHECK(t2.num_gpus == 2 && t2.epochs_run == 2);
+      /* 2 epochs x 3 minibatches x 6 parameters: a grouped all-reduce (and with dt_sgd a broadcast), 2 calls each */
+      if (HAVE_NCCL_COUNT)
+        T_CHECK_MSG(NCCL_CALLS() - calls == (k ? 0u : mode == 1 ? 2u * 3 * 6 * 2 * 2 : 2u * 3 * 6 * 2), "%llu NCCL calls", NCCL_CALLS() - calls);
+      for (e = 0; e < 4; e++) T_CLOSE(r2[e], r1[e], CNN_TOL[mode], CNN_TOL[mode]);
+      T_CHECK_MSG(r2[2] < r2[0], "mode %d: the loss goes from %g to %g", mode, r2[0], r2[2]); /* it learns */
+      if (mode == 2) T_CHECK_MSG(s2 == s1 && s2 < 524288.0, "scale %g, one GPU's %g", s2, s1);
+      for (i = 0; i < 6; i++) {
+        dt_tensor *pa = dt_module_param(ref, i, NULL), *pb = dt_module_param(dp, i, NULL);
+        int bad = 0;
+        T_CHECK(dt_device_equal(dt_device_of(pb), dt_gpu(0)) && dt_numel(pa) == dt_numel(pb));
+        for (j = 0; j < dt_numel(pa); j++) {
+          double x = at(pb, j), y = at(pa, j);
+          if (fabs(x - y) > CNN_TOL[mode] * (1 + fabs(y))) { if (!bad++) printf("  mode %d param %d[%d]: %.9g vs %.9g\n", mode, i, j, x, y); }
+        }
+        T_CHECK(bad == 0);
+      }
+      T_CHECK(at(dt_module_get_buffer(dp, "1.num_batches_tracked"), 0) == 6.0);
+      T_CHECK(at(dt_module_get_buffer(ref, "net.1.num_batches_tracked"), 0) == 12.0);
+      dt_module_free(ref); dt_module_free(dp);
+      dt_trainer_free(&t1); dt_trainer_free(&t2);
+    }
+  { /* a module written with dt_module_new: refused for two GPUs, the model unchanged */
+    dt_module *u;
+    dt_trainer tr;
+    double r[4], sc;
+    dt_status st = train_cnn(5, 0, 2, 1, &u, &tr, r, &sc);
+    T_CHECK(st == DT_ERR_UNSUPPORTED);
+    T_CHECK_MSG(contains(dt_last_error(), "dt_trainer_fit: training on 2 GPUs copies the model to each, but m holds a module written with "
+                                          "dt_module_new, whose forward and state cannot be copied"), "%s", dt_last_error());
+    T_CHECK(u && dt_device_equal(dt_module_device(u), dt_cpu()) && tr.epochs_run == 0);
+    dt_module_free(u);
+    dt_trainer_free(&tr);
+  }
 }
 #endif
 
@@ -822,6 +994,54 @@ static void test_trainer_ranks_half(void) {
   dt_trainer_free(&tr);
   dt_release(xf); dt_release(yf); dt_release(tx); dt_release(ty);
 }
+
+/* The CNN on two ranks (each its half of every minibatch, rank 1 from another seed), in F32
+   (clipped), under autocast BF16 (dt_sgd with momentum) and F16 (its grad scaler), against
+   cnn_split(2) trained by one process (tests/dist.sh's reference run, DT_TEST_TRAINER_REF.cnn<mode>):
+   parameters, losses and accuracies to CNN_TOL, the same grad scale at the end. And in F32 the
+   same training of cnn_split(1), a module written with dt_module_new: nothing is copied over
+   ranks, so it is taken, and matches too. */
+static void test_trainer_ranks_cnn(void) {
+  const char *path = getenv("DT_TEST_TRAINER_REF");
+  int mode, i, j, e, split;
+  if (!path) T_SKIP("DT_TEST_TRAINER_REF not set (tests/dist.sh sets it)");
+  for (mode = 0; mode < 3; mode++)
+    for (split = 0; split < (mode == 0 ? 2 : 1); split++) {
+      char p2[1024];
+      char **names = NULL;
+      dt_tensor **ts = NULL;
+      dt_module *net = NULL;
+      dt_trainer tr;
+      double res[4], scale;
+      int n = 0;
+      snprintf(p2, sizeof p2, "%s.cnn%d", path, mode);
+      T_CHECK_MSG(train_cnn(11 + (uint64_t)dt_dist_rank(), mode, 0, split, &net, &tr, res, &scale) == DT_OK, "mode %d: %s", mode,
+                  dt_last_error());
+      T_CHECK(tr.num_gpus == 0 && tr.epochs_run == 2);
+      if (dt_load_tensors(p2, dt_cpu(), &n, &names, &ts) != DT_OK || n != 7) {
+        T_CHECK_MSG(0, "reading %s: %s", p2, dt_last_error());
+      } else {
+        for (e = 0; e < 4; e++) T_CLOSE(res[e], at(ts[6], e), CNN_TOL[mode], CNN_TOL[mode]);
+        T_CHECK_MSG(res[2] < res[0], "mode %d: the loss goes from %g to %g (acc %g, %g), scale %g", mode, res[0], res[2], res[1], res[3], scale); /* it learns */
+        if (mode == 2) T_CHECK_MSG(scale == at(ts[6], 4) && scale < 524288.0, "scale %g, one process's %g", scale, at(ts[6], 4));
+        for (i = 0; i < 6; i++) {
+          dt_tensor *p = dt_module_param(net, i, NULL);
+          int bad = 0;
+          T_CHECK(dt_numel(p) == dt_numel(ts[i]));
+          for (j = 0; j < dt_numel(p) && j < dt_numel(ts[i]); j++) {
+            double x = at(p, j), y = at(ts[i], j);
+            if (fabs(x - y) > CNN_TOL[mode] * (1 + fabs(y))) {
+              if (!bad++) printf("  rank %d mode %d param %d[%d]: %.9g vs %.9g\n", dt_dist_rank(), mode, i, j, x, y);
+            }
+          }
+          T_CHECK(bad == 0);
+        }
+      }
+      dt_free_tensors(n, names, ts);
+      dt_module_free(net);
+      dt_trainer_free(&tr);
+    }
+}
 #endif /* DEVTENSOR_MPI */
 
 int main(void) {
@@ -852,6 +1072,7 @@ int main(void) {
     T_RUN(test_trainer_ranks);
     T_RUN_ALL_DEVICES(test_half_rounding);
     T_RUN(test_trainer_ranks_half);
+    T_RUN(test_trainer_ranks_cnn);
   }
 #else
   T_RUN(test_init_finalize);
@@ -859,6 +1080,7 @@ int main(void) {
   if (getenv("DT_TEST_TRAINER_REF")) T_RUN(test_trainer_reference);
   T_RUN(test_emu_nccl_half);
   T_RUN(test_trainer_two_gpus_half);
+  T_RUN(test_trainer_cnn_two_gpus);
 #endif
   /* every rank's failures count */
   failed = t_failed;

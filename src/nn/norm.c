@@ -251,6 +251,14 @@ static dt_tensor *dt__norm_forward(dt_module *m, const dt_tensor *x, void *user)
       dt_tensor *nb = NULL, *y;
       char a[200];
       if (dt__check_tensor(op, "x", x) != DT_OK) return NULL;
+      if (dt__is_half(x->dtype) && x->dtype != m->dtype && dt__autocast[x->st->device.type == DT_CUDA] != DT_F32) {
+        /* under autocast (a convolution's half output, float32 parameters): as PyTorch's batch norm of
+           mixed dtypes, normalised in the parameters' dtype, the result in x's (casts autograd records) */
+        dt_tensor *xf = dt_cast(x, m->dtype), *yf = xf ? dt__norm_forward(m, xf, user) : NULL;
+        y = yf ? dt_cast(yf, x->dtype) : NULL;
+        dt_release(xf); dt_release(yf);
+        return y;
+      }
       if (x->shape.ndim < 2 || x->shape.ndim > 4) {
         dt__fail(DT_ERR_SHAPE, "%s: expected x (n, c), (n, c, l) or (n, c, h, w), got %s", op, dt__shape_str(&x->shape, a, sizeof a));
         return NULL;

@@ -313,13 +313,11 @@ static dt_status dt__trainer_fit(const char *op, dt_trainer *tr, dt_module *m, c
   memset(&d, 0, sizeof d); memset(&dv, 0, sizeof dv); memset(&sums, 0, sizeof sums); memset(&vs, 0, sizeof vs);
   if ((s = dt__trainer_check(op, tr, m)) != DT_OK) return s;
   if ((s = dt__trainer_graph_check(op, tr)) != DT_OK) return s;
-  if (tr->autocast != DT_F32 && (tr->num_gpus > 1 || dt_dist_world_size() > 1))
-    return dt__fail(DT_ERR_UNSUPPORTED, "%s: tr.autocast trains through autograd on one device: data parallel training "
-                    "(num_gpus > 1 or several ranks) takes tr.autocast DT_F32", op);
+  if (tr->num_gpus > 1 && dt_dist_world_size() < 2 && !dt__module_clonable(m)) /* the replicas are copies of m */
+    return dt__fail(DT_ERR_UNSUPPORTED, "%s: training on %d GPUs copies the model to each, but m holds a module written with "
+                    "dt_module_new, whose forward and state cannot be copied: train it on one GPU, or one rank per GPU "
+                    "(dt_dist_init), which copies nothing", op, tr->num_gpus);
   if (tr->autocast == DT_F16 && !tr->grad_scaler && !(tr->grad_scaler = dt_grad_scaler_new(65536.0))) return dt_last_status();
-  if (dt__module_has_user(m) && (tr->num_gpus > 1 || dt_dist_world_size() > 1))
-    return dt__fail(DT_ERR_UNSUPPORTED, "%s: m holds a convolution or a module made by dt_module_new, which the trainer "
-                    "trains through autograd on one device: data parallel training takes built-in linear and ReLU layers", op);
   if ((s = dt__trainer_check_xy(op, tr, "X", X, "y", y)) != DT_OK) return s;
   if (val) {
     char a[200], c[200];
