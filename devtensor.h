@@ -812,7 +812,9 @@ DTDEF dt_tensor *dt_f_batch_norm(const dt_tensor *x, dt_tensor *running_mean, dt
                                  const dt_tensor *bias, int training, double momentum, double eps);
 
 /* F.layer_norm(x, (normalized_shape,), weight, bias, eps): x (..., d) with d == normalized_shape,
-   normalised over its last dim by its mean and biased variance; weight, bias (d,) or NULL. */
+   normalised over its last dim by its mean and biased variance; weight, bias (d,) or NULL. Under
+   autocast (dt_set_autocast on x's device type) half tensors are cast up and the result is F32,
+   as torch.autocast's layer_norm. */
 DTDEF dt_tensor *dt_f_layer_norm(const dt_tensor *x, int64_t normalized_shape, const dt_tensor *weight, const dt_tensor *bias,
                                  double eps);
 
@@ -7654,6 +7656,14 @@ DTDEF dt_tensor *dt_f_layer_norm(const dt_tensor *x, int64_t normalized_shape, c
   int nt = 0, last;
   memset(t, 0, sizeof t);
   if (dt__check_tensor(op, "x", x) != DT_OK || dt__float_only(op, "x", x) != DT_OK) return NULL;
+  if (dt__autocast_up(x, weight) || dt__autocast_up(x, bias)) { /* autocast: in F32, as torch.autocast's layer_norm */
+    int failed = 0;
+    dt_tensor *cx = dt__autocast_cast(x, DT_F32, &failed), *cw = dt__autocast_cast(weight, DT_F32, &failed),
+              *cb = dt__autocast_cast(bias, DT_F32, &failed);
+    y = failed ? NULL : dt_f_layer_norm(cx, normalized_shape, cw, cb, eps);
+    dt_release(cx); dt_release(cw); dt_release(cb);
+    return y;
+  }
   if (x->shape.ndim < 1 || x->shape.dims[x->shape.ndim - 1] != normalized_shape || normalized_shape < 1) {
     dt__fail(DT_ERR_SHAPE, "%s: expected x of shape (*, %lld) (normalized_shape at least 1), got %s", op, (long long)normalized_shape,
              dt__shape_str(&x->shape, a, sizeof a));

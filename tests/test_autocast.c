@@ -283,11 +283,40 @@ static void test_batch_norm_autocast(dt_device dev) {
   }
 }
 
+/* A layer norm module (float32 parameters) on a half input under autocast: as torch.autocast's
+   layer_norm, in float32 with a float32 result, so bit for bit the module on the input cast up;
+   float32 gradients equal to that composition's. Without autocast the half input is refused. */
+static void test_layer_norm_autocast(dt_device dev) {
+  static const float xv[12] = {0.5f, -1.25f, 2.0f, 0.75f, -0.5f, 1.5f, 3.0f, -2.0f, 0.25f, 1.0f, -0.75f, 2.5f};
+  dt_dtype modes[2] = {DT_BF16, DT_F16};
+  int k, i;
+  for (k = 0; k < 2; k++) {
+    dt_tensor *x = dt_from_data(xv, dt_shape2(3, 4), DT_F32, dev), *xh = dt_cast(x, modes[k]), *xf = dt_cast(xh, DT_F32);
+    dt_module *a = dt_layer_norm(4), *b = dt_layer_norm(4);
+    dt_tensor *ya, *yb, *sa, *sb, *la, *lb;
+    T_CHECK(dt_module_to(a, dev) == DT_OK && dt_module_to(b, dev) == DT_OK);
+    T_CHECK(dt_forward(a, xh) == NULL && dt_last_status() == DT_ERR_DTYPE); /* autocast off: refused */
+    dt_set_autocast(dev.type, modes[k]);
+    ya = dt_forward(a, xh);
+    dt_set_autocast(dev.type, DT_F32);
+    yb = dt_forward(b, xf);
+    T_CHECK_MSG(ya && dt_dtype_of(ya) == DT_F32 && same_bits(ya, yb), "%s: %s", dt_dtype_name(modes[k]), dt_last_error());
+    sa = dt_mul(ya, ya); sb = dt_mul(yb, yb);
+    la = dt_sum(sa); lb = dt_sum(sb);
+    T_CHECK(la && lb && dt_autograd_backward(la, NULL) == DT_OK && dt_autograd_backward(lb, NULL) == DT_OK);
+    for (i = 0; i < 2; i++) T_CHECK(dt_dtype_of(dt_module_grad(a, i)) == DT_F32 && same_bits(dt_module_grad(a, i), dt_module_grad(b, i)));
+    dt_release(x); dt_release(xh); dt_release(xf); dt_release(ya); dt_release(yb);
+    dt_release(sa); dt_release(sb); dt_release(la); dt_release(lb);
+    dt_module_free(a); dt_module_free(b);
+  }
+}
+
 int main(void) {
   T_RUN_ALL_DEVICES(test_lower_precision);
   T_RUN_ALL_DEVICES(test_master_grads);
   T_RUN_ALL_DEVICES(test_grad_scaler);
   T_RUN_ALL_DEVICES(test_trainer);
   T_RUN_ALL_DEVICES(test_batch_norm_autocast);
+  T_RUN_ALL_DEVICES(test_layer_norm_autocast);
   return t_finish();
 }

@@ -20,7 +20,9 @@ DTDEF dt_tensor *dt_f_batch_norm(const dt_tensor *x, dt_tensor *running_mean, dt
                                  const dt_tensor *bias, int training, double momentum, double eps);
 
 /* F.layer_norm(x, (normalized_shape,), weight, bias, eps): x (..., d) with d == normalized_shape,
-   normalised over its last dim by its mean and biased variance; weight, bias (d,) or NULL. */
+   normalised over its last dim by its mean and biased variance; weight, bias (d,) or NULL. Under
+   autocast (dt_set_autocast on x's device type) half tensors are cast up and the result is F32,
+   as torch.autocast's layer_norm. */
 DTDEF dt_tensor *dt_f_layer_norm(const dt_tensor *x, int64_t normalized_shape, const dt_tensor *weight, const dt_tensor *bias,
                                  double eps);
 

@@ -136,6 +136,14 @@ DTDEF dt_tensor *dt_f_layer_norm(const dt_tensor *x, int64_t normalized_shape, c
   int nt = 0, last;
   memset(t, 0, sizeof t);
   if (dt__check_tensor(op, "x", x) != DT_OK || dt__float_only(op, "x", x) != DT_OK) return NULL;
+  if (dt__autocast_up(x, weight) || dt__autocast_up(x, bias)) { /* autocast: in F32, as torch.autocast's layer_norm */
+    int failed = 0;
+    dt_tensor *cx = dt__autocast_cast(x, DT_F32, &failed), *cw = dt__autocast_cast(weight, DT_F32, &failed),
+              *cb = dt__autocast_cast(bias, DT_F32, &failed);
+    y = failed ? NULL : dt_f_layer_norm(cx, normalized_shape, cw, cb, eps);
+    dt_release(cx); dt_release(cw); dt_release(cb);
+    return y;
+  }
   if (x->shape.ndim < 1 || x->shape.dims[x->shape.ndim - 1] != normalized_shape || normalized_shape < 1) {
     dt__fail(DT_ERR_SHAPE, "%s: expected x of shape (*, %lld) (normalized_shape at least 1), got %s", op, (long long)normalized_shape,
              dt__shape_str(&x->shape, a, sizeof a));
