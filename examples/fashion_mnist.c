@@ -21,8 +21,9 @@
                          loss in F32, the parameters and the optimizer F32); f16 with the
                          trainer's grad scaler. Default f32: off
        --cuda-graph      tr.cuda_graph: the training step captured once (after one eager
-                         warm-up minibatch) and replayed for every full minibatch; the trainer
-                         refuses it with --autocast f16 (its scaler reads the host each step)
+                         warm-up minibatch) and replayed for every full minibatch; with
+                         --autocast f16 the graph holds the forward and backward, and the grad
+                         scaler's check and the step run after each replay
        --min-acc X       exit 1 unless every model's last test accuracy is >= X and its
                          loss is below the untrained ln(10) and fell from the first epoch
                          (a smoke test)
