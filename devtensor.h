@@ -251,6 +251,15 @@ DTDEF dt_tensor *dt_cast(const dt_tensor *a, dt_dtype t);
 DTDEF dt_tensor *dt_stack(const dt_tensor *const *ts, int n);      /* torch.stack: (n, ...) on their device */
 DTDEF dt_status  dt_fill_(dt_tensor *t, double v);
 DTDEF dt_status  dt_axpy_(dt_tensor *y, double alpha, const dt_tensor *x); /* y += alpha * x */
+/* in place (a.add_(b), a.sub_(b), a.mul_(b), a.div_(b)): b broadcast to a's shape, one dtype
+   (div_: a float one), one device; b may be a itself but no other view of its memory; a leaf
+   that requires grad is refused while grad mode is on, as every _ function */
+DTDEF dt_status  dt_add_(dt_tensor *a, const dt_tensor *b);
+DTDEF dt_status  dt_sub_(dt_tensor *a, const dt_tensor *b);
+DTDEF dt_status  dt_mul_(dt_tensor *a, const dt_tensor *b);
+DTDEF dt_status  dt_div_(dt_tensor *a, const dt_tensor *b);
+DTDEF dt_status  dt_add_scalar_(dt_tensor *a, double s);           /* a.add_(s); an integer a takes whole numbers */
+DTDEF dt_status  dt_mul_scalar_(dt_tensor *a, double s);           /* a.mul_(s) */
 /* indexing: slices, index_select, cat, permute; every dtype */
 DTDEF dt_tensor *dt_slice(const dt_tensor *t, int dim, int64_t start, int64_t end); /* t[start:end] along dim, Python's clamping and negatives; dim 0 shares t's memory (a view, like dt_reshape), other dims copy */
 DTDEF dt_tensor *dt_index_select(const dt_tensor *t, int dim, const dt_tensor *index); /* index: I64 (k,) on t's device, each in [0, n); on a GPU a bad one is reported at the next synchronizing call */
@@ -3629,6 +3638,60 @@ DTDEF dt_status dt_axpy_(dt_tensor *y, double alpha, const dt_tensor *x) {
   if (s == DT_OK) dt__bump(y);
   return s;
 }
+
+/* ---- in-place arithmetic (torch's a.add_(b), a.mul_(s), ...) ---- */
+
+/* a op= b: b broadcast to a's shape, which stays (b may not make it larger); one dtype, no
+   promotion; one device; b neither a's own memory seen another way (a slice of it) nor a
+   tensor that autograd would have to record (a changed in place is refused as dt_fill_'s t). */
+static dt_status dt__binary_(const char *op, dt__binary_op bop, dt_tensor *a, const dt_tensor *b) {
+  dt_shape sh;
+  dt__bcast g;
+  dt_status s;
+  char x[200], y[200];
+  if ((s = dt__check_tensor(op, "a", a)) != DT_OK || (s = dt__check_tensor(op, "b", b)) != DT_OK) return s;
+  if ((s = dt__same_device(op, "a", a, "b", b)) != DT_OK || (s = dt__same_dtype(op, "a", a, "b", b)) != DT_OK) return s;
+  if ((s = dt__no_arith(op, "a", a)) != DT_OK) return s;
+  if (bop == DT__B_DIV && (s = dt__float_only(op, "a", a)) != DT_OK) return s;
+  if ((s = dt__broadcast(op, &a->shape, &b->shape, &sh, &g)) != DT_OK) return s;
+  if (sh.ndim != a->shape.ndim || memcmp(sh.dims, a->shape.dims, sizeof(int64_t) * (size_t)a->shape.ndim) != 0)
+    return dt__fail(DT_ERR_SHAPE, "%s: a has shape %s, but a and b broadcast to %s: an in-place result keeps a's shape", op,
+                    dt__shape_str(&a->shape, x, sizeof x), dt__shape_str(&sh, y, sizeof y));
+  if ((a->st->base ? a->st->base : a->st) == (b->st->base ? b->st->base : b->st) && !(a->st->ptr == b->st->ptr && a->numel == b->numel))
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: b shares memory with a without being a itself (a slice or reshape of one "
+                    "tensor): the result would depend on the order elements are written (pass a copy of b: dt_copyto(b, its device))", op);
+  if ((s = dt__inplace_check(op, "a", a)) != DT_OK) return s;
+  if (b->requires_grad && !dt__no_grad)
+    return dt__fail(DT_ERR_UNSUPPORTED, "%s: b requires grad and grad mode is on: an in-place result is not recorded by "
+                    "autograd (use the out-of-place operation, or turn grad mode off)", op);
+  if (a->numel == 0) return DT_OK;
+  s = dt__run(op, a->st->device, dt__be(a->st->device)->binary(a->st->device.index, bop, a->dtype, &g, a->st->ptr, b->st->ptr, a->st->ptr));
+  if (s == DT_OK) dt__bump(a);
+  return s;
+}
+
+DTDEF dt_status dt_add_(dt_tensor *a, const dt_tensor *b) { return dt__binary_("dt_add_", DT__B_ADD, a, b); }
+DTDEF dt_status dt_sub_(dt_tensor *a, const dt_tensor *b) { return dt__binary_("dt_sub_", DT__B_SUB, a, b); }
+DTDEF dt_status dt_mul_(dt_tensor *a, const dt_tensor *b) { return dt__binary_("dt_mul_", DT__B_MUL, a, b); }
+DTDEF dt_status dt_div_(dt_tensor *a, const dt_tensor *b) { return dt__binary_("dt_div_", DT__B_DIV, a, b); }
+
+/* a = p0 a + p1 in place; an integer a takes whole numbers only (its dtype stays) */
+static dt_status dt__affine_(const char *op, dt_tensor *a, double p0, double p1) {
+  dt_status s;
+  if ((s = dt__check_tensor(op, "a", a)) != DT_OK || (s = dt__no_arith(op, "a", a)) != DT_OK) return s;
+  if (!dt__is_float(a->dtype) && (!dt__scalar_is_int(p0) || !dt__scalar_is_int(p1)))
+    return dt__fail(DT_ERR_DTYPE, "%s: a is %s and the scalar %g is not a whole number: the result could not stay %s "
+                    "(convert a with dt_cast)", op, dt_dtype_name(a->dtype), dt__scalar_is_int(p0) ? p1 : p0, dt_dtype_name(a->dtype));
+  if ((s = dt__inplace_check(op, "a", a)) != DT_OK) return s;
+  if (a->numel == 0) return DT_OK;
+  s = dt__run(op, a->st->device, dt__be(a->st->device)->unary(a->st->device.index, DT__U_AFFINE, a->dtype, a->numel, a->st->ptr,
+                                                               a->st->ptr, p0, p1));
+  if (s == DT_OK) dt__bump(a);
+  return s;
+}
+
+DTDEF dt_status dt_add_scalar_(dt_tensor *a, double s) { return dt__affine_("dt_add_scalar_", a, 1.0, s); }
+DTDEF dt_status dt_mul_scalar_(dt_tensor *a, double s) { return dt__affine_("dt_mul_scalar_", a, s, 0.0); }
 
 /* ---- src/ops/compare.c ---- */
 /* Comparisons give DT_BOOL (one byte, 0 or 1) and broadcast with dt__broadcast, the binary ops'

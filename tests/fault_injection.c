@@ -768,6 +768,10 @@ static int workload(void) {
     NEW(hy, dt_lt(h16, h16));
     NEW(hy, dt_cast(hb, DT_F16));
     STEP(dt_axpy_(h16, 0.5, h16) == DT_OK);
+    /* in-place arithmetic in half: through float32 temporaries */
+    STEP(dt_add_(h16, h16) == DT_OK);
+    STEP(dt_mul_(hb, hb) == DT_OK);
+    STEP(dt_mul_scalar_(hb, 0.5) == DT_OK);
     STEP(dt_snprint(pb, sizeof pb, hb) > 0);
   }
   /* a graph: a chain captured on the CPU, replayed after a new input was copied in; an allocation

@@ -750,6 +750,22 @@ static int dp_refused(int k) {
   return r;
 }
 
+/* in-place arithmetic: 0 b a slice of a (its memory), 1 a leaf that requires grad. Returns
+   1 when refused and a is unchanged. */
+static int inplace_refused(int k) {
+  dt_tensor *a = dt_ones(dt_shape2(2, 3), dt_cpu()), *v = NULL;
+  float h[6] = {0};
+  int r = 0, i;
+  if (!a) return 0;
+  if (k == 0 && (v = dt_slice(a, 0, 1, 2)) != NULL) r = dt_add_(a, v) != DT_OK;
+  if (k == 1 && dt_requires_grad_(a, 1) == DT_OK) r = dt_mul_scalar_(a, 2.0) != DT_OK;
+  if (r && dt_to_host(a, h, sizeof h) == DT_OK)
+    for (i = 0; i < 6; i++) r = r && h[i] == 1.0f;
+  if (r) { if (k == 0) dt_add_(a, v); else dt_mul_scalar_(a, 2.0); } /* the error again */
+  dt_release(v); dt_release(a);
+  return r;
+}
+
 #define BAD_CASES(X_)                                                                                                      \
   /* errors */                                                                                                              \
   X_(status_string_unknown, DT_OK, "", "", strcmp(dt_status_string((dt_status)99), "unknown status") != 0)                  \
@@ -960,6 +976,18 @@ static int dp_refused(int k) {
   X_(axpy_cpu_gpu, DT_ERR_DEVICE_MISMATCH, "dt_axpy_:", "=expected all tensors on the same device, but x is on cuda:0 and y is on cpu (move one with dt_to)", GPUS(1, bad(dt_axpy_(F, 1, G0)))) \
   X_(axpy_device_before_shape, DT_ERR_DEVICE_MISMATCH, "dt_axpy_:", "x is on cuda:0|y is on cpu", GPUS(1, bad(dt_axpy_(F, 1, G0V)))) \
   X_(axpy_device_before_dtype, DT_ERR_DEVICE_MISMATCH, "dt_axpy_:", "x is on cuda:0|y is on cpu", GPUS(1, bad(dt_axpy_(I, 1, GD0)))) \
+  /* in-place arithmetic */                                                                                                 \
+  X_(inplace_add_null_a, DT_ERR_INVALID_ARGUMENT, "dt_add_:", "a is NULL", bad(dt_add_(NULL, F)))                           \
+  X_(inplace_add_null_b, DT_ERR_INVALID_ARGUMENT, "dt_add_:", "b is NULL", bad(dt_add_(F, NULL)))                           \
+  X_(inplace_add_dtype, DT_ERR_DTYPE, "dt_add_:", "float32|float64", bad(dt_add_(F, D)))                                    \
+  X_(inplace_div_int, DT_ERR_DTYPE, "dt_div_:", "a is int32", bad(dt_div_(I, I)))                                          \
+  X_(inplace_mul_grows, DT_ERR_SHAPE, "dt_mul_:", "a has shape (3,)|broadcast to (2, 3)|keeps a's shape", bad(dt_mul_(V, F))) \
+  X_(inplace_sub_broadcast, DT_ERR_SHAPE, "dt_sub_:", "cannot be broadcast", bad(dt_sub_(F, M4)))                           \
+  X_(inplace_add_gpu_cpu, DT_ERR_DEVICE_MISMATCH, "dt_add_:", "cuda:0|cpu", GPUS(1, bad(dt_add_(G0, F))))                     \
+  X_(inplace_scalar_null, DT_ERR_INVALID_ARGUMENT, "dt_mul_scalar_:", "a is NULL", bad(dt_mul_scalar_(NULL, 2.0)))          \
+  X_(inplace_scalar_fraction, DT_ERR_DTYPE, "dt_add_scalar_:", "a is int32|0.5 is not a whole number", bad(dt_add_scalar_(I, 0.5))) \
+  X_(inplace_shares_memory, DT_ERR_INVALID_ARGUMENT, "dt_add_:", "b shares memory with a", inplace_refused(0))              \
+  X_(inplace_leaf_grad, DT_ERR_INVALID_ARGUMENT, "dt_mul_scalar_:", "a is a leaf that requires grad", inplace_refused(1))   \
   X_(axpy_gpu0_gpu1, DT_ERR_DEVICE_MISMATCH, "dt_axpy_:", "=expected all tensors on the same device, but x is on cuda:1 and y is on cuda:0 (move one with dt_to)", GPUS(2, bad(dt_axpy_(G0, 1, G1)))) \
   /* classification: argmax/min, max/min, softmax, cross-entropy */                                                          \
   X_(argmax_null, DT_ERR_INVALID_ARGUMENT, "dt_argmax:", "t is NULL", nul(dt_argmax(NULL, 0)))                               \

@@ -20,6 +20,15 @@ DTDEF dt_tensor *dt_cast(const dt_tensor *a, dt_dtype t);
 DTDEF dt_tensor *dt_stack(const dt_tensor *const *ts, int n);      /* torch.stack: (n, ...) on their device */
 DTDEF dt_status  dt_fill_(dt_tensor *t, double v);
 DTDEF dt_status  dt_axpy_(dt_tensor *y, double alpha, const dt_tensor *x); /* y += alpha * x */
+/* in place (a.add_(b), a.sub_(b), a.mul_(b), a.div_(b)): b broadcast to a's shape, one dtype
+   (div_: a float one), one device; b may be a itself but no other view of its memory; a leaf
+   that requires grad is refused while grad mode is on, as every _ function */
+DTDEF dt_status  dt_add_(dt_tensor *a, const dt_tensor *b);
+DTDEF dt_status  dt_sub_(dt_tensor *a, const dt_tensor *b);
+DTDEF dt_status  dt_mul_(dt_tensor *a, const dt_tensor *b);
+DTDEF dt_status  dt_div_(dt_tensor *a, const dt_tensor *b);
+DTDEF dt_status  dt_add_scalar_(dt_tensor *a, double s);           /* a.add_(s); an integer a takes whole numbers */
+DTDEF dt_status  dt_mul_scalar_(dt_tensor *a, double s);           /* a.mul_(s) */
 /* indexing: slices, index_select, cat, permute; every dtype */
 DTDEF dt_tensor *dt_slice(const dt_tensor *t, int dim, int64_t start, int64_t end); /* t[start:end] along dim, Python's clamping and negatives; dim 0 shares t's memory (a view, like dt_reshape), other dims copy */
 DTDEF dt_tensor *dt_index_select(const dt_tensor *t, int dim, const dt_tensor *index); /* index: I64 (k,) on t's device, each in [0, n); on a GPU a bad one is reported at the next synchronizing call */
