@@ -252,7 +252,7 @@ DTDEF dt_tensor *dt_stack(const dt_tensor *const *ts, int n);      /* torch.stac
 DTDEF dt_status  dt_fill_(dt_tensor *t, double v);
 DTDEF dt_status  dt_axpy_(dt_tensor *y, double alpha, const dt_tensor *x); /* y += alpha * x */
 /* in place (a.add_(b), a.sub_(b), a.mul_(b), a.div_(b)): b broadcast to a's shape, one dtype
-   (div_: a float one), one device; b may be a itself but no other view of its memory; a leaf
+   (div_: a float one), one device; b may be a itself but not overlap a's memory otherwise; a leaf
    that requires grad is refused while grad mode is on, as every _ function */
 DTDEF dt_status  dt_add_(dt_tensor *a, const dt_tensor *b);
 DTDEF dt_status  dt_sub_(dt_tensor *a, const dt_tensor *b);
@@ -3642,8 +3642,9 @@ DTDEF dt_status dt_axpy_(dt_tensor *y, double alpha, const dt_tensor *x) {
 /* ---- in-place arithmetic (torch's a.add_(b), a.mul_(s), ...) ---- */
 
 /* a op= b: b broadcast to a's shape, which stays (b may not make it larger); one dtype, no
-   promotion; one device; b neither a's own memory seen another way (a slice of it) nor a
-   tensor that autograd would have to record (a changed in place is refused as dt_fill_'s t). */
+   promotion; one device; b neither overlapping a's memory other than as a itself (a slice of
+   it: disjoint slices of one tensor are fine) nor a tensor that autograd would have to record
+   (a changed in place is refused as dt_fill_'s t). */
 static dt_status dt__binary_(const char *op, dt__binary_op bop, dt_tensor *a, const dt_tensor *b) {
   dt_shape sh;
   dt__bcast g;
@@ -3657,9 +3658,10 @@ static dt_status dt__binary_(const char *op, dt__binary_op bop, dt_tensor *a, co
   if (sh.ndim != a->shape.ndim || memcmp(sh.dims, a->shape.dims, sizeof(int64_t) * (size_t)a->shape.ndim) != 0)
     return dt__fail(DT_ERR_SHAPE, "%s: a has shape %s, but a and b broadcast to %s: an in-place result keeps a's shape", op,
                     dt__shape_str(&a->shape, x, sizeof x), dt__shape_str(&sh, y, sizeof y));
-  if ((a->st->base ? a->st->base : a->st) == (b->st->base ? b->st->base : b->st) && !(a->st->ptr == b->st->ptr && a->numel == b->numel))
-    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: b shares memory with a without being a itself (a slice or reshape of one "
-                    "tensor): the result would depend on the order elements are written (pass a copy of b: dt_copyto(b, its device))", op);
+  if ((a->st->base ? a->st->base : a->st) == (b->st->base ? b->st->base : b->st) && !(a->st->ptr == b->st->ptr && a->nbytes == b->nbytes) &&
+      (const char *)a->st->ptr < (const char *)b->st->ptr + b->nbytes && (const char *)b->st->ptr < (const char *)a->st->ptr + a->nbytes)
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: b overlaps a's memory without being a itself (a slice of one tensor): the "
+                    "result would depend on the order elements are written (pass a copy of b: dt_copyto(b, its device))", op);
   if ((s = dt__inplace_check(op, "a", a)) != DT_OK) return s;
   if (b->requires_grad && !dt__no_grad)
     return dt__fail(DT_ERR_UNSUPPORTED, "%s: b requires grad and grad mode is on: an in-place result is not recorded by "

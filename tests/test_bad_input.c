@@ -986,7 +986,7 @@ static int inplace_refused(int k) {
   X_(inplace_add_gpu_cpu, DT_ERR_DEVICE_MISMATCH, "dt_add_:", "cuda:0|cpu", GPUS(1, bad(dt_add_(G0, F))))                     \
   X_(inplace_scalar_null, DT_ERR_INVALID_ARGUMENT, "dt_mul_scalar_:", "a is NULL", bad(dt_mul_scalar_(NULL, 2.0)))          \
   X_(inplace_scalar_fraction, DT_ERR_DTYPE, "dt_add_scalar_:", "a is int32|0.5 is not a whole number", bad(dt_add_scalar_(I, 0.5))) \
-  X_(inplace_shares_memory, DT_ERR_INVALID_ARGUMENT, "dt_add_:", "b shares memory with a", inplace_refused(0))              \
+  X_(inplace_shares_memory, DT_ERR_INVALID_ARGUMENT, "dt_add_:", "b overlaps a's memory", inplace_refused(0))              \
   X_(inplace_leaf_grad, DT_ERR_INVALID_ARGUMENT, "dt_mul_scalar_:", "a is a leaf that requires grad", inplace_refused(1))   \
   X_(axpy_gpu0_gpu1, DT_ERR_DEVICE_MISMATCH, "dt_axpy_:", "=expected all tensors on the same device, but x is on cuda:1 and y is on cuda:0 (move one with dt_to)", GPUS(2, bad(dt_axpy_(G0, 1, G1)))) \
   /* classification: argmax/min, max/min, softmax, cross-entropy */                                                          \

@@ -21,7 +21,7 @@ DTDEF dt_tensor *dt_stack(const dt_tensor *const *ts, int n);      /* torch.stac
 DTDEF dt_status  dt_fill_(dt_tensor *t, double v);
 DTDEF dt_status  dt_axpy_(dt_tensor *y, double alpha, const dt_tensor *x); /* y += alpha * x */
 /* in place (a.add_(b), a.sub_(b), a.mul_(b), a.div_(b)): b broadcast to a's shape, one dtype
-   (div_: a float one), one device; b may be a itself but no other view of its memory; a leaf
+   (div_: a float one), one device; b may be a itself but not overlap a's memory otherwise; a leaf
    that requires grad is refused while grad mode is on, as every _ function */
 DTDEF dt_status  dt_add_(dt_tensor *a, const dt_tensor *b);
 DTDEF dt_status  dt_sub_(dt_tensor *a, const dt_tensor *b);
