@@ -8390,19 +8390,27 @@ static dt_status dt__scaler_found_inf(const char *op, dt_tensor *const *gs, int 
   return st;
 }
 
-/* The n gradients gs checked, and unscaled when all are finite; s->found_inf says which. */
-static dt_status dt__grad_scaler_unscale(const char *op, dt_grad_scaler *s, dt_tensor *const *gs, int n) {
-  dt_status st;
-  int found = 0, i, prev = dt__no_grad;
-  dt__no_grad = 1; /* the checks record nothing */
-  st = dt__scaler_found_inf(op, gs, n, &found);
-  /* unscale in place: g *= 1 / scale (skipped with inf/NaN: the step is skipped too) */
-  for (i = 0; i < n && st == DT_OK && !found; i++) {
+/* The n gradients gs (NULL where a parameter has none) times f, in place. */
+static dt_status dt__grads_scale(const char *op, dt_tensor *const *gs, int n, double f) {
+  dt_status st = DT_OK;
+  int i;
+  for (i = 0; i < n && st == DT_OK; i++) {
     dt_tensor *g = gs[i];
     if (!g || g->numel == 0) continue;
     st = dt__run(op, g->st->device, dt__be(g->st->device)->unary(g->st->device.index, DT__U_AFFINE, g->dtype, g->numel, g->st->ptr,
-                                                                 g->st->ptr, 1.0 / s->scale, 0.0));
+                                                                 g->st->ptr, f, 0.0));
   }
+  return st;
+}
+
+/* The n gradients gs checked, and unscaled when all are finite; s->found_inf says which. */
+static dt_status dt__grad_scaler_unscale(const char *op, dt_grad_scaler *s, dt_tensor *const *gs, int n) {
+  dt_status st;
+  int found = 0, prev = dt__no_grad;
+  dt__no_grad = 1; /* the checks record nothing */
+  st = dt__scaler_found_inf(op, gs, n, &found);
+  /* unscale in place: g *= 1 / scale (skipped with inf/NaN: the step is skipped too) */
+  if (st == DT_OK && !found) st = dt__grads_scale(op, gs, n, 1.0 / s->scale);
   dt__no_grad = prev;
   if (st == DT_OK) s->found_inf = found;
   return st;
@@ -10710,7 +10718,8 @@ static dt_tensor *dt__dp_loss_grad(int ce, const dt_tensor *pred, const dt_tenso
   return g;
 }
 
-/* Whether the trainer takes m through autograd: as dt__trainer_step chooses dt__trainer_step_autograd. */
+/* Whether the trainer takes m through autograd (dt__trainer_step_autograd, dt__dp_part_autograd):
+   modules the fused backward cannot take, autocast, a half module. */
 static int dt__trainer_uses_autograd(const dt_trainer *tr, const dt_module *m) {
   return dt__module_has_user(m) || tr->autocast != DT_F32 || dt__is_half(m->dtype);
 }
@@ -10741,14 +10750,7 @@ static dt_status dt__dp_part_autograd(dt_trainer *tr, dt_module *m, dt_device de
 /* The gradients of m times f, in place (the grad scaler's unscale of a replica's copy). */
 static dt_status dt__dp_grads_scale(const char *op, dt_module *m, double f) {
   dt_status s = dt__params_build(op, m);
-  int i;
-  for (i = 0; i < m->nparams && s == DT_OK; i++) {
-    dt_tensor *g = m->grads[i];
-    if (!g || g->numel == 0) continue;
-    s = dt__run(op, g->st->device, dt__be(g->st->device)->unary(g->st->device.index, DT__U_AFFINE, g->dtype, g->numel, g->st->ptr,
-                                                                 g->st->ptr, f, 0.0));
-  }
-  return s;
+  return s == DT_OK ? dt__grads_scale(op, m->grads, m->nparams, f) : s;
 }
 
 static dt_status dt__trainer_clip(dt_trainer *tr, dt_module *m);
@@ -11095,7 +11097,7 @@ static dt_status dt__trainer_step(dt_trainer *tr, dt__replicas *rep, dt_module *
   dt_tensor *pred, *g = NULL;
   dt_status s;
   if (rep && (rep->n > 1 || rep->ranks > 1)) return dt__dp_step(tr, rep, xb, yb); /* data parallel */
-  if (dt__module_has_user(m) || tr->autocast != DT_F32 || dt__is_half(m->dtype))
+  if (dt__trainer_uses_autograd(tr, m))
     return dt__trainer_step_autograd(tr, m, xb, yb, sums, phase, scale);
   if (phase == DT__STEP_UPDATE) return dt__trainer_update(tr, m);
   if (!(pred = dt_forward(m, xb))) return dt_last_status();

@@ -84,19 +84,27 @@ static dt_status dt__scaler_found_inf(const char *op, dt_tensor *const *gs, int 
   return st;
 }
 
-/* The n gradients gs checked, and unscaled when all are finite; s->found_inf says which. */
-static dt_status dt__grad_scaler_unscale(const char *op, dt_grad_scaler *s, dt_tensor *const *gs, int n) {
-  dt_status st;
-  int found = 0, i, prev = dt__no_grad;
-  dt__no_grad = 1; /* the checks record nothing */
-  st = dt__scaler_found_inf(op, gs, n, &found);
-  /* unscale in place: g *= 1 / scale (skipped with inf/NaN: the step is skipped too) */
-  for (i = 0; i < n && st == DT_OK && !found; i++) {
+/* The n gradients gs (NULL where a parameter has none) times f, in place. */
+static dt_status dt__grads_scale(const char *op, dt_tensor *const *gs, int n, double f) {
+  dt_status st = DT_OK;
+  int i;
+  for (i = 0; i < n && st == DT_OK; i++) {
     dt_tensor *g = gs[i];
     if (!g || g->numel == 0) continue;
     st = dt__run(op, g->st->device, dt__be(g->st->device)->unary(g->st->device.index, DT__U_AFFINE, g->dtype, g->numel, g->st->ptr,
-                                                                 g->st->ptr, 1.0 / s->scale, 0.0));
+                                                                 g->st->ptr, f, 0.0));
   }
+  return st;
+}
+
+/* The n gradients gs checked, and unscaled when all are finite; s->found_inf says which. */
+static dt_status dt__grad_scaler_unscale(const char *op, dt_grad_scaler *s, dt_tensor *const *gs, int n) {
+  dt_status st;
+  int found = 0, prev = dt__no_grad;
+  dt__no_grad = 1; /* the checks record nothing */
+  st = dt__scaler_found_inf(op, gs, n, &found);
+  /* unscale in place: g *= 1 / scale (skipped with inf/NaN: the step is skipped too) */
+  if (st == DT_OK && !found) st = dt__grads_scale(op, gs, n, 1.0 / s->scale);
   dt__no_grad = prev;
   if (st == DT_OK) s->found_inf = found;
   return st;

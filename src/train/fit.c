@@ -76,7 +76,7 @@ static dt_status dt__trainer_step(dt_trainer *tr, dt__replicas *rep, dt_module *
   dt_tensor *pred, *g = NULL;
   dt_status s;
   if (rep && (rep->n > 1 || rep->ranks > 1)) return dt__dp_step(tr, rep, xb, yb); /* data parallel */
-  if (dt__module_has_user(m) || tr->autocast != DT_F32 || dt__is_half(m->dtype))
+  if (dt__trainer_uses_autograd(tr, m))
     return dt__trainer_step_autograd(tr, m, xb, yb, sums, phase, scale);
   if (phase == DT__STEP_UPDATE) return dt__trainer_update(tr, m);
   if (!(pred = dt_forward(m, xb))) return dt_last_status();

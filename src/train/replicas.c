@@ -269,7 +269,8 @@ static dt_tensor *dt__dp_loss_grad(int ce, const dt_tensor *pred, const dt_tenso
   return g;
 }
 
-/* Whether the trainer takes m through autograd: as dt__trainer_step chooses dt__trainer_step_autograd. */
+/* Whether the trainer takes m through autograd (dt__trainer_step_autograd, dt__dp_part_autograd):
+   modules the fused backward cannot take, autocast, a half module. */
 static int dt__trainer_uses_autograd(const dt_trainer *tr, const dt_module *m) {
   return dt__module_has_user(m) || tr->autocast != DT_F32 || dt__is_half(m->dtype);
 }
@@ -300,14 +301,7 @@ static dt_status dt__dp_part_autograd(dt_trainer *tr, dt_module *m, dt_device de
 /* The gradients of m times f, in place (the grad scaler's unscale of a replica's copy). */
 static dt_status dt__dp_grads_scale(const char *op, dt_module *m, double f) {
   dt_status s = dt__params_build(op, m);
-  int i;
-  for (i = 0; i < m->nparams && s == DT_OK; i++) {
-    dt_tensor *g = m->grads[i];
-    if (!g || g->numel == 0) continue;
-    s = dt__run(op, g->st->device, dt__be(g->st->device)->unary(g->st->device.index, DT__U_AFFINE, g->dtype, g->numel, g->st->ptr,
-                                                                 g->st->ptr, f, 0.0));
-  }
-  return s;
+  return s == DT_OK ? dt__grads_scale(op, m->grads, m->nparams, f) : s;
 }
 
 static dt_status dt__trainer_clip(dt_trainer *tr, dt_module *m);
