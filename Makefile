@@ -6,6 +6,8 @@
 #                    dataset-fashion-mnist; bench/fashion_torch.py is the same in PyTorch)
 #   make test        build and run every test; ends with "N passed, N failed, N skipped" (with
 #                    CUDA, DT_REQUIRE_GPU=1 makes "no GPU" a failure, and gpu_check runs where a driver is)
+#   make lenet, make resnet, make modern-cnn MODEL=M  D2L's CNNs on Fashion-MNIST (examples/lenet.c, resnet.c,
+#                    modern_cnn.c; M: alexnet, vgg, nin, googlenet, bnlenet, densenet or regnet)
 #   make bench       the CPU benchmarks against NumPy and PyTorch (CPU), one table (make bench-cblas: with DEVTENSOR_CBLAS)
 #   make bench-gpu   the GPU benchmarks against cudaMemcpy and PyTorch (on a machine with a GPU)
 #   make bench-fashion  make fashion's training beside the same in PyTorch (bench/fashion_torch.py): epoch times
@@ -76,7 +78,7 @@ EXAMPLES := $(basename $(notdir $(wildcard examples/*.c)))
 # examples/fashion_mnist.c needs zlib's header (apt-get install zlib1g-dev): without it, it is left out
 HAVE_ZLIB := $(shell printf '\043include <zlib.h>\nint main(void){return 0;}\n' | $(CC) -x c - -lz -o /dev/null 2>/dev/null && echo 1)
 ifneq ($(HAVE_ZLIB),1)
-  EXAMPLES := $(filter-out fashion_mnist logistic_regression lenet resnet mlp_block,$(EXAMPLES))
+  EXAMPLES := $(filter-out fashion_mnist logistic_regression lenet resnet modern_cnn mlp_block,$(EXAMPLES))
 endif
 TEST_DEPS:= $(HDR) tests/harness.h $(wildcard tests/*.inc)
 EX_DEPS  := $(HDR) examples/timing.h
@@ -115,7 +117,7 @@ ifeq ($(CUDA),1)
   endif
   # make run without the NVIDIA driver: the CUDA build would only say "no GPU", after minutes
   # of nvcc; the CPU build runs instead (CUDA=1 on the command line builds the CUDA one anyway)
-  ifneq ($(filter run fashion lenet resnet,$(MAKECMDGOALS)),)
+  ifneq ($(filter run fashion lenet resnet modern-cnn,$(MAKECMDGOALS)),)
     ifneq ($(origin CUDA),command line)
       NVIDIA_DRIVER := $(shell { test -e /proc/driver/nvidia/version || \
         { ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null; } | grep -q 'libcuda\.so\.1'; } && echo yes)
@@ -218,10 +220,12 @@ $(B)/c/test_optim $(B)/cxx/test_optim $(B)/clang/test_optim: LDLIBS += -pthread
 $(B)/cuda/test_optim: CUDA_LIBS += -pthread
 # examples/fashion_mnist.c reads the gzip'd data set with zlib (apt-get install zlib1g-dev)
 FASHION_EX := $(B)/ex/fashion_mnist $(B)/cuda/ex/fashion_mnist $(B)/ex/logistic_regression $(B)/cuda/ex/logistic_regression \
-              $(B)/ex/lenet $(B)/cuda/ex/lenet $(B)/ex/resnet $(B)/cuda/ex/resnet $(B)/ex/mlp_block $(B)/cuda/ex/mlp_block
+              $(B)/ex/lenet $(B)/cuda/ex/lenet $(B)/ex/resnet $(B)/cuda/ex/resnet $(B)/ex/modern_cnn $(B)/cuda/ex/modern_cnn \
+              $(B)/ex/mlp_block $(B)/cuda/ex/mlp_block
 $(FASHION_EX): examples/fashion_data.h
-$(B)/ex/fashion_mnist $(B)/ex/logistic_regression $(B)/ex/lenet $(B)/ex/resnet $(B)/ex/mlp_block: LDLIBS += -lz
-$(B)/cuda/ex/fashion_mnist $(B)/cuda/ex/logistic_regression $(B)/cuda/ex/lenet $(B)/cuda/ex/resnet $(B)/cuda/ex/mlp_block: CUDA_LIBS += -lz
+$(filter %/lenet %/resnet %/modern_cnn,$(FASHION_EX)): examples/cnn_train.h
+$(filter $(B)/ex/%,$(FASHION_EX)): LDLIBS += -lz
+$(filter $(B)/cuda/%,$(FASHION_EX)): CUDA_LIBS += -lz
 $(B)/bench_gpu: gpubench_CMD += -isystem $(CUDA_HOME)/include
 # the bare <<<>>> launches under devtensor's per-op overhead (bench/launch_floor.cu; no devtensor)
 $(B)/launch_floor: bench/launch_floor.cu | $(B)
@@ -257,7 +261,7 @@ $(B)/cuda/gpus_nvcc: examples/gpus.c devtensor_cuda.cu $(HDR) | $$(@D)
 	$(NVCC) -I. -DDEVTENSOR_CUDA $(CUDNN_DEF) examples/gpus.c devtensor_cuda.cu -lcublas $(CUDNN_LIB) -o $@
 
 # ---- what make runs ----
-.PHONY: all run fashion lenet resnet test bench bench-cblas bench-gpu bench-fashion clean
+.PHONY: all run fashion lenet resnet modern-cnn test bench bench-cblas bench-gpu bench-fashion clean
 # $(CU_OBJ) first: nvcc takes a minute, and every CUDA program links it
 all: $(if $(CUDA_ALL),$(CU_OBJ)) $(C_TESTS) $(CXX_TESTS) $(B)/clang/test_vmath $(CLANG_OMP_TESTS) $(EX_BINS) $(B)/static_unit $(B)/two_units $(CUDA_ALL)
 
@@ -279,7 +283,7 @@ test: all lib
 FASHION_BIN := $(if $(filter $(B)/cuda/ex/gpus,$(RUN_GPUS)),$(B)/cuda/ex/fashion_mnist,$(B)/ex/fashion_mnist)
 # what a fresh Debian machine lacks is installed when make runs as root with apt-get
 FASHION_DATA := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
-FASHION_NEED := $(if $(filter fashion lenet resnet,$(MAKECMDGOALS)),$(if $(HAVE_ZLIB),,zlib1g-dev) $(if $(FASHION_MNIST_DIR)$(wildcard $(FASHION_DATA)),,dataset-fashion-mnist))
+FASHION_NEED := $(if $(filter fashion lenet resnet modern-cnn,$(MAKECMDGOALS)),$(if $(HAVE_ZLIB),,zlib1g-dev) $(if $(FASHION_MNIST_DIR)$(wildcard $(FASHION_DATA)),,dataset-fashion-mnist))
 ifneq ($(strip $(FASHION_NEED)),)
   $(shell [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && { apt-get update -qq && apt-get install -y -qq $(FASHION_NEED); } >/dev/null 2>&1)
   HAVE_ZLIB := $(shell printf '\043include <zlib.h>\nint main(void){return 0;}\n' | $(CC) -x c - -lz -o /dev/null 2>/dev/null && echo 1)
@@ -300,8 +304,15 @@ resnet: $(subst fashion_mnist,resnet,$(FASHION_BIN))
 	@test -n "$$FASHION_MNIST_DIR" || test -f $(FASHION_DATA) || \
 	  { echo "make resnet: Fashion-MNIST is not installed: apt-get install dataset-fashion-mnist (or set FASHION_MNIST_DIR)"; exit 1; }
 	./$(subst fashion_mnist,resnet,$(FASHION_BIN)) --csv $(B)/resnet.csv $(RESNET_ARGS)
+# D2L chapter 8's networks (examples/modern_cnn.c): MODEL (default bnlenet) at D2L's size and learning rate;
+# CNN_ARGS for more options (CNN_ARGS="--size 32" for what a CPU trains in reasonable time)
+MODEL ?= bnlenet
+modern-cnn: $(subst fashion_mnist,modern_cnn,$(FASHION_BIN))
+	@test -n "$$FASHION_MNIST_DIR" || test -f $(FASHION_DATA) || \
+	  { echo "make modern-cnn: Fashion-MNIST is not installed: apt-get install dataset-fashion-mnist (or set FASHION_MNIST_DIR)"; exit 1; }
+	./$(subst fashion_mnist,modern_cnn,$(FASHION_BIN)) --model $(MODEL) --csv $(B)/$(MODEL).csv $(CNN_ARGS)
 else
-fashion lenet resnet:
+fashion lenet resnet modern-cnn:
 	@echo "make $@: zlib's header is missing: apt-get install zlib1g-dev"; exit 1
 endif
 # the same training in PyTorch beside it (bench/fashion_torch.py), interleaved; ratios of epoch times

@@ -116,8 +116,10 @@ $(eval $(call SPLIT,tsanemu,$(TSAN_EMU),tests,test_threads,$(HDR) tests/harness.
 
 # programs that need more than their variant (as in the Makefile)
 $(B)/asan/test_threads $(B)/asan/test_optim: LDLIBS += -pthread
-$(EMU_DIR)/ex/fashion_mnist $(EMU_DIR)/ex/logistic_regression $(EMU_DIR)/ex/lenet $(EMU_DIR)/ex/resnet $(EMU_DIR)/ex/mlp_block: examples/fashion_data.h
-$(EMU_DIR)/ex/fashion_mnist $(EMU_DIR)/ex/logistic_regression $(EMU_DIR)/ex/lenet $(EMU_DIR)/ex/resnet $(EMU_DIR)/ex/mlp_block: EMU_LINK += -lz
+EMU_FASHION_EX := $(addprefix $(EMU_DIR)/ex/,fashion_mnist logistic_regression lenet resnet modern_cnn mlp_block)
+$(EMU_FASHION_EX): examples/fashion_data.h
+$(filter %/lenet %/resnet %/modern_cnn,$(EMU_FASHION_EX)): examples/cnn_train.h
+$(EMU_FASHION_EX): EMU_LINK += -lz
 $(B)/fuzz/fuzz_safetensors $(B)/fuzz/replay_safetensors: tests/fuzz/nest_decode.h
 
 # the folders CI's programs are built in

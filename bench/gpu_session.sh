@@ -24,7 +24,8 @@
 #   cnn     D2L's LeNet and ResNet-18 on cuda:0 beside PyTorch on the same GPU: eager, with
 #           --cuda-graph, with --tf32 (PyTorch's cuDNN convolutions use TF32 by default; its
 #           twins also run with --tf32 off); devtensor built without and with cuDNN (CUDNN=1,
-#           the system's or PyTorch's wheel's)
+#           the system's or PyTorch's wheel's); last, while the budget lasts, one epoch of
+#           GoogLeNet and of DenseNet (examples/modern_cnn.c) beside PyTorch
 # QUICK=1 shortens fashion and cnn to what fits beside cudatest in one call: fashion's MLP
 # only, 3 epochs, eager and --cuda-graph; LeNet 3 epochs; ResNet-18 1 epoch.
 # Each phase builds what it needs first (incremental), writes OUTDIR/<phase>.log
@@ -282,13 +283,14 @@ epoch_median() {
 }
 
 # D2L's LeNet (7.6: 10 epochs, lr 0.1, batch 128) and ResNet-18 (8.6 at 96x96, lr 0.05, batch 256;
-# EPOCHS_RESNET, default 2) on cuda:0, each devtensor variant and each PyTorch run once, the data on
+# EPOCHS_RESNET, default 2), then (where the budget leaves time) one epoch of GoogLeNet and DenseNet
+# (examples/modern_cnn.c, D2L's sizes and learning rates) on cuda:0, each devtensor variant and each PyTorch run once, the data on
 # the host on both sides. Goals: LeNet's epoch <= 0.5x PyTorch's, ResNet's <= 0.8x, test accuracy
 # within 1 point. Every run's epochs are in OUTDIR/cnn.log.
 phase_cnn() {
   log=$out/cnn.log
   header >"$log"
-  run "$log" make -j"$jobs" CUDA=1 build/cuda/ex/lenet build/cuda/ex/resnet
+  run "$log" make -j"$jobs" CUDA=1 build/cuda/ex/lenet build/cuda/ex/resnet build/cuda/ex/modern_cnn
   # the cuDNN build (make CUDNN=1) in build/cudnn: the system's cuDNN, or the one PyTorch's wheel
   # carries (nvidia-cudnn: its include/ and lib/)
   dn=./build/cudnn/cuda/ex
@@ -317,7 +319,11 @@ phase_cnn() {
              "./build/cuda/ex/lenet --epochs $le --tf32 --cuda-graph" "./build/cuda/ex/lenet --epochs $le --tf32" \
              "./build/cuda/ex/resnet $rn" "$dn/resnet $rn" \
              "python3 bench/lenet_torch.py --epochs $le --device cuda --tf32 off" \
-             "python3 bench/resnet_torch.py $rn --device cuda --tf32 off"; do
+             "python3 bench/resnet_torch.py $rn --device cuda --tf32 off" \
+             "./build/cuda/ex/modern_cnn --model googlenet --epochs 1 --tf32 --cuda-graph" \
+             "python3 bench/modern_cnn_torch.py --model googlenet --epochs 1 --device cuda" \
+             "./build/cuda/ex/modern_cnn --model densenet --epochs 1 --tf32 --cuda-graph" \
+             "python3 bench/modern_cnn_torch.py --model densenet --epochs 1 --device cuda"; do
     case $cmd in "$dn"/*) [ -x "${cmd%% *}" ] || continue ;; esac
     if [ "$(date +%s)" -gt $((deadline - 90)) ]; then
       echo "cnn $cmd: not started (the call's budget is nearly spent)" | tee -a "$log"; status=1; continue

@@ -70,38 +70,14 @@ def resnet18():
     return nn.Sequential(*layers)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--epochs", type=int, default=10)
-    ap.add_argument("--train", type=int, default=0, help="first N training examples (0: all)")
-    ap.add_argument("--test", type=int, default=0, help="first N test examples (0: all)")
-    ap.add_argument("--lr", type=float, default=0.01)
-    ap.add_argument("--batch", type=int, default=128)
-    ap.add_argument("--size", type=int, default=96)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--data", default=os.environ.get("FASHION_MNIST_DIR", DEFAULT_DIR))
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: OMP_NUM_THREADS or every core)")
-    ap.add_argument("--tf32", choices=["default", "on", "off"], default="default",
-                    help="torch.backends.cudnn.allow_tf32 and cuda.matmul.allow_tf32 (default: PyTorch's own)")
-    args = ap.parse_args()
-    if args.epochs < 1 or args.batch < 1 or args.train < 0 or args.test < 0 or not 28 <= args.size <= 224:
-        ap.error("--epochs and --batch must be positive, --train and --test >= 0, --size in [28, 224]")
-    torch.set_num_threads(args.threads or int(os.environ.get("OMP_NUM_THREADS") or os.cpu_count() or 1))
-    if args.tf32 != "default":
-        torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = args.tf32 == "on"
-    dev = torch.device(args.device)
-    xtr, ytr = load(args.data, "train", args.train, args.size)
-    xte, yte = load(args.data, "t10k", args.test, args.size)
-    torch.manual_seed(args.seed)
-    net = resnet18().to(dev)
-    opt = torch.optim.SGD(net.parameters(), lr=args.lr)
+def fit(net, xtr, ytr, xte, yte, lr, bs, epochs, dev):
+    """SGD on mean cross-entropy, the training set shuffled each epoch; the test set after each epoch
+    (eval mode, no grad, batches of 4x the training batch up to 1024); one progress line per epoch"""
+    opt = torch.optim.SGD(net.parameters(), lr=lr)
     loss_fn = nn.CrossEntropyLoss()
-    n, bs = xtr.shape[0], args.batch
+    n = xtr.shape[0]
     eval_bs = bs if bs >= 1024 else min(4 * bs, 1024)
-    print(f"ResNet-18 on torch {torch.__version__} {dev}, {torch.get_num_threads()} threads: {n} training and "
-          f"{xte.shape[0]} test examples at {args.size}x{args.size}, lr {args.lr:g}, batch {bs}", flush=True)
-    for epoch in range(args.epochs):
+    for epoch in range(epochs):
         t0 = time.perf_counter()
         net.train()
         loss_sum = torch.zeros((), device=dev)
@@ -127,8 +103,38 @@ def main():
         loss_v, tr_acc = loss_sum.item() / n, correct.item() / n
         te_acc = test_correct.item() / xte.shape[0]
         sec = time.perf_counter() - t0
-        print(f"epoch {epoch + 1:2d}/{args.epochs}  train loss {loss_v:.4f}  train acc {tr_acc:.4f}"
+        print(f"epoch {epoch + 1:2d}/{epochs}  train loss {loss_v:.4f}  train acc {tr_acc:.4f}"
               f"  test acc {te_acc:.4f}  {sec:.2f} s", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--epochs", type=int, default=10)
+    ap.add_argument("--train", type=int, default=0, help="first N training examples (0: all)")
+    ap.add_argument("--test", type=int, default=0, help="first N test examples (0: all)")
+    ap.add_argument("--lr", type=float, default=0.01)
+    ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--size", type=int, default=96)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--data", default=os.environ.get("FASHION_MNIST_DIR", DEFAULT_DIR))
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: OMP_NUM_THREADS or every core)")
+    ap.add_argument("--tf32", choices=["default", "on", "off"], default="default",
+                    help="torch.backends.cudnn.allow_tf32 and cuda.matmul.allow_tf32 (default: PyTorch's own)")
+    args = ap.parse_args()
+    if args.epochs < 1 or args.batch < 1 or args.train < 0 or args.test < 0 or not 28 <= args.size <= 224:
+        ap.error("--epochs and --batch must be positive, --train and --test >= 0, --size in [28, 224]")
+    torch.set_num_threads(args.threads or int(os.environ.get("OMP_NUM_THREADS") or os.cpu_count() or 1))
+    if args.tf32 != "default":
+        torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = args.tf32 == "on"
+    dev = torch.device(args.device)
+    xtr, ytr = load(args.data, "train", args.train, args.size)
+    xte, yte = load(args.data, "t10k", args.test, args.size)
+    torch.manual_seed(args.seed)
+    net = resnet18().to(dev)
+    print(f"ResNet-18 on torch {torch.__version__} {dev}, {torch.get_num_threads()} threads: {xtr.shape[0]} training and "
+          f"{xte.shape[0]} test examples at {args.size}x{args.size}, lr {args.lr:g}, batch {args.batch}", flush=True)
+    fit(net, xtr, ytr, xte, yte, args.lr, args.batch, args.epochs, dev)
     return 0
 
 

@@ -91,6 +91,35 @@ if [ -x "$dir/resnet" ]; then
   # shellcheck disable=SC2086
   run resnet "$dir/resnet" --size 28 $rn --csv "$tmp/resnet.csv"
 fi
+# D2L chapter 8's networks: each one's layer summary against PyTorch's (tests/golden/modern_cnn_summary.txt,
+# printed by bench/modern_cnn_torch.py --summary), then short trainings at small sizes: batch norm's LeNet
+# must learn; GoogLeNet (Inception's concatenations), DenseNet and RegNet (grouped convolutions) must run
+# (emulated GPUs: DenseNet on a few images)
+if [ -x "$dir/modern_cnn" ]; then
+  for m in alexnet vgg nin googlenet bnlenet densenet regnet; do
+    name="modern_cnn --model $m --summary prints PyTorch's shapes"
+    sed -n "/^== $m\$/,/^==/p" tests/golden/modern_cnn_summary.txt | grep -v '^==' > "$tmp/want.txt"
+    "$dir/modern_cnn" --model "$m" --summary > "$tmp/got.txt" 2>&1; rc=$?
+    if [ "$rc" -eq 0 ] && [ -s "$tmp/want.txt" ] && diff -u "$tmp/want.txt" "$tmp/got.txt" > "$tmp/summary.diff"; then pass "$name"
+    else fail "$name: exit status $rc, the difference (- PyTorch, + devtensor):"; cat "$tmp/summary.diff"; fi
+  done
+  expect_fail "modern_cnn refuses a size too small for AlexNet" "input smaller than the kernel" \
+    "$dir/modern_cnn" --model alexnet --size 60 --summary
+  case "$label" in
+    emu*)
+      run "modern_cnn --model densenet" "$dir/modern_cnn" --model densenet --size 32 --epochs 1 --train 8 --test 4 --batch 4 \
+        --min-acc 0 --csv "$tmp/cnn.csv" ;;
+    *)
+      run "modern_cnn --model bnlenet" "$dir/modern_cnn" --model bnlenet --epochs 2 --train 1024 --test 256 --batch 32 \
+        --min-acc 0.3 --csv "$tmp/cnn.csv"
+      for m in googlenet densenet regnet; do
+        run "modern_cnn --model $m" "$dir/modern_cnn" --model "$m" --size 32 --epochs 1 --train 64 --test 32 --batch 16 \
+          --min-acc 0 --csv "$tmp/cnn.csv"
+      done ;;
+  esac
+else
+  echo "SKIP ${label}example modern_cnn: not built (zlib's header is missing: apt-get install zlib1g-dev)"; s=$((s + 1))
+fi
 # an MLP of user-written GELU-dropout blocks: two short epochs must learn (emulated GPUs: run)
 if [ -x "$dir/mlp_block" ]; then
   case "$label" in emu*) mb="--train 256 --test 128 --batch 64 --min-acc 0";; *) mb="--train 2000 --test 1000 --batch 64 --min-acc 0.3";; esac
