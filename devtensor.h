@@ -1564,6 +1564,7 @@ static void dt__unlock(volatile int *l) { DT__ATOMIC_STORE(l, 0); }
 /* ---- src/core/errors.c ---- */
 static DT__TLS dt_status dt__err_status;
 static DT__TLS char dt__err_msg[1024];
+static DT__TLS unsigned dt__err_count; /* errors reported on this thread: what a user's callback reported, if anything */
 static dt_error_handler dt__err_handler;  /* the handler and its argument, set together under the lock */
 static void *dt__err_user;
 static volatile int dt__err_lock;
@@ -1576,6 +1577,7 @@ static DT__PRINTF(2, 3) dt_status dt__fail(dt_status s, const char *fmt, ...) {
   vsnprintf(dt__err_msg, sizeof dt__err_msg, fmt, ap);
   va_end(ap);
   dt__err_status = s;
+  dt__err_count++;
   dt__lock(&dt__err_lock);
   h = dt__err_handler;
   user = dt__err_user;
@@ -2801,18 +2803,28 @@ static double dt__host_value(const void *p, dt_dtype t, int64_t i) {
   return 0;
 }
 
-DTDEF double dt_item(const dt_tensor *t) {
-  double v[1];
-  if (dt__check_tensor("dt_item", "t", t) != DT_OK) return NAN;
+/* dt_item's value in *v (NAN on failure) and whether it was read: the library's callers ask the
+   status, since a NaN is a value too and dt_last_status() may hold an earlier error */
+static dt_status dt__item(const dt_tensor *t, double *v) {
+  double b[1];
+  dt_status s;
+  *v = NAN;
+  if ((s = dt__check_tensor("dt_item", "t", t)) != DT_OK) return s;
   if (t->numel != 1) {
     char sb[200];
-    dt__fail(DT_ERR_SHAPE, "dt_item: expected a tensor with one element, got shape %s (%lld elements)",
-             dt__shape_str(&t->shape, sb, sizeof sb), (long long)t->numel);
-    return NAN;
+    return dt__fail(DT_ERR_SHAPE, "dt_item: expected a tensor with one element, got shape %s (%lld elements)",
+                    dt__shape_str(&t->shape, sb, sizeof sb), (long long)t->numel);
   }
-  if (dt__graph_forbid("dt_item", t->st->device, "a copy to host memory") != DT_OK) return NAN;
-  if (dt__copy_bytes("dt_item", dt_cpu(), v, t->st->device, t->st->ptr, t->nbytes) != DT_OK) return NAN;
-  return dt__host_value(v, t->dtype, 0);
+  if ((s = dt__graph_forbid("dt_item", t->st->device, "a copy to host memory")) != DT_OK) return s;
+  if ((s = dt__copy_bytes("dt_item", dt_cpu(), b, t->st->device, t->st->ptr, t->nbytes)) != DT_OK) return s;
+  *v = dt__host_value(b, t->dtype, 0);
+  return DT_OK;
+}
+
+DTDEF double dt_item(const dt_tensor *t) {
+  double v;
+  (void)dt__item(t, &v);
+  return v;
 }
 
 /* ---- src/core/graph.c ---- */
@@ -7077,8 +7089,10 @@ static dt_tensor *dt__forward(const char *op, dt_module *m, const dt_tensor *x, 
       }
       return y;
     case DT__M_USER: { /* the user's forward: autograd records what it does */
+      unsigned errs = dt__err_count;
       if (!(y = m->fwd(m, x, m->user))) {
-        if (dt_last_status() == DT_OK) dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: the module's forward returned NULL", op);
+        /* a forward that fails without a library error behind it (an earlier one may still be the last) */
+        if (dt__err_count == errs) dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: the module's forward returned NULL", op);
         return NULL;
       }
       if (!dt__no_grad) m->out_shape = y->shape;
@@ -8270,9 +8284,9 @@ DTDEF dt_status dt_clip_grad_norm_(dt_tensor *const *params, int n, double max_n
     nr = g64 ? dt_norm(g64) : NULL;
     dt_release(g64);
     if (!nr) { s = dt_last_status(); break; }
-    v = dt_item(nr);
+    s = dt__item(nr, &v);
     dt_release(nr);
-    if (v != v && dt_last_status() != DT_OK) { s = dt_last_status(); break; }
+    if (s != DT_OK) break;
     if (half != DT_F32) v = dt__clip_round(half, v);
     sq += v * v;
   }
@@ -8381,9 +8395,8 @@ static dt_status dt__scaler_found_inf(const char *op, dt_tensor *const *gs, int 
     dt_release(z); dt_release(sm); dt_release(f); dt_release(fd);
   }
   if (st == DT_OK && acc) {
-    double v = dt_item(acc);
-    if (dt_last_status() != DT_OK && v != v) st = dt_last_status();
-    else *found = v != v;
+    double v;
+    if ((st = dt__item(acc, &v)) == DT_OK) *found = v != v;
   }
   dt_release(acc);
   (void)op; /* a failure keeps the message of the operation that failed */

@@ -193,8 +193,11 @@ static int opt_tensors_bad(int what) {
 /* a user-written module and one misuse of it: 0 a NULL parameter, 1 an integer one, 2 a result of
    recorded operations, 3 a name with a dot, 4 an empty name, 5 a name taken, 6 a child added twice
    (to another module), 7 a NULL child, 8 a child named like a parameter, 9 a missing parameter,
-   10 a missing child, 11 a NULL name; the module keeps its one parameter "w" */
+   10 a missing child, 11 a NULL name, 12 a trainer that cannot go back through it, 13 a forward
+   that returns NULL without a library error (an earlier error is still the last); the module keeps
+   its one parameter "w" */
 static dt_tensor *user_fwd(dt_module *self, const dt_tensor *x, void *user) { (void)self; (void)user; return dt_relu(x); }
+static dt_tensor *null_fwd(dt_module *self, const dt_tensor *x, void *user) { (void)self; (void)x; (void)user; return NULL; }
 static int user_bad(int what) {
   dt_module *m = dt_module_new("M", user_fwd, NULL, NULL), *other = dt_module_new("O", user_fwd, NULL, NULL), *c;
   dt_tensor *w = dt_copyto(F, dt_cpu()), *e = NULL;
@@ -220,6 +223,15 @@ static int user_bad(int what) {
       dt_tensor *X = dt_zeros(dt_shape2(4, 3), dt_cpu()), *Y = dt_zeros(dt_shape2(4, 3), dt_cpu());
       if (X && Y && dt_trainer_init(&tr, 1, 0) == DT_OK) { tr.quiet = 1; s = dt_trainer_fit(&tr, m, X, Y); dt_trainer_free(&tr); }
       dt_release(X); dt_release(Y);
+      break;
+    }
+    case 13: {
+      dt_module *n = dt_module_new("N", null_fwd, NULL, NULL);
+      dt_tensor *y;
+      (void)dt_module_get_child(m, "missing");
+      y = n && dt_module_add_child(m, "n", n) == DT_OK ? dt_forward(n, F) : NULL;
+      s = y ? DT_OK : dt_last_status();
+      dt_release(y);
       break;
     }
   }
@@ -1292,6 +1304,7 @@ static int inplace_refused(int k) {
   X_(module_add_param_null_name, DT_ERR_INVALID_ARGUMENT, "dt_module_add_param:", "=name is NULL", user_bad(11))           \
   X_(module_add_child_twice, DT_ERR_INVALID_ARGUMENT, "dt_module_add_child:", "already belongs to a module", user_bad(6))  \
   X_(module_add_child_null, DT_ERR_INVALID_ARGUMENT, "dt_module_add_child:", "=child is NULL", user_bad(7))                \
+  X_(module_forward_null, DT_ERR_INVALID_ARGUMENT, "dt_forward:", "the module's forward returned NULL", user_bad(13))   \
   X_(module_add_child_taken, DT_ERR_INVALID_ARGUMENT, "dt_module_add_child:", "=m already has a parameter named \"w\"", user_bad(8)) \
   X_(module_get_param_missing, DT_ERR_INVALID_ARGUMENT, "dt_module_get_param:", "=m has no parameter named \"v\"", user_bad(9)) \
   X_(module_get_child_missing, DT_ERR_INVALID_ARGUMENT, "dt_module_get_child:", "=m has no child named \"w\"", user_bad(10)) \

@@ -543,8 +543,33 @@ static void test_no_grad_per_thread(void) {
 #endif
 }
 
+/* dt_clip_grad_norm_ on a gradient holding a NaN or an inf, with an earlier error still the last
+   (a lookup the program handled): not a failure. As torch.nn.utils.clip_grad_norm_ (1.13, error_if_nonfinite
+   False): the total is NaN or inf and the gradients are multiplied by max_norm / (total + 1e-6),
+   clamped to 1: NaN (every element NaN), or 0 (inf * 0 is NaN, the finite ones 0). */
+static void test_clip_nonfinite(dt_device dev) {
+  int k, i;
+  for (k = 0; k < 2; k++) {
+    float gv[3] = {k == 0 ? NAN : INFINITY, 1.0f, 2.0f}, got[3];
+    dt_tensor *p = dt_zeros(dt_shape1(3), dev), *g = dt_from_data(gv, dt_shape1(3), DT_F32, dev), *y, *l;
+    dt_module *m = dt_sequential();
+    double total = 0;
+    T_CHECK(p && g && m && dt_requires_grad_(p, 1) == DT_OK);
+    y = dt_mul(p, g); l = y ? dt_sum(y) : NULL;
+    T_CHECK(l && dt_autograd_backward(l, NULL) == DT_OK);
+    T_CHECK(dt_module_get_child(m, "missing") == NULL && dt_last_status() != DT_OK);
+    T_CHECK_MSG(dt_clip_grad_norm_(&p, 1, 1.0, &total) == DT_OK, "%s", dt_last_error());
+    T_CHECK_MSG(k == 0 ? total != total : total == INFINITY, "total %g", total);
+    T_CHECK(dt_to_host(dt_grad(p), got, sizeof got) == DT_OK);
+    for (i = 0; i < 3; i++) T_CHECK_MSG(k == 0 || i == 0 ? got[i] != got[i] : got[i] == 0.0f, "element %d: %g", i, got[i]);
+    dt_release(y); dt_release(l); dt_release(g); dt_release(p);
+    dt_module_free(m);
+  }
+}
+
 int main(void) {
   T_RUN_ALL_DEVICES(test_optim_vs_torch);
+  T_RUN_ALL_DEVICES(test_clip_nonfinite);
   T_RUN_ALL_DEVICES(test_optim_follows_module_to);
   T_RUN_ALL_DEVICES(test_optim_follows_dtype);
   T_RUN_ALL_DEVICES(test_optim_lazy);

@@ -56,16 +56,26 @@ static double dt__host_value(const void *p, dt_dtype t, int64_t i) {
   return 0;
 }
 
-DTDEF double dt_item(const dt_tensor *t) {
-  double v[1];
-  if (dt__check_tensor("dt_item", "t", t) != DT_OK) return NAN;
+/* dt_item's value in *v (NAN on failure) and whether it was read: the library's callers ask the
+   status, since a NaN is a value too and dt_last_status() may hold an earlier error */
+static dt_status dt__item(const dt_tensor *t, double *v) {
+  double b[1];
+  dt_status s;
+  *v = NAN;
+  if ((s = dt__check_tensor("dt_item", "t", t)) != DT_OK) return s;
   if (t->numel != 1) {
     char sb[200];
-    dt__fail(DT_ERR_SHAPE, "dt_item: expected a tensor with one element, got shape %s (%lld elements)",
-             dt__shape_str(&t->shape, sb, sizeof sb), (long long)t->numel);
-    return NAN;
+    return dt__fail(DT_ERR_SHAPE, "dt_item: expected a tensor with one element, got shape %s (%lld elements)",
+                    dt__shape_str(&t->shape, sb, sizeof sb), (long long)t->numel);
   }
-  if (dt__graph_forbid("dt_item", t->st->device, "a copy to host memory") != DT_OK) return NAN;
-  if (dt__copy_bytes("dt_item", dt_cpu(), v, t->st->device, t->st->ptr, t->nbytes) != DT_OK) return NAN;
-  return dt__host_value(v, t->dtype, 0);
+  if ((s = dt__graph_forbid("dt_item", t->st->device, "a copy to host memory")) != DT_OK) return s;
+  if ((s = dt__copy_bytes("dt_item", dt_cpu(), b, t->st->device, t->st->ptr, t->nbytes)) != DT_OK) return s;
+  *v = dt__host_value(b, t->dtype, 0);
+  return DT_OK;
+}
+
+DTDEF double dt_item(const dt_tensor *t) {
+  double v;
+  (void)dt__item(t, &v);
+  return v;
 }

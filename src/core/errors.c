@@ -1,5 +1,6 @@
 static DT__TLS dt_status dt__err_status;
 static DT__TLS char dt__err_msg[1024];
+static DT__TLS unsigned dt__err_count; /* errors reported on this thread: what a user's callback reported, if anything */
 static dt_error_handler dt__err_handler;  /* the handler and its argument, set together under the lock */
 static void *dt__err_user;
 static volatile int dt__err_lock;
@@ -12,6 +13,7 @@ static DT__PRINTF(2, 3) dt_status dt__fail(dt_status s, const char *fmt, ...) {
   vsnprintf(dt__err_msg, sizeof dt__err_msg, fmt, ap);
   va_end(ap);
   dt__err_status = s;
+  dt__err_count++;
   dt__lock(&dt__err_lock);
   h = dt__err_handler;
   user = dt__err_user;

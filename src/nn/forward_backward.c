@@ -129,8 +129,10 @@ static dt_tensor *dt__forward(const char *op, dt_module *m, const dt_tensor *x, 
       }
       return y;
     case DT__M_USER: { /* the user's forward: autograd records what it does */
+      unsigned errs = dt__err_count;
       if (!(y = m->fwd(m, x, m->user))) {
-        if (dt_last_status() == DT_OK) dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: the module's forward returned NULL", op);
+        /* a forward that fails without a library error behind it (an earlier one may still be the last) */
+        if (dt__err_count == errs) dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: the module's forward returned NULL", op);
         return NULL;
       }
       if (!dt__no_grad) m->out_shape = y->shape;

@@ -75,9 +75,8 @@ static dt_status dt__scaler_found_inf(const char *op, dt_tensor *const *gs, int 
     dt_release(z); dt_release(sm); dt_release(f); dt_release(fd);
   }
   if (st == DT_OK && acc) {
-    double v = dt_item(acc);
-    if (dt_last_status() != DT_OK && v != v) st = dt_last_status();
-    else *found = v != v;
+    double v;
+    if ((st = dt__item(acc, &v)) == DT_OK) *found = v != v;
   }
   dt_release(acc);
   (void)op; /* a failure keeps the message of the operation that failed */

@@ -292,9 +292,9 @@ DTDEF dt_status dt_clip_grad_norm_(dt_tensor *const *params, int n, double max_n
     nr = g64 ? dt_norm(g64) : NULL;
     dt_release(g64);
     if (!nr) { s = dt_last_status(); break; }
-    v = dt_item(nr);
+    s = dt__item(nr, &v);
     dt_release(nr);
-    if (v != v && dt_last_status() != DT_OK) { s = dt_last_status(); break; }
+    if (s != DT_OK) break;
     if (half != DT_F32) v = dt__clip_round(half, v);
     sq += v * v;
   }
