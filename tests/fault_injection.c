@@ -568,6 +568,9 @@ static int workload(void) {
   NEW(y4, dt_rand(dt_shape2(4, 1), dt_cpu()));
   NEW(pred, dt_forward(net, x4)); net_rows = 4;              /* sizes the lazy layer */
   VERIFY(dt_module_num_params(net) == 4);
+  /* print(net): its 139 characters, and into a file (more than dt_module_fprint's 128 on its stack) */
+  STEP(dt_module_snprint(NULL, 0, net) == 139);
+  if (tf) { STEP(dt_module_fprint(tf, net) == DT_OK); }
   STEP(dt_module_param(net, 2, NULL) != NULL);
   STEP(dt_module_grad(net, 3) != NULL);
   NEW(t, dt_mse_loss(pred, y4));

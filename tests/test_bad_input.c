@@ -1105,6 +1105,12 @@ static int inplace_refused(int k) {
   X_(snprint_null_buf, DT_ERR_INVALID_ARGUMENT, "dt_snprint:", "buf is NULL|10", neg(dt_snprint(NULL, 10, F)))              \
   X_(snprint_measure_ok, DT_OK, "", "", dt_snprint(NULL, 0, F) <= 0)                                                       \
   X_(snprint_tiny_ok, DT_OK, "", "", dt_snprint(SMALLBUF, 1, F) <= 0 || SMALLBUF[0] != 0)                                 \
+  X_(module_print_null, DT_ERR_INVALID_ARGUMENT, "dt_module_print:", "m is NULL", bad(dt_module_print(NULL)))              \
+  X_(module_fprint_null_f, DT_ERR_INVALID_ARGUMENT, "dt_module_fprint:", "f is NULL", bad(dt_module_fprint(NULL, NET)))     \
+  X_(module_fprint_null_m, DT_ERR_INVALID_ARGUMENT, "dt_module_fprint:", "m is NULL", bad(dt_module_fprint(stdout, NULL)))  \
+  X_(module_fprint_readonly, DT_ERR_IO, "dt_module_fprint:", "writing", bad(dt_module_fprint(RO, NET)))                      \
+  X_(module_snprint_null_m, DT_ERR_INVALID_ARGUMENT, "dt_module_snprint:", "m is NULL", neg(dt_module_snprint(SMALLBUF, sizeof SMALLBUF, NULL))) \
+  X_(module_snprint_null_buf, DT_ERR_INVALID_ARGUMENT, "dt_module_snprint:", "buf is NULL|10", neg(dt_module_snprint(NULL, 10, NET))) \
   /* memory */                                                                                                              \
   X_(stats_null, DT_ERR_INVALID_ARGUMENT, "dt_memory_stats_get:", "out is NULL", bad(dt_memory_stats_get(dt_cpu(), NULL)))  \
   X_(stats_gpu7, DT_ERR_NO_DEVICE, "dt_memory_stats_get:", "cuda:7", bad(dt_memory_stats_get(GPU7, &STATS)))                \

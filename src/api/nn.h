@@ -19,6 +19,9 @@ DTDEF int        dt_module_num_params(const dt_module *m);
 DTDEF dt_tensor *dt_module_param(dt_module *m, int i, const char **name); /* borrowed; names as state_dict: "0.weight" */
 DTDEF dt_tensor *dt_module_grad(dt_module *m, int i);                   /* borrowed */
 DTDEF void       dt_module_free(dt_module *m);
+DTDEF dt_status  dt_module_print(const dt_module *m);                   /* print(net): PyTorch's text, stdout, then newline */
+DTDEF dt_status  dt_module_fprint(FILE *f, const dt_module *m);         /* f, then newline */
+DTDEF int        dt_module_snprint(char *buf, size_t n, const dt_module *m); /* snprintf's contract; -1 on error */
 
 DTDEF dt_tensor *dt_mse_loss(const dt_tensor *pred, const dt_tensor *target);      /* mean((pred - target)^2), 0-d */
 DTDEF dt_tensor *dt_mse_loss_grad(const dt_tensor *pred, const dt_tensor *target); /* 2 (pred - target) / numel */

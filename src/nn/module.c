@@ -33,6 +33,7 @@ struct dt_module {
      order added) with their gradient tensors (as a linear layer's: each one's dt_grad, adopted
      after an autograd backward), and its children's names (the children are layers[]) */
   dt_forward_fn fwd;
+  char cls[DT_MODULE_NAME_MAX + 1]; /* the class name given to dt_module_new (print(net)); "Module" for NULL */
   void *user;
   void (*free_user)(void *user);
   int np, pcap;
@@ -588,8 +589,10 @@ DTDEF dt_module *dt_module_new(const char *name, dt_forward_fn forward, void *us
   const char *op = "dt_module_new";
   dt_module *m;
   if (!forward) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: forward is NULL", op); return NULL; }
-  (void)name; /* the class's name, for the caller's messages; parameter names come from the holders */
   if (!(m = dt__module_new(op, DT__M_USER))) return NULL;
+  /* the class's name, which print(net) shows (parameter names come from the holders); cut to
+     DT_MODULE_NAME_MAX characters */
+  snprintf(m->cls, sizeof m->cls, "%s", name ? name : "Module");
   m->fwd = forward; m->user = user; m->free_user = free_user; m->height = 1;
   return m;
 }

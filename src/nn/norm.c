@@ -210,6 +210,7 @@ typedef struct dt__norm_layer {
   dt__norm_kind kind;
   double p;                 /* dropout */
   int64_t features;         /* batch norm: channels, 0 until a lazy layer's first forward; layer norm: the last dim */
+  int ndim;                 /* batch norm: the last input's dims (4: BatchNorm2d, 2 or 3: BatchNorm1d), 0 before any */
 } dt__norm_layer;
 
 static void dt__norm_layer_free(void *p) { DT_FREE(p); }
@@ -287,6 +288,7 @@ static dt_tensor *dt__norm_forward(dt_module *m, const dt_tensor *x, void *user)
         int64_t l;
         if (dt__bn_check("dt_f_batch_norm", x, m->bts[0], m->bts[1], m->pts[0], m->pts[1], m->training, 0.1, 1e-5, &l) != DT_OK) return NULL;
       }
+      L->ndim = x->shape.ndim;
       if (m->training) { /* num_batches_tracked + 1, made first: a failed forward changes nothing */
         int prev = dt__no_grad;
         dt__no_grad = 1;
