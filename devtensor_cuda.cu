@@ -246,6 +246,28 @@ struct DevState {
   std::multimap<size_t, void *> cap_kept;
 };
 
+/* While `capturing` (the device's stream is captured), the calling thread's capture
+   interaction mode is relaxed for this object's life: cudaMalloc is among the "potentially
+   unsafe" calls a thread-local or global capture forbids the capturing thread (the call fails
+   and the capture is invalidated), yet a captured call may need a block the cache lacks. The
+   memory is not part of the graph; the allocator keeps it for the graph (graph.cu). PyTorch's
+   caching allocator does the same. */
+struct RelaxCapture {
+  bool on;
+  cudaStreamCaptureMode prev = cudaStreamCaptureModeRelaxed;
+  explicit RelaxCapture(bool capturing) : on(capturing) {
+    if (on && cudaThreadExchangeStreamCaptureMode(&prev) != cudaSuccess) {
+      (void)cudaGetLastError();
+      on = false;
+    }
+  }
+  ~RelaxCapture() {
+    if (on && cudaThreadExchangeStreamCaptureMode(&prev) != cudaSuccess) (void)cudaGetLastError();
+  }
+  RelaxCapture(const RelaxCapture &) = delete;
+  RelaxCapture &operator=(const RelaxCapture &) = delete;
+};
+
 /* Never destroyed: tensors released from atexit handlers still find it. In
    static storage, so its making cannot fail for want of host memory (none of
    its members allocates until used). */
@@ -565,6 +587,7 @@ dt_status cu_alloc(int dev, size_t nbytes, void **out) {
       *out = p;
       return DT_OK;
     }
+    RelaxCapture relax(in.s->capturing);
     cudaError_t e = cudaMalloc(&p, want);
     if (e == cudaErrorMemoryAllocation && !in.s->capturing) { /* (cudaFree is not allowed in a capture) */
       size_t fr = 0, tot = 0;

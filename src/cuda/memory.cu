@@ -108,6 +108,7 @@ dt_status cu_alloc(int dev, size_t nbytes, void **out) {
       *out = p;
       return DT_OK;
     }
+    RelaxCapture relax(in.s->capturing);
     cudaError_t e = cudaMalloc(&p, want);
     if (e == cudaErrorMemoryAllocation && !in.s->capturing) { /* (cudaFree is not allowed in a capture) */
       size_t fr = 0, tot = 0;

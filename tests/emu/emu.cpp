@@ -889,9 +889,15 @@ cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int dev
   return ret(cudaErrorInvalidValue);
 }
 
-/* A prohibited call (cudaDeviceSynchronize, cudaFree) on device dev: any capture on it in the
-   global mode, or the calling thread's in the thread-local mode, is invalidated and the call
-   fails. The relaxed mode allows it. */
+/* The calling thread's capture interaction mode (cudaThreadExchangeStreamCaptureMode; global
+   unless changed), which decides which captures forbid it the "potentially unsafe" calls. */
+static thread_local cudaStreamCaptureMode t_cap_mode = cudaStreamCaptureModeGlobal;
+
+/* A prohibited call (cudaDeviceSynchronize, cudaFree, cudaMalloc) on device dev: as CUDA's
+   capture modes say, a thread whose interaction mode is global may not make it while it has a
+   capture of its own that was not begun relaxed, or while another thread has a global one; in
+   the thread-local mode only its own such captures count; in the relaxed mode none. Each
+   capture that forbids it is invalidated and the call fails. */
 static bool prohibited_in_capture(int dev) {
   World &w = W();
   std::vector<Stream *> v;
@@ -902,8 +908,9 @@ static bool prohibited_in_capture(int dev) {
   bool hit = false;
   for (Stream *s : v) {
     std::lock_guard<std::mutex> lk(s->mu);
-    if (s->capturing && (s->cap_mode == cudaStreamCaptureModeGlobal ||
-                         (s->cap_mode == cudaStreamCaptureModeThreadLocal && s->cap_thread == std::this_thread::get_id()))) {
+    bool own = s->cap_thread == std::this_thread::get_id();
+    if (s->capturing && t_cap_mode != cudaStreamCaptureModeRelaxed && s->cap_mode != cudaStreamCaptureModeRelaxed &&
+        (own || (t_cap_mode == cudaStreamCaptureModeGlobal && s->cap_mode == cudaStreamCaptureModeGlobal))) {
       s->cap_invalid = true;
       s->cap.clear();
       hit = true;
@@ -958,6 +965,7 @@ cudaError_t cudaMalloc(void **p, size_t n) {
   if (e != cudaSuccess) return ret(e);
   if (!p) return ret(cudaErrorInvalidValue);
   *p = nullptr;
+  if (prohibited_in_capture(t_dev)) return ret(cudaErrorStreamCaptureUnsupported);
   if (n == 0) return cudaSuccess;
   size_t rounded = (n + 255) & ~(size_t)255;
   if (rounded < n) return ret(cudaErrorMemoryAllocation);
@@ -1719,7 +1727,8 @@ const char *dtemu_libcuda(void) {
    any thread's) instead of queueing it; a graph is that list; launching an instance queues
    the list, in order, on a stream as one item. Prohibited calls during a capture (a waiting
    copy, one to or from pageable memory, cudaStreamSynchronize of the captured stream;
-   cudaDeviceSynchronize and cudaFree per the capture's mode) fail with
+   cudaDeviceSynchronize, cudaFree and cudaMalloc per the capture's mode and the calling thread's
+   interaction mode, cudaThreadExchangeStreamCaptureMode) fail with
    cudaErrorStreamCaptureUnsupported and invalidate it: cudaStreamEndCapture then answers
    cudaErrorStreamCaptureInvalidated. */
 
@@ -1784,6 +1793,16 @@ cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *graph) {
   std::lock_guard<std::mutex> lk(g_graph_mu);
   g_graphs.insert(g);
   *graph = g;
+  return cudaSuccess;
+}
+
+cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode) {
+  if (!mode || (*mode != cudaStreamCaptureModeGlobal && *mode != cudaStreamCaptureModeThreadLocal &&
+                *mode != cudaStreamCaptureModeRelaxed))
+    return ret(cudaErrorInvalidValue);
+  cudaStreamCaptureMode prev = t_cap_mode;
+  t_cap_mode = *mode;
+  *mode = prev;
   return cudaSuccess;
 }
 
