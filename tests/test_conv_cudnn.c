@@ -393,20 +393,32 @@ static void test_cudnn_failures(dt_device dev) {
   T_CHECK(dt_f_conv2d_backward(gy, x, w, 2, 2, 2, 2, 2, 2, 4, &gx, &gw, NULL) == DT_OK);
   dt_release(y); dt_release(gx); dt_release(gw); gx = gw = NULL;
   base = allocated(dev); objs = live();
+  /* the first algorithm failing: the next one runs (PyTorch tries each in turn), the right values */
+  b = bias(4, DT_F32, dev);
   dtemu_cudnn_fail("cudnnConvolutionForward", ST_EXECUTION_FAILED, 1);
+  before = convs();
+  y = dt_f_conv2d_ex(x, w, b, 2, 2, 2, 2, 2, 2, 4);
+  T_CHECK_MSG(y != NULL && convs() - before == 1, "%s; %llu cuDNN convolutions", dt_last_error(), convs() - before);
+  if (y) check_vals(y, want, 48, 1e-6, 1e-6, "the second algorithm, the first having failed");
+  dt_release(y); dt_release(b);
+  /* every algorithm failing: the last failure is the error, nothing made */
+  dtemu_cudnn_fail("cudnnConvolutionForward", ST_EXECUTION_FAILED, 8);
   y = dt_f_conv2d_ex(x, w, NULL, 2, 2, 2, 2, 2, 2, 4);
   T_CHECK(y == NULL && dt_last_status() == DT_ERR_BACKEND);
   T_CHECK_MSG(strstr(dt_last_error(), "dt_f_conv2d") && strstr(dt_last_error(), "cudnnConvolutionForward failed: CUDNN_STATUS_EXECUTION_FAILED"),
               "%s", dt_last_error());
-  dtemu_cudnn_fail("cudnnConvolutionBackwardFilter", ST_EXECUTION_FAILED, 1);
+  dtemu_cudnn_fail("cudnnConvolutionForward", 0, 0);
+  dtemu_cudnn_fail("cudnnConvolutionBackwardFilter", ST_EXECUTION_FAILED, 8);
   gx = x; gw = w; gb = gy;
   T_CHECK(dt_f_conv2d_backward(gy, x, w, 2, 2, 2, 2, 2, 2, 4, &gx, &gw, &gb) == DT_ERR_BACKEND);
   T_CHECK_MSG(strstr(dt_last_error(), "cudnnConvolutionBackwardFilter failed: CUDNN_STATUS_EXECUTION_FAILED"), "%s", dt_last_error());
   T_CHECK(gx == x && gw == w && gb == gy);
-  dtemu_cudnn_fail("cudnnConvolutionBackwardData", ST_BAD_PARAM, 1);
+  dtemu_cudnn_fail("cudnnConvolutionBackwardFilter", 0, 0);
+  dtemu_cudnn_fail("cudnnConvolutionBackwardData", ST_BAD_PARAM, 8);
   gx = NULL;
   T_CHECK(dt_f_conv2d_backward(gy, x, w, 2, 2, 2, 2, 2, 2, 4, &gx, NULL, NULL) == DT_ERR_BACKEND && gx == NULL);
   T_CHECK_MSG(strstr(dt_last_error(), "cudnnConvolutionBackwardData failed: CUDNN_STATUS_BAD_PARAM"), "%s", dt_last_error());
+  dtemu_cudnn_fail("cudnnConvolutionBackwardData", 0, 0);
   T_CHECK_MSG(allocated(dev) == base && live() == objs, "%zu bytes allocated (%zu before), %llu cuDNN objects (%llu before)",
               allocated(dev), base, live(), objs);
   dt_release(x); dt_release(w); dt_release(gy);
@@ -424,8 +436,8 @@ static void test_cudnn_failures(dt_device dev) {
   b = bias(4, DT_F32, dev);
   for (k = 0; k < 2; k++) {
     before = convs();
-    if (k == 1) /* and refusing the one image's convolution: im2col + gemm */
-      dtemu_cudnn_fail("cudnnConvolutionForward", ST_NOT_SUPPORTED, 1);
+    if (k == 1) /* and refusing each of the one image's algorithms: im2col + gemm */
+      dtemu_cudnn_fail("cudnnConvolutionForward", ST_NOT_SUPPORTED, 8);
     y = dt_f_conv2d_ex(x, w, b, 2, 2, 2, 2, 2, 2, 4);
     T_CHECK_MSG(convs() - before == (k == 0 ? 2u : 0u), "%llu cuDNN convolutions", convs() - before);
     if (y) { /* each image's output is the one-image case's (the same pattern) */

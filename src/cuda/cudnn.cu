@@ -315,10 +315,12 @@ dt_status cudnn_conv(int dev, dt_dtype t, const dt__conv2d *g, int dir, const vo
   const double ad = 1.0, bd = beta;
   const float af = 1.0f, bf = (float)beta;
   const void *alpha = t == DT_F64 ? (const void *)&ad : (const void *)&af, *betap = t == DT_F64 ? (const void *)&bd : (const void *)&bf;
+  dt_status last = DT_OK; /* the last failed call's */
+  bool front = true;      /* every algorithm before i is passed over from now on */
   for (int i = p->first; i < p->nalgo; i++) {
     void *ws = nullptr;
     if (p->ws[i] > 0 && cu_alloc(dev, p->ws[i], &ws) != DT_OK) continue; /* the next algorithm, with less (or none) */
-    p->first = i;
+    if (front) p->first = i; /* those before it had no workspace */
     cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
     if (p->cur != p->math[i]) {
       st = cudnnSetConvolutionMathType(p->conv, p->math[i]);
@@ -337,10 +339,21 @@ dt_status cudnn_conv(int dev, dt_dtype t, const dt__conv2d *g, int dir, const vo
                                             p->ws[i], betap, p->w, out);
     }
     if (ws) cu_free(dev, ws, p->ws[i]); /* queued work first: the stream orders its reuse */
-    return st == CUDNN_STATUS_SUCCESS ? DT_OK : cudnn_fail(what, st);
+    if (st == CUDNN_STATUS_SUCCESS) return DT_OK;
+    /* as PyTorch's (its AlgoIterator::try_all): the heuristics' "supported" is no promise, so a
+       failed call goes on to the next algorithm; one cuDNN refuses is not asked again for this
+       geometry, one that failed otherwise is tried again next time */
+    if ((last = cudnn_fail(what, st)) == DT_ERR_OUT_OF_MEMORY) return last;
+    if (cudnn_refused(st) && front) p->first = i + 1;
+    else front = false;
   }
+  if (last != DT_OK) return last; /* its message: the last algorithm's failure */
   if (p->nalgo == 0) {
     set_err("%s: cuDNN has no algorithm for this convolution", kConvCall[dir]);
+    return DT_ERR_UNSUPPORTED;
+  }
+  if (p->first >= p->nalgo) {
+    set_err("%s: cuDNN refused each of its %d algorithms for this convolution", kConvCall[dir], p->nalgo);
     return DT_ERR_UNSUPPORTED;
   }
   size_t least = p->ws[0];
