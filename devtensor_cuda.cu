@@ -3249,8 +3249,20 @@ bool cudnn_off() {
   return off;
 }
 
-/* a NOT_SUPPORTED status (cuDNN 9 numbers them 3000-3999; cuDNN 8 has the one) */
+/* cuDNN 9's NOT_SUPPORTED statuses that say this installation cannot run cuDNN at all (3005-3009:
+   the driver, the CUDA runtime, the GPU's architecture, a prerequisite, a sub-library) */
+bool cudnn_unusable(cudnnStatus_t st) {
+#if CUDNN_MAJOR >= 9
+  return (int)st >= 3005 && (int)st <= 3009;
+#else
+  return st == CUDNN_STATUS_ARCH_MISMATCH;
+#endif
+}
+
+/* a NOT_SUPPORTED status (cuDNN 9 numbers them 3000-3999; cuDNN 8 has the one): this convolution
+   goes to im2col + gemm. Not those of an installation that cannot run cuDNN: they are reported */
 bool cudnn_refused(cudnnStatus_t st) {
+  if (cudnn_unusable(st)) return false;
 #if CUDNN_MAJOR >= 9
   return (int)st / 1000 == 3;
 #else
@@ -3260,9 +3272,11 @@ bool cudnn_refused(cudnnStatus_t st) {
 
 dt_status cudnn_fail(const char *what, cudnnStatus_t st) {
   (void)cudaGetLastError();
-  set_err("%s failed: %s", what, cudnnGetErrorString(st));
+  set_err("%s failed: %s%s", what, cudnnGetErrorString(st),
+          cudnn_unusable(st) ? " (cuDNN cannot run with this driver, CUDA runtime or GPU; DEVTENSOR_NO_CUDNN=1 convolves without it)" : "");
 #if CUDNN_MAJOR >= 9
-  if (st == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED) return DT_ERR_OUT_OF_MEMORY;
+  if (st == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED || st == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED)
+    return DT_ERR_OUT_OF_MEMORY;
 #else
   if (st == CUDNN_STATUS_ALLOC_FAILED) return DT_ERR_OUT_OF_MEMORY;
 #endif

@@ -419,6 +419,14 @@ static void test_cudnn_failures(dt_device dev) {
   T_CHECK(dt_f_conv2d_backward(gy, x, w, 2, 2, 2, 2, 2, 2, 4, &gx, NULL, NULL) == DT_ERR_BACKEND && gx == NULL);
   T_CHECK_MSG(strstr(dt_last_error(), "cudnnConvolutionBackwardData failed: CUDNN_STATUS_BAD_PARAM"), "%s", dt_last_error());
   dtemu_cudnn_fail("cudnnConvolutionBackwardData", 0, 0);
+  /* a status that says cuDNN cannot run here (3007: NOT_SUPPORTED_ARCH_MISMATCH) is reported, with
+     the way round it, not taken as a refusal of this convolution */
+  dtemu_cudnn_fail("cudnnConvolutionForward", 3007, 8);
+  y = dt_f_conv2d_ex(x, w, NULL, 2, 2, 2, 2, 2, 2, 4);
+  T_CHECK(y == NULL && dt_last_status() == DT_ERR_BACKEND);
+  T_CHECK_MSG(strstr(dt_last_error(), "cudnnConvolutionForward failed") && strstr(dt_last_error(), "DEVTENSOR_NO_CUDNN=1"), "%s",
+              dt_last_error());
+  dtemu_cudnn_fail("cudnnConvolutionForward", 0, 0);
   T_CHECK_MSG(allocated(dev) == base && live() == objs, "%zu bytes allocated (%zu before), %llu cuDNN objects (%llu before)",
               allocated(dev), base, live(), objs);
   dt_release(x); dt_release(w); dt_release(gy);
