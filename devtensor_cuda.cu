@@ -3366,9 +3366,11 @@ cudnnMathType_t cudnn_math(dt_dtype t) {
   return CUDNN_TENSOR_OP_MATH;
 }
 
-/* an algorithm of math mode m may run where `want` is asked: only FMA ones for F32 "highest" */
+/* an algorithm of math mode m may run where `want` is asked: only FMA ones for F32 "highest", and
+   never one that may convert float32 data to float16 (CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: less
+   precise than TF32, which is all "high" and "medium" allow) */
 bool cudnn_math_ok(cudnnMathType_t want, cudnnMathType_t m) {
-  return want != CUDNN_FMA_MATH || (m != CUDNN_TENSOR_OP_MATH && m != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
+  return m != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION && (want != CUDNN_FMA_MATH || m != CUDNN_TENSOR_OP_MATH);
 }
 
 /* The algorithms the heuristics return for plan p's direction: those with CUDNN_STATUS_SUCCESS,
