@@ -8012,10 +8012,13 @@ DTDEF dt_module *dt_gelu_layer(void) {
 static void dt__repr_float(dt__print_out *o, double v) {
   char b[40];
   int p;
+  char *c;
   for (p = 1; p <= 17; p++) {
     snprintf(b, sizeof b, "%.*g", p, v);
-    if (strtod(b, NULL) == v) break;
+    if (strtod(b, NULL) == v) break; /* both in the C locale's own decimal point */
   }
+  for (c = b; *c; c++)
+    if (*c == ',') *c = '.'; /* Python's point, whatever the locale says */
   dt__print_puts(o, b);
   if (!strpbrk(b, ".eEn")) dt__print_puts(o, ".0"); /* "n": nan and inf stay as they are */
 }
