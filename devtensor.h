@@ -2862,9 +2862,13 @@ struct dt_graph {
                                  generator's seed and the first draw of a replay */
   uint64_t ndraws;            /* the random draws captured, numbered 0.. within the graph (dt__rng_at) */
   struct dt_graph *next;      /* every graph, capturing or captured, under dt__graph_lk */
+  const void *owner;          /* the thread that began the capture: &dt__graph_thread there */
 };
 
 static volatile int dt__graph_lk;
+/* Its address names the calling thread: a capture is ended on the thread that began it (CUDA's
+   thread-local capture; the CPU keeps the same rule, so a program behaves alike on both). */
+static DT__TLS char dt__graph_thread;
 static struct dt_graph *dt__graph_list;
 
 /* The capture in progress on d, or NULL. Call under dt__graph_lk. */
@@ -2995,6 +2999,7 @@ DTDEF dt_status dt_graph_begin(dt_device d) {
   g->device = d;
   g->capturing = 1;
   g->serial_end = LLONG_MAX;
+  g->owner = &dt__graph_thread;
   if ((s = dt__be(d)->alloc(d.index, 2 * sizeof(uint64_t), &gen)) != DT_OK) {
     DT_FREE(g);
     return dt__backend_fail(op, d, s);
@@ -3035,6 +3040,11 @@ DTDEF dt_graph *dt_graph_end(dt_device d) {
   dt__unlock(&dt__graph_lk);
   if (!g) {
     dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s is not being captured (start a capture with dt_graph_begin)", op,
+             dt_device_str(d, db, sizeof db));
+    return NULL;
+  }
+  if (g->owner != (const void *)&dt__graph_thread) { /* the capture goes on: its own thread may end it */
+    dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: the capture on %s was begun on another thread; end it on that thread", op,
              dt_device_str(d, db, sizeof db));
     return NULL;
   }

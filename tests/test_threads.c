@@ -269,6 +269,41 @@ static void *fail_once(void *arg) {
   if (dt_sum(NULL) != NULL || dt_last_status() != DT_ERR_INVALID_ARGUMENT) return (void *)1;
   return NULL;
 }
+/* dt_graph_end on another thread than dt_graph_begin's: refused, the capture goes on, and its
+   own thread ends it (on the CPU and on a GPU alike) */
+static void *end_elsewhere(void *arg) {
+  dt_device *d = (dt_device *)arg;
+  dt_graph *g = dt_graph_end(*d);
+  int ok = g == NULL && dt_last_status() == DT_ERR_INVALID_ARGUMENT && strstr(dt_last_error(), "begun on another thread") != NULL;
+  dt_graph_free(g);
+  return ok ? NULL : (void *)1;
+}
+static void test_graph_end_on_its_thread(void) {
+  dt_device devs[2];
+  int k, n = dt_num_gpus() > 0 ? 2 : 1;
+  devs[0] = dt_cpu(); devs[1] = dt_gpu(0);
+  for (k = 0; k < n; k++) {
+    pthread_t th;
+    void *res = (void *)2;
+    dt_tensor *a = dt_ones(dt_shape1(4), devs[k]), *b = NULL;
+    dt_graph *g;
+    T_CHECK(a && dt_graph_begin(devs[k]) == DT_OK);
+    b = dt_add(a, a);
+    T_CHECK(pthread_create(&th, NULL, end_elsewhere, &devs[k]) == 0);
+    pthread_join(th, &res);
+    T_CHECK_MSG(res == NULL, "the other thread's dt_graph_end was not refused as it should be (device %d)", k);
+    g = dt_graph_end(devs[k]);
+    T_CHECK_MSG(g != NULL, "%s", dt_last_error());
+    T_CHECK(g && dt_graph_replay(g) == DT_OK);
+    {
+      float h[4] = {0, 0, 0, 0};
+      T_CHECK(b && dt_to_host(b, h, sizeof h) == DT_OK && h[0] == 2.0f && h[3] == 2.0f);
+    }
+    dt_graph_free(g);
+    dt_release(a); dt_release(b);
+  }
+}
+
 static void test_error_is_per_thread(void) {
   pthread_t th;
   void *res = (void *)2;
@@ -563,6 +598,7 @@ static void test_pool_workers_block_signals(void) {
 
 int main(void) {
   T_RUN(test_pool_workers_block_signals);
+  T_RUN(test_graph_end_on_its_thread);
   T_RUN(test_seed_while_drawing);
   T_RUN(test_gpu_count_wait_yields);
   T_RUN(test_parallel_loops_from_threads);
