@@ -6033,22 +6033,33 @@ DTDEF int dt_snprint(char *buf, size_t n, const dt_tensor *t) {
   return r;
 }
 
-DTDEF dt_status dt_fprint(FILE *f, const dt_tensor *t) {
-  const char *op = "dt_fprint";
-  char small[512], *buf = small;
+/* f gets the text sn writes of obj (snprintf's contract), then a newline: written into the
+   caller's n bytes at small when it fits, else into one allocation of its length. dt_fprint's and
+   dt_module_fprint's. */
+static dt_status dt__fprint_text(FILE *f, const char *op, char *small, size_t n, int (*sn)(char *, size_t, const void *),
+                                 const void *obj) {
+  char *buf = small;
   int len;
   dt_status s = DT_OK;
-  if (!f) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: f is NULL", op);
-  if (!t) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: t is NULL", op);
-  if ((len = dt_snprint(small, sizeof small, t)) < 0) return dt_last_status();
-  if ((size_t)len >= sizeof small) {
+  if ((len = sn(small, n, obj)) < 0) return dt_last_status();
+  if ((size_t)len >= n) {
     if (!(buf = (char *)DT_MALLOC((size_t)len + 1)))
       return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host formatting %d characters", op, len);
-    if (dt_snprint(buf, (size_t)len + 1, t) < 0) { DT_FREE(buf); return dt_last_status(); }
+    if (sn(buf, (size_t)len + 1, obj) < 0) { DT_FREE(buf); return dt_last_status(); }
   }
   if (fputs(buf, f) < 0 || fputc('\n', f) == EOF) s = dt__fail(DT_ERR_IO, "%s: writing failed", op);
   if (buf != small) DT_FREE(buf);
   return s;
+}
+
+static int dt__snprint_tensor(char *buf, size_t n, const void *t) { return dt_snprint(buf, n, (const dt_tensor *)t); }
+
+DTDEF dt_status dt_fprint(FILE *f, const dt_tensor *t) {
+  const char *op = "dt_fprint";
+  char small[512];
+  if (!f) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: f is NULL", op);
+  if (!t) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: t is NULL", op);
+  return dt__fprint_text(f, op, small, sizeof small, dt__snprint_tensor, t);
 }
 
 DTDEF dt_status dt_print(const dt_tensor *t) {
@@ -8158,22 +8169,14 @@ DTDEF int dt_module_snprint(char *buf, size_t n, const dt_module *m) {
   return (int)o.len;
 }
 
+static int dt__snprint_module(char *buf, size_t n, const void *m) { return dt_module_snprint(buf, n, (const dt_module *)m); }
+
 DTDEF dt_status dt_module_fprint(FILE *f, const dt_module *m) {
   const char *op = "dt_module_fprint";
-  char small[128], *buf = small; /* most networks need more: then one allocation of the length */
-  int len;
-  dt_status s = DT_OK;
+  char small[128]; /* most networks need more: then one allocation of the length */
   if (!f) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: f is NULL", op);
   if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op);
-  if ((len = dt_module_snprint(small, sizeof small, m)) < 0) return dt_last_status();
-  if ((size_t)len >= sizeof small) {
-    if (!(buf = (char *)DT_MALLOC((size_t)len + 1)))
-      return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host formatting %d characters", op, len);
-    (void)dt_module_snprint(buf, (size_t)len + 1, m);
-  }
-  if (fputs(buf, f) < 0 || fputc('\n', f) == EOF) s = dt__fail(DT_ERR_IO, "%s: writing failed", op);
-  if (buf != small) DT_FREE(buf);
-  return s;
+  return dt__fprint_text(f, op, small, sizeof small, dt__snprint_module, m);
 }
 
 DTDEF dt_status dt_module_print(const dt_module *m) {

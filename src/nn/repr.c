@@ -148,22 +148,14 @@ DTDEF int dt_module_snprint(char *buf, size_t n, const dt_module *m) {
   return (int)o.len;
 }
 
+static int dt__snprint_module(char *buf, size_t n, const void *m) { return dt_module_snprint(buf, n, (const dt_module *)m); }
+
 DTDEF dt_status dt_module_fprint(FILE *f, const dt_module *m) {
   const char *op = "dt_module_fprint";
-  char small[128], *buf = small; /* most networks need more: then one allocation of the length */
-  int len;
-  dt_status s = DT_OK;
+  char small[128]; /* most networks need more: then one allocation of the length */
   if (!f) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: f is NULL", op);
   if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op);
-  if ((len = dt_module_snprint(small, sizeof small, m)) < 0) return dt_last_status();
-  if ((size_t)len >= sizeof small) {
-    if (!(buf = (char *)DT_MALLOC((size_t)len + 1)))
-      return dt__fail(DT_ERR_OUT_OF_MEMORY, "%s: out of memory on the host formatting %d characters", op, len);
-    (void)dt_module_snprint(buf, (size_t)len + 1, m);
-  }
-  if (fputs(buf, f) < 0 || fputc('\n', f) == EOF) s = dt__fail(DT_ERR_IO, "%s: writing failed", op);
-  if (buf != small) DT_FREE(buf);
-  return s;
+  return dt__fprint_text(f, op, small, sizeof small, dt__snprint_module, m);
 }
 
 DTDEF dt_status dt_module_print(const dt_module *m) {
