@@ -23,7 +23,7 @@ from torch import nn
 from torch.nn import functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from resnet_torch import fit, load  # noqa: E402  the same data, resizing and training loop
+from resnet_torch import add_common_args, apply_common_args, fit, load  # noqa: E402  the same options, data, resizing, training loop
 
 # D2L's hyperparameters per model: learning rate, image size
 DEFAULTS = {"alexnet": (0.01, 224), "vgg": (0.01, 224), "nin": (0.05, 224), "googlenet": (0.01, 96),
@@ -197,27 +197,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", choices=sorted(MODELS), required=True)
     ap.add_argument("--summary", action="store_true")
-    ap.add_argument("--epochs", type=int, default=10)
-    ap.add_argument("--train", type=int, default=0, help="first N training examples (0: all)")
-    ap.add_argument("--test", type=int, default=0, help="first N test examples (0: all)")
-    ap.add_argument("--lr", type=float, default=0)
-    ap.add_argument("--batch", type=int, default=128)
-    ap.add_argument("--size", type=int, default=0)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--data", default=os.environ.get("FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist"))
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: OMP_NUM_THREADS or every core)")
-    ap.add_argument("--tf32", choices=["default", "on", "off"], default="default",
-                    help="torch.backends.cudnn.allow_tf32 and cuda.matmul.allow_tf32 (default: PyTorch's own)")
+    add_common_args(ap, 0, 0)  # 0: the model's own (DEFAULTS)
     args = ap.parse_args()
     lr, size = DEFAULTS[args.model]
     args.lr, args.size = args.lr or lr, args.size or size
-    if args.epochs < 1 or args.batch < 1 or args.train < 0 or args.test < 0 or not 28 <= args.size <= 224:
-        ap.error("--epochs and --batch must be positive, --train and --test >= 0, --size in [28, 224]")
-    torch.set_num_threads(args.threads or int(os.environ.get("OMP_NUM_THREADS") or os.cpu_count() or 1))
-    if args.tf32 != "default":
-        torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = args.tf32 == "on"
-    dev = torch.device(args.device)
+    dev = apply_common_args(ap, args)
     torch.manual_seed(args.seed)
     net = MODELS[args.model]().to(dev)
     if args.summary:

@@ -107,27 +107,37 @@ def fit(net, xtr, ytr, xte, yte, lr, bs, epochs, dev):
               f"  test acc {te_acc:.4f}  {sec:.2f} s", flush=True)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_common_args(ap, lr, size):
+    """the options of this script and bench/modern_cnn_torch.py; lr and size: their defaults"""
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--train", type=int, default=0, help="first N training examples (0: all)")
     ap.add_argument("--test", type=int, default=0, help="first N test examples (0: all)")
-    ap.add_argument("--lr", type=float, default=0.01)
+    ap.add_argument("--lr", type=float, default=lr)
     ap.add_argument("--batch", type=int, default=128)
-    ap.add_argument("--size", type=int, default=96)
+    ap.add_argument("--size", type=int, default=size)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--data", default=os.environ.get("FASHION_MNIST_DIR", DEFAULT_DIR))
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: OMP_NUM_THREADS or every core)")
     ap.add_argument("--tf32", choices=["default", "on", "off"], default="default",
                     help="torch.backends.cudnn.allow_tf32 and cuda.matmul.allow_tf32 (default: PyTorch's own)")
-    args = ap.parse_args()
+
+
+def apply_common_args(ap, args):
+    """the common options checked and applied (threads, TF32); returns the device"""
     if args.epochs < 1 or args.batch < 1 or args.train < 0 or args.test < 0 or not 28 <= args.size <= 224:
         ap.error("--epochs and --batch must be positive, --train and --test >= 0, --size in [28, 224]")
     torch.set_num_threads(args.threads or int(os.environ.get("OMP_NUM_THREADS") or os.cpu_count() or 1))
     if args.tf32 != "default":
         torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = args.tf32 == "on"
-    dev = torch.device(args.device)
+    return torch.device(args.device)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_common_args(ap, 0.01, 96)
+    args = ap.parse_args()
+    dev = apply_common_args(ap, args)
     xtr, ytr = load(args.data, "train", args.train, args.size)
     xte, yte = load(args.data, "t10k", args.test, args.size)
     torch.manual_seed(args.seed)
