@@ -39,31 +39,30 @@ static inline void cnn_opts_init(cnn_opts *o, double lr, const char *csv_path) {
 /* argv[*i] as a common option (taking its value, *i moved past it): 1; not one: 0; an error: -1
    with *why set */
 static inline int cnn_parse_opt(cnn_opts *o, int argc, char **argv, int *i, const char **why) {
+  static const char *const valued[10] = {"--epochs", "--train", "--test", "--data", "--csv",
+                                         "--lr", "--batch", "--seed", "--min-acc", "--autocast"};
   const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+  int k = 0;
   if (strcmp(a, "--cuda-graph") == 0) { o->graph = 1; return 1; }
   if (strcmp(a, "--tf32") == 0) { o->tf32 = 1; return 1; }
-  if (strcmp(a, "--epochs") == 0 && v) o->epochs = atoi(v);
-  else if (strcmp(a, "--train") == 0 && v) o->ntrain = atoll(v);
-  else if (strcmp(a, "--test") == 0 && v) o->ntest = atoll(v);
-  else if (strcmp(a, "--data") == 0 && v) o->data = v;
-  else if (strcmp(a, "--csv") == 0 && v) o->csv_path = v;
-  else if (strcmp(a, "--lr") == 0 && v) o->lr = atof(v);
-  else if (strcmp(a, "--batch") == 0 && v) o->batch = atoll(v);
-  else if (strcmp(a, "--seed") == 0 && v) o->seed = strtoull(v, NULL, 10);
-  else if (strcmp(a, "--min-acc") == 0 && v) o->min_acc = atof(v);
-  else if (strcmp(a, "--autocast") == 0 && v) {
-    if (strcmp(v, "bf16") == 0) o->autocast = DT_BF16;
-    else if (strcmp(v, "f16") == 0) o->autocast = DT_F16;
-    else if (strcmp(v, "f32") == 0) o->autocast = DT_F32;
-    else { *why = "--autocast is bf16, f16 or f32"; return -1; }
-  } else if (!v && (strcmp(a, "--epochs") == 0 || strcmp(a, "--train") == 0 || strcmp(a, "--test") == 0 ||
-                    strcmp(a, "--data") == 0 || strcmp(a, "--csv") == 0 || strcmp(a, "--lr") == 0 ||
-                    strcmp(a, "--batch") == 0 || strcmp(a, "--seed") == 0 || strcmp(a, "--min-acc") == 0 ||
-                    strcmp(a, "--autocast") == 0)) {
-    *why = "an option lacks its value";
-    return -1;
-  } else {
-    return 0;
+  while (k < 10 && strcmp(a, valued[k]) != 0) k++;
+  if (k == 10) return 0;
+  if (!v) { *why = "an option lacks its value"; return -1; }
+  switch (k) {
+    case 0: o->epochs = atoi(v); break;
+    case 1: o->ntrain = atoll(v); break;
+    case 2: o->ntest = atoll(v); break;
+    case 3: o->data = v; break;
+    case 4: o->csv_path = v; break;
+    case 5: o->lr = atof(v); break;
+    case 6: o->batch = atoll(v); break;
+    case 7: o->seed = strtoull(v, NULL, 10); break;
+    case 8: o->min_acc = atof(v); break;
+    default:
+      if (strcmp(v, "bf16") == 0) o->autocast = DT_BF16;
+      else if (strcmp(v, "f16") == 0) o->autocast = DT_F16;
+      else if (strcmp(v, "f32") == 0) o->autocast = DT_F32;
+      else { *why = "--autocast is bf16, f16 or f32"; return -1; }
   }
   (*i)++;
   return 1;
