@@ -117,31 +117,60 @@ static double dt__window_sum_f64(const double *xp, int64_t w, int64_t y0, int64_
   return s;
 }
 
-/* rows [lo, hi) of col: (c kh kw, nimg, oh ow), row q = (tap r, image i), from x: (nimg, c, h, w) */
+/* rows [lo, hi) of col: (c kh kw, nimg, oh ow), row q = (tap r, image i), from x: (nimg, c, h, w).
+   The rows of one tap are taken together: a tap that reads only padding is one memset; the output
+   rows [y0, y1) that read the image, the rest zeros. Where a row of the output is as wide as the
+   image at unit strides (a "same" convolution, or a 1x1 one), the output row oy reads input row
+   oy + dy shifted by x0 columns for every oy, so those rows are one copy of consecutive input,
+   whose (at most |x0|) columns that fell outside the image are then zeroed. */
 static void dt__im2col_task(void *ctx, int64_t lo, int64_t hi) {
   const dt__conv_job *j = (const dt__conv_job *)ctx;
   const dt__conv2d *g = j->g;
   const size_t es = j->dbl ? sizeof(double) : sizeof(float);
-  const int64_t kk = g->kh * g->kw, l = g->oh * g->ow;
-  int64_t q, oy;
-  for (q = lo; q < hi; q++) {
-    const int64_t r = q / j->nimg, i = q % j->nimg, ki = r % kk / g->kw, kj = r % g->kw;
-    const int64_t plane = i * g->c + r / kk; /* image * c + channel */
-    const char *xp = (const char *)j->x + (size_t)(plane * g->h * g->w) * es;
-    const int64_t x0 = kj * g->dw - g->pw;
-    int64_t a, b;
+  const int64_t kk = g->kh * g->kw, l = g->oh * g->ow, hw = g->h * g->w;
+  const int shifted = g->sw == 1 && g->sh == 1 && g->ow == g->w;
+  int64_t q = lo, oy;
+  while (q < hi) {
+    const int64_t r = q / j->nimg, ch = r / kk, ki = r % kk / g->kw, kj = r % g->kw;
+    const int64_t qe = (r + 1) * j->nimg < hi ? (r + 1) * j->nimg : hi;
+    const int64_t x0 = kj * g->dw - g->pw, dy = ki * g->dh - g->ph;
+    int64_t a, b, y0, y1, i = q % j->nimg;
+    char *row = (char *)j->y + (size_t)(q * l) * es;
     dt__col_span(g->ow, g->sw, x0, g->w, &a, &b);
-    for (oy = 0; oy < g->oh; oy++) {
-      const int64_t iy = oy * g->sh - g->ph + ki * g->dh;
-      char *row = (char *)j->y + (size_t)(q * l + oy * g->ow) * es;
-      if (iy < 0 || iy >= g->h) memset(row, 0, (size_t)g->ow * es);
-      else if (j->dbl) dt__im2col_row_f64((double *)row, (const double *)xp + iy * g->w, g->ow, g->sw, x0, a, b);
-      else dt__im2col_row_f32((float *)row, (const float *)xp + iy * g->w, g->ow, g->sw, x0, a, b);
+    dt__col_span(g->oh, g->sh, dy, g->h, &y0, &y1);
+    if (a >= b || y0 >= y1) { /* the tap reads only padding */
+      memset(row, 0, (size_t)((qe - q) * l) * es);
+      q = qe;
+      continue;
+    }
+    for (; q < qe; q++, i++, row += (size_t)l * es) {
+      const char *xp = (const char *)j->x + (size_t)((i * g->c + ch) * hw) * es;
+      memset(row, 0, (size_t)(y0 * g->ow) * es);
+      if (shifted) { /* elements [a, (y1 - y0) ow - (ow - b)) of the block, from input (y0 + dy) w + x0 on */
+        const int64_t n = (y1 - y0) * g->ow - (g->ow - b) - a;
+        char *blk = row + (size_t)(y0 * g->ow) * es;
+        memcpy(blk + (size_t)a * es, xp + (size_t)((y0 + dy) * g->w + x0 + a) * es, (size_t)n * es);
+        if (a > 0 || b < g->ow)
+          for (oy = 0; oy < y1 - y0; oy++) {
+            char *br = blk + (size_t)(oy * g->ow) * es;
+            memset(br, 0, (size_t)a * es);
+            memset(br + (size_t)b * es, 0, (size_t)(g->ow - b) * es);
+          }
+      } else
+        for (oy = y0; oy < y1; oy++) {
+          char *dst = row + (size_t)(oy * g->ow) * es;
+          const int64_t iy = oy * g->sh + dy;
+          if (j->dbl) dt__im2col_row_f64((double *)dst, (const double *)xp + iy * g->w, g->ow, g->sw, x0, a, b);
+          else dt__im2col_row_f32((float *)dst, (const float *)xp + iy * g->w, g->ow, g->sw, x0, a, b);
+        }
+      memset(row + (size_t)(y1 * g->ow) * es, 0, (size_t)((g->oh - y1) * g->ow) * es);
     }
   }
 }
 
-/* planes [lo, hi) of x: (nimg, c, h, w), each the sum of its entries of col: (c kh kw, nimg, oh ow) */
+/* planes [lo, hi) of x: (nimg, c, h, w), each the sum of its entries of col: (c kh kw, nimg, oh ow),
+   tap after tap; rows that read only padding are skipped, and where im2col copied a tap's rows as
+   one block (see above) they are added back as one run per output row */
 static void dt__col2im_task(void *ctx, int64_t lo, int64_t hi) {
   const dt__conv_job *j = (const dt__conv_job *)ctx;
   const dt__conv2d *g = j->g;
@@ -153,15 +182,24 @@ static void dt__col2im_task(void *ctx, int64_t lo, int64_t hi) {
     char *xp = (char *)j->y + (size_t)(plane * g->h * g->w) * es;
     memset(xp, 0, (size_t)(g->h * g->w) * es);
     for (k = 0; k < kk; k++) {
-      const int64_t ki = k / g->kw, kj = k % g->kw, x0 = kj * g->dw - g->pw;
-      int64_t a, b;
+      const int64_t ki = k / g->kw, kj = k % g->kw, x0 = kj * g->dw - g->pw, dy = ki * g->dh - g->ph;
+      const char *row = (const char *)j->x + (size_t)(((ch * kk + k) * j->nimg + i) * l) * es;
+      int64_t a, b, y0, y1;
       dt__col_span(g->ow, g->sw, x0, g->w, &a, &b);
-      for (oy = 0; oy < g->oh; oy++) {
-        const int64_t iy = oy * g->sh - g->ph + ki * g->dh;
-        const char *row = (const char *)j->x + (size_t)(((ch * kk + k) * j->nimg + i) * l + oy * g->ow) * es;
-        if (iy < 0 || iy >= g->h) continue;
-        if (j->dbl) dt__col2im_row_f64((const double *)row, (double *)xp + iy * g->w, g->sw, x0, a, b);
-        else dt__col2im_row_f32((const float *)row, (float *)xp + iy * g->w, g->sw, x0, a, b);
+      dt__col_span(g->oh, g->sh, dy, g->h, &y0, &y1);
+      if (a >= b) continue;
+      if (g->sw == 1 && g->sh == 1 && g->ow == g->w && a == 0 && b == g->ow) { /* whole rows: one run */
+        const int64_t n = (y1 - y0) * g->ow;
+        if (n <= 0) continue;
+        if (j->dbl) dt__col2im_row_f64((const double *)row + y0 * g->ow, (double *)xp + (y0 + dy) * g->w, 1, 0, 0, n);
+        else dt__col2im_row_f32((const float *)row + y0 * g->ow, (float *)xp + (y0 + dy) * g->w, 1, 0, 0, n);
+        continue;
+      }
+      for (oy = y0; oy < y1; oy++) {
+        const int64_t iy = oy * g->sh + dy;
+        const char *rr = row + (size_t)(oy * g->ow) * es;
+        if (j->dbl) dt__col2im_row_f64((const double *)rr, (double *)xp + iy * g->w, g->sw, x0, a, b);
+        else dt__col2im_row_f32((const float *)rr, (float *)xp + iy * g->w, g->sw, x0, a, b);
       }
     }
   }
@@ -282,6 +320,45 @@ DT__POOL_BACK_DISJOINT_DEFINE(dt__pool_back_disjoint_f32, float)
 DT__POOL_BACK_DISJOINT_DEFINE(dt__pool_back_disjoint_f64, double)
 #undef DT__POOL_BACK_DISJOINT_DEFINE
 
+/* max pooling's backward of one plane whose windows overlap, as the gather below computes it
+   (each input position the sum in double, from 0, of the gradients of the windows whose max it
+   is, in the windows' order) but scattering: each window adds its gradient to the position its
+   index names, where that is inside the window. Bands of input rows are summed in acc, the
+   output rows whose windows reach into the band visited in order. Planes wider than acc take
+   the gather (returns 0). */
+#define DT__POOL_ACC 2048
+#define DT__POOL_BACK_MAX_DEFINE(NAME, T)                                                           \
+  static int NAME(const dt__pool2d *p, const T *gy, const int64_t *idx, T *gx, int64_t plane) {     \
+    double acc[DT__POOL_ACC];                                                                       \
+    const int64_t band = DT__POOL_ACC / p->w, yo = plane * p->oh * p->ow;                           \
+    int64_t r0, t, oy, ox, o0, o1, e0, e1;                                                          \
+    T *xp = gx + plane * p->h * p->w;                                                               \
+    if (band < 1) return 0;                                                                         \
+    for (r0 = 0; r0 < p->h; r0 += band) {                                                           \
+      const int64_t r1 = r0 + band < p->h ? r0 + band : p->h;                                       \
+      for (t = 0; t < (r1 - r0) * p->w; t++) acc[t] = 0;                                            \
+      dt__pool_span(r0, p->kh, p->sh, p->ph, p->oh, &o0, &e0);                                      \
+      dt__pool_span(r1 - 1, p->kh, p->sh, p->ph, p->oh, &e1, &o1);                                  \
+      for (oy = o0; oy < o1; oy++) {                                                                \
+        const int64_t wy = oy * p->sh - p->ph;                                                      \
+        for (ox = 0; ox < p->ow; ox++) {                                                            \
+          const int64_t o = yo + oy * p->ow + ox, at = idx[o], wx = ox * p->sw - p->pw;              \
+          int64_t iy, ix;                                                                           \
+          if (at < r0 * p->w || at >= r1 * p->w) continue;                                          \
+          iy = at / p->w; ix = at - iy * p->w;                                                      \
+          if (iy < wy || iy >= wy + p->kh || ix < wx || ix >= wx + p->kw) continue;                 \
+          acc[at - r0 * p->w] += (double)gy[o];                                                     \
+        }                                                                                           \
+      }                                                                                             \
+      for (t = 0; t < (r1 - r0) * p->w; t++) xp[r0 * p->w + t] = (T)acc[t];                         \
+    }                                                                                               \
+    (void)e0; (void)e1;                                                                             \
+    return 1;                                                                                       \
+  }
+DT__POOL_BACK_MAX_DEFINE(dt__pool_back_max_f32, float)
+DT__POOL_BACK_MAX_DEFINE(dt__pool_back_max_f64, double)
+#undef DT__POOL_BACK_MAX_DEFINE
+
 /* planes [lo, hi) of gx: (n, c, h, w) from gy: (n, c, oh, ow) (and idx for max) */
 static void dt__pool_back_task(void *ctx, int64_t lo, int64_t hi) {
   const dt__conv_job *j = (const dt__conv_job *)ctx;
@@ -296,6 +373,10 @@ static void dt__pool_back_task(void *ctx, int64_t lo, int64_t hi) {
   }
   for (plane = lo; plane < hi; plane++) {
     const int64_t xo = plane * p->h * p->w, yo = plane * p->oh * p->ow;
+    if (p->kind == DT__POOL2D_MAX &&
+        (dbl ? dt__pool_back_max_f64(p, (const double *)j->x, j->idx, (double *)j->y, plane)
+             : dt__pool_back_max_f32(p, (const float *)j->x, j->idx, (float *)j->y, plane)))
+      continue;
     for (iy = 0; iy < p->h; iy++)
       for (ix = 0; ix < p->w; ix++) {
         int64_t y0, y1, x0, x1;
