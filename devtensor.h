@@ -954,6 +954,21 @@ typedef struct dt__pool2d {
   int64_t kh, kw, sh, sw, ph, pw;
 } dt__pool2d;
 
+/* Batch normalisation of x viewed as (n, c, l), per channel over its n l >= 2 values (see the
+   batch_norm slots). Pointers not used by a call are NULL; vectors are (c,) in x's dtype. */
+typedef struct dt__bn {
+  int64_t n, c, l;
+  double eps, momentum;
+  int train;                /* 1: the batch's statistics; 0: the running ones */
+  const void *x, *w, *b;    /* w, b: NULL for 1 and 0 */
+  void *rmean, *rvar;       /* the running statistics: read (eval), updated where not NULL (train) */
+  void *mean, *var;         /* train: the batch's mean and biased variance, written; the backward reads them */
+  void *y;                  /* the forward's result, like x */
+  const void *gy;           /* the backward's: the gradient of y */
+  void *gx, *gw, *gb;       /* the backward's results, any of them NULL when not wanted */
+  void *ws;                 /* the backward's: 2 c doubles of scratch, for a backend that wants it */
+} dt__bn;
+
 /* Each table entry is written by name: DT__SLOT(alloc) dt__cpu_alloc, ... It is a
    designated initializer where the language has one (C99; C++20, which also
    checks the order), a plain positional entry in C++11-17. A slot written
@@ -1105,6 +1120,16 @@ typedef struct dt__backend {
   dt_status (*conv2d_backward_data)(int dev, dt_dtype t, const dt__conv2d *g, const void *w, const void *gy, void *gx);
   dt_status (*conv2d_backward_filter)(int dev, dt_dtype t, const dt__conv2d *g, const void *x, const void *gy, double beta,
                                       void *gw);
+  /* batch normalisation in one pass per channel, F32 and F64 (the core composes it from the
+     operations above for the half dtypes, or where these are NULL); every sum in double.
+     batch_norm: train: mean, var = the channel's mean and biased variance (two passes), and the
+     running statistics, where given, r = (1 - momentum) r + momentum s (the variance unbiased:
+     times n l / (n l - 1)); eval: mean, var = rmean, rvar. Then y = (x - mean) / sqrt(var + eps) w + b.
+     batch_norm_backward: from gy, x, mean and var (train: the saved batch statistics; eval: the
+     running ones) and w, with k = 1 / sqrt(var + eps), N = n l: gb = sum gy, gw = k sum gy (x - mean),
+     gx = w k (gy - gb / N - (x - mean) k gw / N) (train), w k gy (eval). */
+  dt_status (*batch_norm)(int dev, dt_dtype t, const dt__bn *p);
+  dt_status (*batch_norm_backward)(int dev, dt_dtype t, const dt__bn *p);
 } dt__backend;
 
 
@@ -2607,7 +2632,10 @@ typedef enum dt__ag_op {
   DT__AG_WHERE, DT__AG_GATHER, DT__AG_SCATTER_ADD, DT__AG_PAD,
   /* the losses of src/ops/losses.c (backward: dt__ag_loss_bw there); the node's dim is the
      reduction, p smooth_l1's beta */
-  DT__AG_BCE_WITH_LOGITS, DT__AG_NLL_LOSS, DT__AG_L1_LOSS, DT__AG_SMOOTH_L1_LOSS, DT__AG_MSE_LOSS_EX
+  DT__AG_BCE_WITH_LOGITS, DT__AG_NLL_LOSS, DT__AG_L1_LOSS, DT__AG_SMOOTH_L1_LOSS, DT__AG_MSE_LOSS_EX,
+  /* batch norm in one pass (src/nn/norm.c): inputs x (and weight, bias); eps in p, training in
+     dim, the statistics it normalised with in saved[2] */
+  DT__AG_BATCH_NORM
 } dt__ag_op;
 
 /* One input of a node: where its gradient goes (a node, a leaf, or nowhere) and its geometry. */
@@ -7626,9 +7654,10 @@ DTDEF dt_module *dt_tanh_layer(void) { return dt__plain_layer("dt_tanh_layer", D
 /* ---- src/nn/norm.c ---- */
 /* Dropout, batch and layer normalisation, embedding and GELU (DESIGN.md "Layers and the
    operations a PyTorch user reaches for"): the functional forms are written with the recorded
-   operations (so each runs on the backend of its input and goes back with autograd: the batch
-   norm's backward is that of its mean, centring, variance and scaling), the modules are of the
-   user-module kind (dt_module_new), their state as PyTorch's: parameters and buffers. */
+   operations (so each runs on the backend of its input and goes back with autograd), but for
+   batch norm in F32 and F64, which is the backend's batch_norm slots, recorded as one node
+   (dt__bn_fused); the modules are of the user-module kind (dt_module_new), their state as
+   PyTorch's: parameters and buffers. */
 
 /* Holds v (may be NULL) among the tensors t[0..*nt) made on the way to a result; returns v. */
 static dt_tensor *dt__norm_hold(dt_tensor **t, int *nt, dt_tensor *v) {
@@ -7700,6 +7729,95 @@ static dt_status dt__bn_check(const char *op, const dt_tensor *x, const dt_tenso
   return DT_OK;
 }
 
+/* dt_f_batch_norm through the backend's batch_norm slot (F32 and F64, weight and bias both given
+   or both not, x not empty): one pass per channel, recorded as one node whose backward is the
+   backend's batch_norm_backward. saved[2] holds the statistics the forward normalised with, as
+   (2, c): the batch's mean and biased variance (training), or a copy of the running ones. */
+static int dt__bn_fused_ok(const dt_tensor *x, const dt_tensor *weight, const dt_tensor *bias) {
+  const dt__backend *be = dt__be(x->st->device);
+  return (x->dtype == DT_F32 || x->dtype == DT_F64) && x->numel > 0 && !weight == !bias && be->batch_norm &&
+         be->batch_norm_backward;
+}
+static dt_tensor *dt__bn_fused(const char *op, const dt_tensor *x, dt_tensor *running_mean, dt_tensor *running_var,
+                               const dt_tensor *weight, const dt_tensor *bias, int training, double momentum, double eps, int64_t l) {
+  const dt_device d = x->st->device;
+  const int64_t c = x->shape.dims[1];
+  const size_t es = dt__dtype_bytes(x->dtype);
+  const int rec = !dt__no_grad && (x->requires_grad || (weight && (weight->requires_grad || bias->requires_grad)));
+  dt_tensor *y, *st = NULL;
+  dt__bn p;
+  dt_status s;
+  if (!(y = dt__new(op, x->shape, x->dtype, d))) return NULL;
+  if (training) st = dt__new(op, dt_shape2(2, c), x->dtype, d);
+  else if (rec) {
+    const dt_tensor *rv[2];
+    int prev = dt__no_grad;
+    rv[0] = running_mean; rv[1] = running_var;
+    dt__no_grad = 1;
+    st = dt_stack(rv, 2);
+    dt__no_grad = prev;
+  }
+  if ((training || rec) && !st) { dt_release(y); return NULL; }
+  if (rec) { /* recorded before it runs: a failure to record leaves the running statistics as they were */
+    const dt_tensor *in[3];
+    dt__ag_args args;
+    memset(&args, 0, sizeof args);
+    args.p = eps; args.dim = training;
+    in[0] = x; in[1] = weight; in[2] = bias;
+    if (!(y = dt__ag_record(y, DT__AG_BATCH_NORM, op, weight ? 3 : 1, in, &args))) { dt_release(st); return NULL; }
+    y->node->saved[2] = st; /* the node's now */
+    y->node->saved_version[2] = *dt__version(st);
+  }
+  memset(&p, 0, sizeof p);
+  p.n = x->shape.dims[0]; p.c = c; p.l = l; p.eps = eps; p.momentum = momentum; p.train = training;
+  p.x = x->st->ptr; p.w = weight ? weight->st->ptr : NULL; p.b = bias ? bias->st->ptr : NULL;
+  p.rmean = running_mean ? running_mean->st->ptr : NULL; p.rvar = running_var ? running_var->st->ptr : NULL;
+  if (training) { p.mean = st->st->ptr; p.var = (char *)st->st->ptr + (size_t)c * es; }
+  p.y = y->st->ptr;
+  s = dt__run(op, d, dt__be(d)->batch_norm(d.index, x->dtype, &p));
+  if (!rec) dt_release(st);
+  if (s != DT_OK) { dt_release(y); return NULL; }
+  if (training && running_mean) dt__bump(running_mean);
+  if (training && running_var) dt__bump(running_var);
+  return y;
+}
+
+/* The gradients of a fused batch norm's node (see dt__bn_fused) from g: *gx, *gw, *gb, each
+   wanted where its pointer is not NULL. */
+static dt_status dt__bn_backward(const dt_tensor *g, const dt_tensor *x, const dt_tensor *w, const dt_tensor *st, double eps,
+                                 int training, dt_tensor **gx, dt_tensor **gw, dt_tensor **gb) {
+  const char *op = "dt_f_batch_norm (backward)";
+  const dt_device d = x->st->device;
+  const int64_t c = x->shape.dims[1];
+  const size_t es = dt__dtype_bytes(x->dtype);
+  dt_tensor *ox = NULL, *ow = NULL, *ob = NULL, *ws;
+  dt__bn p;
+  dt_status s = DT_OK;
+  int k;
+  if (!(ws = dt__new(op, dt_shape2(2, c), DT_F64, d)) || (gx && !(ox = dt__new(op, x->shape, x->dtype, d))) ||
+      (gw && !(ow = dt__new(op, dt_shape1(c), x->dtype, d))) || (gb && !(ob = dt__new(op, dt_shape1(c), x->dtype, d))))
+    s = dt_last_status();
+  if (s == DT_OK) {
+    memset(&p, 0, sizeof p);
+    p.n = x->shape.dims[0]; p.c = c; p.eps = eps; p.train = training;
+    for (p.l = 1, k = 2; k < x->shape.ndim; k++) p.l *= x->shape.dims[k];
+    p.x = x->st->ptr; p.w = w ? w->st->ptr : NULL; p.gy = g->st->ptr;
+    p.mean = st->st->ptr; p.var = (char *)st->st->ptr + (size_t)c * es;
+    p.gx = ox ? ox->st->ptr : NULL; p.gw = ow ? ow->st->ptr : NULL; p.gb = ob ? ob->st->ptr : NULL;
+    p.ws = ws->st->ptr;
+    s = dt__run(op, d, dt__be(d)->batch_norm_backward(d.index, x->dtype, &p));
+  }
+  dt_release(ws);
+  if (s != DT_OK) {
+    dt_release(ox); dt_release(ow); dt_release(ob);
+    return s;
+  }
+  if (gx) *gx = ox;
+  if (gw) *gw = ow;
+  if (gb) *gb = ob;
+  return DT_OK;
+}
+
 DTDEF dt_tensor *dt_f_batch_norm(const dt_tensor *x, dt_tensor *running_mean, dt_tensor *running_var, const dt_tensor *weight,
                                  const dt_tensor *bias, int training, double momentum, double eps) {
   const char *op = "dt_f_batch_norm";
@@ -7709,6 +7827,7 @@ DTDEF dt_tensor *dt_f_batch_norm(const dt_tensor *x, dt_tensor *running_mean, dt
   int nt = 0;
   memset(t, 0, sizeof t);
   if (dt__bn_check(op, x, running_mean, running_var, weight, bias, training, momentum, eps, &l) != DT_OK) return NULL;
+  if (dt__bn_fused_ok(x, weight, bias)) return dt__bn_fused(op, x, running_mean, running_var, weight, bias, training, momentum, eps, l);
   n = x->shape.dims[0]; c = x->shape.dims[1];
   count = n * l;
   cs = dt_shape3(1, c, 1);
@@ -8684,6 +8803,7 @@ static void dt__ag_saves(dt__ag_op op, int need0, int need1, int want[DT__AG_SAV
     case DT__AG_MAX_DIM: case DT__AG_MIN_DIM: want[2] = 1; break; /* the indices, made below */
     case DT__AG_LINEAR: want[0] = need1; want[1] = need0; break; /* x for the weight's gradient, W for x's */
     case DT__AG_CONV2D: want[0] = want[1] = 1; break; /* dt_f_conv2d_backward reads both */
+    case DT__AG_BATCH_NORM: want[0] = 1; want[1] = 1; break; /* x, and the weight where there is one */
     case DT__AG_MAX_POOL2D: case DT__AG_AVG_POOL2D: case DT__AG_ADAPTIVE_AVG_POOL2D: want[0] = 1; break; /* max's indices: the forward's */
     case DT__AG_WHERE: want[0] = 1; break;                              /* cond */
     case DT__AG_GATHER: case DT__AG_SCATTER_ADD: want[1] = 1; break;    /* the index */
@@ -8699,7 +8819,7 @@ static dt_tensor *dt__ag_record(dt_tensor *y, dt__ag_op op, const char *name, in
   if (!y) return NULL;
   dt__ag_saves(op, in[0]->requires_grad, nin > 1 && in[1]->requires_grad, want);
   for (i = 0; i < DT__AG_SAVED; i++) {
-    if (!want[i]) continue;
+    if (!want[i] || (i < 2 && i >= nin)) continue;
     if (i == 2 && (op == DT__AG_MAX_DIM || op == DT__AG_MIN_DIM))
       sv[i] = op == DT__AG_MAX_DIM ? dt_argmax(in[0], args->dim) : dt_argmin(in[0], args->dim);
     else
@@ -9205,6 +9325,13 @@ static dt_status dt__ag_backward(dt__node *n, const dt_tensor *g, dt_tensor **gi
       int need2 = n->nin > 2 && (n->in[2].node || n->in[2].leaf);
       if (dt__conv2d_backward(g, sv[0], sv[1], sv[2], q[0], q[1], q[2], q[3], q[4], q[5], q[6], need0 ? &gin[0] : NULL,
                               need1 ? &gin[1] : NULL, need2 ? &gin[2] : NULL) != DT_OK)
+        goto fail;
+      break;
+    }
+    case DT__AG_BATCH_NORM: {
+      int need2 = n->nin > 2 && (n->in[2].node || n->in[2].leaf);
+      if (dt__bn_backward(g, sv[0], n->nin > 1 ? sv[1] : NULL, sv[2], n->p, n->dim, need0 ? &gin[0] : NULL, need1 ? &gin[1] : NULL,
+                          need2 ? &gin[2] : NULL) != DT_OK)
         goto fail;
       break;
     }
@@ -18051,6 +18178,153 @@ static dt_status dt__cpu_nll_loss(int dev, dt_dtype t, int64_t n, int64_t c, con
   return DT_OK;
 }
 
+/* ---- src/cpu/norm.c ---- */
+/* Batch normalisation on the thread pool, by blocks of channels: a channel's values are its
+   n runs of l (one per image), each channel summed by one thread in one fixed order (the same
+   bits for any number of threads), in double with four partial sums per run. A channel is
+   read two or three times in a row (mean, variance, result), so the later passes find it in
+   cache. */
+
+/* the sum of the run of l values, less m each and squared (sq) or not; in double */
+#define DT__BN_RUN_DEFINE(NAME, T)                                                                 \
+  static double NAME(const T *v, int64_t l, double m, int sq) {                                     \
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;                                                          \
+    int64_t p = 0;                                                                                  \
+    if (sq) {                                                                                       \
+      for (; p + 4 <= l; p += 4) {                                                                  \
+        const double a = (double)v[p] - m, b = (double)v[p + 1] - m, c = (double)v[p + 2] - m,     \
+                     d = (double)v[p + 3] - m;                                                      \
+        s0 += a * a; s1 += b * b; s2 += c * c; s3 += d * d;                                         \
+      }                                                                                             \
+      for (; p < l; p++) { const double a = (double)v[p] - m; s0 += a * a; }                       \
+    } else {                                                                                        \
+      for (; p + 4 <= l; p += 4) {                                                                  \
+        s0 += (double)v[p]; s1 += (double)v[p + 1]; s2 += (double)v[p + 2]; s3 += (double)v[p + 3]; \
+      }                                                                                             \
+      for (; p < l; p++) s0 += (double)v[p];                                                        \
+    }                                                                                               \
+    return (s0 + s1) + (s2 + s3);                                                                   \
+  }                                                                                                 \
+  /* sum g and sum g (x - m) over a run */                                                          \
+  static void NAME##_dot(const T *g, const T *x, int64_t l, double m, double *sg, double *sgx) {    \
+    double a0 = 0, a1 = 0, b0 = 0, b1 = 0;                                                          \
+    int64_t p = 0;                                                                                  \
+    for (; p + 2 <= l; p += 2) {                                                                    \
+      const double g0 = (double)g[p], g1 = (double)g[p + 1];                                        \
+      a0 += g0; a1 += g1;                                                                           \
+      b0 += g0 * ((double)x[p] - m); b1 += g1 * ((double)x[p + 1] - m);                             \
+    }                                                                                               \
+    if (p < l) { a0 += (double)g[p]; b0 += (double)g[p] * ((double)x[p] - m); }                     \
+    *sg += a0 + a1; *sgx += b0 + b1;                                                                \
+  }
+DT__BN_RUN_DEFINE(dt__bn_run_f32, float)
+DT__BN_RUN_DEFINE(dt__bn_run_f64, double)
+#undef DT__BN_RUN_DEFINE
+
+/* channels [lo, hi) of the forward */
+#define DT__BN_FWD_DEFINE(NAME, RUN, T)                                                             \
+  static void NAME(const dt__bn *p, int64_t lo, int64_t hi) {                                       \
+    const int64_t N = p->n * p->l;                                                                  \
+    int64_t ch, i, q;                                                                               \
+    for (ch = lo; ch < hi; ch++) {                                                                  \
+      double mean, var, k, a, b;                                                                    \
+      if (p->train) {                                                                               \
+        double s = 0;                                                                               \
+        for (i = 0; i < p->n; i++) s += RUN((const T *)p->x + (i * p->c + ch) * p->l, p->l, 0, 0);  \
+        mean = s / (double)N;                                                                       \
+        for (s = 0, i = 0; i < p->n; i++) s += RUN((const T *)p->x + (i * p->c + ch) * p->l, p->l, mean, 1); \
+        var = s / (double)N;                                                                        \
+        ((T *)p->mean)[ch] = (T)mean;                                                               \
+        ((T *)p->var)[ch] = (T)var;                                                                 \
+        if (p->rmean)                                                                               \
+          ((T *)p->rmean)[ch] = (T)((1.0 - p->momentum) * (double)((T *)p->rmean)[ch] + p->momentum * mean); \
+        if (p->rvar)                                                                                \
+          ((T *)p->rvar)[ch] = (T)((1.0 - p->momentum) * (double)((T *)p->rvar)[ch] +               \
+                                   p->momentum * var * (double)N / (double)(N - 1));                \
+      } else {                                                                                      \
+        mean = (double)((const T *)p->rmean)[ch];                                                   \
+        var = (double)((const T *)p->rvar)[ch];                                                     \
+      }                                                                                             \
+      k = 1.0 / sqrt(var + p->eps);                                                                 \
+      a = p->w ? k * (double)((const T *)p->w)[ch] : k;                                             \
+      b = p->b ? (double)((const T *)p->b)[ch] : 0.0;                                               \
+      for (i = 0; i < p->n; i++) {                                                                  \
+        const T *x = (const T *)p->x + (i * p->c + ch) * p->l;                                      \
+        T *y = (T *)p->y + (i * p->c + ch) * p->l;                                                  \
+        for (q = 0; q < p->l; q++) y[q] = (T)(((double)x[q] - mean) * a + b);                       \
+      }                                                                                             \
+    }                                                                                               \
+  }
+DT__BN_FWD_DEFINE(dt__bn_fwd_f32, dt__bn_run_f32, float)
+DT__BN_FWD_DEFINE(dt__bn_fwd_f64, dt__bn_run_f64, double)
+#undef DT__BN_FWD_DEFINE
+
+/* channels [lo, hi) of the backward */
+#define DT__BN_BWD_DEFINE(NAME, DOT, T)                                                             \
+  static void NAME(const dt__bn *p, int64_t lo, int64_t hi) {                                       \
+    const int64_t N = p->n * p->l;                                                                  \
+    int64_t ch, i, q;                                                                               \
+    for (ch = lo; ch < hi; ch++) {                                                                  \
+      const double mean = (double)((const T *)p->mean)[ch], var = (double)((const T *)p->var)[ch];  \
+      const double k = 1.0 / sqrt(var + p->eps), wv = p->w ? (double)((const T *)p->w)[ch] : 1.0;   \
+      double sg = 0, sgx = 0;                                                                       \
+      if (p->gw || p->gb || (p->gx && p->train))                                                    \
+        for (i = 0; i < p->n; i++) {                                                                \
+          const int64_t o = (i * p->c + ch) * p->l;                                                 \
+          DOT((const T *)p->gy + o, (const T *)p->x + o, p->l, mean, &sg, &sgx);                    \
+        }                                                                                           \
+      if (p->gb) ((T *)p->gb)[ch] = (T)sg;                                                          \
+      if (p->gw) ((T *)p->gw)[ch] = (T)(sgx * k);                                                   \
+      if (p->gx) {                                                                                  \
+        const double a = wv * k, c1 = p->train ? sg / (double)N : 0.0, c2 = p->train ? k * k * sgx / (double)N : 0.0; \
+        for (i = 0; i < p->n; i++) {                                                                \
+          const int64_t o = (i * p->c + ch) * p->l;                                                 \
+          const T *g = (const T *)p->gy + o, *x = (const T *)p->x + o;                              \
+          T *gx = (T *)p->gx + o;                                                                   \
+          for (q = 0; q < p->l; q++) gx[q] = (T)(((double)g[q] - c1 - ((double)x[q] - mean) * c2) * a); \
+        }                                                                                           \
+      }                                                                                             \
+    }                                                                                               \
+  }
+DT__BN_BWD_DEFINE(dt__bn_bwd_f32, dt__bn_run_f32_dot, float)
+DT__BN_BWD_DEFINE(dt__bn_bwd_f64, dt__bn_run_f64_dot, double)
+#undef DT__BN_BWD_DEFINE
+
+typedef struct dt__bn_job {
+  const dt__bn *p;
+  int dbl, back;
+} dt__bn_job;
+
+static void dt__bn_task(void *ctx, int64_t lo, int64_t hi) {
+  const dt__bn_job *j = (const dt__bn_job *)ctx;
+  if (j->back) {
+    if (j->dbl) dt__bn_bwd_f64(j->p, lo, hi);
+    else dt__bn_bwd_f32(j->p, lo, hi);
+  } else if (j->dbl) dt__bn_fwd_f64(j->p, lo, hi);
+  else dt__bn_fwd_f32(j->p, lo, hi);
+}
+
+static dt_status dt__cpu_bn_run(const char *what, dt_dtype t, const dt__bn *p, int back) {
+  dt__bn_job j;
+  const int64_t per = p->n * p->l * 3; /* a channel's elements read and written */
+  if (t != DT_F32 && t != DT_F64) {
+    snprintf(dt__cpu_err, sizeof dt__cpu_err, "%s is not defined for %s", what, dt__dtype_str(t));
+    return DT_ERR_DTYPE;
+  }
+  j.p = p; j.dbl = t == DT_F64; j.back = back;
+  dt__par_for(p->c, per >= DT__GRAIN_MEM ? 1 : (DT__GRAIN_MEM + per - 1) / per, dt__bn_task, &j);
+  return DT_OK;
+}
+
+static dt_status dt__cpu_batch_norm(int dev, dt_dtype t, const dt__bn *p) {
+  (void)dev;
+  return dt__cpu_bn_run("batch_norm", t, p, 0);
+}
+static dt_status dt__cpu_batch_norm_backward(int dev, dt_dtype t, const dt__bn *p) {
+  (void)dev;
+  return dt__cpu_bn_run("batch_norm_backward", t, p, 1);
+}
+
 /* ---- src/cpu/graph.c ---- */
 /* The CPU's graphs: while the CPU is captured (dt__cpu_capturing), dt__be hands out the
    recording table below. Its kernel slots append the call, with its arguments by value (the
@@ -18066,7 +18340,7 @@ typedef enum dt__cpu_call_kind {
   DT__RC_COPY = 0, DT__RC_FILL, DT__RC_UNARY, DT__RC_BINARY, DT__RC_CAST, DT__RC_REDUCE, DT__RC_GEMM, DT__RC_GEMM_OPT,
   DT__RC_AXPY, DT__RC_RANDOM, DT__RC_OPTIM, DT__RC_COMPARE, DT__RC_COPY_STRIDED, DT__RC_INDEX_SELECT, DT__RC_ARG_REDUCE,
   DT__RC_SOFTMAX, DT__RC_XENT, DT__RC_IM2COL, DT__RC_COL2IM, DT__RC_POOL, DT__RC_POOL_BACKWARD,
-  DT__RC_WHERE, DT__RC_GATHER, DT__RC_SCATTER_ADD, DT__RC_INDEX_ADD, DT__RC_RANDOM_INT, DT__RC_NLL
+  DT__RC_WHERE, DT__RC_GATHER, DT__RC_SCATTER_ADD, DT__RC_INDEX_ADD, DT__RC_RANDOM_INT, DT__RC_NLL, DT__RC_BN, DT__RC_BN_BACKWARD
 } dt__cpu_call_kind;
 
 /* One recorded call: which slot, its scalars (meaning per kind, see dt__cpu_call_run) and
@@ -18087,6 +18361,7 @@ typedef struct dt__cpu_call {
     dt__optim_hp h;
     dt__conv2d cv;
     dt__pool2d pl;
+    dt__bn bn;
   } geo;
 } dt__cpu_call;
 
@@ -18321,6 +18596,18 @@ static dt_status dt__cpu_rec_nll_loss(int dev, dt_dtype t, int64_t n, int64_t cl
   c.t = t; c.i[0] = n; c.i[1] = cl; c.a = logp; c.b = target; c.y = y;
   return dt__cpu_rec(&c);
 }
+static dt_status dt__cpu_rec_batch_norm(int dev, dt_dtype t, const dt__bn *p) {
+  dt__cpu_call c = dt__cpu_call_of(DT__RC_BN);
+  (void)dev;
+  c.t = t; c.geo.bn = *p;
+  return dt__cpu_rec(&c);
+}
+static dt_status dt__cpu_rec_batch_norm_backward(int dev, dt_dtype t, const dt__bn *p) {
+  dt__cpu_call c = dt__cpu_call_of(DT__RC_BN_BACKWARD);
+  (void)dev;
+  c.t = t; c.geo.bn = *p;
+  return dt__cpu_rec(&c);
+}
 
 /* ---- replay ---- */
 
@@ -18405,6 +18692,8 @@ static dt_status dt__cpu_call_run(const dt__cpu_call *c) {
     case DT__RC_NLL:
       if (!dt__cpu_replay_index_ok("dt_nll_loss", "target", (const int64_t *)c->b, c->i[0], c->i[1])) return DT_ERR_INVALID_ARGUMENT;
       return be->nll_loss(0, c->t, c->i[0], c->i[1], c->a, (const int64_t *)c->b, c->y);
+    case DT__RC_BN: return dt__cpu_batch_norm(0, c->t, &c->geo.bn);
+    case DT__RC_BN_BACKWARD: return dt__cpu_batch_norm_backward(0, c->t, &c->geo.bn);
   }
   return DT_OK;
 }
@@ -18519,7 +18808,9 @@ static const dt__backend *dt__cpu_rec_backend(void) {
     /* convolution through a vendor library: none (im2col + gemm) */
     DT__SLOT(conv2d_forward) NULL,
     DT__SLOT(conv2d_backward_data) NULL,
-    DT__SLOT(conv2d_backward_filter) NULL
+    DT__SLOT(conv2d_backward_filter) NULL,
+    DT__SLOT(batch_norm) dt__cpu_rec_batch_norm,
+    DT__SLOT(batch_norm_backward) dt__cpu_rec_batch_norm_backward
   };
   return &be;
 }
@@ -18588,7 +18879,10 @@ static const dt__backend *dt__cpu_backend(void) {
     /* convolution through a vendor library: none (im2col + gemm) */
     DT__SLOT(conv2d_forward) NULL,
     DT__SLOT(conv2d_backward_data) NULL,
-    DT__SLOT(conv2d_backward_filter) NULL
+    DT__SLOT(conv2d_backward_filter) NULL,
+    /* batch normalisation */
+    DT__SLOT(batch_norm) dt__cpu_batch_norm,
+    DT__SLOT(batch_norm_backward) dt__cpu_batch_norm_backward
   };
   return &be;
 }

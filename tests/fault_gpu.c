@@ -217,11 +217,13 @@ static void workload(void) {
   VERIFY(params_of(net, after, 4096) == nb && memcmp(before, after, sizeof(double) * (size_t)nb) != 0);
   STEP(dt_optimizer_step(opt) == DT_OK);
   /* a small CNN moved to the GPU and trained one step through autograd: Conv2d(1, 2, 3, padding
-     1), ReLU, MaxPool2d(2), Flatten, Linear(8, 3) on x (2, 1, 4, 4), the cross-entropy (its
-     im2col scratch, pooling indices, the backward's col2im and gradients from cudaMalloc),
+     1), BatchNorm2d(2), ReLU, MaxPool2d(2), Flatten, Linear(8, 3) on x (2, 1, 4, 4), the
+     cross-entropy (its im2col scratch, batch norm's statistics and the backward's sums,
+     pooling indices, the backward's col2im and gradients from cudaMalloc),
      dt_autograd_backward, an SGD step: a failed step leaves the parameters as they were */
   STEP((cnn = dt_sequential()) != NULL);
   STEP((l = dt_conv2d(1, 2, 3, 1, 1)) != NULL && dt_sequential_add(cnn, l) == DT_OK);
+  STEP((l = dt_batch_norm(2)) != NULL && dt_sequential_add(cnn, l) == DT_OK);
   STEP((l = dt_relu_layer()) != NULL && dt_sequential_add(cnn, l) == DT_OK);
   STEP((l = dt_max_pool2d(2, 2, 0)) != NULL && dt_sequential_add(cnn, l) == DT_OK);
   STEP((l = dt_flatten_layer()) != NULL && dt_sequential_add(cnn, l) == DT_OK);
@@ -236,7 +238,7 @@ static void workload(void) {
     NEW(cx, dt_reshape(c, dt_shape4(2, 1, 4, 4)));
     NEW(lab, dt_from_data(labs, dt_shape1(2), DT_I64, g));
     nb = params_of(cnn, before, 4096);
-    VERIFY(nb == 47);
+    VERIFY(nb == 51);
     inj = fg_injected;
     dt_clear_error();
     cs = (cp = keep(dt_forward(cnn, cx))) != NULL && (cl = keep(dt_cross_entropy(cp, lab))) != NULL ? DT_OK : dt_last_status();

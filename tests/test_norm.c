@@ -341,6 +341,94 @@ static void test_batch_norm_lazy(dt_device dev) {
   dt_module_free(m);
 }
 
+/* Larger sizes, where a channel's values outnumber a GPU block's threads in every way (many
+   images of one value, few images of many values, sizes that do not divide a block): training
+   with running statistics, then evaluation, each with its gradients, against the definitions
+   computed here in double. */
+static void bn_reference(const double *x, const double *w, const double *b, const double *g, int64_t n, int64_t c, int64_t l,
+                         int train, const double *rm, const double *rv, double eps, double *y, double *gx, double *gw,
+                         double *gb, double *mean, double *var) {
+  int64_t ch, i, q, N = n * l;
+  for (ch = 0; ch < c; ch++) {
+    double m = 0, v = 0, k, sg = 0, sgx = 0;
+    if (train) {
+      for (i = 0; i < n; i++) for (q = 0; q < l; q++) m += x[(i * c + ch) * l + q];
+      m /= (double)N;
+      for (i = 0; i < n; i++) for (q = 0; q < l; q++) { double d = x[(i * c + ch) * l + q] - m; v += d * d; }
+      v /= (double)N;
+    } else { m = rm[ch]; v = rv[ch]; }
+    mean[ch] = m; var[ch] = v;
+    k = 1.0 / sqrt(v + eps);
+    for (i = 0; i < n; i++)
+      for (q = 0; q < l; q++) {
+        int64_t o = (i * c + ch) * l + q;
+        y[o] = (x[o] - m) * k * w[ch] + b[ch];
+        sg += g[o]; sgx += g[o] * (x[o] - m);
+      }
+    gb[ch] = sg; gw[ch] = sgx * k;
+    for (i = 0; i < n; i++)
+      for (q = 0; q < l; q++) {
+        int64_t o = (i * c + ch) * l + q;
+        gx[o] = train ? w[ch] * k * (g[o] - sg / (double)N - (x[o] - m) * k * k * sgx / (double)N) : w[ch] * k * g[o];
+      }
+  }
+}
+
+static dt_tensor *rnd_of(dt_shape s, dt_dtype t, dt_device d, double scale, double shift) {
+  dt_tensor *r = dt_randn(s, dt_cpu()), *a = r ? dt_mul_scalar(r, scale) : NULL, *b = a ? dt_add_scalar(a, shift) : NULL;
+  dt_tensor *c = b ? dt_cast(b, t) : NULL, *y = c ? dt_to(c, d) : NULL;
+  dt_release(r); dt_release(a); dt_release(b); dt_release(c);
+  return y;
+}
+
+static void test_batch_norm_sizes(dt_device dev) {
+  static const int64_t shapes[][4] = {{700, 3, 1, 1}, {2, 4, 37, 29}, {5, 3, 13, 1}, {33, 2, 16, 1}, {3, 600, 1, 1}, {2, 2, 512, 1}};
+  size_t si;
+  int k, train;
+  for (si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+    for (k = 0; k < 2; k++) {
+      dt_dtype t = k ? DT_F64 : DT_F32;
+      double tol = k ? 1e-10 : 2e-4;
+      int64_t n = shapes[si][0], c = shapes[si][1], l = shapes[si][2] * shapes[si][3], N = n * c * l;
+      dt_shape s = shapes[si][3] == 1 && shapes[si][2] == 1 ? dt_shape2(n, c) : shapes[si][3] == 1 ? dt_shape3(n, c, shapes[si][2])
+                                                                                                    : dt_shape4(n, c, shapes[si][2], shapes[si][3]);
+      dt_tensor *x, *w, *b, *g, *rm, *rv;
+      double *xv, *wv, *bv, *gv, *rmv, *rvv;
+      double *ry = (double *)malloc(sizeof(double) * (size_t)N), *rgx = (double *)malloc(sizeof(double) * (size_t)N);
+      double rgw[600], rgb[600], mean[600], var[600], rm1[600], rv1[600];
+      int64_t ch;
+      dt_manual_seed(40 + (uint64_t)si);
+      x = rnd_of(s, t, dev, 2.0, 3.0); w = rnd_of(dt_shape1(c), t, dev, 0.5, 1.0); b = rnd_of(dt_shape1(c), t, dev, 1.0, 0.0);
+      g = rnd_of(s, t, dev, 1.0, 0.0); rm = rnd_of(dt_shape1(c), t, dev, 0.1, 0.0); rv = rnd_of(dt_shape1(c), t, dev, 0.1, 1.0);
+      T_CHECK(x && w && b && g && rm && rv && ry && rgx);
+      xv = values(x); wv = values(w); bv = values(b); gv = values(g); rmv = values(rm); rvv = values(rv);
+      for (train = 1; train >= 0 && xv && wv && bv && gv && rmv && rvv; train--) {
+        dt_tensor *y;
+        T_CHECK(dt_requires_grad_(x, 1) == DT_OK && dt_requires_grad_(w, 1) == DT_OK && dt_requires_grad_(b, 1) == DT_OK);
+        y = dt_f_batch_norm(x, rm, rv, w, b, train, 0.1, 1e-5);
+        bn_reference(xv, wv, bv, gv, n, c, l, train, rmv, rvv, 1e-5, ry, rgx, rgw, rgb, mean, var);
+        T_CHECK_MSG(y && close_to(y, ry, N, tol), "shape %d, %s, train %d: %s", (int)si, dt_dtype_name(t), train, dt_last_error());
+        T_CHECK_MSG(y && dt_autograd_backward(y, g) == DT_OK, "%s", dt_last_error());
+        T_CHECK_MSG(close_to(dt_grad(x), rgx, N, tol), "shape %d, %s, train %d: grad x", (int)si, dt_dtype_name(t), train);
+        T_CHECK_MSG(close_to(dt_grad(w), rgw, c, tol), "shape %d, %s, train %d: grad w", (int)si, dt_dtype_name(t), train);
+        T_CHECK_MSG(close_to(dt_grad(b), rgb, c, tol), "shape %d, %s, train %d: grad b", (int)si, dt_dtype_name(t), train);
+        if (train) { /* the running statistics moved a tenth of the way, the variance unbiased */
+          for (ch = 0; ch < c; ch++) {
+            rm1[ch] = 0.9 * rmv[ch] + 0.1 * mean[ch];
+            rv1[ch] = 0.9 * rvv[ch] + 0.1 * var[ch] * (double)(n * l) / (double)(n * l - 1);
+          }
+          T_CHECK(close_to(rm, rm1, c, tol) && close_to(rv, rv1, c, tol));
+          free(rmv); free(rvv);
+          rmv = values(rm); rvv = values(rv);
+        }
+        dt_zero_grad_(x); dt_zero_grad_(w); dt_zero_grad_(b);
+        dt_release(y);
+      }
+      free(xv); free(wv); free(bv); free(gv); free(rmv); free(rvv); free(ry); free(rgx);
+      dt_release(x); dt_release(w); dt_release(b); dt_release(g); dt_release(rm); dt_release(rv);
+    }
+}
+
 static void test_layer_norm(dt_device dev) {
   int k;
   for (k = 0; k < 2; k++) {
@@ -508,6 +596,9 @@ static void test_dropout(dt_device dev) {
 static dt_tensor *g_bn_train(dt_tensor *const *x) { return dt_f_batch_norm(x[0], NULL, NULL, x[1], x[2], 1, 0.1, 1e-5); }
 static dt_tensor *g_bn1_train(dt_tensor *const *x) { return dt_f_batch_norm(x[0], NULL, NULL, x[1], x[2], 1, 0.1, 1e-5); }
 static dt_tensor *g_bn_plain(dt_tensor *const *x) { return dt_f_batch_norm(x[0], NULL, NULL, NULL, NULL, 1, 0.1, 1e-3); }
+/* a weight without a bias, a bias without a weight */
+static dt_tensor *g_bn_weight(dt_tensor *const *x) { return dt_f_batch_norm(x[0], NULL, NULL, x[1], NULL, 1, 0.1, 1e-5); }
+static dt_tensor *g_bn_bias(dt_tensor *const *x) { return dt_f_batch_norm(x[0], NULL, NULL, NULL, x[1], 1, 0.1, 1e-5); }
 static dt_tensor *g_bn_eval(dt_tensor *const *x) {
   static const double m[3] = {0.25, -0.5, 1.0}, v[3] = {0.5, 2.0, 1.25};
   dt_device d = dt_device_of(x[0]);
@@ -537,6 +628,8 @@ static const gc_case NORM_CASES[] = {
   {"batch_norm2d", g_bn_train, 3, {{4, {2, 3, 2, 3}}, {1, {3}}, {1, {3}}}, {ANY, ANY, ANY}},
   {"batch_norm1d", g_bn1_train, 3, {{2, {5, 3}}, {1, {3}}, {1, {3}}}, {ANY, ANY, ANY}},
   {"batch_norm3d_input", g_bn_plain, 1, {{3, {3, 2, 5}}}, {ANY}},
+  {"batch_norm_weight_only", g_bn_weight, 2, {{4, {2, 3, 2, 3}}, {1, {3}}}, {ANY, ANY}},
+  {"batch_norm_bias_only", g_bn_bias, 2, {{3, {4, 3, 2}}, {1, {3}}}, {ANY, ANY}},
   {"batch_norm_eval", g_bn_eval, 3, {{4, {2, 3, 2, 2}}, {1, {3}}, {1, {3}}}, {ANY, ANY, ANY}},
   {"batch_norm_running", g_bn_running, 3, {{4, {1, 3, 2, 2}}, {1, {3}}, {1, {3}}}, {ANY, ANY, ANY}},
   {"layer_norm", g_ln, 3, {{3, {2, 3, 5}}, {1, {5}}, {1, {5}}}, {ANY, ANY, ANY}},
@@ -577,6 +670,7 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_batch_norm_module);
   T_RUN_ALL_DEVICES(test_batch_norm_state);
   T_RUN_ALL_DEVICES(test_batch_norm_lazy);
+  T_RUN_ALL_DEVICES(test_batch_norm_sizes);
   T_RUN_ALL_DEVICES(test_layer_norm);
   T_RUN_ALL_DEVICES(test_embedding);
   T_RUN_ALL_DEVICES(test_gelu_layer);

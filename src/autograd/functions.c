@@ -28,6 +28,7 @@ static void dt__ag_saves(dt__ag_op op, int need0, int need1, int want[DT__AG_SAV
     case DT__AG_MAX_DIM: case DT__AG_MIN_DIM: want[2] = 1; break; /* the indices, made below */
     case DT__AG_LINEAR: want[0] = need1; want[1] = need0; break; /* x for the weight's gradient, W for x's */
     case DT__AG_CONV2D: want[0] = want[1] = 1; break; /* dt_f_conv2d_backward reads both */
+    case DT__AG_BATCH_NORM: want[0] = 1; want[1] = 1; break; /* x, and the weight where there is one */
     case DT__AG_MAX_POOL2D: case DT__AG_AVG_POOL2D: case DT__AG_ADAPTIVE_AVG_POOL2D: want[0] = 1; break; /* max's indices: the forward's */
     case DT__AG_WHERE: want[0] = 1; break;                              /* cond */
     case DT__AG_GATHER: case DT__AG_SCATTER_ADD: want[1] = 1; break;    /* the index */
@@ -43,7 +44,7 @@ static dt_tensor *dt__ag_record(dt_tensor *y, dt__ag_op op, const char *name, in
   if (!y) return NULL;
   dt__ag_saves(op, in[0]->requires_grad, nin > 1 && in[1]->requires_grad, want);
   for (i = 0; i < DT__AG_SAVED; i++) {
-    if (!want[i]) continue;
+    if (!want[i] || (i < 2 && i >= nin)) continue;
     if (i == 2 && (op == DT__AG_MAX_DIM || op == DT__AG_MIN_DIM))
       sv[i] = op == DT__AG_MAX_DIM ? dt_argmax(in[0], args->dim) : dt_argmin(in[0], args->dim);
     else
@@ -549,6 +550,13 @@ static dt_status dt__ag_backward(dt__node *n, const dt_tensor *g, dt_tensor **gi
       int need2 = n->nin > 2 && (n->in[2].node || n->in[2].leaf);
       if (dt__conv2d_backward(g, sv[0], sv[1], sv[2], q[0], q[1], q[2], q[3], q[4], q[5], q[6], need0 ? &gin[0] : NULL,
                               need1 ? &gin[1] : NULL, need2 ? &gin[2] : NULL) != DT_OK)
+        goto fail;
+      break;
+    }
+    case DT__AG_BATCH_NORM: {
+      int need2 = n->nin > 2 && (n->in[2].node || n->in[2].leaf);
+      if (dt__bn_backward(g, sv[0], n->nin > 1 ? sv[1] : NULL, sv[2], n->p, n->dim, need0 ? &gin[0] : NULL, need1 ? &gin[1] : NULL,
+                          need2 ? &gin[2] : NULL) != DT_OK)
         goto fail;
       break;
     }

@@ -28,7 +28,10 @@ typedef enum dt__ag_op {
   DT__AG_WHERE, DT__AG_GATHER, DT__AG_SCATTER_ADD, DT__AG_PAD,
   /* the losses of src/ops/losses.c (backward: dt__ag_loss_bw there); the node's dim is the
      reduction, p smooth_l1's beta */
-  DT__AG_BCE_WITH_LOGITS, DT__AG_NLL_LOSS, DT__AG_L1_LOSS, DT__AG_SMOOTH_L1_LOSS, DT__AG_MSE_LOSS_EX
+  DT__AG_BCE_WITH_LOGITS, DT__AG_NLL_LOSS, DT__AG_L1_LOSS, DT__AG_SMOOTH_L1_LOSS, DT__AG_MSE_LOSS_EX,
+  /* batch norm in one pass (src/nn/norm.c): inputs x (and weight, bias); eps in p, training in
+     dim, the statistics it normalised with in saved[2] */
+  DT__AG_BATCH_NORM
 } dt__ag_op;
 
 /* One input of a node: where its gradient goes (a node, a leaf, or nowhere) and its geometry. */

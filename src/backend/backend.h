@@ -93,6 +93,21 @@ typedef struct dt__pool2d {
   int64_t kh, kw, sh, sw, ph, pw;
 } dt__pool2d;
 
+/* Batch normalisation of x viewed as (n, c, l), per channel over its n l >= 2 values (see the
+   batch_norm slots). Pointers not used by a call are NULL; vectors are (c,) in x's dtype. */
+typedef struct dt__bn {
+  int64_t n, c, l;
+  double eps, momentum;
+  int train;                /* 1: the batch's statistics; 0: the running ones */
+  const void *x, *w, *b;    /* w, b: NULL for 1 and 0 */
+  void *rmean, *rvar;       /* the running statistics: read (eval), updated where not NULL (train) */
+  void *mean, *var;         /* train: the batch's mean and biased variance, written; the backward reads them */
+  void *y;                  /* the forward's result, like x */
+  const void *gy;           /* the backward's: the gradient of y */
+  void *gx, *gw, *gb;       /* the backward's results, any of them NULL when not wanted */
+  void *ws;                 /* the backward's: 2 c doubles of scratch, for a backend that wants it */
+} dt__bn;
+
 /* Each table entry is written by name: DT__SLOT(alloc) dt__cpu_alloc, ... It is a
    designated initializer where the language has one (C99; C++20, which also
    checks the order), a plain positional entry in C++11-17. A slot written
@@ -244,6 +259,16 @@ typedef struct dt__backend {
   dt_status (*conv2d_backward_data)(int dev, dt_dtype t, const dt__conv2d *g, const void *w, const void *gy, void *gx);
   dt_status (*conv2d_backward_filter)(int dev, dt_dtype t, const dt__conv2d *g, const void *x, const void *gy, double beta,
                                       void *gw);
+  /* batch normalisation in one pass per channel, F32 and F64 (the core composes it from the
+     operations above for the half dtypes, or where these are NULL); every sum in double.
+     batch_norm: train: mean, var = the channel's mean and biased variance (two passes), and the
+     running statistics, where given, r = (1 - momentum) r + momentum s (the variance unbiased:
+     times n l / (n l - 1)); eval: mean, var = rmean, rvar. Then y = (x - mean) / sqrt(var + eps) w + b.
+     batch_norm_backward: from gy, x, mean and var (train: the saved batch statistics; eval: the
+     running ones) and w, with k = 1 / sqrt(var + eps), N = n l: gb = sum gy, gw = k sum gy (x - mean),
+     gx = w k (gy - gb / N - (x - mean) k gw / N) (train), w k gy (eval). */
+  dt_status (*batch_norm)(int dev, dt_dtype t, const dt__bn *p);
+  dt_status (*batch_norm_backward)(int dev, dt_dtype t, const dt__bn *p);
 } dt__backend;
 
 

@@ -12,7 +12,7 @@ typedef enum dt__cpu_call_kind {
   DT__RC_COPY = 0, DT__RC_FILL, DT__RC_UNARY, DT__RC_BINARY, DT__RC_CAST, DT__RC_REDUCE, DT__RC_GEMM, DT__RC_GEMM_OPT,
   DT__RC_AXPY, DT__RC_RANDOM, DT__RC_OPTIM, DT__RC_COMPARE, DT__RC_COPY_STRIDED, DT__RC_INDEX_SELECT, DT__RC_ARG_REDUCE,
   DT__RC_SOFTMAX, DT__RC_XENT, DT__RC_IM2COL, DT__RC_COL2IM, DT__RC_POOL, DT__RC_POOL_BACKWARD,
-  DT__RC_WHERE, DT__RC_GATHER, DT__RC_SCATTER_ADD, DT__RC_INDEX_ADD, DT__RC_RANDOM_INT, DT__RC_NLL
+  DT__RC_WHERE, DT__RC_GATHER, DT__RC_SCATTER_ADD, DT__RC_INDEX_ADD, DT__RC_RANDOM_INT, DT__RC_NLL, DT__RC_BN, DT__RC_BN_BACKWARD
 } dt__cpu_call_kind;
 
 /* One recorded call: which slot, its scalars (meaning per kind, see dt__cpu_call_run) and
@@ -33,6 +33,7 @@ typedef struct dt__cpu_call {
     dt__optim_hp h;
     dt__conv2d cv;
     dt__pool2d pl;
+    dt__bn bn;
   } geo;
 } dt__cpu_call;
 
@@ -267,6 +268,18 @@ static dt_status dt__cpu_rec_nll_loss(int dev, dt_dtype t, int64_t n, int64_t cl
   c.t = t; c.i[0] = n; c.i[1] = cl; c.a = logp; c.b = target; c.y = y;
   return dt__cpu_rec(&c);
 }
+static dt_status dt__cpu_rec_batch_norm(int dev, dt_dtype t, const dt__bn *p) {
+  dt__cpu_call c = dt__cpu_call_of(DT__RC_BN);
+  (void)dev;
+  c.t = t; c.geo.bn = *p;
+  return dt__cpu_rec(&c);
+}
+static dt_status dt__cpu_rec_batch_norm_backward(int dev, dt_dtype t, const dt__bn *p) {
+  dt__cpu_call c = dt__cpu_call_of(DT__RC_BN_BACKWARD);
+  (void)dev;
+  c.t = t; c.geo.bn = *p;
+  return dt__cpu_rec(&c);
+}
 
 /* ---- replay ---- */
 
@@ -351,6 +364,8 @@ static dt_status dt__cpu_call_run(const dt__cpu_call *c) {
     case DT__RC_NLL:
       if (!dt__cpu_replay_index_ok("dt_nll_loss", "target", (const int64_t *)c->b, c->i[0], c->i[1])) return DT_ERR_INVALID_ARGUMENT;
       return be->nll_loss(0, c->t, c->i[0], c->i[1], c->a, (const int64_t *)c->b, c->y);
+    case DT__RC_BN: return dt__cpu_batch_norm(0, c->t, &c->geo.bn);
+    case DT__RC_BN_BACKWARD: return dt__cpu_batch_norm_backward(0, c->t, &c->geo.bn);
   }
   return DT_OK;
 }
@@ -465,7 +480,9 @@ static const dt__backend *dt__cpu_rec_backend(void) {
     /* convolution through a vendor library: none (im2col + gemm) */
     DT__SLOT(conv2d_forward) NULL,
     DT__SLOT(conv2d_backward_data) NULL,
-    DT__SLOT(conv2d_backward_filter) NULL
+    DT__SLOT(conv2d_backward_filter) NULL,
+    DT__SLOT(batch_norm) dt__cpu_rec_batch_norm,
+    DT__SLOT(batch_norm_backward) dt__cpu_rec_batch_norm_backward
   };
   return &be;
 }

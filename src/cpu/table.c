@@ -61,7 +61,10 @@ static const dt__backend *dt__cpu_backend(void) {
     /* convolution through a vendor library: none (im2col + gemm) */
     DT__SLOT(conv2d_forward) NULL,
     DT__SLOT(conv2d_backward_data) NULL,
-    DT__SLOT(conv2d_backward_filter) NULL
+    DT__SLOT(conv2d_backward_filter) NULL,
+    /* batch normalisation */
+    DT__SLOT(batch_norm) dt__cpu_batch_norm,
+    DT__SLOT(batch_norm_backward) dt__cpu_batch_norm_backward
   };
   return &be;
 }

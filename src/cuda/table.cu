@@ -64,12 +64,15 @@ extern "C" const dt__backend *dt__cuda_backend(void) {
 #ifdef DEVTENSOR_CUDNN
     DT__SLOT(conv2d_forward) cu_conv2d_forward,
     DT__SLOT(conv2d_backward_data) cu_conv2d_backward_data,
-    DT__SLOT(conv2d_backward_filter) cu_conv2d_backward_filter
+    DT__SLOT(conv2d_backward_filter) cu_conv2d_backward_filter,
 #else
     DT__SLOT(conv2d_forward) nullptr,
     DT__SLOT(conv2d_backward_data) nullptr,
-    DT__SLOT(conv2d_backward_filter) nullptr
+    DT__SLOT(conv2d_backward_filter) nullptr,
 #endif
+    /* batch normalisation */
+    DT__SLOT(batch_norm) cu_batch_norm,
+    DT__SLOT(batch_norm_backward) cu_batch_norm_backward
   };
   return &be;
 }

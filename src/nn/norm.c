@@ -1,8 +1,9 @@
 /* Dropout, batch and layer normalisation, embedding and GELU (DESIGN.md "Layers and the
    operations a PyTorch user reaches for"): the functional forms are written with the recorded
-   operations (so each runs on the backend of its input and goes back with autograd: the batch
-   norm's backward is that of its mean, centring, variance and scaling), the modules are of the
-   user-module kind (dt_module_new), their state as PyTorch's: parameters and buffers. */
+   operations (so each runs on the backend of its input and goes back with autograd), but for
+   batch norm in F32 and F64, which is the backend's batch_norm slots, recorded as one node
+   (dt__bn_fused); the modules are of the user-module kind (dt_module_new), their state as
+   PyTorch's: parameters and buffers. */
 
 /* Holds v (may be NULL) among the tensors t[0..*nt) made on the way to a result; returns v. */
 static dt_tensor *dt__norm_hold(dt_tensor **t, int *nt, dt_tensor *v) {
@@ -74,6 +75,95 @@ static dt_status dt__bn_check(const char *op, const dt_tensor *x, const dt_tenso
   return DT_OK;
 }
 
+/* dt_f_batch_norm through the backend's batch_norm slot (F32 and F64, weight and bias both given
+   or both not, x not empty): one pass per channel, recorded as one node whose backward is the
+   backend's batch_norm_backward. saved[2] holds the statistics the forward normalised with, as
+   (2, c): the batch's mean and biased variance (training), or a copy of the running ones. */
+static int dt__bn_fused_ok(const dt_tensor *x, const dt_tensor *weight, const dt_tensor *bias) {
+  const dt__backend *be = dt__be(x->st->device);
+  return (x->dtype == DT_F32 || x->dtype == DT_F64) && x->numel > 0 && !weight == !bias && be->batch_norm &&
+         be->batch_norm_backward;
+}
+static dt_tensor *dt__bn_fused(const char *op, const dt_tensor *x, dt_tensor *running_mean, dt_tensor *running_var,
+                               const dt_tensor *weight, const dt_tensor *bias, int training, double momentum, double eps, int64_t l) {
+  const dt_device d = x->st->device;
+  const int64_t c = x->shape.dims[1];
+  const size_t es = dt__dtype_bytes(x->dtype);
+  const int rec = !dt__no_grad && (x->requires_grad || (weight && (weight->requires_grad || bias->requires_grad)));
+  dt_tensor *y, *st = NULL;
+  dt__bn p;
+  dt_status s;
+  if (!(y = dt__new(op, x->shape, x->dtype, d))) return NULL;
+  if (training) st = dt__new(op, dt_shape2(2, c), x->dtype, d);
+  else if (rec) {
+    const dt_tensor *rv[2];
+    int prev = dt__no_grad;
+    rv[0] = running_mean; rv[1] = running_var;
+    dt__no_grad = 1;
+    st = dt_stack(rv, 2);
+    dt__no_grad = prev;
+  }
+  if ((training || rec) && !st) { dt_release(y); return NULL; }
+  if (rec) { /* recorded before it runs: a failure to record leaves the running statistics as they were */
+    const dt_tensor *in[3];
+    dt__ag_args args;
+    memset(&args, 0, sizeof args);
+    args.p = eps; args.dim = training;
+    in[0] = x; in[1] = weight; in[2] = bias;
+    if (!(y = dt__ag_record(y, DT__AG_BATCH_NORM, op, weight ? 3 : 1, in, &args))) { dt_release(st); return NULL; }
+    y->node->saved[2] = st; /* the node's now */
+    y->node->saved_version[2] = *dt__version(st);
+  }
+  memset(&p, 0, sizeof p);
+  p.n = x->shape.dims[0]; p.c = c; p.l = l; p.eps = eps; p.momentum = momentum; p.train = training;
+  p.x = x->st->ptr; p.w = weight ? weight->st->ptr : NULL; p.b = bias ? bias->st->ptr : NULL;
+  p.rmean = running_mean ? running_mean->st->ptr : NULL; p.rvar = running_var ? running_var->st->ptr : NULL;
+  if (training) { p.mean = st->st->ptr; p.var = (char *)st->st->ptr + (size_t)c * es; }
+  p.y = y->st->ptr;
+  s = dt__run(op, d, dt__be(d)->batch_norm(d.index, x->dtype, &p));
+  if (!rec) dt_release(st);
+  if (s != DT_OK) { dt_release(y); return NULL; }
+  if (training && running_mean) dt__bump(running_mean);
+  if (training && running_var) dt__bump(running_var);
+  return y;
+}
+
+/* The gradients of a fused batch norm's node (see dt__bn_fused) from g: *gx, *gw, *gb, each
+   wanted where its pointer is not NULL. */
+static dt_status dt__bn_backward(const dt_tensor *g, const dt_tensor *x, const dt_tensor *w, const dt_tensor *st, double eps,
+                                 int training, dt_tensor **gx, dt_tensor **gw, dt_tensor **gb) {
+  const char *op = "dt_f_batch_norm (backward)";
+  const dt_device d = x->st->device;
+  const int64_t c = x->shape.dims[1];
+  const size_t es = dt__dtype_bytes(x->dtype);
+  dt_tensor *ox = NULL, *ow = NULL, *ob = NULL, *ws;
+  dt__bn p;
+  dt_status s = DT_OK;
+  int k;
+  if (!(ws = dt__new(op, dt_shape2(2, c), DT_F64, d)) || (gx && !(ox = dt__new(op, x->shape, x->dtype, d))) ||
+      (gw && !(ow = dt__new(op, dt_shape1(c), x->dtype, d))) || (gb && !(ob = dt__new(op, dt_shape1(c), x->dtype, d))))
+    s = dt_last_status();
+  if (s == DT_OK) {
+    memset(&p, 0, sizeof p);
+    p.n = x->shape.dims[0]; p.c = c; p.eps = eps; p.train = training;
+    for (p.l = 1, k = 2; k < x->shape.ndim; k++) p.l *= x->shape.dims[k];
+    p.x = x->st->ptr; p.w = w ? w->st->ptr : NULL; p.gy = g->st->ptr;
+    p.mean = st->st->ptr; p.var = (char *)st->st->ptr + (size_t)c * es;
+    p.gx = ox ? ox->st->ptr : NULL; p.gw = ow ? ow->st->ptr : NULL; p.gb = ob ? ob->st->ptr : NULL;
+    p.ws = ws->st->ptr;
+    s = dt__run(op, d, dt__be(d)->batch_norm_backward(d.index, x->dtype, &p));
+  }
+  dt_release(ws);
+  if (s != DT_OK) {
+    dt_release(ox); dt_release(ow); dt_release(ob);
+    return s;
+  }
+  if (gx) *gx = ox;
+  if (gw) *gw = ow;
+  if (gb) *gb = ob;
+  return DT_OK;
+}
+
 DTDEF dt_tensor *dt_f_batch_norm(const dt_tensor *x, dt_tensor *running_mean, dt_tensor *running_var, const dt_tensor *weight,
                                  const dt_tensor *bias, int training, double momentum, double eps) {
   const char *op = "dt_f_batch_norm";
@@ -83,6 +173,7 @@ DTDEF dt_tensor *dt_f_batch_norm(const dt_tensor *x, dt_tensor *running_mean, dt
   int nt = 0;
   memset(t, 0, sizeof t);
   if (dt__bn_check(op, x, running_mean, running_var, weight, bias, training, momentum, eps, &l) != DT_OK) return NULL;
+  if (dt__bn_fused_ok(x, weight, bias)) return dt__bn_fused(op, x, running_mean, running_var, weight, bias, training, momentum, eps, l);
   n = x->shape.dims[0]; c = x->shape.dims[1];
   count = n * l;
   cs = dt_shape3(1, c, 1);

@@ -1,0 +1,145 @@
+/* Batch normalisation on the thread pool, by blocks of channels: a channel's values are its
+   n runs of l (one per image), each channel summed by one thread in one fixed order (the same
+   bits for any number of threads), in double with four partial sums per run. A channel is
+   read two or three times in a row (mean, variance, result), so the later passes find it in
+   cache. */
+
+/* the sum of the run of l values, less m each and squared (sq) or not; in double */
+#define DT__BN_RUN_DEFINE(NAME, T)                                                                 \
+  static double NAME(const T *v, int64_t l, double m, int sq) {                                     \
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;                                                          \
+    int64_t p = 0;                                                                                  \
+    if (sq) {                                                                                       \
+      for (; p + 4 <= l; p += 4) {                                                                  \
+        const double a = (double)v[p] - m, b = (double)v[p + 1] - m, c = (double)v[p + 2] - m,     \
+                     d = (double)v[p + 3] - m;                                                      \
+        s0 += a * a; s1 += b * b; s2 += c * c; s3 += d * d;                                         \
+      }                                                                                             \
+      for (; p < l; p++) { const double a = (double)v[p] - m; s0 += a * a; }                       \
+    } else {                                                                                        \
+      for (; p + 4 <= l; p += 4) {                                                                  \
+        s0 += (double)v[p]; s1 += (double)v[p + 1]; s2 += (double)v[p + 2]; s3 += (double)v[p + 3]; \
+      }                                                                                             \
+      for (; p < l; p++) s0 += (double)v[p];                                                        \
+    }                                                                                               \
+    return (s0 + s1) + (s2 + s3);                                                                   \
+  }                                                                                                 \
+  /* sum g and sum g (x - m) over a run */                                                          \
+  static void NAME##_dot(const T *g, const T *x, int64_t l, double m, double *sg, double *sgx) {    \
+    double a0 = 0, a1 = 0, b0 = 0, b1 = 0;                                                          \
+    int64_t p = 0;                                                                                  \
+    for (; p + 2 <= l; p += 2) {                                                                    \
+      const double g0 = (double)g[p], g1 = (double)g[p + 1];                                        \
+      a0 += g0; a1 += g1;                                                                           \
+      b0 += g0 * ((double)x[p] - m); b1 += g1 * ((double)x[p + 1] - m);                             \
+    }                                                                                               \
+    if (p < l) { a0 += (double)g[p]; b0 += (double)g[p] * ((double)x[p] - m); }                     \
+    *sg += a0 + a1; *sgx += b0 + b1;                                                                \
+  }
+DT__BN_RUN_DEFINE(dt__bn_run_f32, float)
+DT__BN_RUN_DEFINE(dt__bn_run_f64, double)
+#undef DT__BN_RUN_DEFINE
+
+/* channels [lo, hi) of the forward */
+#define DT__BN_FWD_DEFINE(NAME, RUN, T)                                                             \
+  static void NAME(const dt__bn *p, int64_t lo, int64_t hi) {                                       \
+    const int64_t N = p->n * p->l;                                                                  \
+    int64_t ch, i, q;                                                                               \
+    for (ch = lo; ch < hi; ch++) {                                                                  \
+      double mean, var, k, a, b;                                                                    \
+      if (p->train) {                                                                               \
+        double s = 0;                                                                               \
+        for (i = 0; i < p->n; i++) s += RUN((const T *)p->x + (i * p->c + ch) * p->l, p->l, 0, 0);  \
+        mean = s / (double)N;                                                                       \
+        for (s = 0, i = 0; i < p->n; i++) s += RUN((const T *)p->x + (i * p->c + ch) * p->l, p->l, mean, 1); \
+        var = s / (double)N;                                                                        \
+        ((T *)p->mean)[ch] = (T)mean;                                                               \
+        ((T *)p->var)[ch] = (T)var;                                                                 \
+        if (p->rmean)                                                                               \
+          ((T *)p->rmean)[ch] = (T)((1.0 - p->momentum) * (double)((T *)p->rmean)[ch] + p->momentum * mean); \
+        if (p->rvar)                                                                                \
+          ((T *)p->rvar)[ch] = (T)((1.0 - p->momentum) * (double)((T *)p->rvar)[ch] +               \
+                                   p->momentum * var * (double)N / (double)(N - 1));                \
+      } else {                                                                                      \
+        mean = (double)((const T *)p->rmean)[ch];                                                   \
+        var = (double)((const T *)p->rvar)[ch];                                                     \
+      }                                                                                             \
+      k = 1.0 / sqrt(var + p->eps);                                                                 \
+      a = p->w ? k * (double)((const T *)p->w)[ch] : k;                                             \
+      b = p->b ? (double)((const T *)p->b)[ch] : 0.0;                                               \
+      for (i = 0; i < p->n; i++) {                                                                  \
+        const T *x = (const T *)p->x + (i * p->c + ch) * p->l;                                      \
+        T *y = (T *)p->y + (i * p->c + ch) * p->l;                                                  \
+        for (q = 0; q < p->l; q++) y[q] = (T)(((double)x[q] - mean) * a + b);                       \
+      }                                                                                             \
+    }                                                                                               \
+  }
+DT__BN_FWD_DEFINE(dt__bn_fwd_f32, dt__bn_run_f32, float)
+DT__BN_FWD_DEFINE(dt__bn_fwd_f64, dt__bn_run_f64, double)
+#undef DT__BN_FWD_DEFINE
+
+/* channels [lo, hi) of the backward */
+#define DT__BN_BWD_DEFINE(NAME, DOT, T)                                                             \
+  static void NAME(const dt__bn *p, int64_t lo, int64_t hi) {                                       \
+    const int64_t N = p->n * p->l;                                                                  \
+    int64_t ch, i, q;                                                                               \
+    for (ch = lo; ch < hi; ch++) {                                                                  \
+      const double mean = (double)((const T *)p->mean)[ch], var = (double)((const T *)p->var)[ch];  \
+      const double k = 1.0 / sqrt(var + p->eps), wv = p->w ? (double)((const T *)p->w)[ch] : 1.0;   \
+      double sg = 0, sgx = 0;                                                                       \
+      if (p->gw || p->gb || (p->gx && p->train))                                                    \
+        for (i = 0; i < p->n; i++) {                                                                \
+          const int64_t o = (i * p->c + ch) * p->l;                                                 \
+          DOT((const T *)p->gy + o, (const T *)p->x + o, p->l, mean, &sg, &sgx);                    \
+        }                                                                                           \
+      if (p->gb) ((T *)p->gb)[ch] = (T)sg;                                                          \
+      if (p->gw) ((T *)p->gw)[ch] = (T)(sgx * k);                                                   \
+      if (p->gx) {                                                                                  \
+        const double a = wv * k, c1 = p->train ? sg / (double)N : 0.0, c2 = p->train ? k * k * sgx / (double)N : 0.0; \
+        for (i = 0; i < p->n; i++) {                                                                \
+          const int64_t o = (i * p->c + ch) * p->l;                                                 \
+          const T *g = (const T *)p->gy + o, *x = (const T *)p->x + o;                              \
+          T *gx = (T *)p->gx + o;                                                                   \
+          for (q = 0; q < p->l; q++) gx[q] = (T)(((double)g[q] - c1 - ((double)x[q] - mean) * c2) * a); \
+        }                                                                                           \
+      }                                                                                             \
+    }                                                                                               \
+  }
+DT__BN_BWD_DEFINE(dt__bn_bwd_f32, dt__bn_run_f32_dot, float)
+DT__BN_BWD_DEFINE(dt__bn_bwd_f64, dt__bn_run_f64_dot, double)
+#undef DT__BN_BWD_DEFINE
+
+typedef struct dt__bn_job {
+  const dt__bn *p;
+  int dbl, back;
+} dt__bn_job;
+
+static void dt__bn_task(void *ctx, int64_t lo, int64_t hi) {
+  const dt__bn_job *j = (const dt__bn_job *)ctx;
+  if (j->back) {
+    if (j->dbl) dt__bn_bwd_f64(j->p, lo, hi);
+    else dt__bn_bwd_f32(j->p, lo, hi);
+  } else if (j->dbl) dt__bn_fwd_f64(j->p, lo, hi);
+  else dt__bn_fwd_f32(j->p, lo, hi);
+}
+
+static dt_status dt__cpu_bn_run(const char *what, dt_dtype t, const dt__bn *p, int back) {
+  dt__bn_job j;
+  const int64_t per = p->n * p->l * 3; /* a channel's elements read and written */
+  if (t != DT_F32 && t != DT_F64) {
+    snprintf(dt__cpu_err, sizeof dt__cpu_err, "%s is not defined for %s", what, dt__dtype_str(t));
+    return DT_ERR_DTYPE;
+  }
+  j.p = p; j.dbl = t == DT_F64; j.back = back;
+  dt__par_for(p->c, per >= DT__GRAIN_MEM ? 1 : (DT__GRAIN_MEM + per - 1) / per, dt__bn_task, &j);
+  return DT_OK;
+}
+
+static dt_status dt__cpu_batch_norm(int dev, dt_dtype t, const dt__bn *p) {
+  (void)dev;
+  return dt__cpu_bn_run("batch_norm", t, p, 0);
+}
+static dt_status dt__cpu_batch_norm_backward(int dev, dt_dtype t, const dt__bn *p) {
+  (void)dev;
+  return dt__cpu_bn_run("batch_norm_backward", t, p, 1);
+}
