@@ -1,8 +1,12 @@
 /* Batch normalisation on the thread pool, by blocks of channels: a channel's values are its
    n runs of l (one per image), each channel summed by one thread in one fixed order (the same
-   bits for any number of threads), in double with four partial sums per run. A channel is
-   read two or three times in a row (mean, variance, result), so the later passes find it in
-   cache. */
+   bits for any number of threads). A channel is read two or three times in a row (mean,
+   variance, result), so the later passes find it in cache.
+   F64: in double, four partial sums per run. F32: on vectors of four floats, each chunk of 64
+   values summed in float and the chunks' sums in double; the variance and the backward's second
+   sum are taken about the mean rounded to float, mf, and corrected to the mean m in double
+   (sum (x - m)^2 = sum (x - mf)^2 - N (m - mf)^2); y = (x - mf) a + c and the input gradient
+   likewise, with each channel's coefficients computed in double and rounded once. */
 
 /* the sum of the run of l values, less m each and squared (sq) or not; in double */
 #define DT__BN_RUN_DEFINE(NAME, T)                                                                 \
@@ -36,11 +40,141 @@
     if (p < l) { a0 += (double)g[p]; b0 += (double)g[p] * ((double)x[p] - m); }                     \
     *sg += a0 + a1; *sgx += b0 + b1;                                                                \
   }
-DT__BN_RUN_DEFINE(dt__bn_run_f32, float)
 DT__BN_RUN_DEFINE(dt__bn_run_f64, double)
 #undef DT__BN_RUN_DEFINE
 
-/* channels [lo, hi) of the forward */
+/* F32 on 4-float vectors: the sum of v[0..l) less m each (squared: sq), chunks of 64 in float */
+static double dt__bn_vsum_f32(const float *v, int64_t l, float m, int sq) {
+  const dt__vf_base vm = {m, m, m, m};
+  double tot = 0;
+  int64_t p = 0;
+  while (p < l) {
+    const int64_t e = p + 64 < l ? p + 64 : l;
+    dt__vf_base a0 = {0, 0, 0, 0}, a1 = {0, 0, 0, 0};
+    float r = 0;
+    for (; p + 8 <= e; p += 8) {
+      dt__vf_base u, w;
+      memcpy(&u, v + p, sizeof u);
+      memcpy(&w, v + p + 4, sizeof w);
+      u -= vm; w -= vm;
+      if (sq) { u *= u; w *= w; }
+      a0 += u; a1 += w;
+    }
+    for (; p < e; p++) { const float d = v[p] - m; r += sq ? d * d : d; }
+    a0 += a1;
+    tot += (double)((a0[0] + a0[1]) + (a0[2] + a0[3])) + (double)r;
+  }
+  return tot;
+}
+/* sum g and sum g (x - m) over a run, likewise */
+static void dt__bn_vdot_f32(const float *g, const float *x, int64_t l, float m, double *sg, double *sgx) {
+  const dt__vf_base vm = {m, m, m, m};
+  int64_t p = 0;
+  while (p < l) {
+    const int64_t e = p + 64 < l ? p + 64 : l;
+    dt__vf_base a = {0, 0, 0, 0}, b = {0, 0, 0, 0};
+    float ra = 0, rb = 0;
+    for (; p + 4 <= e; p += 4) {
+      dt__vf_base u, w;
+      memcpy(&u, g + p, sizeof u);
+      memcpy(&w, x + p, sizeof w);
+      a += u;
+      b += u * (w - vm);
+    }
+    for (; p < e; p++) { ra += g[p]; rb += g[p] * (x[p] - m); }
+    *sg += (double)((a[0] + a[1]) + (a[2] + a[3])) + (double)ra;
+    *sgx += (double)((b[0] + b[1]) + (b[2] + b[3])) + (double)rb;
+  }
+}
+/* y = (x - m) a + c over a run */
+static void dt__bn_vapply_f32(const float *x, float *y, int64_t l, float m, float a, float c) {
+  const dt__vf_base vm = {m, m, m, m}, va = {a, a, a, a}, vc = {c, c, c, c};
+  int64_t p = 0;
+  for (; p + 4 <= l; p += 4) {
+    dt__vf_base u;
+    memcpy(&u, x + p, sizeof u);
+    u = (u - vm) * va + vc;
+    memcpy(y + p, &u, sizeof u);
+  }
+  for (; p < l; p++) y[p] = (x[p] - m) * a + c;
+}
+/* gx = (g - c1 - (x - m) c2) a over a run */
+static void dt__bn_vgrad_f32(const float *g, const float *x, float *gx, int64_t l, float m, float c1, float c2, float a) {
+  const dt__vf_base vm = {m, m, m, m}, v1 = {c1, c1, c1, c1}, v2 = {c2, c2, c2, c2}, va = {a, a, a, a};
+  int64_t p = 0;
+  for (; p + 4 <= l; p += 4) {
+    dt__vf_base u, w;
+    memcpy(&u, g + p, sizeof u);
+    memcpy(&w, x + p, sizeof w);
+    u = (u - v1 - (w - vm) * v2) * va;
+    memcpy(gx + p, &u, sizeof u);
+  }
+  for (; p < l; p++) gx[p] = (g[p] - c1 - (x[p] - m) * c2) * a;
+}
+
+static void dt__bn_fwd_f32(const dt__bn *p, int64_t lo, int64_t hi) {
+  const int64_t N = p->n * p->l;
+  const float *x = (const float *)p->x;
+  float *y = (float *)p->y;
+  int64_t ch, i;
+  for (ch = lo; ch < hi; ch++) {
+    double mean, var, k, a, b;
+    float mf;
+    if (p->train) {
+      double s = 0;
+      for (i = 0; i < p->n; i++) s += dt__bn_vsum_f32(x + (i * p->c + ch) * p->l, p->l, 0.0f, 0);
+      mean = s / (double)N;
+      mf = (float)mean;
+      for (s = 0, i = 0; i < p->n; i++) s += dt__bn_vsum_f32(x + (i * p->c + ch) * p->l, p->l, mf, 1);
+      var = s / (double)N - (mean - (double)mf) * (mean - (double)mf);
+      if (var < 0) var = 0;
+      ((float *)p->mean)[ch] = mf;
+      ((float *)p->var)[ch] = (float)var;
+      if (p->rmean) ((float *)p->rmean)[ch] = (float)((1.0 - p->momentum) * (double)((float *)p->rmean)[ch] + p->momentum * mean);
+      if (p->rvar)
+        ((float *)p->rvar)[ch] = (float)((1.0 - p->momentum) * (double)((float *)p->rvar)[ch] + p->momentum * var * (double)N / (double)(N - 1));
+    } else {
+      mean = (double)((const float *)p->rmean)[ch];
+      var = (double)((const float *)p->rvar)[ch];
+      mf = (float)mean;
+    }
+    k = 1.0 / sqrt(var + p->eps);
+    a = p->w ? k * (double)((const float *)p->w)[ch] : k;
+    b = (p->b ? (double)((const float *)p->b)[ch] : 0.0) - (mean - (double)mf) * a;
+    for (i = 0; i < p->n; i++) {
+      const int64_t o = (i * p->c + ch) * p->l;
+      dt__bn_vapply_f32(x + o, y + o, p->l, mf, (float)a, (float)b);
+    }
+  }
+}
+
+static void dt__bn_bwd_f32(const dt__bn *p, int64_t lo, int64_t hi) {
+  const int64_t N = p->n * p->l;
+  const float *x = (const float *)p->x, *g = (const float *)p->gy;
+  int64_t ch, i;
+  for (ch = lo; ch < hi; ch++) {
+    const double var = (double)((const float *)p->var)[ch];
+    const double k = 1.0 / sqrt(var + p->eps), wv = p->w ? (double)((const float *)p->w)[ch] : 1.0;
+    const float mf = ((const float *)p->mean)[ch]; /* the saved mean, a float: no correction */
+    double sg = 0, sgx = 0;
+    if (p->gw || p->gb || (p->gx && p->train))
+      for (i = 0; i < p->n; i++) {
+        const int64_t o = (i * p->c + ch) * p->l;
+        dt__bn_vdot_f32(g + o, x + o, p->l, mf, &sg, &sgx);
+      }
+    if (p->gb) ((float *)p->gb)[ch] = (float)sg;
+    if (p->gw) ((float *)p->gw)[ch] = (float)(sgx * k);
+    if (p->gx) {
+      const double a = wv * k, c1 = p->train ? sg / (double)N : 0.0, c2 = p->train ? k * k * sgx / (double)N : 0.0;
+      for (i = 0; i < p->n; i++) {
+        const int64_t o = (i * p->c + ch) * p->l;
+        dt__bn_vgrad_f32(g + o, x + o, (float *)p->gx + o, p->l, mf, (float)c1, (float)c2, (float)a);
+      }
+    }
+  }
+}
+
+/* F64: channels [lo, hi) of the forward */
 #define DT__BN_FWD_DEFINE(NAME, RUN, T)                                                             \
   static void NAME(const dt__bn *p, int64_t lo, int64_t hi) {                                       \
     const int64_t N = p->n * p->l;                                                                  \
@@ -74,11 +208,10 @@ DT__BN_RUN_DEFINE(dt__bn_run_f64, double)
       }                                                                                             \
     }                                                                                               \
   }
-DT__BN_FWD_DEFINE(dt__bn_fwd_f32, dt__bn_run_f32, float)
 DT__BN_FWD_DEFINE(dt__bn_fwd_f64, dt__bn_run_f64, double)
 #undef DT__BN_FWD_DEFINE
 
-/* channels [lo, hi) of the backward */
+/* F64: channels [lo, hi) of the backward */
 #define DT__BN_BWD_DEFINE(NAME, DOT, T)                                                             \
   static void NAME(const dt__bn *p, int64_t lo, int64_t hi) {                                       \
     const int64_t N = p->n * p->l;                                                                  \
@@ -105,7 +238,6 @@ DT__BN_FWD_DEFINE(dt__bn_fwd_f64, dt__bn_run_f64, double)
       }                                                                                             \
     }                                                                                               \
   }
-DT__BN_BWD_DEFINE(dt__bn_bwd_f32, dt__bn_run_f32_dot, float)
 DT__BN_BWD_DEFINE(dt__bn_bwd_f64, dt__bn_run_f64_dot, double)
 #undef DT__BN_BWD_DEFINE
 
