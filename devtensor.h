@@ -1121,7 +1121,8 @@ typedef struct dt__backend {
   dt_status (*conv2d_backward_filter)(int dev, dt_dtype t, const dt__conv2d *g, const void *x, const void *gy, double beta,
                                       void *gw);
   /* batch normalisation in one pass per channel, F32 and F64 (the core composes it from the
-     operations above for the half dtypes, or where these are NULL); every sum in double.
+     operations above for the half dtypes, or where these are NULL); sums in double (the CPU's
+     F32 adds chunks of 64 values in float, then the chunks in double).
      batch_norm: train: mean, var = the channel's mean and biased variance (two passes), and the
      running statistics, where given, r = (1 - momentum) r + momentum s (the variance unbiased:
      times n l / (n l - 1)); eval: mean, var = rmean, rvar. Then y = (x - mean) / sqrt(var + eps) w + b.
@@ -18184,10 +18185,10 @@ static dt_status dt__cpu_nll_loss(int dev, dt_dtype t, int64_t n, int64_t c, con
    bits for any number of threads). A channel is read two or three times in a row (mean,
    variance, result), so the later passes find it in cache.
    F64: in double, four partial sums per run. F32: on vectors of four floats, each chunk of 64
-   values summed in float and the chunks' sums in double; the variance and the backward's second
-   sum are taken about the mean rounded to float, mf, and corrected to the mean m in double
-   (sum (x - m)^2 = sum (x - mf)^2 - N (m - mf)^2); y = (x - mf) a + c and the input gradient
-   likewise, with each channel's coefficients computed in double and rounded once. */
+   values summed in float and the chunks' sums in double; the variance is taken about the mean
+   rounded to float, mf, and corrected to the mean m in double (sum (x - m)^2 = sum (x - mf)^2 -
+   N (m - mf)^2), y = (x - mf) a + c; the backward's sums and the input gradient are about the
+   saved mean, which is mf. Each channel's coefficients are computed in double, rounded once. */
 
 /* the sum of the run of l values, less m each and squared (sq) or not; in double */
 #define DT__BN_RUN_DEFINE(NAME, T)                                                                 \

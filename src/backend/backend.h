@@ -260,7 +260,8 @@ typedef struct dt__backend {
   dt_status (*conv2d_backward_filter)(int dev, dt_dtype t, const dt__conv2d *g, const void *x, const void *gy, double beta,
                                       void *gw);
   /* batch normalisation in one pass per channel, F32 and F64 (the core composes it from the
-     operations above for the half dtypes, or where these are NULL); every sum in double.
+     operations above for the half dtypes, or where these are NULL); sums in double (the CPU's
+     F32 adds chunks of 64 values in float, then the chunks in double).
      batch_norm: train: mean, var = the channel's mean and biased variance (two passes), and the
      running statistics, where given, r = (1 - momentum) r + momentum s (the variance unbiased:
      times n l / (n l - 1)); eval: mean, var = rmean, rvar. Then y = (x - mean) / sqrt(var + eps) w + b.

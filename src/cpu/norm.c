@@ -3,10 +3,10 @@
    bits for any number of threads). A channel is read two or three times in a row (mean,
    variance, result), so the later passes find it in cache.
    F64: in double, four partial sums per run. F32: on vectors of four floats, each chunk of 64
-   values summed in float and the chunks' sums in double; the variance and the backward's second
-   sum are taken about the mean rounded to float, mf, and corrected to the mean m in double
-   (sum (x - m)^2 = sum (x - mf)^2 - N (m - mf)^2); y = (x - mf) a + c and the input gradient
-   likewise, with each channel's coefficients computed in double and rounded once. */
+   values summed in float and the chunks' sums in double; the variance is taken about the mean
+   rounded to float, mf, and corrected to the mean m in double (sum (x - m)^2 = sum (x - mf)^2 -
+   N (m - mf)^2), y = (x - mf) a + c; the backward's sums and the input gradient are about the
+   saved mean, which is mf. Each channel's coefficients are computed in double, rounded once. */
 
 /* the sum of the run of l values, less m each and squared (sq) or not; in double */
 #define DT__BN_RUN_DEFINE(NAME, T)                                                                 \
