@@ -366,11 +366,16 @@ static void ref_conv(const conv_ref *g, const double *x, const double *w, const 
    and cuBLAS's batched calls, against plain loops; on a GPU also against the CPU */
 static void test_conv_blocks(dt_device dev) {
   /* n, c, h, w, oc, kh, kw, (oh, ow), sh, sw, ph, pw, dh, dw, groups */
-  conv_ref cases[3] = {{5, 64, 64, 64, 4, 3, 3, 0, 0, 1, 1, 1, 1, 1, 1, 1},
+  /* then images smaller than the kernel's reach (1x1 and 2x2 under 3x3 with padding 1: taps that
+     read only padding) and a dilated "same" convolution (im2col copies each tap as one block) */
+  conv_ref cases[6] = {{5, 64, 64, 64, 4, 3, 3, 0, 0, 1, 1, 1, 1, 1, 1, 1},
                        {3, 16, 33, 21, 24, 5, 3, 0, 0, 2, 1, 2, 0, 1, 2, 4},
-                       {4, 32, 17, 19, 16, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 2}};
+                       {4, 32, 17, 19, 16, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 2},
+                       {3, 5, 1, 1, 4, 3, 3, 0, 0, 1, 1, 1, 1, 1, 1, 1},
+                       {2, 3, 2, 2, 4, 3, 3, 0, 0, 1, 1, 1, 1, 1, 1, 1},
+                       {2, 4, 6, 7, 3, 3, 3, 0, 0, 1, 1, 2, 2, 2, 2, 1}};
   int c;
-  for (c = 0; c < 3; c++) {
+  for (c = 0; c < 6; c++) {
     conv_ref *g = &cases[c];
     int64_t nx, nw, ny, i;
     double *x, *w, *b, *gy, *y, *gx, *gw, *gb;
@@ -482,6 +487,38 @@ static void test_max_pool_values(dt_device dev) {
         check_same(y3, y4, 0, "stride 0");
         dt_release(y2); dt_release(y3); dt_release(y4);
       }
+      dt_release(x); dt_release(idx); dt_release(y); dt_release(gy); dt_release(gx);
+    }
+}
+
+/* max pooling's backward with overlapping windows on planes of many rows (summed in bands) and
+   one wider than a band (gathered), against each window's gradient added at its index in double */
+static void test_max_pool_big(dt_device dev) {
+  static const int64_t sz[3][2] = {{70, 300}, {33, 65}, {3, 2100}};
+  static const int kp[3][3] = {{3, 2, 1}, {3, 1, 1}, {2, 1, 0}}; /* kernel, stride, padding */
+  int c, k;
+  for (c = 0; c < 3; c++)
+    for (k = 0; k < 3; k++) {
+      const int64_t h = sz[c][0], w = sz[c][1], np = 2 * 2, nx = np * h * w;
+      double *xv = (double *)malloc((size_t)nx * sizeof(double)), *ref = (double *)calloc((size_t)nx, sizeof(double));
+      double *gyv = NULL, *iv = NULL;
+      dt_tensor *x, *idx = NULL, *y, *gy = NULL, *gx = NULL;
+      int64_t i, ny = 0;
+      for (i = 0; i < nx; i++) xv[i] = (double)(float)pat(i, 7919, 2003, 1.0 / 1024, 1001);
+      x = from(xv, dt_shape4(2, 2, h, w), DT_F32, dev);
+      y = dt_f_max_pool2d_ex(x, kp[k][0], kp[k][0], kp[k][1], kp[k][1], kp[k][2], kp[k][2], &idx);
+      T_CHECK_MSG(y && idx, "%s", dt_last_error());
+      if (y) {
+        ny = dt_numel(y);
+        gyv = (double *)malloc((size_t)ny * sizeof(double));
+        for (i = 0; i < ny; i++) gyv[i] = (double)(float)pat(i, 31, 97, 1.0 / 64, 48);
+        gy = from(gyv, dt_shape4(dt_dim(y, 0), dt_dim(y, 1), dt_dim(y, 2), dt_dim(y, 3)), DT_F32, dev);
+        gx = dt_f_max_pool2d_backward(gy, x, idx, kp[k][0], kp[k][0], kp[k][1], kp[k][1], kp[k][2], kp[k][2]);
+        iv = host(idx);
+        for (i = 0; iv && i < ny; i++) ref[i / (ny / np) * h * w + (int64_t)iv[i]] += gyv[i];
+        check_vals(gx, ref, nx, 1e-6, "max_pool2d_backward (big planes)");
+      }
+      free(xv); free(ref); free(gyv); free(iv);
       dt_release(x); dt_release(idx); dt_release(y); dt_release(gy); dt_release(gx);
     }
 }
@@ -620,6 +657,7 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_conv_empty);
   T_RUN_ALL_DEVICES(test_conv_backward_failure);
   T_RUN_ALL_DEVICES(test_max_pool_values);
+  T_RUN_ALL_DEVICES(test_max_pool_big);
   T_RUN_ALL_DEVICES(test_avg_pool_values);
   T_RUN_ALL_DEVICES(test_adaptive_avg_pool_values);
   T_RUN_ALL_DEVICES(test_pool_finite_difference);
