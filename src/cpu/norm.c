@@ -8,40 +8,47 @@
    N (m - mf)^2), y = (x - mf) a + c; the backward's sums and the input gradient are about the
    saved mean, which is mf. Each channel's coefficients are computed in double, rounded once. */
 
-/* the sum of the run of l values, less m each and squared (sq) or not; in double */
-#define DT__BN_RUN_DEFINE(NAME, T)                                                                 \
-  static double NAME(const T *v, int64_t l, double m, int sq) {                                     \
-    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;                                                          \
-    int64_t p = 0;                                                                                  \
-    if (sq) {                                                                                       \
-      for (; p + 4 <= l; p += 4) {                                                                  \
-        const double a = (double)v[p] - m, b = (double)v[p + 1] - m, c = (double)v[p + 2] - m,     \
-                     d = (double)v[p + 3] - m;                                                      \
-        s0 += a * a; s1 += b * b; s2 += c * c; s3 += d * d;                                         \
-      }                                                                                             \
-      for (; p < l; p++) { const double a = (double)v[p] - m; s0 += a * a; }                       \
-    } else {                                                                                        \
-      for (; p + 4 <= l; p += 4) {                                                                  \
-        s0 += (double)v[p]; s1 += (double)v[p + 1]; s2 += (double)v[p + 2]; s3 += (double)v[p + 3]; \
-      }                                                                                             \
-      for (; p < l; p++) s0 += (double)v[p];                                                        \
-    }                                                                                               \
-    return (s0 + s1) + (s2 + s3);                                                                   \
-  }                                                                                                 \
-  /* sum g and sum g (x - m) over a run */                                                          \
-  static void NAME##_dot(const T *g, const T *x, int64_t l, double m, double *sg, double *sgx) {    \
-    double a0 = 0, a1 = 0, b0 = 0, b1 = 0;                                                          \
-    int64_t p = 0;                                                                                  \
-    for (; p + 2 <= l; p += 2) {                                                                    \
-      const double g0 = (double)g[p], g1 = (double)g[p + 1];                                        \
-      a0 += g0; a1 += g1;                                                                           \
-      b0 += g0 * ((double)x[p] - m); b1 += g1 * ((double)x[p + 1] - m);                             \
-    }                                                                                               \
-    if (p < l) { a0 += (double)g[p]; b0 += (double)g[p] * ((double)x[p] - m); }                     \
-    *sg += a0 + a1; *sgx += b0 + b1;                                                                \
+/* F64: the sum of the run of l values, less m each and squared (sq) or not */
+static double dt__bn_run_f64(const double *v, int64_t l, double m, int sq) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  int64_t p = 0;
+  if (sq) {
+    for (; p + 4 <= l; p += 4) {
+      const double a = v[p] - m, b = v[p + 1] - m, c = v[p + 2] - m, d = v[p + 3] - m;
+      s0 += a * a; s1 += b * b; s2 += c * c; s3 += d * d;
+    }
+    for (; p < l; p++) { const double a = v[p] - m; s0 += a * a; }
+  } else {
+    for (; p + 4 <= l; p += 4) { s0 += v[p]; s1 += v[p + 1]; s2 += v[p + 2]; s3 += v[p + 3]; }
+    for (; p < l; p++) s0 += v[p];
   }
-DT__BN_RUN_DEFINE(dt__bn_run_f64, double)
-#undef DT__BN_RUN_DEFINE
+  return (s0 + s1) + (s2 + s3);
+}
+/* F64: sum g and sum g (x - m) over a run */
+static void dt__bn_dot_f64(const double *g, const double *x, int64_t l, double m, double *sg, double *sgx) {
+  double a0 = 0, a1 = 0, b0 = 0, b1 = 0;
+  int64_t p = 0;
+  for (; p + 2 <= l; p += 2) {
+    a0 += g[p]; a1 += g[p + 1];
+    b0 += g[p] * (x[p] - m); b1 += g[p + 1] * (x[p + 1] - m);
+  }
+  if (p < l) { a0 += g[p]; b0 += g[p] * (x[p] - m); }
+  *sg += a0 + a1; *sgx += b0 + b1;
+}
+
+/* channel ch's running statistics moved towards the batch's mean and (biased) variance, the
+   variance unbiased: r = (1 - momentum) r + momentum s, in double, rounded to the dtype once */
+static void dt__bn_running(const dt__bn *p, int dbl, int64_t ch, double mean, double var) {
+  const int64_t N = p->n * p->l;
+  const double m = p->momentum, uv = m * var * (double)N / (double)(N - 1); /* momentum times the unbiased variance */
+  if (dbl) {
+    if (p->rmean) ((double *)p->rmean)[ch] = (1.0 - m) * ((double *)p->rmean)[ch] + m * mean;
+    if (p->rvar) ((double *)p->rvar)[ch] = (1.0 - m) * ((double *)p->rvar)[ch] + uv;
+  } else {
+    if (p->rmean) ((float *)p->rmean)[ch] = (float)((1.0 - m) * (double)((float *)p->rmean)[ch] + m * mean);
+    if (p->rvar) ((float *)p->rvar)[ch] = (float)((1.0 - m) * (double)((float *)p->rvar)[ch] + uv);
+  }
+}
 
 /* F32 on 4-float vectors: the sum of v[0..l) less m each (squared: sq), chunks of 64 in float */
 static double dt__bn_vsum_f32(const float *v, int64_t l, float m, int sq) {
@@ -130,9 +137,7 @@ static void dt__bn_fwd_f32(const dt__bn *p, int64_t lo, int64_t hi) {
       if (var < 0) var = 0;
       ((float *)p->mean)[ch] = mf;
       ((float *)p->var)[ch] = (float)var;
-      if (p->rmean) ((float *)p->rmean)[ch] = (float)((1.0 - p->momentum) * (double)((float *)p->rmean)[ch] + p->momentum * mean);
-      if (p->rvar)
-        ((float *)p->rvar)[ch] = (float)((1.0 - p->momentum) * (double)((float *)p->rvar)[ch] + p->momentum * var * (double)N / (double)(N - 1));
+      dt__bn_running(p, 0, ch, mean, var);
     } else {
       mean = (double)((const float *)p->rmean)[ch];
       var = (double)((const float *)p->rvar)[ch];
@@ -175,71 +180,62 @@ static void dt__bn_bwd_f32(const dt__bn *p, int64_t lo, int64_t hi) {
 }
 
 /* F64: channels [lo, hi) of the forward */
-#define DT__BN_FWD_DEFINE(NAME, RUN, T)                                                             \
-  static void NAME(const dt__bn *p, int64_t lo, int64_t hi) {                                       \
-    const int64_t N = p->n * p->l;                                                                  \
-    int64_t ch, i, q;                                                                               \
-    for (ch = lo; ch < hi; ch++) {                                                                  \
-      double mean, var, k, a, b;                                                                    \
-      if (p->train) {                                                                               \
-        double s = 0;                                                                               \
-        for (i = 0; i < p->n; i++) s += RUN((const T *)p->x + (i * p->c + ch) * p->l, p->l, 0, 0);  \
-        mean = s / (double)N;                                                                       \
-        for (s = 0, i = 0; i < p->n; i++) s += RUN((const T *)p->x + (i * p->c + ch) * p->l, p->l, mean, 1); \
-        var = s / (double)N;                                                                        \
-        ((T *)p->mean)[ch] = (T)mean;                                                               \
-        ((T *)p->var)[ch] = (T)var;                                                                 \
-        if (p->rmean)                                                                               \
-          ((T *)p->rmean)[ch] = (T)((1.0 - p->momentum) * (double)((T *)p->rmean)[ch] + p->momentum * mean); \
-        if (p->rvar)                                                                                \
-          ((T *)p->rvar)[ch] = (T)((1.0 - p->momentum) * (double)((T *)p->rvar)[ch] +               \
-                                   p->momentum * var * (double)N / (double)(N - 1));                \
-      } else {                                                                                      \
-        mean = (double)((const T *)p->rmean)[ch];                                                   \
-        var = (double)((const T *)p->rvar)[ch];                                                     \
-      }                                                                                             \
-      k = 1.0 / sqrt(var + p->eps);                                                                 \
-      a = p->w ? k * (double)((const T *)p->w)[ch] : k;                                             \
-      b = p->b ? (double)((const T *)p->b)[ch] : 0.0;                                               \
-      for (i = 0; i < p->n; i++) {                                                                  \
-        const T *x = (const T *)p->x + (i * p->c + ch) * p->l;                                      \
-        T *y = (T *)p->y + (i * p->c + ch) * p->l;                                                  \
-        for (q = 0; q < p->l; q++) y[q] = (T)(((double)x[q] - mean) * a + b);                       \
-      }                                                                                             \
-    }                                                                                               \
+static void dt__bn_fwd_f64(const dt__bn *p, int64_t lo, int64_t hi) {
+  const int64_t N = p->n * p->l;
+  const double *x = (const double *)p->x;
+  double *y = (double *)p->y;
+  int64_t ch, i, q;
+  for (ch = lo; ch < hi; ch++) {
+    double mean, var, k, a, b;
+    if (p->train) {
+      double s = 0;
+      for (i = 0; i < p->n; i++) s += dt__bn_run_f64(x + (i * p->c + ch) * p->l, p->l, 0, 0);
+      mean = s / (double)N;
+      for (s = 0, i = 0; i < p->n; i++) s += dt__bn_run_f64(x + (i * p->c + ch) * p->l, p->l, mean, 1);
+      var = s / (double)N;
+      ((double *)p->mean)[ch] = mean;
+      ((double *)p->var)[ch] = var;
+      dt__bn_running(p, 1, ch, mean, var);
+    } else {
+      mean = ((const double *)p->rmean)[ch];
+      var = ((const double *)p->rvar)[ch];
+    }
+    k = 1.0 / sqrt(var + p->eps);
+    a = p->w ? k * ((const double *)p->w)[ch] : k;
+    b = p->b ? ((const double *)p->b)[ch] : 0.0;
+    for (i = 0; i < p->n; i++) {
+      const int64_t o = (i * p->c + ch) * p->l;
+      for (q = 0; q < p->l; q++) y[o + q] = (x[o + q] - mean) * a + b;
+    }
   }
-DT__BN_FWD_DEFINE(dt__bn_fwd_f64, dt__bn_run_f64, double)
-#undef DT__BN_FWD_DEFINE
+}
 
 /* F64: channels [lo, hi) of the backward */
-#define DT__BN_BWD_DEFINE(NAME, DOT, T)                                                             \
-  static void NAME(const dt__bn *p, int64_t lo, int64_t hi) {                                       \
-    const int64_t N = p->n * p->l;                                                                  \
-    int64_t ch, i, q;                                                                               \
-    for (ch = lo; ch < hi; ch++) {                                                                  \
-      const double mean = (double)((const T *)p->mean)[ch], var = (double)((const T *)p->var)[ch];  \
-      const double k = 1.0 / sqrt(var + p->eps), wv = p->w ? (double)((const T *)p->w)[ch] : 1.0;   \
-      double sg = 0, sgx = 0;                                                                       \
-      if (p->gw || p->gb || (p->gx && p->train))                                                    \
-        for (i = 0; i < p->n; i++) {                                                                \
-          const int64_t o = (i * p->c + ch) * p->l;                                                 \
-          DOT((const T *)p->gy + o, (const T *)p->x + o, p->l, mean, &sg, &sgx);                    \
-        }                                                                                           \
-      if (p->gb) ((T *)p->gb)[ch] = (T)sg;                                                          \
-      if (p->gw) ((T *)p->gw)[ch] = (T)(sgx * k);                                                   \
-      if (p->gx) {                                                                                  \
-        const double a = wv * k, c1 = p->train ? sg / (double)N : 0.0, c2 = p->train ? k * k * sgx / (double)N : 0.0; \
-        for (i = 0; i < p->n; i++) {                                                                \
-          const int64_t o = (i * p->c + ch) * p->l;                                                 \
-          const T *g = (const T *)p->gy + o, *x = (const T *)p->x + o;                              \
-          T *gx = (T *)p->gx + o;                                                                   \
-          for (q = 0; q < p->l; q++) gx[q] = (T)(((double)g[q] - c1 - ((double)x[q] - mean) * c2) * a); \
-        }                                                                                           \
-      }                                                                                             \
-    }                                                                                               \
+static void dt__bn_bwd_f64(const dt__bn *p, int64_t lo, int64_t hi) {
+  const int64_t N = p->n * p->l;
+  const double *x = (const double *)p->x, *g = (const double *)p->gy;
+  int64_t ch, i, q;
+  for (ch = lo; ch < hi; ch++) {
+    const double mean = ((const double *)p->mean)[ch], var = ((const double *)p->var)[ch];
+    const double k = 1.0 / sqrt(var + p->eps), wv = p->w ? ((const double *)p->w)[ch] : 1.0;
+    double sg = 0, sgx = 0;
+    if (p->gw || p->gb || (p->gx && p->train))
+      for (i = 0; i < p->n; i++) {
+        const int64_t o = (i * p->c + ch) * p->l;
+        dt__bn_dot_f64(g + o, x + o, p->l, mean, &sg, &sgx);
+      }
+    if (p->gb) ((double *)p->gb)[ch] = sg;
+    if (p->gw) ((double *)p->gw)[ch] = sgx * k;
+    if (p->gx) {
+      const double a = wv * k, c1 = p->train ? sg / (double)N : 0.0, c2 = p->train ? k * k * sgx / (double)N : 0.0;
+      double *gx = (double *)p->gx;
+      for (i = 0; i < p->n; i++) {
+        const int64_t o = (i * p->c + ch) * p->l;
+        for (q = 0; q < p->l; q++) gx[o + q] = (g[o + q] - c1 - (x[o + q] - mean) * c2) * a;
+      }
+    }
   }
-DT__BN_BWD_DEFINE(dt__bn_bwd_f64, dt__bn_run_f64_dot, double)
-#undef DT__BN_BWD_DEFINE
+}
 
 typedef struct dt__bn_job {
   const dt__bn *p;
@@ -263,7 +259,7 @@ static dt_status dt__cpu_bn_run(const char *what, dt_dtype t, const dt__bn *p, i
     return DT_ERR_DTYPE;
   }
   j.p = p; j.dbl = t == DT_F64; j.back = back;
-  dt__par_for(p->c, per >= DT__GRAIN_MEM ? 1 : (DT__GRAIN_MEM + per - 1) / per, dt__bn_task, &j);
+  dt__par_for(p->c, dt__conv_grain(per), dt__bn_task, &j);
   return DT_OK;
 }
 
