@@ -16,6 +16,13 @@ static int64_t dt__gemm_roundup(int64_t a, int64_t r) { return (a + r - 1) / r *
    each thread has its own rows (the column split and row tasks) */
 #define DT__GEMM_ADIRECT 2
 #endif
+/* Most micro-panels of A in a slab for which op(B)'s rows, when contiguous, are read in place
+   rather than packed: each packed element would serve at most this many micro-kernel calls (8:
+   96 rows of AVX-512 F32). Measured on Zen 5 with wide B (n 8192, k 1152): in place was 10-40%
+   faster for 32 to 192 rows, and no slower for square products up to 2048. */
+#ifndef DT__GEMM_BDIRECT_PANELS
+#define DT__GEMM_BDIRECT_PANELS 8
+#endif
 /* Most threads that pack their own rows of A (dt__gemm_blocked). */
 #define DT__GEMM_PRIV_MAX 64
 /* Largest packed copy of A (bytes) kept at once; bigger A is done in slabs of rows. */
@@ -288,9 +295,10 @@ static int dt__gemm_blocked_b(const dt__gemm_plan *pl, int64_t m, int64_t n, int
       g.a = (const char *)a + (size_t)(s0 * rsa) * es; g.rsa = rsa; g.csa = csa; g.aown = aown;
       g.apriv = priv ? abuf : NULL; g.asz = asz / (size_t)nbuf;
       /* with row tasks, each would pack the same B again: read its rows where they are instead;
-         with one or two micro-panels of A (a 10-wide output layer's weight gradient), B's elements
-         are used once or twice: packing them does not pay */
-      g.bdirect = csb == 1 && (nrow > 1 || npan <= 2);
+         with few micro-panels of A (a convolution's gemm against a block of col, with 32 or 64
+         output channels; a 10-wide output layer's weight gradient), B's elements are used a few
+         times: packing them does not pay */
+      g.bdirect = csb == 1 && (nrow > 1 || npan <= DT__GEMM_BDIRECT_PANELS);
       /* each thread's rows of A, when they are contiguous, read in place rather than packed: for the
          column split each thread would pack all of A (a linear layer's x, 800 KB in Fashion-MNIST) */
       g.adirect = priv && csa == 1 && pl->kernd && (DT__GEMM_ADIRECT > 1 || (DT__GEMM_ADIRECT == 1 && by_cols));
