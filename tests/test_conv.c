@@ -8,6 +8,20 @@
 #include "harness.h"
 #include <stdlib.h>
 
+/* The emulator's hook (tests/emu/cudnn.h; absent elsewhere): cuDNN refusing tensors above n elements */
+#if defined(__GNUC__)
+#ifdef __cplusplus
+extern "C" {
+#endif
+void dtemu_cudnn_max_elements(long long n) __attribute__((weak));
+#ifdef __cplusplus
+}
+#endif
+#define HAVE_EMU_CUDNN (dtemu_cudnn_max_elements != NULL)
+#else
+#define HAVE_EMU_CUDNN 0
+#endif
+
 /* t's values as doubles (F32, F64 or I64); NULL on failure */
 static double *host(const dt_tensor *t) {
   int64_t n = dt_numel(t), i;
@@ -364,18 +378,24 @@ static void ref_conv(const conv_ref *g, const double *x, const double *w, const 
 
 /* shapes big enough for several blocks of images (im2col's scratch is bounded), the thread pool
    and cuBLAS's batched calls, against plain loops; on a GPU also against the CPU */
-static void test_conv_blocks(dt_device dev) {
+static void conv_blocks(dt_device dev) {
   /* n, c, h, w, oc, kh, kw, (oh, ow), sh, sw, ph, pw, dh, dw, groups */
   /* then images smaller than the kernel's reach (1x1 and 2x2 under 3x3 with padding 1: taps that
-     read only padding) and a dilated "same" convolution (im2col copies each tap as one block) */
-  conv_ref cases[6] = {{5, 64, 64, 64, 4, 3, 3, 0, 0, 1, 1, 1, 1, 1, 1, 1},
+     read only padding) and a dilated "same" convolution (im2col copies each tap as one block);
+     then unit-stride cases whose input gradient is a convolution of gy (fewer output channels than
+     input ones): grouped, dilated, rectangular with unequal padding; one image (the gemm writes gx);
+     and padding past the kernel's reach, which takes col2im */
+  conv_ref cases[9] = {{5, 64, 64, 64, 4, 3, 3, 0, 0, 1, 1, 1, 1, 1, 1, 1},
                        {3, 16, 33, 21, 24, 5, 3, 0, 0, 2, 1, 2, 0, 1, 2, 4},
                        {4, 32, 17, 19, 16, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 2},
                        {3, 5, 1, 1, 4, 3, 3, 0, 0, 1, 1, 1, 1, 1, 1, 1},
                        {2, 3, 2, 2, 4, 3, 3, 0, 0, 1, 1, 1, 1, 1, 1, 1},
-                       {2, 4, 6, 7, 3, 3, 3, 0, 0, 1, 1, 2, 2, 2, 2, 1}};
+                       {2, 4, 6, 7, 3, 3, 3, 0, 0, 1, 1, 2, 2, 2, 2, 1},
+                       {3, 12, 9, 11, 6, 3, 2, 0, 0, 1, 1, 2, 1, 2, 1, 3},
+                       {1, 6, 7, 5, 4, 3, 3, 0, 0, 1, 1, 1, 1, 1, 1, 2},
+                       {2, 4, 3, 3, 2, 3, 3, 0, 0, 1, 1, 3, 3, 1, 1, 1}};
   int c;
-  for (c = 0; c < 6; c++) {
+  for (c = 0; c < 9; c++) {
     conv_ref *g = &cases[c];
     int64_t nx, nw, ny, i;
     double *x, *w, *b, *gy, *y, *gx, *gw, *gb;
@@ -418,6 +438,21 @@ static void test_conv_blocks(dt_device dev) {
   }
 }
 
+static void test_conv_blocks(dt_device dev) { conv_blocks(dev); }
+
+/* the same on a GPU whose convolution library refuses every case (the emulator's cuDNN, told to):
+   im2col + gemm, im2col with its taps reversed for the input gradient, col2im, on the device */
+static void test_conv_blocks_im2col(dt_device dev) {
+  if (dev.type == DT_CPU) T_SKIP("the CPU has no convolution library: test_conv_blocks took im2col");
+#ifdef DEVTENSOR_CUDNN
+  if (!HAVE_EMU_CUDNN) T_SKIP("cuDNN cannot be told to refuse outside the emulator (make test-emu)");
+  dtemu_cudnn_max_elements(1);
+  conv_blocks(dev);
+  dtemu_cudnn_max_elements(0);
+#else
+  T_SKIP("built without DEVTENSOR_CUDNN: test_conv_blocks took im2col");
+#endif
+}
 /* no images: an empty output; the weight and bias gradients are zeros */
 static void test_conv_empty(dt_device dev) {
   static const double zeros[48] = {0};
@@ -654,6 +689,7 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_conv_gradients);
   T_RUN_ALL_DEVICES(test_conv_finite_difference);
   T_RUN_ALL_DEVICES(test_conv_blocks);
+  T_RUN_ALL_DEVICES(test_conv_blocks_im2col);
   T_RUN_ALL_DEVICES(test_conv_empty);
   T_RUN_ALL_DEVICES(test_conv_backward_failure);
   T_RUN_ALL_DEVICES(test_max_pool_values);

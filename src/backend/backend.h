@@ -77,10 +77,13 @@ typedef struct dt__bcast {
 } dt__bcast;
 
 /* convolution and pooling geometry (every size in elements; see im2col, col2im, pool2d):
-   x: (n, c, h, w); a convolution's weight: (oc, c / groups, kh, kw), its output (n, oc, oh, ow) */
+   x: (n, c, h, w); a convolution's weight: (oc, c / groups, kh, kw), its output (n, oc, oh, ow);
+   flip (0 or 1, read by im2col only): the taps in reverse order, row (ci, t) of col holding tap
+   kh kw - 1 - t (the input gradient taken as a convolution of gy, src/ops/conv.c) */
 typedef struct dt__conv2d {
   int64_t n, c, h, w, oc, oh, ow;
   int64_t kh, kw, sh, sw, ph, pw, dh, dw, groups;
+  int64_t flip;
 } dt__conv2d;
 /* max: windows of kh x kw every sh, sw rows and columns from -ph, -pw, the padding -inf;
    avg: the same windows, each sum divided by its size clipped to (h + ph, w + pw) only
@@ -192,6 +195,7 @@ typedef struct dt__backend {
   /* convolution (the core multiplies with gemm) and pooling; F32, F64; g's sizes all > 0.
      im2col: x (nimg, c, h, w) -> col (c kh kw, nimg, oh ow), every image's entries of one kernel tap in one row,
      col[(ci kh + ki) kw + kj, i, oy ow + ox] = x[i, ci, oy sh - ph + ki dh, ox sw - pw + kj dw], 0 outside x
+     (with g->flip, row (ci kh + ki) kw + kj holds tap (kh - 1 - ki, kw - 1 - kj))
      (so that one gemm multiplies a block of images: (oc, c kh kw) @ col is (oc, nimg oh ow)).
      col2im, its adjoint: x (overwritten) at each position = the sum of the col entries im2col puts it in. */
   dt_status (*im2col)(int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, const void *x, void *col);

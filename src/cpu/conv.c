@@ -131,7 +131,7 @@ static void dt__im2col_task(void *ctx, int64_t lo, int64_t hi) {
   const int shifted = g->sw == 1 && g->sh == 1 && g->ow == g->w;
   int64_t q = lo, oy;
   while (q < hi) {
-    const int64_t r = q / j->nimg, ch = r / kk, ki = r % kk / g->kw, kj = r % g->kw;
+    const int64_t r = q / j->nimg, ch = r / kk, tap = g->flip ? kk - 1 - r % kk : r % kk, ki = tap / g->kw, kj = tap % g->kw;
     const int64_t qe = (r + 1) * j->nimg < hi ? (r + 1) * j->nimg : hi;
     const int64_t x0 = kj * g->dw - g->pw, dy = ki * g->dh - g->ph;
     int64_t a, b, y0, y1, i = q % j->nimg;

@@ -22,7 +22,8 @@ struct Im2col {
   dt__conv2d g; int64_t nimg; const T *x; T *col;
   template <typename I> __device__ void operator()(I i) const {
     const int64_t l = g.oh * g.ow, kk = g.kh * g.kw, q = (int64_t)i / l, pos = (int64_t)i - q * l;
-    const int64_t r = q / nimg, img = q - r * nimg, ch = r / kk, k = r - ch * kk, ki = k / g.kw, kj = k - ki * g.kw;
+    const int64_t r = q / nimg, img = q - r * nimg, ch = r / kk, k = g.flip ? kk - 1 - (r - ch * kk) : r - ch * kk;
+    const int64_t ki = k / g.kw, kj = k - ki * g.kw;
     const int64_t oy = pos / g.ow, ox = pos - oy * g.ow;
     const int64_t iy = oy * g.sh - g.ph + ki * g.dh, ix = ox * g.sw - g.pw + kj * g.dw;
     col[i] = iy >= 0 && iy < g.h && ix >= 0 && ix < g.w ? x[((img * g.c + ch) * g.h + iy) * g.w + ix] : (T)0;

@@ -5,8 +5,8 @@
    c kh kw / groups) multiply its rows of col for every image of the block at once, the groups
    in one batched gemm; the product, (oc, images, oh ow), goes to y's layout with the bias in one
    strided pass. The weight gradient is one gemm per block (beta 1 after the first) against gy's
-   block in that layout, the input gradient a gemm into col that col2im folds back, the bias
-   gradient two sums. A backend with a convolution library (the CUDA backend built with
+   block in that layout, the input gradient a gemm into col that col2im folds back (or, at unit
+   strides, a convolution of gy: dt__conv_gx_as_conv), the bias gradient two sums. A backend with a convolution library (the CUDA backend built with
    DEVTENSOR_CUDNN: cuDNN) computes the forward and the input and weight gradients through it
    instead, wherever it takes the case; the bias stays a separate add, its gradient the same sums. */
 
@@ -301,6 +301,56 @@ static dt_status dt__conv_backward(const char *op, const dt__conv2d *g, dt_dtype
   return s;
 }
 
+/* The input gradient of a convolution at unit strides is itself a convolution: of gy, padded by
+   (k - 1) d - p, with each group's weights transposed (c / groups, oc / groups kh kw) and the taps
+   in reverse order (im2col's flip). Its im2col unfolds gy, oc kh kw rows, where the adjoint path
+   multiplies into c kh kw rows of col that col2im folds back; with oc oh ow <= c h w that moves less
+   memory, and its gemm is deeper (oc / groups kh kw against oc / groups). Not for a 1x1 kernel:
+   there both are the one gemm. */
+static int dt__conv_gx_as_conv(const dt__conv2d *g) {
+  return g->sh == 1 && g->sw == 1 && g->kh * g->kw > 1 && g->ph <= (g->kh - 1) * g->dh && g->pw <= (g->kw - 1) * g->dw &&
+         (double)g->oc * (double)g->h * (double)g->w <= (double)g->c * (double)g->oh * (double)g->ow;
+}
+
+/* gx = conv(gy, w transposed and flipped), as dt__conv_gx_as_conv takes it: per block of m images,
+   col = im2col(gy's block), tmp_g (c / groups, m h w) = wt_g @ col_g, then gx = tmp in x's layout
+   (one image: the gemm writes gx itself) */
+static dt_status dt__conv_gx_conv(const char *op, const dt__conv2d *g, dt_dtype t, dt_device d, const void *gy, const void *w,
+                                  void *gx) {
+  const dt__backend *be = dt__be(d);
+  const size_t es = dt__dtype_bytes(t);
+  const int64_t kk = g->kh * g->kw, ocg = g->oc / g->groups, cg = g->c / g->groups, hw = g->h * g->w, l = g->oh * g->ow;
+  dt__conv2d gt = *g; /* the convolution of gy: oc channels of oh x ow in, c of h x w out */
+  dt_tensor *wt = NULL, *col = NULL, *tmp = NULL;
+  int64_t nb = 0, n0;
+  dt_status s;
+  dt__bcast bc;
+  gt.c = g->oc; gt.h = g->oh; gt.w = g->ow; gt.oc = g->c; gt.oh = g->h; gt.ow = g->w;
+  gt.ph = (g->kh - 1) * g->dh - g->ph; gt.pw = (g->kw - 1) * g->dw - g->pw; gt.flip = 1;
+  if (!(wt = dt__new(op, dt_shape1(g->oc * cg * kk), t, d))) return dt_last_status();
+  /* wt (groups, cg, ocg, kk) = w (groups, ocg, cg, kk) */
+  memset(&bc, 0, sizeof bc);
+  bc.ndim = 4; bc.numel = g->oc * cg * kk;
+  bc.dims[0] = g->groups; bc.dims[1] = cg; bc.dims[2] = ocg; bc.dims[3] = kk;
+  bc.astride[0] = ocg * cg * kk; bc.astride[1] = kk; bc.astride[2] = cg * kk; bc.astride[3] = 1;
+  s = dt__run(op, d, be->binary(d.index, DT__B_COPY_A, t, &bc, w, w, wt->st->ptr));
+  if (s == DT_OK) s = dt__conv_scratch(op, &gt, t, d, &nb, &col, &tmp);
+  for (n0 = 0; n0 < g->n && s == DT_OK; n0 += nb) {
+    const int64_t m = g->n - n0 < nb ? g->n - n0 : nb;
+    char *gxb = (char *)gx + (size_t)(n0 * g->c * hw) * es;
+    void *out = m == 1 ? (void *)gxb : tmp->st->ptr;
+    s = dt__run(op, d, be->im2col(d.index, t, &gt, m, (const char *)gy + (size_t)(n0 * g->oc * l) * es, col->st->ptr));
+    if (s == DT_OK)
+      s = dt__run(op, d, be->gemm(d.index, t, 0, 0, g->groups, cg, m * hw, ocg * kk, 1.0, wt->st->ptr, cg * ocg * kk, col->st->ptr,
+                                  ocg * kk * m * hw, 0.0, out, cg * m * hw));
+    if (s == DT_OK && m > 1) s = dt__conv_to_y(op, d, t, m, g->c, hw, tmp->st->ptr, NULL, gxb);
+  }
+  dt_release(wt);
+  dt_release(col);
+  dt_release(tmp);
+  return s;
+}
+
 /* dt_f_conv2d_backward, with the col a recorded forward kept (or NULL) */
 static dt_status dt__conv2d_backward(const dt_tensor *grad_output, const dt_tensor *x, const dt_tensor *w, const dt_tensor *kept,
                                      int sh, int sw, int ph, int pw, int dh, int dw, int groups, dt_tensor **grad_input,
@@ -331,6 +381,10 @@ static dt_status dt__conv2d_backward(const dt_tensor *grad_output, const dt_tens
       }
       if (s == DT_OK && px && (ls = dt__conv_lib(op, 1, &g, t, d, w->st->ptr, grad_output->st->ptr, px)) != DT_ERR_UNSUPPORTED) {
         s = ls;
+        px = NULL;
+      }
+      if (s == DT_OK && px && dt__conv_gx_as_conv(&g)) {
+        s = dt__conv_gx_conv(op, &g, t, d, grad_output->st->ptr, w->st->ptr, px);
         px = NULL;
       }
       if (s == DT_OK && (px || pw)) s = dt__conv_backward(op, &g, t, d, grad_output->st->ptr, x->st->ptr, w->st->ptr, kept, px, pw);
