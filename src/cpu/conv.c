@@ -83,25 +83,7 @@ DT__COL2IM_ROW_DEFINE(dt__col2im_row_f32, float, dt__vf_base)
 DT__COL2IM_ROW_DEFINE(dt__col2im_row_f64, double, dt__vd_base)
 #undef DT__COL2IM_ROW_DEFINE
 
-/* a pooling window of plane xp (w columns), rows [y0, y1), columns [x0, x1): its max and where
-   (NaN wins, the last one; else the first max), or its sum in double */
-#define DT__WINDOW_MAX_DEFINE(NAME, T)                                                              \
-  static void NAME(const T *xp, int64_t w, int64_t y0, int64_t y1, int64_t x0, int64_t x1, double *best, \
-                   int64_t *at) {                                                                   \
-    T b = -INFINITY;                                                                                \
-    int64_t iy, ix, a = y0 * w + x0;                                                                \
-    for (iy = y0; iy < y1; iy++)                                                                    \
-      for (ix = x0; ix < x1; ix++) {                                                                \
-        const T v = xp[iy * w + ix];                                                                \
-        const int beats = v > b || v != v; /* no branch: mispredicted on random windows */          \
-        b = beats ? v : b;                                                                          \
-        a = beats ? iy * w + ix : a;                                                                \
-      }                                                                                             \
-    *best = b; *at = a;                                                                             \
-  }
-DT__WINDOW_MAX_DEFINE(dt__window_max_f32, float)
-DT__WINDOW_MAX_DEFINE(dt__window_max_f64, double)
-#undef DT__WINDOW_MAX_DEFINE
+/* a pooling window's sum in double: plane xp (w columns), rows [y0, y1), columns [x0, x1) */
 static double dt__window_sum_f32(const float *xp, int64_t w, int64_t y0, int64_t y1, int64_t x0, int64_t x1) {
   double s = 0;
   int64_t iy, ix;
@@ -205,34 +187,37 @@ static void dt__col2im_task(void *ctx, int64_t lo, int64_t hi) {
   }
 }
 
-/* max and average pooling without padding (every window inside the plane), typed: the general
-   loop below's operations and bits, without its per-window clipping and conversions */
+/* max and average pooling of one plane, typed: each window clipped to the plane, the average
+   divided by its size clipped to (h + ph, w + pw) only (count_include_pad); the max the first
+   one, NaN winning (the last NaN), and where */
 #define DT__POOL_PLANE_DEFINE(NAME, T)                                                              \
   static void NAME(const dt__pool2d *p, const T *xp, T *yp, int64_t *ip) {                          \
-    const double div = (double)(p->kh * p->kw);                                                     \
     int64_t oy, ox, iy, ix;                                                                         \
-    for (oy = 0; oy < p->oh; oy++)                                                                  \
+    for (oy = 0; oy < p->oh; oy++) {                                                                \
+      const int64_t a = oy * p->sh - p->ph, y0 = a < 0 ? 0 : a, y1 = a + p->kh < p->h ? a + p->kh : p->h; \
+      const int64_t ey = dt__avg_extent(a, p->kh, p->h, p->ph);                                     \
       for (ox = 0; ox < p->ow; ox++) {                                                              \
-        const int64_t y0 = oy * p->sh, x0 = ox * p->sw;                                             \
+        const int64_t b = ox * p->sw - p->pw, x0 = b < 0 ? 0 : b, x1 = b + p->kw < p->w ? b + p->kw : p->w; \
         if (p->kind == DT__POOL2D_MAX) {                                                            \
-          T b = -INFINITY;                                                                          \
+          T best = -INFINITY;                                                                       \
           int64_t at = y0 * p->w + x0;                                                              \
-          for (iy = y0; iy < y0 + p->kh; iy++)                                                      \
-            for (ix = x0; ix < x0 + p->kw; ix++) {                                                  \
+          for (iy = y0; iy < y1; iy++)                                                              \
+            for (ix = x0; ix < x1; ix++) {                                                          \
               const T v = xp[iy * p->w + ix];                                                       \
-              const int beats = v > b || v != v;                                                    \
-              b = beats ? v : b;                                                                    \
+              const int beats = v > best || v != v; /* no branch: mispredicted on random windows */ \
+              best = beats ? v : best;                                                              \
               at = beats ? iy * p->w + ix : at;                                                     \
             }                                                                                       \
-          yp[oy * p->ow + ox] = b;                                                                  \
+          yp[oy * p->ow + ox] = best;                                                               \
           if (ip) ip[oy * p->ow + ox] = at;                                                         \
         } else {                                                                                    \
           double sum = 0;                                                                           \
-          for (iy = y0; iy < y0 + p->kh; iy++)                                                      \
-            for (ix = x0; ix < x0 + p->kw; ix++) sum += (double)xp[iy * p->w + ix];                 \
-          yp[oy * p->ow + ox] = (T)(sum / div);                                                     \
+          for (iy = y0; iy < y1; iy++)                                                              \
+            for (ix = x0; ix < x1; ix++) sum += (double)xp[iy * p->w + ix];                         \
+          yp[oy * p->ow + ox] = (T)(sum / (double)(ey * dt__avg_extent(b, p->kw, p->w, p->pw)));    \
         }                                                                                           \
       }                                                                                             \
+    }                                                                                               \
   }
 DT__POOL_PLANE_DEFINE(dt__pool_plane_f32, float)
 DT__POOL_PLANE_DEFINE(dt__pool_plane_f64, double)
@@ -244,45 +229,21 @@ static void dt__pool_task(void *ctx, int64_t lo, int64_t hi) {
   const dt__pool2d *p = j->p;
   const int dbl = j->dbl;
   int64_t plane, oy, ox;
-  if (p->kind != DT__POOL2D_ADAPTIVE_AVG && p->ph == 0 && p->pw == 0) {
-    for (plane = lo; plane < hi; plane++) {
-      const int64_t xo = plane * p->h * p->w, yo = plane * p->oh * p->ow;
+  for (plane = lo; plane < hi; plane++) {
+    const int64_t xo = plane * p->h * p->w, yo = plane * p->oh * p->ow;
+    if (p->kind != DT__POOL2D_ADAPTIVE_AVG) {
       int64_t *ip = j->idx_out ? j->idx_out + yo : NULL;
       if (dbl) dt__pool_plane_f64(p, (const double *)j->x + xo, (double *)j->y + yo, ip);
       else dt__pool_plane_f32(p, (const float *)j->x + xo, (float *)j->y + yo, ip);
+      continue;
     }
-    return;
-  }
-  for (plane = lo; plane < hi; plane++) {
-    const int64_t xo = plane * p->h * p->w, yo = plane * p->oh * p->ow;
     for (oy = 0; oy < p->oh; oy++)
       for (ox = 0; ox < p->ow; ox++) {
-        int64_t y0, y1, x0, x1;
-        double div;
-        if (p->kind == DT__POOL2D_ADAPTIVE_AVG) {
-          y0 = dt__adapt_start(oy, p->h, p->oh); y1 = dt__adapt_end(oy, p->h, p->oh);
-          x0 = dt__adapt_start(ox, p->w, p->ow); x1 = dt__adapt_end(ox, p->w, p->ow);
-          div = (double)((y1 - y0) * (x1 - x0));
-        } else {
-          y0 = oy * p->sh - p->ph; x0 = ox * p->sw - p->pw;
-          div = (double)(dt__avg_extent(y0, p->kh, p->h, p->ph) * dt__avg_extent(x0, p->kw, p->w, p->pw)); /* count_include_pad */
-          y1 = y0 + p->kh < p->h ? y0 + p->kh : p->h;
-          x1 = x0 + p->kw < p->w ? x0 + p->kw : p->w;
-          if (y0 < 0) y0 = 0;
-          if (x0 < 0) x0 = 0;
-        }
-        if (p->kind == DT__POOL2D_MAX) {
-          double best;
-          int64_t at;
-          if (dbl) dt__window_max_f64((const double *)j->x + xo, p->w, y0, y1, x0, x1, &best, &at);
-          else dt__window_max_f32((const float *)j->x + xo, p->w, y0, y1, x0, x1, &best, &at);
-          dt__cv_set(dbl, j->y, yo + oy * p->ow + ox, best);
-          if (j->idx_out) j->idx_out[yo + oy * p->ow + ox] = at;
-        } else {
-          const double s = dbl ? dt__window_sum_f64((const double *)j->x + xo, p->w, y0, y1, x0, x1)
-                               : dt__window_sum_f32((const float *)j->x + xo, p->w, y0, y1, x0, x1);
-          dt__cv_set(dbl, j->y, yo + oy * p->ow + ox, s / div);
-        }
+        const int64_t y0 = dt__adapt_start(oy, p->h, p->oh), y1 = dt__adapt_end(oy, p->h, p->oh);
+        const int64_t x0 = dt__adapt_start(ox, p->w, p->ow), x1 = dt__adapt_end(ox, p->w, p->ow);
+        const double s = dbl ? dt__window_sum_f64((const double *)j->x + xo, p->w, y0, y1, x0, x1)
+                             : dt__window_sum_f32((const float *)j->x + xo, p->w, y0, y1, x0, x1);
+        dt__cv_set(dbl, j->y, yo + oy * p->ow + ox, s / (double)((y1 - y0) * (x1 - x0)));
       }
   }
 }
