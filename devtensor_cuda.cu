@@ -3061,13 +3061,21 @@ dt_status cu_nll_loss(int dev, dt_dtype t, int64_t n, int64_t c, const void *log
 
 /* ---- src/cuda/norm.cu ---- */
 /* Batch normalisation. The sums (a channel's mean and variance; the backward's sum of gy and of
-   gy (x - mean)) take one block of 512 threads per channel, in double, reduced over the block in
+   gy (x - mean)) take one block of 512 threads per channel (a block takes channel after channel
+   where there are more than kBnGrid), in double, reduced over the block in
    a fixed order (team_reduce); the result (y, gx) is an elementwise map over every element (a
    full grid), which reads the per-channel values. So a training step's forward and backward
    are two launches each. A thread walks its channel's values (image i, position q) in steps of
    the block's size without dividing: (i, q) += (block / l, block % l), carried. */
 
 constexpr int kBnBlock = 512;
+/* the most blocks a launch of the sums takes (a block then takes channel after channel); the
+   emulator's build takes fewer, so that its tests walk that loop with a few hundred channels */
+#ifdef DTEMU
+constexpr int64_t kBnGrid = 256;
+#else
+constexpr int64_t kBnGrid = kMaxGrid;
+#endif
 
 /* the channel's values a thread of the block visits: f(offset) for each */
 template <typename F>
@@ -3082,8 +3090,8 @@ __device__ inline void bn_walk(const dt__bn &p, int64_t ch, F f) {
 }
 
 template <typename T>
-__global__ void k_bn_stats(dt__bn p) {
-  const int64_t ch = blockIdx.x, N = p.n * p.l;
+__device__ void bn_stats_channel(const dt__bn &p, int64_t ch) {
+  const int64_t N = p.n * p.l;
   const T *x = static_cast<const T *>(p.x);
   double s = 0;
   bn_walk(p, ch, [&](int64_t o) { s += (double)x[o]; });
@@ -3103,6 +3111,11 @@ __global__ void k_bn_stats(dt__bn p) {
       r[ch] = (T)((1.0 - p.momentum) * (double)r[ch] + p.momentum * var * (double)N / (double)(N - 1));
     }
   }
+}
+
+template <typename T>
+__global__ void k_bn_stats(dt__bn p) {
+  for (int64_t ch = blockIdx.x; ch < p.c; ch += gridDim.x) bn_stats_channel<T>(p, ch);
 }
 
 /* element e's channel (I: uint32_t when the tensor has fewer than 2^31 elements, so l and c do too) */
@@ -3127,8 +3140,7 @@ struct BnApply {
 
 /* the backward's sums: ws[ch] = sum gy, ws[c + ch] = sum gy (x - mean); gb, gw where wanted */
 template <typename T>
-__global__ void k_bn_back_sums(dt__bn p) {
-  const int64_t ch = blockIdx.x;
+__device__ void bn_back_sums_channel(const dt__bn &p, int64_t ch) {
   const T *x = static_cast<const T *>(p.x), *g = static_cast<const T *>(p.gy);
   const double mean = (double)static_cast<const T *>(p.mean)[ch];
   double sg = 0, sgx = 0;
@@ -3145,6 +3157,11 @@ __global__ void k_bn_back_sums(dt__bn p) {
     if (p.gb) static_cast<T *>(p.gb)[ch] = (T)sg;
     if (p.gw) static_cast<T *>(p.gw)[ch] = (T)(sgx / sqrt((double)static_cast<const T *>(p.var)[ch] + p.eps));
   }
+}
+
+template <typename T>
+__global__ void k_bn_back_sums(dt__bn p) {
+  for (int64_t ch = blockIdx.x; ch < p.c; ch += gridDim.x) bn_back_sums_channel<T>(p, ch);
 }
 
 /* gx = w k (gy - sum gy / N - (x - mean) k^2 sum gy (x - mean) / N) (train), w k gy (eval) */
@@ -3173,7 +3190,7 @@ dt_status cu_batch_norm(int dev, dt_dtype t, const dt__bn *p) {
   return by_float(t, "batch_norm", [&](auto z) {
     using T = decltype(z);
     if (p->train) {
-      DT_LAUNCH_COOP((unsigned)p->c, kBnBlock, in.s->stream, k_bn_stats<T>)(*p);
+      DT_LAUNCH_COOP((unsigned)(p->c < kBnGrid ? p->c : kBnGrid), kBnBlock, in.s->stream, k_bn_stats<T>)(*p);
       dt_status s = launched("batch_norm");
       if (s != DT_OK) return s;
     }
@@ -3189,7 +3206,7 @@ dt_status cu_batch_norm_backward(int dev, dt_dtype t, const dt__bn *p) {
   return by_float(t, "batch_norm_backward", [&](auto z) {
     using T = decltype(z);
     if (p->gw || p->gb || (p->gx && p->train)) {
-      DT_LAUNCH_COOP((unsigned)p->c, kBnBlock, in.s->stream, k_bn_back_sums<T>)(*p);
+      DT_LAUNCH_COOP((unsigned)(p->c < kBnGrid ? p->c : kBnGrid), kBnBlock, in.s->stream, k_bn_back_sums<T>)(*p);
       dt_status s = launched("batch_norm_backward");
       if (s != DT_OK) return s;
     }
