@@ -258,7 +258,8 @@ static dt_status dt__conv_bias_grad(const char *op, const dt__conv2d *g, dt_dtyp
 
 /* gx (like x) and gw (like w), either NULL, from gy; g->n > 0. Per block of m images, with gt =
    gy's block as (oc, m l) and col = im2col(x's block): gw_g (+)= gt_g @ col_g^T, one gemm over
-   the block's images; gcol_g = w_g^T @ gt_g into col, which col2im folds into gx. */
+   the block's images; gcol_g = w_g^T @ gt_g into col, which col2im folds into gx (a 1x1 kernel at unit
+   strides without padding: col is gx transposed, one strided copy). */
 static dt_status dt__conv_backward(const char *op, const dt__conv2d *g, dt_dtype t, dt_device d, const void *gy, const void *x,
                                    const void *w, const dt_tensor *kept, void *gx, void *gw) {
   const dt__backend *be = dt__be(d);
@@ -293,7 +294,10 @@ static dt_status dt__conv_backward(const char *op, const dt__conv2d *g, dt_dtype
     if (gx && s == DT_OK) {
       s = dt__run(op, d, be->gemm(d.index, t, 1, 0, g->groups, kg, m * l, ocg, 1.0, w, ocg * kg, gt, ocg * m * l, 0.0,
                                   col->st->ptr, kg * m * l));
-      if (s == DT_OK) s = dt__run(op, d, be->col2im(d.index, t, g, m, col->st->ptr, (char *)gx + (size_t)(n0 * chw) * es));
+      if (s == DT_OK && g->kh * g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0)
+        s = dt__conv_to_y(op, d, t, m, g->c, l, col->st->ptr, NULL, (char *)gx + (size_t)(n0 * chw) * es); /* col is gx transposed */
+      else if (s == DT_OK)
+        s = dt__run(op, d, be->col2im(d.index, t, g, m, col->st->ptr, (char *)gx + (size_t)(n0 * chw) * es));
     }
   }
   dt_release(col);
