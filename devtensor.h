@@ -17876,6 +17876,15 @@ static double dt__window_sum_f64(const double *xp, int64_t w, int64_t y0, int64_
   return s;
 }
 
+/* column e of a block of rows output rows of ow elements (F64 or F32), zeroed */
+static void dt__im2col_zero_col(int dbl, char *blk, int64_t ow, int64_t rows, int64_t e) {
+  int64_t oy;
+  if (dbl)
+    for (oy = 0; oy < rows; oy++) ((double *)blk)[oy * ow + e] = 0;
+  else
+    for (oy = 0; oy < rows; oy++) ((float *)blk)[oy * ow + e] = 0;
+}
+
 /* rows [lo, hi) of col: (c kh kw, nimg, oh ow), row q = (tap r, image i), from x: (nimg, c, h, w).
    The rows of one tap are taken together: a tap that reads only padding is one memset; the output
    rows [y0, y1) that read the image, the rest zeros. Where a row of the output is as wide as the
@@ -17888,7 +17897,7 @@ static void dt__im2col_task(void *ctx, int64_t lo, int64_t hi) {
   const size_t es = j->dbl ? sizeof(double) : sizeof(float);
   const int64_t kk = g->kh * g->kw, l = g->oh * g->ow, hw = g->h * g->w;
   const int shifted = g->sw == 1 && g->sh == 1 && g->ow == g->w;
-  int64_t q = lo, oy;
+  int64_t q = lo, oy, e;
   while (q < hi) {
     const int64_t r = q / j->nimg, ch = r / kk, tap = g->flip ? kk - 1 - r % kk : r % kk, ki = tap / g->kw, kj = tap % g->kw;
     const int64_t qe = (r + 1) * j->nimg < hi ? (r + 1) * j->nimg : hi;
@@ -17904,17 +17913,15 @@ static void dt__im2col_task(void *ctx, int64_t lo, int64_t hi) {
     }
     for (; q < qe; q++, i++, row += (size_t)l * es) {
       const char *xp = (const char *)j->x + (size_t)((i * g->c + ch) * hw) * es;
-      memset(row, 0, (size_t)(y0 * g->ow) * es);
+      if (y0 > 0) memset(row, 0, (size_t)(y0 * g->ow) * es);
       if (shifted) { /* elements [a, (y1 - y0) ow - (ow - b)) of the block, from input (y0 + dy) w + x0 on */
         const int64_t n = (y1 - y0) * g->ow - (g->ow - b) - a;
         char *blk = row + (size_t)(y0 * g->ow) * es;
         memcpy(blk + (size_t)a * es, xp + (size_t)((y0 + dy) * g->w + x0 + a) * es, (size_t)n * es);
-        if (a > 0 || b < g->ow)
-          for (oy = 0; oy < y1 - y0; oy++) {
-            char *br = blk + (size_t)(oy * g->ow) * es;
-            memset(br, 0, (size_t)a * es);
-            memset(br + (size_t)b * es, 0, (size_t)(g->ow - b) * es);
-          }
+        /* the edge columns, column by column down the block (a few elements each: as calls to
+           memset, one or two per output row, they cost more than the copy) */
+        for (e = 0; e < a; e++) dt__im2col_zero_col(j->dbl, blk, g->ow, y1 - y0, e);
+        for (e = b; e < g->ow; e++) dt__im2col_zero_col(j->dbl, blk, g->ow, y1 - y0, e);
       } else
         for (oy = y0; oy < y1; oy++) {
           char *dst = row + (size_t)(oy * g->ow) * es;
@@ -17922,7 +17929,7 @@ static void dt__im2col_task(void *ctx, int64_t lo, int64_t hi) {
           if (j->dbl) dt__im2col_row_f64((double *)dst, (const double *)xp + iy * g->w, g->ow, g->sw, x0, a, b);
           else dt__im2col_row_f32((float *)dst, (const float *)xp + iy * g->w, g->ow, g->sw, x0, a, b);
         }
-      memset(row + (size_t)(y1 * g->ow) * es, 0, (size_t)((g->oh - y1) * g->ow) * es);
+      if (y1 < g->oh) memset(row + (size_t)(y1 * g->ow) * es, 0, (size_t)((g->oh - y1) * g->ow) * es);
     }
   }
 }
