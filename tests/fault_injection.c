@@ -494,6 +494,18 @@ static int workload(void) {
           fi_outputs(cs, gx != a || gw != a || gb != a, __LINE__)) == DT_OK);
     keep(gx); keep(gw); keep(gb);
     VERIFY(dt_dim(gx, 1) == 4 && dt_dim(gw, 1) == 2 && dt_numel(gb) == 6);
+    { /* the input gradients at unit strides: fewer output channels than input (a convolution of
+         gy), and a 1x1 kernel (its columns copied back); values from PyTorch */
+      dt_tensor *gx2 = a, *gx3 = a;
+      STEP((cs = dt_f_conv2d_backward(t, cx, u, 1, 1, 0, 0, 1, 1, 1, &gx3, NULL, NULL), fi_outputs(cs, gx3 != a, __LINE__)) == DT_OK);
+      keep(gx3);
+      VERIFY(val(gx3, 0) == 450 && val(gx3, 57) == 534);
+      NEW(u, dt_ones(dt_shape4(2, 2, 3, 3), dt_cpu()));
+      NEW(t, dt_f_conv2d_ex(cx, u, NULL, 1, 1, 1, 1, 1, 1, 2));
+      STEP((cs = dt_f_conv2d_backward(t, cx, u, 1, 1, 1, 1, 1, 1, 2, &gx2, NULL, NULL), fi_outputs(cs, gx2 != a, __LINE__)) == DT_OK);
+      keep(gx2);
+      VERIFY(val(gx2, 0) == 865 && val(gx2, 57) == 10188);
+    }
     STEP((t = dt_f_max_pool2d_ex(cx, 3, 3, 2, 2, 1, 1, &ci), fi_outputs(t ? DT_OK : dt_last_status(), !t && ci != a, __LINE__)) == DT_OK);
     keep(t); keep(ci);
     VERIFY(val(t, 0) == 6 && val(ci, 0) == 6);

@@ -6,9 +6,10 @@
    in one batched gemm; the product, (oc, images, oh ow), goes to y's layout with the bias in one
    strided pass. The weight gradient is one gemm per block (beta 1 after the first) against gy's
    block in that layout, the input gradient a gemm into col that col2im folds back (or, at unit
-   strides, a convolution of gy: dt__conv_gx_as_conv), the bias gradient two sums. A backend with a convolution library (the CUDA backend built with
-   DEVTENSOR_CUDNN: cuDNN) computes the forward and the input and weight gradients through it
-   instead, wherever it takes the case; the bias stays a separate add, its gradient the same sums. */
+   strides, a convolution of gy: dt__conv_gx_as_conv), the bias gradient two sums. A backend
+   with a convolution library (the CUDA backend built with DEVTENSOR_CUDNN: cuDNN) computes the
+   forward and the input and weight gradients through it instead, wherever it takes the case; the
+   bias stays a separate add, its gradient the same sums. */
 
 #define DT__CONV_COL_BYTES ((int64_t)32 << 20)
 
@@ -258,8 +259,8 @@ static dt_status dt__conv_bias_grad(const char *op, const dt__conv2d *g, dt_dtyp
 
 /* gx (like x) and gw (like w), either NULL, from gy; g->n > 0. Per block of m images, with gt =
    gy's block as (oc, m l) and col = im2col(x's block): gw_g (+)= gt_g @ col_g^T, one gemm over
-   the block's images; gcol_g = w_g^T @ gt_g into col, which col2im folds into gx (a 1x1 kernel at unit
-   strides without padding: col is gx transposed, one strided copy). */
+   the block's images; gcol_g = w_g^T @ gt_g into col, which col2im folds into gx (a 1x1 kernel
+   at unit strides without padding: col is gx transposed, one strided copy). */
 static dt_status dt__conv_backward(const char *op, const dt__conv2d *g, dt_dtype t, dt_device d, const void *gy, const void *x,
                                    const void *w, const dt_tensor *kept, void *gx, void *gw) {
   const dt__backend *be = dt__be(d);
@@ -294,8 +295,8 @@ static dt_status dt__conv_backward(const char *op, const dt__conv2d *g, dt_dtype
     if (gx && s == DT_OK) {
       s = dt__run(op, d, be->gemm(d.index, t, 1, 0, g->groups, kg, m * l, ocg, 1.0, w, ocg * kg, gt, ocg * m * l, 0.0,
                                   col->st->ptr, kg * m * l));
-      if (s == DT_OK && g->kh * g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0)
-        s = dt__conv_to_y(op, d, t, m, g->c, l, col->st->ptr, NULL, (char *)gx + (size_t)(n0 * chw) * es); /* col is gx transposed */
+      if (s == DT_OK && g->kh * g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0) /* col is gx transposed */
+        s = dt__conv_to_y(op, d, t, m, g->c, l, col->st->ptr, NULL, (char *)gx + (size_t)(n0 * chw) * es);
       else if (s == DT_OK)
         s = dt__run(op, d, be->col2im(d.index, t, g, m, col->st->ptr, (char *)gx + (size_t)(n0 * chw) * es));
     }

@@ -18,8 +18,7 @@ static int64_t dt__gemm_roundup(int64_t a, int64_t r) { return (a + r - 1) / r *
 #endif
 /* Most micro-panels of A in a slab for which op(B)'s rows, when contiguous, are read in place
    rather than packed: each packed element would serve at most this many micro-kernel calls (8:
-   96 rows of AVX-512 F32). Measured on Zen 5 with wide B (n 8192, k 1152): in place was 10-40%
-   faster for 32 to 192 rows, and no slower for square products up to 2048. */
+   96 rows of AVX-512 F32). bench/RESULTS.md has the products this was measured on. */
 #ifndef DT__GEMM_BDIRECT_PANELS
 #define DT__GEMM_BDIRECT_PANELS 8
 #endif
