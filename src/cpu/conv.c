@@ -211,7 +211,7 @@ static void dt__col2im_task(void *ctx, int64_t lo, int64_t hi) {
           for (iy = y0; iy < y1; iy++)                                                              \
             for (ix = x0; ix < x1; ix++) {                                                          \
               const T v = xp[iy * p->w + ix];                                                       \
-              const int beats = v > best || v != v; /* no branch: mispredicted on random windows */ \
+              const int beats = v > best || v != v; /* GCC branches; masks were slower */           \
               best = beats ? v : best;                                                              \
               at = beats ? iy * p->w + ix : at;                                                     \
             }                                                                                       \
