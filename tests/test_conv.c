@@ -457,6 +457,7 @@ static void test_conv_blocks_im2col(dt_device dev) {
   T_SKIP("built without DEVTENSOR_CUDNN: test_conv_blocks took im2col");
 #endif
 }
+
 /* no images: an empty output; the weight and bias gradients are zeros */
 static void test_conv_empty(dt_device dev) {
   static const double zeros[48] = {0};
