@@ -4494,8 +4494,10 @@ static dt_status dt__conv_to_y(const char *op, dt_device d, dt_dtype t, int64_t 
 }
 
 /* Through the backend's convolution library (cuDNN, src/cuda/cudnn.cu), over the batch in blocks
-   of images whose x and y each hold fewer than 2^31 elements (the library's int sizes); a first
-   block it refuses is halved, down to one image. dir 0: y = conv(x = a, w = b); 1: gx from
+   of images whose x and y each hold fewer than 2^31 elements (the library's int sizes), a multiple
+   of 8 images where a block holds 8 or more (so that every block starts 16-byte aligned, as a
+   library's vector loads want it, in every dtype); a first block it refuses is halved, down to
+   one image. dir 0: y = conv(x = a, w = b); 1: gx from
    w = a and gy = b; 2: gw from x = a and gy = b, the blocks after the first adding to it (beta 1),
    as the im2col path's gemm does. DT_ERR_UNSUPPORTED, no error set, where the backend has no
    library or it refuses the case: the caller then takes im2col + gemm, which overwrites every
@@ -4509,6 +4511,7 @@ static dt_status dt__conv_lib(const char *op, int dir, const dt__conv2d *g, dt_d
   if (!(dir == 0 ? be->conv2d_forward != NULL : dir == 1 ? be->conv2d_backward_data != NULL : be->conv2d_backward_filter != NULL))
     return DT_ERR_UNSUPPORTED;
   if (nb > g->n) nb = g->n;
+  if (nb >= 8 && nb < g->n) nb -= nb % 8;
   while (n0 < g->n) {
     dt__conv2d gb = *g;
     dt_status s;
@@ -4522,6 +4525,7 @@ static dt_status dt__conv_lib(const char *op, int dir, const dt__conv2d *g, dt_d
                                      n0 == 0 ? 0.0 : 1.0, out);
     if (s == DT_ERR_UNSUPPORTED && n0 == 0 && nb > 1) { /* smaller blocks */
       nb = (nb + 1) / 2;
+      if (nb >= 8) nb -= nb % 8;
       continue;
     }
     if (s == DT_ERR_UNSUPPORTED) return s;

@@ -3415,12 +3415,14 @@ bool cudnn_unusable(cudnnStatus_t st) {
 #endif
 }
 
-/* a NOT_SUPPORTED status (cuDNN 9 numbers them 3000-3999; cuDNN 8 has the one): this convolution
-   goes to im2col + gemm. Not those of an installation that cannot run cuDNN: they are reported */
+/* a NOT_SUPPORTED status (cuDNN 9 numbers them 3000-3999; cuDNN 8 has the one), or a data pointer
+   cuDNN 9 finds misaligned (a block of images starting at an odd element of a half tensor): this
+   convolution goes to im2col + gemm. Not those of an installation that cannot run cuDNN: they are
+   reported */
 bool cudnn_refused(cudnnStatus_t st) {
   if (cudnn_unusable(st)) return false;
 #if CUDNN_MAJOR >= 9
-  return (int)st / 1000 == 3;
+  return (int)st / 1000 == 3 || st == CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER;
 #else
   return st == CUDNN_STATUS_NOT_SUPPORTED;
 #endif
@@ -3728,7 +3730,10 @@ dt_status cudnn_conv(int dev, dt_dtype t, const dt__conv2d *g, int dir, const vo
                                             p->ws[i], betap, p->w, out);
     }
     if (ws) cu_free(dev, ws, p->ws[i]); /* queued work first: the stream orders its reuse */
-    if (st == CUDNN_STATUS_SUCCESS) return DT_OK;
+    if (st == CUDNN_STATUS_SUCCESS) {
+      (void)cudaGetLastError(); /* an error cuDNN met and handled is not the next launch's */
+      return DT_OK;
+    }
     /* as PyTorch's (its AlgoIterator::try_all): the heuristics' "supported" is no promise, so a
        failed call goes on to the next algorithm; one cuDNN refuses is not asked again for this
        geometry, one that failed otherwise is tried again next time */

@@ -22,6 +22,7 @@ int dtemu_cudnn_last_algo(int dir) __attribute__((weak));
 unsigned long long dtemu_cudnn_live_objects(void) __attribute__((weak));
 void dtemu_cudnn_fail(const char *fn, int status, int count) __attribute__((weak));
 void dtemu_cudnn_max_elements(long long n) __attribute__((weak));
+void dtemu_cudnn_align(size_t bytes) __attribute__((weak));
 #ifdef __cplusplus
 }
 #endif
@@ -376,6 +377,36 @@ static void test_cudnn_blocks(dt_device dev) {
   }
 }
 
+/* A block of images that starts misaligned for cuDNN (float16 images of an odd number of elements,
+   the second block at image 2; the emulator told to want 16-byte pointers, as cuDNN's vector
+   loads may): cuDNN's BAD_PARAM_MISALIGNED_POINTER sends the whole convolution to im2col + gemm,
+   with the right values in all three directions */
+static void test_cudnn_misaligned(dt_device dev) {
+  dt_tensor *x, *w, *gy, *xr, *wr, *gyr, *y, *yr, *gx = NULL, *gw = NULL, *gxr = NULL, *gwr = NULL;
+  unsigned long long before;
+  if (!emu_cudnn(dev)) T_SKIP("the emulator's cuDNN (make test-emu) wants aligned pointers when told");
+  /* 3 images of x (1, 5, 5) = 25 and y (3, 3, 3) = 27 elements */
+  x = img(dt_shape4(3, 1, 5, 5), DT_F16, dev); w = wts(dt_shape4(3, 1, 3, 3), DT_F16, dev); gy = grd(dt_shape4(3, 3, 3, 3), DT_F16, dev);
+  xr = dt_to(x, dt_cpu()); wr = dt_to(w, dt_cpu()); gyr = dt_to(gy, dt_cpu());
+  dtemu_cudnn_max_elements(2 * 27); /* blocks of two images: the second starts 100 bytes in */
+  dtemu_cudnn_align(16);
+  before = convs();
+  y = dt_f_conv2d(x, w, NULL, 1, 0);
+  T_CHECK_MSG(dt_f_conv2d_backward(gy, x, w, 1, 1, 0, 0, 1, 1, 1, &gx, &gw, NULL) == DT_OK, "%s", dt_last_error());
+  dtemu_cudnn_align(0);
+  dtemu_cudnn_max_elements(0);
+  /* the first block of two taken in each direction, the second refused */
+  T_CHECK_MSG(convs() - before == 3, "%llu cuDNN convolutions", convs() - before);
+  yr = dt_f_conv2d(xr, wr, NULL, 1, 0);
+  T_CHECK(dt_f_conv2d_backward(gyr, xr, wr, 1, 1, 0, 0, 1, 1, 1, &gxr, &gwr, NULL) == DT_OK);
+  /* the same float16 computation on the CPU: the patterns and their sums are exact in float16 */
+  check_same(y, yr, 0, 0, "float16 forward, misaligned block");
+  check_same(gx, gxr, 0, 0, "float16 input gradient, misaligned block");
+  check_same(gw, gwr, 0, 0, "float16 weight gradient, misaligned block");
+  dt_release(x); dt_release(w); dt_release(gy); dt_release(xr); dt_release(wr); dt_release(gyr);
+  dt_release(y); dt_release(yr); dt_release(gx); dt_release(gw); dt_release(gxr); dt_release(gwr);
+}
+
 /* A failing cuDNN call: a clear error naming it and cuDNN's status, nothing made, nothing
    leaked (device memory, cuDNN's descriptors); a refused case (NOT_SUPPORTED) falls back to
    im2col + gemm with the right values */
@@ -470,6 +501,7 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_graph);
   T_RUN_ALL_DEVICES(test_cudnn_taken);
   T_RUN_ALL_DEVICES(test_cudnn_blocks);
+  T_RUN_ALL_DEVICES(test_cudnn_misaligned);
   T_RUN_ALL_DEVICES(test_cudnn_failures);
   return t_finish();
 }

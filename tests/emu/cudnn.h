@@ -190,12 +190,15 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void *a
    dtemu_cudnn_live_objects: the handles and descriptors not destroyed; dtemu_cudnn_fail: the next
    `count` calls of the function named `fn` return `status` (count 0 clears);
    dtemu_cudnn_max_elements: tensor descriptors above n elements are refused with
-   CUDNN_STATUS_NOT_SUPPORTED when set and when used (cuDNN's own limit is 2^31 - 1; 0 restores it). */
+   CUDNN_STATUS_NOT_SUPPORTED when set and when used (cuDNN's own limit is 2^31 - 1; 0 restores it);
+   dtemu_cudnn_align: a convolution's data pointers not aligned to that many bytes are refused with
+   CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER (0, the default: aligned to their element's size). */
 unsigned long long dtemu_cudnn_convolutions(void);
 unsigned long long dtemu_cudnn_workspace_uses(void);
 unsigned long long dtemu_cudnn_live_objects(void);
 void dtemu_cudnn_fail(const char *fn, int status, int count);
 void dtemu_cudnn_max_elements(long long n);
+void dtemu_cudnn_align(size_t bytes);
 #ifdef __cplusplus
 }
 #endif

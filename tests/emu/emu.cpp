@@ -1893,6 +1893,7 @@ std::map<std::string, std::pair<int, int>> g_dnn_fail; /* function -> (status, c
 std::atomic<unsigned long long> g_dnn_convs{0}, g_dnn_ws{0};
 std::atomic<int> g_dnn_last_algo[3] = {{-1}, {-1}, {-1}}; /* each direction's last algorithm run */
 std::atomic<long long> g_dnn_max{INT_MAX};
+std::atomic<size_t> g_dnn_align{0}; /* dtemu_cudnn_align: 0, each operand aligned to its element */
 
 /* dtemu_cudnn_fail's injected status for this call of fn, if any */
 bool dnn_injected(const char *fn, cudnnStatus_t *st) {
@@ -2060,6 +2061,8 @@ cudnnStatus_t dnn_run(const char *what, int dir, cudnnHandle_t h, const void *al
   cudnnStatus_t st = dnn_geom(xd, wd, cd, yd, &g);
   if (st != CUDNN_STATUS_SUCCESS) return st;
   if (!alpha || !beta || !a || !b || !out) return CUDNN_STATUS_BAD_PARAM;
+  const size_t al_need = g_dnn_align.load() ? g_dnn_align.load() : dnn_size(g.t); /* the data pointers' alignment */
+  if ((uintptr_t)a % al_need || (uintptr_t)b % al_need || (uintptr_t)out % al_need) return CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER;
   size_t need = 0;
   if (algo < 0 || algo >= kDnnCount[dir]) return CUDNN_STATUS_BAD_PARAM;
   if ((st = dnn_ws(dir, algo, g, &need)) != CUDNN_STATUS_SUCCESS) return st;
@@ -2123,6 +2126,7 @@ void dtemu_cudnn_fail(const char *fn, int status, int count) {
   else g_dnn_fail[fn] = std::make_pair(status, count);
 }
 void dtemu_cudnn_max_elements(long long n) { g_dnn_max.store(n > 0 ? n : INT_MAX); }
+void dtemu_cudnn_align(size_t bytes) { g_dnn_align.store(bytes); }
 unsigned long long dtemu_cudnn_live_objects(void) {
   std::lock_guard<std::mutex> lk(g_dnn_mu);
   return g_dnn_objs.size();
