@@ -4,7 +4,7 @@
    (the executable's definition wins over libcudart's, or the emulator's), and
    passes the others on to the real one (dlsym RTLD_NEXT). A workload on
    cuda:0 (tensors, every kind of kernel, reductions with scratch space, gemm,
-   copies both ways, a network moved to the GPU, forward/backward/SGD,
+   copies both ways, batch norm with its channels split, a network moved to the GPU, forward/backward/SGD,
    save/load straight onto the GPU, a CNN's step through autograd) runs once
    for every N = 1, 2, ... with cudaMalloc number N failing ("single": the
    allocator's flush-and-retry may absorb it) and again with N and every later one failing ("persistent"),
@@ -106,6 +106,21 @@ static double at(const dt_tensor *t, int64_t i) { /* element i of a GPU tensor, 
   return v;
 }
 
+/* the largest |a - b| of two float32 tensors of one size, a on the GPU, b on the CPU (through
+   the host: no cudaMalloc); -1 where they cannot be compared */
+static double max_diff(const dt_tensor *a, const dt_tensor *b) {
+  dt_tensor *h = a && b ? dt_to((dt_tensor *)a, dt_cpu()) : NULL;
+  double m = -1;
+  int64_t i;
+  if (h && dt_numel(h) == dt_numel(b))
+    for (m = 0, i = 0; i < dt_numel(h); i++) {
+      double d = fabs((double)((const float *)dt_data_ptr(h))[i] - (double)((const float *)dt_data_ptr(b))[i]);
+      if (d > m) m = d;
+    }
+  dt_release(h);
+  return m;
+}
+
 /* the parameters of m as doubles, copied through the host (no cudaMalloc) */
 static int params_of(dt_module *m, double *out, int cap) {
   int i, n = 0;
@@ -152,6 +167,25 @@ static void workload(void) {
   VERIFY(at(s, 0) == (double)(3 << 20));
   NEW(s, dt_norm(big));
   VERIFY(fabs(at(s, 0) - sqrt((double)(3 << 20))) < 1e-3);
+  /* batch norm's statistics and backward sums with the channels split in slices, partial sums
+     in a scratch block from the allocator (the emulator's GPUs have 4 SMs: 2 channels of 1024
+     values are split in two), and where that block cannot be had, one block per channel: the
+     CPU's values either way */
+  {
+    dt_tensor *hx, *hg, *hy, *bx, *bg, *by;
+    NEW(hx, dt_randn(dt_shape3(2, 2, 512), dt_cpu()));
+    NEW(hg, dt_randn(dt_shape3(2, 2, 512), dt_cpu()));
+    STEP(dt_requires_grad_(hx, 1) == DT_OK);
+    NEW(hy, dt_f_batch_norm(hx, NULL, NULL, NULL, NULL, 1, 0.1, 1e-5));
+    STEP(dt_autograd_backward(hy, hg) == DT_OK);
+    NEW(bx, dt_to(hx, g));
+    NEW(bg, dt_to(hg, g));
+    STEP(dt_requires_grad_(bx, 1) == DT_OK);
+    NEW(by, dt_f_batch_norm(bx, NULL, NULL, NULL, NULL, 1, 0.1, 1e-5));
+    VERIFY(max_diff(by, hy) >= 0 && max_diff(by, hy) < 1e-4);
+    STEP(dt_autograd_backward(by, bg) == DT_OK);
+    VERIFY(max_diff(dt_grad(bx), dt_grad(hx)) >= 0 && max_diff(dt_grad(bx), dt_grad(hx)) < 1e-4);
+  }
   /* copies: device to host and back, device to device */
   NEW(h, dt_to(c, dt_cpu()));
   NEW(t, dt_to(h, g));

@@ -1,59 +1,149 @@
 /* Batch normalisation. The sums (a channel's mean and variance; the backward's sum of gy and of
-   gy (x - mean)) take one block of 512 threads per channel (a block takes channel after channel
-   where there are more than kBnGrid), in double, reduced over the block in
-   a fixed order (team_reduce); the result (y, gx) is an elementwise map over every element (a
-   full grid), which reads the per-channel values. So a training step's forward and backward
-   are two launches each. A thread walks its channel's values (image i, position q) in steps of
-   the block's size without dividing: (i, q) += (block / l, block % l), carried. */
+   gy (x - mean)) are in double, reduced over a block of 512 threads in a fixed order
+   (team_reduce). Where the channels alone would leave the GPU's SMs idle (fewer than
+   kBnBlocksPerSm blocks per SM) and a channel has values enough, each channel is split into S slices of consecutive
+   (image, position) values, a block each: a slice's mean and sum of squared deviations from it
+   (two passes over the slice, the second from L2), or its two backward sums, into a scratch
+   block from the caching allocator; then one thread per channel joins its S slices in order
+   (Chan's pairwise update for the variance, plain sums for the backward). Else (or where the
+   scratch cannot be had) one block per channel, a block taking channel after channel where there
+   are more than kBnGrid. The result (y, gx) is an elementwise map over every element (a full
+   grid), which reads the per-channel values. So a training step's forward and backward are two
+   launches each, three where the channels are split. A thread walks its slice's values in steps
+   of the block's size without dividing: (image, position) += (block / l, block % l), carried,
+   four offsets at a time so that four loads are in flight. */
 
 constexpr int kBnBlock = 512;
 /* the most blocks a launch of the sums takes (a block then takes channel after channel); the
-   emulator's build takes fewer, so that its tests walk that loop with a few hundred channels */
+   least values per thread a split channel's slice holds. The emulator's build takes fewer of
+   both, so that its tests walk the loop with a few hundred channels and split channels of a
+   thousand values */
 #ifdef DTEMU
 constexpr int64_t kBnGrid = 256;
+constexpr int64_t kBnPerThread = 1;
 #else
 constexpr int64_t kBnGrid = kMaxGrid;
+constexpr int64_t kBnPerThread = 16;
 #endif
+constexpr int64_t kBnBlocksPerSm = 2; /* as many blocks of 512 as an SM holds at once (48 registers a thread on sm_90) */
 
-/* the channel's values a thread of the block visits: f(offset) for each */
-template <typename F>
-__device__ inline void bn_walk(const dt__bn &p, int64_t ch, F f) {
-  const int64_t bd = blockDim.x, di = bd / p.l, dq = bd % p.l;
-  int64_t i = threadIdx.x / p.l, q = threadIdx.x % p.l;
-  while (i < p.n) {
-    f((i * p.c + ch) * p.l + q);
-    i += di; q += dq;
-    if (q >= p.l) { q -= p.l; i++; }
-  }
+/* the slices each channel of p is split into on a GPU of `sms` SMs (1: one block per channel) */
+int64_t bn_splits(const dt__bn &p, int sms) {
+  const int64_t want = kBnBlocksPerSm * (int64_t)sms, N = p.n * p.l;
+  if (p.c >= want) return 1;
+  int64_t s = (want + p.c - 1) / p.c;
+  const int64_t most = N / (kBnBlock * kBnPerThread);
+  if (s > most) s = most;
+  return s > 1 ? s : 1;
 }
 
+/* values [lo, hi) of channel ch, numbered (image i, position q) -> i l + q: f4(o0, o1, o2, o3)
+   for four of a thread's offsets at a time, then f(o) for the rest */
+template <typename F4, typename F>
+__device__ inline void bn_walk(const dt__bn &p, int64_t ch, int64_t lo, int64_t hi, F4 f4, F f) {
+  const int64_t bd = blockDim.x, di = bd / p.l, dq = bd % p.l, cl = p.c * p.l;
+  int64_t pos = lo + threadIdx.x;
+  int64_t i = pos / p.l, q = pos % p.l;
+  int64_t o = (i * p.c + ch) * p.l + q; /* the offset of (i, q) */
+  auto next = [&] {
+    const int64_t at = o;
+    pos += bd; q += dq; o += di * cl + dq;
+    if (q >= p.l) { q -= p.l; o += cl - p.l; }
+    return at;
+  };
+  while (pos + 3 * bd < hi) {
+    const int64_t o0 = next(), o1 = next(), o2 = next(), o3 = next();
+    f4(o0, o1, o2, o3);
+  }
+  while (pos < hi) f(next());
+}
+
+/* the mean of channel ch's values [lo, hi) and the sum of their squared deviations from it,
+   in every thread of the block */
 template <typename T>
-__device__ void bn_stats_channel(const dt__bn &p, int64_t ch) {
-  const int64_t N = p.n * p.l;
+__device__ void bn_slice_stats(const dt__bn &p, int64_t ch, int64_t lo, int64_t hi, double *mean, double *m2) {
   const T *x = static_cast<const T *>(p.x);
   double s = 0;
-  bn_walk(p, ch, [&](int64_t o) { s += (double)x[o]; });
-  const double mean = team_reduce<true>(s, Plus<double>()) / (double)N;
+  bn_walk(p, ch, lo, hi, [&](int64_t a, int64_t b, int64_t c, int64_t d) {
+    const double va = (double)x[a], vb = (double)x[b], vc = (double)x[c], vd = (double)x[d];
+    s += (va + vb) + (vc + vd);
+  }, [&](int64_t a) { s += (double)x[a]; });
+  const double m = team_reduce<true>(s, Plus<double>()) / (double)(hi - lo);
   s = 0;
-  bn_walk(p, ch, [&](int64_t o) { const double d = (double)x[o] - mean; s += d * d; });
-  const double var = team_reduce<true>(s, Plus<double>()) / (double)N;
-  if (threadIdx.x == 0) {
-    static_cast<T *>(p.mean)[ch] = (T)mean;
-    static_cast<T *>(p.var)[ch] = (T)var;
-    if (p.rmean) {
-      T *r = static_cast<T *>(p.rmean);
-      r[ch] = (T)((1.0 - p.momentum) * (double)r[ch] + p.momentum * mean);
-    }
-    if (p.rvar) {
-      T *r = static_cast<T *>(p.rvar);
-      r[ch] = (T)((1.0 - p.momentum) * (double)r[ch] + p.momentum * var * (double)N / (double)(N - 1));
-    }
+  bn_walk(p, ch, lo, hi, [&](int64_t a, int64_t b, int64_t c, int64_t d) {
+    const double da = (double)x[a] - m, db = (double)x[b] - m, dc = (double)x[c] - m, dd = (double)x[d] - m;
+    s += (da * da + db * db) + (dc * dc + dd * dd);
+  }, [&](int64_t a) { const double da = (double)x[a] - m; s += da * da; });
+  *mean = m;
+  *m2 = team_reduce<true>(s, Plus<double>());
+}
+
+/* channel ch's statistics from its mean and biased variance: the batch's, and the running ones */
+template <typename T>
+__device__ void bn_stats_write(const dt__bn &p, int64_t ch, double mean, double var) {
+  const int64_t N = p.n * p.l;
+  static_cast<T *>(p.mean)[ch] = (T)mean;
+  static_cast<T *>(p.var)[ch] = (T)var;
+  if (p.rmean) {
+    T *r = static_cast<T *>(p.rmean);
+    r[ch] = (T)((1.0 - p.momentum) * (double)r[ch] + p.momentum * mean);
+  }
+  if (p.rvar) {
+    T *r = static_cast<T *>(p.rvar);
+    r[ch] = (T)((1.0 - p.momentum) * (double)r[ch] + p.momentum * var * (double)N / (double)(N - 1));
   }
 }
 
+/* one block per channel */
 template <typename T>
 __global__ void k_bn_stats(dt__bn p) {
-  for (int64_t ch = blockIdx.x; ch < p.c; ch += gridDim.x) bn_stats_channel<T>(p, ch);
+  const int64_t N = p.n * p.l;
+  for (int64_t ch = blockIdx.x; ch < p.c; ch += gridDim.x) {
+    double mean, m2;
+    bn_slice_stats<T>(p, ch, 0, N, &mean, &m2);
+    if (threadIdx.x == 0) bn_stats_write<T>(p, ch, mean, m2 / (double)N);
+  }
+}
+
+/* slice k of channel ch (of S): values [N k / S, N (k + 1) / S) */
+__device__ inline void bn_slice(int64_t N, int64_t S, int64_t k, int64_t *lo, int64_t *hi) {
+  *lo = N * k / S;
+  *hi = N * (k + 1) / S;
+}
+
+/* block b of c S: slice b % S of channel b / S; part[2 b], part[2 b + 1] its mean and sum of
+   squared deviations */
+template <typename T>
+__global__ void k_bn_stats_part(dt__bn p, int64_t S, double *part) {
+  const int64_t N = p.n * p.l;
+  for (int64_t b = blockIdx.x; b < p.c * S; b += gridDim.x) {
+    int64_t lo, hi;
+    double mean, m2;
+    bn_slice(N, S, b % S, &lo, &hi);
+    bn_slice_stats<T>(p, b / S, lo, hi, &mean, &m2);
+    if (threadIdx.x == 0) { part[2 * b] = mean; part[2 * b + 1] = m2; }
+  }
+}
+
+/* a thread per channel: its S slices joined in order (Chan et al.'s update of the mean and the
+   sum of squared deviations) */
+template <typename T>
+__global__ void k_bn_stats_join(dt__bn p, int64_t S, const double *part) {
+  const int64_t N = p.n * p.l;
+  for (int64_t ch = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; ch < p.c; ch += (int64_t)gridDim.x * blockDim.x) {
+    const double *v = part + 2 * ch * S;
+    int64_t lo, hi;
+    bn_slice(N, S, 0, &lo, &hi);
+    double na = (double)(hi - lo), mean = v[0], m2 = v[1];
+    for (int64_t k = 1; k < S; k++) {
+      bn_slice(N, S, k, &lo, &hi);
+      const double nb = (double)(hi - lo), n = na + nb, d = v[2 * k] - mean;
+      mean += d * nb / n;
+      m2 += v[2 * k + 1] + d * d * na * nb / n;
+      na = n;
+    }
+    bn_stats_write<T>(p, ch, mean, m2 / (double)N);
+  }
 }
 
 /* element e's channel (I: uint32_t when the tensor has fewer than 2^31 elements, so l and c do too) */
@@ -76,30 +166,68 @@ struct BnApply {
   }
 };
 
-/* the backward's sums: ws[ch] = sum gy, ws[c + ch] = sum gy (x - mean); gb, gw where wanted */
+/* the backward's sums over channel ch's values [lo, hi), in every thread of the block: sum gy,
+   sum gy (x - mean) */
 template <typename T>
-__device__ void bn_back_sums_channel(const dt__bn &p, int64_t ch) {
+__device__ void bn_slice_back(const dt__bn &p, int64_t ch, int64_t lo, int64_t hi, double *sg, double *sgx) {
   const T *x = static_cast<const T *>(p.x), *g = static_cast<const T *>(p.gy);
   const double mean = (double)static_cast<const T *>(p.mean)[ch];
-  double sg = 0, sgx = 0;
-  bn_walk(p, ch, [&](int64_t o) {
+  double a = 0, b = 0;
+  bn_walk(p, ch, lo, hi, [&](int64_t o0, int64_t o1, int64_t o2, int64_t o3) {
+    const double g0 = (double)g[o0], g1 = (double)g[o1], g2 = (double)g[o2], g3 = (double)g[o3];
+    const double x0 = (double)x[o0], x1 = (double)x[o1], x2 = (double)x[o2], x3 = (double)x[o3];
+    a += (g0 + g1) + (g2 + g3);
+    b += (g0 * (x0 - mean) + g1 * (x1 - mean)) + (g2 * (x2 - mean) + g3 * (x3 - mean));
+  }, [&](int64_t o) {
     const double gv = (double)g[o];
-    sg += gv;
-    sgx += gv * ((double)x[o] - mean);
+    a += gv;
+    b += gv * ((double)x[o] - mean);
   });
-  sg = team_reduce<true>(sg, Plus<double>());
-  sgx = team_reduce<true>(sgx, Plus<double>());
-  if (threadIdx.x == 0) {
-    double *ws = static_cast<double *>(p.ws);
-    ws[ch] = sg; ws[p.c + ch] = sgx;
-    if (p.gb) static_cast<T *>(p.gb)[ch] = (T)sg;
-    if (p.gw) static_cast<T *>(p.gw)[ch] = (T)(sgx / sqrt((double)static_cast<const T *>(p.var)[ch] + p.eps));
-  }
+  *sg = team_reduce<true>(a, Plus<double>());
+  *sgx = team_reduce<true>(b, Plus<double>());
+}
+
+/* ws[ch] = sum gy, ws[c + ch] = sum gy (x - mean); gb, gw where wanted */
+template <typename T>
+__device__ void bn_back_write(const dt__bn &p, int64_t ch, double sg, double sgx) {
+  double *ws = static_cast<double *>(p.ws);
+  ws[ch] = sg; ws[p.c + ch] = sgx;
+  if (p.gb) static_cast<T *>(p.gb)[ch] = (T)sg;
+  if (p.gw) static_cast<T *>(p.gw)[ch] = (T)(sgx / sqrt((double)static_cast<const T *>(p.var)[ch] + p.eps));
 }
 
 template <typename T>
 __global__ void k_bn_back_sums(dt__bn p) {
-  for (int64_t ch = blockIdx.x; ch < p.c; ch += gridDim.x) bn_back_sums_channel<T>(p, ch);
+  const int64_t N = p.n * p.l;
+  for (int64_t ch = blockIdx.x; ch < p.c; ch += gridDim.x) {
+    double sg, sgx;
+    bn_slice_back<T>(p, ch, 0, N, &sg, &sgx);
+    if (threadIdx.x == 0) bn_back_write<T>(p, ch, sg, sgx);
+  }
+}
+
+/* block b of c S: slice b % S of channel b / S; part[2 b], part[2 b + 1] its two sums */
+template <typename T>
+__global__ void k_bn_back_part(dt__bn p, int64_t S, double *part) {
+  const int64_t N = p.n * p.l;
+  for (int64_t b = blockIdx.x; b < p.c * S; b += gridDim.x) {
+    int64_t lo, hi;
+    double sg, sgx;
+    bn_slice(N, S, b % S, &lo, &hi);
+    bn_slice_back<T>(p, b / S, lo, hi, &sg, &sgx);
+    if (threadIdx.x == 0) { part[2 * b] = sg; part[2 * b + 1] = sgx; }
+  }
+}
+
+/* a thread per channel: its S slices' sums added in order */
+template <typename T>
+__global__ void k_bn_back_join(dt__bn p, int64_t S, const double *part) {
+  for (int64_t ch = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; ch < p.c; ch += (int64_t)gridDim.x * blockDim.x) {
+    const double *v = part + 2 * ch * S;
+    double sg = v[0], sgx = v[1];
+    for (int64_t k = 1; k < S; k++) { sg += v[2 * k]; sgx += v[2 * k + 1]; }
+    bn_back_write<T>(p, ch, sg, sgx);
+  }
 }
 
 /* gx = w k (gy - sum gy / N - (x - mean) k^2 sum gy (x - mean) / N) (train), w k gy (eval) */
@@ -121,6 +249,30 @@ struct BnGradInput {
   }
 };
 
+/* The sums of p on in's stream: one block per channel (one), or the channels split in S slices
+   (part, join) through a scratch block of 2 c S doubles; one block per channel where that block
+   cannot be had. */
+template <typename Part, typename Join, typename One>
+dt_status bn_sums(const char *what, int dev, const Entered &in, const dt__bn &p, Part part, Join join, One one) {
+  int64_t S = bn_splits(p, in.s->sms);
+  void *ws = nullptr;
+  const size_t bytes = (size_t)(2 * p.c * S) * sizeof(double);
+  if (S > 1 && cu_alloc(dev, bytes, &ws) != DT_OK) S = 1;
+  if (S > 1) {
+    const int64_t blocks = p.c * S;
+    DT_LAUNCH_COOP((unsigned)(blocks < kBnGrid ? blocks : kBnGrid), kBnBlock, in.s->stream, part)(p, S, static_cast<double *>(ws));
+    dt_status s = launched(what);
+    if (s == DT_OK) {
+      DT_LAUNCH(grid_for(p.c, kBlock), kBlock, in.s->stream, join)(p, S, static_cast<const double *>(ws));
+      s = launched(what);
+    }
+    cu_free(dev, ws, bytes); /* queued work first: the stream orders its reuse */
+    return s;
+  }
+  DT_LAUNCH_COOP((unsigned)(p.c < kBnGrid ? p.c : kBnGrid), kBnBlock, in.s->stream, one)(p);
+  return launched(what);
+}
+
 dt_status cu_batch_norm(int dev, dt_dtype t, const dt__bn *p) {
   Entered in(dev);
   if (!in.ok()) return in.status();
@@ -128,8 +280,7 @@ dt_status cu_batch_norm(int dev, dt_dtype t, const dt__bn *p) {
   return by_float(t, "batch_norm", [&](auto z) {
     using T = decltype(z);
     if (p->train) {
-      DT_LAUNCH_COOP((unsigned)(p->c < kBnGrid ? p->c : kBnGrid), kBnBlock, in.s->stream, k_bn_stats<T>)(*p);
-      dt_status s = launched("batch_norm");
+      dt_status s = bn_sums("batch_norm", dev, in, *p, k_bn_stats_part<T>, k_bn_stats_join<T>, k_bn_stats<T>);
       if (s != DT_OK) return s;
     }
     const T *m = static_cast<const T *>(p->train ? p->mean : p->rmean), *v = static_cast<const T *>(p->train ? p->var : p->rvar);
@@ -144,8 +295,7 @@ dt_status cu_batch_norm_backward(int dev, dt_dtype t, const dt__bn *p) {
   return by_float(t, "batch_norm_backward", [&](auto z) {
     using T = decltype(z);
     if (p->gw || p->gb || (p->gx && p->train)) {
-      DT_LAUNCH_COOP((unsigned)(p->c < kBnGrid ? p->c : kBnGrid), kBnBlock, in.s->stream, k_bn_back_sums<T>)(*p);
-      dt_status s = launched("batch_norm_backward");
+      dt_status s = bn_sums("batch_norm_backward", dev, in, *p, k_bn_back_part<T>, k_bn_back_join<T>, k_bn_back_sums<T>);
       if (s != DT_OK) return s;
     }
     return p->gx ? run_map("batch_norm_backward", in.s->stream, p->n * p->c * p->l, BnGradInput<T>{*p}) : DT_OK;
