@@ -143,6 +143,51 @@ done:
   T_CHECK(allocated(dev) == base);
 }
 
+/* Batch norm's forward and backward captured (on the emulator's GPUs, whose 4 SMs make the
+   2 channels of 1024 values split in slices, the partial sums in scratch the graph keeps): each
+   replay gives the eager step's y and x's gradient, bit for bit. */
+static void test_graph_batch_norm(dt_device dev) {
+  const dt_shape s = dt_shape3(2, 2, 512);
+  size_t base = allocated(dev);
+  dt_tensor *x = dt_zeros(s, dev), *gy = dt_zeros(s, dev), *y = NULL;
+  dt_graph *g = NULL;
+  int b, prev;
+  T_CHECK(x && gy && dt_requires_grad_(x, 1) == DT_OK);
+  if (!x || !gy) goto done;
+  T_CHECK(dt_graph_begin(dev) == DT_OK);
+  y = dt_f_batch_norm(x, NULL, NULL, NULL, NULL, 1, 0.1, 1e-5);
+  T_CHECK_MSG(y && dt_autograd_backward(y, gy) == DT_OK, "%s", dt_last_error());
+  g = dt_graph_end(dev);
+  T_CHECK_MSG(g != NULL && y != NULL && dt_grad(x) != NULL, "%s", dt_last_error());
+  if (!g || !y || !dt_grad(x)) goto done;
+  for (b = 0; b < 3; b++) {
+    dt_tensor *in, *gin, *xe = NULL, *ye = NULL;
+    dt_manual_seed(60 + (uint64_t)b);
+    in = dt_randn(s, dev); gin = dt_randn(s, dev);
+    prev = dt_set_grad_enabled(0); /* x.copy_(in) under torch.no_grad(): x is a leaf that requires grad */
+    T_CHECK_MSG(in && gin && dt_copy_(x, in) == DT_OK && dt_copy_(gy, gin) == DT_OK, "%s", dt_last_error());
+    dt_set_grad_enabled(prev);
+    T_CHECK_MSG(dt_graph_replay(g) == DT_OK, "%s", dt_last_error());
+    if (in && gin && (xe = dt_copyto(in, dev)) && dt_requires_grad_(xe, 1) == DT_OK &&
+        (ye = dt_f_batch_norm(xe, NULL, NULL, NULL, NULL, 1, 0.1, 1e-5)) && dt_autograd_backward(ye, gin) == DT_OK) {
+      static float got[2048], want[2048];
+      int i, bad = 0;
+      T_CHECK(dt_to_host(y, got, sizeof got) == DT_OK && dt_to_host(ye, want, sizeof want) == DT_OK);
+      for (i = 0; i < 2048 && bad < 3; i++)
+        if (!(got[i] == want[i])) { bad++; T_CHECK_MSG(0, "batch %d y[%d]: replay %g, eager %g", b, i, got[i], want[i]); }
+      T_CHECK(dt_to_host(dt_grad(x), got, sizeof got) == DT_OK && dt_to_host(dt_grad(xe), want, sizeof want) == DT_OK);
+      for (i = 0; i < 2048 && bad < 3; i++)
+        if (!(got[i] == want[i])) { bad++; T_CHECK_MSG(0, "batch %d gx[%d]: replay %g, eager %g", b, i, got[i], want[i]); }
+    } else
+      T_CHECK_MSG(0, "the eager step: %s", dt_last_error());
+    dt_release(ye); dt_release(xe); dt_release(in); dt_release(gin);
+  }
+done:
+  dt_graph_free(g);
+  dt_release(y); dt_release(x); dt_release(gy);
+  T_CHECK(allocated(dev) == base);
+}
+
 /* A tiny MLP, the same initial weights every call (seeded). */
 static dt_module *mlp(dt_device dev) {
   dt_module *m = dt_sequential();
@@ -438,6 +483,7 @@ static void test_graph_bad_devices(void) {
 int main(void) {
   T_RUN_ALL_DEVICES(test_graph_chain);
   T_RUN_ALL_DEVICES(test_graph_newer_ops);
+  T_RUN_ALL_DEVICES(test_graph_batch_norm);
   T_RUN_ALL_DEVICES(test_graph_train_step);
   T_RUN_ALL_DEVICES(test_graph_memory);
   T_RUN_ALL_DEVICES(test_graph_refusals);
