@@ -393,10 +393,17 @@ static void test_cudnn_misaligned(dt_device dev) {
   before = convs();
   y = dt_f_conv2d(x, w, NULL, 1, 0);
   T_CHECK_MSG(dt_f_conv2d_backward(gy, x, w, 1, 1, 0, 0, 1, 1, 1, &gx, &gw, NULL) == DT_OK, "%s", dt_last_error());
-  dtemu_cudnn_align(0);
   dtemu_cudnn_max_elements(0);
   /* the first block of two taken in each direction, the second refused */
   T_CHECK_MSG(convs() - before == 3, "%llu cuDNN convolutions", convs() - before);
+  { /* a misaligned pointer was that call's: one image of the same geometry, aligned, goes to cuDNN */
+    dt_tensor *x1 = img(dt_shape4(1, 1, 5, 5), DT_F16, dev), *y1;
+    before = convs();
+    y1 = dt_f_conv2d(x1, w, NULL, 1, 0);
+    T_CHECK_MSG(y1 != NULL && convs() - before == 1, "%llu cuDNN convolutions: %s", convs() - before, dt_last_error());
+    dt_release(x1); dt_release(y1);
+  }
+  dtemu_cudnn_align(0);
   yr = dt_f_conv2d(xr, wr, NULL, 1, 0);
   T_CHECK(dt_f_conv2d_backward(gyr, xr, wr, 1, 1, 0, 0, 1, 1, 1, &gxr, &gwr, NULL) == DT_OK);
   /* the same float16 computation on the CPU: the patterns and their sums are exact in float16 */

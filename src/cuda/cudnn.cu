@@ -363,8 +363,12 @@ dt_status cudnn_conv(int dev, dt_dtype t, const dt__conv2d *g, int dir, const vo
     }
     /* as PyTorch's (its AlgoIterator::try_all): the heuristics' "supported" is no promise, so a
        failed call goes on to the next algorithm; one cuDNN refuses is not asked again for this
-       geometry, one that failed otherwise is tried again next time */
+       geometry, one that failed otherwise is tried again next time. A misaligned pointer is this
+       call's, not the geometry's: im2col for this call, the plan as it was */
     if ((last = cudnn_fail(what, st)) == DT_ERR_OUT_OF_MEMORY) return last;
+#if CUDNN_MAJOR >= 9
+    if (st == CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER) return DT_ERR_UNSUPPORTED;
+#endif
     if (cudnn_refused(st) && front) p->first = i + 1;
     else front = false;
   }

@@ -25,13 +25,15 @@ constexpr int64_t kBnPerThread = 1;
 constexpr int64_t kBnGrid = kMaxGrid;
 constexpr int64_t kBnPerThread = 16;
 #endif
-constexpr int64_t kBnBlocksPerSm = 2; /* as many blocks of 512 as an SM holds at once (48 registers a thread on sm_90) */
+/* the blocks of 512 an SM holds at once: the kernels of the sums are compiled for it
+   (__launch_bounds__: at most 64 registers a thread) */
+constexpr int kBnBlocksPerSm = 2;
 
-/* the slices each channel of p is split into on a GPU of `sms` SMs (1: one block per channel) */
+/* the slices each channel of p is split into on a GPU of `sms` SMs (1: one block per channel):
+   as many as keep the c S blocks within one wave of kBnBlocksPerSm blocks per SM */
 int64_t bn_splits(const dt__bn &p, int sms) {
   const int64_t want = kBnBlocksPerSm * (int64_t)sms, N = p.n * p.l;
-  if (p.c >= want) return 1;
-  int64_t s = (want + p.c - 1) / p.c;
+  int64_t s = want / p.c;
   const int64_t most = N / (kBnBlock * kBnPerThread);
   if (s > most) s = most;
   return s > 1 ? s : 1;
@@ -96,7 +98,7 @@ __device__ void bn_stats_write(const dt__bn &p, int64_t ch, double mean, double 
 
 /* one block per channel */
 template <typename T>
-__global__ void k_bn_stats(dt__bn p) {
+__global__ void __launch_bounds__(kBnBlock, kBnBlocksPerSm) k_bn_stats(dt__bn p) {
   const int64_t N = p.n * p.l;
   for (int64_t ch = blockIdx.x; ch < p.c; ch += gridDim.x) {
     double mean, m2;
@@ -114,7 +116,7 @@ __device__ inline void bn_slice(int64_t N, int64_t S, int64_t k, int64_t *lo, in
 /* block b of c S: slice b % S of channel b / S; part[2 b], part[2 b + 1] its mean and sum of
    squared deviations */
 template <typename T>
-__global__ void k_bn_stats_part(dt__bn p, int64_t S, double *part) {
+__global__ void __launch_bounds__(kBnBlock, kBnBlocksPerSm) k_bn_stats_part(dt__bn p, int64_t S, double *part) {
   const int64_t N = p.n * p.l;
   for (int64_t b = blockIdx.x; b < p.c * S; b += gridDim.x) {
     int64_t lo, hi;
@@ -197,7 +199,7 @@ __device__ void bn_back_write(const dt__bn &p, int64_t ch, double sg, double sgx
 }
 
 template <typename T>
-__global__ void k_bn_back_sums(dt__bn p) {
+__global__ void __launch_bounds__(kBnBlock, kBnBlocksPerSm) k_bn_back_sums(dt__bn p) {
   const int64_t N = p.n * p.l;
   for (int64_t ch = blockIdx.x; ch < p.c; ch += gridDim.x) {
     double sg, sgx;
@@ -208,7 +210,7 @@ __global__ void k_bn_back_sums(dt__bn p) {
 
 /* block b of c S: slice b % S of channel b / S; part[2 b], part[2 b + 1] its two sums */
 template <typename T>
-__global__ void k_bn_back_part(dt__bn p, int64_t S, double *part) {
+__global__ void __launch_bounds__(kBnBlock, kBnBlocksPerSm) k_bn_back_part(dt__bn p, int64_t S, double *part) {
   const int64_t N = p.n * p.l;
   for (int64_t b = blockIdx.x; b < p.c * S; b += gridDim.x) {
     int64_t lo, hi;

@@ -188,6 +188,7 @@ const char *dtemu_libcuda(void);
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __launch_bounds__(...) /* the emulator's blocks have no register file to share */
 /* one copy per worker thread, which runs one block at a time: per block */
 #define __shared__ static thread_local
 
