@@ -17975,6 +17975,95 @@ static void dt__col2im_task(void *ctx, int64_t lo, int64_t hi) {
   }
 }
 
+/* Max pooling of a float32 plane, a vector of output columns at a time, from a copy of the plane
+   in column phases: phase r (of sw) holds, for each input row, the columns j sw + r - pw for j in
+   [0, nc), -inf where that is beyond the plane. Tap kx of output column ox is then column ox +
+   kx / sw of phase kx % sw, so a vector of consecutive outputs reads consecutive floats, and every
+   window has kw taps: the padding's -inf never beats (nor is NaN), so each lane takes the taps of
+   its window clipped to the plane in the scalar loop's order with its rule (v > best or v NaN),
+   best from -inf, the index from the first tap within the plane: values and indices are the
+   scalar loop's, bit for bit. Indices are carried as int32 (the plane holds fewer than 2^31
+   positions). The widest vectors first, then narrower ones; the last columns of a row are done as
+   4 from ow - 4 (an output is its window's alone: those done twice get the same value), so ow >= 4.
+   buf: sw h nc floats. */
+typedef void (*dt__pool_vplane_fn)(const dt__pool2d *p, const float *xp, float *yp, int64_t *ip, float *buf);
+/* W lanes of VF (int32 lanes VS) at a time from output column ox on */
+#define DT__POOL_VLANES(VF, VS)                                                                     \
+  for (; ox + (int64_t)(sizeof(VF) / sizeof(float)) <= p->ow; ox += (int64_t)(sizeof(VF) / sizeof(float))) { \
+    const VS vz = {0};                                                                              \
+    VS lane = vz, b, at;                                                                            \
+    VF best = (VF)vz - INFINITY;                                                                    \
+    int k;                                                                                          \
+    for (k = 0; k < (int)(sizeof(VF) / sizeof(float)); k++) lane[k] = k;                            \
+    b = vz + (int32_t)(ox * p->sw - p->pw) + lane * (int32_t)p->sw; /* each window's first column */ \
+    at = vz + (int32_t)(y0 * p->w) + (b & ~(VS)(b < vz));                                           \
+    for (iy = y0; iy < y1; iy++)                                                                    \
+      for (kx = 0; kx < p->kw; kx++) {                                                              \
+        VF v;                                                                                       \
+        VS m;                                                                                       \
+        memcpy(&v, buf + ((kx % p->sw) * p->h + iy) * nc + ox + kx / p->sw, sizeof v);              \
+        m = (VS)(v > best) | (VS)(v != v);                                                          \
+        best = (VF)(((VS)v & m) | ((VS)best & ~m));                                                 \
+        at = ((b + (int32_t)(iy * p->w + kx)) & m) | (at & ~m);                                     \
+      }                                                                                             \
+    memcpy(yp + oy * p->ow + ox, &best, sizeof best);                                               \
+    if (ip)                                                                                         \
+      for (k = 0; k < (int)(sizeof(VF) / sizeof(float)); k++) ip[oy * p->ow + ox + k] = at[k];     \
+  }
+#define DT__POOL_VPLANE_DEFINE(NAME, ATTR, LANES, LANES4)                                           \
+  ATTR static void NAME(const dt__pool2d *p, const float *xp, float *yp, int64_t *ip, float *buf) { \
+    const int64_t nc = p->ow + (p->kw - 1) / p->sw;                                                 \
+    int64_t r, iy, j, oy, ox, kx;                                                                   \
+    for (r = 0; r < p->sw; r++)                                                                     \
+      for (iy = 0; iy < p->h; iy++) {                                                               \
+        float *row = buf + (r * p->h + iy) * nc;                                                    \
+        for (j = 0; j < nc; j++) {                                                                  \
+          const int64_t col = j * p->sw + r - p->pw;                                                \
+          row[j] = col >= 0 && col < p->w ? xp[iy * p->w + col] : -INFINITY;                        \
+        }                                                                                           \
+      }                                                                                             \
+    for (oy = 0; oy < p->oh; oy++) {                                                                \
+      const int64_t a = oy * p->sh - p->ph, y0 = a < 0 ? 0 : a, y1 = a + p->kh < p->h ? a + p->kh : p->h; \
+      ox = 0;                                                                                       \
+      LANES                                                                                         \
+      if (ox < p->ow) { /* the last 4 columns again, those before them as they were */             \
+        ox = p->ow - 4;                                                                             \
+        LANES4                                                                                      \
+      }                                                                                             \
+    }                                                                                               \
+  }
+typedef int32_t dt__vm_base __attribute__((vector_size(16)));
+DT__POOL_VPLANE_DEFINE(dt__pool_vplane_base, DT__TARGET_BASE, DT__POOL_VLANES(dt__vf_base, dt__vm_base),
+                       DT__POOL_VLANES(dt__vf_base, dt__vm_base))
+#if DT__EW_X86
+typedef int32_t dt__vm_avx2 __attribute__((vector_size(32)));
+typedef int32_t dt__vm_avx512 __attribute__((vector_size(64)));
+DT__POOL_VPLANE_DEFINE(dt__pool_vplane_avx2, DT__TARGET_AVX2,
+                       DT__POOL_VLANES(dt__vf_avx2, dt__vm_avx2) DT__POOL_VLANES(dt__vf_base, dt__vm_base),
+                       DT__POOL_VLANES(dt__vf_base, dt__vm_base))
+DT__POOL_VPLANE_DEFINE(dt__pool_vplane_avx512, DT__TARGET_AVX512,
+                       DT__POOL_VLANES(dt__vf_avx512, dt__vm_avx512) DT__POOL_VLANES(dt__vf_avx2, dt__vm_avx2)
+                       DT__POOL_VLANES(dt__vf_base, dt__vm_base),
+                       DT__POOL_VLANES(dt__vf_base, dt__vm_base))
+#endif
+#undef DT__POOL_VPLANE_DEFINE
+#undef DT__POOL_VLANES
+/* the plane function for p (float32 max pooling, planes of fewer than 2^31 positions, output rows
+   of 4 columns or more), or NULL */
+static dt__pool_vplane_fn dt__pool_vplane(const dt__pool2d *p) {
+  if (p->kind != DT__POOL2D_MAX || p->h * p->w > (int64_t)INT32_MAX || p->ow < 4) return NULL;
+#if DT__EW_X86
+  switch (dt__ew_isa()) {
+    case DT__EW_AVX512: return dt__pool_vplane_avx512;
+    case DT__EW_AVX2: return dt__pool_vplane_avx2;
+    default: break;
+  }
+#endif
+  return dt__pool_vplane_base;
+}
+/* the floats dt__pool_vplane's functions take as buf for one of p's planes */
+static int64_t dt__pool_vplane_floats(const dt__pool2d *p) { return p->sw * p->h * (p->ow + (p->kw - 1) / p->sw); }
+
 /* max and average pooling of one plane, typed: each window clipped to the plane, the average
    divided by its size clipped to (h + ph, w + pw) only (count_include_pad); the max the first
    one, NaN winning (the last NaN), and where */
@@ -18016,12 +18105,17 @@ static void dt__pool_task(void *ctx, int64_t lo, int64_t hi) {
   const dt__conv_job *j = (const dt__conv_job *)ctx;
   const dt__pool2d *p = j->p;
   const int dbl = j->dbl;
+  const dt__pool_vplane_fn vplane = dbl ? NULL : dt__pool_vplane(p);
+  const int64_t nbuf = vplane ? dt__pool_vplane_floats(p) : 0;
+  float small[4096], *buf = NULL; /* vplane's copy of a plane: on the stack where it fits */
   int64_t plane, oy, ox;
+  if (vplane) buf = nbuf <= 4096 ? small : (float *)DT_MALLOC((size_t)nbuf * sizeof(float)); /* none: the scalar loop */
   for (plane = lo; plane < hi; plane++) {
     const int64_t xo = plane * p->h * p->w, yo = plane * p->oh * p->ow;
     if (p->kind != DT__POOL2D_ADAPTIVE_AVG) {
       int64_t *ip = j->idx_out ? j->idx_out + yo : NULL;
-      if (dbl) dt__pool_plane_f64(p, (const double *)j->x + xo, (double *)j->y + yo, ip);
+      if (buf) vplane(p, (const float *)j->x + xo, (float *)j->y + yo, ip, buf);
+      else if (dbl) dt__pool_plane_f64(p, (const double *)j->x + xo, (double *)j->y + yo, ip);
       else dt__pool_plane_f32(p, (const float *)j->x + xo, (float *)j->y + yo, ip);
       continue;
     }
@@ -18034,6 +18128,7 @@ static void dt__pool_task(void *ctx, int64_t lo, int64_t hi) {
         dt__cv_set(dbl, j->y, yo + oy * p->ow + ox, s / (double)((y1 - y0) * (x1 - x0)));
       }
   }
+  if (buf && buf != small) DT_FREE(buf);
 }
 
 /* windows that do not overlap (stride >= kernel) and no padding: each input position is in one

@@ -563,6 +563,66 @@ static void test_max_pool_big(dt_device dev) {
     }
 }
 
+/* max pooling with the CPU's vector plane (a vector of output columns at a time, from a copy of
+   the plane in column phases) on planes wide and narrow, with ties (values from a set of 5), NaNs
+   and -inf, against PyTorch's rule computed here: per window, clipped to the plane, the first tap
+   whose value is greater than the best so far or NaN wins (best from -inf, the index from the
+   first tap) */
+static void test_max_pool_planes(dt_device dev) {
+  static const int geo[8][6] = {{3, 3, 1, 1, 1, 1}, {3, 3, 2, 1, 0, 0}, {1, 5, 1, 1, 0, 2}, {2, 4, 1, 1, 1, 1},
+                                {3, 1, 1, 1, 1, 0}, {3, 3, 2, 2, 1, 1}, {2, 2, 2, 2, 0, 0}, {3, 5, 1, 3, 1, 2}}; /* kh kw sh sw ph pw */
+  static const int64_t hw[3][2] = {{7, 53}, {4, 4}, {3, 6}};
+  const int64_t n = 2, c = 3;
+  int g, k, z;
+  for (z = 0; z < 3; z++)
+    for (g = 0; g < 8; g++)
+      for (k = 0; k < 2; k++) {
+        const int *a = geo[g]; /* kh kw sh sw ph pw */
+        const int64_t h = hw[z][0], w = hw[z][1], nx = n * c * h * w;
+        const int64_t oh = (h + 2 * a[4] - a[0]) / a[2] + 1, ow = (w + 2 * a[5] - a[1]) / a[3] + 1, ny = n * c * oh * ow;
+        double *xv = (double *)malloc((size_t)nx * sizeof(double)), *ry = (double *)malloc((size_t)ny * sizeof(double));
+        double *ri = (double *)malloc((size_t)ny * sizeof(double));
+        dt_tensor *x, *idx = NULL, *y;
+        int64_t i, pl, oy, ox, iy, ix;
+        if (!xv || !ry || !ri || h + 2 * a[4] < a[0] || w + 2 * a[5] < a[1]) { free(xv); free(ry); free(ri); continue; }
+        for (i = 0; i < nx; i++) {
+          const int64_t r = (i * 7919 + z) % 1009;
+          xv[i] = r < 30 ? NAN : r < 90 ? -INFINITY : (double)((i * 31 + g) % 5) - 2.0;
+        }
+        x = from(xv, dt_shape4(n, c, h, w), k ? DT_F64 : DT_F32, dev);
+        y = dt_f_max_pool2d_ex(x, a[0], a[1], a[2], a[3], a[4], a[5], &idx);
+        for (pl = 0; pl < n * c; pl++)
+          for (oy = 0; oy < oh; oy++)
+            for (ox = 0; ox < ow; ox++) {
+              const int64_t ya = oy * a[2] - a[4], xa = ox * a[3] - a[5];
+              const int64_t y0 = ya < 0 ? 0 : ya, y1 = ya + a[0] < h ? ya + a[0] : h, x0 = xa < 0 ? 0 : xa, x1 = xa + a[1] < w ? xa + a[1] : w;
+              double best = -INFINITY;
+              int64_t at = y0 * w + x0, o = (pl * oh + oy) * ow + ox;
+              for (iy = y0; iy < y1; iy++)
+                for (ix = x0; ix < x1; ix++) {
+                  const double v = xv[pl * h * w + iy * w + ix];
+                  if (v > best || v != v) { best = v; at = iy * w + ix; }
+                }
+              ry[o] = best; ri[o] = (double)at;
+            }
+        T_CHECK_MSG(y && idx && dt_numel(y) == ny, "plane %d, geometry %d: %s", z, g, dt_last_error());
+        if (y && idx && dt_numel(y) == ny) {
+          double *hy = host(y), *hi = host(idx);
+          int bad = 0;
+          for (i = 0; hy && hi && i < ny && bad < 3; i++)
+            if (!(hi[i] == ri[i] && (hy[i] == ry[i] || (hy[i] != hy[i] && ry[i] != ry[i])))) {
+              bad++;
+              T_CHECK_MSG(0, "plane %d, geometry %d, %s, output %lld: %g at %g, expected %g at %g", z, g, k ? "float64" : "float32",
+                          (long long)i, hy[i], hi[i], ry[i], ri[i]);
+            }
+          T_CHECK(hy && hi);
+          free(hy); free(hi);
+        }
+        free(xv); free(ry); free(ri);
+        dt_release(x); dt_release(idx); dt_release(y);
+      }
+}
+
 static void test_avg_pool_values(dt_device dev) {
   static const int args[2][6] = {{3, 3, 2, 2, 1, 1}, {3, 2, 2, 1, 1, 0}};
   const double *want[2][2] = {{avgp_a_y, avgp_a_gx}, {avgp_b_y, avgp_b_gx}};
@@ -699,6 +759,7 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_conv_backward_failure);
   T_RUN_ALL_DEVICES(test_max_pool_values);
   T_RUN_ALL_DEVICES(test_max_pool_big);
+  T_RUN_ALL_DEVICES(test_max_pool_planes);
   T_RUN_ALL_DEVICES(test_avg_pool_values);
   T_RUN_ALL_DEVICES(test_adaptive_avg_pool_values);
   T_RUN_ALL_DEVICES(test_pool_finite_difference);
