@@ -113,20 +113,6 @@ __device__ inline void bn_slice(int64_t N, int64_t S, int64_t k, int64_t *lo, in
   *hi = N * (k + 1) / S;
 }
 
-/* block b of c S: slice b % S of channel b / S; part[2 b], part[2 b + 1] its mean and sum of
-   squared deviations */
-template <typename T>
-__global__ void __launch_bounds__(kBnBlock, kBnBlocksPerSm) k_bn_stats_part(dt__bn p, int64_t S, double *part) {
-  const int64_t N = p.n * p.l;
-  for (int64_t b = blockIdx.x; b < p.c * S; b += gridDim.x) {
-    int64_t lo, hi;
-    double mean, m2;
-    bn_slice(N, S, b % S, &lo, &hi);
-    bn_slice_stats<T>(p, b / S, lo, hi, &mean, &m2);
-    if (threadIdx.x == 0) { part[2 * b] = mean; part[2 * b + 1] = m2; }
-  }
-}
-
 /* a thread per channel: its S slices joined in order (Chan et al.'s update of the mean and the
    sum of squared deviations) */
 template <typename T>
@@ -208,16 +194,18 @@ __global__ void __launch_bounds__(kBnBlock, kBnBlocksPerSm) k_bn_back_sums(dt__b
   }
 }
 
-/* block b of c S: slice b % S of channel b / S; part[2 b], part[2 b + 1] its two sums */
-template <typename T>
-__global__ void __launch_bounds__(kBnBlock, kBnBlocksPerSm) k_bn_back_part(dt__bn p, int64_t S, double *part) {
+/* block b of c S: slice b % S of channel b / S; part[2 b], part[2 b + 1] its two sums: the
+   backward's (Back), else its mean and sum of squared deviations */
+template <typename T, bool Back>
+__global__ void __launch_bounds__(kBnBlock, kBnBlocksPerSm) k_bn_part(dt__bn p, int64_t S, double *part) {
   const int64_t N = p.n * p.l;
   for (int64_t b = blockIdx.x; b < p.c * S; b += gridDim.x) {
     int64_t lo, hi;
-    double sg, sgx;
+    double u, v;
     bn_slice(N, S, b % S, &lo, &hi);
-    bn_slice_back<T>(p, b / S, lo, hi, &sg, &sgx);
-    if (threadIdx.x == 0) { part[2 * b] = sg; part[2 * b + 1] = sgx; }
+    if (Back) bn_slice_back<T>(p, b / S, lo, hi, &u, &v);
+    else bn_slice_stats<T>(p, b / S, lo, hi, &u, &v);
+    if (threadIdx.x == 0) { part[2 * b] = u; part[2 * b + 1] = v; }
   }
 }
 
@@ -282,7 +270,7 @@ dt_status cu_batch_norm(int dev, dt_dtype t, const dt__bn *p) {
   return by_float(t, "batch_norm", [&](auto z) {
     using T = decltype(z);
     if (p->train) {
-      dt_status s = bn_sums("batch_norm", dev, in, *p, k_bn_stats_part<T>, k_bn_stats_join<T>, k_bn_stats<T>);
+      dt_status s = bn_sums("batch_norm", dev, in, *p, k_bn_part<T, false>, k_bn_stats_join<T>, k_bn_stats<T>);
       if (s != DT_OK) return s;
     }
     const T *m = static_cast<const T *>(p->train ? p->mean : p->rmean), *v = static_cast<const T *>(p->train ? p->var : p->rvar);
@@ -297,7 +285,7 @@ dt_status cu_batch_norm_backward(int dev, dt_dtype t, const dt__bn *p) {
   return by_float(t, "batch_norm_backward", [&](auto z) {
     using T = decltype(z);
     if (p->gw || p->gb || (p->gx && p->train)) {
-      dt_status s = bn_sums("batch_norm_backward", dev, in, *p, k_bn_back_part<T>, k_bn_back_join<T>, k_bn_back_sums<T>);
+      dt_status s = bn_sums("batch_norm_backward", dev, in, *p, k_bn_part<T, true>, k_bn_back_join<T>, k_bn_back_sums<T>);
       if (s != DT_OK) return s;
     }
     return p->gx ? run_map("batch_norm_backward", in.s->stream, p->n * p->c * p->l, BnGradInput<T>{*p}) : DT_OK;
