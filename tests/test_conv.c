@@ -564,17 +564,18 @@ static void test_max_pool_big(dt_device dev) {
 }
 
 /* max pooling with the CPU's vector plane (a vector of output columns at a time, from a copy of
-   the plane in column phases) on planes wide and narrow, with ties (values from a set of 5), NaNs
-   and -inf, against PyTorch's rule computed here: per window, clipped to the plane, the first tap
+   the plane in column phases) on planes wide and narrow, and on one larger than the copy holds,
+   with ties (values from a set of 5, 0 and -0), NaNs and -inf, against PyTorch's rule computed here: per window, clipped to the plane, the first tap
    whose value is greater than the best so far or NaN wins (best from -inf, the index from the
    first tap) */
 static void test_max_pool_planes(dt_device dev) {
   static const int geo[8][6] = {{3, 3, 1, 1, 1, 1}, {3, 3, 2, 1, 0, 0}, {1, 5, 1, 1, 0, 2}, {2, 4, 1, 1, 1, 1},
                                 {3, 1, 1, 1, 1, 0}, {3, 3, 2, 2, 1, 1}, {2, 2, 2, 2, 0, 0}, {3, 5, 1, 3, 1, 2}}; /* kh kw sh sw ph pw */
-  static const int64_t hw[3][2] = {{7, 53}, {4, 4}, {3, 6}};
+  /* the last larger than the CPU's plane copy holds: the scalar loop */
+  static const int64_t hw[4][2] = {{7, 53}, {4, 4}, {3, 6}, {70, 70}};
   const int64_t n = 2, c = 3;
   int g, k, z;
-  for (z = 0; z < 3; z++)
+  for (z = 0; z < 4; z++)
     for (g = 0; g < 8; g++)
       for (k = 0; k < 2; k++) {
         const int *a = geo[g]; /* kh kw sh sw ph pw */
@@ -585,9 +586,9 @@ static void test_max_pool_planes(dt_device dev) {
         dt_tensor *x, *idx = NULL, *y;
         int64_t i, pl, oy, ox, iy, ix;
         if (!xv || !ry || !ri || h + 2 * a[4] < a[0] || w + 2 * a[5] < a[1]) { free(xv); free(ry); free(ri); continue; }
-        for (i = 0; i < nx; i++) {
-          const int64_t r = (i * 7919 + z) % 1009;
-          xv[i] = r < 30 ? NAN : r < 90 ? -INFINITY : (double)((i * 31 + g) % 5) - 2.0;
+        for (i = 0; i < nx; i++) { /* NaN and -inf in runs of 3 along a row; 0 and -0 tie */
+          const int64_t r = ((i / 3) * 7919 + z) % 1009, v = (i * 31 + g) % 5 - 2;
+          xv[i] = r < 30 ? NAN : r < 90 ? -INFINITY : v == 0 && i % 2 ? -0.0 : (double)v;
         }
         x = from(xv, dt_shape4(n, c, h, w), k ? DT_F64 : DT_F32, dev);
         y = dt_f_max_pool2d_ex(x, a[0], a[1], a[2], a[3], a[4], a[5], &idx);

@@ -267,10 +267,18 @@ DT__POOL_VPLANE_DEFINE(dt__pool_vplane_avx512, DT__TARGET_AVX512,
 #endif
 #undef DT__POOL_VPLANE_DEFINE
 #undef DT__POOL_VLANES
-/* the plane function for p (float32 max pooling, planes of fewer than 2^31 positions, output rows
-   of 4 columns or more), or NULL */
+/* the floats dt__pool_vplane's functions take as buf for one of p's planes */
+static int64_t dt__pool_vplane_floats(const dt__pool2d *p) { return p->sw * p->h * (p->ow + (p->kw - 1) / p->sw); }
+/* the most floats of a plane's copy: on the stack of the task (as the backward's DT__POOL_ACC) */
+#define DT__POOL_VBUF 4096
+/* the plane function for p, or NULL: float32 max pooling with output rows of 4 columns or more,
+   a kernel no wider than the plane (so the copy holds at most about three planes) and a copy of
+   at most DT__POOL_VBUF floats (larger planes take the scalar loop), positions with the padding
+   within int32 */
 static dt__pool_vplane_fn dt__pool_vplane(const dt__pool2d *p) {
-  if (p->kind != DT__POOL2D_MAX || p->h * p->w > (int64_t)INT32_MAX || p->ow < 4) return NULL;
+  if (p->kind != DT__POOL2D_MAX || p->ow < 4 || p->kw > p->w || dt__pool_vplane_floats(p) > DT__POOL_VBUF ||
+      p->h * p->w + 2 * (p->kw + p->pw) > (int64_t)INT32_MAX)
+    return NULL;
 #if DT__EW_X86
   switch (dt__ew_isa()) {
     case DT__EW_AVX512: return dt__pool_vplane_avx512;
@@ -280,9 +288,6 @@ static dt__pool_vplane_fn dt__pool_vplane(const dt__pool2d *p) {
 #endif
   return dt__pool_vplane_base;
 }
-/* the floats dt__pool_vplane's functions take as buf for one of p's planes */
-static int64_t dt__pool_vplane_floats(const dt__pool2d *p) { return p->sw * p->h * (p->ow + (p->kw - 1) / p->sw); }
-
 /* max and average pooling of one plane, typed: each window clipped to the plane, the average
    divided by its size clipped to (h + ph, w + pw) only (count_include_pad); the max the first
    one, NaN winning (the last NaN), and where */
@@ -325,15 +330,13 @@ static void dt__pool_task(void *ctx, int64_t lo, int64_t hi) {
   const dt__pool2d *p = j->p;
   const int dbl = j->dbl;
   const dt__pool_vplane_fn vplane = dbl ? NULL : dt__pool_vplane(p);
-  const int64_t nbuf = vplane ? dt__pool_vplane_floats(p) : 0;
-  float small[4096], *buf = NULL; /* vplane's copy of a plane: on the stack where it fits */
+  float buf[DT__POOL_VBUF]; /* vplane's copy of a plane */
   int64_t plane, oy, ox;
-  if (vplane) buf = nbuf <= 4096 ? small : (float *)DT_MALLOC((size_t)nbuf * sizeof(float)); /* none: the scalar loop */
   for (plane = lo; plane < hi; plane++) {
     const int64_t xo = plane * p->h * p->w, yo = plane * p->oh * p->ow;
     if (p->kind != DT__POOL2D_ADAPTIVE_AVG) {
       int64_t *ip = j->idx_out ? j->idx_out + yo : NULL;
-      if (buf) vplane(p, (const float *)j->x + xo, (float *)j->y + yo, ip, buf);
+      if (vplane) vplane(p, (const float *)j->x + xo, (float *)j->y + yo, ip, buf);
       else if (dbl) dt__pool_plane_f64(p, (const double *)j->x + xo, (double *)j->y + yo, ip);
       else dt__pool_plane_f32(p, (const float *)j->x + xo, (float *)j->y + yo, ip);
       continue;
@@ -347,7 +350,6 @@ static void dt__pool_task(void *ctx, int64_t lo, int64_t hi) {
         dt__cv_set(dbl, j->y, yo + oy * p->ow + ox, s / (double)((y1 - y0) * (x1 - x0)));
       }
   }
-  if (buf && buf != small) DT_FREE(buf);
 }
 
 /* windows that do not overlap (stride >= kernel) and no padding: each input position is in one
