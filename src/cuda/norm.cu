@@ -1,17 +1,18 @@
 /* Batch normalisation. The sums (a channel's mean and variance; the backward's sum of gy and of
    gy (x - mean)) are in double, reduced over a block of 512 threads in a fixed order
    (team_reduce). Where the channels alone would leave the GPU's SMs idle (fewer than
-   kBnBlocksPerSm blocks per SM) and a channel has values enough, each channel is split into S slices of consecutive
-   (image, position) values, a block each: a slice's mean and sum of squared deviations from it
-   (two passes over the slice, the second from L2), or its two backward sums, into a scratch
-   block from the caching allocator; then one thread per channel joins its S slices in order
-   (Chan's pairwise update for the variance, plain sums for the backward). Else (or where the
-   scratch cannot be had) one block per channel, a block taking channel after channel where there
-   are more than kBnGrid. The result (y, gx) is an elementwise map over every element (a full
-   grid), which reads the per-channel values. So a training step's forward and backward are two
-   launches each, three where the channels are split. A thread walks its slice's values in steps
-   of the block's size without dividing: (image, position) += (block / l, block % l), carried,
-   four offsets at a time so that four loads are in flight. */
+   kBnBlocksPerSm blocks per SM) and a channel has values enough, each channel is split into S
+   slices of consecutive (image, position) values, a block each: a slice's mean and sum of
+   squared deviations from it (two passes over the slice; the second reads from L2 where the
+   slices in flight fit in it), or its two backward sums, into a scratch block from the caching
+   allocator; then one thread per channel joins its S slices in order (Chan's pairwise update
+   for the variance, plain sums for the backward). Else (or where the scratch cannot be had) one
+   block per channel, a block taking channel after channel where there are more than kBnGrid.
+   The result (y, gx) is an elementwise map over every element (a full grid), which reads the
+   per-channel values. So a training step's forward and backward are two launches each, three
+   where the channels are split. A thread walks its slice's values in steps of the block's size
+   without dividing: (image, position) += (block / l, block % l), carried, four offsets at a time
+   so that four loads are in flight. */
 
 constexpr int kBnBlock = 512;
 /* the most blocks a launch of the sums takes (a block then takes channel after channel); the
