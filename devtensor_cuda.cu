@@ -3159,17 +3159,6 @@ __device__ void bn_stats_write(const dt__bn &p, int64_t ch, double mean, double 
   }
 }
 
-/* one block per channel */
-template <typename T>
-__global__ void __launch_bounds__(kBnBlock, kBnBlocksPerSm) k_bn_stats(dt__bn p) {
-  const int64_t N = p.n * p.l;
-  for (int64_t ch = blockIdx.x; ch < p.c; ch += gridDim.x) {
-    double mean, m2;
-    bn_slice_stats<T>(p, ch, 0, N, &mean, &m2);
-    if (threadIdx.x == 0) bn_stats_write<T>(p, ch, mean, m2 / (double)N);
-  }
-}
-
 /* slice k of channel ch (of S): values [N k / S, N (k + 1) / S) */
 __device__ inline void bn_slice(int64_t N, int64_t S, int64_t k, int64_t *lo, int64_t *hi) {
   *lo = N * k / S;
@@ -3247,16 +3236,6 @@ __device__ void bn_back_write(const dt__bn &p, int64_t ch, double sg, double sgx
   if (p.gw) static_cast<T *>(p.gw)[ch] = (T)(sgx / sqrt((double)static_cast<const T *>(p.var)[ch] + p.eps));
 }
 
-template <typename T>
-__global__ void __launch_bounds__(kBnBlock, kBnBlocksPerSm) k_bn_back_sums(dt__bn p) {
-  const int64_t N = p.n * p.l;
-  for (int64_t ch = blockIdx.x; ch < p.c; ch += gridDim.x) {
-    double sg, sgx;
-    bn_slice_back<T>(p, ch, 0, N, &sg, &sgx);
-    if (threadIdx.x == 0) bn_back_write<T>(p, ch, sg, sgx);
-  }
-}
-
 /* block b of c S: slice b % S of channel b / S; part[2 b], part[2 b + 1] its two sums: the
    backward's (Back), else its mean and sum of squared deviations */
 template <typename T, bool Back>
@@ -3269,6 +3248,22 @@ __global__ void __launch_bounds__(kBnBlock, kBnBlocksPerSm) k_bn_part(dt__bn p, 
     if (Back) bn_slice_back<T>(p, b / S, lo, hi, &u, &v);
     else bn_slice_stats<T>(p, b / S, lo, hi, &u, &v);
     if (threadIdx.x == 0) { part[2 * b] = u; part[2 * b + 1] = v; }
+  }
+}
+
+/* one block per channel (a block taking channel after channel where there are more than its
+   grid): the statistics (Back false) or the backward's sums, written */
+template <typename T, bool Back>
+__global__ void __launch_bounds__(kBnBlock, kBnBlocksPerSm) k_bn_one(dt__bn p) {
+  const int64_t N = p.n * p.l;
+  for (int64_t ch = blockIdx.x; ch < p.c; ch += gridDim.x) {
+    double u, v;
+    if (Back) bn_slice_back<T>(p, ch, 0, N, &u, &v);
+    else bn_slice_stats<T>(p, ch, 0, N, &u, &v);
+    if (threadIdx.x == 0) {
+      if (Back) bn_back_write<T>(p, ch, u, v);
+      else bn_stats_write<T>(p, ch, u, v / (double)N);
+    }
   }
 }
 
@@ -3302,27 +3297,29 @@ struct BnGradInput {
   }
 };
 
-/* The sums of p on in's stream: one block per channel (one), or the channels split in S slices
-   (part, join) through a scratch block of 2 c S doubles; one block per channel where that block
-   cannot be had. */
-template <typename Part, typename Join, typename One>
-dt_status bn_sums(const char *what, int dev, const Entered &in, const dt__bn &p, Part part, Join join, One one) {
+/* The sums of p (Back: the backward's, else the statistics) on in's stream: one block per
+   channel (k_bn_one), or the channels split in S slices (k_bn_part, then the join) through a
+   scratch block of 2 c S doubles; one block per channel where that block cannot be had. */
+template <typename T, bool Back>
+dt_status bn_sums(const char *what, int dev, const Entered &in, const dt__bn &p) {
   int64_t S = bn_splits(p, in.s->sms);
   void *ws = nullptr;
   const size_t bytes = (size_t)(2 * p.c * S) * sizeof(double);
   if (S > 1 && cu_alloc(dev, bytes, &ws) != DT_OK) S = 1;
   if (S > 1) {
     const int64_t blocks = p.c * S;
-    DT_LAUNCH_COOP((unsigned)(blocks < kBnGrid ? blocks : kBnGrid), kBnBlock, in.s->stream, part)(p, S, static_cast<double *>(ws));
+    DT_LAUNCH_COOP((unsigned)(blocks < kBnGrid ? blocks : kBnGrid), kBnBlock, in.s->stream, k_bn_part<T, Back>)(p, S,
+                                                                                                               static_cast<double *>(ws));
     dt_status s = launched(what);
     if (s == DT_OK) {
+      void (*join)(dt__bn, int64_t, const double *) = Back ? k_bn_back_join<T> : k_bn_stats_join<T>;
       DT_LAUNCH(grid_for(p.c, kBlock), kBlock, in.s->stream, join)(p, S, static_cast<const double *>(ws));
       s = launched(what);
     }
     cu_free(dev, ws, bytes); /* queued work first: the stream orders its reuse */
     return s;
   }
-  DT_LAUNCH_COOP((unsigned)(p.c < kBnGrid ? p.c : kBnGrid), kBnBlock, in.s->stream, one)(p);
+  DT_LAUNCH_COOP((unsigned)(p.c < kBnGrid ? p.c : kBnGrid), kBnBlock, in.s->stream, k_bn_one<T, Back>)(p);
   return launched(what);
 }
 
@@ -3333,7 +3330,7 @@ dt_status cu_batch_norm(int dev, dt_dtype t, const dt__bn *p) {
   return by_float(t, "batch_norm", [&](auto z) {
     using T = decltype(z);
     if (p->train) {
-      dt_status s = bn_sums("batch_norm", dev, in, *p, k_bn_part<T, false>, k_bn_stats_join<T>, k_bn_stats<T>);
+      dt_status s = bn_sums<T, false>("batch_norm", dev, in, *p);
       if (s != DT_OK) return s;
     }
     const T *m = static_cast<const T *>(p->train ? p->mean : p->rmean), *v = static_cast<const T *>(p->train ? p->var : p->rvar);
@@ -3348,7 +3345,7 @@ dt_status cu_batch_norm_backward(int dev, dt_dtype t, const dt__bn *p) {
   return by_float(t, "batch_norm_backward", [&](auto z) {
     using T = decltype(z);
     if (p->gw || p->gb || (p->gx && p->train)) {
-      dt_status s = bn_sums("batch_norm_backward", dev, in, *p, k_bn_part<T, true>, k_bn_back_join<T>, k_bn_back_sums<T>);
+      dt_status s = bn_sums<T, true>("batch_norm_backward", dev, in, *p);
       if (s != DT_OK) return s;
     }
     return p->gx ? run_map("batch_norm_backward", in.s->stream, p->n * p->c * p->l, BnGradInput<T>{*p}) : DT_OK;
