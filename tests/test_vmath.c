@@ -14,6 +14,9 @@
      the F32 <-> F64 casts give the bits of the plain C expression in every variant;
    - sums and sums of squares give the same bits in every variant, within n * 2^-52 of the sum
      of |x| from the exact value (a long double sum of sorted... compared to a compensated sum);
+   - float32 max pooling by vectors of output columns (dt__pool_vplane_*, each variant) gives the
+     values and indices of the scalar plane loop, bit for bit, over random geometries and values
+     with ties, NaN and infinities;
    - threads: a sum of 2^22 elements is the same whether its blocks run on the pool or one after
      another; small work (a 10x10 add, a 16-element fill) never goes to the pool; big work does
      when the pool has workers (-fopenmp builds). */
@@ -297,6 +300,59 @@ static void test_sum_variants(void) {
 }
 
 /* dt_sum on the pool (when it has workers) against the same blocks one after another */
+static void test_pool_vplane_variants(void) {
+  static const dt__pool_vplane_fn fns[DT__EW_NISA] = {
+    dt__pool_vplane_base,
+#if DT__EW_X86
+    dt__pool_vplane_avx2, dt__pool_vplane_avx512
+#endif
+  };
+  enum { MAXP = 40 * 40 };
+  float x[MAXP], y0[MAXP], y[MAXP], buf[DT__POOL_VBUF];
+  int64_t i0[MAXP], ix[MAXP];
+  long runs[DT__EW_NISA] = {0}, bad = 0;
+  int it, isa;
+  for (it = 0; it < 3000; it++) {
+    dt__pool2d p;
+    int64_t k;
+    memset(&p, 0, sizeof p);
+    p.kind = DT__POOL2D_MAX;
+    p.n = p.c = 1;
+    p.h = 1 + (int64_t)(t_next() % 40);
+    p.w = 1 + (int64_t)(t_next() % 40);
+    p.kh = 1 + (int64_t)(t_next() % 5);
+    p.kw = 1 + (int64_t)(t_next() % 5);
+    p.sh = 1 + (int64_t)(t_next() % 3);
+    p.sw = 1 + (int64_t)(t_next() % 3);
+    p.ph = (int64_t)(t_next() % (p.kh / 2 + 1));
+    p.pw = (int64_t)(t_next() % (p.kw / 2 + 1));
+    if (p.h + 2 * p.ph < p.kh || p.w + 2 * p.pw < p.kw) continue;
+    p.oh = (p.h + 2 * p.ph - p.kh) / p.sh + 1;
+    p.ow = (p.w + 2 * p.pw - p.kw) / p.sw + 1;
+    if (!dt__pool_vplane(&p)) continue; /* the scalar loop's shapes */
+    for (k = 0; k < p.h * p.w; k++) { /* few distinct values (ties), some NaN and infinities */
+      const uint64_t r = t_next() % 64;
+      x[k] = r == 0 ? NAN : r == 1 ? INFINITY : r == 2 ? -INFINITY : r == 3 ? -0.0f : (float)(int)(r % 7) - 3.0f;
+    }
+    dt__pool_plane_f32(&p, x, y0, i0);
+    for (isa = 0; isa <= t_isa_max(); isa++) {
+      fns[isa](&p, x, y, ix, buf);
+      runs[isa]++;
+      for (k = 0; k < p.oh * p.ow; k++)
+        if (t_f_bits(y[k]) != t_f_bits(y0[k]) || ix[k] != i0[k]) {
+          if (bad++ < 5)
+            T_CHECK_MSG(0, "%s: plane %lldx%lld, kernel %lldx%lld, stride %lld,%lld, padding %lld,%lld: output %lld is %a at %lld, not %a at %lld",
+                        t_isa_name[isa], (long long)p.h, (long long)p.w, (long long)p.kh, (long long)p.kw, (long long)p.sh,
+                        (long long)p.sw, (long long)p.ph, (long long)p.pw, (long long)k, y[k], (long long)ix[k], y0[k], (long long)i0[k]);
+          break;
+        }
+    }
+  }
+  T_CHECK_MSG(bad == 0, "%ld planes differ", bad);
+  T_CHECK(runs[0] > 1000);
+  for (isa = 0; isa <= t_isa_max(); isa++) printf("  %s: %ld planes\n", t_isa_name[isa], runs[isa]);
+}
+
 static void test_threads_sum(void) {
   const int64_t n = (int64_t)1 << 22;
   dt_tensor *x = dt_empty(dt_shape1(n), DT_F32, dt_cpu()), *s;
@@ -360,6 +416,7 @@ int main(void) {
   T_RUN(test_arith_bits);
   T_RUN(test_fill_cast_bits);
   T_RUN(test_sum_variants);
+  T_RUN(test_pool_vplane_variants);
   T_RUN(test_threads_sum);
   T_RUN(test_small_work_stays_serial);
   return t_finish();
