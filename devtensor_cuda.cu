@@ -268,6 +268,20 @@ struct RelaxCapture {
   RelaxCapture &operator=(const RelaxCapture &) = delete;
 };
 
+/* The devices whose stream this thread is capturing (bit d: cuda:d), from cu_graph_begin to
+   cu_graph_end. CUDA's rule for a thread-local capture is the thread's, not the device's: the
+   capturing thread may make no "potentially unsafe" call (cudaMalloc, cudaFree, a device-wide
+   wait) on any device until the capture ends, and one such call invalidates it. */
+thread_local uint64_t t_capturing = 0;
+
+/* Whether this thread is capturing a device other than dev. Work on dev is then none of that
+   capture's (the core refuses every copy between a captured device and another), so its
+   allocations, frees and waits may go ahead: RelaxCapture for their scope. */
+bool captures_other(int dev) {
+  const uint64_t self = dev >= 0 && dev < kMaxDevices ? (uint64_t)1 << dev : 0;
+  return (t_capturing & ~self) != 0;
+}
+
 /* Never destroyed: tensors released from atexit handlers still find it. In
    static storage, so its making cannot fail for want of host memory (none of
    its members allocates until used). */
@@ -316,12 +330,14 @@ dt_status enter(DeviceGuard &g, int dev, DevState **s) {
 
 /* A backend entry's first step: `dev` current for the scope (the guard) and its state ready
    (enter). Each entry begins `Entered in(dev); if (!in.ok()) return in.status();` and then
-   works on in.s (its stream: in.s->stream). */
+   works on in.s (its stream: in.s->stream). While this thread captures another device, its
+   capture interaction mode is relaxed for the scope (captures_other). */
 struct Entered {
   DeviceGuard g;
+  RelaxCapture relax;
   DevState *s = nullptr;
   dt_status st;
-  explicit Entered(int dev) : g(dev), st(enter(g, dev, &s)) {}
+  explicit Entered(int dev) : g(dev), relax(captures_other(dev)), st(enter(g, dev, &s)) {}
   bool ok() const { return st == DT_OK; }
   dt_status status() const { return st; }
 };
@@ -554,6 +570,7 @@ dt_status drop_cache(DevState &s) {
    errors are dropped. Call under s.mu. */
 void free_now(int dev, DevState &s, void *p, size_t size) {
   DeviceGuard g(dev);
+  RelaxCapture relax(captures_other(dev)); /* (this device is not captured: see cu_free) */
   if (g.error() != cudaSuccess || (s.stream && cudaStreamSynchronize(s.stream) != cudaSuccess) || cudaFree(p) != cudaSuccess)
     (void)cudaGetLastError();
   s.reserved -= size;
@@ -3358,7 +3375,9 @@ dt_status cu_batch_norm_backward(int dev, dt_dtype t, const dt__bn *p) {
    - Mode: cudaStreamCaptureModeThreadLocal. The core refuses every synchronizing call on a
      captured device from any thread before it is issued (src/core/graph.c), so the runtime's
      own check need only cover the capturing thread; the global mode would also fail other
-     threads' unrelated calls (a cudaFree on another device) while a capture runs.
+     threads' unrelated calls (a cudaFree on another device) while a capture runs. The
+     capturing thread's own calls on other devices run with its interaction mode relaxed
+     (t_capturing, Entered): CUDA forbids that thread the unsafe calls on every device.
    - Memory: the core keeps the tensors a capture may use (see there); the scratch blocks a
      call takes from the caching allocator and gives back inside itself (the reductions'
      workspaces) stay in the capture's own list (DevState::cap_kept) instead of the cache, are
@@ -3417,6 +3436,7 @@ dt_status cu_graph_begin(int dev) {
     s.capturing = false;
     return cuda_fail("cudaStreamBeginCapture", e);
   }
+  t_capturing |= (uint64_t)1 << dev;
   return DT_OK;
 }
 
@@ -3427,6 +3447,7 @@ dt_status cu_graph_end(int dev, void **out) {
   DevState &s = *in.s;
   cudaGraph_t graph = nullptr;
   cudaError_t e = cudaStreamEndCapture(s.stream, &graph);
+  t_capturing &= ~((uint64_t)1 << dev);
   CuGraph *g = new (std::nothrow) CuGraph;
   std::lock_guard<std::mutex> lk(s.mu);
   s.capturing = false;

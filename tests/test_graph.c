@@ -481,6 +481,36 @@ static void test_graph_bad_devices(void) {
   }
 }
 
+/* Eager work on another GPU by the capturing thread while cuda:0 is captured: CUDA forbids the
+   thread that began a (thread-local) capture the unsafe calls on every device, so the other
+   GPU's cudaMalloc (a size its cache lacks), a copy from the host, a read back and an emptied
+   cache (cudaFree) must not end the capture; the graph then replays. */
+static void test_graph_other_gpu(void) {
+  dt_device d0 = dt_gpu(0), d1 = dt_gpu(1);
+  dt_tensor *x, *y = NULL, *a = NULL, *b = NULL, *s = NULL;
+  dt_graph *g = NULL;
+  float h[4] = {1, 2, 3, 4}, got[4];
+  double v = 0;
+  if (dt_num_gpus() < 2) T_SKIP("needs two GPUs");
+  x = dt_from_data(h, dt_shape1(4), DT_F32, d0);
+  T_CHECK(x && dt_empty_cache(d1) == DT_OK);
+  T_CHECK(dt_graph_begin(d0) == DT_OK);
+  y = x ? dt_mul_scalar(x, 3) : NULL;
+  a = dt_full(dt_shape1(777777), 0.5, d1); /* a block cuda:1's cache lacks: cudaMalloc */
+  b = a ? dt_from_data(h, dt_shape1(4), DT_F32, d1) : NULL;
+  s = a ? dt_sum(a) : NULL;
+  v = s ? dt_item(s) : 0;
+  T_CHECK_MSG(b && v == 777777 * 0.5, "%s", dt_last_error());
+  dt_release(s); dt_release(a); dt_release(b);
+  T_CHECK_MSG(dt_empty_cache(d1) == DT_OK, "%s", dt_last_error());
+  g = dt_graph_end(d0);
+  T_CHECK_MSG(g != NULL && y != NULL, "%s", dt_last_error());
+  if (g && y && dt_graph_replay(g) == DT_OK && dt_to_host(y, got, sizeof got) == DT_OK)
+    T_CHECK(got[0] == 3 && got[3] == 12);
+  dt_graph_free(g);
+  dt_release(y); dt_release(x);
+}
+
 int main(void) {
   T_RUN_ALL_DEVICES(test_graph_chain);
   T_RUN_ALL_DEVICES(test_graph_newer_ops);
@@ -490,5 +520,6 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_graph_refusals);
   T_RUN_ALL_DEVICES(test_graph_draws);
   T_RUN(test_graph_bad_devices);
+  T_RUN(test_graph_other_gpu);
   return t_finish();
 }

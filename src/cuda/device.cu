@@ -124,6 +124,20 @@ struct RelaxCapture {
   RelaxCapture &operator=(const RelaxCapture &) = delete;
 };
 
+/* The devices whose stream this thread is capturing (bit d: cuda:d), from cu_graph_begin to
+   cu_graph_end. CUDA's rule for a thread-local capture is the thread's, not the device's: the
+   capturing thread may make no "potentially unsafe" call (cudaMalloc, cudaFree, a device-wide
+   wait) on any device until the capture ends, and one such call invalidates it. */
+thread_local uint64_t t_capturing = 0;
+
+/* Whether this thread is capturing a device other than dev. Work on dev is then none of that
+   capture's (the core refuses every copy between a captured device and another), so its
+   allocations, frees and waits may go ahead: RelaxCapture for their scope. */
+bool captures_other(int dev) {
+  const uint64_t self = dev >= 0 && dev < kMaxDevices ? (uint64_t)1 << dev : 0;
+  return (t_capturing & ~self) != 0;
+}
+
 /* Never destroyed: tensors released from atexit handlers still find it. In
    static storage, so its making cannot fail for want of host memory (none of
    its members allocates until used). */
@@ -172,12 +186,14 @@ dt_status enter(DeviceGuard &g, int dev, DevState **s) {
 
 /* A backend entry's first step: `dev` current for the scope (the guard) and its state ready
    (enter). Each entry begins `Entered in(dev); if (!in.ok()) return in.status();` and then
-   works on in.s (its stream: in.s->stream). */
+   works on in.s (its stream: in.s->stream). While this thread captures another device, its
+   capture interaction mode is relaxed for the scope (captures_other). */
 struct Entered {
   DeviceGuard g;
+  RelaxCapture relax;
   DevState *s = nullptr;
   dt_status st;
-  explicit Entered(int dev) : g(dev), st(enter(g, dev, &s)) {}
+  explicit Entered(int dev) : g(dev), relax(captures_other(dev)), st(enter(g, dev, &s)) {}
   bool ok() const { return st == DT_OK; }
   dt_status status() const { return st; }
 };

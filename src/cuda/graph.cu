@@ -3,7 +3,9 @@
    - Mode: cudaStreamCaptureModeThreadLocal. The core refuses every synchronizing call on a
      captured device from any thread before it is issued (src/core/graph.c), so the runtime's
      own check need only cover the capturing thread; the global mode would also fail other
-     threads' unrelated calls (a cudaFree on another device) while a capture runs.
+     threads' unrelated calls (a cudaFree on another device) while a capture runs. The
+     capturing thread's own calls on other devices run with its interaction mode relaxed
+     (t_capturing, Entered): CUDA forbids that thread the unsafe calls on every device.
    - Memory: the core keeps the tensors a capture may use (see there); the scratch blocks a
      call takes from the caching allocator and gives back inside itself (the reductions'
      workspaces) stay in the capture's own list (DevState::cap_kept) instead of the cache, are
@@ -62,6 +64,7 @@ dt_status cu_graph_begin(int dev) {
     s.capturing = false;
     return cuda_fail("cudaStreamBeginCapture", e);
   }
+  t_capturing |= (uint64_t)1 << dev;
   return DT_OK;
 }
 
@@ -72,6 +75,7 @@ dt_status cu_graph_end(int dev, void **out) {
   DevState &s = *in.s;
   cudaGraph_t graph = nullptr;
   cudaError_t e = cudaStreamEndCapture(s.stream, &graph);
+  t_capturing &= ~((uint64_t)1 << dev);
   CuGraph *g = new (std::nothrow) CuGraph;
   std::lock_guard<std::mutex> lk(s.mu);
   s.capturing = false;

@@ -75,6 +75,7 @@ dt_status drop_cache(DevState &s) {
    errors are dropped. Call under s.mu. */
 void free_now(int dev, DevState &s, void *p, size_t size) {
   DeviceGuard g(dev);
+  RelaxCapture relax(captures_other(dev)); /* (this device is not captured: see cu_free) */
   if (g.error() != cudaSuccess || (s.stream && cudaStreamSynchronize(s.stream) != cudaSuccess) || cudaFree(p) != cudaSuccess)
     (void)cudaGetLastError();
   s.reserved -= size;

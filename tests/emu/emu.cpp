@@ -893,17 +893,18 @@ cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int dev
    unless changed), which decides which captures forbid it the "potentially unsafe" calls. */
 static thread_local cudaStreamCaptureMode t_cap_mode = cudaStreamCaptureModeGlobal;
 
-/* A prohibited call (cudaDeviceSynchronize, cudaFree, cudaMalloc) on device dev: as CUDA's
+/* A prohibited call (cudaDeviceSynchronize, cudaFree, cudaMalloc), on any device: as CUDA's
    capture modes say, a thread whose interaction mode is global may not make it while it has a
    capture of its own that was not begun relaxed, or while another thread has a global one; in
-   the thread-local mode only its own such captures count; in the relaxed mode none. Each
-   capture that forbids it is invalidated and the call fails. */
-static bool prohibited_in_capture(int dev) {
+   the thread-local mode only its own such captures count; in the relaxed mode none. The rule
+   is the thread's, not the device's: a capture on one device forbids the call on every other
+   one too. Each capture that forbids it is invalidated and the call fails. */
+static bool prohibited_in_capture() {
   World &w = W();
   std::vector<Stream *> v;
   {
     std::lock_guard<std::mutex> lk(w.mu);
-    v = w.dev[dev].streams;
+    for (int d = 0; d < w.ndev; d++) v.insert(v.end(), w.dev[d].streams.begin(), w.dev[d].streams.end());
   }
   bool hit = false;
   for (Stream *s : v) {
@@ -922,7 +923,7 @@ static bool prohibited_in_capture(int dev) {
 cudaError_t cudaDeviceSynchronize(void) {
   cudaError_t e = check_cur();
   if (e != cudaSuccess) return ret(e);
-  if (prohibited_in_capture(t_dev)) return ret(cudaErrorStreamCaptureUnsupported);
+  if (prohibited_in_capture()) return ret(cudaErrorStreamCaptureUnsupported);
   drain_device(t_dev);
   return cudaSuccess;
 }
@@ -965,7 +966,7 @@ cudaError_t cudaMalloc(void **p, size_t n) {
   if (e != cudaSuccess) return ret(e);
   if (!p) return ret(cudaErrorInvalidValue);
   *p = nullptr;
-  if (prohibited_in_capture(t_dev)) return ret(cudaErrorStreamCaptureUnsupported);
+  if (prohibited_in_capture()) return ret(cudaErrorStreamCaptureUnsupported);
   if (n == 0) return cudaSuccess;
   size_t rounded = (n + 255) & ~(size_t)255;
   if (rounded < n) return ret(cudaErrorMemoryAllocation);
@@ -997,7 +998,7 @@ cudaError_t cudaFree(void *p) {
   uintptr_t base;
   Alloc a;
   if (!find_alloc(p, &base, &a) || a.dev < 0 || base != (uintptr_t)p) die("cudaFree(%p): not a device allocation", p);
-  if (prohibited_in_capture(a.dev)) return ret(cudaErrorStreamCaptureUnsupported);
+  if (prohibited_in_capture()) return ret(cudaErrorStreamCaptureUnsupported);
   drain_device(a.dev); /* cudaFree waits for the device */
   {
     std::lock_guard<std::mutex> lk(w.mu);
