@@ -7331,9 +7331,9 @@ static dt_status dt__backward(const char *op, dt_module *m, const dt_tensor *g, 
   int i, k;
   if ((s = dt__backward_check(op, m, &g->shape)) != DT_OK) return s;
   switch (m->kind) {
-    case DT__M_USER:
-      return dt__fail(DT_ERR_UNSUPPORTED, "%s: a module made by dt_module_new goes back with dt_autograd_backward on its loss "
-                      "(its forward is recorded), not through the layers' own backward", op);
+    case DT__M_USER: /* refused by dt__backward_args first */
+      return dt__fail(DT_ERR_UNSUPPORTED, "%s: %s is a module of dt_module_new's kind, which goes back with dt_autograd_backward "
+                      "on its loss (its forward is recorded), not through the layers' own backward", op, m->cls);
     case DT__M_LINEAR: {
       const dt__backend *be = dt__be(m->device);
       int dev = m->device.index;
@@ -7410,12 +7410,29 @@ static dt_status dt__backward(const char *op, dt_module *m, const dt_tensor *g, 
   return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: not a module", op);
 }
 
+/* The first module of dt_module_new's kind in m (m itself, or a layer of its sequentials); NULL
+   when there is none. */
+static const dt_module *dt__module_find_user(const dt_module *m) {
+  const dt_module *u;
+  int i;
+  if (m->kind == DT__M_USER) return m;
+  if (m->kind == DT__M_SEQ)
+    for (i = 0; i < m->n; i++) if ((u = dt__module_find_user(m->layers[i])) != NULL) return u;
+  return NULL;
+}
+
 /* The checks shared by dt_backward and dt_backward_params. */
 static dt_status dt__backward_args(const char *op, dt_module *m, const dt_tensor *grad_output) {
   char a[200], b[200];
+  const dt_module *u;
   dt_status s;
   if (!m) return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: m is NULL", op);
   if ((s = dt__check_tensor(op, "grad_output", grad_output)) != DT_OK) return s;
+  /* before the forward's checks: a forward would not make such a module go back here */
+  if ((u = dt__module_find_user(m)) != NULL)
+    return dt__fail(DT_ERR_UNSUPPORTED, "%s: %s %s, a module of dt_module_new's kind (as convolutions, pooling, norms, dropout "
+                    "and layers you write), which goes back with dt_autograd_backward on its loss (its forward is recorded), "
+                    "not through the layers' own backward", op, u == m ? "m is" : "m holds", u->cls);
   if (dt__no_grad)
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: grad is disabled on this thread (dt_set_grad_enabled(0), torch.no_grad()); "
                     "enable it with dt_set_grad_enabled(1) and run dt_forward again", op);

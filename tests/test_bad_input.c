@@ -278,6 +278,30 @@ static int backward_after_no_grad(void) {
   dt_module_free(net);
   return failed;
 }
+/* dt_backward (what 0), dt_backward_params (1) before any forward, and dt_backward after one (2),
+   on a module of dt_module_new's kind (a Sequential(Conv2d(2, 2, 1)) for 0 and 2, a user
+   module for 1): refused as such, not as "no forward", since a forward would not help */
+static int backward_user(int what) {
+  dt_module *m;
+  dt_tensor *y = NULL, *x4 = NULL;
+  int failed = 0;
+  if (what == 1) m = dt_module_new("Block", user_fwd, NULL, NULL);
+  else {
+    m = dt_sequential();
+    if (m) dt_sequential_add(m, dt_conv2d(2, 2, 1, 1, 0));
+  }
+  if (!m) return 0;
+  if (what == 0) failed = nul(dt_backward(m, Y));
+  else if (what == 1) failed = bad(dt_backward_params(m, Y));
+  else {
+    x4 = dt_ones(dt_shape4(1, 2, 3, 3), dt_cpu());
+    y = x4 ? dt_forward(m, x4) : NULL;
+    failed = y ? nul(dt_backward(m, y)) : 0;
+  }
+  dt_release(y); dt_release(x4);
+  dt_module_free(m);
+  return failed;
+}
 /* a step after the network grew: 4 parameters when made, 6 now */
 static int step_after_growth(void) {
   dt_module *net = dt_sequential();
@@ -1197,6 +1221,9 @@ static int inplace_refused(int k) {
   X_(backward_null_g, DT_ERR_INVALID_ARGUMENT, "dt_backward:", "=grad_output is NULL", nul(dt_backward(NET, NULL)))         \
   X_(backward_no_forward, DT_ERR_INVALID_ARGUMENT, "dt_backward:", "=no forward to go back through (call dt_forward first)", nul(dt_backward(NET, Y))) \
   X_(backward_relu_no_forward, DT_ERR_INVALID_ARGUMENT, "dt_backward:", "forward", nul(dt_backward(RELU, Y)))               \
+  X_(backward_user_seq, DT_ERR_UNSUPPORTED, "dt_backward:", "m holds dt_conv2d|dt_module_new's kind|dt_autograd_backward", backward_user(0)) \
+  X_(backward_params_user, DT_ERR_UNSUPPORTED, "dt_backward_params:", "m is Block|dt_autograd_backward", backward_user(1)) \
+  X_(backward_user_after_forward, DT_ERR_UNSUPPORTED, "dt_backward:", "m holds dt_conv2d|dt_autograd_backward", backward_user(2)) \
   X_(backward_dtype, DT_ERR_DTYPE, "dt_backward:", "=grad_output is float64 but the module is float32", nul(dt_backward(NETR, YD))) \
   X_(backward_shape, DT_ERR_SHAPE, "dt_backward:", "=grad_output has shape (2, 3) but the forward gave (5, 2)", nul(dt_backward(NETR, F))) \
   X_(backward_gpu_grad, DT_ERR_DEVICE_MISMATCH, "dt_backward:", "=grad_output is on cuda:0 but the module is on cpu", GPUS(1, nul(dt_backward(NETR, GY)))) \
