@@ -827,6 +827,9 @@ static int inplace_refused(int k) {
   X_(parse_huge, DT_ERR_INVALID_ARGUMENT, "dt_device_parse:", "99999999999", bad(dt_device_parse("cuda:99999999999", &DEV))) \
   X_(parse_trailing, DT_ERR_INVALID_ARGUMENT, "dt_device_parse:", "\"cuda:1x\"", bad(dt_device_parse("cuda:1x", &DEV)))     \
   X_(parse_cpu3, DT_ERR_INVALID_ARGUMENT, "dt_device_parse:", "\"cpu:3\"", bad(dt_device_parse("cpu:3", &DEV)))             \
+  X_(parse_cuda_x, DT_ERR_INVALID_ARGUMENT, "dt_device_parse:", "\"cuda:x\"|expected \"cuda:N\"", bad(dt_device_parse("cuda:x", &DEV))) \
+  X_(parse_gpu_x, DT_ERR_INVALID_ARGUMENT, "dt_device_parse:", "\"gpu:x\"|expected \"gpu:N\"", bad(dt_device_parse("gpu:x", &DEV))) \
+  X_(parse_cpu_x, DT_ERR_INVALID_ARGUMENT, "dt_device_parse:", "\"cpu:x\"|\"cpu\" or \"cpu:0\"", bad(dt_device_parse("cpu:x", &DEV))) \
   X_(parse_space, DT_ERR_INVALID_ARGUMENT, "dt_device_parse:", "\" cpu\"", bad(dt_device_parse(" cpu", &DEV)))              \
   X_(parse_cpux, DT_ERR_INVALID_ARGUMENT, "dt_device_parse:", "\"cpux\"", bad(dt_device_parse("cpux", &DEV)))               \
   X_(info_null, DT_ERR_INVALID_ARGUMENT, "dt_device_get_info:", "out is NULL", bad(dt_device_get_info(dt_cpu(), NULL)))    \

@@ -42,6 +42,8 @@ static void test_device_names(void) {
   T_CHECK(dt_device_parse("cuda", &d) == DT_OK && d.type == DT_CUDA && d.index == 0);
   T_CHECK(dt_device_parse("cuda:1", &d) == DT_OK && d.type == DT_CUDA && d.index == 1);
   T_CHECK(dt_device_parse("cuda:17", &d) == DT_OK && d.index == 17);
+  T_CHECK(dt_device_parse("gpu", &d) == DT_OK && d.type == DT_CUDA && d.index == 0);
+  T_CHECK(dt_device_parse("gpu:2", &d) == DT_OK && d.type == DT_CUDA && d.index == 2);
   T_CHECK(dt_device_parse("cuda:", &d) == DT_ERR_INVALID_ARGUMENT);
   T_CHECK(dt_device_parse("cuda:1x", &d) == DT_ERR_INVALID_ARGUMENT);
   T_CHECK(dt_device_parse("cuda:-1", &d) == DT_ERR_INVALID_ARGUMENT);

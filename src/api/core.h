@@ -31,7 +31,7 @@ DTDEF dt_device   dt_try_gpu(int i);              /* gpu(i) if it exists, else c
 DTDEF int         dt_try_all_gpus(dt_device *out, int capacity); /* every GPU; [cpu] when none; returns count */
 DTDEF int         dt_device_equal(dt_device a, dt_device b);
 DTDEF const char *dt_device_str(dt_device d, char *buf, size_t n); /* "cpu", "cuda:0" */
-DTDEF dt_status   dt_device_parse(const char *s, dt_device *out);  /* "cpu", "cuda", "cuda:1" */
+DTDEF dt_status   dt_device_parse(const char *s, dt_device *out);  /* "cpu", "cuda", "cuda:1" ("gpu", "gpu:1": the same) */
 
 typedef struct dt_device_info {
   char   name[256];

@@ -71,7 +71,7 @@ DTDEF dt_status dt_device_parse(const char *s, dt_device *out) {
   if (!out) return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_device_parse: out is NULL");
   if (strncmp(s, "cpu", 3) == 0) { d = dt_cpu(); p = s + 3; }
   else if (strncmp(s, "cuda", 4) == 0) { d = dt_gpu(0); p = s + 4; }
-  else if (strncmp(s, "gpu", 3) == 0) { d = dt_gpu(0); p = s + 3; }
+  else if (strncmp(s, "gpu", 3) == 0) { d = dt_gpu(0); p = s + 3; } /* d2l's gpu(i), MXNet's mx.gpu(i) */
   else return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_device_parse: expected \"cpu\", \"cuda\" or \"cuda:N\", got \"%.64s\"", s);
   if (*p == ':') {
     int digits = 0;
@@ -79,9 +79,10 @@ DTDEF dt_status dt_device_parse(const char *s, dt_device *out) {
       if (v > (INT_MAX - (*p - '0')) / 10) { too_big = 1; break; }
       v = v * 10 + (*p - '0');
     }
-    if (digits == 0 || *p != 0 || too_big)
-      return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_device_parse: bad device index in \"%.64s\"", s);
-    if (d.type == DT_CPU && v != 0)
+    if (d.type == DT_CUDA && (digits == 0 || *p != 0 || too_big))
+      return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_device_parse: bad device index in \"%.64s\" (expected \"%s:N\", N a decimal "
+                      "index from 0 to %d)", s, s[0] == 'g' ? "gpu" : "cuda", INT_MAX);
+    if (d.type == DT_CPU && (digits == 0 || *p != 0 || too_big || v != 0))
       return dt__fail(DT_ERR_INVALID_ARGUMENT, "dt_device_parse: the CPU is \"cpu\" or \"cpu:0\", got \"%.64s\"", s);
     d.index = v;
   } else if (*p != 0) {
