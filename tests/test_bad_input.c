@@ -1674,7 +1674,8 @@ static int inplace_refused(int k) {
   X_(bn_one_value, DT_ERR_SHAPE, "dt_f_batch_norm:", "Expected more than 1 value per channel when training|(1, 3)", mod_fwd(dt_batch_norm(3), row1(3))) \
   X_(bn_lazy_no_channels, DT_ERR_SHAPE, "dt_batch_norm:", "takes its channels from x|(2, 0, 1, 1)", mod_fwd(dt_batch_norm(0), cv(2, 0, 1, 1))) \
   X_(bn_lazy_int, DT_ERR_DTYPE, "dt_batch_norm:", "x is int32|float32, float64", mod_fwd(dt_batch_norm(0), I))         \
-  X_(bn_dtype, DT_ERR_DTYPE, "dt_forward:", "x is float64 but the module is float32", mod_fwd(dt_batch_norm(3), D))          \
+  X_(bn_dtype, DT_ERR_DTYPE, "dt_forward:", "x is float64 but the module is float32|dt_cast|dt_module_to_dtype", mod_fwd(dt_batch_norm(3), D)) \
+  X_(forward_int_x, DT_ERR_DTYPE, "dt_forward:", "=x is int32 but the module is float32 (convert x with dt_cast)", nul(dt_forward(NET, I))) \
   X_(bn_gpu_x, DT_ERR_DEVICE_MISMATCH, "dt_forward:", "x is on cuda:0 but|cpu", GPUS(1, mod_fwd(dt_batch_norm(3), G0)))      \
   X_(f_ln_null, DT_ERR_INVALID_ARGUMENT, "dt_f_layer_norm:", "=x is NULL", nul(dt_f_layer_norm(NULL, 3, NULL, NULL, 1e-5)))  \
   X_(f_ln_int, DT_ERR_DTYPE, "dt_f_layer_norm:", "x is int32", nul(dt_f_layer_norm(I, 3, NULL, NULL, 1e-5)))                 \

@@ -175,7 +175,8 @@ DTDEF dt_tensor *dt_forward(dt_module *m, const dt_tensor *x) {
   }
   if (x->dtype != m->dtype && !(!dt__is_float(x->dtype) && dt__module_first_is_user(m)) &&
       !(dt__autocast[m->device.type == DT_CUDA] != DT_F32 && dt__is_float(x->dtype))) {
-    dt__fail(DT_ERR_DTYPE, "%s: x is %s but the module is %s (convert with dt_cast)", op, dt_dtype_name(x->dtype), dt_dtype_name(m->dtype));
+    dt__fail(DT_ERR_DTYPE, "%s: x is %s but the module is %s (%s)", op, dt_dtype_name(x->dtype), dt_dtype_name(m->dtype),
+             dt__is_float(x->dtype) ? "convert x with dt_cast or the module with dt_module_to_dtype" : "convert x with dt_cast");
     return NULL;
   }
   {
