@@ -534,7 +534,7 @@ DTDEF int        dt_is_leaf(const dt_tensor *t);                 /* t.is_leaf: n
    dt_backward). Names: 1..DT_MODULE_NAME_MAX characters without '.', unique within a module. */
 #define DT_MODULE_NAME_MAX 64
 typedef dt_tensor *(*dt_forward_fn)(dt_module *self, const dt_tensor *x, void *user);
-DTDEF dt_module *dt_module_new(const char *name, dt_forward_fn forward, void *user, void (*free_user)(void *user)); /* free_user(user) when the module is freed; may be NULL */
+DTDEF dt_module *dt_module_new(const char *name, dt_forward_fn forward, void *user, void (*free_user)(void *user)); /* name: the class name print(net) shows (NULL: "Module"); free_user(user) when the module is freed; may be NULL */
 DTDEF dt_status  dt_module_add_param(dt_module *m, const char *name, dt_tensor *t);   /* registers t (one more reference); makes it require grad */
 DTDEF dt_status  dt_module_add_child(dt_module *m, const char *name, dt_module *child); /* takes ownership, also on failure */
 DTDEF dt_tensor *dt_module_get_param(dt_module *m, const char *name);                 /* borrowed: self.weight inside forward; "child.weight" too */
