@@ -36,13 +36,21 @@ static inline void cnn_opts_init(cnn_opts *o, double lr, const char *csv_path) {
   o->data = getenv("FASHION_MNIST_DIR") ? getenv("FASHION_MNIST_DIR") : FASHION_DEFAULT_DIR;
 }
 
+/* "unknown option ARG", for the usage line (one buffer: call it once per message) */
+static inline const char *cnn_unknown(const char *arg) {
+  static char buf[160];
+  snprintf(buf, sizeof buf, "unknown option %.120s (--help lists them)", arg);
+  return buf;
+}
+
 /* argv[*i] as a common option (taking its value, *i moved past it): 1; not one: 0; an error: -1
-   with *why set */
+   with *why set; --help or -h: -1 with *why NULL */
 static inline int cnn_parse_opt(cnn_opts *o, int argc, char **argv, int *i, const char **why) {
   static const char *const valued[10] = {"--epochs", "--train", "--test", "--data", "--csv",
                                          "--lr", "--batch", "--seed", "--min-acc", "--autocast"};
   const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
   int k = 0;
+  if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { *why = NULL; return -1; } /* the usage, exit status 0 */
   if (strcmp(a, "--cuda-graph") == 0) { o->graph = 1; return 1; }
   if (strcmp(a, "--tf32") == 0) { o->tf32 = 1; return 1; }
   while (k < 10 && strcmp(a, valued[k]) != 0) k++;

@@ -45,12 +45,19 @@ static void svg_path(const char *csv, char *out, size_t n) {
   else snprintf(out, n, "%s.svg", csv);
 }
 
+#define USAGE "usage: ex1_matmul_speed [max_size [csv_path]]   (max_size >= 16; default 8192, 4096 without a GPU)"
+
 int main(int argc, char **argv) {
   int gpu = dt_num_gpus() > 0, csv_ok;
   char why[1024], svg[1024], cmd[4096];
   int64_t max = argc > 1 ? atoll(argv[1]) : (gpu ? 8192 : 4096), n;
   const char *path = argc > 2 ? argv[2] : "build/ex1_matmul_speed.csv";
   FILE *csv;
+  if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) { printf("%s\n", USAGE); return 0; }
+  if (argc > 3 || (argc > 1 && (strspn(argv[1], "0123456789") != strlen(argv[1]) || max < 16))) {
+    fprintf(stderr, "ex1: bad arguments\n%s\n", USAGE);
+    return 2;
+  }
   snprintf(why, sizeof why, "%s", dt_last_error());
   dt_clear_error();
   if (!(csv = fopen(path, "w"))) fprintf(stderr, "ex1: cannot write %s: %s\n", path, strerror(errno));

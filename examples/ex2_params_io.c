@@ -40,6 +40,8 @@ static int row(dt_module *trained, dt_module *m, int i) {
   return eq;
 }
 
+#define USAGE "usage: ex2_params_io [path]   (default build/ex2_params.safetensors)"
+
 int main(int argc, char **argv) {
   const char *path = argc > 1 ? argv[1] : "build/ex2_params.safetensors";
   dt_device gpu = dt_try_gpu(0);
@@ -49,6 +51,13 @@ int main(int argc, char **argv) {
   dt_trainer tr;
   char d[32];
   int i, ok = 1;
+  if (argc > 2 || (argc > 1 && argv[1][0] == '-')) { /* --help, or an option taken for the path to write */
+    int help = argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
+    if (!help) fprintf(stderr, "ex2: bad arguments\n");
+    fprintf(help ? stdout : stderr, "%s\n", USAGE);
+    dt_module_free(net); dt_module_free(on_gpu); dt_module_free(on_cpu);
+    return help ? 0 : 2;
+  }
   dt_manual_seed(1);
   X = dt_randn(dt_shape2(256, 2), dt_cpu());
   x2 = dt_mul(X, X);

@@ -9,15 +9,25 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#define USAGE "usage: ex3_norm_log [steps]   (steps >= 1; default 1000)"
 
 int main(int argc, char **argv) {
   int steps = argc > 1 ? atoi(argv[1]) : 1000, i;
   dt_device d = dt_try_gpu(0);
   dt_tensor *a, *b, **norms, *log;
-  double *host_log = (double *)malloc(sizeof(double) * (size_t)steps), t0, t_each, t_once, diff = 0;
-  float *back = (float *)malloc(sizeof(float) * (size_t)steps);
+  double *host_log, t0, t_each, t_once, diff = 0;
+  float *back;
   char dev[32];
-  if (steps < 1 || !host_log || !back) return 1;
+  if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) { printf("%s\n", USAGE); return 0; }
+  if (argc > 2 || (argc > 1 && strspn(argv[1], "0123456789") != strlen(argv[1])) || steps < 1) {
+    fprintf(stderr, "ex3: bad arguments\n%s\n", USAGE);
+    return 2;
+  }
+  host_log = (double *)malloc(sizeof(double) * (size_t)steps);
+  back = (float *)malloc(sizeof(float) * (size_t)steps);
+  if (!host_log || !back) { fprintf(stderr, "ex3: out of memory for %d steps\n", steps); free(host_log); free(back); return 1; }
   dt_manual_seed(0);
   a = dt_randn(dt_shape2(100, 100), d);
   b = dt_mul_scalar(a, 0.1);

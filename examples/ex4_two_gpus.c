@@ -9,6 +9,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* reps matmuls of a @ b on a's device, queued without waiting. */
 static int queue(dt_tensor *a, dt_tensor *b, int reps) {
@@ -21,13 +22,21 @@ static int queue(dt_tensor *a, dt_tensor *b, int reps) {
   return 1;
 }
 
+#define USAGE "usage: ex4_two_gpus [size]   (size >= 1; default 8192, 512 without a GPU)"
+
 int main(int argc, char **argv) {
   int ngpu = dt_num_gpus(), reps = 10;
   int64_t n = argc > 1 ? atoll(argv[1]) : (ngpu ? 8192 : 512);
   dt_device d0 = dt_try_gpu(0), d1 = dt_try_gpu(1);
-  dt_tensor *a0 = dt_rand(dt_shape2(n, n), d0), *b0 = dt_rand(dt_shape2(n, n), d0), *a1, *b1;
+  dt_tensor *a0, *b0, *a1, *b1;
   double t0, one, two = 0;
   char s0[32], s1[32];
+  if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) { printf("%s\n", USAGE); return 0; }
+  if (argc > 2 || (argc > 1 && strspn(argv[1], "0123456789") != strlen(argv[1])) || n < 1) {
+    fprintf(stderr, "ex4: bad arguments\n%s\n", USAGE);
+    return 2;
+  }
+  a0 = dt_rand(dt_shape2(n, n), d0); b0 = dt_rand(dt_shape2(n, n), d0);
   if (!a0 || !b0) { fprintf(stderr, "ex4: %s\n", dt_last_error()); return 1; }
   queue(a0, b0, 1); dt_synchronize(d0); /* warm-up */
   /* baseline: 2 x reps matmuls one after another on one device */

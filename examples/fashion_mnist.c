@@ -140,11 +140,13 @@ static void plot(const char *path) {
   }
 }
 
+/* why NULL (--help): the usage on stdout, exit status 0 */
 static int usage(const char *why) {
-  fprintf(stderr, "fashion_mnist: %s\nusage: fashion_mnist [--epochs N] [--train N] [--test N] [--model softmax|mlp|both] "
+  if (why) fprintf(stderr, "fashion_mnist: %s\n", why);
+  fprintf(why ? stderr : stdout, "usage: fashion_mnist [--epochs N] [--train N] [--test N] [--model softmax|mlp|both] "
           "[--data DIR] [--csv PATH] [--lr X] [--batch N] [--seed N] [--data-on-device] [--autocast f32|bf16|f16] [--cuda-graph] "
-          "[--min-acc X]\n", why);
-  return 1;
+          "[--min-acc X]\n");
+  return why ? 1 : 0;
 }
 
 int main(int argc, char **argv) {
@@ -166,6 +168,7 @@ int main(int argc, char **argv) {
 
   for (i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) return usage(NULL);
     if (strcmp(a, "--data-on-device") == 0) { on_device = 1; continue; }
     if (strcmp(a, "--cuda-graph") == 0) { cuda_graph = 1; continue; }
     if (!v) return usage("an option lacks its value");
@@ -185,7 +188,11 @@ int main(int argc, char **argv) {
       else if (strcmp(v, "f16") == 0) autocast = DT_F16;
       else return usage("--autocast is f32, bf16 or f16");
     }
-    else return usage("unknown option");
+    else {
+      char why[160];
+      snprintf(why, sizeof why, "unknown option %.120s (--help lists them)", a);
+      return usage(why);
+    }
     i++;
   }
   if (strcmp(model, "both") == 0) { models[0] = "softmax"; models[1] = "mlp"; nmodels = 2; }

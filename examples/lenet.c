@@ -48,10 +48,12 @@ static dt_module *lenet(int relu_max) {
   return NULL;
 }
 
+/* why NULL (--help): the usage on stdout, exit status 0 */
 static int usage(const char *why) {
-  fprintf(stderr, "lenet: %s\nusage: lenet [--epochs N] [--train N] [--test N] [--lr X] [--batch N] [--seed N] [--relu-max] "
-          "[--data DIR] [--csv PATH] [--min-acc X] [--autocast bf16|f16] [--cuda-graph] [--tf32]\n", why);
-  return 2;
+  if (why) fprintf(stderr, "lenet: %s\n", why);
+  fprintf(why ? stderr : stdout, "usage: lenet [--epochs N] [--train N] [--test N] [--lr X] [--batch N] [--seed N] [--relu-max] "
+          "[--data DIR] [--csv PATH] [--min-acc X] [--autocast bf16|f16] [--cuda-graph] [--tf32]\n");
+  return why ? 2 : 0;
 }
 
 int main(int argc, char **argv) {
@@ -69,7 +71,7 @@ int main(int argc, char **argv) {
     if (r < 0) return usage(why);
     if (r > 0) continue;
     if (strcmp(argv[i], "--relu-max") == 0) relu_max = 1;
-    else return usage("unknown option");
+    else return usage(cnn_unknown(argv[i]));
   }
   if ((why = cnn_opts_check(&o))) return usage(why);
   if (fashion_load(o.data, "train", o.ntrain, &tr_set, err, sizeof err) != 0 ||

@@ -52,6 +52,8 @@ static double accuracy(const dt_tensor *W, const dt_tensor *b, const dt_tensor *
   return acc;
 }
 
+#define USAGE "usage: logistic_regression [--epochs N] [--train N] [--test N] [--lr X] [--batch N] [--data DIR] [--min-acc X]"
+
 int main(int argc, char **argv) {
   int epochs = 3, i, epoch, rc = 0;
   int64_t ntrain = 0, ntest = 0, batch = 256, start;
@@ -63,8 +65,10 @@ int main(int argc, char **argv) {
   dt_device dev = dt_try_gpu(0);
   char err[1024], dn[48];
 
-  for (i = 1; i + 1 < argc; i += 2) {
-    const char *a = argv[i], *v = argv[i + 1];
+  for (i = 1; i < argc; i += 2) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { printf("%s\n", USAGE); return 0; }
+    if (!v) break; /* an option without its value: the usage below */
     if (strcmp(a, "--epochs") == 0) epochs = atoi(v);
     else if (strcmp(a, "--train") == 0) ntrain = atoll(v);
     else if (strcmp(a, "--test") == 0) ntest = atoll(v);
@@ -75,7 +79,7 @@ int main(int argc, char **argv) {
     else { fprintf(stderr, "logistic_regression: unknown option %s\n", a); return 1; }
   }
   if (i != argc || epochs < 1 || batch < 1 || ntrain < 0 || ntest < 0) {
-    fprintf(stderr, "usage: logistic_regression [--epochs N] [--train N] [--test N] [--lr X] [--batch N] [--data DIR] [--min-acc X]\n");
+    fprintf(stderr, "%s\n", USAGE);
     return 1;
   }
   if (fashion_load(data, "train", ntrain, &tr_set, err, sizeof err) != 0 ||

@@ -69,10 +69,12 @@ static int to_tensors(const fashion_set *s, dt_tensor **X, dt_tensor **y) {
   return *X && *y ? 0 : -1;
 }
 
+/* why NULL (--help): the usage on stdout, exit status 0 */
 static int usage(const char *why) {
-  fprintf(stderr, "mlp_block: %s\nusage: mlp_block [--epochs N] [--train N] [--test N] [--lr X] [--batch N] [--dropout P] "
-          "[--seed N] [--data DIR] [--min-acc X]\n", why);
-  return 2;
+  if (why) fprintf(stderr, "mlp_block: %s\n", why);
+  fprintf(why ? stderr : stdout, "usage: mlp_block [--epochs N] [--train N] [--test N] [--lr X] [--batch N] [--dropout P] "
+          "[--seed N] [--data DIR] [--min-acc X]\n");
+  return why ? 2 : 0;
 }
 
 int main(int argc, char **argv) {
@@ -91,6 +93,7 @@ int main(int argc, char **argv) {
 
   for (i = 1; i < argc; i += 2) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) return usage(NULL);
     if (!v) return usage("an option lacks its value");
     if (strcmp(a, "--epochs") == 0) epochs = atoi(v);
     else if (strcmp(a, "--train") == 0) ntrain = atoll(v);
@@ -101,7 +104,11 @@ int main(int argc, char **argv) {
     else if (strcmp(a, "--dropout") == 0) p = atof(v);
     else if (strcmp(a, "--seed") == 0) seed = strtoull(v, NULL, 10);
     else if (strcmp(a, "--min-acc") == 0) min_acc = atof(v);
-    else return usage("unknown option");
+    else {
+      char why[160];
+      snprintf(why, sizeof why, "unknown option %.120s (--help lists them)", a);
+      return usage(why);
+    }
   }
   if (epochs < 1 || batch < 1 || ntrain < 0 || ntest < 0) return usage("--epochs and --batch must be positive, --train and --test >= 0");
   if (fashion_load(data, "train", ntrain, &tr_set, err, sizeof err) != 0 ||

@@ -343,11 +343,13 @@ static dt_status init_net(dt_module *net, const dt_tensor *X) {
   return s == DT_OK ? cnn_xavier(net) : s;
 }
 
+/* why NULL (--help): the usage on stdout, exit status 0 */
 static int usage(const char *why) {
-  fprintf(stderr, "modern_cnn: %s\nusage: modern_cnn --model alexnet|vgg|nin|googlenet|bnlenet|densenet|regnet [--summary] "
+  if (why) fprintf(stderr, "modern_cnn: %s\n", why);
+  fprintf(why ? stderr : stdout, "usage: modern_cnn --model alexnet|vgg|nin|googlenet|bnlenet|densenet|regnet [--summary] "
           "[--size S] [--epochs N] [--train N] [--test N] [--lr X] [--batch N] [--seed N] [--data DIR] [--csv PATH] "
-          "[--min-acc X] [--autocast bf16|f16] [--cuda-graph] [--tf32]\n", why);
-  return 2;
+          "[--min-acc X] [--autocast bf16|f16] [--cuda-graph] [--tf32]\n");
+  return why ? 2 : 0;
 }
 
 int main(int argc, char **argv) {
@@ -368,7 +370,7 @@ int main(int argc, char **argv) {
     if (r > 0) continue;
     if (strcmp(argv[i], "--summary") == 0) { show = 1; continue; }
     if (i + 1 >= argc || (strcmp(argv[i], "--model") != 0 && strcmp(argv[i], "--size") != 0))
-      return usage(strcmp(argv[i], "--model") == 0 || strcmp(argv[i], "--size") == 0 ? "an option lacks its value" : "unknown option");
+      return usage(strcmp(argv[i], "--model") == 0 || strcmp(argv[i], "--size") == 0 ? "an option lacks its value" : cnn_unknown(argv[i]));
     if (strcmp(argv[i], "--size") == 0) { size = atoi(argv[++i]); continue; }
     for (k = 0, m = NULL; k < sizeof MODELS / sizeof MODELS[0]; k++)
       if (strcmp(argv[i + 1], MODELS[k].name) == 0) m = &MODELS[k];

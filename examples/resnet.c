@@ -76,10 +76,12 @@ static dt_module *resnet18(void) {
   return NULL;
 }
 
+/* why NULL (--help): the usage on stdout, exit status 0 */
 static int usage(const char *why) {
-  fprintf(stderr, "resnet: %s\nusage: resnet [--epochs N] [--train N] [--test N] [--lr X] [--batch N] [--size S] [--seed N] "
-          "[--data DIR] [--csv PATH] [--min-acc X] [--autocast bf16|f16] [--cuda-graph] [--tf32]\n", why);
-  return 2;
+  if (why) fprintf(stderr, "resnet: %s\n", why);
+  fprintf(why ? stderr : stdout, "usage: resnet [--epochs N] [--train N] [--test N] [--lr X] [--batch N] [--size S] [--seed N] "
+          "[--data DIR] [--csv PATH] [--min-acc X] [--autocast bf16|f16] [--cuda-graph] [--tf32]\n");
+  return why ? 2 : 0;
 }
 
 int main(int argc, char **argv) {
@@ -97,7 +99,7 @@ int main(int argc, char **argv) {
     if (r < 0) return usage(why);
     if (r > 0) continue;
     if (strcmp(argv[i], "--size") == 0 && i + 1 < argc) size = atoi(argv[++i]);
-    else return usage(strcmp(argv[i], "--size") == 0 ? "an option lacks its value" : "unknown option");
+    else return usage(strcmp(argv[i], "--size") == 0 ? "an option lacks its value" : cnn_unknown(argv[i]));
   }
   if ((why = cnn_opts_check(&o))) return usage(why);
   if (size < 28 || size > 224) return usage("--size must be in [28, 224]");

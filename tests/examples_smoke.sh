@@ -130,6 +130,20 @@ fi
 run ddp "$dir/ddp"
 for extra in "$@"; do run "$(basename "$extra")" "$extra"; done
 
+# --help: the usage on stdout, exit status 0, nothing run or written (no file named --help);
+# an unknown option: a non-zero exit that names it
+absdir=$(cd "$dir" && pwd)
+for e in ex1_matmul_speed ex2_params_io ex3_norm_log ex4_two_gpus fashion_mnist lenet logistic_regression resnet modern_cnn mlp_block; do
+  [ -x "$dir/$e" ] || continue
+  (cd "$tmp" && "$absdir/$e" --help > help.out 2> help.err); rc=$?
+  if [ "$rc" -eq 0 ] && grep -q "^usage: $e" "$tmp/help.out" && [ ! -s "$tmp/help.err" ] && [ ! -e "$tmp/--help" ]; then pass "$e --help"
+  else fail "$e --help: exit status $rc"; cat "$tmp/help.out" "$tmp/help.err" | tail -n 5; fi
+  rm -f "$tmp/--help" "$tmp/help.out" "$tmp/help.err"
+done
+for e in fashion_mnist lenet logistic_regression resnet modern_cnn mlp_block; do
+  [ -x "$dir/$e" ] && expect_fail "$e names an unknown option" "unknown option --epoch" "$dir/$e" --epoch 1
+done
+
 # gpus's whole transcript against a golden file
 for g in ${GPUS_GOLDEN:-}; do
   setting=${g%%:*}; file=${g#*:}
