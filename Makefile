@@ -15,6 +15,7 @@
 #   make lib         libdevtensor.so and .a; make install PREFIX=... adds devtensor.pc and a CMake package
 #   make amalgamate  write devtensor.h and devtensor_cuda.cu from the parts in src/ (tools/amalgamate.py)
 #   make clean       remove build/
+#   make help        this list
 # CI's builds (.ci/run runs them after make test) are in ci.mk, included at the end of this file:
 #   make asan        the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make test-emu    the CUDA backend on the CPU emulator (tests/emu): the suite's GPU cases without a GPU
@@ -261,7 +262,7 @@ $(B)/cuda/gpus_nvcc: examples/gpus.c devtensor_cuda.cu $(HDR) | $$(@D)
 	$(NVCC) -I. -DDEVTENSOR_CUDA $(CUDNN_DEF) examples/gpus.c devtensor_cuda.cu -lcublas $(CUDNN_LIB) -o $@
 
 # ---- what make runs ----
-.PHONY: all run fashion lenet resnet modern-cnn test bench bench-cblas bench-gpu bench-fashion clean
+.PHONY: all run fashion lenet resnet modern-cnn test bench bench-cblas bench-gpu bench-fashion clean help
 # $(CU_OBJ) first: nvcc takes a minute, and every CUDA program links it
 all: $(if $(CUDA_ALL),$(CU_OBJ)) $(C_TESTS) $(CXX_TESTS) $(B)/clang/test_vmath $(CLANG_OMP_TESTS) $(EX_BINS) $(B)/static_unit $(B)/two_units $(CUDA_ALL)
 
@@ -388,6 +389,10 @@ amalgamate:
 
 clean:
 	rm -rf $(B)
+
+# the opening comment's list of targets and settings, up to the paragraph on how programs are built
+help:
+	@awk '/^# How a program is built/ { exit } NR > 1 && /^#/ { sub(/^# ?/, ""); print }' Makefile
 
 # CI's builds (the list at the top): their variables, variants and rules
 include ci.mk
