@@ -1695,7 +1695,8 @@ static dt_status dt__check_shape(const char *op, const dt_shape *s, dt_dtype t, 
   size_t es = dt_dtype_size(t);
   int i;
   if (s->ndim < 0 || s->ndim > DT_MAX_DIMS)
-    return dt__fail(DT_ERR_SHAPE, "%s: a shape has 0 to %d dimensions, got %d", op, DT_MAX_DIMS, s->ndim);
+    return dt__fail(DT_ERR_SHAPE, "%s: a shape has 0 to %d dimensions, got %d%s", op, DT_MAX_DIMS, s->ndim,
+                    s->ndim == -1 ? " (what dt_shape_n makes of an ndim outside 0 to 8, or of dims NULL)" : "");
   for (i = 0; i < s->ndim; i++)
     if (s->dims[i] < 0)
       return dt__fail(DT_ERR_SHAPE, "%s: negative dimension %lld in shape %s", op, (long long)s->dims[i],

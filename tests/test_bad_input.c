@@ -123,6 +123,7 @@ static dt_tensor *isel(const dt_tensor *t, int dim, const int64_t *values, int n
   return r;
 }
 static const int64_t IDX_NEG[2] = {0, -1}, IDX_OK[2] = {1, 0};
+static const int64_t ONES9[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1}; /* dims for dt_shape_n(9, ...) */
 
 /* autograd: a leaf (2, 3) float32 with F's values that requires grad, and one misuse of it:
    0 backward of a non-scalar without grad_out, 1 2 3 a grad_out of another shape, dtype,
@@ -851,6 +852,7 @@ static int inplace_refused(int k) {
   X_(empty_huge_oom, DT_ERR_OUT_OF_MEMORY, "dt_empty:", "out of memory|cpu|EiB", nul(dt_empty(dt_shape1(U64(59)), DT_F32, dt_cpu()))) \
   X_(empty_zero_dim_ok, DT_OK, "", "", nul(dt_empty(dt_shape3(BIG, 0, BIG), DT_F64, dt_cpu())))                            \
   X_(empty_bad_ndim, DT_ERR_SHAPE, "dt_empty:", "0 to 8 dimensions|-1", nul(dt_empty(dt_shape_n(9, NULL), DT_F32, dt_cpu()))) \
+  X_(zeros_shape_n_9, DT_ERR_SHAPE, "dt_zeros:", "0 to 8 dimensions, got -1|what dt_shape_n makes of an ndim outside 0 to 8", nul(dt_zeros(dt_shape_n(9, ONES9), dt_cpu()))) \
   X_(empty_null_dims, DT_ERR_SHAPE, "dt_empty:", "dimensions", nul(dt_empty(dt_shape_n(2, NULL), DT_F32, dt_cpu())))        \
   X_(empty_dtype, DT_ERR_DTYPE, "dt_empty:", "unknown dtype 9", nul(dt_empty(dt_shape1(2), BADT, dt_cpu())))                \
   X_(empty_dtype_neg, DT_ERR_DTYPE, "dt_empty:", "unknown dtype -1", nul(dt_empty(dt_shape1(2), (dt_dtype)-1, dt_cpu())))   \
