@@ -454,6 +454,42 @@ static void test_layer_norm(dt_device dev) {
   }
 }
 
+/* Layer and batch norm in float16 with a row (a channel) of nearly equal values: computed in
+   float32 and rounded once, as PyTorch's half kernels, the forward keeps its symmetry and the
+   gradients stay finite (in float16, (var + eps)^-1.5 overflows below a variance of about 6e-4).
+   The values: PyTorch's float64 layer_norm and batch_norm on the float16-rounded inputs (torch
+   1.13 has no float16 layer or batch norm on the CPU). */
+static void test_norm_half_small_variance(dt_device dev) {
+  static const double lx[4] = {1.0, 1.0, 2.0, 2.001}, bx[4] = {1.0, 3.0, 1.0, 3.5}, gv[4] = {1.0, -1.0, 0.5, 2.0};
+  static const double ly[4] = {0, 0, -0.295066654, 0.295066654}, lgx[4] = {316.227766, -316.227766, -206.881439, 206.881439};
+  static const double by[4] = {0, -0.99992001, 0, 0.99992001}, bgx[4] = {79.0569415, -0.000959769646, -79.0569415, 0.000959769646};
+  static const double brm[2] = {0.1, 0.325}, brv[2] = {0.9, 0.9125};
+  dt_tensor *x = f64(lx, dt_shape2(2, 2), dev), *g = f64(gv, dt_shape2(2, 2), dev), *xh = dt_cast(x, DT_F16), *gh = dt_cast(g, DT_F16);
+  dt_tensor *y, *rm, *rv, *z;
+  T_CHECK(xh && gh && dt_requires_grad_(xh, 1) == DT_OK);
+  y = dt_f_layer_norm(xh, 2, NULL, NULL, 1e-5);
+  T_CHECK_MSG(y && dt_dtype_of(y) == DT_F16, "%s", dt_last_error());
+  T_CHECK(close_to(y, ly, 4, 2e-3));
+  T_CHECK(y && dt_autograd_backward(y, gh) == DT_OK && close_to(dt_grad(xh), lgx, 4, 2e-3));
+  dt_release(y); dt_release(x); dt_release(xh);
+  x = f64(bx, dt_shape2(2, 2), dev);
+  xh = dt_cast(x, DT_F16);
+  z = dt_zeros(dt_shape1(2), dev);
+  rm = z ? dt_cast(z, DT_F16) : NULL;
+  dt_release(z);
+  z = dt_ones(dt_shape1(2), dev);
+  rv = z ? dt_cast(z, DT_F16) : NULL;
+  dt_release(z);
+  T_CHECK(xh && rm && rv && dt_requires_grad_(xh, 1) == DT_OK);
+  y = dt_f_batch_norm(xh, rm, rv, NULL, NULL, 1, 0.1, 1e-5);
+  T_CHECK_MSG(y && dt_dtype_of(y) == DT_F16, "%s", dt_last_error());
+  T_CHECK(close_to(y, by, 4, 2e-3));
+  T_CHECK(dt_dtype_of(rm) == DT_F16 && close_to(rm, brm, 2, 1e-3) && close_to(rv, brv, 2, 1e-3));
+  T_CHECK(y && dt_autograd_backward(y, gh) == DT_OK && close_to(dt_grad(xh), bgx, 4, 2e-3));
+  dt_release(y); dt_release(x); dt_release(xh); dt_release(rm); dt_release(rv);
+  dt_release(g); dt_release(gh);
+}
+
 static void test_embedding(dt_device dev) {
   static const int64_t iv[6] = {4, 0, 6, 4, 2, 4};
   dt_tensor *w = X(dt_shape2(7, 3), DT_F32, dev), *idx = dt_from_data(iv, dt_shape2(2, 3), DT_I64, dev), *y, *g, *i0, *r;
@@ -672,6 +708,7 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_batch_norm_lazy);
   T_RUN_ALL_DEVICES(test_batch_norm_sizes);
   T_RUN_ALL_DEVICES(test_layer_norm);
+  T_RUN_ALL_DEVICES(test_norm_half_small_variance);
   T_RUN_ALL_DEVICES(test_embedding);
   T_RUN_ALL_DEVICES(test_gelu_layer);
   T_RUN_ALL_DEVICES(test_dropout);

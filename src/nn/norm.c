@@ -173,6 +173,28 @@ DTDEF dt_tensor *dt_f_batch_norm(const dt_tensor *x, dt_tensor *running_mean, dt
   int nt = 0;
   memset(t, 0, sizeof t);
   if (dt__bn_check(op, x, running_mean, running_var, weight, bias, training, momentum, eps, &l) != DT_OK) return NULL;
+  if (dt__is_half(x->dtype)) { /* in F32, rounded once (the casts recorded), as PyTorch's half batch norm */
+    int failed = 0;
+    dt_tensor *cx = dt__autocast_cast(x, DT_F32, &failed), *cw = dt__autocast_cast(weight, DT_F32, &failed),
+              *cb = dt__autocast_cast(bias, DT_F32, &failed), *rm = dt__autocast_cast(running_mean, DT_F32, &failed),
+              *rv = dt__autocast_cast(running_var, DT_F32, &failed), *nm = NULL, *nv = NULL;
+    u = failed ? NULL : dt_f_batch_norm(cx, rm, rv, cw, cb, training, momentum, eps);
+    out = u ? dt_cast(u, x->dtype) : NULL;
+    if (out && training && (running_mean || running_var)) { /* the new statistics made first: a failure changes nothing */
+      dt_status s = DT_OK;
+      int prev = dt__no_grad;
+      dt__no_grad = 1;
+      if ((running_mean && !(nm = dt_cast(rm, running_mean->dtype))) || (running_var && !(nv = dt_cast(rv, running_var->dtype))))
+        s = dt_last_status();
+      if (s == DT_OK && nm) s = dt_copy_(running_mean, nm);
+      if (s == DT_OK && nv) s = dt_copy_(running_var, nv);
+      dt__no_grad = prev;
+      if (s != DT_OK) { dt_release(out); out = NULL; }
+    }
+    dt_release(cx); dt_release(cw); dt_release(cb); dt_release(rm); dt_release(rv); dt_release(u);
+    dt_release(nm); dt_release(nv);
+    return out;
+  }
   if (dt__bn_fused_ok(x, weight, bias)) return dt__bn_fused(op, x, running_mean, running_var, weight, bias, training, momentum, eps, l);
   n = x->shape.dims[0]; c = x->shape.dims[1];
   count = n * l;
@@ -244,6 +266,15 @@ DTDEF dt_tensor *dt_f_layer_norm(const dt_tensor *x, int64_t normalized_shape, c
       (bias && dt__norm_vec(op, "bias", bias, x, normalized_shape) != DT_OK))
     return NULL;
   if (!(eps >= 0.0)) { dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: expected eps >= 0, got %g", op, eps); return NULL; }
+  if (dt__is_half(x->dtype)) { /* in F32, rounded once (the casts recorded), as PyTorch's half layer norm */
+    int failed = 0;
+    dt_tensor *cx = dt__autocast_cast(x, DT_F32, &failed), *cw = dt__autocast_cast(weight, DT_F32, &failed),
+              *cb = dt__autocast_cast(bias, DT_F32, &failed);
+    u = failed ? NULL : dt_f_layer_norm(cx, normalized_shape, cw, cb, eps);
+    y = u ? dt_cast(u, x->dtype) : NULL;
+    dt_release(cx); dt_release(cw); dt_release(cb); dt_release(u);
+    return y;
+  }
   last = x->shape.ndim - 1;
   if (!(u = dt__norm_hold(t, &nt, dt_mean_dim(x, last, 1))) || !(d = dt__norm_hold(t, &nt, dt_sub(x, u))) ||
       !(u = dt__norm_hold(t, &nt, dt_mul(d, d))) || !(u = dt__norm_hold(t, &nt, dt_mean_dim(u, last, 1))) ||
