@@ -9462,8 +9462,13 @@ static dt_status dt__ag_backward(dt__node *n, const dt_tensor *g, dt_tensor **gi
       break;
     case DT__AG_ADAPTIVE_AVG_POOL2D: gin[0] = dt_f_adaptive_avg_pool2d_backward(g, sv[0]); break;
     case DT__AG_WHERE: if (dt__ag_where_bw(n, g, gin) != DT_OK) goto fail; break;
-    case DT__AG_GATHER: /* scatter-add of g into zeros */
-      if ((t = dt__ag_zeros(e0->shape, e0->dtype, e0->device))) gin[0] = dt_scatter_add(t, n->dim, sv[1], g);
+    case DT__AG_GATHER: /* scatter-add of g into zeros; a half g in float32, rounded once */
+      if (dt__is_half(e0->dtype)) {
+        dt_tensor *g32 = dt_cast(g, DT_F32);
+        if (g32 && (t = dt__ag_zeros(e0->shape, DT_F32, e0->device))) gin[0] = dt__ag_cast(dt_scatter_add(t, n->dim, sv[1], g32), e0->dtype);
+        dt_release(g32);
+      } else if ((t = dt__ag_zeros(e0->shape, e0->dtype, e0->device)))
+        gin[0] = dt_scatter_add(t, n->dim, sv[1], g);
       break;
     case DT__AG_SCATTER_ADD:
       if (need0) gin[0] = dt_retain((dt_tensor *)g);

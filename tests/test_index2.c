@@ -149,6 +149,26 @@ static void test_gather(dt_device dev) {
   }
 }
 
+/* gather's backward in float16 and bfloat16 (scatter_add itself takes neither): the gradient in x's
+   dtype, PyTorch's x.grad for x (2, 3), index (2, 4) along dim 1 */
+static void test_gather_backward_half(dt_device dev) {
+  static const double xv[6] = {1, 2, 3, 4, 5, 6}, gv[8] = {0.5, 1, 0.25, 2, -1, 3, 0.125, -0.5};
+  static const double yw[8] = {3, 1, 3, 3, 5, 5, 4, 6}, gw[6] = {1, 0, 2.75, 0.125, 2, -0.5};
+  static const int64_t iv[8] = {2, 0, 2, 2, 1, 1, 0, 2};
+  int t;
+  for (t = 0; t < 2; t++) {
+    dt_dtype dt = t ? DT_BF16 : DT_F16;
+    dt_tensor *x0 = f64(xv, dt_shape2(2, 3), dev), *g0 = f64(gv, dt_shape2(2, 4), dev), *i = i64(iv, dt_shape2(2, 4), dev);
+    dt_tensor *x = dt_cast(x0, dt), *g = dt_cast(g0, dt), *y;
+    T_CHECK(x && g && dt_requires_grad_(x, 1) == DT_OK);
+    y = dt_gather(x, 1, i);
+    T_CHECK(y && dt_dtype_of(y) == dt && check_vals(dt_retain(y), yw, 8, 0, 0));
+    T_CHECK_MSG(y && dt_autograd_backward(y, g) == DT_OK, "%s", dt_last_error());
+    T_CHECK(dt_grad(x) && dt_dtype_of(dt_grad(x)) == dt && check_vals(dt_retain(dt_grad(x)), gw, 6, 0, 0));
+    dt_release(y); dt_release(x); dt_release(g); dt_release(x0); dt_release(g0); dt_release(i);
+  }
+}
+
 static void test_scatter_add(dt_device dev) {
   static const int64_t s34[2] = {3, 4}, s234[3] = {2, 3, 4};
   static const int64_t il[4] = {0, 0, 2, 2};
@@ -406,6 +426,7 @@ static void test_gradcheck(dt_device dev) {
 int main(void) {
   T_RUN_ALL_DEVICES(test_where);
   T_RUN_ALL_DEVICES(test_gather);
+  T_RUN_ALL_DEVICES(test_gather_backward_half);
   T_RUN_ALL_DEVICES(test_scatter_add);
   T_RUN_ALL_DEVICES(test_pad);
   T_RUN_ALL_DEVICES(test_index_select_backward);
