@@ -3603,6 +3603,8 @@ DTDEF dt_tensor *dt_sum_dim(const dt_tensor *a, int dim) {
     dt_release(ca);
     return y;
   }
+  if (a && a->shape.ndim == 0 && (dim == 0 || dim == -1) && dt__is_float(a->dtype))
+    return dt_sum(a); /* torch.sum(0-d, 0): its value, in a tensor of its own */
   y = dt__sum_dim(a, dim);
   return y && DT__AG_ON(a) ? dt__ag_record1a(y, DT__AG_SUM_DIM, "dt_sum_dim", a, 0, dim, 0, NULL) : y;
 }
@@ -5028,9 +5030,9 @@ DTDEF dt_tensor *dt_sum_dim_ex(const dt_tensor *t, int dim, int keepdim) {
   const char *op = "dt_sum_dim_ex";
   int d = 0;
   if (dt__check_tensor(op, "t", t) != DT_OK || dt__float_only(op, "t", t) != DT_OK) return NULL;
-  if (t->shape.ndim == 0) { /* torch.sum(0-d, 0) is the tensor */
+  if (t->shape.ndim == 0) { /* torch.sum(0-d, 0): its value, in a tensor of its own (not a view) */
     if (dt__wrap_dim0(op, dim, 0, &d) != DT_OK) return NULL;
-    return dt__view_as(op, t, t->shape);
+    return dt_sum(t);
   }
   if (dt__wrap_dim0(op, dim, t->shape.ndim, &d) != DT_OK) return NULL;
   return dt__keep(dt_sum_dim(t, d), t, d, keepdim);
@@ -5042,7 +5044,7 @@ DTDEF dt_tensor *dt_mean_dim(const dt_tensor *t, int dim, int keepdim) {
   dt_tensor *s, *n, *y;
   if (dt__check_tensor(op, "t", t) != DT_OK || dt__float_only(op, "t", t) != DT_OK) return NULL;
   if (dt__wrap_dim0(op, dim, t->shape.ndim, &d) != DT_OK) return NULL;
-  if (t->shape.ndim == 0) return dt__view_as(op, t, t->shape);
+  if (t->shape.ndim == 0) return dt_mean(t); /* its value, in a tensor of its own (not a view) */
   /* the sum divided by the count (as torch.mean: an empty dim gives NaN) */
   if (!(n = dt__filled(op, dt_shape0(), t->dtype, (double)t->shape.dims[d], t->st->device))) return NULL;
   s = dt_sum_dim(t, d);

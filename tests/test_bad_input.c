@@ -980,7 +980,7 @@ static int inplace_refused(int k) {
   X_(sum_dim_range, DT_ERR_INVALID_ARGUMENT, "dt_sum_dim:", "dim 2|2-d", nul(dt_sum_dim(F, 2)))                             \
   X_(sum_dim_range_neg, DT_ERR_INVALID_ARGUMENT, "dt_sum_dim:", "dim -3", nul(dt_sum_dim(F, -3)))                           \
   X_(sum_dim_intmin, DT_ERR_INVALID_ARGUMENT, "dt_sum_dim:", "out of range", nul(dt_sum_dim(F, INT_MIN)))                   \
-  X_(sum_dim_0d, DT_ERR_INVALID_ARGUMENT, "dt_sum_dim:", "0-d", nul(dt_sum_dim(S, 0)))                                      \
+  X_(sum_dim_0d, DT_ERR_INVALID_ARGUMENT, "dt_sum_dim:", "0-d", nul(dt_sum_dim(S, 1)))                                      \
   X_(sum_dim_int, DT_ERR_DTYPE, "dt_sum_dim:", "int32", nul(dt_sum_dim(I, 0)))                                              \
   X_(cast_null, DT_ERR_INVALID_ARGUMENT, "dt_cast:", "a is NULL", nul(dt_cast(NULL, DT_F64)))                               \
   X_(cast_dtype, DT_ERR_DTYPE, "dt_cast:", "unknown dtype 9", nul(dt_cast(F, BADT)))                                        \

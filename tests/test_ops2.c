@@ -122,6 +122,30 @@ static void test_reductions_keepdim(dt_device dev) {
     dt_release(e);
     dt_release(x);
   }
+  { /* a 0-d tensor over dim 0 or -1: torch.sum(x, 0) and torch.mean(x, 0) are its value in a new
+       tensor (filling the result leaves x as it was); the gradient passes through */
+    static const double v0 = 2.5;
+    int k;
+    for (k = 0; k < 5; k++) {
+      dt_tensor *x = from_d(&v0, dt_shape0(), DT_F32, dev), *y;
+      T_CHECK(x && dt_requires_grad_(x, 1) == DT_OK);
+      y = k == 0 ? dt_sum_dim(x, 0) : k == 1 ? dt_sum_dim(x, -1) : k == 2 ? dt_sum_dim_ex(x, 0, 1) : k == 3 ? dt_sum_dim_ex(x, -1, 0)
+                 : dt_mean_dim(x, 0, 1);
+      T_CHECK_MSG(y && dt_ndim(y) == 0 && dt_item(y) == 2.5, "case %d: %s", k, dt_last_error());
+      T_CHECK(y && dt_autograd_backward(y, NULL) == DT_OK && dt_grad(x) && dt_item(dt_grad(x)) == 1.0);
+      dt_release(y);
+      y = k == 0 ? dt_sum_dim(x, 0) : k == 1 ? dt_sum_dim(x, -1) : k == 2 ? dt_sum_dim_ex(x, 0, 1) : k == 3 ? dt_sum_dim_ex(x, -1, 0)
+                 : dt_mean_dim(x, 0, 1);
+      {
+        int prev = dt_set_grad_enabled(0);
+        T_CHECK(y && dt_fill_(y, 5.0) == DT_OK && dt_item(y) == 5.0);
+        dt_set_grad_enabled(prev);
+      }
+      T_CHECK_MSG(dt_item(x) == 2.5, "case %d: x changed by a write to the result", k);
+      T_CHECK(!dt_sum_dim(x, 1) && dt_last_status() == DT_ERR_INVALID_ARGUMENT);
+      dt_release(y); dt_release(x);
+    }
+  }
   {
     dt_tensor *i = dt_arange(0, 4, 1, DT_I64, dev);
     T_CHECK(!dt_mean_dim(i, 0, 0) && dt_last_status() == DT_ERR_DTYPE);

@@ -373,6 +373,8 @@ DTDEF dt_tensor *dt_sum_dim(const dt_tensor *a, int dim) {
     dt_release(ca);
     return y;
   }
+  if (a && a->shape.ndim == 0 && (dim == 0 || dim == -1) && dt__is_float(a->dtype))
+    return dt_sum(a); /* torch.sum(0-d, 0): its value, in a tensor of its own */
   y = dt__sum_dim(a, dim);
   return y && DT__AG_ON(a) ? dt__ag_record1a(y, DT__AG_SUM_DIM, "dt_sum_dim", a, 0, dim, 0, NULL) : y;
 }
