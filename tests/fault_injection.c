@@ -818,6 +818,17 @@ static int workload(void) {
   NEW(t, dt_f_dropout(bx, 0.5, 1)); VERIFY(val(t, 1) == 0 || val(t, 1) == 2);
   NEW(t, dt_f_layer_norm(bx, 2, NULL, NULL, 0.0)); VERIFY(fabs(val(t, 1) - 1) < 1e-6);
   NEW(t, dt_f_batch_norm(bx, NULL, NULL, NULL, NULL, 1, 0.1, 0.0)); VERIFY(val(t, 0) < 0);
+  { /* in bfloat16: through float32, the running statistics rounded back */
+    dt_tensor *hx, *hm, *hv;
+    NEW(hx, dt_cast(bx, DT_BF16));
+    NEW(u, dt_zeros(dt_shape1(3), dt_cpu()));
+    NEW(hm, dt_cast(u, DT_BF16));
+    NEW(hv, dt_cast(u, DT_BF16));
+    NEW(t, dt_f_layer_norm(hx, 2, NULL, NULL, 0.0));
+    NEW(u, dt_cast(t, DT_F32)); VERIFY(fabs(val(u, 1) - 1) < 1e-2);
+    NEW(t, dt_f_batch_norm(hx, hm, hv, NULL, NULL, 1, 0.1, 1e-5));
+    NEW(u, dt_cast(hm, DT_F32)); VERIFY(val(u, 0) == 0.75);
+  }
   STEP((lyr = dt_dropout(0.25)) != NULL);
   NEW(t, dt_forward(lyr, bx));
   dt_module_free(lyr); lyr = NULL;
