@@ -19,8 +19,8 @@
 
    Build: cc -std=c99 -I. tests/fault_injection.c -lm, also with -fopenmp and with
    -fsanitize=address,undefined (make fault builds and runs all three). FAULT_EVERY=k in
-   the environment runs only N = 1, 1 + k, 1 + 2k, ... in each mode (make valgrind: memcheck
-   runs the program some 30 times slower; the other builds run every N). Run from the repository root (it writes
+   the environment runs only N = 1, 1 + k, 1 + 2k, ... in each mode (make valgrind, where
+   memcheck's cost falls on every run; the other builds run every N). Run from the repository root (it writes
    build/fault_injection_<pid>.safetensors and removes it). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -284,6 +284,8 @@ static int workload(void) {
   dt_tensor *bx = NULL, *ei = NULL;
   double bn_snap[4];
   int bn_have = 0;
+  dt_tensor *hbn_m = NULL, *hbn_v = NULL; /* bfloat16 running statistics, zeros until a batch norm succeeds */
+  int hbn_pending = 0;                    /* that batch norm is the step under way */
   dt_tensor *ag_w = NULL, *ag_m = NULL, *ag_c = NULL, *ag_d = NULL;
   double ag_snap[6];
   int ag_have = 0, ag_done = 0; /* a gradient snapshot taken; the backward after it done */
@@ -818,16 +820,19 @@ static int workload(void) {
   NEW(t, dt_f_dropout(bx, 0.5, 1)); VERIFY(val(t, 1) == 0 || val(t, 1) == 2);
   NEW(t, dt_f_layer_norm(bx, 2, NULL, NULL, 0.0)); VERIFY(fabs(val(t, 1) - 1) < 1e-6);
   NEW(t, dt_f_batch_norm(bx, NULL, NULL, NULL, NULL, 1, 0.1, 0.0)); VERIFY(val(t, 0) < 0);
-  { /* in bfloat16: through float32, the running statistics rounded back */
-    dt_tensor *hx, *hm, *hv;
+  { /* in bfloat16: through float32, the running statistics rounded back (a failed batch norm
+       leaves them zeros, checked at out:) */
+    dt_tensor *hx;
     NEW(hx, dt_cast(bx, DT_BF16));
     NEW(u, dt_zeros(dt_shape1(3), dt_cpu()));
-    NEW(hm, dt_cast(u, DT_BF16));
-    NEW(hv, dt_cast(u, DT_BF16));
+    NEW(hbn_m, dt_cast(u, DT_BF16));
+    NEW(hbn_v, dt_cast(u, DT_BF16));
     NEW(t, dt_f_layer_norm(hx, 2, NULL, NULL, 0.0));
     NEW(u, dt_cast(t, DT_F32)); VERIFY(fabs(val(u, 1) - 1) < 1e-2);
-    NEW(t, dt_f_batch_norm(hx, hm, hv, NULL, NULL, 1, 0.1, 1e-5));
-    NEW(u, dt_cast(hm, DT_F32)); VERIFY(val(u, 0) == 0.75);
+    hbn_pending = 1;
+    NEW(t, dt_f_batch_norm(hx, hbn_m, hbn_v, NULL, NULL, 1, 0.1, 1e-5));
+    hbn_pending = 0;
+    NEW(u, dt_cast(hbn_m, DT_F32)); VERIFY(val(u, 0) == 0.75);
   }
   STEP((lyr = dt_dropout(0.25)) != NULL);
   NEW(t, dt_forward(lyr, bx));
@@ -1002,6 +1007,11 @@ out:
       (val(dt_module_get_buffer(bn, "running_mean"), 0) != bn_snap[0] || val(dt_module_get_buffer(bn, "running_var"), 2) != bn_snap[1] ||
        val(dt_module_get_buffer(bn, "num_batches_tracked"), 0) != bn_snap[2]))
     fi_problem(failed_line, "a failed step changed batch norm's running statistics");
+  if (hbn_pending && failed_line) {
+    const uint16_t *m = (const uint16_t *)dt_data_ptr(hbn_m), *v = (const uint16_t *)dt_data_ptr(hbn_v);
+    for (i = 0; i < 3; i++)
+      if (m[i] || v[i]) { fi_problem(failed_line, "a failed bfloat16 batch norm changed its running statistics"); break; }
+  }
   /* the program can go on: with no more failures, what is held still works */
   if (failed_line) {
     long save = fi_fail_at;
