@@ -3506,7 +3506,8 @@ static dt_tensor *dt__reshape(const dt_tensor *a, dt_shape s) {
   char x[200], y[200];
   if (dt__check_tensor(op, "a", a) != DT_OK) return NULL;
   if (s.ndim < 0 || s.ndim > DT_MAX_DIMS) {
-    dt__fail(DT_ERR_SHAPE, "%s: a shape has 0 to %d dimensions, got %d", op, DT_MAX_DIMS, s.ndim);
+    dt__fail(DT_ERR_SHAPE, "%s: a shape has 0 to %d dimensions, got %d%s", op, DT_MAX_DIMS, s.ndim,
+             s.ndim == -1 ? " (what dt_shape_n makes of an ndim outside 0 to 8, or of dims NULL)" : "");
     return NULL;
   }
   for (i = 0; i < s.ndim; i++) {

@@ -970,7 +970,7 @@ static int inplace_refused(int k) {
   X_(reshape_neg, DT_ERR_SHAPE, "dt_reshape:", "-5", nul(dt_reshape(F, dt_shape2(-5, 2))))                                  \
   X_(reshape_overflow, DT_ERR_SHAPE, "dt_reshape:", "too large", nul(dt_reshape(F, dt_shape3(BIG, BIG, 2))))                \
   X_(reshape_infer_overflow, DT_ERR_SHAPE, "dt_reshape:", "6 elements", nul(dt_reshape(F, dt_shape3(BIG, -1, BIG))))        \
-  X_(reshape_ndim, DT_ERR_SHAPE, "dt_reshape:", "0 to 8 dimensions", nul(dt_reshape(F, dt_shape_n(9, NULL))))               \
+  X_(reshape_ndim, DT_ERR_SHAPE, "dt_reshape:", "0 to 8 dimensions, got -1|what dt_shape_n makes", nul(dt_reshape(F, dt_shape_n(9, NULL)))) \
   /* reductions, casts, in place */                                                                                         \
   X_(sum_null, DT_ERR_INVALID_ARGUMENT, "dt_sum:", "a is NULL", nul(dt_sum(NULL)))                                          \
   X_(sum_int, DT_ERR_DTYPE, "dt_sum:", "a is int32", nul(dt_sum(I)))                                                        \
