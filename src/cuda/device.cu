@@ -294,6 +294,7 @@ dt_status cu_device_info(int dev, dt_device_info *out) {
   out->compute_minor = p.minor;
   out->multiprocessors = p.multiProcessorCount;
   DeviceGuard g(dev);
+  RelaxCapture relax(captures_other(dev)); /* as Entered: this thread may be capturing another device */
   if (g.error() != cudaSuccess) return cuda_fail("cudaSetDevice", g.error());
   if ((e = cudaMemGetInfo(&fr, &tot)) != cudaSuccess) return cuda_fail("cudaMemGetInfo", e);
   out->free_memory = fr;
