@@ -143,6 +143,10 @@ done
 for e in fashion_mnist lenet logistic_regression resnet modern_cnn mlp_block; do
   [ -x "$dir/$e" ] && expect_fail "$e names an unknown option" "unknown option --epoch" "$dir/$e" --epoch 1
 done
+# the exercises' positional arguments out of range: the usage, a non-zero exit
+expect_fail "ex1_matmul_speed refuses a size below 16" "usage: ex1_matmul_speed" "$dir/ex1_matmul_speed" 8
+expect_fail "ex3_norm_log refuses 0 steps" "usage: ex3_norm_log" "$dir/ex3_norm_log" 0
+expect_fail "ex4_two_gpus refuses a negative size" "usage: ex4_two_gpus" "$dir/ex4_two_gpus" -5
 
 # gpus's whole transcript against a golden file
 for g in ${GPUS_GOLDEN:-}; do
