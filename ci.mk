@@ -360,8 +360,7 @@ tsan-omp: $(B)/tsan-omp/test_threads
 
 # the C builds (the C++ builds run the same code: make test runs them plainly); the longest
 # under memcheck first, so that the rest share the other job. fault_injection fails every
-# third allocation number here (FAULT_EVERY: every one took 4 minutes under memcheck; make
-# fault's three builds fail every one)
+# third allocation number here (FAULT_EVERY; make fault's three builds fail every one)
 VALGRIND_LONG := $(B)/fault/fault_injection $(B)/c/test_threads $(B)/c/test_interop $(B)/c/test_conv
 VALGRIND_BINS := $(VALGRIND_LONG) $(filter-out %/test_gemm_kernel $(VALGRIND_LONG),$(C_TESTS)) $(B)/static_unit $(B)/two_units
 valgrind: $(VALGRIND_BINS)
