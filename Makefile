@@ -13,6 +13,9 @@
 #   make bench-fashion  make fashion's training beside the same in PyTorch (bench/fashion_torch.py): epoch times
 #   make bench-lenet    make lenet's training beside the same in PyTorch (bench/lenet_torch.py): epoch times, accuracies
 #   make lib         libdevtensor.so and .a; make install PREFIX=... adds devtensor.pc and a CMake package
+#   make fuzz-torch  devtensor against PyTorch (float64, CPU) on CASES random cases from SEED, every op family
+#                    (tools/fuzz; FUZZ_ARGS for more options); make fuzz-torch-emu: the same on cuda:0 of
+#                    the emulator (make lib-emu: the CUDA backend on tests/emu as a shared library)
 #   make amalgamate  write devtensor.h and devtensor_cuda.cu from the parts in src/ (tools/amalgamate.py)
 #   make clean       remove build/
 #   make help        this list
@@ -381,6 +384,40 @@ install: lib
 	  packaging/devtensorConfig.cmake.in > $(DESTDIR)$(LIBDIR)/cmake/devtensor/devtensorConfig.cmake
 	sed -e 's|@VERSION@|$(DT_VERSION)|g' -e 's|@MAJOR@|$(DT_MAJOR)|g' -e 's|@MINOR@|$(DT_MINOR)|g' \
 	  packaging/devtensorConfigVersion.cmake.in > $(DESTDIR)$(LIBDIR)/cmake/devtensor/devtensorConfigVersion.cmake
+
+# ---- the differential fuzzer against PyTorch (tools/fuzz, see its README): devtensor through
+#      ctypes against PyTorch on the CPU in float64, random cases of every op family. Not part of
+#      make test, make test-emu or CI. FUZZ_PYTHON: a python3 with torch and numpy.
+SEED       ?= 1
+CASES      ?= 2000
+FUZZ_ARGS  ?=
+FUZZ_PYTHON ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import torch, numpy' 2>/dev/null && { echo $$p; break; }; done)
+# the CUDA backend on the emulator as one shared library, optimized and without sanitizers:
+# devtensor_cuda.cu compiled as C++ against tests/emu (-DDTEMU, the emulator's cuDNN), the
+# implementation with DEVTENSOR_CUDA, linked with the emulator's runtime (also a shared library)
+FUZZ_EMU   := $(B)/fuzz-emu
+FUZZ_EMU_SO:= $(FUZZ_EMU)/libdevtensor.so
+$(FUZZ_EMU):
+	@mkdir -p $@
+$(FUZZ_EMU)/libcudart_emu.so: tests/emu/emu.cpp $(wildcard tests/emu/*.h) | $(FUZZ_EMU)
+	$(CXX) $(CXXSTD) $(WARN) $(OPT) -fPIC -shared -Itests/emu $< -o $@ -pthread
+$(FUZZ_EMU)/devtensor_cuda.o: devtensor_cuda.cu $(HDR) $(wildcard tests/emu/*.h) | $(FUZZ_EMU)
+	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas $(OPT) -fPIC -ffp-contract=off -DDTEMU -DDEVTENSOR_CUDNN -Itests/emu -I. -c $< -o $@
+$(FUZZ_EMU)/devtensor.o: packaging/devtensor.c $(HDR) | $(FUZZ_EMU)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(OPENMP) -fPIC $(CFLAGS) -DDEVTENSOR_CUDA -DDEVTENSOR_CUDNN -I. -c $< -o $@
+$(FUZZ_EMU_SO): $(FUZZ_EMU)/devtensor.o $(FUZZ_EMU)/devtensor_cuda.o $(FUZZ_EMU)/libcudart_emu.so
+	$(CC) -shared $(OPENMP) $(filter %.o,$^) -o $@ -L$(FUZZ_EMU) -lcudart_emu -Wl,-rpath,$(abspath $(FUZZ_EMU)) \
+	  -lstdc++ -lm -pthread -ldl
+.PHONY: lib-emu fuzz-torch fuzz-torch-emu
+lib-emu: $(FUZZ_EMU_SO)
+# make fuzz-torch: CASES cases from SEED on the CPU (the library of make lib without CUDA)
+fuzz-torch:
+	$(MAKE) --no-print-directory lib CUDA=0
+	$(FUZZ_PYTHON) tools/fuzz/fuzz.py --lib $(B)/lib/cpu/libdevtensor.so --device cpu --seed $(SEED) --cases $(CASES) $(FUZZ_ARGS)
+# make fuzz-torch-emu: the same on cuda:0 of two emulated GPUs (FUZZ_DEVICE=cuda:1 for the second)
+FUZZ_DEVICE ?= cuda:0
+fuzz-torch-emu: $(FUZZ_EMU_SO)
+	DTEMU_GPUS=2 $(FUZZ_PYTHON) tools/fuzz/fuzz.py --lib $< --device $(FUZZ_DEVICE) --seed $(SEED) --cases $(CASES) $(FUZZ_ARGS)
 
 # the shipped files are made from src/ (src/MANIFEST orders the parts) and committed
 amalgamate:
