@@ -26,6 +26,9 @@
 #           twins also run with --tf32 off); devtensor built without and with cuDNN (CUDNN=1,
 #           the system's or PyTorch's wheel's); last, while the budget lasts, one epoch of
 #           GoogLeNet and of DenseNet (examples/modern_cnn.c) beside PyTorch
+#   fuzz    make lib CUDA=1 for the GPU's own architecture (GPU_ARCH), then the differential
+#           fuzzer (tools/fuzz) on cuda:0 against PyTorch on the CPU: TORCH_FUZZ_TIME seconds (default
+#           240, less where the call's budget ends first) of cases from TORCH_FUZZ_SEED (default 1)
 # QUICK=1 shortens fashion and cnn to what fits beside cudatest in one call: fashion's MLP
 # only, 3 epochs, eager and --cuda-graph; LeNet 3 epochs; ResNet-18 1 epoch.
 # Each phase builds what it needs first (incremental), writes OUTDIR/<phase>.log
@@ -38,7 +41,7 @@
 #   2. timeout_s 240: CALL_BUDGET=220 SAN_TOOLS=memcheck DT_COMMIT=<sha> sh bench/gpu_session.sh $OUT san bench
 #      (the sanitizer's memcheck first; bench after it, where time is left)
 # With more device time, the full phases one call each (timeout_s 600): test, bench, san
-# (stops starting tools at 560 s), dist fashion, cnn (stops starting runs at 560 s).
+# (stops starting tools at 560 s), dist fashion, cnn (stops starting runs at 560 s), fuzz.
 # The phases' times on an H100 are in bench/RESULTS.md.
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -334,6 +337,24 @@ phase_cnn() {
   done
 }
 
+phase_fuzz() {
+  log=$out/fuzz.log
+  header >"$log"
+  arch=${GPU_ARCH:-90}
+  run "$log" make -j"$jobs" lib CUDA=1 GENCODE="-gencode arch=compute_$arch,code=sm_$arch" || { say "fuzz: the build failed"; return; }
+  # TORCH_FUZZ_TIME seconds, or what the call's budget leaves (a case is short: the fuzzer stops
+  # starting cases at that time)
+  t=${TORCH_FUZZ_TIME:-240}
+  left=$((deadline - $(date +%s) - 30))
+  [ "$left" -lt "$t" ] && t=$left
+  if [ "$t" -lt 30 ]; then
+    say "fuzz: not started (the call's budget is nearly spent)"; status=1; return
+  fi
+  run "$log" python3 tools/fuzz/fuzz.py --lib build/lib/cuda/libdevtensor.so --device cuda:0 \
+    --seed "${TORCH_FUZZ_SEED:-1}" --cases 100000000 --time "$t"
+  say "fuzz: $(grep '^all ' "$log" | tail -n 1) (family, cases, checks, refused by both, mismatches)"
+}
+
 for p in "$@"; do
   case $p in
     cudatest) phase_cudatest ;;
@@ -343,6 +364,7 @@ for p in "$@"; do
     fashion) phase_fashion ;;
     dist) phase_dist ;;
     cnn) phase_cnn ;;
+    fuzz) phase_fuzz ;;
     *) echo "unknown phase $p"; status=2 ;;
   esac
 done
