@@ -294,6 +294,12 @@ static void test_unary_special(dt_device dev) {
   static const double nanlo[5] = {NAN, NAN, NAN, NAN, NAN};           /* a NaN bound: NaN, as torch */
   static const double half[5] = {NAN, 1.0, 3.0, -INFINITY, 3.0};      /* clamp(x, -inf, 3) */
   static const double gel[5] = {NAN, 0.841344746068543, 4.999998566742141, NAN, INFINITY};
+  /* torch.pow(x, 0.5) and torch.pow(x, -0.5) are sqrt and rsqrt, not the maths library's pow, at
+     -inf and -0: x = [-inf, -0.0, 0.0, inf, 4.0] gives [nan, -0.0, 0.0, inf, 2.0] and
+     [nan, -inf, inf, 0.0, 0.5] (PyTorch 1.13, float32 and float64) */
+  static const double pv[5] = {-INFINITY, -0.0, 0.0, INFINITY, 4.0};
+  static const double sq[5] = {NAN, -0.0, 0.0, INFINITY, 2.0};
+  static const double rsq[5] = {NAN, -INFINITY, INFINITY, 0.0, 0.5};
   int t;
   for (t = 0; t < 2; t++) {
     dt_dtype dt = t ? DT_F64 : DT_F32;
@@ -304,6 +310,15 @@ static void test_unary_special(dt_device dev) {
     T_CHECK(check_vals(dt_clamp(x, -INFINITY, 3.0), half, 5, 0, 0));
     /* gelu(-inf) is -inf * 0: NaN, as torch's */
     T_CHECK(check_vals(dt_gelu(x), gel, 5, 1e-6, 1e-6));
+    {
+      dt_tensor *p = from_d(pv, dt_shape1(5), dt, dev), *r = p ? dt_pow_scalar(p, 0.5) : NULL;
+      double *w = r ? values(r) : NULL;
+      T_CHECK(w && signbit(w[1]) && !signbit(w[2]));
+      free(w);
+      T_CHECK(check_vals(r, sq, 5, 0, 0));
+      T_CHECK(check_vals(dt_pow_scalar(p, -0.5), rsq, 5, 0, 0));
+      dt_release(p);
+    }
     e = dt_empty(dt_shape2(0, 4), dt, dev);
     y = e ? dt_sin(e) : NULL; T_CHECK(y && dt_numel(y) == 0); dt_release(y);
     y = e ? dt_clamp(e, 0, 1) : NULL; T_CHECK(y && dt_numel(y) == 0); dt_release(y);

@@ -150,6 +150,19 @@ DT__EW_MAP(dt__map_sqrt_f64, double, sqrt(v))
 DT__EW_MAP(dt__map_neg_f64, double, -v)
 DT__EW_MAP(dt__map_relu_f64, double, v > 0.0 ? v : (v != v ? v : 0.0))
 DT__EW_MAP(dt__map_affine_f64, double, p0 * v + p1)
+/* x^p as torch.pow: its p = 0.5 and -0.5 are sqrt(x) and 1 / sqrt(x), which differ from the maths
+   library's pow at x = -inf (NaN, where pow gives +inf and +0) and x = -0 (-0 and -inf, where pow
+   gives +0 and +inf); every other x by pow, whose bits are kept */
+static float dt__pow_f32(float v, float p) {
+  if ((p == 0.5f || p == -0.5f) && (v == -INFINITY || (v == 0.0f && signbit(v))))
+    return p > 0.0f ? sqrtf(v) : 1.0f / sqrtf(v);
+  return powf(v, p);
+}
+static double dt__pow_f64(double v, double p) {
+  if ((p == 0.5 || p == -0.5) && (v == -INFINITY || (v == 0.0 && signbit(v))))
+    return p > 0.0 ? sqrt(v) : 1.0 / sqrt(v);
+  return pow(v, p);
+}
 /* sin, cos, erf, gelu (the erf form, as torch's approximate='none') and its derivative, pow,
    clamp (NaN in x or a bound gives NaN; lo > hi gives hi, as torch.clamp) */
 DT__EW_MAP(dt__map_sin_f32, float, sinf(v))
@@ -157,13 +170,13 @@ DT__EW_MAP(dt__map_cos_f32, float, cosf(v))
 DT__EW_MAP(dt__map_erf_f32, float, erff(v))
 DT__EW_MAP(dt__map_gelu_f32, float, v * 0.5f * (1.0f + erff(v * 0.70710678118654752f)))
 DT__EW_MAP(dt__map_gelu_grad_f32, float, 0.5f * (1.0f + erff(v * 0.70710678118654752f)) + v * 0.39894228040143268f * expf(-0.5f * v * v))
-DT__EW_MAP(dt__map_pow_f32, float, powf(v, (float)p0))
+DT__EW_MAP(dt__map_pow_f32, float, dt__pow_f32(v, (float)p0))
 DT__EW_MAP(dt__map_sin_f64, double, sin(v))
 DT__EW_MAP(dt__map_cos_f64, double, cos(v))
 DT__EW_MAP(dt__map_erf_f64, double, erf(v))
 DT__EW_MAP(dt__map_gelu_f64, double, v * 0.5 * (1.0 + erf(v * 0.70710678118654752)))
 DT__EW_MAP(dt__map_gelu_grad_f64, double, 0.5 * (1.0 + erf(v * 0.70710678118654752)) + v * 0.39894228040143268 * exp(-0.5 * v * v))
-DT__EW_MAP(dt__map_pow_f64, double, pow(v, p0))
+DT__EW_MAP(dt__map_pow_f64, double, dt__pow_f64(v, p0))
 #define DT__EW_CLAMP(NAME, T)                                                                       \
   static void NAME(int64_t n, const void *x_, void *y_, double p0, double p1) {                     \
     const T *x = (const T *)x_, lo = (T)p0, hi = (T)p1;                                             \

@@ -85,8 +85,15 @@ __device__ inline float d_cos(float v) { return cosf(v); }
 __device__ inline double d_cos(double v) { return cos(v); }
 __device__ inline float d_erf(float v) { return erff(v); }
 __device__ inline double d_erf(double v) { return erf(v); }
-__device__ inline float d_pow(float v, float p) { return powf(v, p); }
-__device__ inline double d_pow(double v, double p) { return pow(v, p); }
+/* p = 0.5 and -0.5 at x = -inf and -0: sqrt(x) and 1 / sqrt(x), as the CPU's dt__pow_f32 */
+__device__ inline float d_pow(float v, float p) {
+  if ((p == 0.5f || p == -0.5f) && ((isinf(v) && v < 0.0f) || (v == 0.0f && signbit(v)))) return p > 0.0f ? sqrtf(v) : 1.0f / sqrtf(v);
+  return powf(v, p);
+}
+__device__ inline double d_pow(double v, double p) {
+  if ((p == 0.5 || p == -0.5) && ((isinf(v) && v < 0.0) || (v == 0.0 && signbit(v)))) return p > 0.0 ? sqrt(v) : 1.0 / sqrt(v);
+  return pow(v, p);
+}
 template <typename T> struct USin { __device__ T operator()(T v) const { return d_sin(v); } };
 template <typename T> struct UCos { __device__ T operator()(T v) const { return d_cos(v); } };
 template <typename T> struct UErf { __device__ T operator()(T v) const { return d_erf(v); } };
