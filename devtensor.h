@@ -3385,7 +3385,7 @@ DTDEF dt_tensor *dt_add_scalar(const dt_tensor *a, double s) {
   return DT__AG1(y, DT__AG_ADD_SCALAR, "dt_add_scalar", a);
 }
 DTDEF dt_tensor *dt_mul_scalar(const dt_tensor *a, double s) {
-  dt_tensor *y = dt__unary("dt_mul_scalar", DT__U_AFFINE, a, s, 0.0);
+  dt_tensor *y = dt__unary("dt_mul_scalar", DT__U_AFFINE, a, s, -0.0); /* + -0: s x exactly, the sign of a zero kept */
   return y && DT__AG_ON(a) ? dt__ag_record1a(y, DT__AG_MUL_SCALAR, "dt_mul_scalar", a, s, 0, 0, NULL) : y;
 }
 DTDEF dt_tensor *dt_exp(const dt_tensor *a) {
@@ -3756,7 +3756,7 @@ static dt_status dt__affine_(const char *op, dt_tensor *a, double p0, double p1)
 }
 
 DTDEF dt_status dt_add_scalar_(dt_tensor *a, double s) { return dt__affine_("dt_add_scalar_", a, 1.0, s); }
-DTDEF dt_status dt_mul_scalar_(dt_tensor *a, double s) { return dt__affine_("dt_mul_scalar_", a, s, 0.0); }
+DTDEF dt_status dt_mul_scalar_(dt_tensor *a, double s) { return dt__affine_("dt_mul_scalar_", a, s, -0.0); }
 
 /* ---- src/ops/compare.c ---- */
 /* Comparisons give DT_BOOL (one byte, 0 or 1) and broadcast with dt__broadcast, the binary ops'
@@ -5631,7 +5631,7 @@ static dt_tensor *dt__loss_elem(const char *op, dt__ag_op kind, const dt_tensor 
      beta and |d| - 0.5 beta from it on (and inf for an infinite d, not NaN) */
   if (!(c = dt__unary(op, DT__U_CLAMP, a, -INFINITY, beta))) { dt_release(a); return NULL; }
   q = dt__binary(op, DT__B_MUL, c, c);
-  if (q) { d = dt__unary(op, DT__U_AFFINE, q, 0.5 / beta, 0.0); dt_release(q); q = d; }
+  if (q) { d = dt__unary(op, DT__U_AFFINE, q, 0.5 / beta, -0.0); dt_release(q); q = d; }
   d = dt__binary(op, DT__B_SUB, a, c);
   dt_release(a); dt_release(c);
   return dt__loss_take2(dt_add, q, d);
@@ -7568,7 +7568,7 @@ DTDEF dt_tensor *dt_mse_loss_grad(const dt_tensor *pred, const dt_tensor *target
   dt_tensor *d, *g;
   if (dt__loss_check(op, pred, target) != DT_OK) return NULL;
   if (!(d = dt__binary(op, DT__B_SUB, pred, target))) return NULL;
-  g = dt__unary(op, DT__U_AFFINE, d, pred->numel ? 2.0 / (double)pred->numel : 0.0, 0.0);
+  g = dt__unary(op, DT__U_AFFINE, d, pred->numel ? 2.0 / (double)pred->numel : 0.0, -0.0);
   dt_release(d);
   return g;
 }
@@ -8847,7 +8847,7 @@ static dt_status dt__grads_scale(const char *op, dt_tensor *const *gs, int n, do
     dt_tensor *g = gs[i];
     if (!g || g->numel == 0) continue;
     st = dt__run(op, g->st->device, dt__be(g->st->device)->unary(g->st->device.index, DT__U_AFFINE, g->dtype, g->numel, g->st->ptr,
-                                                                 g->st->ptr, f, 0.0));
+                                                                 g->st->ptr, f, -0.0)); /* f g exactly: + -0 keeps a zero's sign */
   }
   return st;
 }
@@ -9041,6 +9041,7 @@ static dt_tensor *dt__ag_bin(dt_tensor *(*f)(const dt_tensor *, const dt_tensor 
   return y;
 }
 
+/* p0 x + p1, released x; a scale passes p1 = -0.0, which keeps p0 x exact (a zero's sign too) */
 static dt_tensor *dt__ag_affine(const char *op, dt_tensor *x, double p0, double p1) {
   dt_tensor *y;
   if (!x) return NULL;
@@ -9332,7 +9333,7 @@ static dt_status dt__ag_backward(dt__node *n, const dt_tensor *g, dt_tensor **gi
       break;
     case DT__AG_DIV: /* d(a/b) = g/b, -g a/b^2 */
       if (!(t = dt_div(g, sv[1]))) break;
-      if (need1) gin[1] = dt__ag_sum_to(dt__ag_affine(op, dt__ag_bin(dt_div, sv[1], dt__ag_bin(dt_mul, sv[0], dt_retain(t), 1), 1), -1.0, 0.0), &e1->shape);
+      if (need1) gin[1] = dt__ag_sum_to(dt__ag_affine(op, dt__ag_bin(dt_div, sv[1], dt__ag_bin(dt_mul, sv[0], dt_retain(t), 1), 1), -1.0, -0.0), &e1->shape);
       if (need0) gin[0] = dt__ag_sum_to(dt_retain(t), &e0->shape);
       break;
     case DT__AG_ADD_SCALAR: gin[0] = dt_retain((dt_tensor *)g); break;
@@ -9426,15 +9427,15 @@ static dt_status dt__ag_backward(dt__node *n, const dt_tensor *g, dt_tensor **gi
     case DT__AG_CAST: gin[0] = dt_cast(g, e0->dtype); break;
     case DT__AG_COPYTO: gin[0] = dt_copyto(g, e0->device); break;
     case DT__AG_SIN: gin[0] = dt__ag_bin(dt_mul, g, dt_cos(sv[0]), 0); break;
-    case DT__AG_COS: gin[0] = dt__ag_bin(dt_mul, g, dt__ag_affine(op, dt_sin(sv[0]), -1.0, 0.0), 0); break;
+    case DT__AG_COS: gin[0] = dt__ag_bin(dt_mul, g, dt__ag_affine(op, dt_sin(sv[0]), -1.0, -0.0), 0); break;
     case DT__AG_ERF: /* g 2/sqrt(pi) exp(-x^2) */
-      gin[0] = dt__ag_bin(dt_mul, g, dt__ag_affine(op, dt__ag_exp(dt__ag_affine(op, dt_mul(sv[0], sv[0]), -1.0, 0.0)),
+      gin[0] = dt__ag_bin(dt_mul, g, dt__ag_affine(op, dt__ag_exp(dt__ag_affine(op, dt_mul(sv[0], sv[0]), -1.0, -0.0)),
                                                    1.1283791670955126, 0.0), 0);
       break;
     case DT__AG_GELU: gin[0] = dt__ag_bin(dt_mul, g, dt__unary(op, DT__U_GELU_GRAD, sv[0], 0, 0), 0); break;
     case DT__AG_POW: /* g p x^(p-1); p = 0: zeros, as PyTorch */
       if (n->p == 0) gin[0] = dt__ag_zeros(e0->shape, e0->dtype, e0->device);
-      else gin[0] = dt__ag_bin(dt_mul, g, dt__ag_affine(op, dt__unary(op, DT__U_POW, sv[0], n->p - 1.0, 0), n->p, 0.0), 0);
+      else gin[0] = dt__ag_bin(dt_mul, g, dt__ag_affine(op, dt__unary(op, DT__U_POW, sv[0], n->p - 1.0, 0), n->p, -0.0), 0);
       break;
     case DT__AG_CLAMP: { /* g where lo <= x <= hi (NaN x: 0), as PyTorch */
       dt_tensor *ge = dt__ag_cast(dt_ge_scalar(sv[0], n->p), e0->dtype), *le = ge ? dt__ag_cast(dt_le_scalar(sv[0], n->p2), e0->dtype) : NULL;
@@ -12995,7 +12996,7 @@ static dt_status dt__dist_all_reduce_half(const char *fn, dt_tensor *t, dt_reduc
     if ((rc = MPI_Allreduce(MPI_IN_PLACE, scratch, (int)n, MPI_FLOAT, mop, dt__dist_comm)) != MPI_SUCCESS)
       return dt__mpi_fail(fn, "MPI_Allreduce", rc);
     if (op == DT_REDUCE_AVG &&
-        (s = dt__run(fn, t->st->device, be->unary(0, DT__U_AFFINE, DT_F32, n, scratch, scratch, 1.0 / (double)dt__dist_size_v, 0.0))) != DT_OK)
+        (s = dt__run(fn, t->st->device, be->unary(0, DT__U_AFFINE, DT_F32, n, scratch, scratch, 1.0 / (double)dt__dist_size_v, -0.0))) != DT_OK)
       return s;
     if ((s = dt__run(fn, t->st->device, be->cast(0, DT_F32, t->dtype, n, scratch, h))) != DT_OK) return s;
     at += n;
@@ -13050,7 +13051,7 @@ DTDEF dt_status dt_all_reduce_(dt_tensor *t, dt_reduce_op op) {
     }
     if (op == DT_REDUCE_AVG)
       return dt__run(fn, t->st->device, dt__be(t->st->device)->unary(0, DT__U_AFFINE, t->dtype, t->numel, p, p,
-                                                                       1.0 / (double)dt__dist_size_v, 0.0));
+                                                                       1.0 / (double)dt__dist_size_v, -0.0));
     return DT_OK;
   }
 #ifdef DEVTENSOR_CUDA

@@ -288,6 +288,48 @@ static void test_unary_torch(dt_device dev) {
   }
 }
 
+/* A scale keeps the sign of a zero, as PyTorch's x * s: x = [-0, -1, 3, 0] times 2, 0 and -0 gives
+   [-0, -2, 6, 0], [-0, -0, 0, 0] and [0, 0, -0, -0]; in place too; and cos's gradient at [0, -0]
+   (-sin(x) g) is [-0, 0] (PyTorch 1.13) */
+static void test_scale_zero_sign(dt_device dev) {
+  static const double x0[4] = {-0.0, -1.0, 3.0, 0.0};
+  static const double s[3] = {2.0, 0.0, -0.0};
+  static const int neg[3][4] = {{1, 1, 0, 0}, {1, 1, 0, 0}, {0, 0, 1, 1}}; /* the sign bits */
+  static const dt_dtype dts[4] = {DT_F32, DT_F64, DT_F16, DT_BF16};
+  int t, k, i;
+  for (t = 0; t < 4; t++)
+    for (k = 0; k < 3; k++) {
+      dt_tensor *xd = from_d(x0, dt_shape1(4), DT_F64, dev), *x = xd ? dt_cast(xd, dts[t]) : NULL;
+      dt_tensor *y = x ? dt_mul_scalar(x, s[k]) : NULL;
+      dt_tensor *yf = y ? dt_cast(y, DT_F64) : NULL, *xf;
+      double *w = yf ? values(yf) : NULL, *u;
+      T_CHECK(w != NULL);
+      for (i = 0; w && i < 4; i++)
+        T_CHECK_MSG(!!signbit(w[i]) == neg[k][i] && fabs(w[i]) == fabs(x0[i] * s[k]), "%s x * %g: element %d is %g",
+                    dt_dtype_name(dts[t]), s[k], i, w[i]);
+      T_CHECK(x && dt_mul_scalar_(x, s[k]) == DT_OK);
+      xf = x ? dt_cast(x, DT_F64) : NULL;
+      u = xf ? values(xf) : NULL;
+      for (i = 0; u && w && i < 4; i++) T_CHECK(!!signbit(u[i]) == neg[k][i]);
+      free(w); free(u);
+      dt_release(xd); dt_release(x); dt_release(y); dt_release(yf); dt_release(xf);
+    }
+  {
+    static const double z[2] = {0.0, -0.0};
+    dt_tensor *x = from_d(z, dt_shape1(2), DT_F32, dev), *y, *l, *g;
+    double *w;
+    T_CHECK(x && dt_requires_grad_(x, 1) == DT_OK);
+    y = x ? dt_cos(x) : NULL;
+    l = y ? dt_sum(y) : NULL;
+    T_CHECK(l && dt_autograd_backward(l, NULL) == DT_OK);
+    g = x ? dt_grad(x) : NULL;
+    w = g ? values(g) : NULL;
+    T_CHECK(w && w[0] == 0 && signbit(w[0]) && w[1] == 0 && !signbit(w[1]));
+    free(w);
+    dt_release(l); dt_release(y); dt_release(x);
+  }
+}
+
 static void test_unary_special(dt_device dev) {
   static const double v[5] = {NAN, 1.0, 5.0, -INFINITY, INFINITY};
   static const double lohi[5] = {NAN, 1.0, 1.0, 1.0, 1.0};           /* clamp(x, 2, 1): hi everywhere, NaN kept */
@@ -382,6 +424,7 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_one_hot);
   T_RUN_ALL_DEVICES(test_unary_torch);
   T_RUN_ALL_DEVICES(test_unary_special);
+  T_RUN_ALL_DEVICES(test_scale_zero_sign);
   T_RUN_ALL_DEVICES(test_gradcheck);
   return t_finish();
 }

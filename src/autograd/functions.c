@@ -144,6 +144,7 @@ static dt_tensor *dt__ag_bin(dt_tensor *(*f)(const dt_tensor *, const dt_tensor 
   return y;
 }
 
+/* p0 x + p1, released x; a scale passes p1 = -0.0, which keeps p0 x exact (a zero's sign too) */
 static dt_tensor *dt__ag_affine(const char *op, dt_tensor *x, double p0, double p1) {
   dt_tensor *y;
   if (!x) return NULL;
@@ -435,7 +436,7 @@ static dt_status dt__ag_backward(dt__node *n, const dt_tensor *g, dt_tensor **gi
       break;
     case DT__AG_DIV: /* d(a/b) = g/b, -g a/b^2 */
       if (!(t = dt_div(g, sv[1]))) break;
-      if (need1) gin[1] = dt__ag_sum_to(dt__ag_affine(op, dt__ag_bin(dt_div, sv[1], dt__ag_bin(dt_mul, sv[0], dt_retain(t), 1), 1), -1.0, 0.0), &e1->shape);
+      if (need1) gin[1] = dt__ag_sum_to(dt__ag_affine(op, dt__ag_bin(dt_div, sv[1], dt__ag_bin(dt_mul, sv[0], dt_retain(t), 1), 1), -1.0, -0.0), &e1->shape);
       if (need0) gin[0] = dt__ag_sum_to(dt_retain(t), &e0->shape);
       break;
     case DT__AG_ADD_SCALAR: gin[0] = dt_retain((dt_tensor *)g); break;
@@ -529,15 +530,15 @@ static dt_status dt__ag_backward(dt__node *n, const dt_tensor *g, dt_tensor **gi
     case DT__AG_CAST: gin[0] = dt_cast(g, e0->dtype); break;
     case DT__AG_COPYTO: gin[0] = dt_copyto(g, e0->device); break;
     case DT__AG_SIN: gin[0] = dt__ag_bin(dt_mul, g, dt_cos(sv[0]), 0); break;
-    case DT__AG_COS: gin[0] = dt__ag_bin(dt_mul, g, dt__ag_affine(op, dt_sin(sv[0]), -1.0, 0.0), 0); break;
+    case DT__AG_COS: gin[0] = dt__ag_bin(dt_mul, g, dt__ag_affine(op, dt_sin(sv[0]), -1.0, -0.0), 0); break;
     case DT__AG_ERF: /* g 2/sqrt(pi) exp(-x^2) */
-      gin[0] = dt__ag_bin(dt_mul, g, dt__ag_affine(op, dt__ag_exp(dt__ag_affine(op, dt_mul(sv[0], sv[0]), -1.0, 0.0)),
+      gin[0] = dt__ag_bin(dt_mul, g, dt__ag_affine(op, dt__ag_exp(dt__ag_affine(op, dt_mul(sv[0], sv[0]), -1.0, -0.0)),
                                                    1.1283791670955126, 0.0), 0);
       break;
     case DT__AG_GELU: gin[0] = dt__ag_bin(dt_mul, g, dt__unary(op, DT__U_GELU_GRAD, sv[0], 0, 0), 0); break;
     case DT__AG_POW: /* g p x^(p-1); p = 0: zeros, as PyTorch */
       if (n->p == 0) gin[0] = dt__ag_zeros(e0->shape, e0->dtype, e0->device);
-      else gin[0] = dt__ag_bin(dt_mul, g, dt__ag_affine(op, dt__unary(op, DT__U_POW, sv[0], n->p - 1.0, 0), n->p, 0.0), 0);
+      else gin[0] = dt__ag_bin(dt_mul, g, dt__ag_affine(op, dt__unary(op, DT__U_POW, sv[0], n->p - 1.0, 0), n->p, -0.0), 0);
       break;
     case DT__AG_CLAMP: { /* g where lo <= x <= hi (NaN x: 0), as PyTorch */
       dt_tensor *ge = dt__ag_cast(dt_ge_scalar(sv[0], n->p), e0->dtype), *le = ge ? dt__ag_cast(dt_le_scalar(sv[0], n->p2), e0->dtype) : NULL;

@@ -430,7 +430,7 @@ static dt_status dt__dist_all_reduce_half(const char *fn, dt_tensor *t, dt_reduc
     if ((rc = MPI_Allreduce(MPI_IN_PLACE, scratch, (int)n, MPI_FLOAT, mop, dt__dist_comm)) != MPI_SUCCESS)
       return dt__mpi_fail(fn, "MPI_Allreduce", rc);
     if (op == DT_REDUCE_AVG &&
-        (s = dt__run(fn, t->st->device, be->unary(0, DT__U_AFFINE, DT_F32, n, scratch, scratch, 1.0 / (double)dt__dist_size_v, 0.0))) != DT_OK)
+        (s = dt__run(fn, t->st->device, be->unary(0, DT__U_AFFINE, DT_F32, n, scratch, scratch, 1.0 / (double)dt__dist_size_v, -0.0))) != DT_OK)
       return s;
     if ((s = dt__run(fn, t->st->device, be->cast(0, DT_F32, t->dtype, n, scratch, h))) != DT_OK) return s;
     at += n;
@@ -485,7 +485,7 @@ DTDEF dt_status dt_all_reduce_(dt_tensor *t, dt_reduce_op op) {
     }
     if (op == DT_REDUCE_AVG)
       return dt__run(fn, t->st->device, dt__be(t->st->device)->unary(0, DT__U_AFFINE, t->dtype, t->numel, p, p,
-                                                                       1.0 / (double)dt__dist_size_v, 0.0));
+                                                                       1.0 / (double)dt__dist_size_v, -0.0));
     return DT_OK;
   }
 #ifdef DEVTENSOR_CUDA

@@ -480,7 +480,7 @@ DTDEF dt_tensor *dt_mse_loss_grad(const dt_tensor *pred, const dt_tensor *target
   dt_tensor *d, *g;
   if (dt__loss_check(op, pred, target) != DT_OK) return NULL;
   if (!(d = dt__binary(op, DT__B_SUB, pred, target))) return NULL;
-  g = dt__unary(op, DT__U_AFFINE, d, pred->numel ? 2.0 / (double)pred->numel : 0.0, 0.0);
+  g = dt__unary(op, DT__U_AFFINE, d, pred->numel ? 2.0 / (double)pred->numel : 0.0, -0.0);
   dt_release(d);
   return g;
 }

@@ -91,7 +91,7 @@ static dt_status dt__grads_scale(const char *op, dt_tensor *const *gs, int n, do
     dt_tensor *g = gs[i];
     if (!g || g->numel == 0) continue;
     st = dt__run(op, g->st->device, dt__be(g->st->device)->unary(g->st->device.index, DT__U_AFFINE, g->dtype, g->numel, g->st->ptr,
-                                                                 g->st->ptr, f, 0.0));
+                                                                 g->st->ptr, f, -0.0)); /* f g exactly: + -0 keeps a zero's sign */
   }
   return st;
 }

@@ -155,7 +155,7 @@ DTDEF dt_tensor *dt_add_scalar(const dt_tensor *a, double s) {
   return DT__AG1(y, DT__AG_ADD_SCALAR, "dt_add_scalar", a);
 }
 DTDEF dt_tensor *dt_mul_scalar(const dt_tensor *a, double s) {
-  dt_tensor *y = dt__unary("dt_mul_scalar", DT__U_AFFINE, a, s, 0.0);
+  dt_tensor *y = dt__unary("dt_mul_scalar", DT__U_AFFINE, a, s, -0.0); /* + -0: s x exactly, the sign of a zero kept */
   return y && DT__AG_ON(a) ? dt__ag_record1a(y, DT__AG_MUL_SCALAR, "dt_mul_scalar", a, s, 0, 0, NULL) : y;
 }
 DTDEF dt_tensor *dt_exp(const dt_tensor *a) {
@@ -526,4 +526,4 @@ static dt_status dt__affine_(const char *op, dt_tensor *a, double p0, double p1)
 }
 
 DTDEF dt_status dt_add_scalar_(dt_tensor *a, double s) { return dt__affine_("dt_add_scalar_", a, 1.0, s); }
-DTDEF dt_status dt_mul_scalar_(dt_tensor *a, double s) { return dt__affine_("dt_mul_scalar_", a, s, 0.0); }
+DTDEF dt_status dt_mul_scalar_(dt_tensor *a, double s) { return dt__affine_("dt_mul_scalar_", a, s, -0.0); }

@@ -43,7 +43,7 @@ static dt_tensor *dt__loss_elem(const char *op, dt__ag_op kind, const dt_tensor 
      beta and |d| - 0.5 beta from it on (and inf for an infinite d, not NaN) */
   if (!(c = dt__unary(op, DT__U_CLAMP, a, -INFINITY, beta))) { dt_release(a); return NULL; }
   q = dt__binary(op, DT__B_MUL, c, c);
-  if (q) { d = dt__unary(op, DT__U_AFFINE, q, 0.5 / beta, 0.0); dt_release(q); q = d; }
+  if (q) { d = dt__unary(op, DT__U_AFFINE, q, 0.5 / beta, -0.0); dt_release(q); q = d; }
   d = dt__binary(op, DT__B_SUB, a, c);
   dt_release(a); dt_release(c);
   return dt__loss_take2(dt_add, q, d);
