@@ -48,6 +48,11 @@ _SIGS = [
     ("dt_f_layer_norm", P, [P, I64, P, P, D]),
     ("dt_f_embedding", P, [P, P]),
     ("dt_add_", I, [P, P]), ("dt_sub_", I, [P, P]), ("dt_mul_", I, [P, P]), ("dt_div_", I, [P, P]),
+    ("dt_zero_grad_", I, [P]), ("dt_set_grad_enabled", I, [I]),
+    ("dt_sgd_tensors", P, [P, I, D, D, D]), ("dt_adam_tensors", P, [P, I, D, D, D, D, D]),
+    ("dt_adamw_tensors", P, [P, I, D, D, D, D, D]), ("dt_optimizer_step", I, [P]),
+    ("dt_optimizer_zero_grad", I, [P]), ("dt_optimizer_free", None, [P]),
+    ("dt_clip_grad_norm_", I, [P, I, D, C.POINTER(D)]),
 ]
 _SIGS += [("dt_" + n, P, [P, P]) for n in
           ["add", "sub", "mul", "div", "matmul", "eq", "ne", "lt", "le", "gt", "ge", "cross_entropy"]]

@@ -627,10 +627,169 @@ def f_selfop(c):
     c.run("self_" + op, [x], lambda A, p: getattr(lib, "dt_" + op)(p[0], p[0]), lambda ts: tf(ts[0], ts[0]), grad=[0])
 
 
+def _ulps_equal(got, ref):
+    """Bit equality of two half tensors, NaN equal to NaN (its payload aside)."""
+    g, r = got.float(), ref.float()
+    both_nan = torch.isnan(g) & torch.isnan(r)
+    return bool(((g == r) | both_nan).all()) and torch.equal(torch.signbit(g) | both_nan,
+                                                            torch.signbit(r) | both_nan)
+
+
+def _optim_cmp(got, ref, dtype, scale_extra):
+    """None when devtensor's parameter (or gradient) matches PyTorch's after the same steps.
+    Float32 and float64 within the dtype's tolerance; float16 and bfloat16 bit for bit where
+    the parameter has fewer than 32 elements (docs/API.md, Half precision: the optimizers round
+    "as PyTorch 1.13's single-tensor loops ... match them bit for bit (PyTorch's vector loops,
+    for 32 elements and more, fuse some of those roundings: they may differ from it by an ulp
+    there)"), else within the half tolerance."""
+    if tuple(got.shape) != tuple(ref.shape):
+        return "shape %s, PyTorch's %s" % (tuple(got.shape), tuple(ref.shape))
+    if dtype in (torch.float16, torch.bfloat16) and ref.numel() < 32:
+        if _ulps_equal(got, ref):
+            return None
+        g, r = got.float().flatten(), ref.float().flatten()
+        bad = ~((g == r) & (torch.signbit(g) == torch.signbit(r))) & ~(torch.isnan(g) & torch.isnan(r))
+        k = bad.nonzero()[0].item()
+        return "not bit for bit at flat index %d: %r, PyTorch's %r" % (k, g[k].item(), r[k].item())
+    return tolcmp(got, ref, dtype, scale_extra)
+
+
+def f_optim(c):
+    """A few steps of dt_sgd_tensors / dt_adam_tensors / dt_adamw_tensors (and
+    dt_clip_grad_norm_ before some of them) on random parameters and gradients, against
+    torch.optim (foreach=False) on copies of the same parameters in the same dtype. A parameter
+    without a gradient at a step (None in PyTorch, NULL here) is skipped by both."""
+    lib = c.lib.c
+    R = c.R
+    kind = R.choice(["sgd", "adam", "adamw", "clip"])
+    dtype = c.fdt((5, 4, 2, 2))
+    if kind in ("adam", "adamw") and dtype == torch.float16:
+        # PyTorch 1.13 has no float16 addcmul_ on the CPU (docs/API.md, Half precision): no reference
+        dtype = torch.bfloat16
+    nparam = R.randint(1, 3)
+    shapes = [c.rshape(R.randint(0, 3), allow0=True) for _ in range(nparam)]
+    params = [c.values(s, dtype, scale=R.choice([1, 0.1, 10])) for s in shapes]
+    steps = R.randint(1, 4)
+    sp = 0.05 if R.random() < 0.1 else 0
+    # the gradients of each step (None: no gradient for that parameter at that step)
+    grads = [[None if R.random() < 0.1 else c.values(s, dtype, special=sp, scale=R.choice([1, 1e-3, 10]))
+              for s in shapes] for _ in range(steps)]
+    lr = R.choice([0.1, 0.01, 1.0, 0.0, 1e-3])
+    wd = R.choice([0.0, 0.0, 0.01, 0.1])
+    clip = R.random() < 0.3 or kind == "clip"
+    max_norm = R.choice([1.0, 0.5, 10.0, 1e-3, 100.0])
+    bad = R.random() < 0.03  # an argument PyTorch refuses: both must refuse
+    if kind in ("sgd", "clip"):
+        mom = R.choice([0.0, 0.0, 0.9, 0.5, 1.0])
+        if bad:
+            lr = -0.1
+        hp = dict(lr=lr, momentum=mom, weight_decay=wd)
+        note = "sgd lr=%g momentum=%g wd=%g" % (lr, mom, wd)
+        make_dt = lambda arr, n: lib.dt_sgd_tensors(arr, n, lr, mom, wd)
+        make_ref = lambda ps: torch.optim.SGD(ps, foreach=False, **hp)
+    else:
+        b1 = R.choice([0.9, 0.0, 0.5, 0.99])
+        b2 = R.choice([0.999, 0.9, 0.0, 0.5])
+        eps = R.choice([1e-8, 1e-3, 0.0, 1e-6])
+        if bad:
+            b1 = R.choice([1.0, -0.1])
+        hp = dict(lr=lr, betas=(b1, b2), eps=eps, weight_decay=wd)
+        note = "%s lr=%g betas=(%g,%g) eps=%g wd=%g" % (kind, lr, b1, b2, eps, wd)
+        f = lib.dt_adam_tensors if kind == "adam" else lib.dt_adamw_tensors
+        make_dt = lambda arr, n: f(arr, n, lr, b1, b2, eps, wd)
+        T = torch.optim.Adam if kind == "adam" else torch.optim.AdamW
+        make_ref = lambda ps: T(ps, foreach=False, amsgrad=False, **hp)
+    if clip:
+        note += " clip max_norm=%g" % max_norm
+    note += " %s steps=%d shapes=%s" % (str(dtype).replace("torch.", ""), steps, shapes)
+    op = kind if kind != "clip" else "clip_grad_norm_"
+    inputs = params + [g for st in grads for g in st if g is not None]
+    c.count()
+    # PyTorch
+    terr = None
+    tps = [p.clone().requires_grad_(True) for p in params]
+    ref_hist = []   # per step: (clip totals, parameters after the step)
+    try:
+        opt = make_ref(tps)
+        for st in grads:
+            for tp, g in zip(tps, st):
+                tp.grad = None if g is None else g.clone()
+            total = None
+            if clip:
+                with_grad = [tp for tp in tps if tp.grad is not None]
+                total = torch.nn.utils.clip_grad_norm_(with_grad, max_norm).item() if with_grad else 0.0
+            clipped = [None if tp.grad is None else tp.grad.detach().clone() for tp in tps]
+            if kind != "clip":
+                opt.step()
+            ref_hist.append((total, clipped, [tp.detach().clone() for tp in tps]))
+    except Exception as e:  # PyTorch refuses (an argument, or no kernel for the dtype)
+        terr = str(e).split("\n")[0][:150]
+    A = c.arena()
+    o = None
+    try:
+        lib.dt_clear_error()
+        ps = [A.t(p, True) for p in params]
+        arr = (C.c_void_p * nparam)(*ps)
+        o = make_dt(arr, nparam)
+        derr = None if o else c.lib.error()
+        if terr is not None and derr is not None:
+            c.report.both_refuse[c.family] += 1
+            return None
+        if terr is not None:
+            if not bad and "not implemented" in terr:
+                return None  # PyTorch's CPU has no kernel for this dtype: nothing to compare with
+            return c.record(op, inputs, note, "PyTorch refuses (%s) but devtensor gives a result" % terr)
+        if derr is not None:
+            return c.record(op, inputs, note, "devtensor refuses (%s) but PyTorch gives a result" % derr)
+        for k, (st, (total, clipped, after)) in enumerate(zip(grads, ref_hist)):
+            for p, g in zip(ps, st):
+                lib.dt_zero_grad_(p)
+                if g is not None and lib.dt_autograd_backward(p, A.t(g)) != 0:
+                    return c.record(op, inputs, note, "setting a gradient failed: " + c.lib.error())
+            if clip:
+                tot = C.c_double(-1.0)
+                if lib.dt_clip_grad_norm_(arr, nparam, max_norm, C.byref(tot)) != 0:
+                    return c.record(op, inputs, note, "dt_clip_grad_norm_ failed: " + c.lib.error())
+                m = _optim_cmp(torch.tensor([tot.value], dtype=torch.float64), torch.tensor([total], dtype=torch.float64),
+                               dtype if dtype in (torch.float16, torch.bfloat16) else torch.float32, 1.0)
+                if m:
+                    return c.record(op, inputs, note, "step %d: total norm %s" % (k, m),
+                                    torch.tensor(tot.value), torch.tensor(total))
+                for j, (p, cg) in enumerate(zip(ps, clipped)):
+                    gp = lib.dt_grad(p)
+                    if cg is None or not gp:
+                        if (cg is None) != (not gp):
+                            return c.record(op, inputs, note, "step %d: gradient %d present on one side only" % (k, j))
+                        continue
+                    gt = c.to_torch(gp)
+                    m = _optim_cmp(gt, cg, dtype, 1.0)
+                    if m:
+                        return c.record(op, inputs, note, "step %d: clipped gradient %d %s" % (k, j, m), gt, cg)
+            if kind == "clip":
+                continue
+            if lib.dt_optimizer_step(o) != 0:
+                return c.record(op, inputs, note, "step %d failed: %s" % (k, c.lib.error()))
+            for j, (p, r) in enumerate(zip(ps, after)):
+                if not c.lib.on_device(p):
+                    return c.record(op, inputs, note, "parameter %d left %s" % (j, c.lib.device_name))
+                got = c.to_torch(p)
+                if got.dtype != r.dtype:
+                    return c.record(op, inputs, note, "parameter %d's dtype %s, PyTorch's %s" % (j, got.dtype, r.dtype))
+                # Adam divides by sqrt(v) + eps: an ulp of v's difference moves the step by lr times it
+                m = _optim_cmp(got, r, dtype, 4.0 * max(1.0, lr) * (k + 1))
+                if m:
+                    return c.record(op, inputs, note, "step %d: parameter %d %s" % (k, j, m), got, r)
+        return None
+    finally:
+        if o:
+            lib.dt_optimizer_free(o)
+        A.free()
+
+
 # name: (function, weight in the draw)
 FAMILIES = {
     "binary": (f_binary, 3), "unary": (f_unary, 3), "matmul": (f_matmul, 2), "reduce": (f_reduce, 3),
     "softmax": (f_softmax, 2), "loss": (f_loss, 2), "conv": (f_conv, 2), "pool": (f_pool, 3), "norm": (f_norm, 2),
     "index": (f_index, 4), "compare": (f_compare, 2), "cast": (f_cast, 2), "inplace": (f_inplace, 2),
-    "dropout": (f_dropout, 1), "scalar_int": (f_scalar_int, 2), "selfop": (f_selfop, 1),
+    "dropout": (f_dropout, 1), "scalar_int": (f_scalar_int, 2), "selfop": (f_selfop, 1), "optim": (f_optim, 2),
 }
