@@ -53,6 +53,13 @@ _SIGS = [
     ("dt_adamw_tensors", P, [P, I, D, D, D, D, D]), ("dt_optimizer_step", I, [P]),
     ("dt_optimizer_zero_grad", I, [P]), ("dt_optimizer_free", None, [P]),
     ("dt_clip_grad_norm_", I, [P, I, D, C.POINTER(D)]),
+    ("dt_mse_loss", P, [P, P]), ("dt_l1_loss", P, [P, P]), ("dt_bce_with_logits", P, [P, P]),
+    ("dt_nll_loss", P, [P, P]), ("dt_smooth_l1_loss", P, [P, P, D]), ("dt_cross_entropy_grad", P, [P, P]),
+    ("dt_mse_loss_grad", P, [P, P]), ("dt_f_conv2d", P, [P, P, P, I, I]),
+    ("dt_f_conv2d_backward", I, [P, P, P, I, I, I, I, I, I, I, P, P, P]),
+    ("dt_f_max_pool2d", P, [P, I, I, I]), ("dt_f_max_pool2d_backward", P, [P, P, P, I, I, I, I, I, I]),
+    ("dt_f_avg_pool2d", P, [P, I, I, I]), ("dt_f_avg_pool2d_backward", P, [P, P, I, I, I, I, I, I]),
+    ("dt_f_adaptive_avg_pool2d_backward", P, [P, P]),
 ]
 _SIGS += [("dt_" + n, P, [P, P]) for n in
           ["add", "sub", "mul", "div", "matmul", "eq", "ne", "lt", "le", "gt", "ge", "cross_entropy"]]

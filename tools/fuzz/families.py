@@ -81,7 +81,18 @@ def f_unary(c):
     else:
         sv = c.R.choice([2.0, -1.5, 0.0, 3.0, 1e-3])
         f = {"add_scalar": lambda t: t + sv, "mul_scalar": lambda t: t * sv, "rsub_scalar": lambda t: sv - t}[op]
-        c.run(op, [x], lambda A, p: getattr(lib, "dt_" + op)(p[0], sv), lambda ts: f(ts[0]), grad=grad, note="s=%r" % sv)
+
+        def zero_sign(got):
+            """The sign of a zero result, which the tolerance does not see: IEEE's, as PyTorch's
+            (-x * 0 and -0 * s are -0)."""
+            r = f(x.double())
+            z = (r == 0) & (got.double() == 0)
+            if z.any() and not torch.equal(torch.signbit(got.double()[z]), torch.signbit(r[z])):
+                k = (z & (torch.signbit(got.double()) != torch.signbit(r))).nonzero()[0].tolist()
+                return "sign of zero at %s: %r, PyTorch's %r" % (k, got[tuple(k)].item(), r[tuple(k)].item())
+            return None
+        c.run(op, [x], lambda A, p: getattr(lib, "dt_" + op)(p[0], sv), lambda ts: f(ts[0]), grad=grad, note="s=%r" % sv,
+              check=zero_sign)
 
 
 def f_matmul(c):
@@ -786,10 +797,144 @@ def f_optim(c):
         A.free()
 
 
+def f_layers(c):
+    """The functional forms the other families leave out: the losses' plain (mean) forms, the
+    explicit gradients dt_cross_entropy_grad and dt_mse_loss_grad, dt_f_conv2d and the pooling
+    functions with square arguments, and the public backward functions of convolution and
+    pooling against PyTorch's autograd."""
+    lib = c.lib.c
+    R = c.R
+    dtype = c.fdt((5, 4, 1, 1))
+    op = R.choice(["mse_loss", "l1_loss", "bce_with_logits", "nll_loss", "smooth_l1_loss", "cross_entropy_grad",
+                   "mse_loss_grad", "conv2d", "conv2d_backward", "max_pool2d", "max_pool2d_backward", "avg_pool2d",
+                   "avg_pool2d_backward", "adaptive_avg_pool2d_backward"])
+    if op in ("nll_loss", "cross_entropy_grad"):
+        n, nc = R.randint(0, 5), R.randint(1, 6)
+        x = c.values([n, nc], dtype, special=0.1 if R.random() < 0.2 else 0)
+        t = torch.randint(0, nc, [n])
+        if op == "nll_loss":
+            x = F.log_softmax(x.double(), 1).to(dtype)
+            c.run(op, [x, t], lambda A, p: lib.dt_nll_loss(p[0], p[1]), lambda ts: F.nll_loss(ts[0], ts[1]), grad=[0])
+        else:
+            def ref(ts):
+                xx = ts[0].detach().clone().requires_grad_(True)
+                return torch.autograd.grad(F.cross_entropy(xx, ts[1]), xx)[0]
+            c.run(op, [x, t], lambda A, p: lib.dt_cross_entropy_grad(p[0], p[1]), ref)
+        return
+    if op in ("mse_loss", "l1_loss", "bce_with_logits", "smooth_l1_loss", "mse_loss_grad"):
+        s = c.rshape(allow0=True)
+        x, y = c.values(s, dtype), c.values(s, dtype)
+        if op == "bce_with_logits":
+            y = torch.rand(s).to(dtype)
+            c.run(op, [x, y], lambda A, p: lib.dt_bce_with_logits(p[0], p[1]),
+                  lambda ts: F.binary_cross_entropy_with_logits(ts[0], ts[1]), grad=[0, 1])
+        elif op == "smooth_l1_loss":
+            beta = R.choice([1.0, 0.5, 2.0, 0.0])
+            # beta 0: l1, its gradient 0 where d is 0 (docs/API.md, the row of dt_smooth_l1_loss)
+            c.run(op, [x, y], lambda A, p: lib.dt_smooth_l1_loss(p[0], p[1], beta),
+                  lambda ts: F.l1_loss(ts[0], ts[1]) if beta == 0 else F.smooth_l1_loss(ts[0], ts[1], beta=beta),
+                  grad=[0, 1], note="beta=%r" % beta)
+        elif op == "mse_loss_grad":
+            c.run(op, [x, y], lambda A, p: lib.dt_mse_loss_grad(p[0], p[1]),
+                  lambda ts: 2 * (ts[0] - ts[1]) / max(1, ts[0].numel()) if ts[0].numel() else ts[0] * 1)
+        else:
+            tf = F.mse_loss if op == "mse_loss" else F.l1_loss
+            c.run(op, [x, y], lambda A, p: getattr(lib, "dt_" + op)(p[0], p[1]), lambda ts: tf(ts[0], ts[1]),
+                  grad=[0, 1])
+        return
+    if op.startswith("conv2d"):
+        ch, oc = R.randint(1, 3), R.randint(1, 3)
+        k, st, pd = R.randint(1, 3), R.randint(1, 3), R.randint(0, 2)
+        n = R.choice([0, 1, 2])
+        h, w = R.randint(1, 8), R.randint(1, 8)
+        if c.big:
+            h, w = R.randint(1, 30), R.randint(1, 30)
+        x, wt, b = c.values([n, ch, h, w], dtype), c.values([oc, ch, k, k], dtype), c.values([oc], dtype)
+        bias = R.random() < 0.7
+        note = "k=%d s=%d p=%d" % (k, st, pd)
+        sc = (ch * k * k) ** 0.5
+        if op == "conv2d":
+            ins = [x, wt] + ([b] if bias else [])
+            c.run(op, ins, lambda A, p: lib.dt_f_conv2d(p[0], p[1], p[2] if bias else None, st, pd),
+                  lambda ts: F.conv2d(ts[0], ts[1], ts[2] if bias else None, st, pd), grad=list(range(len(ins))),
+                  scale_extra=sc, note=note)
+            return
+        oh, ow = (h + 2 * pd - k) // st + 1, (w + 2 * pd - k) // st + 1
+        if oh < 1 or ow < 1:
+            return
+        gy = c.values([n, oc, oh, ow], dtype, scale=1.0)
+        which = R.randint(0, 2)  # grad_input, grad_weight, grad_bias
+
+        def dtfn(A, p):
+            outs = [C.c_void_p(), C.c_void_p(), C.c_void_p()]
+            if lib.dt_f_conv2d_backward(p[0], p[1], p[2], st, st, pd, pd, 1, 1, 1,
+                                        *[C.byref(o) if k_ == which else None for k_, o in enumerate(outs)]) != 0:
+                return None
+            return outs[which].value
+
+        def ref(ts):
+            xx = ts[1].detach().clone().requires_grad_(True)
+            ww = ts[2].detach().clone().requires_grad_(True)
+            bb = torch.zeros([oc], dtype=xx.dtype, requires_grad=True)
+            y = F.conv2d(xx, ww, bb, st, pd)
+            return torch.autograd.grad(y, [xx, ww, bb][which], ts[0])[0]
+        c.run(op, [gy, x, wt], dtfn, ref, scale_extra=sc * max(1, n * oh * ow) ** 0.5,
+              note=note + " grad=%s" % ["input", "weight", "bias"][which])
+        return
+    n, ch = R.choice([0, 1, 2]), R.randint(1, 3)
+    h, w = R.randint(1, 9), R.randint(1, 9)
+    if c.big:
+        h, w = R.randint(1, 60), R.randint(1, 60)
+    sp = 0.05 if R.random() < 0.3 else 0
+    x = c.values([n, ch, h, w], dtype, special=sp, ties=R.random() < 0.4)
+    grad = [0] if sp == 0 else []
+    if op == "adaptive_avg_pool2d_backward":
+        oh, ow = R.randint(1, 10), R.randint(1, 10)
+        gy = c.values([n, ch, oh, ow], dtype, scale=1.0)
+
+        def ref(ts):
+            xx = ts[1].detach().clone().requires_grad_(True)
+            return torch.autograd.grad(F.adaptive_avg_pool2d(xx, (oh, ow)), xx, ts[0])[0]
+        c.run(op, [gy, x], lambda A, p: lib.dt_f_adaptive_avg_pool2d_backward(p[0], p[1]), ref,
+              note="out=%d,%d" % (oh, ow))
+        return
+    k = R.randint(1, 4)
+    st = R.randint(0, 3)  # 0: the kernel size (PyTorch's default)
+    pd = R.randint(0, k // 2)
+    s_ = st or k
+    note = "k=%d s=%d p=%d" % (k, st, pd)
+    tf = F.max_pool2d if op.startswith("max") else F.avg_pool2d
+    if op in ("max_pool2d", "avg_pool2d"):
+        c.run(op, [x], lambda A, p: getattr(lib, "dt_f_" + op)(p[0], k, st, pd), lambda ts: tf(ts[0], k, s_, pd),
+              grad=grad, note=note)
+        return
+    oh, ow = (h + 2 * pd - k) // s_ + 1, (w + 2 * pd - k) // s_ + 1
+    if oh < 1 or ow < 1:
+        return
+    gy = c.values([n, ch, oh, ow], dtype, scale=1.0)
+    if op == "avg_pool2d_backward":
+        def ref(ts):
+            xx = ts[1].detach().clone().requires_grad_(True)
+            return torch.autograd.grad(F.avg_pool2d(xx, k, s_, pd), xx, ts[0])[0]
+        c.run(op, [gy, x], lambda A, p: lib.dt_f_avg_pool2d_backward(p[0], p[1], k, k, st, st, pd, pd), ref,
+              note=note)
+        return
+    # max_pool2d_backward with the indices of devtensor's forward (checked against PyTorch's by the
+    # pool family): the gradient each output sends to the position its index names
+    idx = F.max_pool2d(x.double(), k, s_, pd, return_indices=True)[1]
+
+    def ref(ts):
+        xx = ts[1].detach().clone().requires_grad_(True)
+        return torch.autograd.grad(F.max_pool2d(xx, k, s_, pd), xx, ts[0])[0]
+    c.run(op, [gy, x, idx], lambda A, p: lib.dt_f_max_pool2d_backward(p[0], p[1], p[2], k, k, st, st, pd, pd), ref,
+          note=note)
+
+
 # name: (function, weight in the draw)
 FAMILIES = {
     "binary": (f_binary, 3), "unary": (f_unary, 3), "matmul": (f_matmul, 2), "reduce": (f_reduce, 3),
     "softmax": (f_softmax, 2), "loss": (f_loss, 2), "conv": (f_conv, 2), "pool": (f_pool, 3), "norm": (f_norm, 2),
     "index": (f_index, 4), "compare": (f_compare, 2), "cast": (f_cast, 2), "inplace": (f_inplace, 2),
     "dropout": (f_dropout, 1), "scalar_int": (f_scalar_int, 2), "selfop": (f_selfop, 1), "optim": (f_optim, 2),
+    "layers": (f_layers, 3),
 }
