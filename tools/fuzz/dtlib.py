@@ -59,7 +59,7 @@ _SIGS = [
     ("dt_f_conv2d_backward", I, [P, P, P, I, I, I, I, I, I, I, P, P, P]),
     ("dt_f_max_pool2d", P, [P, I, I, I]), ("dt_f_max_pool2d_backward", P, [P, P, P, I, I, I, I, I, I]),
     ("dt_f_avg_pool2d", P, [P, I, I, I]), ("dt_f_avg_pool2d_backward", P, [P, P, I, I, I, I, I, I]),
-    ("dt_f_adaptive_avg_pool2d_backward", P, [P, P]),
+    ("dt_f_adaptive_avg_pool2d_backward", P, [P, P]), ("dt_set_autocast", I, [I, I]),
 ]
 _SIGS += [("dt_" + n, P, [P, P]) for n in
           ["add", "sub", "mul", "div", "matmul", "eq", "ne", "lt", "le", "gt", "ge", "cross_entropy"]]

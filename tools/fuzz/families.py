@@ -930,11 +930,55 @@ def f_layers(c):
           note=note)
 
 
+def f_autocast(c):
+    """dt_matmul and dt_f_conv2d_ex under dt_set_autocast(where, DT_BF16) on float32 or float64
+    inputs: the inputs cast to bfloat16, a bfloat16 result accumulated in float32, gradients
+    back in the inputs' dtype through the recorded casts (docs/API.md, "Autocast and the
+    gradient scaler"), against torch.autocast's bfloat16 on the same ops: PyTorch in float64 on
+    the inputs rounded to bfloat16, compared within bfloat16's tolerance."""
+    lib = c.lib.c
+    R = c.R
+    dtype = R.choice([torch.float32, torch.float64])
+    where = 0 if c.lib.device.type == 0 else 1
+    bf = lambda t: t.to(torch.bfloat16).double()
+    if R.random() < 0.6:
+        k = R.choice([1, 2, 3, 5, 17])
+        m, n = R.randint(1, 6), R.randint(1, 6)
+        if c.big:
+            k, m, n = R.randint(1, 200), R.randint(1, 100), R.randint(1, 100)
+        a, b = c.values([m, k], dtype), c.values([k, n], dtype)
+        op, ins, sc = "matmul", [a, b], max(1, k) ** 0.5
+        dtcall = lambda A, p: lib.dt_matmul(p[0], p[1])
+        ref = lambda ts: torch.matmul(bf(ts[0]), bf(ts[1]))
+        note = "%dx%dx%d" % (m, k, n)
+    else:
+        ch, oc, kk = R.randint(1, 3), R.randint(1, 3), R.randint(1, 3)
+        x, w = c.values([R.randint(1, 2), ch, R.randint(kk, 7), R.randint(kk, 7)], dtype), c.values([oc, ch, kk, kk], dtype)
+        bias = c.values([oc], dtype)
+        op, ins, sc = "conv2d", [x, w, bias], (ch * kk * kk) ** 0.5
+        dtcall = lambda A, p: lib.dt_f_conv2d_ex(p[0], p[1], p[2], 1, 1, 0, 0, 1, 1, 1)
+        ref = lambda ts: F.conv2d(bf(ts[0]), bf(ts[1]), bf(ts[2]))
+        note = "k=%d" % kk
+
+    def dtfn(A, p):
+        prev = lib.dt_set_autocast(where, DT_OF[torch.bfloat16])
+        try:
+            return dtcall(A, p)
+        finally:
+            lib.dt_set_autocast(where, prev)
+
+    def check(got):
+        return None if got.dtype == torch.bfloat16 else "dtype %s, torch.autocast's bfloat16" % got.dtype
+    # the result rounded to bfloat16 once, and its gradient through a bfloat16 product: scaled
+    c.run(op, ins, dtfn, ref, grad=list(range(len(ins))), exact_dtype=False, scale_extra=4 * sc,
+          note=note + " " + str(dtype).replace("torch.", ""), check=check)
+
+
 # name: (function, weight in the draw)
 FAMILIES = {
     "binary": (f_binary, 3), "unary": (f_unary, 3), "matmul": (f_matmul, 2), "reduce": (f_reduce, 3),
     "softmax": (f_softmax, 2), "loss": (f_loss, 2), "conv": (f_conv, 2), "pool": (f_pool, 3), "norm": (f_norm, 2),
     "index": (f_index, 4), "compare": (f_compare, 2), "cast": (f_cast, 2), "inplace": (f_inplace, 2),
     "dropout": (f_dropout, 1), "scalar_int": (f_scalar_int, 2), "selfop": (f_selfop, 1), "optim": (f_optim, 2),
-    "layers": (f_layers, 3),
+    "layers": (f_layers, 3), "autocast": (f_autocast, 1),
 }
