@@ -305,12 +305,12 @@ static void test_scale_zero_sign(dt_device dev) {
       double *w = yf ? values(yf) : NULL, *u;
       T_CHECK(w != NULL);
       for (i = 0; w && i < 4; i++)
-        T_CHECK_MSG(!!signbit(w[i]) == neg[k][i] && fabs(w[i]) == fabs(x0[i] * s[k]), "%s x * %g: element %d is %g",
+        T_CHECK_MSG((signbit(w[i]) != 0) == neg[k][i] && fabs(w[i]) == fabs(x0[i] * s[k]), "%s x * %g: element %d is %g",
                     dt_dtype_name(dts[t]), s[k], i, w[i]);
       T_CHECK(x && dt_mul_scalar_(x, s[k]) == DT_OK);
       xf = x ? dt_cast(x, DT_F64) : NULL;
       u = xf ? values(xf) : NULL;
-      for (i = 0; u && w && i < 4; i++) T_CHECK(!!signbit(u[i]) == neg[k][i]);
+      for (i = 0; u && w && i < 4; i++) T_CHECK((signbit(u[i]) != 0) == neg[k][i]);
       free(w); free(u);
       dt_release(xd); dt_release(x); dt_release(y); dt_release(yf); dt_release(xf);
     }
