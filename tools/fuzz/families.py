@@ -303,26 +303,20 @@ def f_norm(c):
 
     holder = {}
 
+    def wb(xs):  # the weight and bias among the inputs after x (None where not drawn)
+        rest = iter(xs[1:])
+        return (next(rest) if w is not None else None), (next(rest) if b is not None else None)
+
     def dtfn(A, p):
         rmp = A.t(rm) if has_run else None
         rvp = A.t(rv) if has_run else None
-        k = 1
-        wp = bp = None
-        if w is not None:
-            wp = p[k]; k += 1
-        if b is not None:
-            bp = p[k]
+        wp, bp = wb(p)
         o = lib.dt_f_batch_norm(p[0], rmp, rvp, wp, bp, int(training), mom, eps)
         holder["rm"], holder["rv"] = rmp, rvp
         return o
 
     def ref(ts):
-        k = 1
-        wt = bt = None
-        if w is not None:
-            wt = ts[k]; k += 1
-        if b is not None:
-            bt = ts[k]
+        wt, bt = wb(ts)
         rrm, rrv = (rm.double().clone(), rv.double().clone()) if has_run else (None, None)
         y = F.batch_norm(ts[0], rrm, rrv, wt, bt, training, mom, eps)
         holder.setdefault("ref", (rrm, rrv))  # the first call's: the inputs in float64
