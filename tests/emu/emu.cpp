@@ -901,7 +901,7 @@ static thread_local cudaStreamCaptureMode t_cap_mode = cudaStreamCaptureModeGlob
    one too. Each capture that forbids it is invalidated and the call fails. */
 static bool prohibited_in_capture() {
   World &w = W();
-  std::vector<Stream *> v;
+  std::vector<Stream *> v; /* valid after the lock: a stream lives as long as the process */
   {
     std::lock_guard<std::mutex> lk(w.mu);
     for (int d = 0; d < w.ndev; d++) v.insert(v.end(), w.dev[d].streams.begin(), w.dev[d].streams.end());
