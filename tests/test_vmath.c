@@ -12,6 +12,8 @@
      a rounding measured on the terms' scale |a| (1 + |b|) |b| and |a| (1 + b b) (1 - b b cancels);
    - add, sub, mul, div (F32, F64; contiguous and with either side a broadcast scalar), fill and
      the F32 <-> F64 casts give the bits of the plain C expression in every variant;
+   - the casts between float32 and float16 / bfloat16 give the scalar conversions' bits (every
+     half bit pattern; float32 values around every rounding boundary of each exponent);
    - sums and sums of squares give the same bits in every variant, within n * 2^-52 of the sum
      of |x| from the exact value (a long double sum of sorted... compared to a compensated sum);
    - float32 max pooling by vectors of output columns (dt__pool_vplane_*, each variant) gives the
@@ -253,6 +255,70 @@ static void test_fill_cast_bits(void) {
   }
 }
 
+/* The casts between float32 and the half dtypes (dt__hv_kernel_at, each variant) against the
+   scalar conversions (whose bits test_half checks against PyTorch's): every float16 and bfloat16
+   bit pattern to float32; to the half dtypes, every 1021st float32 bit pattern, the edge cases,
+   and for each exponent from 2^-27 to 2^17 the mantissas around every rounding boundary (ties,
+   one above, one below) and random ones; lengths that leave a tail past the last vector. */
+static void test_half_cast_variants(void) {
+  int64_t n = 0, m = 0, i;
+  float *x = t_sweep(&n), *f = NULL;
+  uint16_t *h = NULL, *all = (uint16_t *)malloc(sizeof(uint16_t) * 65536);
+  int isa, bf, sg;
+  if (x) {
+    float *grown = (float *)realloc(x, sizeof(float) * (size_t)(n + 2 * 45 * (24 * 3 * 3 + 256)));
+    if (grown) x = grown; else { free(x); x = NULL; }
+  }
+  T_CHECK(x && all);
+  if (!x || !all) { free(x); free(all); return; }
+  for (sg = 0; sg < 2; sg++) { /* around the boundaries: bit k of the mantissa is the last one kept */
+    uint32_t e;
+    for (e = 100; e < 145; e++) {
+      uint32_t base = ((uint32_t)sg << 31) | (e << 23), k, j;
+      for (k = 0; k < 24; k++)
+        for (j = 1; j <= 3; j++) {
+          uint32_t mant = (j << k) & 0x7FFFFFu, lo = k ? mant - (1u << (k - 1)) : mant;
+          x[n++] = t_bits_f(base | (lo & 0x7FFFFFu));
+          x[n++] = t_bits_f(base | ((lo + 1u) & 0x7FFFFFu));
+          x[n++] = t_bits_f(base | ((lo - 1u) & 0x7FFFFFu));
+        }
+      for (k = 0; k < 256; k++) x[n++] = t_bits_f(base | ((uint32_t)t_next() & 0x7FFFFFu));
+    }
+  }
+  for (i = 0; i < 65536; i++) all[i] = (uint16_t)i;
+  h = (uint16_t *)malloc(sizeof(uint16_t) * (size_t)n);
+  f = (float *)malloc(sizeof(float) * (size_t)(n > 65536 ? n : 65536));
+  T_CHECK(h && f);
+  if (!h || !f) { free(x); free(f); free(h); free(all); return; }
+  for (isa = 0; isa <= t_isa_max(); isa++)
+    for (bf = 0; bf < 2; bf++) {
+      int64_t bad = 0, len;
+      for (len = n - 7; len <= n; len += 7) { /* n - 7, then n: the elements past len untouched */
+        memset(h, 0xA5, sizeof(uint16_t) * (size_t)n);
+        dt__hv_kernel_at(isa, bf, 1)(len, x, h);
+        for (i = 0; i < len; i++)
+          if (h[i] != (bf ? dt__f32_to_bf16(x[i]) : dt__f32_to_f16(x[i]))) {
+            if (!bad) printf("  %s to %s: %a (0x%08X) gave 0x%04X, not 0x%04X\n", t_isa_name[isa], bf ? "bfloat16" : "float16",
+                             x[i], (unsigned)t_f_bits(x[i]), h[i], bf ? dt__f32_to_bf16(x[i]) : dt__f32_to_f16(x[i]));
+            bad++;
+          }
+        for (; i < n; i++) bad += h[i] != 0xA5A5;
+      }
+      for (m = 65536 - 3; m <= 65536; m += 3) {
+        dt__hv_kernel_at(isa, bf, 0)(m, all, f);
+        for (i = 0; i < m; i++)
+          if (t_f_bits(f[i]) != t_f_bits(bf ? dt__bf16_to_f32(all[i]) : dt__f16_to_f32(all[i]))) {
+            if (!bad) printf("  %s from %s: 0x%04X gave 0x%08X\n", t_isa_name[isa], bf ? "bfloat16" : "float16", (unsigned)all[i],
+                             (unsigned)t_f_bits(f[i]));
+            bad++;
+          }
+      }
+      T_CHECK_MSG(bad == 0, "%s %s casts: %lld differ from the scalar conversion's bits", t_isa_name[isa], bf ? "bfloat16" : "float16",
+                  (long long)bad);
+    }
+  free(x); free(f); free(h); free(all);
+}
+
 /* the sum of x (squares when sq) to about 106 bits: two-sum compensated in double */
 static double t_sum_exact(const double *x, int64_t n, int sq, double *abs_sum) {
   double s = 0, c = 0, as = 0;
@@ -417,6 +483,7 @@ int main(void) {
   T_RUN(test_activation_grads);
   T_RUN(test_arith_bits);
   T_RUN(test_fill_cast_bits);
+  T_RUN(test_half_cast_variants);
   T_RUN(test_sum_variants);
   T_RUN(test_pool_vplane_variants);
   T_RUN(test_threads_sum);

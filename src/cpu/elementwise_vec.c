@@ -51,9 +51,11 @@
 #define DT__UNROLL8
 #endif
 
-/* 16 partial sums in double; VH: half as many lanes of T as VD has doubles' bytes / 8 */
+/* 16 partial sums in double; VH: half as many lanes of T as VD has doubles' bytes / 8. A sum of
+   squares fuses no multiply with its add (the same bits in every variant, as vmath.c's kernels). */
 #define DT__EW_VSUM16(NAME, ATTR, T, VH, VD)                                                        \
-  ATTR static void NAME(int64_t n, const void *x_, int sq, double acc[16]) {                        \
+  ATTR DT__EW_NOFMA static void NAME(int64_t n, const void *x_, int sq, double acc[16]) {           \
+    DT__NO_CONTRACT                                                                                 \
     enum { L = sizeof(VD) / sizeof(double), Q = 16 / L };                                           \
     const T *x = (const T *)x_;                                                                     \
     const VD vz = {0};                                                                              \

@@ -1,5 +1,6 @@
 /* Casts to and from float16 and bfloat16 on the CPU: through float, a block of elements at a
-   time (dt__f32_to_f16 and friends in src/backend/backend.h), as PyTorch converts them. */
+   time, in vectors (cpu/half_vec.c: the bits of dt__f32_to_f16 and friends in
+   src/backend/backend.h), as PyTorch converts them. */
 
 #define DT__HALF_BLOCK 256
 
@@ -13,8 +14,7 @@ static void dt__half_in(dt_dtype from, int64_t n, const void *x, float *f) {
     case DT_I64: for (i = 0; i < n; i++) f[i] = (float)((const int64_t *)x)[i]; break;
     case DT_U8: for (i = 0; i < n; i++) f[i] = (float)((const uint8_t *)x)[i]; break;
     case DT_BOOL: for (i = 0; i < n; i++) f[i] = ((const uint8_t *)x)[i] != 0 ? 1.0f : 0.0f; break;
-    case DT_F16: for (i = 0; i < n; i++) f[i] = dt__f16_to_f32(((const uint16_t *)x)[i]); break;
-    case DT_BF16: for (i = 0; i < n; i++) f[i] = dt__bf16_to_f32(((const uint16_t *)x)[i]); break;
+    case DT_F16: case DT_BF16: dt__hv_kernel(from == DT_BF16, 0)(n, x, f); break;
   }
 }
 /* n floats to `to`, as the float32 casts convert (saturating integers, dt__f2u8, nonzero bools) */
@@ -27,8 +27,7 @@ static void dt__half_out(dt_dtype to, int64_t n, const float *f, void *y) {
     case DT_I64: for (i = 0; i < n; i++) ((int64_t *)y)[i] = dt__f2i64((double)f[i]); break;
     case DT_U8: for (i = 0; i < n; i++) ((uint8_t *)y)[i] = dt__f2u8((double)f[i]); break;
     case DT_BOOL: for (i = 0; i < n; i++) ((uint8_t *)y)[i] = f[i] != 0.0f; break;
-    case DT_F16: for (i = 0; i < n; i++) ((uint16_t *)y)[i] = dt__f32_to_f16(f[i]); break;
-    case DT_BF16: for (i = 0; i < n; i++) ((uint16_t *)y)[i] = dt__f32_to_bf16(f[i]); break;
+    case DT_F16: case DT_BF16: dt__hv_kernel(to == DT_BF16, 1)(n, f, y); break;
   }
 }
 
@@ -42,8 +41,9 @@ static void dt__half_task(void *ctx, int64_t lo, int64_t hi) {
   const dt__half_job *j = (const dt__half_job *)ctx;
   size_t xs = dt_dtype_size(j->from), ys = dt_dtype_size(j->to);
   float f[DT__HALF_BLOCK];
-  if ((j->from == DT_F32 && j->to == DT_BF16) || (j->from == DT_BF16 && j->to == DT_F32)) { /* in vectors */
-    dt__hv_bf16_kernel(j->to == DT_BF16)(hi - lo, j->x + (size_t)lo * xs, j->y + (size_t)lo * ys);
+  if (j->from == DT_F32 || j->to == DT_F32) { /* one kernel, in vectors */
+    int to = j->from == DT_F32;
+    dt__hv_kernel((to ? j->to : j->from) == DT_BF16, to)(hi - lo, j->x + (size_t)lo * xs, j->y + (size_t)lo * ys);
     return;
   }
   while (lo < hi) {
