@@ -310,6 +310,94 @@ static void test_ops(dt_device dev) {
   }
 }
 
+/* Elementwise operations on half tensors are their float32 operations on the values converted
+   to float32, each result rounded once: bit for bit, over lengths of several blocks, with NaN,
+   infinities, signed zeros and subnormals among the values, both sides of a broadcast, and in
+   place. */
+static dt_tensor *t_ew_rand(dt_device dev, dt_dtype t, dt_shape s, uint32_t seed) {
+  int64_t n = 1, i;
+  float *v;
+  dt_tensor *x = NULL;
+  int d;
+  for (d = 0; d < s.ndim; d++) n *= s.dims[d];
+  v = (float *)malloc(sizeof(float) * (size_t)n);
+  if (!v) return NULL;
+  for (i = 0; i < n; i++) {
+    seed = seed * 1664525u + 1013904223u;
+    switch (seed >> 28) {
+      case 0: v[i] = (float)NAN; break;
+      case 1: v[i] = (seed >> 27) & 1 ? (float)INFINITY : -(float)INFINITY; break;
+      case 2: v[i] = (seed >> 27) & 1 ? 0.0f : -0.0f; break;
+      case 3: v[i] = (float)(((seed >> 8) & 1023) + 1) * 5.9604645e-8f; break; /* float16 subnormals */
+      default: v[i] = (float)((int32_t)(seed >> 4) - (1 << 27)) / (float)(1 << (seed & 31)); break;
+    }
+  }
+  {
+    dt_tensor *f = dt_from_data(v, s, DT_F32, dev);
+    x = f ? dt_cast(f, t) : NULL;
+    dt_release(f);
+  }
+  free(v);
+  return x;
+}
+static int t_same_bits(const dt_tensor *y, const dt_tensor *r) {
+  int64_t n = r ? dt_numel(r) : 0;
+  uint16_t *a, *b;
+  int same;
+  if (!y || !r || dt_numel(y) != n || dt_dtype_of(y) != dt_dtype_of(r)) return 0;
+  a = (uint16_t *)malloc(2 * (size_t)n + 2); b = (uint16_t *)malloc(2 * (size_t)n + 2);
+  same = a && b && dt_to_host(y, a, 2 * (size_t)n) == DT_OK && dt_to_host(r, b, 2 * (size_t)n) == DT_OK &&
+         memcmp(a, b, 2 * (size_t)n) == 0;
+  free(a); free(b);
+  return same;
+}
+typedef dt_tensor *(*t_unary_fn)(const dt_tensor *);
+typedef dt_tensor *(*t_binary_fn)(const dt_tensor *, const dt_tensor *);
+static dt_tensor *t_add_s(const dt_tensor *a) { return dt_add_scalar(a, 0.3); }
+static dt_tensor *t_mul_s(const dt_tensor *a) { return dt_mul_scalar(a, -1.7); }
+static dt_tensor *t_pow_s(const dt_tensor *a) { return dt_pow_scalar(a, 1.5); }
+static dt_tensor *t_clamp(const dt_tensor *a) { return dt_clamp(a, -2.0, 3.0); }
+static void test_ops_rounded_once(dt_device dev) {
+  static const t_unary_fn un[] = {dt_exp, dt_log, dt_sqrt, dt_neg, dt_relu, dt_sigmoid, dt_tanh, dt_abs, dt_sin,
+                                  dt_cos, dt_erf, dt_gelu, t_add_s, t_mul_s, t_pow_s, t_clamp};
+  static const char *const un_name[] = {"exp", "log", "sqrt", "neg", "relu", "sigmoid", "tanh", "abs", "sin",
+                                        "cos", "erf", "gelu", "add_scalar", "mul_scalar", "pow_scalar", "clamp"};
+  static const t_binary_fn bin[] = {dt_add, dt_sub, dt_mul, dt_div};
+  static const char *const bin_name[] = {"add", "sub", "mul", "div"};
+  int h;
+  size_t k;
+  for (h = 0; h < 2; h++) {
+    dt_dtype t = h ? DT_BF16 : DT_F16;
+    dt_tensor *a = t_ew_rand(dev, t, dt_shape2(3, 1300), 1u + (uint32_t)h), *b = t_ew_rand(dev, t, dt_shape2(3, 1300), 7u);
+    dt_tensor *row = t_ew_rand(dev, t, dt_shape1(1300), 11u), *col = t_ew_rand(dev, t, dt_shape2(3, 1), 13u);
+    dt_tensor *fa = dt_cast(a, DT_F32), *fb = dt_cast(b, DT_F32), *frow = dt_cast(row, DT_F32), *fcol = dt_cast(col, DT_F32);
+    T_CHECK(a && b && row && col && fa && fb && frow && fcol);
+    if (a && b && row && col && fa && fb && frow && fcol) {
+      for (k = 0; k < sizeof un / sizeof un[0]; k++) {
+        dt_tensor *y = un[k](a), *f = un[k](fa), *r = f ? dt_cast(f, t) : NULL;
+        T_CHECK_MSG(t_same_bits(y, r), "%s %s: not float32's result rounded once", dt_dtype_name(t), un_name[k]);
+        dt_release(y); dt_release(f); dt_release(r);
+      }
+      for (k = 0; k < sizeof bin / sizeof bin[0]; k++) {
+        const dt_tensor *xs[3][2] = {{a, b}, {row, a}, {a, col}}, *fs[3][2] = {{fa, fb}, {frow, fa}, {fa, fcol}};
+        int c;
+        for (c = 0; c < 3; c++) {
+          dt_tensor *y = bin[k](xs[c][0], xs[c][1]), *f = bin[k](fs[c][0], fs[c][1]), *r = f ? dt_cast(f, t) : NULL;
+          T_CHECK_MSG(t_same_bits(y, r), "%s %s (shapes %d): not float32's result rounded once", dt_dtype_name(t), bin_name[k], c);
+          dt_release(y); dt_release(f); dt_release(r);
+        }
+      }
+      { /* in place, the other side broadcast */
+        dt_tensor *f = dt_add(fa, frow), *r = f ? dt_cast(f, t) : NULL;
+        T_CHECK(dt_add_(a, row) == DT_OK && t_same_bits(a, r));
+        dt_release(f); dt_release(r);
+      }
+    }
+    dt_release(a); dt_release(b); dt_release(row); dt_release(col);
+    dt_release(fa); dt_release(fb); dt_release(frow); dt_release(fcol);
+  }
+}
+
 /* F32 matmul precision: on a GPU "high" rounds the inputs to TF32 (10-bit mantissa) and
    "medium" to bfloat16 (7 bits): errors of about 2^-11 and 2^-8 relative per product, where
    "highest" stays at float32's; on the CPU the setting changes nothing */
@@ -529,6 +617,7 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_create);
   T_RUN_ALL_DEVICES(test_print);
   T_RUN_ALL_DEVICES(test_ops);
+  T_RUN_ALL_DEVICES(test_ops_rounded_once);
   T_RUN_ALL_DEVICES(test_matmul_precision);
   T_RUN_ALL_DEVICES(test_safetensors);
   T_RUN_ALL_DEVICES(test_dlpack);

@@ -6,7 +6,9 @@
    accumulating in float, softmax); exact where F32 is (comparisons, max, argmax). Casts and
    fills take the half dtypes in each backend itself, and so does a backend's gemm where it
    says so (`half_gemm`: cuBLAS with F32 accumulation; on the CPU, a BF16 kernel where the CPU
-   has the instructions, else this F32 route). Other dtypes go straight through. */
+   has the instructions, else this F32 route), and the CPU's elementwise unary and binary
+   operations (the same F32 kernels on blocks of a few hundred elements converted on the way,
+   so no temporaries of the operands' size). Other dtypes go straight through. */
 
 typedef struct dt__hscratch {
   const dt__backend *be;
@@ -33,6 +35,7 @@ static int64_t dt__hextent(const dt__bcast *g, int b) {
   return e;
 }
 
+#ifdef DEVTENSOR_CUDA /* the CPU's unary and binary take the half dtypes themselves */
 static dt_status dt__half_unary(const dt__backend *be, int dev, dt__unary_op op, dt_dtype t, int64_t n, const void *x, void *y,
                                 double p0, double p1) {
   dt__hscratch s;
@@ -71,6 +74,7 @@ static dt_status dt__half_binary(const dt__backend *be, int dev, dt__binary_op o
   dt__hscratch_put(&s);
   return rc;
 }
+#endif
 
 static dt_status dt__half_reduce(const dt__backend *be, int dev, dt__reduce_op op, dt_dtype t, int64_t outer, int64_t len, int64_t inner,
                                  const void *x, void *y) {
@@ -254,12 +258,6 @@ static dt_status dt__half_pool2d_backward(const dt__backend *be, int dev, dt_dty
 
 /* The tables: the backend's own, with the slots above in front of it. One set of entry points
    per backend, each naming its backend (a slot has no room for it). */
-static dt_status dt__hc_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, const void *x, void *y, double p0, double p1) {
-  return dt__half_unary(dt__cpu_backend(), dev, op, t, n, x, y, p0, p1);
-}
-static dt_status dt__hc_binary(int dev, dt__binary_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y) {
-  return dt__half_binary(dt__cpu_backend(), dev, op, t, g, a, b, y);
-}
 static dt_status dt__hc_reduce(int dev, dt__reduce_op op, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *y) {
   return dt__half_reduce(dt__cpu_backend(), dev, op, t, outer, len, inner, x, y);
 }
@@ -366,8 +364,8 @@ static const dt__backend *dt__half_table(int cuda) {
     } else
 #endif
     {
-      *h = *dt__cpu_backend();
-      h->unary = dt__hc_unary; h->binary = dt__hc_binary; h->reduce = dt__hc_reduce; h->gemm = dt__hc_gemm;
+      *h = *dt__cpu_backend(); /* its unary and binary take the half dtypes themselves */
+      h->reduce = dt__hc_reduce; h->gemm = dt__hc_gemm;
       h->axpy = dt__hc_axpy; h->compare = dt__hc_compare; h->arg_reduce = dt__hc_arg_reduce; h->softmax = dt__hc_softmax;
       h->cross_entropy = dt__hc_cross_entropy; h->im2col = dt__hc_im2col; h->col2im = dt__hc_col2im; h->pool2d = dt__hc_pool2d;
       h->pool2d_backward = dt__hc_pool2d_backward; h->nll_loss = dt__hc_nll_loss;

@@ -24,6 +24,14 @@ static void dt__zip_copy_u8(int64_t n, const void *a_, int64_t sa, const void *b
   for (i = 0; i < n; i++) y[i] = a[i * sa];
 }
 
+static void dt__zip_copy_u16(int64_t n, const void *a_, int64_t sa, const void *b_, int64_t sb, void *y_) {
+  const uint16_t *a = (const uint16_t *)a_;
+  uint16_t *y = (uint16_t *)y_;
+  int64_t i;
+  (void)b_; (void)sb;
+  for (i = 0; i < n; i++) y[i] = a[i * sa];
+}
+
 /* casts to uint8 (tobool 0: dt__f2u8 from floats, the low byte from integers) or bool (nonzero) */
 static void dt__conv_to_bytes(int64_t n, dt_dtype from, int tobool, const void *x, uint8_t *y) {
   int64_t i;
@@ -127,7 +135,8 @@ static void dt__bcast_row(const dt__bcast *g, int64_t r, int64_t *oa, int64_t *o
 
 /* A job y = f(a, b) over g (a and b read through its strides, y contiguous): a comparison
    (cmp with op, y of bytes) or a binary op (zip). Contiguous: items are elements; else rows of
-   the innermost dim (items are rows). */
+   the innermost dim (items are rows). half: a, b and y are float16 (1) or bfloat16 (2) and zip
+   the float32 kernel, run on blocks of them converted to float32, each result rounded once. */
 typedef struct dt__pair_job {
   dt__cmp_fn cmp;
   dt__compare_op op;
@@ -136,14 +145,38 @@ typedef struct dt__pair_job {
   const char *a, *b;
   char *y;
   size_t es, ys; /* element sizes: a's and b's, y's */
+  int half;
 } dt__pair_job;
+
+/* The elements of a half-precision block in float32 at the block's own stride fs: one value
+   (s == 0), or n of them read at stride s. */
+#define DT__HALF_EW_BLOCK 512
+static void dt__half_block_in(int bf, dt__conv_fn in, const uint16_t *x, int64_t s, int64_t n, float *f, int64_t *fs) {
+  int64_t i;
+  *fs = s != 0;
+  if (s == 0) f[0] = dt__half_to_f32(bf, x[0]);
+  else if (s == 1) in(n, x, f);
+  else for (i = 0; i < n; i++) f[i] = dt__half_to_f32(bf, x[i * s]);
+}
 
 /* n elements: a and b from elements oa and ob at strides sa and sb, into y from element at */
 static void dt__pair_run(const dt__pair_job *j, int64_t n, int64_t oa, int64_t sa, int64_t ob, int64_t sb, int64_t at) {
   const char *a = j->a + (size_t)oa * j->es, *b = j->b + (size_t)ob * j->es;
   char *y = j->y + (size_t)at * j->ys;
   if (j->cmp) j->cmp(j->op, n, a, sa, b, sb, (uint8_t *)y);
-  else j->zip(n, a, sa, b, sb, y);
+  else if (j->half) {
+    const int bf = j->half == 2;
+    const dt__conv_fn in = dt__hv_kernel(bf, 0), out = dt__hv_kernel(bf, 1);
+    float fa[DT__HALF_EW_BLOCK], fb[DT__HALF_EW_BLOCK], fy[DT__HALF_EW_BLOCK];
+    int64_t k, m, fsa, fsb;
+    for (k = 0; k < n; k += m) {
+      m = n - k < DT__HALF_EW_BLOCK ? n - k : DT__HALF_EW_BLOCK;
+      dt__half_block_in(bf, in, (const uint16_t *)a + k * sa, sa, m, fa, &fsa);
+      dt__half_block_in(bf, in, (const uint16_t *)b + k * sb, sb, m, fb, &fsb);
+      j->zip(m, fa, fsa, fb, fsb, fy);
+      out(m, fy, (uint16_t *)y + k);
+    }
+  } else j->zip(n, a, sa, b, sb, y);
 }
 
 static void dt__pair_task(void *ctx, int64_t lo, int64_t hi) {

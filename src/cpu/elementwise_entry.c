@@ -1,4 +1,6 @@
-/* A job of n elements: y[i] = f(x[i]) by a dt__map_fn, dt__conv_fn or dt__fill_fn. */
+/* A job of n elements: y[i] = f(x[i]) by a dt__map_fn, dt__conv_fn or dt__fill_fn. half: x and
+   y are float16 (1) or bfloat16 (2) and map the float32 kernel, run on blocks of them converted
+   to float32, each result rounded once. */
 typedef struct dt__ew_job {
   dt__map_fn map;
   dt__conv_fn conv;
@@ -8,6 +10,7 @@ typedef struct dt__ew_job {
   size_t xs, ys; /* element sizes */
   double p0, p1;
   unsigned char v[8]; /* fill: the value */
+  int half;
 } dt__ew_job;
 
 static void dt__ew_task(void *ctx, int64_t lo, int64_t hi) {
@@ -15,7 +18,18 @@ static void dt__ew_task(void *ctx, int64_t lo, int64_t hi) {
   char *y = j->y + (size_t)lo * j->ys;
   if (j->fill) j->fill(hi - lo, j->v, y);
   else if (j->conv) j->conv(hi - lo, j->x + (size_t)lo * j->xs, y);
-  else j->map(hi - lo, j->x + (size_t)lo * j->xs, y, j->p0, j->p1);
+  else if (j->half) {
+    const dt__conv_fn in = dt__hv_kernel(j->half == 2, 0), out = dt__hv_kernel(j->half == 2, 1);
+    const uint16_t *x = (const uint16_t *)j->x + lo;
+    float f[DT__HALF_EW_BLOCK];
+    int64_t k, m, n = hi - lo;
+    for (k = 0; k < n; k += m) {
+      m = n - k < DT__HALF_EW_BLOCK ? n - k : DT__HALF_EW_BLOCK;
+      in(m, x + k, f);
+      j->map(m, f, f, j->p0, j->p1);
+      out(m, f, (uint16_t *)y + k);
+    }
+  } else j->map(hi - lo, j->x + (size_t)lo * j->xs, y, j->p0, j->p1);
 }
 
 static dt_status dt__cpu_fill(int dev, dt_dtype t, int64_t n, double v, void *y) {
@@ -54,6 +68,9 @@ static dt_status dt__cpu_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, 
   (void)dev;
   memset(&j, 0, sizeof j);
   switch (t) {
+    case DT_F16: case DT_BF16: /* the float32 kernel on blocks converted to float32 */
+      j.half = t == DT_BF16 ? 2 : 1;
+      /* fall through */
     case DT_F32: {
       static const dt__map_fn tab[] = {dt__map_affine_f32, NULL, NULL, dt__map_sqrt_f32, dt__map_neg_f32, NULL,
                                        NULL, dt__map_tanh_f32, dt__map_abs_f32, dt__map_sin_f32,
@@ -77,7 +94,6 @@ static dt_status dt__cpu_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, 
     case DT_I32: j.map = op == DT__U_NEG ? dt__map_neg_i32 : op == DT__U_ABS ? dt__map_abs_i32 : dt__map_affine_i32; break;
     case DT_I64: j.map = op == DT__U_NEG ? dt__map_neg_i64 : op == DT__U_ABS ? dt__map_abs_i64 : dt__map_affine_i64; break;
     case DT_U8: case DT_BOOL: return DT_ERR_DTYPE; /* the core refuses them first */
-    case DT_F16: case DT_BF16: return DT_ERR_DTYPE; /* through F32: the core's table (src/core/half.c) */
   }
   j.x = (const char *)x; j.y = (char *)y;
   j.xs = j.ys = dt_dtype_size(t);
@@ -119,8 +135,10 @@ static dt_status dt__cpu_binary(int dev, dt__binary_op op, dt_dtype t, const dt_
   dt__pair_job j;
   (void)dev;
   memset(&j, 0, sizeof j);
-  if (t == DT_F32 || t == DT_F64) {
+  if (dt__is_half(t) && op == DT__B_COPY_A) j.zip = dt__zip_copy_u16;
+  else if (t == DT_F32 || t == DT_F64 || dt__is_half(t)) { /* half: the float32 kernel on blocks converted to float32 */
     int dbl = t == DT_F64;
+    j.half = t == DT_F16 ? 1 : t == DT_BF16 ? 2 : 0;
     if (op <= DT__B_DIV) j.zip = dt__ew_kernels()->arith[dbl][op];
     else if (op == DT__B_RELU_GRAD) j.zip = dbl ? dt__zip_relu_grad_f64 : dt__ew_kernels()->relu_grad_f32;
     else if (op == DT__B_SIGMOID_GRAD) j.zip = dbl ? dt__zip_sigmoid_grad_f64 : dt__ew_kernels()->sigmoid_grad_f32;
