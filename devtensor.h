@@ -9528,6 +9528,13 @@ static int dt__same_shape(const dt_shape *a, const dt_shape *b) {
   return a->ndim == b->ndim && memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->ndim) == 0;
 }
 
+/* 1 when leaf l's gradient is there and held by l alone (no other reference to the tensor or its
+   memory, not a view, not foreign memory): the backward then adds into it in place. */
+static int dt__grad_in_place(const dt_tensor *l) {
+  const dt_tensor *g = l->grad;
+  return g && g->refs == 1 && g->st->refs == 1 && !g->st->base && !g->st->foreign && g->dtype == l->dtype;
+}
+
 /* Adds gradient g (taken) into *acc (NULL: g becomes it). */
 static dt_status dt__ag_accumulate(dt_tensor **acc, dt_tensor *g) {
   dt_tensor *s;
@@ -9652,12 +9659,19 @@ static dt_status dt__ag_run(const char *op, dt_tensor *out, dt_tensor *seed) {
      owns its gradient */
   for (i = 0; i < nl; i++) {
     dt_tensor *l = leaves[i].leaf, *a = leaves[i].acc;
+    if (dt__grad_in_place(l)) continue; /* added into below */
     if (l->grad) leaves[i].final = dt_add(l->grad, a);
     else if (a->refs > 1 || a->st->refs > 1 || a->st->base || a->st->foreign) leaves[i].final = dt_copyto(a, a->st->device);
     else leaves[i].final = dt_retain(a);
     if (!leaves[i].final) { s = dt_last_status(); goto done; }
   }
+  /* a gradient only its leaf holds takes the new one in place (PyTorch's AccumulateGrad): the
+     same memory from step to step, so that a graph that captured this backward accumulates into
+     it at each replay as eager steps do */
+  for (i = 0; i < nl; i++)
+    if (dt__grad_in_place(leaves[i].leaf) && (s = dt_add_(leaves[i].leaf->grad, leaves[i].acc)) != DT_OK) goto done;
   for (i = 0; i < nl; i++) {
+    if (!leaves[i].final) continue;
     dt_release(leaves[i].leaf->grad);
     leaves[i].leaf->grad = leaves[i].final;
     leaves[i].final = NULL;

@@ -451,6 +451,43 @@ static void test_graph_draws(dt_device dev) {
   T_CHECK_MSG(allocated(dev) == base, "%llu bytes allocated, %llu before", (unsigned long long)allocated(dev), (unsigned long long)base);
 }
 
+/* A backward captured without zeroing the gradient first: each replay adds into the leaf's
+   gradient, as each eager backward does (the gradient is the same memory from step to step). */
+static void test_graph_grad_accumulates(dt_device dev) {
+  static const float xs[4][3] = {{1, 2, 3}, {-1, 4, 0.5f}, {2, -2, 8}, {0.25f, 1, -3}};
+  size_t base = allocated(dev);
+  dt_tensor *w = dt_ones(dt_shape1(3), dev), *x = dt_zeros(dt_shape1(3), dev), *p = NULL, *l = NULL, *in;
+  dt_graph *g = NULL;
+  float got[3], want[3] = {0, 0, 0};
+  int r, j;
+  T_CHECK(w && x && dt_requires_grad_(w, 1) == DT_OK);
+  if (!w || !x) goto done;
+  for (r = 0; r < 4; r++) { /* r 0: the eager warm-up; then replays */
+    for (j = 0; j < 3; j++) want[j] += xs[r][j];
+    in = dt_from_data(xs[r], dt_shape1(3), DT_F32, dev);
+    T_CHECK(in && dt_copy_(x, in) == DT_OK);
+    dt_release(in);
+    if (r == 0) {
+      p = dt_mul(w, x); l = p ? dt_sum(p) : NULL;
+      T_CHECK_MSG(l && dt_autograd_backward(l, NULL) == DT_OK, "%s", dt_last_error());
+      dt_release(p); dt_release(l); p = l = NULL;
+      T_CHECK(dt_graph_begin(dev) == DT_OK);
+      p = dt_mul(w, x); l = p ? dt_sum(p) : NULL;
+      T_CHECK_MSG(l && dt_autograd_backward(l, NULL) == DT_OK, "%s", dt_last_error());
+      g = dt_graph_end(dev);
+      T_CHECK_MSG(g != NULL, "%s", dt_last_error());
+      if (!g) goto done;
+    } else
+      T_CHECK_MSG(dt_graph_replay(g) == DT_OK, "%s", dt_last_error());
+    T_CHECK(dt_grad(w) && dt_to_host(dt_grad(w), got, sizeof got) == DT_OK);
+    for (j = 0; j < 3; j++) T_CHECK_MSG(got[j] == want[j], "after %d steps grad[%d] = %g, expected %g", r + 1, j, got[j], want[j]);
+  }
+done:
+  dt_graph_free(g);
+  dt_release(p); dt_release(l); dt_release(x); dt_release(w);
+  T_CHECK_MSG(allocated(dev) == base, "%llu bytes allocated, %llu before", (unsigned long long)allocated(dev), (unsigned long long)base);
+}
+
 static void test_graph_bad_devices(void) {
   char db[48];
   T_CHECK(dt_graph_begin(dt_gpu(99)) == DT_ERR_NO_DEVICE && contains(dt_last_error(), "dt_graph_begin") &&
@@ -519,6 +556,7 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_graph_memory);
   T_RUN_ALL_DEVICES(test_graph_refusals);
   T_RUN_ALL_DEVICES(test_graph_draws);
+  T_RUN_ALL_DEVICES(test_graph_grad_accumulates);
   T_RUN(test_graph_bad_devices);
   T_RUN(test_graph_other_gpu);
   return t_finish();
