@@ -763,7 +763,8 @@ DTDEF void       dt_free_tensors(int n, char **names, dt_tensor **ts);
      lives.
    - Refused during a capture, before anything is issued: anything that waits for the device
      or moves data between the host and the capturing device (dt_synchronize, dt_item,
-     dt_to_host, printing, dt_from_data, dt_arange, dt_empty_cache, DLPack export) and a
+     dt_to_host, printing, dt_from_data, dt_arange, dt_empty_cache, dt_one_hot,
+     dt_clip_grad_norm_, DLPack export) and a
      copy between the capturing device and another. Such a call invalidates the capture:
      dt_graph_end then returns NULL with the reason. */
 typedef struct dt_graph dt_graph;
@@ -2540,6 +2541,29 @@ DTDEF dt_tensor *dt_arange(double start, double end, double step, dt_dtype t, dt
     if (s != DT_OK) { dt_release(y); return NULL; }
   }
   return y;
+}
+
+/* (0, 1, ..., n - 1) as I64 on d, made there by a fill, additions and concatenations (doubling),
+   never copied from the host: the backwards and dt_one_hot use it, which a capture may record
+   (dt_arange's copy from the host is refused during a capture). */
+static dt_tensor *dt__iota(int64_t n, dt_device d) {
+  dt_tensor *y = dt_empty(dt_shape1(n > 0 ? 1 : 0), DT_I64, d), *z, *c;
+  const dt_tensor *parts[2];
+  int64_t len = 1;
+  if (!y || n <= 0) return y;
+  if (dt_fill_(y, 0.0) != DT_OK) { dt_release(y); return NULL; }
+  while (len < n) {
+    if (!(z = dt_add_scalar(y, (double)len))) { dt_release(y); return NULL; }
+    parts[0] = y; parts[1] = z;
+    c = dt_cat(parts, 2, 0);
+    dt_release(z); dt_release(y);
+    if (!(y = c)) return NULL;
+    len *= 2;
+  }
+  if (len == n) return y;
+  c = dt_slice(y, 0, 0, n);
+  dt_release(y);
+  return c;
 }
 
 DTDEF dt_device dt_device_of(const dt_tensor *t) {
@@ -5120,6 +5144,7 @@ DTDEF dt_tensor *dt_one_hot(const dt_tensor *labels, int64_t num_classes) {
     return NULL;
   }
   if (labels->numel > 0) {
+    if (dt__graph_forbid(op, labels->st->device, "reading the labels' range to the host") != DT_OK) return NULL;
     if ((f = dt_cast(labels, DT_F64)) && (mn = dt_min(f)) && (mx = dt_max(f))) { lo = dt_item(mn); hi = dt_item(mx); }
     dt_release(f); f = NULL;
     if (!mn || !mx || hi != hi || lo != lo) goto out;
@@ -5135,7 +5160,7 @@ DTDEF dt_tensor *dt_one_hot(const dt_tensor *labels, int64_t num_classes) {
     }
   }
   if (!(col = dt_unsqueeze(labels, -1))) goto out;
-  if (!(ar = dt_arange(0, (double)num_classes, 1, DT_I64, labels->st->device))) goto out;
+  if (!(ar = dt__iota(num_classes, labels->st->device))) goto out;
   if (!(eq = dt_eq(col, ar))) goto out;
   y = dt_cast(eq, DT_I64);
 out:
@@ -5762,7 +5787,7 @@ static dt_status dt__ag_loss_bw(dt__node *n, const dt_tensor *g, dt_tensor **gin
       break;
     }
     case DT__AG_NLL_LOSS: { /* the one-hot (n, c) of the labels, times -g (n, 1) or 0-d */
-      dt_tensor *ar = dt_arange(0, (double)x->shape.dims[1], 1, DT_I64, x->st->device), *row = NULL, *col = NULL;
+      dt_tensor *ar = dt__iota(x->shape.dims[1], x->st->device), *row = NULL, *col = NULL;
       if (ar) row = dt_reshape(ar, dt_shape2(1, x->shape.dims[1]));
       if (row) col = dt_reshape(t, dt_shape2(x->shape.dims[0], 1));
       G = row && col ? dt__loss_cast(dt_eq(row, col), x->dtype) : NULL;
@@ -8703,6 +8728,9 @@ DTDEF dt_status dt_clip_grad_norm_(dt_tensor *const *params, int n, double max_n
     snprintf(nm, sizeof nm, "params[%d]", i);
     if ((s = dt__check_tensor(op, nm, params[i])) != DT_OK) return s;
   }
+  for (i = 0; i < n; i++)
+    if (params[i]->grad && (s = dt__graph_forbid(op, params[i]->grad->st->device, "reading the gradients' norm to the host")) != DT_OK)
+      return s;
   for (i = 0; i < n; i++) /* the half dtype all the gradients have, else F32 */
     if (params[i]->grad) {
       dt_dtype g = params[i]->grad->dtype;
@@ -9175,7 +9203,7 @@ static dt_tensor *dt__ag_index_select_bw(dt__node *n, const dt_tensor *g) {
   if (g->numel == 0 || k == 0) return dt__ag_zeros(e->shape, e->dtype, e->device);
   for (i = 0; i < dim; i++) outer *= e->shape.dims[i];
   for (i = dim + 1; i < nd; i++) inner *= e->shape.dims[i];
-  if (!(ar = dt_arange(0, (double)len, 1, DT_I64, e->device))) return NULL;
+  if (!(ar = dt__iota(len, e->device))) return NULL;
   col = dt__ag_reshape(ar, dt_shape2(len, 1));
   row = col ? dt_reshape(index, dt_shape2(1, k)) : NULL;
   oh = row ? dt__ag_eq_mask(col, row, e->dtype) : NULL;
@@ -9249,7 +9277,7 @@ static dt_tensor *dt__ag_arg_bw(dt__node *n, const dt_tensor *g) {
   ks = dt__ag_keep(e->shape, dim);
   as = e->shape;
   for (i = 0; i < nd; i++) if (i != dim) as.dims[i] = 1;
-  if (!(ar = dt__ag_reshape(dt_arange(0, (double)e->shape.dims[dim], 1, DT_I64, e->device), as))) return NULL;
+  if (!(ar = dt__ag_reshape(dt__iota(e->shape.dims[dim], e->device), as))) return NULL;
   idx = dt_reshape(n->saved[2], ks);
   mask = idx ? dt__ag_eq_mask(ar, idx, e->dtype) : NULL;
   dt_release(ar); dt_release(idx);

@@ -488,6 +488,59 @@ done:
   T_CHECK_MSG(allocated(dev) == base, "%llu bytes allocated, %llu before", (unsigned long long)allocated(dev), (unsigned long long)base);
 }
 
+/* Backwards that need the indices 0..n-1 (nll_loss's one-hot, max_dim's positions, a float16
+   index_select's) make them on the device, so they can be captured; the calls that read to the
+   host inside (dt_one_hot, dt_clip_grad_norm_) are refused naming themselves. */
+static void test_graph_backward_indices(dt_device dev) {
+  static const float xh[6] = {0.5f, -1, 2, 3, 0.25f, -2};
+  static const int64_t lab_h[2] = {2, 0}, idx_h[3] = {1, 0, 1};
+  size_t base = allocated(dev);
+  dt_tensor *x = dt_from_data(xh, dt_shape2(2, 3), DT_F32, dev), *lab = dt_from_data(lab_h, dt_shape1(2), DT_I64, dev);
+  dt_tensor *idx = dt_from_data(idx_h, dt_shape1(3), DT_I64, dev), *h = x ? dt_cast(x, DT_F16) : NULL;
+  dt_tensor *ge = NULL, *gh = NULL, *t[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+  dt_graph *g = NULL;
+  int k, pass;
+  T_CHECK(x && lab && idx && h && dt_requires_grad_(x, 1) == DT_OK && dt_requires_grad_(h, 1) == DT_OK);
+  if (!x || !lab || !idx || !h) goto done;
+  for (pass = 0; pass < 2; pass++) { /* eager, then captured and replayed */
+    dt_zero_grad_(x); dt_zero_grad_(h);
+    if (pass && dt_graph_begin(dev) != DT_OK) { T_CHECK(0); break; }
+    t[0] = dt_log_softmax(x, 1); t[1] = t[0] ? dt_nll_loss(t[0], lab) : NULL;
+    t[2] = dt_max_dim(x, 1); t[3] = t[2] ? dt_sum(t[2]) : NULL;
+    t[4] = dt_index_select(h, 0, idx); t[5] = t[4] ? dt_sum(t[4]) : NULL;
+    T_CHECK_MSG(t[1] && t[3] && t[5] && dt_autograd_backward(t[1], NULL) == DT_OK && dt_autograd_backward(t[3], NULL) == DT_OK &&
+                dt_autograd_backward(t[5], NULL) == DT_OK, "%s", dt_last_error());
+    if (pass) {
+      g = dt_graph_end(dev);
+      T_CHECK_MSG(g != NULL, "%s", dt_last_error());
+      T_CHECK(g && dt_graph_replay(g) == DT_OK);
+    }
+    for (k = 0; k < 6; k++) { dt_release(t[k]); t[k] = NULL; }
+    if (!pass) { ge = dt_grad(x) ? dt_copyto(dt_grad(x), dev) : NULL; gh = dt_grad(h) ? dt_copyto(dt_grad(h), dev) : NULL; }
+  }
+  if (g && ge && gh && dt_grad(x) && dt_grad(h)) {
+    float a[6], b[6];
+    uint16_t c[6], d[6];
+    T_CHECK(dt_to_host(ge, a, sizeof a) == DT_OK && dt_to_host(dt_grad(x), b, sizeof b) == DT_OK && memcmp(a, b, sizeof a) == 0);
+    T_CHECK(dt_to_host(gh, c, sizeof c) == DT_OK && dt_to_host(dt_grad(h), d, sizeof d) == DT_OK && memcmp(c, d, sizeof c) == 0);
+  } else
+    T_CHECK(0);
+  dt_graph_free(g);
+  g = NULL;
+  /* reading to the host inside: refused, naming the call */
+  T_CHECK(dt_graph_begin(dev) == DT_OK);
+  T_CHECK(dt_one_hot(lab, 3) == NULL && dt_last_status() == DT_ERR_UNSUPPORTED && contains(dt_last_error(), "dt_one_hot"));
+  T_CHECK(dt_graph_end(dev) == NULL && contains(dt_last_error(), "dt_one_hot"));
+  T_CHECK(dt_graph_begin(dev) == DT_OK);
+  T_CHECK(dt_clip_grad_norm_(&x, 1, 1.0, NULL) == DT_ERR_UNSUPPORTED && contains(dt_last_error(), "dt_clip_grad_norm_"));
+  T_CHECK(dt_graph_end(dev) == NULL && contains(dt_last_error(), "dt_clip_grad_norm_"));
+done:
+  dt_graph_free(g);
+  dt_release(ge); dt_release(gh);
+  dt_release(x); dt_release(h); dt_release(lab); dt_release(idx);
+  T_CHECK_MSG(allocated(dev) == base, "%llu bytes allocated, %llu before", (unsigned long long)allocated(dev), (unsigned long long)base);
+}
+
 static void test_graph_bad_devices(void) {
   char db[48];
   T_CHECK(dt_graph_begin(dt_gpu(99)) == DT_ERR_NO_DEVICE && contains(dt_last_error(), "dt_graph_begin") &&
@@ -557,6 +610,7 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_graph_refusals);
   T_RUN_ALL_DEVICES(test_graph_draws);
   T_RUN_ALL_DEVICES(test_graph_grad_accumulates);
+  T_RUN_ALL_DEVICES(test_graph_backward_indices);
   T_RUN(test_graph_bad_devices);
   T_RUN(test_graph_other_gpu);
   return t_finish();

@@ -19,7 +19,8 @@
      lives.
    - Refused during a capture, before anything is issued: anything that waits for the device
      or moves data between the host and the capturing device (dt_synchronize, dt_item,
-     dt_to_host, printing, dt_from_data, dt_arange, dt_empty_cache, DLPack export) and a
+     dt_to_host, printing, dt_from_data, dt_arange, dt_empty_cache, dt_one_hot,
+     dt_clip_grad_norm_, DLPack export) and a
      copy between the capturing device and another. Such a call invalidates the capture:
      dt_graph_end then returns NULL with the reason. */
 typedef struct dt_graph dt_graph;

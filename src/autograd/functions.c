@@ -279,7 +279,7 @@ static dt_tensor *dt__ag_index_select_bw(dt__node *n, const dt_tensor *g) {
   if (g->numel == 0 || k == 0) return dt__ag_zeros(e->shape, e->dtype, e->device);
   for (i = 0; i < dim; i++) outer *= e->shape.dims[i];
   for (i = dim + 1; i < nd; i++) inner *= e->shape.dims[i];
-  if (!(ar = dt_arange(0, (double)len, 1, DT_I64, e->device))) return NULL;
+  if (!(ar = dt__iota(len, e->device))) return NULL;
   col = dt__ag_reshape(ar, dt_shape2(len, 1));
   row = col ? dt_reshape(index, dt_shape2(1, k)) : NULL;
   oh = row ? dt__ag_eq_mask(col, row, e->dtype) : NULL;
@@ -353,7 +353,7 @@ static dt_tensor *dt__ag_arg_bw(dt__node *n, const dt_tensor *g) {
   ks = dt__ag_keep(e->shape, dim);
   as = e->shape;
   for (i = 0; i < nd; i++) if (i != dim) as.dims[i] = 1;
-  if (!(ar = dt__ag_reshape(dt_arange(0, (double)e->shape.dims[dim], 1, DT_I64, e->device), as))) return NULL;
+  if (!(ar = dt__ag_reshape(dt__iota(e->shape.dims[dim], e->device), as))) return NULL;
   idx = dt_reshape(n->saved[2], ks);
   mask = idx ? dt__ag_eq_mask(ar, idx, e->dtype) : NULL;
   dt_release(ar); dt_release(idx);

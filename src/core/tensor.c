@@ -268,6 +268,29 @@ DTDEF dt_tensor *dt_arange(double start, double end, double step, dt_dtype t, dt
   return y;
 }
 
+/* (0, 1, ..., n - 1) as I64 on d, made there by a fill, additions and concatenations (doubling),
+   never copied from the host: the backwards and dt_one_hot use it, which a capture may record
+   (dt_arange's copy from the host is refused during a capture). */
+static dt_tensor *dt__iota(int64_t n, dt_device d) {
+  dt_tensor *y = dt_empty(dt_shape1(n > 0 ? 1 : 0), DT_I64, d), *z, *c;
+  const dt_tensor *parts[2];
+  int64_t len = 1;
+  if (!y || n <= 0) return y;
+  if (dt_fill_(y, 0.0) != DT_OK) { dt_release(y); return NULL; }
+  while (len < n) {
+    if (!(z = dt_add_scalar(y, (double)len))) { dt_release(y); return NULL; }
+    parts[0] = y; parts[1] = z;
+    c = dt_cat(parts, 2, 0);
+    dt_release(z); dt_release(y);
+    if (!(y = c)) return NULL;
+    len *= 2;
+  }
+  if (len == n) return y;
+  c = dt_slice(y, 0, 0, n);
+  dt_release(y);
+  return c;
+}
+
 DTDEF dt_device dt_device_of(const dt_tensor *t) {
   if (dt__check_tensor("dt_device_of", "t", t) != DT_OK) return dt_cpu();
   return t->st->device;

@@ -276,6 +276,9 @@ DTDEF dt_status dt_clip_grad_norm_(dt_tensor *const *params, int n, double max_n
     snprintf(nm, sizeof nm, "params[%d]", i);
     if ((s = dt__check_tensor(op, nm, params[i])) != DT_OK) return s;
   }
+  for (i = 0; i < n; i++)
+    if (params[i]->grad && (s = dt__graph_forbid(op, params[i]->grad->st->device, "reading the gradients' norm to the host")) != DT_OK)
+      return s;
   for (i = 0; i < n; i++) /* the half dtype all the gradients have, else F32 */
     if (params[i]->grad) {
       dt_dtype g = params[i]->grad->dtype;

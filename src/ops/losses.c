@@ -175,7 +175,7 @@ static dt_status dt__ag_loss_bw(dt__node *n, const dt_tensor *g, dt_tensor **gin
       break;
     }
     case DT__AG_NLL_LOSS: { /* the one-hot (n, c) of the labels, times -g (n, 1) or 0-d */
-      dt_tensor *ar = dt_arange(0, (double)x->shape.dims[1], 1, DT_I64, x->st->device), *row = NULL, *col = NULL;
+      dt_tensor *ar = dt__iota(x->shape.dims[1], x->st->device), *row = NULL, *col = NULL;
       if (ar) row = dt_reshape(ar, dt_shape2(1, x->shape.dims[1]));
       if (row) col = dt_reshape(t, dt_shape2(x->shape.dims[0], 1));
       G = row && col ? dt__loss_cast(dt_eq(row, col), x->dtype) : NULL;

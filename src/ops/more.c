@@ -186,6 +186,7 @@ DTDEF dt_tensor *dt_one_hot(const dt_tensor *labels, int64_t num_classes) {
     return NULL;
   }
   if (labels->numel > 0) {
+    if (dt__graph_forbid(op, labels->st->device, "reading the labels' range to the host") != DT_OK) return NULL;
     if ((f = dt_cast(labels, DT_F64)) && (mn = dt_min(f)) && (mx = dt_max(f))) { lo = dt_item(mn); hi = dt_item(mx); }
     dt_release(f); f = NULL;
     if (!mn || !mx || hi != hi || lo != lo) goto out;
@@ -201,7 +202,7 @@ DTDEF dt_tensor *dt_one_hot(const dt_tensor *labels, int64_t num_classes) {
     }
   }
   if (!(col = dt_unsqueeze(labels, -1))) goto out;
-  if (!(ar = dt_arange(0, (double)num_classes, 1, DT_I64, labels->st->device))) goto out;
+  if (!(ar = dt__iota(num_classes, labels->st->device))) goto out;
   if (!(eq = dt_eq(col, ar))) goto out;
   y = dt_cast(eq, DT_I64);
 out:
