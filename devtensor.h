@@ -3018,6 +3018,39 @@ static void dt__graph_destroy(dt_graph *g) {
   DT_FREE(g);
 }
 
+/* Before g (out of the list) gives back what it kept: each storage that another graph on the
+   device may still use goes to that graph instead: to a capture in progress (its work may use
+   that memory now), or to the graph whose capture made it (its replays write it; g may hold it
+   because it was released during g's capture). What no graph can take goes back, which is safe:
+   a capture that could not keep it is invalid and a graph that could not is stale, and neither
+   ever runs. */
+static void dt__graph_hand_over(dt_graph *g) {
+  dt_graph *c;
+  int i, j = 0;
+  dt__lock(&dt__graph_lk);
+  for (i = 0; i < g->nkept; i++) {
+    dt__storage *st = g->kept[i];
+    for (c = dt__graph_list; c; c = c->next)
+      if (dt_device_equal(c->device, st->device) && (c->capturing || (st->serial >= c->serial_begin && st->serial < c->serial_end)))
+        break;
+    if (!c) continue;
+    if (dt__graph_keep(c, st)) { g->kept[i] = NULL; continue; }
+    if (c->capturing && !c->invalid) {
+      c->invalid = 1;
+      c->status = DT_ERR_OUT_OF_MEMORY;
+      snprintf(c->why, sizeof c->why, "out of memory on the host keeping a freed graph's memory during the capture");
+    } else if (!c->capturing && !c->stale) {
+      c->stale = 1;
+      c->status = DT_ERR_OUT_OF_MEMORY;
+      snprintf(c->why, sizeof c->why, "out of memory on the host keeping a released tensor that the graph writes");
+    }
+  }
+  dt__unlock(&dt__graph_lk);
+  for (i = 0; i < g->nkept; i++)
+    if (g->kept[i]) g->kept[j++] = g->kept[i];
+  g->nkept = j;
+}
+
 /* While d is being captured: the capture's next draw, numbered within the graph, and in *gen
    where each replay puts the generator's seed and the graph's first draw; 0 when d is not
    being captured. */
@@ -3116,7 +3149,8 @@ DTDEF dt_graph *dt_graph_end(dt_device d) {
   if (s != DT_OK || g->invalid) {
     if (s == DT_OK) dt__fail(g->status, "%s: the capture on %s is invalid: %s", op, dt_device_str(d, db, sizeof db), g->why);
     dt__graph_unlink(g);
-    dt__graph_destroy(g); /* nothing ran: what it kept goes back */
+    dt__graph_hand_over(g); /* what another graph writes stays with it */
+    dt__graph_destroy(g);   /* nothing ran: the rest goes back */
     return NULL;
   }
   return g;
@@ -3160,27 +3194,9 @@ DTDEF dt_status dt_graph_replay(dt_graph *g) {
 }
 
 DTDEF void dt_graph_free(dt_graph *g) {
-  dt_graph *c;
-  int i;
   if (!g) return;
   dt__graph_unlink(g);
-  /* a capture in progress on the device keeps what g kept: its work may use that memory now */
-  dt__lock(&dt__graph_lk);
-  c = dt__graph_capture_of(g->device);
-  for (i = 0; c && i < g->nkept; i++)
-    if (dt__graph_keep(c, g->kept[i])) g->kept[i] = NULL;
-    else if (!c->invalid) {
-      c->invalid = 1;
-      c->status = DT_ERR_OUT_OF_MEMORY;
-      snprintf(c->why, sizeof c->why, "out of memory on the host keeping a freed graph's memory during the capture");
-    }
-  dt__unlock(&dt__graph_lk);
-  if (c) { /* what c could not take goes back, which is safe: c will never run */
-    int j = 0;
-    for (i = 0; i < g->nkept; i++)
-      if (g->kept[i]) g->kept[j++] = g->kept[i];
-    g->nkept = j;
-  }
+  dt__graph_hand_over(g);
   dt__graph_destroy(g);
 }
 

@@ -541,6 +541,47 @@ done:
   T_CHECK_MSG(allocated(dev) == base, "%llu bytes allocated, %llu before", (unsigned long long)allocated(dev), (unsigned long long)base);
 }
 
+/* A captured output of one graph released during another capture: the memory stays with the
+   graph that writes it when the other is freed, or fails (refused call), not handed out again. */
+static void test_graph_two_graphs(dt_device dev) {
+  size_t base = allocated(dev);
+  dt_tensor *x = dt_ones(dt_shape1(1000), dev), *y = NULL, *z = NULL, *y2 = NULL, *z2 = NULL;
+  dt_graph *g1 = NULL, *g2 = NULL, *g3 = NULL;
+  float h[1000];
+  int failed;
+  T_CHECK(x != NULL);
+  if (!x) return;
+  T_CHECK(dt_graph_begin(dev) == DT_OK);
+  y = dt_add(x, x);
+  y2 = dt_mul(x, x);
+  g1 = dt_graph_end(dev);
+  T_CHECK_MSG(g1 && y && y2, "%s", dt_last_error());
+  for (failed = 0; failed < 2 && g1; failed++) {
+    T_CHECK(dt_graph_begin(dev) == DT_OK);
+    if (!failed) { dt_release(y); y = NULL; }
+    else { dt_release(y2); y2 = NULL; T_CHECK(dt_synchronize(dev) == DT_ERR_UNSUPPORTED); }
+    g2 = dt_graph_end(dev);
+    T_CHECK(failed ? g2 == NULL : g2 != NULL);
+    dt_graph_free(g2);
+    g2 = NULL;
+    z = dt_empty(dt_shape1(1000), DT_F32, dev); /* must not get y's (y2's) block */
+    T_CHECK(z && dt_fill_(z, 5.0) == DT_OK);
+    T_CHECK_MSG(dt_graph_replay(g1) == DT_OK, "%s", dt_last_error());
+    T_CHECK(z && dt_to_host(z, h, sizeof h) == DT_OK && h[0] == 5.0f && h[999] == 5.0f);
+    dt_release(z); z = NULL;
+  }
+  /* and a third graph captured after: the memory it gets is not g1's */
+  T_CHECK(dt_graph_begin(dev) == DT_OK);
+  z2 = dt_full(dt_shape1(1000), 7.0, dev);
+  g3 = dt_graph_end(dev);
+  T_CHECK(g3 && z2 && dt_graph_replay(g3) == DT_OK && dt_graph_replay(g1) == DT_OK);
+  T_CHECK(z2 && dt_to_host(z2, h, sizeof h) == DT_OK && h[0] == 7.0f && h[999] == 7.0f);
+  dt_graph_free(g3);
+  dt_graph_free(g1);
+  dt_release(y); dt_release(y2); dt_release(z2); dt_release(x);
+  T_CHECK_MSG(allocated(dev) == base, "%llu bytes allocated, %llu before", (unsigned long long)allocated(dev), (unsigned long long)base);
+}
+
 static void test_graph_bad_devices(void) {
   char db[48];
   T_CHECK(dt_graph_begin(dt_gpu(99)) == DT_ERR_NO_DEVICE && contains(dt_last_error(), "dt_graph_begin") &&
@@ -611,6 +652,7 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_graph_draws);
   T_RUN_ALL_DEVICES(test_graph_grad_accumulates);
   T_RUN_ALL_DEVICES(test_graph_backward_indices);
+  T_RUN_ALL_DEVICES(test_graph_two_graphs);
   T_RUN(test_graph_bad_devices);
   T_RUN(test_graph_other_gpu);
   return t_finish();
