@@ -10,8 +10,8 @@
      hold their values only after a replay. Warm up (run the step once or more) first.
    - Replay works on the same memory: copy new inputs into the tensors the capture read
      (dt_copy_), read outputs from the tensors it wrote. Host values of the capture are fixed:
-     scalars, the learning rate, Adam's step count, random draws (each replay draws the same
-     numbers).
+     scalars, the learning rate, Adam's step count. Random draws on the captured device are
+     drawn afresh by each replay: the generator's next numbers, as the eager calls would take.
    - Memory: every tensor made during the capture, and every tensor released during it,
      stays with the graph until dt_graph_free (its memory is never handed to anything else
      while the graph can still write it). A tensor that existed before the capture and is
