@@ -16,6 +16,9 @@
 #   make fuzz-torch  devtensor against PyTorch (float64, CPU) on CASES random cases from SEED, every op family
 #                    (tools/fuzz; FUZZ_ARGS for more options); make fuzz-torch-emu: the same on cuda:0 of
 #                    the emulator (make lib-emu: the CUDA backend on tests/emu as a shared library)
+#   make fuzz-graph  the graph calls (dt_graph_*) against eager runs on CASES random programs from SEED, on the
+#                    CPU under ASan (tests/fuzz/graph_fuzz.c); make fuzz-graph-emu: on FUZZ_DEVICE of two
+#                    emulated GPUs (make test-emu's build). Not part of make test or CI
 #   make amalgamate  write devtensor.h and devtensor_cuda.cu from the parts in src/ (tools/amalgamate.py)
 #   make clean       remove build/
 #   make help        this list

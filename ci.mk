@@ -181,6 +181,19 @@ fuzz: $(addprefix $(B)/fuzz/fuzz_,$(FUZZERS))
 fuzz-replay: $(addprefix $(B)/fuzz/replay_,$(FUZZERS))
 	@ASAN_OPTIONS=detect_leaks=1 sh tests/run.sh $^
 
+# the graph calls against eager runs (tests/fuzz/graph_fuzz.c; not run by make test or CI):
+# CASES random programs from SEED, under ASan+UBSan with leak detection, on the CPU (make
+# asan's implementation) or on FUZZ_DEVICE of two emulated GPUs (make test-emu's build)
+$(B)/asan/graph_fuzz: tests/fuzz/graph_fuzz.c $(HDR) $(B)/asan/devtensor_impl.o | $$(@D)
+	$(asan_CMD) -DDEVTENSOR_IMPLEMENTATION_DONE $< -x none $(B)/asan/devtensor_impl.o -o $@ $(asan_LIBS)
+$(EMU_DIR)/graph_fuzz: tests/fuzz/graph_fuzz.c $(HDR) $(EMU_IMPL) $(EMU_OBJ) $(EMU_LIB) | $$(@D)
+	$(emu_CMD) -DDEVTENSOR_IMPLEMENTATION_DONE $< -x none $(EMU_IMPL) $(EMU_OBJ) -o $@ $(emu_LIBS)
+.PHONY: fuzz-graph fuzz-graph-emu
+fuzz-graph: $(B)/asan/graph_fuzz
+	ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 $< --device cpu --seed $(SEED) --cases $(CASES)
+fuzz-graph-emu: $(EMU_DIR)/graph_fuzz
+	$(EMU_ENV) $< --device $(FUZZ_DEVICE) --seed $(SEED) --cases $(CASES)
+
 # two ranks under mpirun (tests/dist.sh: the tests, a straggler, a rank that fails to start, the build without MPI)
 .PHONY: test-dist
 test-dist: $(B)/dist/test_dist $(B)/c/test_dist $(B)/dist/bench_allreduce
