@@ -518,7 +518,7 @@ DTDEF void            dt_grad_scaler_free(dt_grad_scaler *s);
    while grad mode is on. The modules (dt_forward, dt_backward) keep their own backward. */
 DTDEF dt_status  dt_requires_grad_(dt_tensor *t, int on);  /* t.requires_grad_(); leaves only, float dtypes (float16, bfloat16 too) */
 DTDEF int        dt_requires_grad(const dt_tensor *t);           /* t.requires_grad */
-DTDEF dt_tensor *dt_grad(dt_tensor *t);                          /* borrowed: t.grad; NULL until a backward reaches t; replaced by the next backward or dt_zero_grad_ */
+DTDEF dt_tensor *dt_grad(dt_tensor *t);                          /* borrowed: t.grad; NULL until a backward reaches t; a later backward adds into it in place (into a new tensor where another reference holds it); dt_zero_grad_ releases it */
 DTDEF dt_status  dt_autograd_backward(dt_tensor *out, const dt_tensor *grad_out); /* torch.autograd.backward(out, grad_out); grad_out NULL: out must have one element, seed 1 */
 DTDEF dt_tensor *dt_detach(const dt_tensor *t);                  /* t.detach(): a new reference to the same memory, no history, requires_grad 0 */
 DTDEF dt_status  dt_zero_grad_(dt_tensor *t);                    /* t.grad = None */
@@ -9698,26 +9698,28 @@ static dt_status dt__ag_run(const char *op, dt_tensor *out, dt_tensor *seed) {
       }
     }
   }
-  /* the new gradients, then (nothing can fail from here) stored; a gradient that something else
-     also holds (the seed, a view, one tensor given to two leaves) is copied, so that each leaf
-     owns its gradient */
+  /* the new gradients, then (nothing can fail from here but the device) stored; a gradient that
+     something else also holds (the seed, a view, one tensor given to two leaves) is copied, so
+     that each leaf owns its gradient */
   for (i = 0; i < nl; i++) {
     dt_tensor *l = leaves[i].leaf, *a = leaves[i].acc;
-    if (dt__grad_in_place(l)) continue; /* added into below */
     if (l->grad) leaves[i].final = dt_add(l->grad, a);
     else if (a->refs > 1 || a->st->refs > 1 || a->st->base || a->st->foreign) leaves[i].final = dt_copyto(a, a->st->device);
     else leaves[i].final = dt_retain(a);
     if (!leaves[i].final) { s = dt_last_status(); goto done; }
   }
-  /* a gradient only its leaf holds takes the new one in place (PyTorch's AccumulateGrad): the
+  /* a gradient only its leaf holds takes the new value in place (PyTorch's AccumulateGrad): the
      same memory from step to step, so that a graph that captured this backward accumulates into
-     it at each replay as eager steps do */
-  for (i = 0; i < nl; i++)
-    if (dt__grad_in_place(leaves[i].leaf) && (s = dt_add_(leaves[i].leaf->grad, leaves[i].acc)) != DT_OK) goto done;
+     it at each replay as eager steps do; the sum is made first, so a failure changes nothing */
   for (i = 0; i < nl; i++) {
-    if (!leaves[i].final) continue;
-    dt_release(leaves[i].leaf->grad);
-    leaves[i].leaf->grad = leaves[i].final;
+    dt_tensor *l = leaves[i].leaf;
+    if (dt__grad_in_place(l)) {
+      if ((s = dt_copy_(l->grad, leaves[i].final)) != DT_OK) goto done;
+      dt_release(leaves[i].final);
+    } else {
+      dt_release(l->grad);
+      l->grad = leaves[i].final;
+    }
     leaves[i].final = NULL;
   }
   for (i = 0; i < nn; i++) { /* retain_graph=False */

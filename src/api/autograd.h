@@ -13,7 +13,7 @@
    while grad mode is on. The modules (dt_forward, dt_backward) keep their own backward. */
 DTDEF dt_status  dt_requires_grad_(dt_tensor *t, int on);  /* t.requires_grad_(); leaves only, float dtypes (float16, bfloat16 too) */
 DTDEF int        dt_requires_grad(const dt_tensor *t);           /* t.requires_grad */
-DTDEF dt_tensor *dt_grad(dt_tensor *t);                          /* borrowed: t.grad; NULL until a backward reaches t; replaced by the next backward or dt_zero_grad_ */
+DTDEF dt_tensor *dt_grad(dt_tensor *t);                          /* borrowed: t.grad; NULL until a backward reaches t; a later backward adds into it in place (into a new tensor where another reference holds it); dt_zero_grad_ releases it */
 DTDEF dt_status  dt_autograd_backward(dt_tensor *out, const dt_tensor *grad_out); /* torch.autograd.backward(out, grad_out); grad_out NULL: out must have one element, seed 1 */
 DTDEF dt_tensor *dt_detach(const dt_tensor *t);                  /* t.detach(): a new reference to the same memory, no history, requires_grad 0 */
 DTDEF dt_status  dt_zero_grad_(dt_tensor *t);                    /* t.grad = None */

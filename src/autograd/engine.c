@@ -157,26 +157,28 @@ static dt_status dt__ag_run(const char *op, dt_tensor *out, dt_tensor *seed) {
       }
     }
   }
-  /* the new gradients, then (nothing can fail from here) stored; a gradient that something else
-     also holds (the seed, a view, one tensor given to two leaves) is copied, so that each leaf
-     owns its gradient */
+  /* the new gradients, then (nothing can fail from here but the device) stored; a gradient that
+     something else also holds (the seed, a view, one tensor given to two leaves) is copied, so
+     that each leaf owns its gradient */
   for (i = 0; i < nl; i++) {
     dt_tensor *l = leaves[i].leaf, *a = leaves[i].acc;
-    if (dt__grad_in_place(l)) continue; /* added into below */
     if (l->grad) leaves[i].final = dt_add(l->grad, a);
     else if (a->refs > 1 || a->st->refs > 1 || a->st->base || a->st->foreign) leaves[i].final = dt_copyto(a, a->st->device);
     else leaves[i].final = dt_retain(a);
     if (!leaves[i].final) { s = dt_last_status(); goto done; }
   }
-  /* a gradient only its leaf holds takes the new one in place (PyTorch's AccumulateGrad): the
+  /* a gradient only its leaf holds takes the new value in place (PyTorch's AccumulateGrad): the
      same memory from step to step, so that a graph that captured this backward accumulates into
-     it at each replay as eager steps do */
-  for (i = 0; i < nl; i++)
-    if (dt__grad_in_place(leaves[i].leaf) && (s = dt_add_(leaves[i].leaf->grad, leaves[i].acc)) != DT_OK) goto done;
+     it at each replay as eager steps do; the sum is made first, so a failure changes nothing */
   for (i = 0; i < nl; i++) {
-    if (!leaves[i].final) continue;
-    dt_release(leaves[i].leaf->grad);
-    leaves[i].leaf->grad = leaves[i].final;
+    dt_tensor *l = leaves[i].leaf;
+    if (dt__grad_in_place(l)) {
+      if ((s = dt_copy_(l->grad, leaves[i].final)) != DT_OK) goto done;
+      dt_release(leaves[i].final);
+    } else {
+      dt_release(l->grad);
+      l->grad = leaves[i].final;
+    }
     leaves[i].final = NULL;
   }
   for (i = 0; i < nn; i++) { /* retain_graph=False */
