@@ -329,7 +329,7 @@ static dt_tensor *t_ew_rand(dt_device dev, dt_dtype t, dt_shape s, uint32_t seed
       case 1: v[i] = (seed >> 27) & 1 ? (float)INFINITY : -(float)INFINITY; break;
       case 2: v[i] = (seed >> 27) & 1 ? 0.0f : -0.0f; break;
       case 3: v[i] = (float)(((seed >> 8) & 1023) + 1) * 5.9604645e-8f; break; /* float16 subnormals */
-      default: v[i] = (float)((int32_t)(seed >> 4) - (1 << 27)) / (float)(1 << (seed & 31)); break;
+      default: v[i] = (float)ldexp((double)((int32_t)(seed >> 4) - (1 << 27)), -(int)(seed & 31)); break;
     }
   }
   {
