@@ -819,7 +819,8 @@ DTDEF dt_tensor *dt_f_dropout(const dt_tensor *x, double p, int training);
    (n, c, l) or (n, c, h, w), normalised per channel c. training: by the batch's mean and biased
    variance; running_mean and running_var (c,), when given, are updated in place to
    (1 - momentum) r + momentum s, with the unbiased variance for running_var (as PyTorch); one
-   value per channel (n * h * w == 1) is refused. Not training: by running_mean and running_var
+   value per channel (n * h * w == 1) is refused; none (an empty batch) gives an empty result and
+   leaves running_* as they are (as PyTorch). Not training: by running_mean and running_var
    (both needed). weight, bias (c,) or NULL (no affine). Returns x's shape. */
 DTDEF dt_tensor *dt_f_batch_norm(const dt_tensor *x, dt_tensor *running_mean, dt_tensor *running_var, const dt_tensor *weight,
                                  const dt_tensor *bias, int training, double momentum, double eps);
@@ -7852,7 +7853,7 @@ static dt_status dt__bn_check(const char *op, const dt_tensor *x, const dt_tenso
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: running_mean requires grad; the running statistics are updated in place", op);
   if (training && running_var && running_var->requires_grad)
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: running_var requires grad; the running statistics are updated in place", op);
-  if (training && x->shape.dims[0] * *l <= 1)
+  if (training && x->shape.dims[0] * *l == 1) /* none (an empty batch) is PyTorch's empty result */
     return dt__fail(DT_ERR_SHAPE, "%s: Expected more than 1 value per channel when training, got input size %s", op,
                     dt__shape_str(&x->shape, a, sizeof a));
   if (!(momentum >= 0.0 && momentum <= 1.0) || !(eps >= 0.0))
@@ -8002,7 +8003,7 @@ DTDEF dt_tensor *dt_f_batch_norm(const dt_tensor *x, dt_tensor *running_mean, dt
   if (weight && (!(u = dt__norm_hold(t, &nt, dt_reshape(weight, cs))) || !(y = dt__norm_hold(t, &nt, dt_mul(y, u))))) goto done;
   if (bias && (!(u = dt__norm_hold(t, &nt, dt_reshape(bias, cs))) || !(y = dt__norm_hold(t, &nt, dt_add(y, u))))) goto done;
   if (!(out = dt_reshape(y, x->shape))) goto done;
-  if (training && (running_mean || running_var)) {
+  if (training && (running_mean || running_var) && count > 0) { /* an empty batch leaves them as they are, as PyTorch */
     /* r = (1 - momentum) r + momentum s, the new values made first: a failure changes nothing */
     dt_tensor *u[6] = {NULL, NULL, NULL, NULL, NULL, NULL}, *nm = NULL, *nv = NULL;
     dt_status s = DT_OK;

@@ -204,6 +204,45 @@ static void test_batch_norm_functional(dt_device dev) {
     T_CHECK(total(dt_retain(rm)) == 0.0 && total(dt_retain(rv)) == 3.0); /* nothing changed */
     dt_release(x); dt_release(rm); dt_release(rv); dt_release(y);
   }
+  { /* an empty batch when training: PyTorch 1.13's F.batch_norm gives an empty result, leaves the
+       running statistics [1, 2, 3], [2, 3, 4] as they are and zero weight and bias gradients;
+       BatchNorm1d(3) on (0, 3) counts the batch (num_batches_tracked 1) */
+    static const int64_t shapes[4][4] = {{2, 0, 3, 0}, {3, 0, 3, 4}, {3, 2, 3, 0}, {4, 0, 3, 2}};
+    static const double rm0[3] = {1, 2, 3}, rv0[3] = {2, 3, 4}, zero[3] = {0, 0, 0};
+    int si;
+    for (k = 0; k < 3; k++)
+      for (si = 0; si < 4; si++) {
+        dt_dtype t = k == 0 ? DT_F32 : k == 1 ? DT_F64 : DT_BF16;
+        dt_shape s = shapes[si][0] == 2 ? dt_shape2(shapes[si][1], shapes[si][2])
+                   : shapes[si][0] == 3 ? dt_shape3(shapes[si][1], shapes[si][2], shapes[si][3])
+                                        : dt_shape4(0, 3, 2, 2);
+        dt_tensor *x = dt_zeros(s, dev), *xt = x ? dt_cast(x, t) : NULL, *rm = NULL, *rv = NULL, *w = NULL, *b = NULL, *y = NULL;
+        dt_tensor *r64 = f64(rm0, dt_shape1(3), dev), *v64 = f64(rv0, dt_shape1(3), dev), *g = NULL;
+        rm = r64 ? dt_cast(r64, t) : NULL; rv = v64 ? dt_cast(v64, t) : NULL;
+        w = dt_ones(dt_shape1(3), dev); b = dt_zeros(dt_shape1(3), dev);
+        if (w && t != DT_F32) { dt_tensor *w2 = dt_cast(w, t), *b2 = dt_cast(b, t); dt_release(w); dt_release(b); w = w2; b = b2; }
+        T_CHECK(xt && rm && rv && w && b && dt_requires_grad_(w, 1) == DT_OK && dt_requires_grad_(b, 1) == DT_OK);
+        y = dt_f_batch_norm(xt, rm, rv, w, b, 1, 0.1, 1e-5);
+        T_CHECK_MSG(y && dt_numel(y) == 0 && dt_shape_of(y).ndim == s.ndim && dt_dtype_of(y) == t, "%s, shape %d: %s",
+                    dt_dtype_name(t), si, dt_last_error());
+        T_CHECK(close_to(rm, rm0, 3, 0) && close_to(rv, rv0, 3, 0));
+        g = y ? dt_zeros_like(y) : NULL;
+        T_CHECK_MSG(g && dt_autograd_backward(y, g) == DT_OK, "%s", dt_last_error());
+        T_CHECK(close_to(dt_grad(w), zero, 3, 0) && close_to(dt_grad(b), zero, 3, 0));
+        dt_release(x); dt_release(xt); dt_release(rm); dt_release(rv); dt_release(w); dt_release(b); dt_release(y);
+        dt_release(r64); dt_release(v64); dt_release(g);
+      }
+    {
+      dt_module *m = dt_batch_norm(3);
+      dt_tensor *x = dt_zeros(dt_shape2(0, 3), dev), *y;
+      T_CHECK(m && dt_module_to(m, dev) == DT_OK);
+      y = dt_forward(m, x);
+      T_CHECK_MSG(y && dt_numel(y) == 0, "%s", dt_last_error());
+      T_CHECK(close_to(dt_module_get_buffer(m, "running_mean"), zero, 3, 0));
+      { double *nb = values(dt_module_get_buffer(m, "num_batches_tracked")); T_CHECK(nb && nb[0] == 1.0); free(nb); }
+      dt_release(x); dt_release(y); dt_module_free(m);
+    }
+  }
 }
 
 static dt_module *bn_module(dt_device dev) {

@@ -14,7 +14,8 @@ DTDEF dt_tensor *dt_f_dropout(const dt_tensor *x, double p, int training);
    (n, c, l) or (n, c, h, w), normalised per channel c. training: by the batch's mean and biased
    variance; running_mean and running_var (c,), when given, are updated in place to
    (1 - momentum) r + momentum s, with the unbiased variance for running_var (as PyTorch); one
-   value per channel (n * h * w == 1) is refused. Not training: by running_mean and running_var
+   value per channel (n * h * w == 1) is refused; none (an empty batch) gives an empty result and
+   leaves running_* as they are (as PyTorch). Not training: by running_mean and running_var
    (both needed). weight, bias (c,) or NULL (no affine). Returns x's shape. */
 DTDEF dt_tensor *dt_f_batch_norm(const dt_tensor *x, dt_tensor *running_mean, dt_tensor *running_var, const dt_tensor *weight,
                                  const dt_tensor *bias, int training, double momentum, double eps);

@@ -67,7 +67,7 @@ static dt_status dt__bn_check(const char *op, const dt_tensor *x, const dt_tenso
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: running_mean requires grad; the running statistics are updated in place", op);
   if (training && running_var && running_var->requires_grad)
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: running_var requires grad; the running statistics are updated in place", op);
-  if (training && x->shape.dims[0] * *l <= 1)
+  if (training && x->shape.dims[0] * *l == 1) /* none (an empty batch) is PyTorch's empty result */
     return dt__fail(DT_ERR_SHAPE, "%s: Expected more than 1 value per channel when training, got input size %s", op,
                     dt__shape_str(&x->shape, a, sizeof a));
   if (!(momentum >= 0.0 && momentum <= 1.0) || !(eps >= 0.0))
@@ -217,7 +217,7 @@ DTDEF dt_tensor *dt_f_batch_norm(const dt_tensor *x, dt_tensor *running_mean, dt
   if (weight && (!(u = dt__norm_hold(t, &nt, dt_reshape(weight, cs))) || !(y = dt__norm_hold(t, &nt, dt_mul(y, u))))) goto done;
   if (bias && (!(u = dt__norm_hold(t, &nt, dt_reshape(bias, cs))) || !(y = dt__norm_hold(t, &nt, dt_add(y, u))))) goto done;
   if (!(out = dt_reshape(y, x->shape))) goto done;
-  if (training && (running_mean || running_var)) {
+  if (training && (running_mean || running_var) && count > 0) { /* an empty batch leaves them as they are, as PyTorch */
     /* r = (1 - momentum) r + momentum s, the new values made first: a failure changes nothing */
     dt_tensor *u[6] = {NULL, NULL, NULL, NULL, NULL, NULL}, *nm = NULL, *nv = NULL;
     dt_status s = DT_OK;
