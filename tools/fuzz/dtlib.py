@@ -60,6 +60,21 @@ _SIGS = [
     ("dt_f_max_pool2d", P, [P, I, I, I]), ("dt_f_max_pool2d_backward", P, [P, P, P, I, I, I, I, I, I]),
     ("dt_f_avg_pool2d", P, [P, I, I, I]), ("dt_f_avg_pool2d_backward", P, [P, P, I, I, I, I, I, I]),
     ("dt_f_adaptive_avg_pool2d_backward", P, [P, P]), ("dt_set_autocast", I, [I, I]),
+    ("dt_manual_seed", None, [C.c_uint64]), ("dt_copy_", I, [P, P]), ("dt_fill_", I, [P, D]), ("dt_to", P, [P, Device]),
+    ("dt_axpy_", I, [P, D, P]), ("dt_add_scalar_", I, [P, D]), ("dt_mul_scalar_", I, [P, D]),
+    ("dt_scatter_add_", I, [P, I, P, P]), ("dt_arange", P, [D, D, D, I, Device]), ("dt_full", P, [Shape, D, Device]),
+    ("dt_snprint", I, [C.c_char_p, C.c_size_t, P]),
+    # modules
+    ("dt_linear", P, [I64, I64]), ("dt_relu_layer", P, []), ("dt_sequential", P, []),
+    ("dt_sequential_add", I, [P, P]), ("dt_module_to", I, [P, Device]), ("dt_module_to_dtype", I, [P, I]),
+    ("dt_forward", P, [P, P]), ("dt_backward", P, [P, P]), ("dt_backward_params", I, [P, P]),
+    ("dt_module_num_params", I, [P]), ("dt_module_param", P, [P, I, C.POINTER(C.c_char_p)]),
+    ("dt_module_grad", P, [P, I]), ("dt_module_free", None, [P]), ("dt_module_snprint", I, [C.c_char_p, C.c_size_t, P]),
+    ("dt_module_train", I, [P, I]), ("dt_module_get_buffer", P, [P, C.c_char_p]), ("dt_zero_grad", I, [P]),
+    ("dt_conv2d_ex", P, [I64, I64, I, I, I, I, I, I, I, I]), ("dt_max_pool2d", P, [I, I, I]),
+    ("dt_avg_pool2d", P, [I, I, I]), ("dt_adaptive_avg_pool2d", P, [I, I]), ("dt_flatten_layer", P, []),
+    ("dt_sigmoid_layer", P, []), ("dt_tanh_layer", P, []), ("dt_gelu_layer", P, []), ("dt_dropout", P, [D]),
+    ("dt_batch_norm", P, [I64]), ("dt_layer_norm", P, [I64]), ("dt_embedding", P, [I64, I64]),
 ]
 _SIGS += [("dt_" + n, P, [P, P]) for n in
           ["add", "sub", "mul", "div", "matmul", "eq", "ne", "lt", "le", "gt", "ge", "cross_entropy"]]

@@ -1,12 +1,13 @@
 """The op families: each draws one random case and checks it with Case.run."""
 import ctypes as C
 import math
+import re
 
 import torch
 import torch.nn.functional as F
 
 from check import FLOATS, tolcmp
-from dtlib import DT_OF
+from dtlib import DT_OF, DTError, Device, shape
 
 
 def f_binary(c):
@@ -968,11 +969,825 @@ def f_autocast(c):
           note=note + " " + str(dtype).replace("torch.", ""), check=check)
 
 
+# ---------------------------------------------------------------- modules
+
+# torch.nn's modules for a layer spec (float64 for the reference; `lazy` for the text before the
+# first forward)
+def _torch_layer(sp, lazy=False):
+    k = sp["k"]
+    nn = torch.nn
+    if k == "seq":
+        return nn.Sequential(*[_torch_layer(s, lazy) for s in sp["ch"]])
+    if k == "linear":
+        return nn.LazyLinear(sp["out"]) if lazy and sp["lazy"] else nn.Linear(sp["in"], sp["out"])
+    if k == "conv":
+        args = dict(kernel_size=(sp["kh"], sp["kw"]), stride=(sp["sh"], sp["sw"]), padding=(sp["ph"], sp["pw"]),
+                    groups=sp["g"], bias=bool(sp["bias"]))
+        if lazy and sp["lazy"]:
+            return nn.LazyConv2d(sp["out"], **args)
+        return nn.Conv2d(sp["in"], sp["out"], **args)
+    if k in ("maxpool", "avgpool"):
+        T = nn.MaxPool2d if k == "maxpool" else nn.AvgPool2d
+        return T(sp["ks"], sp["s"] or sp["ks"], sp["p"])
+    if k == "adaptive":
+        return nn.AdaptiveAvgPool2d((sp["oh"], sp["ow"]))
+    if k == "bn":
+        if lazy and sp["lazy"]:
+            return nn.LazyBatchNorm2d() if sp["nd"] == 4 else nn.LazyBatchNorm1d()
+        return (nn.BatchNorm2d if sp["nd"] == 4 else nn.BatchNorm1d)(sp["c"])
+    if k == "ln":
+        return nn.LayerNorm(sp["d"])
+    if k == "emb":
+        return nn.Embedding(sp["num"], sp["dim"])
+    if k == "dropout":
+        return nn.Dropout(sp["p"])
+    return {"relu": nn.ReLU, "sigmoid": nn.Sigmoid, "tanh": nn.Tanh, "gelu": nn.GELU, "flatten": nn.Flatten}[k]()
+
+
+def _dt_layer(lib, sp):
+    """devtensor's module for a layer spec (None when it is refused)."""
+    k = sp["k"]
+    if k == "seq":
+        m = lib.dt_sequential()
+        for s in sp["ch"]:
+            ch = _dt_layer(lib, s)
+            if not ch or lib.dt_sequential_add(m, ch) != 0:  # takes ch, also on failure
+                lib.dt_module_free(m)
+                return None
+        return m
+    if k == "linear":
+        return lib.dt_linear(0 if sp["lazy"] else sp["in"], sp["out"])
+    if k == "conv":
+        return lib.dt_conv2d_ex(0 if sp["lazy"] else sp["in"], sp["out"], sp["kh"], sp["kw"], sp["sh"], sp["sw"], sp["ph"],
+                                sp["pw"], sp["g"], sp["bias"])
+    if k == "maxpool":
+        return lib.dt_max_pool2d(sp["ks"], sp["s"], sp["p"])
+    if k == "avgpool":
+        return lib.dt_avg_pool2d(sp["ks"], sp["s"], sp["p"])
+    if k == "adaptive":
+        return lib.dt_adaptive_avg_pool2d(sp["oh"], sp["ow"])
+    if k == "bn":
+        return lib.dt_batch_norm(0 if sp["lazy"] else sp["c"])
+    if k == "ln":
+        return lib.dt_layer_norm(sp["d"])
+    if k == "emb":
+        return lib.dt_embedding(sp["num"], sp["dim"])
+    if k == "dropout":
+        return lib.dt_dropout(sp["p"])
+    return {"relu": lib.dt_relu_layer, "sigmoid": lib.dt_sigmoid_layer, "tanh": lib.dt_tanh_layer,
+            "gelu": lib.dt_gelu_layer, "flatten": lib.dt_flatten_layer}[k]()
+
+
+def _mod_chain(c, shape, training, depth=0, nmax=4, flat=None):
+    """A random chain of layers that takes `shape`: (specs, the output's shape, tolerance factor).
+    A layer norm over a last dim of 1 gives its bias, x - mean being 0 in exact arithmetic: an
+    ulp either side of 0 on one side and 0 on the other, which a ReLU or a max pooling after it
+    (`flat`) would turn into different gradients, both right. None follows it."""
+    R = c.R
+    specs, sc = [], 1.0
+    flat = flat if flat is not None else [False]
+    for _ in range(R.randint(1, nmax)):
+        nd = len(shape)
+        if depth < 2 and R.random() < 0.15:
+            ch, shape, f = _mod_chain(c, shape, training, depth + 1, 3, flat)
+            specs.append({"k": "seq", "ch": ch})
+            sc *= f
+            continue
+        kinds = ["relu", "sigmoid", "tanh", "gelu", "dropout", "bn", "ln", "flatten"]
+        kinds += {4: ["conv", "conv", "maxpool", "avgpool", "adaptive"], 3: [], 2: ["linear", "linear", "linear"]}[nd]
+        if flat[0]:
+            kinds = [k_ for k_ in kinds if k_ not in ("relu", "maxpool")]
+        k = R.choice(kinds)
+        sp = {"k": k, "lazy": R.random() < 0.2}
+        if k == "linear":
+            sp["in"], sp["out"] = shape[1], R.randint(1, 6)
+            shape = [shape[0], sp["out"]]
+            sc *= max(1, sp["in"]) ** 0.5
+        elif k == "conv":
+            n_, ch_, h, w = shape
+            g = R.choice([d_ for d_ in (1, 1, 2, 3) if ch_ % d_ == 0])
+            sp.update(**{"in": ch_, "out": g * R.randint(1, 3), "g": g, "ph": R.randint(0, 1), "pw": R.randint(0, 1),
+                         "sh": R.randint(1, 2), "sw": R.randint(1, 2), "bias": int(R.random() < 0.7)})
+            sp["kh"] = R.randint(1, min(3, h + 2 * sp["ph"]))
+            sp["kw"] = R.randint(1, min(3, w + 2 * sp["pw"]))
+            shape = [n_, sp["out"], (h + 2 * sp["ph"] - sp["kh"]) // sp["sh"] + 1,
+                     (w + 2 * sp["pw"] - sp["kw"]) // sp["sw"] + 1]
+            sc *= (ch_ // g * sp["kh"] * sp["kw"]) ** 0.5
+        elif k in ("maxpool", "avgpool"):
+            n_, ch_, h, w = shape
+            ks = R.randint(1, min(3, h, w))
+            sp.update(ks=ks, s=R.randint(0, 2), p=R.randint(0, ks // 2))
+            s_ = sp["s"] or ks
+            shape = [n_, ch_, (h + 2 * sp["p"] - ks) // s_ + 1, (w + 2 * sp["p"] - ks) // s_ + 1]
+        elif k == "adaptive":
+            sp.update(oh=R.randint(1, 4), ow=R.randint(1, 4))
+            shape = shape[:2] + [sp["oh"], sp["ow"]]
+        elif k == "bn":
+            sp.update(c=shape[1], nd=nd)
+            sc *= 10
+        elif k == "ln":
+            sp["d"] = shape[-1]
+            sc *= 10
+            flat[0] = flat[0] or sp["d"] == 1
+        elif k == "flatten":
+            shape = [shape[0], int(math.prod(shape[1:]))]
+        elif k == "dropout":
+            # training mode drops at random (the dropout family checks that): here p 0 and 1 only
+            sp["p"] = R.choice([0.0, 1.0]) if training else R.choice([0.0, 0.1, 0.25, 0.5, 1.0])
+        specs.append(sp)
+        if 0 in shape[1:] or math.prod(shape) > 20000:
+            break
+    return specs, shape, sc
+
+
+def _bn_paths(specs, prefix=""):
+    """(state_dict prefix, spec) of every batch norm in a chain, as a Sequential names them."""
+    out = []
+    for i, sp in enumerate(specs):
+        if sp["k"] == "seq":
+            out += _bn_paths(sp["ch"], "%s%d." % (prefix, i))
+        elif sp["k"] == "bn":
+            out.append(("%s%d." % (prefix, i), sp))
+    return out
+
+
+def _find(sp, kinds):
+    """The layers of these kinds in a spec and the Sequentials under it."""
+    if sp["k"] == "seq":
+        return [f for s in sp["ch"] for f in _find(s, kinds)]
+    return [sp] if sp["k"] in kinds else []
+
+
+def _only_linear_relu(specs):
+    return all(sp["k"] in ("linear", "relu") or (sp["k"] == "seq" and _only_linear_relu(sp["ch"])) for sp in specs)
+
+
+def _mod_text(lib, m):
+    n = lib.dt_module_snprint(None, 0, m)
+    if n < 0:
+        return None
+    buf = C.create_string_buffer(n + 1)
+    lib.dt_module_snprint(buf, n + 1, m)
+    return buf.value.decode()
+
+
+def f_modules(c):
+    """The layer modules through dt_forward, alone or in Sequentials (nested too), against
+    torch.nn's modules holding the same parameters (devtensor's, copied after its first forward,
+    or random ones set into both): the output of 1 to 3 forwards in training or evaluation mode,
+    the gradients of the input and, after them, of every parameter (through dt_autograd_backward
+    of the output with a random gradient or of an MSE loss, or through dt_backward for networks of
+    Linear and ReLU layers), batch norm's running statistics and num_batches_tracked, the
+    state_dict names, and dt_module_snprint against repr(module) before and after the first
+    forward."""
+    lib = c.lib.c
+    R = c.R
+    dtype = c.fdt((6, 5, 1, 1))
+    training = R.random() < 0.5
+    lib.dt_manual_seed(R.randrange(1 << 62))
+    big = 3 if c.big else 1
+    kind = R.choice(["img", "img", "vec", "vec", "seq3", "idx"])
+    n = R.choice([0, 1, 2, 2, 3, 4]) if R.random() < 0.1 else R.choice([1, 2, 3, 4, 5])
+    if kind == "img":
+        shape = [n, R.randint(1, 4), R.randint(1, 6 * big), R.randint(1, 6 * big)]
+    elif kind == "vec":
+        shape = [n, R.randint(1, 8 * big)]
+    elif kind == "seq3":
+        shape = [n, R.randint(1, 4), R.randint(1, 5 * big)]
+    else:
+        shape = [n] + ([R.randint(1, 4)] if R.random() < 0.5 else [])
+    pre = []
+    if kind == "idx":
+        emb = {"k": "emb", "num": R.randint(1, 8), "dim": R.randint(1, 5), "lazy": False}
+        pre = [emb]
+        xshape = list(shape)
+        shape = shape + [emb["dim"]]
+    # an embedding's rows repeat: a channel of one value in a batch norm's batch is the same 0
+    # in exact arithmetic as a layer norm over one value (_mod_chain)
+    specs, oshape, sc = _mod_chain(c, shape, training, flat=[kind == "idx"])
+    specs = pre + specs
+    if R.random() < 0.3 and len(specs) == 1 and specs[0]["k"] != "seq":
+        top = specs[0]      # a layer alone, not in a Sequential
+    else:
+        top = {"k": "seq", "ch": specs}
+    bns = _bn_paths([top] if top["k"] != "seq" else specs)
+    if top["k"] != "seq":
+        bns = [("", sp) for _, sp in bns]
+    # Values that are equal only in exact arithmetic (the centred middle of a row of small integers
+    # in layer or batch norm: 0 on one side, an ulp away on the other) meet a ReLU or a max pooling
+    # at its kink, where either gradient is right: with a norm layer, normal values only.
+    centred = bool(_find(top, ("bn", "ln")))
+
+    def vals(s, scale):
+        if centred:
+            return (torch.randn(s, dtype=torch.float64) * scale).to(dtype)
+        return c.values(s, dtype, scale=scale)
+    if kind == "idx":
+        x_steps = [torch.randint(0, pre[0]["num"], xshape) for _ in range(3)]
+    else:
+        x_steps = [vals(shape, R.choice([1, 1, 3, 0.1])) for _ in range(3)]
+    steps = R.randint(1, 3)
+    how = R.choice(["grad", "grad", "mse"])
+    if _only_linear_relu([top]) and dtype in (torch.float32, torch.float64) and R.random() < 0.5:
+        how = R.choice(["dt_backward", "dt_backward_params"])
+    randomize = R.random() < 0.5
+    half = dtype in (torch.float16, torch.bfloat16)
+    if half:
+        sc *= 4 * (len(specs) + 1)
+    note = "%s %s %s steps=%d %s%s net=%s" % (str(dtype).replace("torch.", ""), "train" if training else "eval", how,
+                                                steps, kind, " random-params" if randomize else "", _spec_str(top))
+    inputs = [x_steps[0]]
+    A = c.arena()
+    m = None
+    try:
+        m = _dt_layer(lib, top)
+        if not m:
+            c.count()
+            return c.record("build", inputs, note, "devtensor refuses the network: " + c.lib.error())
+        # the text before the first forward: lazy layers as PyTorch's; batch norm, which serves
+        # BatchNorm1d and BatchNorm2d, prints as "BatchNorm(" before its first input (docs/API.md,
+        # nn modules: "as `BatchNorm(64, ...)` before any")
+        c.count()
+        want = re.sub(r"BatchNorm[12]d\(", "BatchNorm(", repr(_torch_layer(top, lazy=True)))
+        got_text = _mod_text(lib, m)
+        if got_text != want:
+            return c.record("repr", inputs, note, "text before the first forward:\n%s\nPyTorch's:\n%s" % (got_text, want))
+        if dtype != torch.float32 and lib.dt_module_to_dtype(m, DT_OF[dtype]) != 0:
+            return c.record("build", inputs, note, "dt_module_to_dtype: " + c.lib.error())
+        if lib.dt_module_to(m, c.lib.device) != 0:
+            return c.record("build", inputs, note, "dt_module_to: " + c.lib.error())
+        lib.dt_module_train(m, int(training))
+        tm = _torch_layer(top).double()
+        tm.train(training)
+        tnamed = dict(tm.named_parameters())
+        # random parameters and running statistics, set into both (the lazy layers' are made later)
+        init_buf = {}
+        if randomize:
+            prev = lib.dt_set_grad_enabled(0)
+            try:
+                for i in range(lib.dt_module_num_params(m)):
+                    p = lib.dt_module_param(m, i, None)
+                    if not p:
+                        continue  # a lazy layer's, made at the first forward
+                    t = c.to_torch(p)
+                    v = vals(list(t.shape), 1.0)
+                    if lib.dt_copy_(p, A.t(v)) != 0:
+                        return c.record("build", inputs, note, "dt_copy_ into a parameter: " + c.lib.error())
+                for path, sp in bns:
+                    if sp["lazy"]:
+                        continue
+                    rm = vals([sp["c"]], 1.0)
+                    rv = (torch.rand([sp["c"]]) + 0.5).to(dtype)
+                    for name, v in (("running_mean", rm), ("running_var", rv)):
+                        b = lib.dt_module_get_buffer(m, (path + name).encode())
+                        if not b or lib.dt_copy_(b, A.t(v)) != 0:
+                            return c.record("build", inputs, note, "setting %s%s: %s" % (path, name, c.lib.error()))
+                        init_buf[path + name] = v
+            finally:
+                lib.dt_set_grad_enabled(prev)
+        loaded = False
+        for step in range(steps):
+            x = x_steps[step]
+            inputs = x_steps[:step + 1]
+            isf = x.is_floating_point()
+            c.count()
+            lib.dt_clear_error()
+            px = A.t(x, isf and how in ("grad", "mse"))
+            try:
+                out = A(lib.dt_forward(m, px))
+                derr = None if out else c.lib.error()
+                got = c.to_torch(out) if out else None
+            except DTError as e:
+                out, derr, got = None, str(e), None
+            if not loaded and derr is None:
+                # PyTorch's module holds devtensor's parameters (rounded to the dtype) in float64
+                names = []
+                with torch.no_grad():
+                    for i in range(lib.dt_module_num_params(m)):
+                        nm = C.c_char_p()
+                        p = lib.dt_module_param(m, i, C.byref(nm))
+                        names.append(nm.value.decode())
+                        if names[-1] in tnamed:
+                            tnamed[names[-1]].copy_(c.to_torch(p).double())
+                    for k_, v in init_buf.items():
+                        tm.get_buffer(k_).copy_(v.double())
+                if names != list(tnamed):
+                    return c.record("state_dict", inputs, note, "parameter names %s, PyTorch's %s" % (names, list(tnamed)))
+                loaded = True
+            tx = x.double().requires_grad_(True) if isf else x.clone()
+            terr = None
+            try:
+                ref = tm(tx)
+            except Exception as e:
+                terr = str(e).split("\n")[0][:150]
+            if terr is not None and derr is not None:
+                c.report.both_refuse[c.family] += 1
+                return None
+            if terr is not None:
+                return c.record("forward", inputs, note, "step %d: PyTorch refuses (%s) but devtensor gives a result"
+                                % (step, terr))
+            if derr is not None:
+                return c.record("forward", inputs, note, "step %d: devtensor refuses (%s) but PyTorch gives a result"
+                                % (step, derr))
+            if not c.lib.on_device(out):
+                return c.record("forward", inputs, note, "the result is not on %s" % c.lib.device_name)
+            if got.dtype != dtype:
+                return c.record("forward", inputs, note, "step %d: dtype %s, the module's %s" % (step, got.dtype, dtype))
+            msg = tolcmp(got, ref, dtype, sc)
+            if msg:
+                return c.record("forward", inputs, note, "step %d: %s" % (step, msg), got, ref)
+            # backward
+            g = c.values(list(got.shape), dtype, scale=1.0)
+            gx = None
+            if how == "mse":
+                y = c.values(list(got.shape), dtype, scale=1.0)
+                loss = A(lib.dt_mse_loss(out, A.t(y)))
+                ok = loss and lib.dt_autograd_backward(loss, None) == 0
+                tl = F.mse_loss(ref, y.double())
+                if tl.requires_grad:
+                    tl.backward()
+            elif how == "grad":
+                ok = lib.dt_autograd_backward(out, A.t(g)) == 0
+                if ref.requires_grad:
+                    ref.backward(g.double())
+            elif how == "dt_backward":
+                gx = A(lib.dt_backward(m, A.t(g)))
+                ok = bool(gx)
+                ref.backward(g.double())
+            else:
+                ok = lib.dt_backward_params(m, A.t(g)) == 0
+                ref.backward(g.double())
+            if not ok:
+                return c.record("backward", inputs, note, "step %d: %s failed: %s" % (step, how, c.lib.error()))
+            gsc = sc * max(1.0, g.abs().max().item() if g.numel() else 1.0)
+            if half:
+                gsc *= max([1.0] + [t.abs().max().item() for t in (x,) if t.numel() and t.is_floating_point()])
+            if isf and how != "dt_backward_params":
+                gp = gx if how == "dt_backward" else lib.dt_grad(px)
+                want = tx.grad if tx.grad is not None else torch.zeros_like(tx)
+                gt = c.to_torch(gp) if gp else torch.zeros(x.shape, dtype=dtype)
+                msg = tolcmp(gt, want, dtype, gsc)
+                if msg:
+                    return c.record("input_grad", inputs, note, "step %d: %s" % (step, msg), gt, want)
+            # running statistics after each step
+            for path, sp in bns:
+                for name in ("running_mean", "running_var", "num_batches_tracked"):
+                    b = lib.dt_module_get_buffer(m, (path + name).encode())
+                    if not b:
+                        return c.record("buffers", inputs, note, "no buffer %s%s" % (path, name))
+                    bt, rb = c.to_torch(b), tm.get_buffer(path + name)
+                    msg = tolcmp(bt, rb, dtype, 10) if bt.is_floating_point() else tolcmp(bt, rb, torch.float64)
+                    if msg:
+                        return c.record("buffers", inputs, note, "step %d: %s%s %s" % (step, path, name, msg), bt, rb)
+        # the parameters' gradients, summed over the steps
+        c.count()
+        for i, (name, tp) in enumerate(tnamed.items()):
+            gp = lib.dt_module_grad(m, i)
+            gt = c.to_torch(gp) if gp else torch.zeros(tp.shape, dtype=dtype)
+            want = tp.grad if tp.grad is not None else torch.zeros_like(tp)
+            gsc = sc * steps * max([1.0] + [t.abs().max().item() for t in x_steps if t.numel() and t.is_floating_point()])
+            if gt.dtype != dtype:
+                return c.record("param_grad", inputs, note, "%s's gradient is %s" % (name, gt.dtype))
+            msg = tolcmp(gt, want, dtype, gsc)
+            if msg:
+                return c.record("param_grad", inputs, note, "%s: %s" % (name, msg), gt, want)
+        # the text after the first forward: lazy layers sized, batch norm as the 1d or 2d one
+        c.count()
+        want = repr(_torch_layer(top))
+        got_text = _mod_text(lib, m)
+        if got_text != want:
+            return c.record("repr", inputs, note, "text after the forward:\n%s\nPyTorch's:\n%s" % (got_text, want))
+        return None
+    finally:
+        A.free()
+        if m:
+            lib.dt_module_free(m)
+
+
+def _spec_str(sp):
+    k = sp["k"]
+    if k == "seq":
+        return "Seq(%s)" % ",".join(_spec_str(s) for s in sp["ch"])
+    args = {kk: v for kk, v in sp.items() if kk not in ("k", "ch") and not (kk == "lazy" and not v)}
+    return "%s%s" % (k, "" if not args else "(%s)" % " ".join("%s=%s" % kv for kv in args.items()))
+
+
+def _ks_d(a, b):
+    """The two-sample Kolmogorov-Smirnov statistic of two 1-d float64 tensors."""
+    a, b = torch.sort(a)[0], torch.sort(b)[0]
+    allv = torch.cat([a, b])
+    fa = torch.searchsorted(a, allv, right=True).double() / len(a)
+    fb = torch.searchsorted(b, allv, right=True).double() / len(b)
+    return (fa - fb).abs().max().item()
+
+
+def f_init(c):
+    """PyTorch's default initialisation, in distribution: a new Linear (LazyLinear), Conv2d
+    (LazyConv2d, groups), Embedding, BatchNorm and LayerNorm's parameters and buffers against
+    the rules of torch.nn's reset_parameters: every uniform value within its bound (computed as
+    torch.nn.init computes it), mean and variance within 6 standard errors of the distribution's,
+    the largest value near the bound, and a two-sample Kolmogorov-Smirnov test against the values
+    of PyTorch's own module of the same sizes (at 1e-6); batch and layer norm's exactly."""
+    lib = c.lib.c
+    R = c.R
+    nn = torch.nn
+    lib.dt_manual_seed(R.randrange(1 << 62))
+    kind = R.choice(["linear", "linear", "conv", "conv", "embedding", "bn", "ln"])
+    lazy = R.random() < 0.3
+    big = c.big
+    if kind == "linear":
+        fin, fout = R.randint(1, 300 if big else 40), R.randint(1, 300 if big else 40)
+        spec = {"k": "linear", "in": fin, "out": fout, "lazy": lazy}
+        xshape = [2, fin]
+    elif kind == "conv":
+        g = R.choice([1, 1, 2, 3])
+        ch, oc = g * R.randint(1, 6 if big else 3), g * R.randint(1, 12 if big else 4)
+        kh, kw = R.randint(1, 5), R.randint(1, 5)
+        spec = {"k": "conv", "in": ch, "out": oc, "kh": kh, "kw": kw, "sh": 1, "sw": 1, "ph": 0, "pw": 0, "g": g,
+                "bias": int(R.random() < 0.8), "lazy": lazy}
+        xshape = [1, ch, kh, kw]
+    elif kind == "embedding":
+        spec = {"k": "emb", "num": R.randint(1, 200 if big else 30), "dim": R.randint(1, 50 if big else 8), "lazy": False}
+    elif kind == "bn":
+        spec = {"k": "bn", "c": R.randint(1, 20), "nd": 2, "lazy": lazy}
+        xshape = [3, spec["c"]]
+    else:
+        spec = {"k": "ln", "d": R.randint(1, 20), "lazy": False}
+    note = _spec_str(spec)
+    tm = _torch_layer(spec)
+    A = c.arena()
+    m = _dt_layer(lib, spec)
+    try:
+        c.count()
+        if not m:
+            return c.record("init", [], note, "refused: " + c.lib.error())
+        if lib.dt_module_to(m, c.lib.device) != 0:
+            return c.record("init", [], note, "dt_module_to: " + c.lib.error())
+        if spec["lazy"]:  # made at the first forward, on the input's device
+            lib.dt_module_train(m, 0)  # the first forward leaves batch norm's statistics as they are
+            y = A(lib.dt_forward(m, A.t(torch.zeros(xshape))))
+            if not y:
+                return c.record("init", [], note, "the lazy layer's first forward: " + c.lib.error())
+        tparams = dict(tm.named_parameters())
+        for i in range(lib.dt_module_num_params(m)):
+            nm = C.c_char_p()
+            p = lib.dt_module_param(m, i, C.byref(nm))
+            name = nm.value.decode() if nm.value else "?"
+            if not p or name not in tparams:
+                return c.record("init", [], note, "parameter %d (%s): not PyTorch's %s" % (i, name, list(tparams)))
+            v = c.to_torch(p)
+            tv = tparams[name].detach()
+            if tuple(v.shape) != tuple(tv.shape) or v.dtype != torch.float32:
+                return c.record("init", [], note, "%s: %s %s, PyTorch's %s float32" % (name, v.dtype, list(v.shape),
+                                                                                    list(tv.shape)))
+            v, tv = v.double().flatten(), tv.double().flatten()
+            n = v.numel()
+            if kind in ("bn", "ln"):
+                if not torch.equal(v, tv):
+                    return c.record("init", [], note, "%s: %s, PyTorch's %s" % (name, v.tolist(), tv.tolist()))
+                continue
+            if kind == "embedding":  # normal_(weight): N(0, 1)
+                mean, var = 0.0, 1.0
+                m_tol, v_tol = 6 / n ** 0.5, 6 * (2.0 / n) ** 0.5
+                bound = None
+            else:
+                w = tparams["weight"]
+                fan_in, _ = nn.init._calculate_fan_in_and_fan_out(w)
+                if name == "weight":  # kaiming_uniform_(weight, a=sqrt(5))
+                    bound = math.sqrt(3.0) * nn.init.calculate_gain("leaky_relu", math.sqrt(5)) / math.sqrt(fan_in)
+                else:
+                    bound = 1 / math.sqrt(fan_in)
+                mean, var = 0.0, bound * bound / 3
+                m_tol, v_tol = 6 * bound / (3 * n) ** 0.5, 6 * bound * bound * (4.0 / 45 / n) ** 0.5
+                # float32 values of bound * u: within half an ulp of float32 beyond the bound
+                lim = bound * (1 + 2.0 ** -23)
+                if (v.abs() > lim).any():
+                    k = (v.abs() > lim).nonzero()[0].item()
+                    return c.record("init", [], note, "%s[%d] = %r beyond PyTorch's bound %r" % (name, k, v[k].item(), bound))
+                if n >= 20 and v.abs().max().item() < bound * (1 - 25.0 / n):
+                    return c.record("init", [], note, "%s: largest magnitude %r, far below PyTorch's bound %r"
+                                    % (name, v.abs().max().item(), bound))
+            if n < 20:
+                continue
+            if abs(v.mean().item() - mean) > m_tol:
+                return c.record("init", [], note, "%s: mean %r of %d values, expected %r within %r"
+                                % (name, v.mean().item(), n, mean, m_tol))
+            sv = ((v - mean) ** 2).mean().item()
+            if abs(sv - var) > v_tol:
+                return c.record("init", [], note, "%s: variance %r of %d values, expected %r within %r"
+                                % (name, sv, n, var, v_tol))
+            d = _ks_d(v, tv)
+            crit = 3.0 * ((2.0 * n) / (n * n)) ** 0.5   # alpha about 1e-7
+            if d > crit:
+                return c.record("init", [], note, "%s: Kolmogorov-Smirnov distance %.4f to PyTorch's values (limit %.4f)"
+                                % (name, d, crit))
+        if kind == "bn":  # the buffers
+            for name in ("running_mean", "running_var", "num_batches_tracked"):
+                b = lib.dt_module_get_buffer(m, name.encode())
+                if not b:
+                    return c.record("init", [], note, "no buffer " + name)
+                bt = c.to_torch(b)
+                want = tm.get_buffer(name)
+                if bt.dtype != (torch.int64 if name == "num_batches_tracked" else torch.float32) or \
+                        not torch.equal(bt.double(), want.double()):
+                    return c.record("init", [], note, "%s: %s %s, PyTorch's %s" % (name, bt.dtype, bt.tolist(), want.tolist()))
+        return None
+    finally:
+        A.free()
+        if m:
+            lib.dt_module_free(m)
+
+
+def f_argreduce(c):
+    """dt_argmax, dt_argmin, dt_max_dim, dt_min_dim, dt_max and dt_min on values full of ties,
+    NaN, +-inf and +-0, with empty dims, against PyTorch's exact indices (on the inputs as they
+    are: float64 holds every value exactly and in order), the sign of a zero max or min, and the
+    gradients (to the index for the dim forms, split between ties for the others)."""
+    lib = c.lib.c
+    R = c.R
+    dtype = R.choices(FLOATS + [torch.int32, torch.int64, torch.uint8, torch.bool], (5, 4, 2, 2, 1, 1, 1, 1))[0]
+    s = c.rshape(R.randint(0, 4), allow0=R.random() < 0.3)
+    style = R.choice(["ties", "ties", "nan", "inf", "zeros", "normal", "rows"])
+    if not dtype.is_floating_point:
+        x = (torch.rand(s) < 0.5) if dtype == torch.bool else torch.randint(0, 4, s).to(dtype)
+    elif style == "ties":
+        x = torch.randint(-2, 3, s).to(dtype)
+    elif style == "zeros":
+        x = torch.where(torch.rand(s) < 0.5, torch.tensor(0.0), torch.tensor(-0.0))
+        x = torch.where(torch.rand(s) < 0.2, torch.randint(-1, 2, s).double(), x.double()).to(dtype)
+    elif style in ("nan", "inf"):
+        x = torch.randint(-2, 3, s).double()
+        sp = torch.tensor([math.nan, math.inf, -math.inf] if style == "nan" else [math.inf, -math.inf],
+                          dtype=torch.float64)
+        m = torch.rand(s) < R.choice([0.1, 0.3, 0.8])
+        x[m] = sp[torch.randint(0, len(sp), s)][m]
+        x = x.to(dtype)
+    elif style == "rows":  # whole rows of one special value
+        x = c.values(s, torch.float64)
+        if x.dim() >= 1 and x.numel():
+            v = R.choice([math.nan, math.inf, -math.inf, 0.0, -0.0, 1.0])
+            x[R.randrange(x.shape[0])] = v
+        x = x.to(dtype)
+    else:
+        x = c.values(s, dtype)
+    nd = len(s)
+    op = R.choice(["argmax", "argmin", "max_dim", "min_dim", "max", "min"])
+    isf = dtype.is_floating_point
+    finite = isf and bool(torch.isfinite(x).all())
+    note = "%s %s" % (style, str(dtype).replace("torch.", ""))
+
+    def refuse_int(ts):
+        # docs/API.md, Reductions: "The max/min/arg reductions take F32 and F64" (and the half
+        # dtypes, Half precision); other dtypes are refused (DT_ERR_DTYPE), where PyTorch takes them
+        if not isf:
+            raise RuntimeError("integer input: refused by devtensor as documented")
+
+    if op in ("max", "min"):
+        tf = torch.max if op == "max" else torch.min
+
+        def ref(ts):
+            refuse_int(ts)
+            return tf(ts[0])
+        c.run(op, [x], lambda A, p: getattr(lib, "dt_" + op)(p[0]), ref, grad=[0] if finite else [], note=note)
+        return
+    dim = R.randint(-max(nd, 1), max(nd, 1) - 1)
+    note += " dim=%d" % dim
+    if op in ("argmax", "argmin"):
+        tf = torch.argmax if op == "argmax" else torch.argmin
+
+        def ref(ts):
+            refuse_int(ts)
+            return tf(ts[0], dim)
+        c.run(op, [x], lambda A, p: getattr(lib, "dt_" + op)(p[0], dim), ref, note=note)
+        return
+    tf = torch.max if op == "max_dim" else torch.min
+
+    def ref(ts):
+        refuse_int(ts)
+        return tf(ts[0], dim).values
+
+    def zero_sign(got):
+        """The value at PyTorch's index, so a zero's sign too."""
+        r = tf(x.double(), dim).values
+        z = (r == 0) & (got.double() == 0)
+        if z.any() and not torch.equal(torch.signbit(got.double()[z]), torch.signbit(r[z])):
+            k = (z & (torch.signbit(got.double()) != torch.signbit(r))).nonzero()[0].tolist()
+            return "sign of zero at %s: %r, PyTorch's %r" % (k, got[tuple(k)].item(), r[tuple(k)].item())
+        return None
+    c.run(op, [x], lambda A, p: getattr(lib, "dt_" + op)(p[0], dim), ref, grad=[0] if finite else [], note=note,
+          check=zero_sign)
+
+
+def f_print(c):
+    """dt_snprint against str(tensor): PyTorch's text byte for byte (docs/API.md, Printing) for
+    every dtype, shapes from 0-d to 4-d, empty ones, more than 1000 elements (summarised), values
+    of every scale, integers, NaN and +-inf. On a GPU the text of the tensor names its device
+    and its CPU copy's text is compared."""
+    lib = c.lib.c
+    R = c.R
+    dtype = R.choice(FLOATS + FLOATS + [torch.int32, torch.int64, torch.uint8, torch.bool])
+    nd = R.choice([0, 1, 1, 2, 2, 3, 4])
+    s = c.rshape(nd, allow0=True)
+    if R.random() < 0.15:
+        s = [R.randint(1, 40) for _ in range(R.randint(1, 3))]
+        s[0] = R.randint(1, 1200 // max(1, int(math.prod(s[1:]))) + 5)
+    if R.random() < 0.1:
+        s = [R.randint(20, 400)]
+    if dtype == torch.bool:
+        x = torch.rand(s) < 0.5
+    elif dtype == torch.uint8:
+        x = torch.randint(0, 256, s).to(dtype)
+    elif not dtype.is_floating_point:
+        big = R.choice([10, 1000, 10 ** 6, 2 ** 31 - 1])
+        x = torch.randint(-big, big, s).to(dtype)
+        if dtype == torch.int64 and R.random() < 0.2:
+            x = x * R.choice([10 ** 9, 2 ** 32])
+    else:
+        style = R.choice(["normal", "scale", "ints", "special", "mixed"])
+        if style == "normal":
+            x = c.values(s, dtype)
+        elif style == "scale":
+            x = torch.randn(s, dtype=torch.float64) * 10.0 ** R.randint(-9, 9)
+        elif style == "ints":
+            x = torch.randint(-1000, 1000, s).double() * R.choice([1, 1, 1000, 1e-3])
+        elif style == "special":
+            x = c.values(s, torch.float64, special=0.3)
+        else:
+            x = torch.randn(s, dtype=torch.float64) * torch.pow(10.0, torch.randint(-6, 7, s).double())
+        x = x.to(dtype)
+    note = "%s %s" % (str(dtype).replace("torch.", ""), list(s))
+    c.count()
+    A = c.arena()
+    try:
+        p = A.t(x)
+        on_gpu = c.lib.device.type != 0
+        n = lib.dt_snprint(None, 0, p)
+        if n < 0:
+            return c.record("print", [x], note, "refused: " + c.lib.error())
+        buf = C.create_string_buffer(n + 1)
+        lib.dt_snprint(buf, n + 1, p)
+        text = buf.value.decode()
+        want = str(x)  # PyTorch's default print options
+        if on_gpu:
+            dev = "device='%s'" % c.lib.device_name
+            if dev not in text:
+                return c.record("print", [x], note, "the text does not name %s:\n%s" % (dev, text))
+            cpu = Device()
+            cpu.type, cpu.index = 0, 0
+            q = A(lib.dt_to(p, cpu))
+            n = lib.dt_snprint(None, 0, q)
+            buf = C.create_string_buffer(n + 1)
+            lib.dt_snprint(buf, n + 1, q)
+            text = buf.value.decode()
+        if text != want:
+            return c.record("print", [x], note, "text:\n%s\nPyTorch's:\n%s" % (text, want))
+        return None
+    finally:
+        A.free()
+
+
+def f_fill(c):
+    """The in-place and creation functions no other family calls: dt_fill_ and dt_full,
+    dt_arange, dt_add_scalar_ and dt_mul_scalar_, dt_axpy_, dt_copy_ (between devices too) and
+    dt_scatter_add_, against PyTorch's fill_, full, arange, add_, mul_, add_(x, alpha=),
+    copy_ and scatter_add_ on the same dtype."""
+    lib = c.lib.c
+    R = c.R
+    op = R.choice(["fill_", "full", "arange", "add_scalar_", "mul_scalar_", "axpy_", "copy_", "scatter_add_"])
+    kinds = FLOATS + [torch.int32, torch.int64, torch.uint8, torch.bool]
+    s = c.rshape(allow0=True)
+    if op == "full":
+        v = R.choice([0.0, 1.5, -2.25, 1e30, math.inf, math.nan, 3.0, 1e-40])
+        c.run(op, [], lambda A, p: lib.dt_full(shape(s), v, c.lib.device),
+              lambda ts: torch.full(s, v, dtype=torch.float32), note="v=%r %s" % (v, s))
+        return
+    if op == "arange":
+        dtype = R.choice([torch.float32, torch.float64, torch.int32, torch.int64, torch.uint8, torch.float16,
+                          torch.bfloat16])
+        start = R.choice([0, 0, 1, -3, 0.5, 2.5, -1.25, 10])
+        step = R.choice([1, 1, 2, -1, 0.5, 0.1, 3, -0.25, 0.3])
+        end = start + step * R.choice([0, 1, 2, 5, 7.5, 10, 33, 0.5, -1])
+        if dtype == torch.uint8:
+            start, end = abs(start), abs(end)
+
+        def ref(ts):
+            if not dtype.is_floating_point and any(v != int(v) for v in (start, end, step)):
+                # docs/API.md, the row of dt_arange: ceil((end - start) / step) values start + i step
+                # computed in double and converted, also for an integer dtype given fractions (PyTorch
+                # truncates those first)
+                if (end - start) * step < 0:
+                    raise RuntimeError("end on the wrong side of start")
+                n_ = math.ceil((end - start) / step)
+                return torch.tensor([start + i * step for i in range(n_)], dtype=torch.float64).to(dtype)
+            return torch.arange(start, end, step, dtype=dtype)
+        c.run(op, [], lambda A, p: lib.dt_arange(float(start), float(end), float(step), DT_OF[dtype], c.lib.device), ref,
+              note="%r..%r step %r %s" % (start, end, step, str(dtype).replace("torch.", "")))
+        return
+    if op == "scatter_add_":
+        dtype = R.choice([torch.float32, torch.float64, torch.int32, torch.int64])
+        s = c.rshape(R.randint(1, 3))
+        x = c.values(s, dtype) if dtype.is_floating_point else torch.randint(-9, 9, s).to(dtype)
+        dim = R.randint(-len(s), len(s) - 1)
+        si = [R.randint(0, d_) for d_ in s]
+        si[dim] = R.randint(0, 5)
+        idx = torch.randint(0, s[dim], si)
+        src = c.values(si, dtype) if dtype.is_floating_point else torch.randint(-9, 9, si).to(dtype)
+
+        def dtfn(A, p):
+            if lib.dt_scatter_add_(p[0], dim, p[1], p[2]) != 0:
+                return None
+            return lib.dt_retain(p[0])
+        c.run(op, [x, idx, src], dtfn, lambda ts: ts[0].clone().scatter_add_(dim, ts[1], ts[2]), note="dim=%d" % dim)
+        return
+    if op == "fill_":
+        dtype = R.choice(kinds)
+        v = R.choice([0.0, 1.0, -1.0, 2.5, -2.5, 255.9, 300.0, 1e5, math.nan, math.inf, -0.0, 1e-3, 65519.0, 70000.0])
+        if not dtype.is_floating_point and dtype != torch.bool and not (abs(v) < 2 ** 31):
+            v = 7.0  # non-finite and out-of-range values convert as C's undefined behaviour in PyTorch
+        x = torch.zeros(s, dtype=dtype)
+
+        def dtfn(A, p):
+            if lib.dt_fill_(p[0], v) != 0:
+                return None
+            return lib.dt_retain(p[0])
+
+        def ref(ts):
+            if dtype == torch.uint8:
+                # docs/API.md, Comparisons and casts: floats to uint8 "toward zero through int32,
+                # the low 8 bits", as PyTorch's CPU conversion of a tensor (its fill_ wraps a Python
+                # int itself but refuses some floats): the cast of the float64 value
+                return torch.full(s, v, dtype=torch.float64).to(dtype)
+            if dtype in (torch.float16, torch.bfloat16) and math.isfinite(v) and abs(v) > torch.finfo(dtype).max:
+                # docs/API.md, the row of dt_fill_: v converted as dt_cast converts (inf beyond the
+                # half dtype's range), where PyTorch's fill_ refuses it
+                return torch.full(s, v, dtype=torch.float64).to(dtype)
+            return torch.empty(s, dtype=dtype).fill_(v)
+        c.run(op, [x], dtfn, ref, note="v=%r %s" % (v, str(dtype).replace("torch.", "")))
+        return
+    if op in ("add_scalar_", "mul_scalar_"):
+        dtype = R.choice(FLOATS + [torch.int32, torch.int64, torch.uint8])
+        x = c.values(s, dtype) if dtype.is_floating_point else torch.randint(-100 if dtype != torch.uint8 else 0, 100,
+                                                                             s).to(dtype)
+        sv = R.choice([2.0, -3.0, 0.5, 0.0, -1.25, 300.0, 2.0 ** 40, 1e10, math.inf])
+        pv = int(sv) if math.isfinite(sv) and sv == int(sv) and abs(sv) <= 2 ** 53 else sv
+        tf = (lambda t: t.add_(pv)) if op == "add_scalar_" else (lambda t: t.mul_(pv))
+
+        def dtfn(A, p):
+            if getattr(lib, "dt_" + op)(p[0], sv) != 0:
+                return None
+            return lib.dt_retain(p[0])
+
+        def ref(ts):
+            if dtype == torch.uint8:
+                # docs/API.md, "What each dtype takes": the in-place scalar forms take I32 and I64
+                # (whole numbers), not U8 (DT_ERR_DTYPE), where PyTorch's add_ and mul_ take it
+                raise RuntimeError("uint8: refused by devtensor as documented")
+            if dtype in (torch.float16, torch.bfloat16):
+                # the scalar stays float32 and the result is rounded once (docs/API.md, "Half
+                # precision"; PyTorch's CPU rounds the scalar to the half dtype first)
+                return tf(x.float()).to(dtype)
+            return tf(x.clone())
+        c.run(op, [x], dtfn, ref, note="s=%r %s" % (sv, str(dtype).replace("torch.", "")))
+        return
+    if op == "axpy_":
+        dtype = c.fdt()
+        y, x = c.values(s, dtype), c.values(s, dtype)
+        alpha = R.choice([1.0, -1.0, 0.5, 0.0, 3.0, -0.01])
+
+        def dtfn(A, p):
+            if lib.dt_axpy_(p[0], alpha, p[1]) != 0:
+                return None
+            return lib.dt_retain(p[0])
+        c.run(op, [y, x], dtfn, lambda ts: ts[0].clone().add_(ts[1], alpha=alpha), note="alpha=%r" % alpha)
+        return
+    # copy_: src on the device or on the CPU, dst on the other or the same
+    dtype = R.choice(kinds)
+    x = c.values(s, dtype, special=0.1) if dtype.is_floating_point else torch.randint(0, 100, s).to(dtype)
+    dst0 = torch.zeros(s, dtype=dtype)
+    where = R.choice(["dev-dev", "cpu-dev", "dev-cpu"])
+
+    def dtfn(A, p):
+        cpu = Device()
+        cpu.type, cpu.index = 0, 0
+        src = p[0] if where != "cpu-dev" else A(lib.dt_to(p[0], cpu))
+        dst = p[1] if where != "dev-cpu" else A(lib.dt_to(p[1], cpu))
+        if lib.dt_copy_(dst, src) != 0:
+            return None
+        return lib.dt_to(dst, c.lib.device)
+
+    def check(got):
+        if dtype.is_floating_point and not torch.equal(torch.signbit(got.double()), torch.signbit(x.double())):
+            return "the sign of a zero or NaN changed"
+        return None
+    c.run(op, [x, dst0], dtfn, lambda ts: x.clone(), note=where, check=check)
+
+
 # name: (function, weight in the draw)
 FAMILIES = {
     "binary": (f_binary, 3), "unary": (f_unary, 3), "matmul": (f_matmul, 2), "reduce": (f_reduce, 3),
     "softmax": (f_softmax, 2), "loss": (f_loss, 2), "conv": (f_conv, 2), "pool": (f_pool, 3), "norm": (f_norm, 2),
     "index": (f_index, 4), "compare": (f_compare, 2), "cast": (f_cast, 2), "inplace": (f_inplace, 2),
     "dropout": (f_dropout, 1), "scalar_int": (f_scalar_int, 2), "selfop": (f_selfop, 1), "optim": (f_optim, 2),
-    "layers": (f_layers, 3), "autocast": (f_autocast, 1),
+    "layers": (f_layers, 3), "autocast": (f_autocast, 1), "modules": (f_modules, 4),
+    "init": (f_init, 1), "argreduce": (f_argreduce, 2), "print": (f_print, 1), "fill": (f_fill, 2),
 }
