@@ -1042,7 +1042,8 @@ def _mod_chain(c, shape, training, depth=0, nmax=4, flat=None):
     """A random chain of layers that takes `shape`: (specs, the output's shape, tolerance factor).
     A layer norm over a last dim of 1 gives its bias, x - mean being 0 in exact arithmetic: an
     ulp either side of 0 on one side and 0 on the other, which a ReLU or a max pooling after it
-    (`flat`) would turn into different gradients, both right. None follows it."""
+    (`flat`) would turn into different gradients, both right. None follows it, nor a batch norm
+    in training, which on a channel of one value divides rounding errors by sqrt(eps)."""
     R = c.R
     specs, sc = [], 1.0
     flat = flat if flat is not None else [False]
@@ -1056,7 +1057,7 @@ def _mod_chain(c, shape, training, depth=0, nmax=4, flat=None):
         kinds = ["relu", "sigmoid", "tanh", "gelu", "dropout", "bn", "ln", "flatten"]
         kinds += {4: ["conv", "conv", "maxpool", "avgpool", "adaptive"], 3: [], 2: ["linear", "linear", "linear"]}[nd]
         if flat[0]:
-            kinds = [k_ for k_ in kinds if k_ not in ("relu", "maxpool")]
+            kinds = [k_ for k_ in kinds if k_ not in ("relu", "maxpool") and not (k_ == "bn" and training)]
         k = R.choice(kinds)
         sp = {"k": k, "lazy": R.random() < 0.2}
         if k == "linear":
@@ -1162,8 +1163,8 @@ def f_modules(c):
         pre = [emb]
         xshape = list(shape)
         shape = shape + [emb["dim"]]
-    # an embedding's rows repeat: a channel of one value in a batch norm's batch is the same 0
-    # in exact arithmetic as a layer norm over one value (_mod_chain)
+    # an embedding's rows repeat: a batch norm's channel may hold one value, the same 0 in exact
+    # arithmetic as a layer norm over one value (_mod_chain)
     specs, oshape, sc = _mod_chain(c, shape, training, flat=[kind == "idx"])
     specs = pre + specs
     if R.random() < 0.3 and len(specs) == 1 and specs[0]["k"] != "seq":
