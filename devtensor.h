@@ -1899,8 +1899,8 @@ DTDEF void *dt_cuda_stream(dt_device d) {
    fills take the half dtypes in each backend itself, and so does a backend's gemm where it
    says so (`half_gemm`: cuBLAS with F32 accumulation; on the CPU, a BF16 kernel where the CPU
    has the instructions, else this F32 route), and the CPU's elementwise unary and binary
-   operations (the same F32 kernels on blocks of a few hundred elements converted on the way,
-   so no temporaries of the operands' size). Other dtypes go straight through. */
+   operations and comparisons (the same F32 kernels on blocks of a few hundred elements
+   converted on the way, so no temporaries of the operands' size). Other dtypes go straight through. */
 
 typedef struct dt__hscratch {
   const dt__backend *be;
@@ -1919,6 +1919,7 @@ static void dt__hscratch_put(dt__hscratch *s) {
   s->p = NULL;
 }
 
+#ifdef DEVTENSOR_CUDA /* the CPU's unary, binary and compare take the half dtypes themselves */
 /* the number of elements read through strides (dims, stride) from offset 0: 1 + the largest offset */
 static int64_t dt__hextent(const dt__bcast *g, int b) {
   int64_t e = 1;
@@ -1927,7 +1928,6 @@ static int64_t dt__hextent(const dt__bcast *g, int b) {
   return e;
 }
 
-#ifdef DEVTENSOR_CUDA /* the CPU's unary and binary take the half dtypes themselves */
 static dt_status dt__half_unary(const dt__backend *be, int dev, dt__unary_op op, dt_dtype t, int64_t n, const void *x, void *y,
                                 double p0, double p1) {
   dt__hscratch s;
@@ -2026,6 +2026,7 @@ static dt_status dt__half_axpy(const dt__backend *be, int dev, dt_dtype t, int64
   return rc;
 }
 
+#ifdef DEVTENSOR_CUDA /* the CPU's compare takes the half dtypes itself */
 /* comparisons in float32 hold every half value exactly: the same answers */
 static dt_status dt__half_compare(const dt__backend *be, int dev, dt__compare_op op, dt_dtype t, const dt__bcast *g, const void *a,
                                   const void *b, void *y) {
@@ -2040,6 +2041,7 @@ static dt_status dt__half_compare(const dt__backend *be, int dev, dt__compare_op
   dt__hscratch_put(&s);
   return rc;
 }
+#endif
 
 static dt_status dt__half_arg_reduce(const dt__backend *be, int dev, int min, dt_dtype t, int64_t outer, int64_t len, int64_t inner,
                                      const void *x, void *vals, int64_t *idx) {
@@ -2160,9 +2162,6 @@ static dt_status dt__hc_gemm(int dev, dt_dtype t, int ta, int tb, int64_t batch,
 static dt_status dt__hc_axpy(int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y) {
   return dt__half_axpy(dt__cpu_backend(), dev, t, n, alpha, x, y);
 }
-static dt_status dt__hc_compare(int dev, dt__compare_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y) {
-  return dt__half_compare(dt__cpu_backend(), dev, op, t, g, a, b, y);
-}
 static dt_status dt__hc_arg_reduce(int dev, int min, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *vals,
                                    int64_t *idx) {
   return dt__half_arg_reduce(dt__cpu_backend(), dev, min, t, outer, len, inner, x, vals, idx);
@@ -2256,9 +2255,9 @@ static const dt__backend *dt__half_table(int cuda) {
     } else
 #endif
     {
-      *h = *dt__cpu_backend(); /* its unary and binary take the half dtypes themselves */
+      *h = *dt__cpu_backend(); /* its unary, binary and compare take the half dtypes themselves */
       h->reduce = dt__hc_reduce; h->gemm = dt__hc_gemm;
-      h->axpy = dt__hc_axpy; h->compare = dt__hc_compare; h->arg_reduce = dt__hc_arg_reduce; h->softmax = dt__hc_softmax;
+      h->axpy = dt__hc_axpy; h->arg_reduce = dt__hc_arg_reduce; h->softmax = dt__hc_softmax;
       h->cross_entropy = dt__hc_cross_entropy; h->im2col = dt__hc_im2col; h->col2im = dt__hc_col2im; h->pool2d = dt__hc_pool2d;
       h->pool2d_backward = dt__hc_pool2d_backward; h->nll_loss = dt__hc_nll_loss;
     }
@@ -14907,8 +14906,9 @@ static void dt__bcast_row(const dt__bcast *g, int64_t r, int64_t *oa, int64_t *o
 
 /* A job y = f(a, b) over g (a and b read through its strides, y contiguous): a comparison
    (cmp with op, y of bytes) or a binary op (zip). Contiguous: items are elements; else rows of
-   the innermost dim (items are rows). half: a, b and y are float16 (1) or bfloat16 (2) and zip
-   the float32 kernel, run on blocks of them converted to float32, each result rounded once. */
+   the innermost dim (items are rows). half: a and b are float16 (1) or bfloat16 (2), and so is
+   y for a zip: the float32 kernel runs on blocks of them converted to float32, each result
+   rounded once. */
 typedef struct dt__pair_job {
   dt__cmp_fn cmp;
   dt__compare_op op;
@@ -14935,8 +14935,7 @@ static void dt__half_block_in(int bf, dt__conv_fn in, const uint16_t *x, int64_t
 static void dt__pair_run(const dt__pair_job *j, int64_t n, int64_t oa, int64_t sa, int64_t ob, int64_t sb, int64_t at) {
   const char *a = j->a + (size_t)oa * j->es, *b = j->b + (size_t)ob * j->es;
   char *y = j->y + (size_t)at * j->ys;
-  if (j->cmp) j->cmp(j->op, n, a, sa, b, sb, (uint8_t *)y);
-  else if (j->half) {
+  if (j->half) {
     const int bf = j->half == 2;
     const dt__conv_fn in = dt__hv_kernel(bf, 0), out = dt__hv_kernel(bf, 1);
     float fa[DT__HALF_EW_BLOCK], fb[DT__HALF_EW_BLOCK], fy[DT__HALF_EW_BLOCK];
@@ -14945,10 +14944,14 @@ static void dt__pair_run(const dt__pair_job *j, int64_t n, int64_t oa, int64_t s
       m = n - k < DT__HALF_EW_BLOCK ? n - k : DT__HALF_EW_BLOCK;
       dt__half_block_in(bf, in, (const uint16_t *)a + k * sa, sa, m, fa, &fsa);
       dt__half_block_in(bf, in, (const uint16_t *)b + k * sb, sb, m, fb, &fsb);
-      j->zip(m, fa, fsa, fb, fsb, fy);
-      out(m, fy, (uint16_t *)y + k);
+      if (j->cmp) j->cmp(j->op, m, fa, fsa, fb, fsb, (uint8_t *)y + k);
+      else {
+        j->zip(m, fa, fsa, fb, fsb, fy);
+        out(m, fy, (uint16_t *)y + k);
+      }
     }
-  } else j->zip(n, a, sa, b, sb, y);
+  } else if (j->cmp) j->cmp(j->op, n, a, sa, b, sb, (uint8_t *)y);
+  else j->zip(n, a, sa, b, sb, y);
 }
 
 static void dt__pair_task(void *ctx, int64_t lo, int64_t hi) {
@@ -14988,6 +14991,7 @@ static dt_status dt__cpu_compare(int dev, dt__compare_op op, dt_dtype t, const d
     case DT_I32: j.cmp = dt__cmp_i32; break;
     case DT_I64: j.cmp = dt__cmp_i64; break;
     case DT_U8: case DT_BOOL: j.cmp = dt__cmp_u8; break;
+    case DT_F16: case DT_BF16: j.cmp = dt__cmp_f32; j.half = t == DT_BF16 ? 2 : 1; break; /* float32 holds every half value */
     default: return DT_ERR_DTYPE;
   }
   j.op = op; j.g = g; j.a = (const char *)a; j.b = (const char *)b; j.y = (char *)y;

@@ -311,7 +311,7 @@ static void test_ops(dt_device dev) {
 }
 
 /* Elementwise operations on half tensors are their float32 operations on the values converted
-   to float32, each result rounded once: bit for bit, over lengths of several blocks, with NaN,
+   to float32, each result rounded once (comparisons: float32's answers): bit for bit, over lengths of several blocks, with NaN,
    infinities, signed zeros and subnormals among the values, both sides of a broadcast, and in
    place. */
 static dt_tensor *t_ew_rand(dt_device dev, dt_dtype t, dt_shape s, uint32_t seed) {
@@ -364,6 +364,8 @@ static void test_ops_rounded_once(dt_device dev) {
                                         "cos", "erf", "gelu", "add_scalar", "mul_scalar", "pow_scalar", "clamp"};
   static const t_binary_fn bin[] = {dt_add, dt_sub, dt_mul, dt_div};
   static const char *const bin_name[] = {"add", "sub", "mul", "div"};
+  static const t_binary_fn cmp[] = {dt_lt, dt_le, dt_gt, dt_ge, dt_eq, dt_ne};
+  static const char *const cmp_name[] = {"lt", "le", "gt", "ge", "eq", "ne"};
   int h;
   size_t k;
   for (h = 0; h < 2; h++) {
@@ -385,6 +387,19 @@ static void test_ops_rounded_once(dt_device dev) {
           dt_tensor *y = bin[k](xs[c][0], xs[c][1]), *f = bin[k](fs[c][0], fs[c][1]), *r = f ? dt_cast(f, t) : NULL;
           T_CHECK_MSG(t_same_bits(y, r), "%s %s (shapes %d): not float32's result rounded once", dt_dtype_name(t), bin_name[k], c);
           dt_release(y); dt_release(f); dt_release(r);
+        }
+      }
+      for (k = 0; k < sizeof cmp / sizeof cmp[0]; k++) { /* comparisons: float32 holds every half value */
+        const dt_tensor *xs[3][2] = {{a, b}, {row, a}, {a, col}}, *fs[3][2] = {{fa, fb}, {frow, fa}, {fa, fcol}};
+        int c;
+        for (c = 0; c < 3; c++) {
+          dt_tensor *y = cmp[k](xs[c][0], xs[c][1]), *r = cmp[k](fs[c][0], fs[c][1]);
+          int64_t n = r ? dt_numel(r) : 0;
+          uint8_t *p = (uint8_t *)malloc((size_t)n + 1), *q = (uint8_t *)malloc((size_t)n + 1);
+          T_CHECK_MSG(y && r && p && q && dt_numel(y) == n && dt_dtype_of(y) == DT_BOOL && dt_to_host(y, p, (size_t)n) == DT_OK &&
+                          dt_to_host(r, q, (size_t)n) == DT_OK && memcmp(p, q, (size_t)n) == 0,
+                      "%s %s (shapes %d): not float32's answers", dt_dtype_name(t), cmp_name[k], c);
+          free(p); free(q); dt_release(y); dt_release(r);
         }
       }
       { /* in place, the other side broadcast */

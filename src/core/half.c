@@ -7,8 +7,8 @@
    fills take the half dtypes in each backend itself, and so does a backend's gemm where it
    says so (`half_gemm`: cuBLAS with F32 accumulation; on the CPU, a BF16 kernel where the CPU
    has the instructions, else this F32 route), and the CPU's elementwise unary and binary
-   operations (the same F32 kernels on blocks of a few hundred elements converted on the way,
-   so no temporaries of the operands' size). Other dtypes go straight through. */
+   operations and comparisons (the same F32 kernels on blocks of a few hundred elements
+   converted on the way, so no temporaries of the operands' size). Other dtypes go straight through. */
 
 typedef struct dt__hscratch {
   const dt__backend *be;
@@ -27,6 +27,7 @@ static void dt__hscratch_put(dt__hscratch *s) {
   s->p = NULL;
 }
 
+#ifdef DEVTENSOR_CUDA /* the CPU's unary, binary and compare take the half dtypes themselves */
 /* the number of elements read through strides (dims, stride) from offset 0: 1 + the largest offset */
 static int64_t dt__hextent(const dt__bcast *g, int b) {
   int64_t e = 1;
@@ -35,7 +36,6 @@ static int64_t dt__hextent(const dt__bcast *g, int b) {
   return e;
 }
 
-#ifdef DEVTENSOR_CUDA /* the CPU's unary and binary take the half dtypes themselves */
 static dt_status dt__half_unary(const dt__backend *be, int dev, dt__unary_op op, dt_dtype t, int64_t n, const void *x, void *y,
                                 double p0, double p1) {
   dt__hscratch s;
@@ -134,6 +134,7 @@ static dt_status dt__half_axpy(const dt__backend *be, int dev, dt_dtype t, int64
   return rc;
 }
 
+#ifdef DEVTENSOR_CUDA /* the CPU's compare takes the half dtypes itself */
 /* comparisons in float32 hold every half value exactly: the same answers */
 static dt_status dt__half_compare(const dt__backend *be, int dev, dt__compare_op op, dt_dtype t, const dt__bcast *g, const void *a,
                                   const void *b, void *y) {
@@ -148,6 +149,7 @@ static dt_status dt__half_compare(const dt__backend *be, int dev, dt__compare_op
   dt__hscratch_put(&s);
   return rc;
 }
+#endif
 
 static dt_status dt__half_arg_reduce(const dt__backend *be, int dev, int min, dt_dtype t, int64_t outer, int64_t len, int64_t inner,
                                      const void *x, void *vals, int64_t *idx) {
@@ -268,9 +270,6 @@ static dt_status dt__hc_gemm(int dev, dt_dtype t, int ta, int tb, int64_t batch,
 static dt_status dt__hc_axpy(int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y) {
   return dt__half_axpy(dt__cpu_backend(), dev, t, n, alpha, x, y);
 }
-static dt_status dt__hc_compare(int dev, dt__compare_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y) {
-  return dt__half_compare(dt__cpu_backend(), dev, op, t, g, a, b, y);
-}
 static dt_status dt__hc_arg_reduce(int dev, int min, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *vals,
                                    int64_t *idx) {
   return dt__half_arg_reduce(dt__cpu_backend(), dev, min, t, outer, len, inner, x, vals, idx);
@@ -364,9 +363,9 @@ static const dt__backend *dt__half_table(int cuda) {
     } else
 #endif
     {
-      *h = *dt__cpu_backend(); /* its unary and binary take the half dtypes themselves */
+      *h = *dt__cpu_backend(); /* its unary, binary and compare take the half dtypes themselves */
       h->reduce = dt__hc_reduce; h->gemm = dt__hc_gemm;
-      h->axpy = dt__hc_axpy; h->compare = dt__hc_compare; h->arg_reduce = dt__hc_arg_reduce; h->softmax = dt__hc_softmax;
+      h->axpy = dt__hc_axpy; h->arg_reduce = dt__hc_arg_reduce; h->softmax = dt__hc_softmax;
       h->cross_entropy = dt__hc_cross_entropy; h->im2col = dt__hc_im2col; h->col2im = dt__hc_col2im; h->pool2d = dt__hc_pool2d;
       h->pool2d_backward = dt__hc_pool2d_backward; h->nll_loss = dt__hc_nll_loss;
     }

@@ -135,8 +135,9 @@ static void dt__bcast_row(const dt__bcast *g, int64_t r, int64_t *oa, int64_t *o
 
 /* A job y = f(a, b) over g (a and b read through its strides, y contiguous): a comparison
    (cmp with op, y of bytes) or a binary op (zip). Contiguous: items are elements; else rows of
-   the innermost dim (items are rows). half: a, b and y are float16 (1) or bfloat16 (2) and zip
-   the float32 kernel, run on blocks of them converted to float32, each result rounded once. */
+   the innermost dim (items are rows). half: a and b are float16 (1) or bfloat16 (2), and so is
+   y for a zip: the float32 kernel runs on blocks of them converted to float32, each result
+   rounded once. */
 typedef struct dt__pair_job {
   dt__cmp_fn cmp;
   dt__compare_op op;
@@ -163,8 +164,7 @@ static void dt__half_block_in(int bf, dt__conv_fn in, const uint16_t *x, int64_t
 static void dt__pair_run(const dt__pair_job *j, int64_t n, int64_t oa, int64_t sa, int64_t ob, int64_t sb, int64_t at) {
   const char *a = j->a + (size_t)oa * j->es, *b = j->b + (size_t)ob * j->es;
   char *y = j->y + (size_t)at * j->ys;
-  if (j->cmp) j->cmp(j->op, n, a, sa, b, sb, (uint8_t *)y);
-  else if (j->half) {
+  if (j->half) {
     const int bf = j->half == 2;
     const dt__conv_fn in = dt__hv_kernel(bf, 0), out = dt__hv_kernel(bf, 1);
     float fa[DT__HALF_EW_BLOCK], fb[DT__HALF_EW_BLOCK], fy[DT__HALF_EW_BLOCK];
@@ -173,10 +173,14 @@ static void dt__pair_run(const dt__pair_job *j, int64_t n, int64_t oa, int64_t s
       m = n - k < DT__HALF_EW_BLOCK ? n - k : DT__HALF_EW_BLOCK;
       dt__half_block_in(bf, in, (const uint16_t *)a + k * sa, sa, m, fa, &fsa);
       dt__half_block_in(bf, in, (const uint16_t *)b + k * sb, sb, m, fb, &fsb);
-      j->zip(m, fa, fsa, fb, fsb, fy);
-      out(m, fy, (uint16_t *)y + k);
+      if (j->cmp) j->cmp(j->op, m, fa, fsa, fb, fsb, (uint8_t *)y + k);
+      else {
+        j->zip(m, fa, fsa, fb, fsb, fy);
+        out(m, fy, (uint16_t *)y + k);
+      }
     }
-  } else j->zip(n, a, sa, b, sb, y);
+  } else if (j->cmp) j->cmp(j->op, n, a, sa, b, sb, (uint8_t *)y);
+  else j->zip(n, a, sa, b, sb, y);
 }
 
 static void dt__pair_task(void *ctx, int64_t lo, int64_t hi) {
@@ -216,6 +220,7 @@ static dt_status dt__cpu_compare(int dev, dt__compare_op op, dt_dtype t, const d
     case DT_I32: j.cmp = dt__cmp_i32; break;
     case DT_I64: j.cmp = dt__cmp_i64; break;
     case DT_U8: case DT_BOOL: j.cmp = dt__cmp_u8; break;
+    case DT_F16: case DT_BF16: j.cmp = dt__cmp_f32; j.half = t == DT_BF16 ? 2 : 1; break; /* float32 holds every half value */
     default: return DT_ERR_DTYPE;
   }
   j.op = op; j.g = g; j.a = (const char *)a; j.b = (const char *)b; j.y = (char *)y;
