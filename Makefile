@@ -184,6 +184,8 @@ $(eval $(call VARIANT,serial,$(B)/static_unit,tests/static_unit.c $(HDR)))
 # the implementation in one unit, the declarations used from another
 $(eval $(call VARIANT,serial,$(B)/two_units,tests/two_units_a.c tests/two_units_b.c $(HDR)))
 $(eval $(call VARIANT,cuda,$(B)/cuda/%,tests/%.c $(TEST_DEPS)))
+# the graph fuzzer on a GPU (bench/gpu_session.sh's fuzz phase; tests/fuzz/graph_fuzz.c)
+$(eval $(call VARIANT,cuda,$(B)/cuda/graph_fuzz,tests/fuzz/graph_fuzz.c $(TEST_DEPS)))
 $(eval $(call VARIANT,cuda,$(B)/cuda/ex/%,examples/%.c $(EX_DEPS)))
 $(eval $(call VARIANT,c,$(B)/bench_cpu,bench/bench_cpu.c $(HDR)))
 $(eval $(call VARIANT,cblas,$(B)/bench_cpu_cblas,bench/bench_cpu.c $(HDR)))

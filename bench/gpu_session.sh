@@ -26,9 +26,12 @@
 #           twins also run with --tf32 off); devtensor built without and with cuDNN (CUDNN=1,
 #           the system's or PyTorch's wheel's); last, while the budget lasts, one epoch of
 #           GoogLeNet and of DenseNet (examples/modern_cnn.c) beside PyTorch
-#   fuzz    make lib CUDA=1 for the GPU's own architecture (GPU_ARCH), then the differential
-#           fuzzer (tools/fuzz) on cuda:0 against PyTorch on the CPU: TORCH_FUZZ_TIME seconds (default
-#           240, less where the call's budget ends first) of cases from TORCH_FUZZ_SEED (default 1)
+#   fuzz    for the GPU's own architecture (GPU_ARCH): the graph fuzzer (tests/fuzz/graph_fuzz.c:
+#           random programs captured on cuda:0 and replayed, against eager runs) for GRAPH_FUZZ_TIME
+#           seconds (default 120) from GRAPH_FUZZ_SEED (default 1), then make lib CUDA=1 and the
+#           differential fuzzer (tools/fuzz) on cuda:0 against PyTorch on the CPU: TORCH_FUZZ_TIME
+#           seconds (default 240) of cases from TORCH_FUZZ_SEED (default 1); each less where the
+#           call's budget ends first
 # QUICK=1 shortens fashion and cnn to what fits beside cudatest in one call: fashion's MLP
 # only, 3 epochs, eager and --cuda-graph; LeNet 3 epochs; ResNet-18 1 epoch.
 # Each phase builds what it needs first (incremental), writes OUTDIR/<phase>.log
@@ -341,6 +344,19 @@ phase_fuzz() {
   log=$out/fuzz.log
   header >"$log"
   arch=${GPU_ARCH:-90}
+  if run "$log" make -j"$jobs" build/cuda/graph_fuzz GENCODE="-gencode arch=compute_$arch,code=sm_$arch"; then
+    t=${GRAPH_FUZZ_TIME:-120}
+    left=$((deadline - $(date +%s) - 60))
+    [ "$left" -lt "$t" ] && t=$left
+    if [ "$t" -ge 20 ]; then
+      run "$log" build/cuda/graph_fuzz --device cuda:0 --seed "${GRAPH_FUZZ_SEED:-1}" --cases 100000000 --time "$t"
+      say "fuzz: $(grep '^graph_fuzz: ' "$log" | tail -n 1)"
+    else
+      say "fuzz: the graph fuzzer not started (the call's budget is nearly spent)"; status=1
+    fi
+  else
+    say "fuzz: the graph fuzzer's build failed"
+  fi
   run "$log" make -j"$jobs" lib CUDA=1 GENCODE="-gencode arch=compute_$arch,code=sm_$arch" || { say "fuzz: the build failed"; return; }
   # TORCH_FUZZ_TIME seconds, or what the call's budget leaves (a case is short: the fuzzer stops
   # starting cases at that time)
