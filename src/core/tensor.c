@@ -268,13 +268,16 @@ DTDEF dt_tensor *dt_arange(double start, double end, double step, dt_dtype t, dt
   return y;
 }
 
-/* (0, 1, ..., n - 1) as I64 on d, made there by a fill, additions and concatenations (doubling),
-   never copied from the host: the backwards and dt_one_hot use it, which a capture may record
-   (dt_arange's copy from the host is refused during a capture). */
+/* (0, 1, ..., n - 1) as I64 on d for the backwards and dt_one_hot, which a capture may record:
+   while a graph exists, made on d by a fill, additions and concatenations (doubling), never
+   copied from the host (dt_arange's copy is refused during a capture); else dt_arange's one
+   copy. */
 static dt_tensor *dt__iota(int64_t n, dt_device d) {
-  dt_tensor *y = dt_empty(dt_shape1(n > 0 ? 1 : 0), DT_I64, d), *z, *c;
+  dt_tensor *y, *z, *c;
   const dt_tensor *parts[2];
   int64_t len = 1;
+  if (DT__ATOMIC_LOAD(&dt__graphs_live) == 0) return dt_arange(0, (double)(n > 0 ? n : 0), 1, DT_I64, d);
+  y = dt_empty(dt_shape1(n > 0 ? 1 : 0), DT_I64, d);
   if (!y || n <= 0) return y;
   if (dt_fill_(y, 0.0) != DT_OK) { dt_release(y); return NULL; }
   while (len < n) {
