@@ -1161,26 +1161,52 @@ dt_status map1(cudaStream_t st, int64_t n, const void *x, void *y, Op op) {
   return run_map("unary", st, n, UnaryScalar<T, Op>{xp, yp, op});
 }
 
-template <typename T>
+/* float16 and bfloat16 elements (BF: bfloat16) through a float operation: each operand converted
+   to float, the result rounded once, as the core's float32 route but with no temporaries (the
+   same bits: the same conversion code and the same float operation per element) */
+template <bool BF, typename Op> struct HalfUnary {
+  Op op;
+  __device__ uint16_t operator()(uint16_t v) const { return dt__f32_to_half(BF, op(dt__half_to_f32(BF, v))); }
+};
+template <bool BF, typename Op> struct HalfBinary {
+  static constexpr bool uses_b = Op::uses_b;
+  Op op;
+  __device__ uint16_t operator()(uint16_t u, uint16_t w) const {
+    return dt__f32_to_half(BF, op(dt__half_to_f32(BF, u), dt__half_to_f32(BF, w)));
+  }
+};
+/* How the float kernels below take their elements: as they are (T), or as halves around float */
+template <typename T> struct Plain {
+  using E = T;
+  template <typename Op> static Op u(Op op) { return op; }
+  template <typename Op> static Op b(Op op) { return op; }
+};
+template <bool BF> struct InHalf {
+  using E = uint16_t;
+  template <typename Op> static HalfUnary<BF, Op> u(Op op) { return HalfUnary<BF, Op>{op}; }
+  template <typename Op> static HalfBinary<BF, Op> b(Op op) { return HalfBinary<BF, Op>{op}; }
+};
+
+template <typename T, typename W = Plain<T>>
 dt_status unary_float(cudaStream_t st, dt__unary_op op, int64_t n, const void *x, void *y, T a, T b) {
   switch (op) {
-    case DT__U_AFFINE: return map1<T>(st, n, x, y, UAffine<T>{a, b});
-    case DT__U_EXP: return map1<T>(st, n, x, y, UExp<T>{});
-    case DT__U_LOG: return map1<T>(st, n, x, y, ULog<T>{});
-    case DT__U_SQRT: return map1<T>(st, n, x, y, USqrt<T>{});
-    case DT__U_NEG: return map1<T>(st, n, x, y, UNeg<T>{});
-    case DT__U_RELU: return map1<T>(st, n, x, y, URelu<T>{});
-    case DT__U_SIGMOID: return map1<T>(st, n, x, y, USigmoid<T>{});
-    case DT__U_TANH: return map1<T>(st, n, x, y, UTanh<T>{});
-    case DT__U_ABS: return map1<T>(st, n, x, y, UAbs<T>{});
-    case DT__U_SIN: return map1<T>(st, n, x, y, USin<T>{});
-    case DT__U_COS: return map1<T>(st, n, x, y, UCos<T>{});
-    case DT__U_ERF: return map1<T>(st, n, x, y, UErf<T>{});
-    case DT__U_GELU: return map1<T>(st, n, x, y, UGelu<T>{});
-    case DT__U_GELU_GRAD: return map1<T>(st, n, x, y, UGeluGrad<T>{});
-    case DT__U_POW: return map1<T>(st, n, x, y, UPow<T>{a});
-    case DT__U_CLAMP: return map1<T>(st, n, x, y, UClamp<T>{a, b});
-    case DT__U_SOFTPLUS: return map1<T>(st, n, x, y, USoftplus<T>{});
+    case DT__U_AFFINE: return map1<typename W::E>(st, n, x, y, W::u(UAffine<T>{a, b}));
+    case DT__U_EXP: return map1<typename W::E>(st, n, x, y, W::u(UExp<T>{}));
+    case DT__U_LOG: return map1<typename W::E>(st, n, x, y, W::u(ULog<T>{}));
+    case DT__U_SQRT: return map1<typename W::E>(st, n, x, y, W::u(USqrt<T>{}));
+    case DT__U_NEG: return map1<typename W::E>(st, n, x, y, W::u(UNeg<T>{}));
+    case DT__U_RELU: return map1<typename W::E>(st, n, x, y, W::u(URelu<T>{}));
+    case DT__U_SIGMOID: return map1<typename W::E>(st, n, x, y, W::u(USigmoid<T>{}));
+    case DT__U_TANH: return map1<typename W::E>(st, n, x, y, W::u(UTanh<T>{}));
+    case DT__U_ABS: return map1<typename W::E>(st, n, x, y, W::u(UAbs<T>{}));
+    case DT__U_SIN: return map1<typename W::E>(st, n, x, y, W::u(USin<T>{}));
+    case DT__U_COS: return map1<typename W::E>(st, n, x, y, W::u(UCos<T>{}));
+    case DT__U_ERF: return map1<typename W::E>(st, n, x, y, W::u(UErf<T>{}));
+    case DT__U_GELU: return map1<typename W::E>(st, n, x, y, W::u(UGelu<T>{}));
+    case DT__U_GELU_GRAD: return map1<typename W::E>(st, n, x, y, W::u(UGeluGrad<T>{}));
+    case DT__U_POW: return map1<typename W::E>(st, n, x, y, W::u(UPow<T>{a}));
+    case DT__U_CLAMP: return map1<typename W::E>(st, n, x, y, W::u(UClamp<T>{a, b}));
+    case DT__U_SOFTPLUS: return map1<typename W::E>(st, n, x, y, W::u(USoftplus<T>{}));
   }
   set_err("unary: unknown op %d", (int)op);
   return DT_ERR_INVALID_ARGUMENT;
@@ -1192,7 +1218,8 @@ dt_status cu_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, const void *
   switch (t) {
     case DT_F32: return unary_float<float>(in.s->stream, op, n, x, y, (float)p0, (float)p1);
     case DT_F64: return unary_float<double>(in.s->stream, op, n, x, y, p0, p1);
-    case DT_F16: case DT_BF16: break; /* through F32: the core's table (src/core/half.c) */
+    case DT_F16: return unary_float<float, InHalf<false>>(in.s->stream, op, n, x, y, (float)p0, (float)p1);
+    case DT_BF16: return unary_float<float, InHalf<true>>(in.s->stream, op, n, x, y, (float)p0, (float)p1);
     case DT_I32:
     case DT_I64:
       if (op == DT__U_ABS) {
@@ -1361,25 +1388,25 @@ dt_status zip(cudaStream_t st, const dt__bcast &g, const void *a, const void *b,
   return zip_strided<T, Op, int64_t>(st, g, ap, bp, yp, op);
 }
 
-template <typename T>
+template <typename T, typename W = Plain<T>>
 dt_status binary_t(cudaStream_t st, dt__binary_op op, dt_dtype t, const dt__bcast &g, const void *a, const void *b, void *y) {
   constexpr bool is_float = std::is_floating_point<T>::value;
   switch (op) {
-    case DT__B_ADD: return zip<T>(st, g, a, b, y, BAdd<T>{});
-    case DT__B_SUB: return zip<T>(st, g, a, b, y, BSub<T>{});
-    case DT__B_MUL: return zip<T>(st, g, a, b, y, BMul<T>{});
-    case DT__B_COPY_A: return zip<T>(st, g, a, b, y, BCopyA<T>{});
+    case DT__B_ADD: return zip<typename W::E>(st, g, a, b, y, W::b(BAdd<T>{}));
+    case DT__B_SUB: return zip<typename W::E>(st, g, a, b, y, W::b(BSub<T>{}));
+    case DT__B_MUL: return zip<typename W::E>(st, g, a, b, y, W::b(BMul<T>{}));
+    case DT__B_COPY_A: return zip<typename W::E>(st, g, a, b, y, W::b(BCopyA<T>{}));
     case DT__B_DIV:
-      if constexpr (is_float) return zip<T>(st, g, a, b, y, BDiv<T>{});
+      if constexpr (is_float) return zip<typename W::E>(st, g, a, b, y, W::b(BDiv<T>{}));
       break;
     case DT__B_RELU_GRAD:
-      if constexpr (is_float) return zip<T>(st, g, a, b, y, BReluGrad<T>{});
+      if constexpr (is_float) return zip<typename W::E>(st, g, a, b, y, W::b(BReluGrad<T>{}));
       break;
     case DT__B_SIGMOID_GRAD:
-      if constexpr (is_float) return zip<T>(st, g, a, b, y, BSigmoidGrad<T>{});
+      if constexpr (is_float) return zip<typename W::E>(st, g, a, b, y, W::b(BSigmoidGrad<T>{}));
       break;
     case DT__B_TANH_GRAD:
-      if constexpr (is_float) return zip<T>(st, g, a, b, y, BTanhGrad<T>{});
+      if constexpr (is_float) return zip<typename W::E>(st, g, a, b, y, W::b(BTanhGrad<T>{}));
       break;
   }
   set_err("binary op %d is not defined for %s", (int)op, dt__dtype_str(t));
@@ -1394,7 +1421,11 @@ dt_status cu_binary(int dev, dt__binary_op op, dt_dtype t, const dt__bcast *g, c
     case DT_F64: return binary_t<double>(in.s->stream, op, t, *g, a, b, y);
     case DT_I32: return binary_t<int32_t>(in.s->stream, op, t, *g, a, b, y);
     case DT_I64: return binary_t<int64_t>(in.s->stream, op, t, *g, a, b, y);
-    case DT_F16: case DT_BF16: break; /* through F32: the core's table (src/core/half.c) */
+    case DT_F16:
+    case DT_BF16: /* a copy moves the bits (a NaN's payload too); the rest through float */
+      if (op == DT__B_COPY_A) return zip<uint16_t>(in.s->stream, *g, a, b, y, BCopyA<uint16_t>{});
+      if (t == DT_F16) return binary_t<float, InHalf<false>>(in.s->stream, op, t, *g, a, b, y);
+      return binary_t<float, InHalf<true>>(in.s->stream, op, t, *g, a, b, y);
     case DT_U8:
     case DT_BOOL: /* copies only (transposes); the core refuses arithmetic on them */
       if (op == DT__B_COPY_A) return zip<uint8_t>(in.s->stream, *g, a, b, y, BCopyA<uint8_t>{});

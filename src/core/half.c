@@ -6,9 +6,10 @@
    accumulating in float, softmax); exact where F32 is (comparisons, max, argmax). Casts and
    fills take the half dtypes in each backend itself, and so does a backend's gemm where it
    says so (`half_gemm`: cuBLAS with F32 accumulation; on the CPU, a BF16 kernel where the CPU
-   has the instructions, else this F32 route), and the CPU's elementwise unary and binary
-   operations and comparisons (the same F32 kernels on blocks of a few hundred elements
-   converted on the way, so no temporaries of the operands' size). Other dtypes go straight through. */
+   has the instructions, else this F32 route), and the elementwise unary and binary operations
+   (and the CPU's comparisons): the same F32 operations on elements converted on the way (the
+   CPU: blocks of a few hundred; CUDA: each element in its thread), so no temporaries of the
+   operands' size. Other dtypes go straight through. */
 
 typedef struct dt__hscratch {
   const dt__backend *be;
@@ -26,55 +27,6 @@ static void dt__hscratch_put(dt__hscratch *s) {
   if (s->p) s->be->free(s->dev, s->p, s->nbytes);
   s->p = NULL;
 }
-
-#ifdef DEVTENSOR_CUDA /* the CPU's unary, binary and compare take the half dtypes themselves */
-/* the number of elements read through strides (dims, stride) from offset 0: 1 + the largest offset */
-static int64_t dt__hextent(const dt__bcast *g, int b) {
-  int64_t e = 1;
-  int d;
-  for (d = 0; d < g->ndim; d++) e += (g->dims[d] - 1) * (b ? g->bstride[d] : g->astride[d]);
-  return e;
-}
-
-static dt_status dt__half_unary(const dt__backend *be, int dev, dt__unary_op op, dt_dtype t, int64_t n, const void *x, void *y,
-                                double p0, double p1) {
-  dt__hscratch s;
-  dt_status rc;
-  if (!dt__is_half(t)) return be->unary(dev, op, t, n, x, y, p0, p1);
-  if ((rc = dt__hscratch_get(&s, be, dev, n)) != DT_OK) return rc;
-  if ((rc = be->cast(dev, t, DT_F32, n, x, s.p)) == DT_OK && (rc = be->unary(dev, op, DT_F32, n, s.p, s.p, p0, p1)) == DT_OK)
-    rc = be->cast(dev, DT_F32, t, n, s.p, y);
-  dt__hscratch_put(&s);
-  return rc;
-}
-
-/* a strided copy of halves as two-byte elements: y contiguous over g's dims */
-static dt_status dt__half_copy_a(const dt__backend *be, int dev, const dt__bcast *g, const void *a, void *y) {
-  dt__bcast c = *g;
-  int64_t st = 1;
-  int d;
-  for (d = c.ndim - 1; d >= 0; d--) { c.bstride[d] = st; st *= c.dims[d]; }
-  return be->copy_strided(dev, 2, &c, a, y);
-}
-
-static dt_status dt__half_binary(const dt__backend *be, int dev, dt__binary_op op, dt_dtype t, const dt__bcast *g, const void *a,
-                                 const void *b, void *y) {
-  dt__hscratch s;
-  dt_status rc;
-  int64_t ea, eb;
-  float *fa, *fb, *fy;
-  if (!dt__is_half(t)) return be->binary(dev, op, t, g, a, b, y);
-  if (op == DT__B_COPY_A) return dt__half_copy_a(be, dev, g, a, y);
-  ea = dt__hextent(g, 0); eb = dt__hextent(g, 1);
-  if ((rc = dt__hscratch_get(&s, be, dev, ea + eb + g->numel)) != DT_OK) return rc;
-  fa = (float *)s.p; fb = fa + ea; fy = fb + eb;
-  if ((rc = be->cast(dev, t, DT_F32, ea, a, fa)) == DT_OK && (rc = be->cast(dev, t, DT_F32, eb, b, fb)) == DT_OK &&
-      (rc = be->binary(dev, op, DT_F32, g, fa, fb, fy)) == DT_OK)
-    rc = be->cast(dev, DT_F32, t, g->numel, fy, y);
-  dt__hscratch_put(&s);
-  return rc;
-}
-#endif
 
 static dt_status dt__half_reduce(const dt__backend *be, int dev, dt__reduce_op op, dt_dtype t, int64_t outer, int64_t len, int64_t inner,
                                  const void *x, void *y) {
@@ -135,6 +87,14 @@ static dt_status dt__half_axpy(const dt__backend *be, int dev, dt_dtype t, int64
 }
 
 #ifdef DEVTENSOR_CUDA /* the CPU's compare takes the half dtypes itself */
+/* the number of elements read through strides (dims, stride) from offset 0: 1 + the largest offset */
+static int64_t dt__hextent(const dt__bcast *g, int b) {
+  int64_t e = 1;
+  int d;
+  for (d = 0; d < g->ndim; d++) e += (g->dims[d] - 1) * (b ? g->bstride[d] : g->astride[d]);
+  return e;
+}
+
 /* comparisons in float32 hold every half value exactly: the same answers */
 static dt_status dt__half_compare(const dt__backend *be, int dev, dt__compare_op op, dt_dtype t, const dt__bcast *g, const void *a,
                                   const void *b, void *y) {
@@ -297,12 +257,6 @@ static dt_status dt__hc_nll_loss(int dev, dt_dtype t, int64_t n, int64_t c, cons
   return dt__half_nll_loss(dt__cpu_backend(), dev, t, n, c, logp, target, y);
 }
 #ifdef DEVTENSOR_CUDA
-static dt_status dt__hg_unary(int dev, dt__unary_op op, dt_dtype t, int64_t n, const void *x, void *y, double p0, double p1) {
-  return dt__half_unary(dt__cuda_backend(), dev, op, t, n, x, y, p0, p1);
-}
-static dt_status dt__hg_binary(int dev, dt__binary_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y) {
-  return dt__half_binary(dt__cuda_backend(), dev, op, t, g, a, b, y);
-}
 static dt_status dt__hg_reduce(int dev, dt__reduce_op op, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *y) {
   return dt__half_reduce(dt__cuda_backend(), dev, op, t, outer, len, inner, x, y);
 }
@@ -355,8 +309,8 @@ static const dt__backend *dt__half_table(int cuda) {
     dt__backend *h = &dt__half_tables[cuda];
 #ifdef DEVTENSOR_CUDA
     if (cuda) {
-      *h = *dt__cuda_backend();
-      h->unary = dt__hg_unary; h->binary = dt__hg_binary; h->reduce = dt__hg_reduce; h->gemm = dt__hg_gemm;
+      *h = *dt__cuda_backend(); /* its unary and binary take the half dtypes themselves */
+      h->reduce = dt__hg_reduce; h->gemm = dt__hg_gemm;
       h->axpy = dt__hg_axpy; h->compare = dt__hg_compare; h->arg_reduce = dt__hg_arg_reduce; h->softmax = dt__hg_softmax;
       h->cross_entropy = dt__hg_cross_entropy; h->im2col = dt__hg_im2col; h->col2im = dt__hg_col2im; h->pool2d = dt__hg_pool2d;
       h->pool2d_backward = dt__hg_pool2d_backward; h->nll_loss = dt__hg_nll_loss;
