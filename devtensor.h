@@ -1100,7 +1100,7 @@ typedef struct dt__backend {
      kernels, except cast, fill, copy_strided and index_select, which a backend does itself,
      gemm where half_gemm is 1 (A, B, C in the half dtype, accumulating in F32), unary and binary
      (F32 operations on elements converted to F32, each result rounded once; a COPY_A moves
-     the bits) and the CPU's compare. */
+     the bits) and compare. */
   int half_gemm;
   /* torch.set_float32_matmul_precision for F32 gemm: 0 "highest" (F32), 1 "high" (TF32),
      2 "medium" (BF16); NULL where the backend computes F32 one way */
@@ -1900,9 +1900,9 @@ DTDEF void *dt_cuda_stream(dt_device d) {
    fills take the half dtypes in each backend itself, and so does a backend's gemm where it
    says so (`half_gemm`: cuBLAS with F32 accumulation; on the CPU, a BF16 kernel where the CPU
    has the instructions, else this F32 route), and the elementwise unary and binary operations
-   (and the CPU's comparisons): the same F32 operations on elements converted on the way (the
-   CPU: blocks of a few hundred; CUDA: each element in its thread), so no temporaries of the
-   operands' size. Other dtypes go straight through. */
+   and comparisons: the same F32 operations on elements converted on the way (the CPU: blocks
+   of a few hundred; CUDA: each element in its thread), so no temporaries of the operands'
+   size. Other dtypes go straight through. */
 
 typedef struct dt__hscratch {
   const dt__backend *be;
@@ -1978,31 +1978,6 @@ static dt_status dt__half_axpy(const dt__backend *be, int dev, dt_dtype t, int64
   dt__hscratch_put(&s);
   return rc;
 }
-
-#ifdef DEVTENSOR_CUDA /* the CPU's compare takes the half dtypes itself */
-/* the number of elements read through strides (dims, stride) from offset 0: 1 + the largest offset */
-static int64_t dt__hextent(const dt__bcast *g, int b) {
-  int64_t e = 1;
-  int d;
-  for (d = 0; d < g->ndim; d++) e += (g->dims[d] - 1) * (b ? g->bstride[d] : g->astride[d]);
-  return e;
-}
-
-/* comparisons in float32 hold every half value exactly: the same answers */
-static dt_status dt__half_compare(const dt__backend *be, int dev, dt__compare_op op, dt_dtype t, const dt__bcast *g, const void *a,
-                                  const void *b, void *y) {
-  dt__hscratch s;
-  dt_status rc;
-  int64_t ea, eb;
-  if (!dt__is_half(t)) return be->compare(dev, op, t, g, a, b, y);
-  ea = dt__hextent(g, 0); eb = dt__hextent(g, 1);
-  if ((rc = dt__hscratch_get(&s, be, dev, ea + eb)) != DT_OK) return rc;
-  if ((rc = be->cast(dev, t, DT_F32, ea, a, s.p)) == DT_OK && (rc = be->cast(dev, t, DT_F32, eb, b, (float *)s.p + ea)) == DT_OK)
-    rc = be->compare(dev, op, DT_F32, g, s.p, (float *)s.p + ea, y);
-  dt__hscratch_put(&s);
-  return rc;
-}
-#endif
 
 static dt_status dt__half_arg_reduce(const dt__backend *be, int dev, int min, dt_dtype t, int64_t outer, int64_t len, int64_t inner,
                                      const void *x, void *vals, int64_t *idx) {
@@ -2160,9 +2135,6 @@ static dt_status dt__hg_gemm(int dev, dt_dtype t, int ta, int tb, int64_t batch,
 static dt_status dt__hg_axpy(int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y) {
   return dt__half_axpy(dt__cuda_backend(), dev, t, n, alpha, x, y);
 }
-static dt_status dt__hg_compare(int dev, dt__compare_op op, dt_dtype t, const dt__bcast *g, const void *a, const void *b, void *y) {
-  return dt__half_compare(dt__cuda_backend(), dev, op, t, g, a, b, y);
-}
 static dt_status dt__hg_arg_reduce(int dev, int min, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *vals,
                                    int64_t *idx) {
   return dt__half_arg_reduce(dt__cuda_backend(), dev, min, t, outer, len, inner, x, vals, idx);
@@ -2202,9 +2174,9 @@ static const dt__backend *dt__half_table(int cuda) {
     dt__backend *h = &dt__half_tables[cuda];
 #ifdef DEVTENSOR_CUDA
     if (cuda) {
-      *h = *dt__cuda_backend(); /* its unary and binary take the half dtypes themselves */
+      *h = *dt__cuda_backend(); /* its unary, binary and compare take the half dtypes themselves */
       h->reduce = dt__hg_reduce; h->gemm = dt__hg_gemm;
-      h->axpy = dt__hg_axpy; h->compare = dt__hg_compare; h->arg_reduce = dt__hg_arg_reduce; h->softmax = dt__hg_softmax;
+      h->axpy = dt__hg_axpy; h->arg_reduce = dt__hg_arg_reduce; h->softmax = dt__hg_softmax;
       h->cross_entropy = dt__hg_cross_entropy; h->im2col = dt__hg_im2col; h->col2im = dt__hg_col2im; h->pool2d = dt__hg_pool2d;
       h->pool2d_backward = dt__hg_pool2d_backward; h->nll_loss = dt__hg_nll_loss;
     } else

@@ -2003,6 +2003,14 @@ template <typename T> __device__ inline uint8_t cmp_op(int op, T u, T w) {
   }
 }
 
+/* float16 and bfloat16: compared as the float values they hold (every one exactly) */
+template <> __device__ inline uint8_t cmp_op<Half16>(int op, Half16 u, Half16 w) {
+  return cmp_op<float>(op, dt__f16_to_f32(u.v), dt__f16_to_f32(w.v));
+}
+template <> __device__ inline uint8_t cmp_op<BHalf16>(int op, BHalf16 u, BHalf16 w) {
+  return cmp_op<float>(op, dt__bf16_to_f32(u.v), dt__bf16_to_f32(w.v));
+}
+
 template <typename T>
 struct CmpContig {
   const T *a; const T *b; uint8_t *y; int op;
@@ -2045,7 +2053,8 @@ dt_status cu_compare(int dev, dt__compare_op op, dt_dtype t, const dt__bcast *g,
     case DT_I32: return compare_t<int32_t>(in.s->stream, (int)op, *g, a, b, y);
     case DT_I64: return compare_t<int64_t>(in.s->stream, (int)op, *g, a, b, y);
     case DT_U8: case DT_BOOL: return compare_t<uint8_t>(in.s->stream, (int)op, *g, a, b, y);
-    case DT_F16: case DT_BF16: break; /* through F32: the core's table (src/core/half.c) */
+    case DT_F16: return compare_t<Half16>(in.s->stream, (int)op, *g, a, b, y);
+    case DT_BF16: return compare_t<BHalf16>(in.s->stream, (int)op, *g, a, b, y);
   }
   set_err("compare: unknown dtype %d", (int)t);
   return DT_ERR_DTYPE;

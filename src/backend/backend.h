@@ -237,7 +237,7 @@ typedef struct dt__backend {
      kernels, except cast, fill, copy_strided and index_select, which a backend does itself,
      gemm where half_gemm is 1 (A, B, C in the half dtype, accumulating in F32), unary and binary
      (F32 operations on elements converted to F32, each result rounded once; a COPY_A moves
-     the bits) and the CPU's compare. */
+     the bits) and compare. */
   int half_gemm;
   /* torch.set_float32_matmul_precision for F32 gemm: 0 "highest" (F32), 1 "high" (TF32),
      2 "medium" (BF16); NULL where the backend computes F32 one way */
