@@ -6520,7 +6520,7 @@ static void dt__module_drop_saved(dt_module *m) {
 
 /* Converts every parameter and grad with `conv`; all or nothing. */
 static dt_status dt__module_convert_ng(const char *op, dt_module *m, dt_device d, dt_dtype t);
-/* (with grad mode off: a parameter moved is a new leaf, not a copy recorded by autograd) */
+/* (with grad mode off: a parameter's moved memory is no copy recorded by autograd) */
 static dt_status dt__module_convert(const char *op, dt_module *m, dt_device d, dt_dtype t) {
   int prev = dt__no_grad;
   dt_status s;
@@ -6570,9 +6570,19 @@ static dt_status dt__module_convert_ng(const char *op, dt_module *m, dt_device d
       return s;
     }
   }
+  /* Each tensor keeps its header and takes the moved memory (PyTorch's param.data = ...), so
+     what holds a parameter (an optimizer made by dt_sgd_tensors and the rest, a pointer from
+     dt_module_param or dt_module_grad) holds it where it went. */
   for (i = 0; i < n; i++) {
-    if (fresh[i] != *slots[i] && (*slots[i])->grad) { dt_release((*slots[i])->grad); (*slots[i])->grad = NULL; } /* the old leaf lets go of its gradient */
-    dt_release(*slots[i]); *slots[i] = fresh[i];
+    dt_tensor *h = *slots[i], *f = fresh[i];
+    if (f != h) { /* f goes with the old memory */
+      dt__storage *st = h->st;
+      dt_dtype t0 = h->dtype;
+      size_t b0 = h->nbytes;
+      h->st = f->st; h->dtype = f->dtype; h->nbytes = f->nbytes;
+      f->st = st; f->dtype = t0; f->nbytes = b0;
+    }
+    dt_release(f);
   }
   if (n) { DT_FREE(slots); DT_FREE(fresh); }
   dt__module_link(m);

@@ -284,6 +284,49 @@ static void test_optim_follows_dtype(dt_device dev) {
   }
 }
 
+/* An optimizer on the module's tensors (dt_sgd_tensors, ...) made before dt_module_to and
+   dt_module_to_dtype goes on stepping the module's parameters, as torch.optim does after
+   net.to(...): 2 steps in float32 on the CPU, then 3 in float64 on dev, give the 5 steps of the
+   reference (float32 precision). The parameters keep their tensors (dt_module_param's pointers). */
+static void test_optim_tensors_follow_module(dt_device dev) {
+  static const optcase cases[3] = {SGD, SGD_MOM, ADAMW};
+  int c, s, i;
+  for (c = 0; c < 3; c++) {
+    dt_module *net = fixed_net(3);
+    dt_tensor *x = tensor_of(XV, dt_shape2(5, 3), DT_F32, dt_cpu()), *y = tensor_of(YV, dt_shape2(5, 2), DT_F32, dt_cpu());
+    dt_tensor *x64 = tensor_of(XV, dt_shape2(5, 3), DT_F64, dev), *y64 = tensor_of(YV, dt_shape2(5, 2), DT_F64, dev);
+    dt_tensor *ps[4];
+    dt_optimizer *o = NULL;
+    char what[64];
+    T_CHECK(net && x && y && x64 && y64);
+    if (!net || !x || !y || !x64 || !y64) goto done;
+    for (i = 0; i < 4; i++) ps[i] = dt_module_param(net, i, NULL);
+    o = cases[c] == SGD ? dt_sgd_tensors(ps, 4, 0.1, 0, 0)
+        : cases[c] == SGD_MOM ? dt_sgd_tensors(ps, 4, 0.1, 0.9, 0) : dt_adamw_tensors(ps, 4, 0.01, 0.9, 0.999, 1e-8, 0.1);
+    T_CHECK(o != NULL);
+    if (!o) goto done;
+    for (s = 0; s < 5; s++) {
+      const dt_tensor *xs = s < 2 ? x : x64, *ys = s < 2 ? y : y64;
+      dt_tensor *pred, *loss;
+      if (s == 2) {
+        T_CHECK(dt_module_to(net, dev) == DT_OK && dt_module_to_dtype(net, DT_F64) == DT_OK);
+        for (i = 0; i < 4; i++) T_CHECK_MSG(dt_module_param(net, i, NULL) == ps[i], "parameter %d is another tensor after the move", i);
+      }
+      T_CHECK(dt_optimizer_zero_grad(o) == DT_OK);
+      pred = dt_forward(net, xs);
+      loss = pred ? dt_mse_loss(pred, ys) : NULL;
+      T_CHECK_MSG(loss && dt_autograd_backward(loss, NULL) == DT_OK && dt_optimizer_step(o) == DT_OK, "step %d: %s", s, dt_last_error());
+      dt_release(loss); dt_release(pred);
+    }
+    snprintf(what, sizeof what, "%s_tensors cpu float32 -> float64", CASE_NAME[cases[c]]);
+    check_ref(net, CASE_REF[cases[c]], DT_F32, what);
+  done:
+    dt_optimizer_free(o);
+    dt_module_free(net);
+    dt_release(x); dt_release(y); dt_release(x64); dt_release(y64);
+  }
+}
+
 /* A lazy first layer: the optimizer is made before its parameters exist; a step then has
    nothing to do for them, and their state is made at the first step after the first forward. */
 static void test_optim_lazy(dt_device dev) {
@@ -572,6 +615,7 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_clip_nonfinite);
   T_RUN_ALL_DEVICES(test_optim_follows_module_to);
   T_RUN_ALL_DEVICES(test_optim_follows_dtype);
+  T_RUN_ALL_DEVICES(test_optim_tensors_follow_module);
   T_RUN_ALL_DEVICES(test_optim_lazy);
   T_RUN_ALL_DEVICES(test_optim_zero_grad);
   T_RUN(test_optim_bad_args);
