@@ -16,6 +16,8 @@
 #   make fuzz-torch  devtensor against PyTorch (float64, CPU) on CASES random cases from SEED, every op family
 #                    (tools/fuzz; FUZZ_ARGS for more options); make fuzz-torch-emu: the same on cuda:0 of
 #                    the emulator (make lib-emu: the CUDA backend on tests/emu as a shared library)
+#   make fuzz-train  training end to end against torch.nn and torch.optim on CASES random networks from SEED
+#                    (tools/fuzz/train.py); make fuzz-train-emu: the same on FUZZ_DEVICE of two emulated GPUs
 #   make fuzz-graph  the graph calls (dt_graph_*) against eager runs on CASES random programs from SEED, on the
 #                    CPU under ASan (tests/fuzz/graph_fuzz.c); make fuzz-graph-emu: on FUZZ_DEVICE of two
 #                    emulated GPUs (make test-emu's build). Not part of make test or CI
@@ -413,7 +415,7 @@ $(FUZZ_EMU)/devtensor.o: packaging/devtensor.c $(HDR) | $(FUZZ_EMU)
 $(FUZZ_EMU_SO): $(FUZZ_EMU)/devtensor.o $(FUZZ_EMU)/devtensor_cuda.o $(FUZZ_EMU)/libcudart_emu.so
 	$(CC) -shared $(OPENMP) $(filter %.o,$^) -o $@ -L$(FUZZ_EMU) -lcudart_emu -Wl,-rpath,$(abspath $(FUZZ_EMU)) \
 	  -lstdc++ -lm -pthread -ldl
-.PHONY: lib-emu fuzz-torch fuzz-torch-emu
+.PHONY: lib-emu fuzz-torch fuzz-torch-emu fuzz-train fuzz-train-emu
 lib-emu: $(FUZZ_EMU_SO)
 # make fuzz-torch: CASES cases from SEED on the CPU (the library of make lib without CUDA)
 fuzz-torch:
@@ -423,6 +425,13 @@ fuzz-torch:
 FUZZ_DEVICE ?= cuda:0
 fuzz-torch-emu: $(FUZZ_EMU_SO)
 	DTEMU_GPUS=2 $(FUZZ_PYTHON) tools/fuzz/fuzz.py --lib $< --device $(FUZZ_DEVICE) --seed $(SEED) --cases $(CASES) $(FUZZ_ARGS)
+# make fuzz-train: small networks trained end to end against torch.nn (tools/fuzz/train.py), CASES from SEED
+# on the CPU; make fuzz-train-emu: on FUZZ_DEVICE of two emulated GPUs. FUZZ_ARGS as above
+fuzz-train:
+	$(MAKE) --no-print-directory lib CUDA=0
+	$(FUZZ_PYTHON) tools/fuzz/train.py --lib $(B)/lib/cpu/libdevtensor.so --device cpu --seed $(SEED) --cases $(CASES) $(FUZZ_ARGS)
+fuzz-train-emu: $(FUZZ_EMU_SO)
+	DTEMU_GPUS=2 $(FUZZ_PYTHON) tools/fuzz/train.py --lib $< --device $(FUZZ_DEVICE) --seed $(SEED) --cases $(CASES) $(FUZZ_ARGS)
 
 # the shipped files are made from src/ (src/MANIFEST orders the parts) and committed
 amalgamate:
