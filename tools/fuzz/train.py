@@ -145,7 +145,7 @@ def draw_net(R):
         for _ in range(R.randint(1, 3)):
             h = R.randint(2, 16)
             L.append(("linear", d, h))
-            if R.random() < 0.25:
+            if R.random() < 0.25 and h >= 4:  # over 2 features layer norm gives +-1: a sign, no value
                 L.append(("ln", h))
             L.append((R.choice(acts),))
             if R.random() < 0.3:  # after the activation: a bias right before batch norm has no gradient
@@ -195,7 +195,7 @@ def draw_net(R):
         seq = R.choice([0, 0, 2, 3])
         inp = ("index", [seq] if seq else [], num)
         L.append(("emb", num, dim))
-        if R.random() < 0.4:
+        if R.random() < 0.4 and dim >= 4:
             L.append(("ln", dim))
         if seq and R.random() < 0.3:
             L.append(("bn", seq))  # BatchNorm1d over (n, seq, dim)
@@ -378,6 +378,7 @@ class Case:
         self.opts = []
         self.worst = 0.0
         self.diverged = False
+        self.dt_steps = []  # lockstep: devtensor's parameters before each step
 
     def fail(self, msg):
         raise DTError("%s: %s" % (msg, self.lib.error()))
@@ -416,13 +417,21 @@ class Case:
         self.loss = "ce" if self.out >= 2 and (R.random() < 0.5) else "mse"
         half = self.dtype in (torch.float16, torch.bfloat16) or self.mode == "autocast"
         self.steps = R.randint(2, 5) if half else R.randint(5, 30)
-        self.n = R.randint(2, 12)
+        # batch norm over two rows gives +-1 whatever its input: every gradient before it is
+        # rounding (mathematically 0 but for eps), which no two implementations round alike
+        bn1d = any(s[0] == "bn" for s in self.L) and self.kind == "mlp"
+        self.n = R.randint(3 if bn1d else 2, 12)
         self.opt = R.choice(["plain", "sgd", "sgd", "adam", "adamw"])
         if self.dtype == torch.float16:
             # float16's v = (1 - beta2) g^2 in Adam underflows to 0 for |g| below about 1e-2.5, and
             # the step is then lr g / eps, as in PyTorch's float16 Adam: a float64 (or bfloat16)
             # run is no reference for it (tests/test_half_optim.c holds its steps bit for bit)
             self.opt = R.choice(["plain", "sgd", "sgd"])
+        if self.trainer and half and self.opt in ("adam", "adamw"):
+            # see `lockstep` below: the trainer's steps cannot be followed one by one
+            self.opt = "sgd"
+        # in half precision, by hand: PyTorch's runs take devtensor's parameters before each step
+        self.lockstep = half and not self.trainer
         self.form = R.choice(["module", "tensors"]) if self.opt != "plain" and not self.trainer else "module"
         self.lr = R.choice([0.1, 0.03, 0.01, 1e-3] if not half else [0.03, 0.01, 1e-3])
         if self.opt == "sgd":
@@ -441,10 +450,10 @@ class Case:
             R.random() < 0.3 else None
         if self.trainer:
             self.epochs = R.randint(1, 4)
-            self.batch = R.randint(2, 8)
+            self.batch = R.randint(3 if bn1d else 2, 8)
             self.rows = R.randint(self.batch, 3 * self.batch)
             # a last minibatch of one row would fail batch norm's training check on both sides
-            while any(s[0] == "bn" for s in self.L) and self.rows % self.batch == 1:
+            while any(s[0] == "bn" for s in self.L) and self.rows % self.batch in ((1, 2) if bn1d else (1,)):
                 self.rows += 1
             self.x_on_device = R.random() < 0.5
             self.cuda_graph = 1 if R.random() < 0.25 else 0
@@ -456,7 +465,8 @@ class Case:
             self.mode, self.loss, self.opt, "(%s)" % self.form if self.opt != "plain" else "", self.lr,
             " ".join("%s=%s" % kv for kv in self.hp.items()), self.clip, self.direction,
             " convert-first" if self.convert_first else "")
-        s += "%s%s" % (" lazy" if self.lazy else "", " moved-at-step-%d" % self.move_at if self.move_at is not None else "")
+        s += "%s%s%s" % (" lazy" if self.lazy else "", " moved-at-step-%d" % self.move_at if self.move_at is not None else "",
+                         " lockstep" if self.lockstep else "")
         if self.trainer:
             s += " trainer epochs=%d batch=%d rows=%d x_on_device=%d cuda_graph=%d" % (
                 self.epochs, self.batch, self.rows, self.x_on_device, self.cuda_graph)
@@ -559,13 +569,18 @@ class Case:
             return F.mse_loss(pred.float(), y.float()).to(pred.dtype)
         return F.mse_loss(pred, y.to(pred.dtype))
 
-    def torch_train(self, net, dtype, batches, autocast):
-        """Trains a copy of net in dtype on batches [(X, y)]: the losses, the trained network."""
+    def torch_train(self, net, dtype, batches, autocast, sync=None):
+        """Trains a copy of net in dtype on batches [(X, y)]: the losses, the trained network.
+        sync: devtensor's parameters before each step, taken over before PyTorch's step."""
         net = net.to(dtype)
         net.train()
         opt = self.torch_optimizer(net, self.lr)
         losses = []
-        for X, y in batches:
+        for k, (X, y) in enumerate(batches):
+            if sync is not None:
+                with torch.no_grad():
+                    for name, p in net.named_parameters():
+                        p.copy_(sync[k][name].to(dtype))
             X = X.to(dtype) if X.is_floating_point() else X
             y = y.to(dtype) if y.is_floating_point() else y
             opt.zero_grad()
@@ -641,12 +656,18 @@ class Case:
             batches = [(self.inputs(self.n, in_dtype), self.targets(self.n, in_dtype)) for _ in range(self.steps)]
             dt_losses = self.dt_train(m, batches)
 
-        ref_losses, ref_net = self.torch_train(torch_net_copy(tnet, self.L, self.inp), ref_dtype, batches, autocast)
-        alt_losses, alt_net = self.torch_train(torch_net_copy(tnet, self.L, self.inp), alt_dtype, batches, autocast)
+        # Half precision rounds so coarsely that a gradient within rounding of 0 takes Adam's step
+        # (about lr whatever the gradient's size) either way, and the trajectories part: there
+        # PyTorch's runs follow devtensor's parameters step by step (lockstep), each step compared
+        # as it is taken, the optimizers' states each their own
+        sync = self.dt_steps if self.lockstep else None
+        ref_losses, ref_net = self.torch_train(torch_net_copy(tnet, self.L, self.inp), ref_dtype, batches, autocast, sync)
+        alt_losses, alt_net = self.torch_train(torch_net_copy(tnet, self.L, self.inp), alt_dtype, batches, autocast, sync)
         # the same training on each minibatch's rows in reverse order: the same sums, rounded otherwise
         perm_dtype = torch.bfloat16 if self.mode == "f16" else ref_dtype
         rbatches = [(X.flip(0), y.flip(0)) for X, y in batches]
-        perm_losses, perm_net = self.torch_train(torch_net_copy(tnet, self.L, self.inp), perm_dtype, rbatches, autocast)
+        perm_losses, perm_net = self.torch_train(torch_net_copy(tnet, self.L, self.inp), perm_dtype, rbatches, autocast,
+                                                 sync)
         if not all(math.isfinite(float(v)) and abs(float(v)) < 1e6 for v in ref_losses + alt_losses + perm_losses):
             self.diverged = True  # the training diverges: nothing to compare
             return
@@ -764,6 +785,12 @@ class Case:
                 ps = self.dt_params(m)
                 if c.dt_clip_grad_norm_((C.c_void_p * len(ps))(*ps), len(ps), self.clip, None) != 0:
                     self.fail("dt_clip_grad_norm_ at step %d" % k)
+            if self.lockstep:
+                names = C.c_char_p()
+                self.dt_steps.append({})
+                for i in range(c.dt_module_num_params(m)):
+                    p = c.dt_module_param(m, i, C.byref(names))
+                    self.dt_steps[-1][names.value.decode()] = to_torch(lib, p)
             if (c.dt_optimizer_step(o) if o else c.dt_sgd_step(m, self.lr)) != 0:
                 self.fail("the step %d" % k)
             losses.append(to_torch(lib, loss).double().item())
