@@ -247,7 +247,9 @@ class CastLayerNorm(nn.LayerNorm):
         return super().forward(x)
 
 
-def torch_net(L, inp):
+def torch_net(L, inp, nest=0):
+    """The torch.nn network of specs L; nest > 0: its first `nest` layers in a Sequential of their
+    own (state_dict names "0.0.weight", ...)."""
     mods = []
     rank = 1 + len(inp[1]) + (1 if inp[0] == "index" else 0)  # with the batch dim
     for s in L:
@@ -273,6 +275,8 @@ def torch_net(L, inp):
             rank = 2
         else:
             mods.append({"relu": nn.ReLU, "gelu": nn.GELU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid}[k]())
+    if nest:
+        mods = [nn.Sequential(*mods[:nest])] + mods[nest:]
     return nn.Sequential(*mods)
 
 
@@ -445,6 +449,8 @@ class Case:
         self.direction = R.choice(["dt->torch", "torch->dt"])
         self.convert_first = R.random() < 0.5  # dtype conversion before the weights cross (else after)
         self.lazy = R.random() < 0.25
+        # the first layers in a sequential of their own, within the network
+        self.nest = R.randint(1, len(self.L)) if R.random() < 0.25 else 0
         # on a GPU, by hand: the module starts on the CPU and moves to the GPU before this step
         self.move_at = R.randint(1, self.steps - 1) if self.lib.device.type == 1 and not self.trainer and \
             R.random() < 0.3 else None
@@ -465,7 +471,7 @@ class Case:
             self.mode, self.loss, self.opt, "(%s)" % self.form if self.opt != "plain" else "", self.lr,
             " ".join("%s=%s" % kv for kv in self.hp.items()), self.clip, self.direction,
             " convert-first" if self.convert_first else "")
-        s += "%s%s%s" % (" lazy" if self.lazy else "", " moved-at-step-%d" % self.move_at if self.move_at is not None else "",
+        s += "%s%s%s%s" % (" nested(%d)" % self.nest if self.nest else "", " lazy" if self.lazy else "", " moved-at-step-%d" % self.move_at if self.move_at is not None else "",
                          " lockstep" if self.lockstep else "")
         if self.trainer:
             s += " trainer epochs=%d batch=%d rows=%d x_on_device=%d cuda_graph=%d" % (
@@ -492,8 +498,13 @@ class Case:
         if not m:
             self.fail("dt_sequential")
         self.modules.append(m)
-        for s in self.L:
-            if c.dt_sequential_add(m, dt_layer(c, s, self.lazy)) != 0:
+        inner = m
+        if self.nest:
+            inner = c.dt_sequential()
+            if not inner or c.dt_sequential_add(m, inner) != 0:
+                self.fail("dt_sequential_add of a sequential")
+        for k, s in enumerate(self.L):
+            if c.dt_sequential_add(inner if k < self.nest else m, dt_layer(c, s, self.lazy)) != 0:
                 self.fail("dt_sequential_add %s" % (s,))
         return m
 
@@ -618,7 +629,7 @@ class Case:
         # the initial parameters, through a file, one way or the other
         c.dt_manual_seed(self.dt_seed)
         m = self.dt_build()
-        tnet = torch_net(self.L, self.inp)
+        tnet = torch_net(self.L, self.inp, self.nest)
         tnet.train()
         if self.convert_first and dtype != torch.float32:
             if c.dt_module_to_dtype(m, dtn) != 0:
@@ -661,12 +672,12 @@ class Case:
         # PyTorch's runs follow devtensor's parameters step by step (lockstep), each step compared
         # as it is taken, the optimizers' states each their own
         sync = self.dt_steps if self.lockstep else None
-        ref_losses, ref_net = self.torch_train(torch_net_copy(tnet, self.L, self.inp), ref_dtype, batches, autocast, sync)
-        alt_losses, alt_net = self.torch_train(torch_net_copy(tnet, self.L, self.inp), alt_dtype, batches, autocast, sync)
+        ref_losses, ref_net = self.torch_train(torch_net_copy(tnet, self.L, self.inp, self.nest), ref_dtype, batches, autocast, sync)
+        alt_losses, alt_net = self.torch_train(torch_net_copy(tnet, self.L, self.inp, self.nest), alt_dtype, batches, autocast, sync)
         # the same training on each minibatch's rows in reverse order: the same sums, rounded otherwise
         perm_dtype = torch.bfloat16 if self.mode == "f16" else ref_dtype
         rbatches = [(X.flip(0), y.flip(0)) for X, y in batches]
-        perm_losses, perm_net = self.torch_train(torch_net_copy(tnet, self.L, self.inp), perm_dtype, rbatches, autocast,
+        perm_losses, perm_net = self.torch_train(torch_net_copy(tnet, self.L, self.inp, self.nest), perm_dtype, rbatches, autocast,
                                                  sync)
         if not all(math.isfinite(float(v)) and abs(float(v)) < 1e6 for v in ref_losses + alt_losses + perm_losses):
             self.diverged = True  # the training diverges: nothing to compare
@@ -740,7 +751,7 @@ class Case:
         for k in st:
             exact("%s saved, loaded and saved again" % k, st2[k], st[k])
         exact("eval output of the reloaded module", self.dt_eval(m2, Xe, autocast), got)
-        tl = torch_net(self.L, self.inp).to(dtype)
+        tl = torch_net(self.L, self.inp, self.nest).to(dtype)
         tl.load_state_dict(st)
         for k, v in tl.state_dict().items():
             exact("%s loaded into PyTorch" % k, v, st[k])
@@ -867,8 +878,8 @@ class Case:
             c.dt_module_train(m, 1)
 
 
-def torch_net_copy(master, L, inp):
-    net = torch_net(L, inp).double()
+def torch_net_copy(master, L, inp, nest):
+    net = torch_net(L, inp, nest).double()
     net.load_state_dict(master.state_dict())
     return net
 
