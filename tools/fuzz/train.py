@@ -409,7 +409,7 @@ class Case:
         R = self.R
         self.kind, self.L, self.inp, self.out = draw_net(R)
         while self.trainer and self.kind == "emb":
-            # the trainer takes float X only (dt_trainer_fit: "X (n, in) float"): no embedding networks
+            # the trainer takes a float X only (docs/API.md, "The trainer"): no embedding networks
             self.kind, self.L, self.inp, self.out = draw_net(R)
         if self.trainer:
             # the trainer: float32 (with autocast bfloat16 or without), float64, or a bfloat16 module
