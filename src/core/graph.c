@@ -61,6 +61,30 @@ static int dt__graph_keep(dt_graph *g, dt__storage *st) {
   return 1;
 }
 
+/* 1 when g's work may use st's memory: g is capturing on st's device, or st was made during
+   g's capture. Call under dt__graph_lk. */
+static int dt__graph_writes(const dt_graph *g, const dt__storage *st) {
+  return dt_device_equal(g->device, st->device) &&
+         (g->capturing || (st->serial >= g->serial_begin && st->serial < g->serial_end));
+}
+
+/* Keeps st in g (one that dt__graph_writes st); 0 when there is no host memory for that: then g
+   must never run (st's memory goes back), and is marked so: a capture invalid (`what` during
+   the capture), a graph stale. Call under dt__graph_lk. */
+static int dt__graph_take(dt_graph *g, dt__storage *st, const char *what) {
+  if (dt__graph_keep(g, st)) return 1;
+  if (g->capturing && !g->invalid) {
+    g->invalid = 1;
+    g->status = DT_ERR_OUT_OF_MEMORY;
+    snprintf(g->why, sizeof g->why, "out of memory on the host keeping %s during the capture", what);
+  } else if (!g->capturing && !g->stale) {
+    g->stale = 1;
+    g->status = DT_ERR_OUT_OF_MEMORY;
+    snprintf(g->why, sizeof g->why, "out of memory on the host keeping a released tensor that the graph writes");
+  }
+  return 0;
+}
+
 /* dt__storage_release's question for a storage (not a view) whose last reference went:
    1 when a graph keeps it. Marks graphs stale as the memory rule says. */
 static int dt__graph_on_release(dt__storage *st) {
@@ -70,19 +94,8 @@ static int dt__graph_on_release(dt__storage *st) {
   dt__lock(&dt__graph_lk);
   for (g = dt__graph_list; g; g = g->next) {
     if (!dt_device_equal(g->device, st->device)) continue;
-    if (g->capturing || (st->serial >= g->serial_begin && st->serial < g->serial_end)) {
-      if (kept) continue;
-      if (dt__graph_keep(g, st)) { kept = 1; continue; }
-      /* no room to keep it: then the graph must never run (the memory goes back) */
-      if (g->capturing && !g->invalid) {
-        g->invalid = 1;
-        g->status = DT_ERR_OUT_OF_MEMORY;
-        snprintf(g->why, sizeof g->why, "out of memory on the host keeping a released tensor during the capture");
-      } else if (!g->capturing && !g->stale) {
-        g->stale = 1;
-        g->status = DT_ERR_OUT_OF_MEMORY;
-        snprintf(g->why, sizeof g->why, "out of memory on the host keeping a released tensor that the graph writes");
-      }
+    if (dt__graph_writes(g, st)) {
+      if (!kept) kept = dt__graph_take(g, st, "a released tensor");
     } else if (st->serial < g->serial_begin && !g->stale) {
       g->stale = 1;
       g->status = DT_ERR_INVALID_ARGUMENT;
@@ -138,21 +151,8 @@ static void dt__graph_hand_over(dt_graph *g) {
   int i, j = 0;
   dt__lock(&dt__graph_lk);
   for (i = 0; i < g->nkept; i++) {
-    dt__storage *st = g->kept[i];
-    for (c = dt__graph_list; c; c = c->next)
-      if (dt_device_equal(c->device, st->device) && (c->capturing || (st->serial >= c->serial_begin && st->serial < c->serial_end)))
-        break;
-    if (!c) continue;
-    if (dt__graph_keep(c, st)) { g->kept[i] = NULL; continue; }
-    if (c->capturing && !c->invalid) {
-      c->invalid = 1;
-      c->status = DT_ERR_OUT_OF_MEMORY;
-      snprintf(c->why, sizeof c->why, "out of memory on the host keeping a freed graph's memory during the capture");
-    } else if (!c->capturing && !c->stale) {
-      c->stale = 1;
-      c->status = DT_ERR_OUT_OF_MEMORY;
-      snprintf(c->why, sizeof c->why, "out of memory on the host keeping a released tensor that the graph writes");
-    }
+    for (c = dt__graph_list; c && !dt__graph_writes(c, g->kept[i]); c = c->next) {}
+    if (c && dt__graph_take(c, g->kept[i], "a freed graph's memory")) g->kept[i] = NULL;
   }
   dt__unlock(&dt__graph_lk);
   for (i = 0; i < g->nkept; i++)

@@ -24,14 +24,6 @@ static void dt__zip_copy_u8(int64_t n, const void *a_, int64_t sa, const void *b
   for (i = 0; i < n; i++) y[i] = a[i * sa];
 }
 
-static void dt__zip_copy_u16(int64_t n, const void *a_, int64_t sa, const void *b_, int64_t sb, void *y_) {
-  const uint16_t *a = (const uint16_t *)a_;
-  uint16_t *y = (uint16_t *)y_;
-  int64_t i;
-  (void)b_; (void)sb;
-  for (i = 0; i < n; i++) y[i] = a[i * sa];
-}
-
 /* casts to uint8 (tobool 0: dt__f2u8 from floats, the low byte from integers) or bool (nonzero) */
 static void dt__conv_to_bytes(int64_t n, dt_dtype from, int tobool, const void *x, uint8_t *y) {
   int64_t i;

@@ -133,6 +133,8 @@ DT__EW_ZIP(dt__zip_add_i64, int64_t, (uint64_t)u + (uint64_t)w)
 DT__EW_ZIP(dt__zip_sub_i64, int64_t, (uint64_t)u - (uint64_t)w)
 DT__EW_ZIP(dt__zip_mul_i64, int64_t, (uint64_t)u * (uint64_t)w)
 DT__EW_ZIP(dt__zip_copy_i64, int64_t, u)
+/* float16 and bfloat16 copies (transposes): their bits */
+DT__EW_ZIP(dt__zip_copy_u16, uint16_t, u)
 
 #define DT__EW_MAP(NAME, T, EXPR)                                                                   \
   static void NAME(int64_t n, const void *x_, void *y_, double p0, double p1) {                     \
