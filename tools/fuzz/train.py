@@ -84,6 +84,8 @@ FLOOR = {torch.float32: 3e-6, torch.float64: 1e-13, torch.float16: 2e-3, torch.b
 # cancellation (a 1x1 convolution into batch norm, whose output does not depend on the weight's
 # scale) the float runs' sums lose more than PyTorch's double ones
 K_NOISE = {torch.float32: 32.0, torch.float64: 16.0, torch.float16: 8.0, torch.bfloat16: 8.0}
+# PyTorch's runs on the rows in other orders, on a mismatch, before calling it one (Case.run)
+TIP_RUNS = 8
 
 
 # ------------------------------------------------------------------ safetensors on the torch side
@@ -382,6 +384,7 @@ class Case:
         self.opts = []
         self.worst = 0.0
         self.diverged = False
+        self.tipped = False  # devtensor agreed with one of PyTorch's runs on other row orders only
         self.dt_steps = []  # lockstep: devtensor's parameters before each step
 
     def fail(self, msg):
@@ -683,47 +686,47 @@ class Case:
             self.diverged = True  # the training diverges: nothing to compare
             return
 
-        # (what, devtensor's, PyTorch's: in ref_dtype, in alt_dtype, on reversed rows; dtype for the floor)
-        checks = []
-        # the losses: per step by hand, per epoch with the trainer
-        if self.trainer:
-            ref_losses, alt_losses = self.epoch_means(ref_losses, batches), self.epoch_means(alt_losses, batches)
-            perm_losses = self.epoch_means(perm_losses, batches)
-        for k, (g, r, a, q) in enumerate(zip(dt_losses, ref_losses, alt_losses, perm_losses)):
-            checks.append(("loss %d" % k, torch.tensor(float(g), dtype=torch.float64), torch.as_tensor(r),
-                           torch.as_tensor(a), torch.as_tensor(q), dtype))
-
-        # every parameter and buffer
+        # devtensor's trained state, and its names, dtypes and parameters as dt_module_param has them
         st = self.dt_state(m, "trained")
-        rsd, asd, psd = ref_net.state_dict(), alt_net.state_dict(), perm_net.state_dict()
+        rsd = ref_net.state_dict()
         if sorted(st) != sorted(rsd):
             raise Mismatch("trained names %s, PyTorch's %s" % (list(st), list(rsd)))
         for k in rsd:
             if st[k].dtype != (torch.int64 if k.endswith("num_batches_tracked") else dtype):
                 raise Mismatch("%s is %s after training" % (k, st[k].dtype))
-            checks.append((k, st[k], rsd[k], asd[k], psd[k], dtype))
-        # the parameters as dt_module_param has them: what the file holds
         names = C.c_char_p()
         for i in range(c.dt_module_num_params(m)):
             p = c.dt_module_param(m, i, C.byref(names))
             exact("dt_module_param(%d) against the file" % i, to_torch(lib, p), st[names.value.decode()])
-
         # evaluation mode
         Xe = self.inputs(self.n + 1, in_dtype)
         got = self.dt_eval(m, Xe, autocast)
-        ref_net.eval()
-        alt_net.eval()
-        perm_net.eval()
-        with torch.no_grad():
-            outs = []
-            for net, dt_ in ((ref_net, ref_dtype), (alt_net, alt_dtype), (perm_net, perm_dtype)):
+
+        def compared(losses, net, dt_):
+            """What is compared, from one of PyTorch's runs: [(what, tensor, dtype for the floor)],
+            each step's loss (per epoch with the trainer), every parameter and buffer, and the
+            outputs in evaluation mode."""
+            if self.trainer:
+                losses = self.epoch_means(losses, batches)
+            out = [("loss %d" % k, torch.as_tensor(v), dtype) for k, v in enumerate(losses)]
+            out += [(k, v, dtype) for k, v in net.state_dict().items()]
+            net.eval()
+            with torch.no_grad():
                 x = Xe.to(dt_) if Xe.is_floating_point() else Xe
                 if autocast:
                     with torch.autocast("cpu", dtype=torch.bfloat16):
-                        outs.append(net(x))
+                        y = net(x)
                 else:
-                    outs.append(net(x))
-        checks.append(("eval output", got, outs[0], outs[1], outs[2], torch.bfloat16 if autocast else dtype))
+                    y = net(x)
+            out.append(("eval output", y, torch.bfloat16 if autocast else dtype))
+            return out
+
+        mine = [torch.tensor(float(v), dtype=torch.float64) for v in dt_losses] + [st[k] for k in rsd] + [got]
+        ref = compared(ref_losses, ref_net, ref_dtype)
+        alt = compared(alt_losses, alt_net, alt_dtype)
+        perm = compared(perm_losses, perm_net, perm_dtype)
+        # (what, devtensor's, PyTorch's: in ref_dtype, in alt_dtype, on reversed rows; dtype for the floor)
+        checks = [(w, g, r, a[1], q[1], fdt) for g, (w, r, fdt), a, q in zip(mine, ref, alt, perm)]
 
         # under autocast devtensor's dtype is float32 but its rounding bfloat16's, as PyTorch's
         self.noise = rel_noise(checks, dtype, ref_dtype, (alt_dtype, perm_dtype))
@@ -734,9 +737,39 @@ class Case:
         flips = None
         if self.opt in ("adam", "adamw") and (autocast or dtype in (torch.float16, torch.bfloat16)):
             flips = 3.0 * self.lr * self.steps
-        for what, g, r, a, _, fdt in checks:
-            fl = (flips, max(2, g.numel() // 10)) if flips and what in rsd and what.endswith(("weight", "bias")) else None
-            self.note(close(what, g, r, a, torch.bfloat16 if autocast else fdt, self.noise, self.steps, tags, fl))
+
+        def check_all(ref):
+            worst = 0.0
+            for g, (what, r, fdt), (_, a, _) in zip(mine, ref, alt):
+                fl = (flips, max(2, g.numel() // 10)) if flips and what in rsd and what.endswith(("weight", "bias")) else None
+                worst = max(worst, close(what, g, r, a, torch.bfloat16 if autocast else fdt, self.noise, self.steps,
+                                         tags, fl))
+            return worst
+
+        try:
+            self.note(check_all(ref))
+        except Mismatch:
+            # A trajectory can pass within rounding of a point where the gradient jumps (a max
+            # pool's two largest inputs crossing, Adam on a gradient near 0): which side a run
+            # takes is then its rounding's choice, and PyTorch's three runs may all take one.
+            # Before calling it a mismatch, PyTorch trains again in ref_dtype on each minibatch's
+            # rows in other orders (the same sums, rounded otherwise): devtensor agrees if it
+            # is within tolerance of one of them, on everything compared.
+            if self.lockstep:
+                raise
+            g = torch.Generator().manual_seed(self.R.randrange(1 << 62))
+            for _ in range(TIP_RUNS):
+                orders = [torch.randperm(len(X), generator=g) for X, _ in batches]
+                sb = [(X[o], y[o]) for (X, y), o in zip(batches, orders)]
+                o_losses, o_net = self.torch_train(torch_net_copy(tnet, self.L, self.inp, self.nest), ref_dtype, sb, autocast)
+                try:
+                    self.note(check_all(compared(o_losses, o_net, ref_dtype)))
+                    self.tipped = True
+                    break
+                except Mismatch:
+                    pass
+            else:
+                raise
 
         # the trained state saved and loaded back: exact on both sides
         m2 = self.dt_build()
@@ -946,10 +979,13 @@ def main():
                 key = "%s/%s%s" % (case.kind, case.mode, "/trainer" if case.trainer else "")
                 if case.diverged:
                     key = "diverged (not compared)"
+                elif case.tipped:
+                    key = "agreeing with PyTorch on other row orders"
                 kinds[key] = kinds.get(key, 0) + 1
                 if a.case is not None:
-                    print("case %d: %s\n  agrees (largest difference %.2g of its tolerance)"
-                          % (index, case.describe(), case.worst))
+                    print("case %d: %s\n  agrees%s (largest difference %.2g of its tolerance)"
+                          % (index, case.describe(), " with a PyTorch run on other row orders" if case.tipped else "",
+                             case.worst))
             except Mismatch as e:
                 bad += 1
                 print("\nMISMATCH case %d: %s\n  %s\n  replay: %s" % (index, case.describe(), e,
