@@ -1043,10 +1043,14 @@ def _mod_chain(c, shape, training, depth=0, nmax=4, flat=None):
     A layer norm over a last dim of 1 gives its bias, x - mean being 0 in exact arithmetic: an
     ulp either side of 0 on one side and 0 on the other, which a ReLU or a max pooling after it
     (`flat`) would turn into different gradients, both right. None follows it, nor a batch norm
-    in training, which on a channel of one value divides rounding errors by sqrt(eps)."""
+    in training, which on a channel of one value divides rounding errors by sqrt(eps). So too a
+    layer norm over rows of one value repeated: an adaptive pooling from a width of 1 makes them
+    (`same_rows`, until a layer mixes the last dim), and the input's gradient is then a sum that
+    cancels to 0 of terms divided by sqrt(eps) twice, rounding's to the last bit."""
     R = c.R
     specs, sc = [], 1.0
     flat = flat if flat is not None else [False]
+    same_rows = False
     for _ in range(R.randint(1, nmax)):
         nd = len(shape)
         if depth < 2 and R.random() < 0.15:
@@ -1064,6 +1068,7 @@ def _mod_chain(c, shape, training, depth=0, nmax=4, flat=None):
             sp["in"], sp["out"] = shape[1], R.randint(1, 6)
             shape = [shape[0], sp["out"]]
             sc *= max(1, sp["in"]) ** 0.5
+            same_rows = False
         elif k == "conv":
             n_, ch_, h, w = shape
             g = R.choice([d_ for d_ in (1, 1, 2, 3) if ch_ % d_ == 0])
@@ -1074,6 +1079,7 @@ def _mod_chain(c, shape, training, depth=0, nmax=4, flat=None):
             shape = [n_, sp["out"], (h + 2 * sp["ph"] - sp["kh"]) // sp["sh"] + 1,
                      (w + 2 * sp["pw"] - sp["kw"]) // sp["sw"] + 1]
             sc *= (ch_ // g * sp["kh"] * sp["kw"]) ** 0.5
+            same_rows = same_rows and sp["kw"] == 1 and sp["pw"] == 0
         elif k in ("maxpool", "avgpool"):
             n_, ch_, h, w = shape
             ks = R.randint(1, min(3, h, w))
@@ -1082,6 +1088,7 @@ def _mod_chain(c, shape, training, depth=0, nmax=4, flat=None):
             shape = [n_, ch_, (h + 2 * sp["p"] - ks) // s_ + 1, (w + 2 * sp["p"] - ks) // s_ + 1]
         elif k == "adaptive":
             sp.update(oh=R.randint(1, 4), ow=R.randint(1, 4))
+            same_rows = same_rows or shape[3] == 1
             shape = shape[:2] + [sp["oh"], sp["ow"]]
         elif k == "bn":
             sp.update(c=shape[1], nd=nd)
@@ -1089,9 +1096,10 @@ def _mod_chain(c, shape, training, depth=0, nmax=4, flat=None):
         elif k == "ln":
             sp["d"] = shape[-1]
             sc *= 10
-            flat[0] = flat[0] or sp["d"] == 1
+            flat[0] = flat[0] or sp["d"] == 1 or same_rows
         elif k == "flatten":
             shape = [shape[0], int(math.prod(shape[1:]))]
+            same_rows = False
         elif k == "dropout":
             # training mode drops at random (the dropout family checks that): here p 0 and 1 only
             sp["p"] = R.choice([0.0, 1.0]) if training else R.choice([0.0, 0.1, 0.25, 0.5, 1.0])

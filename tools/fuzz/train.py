@@ -86,6 +86,8 @@ FLOOR = {torch.float32: 3e-6, torch.float64: 1e-13, torch.float16: 2e-3, torch.b
 K_NOISE = {torch.float32: 32.0, torch.float64: 16.0, torch.float16: 8.0, torch.bfloat16: 8.0}
 # PyTorch's runs on the rows in other orders, on a mismatch, before calling it one (Case.run)
 TIP_RUNS = 8
+# PyTorch's runs from initial parameters one rounding away, on a mismatch no row order explains
+PERTURB_RUNS = 6
 
 
 # ------------------------------------------------------------------ safetensors on the torch side
@@ -385,6 +387,7 @@ class Case:
         self.worst = 0.0
         self.diverged = False
         self.tipped = False  # devtensor agreed with one of PyTorch's runs on other row orders only
+        self.ill_conditioned = False  # PyTorch from one rounding away differs as much (ill_conditioned_or_raise)
         self.dt_steps = []  # lockstep: devtensor's parameters before each step
 
     def fail(self, msg):
@@ -738,12 +741,14 @@ class Case:
         if self.opt in ("adam", "adamw") and (autocast or dtype in (torch.float16, torch.bfloat16)):
             flips = 3.0 * self.lr * self.steps
 
+        def check_one(g, what, r, fdt, a):
+            fl = (flips, max(2, g.numel() // 10)) if flips and what in rsd and what.endswith(("weight", "bias")) else None
+            return close(what, g, r, a, torch.bfloat16 if autocast else fdt, self.noise, self.steps, tags, fl)
+
         def check_all(ref):
             worst = 0.0
             for g, (what, r, fdt), (_, a, _) in zip(mine, ref, alt):
-                fl = (flips, max(2, g.numel() // 10)) if flips and what in rsd and what.endswith(("weight", "bias")) else None
-                worst = max(worst, close(what, g, r, a, torch.bfloat16 if autocast else fdt, self.noise, self.steps,
-                                         tags, fl))
+                worst = max(worst, check_one(g, what, r, fdt, a))
             return worst
 
         try:
@@ -769,7 +774,7 @@ class Case:
                 except Mismatch:
                     pass
             else:
-                raise
+                self.ill_conditioned_or_raise(tnet, batches, autocast, ref_dtype, compared, ref, mine, check_one)
 
         # the trained state saved and loaded back: exact on both sides
         m2 = self.dt_build()
@@ -800,6 +805,36 @@ class Case:
 
     def note(self, r):
         self.worst = max(self.worst, r)
+
+    def ill_conditioned_or_raise(self, tnet, batches, autocast, ref_dtype, compared, ref, mine, check_one):
+        """After a mismatch no other row order explains: PyTorch trains PERTURB_RUNS more times in
+        ref_dtype from initial parameters one rounding away (each element times 1 + e, e one of
+        -eps, 0, +eps of ref_dtype; under autocast, of bfloat16). Where that moves PyTorch's own result by half as much as
+        devtensor differs, on every tensor that fails its tolerance, the training is too
+        ill-conditioned to compare (batch norm over three rows of nearly equal values, a max
+        pool's crossing): counted, not a mismatch. Otherwise the mismatch stands."""
+        g = torch.Generator().manual_seed(self.R.randrange(1 << 62))
+        eps = EPS[torch.bfloat16 if autocast else ref_dtype]  # autocast rounds products as bfloat16
+        spread = [0.0] * len(ref)
+        for _ in range(PERTURB_RUNS):
+            net = torch_net_copy(tnet, self.L, self.inp, self.nest)
+            with torch.no_grad():
+                for p in net.parameters():
+                    p.mul_(1 + eps * torch.randint(-1, 2, p.shape, generator=g).double())
+            o_losses, o_net = self.torch_train(net, ref_dtype, batches, autocast)
+            for i, ((_, r0, _), (_, r1, _)) in enumerate(zip(ref, compared(o_losses, o_net, ref_dtype))):
+                if r0.is_floating_point():
+                    fin = torch.isfinite(r0) & torch.isfinite(r1)
+                    if fin.any():
+                        spread[i] = max(spread[i], (r0.double()[fin] - r1.double()[fin]).abs().max().item())
+        for gv, (what, r, fdt), sp in zip(mine, ref, spread):
+            try:
+                check_one(gv, what, r, fdt, r)
+            except Mismatch:
+                fin = torch.isfinite(r) & torch.isfinite(gv) if gv.is_floating_point() else None
+                if fin is None or not fin.any() or (gv.double()[fin] - r.double()[fin]).abs().max().item() > 2.0 * sp:
+                    raise
+        self.ill_conditioned = True
 
     def dt_train(self, m, batches):
         c, lib = self.c, self.lib
@@ -981,6 +1016,8 @@ def main():
                     key = "diverged (not compared)"
                 elif case.tipped:
                     key = "agreeing with PyTorch on other row orders"
+                elif case.ill_conditioned:
+                    key = "ill-conditioned (not compared)"
                 kinds[key] = kinds.get(key, 0) + 1
                 if a.case is not None:
                     print("case %d: %s\n  agrees%s (largest difference %.2g of its tolerance)"
