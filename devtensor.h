@@ -1100,7 +1100,11 @@ typedef struct dt__backend {
      kernels, except cast, fill, copy_strided and index_select, which a backend does itself,
      gemm where half_gemm is 1 (A, B, C in the half dtype, accumulating in F32), unary and binary
      (F32 operations on elements converted to F32, each result rounded once; a COPY_A moves
-     the bits) and compare. */
+     the bits) and compare; and the CUDA backend's reduce, arg_reduce, softmax, cross_entropy,
+     nll_loss, axpy, im2col, col2im, pool2d and pool2d_backward, which compute what their F32
+     kernels compute on the elements converted on the way, each result rounded once (the same
+     bits as the F32 route), and the CPU backend's reduce (a block of elements converted at a
+     time, the same bits). */
   int half_gemm;
   /* torch.set_float32_matmul_precision for F32 gemm: 0 "highest" (F32), 1 "high" (TF32),
      2 "medium" (BF16); NULL where the backend computes F32 one way */
@@ -1902,7 +1906,10 @@ DTDEF void *dt_cuda_stream(dt_device d) {
    has the instructions, else this F32 route), and the elementwise unary and binary operations
    and comparisons: the same F32 operations on elements converted on the way (the CPU: blocks
    of a few hundred; CUDA: each element in its thread), so no temporaries of the operands'
-   size. Other dtypes go straight through. */
+   size; so do the CPU's reductions (a block at a time). The CUDA backend takes the half dtypes
+   in every slot below itself, in one pass (src/cuda/half.cu: its kernels read a half element as
+   float and round each result once), so its table is its own; the CPU's goes through the
+   slots below. Other dtypes go straight through. */
 
 typedef struct dt__hscratch {
   const dt__backend *be;
@@ -1919,20 +1926,6 @@ static dt_status dt__hscratch_get(dt__hscratch *s, const dt__backend *be, int de
 static void dt__hscratch_put(dt__hscratch *s) {
   if (s->p) s->be->free(s->dev, s->p, s->nbytes);
   s->p = NULL;
-}
-
-static dt_status dt__half_reduce(const dt__backend *be, int dev, dt__reduce_op op, dt_dtype t, int64_t outer, int64_t len, int64_t inner,
-                                 const void *x, void *y) {
-  dt__hscratch s;
-  dt_status rc;
-  int64_t nx = outer * len * inner;
-  if (!dt__is_half(t)) return be->reduce(dev, op, t, outer, len, inner, x, y);
-  if ((rc = dt__hscratch_get(&s, be, dev, nx + outer * inner)) != DT_OK) return rc;
-  if ((rc = be->cast(dev, t, DT_F32, nx, x, s.p)) == DT_OK &&
-      (rc = be->reduce(dev, op, DT_F32, outer, len, inner, s.p, (float *)s.p + nx)) == DT_OK)
-    rc = be->cast(dev, DT_F32, t, outer * inner, (float *)s.p + nx, y);
-  dt__hscratch_put(&s);
-  return rc;
 }
 
 /* elements spanned by batch items of `item` elements every `stride` (0: one shared item) */
@@ -2088,9 +2081,6 @@ static dt_status dt__half_pool2d_backward(const dt__backend *be, int dev, dt_dty
 
 /* The tables: the backend's own, with the slots above in front of it. One set of entry points
    per backend, each naming its backend (a slot has no room for it). */
-static dt_status dt__hc_reduce(int dev, dt__reduce_op op, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *y) {
-  return dt__half_reduce(dt__cpu_backend(), dev, op, t, outer, len, inner, x, y);
-}
 static dt_status dt__hc_gemm(int dev, dt_dtype t, int ta, int tb, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
                              const void *a, int64_t sa, const void *b, int64_t sb, double beta, void *c, int64_t sc) {
   return dt__half_gemm(dt__cpu_backend(), dev, t, ta, tb, batch, m, n, k, alpha, a, sa, b, sb, beta, c, sc);
@@ -2124,44 +2114,6 @@ static dt_status dt__hc_pool2d_backward(int dev, dt_dtype t, const dt__pool2d *p
 static dt_status dt__hc_nll_loss(int dev, dt_dtype t, int64_t n, int64_t c, const void *logp, const int64_t *target, void *y) {
   return dt__half_nll_loss(dt__cpu_backend(), dev, t, n, c, logp, target, y);
 }
-#ifdef DEVTENSOR_CUDA
-static dt_status dt__hg_reduce(int dev, dt__reduce_op op, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *y) {
-  return dt__half_reduce(dt__cuda_backend(), dev, op, t, outer, len, inner, x, y);
-}
-static dt_status dt__hg_gemm(int dev, dt_dtype t, int ta, int tb, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
-                             const void *a, int64_t sa, const void *b, int64_t sb, double beta, void *c, int64_t sc) {
-  return dt__half_gemm(dt__cuda_backend(), dev, t, ta, tb, batch, m, n, k, alpha, a, sa, b, sb, beta, c, sc);
-}
-static dt_status dt__hg_axpy(int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y) {
-  return dt__half_axpy(dt__cuda_backend(), dev, t, n, alpha, x, y);
-}
-static dt_status dt__hg_arg_reduce(int dev, int min, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *vals,
-                                   int64_t *idx) {
-  return dt__half_arg_reduce(dt__cuda_backend(), dev, min, t, outer, len, inner, x, vals, idx);
-}
-static dt_status dt__hg_softmax(int dev, int lg, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *y) {
-  return dt__half_softmax(dt__cuda_backend(), dev, lg, t, outer, len, inner, x, y);
-}
-static dt_status dt__hg_cross_entropy(int dev, int grad, dt_dtype t, int64_t n, int64_t c, const void *logits, const int64_t *target,
-                                      void *y) {
-  return dt__half_cross_entropy(dt__cuda_backend(), dev, grad, t, n, c, logits, target, y);
-}
-static dt_status dt__hg_im2col(int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, const void *x, void *col) {
-  return dt__half_im2col(dt__cuda_backend(), dev, t, g, nimg, x, col);
-}
-static dt_status dt__hg_col2im(int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, const void *col, void *x) {
-  return dt__half_col2im(dt__cuda_backend(), dev, t, g, nimg, col, x);
-}
-static dt_status dt__hg_pool2d(int dev, dt_dtype t, const dt__pool2d *p, const void *x, void *y, int64_t *idx) {
-  return dt__half_pool2d(dt__cuda_backend(), dev, t, p, x, y, idx);
-}
-static dt_status dt__hg_pool2d_backward(int dev, dt_dtype t, const dt__pool2d *p, const void *gy, const int64_t *idx, void *gx) {
-  return dt__half_pool2d_backward(dt__cuda_backend(), dev, t, p, gy, idx, gx);
-}
-static dt_status dt__hg_nll_loss(int dev, dt_dtype t, int64_t n, int64_t c, const void *logp, const int64_t *target, void *y) {
-  return dt__half_nll_loss(dt__cuda_backend(), dev, t, n, c, logp, target, y);
-}
-#endif
 
 static dt__backend dt__half_tables[2];
 static volatile int dt__half_state[2]; /* 0 not made, 1 making, 2 made */
@@ -2173,17 +2125,13 @@ static const dt__backend *dt__half_table(int cuda) {
   if (DT__ATOMIC_CAS(&dt__half_state[cuda], &expected, 1)) {
     dt__backend *h = &dt__half_tables[cuda];
 #ifdef DEVTENSOR_CUDA
-    if (cuda) {
-      *h = *dt__cuda_backend(); /* its unary, binary and compare take the half dtypes themselves */
-      h->reduce = dt__hg_reduce; h->gemm = dt__hg_gemm;
-      h->axpy = dt__hg_axpy; h->arg_reduce = dt__hg_arg_reduce; h->softmax = dt__hg_softmax;
-      h->cross_entropy = dt__hg_cross_entropy; h->im2col = dt__hg_im2col; h->col2im = dt__hg_col2im; h->pool2d = dt__hg_pool2d;
-      h->pool2d_backward = dt__hg_pool2d_backward; h->nll_loss = dt__hg_nll_loss;
-    } else
+    if (cuda)
+      *h = *dt__cuda_backend(); /* every slot above takes the half dtypes itself (its gemm through cuBLAS) */
+    else
 #endif
     {
-      *h = *dt__cpu_backend(); /* its unary, binary and compare take the half dtypes themselves */
-      h->reduce = dt__hc_reduce; h->gemm = dt__hc_gemm;
+      *h = *dt__cpu_backend(); /* its unary, binary, compare and reduce take the half dtypes themselves */
+      h->gemm = dt__hc_gemm;
       h->axpy = dt__hc_axpy; h->arg_reduce = dt__hc_arg_reduce; h->softmax = dt__hc_softmax;
       h->cross_entropy = dt__hc_cross_entropy; h->im2col = dt__hc_im2col; h->col2im = dt__hc_col2im; h->pool2d = dt__hc_pool2d;
       h->pool2d_backward = dt__hc_pool2d_backward; h->nll_loss = dt__hc_nll_loss;
@@ -5015,6 +4963,15 @@ DTDEF dt_tensor *dt_mean_dim(const dt_tensor *t, int dim, int keepdim) {
   if (dt__check_tensor(op, "t", t) != DT_OK || dt__float_only(op, "t", t) != DT_OK) return NULL;
   if (dt__wrap_dim0(op, dim, t->shape.ndim, &d) != DT_OK) return NULL;
   if (t->shape.ndim == 0) return dt_mean(t); /* its value, in a tensor of its own (not a view) */
+  if (dt__is_half(t->dtype)) {
+    /* in float32, rounded once: the count itself may not be a half value (bfloat16 holds 3000
+       as 3008, float16 holds nothing from 65520), and the sum would be rounded twice */
+    dt_tensor *ft = dt_cast(t, DT_F32), *fy = ft ? dt_mean_dim(ft, d, keepdim) : NULL;
+    y = fy ? dt_cast(fy, t->dtype) : NULL;
+    dt_release(ft);
+    dt_release(fy);
+    return y;
+  }
   /* the sum divided by the count (as torch.mean: an empty dim gives NaN) */
   if (!(n = dt__filled(op, dt_shape0(), t->dtype, (double)t->shape.dims[d], t->st->device))) return NULL;
   s = dt_sum_dim(t, d);
@@ -15363,7 +15320,10 @@ static dt_status dt__cpu_random(int dev, int normal, uint64_t seed, uint64_t dra
    (inner == 1) adds blocks of dt__red_block(len) elements, each as 16 partial sums
    (dt__sum16_fn) added pairwise, and then the blocks' sums in order; the blocks of one long
    row (outer == 1) go to the threads. Other shapes keep a double per output column and add
-   the rows in order; the (outer, 256-column) tiles go to the threads. */
+   the rows in order; the (outer, 256-column) tiles go to the threads. A half x gives the float32
+   sums of its values, each rounded once to its dtype, without a float32 copy of it: each block
+   is converted into a worker's buffer that the float32 kernel then reads (from cache), and a
+   tile's rows DT__RED_HROWS at a time. */
 
 #define DT__RED_MAXBLOCKS 1024
 
@@ -15400,12 +15360,20 @@ typedef struct dt__red_job {
   dt__rows r;
   dt__reduce_op op;
   dt__sum16_fn sum16;
-  double *part; /* outer == 1: one sum per block */
+  double *part;    /* outer == 1: one sum per block */
+  dt__conv_fn in;  /* a half x: n of its elements to float (else NULL) */
+  float *buf;      /* a half x, rows or blocks: bufn floats for each worker */
+  int64_t bufn;
 } dt__red_job;
 
-static double dt__red_block_sum(const dt__red_job *j, const void *x, int64_t n) {
+/* the sum of block x (of j's dtype), n elements; buf: room for n floats where x is half */
+static double dt__red_block_sum(const dt__red_job *j, const void *x, int64_t n, float *buf) {
   double a[16];
   int k;
+  if (buf) {
+    j->in(n, x, buf);
+    x = buf;
+  }
   j->sum16(n, x, j->op == DT__R_NORM, a);
   for (k = 0; k < 8; k++) a[k] += a[k + 8];
   for (k = 0; k < 4; k++) a[k] += a[k + 4];
@@ -15416,28 +15384,32 @@ static void dt__red_store(const dt__red_job *j, int64_t at, double v) {
   if (j->op == DT__R_MEAN) v = j->r.len ? v / (double)j->r.len : NAN;
   else if (j->op == DT__R_NORM) v = sqrt(v);
   if (j->r.t == DT_F32) ((float *)j->r.y)[at] = (float)v;
-  else ((double *)j->r.y)[at] = v;
+  else if (j->r.t == DT_F64) ((double *)j->r.y)[at] = v;
+  else ((uint16_t *)j->r.y)[at] = dt__f32_to_half(j->r.t == DT_BF16, (float)v);
 }
 
 /* outer == 1, inner == 1: items are blocks */
-static void dt__red_task_blocks(void *ctx, int64_t lo, int64_t hi) {
+static void dt__red_task_blocks(void *ctx, int64_t lo, int64_t hi, int w) {
   const dt__red_job *j = (const dt__red_job *)ctx;
+  float *buf = j->buf ? j->buf + w * j->bufn : NULL;
   int64_t b, n;
   for (b = lo; b < hi; b++) {
     const char *x = dt__rows_block(&j->r, b, &n);
-    j->part[b] = dt__red_block_sum(j, x, n);
+    j->part[b] = dt__red_block_sum(j, x, n, buf);
   }
 }
 
 /* inner == 1: items are rows */
-static void dt__red_task_rows(void *ctx, int64_t lo, int64_t hi) {
+static void dt__red_task_rows(void *ctx, int64_t lo, int64_t hi, int w) {
   const dt__red_job *j = (const dt__red_job *)ctx;
+  float *buf = j->buf ? j->buf + w * j->bufn : NULL;
   size_t es = dt_dtype_size(j->r.t);
   int64_t o, s;
   for (o = lo; o < hi; o++) {
     double acc = 0;
     for (s = 0; s < j->r.len; s += j->r.block)
-      acc += dt__red_block_sum(j, j->r.x + (size_t)(o * j->r.len + s) * es, j->r.len - s < j->r.block ? j->r.len - s : j->r.block);
+      acc += dt__red_block_sum(j, j->r.x + (size_t)(o * j->r.len + s) * es, j->r.len - s < j->r.block ? j->r.len - s : j->r.block,
+                               buf);
     dt__red_store(j, o, acc);
   }
 }
@@ -15465,11 +15437,10 @@ static void dt__par_col_tiles(int64_t outer, int64_t len, int64_t inner, int64_t
   dt__par_for(outer * tiles, (grain + per - 1) / per, fn, ctx);
 }
 
-/* acc[0 .. cnt) = the sums (of squares with norm) of the len rows x + r * inner, in row order */
+/* acc[0 .. cnt) += the sums (of squares with norm) of the len rows x + r * inner, in row order */
 #define DT__RED_COLS_DEFINE(NAME, T)                                                                \
   static void NAME(int norm, const T *x, int64_t len, int64_t inner, int64_t cnt, double *acc) {     \
     int64_t ic, r;                                                                                  \
-    for (ic = 0; ic < cnt; ic++) acc[ic] = 0;                                                       \
     for (r = 0; r < len; r++) {                                                                     \
       const T *p = x + r * inner;                                                                   \
       if (norm) for (ic = 0; ic < cnt; ic++) acc[ic] += (double)p[ic] * p[ic];                      \
@@ -15480,6 +15451,17 @@ DT__RED_COLS_DEFINE(dt__red_cols_f32, float)
 DT__RED_COLS_DEFINE(dt__red_cols_f64, double)
 #undef DT__RED_COLS_DEFINE
 
+/* a half x: its tile's rows to float DT__RED_HROWS at a time, each added as float32's are */
+#define DT__RED_HROWS 32
+static void dt__red_cols_half(const dt__red_job *j, const uint16_t *x, int64_t cnt, float *buf, double *acc) {
+  int64_t r0, r;
+  for (r0 = 0; r0 < j->r.len; r0 += DT__RED_HROWS) {
+    const int64_t nr = j->r.len - r0 < DT__RED_HROWS ? j->r.len - r0 : DT__RED_HROWS;
+    for (r = 0; r < nr; r++) j->in(cnt, x + (r0 + r) * j->r.inner, buf + r * cnt);
+    dt__red_cols_f32(j->op == DT__R_NORM, buf, nr, cnt, cnt, acc);
+  }
+}
+
 /* inner > 1: items are (o, 256-column tile) pairs */
 static void dt__red_task_cols(void *ctx, int64_t lo, int64_t hi) {
   const dt__red_job *j = (const dt__red_job *)ctx;
@@ -15489,8 +15471,15 @@ static void dt__red_task_cols(void *ctx, int64_t lo, int64_t hi) {
     const dt__col_tile c = dt__col_tile_of(it, j->r.inner);
     const int64_t off = c.o * j->r.len * j->r.inner + c.i0;
     double acc[DT__COL_TILE];
-    if (j->r.t == DT_F32) dt__red_cols_f32(norm, (const float *)j->r.x + off, j->r.len, j->r.inner, c.cnt, acc);
-    else dt__red_cols_f64(norm, (const double *)j->r.x + off, j->r.len, j->r.inner, c.cnt, acc);
+    for (ic = 0; ic < c.cnt; ic++) acc[ic] = 0;
+    if (j->in) {
+      float buf[DT__RED_HROWS * DT__COL_TILE];
+      dt__red_cols_half(j, (const uint16_t *)j->r.x + off, c.cnt, buf, acc);
+    } else if (j->r.t == DT_F32) {
+      dt__red_cols_f32(norm, (const float *)j->r.x + off, j->r.len, j->r.inner, c.cnt, acc);
+    } else {
+      dt__red_cols_f64(norm, (const double *)j->r.x + off, j->r.len, j->r.inner, c.cnt, acc);
+    }
     for (ic = 0; ic < c.cnt; ic++) dt__red_store(j, c.o * j->r.inner + c.i0 + ic, acc[ic]);
   }
 }
@@ -15498,23 +15487,41 @@ static void dt__red_task_cols(void *ctx, int64_t lo, int64_t hi) {
 static dt_status dt__cpu_reduce(int dev, dt__reduce_op op, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *y) {
   dt__red_job j;
   (void)dev;
-  if (t != DT_F32 && t != DT_F64) return DT_ERR_DTYPE;
+  if (t != DT_F32 && t != DT_F64 && !dt__is_half(t)) return DT_ERR_DTYPE;
   j.r = dt__rows_of(t, outer, len, inner, x, y);
   j.op = op;
   j.sum16 = dt__ew_kernels()->sum16[t == DT_F64];
   j.part = NULL;
+  j.in = dt__is_half(t) ? dt__hv_kernel(t == DT_BF16, 0) : NULL;
+  j.buf = NULL;
+  j.bufn = 0;
   if (outer <= 0 || inner <= 0) return DT_OK;
-  if (inner == 1 && outer == 1) {
-    double part[DT__RED_MAXBLOCKS], acc = 0;
-    int64_t nb = (len + j.r.block - 1) / j.r.block, b;
-    j.part = part;
-    dt__par_for(nb, 1, dt__red_task_blocks, &j);
-    for (b = 0; b < nb; b++) acc += part[b];
-    dt__red_store(&j, 0, acc);
-  } else if (inner == 1)
-    dt__par_for(outer, (DT__GRAIN_MEM + len - 1) / (len ? len : 1), dt__red_task_rows, &j);
-  else
+  if (inner == 1) {
+    const int64_t nb = (len + j.r.block - 1) / j.r.block, items = outer == 1 ? nb : outer;
+    const int nw = dt__cpu_threads() < items ? dt__cpu_threads() : (int)(items > 0 ? items : 1);
+    size_t nbytes = 0;
+    void *p = NULL;
+    dt_status rc;
+    if (j.in) { /* a block of floats for each worker (the allocator's message on failure) */
+      j.bufn = len < j.r.block ? len : j.r.block;
+      nbytes = (size_t)nw * (size_t)j.bufn * sizeof(float);
+      if ((rc = dt__cpu_alloc(0, nbytes ? nbytes : 1, &p)) != DT_OK) return rc;
+      j.buf = (float *)p;
+    }
+    if (outer == 1) {
+      double part[DT__RED_MAXBLOCKS], acc = 0;
+      int64_t b;
+      j.part = part;
+      dt__par_for_w(nb, 1, nw, dt__red_task_blocks, &j);
+      for (b = 0; b < nb; b++) acc += part[b];
+      dt__red_store(&j, 0, acc);
+    } else {
+      dt__par_for_w(outer, (DT__GRAIN_MEM + len - 1) / (len ? len : 1), nw, dt__red_task_rows, &j);
+    }
+    if (p) dt__cpu_free(0, p, nbytes ? nbytes : 1);
+  } else {
     dt__par_col_tiles(outer, len, inner, DT__GRAIN_MEM, dt__red_task_cols, &j);
+  }
   return DT_OK;
 }
 

@@ -998,6 +998,27 @@ template <> struct Conv<BHalf16, Half16> { __device__ static Half16 f(BHalf16 v)
 template <> struct Conv<Half16, Half16> { __device__ static Half16 f(Half16 v) { return v; } };
 template <> struct Conv<BHalf16, BHalf16> { __device__ static BHalf16 f(BHalf16 v) { return v; } };
 
+/* Kernels written once for float, double and the half types, over elements of storage type S: an
+   element is read as what it holds (ld: a half one as float, exactly; ldd: as double), the kernel
+   computes in Calc<S> (float for a half S, else S), and each result is rounded to S once on the
+   way out (sto: from double through float, as the F32 kernel's result cast to the half dtype).
+   So a half kernel gives the bits of the F32 kernel on the converted operands, rounded once, in
+   one pass and without temporaries; for float and double these are the plain loads and casts. */
+template <typename S> struct Calc { typedef S type; };
+template <> struct Calc<Half16> { typedef float type; };
+template <> struct Calc<BHalf16> { typedef float type; };
+template <typename S> __device__ inline typename Calc<S>::type ld(S v) { return Conv<S, typename Calc<S>::type>::f(v); }
+template <typename S> __device__ inline double ldd(S v) { return Conv<S, double>::f(v); }
+template <typename S, typename V> __device__ inline S sto(V v) { return Conv<V, S>::f(v); }
+
+/* by_float, with float16 and bfloat16 (f(Half16()), f(BHalf16())) for the kernels above */
+template <class F>
+dt_status by_float_half(dt_dtype t, const char *what, F f) {
+  if (t == DT_F16) return f(Half16());
+  if (t == DT_BF16) return f(BHalf16());
+  return by_float(t, what, f);
+}
+
 /* ---- src/cuda/elementwise.cu ---- */
 /* y: (n,) = v */
 template <typename T>
@@ -1488,7 +1509,8 @@ dt_status cu_cast(int dev, dt_dtype from, dt_dtype to, int64_t n, const void *x,
 }
 
 /* ---- src/cuda/reduce.cu ---- */
-/* Everything accumulates in double, in a fixed order (deterministic). */
+/* Everything accumulates in double, in a fixed order (deterministic). T is the elements' type:
+   float, double or a half type (read and rounded as half.cu's ld and sto say). */
 
 __device__ inline double r_term(double v, int op) { return op == DT__R_NORM ? v * v : v; }
 
@@ -1531,15 +1553,15 @@ __global__ void k_reduce_rows(const T *x, int64_t outer, int64_t len, int64_t ch
     double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
     int64_t r = r0 + threadIdx.x, step = blockDim.x;
     for (; r + 3 * step < r1; r += 4 * step) {
-      a0 += r_term((double)p[r], op);
-      a1 += r_term((double)p[r + step], op);
-      a2 += r_term((double)p[r + 2 * step], op);
-      a3 += r_term((double)p[r + 3 * step], op);
+      a0 += r_term(ldd(p[r]), op);
+      a1 += r_term(ldd(p[r + step]), op);
+      a2 += r_term(ldd(p[r + 2 * step]), op);
+      a3 += r_term(ldd(p[r + 3 * step]), op);
     }
-    for (; r < r1; r += step) a0 += r_term((double)p[r], op);
+    for (; r < r1; r += step) a0 += r_term(ldd(p[r]), op);
     double acc = block_sum((a0 + a1) + (a2 + a3));
     if (threadIdx.x == 0) {
-      if (nchunks == 1) y[o] = (T)r_final(acc, op, len);
+      if (nchunks == 1) y[o] = sto<T>(r_final(acc, op, len));
       else partial[t] = acc;
     }
   }
@@ -1552,7 +1574,7 @@ __global__ void k_reduce_rows_finish(const double *partial, int64_t outer, int64
     double acc = 0.0;
     for (int64_t c = threadIdx.x; c < nchunks; c += blockDim.x) acc += partial[o * nchunks + c];
     acc = block_sum(acc);
-    if (threadIdx.x == 0) y[o] = (T)r_final(acc, op, len);
+    if (threadIdx.x == 0) y[o] = sto<T>(r_final(acc, op, len));
   }
 }
 
@@ -1570,12 +1592,12 @@ __global__ void k_reduce_cols(const T *x, int64_t outer, int64_t len, int64_t in
     double a0 = 0.0, a1 = 0.0;
     int64_t r = r0;
     for (; r + 1 < r1; r += 2) {
-      a0 += r_term((double)p[r * inner], op);
-      a1 += r_term((double)p[(r + 1) * inner], op);
+      a0 += r_term(ldd(p[r * inner]), op);
+      a1 += r_term(ldd(p[(r + 1) * inner]), op);
     }
-    if (r < r1) a0 += r_term((double)p[r * inner], op);
+    if (r < r1) a0 += r_term(ldd(p[r * inner]), op);
     double acc = a0 + a1;
-    if (nchunks == 1) y[t] = (T)r_final(acc, op, len);
+    if (nchunks == 1) y[t] = sto<T>(r_final(acc, op, len));
     else partial[c * nout + t] = acc;
   }
 }
@@ -1586,7 +1608,7 @@ __global__ void k_reduce_cols_finish(const double *partial, int64_t nout, int64_
   for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < nout; t += (int64_t)gridDim.x * blockDim.x) {
     double acc = 0.0;
     for (int64_t c = 0; c < nchunks; c++) acc += partial[c * nout + t];
-    y[t] = (T)r_final(acc, op, len);
+    y[t] = sto<T>(r_final(acc, op, len));
   }
 }
 
@@ -1606,7 +1628,7 @@ __global__ void k_reduce_cols_narrow(const T *x, int64_t len, int64_t inner, int
   int64_t r0 = c * chunk, r1 = r0 + chunk < len ? r0 + chunk : len;
   const T *p = x + o * len * inner;
   double acc = 0.0;
-  for (int64_t e = r0 * inner + threadIdx.x; e < r1 * inner; e += blockDim.x) acc += r_term((double)p[e], op);
+  for (int64_t e = r0 * inner + threadIdx.x; e < r1 * inner; e += blockDim.x) acc += r_term(ldd(p[e]), op);
   if (inner <= 32 && (inner & (inner - 1)) == 0) {
     /* a power of two (the block is then kBlock threads, whole warps): lanes L and L + off,
        off a multiple of inner, keep the same column, so shuffles leave each warp's column
@@ -1722,7 +1744,7 @@ dt_status cu_reduce(int dev, dt__reduce_op op, dt_dtype t, int64_t outer, int64_
   Entered in(dev);
   if (!in.ok()) return in.status();
   if (outer <= 0 || inner <= 0) return DT_OK;
-  return by_float(t, "reduce", [&](auto z) {
+  return by_float_half(t, "reduce", [&](auto z) {
     using T = decltype(z);
     return reduce_t<T>(dev, *in.s, (int)op, outer, len, inner, static_cast<const T *>(x), static_cast<T *>(y));
   });
@@ -1874,16 +1896,32 @@ dt_status cu_gemm(int dev, dt_dtype t, int ta, int tb, int64_t batch, int64_t m,
 
 /* ---- axpy ---- */
 
-/* y[i] += alpha * x[i] for T = float or double (alpha rounded to T) */
+/* y[i] += alpha * x[i] for T = float or double (alpha rounded to T); in a half dtype, the float
+   operation on the converted elements, rounded once */
 template <class T>
 dt_status axpy_t(cudaStream_t st, int64_t n, double alpha, const void *x, void *y) {
   T *yp = static_cast<T *>(y);
   return zip_contig<T>(st, n, yp, static_cast<const T *>(x), yp, BAxpy<T>{(T)alpha}, "axpy");
 }
 
+/* the same in a half dtype: BAxpy<float> on the converted elements, rounded once */
+template <bool BF> struct HalfAxpy {
+  BAxpy<float> op;
+  __device__ uint16_t operator()(uint16_t u, uint16_t w) const {
+    return dt__f32_to_half(BF, op(dt__half_to_f32(BF, u), dt__half_to_f32(BF, w)));
+  }
+};
+
 dt_status cu_axpy(int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y) {
   Entered in(dev);
   if (!in.ok()) return in.status();
+  if (t == DT_F16 || t == DT_BF16) {
+    uint16_t *yp = static_cast<uint16_t *>(y);
+    const uint16_t *xp = static_cast<const uint16_t *>(x);
+    const BAxpy<float> op{(float)alpha};
+    if (t == DT_F16) return zip_contig<uint16_t>(in.s->stream, n, yp, xp, yp, HalfAxpy<false>{op}, "axpy");
+    return zip_contig<uint16_t>(in.s->stream, n, yp, xp, yp, HalfAxpy<true>{op}, "axpy");
+  }
   return by_float(t, "axpy", [&](auto z) { return axpy_t<decltype(z)>(in.s->stream, n, alpha, x, y); });
 }
 
@@ -2526,24 +2564,25 @@ int small_block(int64_t n) { return n >= kBlock ? kBlock : n <= 32 ? 32 : (int)(
 /* x: (outer, len) -> vals, idx: (outer,), either may be null */
 template <typename T, bool Block>
 __global__ void k_arg_rows(const T *x, int64_t outer, int64_t len, bool min, T *vals, int64_t *idx) {
+  typedef typename Calc<T>::type C;
   int64_t row0, rstep;
   int lane, width;
   team_place<Block>(&row0, &rstep, &lane, &width);
   for (int64_t o = row0; o < outer; o += rstep) {
     const T *p = x + o * len;
-    T bv = min ? (T)CUDART_INF : (T)-CUDART_INF;
+    C bv = min ? (C)CUDART_INF : (C)-CUDART_INF;
     int64_t bi = INT64_MAX; /* no element yet: loses to any */
     for (int64_t r = lane; r < len; r += width)
-      if (arg_beats(p[r], r, bv, bi, min)) { bv = p[r]; bi = r; }
+      if (arg_beats(ld(p[r]), r, bv, bi, min)) { bv = ld(p[r]); bi = r; }
     /* a pair does not shuffle as one: value and index side by side */
 #pragma unroll
     for (int off = 16; off > 0; off >>= 1) {
-      T ov = __shfl_xor_sync(0xffffffffu, bv, off);
+      C ov = __shfl_xor_sync(0xffffffffu, bv, off);
       int64_t oi = __shfl_xor_sync(0xffffffffu, bi, off);
       if (arg_beats(ov, oi, bv, bi, min)) { bv = ov; bi = oi; }
     }
     if (Block) {
-      __shared__ T pv[32];
+      __shared__ C pv[32];
       __shared__ int64_t pi[32];
       int nw = blockDim.x >> 5;
       __syncthreads();
@@ -2554,7 +2593,7 @@ __global__ void k_arg_rows(const T *x, int64_t outer, int64_t len, bool min, T *
         if (arg_beats(pv[w], pi[w], bv, bi, min)) { bv = pv[w]; bi = pi[w]; }
     }
     if (lane == 0) {
-      if (vals) vals[o] = bv;
+      if (vals) vals[o] = sto<T>(bv);
       if (idx) idx[o] = bi;
     }
   }
@@ -2563,17 +2602,18 @@ __global__ void k_arg_rows(const T *x, int64_t outer, int64_t len, bool min, T *
 /* x: (outer, len, inner) -> (outer, inner), a thread per output */
 template <typename T>
 __global__ void k_arg_cols(const T *x, int64_t outer, int64_t len, int64_t inner, bool min, T *vals, int64_t *idx) {
+  typedef typename Calc<T>::type C;
   int64_t nout = outer * inner;
   for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < nout; t += (int64_t)gridDim.x * blockDim.x) {
     int64_t o = t / inner, i = t - o * inner;
     const T *p = x + o * len * inner + i;
-    T bv = p[0];
+    C bv = ld(p[0]);
     int64_t bi = 0;
     for (int64_t r = 1; r < len && bv == bv; r++) {
-      T v = p[r * inner];
+      C v = ld(p[r * inner]);
       if (v != v || (min ? v < bv : v > bv)) { bv = v; bi = r; }
     }
-    if (vals) vals[t] = bv;
+    if (vals) vals[t] = sto<T>(bv);
     if (idx) idx[t] = bi;
   }
 }
@@ -2598,7 +2638,7 @@ dt_status cu_arg_reduce(int dev, int min, dt_dtype t, int64_t outer, int64_t len
   Entered in(dev);
   if (!in.ok()) return in.status();
   if (outer <= 0 || inner <= 0 || len <= 0) return DT_OK;
-  return by_float(t, "arg_reduce", [&](auto z) {
+  return by_float_half(t, "arg_reduce", [&](auto z) {
     using T = decltype(z);
     return arg_reduce_t<T>(in.s->stream, min != 0, outer, len, inner, static_cast<const T *>(x), static_cast<T *>(vals), idx);
   });
@@ -2607,24 +2647,25 @@ dt_status cu_arg_reduce(int dev, int min, dt_dtype t, int64_t outer, int64_t len
 /* x, y: (outer, len); y = softmax or log_softmax of each row (max subtracted first) */
 template <typename T, bool Block>
 __global__ void k_softmax_rows(const T *x, int64_t outer, int64_t len, bool lg, T *y) {
+  typedef typename Calc<T>::type C;
   int64_t row0, rstep;
   int lane, width;
   team_place<Block>(&row0, &rstep, &lane, &width);
   for (int64_t o = row0; o < outer; o += rstep) {
     const T *p = x + o * len;
     T *q = y + o * len;
-    T m = (T)-CUDART_INF;
+    C m = (C)-CUDART_INF;
     double s = 0; /* in double, as the CPU's */
-    for (int64_t r = lane; r < len; r += width) m = NanMax<T>()(m, p[r]);
-    m = team_reduce<Block>(m, NanMax<T>());
-    for (int64_t r = lane; r < len; r += width) s += (double)d_exp(p[r] - m);
+    for (int64_t r = lane; r < len; r += width) m = NanMax<C>()(m, ld(p[r]));
+    m = team_reduce<Block>(m, NanMax<C>());
+    for (int64_t r = lane; r < len; r += width) s += (double)d_exp(ld(p[r]) - m);
     s = team_reduce<Block>(s, Plus<double>());
     if (lg) {
-      T ls = (T)log(s);
-      for (int64_t r = lane; r < len; r += width) q[r] = (p[r] - m) - ls;
+      C ls = (C)log(s);
+      for (int64_t r = lane; r < len; r += width) q[r] = sto<T>((ld(p[r]) - m) - ls);
     } else {
-      T inv = (T)(1.0 / s);
-      for (int64_t r = lane; r < len; r += width) q[r] = d_exp(p[r] - m) * inv;
+      C inv = (C)(1.0 / s);
+      for (int64_t r = lane; r < len; r += width) q[r] = sto<T>(d_exp(ld(p[r]) - m) * inv);
     }
   }
 }
@@ -2632,21 +2673,22 @@ __global__ void k_softmax_rows(const T *x, int64_t outer, int64_t len, bool lg, 
 /* x, y: (outer, len, inner), a thread per column (o, i) */
 template <typename T>
 __global__ void k_softmax_cols(const T *x, int64_t outer, int64_t len, int64_t inner, bool lg, T *y) {
+  typedef typename Calc<T>::type C;
   int64_t nout = outer * inner;
   for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < nout; t += (int64_t)gridDim.x * blockDim.x) {
     int64_t o = t / inner, i = t - o * inner;
     const T *p = x + o * len * inner + i;
     T *q = y + o * len * inner + i;
-    T m = (T)-CUDART_INF;
+    C m = (C)-CUDART_INF;
     double s = 0;
-    for (int64_t r = 0; r < len; r++) m = NanMax<T>()(m, p[r * inner]);
-    for (int64_t r = 0; r < len; r++) s += (double)d_exp(p[r * inner] - m);
+    for (int64_t r = 0; r < len; r++) m = NanMax<C>()(m, ld(p[r * inner]));
+    for (int64_t r = 0; r < len; r++) s += (double)d_exp(ld(p[r * inner]) - m);
     if (lg) {
-      T ls = (T)log(s);
-      for (int64_t r = 0; r < len; r++) q[r * inner] = (p[r * inner] - m) - ls;
+      C ls = (C)log(s);
+      for (int64_t r = 0; r < len; r++) q[r * inner] = sto<T>((ld(p[r * inner]) - m) - ls);
     } else {
-      T inv = (T)(1.0 / s);
-      for (int64_t r = 0; r < len; r++) q[r * inner] = d_exp(p[r * inner] - m) * inv;
+      C inv = (C)(1.0 / s);
+      for (int64_t r = 0; r < len; r++) q[r * inner] = sto<T>(d_exp(ld(p[r * inner]) - m) * inv);
     }
   }
 }
@@ -2670,7 +2712,7 @@ dt_status cu_softmax(int dev, int lg, dt_dtype t, int64_t outer, int64_t len, in
   Entered in(dev);
   if (!in.ok()) return in.status();
   if (outer <= 0 || inner <= 0 || len <= 0) return DT_OK;
-  return by_float(t, "softmax", [&](auto z) {
+  return by_float_half(t, "softmax", [&](auto z) {
     using T = decltype(z);
     return softmax_t<T>(in.s->stream, lg != 0, outer, len, inner, static_cast<const T *>(x), static_cast<T *>(y));
   });
@@ -2697,6 +2739,7 @@ __global__ void k_check_labels(const int64_t *target, int64_t n, int64_t c, int6
    grad: g (n, c) = (softmax - onehot) / n. A bad label is never read with: its row is NaN. */
 template <typename T, bool Block>
 __global__ void k_xent_rows(const T *x, const int64_t *target, int64_t n, int64_t c, double *part, T *g) {
+  typedef typename Calc<T>::type C;
   int64_t row0, rstep;
   int lane, width;
   team_place<Block>(&row0, &rstep, &lane, &width);
@@ -2704,18 +2747,19 @@ __global__ void k_xent_rows(const T *x, const int64_t *target, int64_t n, int64_
     const T *p = x + o * c;
     int64_t lab = target[o];
     bool ok = lab >= 0 && lab < c;
-    T m = (T)-CUDART_INF;
+    C m = (C)-CUDART_INF;
     double s = 0;
-    for (int64_t r = lane; r < c; r += width) m = NanMax<T>()(m, p[r]);
-    m = team_reduce<Block>(m, NanMax<T>());
-    for (int64_t r = lane; r < c; r += width) s += (double)d_exp(p[r] - m);
+    for (int64_t r = lane; r < c; r += width) m = NanMax<C>()(m, ld(p[r]));
+    m = team_reduce<Block>(m, NanMax<C>());
+    for (int64_t r = lane; r < c; r += width) s += (double)d_exp(ld(p[r]) - m);
     s = team_reduce<Block>(s, Plus<double>());
     if (g) {
-      T *q = g + o * c, inv = (T)(1.0 / s), scale = (T)(1.0 / (double)n);
+      T *q = g + o * c;
+      C inv = (C)(1.0 / s), scale = (C)(1.0 / (double)n);
       for (int64_t r = lane; r < c; r += width)
-        q[r] = ok ? (d_exp(p[r] - m) * inv - (r == lab ? (T)1 : (T)0)) * scale : (T)CUDART_NAN;
+        q[r] = sto<T>(ok ? (d_exp(ld(p[r]) - m) * inv - (r == lab ? (C)1 : (C)0)) * scale : (C)CUDART_NAN);
     } else if (lane == 0) {
-      part[o] = ok ? log(s) + (double)m - (double)p[lab] : CUDART_NAN;
+      part[o] = ok ? log(s) + (double)m - ldd(p[lab]) : CUDART_NAN;
     }
   }
 }
@@ -2726,7 +2770,7 @@ __global__ void k_xent_mean(const double *part, int64_t n, T *y) {
   double acc = 0.0;
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) acc += part[i];
   acc = block_sum(acc);
-  if (threadIdx.x == 0) *y = (T)(acc / (double)n);
+  if (threadIdx.x == 0) *y = sto<T>(acc / (double)n);
 }
 
 /* The device's label record (4 int64, zeroed), made at its first cross-entropy. Call with dev current. */
@@ -2790,7 +2834,7 @@ dt_status cu_cross_entropy(int dev, int grad, dt_dtype t, int64_t n, int64_t c, 
   Entered in(dev);
   if (!in.ok()) return in.status();
   if (n <= 0) return DT_OK;
-  return by_float(t, "cross_entropy", [&](auto z) {
+  return by_float_half(t, "cross_entropy", [&](auto z) {
     using T = decltype(z);
     return xent_t<T>(dev, *in.s, grad != 0, n, c, static_cast<const T *>(logits), target, static_cast<T *>(y));
   });
@@ -2801,7 +2845,8 @@ dt_status cu_cross_entropy(int dev, int grad, dt_dtype t, int64_t n, int64_t c, 
    written (grid-stride, run_map), so every sum is one thread's, in a fixed order, and nothing
    is scattered: col2im and the pooling backwards gather, each input position summing the
    windows that hold it (a bogus max index is never followed). Sums are in double, as the
-   CPU's pooling. The core multiplies with cuBLAS through the gemm slot. */
+   CPU's pooling. The core multiplies with cuBLAS through the gemm slot. T: float, double or a half
+   type (half.cu's ld, ldd and sto; im2col copies the bits). */
 
 /* the output rows (or columns) whose windows [o s - p, o s - p + k) hold input position i: [*lo, *hi) within [0, on) */
 __device__ inline void pool_span(int64_t i, int64_t k, int64_t s, int64_t p, int64_t on, int64_t *lo, int64_t *hi) {
@@ -2825,7 +2870,7 @@ struct Im2col {
     const int64_t ki = k / g.kw, kj = k - ki * g.kw;
     const int64_t oy = pos / g.ow, ox = pos - oy * g.ow;
     const int64_t iy = oy * g.sh - g.ph + ki * g.dh, ix = ox * g.sw - g.pw + kj * g.dw;
-    col[i] = iy >= 0 && iy < g.h && ix >= 0 && ix < g.w ? x[((img * g.c + ch) * g.h + iy) * g.w + ix] : (T)0;
+    col[i] = iy >= 0 && iy < g.h && ix >= 0 && ix < g.w ? x[((img * g.c + ch) * g.h + iy) * g.w + ix] : T{};
   }
 };
 
@@ -2843,10 +2888,10 @@ struct Col2im {
       for (int64_t kj = 0; kj < g.kw; kj++) {
         const int64_t tx = ix + g.pw - kj * g.dw;
         if (tx < 0 || tx % g.sw != 0 || tx / g.sw >= g.ow) continue;
-        s += (double)col[((ch * kk + ki * g.kw + kj) * nimg + img) * l + (ty / g.sh) * g.ow + tx / g.sw];
+        s += ldd(col[((ch * kk + ki * g.kw + kj) * nimg + img) * l + (ty / g.sh) * g.ow + tx / g.sw]);
       }
     }
-    x[i] = (T)s;
+    x[i] = sto<T>(s);
   }
 };
 
@@ -2872,20 +2917,20 @@ struct Pool {
       if (x0 < 0) x0 = 0;
     }
     if (p.kind == DT__POOL2D_MAX) {
-      T best = (T)-CUDART_INF;
+      typename Calc<T>::type best = -CUDART_INF;
       int64_t at = y0 * p.w + x0;
       for (int64_t iy = y0; iy < y1; iy++)
         for (int64_t ix = x0; ix < x1; ix++) {
-          const T v = xp[iy * p.w + ix];
+          const typename Calc<T>::type v = ld(xp[iy * p.w + ix]);
           if (v > best || v != v) { best = v; at = iy * p.w + ix; }
         }
-      y[i] = best;
+      y[i] = sto<T>(best);
       if (idx) idx[i] = at;
     } else {
       double s = 0;
       for (int64_t iy = y0; iy < y1; iy++)
-        for (int64_t ix = x0; ix < x1; ix++) s += (double)xp[iy * p.w + ix];
-      y[i] = (T)(s / div);
+        for (int64_t ix = x0; ix < x1; ix++) s += ldd(xp[iy * p.w + ix]);
+      y[i] = sto<T>(s / div);
     }
   }
 };
@@ -2912,23 +2957,23 @@ struct PoolBack {
       for (int64_t ox = x0; ox < x1; ox++) {
         const int64_t o = yo + oy * p.ow + ox;
         if (p.kind == DT__POOL2D_MAX) {
-          if (idx[o] == pos) s += (double)gy[o];
+          if (idx[o] == pos) s += ldd(gy[o]);
         } else if (p.kind == DT__POOL2D_AVG) {
-          s += (double)gy[o] / (double)(avg_extent(oy * p.sh - p.ph, p.kh, p.h, p.ph) * avg_extent(ox * p.sw - p.pw, p.kw, p.w, p.pw));
+          s += ldd(gy[o]) / (double)(avg_extent(oy * p.sh - p.ph, p.kh, p.h, p.ph) * avg_extent(ox * p.sw - p.pw, p.kw, p.w, p.pw));
         } else {
           const int64_t a = adapt_start(oy, p.h, p.oh), e = adapt_end(oy, p.h, p.oh);
           const int64_t b = adapt_start(ox, p.w, p.ow), f = adapt_end(ox, p.w, p.ow);
-          if (iy >= a && iy < e && ix >= b && ix < f) s += (double)gy[o] / (double)((e - a) * (f - b));
+          if (iy >= a && iy < e && ix >= b && ix < f) s += ldd(gy[o]) / (double)((e - a) * (f - b));
         }
       }
-    gx[i] = (T)s;
+    gx[i] = sto<T>(s);
   }
 };
 
 dt_status cu_im2col(int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, const void *x, void *col) {
   Entered in(dev);
   if (!in.ok()) return in.status();
-  return by_float(t, "im2col", [&](auto z) {
+  return by_float_half(t, "im2col", [&](auto z) {
     using T = decltype(z);
     return run_map("im2col", in.s->stream, nimg * g->c * g->kh * g->kw * g->oh * g->ow,
                    Im2col<T>{*g, nimg, static_cast<const T *>(x), static_cast<T *>(col)});
@@ -2938,7 +2983,7 @@ dt_status cu_im2col(int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, cons
 dt_status cu_col2im(int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, const void *col, void *x) {
   Entered in(dev);
   if (!in.ok()) return in.status();
-  return by_float(t, "col2im", [&](auto z) {
+  return by_float_half(t, "col2im", [&](auto z) {
     using T = decltype(z);
     return run_map("col2im", in.s->stream, nimg * g->c * g->h * g->w, Col2im<T>{*g, nimg, static_cast<const T *>(col), static_cast<T *>(x)});
   });
@@ -2947,7 +2992,7 @@ dt_status cu_col2im(int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, cons
 dt_status cu_pool2d(int dev, dt_dtype t, const dt__pool2d *p, const void *x, void *y, int64_t *idx) {
   Entered in(dev);
   if (!in.ok()) return in.status();
-  return by_float(t, "pool2d", [&](auto z) {
+  return by_float_half(t, "pool2d", [&](auto z) {
     using T = decltype(z);
     return run_map("pool2d", in.s->stream, p->n * p->c * p->oh * p->ow,
                    Pool<T>{*p, static_cast<const T *>(x), static_cast<T *>(y), p->kind == DT__POOL2D_MAX ? idx : nullptr});
@@ -2957,7 +3002,7 @@ dt_status cu_pool2d(int dev, dt_dtype t, const dt__pool2d *p, const void *x, voi
 dt_status cu_pool2d_backward(int dev, dt_dtype t, const dt__pool2d *p, const void *gy, const int64_t *idx, void *gx) {
   Entered in(dev);
   if (!in.ok()) return in.status();
-  return by_float(t, "pool2d_backward", [&](auto z) {
+  return by_float_half(t, "pool2d_backward", [&](auto z) {
     using T = decltype(z);
     return run_map("pool2d_backward", in.s->stream, p->n * p->c * p->h * p->w,
                    PoolBack<T>{*p, static_cast<const T *>(gy), idx, static_cast<T *>(gx)});
@@ -3098,13 +3143,14 @@ dt_status cu_dist_broadcast(int, void *const *, const int *, dt_dtype, int64_t, 
 /* Losses: nll_loss's per-row values (the core reduces them). The labels are checked as
    cross_entropy's (k_check_labels, the device's label record, tag 2: reported as dt_nll_loss's). */
 
-/* y (n,) = -logp[i, target[i]] of logp (n, c); a label outside [0, c) is never read with: NaN */
+/* y (n,) = -logp[i, target[i]] of logp (n, c); a label outside [0, c) is never read with: NaN. T:
+   float, double or a half type (half.cu). */
 template <typename T>
 struct NllRow {
   const T *logp; const int64_t *target; int64_t c; T *y;
   template <typename I> __device__ void operator()(I i) const {
     int64_t lab = target[i];
-    y[i] = lab >= 0 && lab < c ? -logp[(int64_t)i * c + lab] : (T)CUDART_NAN;
+    y[i] = sto<T>(lab >= 0 && lab < c ? -ld(logp[(int64_t)i * c + lab]) : (typename Calc<T>::type)CUDART_NAN);
   }
 };
 
@@ -3118,7 +3164,7 @@ dt_status cu_nll_loss(int dev, dt_dtype t, int64_t n, int64_t c, const void *log
   DT_LAUNCH_COOP(1, small_block(n), in.s->stream, k_check_labels)(target, n, c, 2, rec);
   if ((rc = launched("nll_loss (labels)")) != DT_OK) return rc;
   in.s->label_pending.store(true, std::memory_order_release);
-  return by_float(t, "nll_loss", [&](auto z) {
+  return by_float_half(t, "nll_loss", [&](auto z) {
     using T = decltype(z);
     return run_map("nll_loss", in.s->stream, n, NllRow<T>{static_cast<const T *>(logp), target, c, static_cast<T *>(y)});
   });

@@ -782,6 +782,7 @@ static int workload(void) {
     NEW(hy, dt_matmul(hb, ht));
     NEW(hy, dt_sum(h16));
     NEW(hy, dt_sum_dim(hb, 1));
+    NEW(hy, dt_mean_dim(hb, 0, 1));
     NEW(hy, dt_softmax(h16, 1));
     NEW(hy, dt_max_dim(hb, 0));
     NEW(hy, dt_lt(h16, h16));

@@ -413,6 +413,130 @@ static void test_ops_rounded_once(dt_device dev) {
   }
 }
 
+/* Reductions, softmax, the losses, pooling and axpy on half tensors are their float32 kernels on
+   the values converted to float32, each result rounded once: bit for bit against that route, in
+   shapes that take each of a backend's reduction paths (rows, one long row in pieces, narrow and
+   wide columns, short rows), with ties for the arg reductions. Finite values in [-4, 4), a few
+   large ones for the norm. */
+static dt_tensor *t_red_rand(dt_device dev, dt_dtype t, dt_shape s, uint32_t seed) {
+  int64_t n = 1, i;
+  float *v;
+  dt_tensor *x = NULL, *f;
+  int d;
+  for (d = 0; d < s.ndim; d++) n *= s.dims[d];
+  v = (float *)malloc(sizeof(float) * (size_t)n);
+  if (!v) return NULL;
+  for (i = 0; i < n; i++) {
+    seed = seed * 1664525u + 1013904223u;
+    v[i] = (seed >> 29) == 0 ? 1.5f : (float)((int32_t)(seed >> 8) % 40000) / 5000.0f; /* one in eight ties at 1.5 */
+    if ((seed & 1023u) == 5u) v[i] *= 3000.0f;
+  }
+  f = dt_from_data(v, s, DT_F32, dev);
+  x = f ? dt_cast(f, t) : NULL;
+  dt_release(f);
+  free(v);
+  return x;
+}
+/* y, computed on a half tensor, against r, computed on its float32 copy: r rounded to y's dtype,
+   or (I64 indices) as it is */
+static int t_rounded_once(dt_tensor *y, dt_tensor *r) {
+  dt_tensor *rr = r && dt_dtype_of(r) == DT_F32 && y ? dt_cast(r, dt_dtype_of(y)) : NULL;
+  int same = 0;
+  if (y && r && dt_dtype_of(r) == DT_I64) {
+    int64_t n = dt_numel(r);
+    int64_t *a = (int64_t *)malloc(8 * (size_t)n + 8), *b = (int64_t *)malloc(8 * (size_t)n + 8);
+    same = a && b && dt_numel(y) == n && dt_dtype_of(y) == DT_I64 && dt_to_host(y, a, 8 * (size_t)n) == DT_OK &&
+           dt_to_host(r, b, 8 * (size_t)n) == DT_OK && memcmp(a, b, 8 * (size_t)n) == 0;
+    free(a); free(b);
+  } else {
+    same = t_same_bits(y, rr);
+  }
+  dt_release(y); dt_release(r); dt_release(rr);
+  return same;
+}
+static void test_reductions_rounded_once(dt_device dev) {
+  static const int64_t shapes[][3] = {{5, 3000, 1}, {1, 70000, 1}, {20000, 2, 1}, {7, 50, 33}, {9, 20, 1}, {3, 40, 70}};
+  int h;
+  size_t k;
+  for (h = 0; h < 2; h++) {
+    const dt_dtype t = h ? DT_BF16 : DT_F16;
+    const char *tn = dt_dtype_name(t);
+    for (k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+      const dt_shape s = shapes[k][2] == 1 ? dt_shape2(shapes[k][0], shapes[k][1]) : dt_shape3(shapes[k][0], shapes[k][1], shapes[k][2]);
+      dt_tensor *a = t_red_rand(dev, t, s, 3u + (uint32_t)(k * 2 + (size_t)h)), *fa = a ? dt_cast(a, DT_F32) : NULL;
+      int dim;
+      T_CHECK(a && fa);
+      if (!a || !fa) { dt_release(a); dt_release(fa); continue; }
+      T_CHECK_MSG(t_rounded_once(dt_sum(a), dt_sum(fa)), "%s sum, shape %d", tn, (int)k);
+      T_CHECK_MSG(t_rounded_once(dt_mean(a), dt_mean(fa)), "%s mean, shape %d", tn, (int)k);
+      T_CHECK_MSG(t_rounded_once(dt_norm(a), dt_norm(fa)), "%s norm, shape %d", tn, (int)k);
+      T_CHECK_MSG(t_rounded_once(dt_max(a), dt_max(fa)), "%s max, shape %d", tn, (int)k);
+      for (dim = 0; dim < s.ndim; dim++) {
+        T_CHECK_MSG(t_rounded_once(dt_sum_dim(a, dim), dt_sum_dim(fa, dim)), "%s sum over %d, shape %d", tn, dim, (int)k);
+        T_CHECK_MSG(t_rounded_once(dt_mean_dim(a, dim, 1), dt_mean_dim(fa, dim, 1)), "%s mean over %d, shape %d", tn, dim, (int)k);
+        T_CHECK_MSG(t_rounded_once(dt_max_dim(a, dim), dt_max_dim(fa, dim)), "%s max over %d, shape %d", tn, dim, (int)k);
+        T_CHECK_MSG(t_rounded_once(dt_argmax(a, dim), dt_argmax(fa, dim)), "%s argmax over %d, shape %d", tn, dim, (int)k);
+        T_CHECK_MSG(t_rounded_once(dt_softmax(a, dim), dt_softmax(fa, dim)), "%s softmax over %d, shape %d", tn, dim, (int)k);
+        T_CHECK_MSG(t_rounded_once(dt_log_softmax(a, dim), dt_log_softmax(fa, dim)), "%s log_softmax over %d, shape %d", tn, dim,
+                    (int)k);
+      }
+      if (s.ndim == 2 && shapes[k][1] <= 3000) { /* the losses, over (n, c) rows; labels in range */
+        int64_t n = shapes[k][0], c = shapes[k][1], i, *lab = (int64_t *)malloc(8 * (size_t)n);
+        dt_tensor *tg = NULL, *lp = NULL, *flp = NULL;
+        if (lab) {
+          for (i = 0; i < n; i++) lab[i] = (i * 7919 + 3) % c;
+          tg = dt_from_data(lab, dt_shape1(n), DT_I64, dev);
+        }
+        lp = dt_log_softmax(a, 1);
+        flp = lp ? dt_cast(lp, DT_F32) : NULL;
+        T_CHECK(tg && lp && flp);
+        if (tg && lp && flp) {
+          T_CHECK_MSG(t_rounded_once(dt_cross_entropy(a, tg), dt_cross_entropy(fa, tg)), "%s cross_entropy, shape %d", tn, (int)k);
+          T_CHECK_MSG(t_rounded_once(dt_cross_entropy_grad(a, tg), dt_cross_entropy_grad(fa, tg)), "%s cross_entropy_grad, shape %d",
+                      tn, (int)k);
+          T_CHECK_MSG(t_rounded_once(dt_nll_loss(lp, tg), dt_nll_loss(flp, tg)), "%s nll_loss, shape %d", tn, (int)k);
+        }
+        free(lab); dt_release(tg); dt_release(lp); dt_release(flp);
+      }
+      { /* axpy: y += alpha x in place on a copy of each */
+        dt_tensor *b = t_red_rand(dev, t, s, 99u), *fb = b ? dt_cast(b, DT_F32) : NULL;
+        T_CHECK(b && fb && dt_axpy_(b, -0.37, a) == DT_OK && dt_axpy_(fb, -0.37, fa) == DT_OK);
+        T_CHECK_MSG(t_rounded_once(dt_retain(b), dt_retain(fb)), "%s axpy, shape %d", tn, (int)k);
+        dt_release(b); dt_release(fb);
+      }
+      dt_release(a); dt_release(fa);
+    }
+    { /* pooling, forward and backward: overlapping and padded windows, odd sizes */
+      dt_tensor *x = t_red_rand(dev, t, dt_shape4(2, 3, 11, 9), 21u + (uint32_t)h), *fx = x ? dt_cast(x, DT_F32) : NULL;
+      dt_tensor *gy = NULL, *fgy = NULL, *idx = NULL, *fidx = NULL, *y, *fy;
+      T_CHECK(x && fx);
+      if (x && fx) {
+        y = dt_f_max_pool2d_ex(x, 3, 2, 2, 1, 1, 1, &idx);
+        fy = dt_f_max_pool2d_ex(fx, 3, 2, 2, 1, 1, 1, &fidx);
+        gy = y ? t_red_rand(dev, t, dt_shape_of(y), 31u) : NULL;
+        fgy = gy ? dt_cast(gy, DT_F32) : NULL;
+        T_CHECK_MSG(t_rounded_once(y, fy), "%s max_pool2d", tn);
+        T_CHECK_MSG(t_rounded_once(dt_retain(idx), dt_retain(fidx)), "%s max_pool2d indices", tn);
+        T_CHECK_MSG(t_rounded_once(dt_f_max_pool2d_backward(gy, x, idx, 3, 2, 2, 1, 1, 1),
+                                   dt_f_max_pool2d_backward(fgy, fx, fidx, 3, 2, 2, 1, 1, 1)), "%s max_pool2d backward", tn);
+        T_CHECK_MSG(t_rounded_once(dt_f_avg_pool2d_ex(x, 3, 2, 2, 1, 1, 1), dt_f_avg_pool2d_ex(fx, 3, 2, 2, 1, 1, 1)), "%s avg_pool2d",
+                    tn);
+        T_CHECK_MSG(t_rounded_once(dt_f_avg_pool2d_backward(gy, x, 3, 2, 2, 1, 1, 1), dt_f_avg_pool2d_backward(fgy, fx, 3, 2, 2, 1, 1, 1)),
+                    "%s avg_pool2d backward", tn);
+        dt_release(gy); dt_release(fgy);
+        y = dt_f_adaptive_avg_pool2d(x, 4, 5);
+        fy = dt_f_adaptive_avg_pool2d(fx, 4, 5);
+        gy = y ? t_red_rand(dev, t, dt_shape_of(y), 41u) : NULL;
+        fgy = gy ? dt_cast(gy, DT_F32) : NULL;
+        T_CHECK_MSG(t_rounded_once(y, fy), "%s adaptive_avg_pool2d", tn);
+        T_CHECK_MSG(t_rounded_once(dt_f_adaptive_avg_pool2d_backward(gy, x), dt_f_adaptive_avg_pool2d_backward(fgy, fx)),
+                    "%s adaptive_avg_pool2d backward", tn);
+      }
+      dt_release(x); dt_release(fx); dt_release(gy); dt_release(fgy); dt_release(idx); dt_release(fidx);
+    }
+  }
+}
+
 /* F32 matmul precision: on a GPU "high" rounds the inputs to TF32 (10-bit mantissa) and
    "medium" to bfloat16 (7 bits): errors of about 2^-11 and 2^-8 relative per product, where
    "highest" stays at float32's; on the CPU the setting changes nothing */
@@ -633,6 +757,7 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_print);
   T_RUN_ALL_DEVICES(test_ops);
   T_RUN_ALL_DEVICES(test_ops_rounded_once);
+  T_RUN_ALL_DEVICES(test_reductions_rounded_once);
   T_RUN_ALL_DEVICES(test_matmul_precision);
   T_RUN_ALL_DEVICES(test_safetensors);
   T_RUN_ALL_DEVICES(test_dlpack);

@@ -237,7 +237,11 @@ typedef struct dt__backend {
      kernels, except cast, fill, copy_strided and index_select, which a backend does itself,
      gemm where half_gemm is 1 (A, B, C in the half dtype, accumulating in F32), unary and binary
      (F32 operations on elements converted to F32, each result rounded once; a COPY_A moves
-     the bits) and compare. */
+     the bits) and compare; and the CUDA backend's reduce, arg_reduce, softmax, cross_entropy,
+     nll_loss, axpy, im2col, col2im, pool2d and pool2d_backward, which compute what their F32
+     kernels compute on the elements converted on the way, each result rounded once (the same
+     bits as the F32 route), and the CPU backend's reduce (a block of elements converted at a
+     time, the same bits). */
   int half_gemm;
   /* torch.set_float32_matmul_precision for F32 gemm: 0 "highest" (F32), 1 "high" (TF32),
      2 "medium" (BF16); NULL where the backend computes F32 one way */

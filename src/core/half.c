@@ -9,7 +9,10 @@
    has the instructions, else this F32 route), and the elementwise unary and binary operations
    and comparisons: the same F32 operations on elements converted on the way (the CPU: blocks
    of a few hundred; CUDA: each element in its thread), so no temporaries of the operands'
-   size. Other dtypes go straight through. */
+   size; so do the CPU's reductions (a block at a time). The CUDA backend takes the half dtypes
+   in every slot below itself, in one pass (src/cuda/half.cu: its kernels read a half element as
+   float and round each result once), so its table is its own; the CPU's goes through the
+   slots below. Other dtypes go straight through. */
 
 typedef struct dt__hscratch {
   const dt__backend *be;
@@ -26,20 +29,6 @@ static dt_status dt__hscratch_get(dt__hscratch *s, const dt__backend *be, int de
 static void dt__hscratch_put(dt__hscratch *s) {
   if (s->p) s->be->free(s->dev, s->p, s->nbytes);
   s->p = NULL;
-}
-
-static dt_status dt__half_reduce(const dt__backend *be, int dev, dt__reduce_op op, dt_dtype t, int64_t outer, int64_t len, int64_t inner,
-                                 const void *x, void *y) {
-  dt__hscratch s;
-  dt_status rc;
-  int64_t nx = outer * len * inner;
-  if (!dt__is_half(t)) return be->reduce(dev, op, t, outer, len, inner, x, y);
-  if ((rc = dt__hscratch_get(&s, be, dev, nx + outer * inner)) != DT_OK) return rc;
-  if ((rc = be->cast(dev, t, DT_F32, nx, x, s.p)) == DT_OK &&
-      (rc = be->reduce(dev, op, DT_F32, outer, len, inner, s.p, (float *)s.p + nx)) == DT_OK)
-    rc = be->cast(dev, DT_F32, t, outer * inner, (float *)s.p + nx, y);
-  dt__hscratch_put(&s);
-  return rc;
 }
 
 /* elements spanned by batch items of `item` elements every `stride` (0: one shared item) */
@@ -195,9 +184,6 @@ static dt_status dt__half_pool2d_backward(const dt__backend *be, int dev, dt_dty
 
 /* The tables: the backend's own, with the slots above in front of it. One set of entry points
    per backend, each naming its backend (a slot has no room for it). */
-static dt_status dt__hc_reduce(int dev, dt__reduce_op op, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *y) {
-  return dt__half_reduce(dt__cpu_backend(), dev, op, t, outer, len, inner, x, y);
-}
 static dt_status dt__hc_gemm(int dev, dt_dtype t, int ta, int tb, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
                              const void *a, int64_t sa, const void *b, int64_t sb, double beta, void *c, int64_t sc) {
   return dt__half_gemm(dt__cpu_backend(), dev, t, ta, tb, batch, m, n, k, alpha, a, sa, b, sb, beta, c, sc);
@@ -231,44 +217,6 @@ static dt_status dt__hc_pool2d_backward(int dev, dt_dtype t, const dt__pool2d *p
 static dt_status dt__hc_nll_loss(int dev, dt_dtype t, int64_t n, int64_t c, const void *logp, const int64_t *target, void *y) {
   return dt__half_nll_loss(dt__cpu_backend(), dev, t, n, c, logp, target, y);
 }
-#ifdef DEVTENSOR_CUDA
-static dt_status dt__hg_reduce(int dev, dt__reduce_op op, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *y) {
-  return dt__half_reduce(dt__cuda_backend(), dev, op, t, outer, len, inner, x, y);
-}
-static dt_status dt__hg_gemm(int dev, dt_dtype t, int ta, int tb, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
-                             const void *a, int64_t sa, const void *b, int64_t sb, double beta, void *c, int64_t sc) {
-  return dt__half_gemm(dt__cuda_backend(), dev, t, ta, tb, batch, m, n, k, alpha, a, sa, b, sb, beta, c, sc);
-}
-static dt_status dt__hg_axpy(int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y) {
-  return dt__half_axpy(dt__cuda_backend(), dev, t, n, alpha, x, y);
-}
-static dt_status dt__hg_arg_reduce(int dev, int min, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *vals,
-                                   int64_t *idx) {
-  return dt__half_arg_reduce(dt__cuda_backend(), dev, min, t, outer, len, inner, x, vals, idx);
-}
-static dt_status dt__hg_softmax(int dev, int lg, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *y) {
-  return dt__half_softmax(dt__cuda_backend(), dev, lg, t, outer, len, inner, x, y);
-}
-static dt_status dt__hg_cross_entropy(int dev, int grad, dt_dtype t, int64_t n, int64_t c, const void *logits, const int64_t *target,
-                                      void *y) {
-  return dt__half_cross_entropy(dt__cuda_backend(), dev, grad, t, n, c, logits, target, y);
-}
-static dt_status dt__hg_im2col(int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, const void *x, void *col) {
-  return dt__half_im2col(dt__cuda_backend(), dev, t, g, nimg, x, col);
-}
-static dt_status dt__hg_col2im(int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, const void *col, void *x) {
-  return dt__half_col2im(dt__cuda_backend(), dev, t, g, nimg, col, x);
-}
-static dt_status dt__hg_pool2d(int dev, dt_dtype t, const dt__pool2d *p, const void *x, void *y, int64_t *idx) {
-  return dt__half_pool2d(dt__cuda_backend(), dev, t, p, x, y, idx);
-}
-static dt_status dt__hg_pool2d_backward(int dev, dt_dtype t, const dt__pool2d *p, const void *gy, const int64_t *idx, void *gx) {
-  return dt__half_pool2d_backward(dt__cuda_backend(), dev, t, p, gy, idx, gx);
-}
-static dt_status dt__hg_nll_loss(int dev, dt_dtype t, int64_t n, int64_t c, const void *logp, const int64_t *target, void *y) {
-  return dt__half_nll_loss(dt__cuda_backend(), dev, t, n, c, logp, target, y);
-}
-#endif
 
 static dt__backend dt__half_tables[2];
 static volatile int dt__half_state[2]; /* 0 not made, 1 making, 2 made */
@@ -280,17 +228,13 @@ static const dt__backend *dt__half_table(int cuda) {
   if (DT__ATOMIC_CAS(&dt__half_state[cuda], &expected, 1)) {
     dt__backend *h = &dt__half_tables[cuda];
 #ifdef DEVTENSOR_CUDA
-    if (cuda) {
-      *h = *dt__cuda_backend(); /* its unary, binary and compare take the half dtypes themselves */
-      h->reduce = dt__hg_reduce; h->gemm = dt__hg_gemm;
-      h->axpy = dt__hg_axpy; h->arg_reduce = dt__hg_arg_reduce; h->softmax = dt__hg_softmax;
-      h->cross_entropy = dt__hg_cross_entropy; h->im2col = dt__hg_im2col; h->col2im = dt__hg_col2im; h->pool2d = dt__hg_pool2d;
-      h->pool2d_backward = dt__hg_pool2d_backward; h->nll_loss = dt__hg_nll_loss;
-    } else
+    if (cuda)
+      *h = *dt__cuda_backend(); /* every slot above takes the half dtypes itself (its gemm through cuBLAS) */
+    else
 #endif
     {
-      *h = *dt__cpu_backend(); /* its unary, binary and compare take the half dtypes themselves */
-      h->reduce = dt__hc_reduce; h->gemm = dt__hc_gemm;
+      *h = *dt__cpu_backend(); /* its unary, binary, compare and reduce take the half dtypes themselves */
+      h->gemm = dt__hc_gemm;
       h->axpy = dt__hc_axpy; h->arg_reduce = dt__hc_arg_reduce; h->softmax = dt__hc_softmax;
       h->cross_entropy = dt__hc_cross_entropy; h->im2col = dt__hc_im2col; h->col2im = dt__hc_col2im; h->pool2d = dt__hc_pool2d;
       h->pool2d_backward = dt__hc_pool2d_backward; h->nll_loss = dt__hc_nll_loss;

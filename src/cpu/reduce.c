@@ -2,7 +2,10 @@
    (inner == 1) adds blocks of dt__red_block(len) elements, each as 16 partial sums
    (dt__sum16_fn) added pairwise, and then the blocks' sums in order; the blocks of one long
    row (outer == 1) go to the threads. Other shapes keep a double per output column and add
-   the rows in order; the (outer, 256-column) tiles go to the threads. */
+   the rows in order; the (outer, 256-column) tiles go to the threads. A half x gives the float32
+   sums of its values, each rounded once to its dtype, without a float32 copy of it: each block
+   is converted into a worker's buffer that the float32 kernel then reads (from cache), and a
+   tile's rows DT__RED_HROWS at a time. */
 
 #define DT__RED_MAXBLOCKS 1024
 
@@ -39,12 +42,20 @@ typedef struct dt__red_job {
   dt__rows r;
   dt__reduce_op op;
   dt__sum16_fn sum16;
-  double *part; /* outer == 1: one sum per block */
+  double *part;    /* outer == 1: one sum per block */
+  dt__conv_fn in;  /* a half x: n of its elements to float (else NULL) */
+  float *buf;      /* a half x, rows or blocks: bufn floats for each worker */
+  int64_t bufn;
 } dt__red_job;
 
-static double dt__red_block_sum(const dt__red_job *j, const void *x, int64_t n) {
+/* the sum of block x (of j's dtype), n elements; buf: room for n floats where x is half */
+static double dt__red_block_sum(const dt__red_job *j, const void *x, int64_t n, float *buf) {
   double a[16];
   int k;
+  if (buf) {
+    j->in(n, x, buf);
+    x = buf;
+  }
   j->sum16(n, x, j->op == DT__R_NORM, a);
   for (k = 0; k < 8; k++) a[k] += a[k + 8];
   for (k = 0; k < 4; k++) a[k] += a[k + 4];
@@ -55,28 +66,32 @@ static void dt__red_store(const dt__red_job *j, int64_t at, double v) {
   if (j->op == DT__R_MEAN) v = j->r.len ? v / (double)j->r.len : NAN;
   else if (j->op == DT__R_NORM) v = sqrt(v);
   if (j->r.t == DT_F32) ((float *)j->r.y)[at] = (float)v;
-  else ((double *)j->r.y)[at] = v;
+  else if (j->r.t == DT_F64) ((double *)j->r.y)[at] = v;
+  else ((uint16_t *)j->r.y)[at] = dt__f32_to_half(j->r.t == DT_BF16, (float)v);
 }
 
 /* outer == 1, inner == 1: items are blocks */
-static void dt__red_task_blocks(void *ctx, int64_t lo, int64_t hi) {
+static void dt__red_task_blocks(void *ctx, int64_t lo, int64_t hi, int w) {
   const dt__red_job *j = (const dt__red_job *)ctx;
+  float *buf = j->buf ? j->buf + w * j->bufn : NULL;
   int64_t b, n;
   for (b = lo; b < hi; b++) {
     const char *x = dt__rows_block(&j->r, b, &n);
-    j->part[b] = dt__red_block_sum(j, x, n);
+    j->part[b] = dt__red_block_sum(j, x, n, buf);
   }
 }
 
 /* inner == 1: items are rows */
-static void dt__red_task_rows(void *ctx, int64_t lo, int64_t hi) {
+static void dt__red_task_rows(void *ctx, int64_t lo, int64_t hi, int w) {
   const dt__red_job *j = (const dt__red_job *)ctx;
+  float *buf = j->buf ? j->buf + w * j->bufn : NULL;
   size_t es = dt_dtype_size(j->r.t);
   int64_t o, s;
   for (o = lo; o < hi; o++) {
     double acc = 0;
     for (s = 0; s < j->r.len; s += j->r.block)
-      acc += dt__red_block_sum(j, j->r.x + (size_t)(o * j->r.len + s) * es, j->r.len - s < j->r.block ? j->r.len - s : j->r.block);
+      acc += dt__red_block_sum(j, j->r.x + (size_t)(o * j->r.len + s) * es, j->r.len - s < j->r.block ? j->r.len - s : j->r.block,
+                               buf);
     dt__red_store(j, o, acc);
   }
 }
@@ -104,11 +119,10 @@ static void dt__par_col_tiles(int64_t outer, int64_t len, int64_t inner, int64_t
   dt__par_for(outer * tiles, (grain + per - 1) / per, fn, ctx);
 }
 
-/* acc[0 .. cnt) = the sums (of squares with norm) of the len rows x + r * inner, in row order */
+/* acc[0 .. cnt) += the sums (of squares with norm) of the len rows x + r * inner, in row order */
 #define DT__RED_COLS_DEFINE(NAME, T)                                                                \
   static void NAME(int norm, const T *x, int64_t len, int64_t inner, int64_t cnt, double *acc) {     \
     int64_t ic, r;                                                                                  \
-    for (ic = 0; ic < cnt; ic++) acc[ic] = 0;                                                       \
     for (r = 0; r < len; r++) {                                                                     \
       const T *p = x + r * inner;                                                                   \
       if (norm) for (ic = 0; ic < cnt; ic++) acc[ic] += (double)p[ic] * p[ic];                      \
@@ -119,6 +133,17 @@ DT__RED_COLS_DEFINE(dt__red_cols_f32, float)
 DT__RED_COLS_DEFINE(dt__red_cols_f64, double)
 #undef DT__RED_COLS_DEFINE
 
+/* a half x: its tile's rows to float DT__RED_HROWS at a time, each added as float32's are */
+#define DT__RED_HROWS 32
+static void dt__red_cols_half(const dt__red_job *j, const uint16_t *x, int64_t cnt, float *buf, double *acc) {
+  int64_t r0, r;
+  for (r0 = 0; r0 < j->r.len; r0 += DT__RED_HROWS) {
+    const int64_t nr = j->r.len - r0 < DT__RED_HROWS ? j->r.len - r0 : DT__RED_HROWS;
+    for (r = 0; r < nr; r++) j->in(cnt, x + (r0 + r) * j->r.inner, buf + r * cnt);
+    dt__red_cols_f32(j->op == DT__R_NORM, buf, nr, cnt, cnt, acc);
+  }
+}
+
 /* inner > 1: items are (o, 256-column tile) pairs */
 static void dt__red_task_cols(void *ctx, int64_t lo, int64_t hi) {
   const dt__red_job *j = (const dt__red_job *)ctx;
@@ -128,8 +153,15 @@ static void dt__red_task_cols(void *ctx, int64_t lo, int64_t hi) {
     const dt__col_tile c = dt__col_tile_of(it, j->r.inner);
     const int64_t off = c.o * j->r.len * j->r.inner + c.i0;
     double acc[DT__COL_TILE];
-    if (j->r.t == DT_F32) dt__red_cols_f32(norm, (const float *)j->r.x + off, j->r.len, j->r.inner, c.cnt, acc);
-    else dt__red_cols_f64(norm, (const double *)j->r.x + off, j->r.len, j->r.inner, c.cnt, acc);
+    for (ic = 0; ic < c.cnt; ic++) acc[ic] = 0;
+    if (j->in) {
+      float buf[DT__RED_HROWS * DT__COL_TILE];
+      dt__red_cols_half(j, (const uint16_t *)j->r.x + off, c.cnt, buf, acc);
+    } else if (j->r.t == DT_F32) {
+      dt__red_cols_f32(norm, (const float *)j->r.x + off, j->r.len, j->r.inner, c.cnt, acc);
+    } else {
+      dt__red_cols_f64(norm, (const double *)j->r.x + off, j->r.len, j->r.inner, c.cnt, acc);
+    }
     for (ic = 0; ic < c.cnt; ic++) dt__red_store(j, c.o * j->r.inner + c.i0 + ic, acc[ic]);
   }
 }
@@ -137,22 +169,40 @@ static void dt__red_task_cols(void *ctx, int64_t lo, int64_t hi) {
 static dt_status dt__cpu_reduce(int dev, dt__reduce_op op, dt_dtype t, int64_t outer, int64_t len, int64_t inner, const void *x, void *y) {
   dt__red_job j;
   (void)dev;
-  if (t != DT_F32 && t != DT_F64) return DT_ERR_DTYPE;
+  if (t != DT_F32 && t != DT_F64 && !dt__is_half(t)) return DT_ERR_DTYPE;
   j.r = dt__rows_of(t, outer, len, inner, x, y);
   j.op = op;
   j.sum16 = dt__ew_kernels()->sum16[t == DT_F64];
   j.part = NULL;
+  j.in = dt__is_half(t) ? dt__hv_kernel(t == DT_BF16, 0) : NULL;
+  j.buf = NULL;
+  j.bufn = 0;
   if (outer <= 0 || inner <= 0) return DT_OK;
-  if (inner == 1 && outer == 1) {
-    double part[DT__RED_MAXBLOCKS], acc = 0;
-    int64_t nb = (len + j.r.block - 1) / j.r.block, b;
-    j.part = part;
-    dt__par_for(nb, 1, dt__red_task_blocks, &j);
-    for (b = 0; b < nb; b++) acc += part[b];
-    dt__red_store(&j, 0, acc);
-  } else if (inner == 1)
-    dt__par_for(outer, (DT__GRAIN_MEM + len - 1) / (len ? len : 1), dt__red_task_rows, &j);
-  else
+  if (inner == 1) {
+    const int64_t nb = (len + j.r.block - 1) / j.r.block, items = outer == 1 ? nb : outer;
+    const int nw = dt__cpu_threads() < items ? dt__cpu_threads() : (int)(items > 0 ? items : 1);
+    size_t nbytes = 0;
+    void *p = NULL;
+    dt_status rc;
+    if (j.in) { /* a block of floats for each worker (the allocator's message on failure) */
+      j.bufn = len < j.r.block ? len : j.r.block;
+      nbytes = (size_t)nw * (size_t)j.bufn * sizeof(float);
+      if ((rc = dt__cpu_alloc(0, nbytes ? nbytes : 1, &p)) != DT_OK) return rc;
+      j.buf = (float *)p;
+    }
+    if (outer == 1) {
+      double part[DT__RED_MAXBLOCKS], acc = 0;
+      int64_t b;
+      j.part = part;
+      dt__par_for_w(nb, 1, nw, dt__red_task_blocks, &j);
+      for (b = 0; b < nb; b++) acc += part[b];
+      dt__red_store(&j, 0, acc);
+    } else {
+      dt__par_for_w(outer, (DT__GRAIN_MEM + len - 1) / (len ? len : 1), nw, dt__red_task_rows, &j);
+    }
+    if (p) dt__cpu_free(0, p, nbytes ? nbytes : 1);
+  } else {
     dt__par_col_tiles(outer, len, inner, DT__GRAIN_MEM, dt__red_task_cols, &j);
+  }
   return DT_OK;
 }

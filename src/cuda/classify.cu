@@ -69,24 +69,25 @@ int small_block(int64_t n) { return n >= kBlock ? kBlock : n <= 32 ? 32 : (int)(
 /* x: (outer, len) -> vals, idx: (outer,), either may be null */
 template <typename T, bool Block>
 __global__ void k_arg_rows(const T *x, int64_t outer, int64_t len, bool min, T *vals, int64_t *idx) {
+  typedef typename Calc<T>::type C;
   int64_t row0, rstep;
   int lane, width;
   team_place<Block>(&row0, &rstep, &lane, &width);
   for (int64_t o = row0; o < outer; o += rstep) {
     const T *p = x + o * len;
-    T bv = min ? (T)CUDART_INF : (T)-CUDART_INF;
+    C bv = min ? (C)CUDART_INF : (C)-CUDART_INF;
     int64_t bi = INT64_MAX; /* no element yet: loses to any */
     for (int64_t r = lane; r < len; r += width)
-      if (arg_beats(p[r], r, bv, bi, min)) { bv = p[r]; bi = r; }
+      if (arg_beats(ld(p[r]), r, bv, bi, min)) { bv = ld(p[r]); bi = r; }
     /* a pair does not shuffle as one: value and index side by side */
 #pragma unroll
     for (int off = 16; off > 0; off >>= 1) {
-      T ov = __shfl_xor_sync(0xffffffffu, bv, off);
+      C ov = __shfl_xor_sync(0xffffffffu, bv, off);
       int64_t oi = __shfl_xor_sync(0xffffffffu, bi, off);
       if (arg_beats(ov, oi, bv, bi, min)) { bv = ov; bi = oi; }
     }
     if (Block) {
-      __shared__ T pv[32];
+      __shared__ C pv[32];
       __shared__ int64_t pi[32];
       int nw = blockDim.x >> 5;
       __syncthreads();
@@ -97,7 +98,7 @@ __global__ void k_arg_rows(const T *x, int64_t outer, int64_t len, bool min, T *
         if (arg_beats(pv[w], pi[w], bv, bi, min)) { bv = pv[w]; bi = pi[w]; }
     }
     if (lane == 0) {
-      if (vals) vals[o] = bv;
+      if (vals) vals[o] = sto<T>(bv);
       if (idx) idx[o] = bi;
     }
   }
@@ -106,17 +107,18 @@ __global__ void k_arg_rows(const T *x, int64_t outer, int64_t len, bool min, T *
 /* x: (outer, len, inner) -> (outer, inner), a thread per output */
 template <typename T>
 __global__ void k_arg_cols(const T *x, int64_t outer, int64_t len, int64_t inner, bool min, T *vals, int64_t *idx) {
+  typedef typename Calc<T>::type C;
   int64_t nout = outer * inner;
   for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < nout; t += (int64_t)gridDim.x * blockDim.x) {
     int64_t o = t / inner, i = t - o * inner;
     const T *p = x + o * len * inner + i;
-    T bv = p[0];
+    C bv = ld(p[0]);
     int64_t bi = 0;
     for (int64_t r = 1; r < len && bv == bv; r++) {
-      T v = p[r * inner];
+      C v = ld(p[r * inner]);
       if (v != v || (min ? v < bv : v > bv)) { bv = v; bi = r; }
     }
-    if (vals) vals[t] = bv;
+    if (vals) vals[t] = sto<T>(bv);
     if (idx) idx[t] = bi;
   }
 }
@@ -141,7 +143,7 @@ dt_status cu_arg_reduce(int dev, int min, dt_dtype t, int64_t outer, int64_t len
   Entered in(dev);
   if (!in.ok()) return in.status();
   if (outer <= 0 || inner <= 0 || len <= 0) return DT_OK;
-  return by_float(t, "arg_reduce", [&](auto z) {
+  return by_float_half(t, "arg_reduce", [&](auto z) {
     using T = decltype(z);
     return arg_reduce_t<T>(in.s->stream, min != 0, outer, len, inner, static_cast<const T *>(x), static_cast<T *>(vals), idx);
   });
@@ -150,24 +152,25 @@ dt_status cu_arg_reduce(int dev, int min, dt_dtype t, int64_t outer, int64_t len
 /* x, y: (outer, len); y = softmax or log_softmax of each row (max subtracted first) */
 template <typename T, bool Block>
 __global__ void k_softmax_rows(const T *x, int64_t outer, int64_t len, bool lg, T *y) {
+  typedef typename Calc<T>::type C;
   int64_t row0, rstep;
   int lane, width;
   team_place<Block>(&row0, &rstep, &lane, &width);
   for (int64_t o = row0; o < outer; o += rstep) {
     const T *p = x + o * len;
     T *q = y + o * len;
-    T m = (T)-CUDART_INF;
+    C m = (C)-CUDART_INF;
     double s = 0; /* in double, as the CPU's */
-    for (int64_t r = lane; r < len; r += width) m = NanMax<T>()(m, p[r]);
-    m = team_reduce<Block>(m, NanMax<T>());
-    for (int64_t r = lane; r < len; r += width) s += (double)d_exp(p[r] - m);
+    for (int64_t r = lane; r < len; r += width) m = NanMax<C>()(m, ld(p[r]));
+    m = team_reduce<Block>(m, NanMax<C>());
+    for (int64_t r = lane; r < len; r += width) s += (double)d_exp(ld(p[r]) - m);
     s = team_reduce<Block>(s, Plus<double>());
     if (lg) {
-      T ls = (T)log(s);
-      for (int64_t r = lane; r < len; r += width) q[r] = (p[r] - m) - ls;
+      C ls = (C)log(s);
+      for (int64_t r = lane; r < len; r += width) q[r] = sto<T>((ld(p[r]) - m) - ls);
     } else {
-      T inv = (T)(1.0 / s);
-      for (int64_t r = lane; r < len; r += width) q[r] = d_exp(p[r] - m) * inv;
+      C inv = (C)(1.0 / s);
+      for (int64_t r = lane; r < len; r += width) q[r] = sto<T>(d_exp(ld(p[r]) - m) * inv);
     }
   }
 }
@@ -175,21 +178,22 @@ __global__ void k_softmax_rows(const T *x, int64_t outer, int64_t len, bool lg, 
 /* x, y: (outer, len, inner), a thread per column (o, i) */
 template <typename T>
 __global__ void k_softmax_cols(const T *x, int64_t outer, int64_t len, int64_t inner, bool lg, T *y) {
+  typedef typename Calc<T>::type C;
   int64_t nout = outer * inner;
   for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < nout; t += (int64_t)gridDim.x * blockDim.x) {
     int64_t o = t / inner, i = t - o * inner;
     const T *p = x + o * len * inner + i;
     T *q = y + o * len * inner + i;
-    T m = (T)-CUDART_INF;
+    C m = (C)-CUDART_INF;
     double s = 0;
-    for (int64_t r = 0; r < len; r++) m = NanMax<T>()(m, p[r * inner]);
-    for (int64_t r = 0; r < len; r++) s += (double)d_exp(p[r * inner] - m);
+    for (int64_t r = 0; r < len; r++) m = NanMax<C>()(m, ld(p[r * inner]));
+    for (int64_t r = 0; r < len; r++) s += (double)d_exp(ld(p[r * inner]) - m);
     if (lg) {
-      T ls = (T)log(s);
-      for (int64_t r = 0; r < len; r++) q[r * inner] = (p[r * inner] - m) - ls;
+      C ls = (C)log(s);
+      for (int64_t r = 0; r < len; r++) q[r * inner] = sto<T>((ld(p[r * inner]) - m) - ls);
     } else {
-      T inv = (T)(1.0 / s);
-      for (int64_t r = 0; r < len; r++) q[r * inner] = d_exp(p[r * inner] - m) * inv;
+      C inv = (C)(1.0 / s);
+      for (int64_t r = 0; r < len; r++) q[r * inner] = sto<T>(d_exp(ld(p[r * inner]) - m) * inv);
     }
   }
 }
@@ -213,7 +217,7 @@ dt_status cu_softmax(int dev, int lg, dt_dtype t, int64_t outer, int64_t len, in
   Entered in(dev);
   if (!in.ok()) return in.status();
   if (outer <= 0 || inner <= 0 || len <= 0) return DT_OK;
-  return by_float(t, "softmax", [&](auto z) {
+  return by_float_half(t, "softmax", [&](auto z) {
     using T = decltype(z);
     return softmax_t<T>(in.s->stream, lg != 0, outer, len, inner, static_cast<const T *>(x), static_cast<T *>(y));
   });
@@ -240,6 +244,7 @@ __global__ void k_check_labels(const int64_t *target, int64_t n, int64_t c, int6
    grad: g (n, c) = (softmax - onehot) / n. A bad label is never read with: its row is NaN. */
 template <typename T, bool Block>
 __global__ void k_xent_rows(const T *x, const int64_t *target, int64_t n, int64_t c, double *part, T *g) {
+  typedef typename Calc<T>::type C;
   int64_t row0, rstep;
   int lane, width;
   team_place<Block>(&row0, &rstep, &lane, &width);
@@ -247,18 +252,19 @@ __global__ void k_xent_rows(const T *x, const int64_t *target, int64_t n, int64_
     const T *p = x + o * c;
     int64_t lab = target[o];
     bool ok = lab >= 0 && lab < c;
-    T m = (T)-CUDART_INF;
+    C m = (C)-CUDART_INF;
     double s = 0;
-    for (int64_t r = lane; r < c; r += width) m = NanMax<T>()(m, p[r]);
-    m = team_reduce<Block>(m, NanMax<T>());
-    for (int64_t r = lane; r < c; r += width) s += (double)d_exp(p[r] - m);
+    for (int64_t r = lane; r < c; r += width) m = NanMax<C>()(m, ld(p[r]));
+    m = team_reduce<Block>(m, NanMax<C>());
+    for (int64_t r = lane; r < c; r += width) s += (double)d_exp(ld(p[r]) - m);
     s = team_reduce<Block>(s, Plus<double>());
     if (g) {
-      T *q = g + o * c, inv = (T)(1.0 / s), scale = (T)(1.0 / (double)n);
+      T *q = g + o * c;
+      C inv = (C)(1.0 / s), scale = (C)(1.0 / (double)n);
       for (int64_t r = lane; r < c; r += width)
-        q[r] = ok ? (d_exp(p[r] - m) * inv - (r == lab ? (T)1 : (T)0)) * scale : (T)CUDART_NAN;
+        q[r] = sto<T>(ok ? (d_exp(ld(p[r]) - m) * inv - (r == lab ? (C)1 : (C)0)) * scale : (C)CUDART_NAN);
     } else if (lane == 0) {
-      part[o] = ok ? log(s) + (double)m - (double)p[lab] : CUDART_NAN;
+      part[o] = ok ? log(s) + (double)m - ldd(p[lab]) : CUDART_NAN;
     }
   }
 }
@@ -269,7 +275,7 @@ __global__ void k_xent_mean(const double *part, int64_t n, T *y) {
   double acc = 0.0;
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) acc += part[i];
   acc = block_sum(acc);
-  if (threadIdx.x == 0) *y = (T)(acc / (double)n);
+  if (threadIdx.x == 0) *y = sto<T>(acc / (double)n);
 }
 
 /* The device's label record (4 int64, zeroed), made at its first cross-entropy. Call with dev current. */
@@ -333,7 +339,7 @@ dt_status cu_cross_entropy(int dev, int grad, dt_dtype t, int64_t n, int64_t c, 
   Entered in(dev);
   if (!in.ok()) return in.status();
   if (n <= 0) return DT_OK;
-  return by_float(t, "cross_entropy", [&](auto z) {
+  return by_float_half(t, "cross_entropy", [&](auto z) {
     using T = decltype(z);
     return xent_t<T>(dev, *in.s, grad != 0, n, c, static_cast<const T *>(logits), target, static_cast<T *>(y));
   });

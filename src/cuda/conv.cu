@@ -2,7 +2,8 @@
    written (grid-stride, run_map), so every sum is one thread's, in a fixed order, and nothing
    is scattered: col2im and the pooling backwards gather, each input position summing the
    windows that hold it (a bogus max index is never followed). Sums are in double, as the
-   CPU's pooling. The core multiplies with cuBLAS through the gemm slot. */
+   CPU's pooling. The core multiplies with cuBLAS through the gemm slot. T: float, double or a half
+   type (half.cu's ld, ldd and sto; im2col copies the bits). */
 
 /* the output rows (or columns) whose windows [o s - p, o s - p + k) hold input position i: [*lo, *hi) within [0, on) */
 __device__ inline void pool_span(int64_t i, int64_t k, int64_t s, int64_t p, int64_t on, int64_t *lo, int64_t *hi) {
@@ -26,7 +27,7 @@ struct Im2col {
     const int64_t ki = k / g.kw, kj = k - ki * g.kw;
     const int64_t oy = pos / g.ow, ox = pos - oy * g.ow;
     const int64_t iy = oy * g.sh - g.ph + ki * g.dh, ix = ox * g.sw - g.pw + kj * g.dw;
-    col[i] = iy >= 0 && iy < g.h && ix >= 0 && ix < g.w ? x[((img * g.c + ch) * g.h + iy) * g.w + ix] : (T)0;
+    col[i] = iy >= 0 && iy < g.h && ix >= 0 && ix < g.w ? x[((img * g.c + ch) * g.h + iy) * g.w + ix] : T{};
   }
 };
 
@@ -44,10 +45,10 @@ struct Col2im {
       for (int64_t kj = 0; kj < g.kw; kj++) {
         const int64_t tx = ix + g.pw - kj * g.dw;
         if (tx < 0 || tx % g.sw != 0 || tx / g.sw >= g.ow) continue;
-        s += (double)col[((ch * kk + ki * g.kw + kj) * nimg + img) * l + (ty / g.sh) * g.ow + tx / g.sw];
+        s += ldd(col[((ch * kk + ki * g.kw + kj) * nimg + img) * l + (ty / g.sh) * g.ow + tx / g.sw]);
       }
     }
-    x[i] = (T)s;
+    x[i] = sto<T>(s);
   }
 };
 
@@ -73,20 +74,20 @@ struct Pool {
       if (x0 < 0) x0 = 0;
     }
     if (p.kind == DT__POOL2D_MAX) {
-      T best = (T)-CUDART_INF;
+      typename Calc<T>::type best = -CUDART_INF;
       int64_t at = y0 * p.w + x0;
       for (int64_t iy = y0; iy < y1; iy++)
         for (int64_t ix = x0; ix < x1; ix++) {
-          const T v = xp[iy * p.w + ix];
+          const typename Calc<T>::type v = ld(xp[iy * p.w + ix]);
           if (v > best || v != v) { best = v; at = iy * p.w + ix; }
         }
-      y[i] = best;
+      y[i] = sto<T>(best);
       if (idx) idx[i] = at;
     } else {
       double s = 0;
       for (int64_t iy = y0; iy < y1; iy++)
-        for (int64_t ix = x0; ix < x1; ix++) s += (double)xp[iy * p.w + ix];
-      y[i] = (T)(s / div);
+        for (int64_t ix = x0; ix < x1; ix++) s += ldd(xp[iy * p.w + ix]);
+      y[i] = sto<T>(s / div);
     }
   }
 };
@@ -113,23 +114,23 @@ struct PoolBack {
       for (int64_t ox = x0; ox < x1; ox++) {
         const int64_t o = yo + oy * p.ow + ox;
         if (p.kind == DT__POOL2D_MAX) {
-          if (idx[o] == pos) s += (double)gy[o];
+          if (idx[o] == pos) s += ldd(gy[o]);
         } else if (p.kind == DT__POOL2D_AVG) {
-          s += (double)gy[o] / (double)(avg_extent(oy * p.sh - p.ph, p.kh, p.h, p.ph) * avg_extent(ox * p.sw - p.pw, p.kw, p.w, p.pw));
+          s += ldd(gy[o]) / (double)(avg_extent(oy * p.sh - p.ph, p.kh, p.h, p.ph) * avg_extent(ox * p.sw - p.pw, p.kw, p.w, p.pw));
         } else {
           const int64_t a = adapt_start(oy, p.h, p.oh), e = adapt_end(oy, p.h, p.oh);
           const int64_t b = adapt_start(ox, p.w, p.ow), f = adapt_end(ox, p.w, p.ow);
-          if (iy >= a && iy < e && ix >= b && ix < f) s += (double)gy[o] / (double)((e - a) * (f - b));
+          if (iy >= a && iy < e && ix >= b && ix < f) s += ldd(gy[o]) / (double)((e - a) * (f - b));
         }
       }
-    gx[i] = (T)s;
+    gx[i] = sto<T>(s);
   }
 };
 
 dt_status cu_im2col(int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, const void *x, void *col) {
   Entered in(dev);
   if (!in.ok()) return in.status();
-  return by_float(t, "im2col", [&](auto z) {
+  return by_float_half(t, "im2col", [&](auto z) {
     using T = decltype(z);
     return run_map("im2col", in.s->stream, nimg * g->c * g->kh * g->kw * g->oh * g->ow,
                    Im2col<T>{*g, nimg, static_cast<const T *>(x), static_cast<T *>(col)});
@@ -139,7 +140,7 @@ dt_status cu_im2col(int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, cons
 dt_status cu_col2im(int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, const void *col, void *x) {
   Entered in(dev);
   if (!in.ok()) return in.status();
-  return by_float(t, "col2im", [&](auto z) {
+  return by_float_half(t, "col2im", [&](auto z) {
     using T = decltype(z);
     return run_map("col2im", in.s->stream, nimg * g->c * g->h * g->w, Col2im<T>{*g, nimg, static_cast<const T *>(col), static_cast<T *>(x)});
   });
@@ -148,7 +149,7 @@ dt_status cu_col2im(int dev, dt_dtype t, const dt__conv2d *g, int64_t nimg, cons
 dt_status cu_pool2d(int dev, dt_dtype t, const dt__pool2d *p, const void *x, void *y, int64_t *idx) {
   Entered in(dev);
   if (!in.ok()) return in.status();
-  return by_float(t, "pool2d", [&](auto z) {
+  return by_float_half(t, "pool2d", [&](auto z) {
     using T = decltype(z);
     return run_map("pool2d", in.s->stream, p->n * p->c * p->oh * p->ow,
                    Pool<T>{*p, static_cast<const T *>(x), static_cast<T *>(y), p->kind == DT__POOL2D_MAX ? idx : nullptr});
@@ -158,7 +159,7 @@ dt_status cu_pool2d(int dev, dt_dtype t, const dt__pool2d *p, const void *x, voi
 dt_status cu_pool2d_backward(int dev, dt_dtype t, const dt__pool2d *p, const void *gy, const int64_t *idx, void *gx) {
   Entered in(dev);
   if (!in.ok()) return in.status();
-  return by_float(t, "pool2d_backward", [&](auto z) {
+  return by_float_half(t, "pool2d_backward", [&](auto z) {
     using T = decltype(z);
     return run_map("pool2d_backward", in.s->stream, p->n * p->c * p->h * p->w,
                    PoolBack<T>{*p, static_cast<const T *>(gy), idx, static_cast<T *>(gx)});

@@ -143,15 +143,31 @@ dt_status cu_gemm(int dev, dt_dtype t, int ta, int tb, int64_t batch, int64_t m,
 
 /* ---- axpy ---- */
 
-/* y[i] += alpha * x[i] for T = float or double (alpha rounded to T) */
+/* y[i] += alpha * x[i] for T = float or double (alpha rounded to T); in a half dtype, the float
+   operation on the converted elements, rounded once */
 template <class T>
 dt_status axpy_t(cudaStream_t st, int64_t n, double alpha, const void *x, void *y) {
   T *yp = static_cast<T *>(y);
   return zip_contig<T>(st, n, yp, static_cast<const T *>(x), yp, BAxpy<T>{(T)alpha}, "axpy");
 }
 
+/* the same in a half dtype: BAxpy<float> on the converted elements, rounded once */
+template <bool BF> struct HalfAxpy {
+  BAxpy<float> op;
+  __device__ uint16_t operator()(uint16_t u, uint16_t w) const {
+    return dt__f32_to_half(BF, op(dt__half_to_f32(BF, u), dt__half_to_f32(BF, w)));
+  }
+};
+
 dt_status cu_axpy(int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y) {
   Entered in(dev);
   if (!in.ok()) return in.status();
+  if (t == DT_F16 || t == DT_BF16) {
+    uint16_t *yp = static_cast<uint16_t *>(y);
+    const uint16_t *xp = static_cast<const uint16_t *>(x);
+    const BAxpy<float> op{(float)alpha};
+    if (t == DT_F16) return zip_contig<uint16_t>(in.s->stream, n, yp, xp, yp, HalfAxpy<false>{op}, "axpy");
+    return zip_contig<uint16_t>(in.s->stream, n, yp, xp, yp, HalfAxpy<true>{op}, "axpy");
+  }
   return by_float(t, "axpy", [&](auto z) { return axpy_t<decltype(z)>(in.s->stream, n, alpha, x, y); });
 }

@@ -1,4 +1,5 @@
-/* Everything accumulates in double, in a fixed order (deterministic). */
+/* Everything accumulates in double, in a fixed order (deterministic). T is the elements' type:
+   float, double or a half type (read and rounded as half.cu's ld and sto say). */
 
 __device__ inline double r_term(double v, int op) { return op == DT__R_NORM ? v * v : v; }
 
@@ -41,15 +42,15 @@ __global__ void k_reduce_rows(const T *x, int64_t outer, int64_t len, int64_t ch
     double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
     int64_t r = r0 + threadIdx.x, step = blockDim.x;
     for (; r + 3 * step < r1; r += 4 * step) {
-      a0 += r_term((double)p[r], op);
-      a1 += r_term((double)p[r + step], op);
-      a2 += r_term((double)p[r + 2 * step], op);
-      a3 += r_term((double)p[r + 3 * step], op);
+      a0 += r_term(ldd(p[r]), op);
+      a1 += r_term(ldd(p[r + step]), op);
+      a2 += r_term(ldd(p[r + 2 * step]), op);
+      a3 += r_term(ldd(p[r + 3 * step]), op);
     }
-    for (; r < r1; r += step) a0 += r_term((double)p[r], op);
+    for (; r < r1; r += step) a0 += r_term(ldd(p[r]), op);
     double acc = block_sum((a0 + a1) + (a2 + a3));
     if (threadIdx.x == 0) {
-      if (nchunks == 1) y[o] = (T)r_final(acc, op, len);
+      if (nchunks == 1) y[o] = sto<T>(r_final(acc, op, len));
       else partial[t] = acc;
     }
   }
@@ -62,7 +63,7 @@ __global__ void k_reduce_rows_finish(const double *partial, int64_t outer, int64
     double acc = 0.0;
     for (int64_t c = threadIdx.x; c < nchunks; c += blockDim.x) acc += partial[o * nchunks + c];
     acc = block_sum(acc);
-    if (threadIdx.x == 0) y[o] = (T)r_final(acc, op, len);
+    if (threadIdx.x == 0) y[o] = sto<T>(r_final(acc, op, len));
   }
 }
 
@@ -80,12 +81,12 @@ __global__ void k_reduce_cols(const T *x, int64_t outer, int64_t len, int64_t in
     double a0 = 0.0, a1 = 0.0;
     int64_t r = r0;
     for (; r + 1 < r1; r += 2) {
-      a0 += r_term((double)p[r * inner], op);
-      a1 += r_term((double)p[(r + 1) * inner], op);
+      a0 += r_term(ldd(p[r * inner]), op);
+      a1 += r_term(ldd(p[(r + 1) * inner]), op);
     }
-    if (r < r1) a0 += r_term((double)p[r * inner], op);
+    if (r < r1) a0 += r_term(ldd(p[r * inner]), op);
     double acc = a0 + a1;
-    if (nchunks == 1) y[t] = (T)r_final(acc, op, len);
+    if (nchunks == 1) y[t] = sto<T>(r_final(acc, op, len));
     else partial[c * nout + t] = acc;
   }
 }
@@ -96,7 +97,7 @@ __global__ void k_reduce_cols_finish(const double *partial, int64_t nout, int64_
   for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < nout; t += (int64_t)gridDim.x * blockDim.x) {
     double acc = 0.0;
     for (int64_t c = 0; c < nchunks; c++) acc += partial[c * nout + t];
-    y[t] = (T)r_final(acc, op, len);
+    y[t] = sto<T>(r_final(acc, op, len));
   }
 }
 
@@ -116,7 +117,7 @@ __global__ void k_reduce_cols_narrow(const T *x, int64_t len, int64_t inner, int
   int64_t r0 = c * chunk, r1 = r0 + chunk < len ? r0 + chunk : len;
   const T *p = x + o * len * inner;
   double acc = 0.0;
-  for (int64_t e = r0 * inner + threadIdx.x; e < r1 * inner; e += blockDim.x) acc += r_term((double)p[e], op);
+  for (int64_t e = r0 * inner + threadIdx.x; e < r1 * inner; e += blockDim.x) acc += r_term(ldd(p[e]), op);
   if (inner <= 32 && (inner & (inner - 1)) == 0) {
     /* a power of two (the block is then kBlock threads, whole warps): lanes L and L + off,
        off a multiple of inner, keep the same column, so shuffles leave each warp's column
@@ -232,7 +233,7 @@ dt_status cu_reduce(int dev, dt__reduce_op op, dt_dtype t, int64_t outer, int64_
   Entered in(dev);
   if (!in.ok()) return in.status();
   if (outer <= 0 || inner <= 0) return DT_OK;
-  return by_float(t, "reduce", [&](auto z) {
+  return by_float_half(t, "reduce", [&](auto z) {
     using T = decltype(z);
     return reduce_t<T>(dev, *in.s, (int)op, outer, len, inner, static_cast<const T *>(x), static_cast<T *>(y));
   });

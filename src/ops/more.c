@@ -111,6 +111,15 @@ DTDEF dt_tensor *dt_mean_dim(const dt_tensor *t, int dim, int keepdim) {
   if (dt__check_tensor(op, "t", t) != DT_OK || dt__float_only(op, "t", t) != DT_OK) return NULL;
   if (dt__wrap_dim0(op, dim, t->shape.ndim, &d) != DT_OK) return NULL;
   if (t->shape.ndim == 0) return dt_mean(t); /* its value, in a tensor of its own (not a view) */
+  if (dt__is_half(t->dtype)) {
+    /* in float32, rounded once: the count itself may not be a half value (bfloat16 holds 3000
+       as 3008, float16 holds nothing from 65520), and the sum would be rounded twice */
+    dt_tensor *ft = dt_cast(t, DT_F32), *fy = ft ? dt_mean_dim(ft, d, keepdim) : NULL;
+    y = fy ? dt_cast(fy, t->dtype) : NULL;
+    dt_release(ft);
+    dt_release(fy);
+    return y;
+  }
   /* the sum divided by the count (as torch.mean: an empty dim gives NaN) */
   if (!(n = dt__filled(op, dt_shape0(), t->dtype, (double)t->shape.dims[d], t->st->device))) return NULL;
   s = dt_sum_dim(t, d);
