@@ -69,7 +69,7 @@ for name, res, args in [
         ("dt_nbytes", C.c_size_t, [P]), ("dt_numel", C.c_int64, [P]), ("dt_dtype_of", C.c_int, [P]), ("dt_ndim", C.c_int, [P]),
         ("dt_dim", C.c_int64, [P, C.c_int]), ("dt_fill_", C.c_int, [P, C.c_double]), ("dt_device_of", Device, [P]),
         ("dt_last_error", C.c_char_p, []), ("dt_num_gpus", C.c_int, []), ("dt_cuda_stream", P, [Device]),
-        ("dt_synchronize", C.c_int, [Device]), ("dt_mul_scalar", P, [P, C.c_double]),
+        ("dt_synchronize", C.c_int, [Device]), ("dt_mul_scalar", P, [P, C.c_double]), ("dt_cast", P, [P, C.c_int]),
         ("dt_to_dlpack", C.POINTER(DLManagedTensorVersioned), [P]), ("dt_from_dlpack", P, [P]),
         ("dt_to_dlpack_legacy", C.POINTER(DLManagedTensor), [P]), ("dt_from_dlpack_legacy", P, [P]),
         ("dt_save_tensors", C.c_int, [C.c_char_p, P, P, C.c_int]),
@@ -79,7 +79,7 @@ for name, res, args in [
     f.restype = res
     f.argtypes = args
 
-F32, F64, I32, I64, U8, BOOL = 0, 1, 2, 3, 4, 5
+F32, F64, I32, I64, U8, BOOL, F16, BF16 = 0, 1, 2, 3, 4, 5, 6, 7
 DT_NP = {F32: np.float32, F64: np.float64, I32: np.int32, I64: np.int64, U8: np.uint8, BOOL: np.bool_}
 DT_TORCH = {F32: torch.float32, F64: torch.float64, I32: torch.int32, I64: torch.int64, U8: torch.uint8, BOOL: torch.bool}
 CPU = Device(0, 0)
@@ -254,6 +254,41 @@ def test_bytes_torch(dev, tdev):
                   y.dtype == x.dtype and y.data_ptr() == x.data_ptr() and torch.equal(y.cpu(), x.cpu()))
             del y
         del cap
+        gc.collect()
+
+
+def half_bits(t):
+    """A float16 or bfloat16 devtensor tensor's bits (by dt_to_host), as uint16."""
+    a = np.empty(lib.dt_numel(t), np.uint16)
+    assert lib.dt_to_host(t, a.ctypes.data, a.nbytes) == 0
+    return a
+
+
+def test_half_torch(dev, tdev):
+    """float16 (kDLFloat 16 bits) and bfloat16 (kDLBfloat 16 bits) both ways: zero copy, dtype, the
+    same bits (NaN, infinities, a subnormal and -0 among them)."""
+    vals = torch.tensor([[0.0, -0.0, 1.5, float("inf")], [float("-inf"), float("nan"), 1e-7, -65504.0]])
+    for dt, tdt in ((F16, torch.float16), (BF16, torch.bfloat16)):
+        x = vals.to(tdt).to(tdev)
+        bits = x.cpu().view(torch.int16).numpy().view(np.uint16).ravel()
+        name = "torch %s [%s]" % (x.dtype, tdev)
+        t = import_capsule(torch_capsule(x, dev))
+        check(name + " -> devtensor: zero copy, dtype, bits", bool(t) and lib.dt_dtype_of(t) == dt
+              and lib.dt_data_ptr(t) == x.data_ptr() and (half_bits(t) == bits).all(), lib.dt_last_error())
+        if t:
+            y = tdl.from_dlpack(PyCapsule_New(C.cast(lib.dt_to_dlpack_legacy(t), P), b"dltensor", None))
+            lib.dt_release(t)
+            check(name + " -> devtensor -> torch: the same dtype, bits and memory",
+                  y.dtype == x.dtype and y.data_ptr() == x.data_ptr() and torch.equal(y.cpu().view(torch.int16), x.cpu().view(torch.int16)))
+            del y
+        a = dt_arange(8, F32, dev, 2, 4)
+        h = lib.dt_cast(a, dt)
+        lib.dt_release(a)
+        y = tdl.from_dlpack(PyCapsule_New(C.cast(lib.dt_to_dlpack_legacy(h), P), b"dltensor", None)) if h else None
+        check("devtensor %s [%s] -> torch: zero copy, dtype, values" % (tdt, tdev), y is not None and y.dtype == tdt
+              and y.data_ptr() == lib.dt_data_ptr(h) and torch.equal(y.cpu().float(), torch.arange(8.0).reshape(2, 4)))
+        lib.dt_release(h)
+        del y
         gc.collect()
 
 
@@ -441,6 +476,7 @@ print("numpy %s, torch %s, %s" % (np.__version__, torch.__version__, os.path.bas
 test_to_torch(CPU, "cpu")
 test_from_torch(CPU, "cpu")
 test_bytes_torch(CPU, "cpu")
+test_half_torch(CPU, "cpu")
 test_numpy(CPU)
 test_edge_shapes()
 test_refused()
@@ -451,6 +487,7 @@ if ngpu > 0 and torch.cuda.is_available():
     test_to_torch(Device(1, 0), "cuda")
     test_from_torch(Device(1, 0), "cuda")
     test_bytes_torch(Device(1, 0), "cuda")
+    test_half_torch(Device(1, 0), "cuda")
     test_cupy(Device(1, 0))
 else:
     skip("torch CUDA tensors and CuPy <-> devtensor", "no GPU here (devtensor sees %d, torch.cuda %s)" % (ngpu, torch.cuda.is_available()))
