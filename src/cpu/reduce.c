@@ -134,7 +134,7 @@ DT__RED_COLS_DEFINE(dt__red_cols_f64, double)
 #undef DT__RED_COLS_DEFINE
 
 /* a half x: its tile's rows to float DT__RED_HROWS at a time, each added as float32's are */
-#define DT__RED_HROWS 32
+#define DT__RED_HROWS 8
 static void dt__red_cols_half(const dt__red_job *j, const uint16_t *x, int64_t cnt, float *buf, double *acc) {
   int64_t r0, r;
   for (r0 = 0; r0 < j->r.len; r0 += DT__RED_HROWS) {
