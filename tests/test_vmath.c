@@ -356,7 +356,8 @@ static void test_sum_variants(void) {
           j.op = sq ? DT__R_NORM : DT__R_SUM; j.r.t = t ? DT_F64 : DT_F32; j.r.len = lens[li]; j.r.block = dt__red_block(lens[li]);
           j.sum16 = dt__ew_vtabs[isa].sum16[t];
           for (s = 0; s < j.r.len; s += j.r.block)
-            part += dt__red_block_sum(&j, t ? (const void *)(d + s) : (const void *)(a + s), j.r.len - s < j.r.block ? j.r.len - s : j.r.block);
+            part += dt__red_block_sum(&j, t ? (const void *)(d + s) : (const void *)(a + s), j.r.len - s < j.r.block ? j.r.len - s : j.r.block,
+                                      NULL);
           if (isa == 0) first = part;
           T_CHECK_MSG(t_d_bits(part) == t_d_bits(first), "%s len %lld f%d sq %d: %a vs baseline %a", t_isa_name[isa],
                       (long long)lens[li], t ? 64 : 32, sq, part, first);
@@ -433,7 +434,7 @@ static void test_threads_sum(void) {
   for (i = 0; i < n; i++) p[i] = (float)((double)(int64_t)t_next() * ldexp(1.0, -63));
   memset(&j, 0, sizeof j);
   j.op = DT__R_SUM; j.r.t = DT_F32; j.r.len = n; j.r.block = dt__red_block(n); j.sum16 = dt__ew_kernels()->sum16[0];
-  for (b = 0; b < n; b += j.r.block) ref += dt__red_block_sum(&j, p + b, n - b < j.r.block ? n - b : j.r.block);
+  for (b = 0; b < n; b += j.r.block) ref += dt__red_block_sum(&j, p + b, n - b < j.r.block ? n - b : j.r.block, NULL);
   s = dt_sum(x);
   T_CHECK(s != NULL);
   if (s) T_CHECK_MSG(dt_item(s) == (double)(float)ref, "%.9g vs %.9g", dt_item(s), (double)(float)ref);
