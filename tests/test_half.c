@@ -314,7 +314,9 @@ static void test_ops(dt_device dev) {
    to float32, each result rounded once (comparisons: float32's answers): bit for bit, over lengths of several blocks, with NaN,
    infinities, signed zeros and subnormals among the values, both sides of a broadcast, and in
    place. */
-static dt_tensor *t_ew_rand(dt_device dev, dt_dtype t, dt_shape s, uint32_t seed) {
+/* random half values of shape s from seed; finite: in [-8, 8), one in eight a tie at 1.5 and a
+   few large (for the reductions); else with NaN, infinities, signed zeros and subnormals */
+static dt_tensor *t_half_rand(dt_device dev, dt_dtype t, dt_shape s, uint32_t seed, int finite) {
   int64_t n = 1, i;
   float *v;
   dt_tensor *x = NULL;
@@ -324,6 +326,11 @@ static dt_tensor *t_ew_rand(dt_device dev, dt_dtype t, dt_shape s, uint32_t seed
   if (!v) return NULL;
   for (i = 0; i < n; i++) {
     seed = seed * 1664525u + 1013904223u;
+    if (finite) {
+      v[i] = (seed >> 29) == 0 ? 1.5f : (float)((int32_t)(seed >> 8) % 40000) / 5000.0f;
+      if ((seed & 1023u) == 5u) v[i] *= 3000.0f;
+      continue;
+    }
     switch (seed >> 28) {
       case 0: v[i] = (float)NAN; break;
       case 1: v[i] = (seed >> 27) & 1 ? (float)INFINITY : -(float)INFINITY; break;
@@ -370,8 +377,9 @@ static void test_ops_rounded_once(dt_device dev) {
   size_t k;
   for (h = 0; h < 2; h++) {
     dt_dtype t = h ? DT_BF16 : DT_F16;
-    dt_tensor *a = t_ew_rand(dev, t, dt_shape2(3, 1300), 1u + (uint32_t)h), *b = t_ew_rand(dev, t, dt_shape2(3, 1300), 7u);
-    dt_tensor *row = t_ew_rand(dev, t, dt_shape1(1300), 11u), *col = t_ew_rand(dev, t, dt_shape2(3, 1), 13u);
+    dt_tensor *a = t_half_rand(dev, t, dt_shape2(3, 1300), 1u + (uint32_t)h, 0);
+    dt_tensor *b = t_half_rand(dev, t, dt_shape2(3, 1300), 7u, 0);
+    dt_tensor *row = t_half_rand(dev, t, dt_shape1(1300), 11u, 0), *col = t_half_rand(dev, t, dt_shape2(3, 1), 13u, 0);
     dt_tensor *fa = dt_cast(a, DT_F32), *fb = dt_cast(b, DT_F32), *frow = dt_cast(row, DT_F32), *fcol = dt_cast(col, DT_F32);
     T_CHECK(a && b && row && col && fa && fb && frow && fcol);
     if (a && b && row && col && fa && fb && frow && fcol) {
@@ -416,27 +424,7 @@ static void test_ops_rounded_once(dt_device dev) {
 /* Reductions, softmax, the losses, pooling and axpy on half tensors are their float32 kernels on
    the values converted to float32, each result rounded once: bit for bit against that route, in
    shapes that take each of a backend's reduction paths (rows, one long row in pieces, narrow and
-   wide columns, short rows), with ties for the arg reductions. Finite values in [-4, 4), a few
-   large ones for the norm. */
-static dt_tensor *t_red_rand(dt_device dev, dt_dtype t, dt_shape s, uint32_t seed) {
-  int64_t n = 1, i;
-  float *v;
-  dt_tensor *x = NULL, *f;
-  int d;
-  for (d = 0; d < s.ndim; d++) n *= s.dims[d];
-  v = (float *)malloc(sizeof(float) * (size_t)n);
-  if (!v) return NULL;
-  for (i = 0; i < n; i++) {
-    seed = seed * 1664525u + 1013904223u;
-    v[i] = (seed >> 29) == 0 ? 1.5f : (float)((int32_t)(seed >> 8) % 40000) / 5000.0f; /* one in eight ties at 1.5 */
-    if ((seed & 1023u) == 5u) v[i] *= 3000.0f;
-  }
-  f = dt_from_data(v, s, DT_F32, dev);
-  x = f ? dt_cast(f, t) : NULL;
-  dt_release(f);
-  free(v);
-  return x;
-}
+   wide columns, short rows), with ties for the arg reductions. */
 /* y, computed on a half tensor, against r, computed on its float32 copy: r rounded to y's dtype,
    or (I64 indices) as it is */
 static int t_rounded_once(dt_tensor *y, dt_tensor *r) {
@@ -463,7 +451,7 @@ static void test_reductions_rounded_once(dt_device dev) {
     const char *tn = dt_dtype_name(t);
     for (k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
       const dt_shape s = shapes[k][2] == 1 ? dt_shape2(shapes[k][0], shapes[k][1]) : dt_shape3(shapes[k][0], shapes[k][1], shapes[k][2]);
-      dt_tensor *a = t_red_rand(dev, t, s, 3u + (uint32_t)(k * 2 + (size_t)h)), *fa = a ? dt_cast(a, DT_F32) : NULL;
+      dt_tensor *a = t_half_rand(dev, t, s, 3u + (uint32_t)(k * 2 + (size_t)h), 1), *fa = a ? dt_cast(a, DT_F32) : NULL;
       int dim;
       T_CHECK(a && fa);
       if (!a || !fa) { dt_release(a); dt_release(fa); continue; }
@@ -499,7 +487,7 @@ static void test_reductions_rounded_once(dt_device dev) {
         free(lab); dt_release(tg); dt_release(lp); dt_release(flp);
       }
       { /* axpy: y += alpha x in place on a copy of each */
-        dt_tensor *b = t_red_rand(dev, t, s, 99u), *fb = b ? dt_cast(b, DT_F32) : NULL;
+        dt_tensor *b = t_half_rand(dev, t, s, 99u, 1), *fb = b ? dt_cast(b, DT_F32) : NULL;
         T_CHECK(b && fb && dt_axpy_(b, -0.37, a) == DT_OK && dt_axpy_(fb, -0.37, fa) == DT_OK);
         T_CHECK_MSG(t_rounded_once(dt_retain(b), dt_retain(fb)), "%s axpy, shape %d", tn, (int)k);
         dt_release(b); dt_release(fb);
@@ -507,13 +495,13 @@ static void test_reductions_rounded_once(dt_device dev) {
       dt_release(a); dt_release(fa);
     }
     { /* pooling, forward and backward: overlapping and padded windows, odd sizes */
-      dt_tensor *x = t_red_rand(dev, t, dt_shape4(2, 3, 11, 9), 21u + (uint32_t)h), *fx = x ? dt_cast(x, DT_F32) : NULL;
+      dt_tensor *x = t_half_rand(dev, t, dt_shape4(2, 3, 11, 9), 21u + (uint32_t)h, 1), *fx = x ? dt_cast(x, DT_F32) : NULL;
       dt_tensor *gy = NULL, *fgy = NULL, *idx = NULL, *fidx = NULL, *y, *fy;
       T_CHECK(x && fx);
       if (x && fx) {
         y = dt_f_max_pool2d_ex(x, 3, 2, 2, 1, 1, 1, &idx);
         fy = dt_f_max_pool2d_ex(fx, 3, 2, 2, 1, 1, 1, &fidx);
-        gy = y ? t_red_rand(dev, t, dt_shape_of(y), 31u) : NULL;
+        gy = y ? t_half_rand(dev, t, dt_shape_of(y), 31u, 1) : NULL;
         fgy = gy ? dt_cast(gy, DT_F32) : NULL;
         T_CHECK_MSG(t_rounded_once(y, fy), "%s max_pool2d", tn);
         T_CHECK_MSG(t_rounded_once(dt_retain(idx), dt_retain(fidx)), "%s max_pool2d indices", tn);
@@ -526,7 +514,7 @@ static void test_reductions_rounded_once(dt_device dev) {
         dt_release(gy); dt_release(fgy);
         y = dt_f_adaptive_avg_pool2d(x, 4, 5);
         fy = dt_f_adaptive_avg_pool2d(fx, 4, 5);
-        gy = y ? t_red_rand(dev, t, dt_shape_of(y), 41u) : NULL;
+        gy = y ? t_half_rand(dev, t, dt_shape_of(y), 41u, 1) : NULL;
         fgy = gy ? dt_cast(gy, DT_F32) : NULL;
         T_CHECK_MSG(t_rounded_once(y, fy), "%s adaptive_avg_pool2d", tn);
         T_CHECK_MSG(t_rounded_once(dt_f_adaptive_avg_pool2d_backward(gy, x), dt_f_adaptive_avg_pool2d_backward(fgy, fx)),
