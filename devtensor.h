@@ -16841,6 +16841,7 @@ static void dt__gemm_row_sums(size_t es, const char *a, int64_t csa, int64_t r0,
   int64_t i0, i, cnt;
   for (i0 = r0; i0 < r1; i0 += cnt) {
     cnt = r1 - i0 < DT__COL_TILE ? r1 - i0 : DT__COL_TILE;
+    for (i = 0; i < cnt; i++) acc[i] = 0;
     if (es == sizeof(float)) dt__red_cols_f32(0, (const float *)a + i0, k, csa, cnt, acc);
     else dt__red_cols_f64(0, (const double *)a + i0, k, csa, cnt, acc);
     for (i = 0; i < cnt; i++) {
