@@ -470,6 +470,25 @@ class Case:
             self.x_on_device = R.random() < 0.5
             self.cuda_graph = 1 if R.random() < 0.25 else 0
             self.steps = self.epochs * ((self.rows + self.batch - 1) // self.batch)
+        # now and then an MLP f times as wide on f times the rows: the sizes where the CPU's gemm
+        # splits its work by rows over threads and sums a linear layer's bias gradient as it packs,
+        # which the small networks never reach. Drawn last, so a seed's other draws stay as they were.
+        self.wide = R.choice([8, 16, 24]) if self.kind == "mlp" and R.random() < 0.05 else 0
+        if self.wide:
+            f, L, nlin = self.wide, [], sum(1 for s_ in self.L if s_[0] == "linear")
+            k = 0
+            for s_ in self.L:
+                if s_[0] == "linear":
+                    k += 1
+                    s_ = ("linear", s_[1] if k == 1 else s_[1] * f, s_[2] if k == nlin else s_[2] * f)
+                elif s_[0] in ("ln", "bn"):
+                    s_ = (s_[0], s_[1] * f)
+                L.append(s_)
+            self.L = L
+            if self.trainer:
+                self.batch, self.rows = self.batch * f, self.rows * f
+            else:
+                self.n *= f
 
     def describe(self):
         s = "%s [%s] in=%s %s mode=%s loss=%s opt=%s%s lr=%g %s clip=%g %s%s" % (
@@ -477,8 +496,8 @@ class Case:
             self.mode, self.loss, self.opt, "(%s)" % self.form if self.opt != "plain" else "", self.lr,
             " ".join("%s=%s" % kv for kv in self.hp.items()), self.clip, self.direction,
             " convert-first" if self.convert_first else "")
-        s += "%s%s%s%s" % (" nested(%d)" % self.nest if self.nest else "", " lazy" if self.lazy else "", " moved-at-step-%d" % self.move_at if self.move_at is not None else "",
-                         " lockstep" if self.lockstep else "")
+        s += "%s%s%s%s%s" % (" nested(%d)" % self.nest if self.nest else "", " lazy" if self.lazy else "", " moved-at-step-%d" % self.move_at if self.move_at is not None else "",
+                           " lockstep" if self.lockstep else "", " wide(x%d)" % self.wide if self.wide else "")
         if self.trainer:
             s += " trainer epochs=%d batch=%d rows=%d x_on_device=%d cuda_graph=%d" % (
                 self.epochs, self.batch, self.rows, self.x_on_device, self.cuda_graph)
