@@ -3,7 +3,8 @@
    thread per column (o, i), i fastest (coalesced). A team (warp or block) reduces with
    butterfly shuffles, so every thread of it holds the result; all threads of a team work on
    the same rows, so they meet at the same shuffles and barriers. Sums of exponentials are in
-   double, as the CPU's. */
+   double, as the CPU's. T, the elements' type: float, double or a half type, which the kernels
+   read as float and compute in float (half.cu's Calc, ld and sto). */
 
 constexpr int64_t kLongRow = 1024; /* from this length a row gets a whole block */
 
