@@ -637,6 +637,31 @@ static void test_autograd(dt_device dev) {
       T_CHECK(dt_grad(w) && max_rel_err(dt_grad(w), ref, 8) == 0);
       dt_release(w); dt_release(wf); dt_release(ws);
     }
+    { /* the mean over a dim whose count the dtype does not hold (bfloat16: 3000 is 3008; float16:
+         70000 is inf): the mean of 0.75s is 0.75, its gradient 1/len rounded once */
+      const int64_t len = h ? 3000 : 70000;
+      dt_tensor *o = dt_full(dt_shape2(2, len), 0.75, dev), *w = o ? dt_cast(o, t) : NULL, *m, *ms, *gm, *gf;
+      float v[2], gv[2];
+      T_CHECK(w && dt_requires_grad_(w, 1) == DT_OK);
+      m = dt_mean_dim(w, 1, 0);
+      ms = m ? dt_sum(m) : NULL;
+      gf = m ? dt_cast(m, DT_F32) : NULL;
+      T_CHECK_MSG(gf && dt_to_host(gf, v, sizeof v) == DT_OK && v[0] == 0.75f && v[1] == 0.75f, "%s mean over %lld",
+                  dt_dtype_name(t), (long long)len);
+      dt_release(gf);
+      T_CHECK(ms && dt_autograd_backward(ms, NULL) == DT_OK);
+      gm = dt_grad(w) ? dt_slice(dt_grad(w), 1, 0, 1) : NULL; /* its first column, (2, 1) */
+      gf = gm ? dt_cast(gm, DT_F32) : NULL;
+      {
+        dt_tensor *r1 = dt_full(dt_shape0(), 1.0 / (double)len, dev), *r2 = r1 ? dt_cast(r1, t) : NULL, *r3 = r2 ? dt_cast(r2, DT_F32) : NULL;
+        float want = 0;
+        T_CHECK(r3 && dt_to_host(r3, &want, sizeof want) == DT_OK && want > 0);
+        T_CHECK_MSG(gf && dt_to_host(gf, gv, sizeof gv) == DT_OK && gv[0] == want && gv[1] == want, "%s mean's gradient over %lld: %g, want %g",
+                    dt_dtype_name(t), (long long)len, (double)gv[0], (double)want);
+        dt_release(r1); dt_release(r2); dt_release(r3);
+      }
+      dt_release(o); dt_release(w); dt_release(m); dt_release(ms); dt_release(gm); dt_release(gf);
+    }
     dt_release(sq); dt_release(s); dt_release(x);
   }
 }
