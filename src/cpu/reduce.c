@@ -184,10 +184,10 @@ static dt_status dt__cpu_reduce(int dev, dt__reduce_op op, dt_dtype t, int64_t o
     size_t nbytes = 0;
     void *p = NULL;
     dt_status rc;
-    if (j.in) { /* a block of floats for each worker (the allocator's message on failure) */
+    if (j.in && len > 0) { /* a block of floats for each worker (the allocator's message on failure) */
       j.bufn = len < j.r.block ? len : j.r.block;
       nbytes = (size_t)nw * (size_t)j.bufn * sizeof(float);
-      if ((rc = dt__cpu_alloc(0, nbytes ? nbytes : 1, &p)) != DT_OK) return rc;
+      if ((rc = dt__cpu_alloc(0, nbytes, &p)) != DT_OK) return rc;
       j.buf = (float *)p;
     }
     if (outer == 1) {
@@ -200,7 +200,7 @@ static dt_status dt__cpu_reduce(int dev, dt__reduce_op op, dt_dtype t, int64_t o
     } else {
       dt__par_for_w(outer, (DT__GRAIN_MEM + len - 1) / (len ? len : 1), nw, dt__red_task_rows, &j);
     }
-    if (p) dt__cpu_free(0, p, nbytes ? nbytes : 1);
+    if (p) dt__cpu_free(0, p, nbytes);
   } else {
     dt__par_col_tiles(outer, len, inner, DT__GRAIN_MEM, dt__red_task_cols, &j);
   }
