@@ -733,15 +733,7 @@ class Case:
                 losses = self.epoch_means(losses, batches)
             out = [("loss %d" % k, torch.as_tensor(v), dtype) for k, v in enumerate(losses)]
             out += [(k, v, dtype) for k, v in net.state_dict().items()]
-            net.eval()
-            with torch.no_grad():
-                x = Xe.to(dt_) if Xe.is_floating_point() else Xe
-                if autocast:
-                    with torch.autocast("cpu", dtype=torch.bfloat16):
-                        y = net(x)
-                else:
-                    y = net(x)
-            out.append(("eval output", y, torch.bfloat16 if autocast else dtype))
+            out.append(("eval output", torch_eval(net, Xe, dt_, autocast), torch.bfloat16 if autocast else dtype))
             return out
 
         mine = [torch.tensor(float(v), dtype=torch.float64) for v in dt_losses] + [st[k] for k in rsd] + [got]
@@ -841,14 +833,7 @@ class Case:
         variance near 0) by more than the outputs' tolerance."""
         net = torch_net(self.L, self.inp, self.nest).to(ref_dtype)
         net.load_state_dict({k: v.to(ref_dtype) if v.is_floating_point() else v for k, v in st.items()})
-        net.eval()
-        with torch.no_grad():
-            x = Xe.to(ref_dtype) if Xe.is_floating_point() else Xe
-            if autocast:
-                with torch.autocast("cpu", dtype=torch.bfloat16):
-                    y = net(x)
-            else:
-                y = net(x)
+        y = torch_eval(net, Xe, ref_dtype, autocast)
         for gv, (what, r, fdt) in zip(mine, ref):
             try:
                 check_one(gv, what, r, fdt, r)
@@ -1005,6 +990,18 @@ def torch_net_copy(master, L, inp, nest):
     net = torch_net(L, inp, nest).double()
     net.load_state_dict(master.state_dict())
     return net
+
+
+def torch_eval(net, X, dtype, autocast):
+    """net's outputs in evaluation mode on X (a float X in dtype), under CPU autocast to bfloat16
+    where autocast."""
+    net.eval()
+    with torch.no_grad():
+        x = X.to(dtype) if X.is_floating_point() else X
+        if autocast:
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                return net(x)
+        return net(x)
 
 
 def from_torch_on(lib, t, dev):
