@@ -112,7 +112,11 @@ CUDNN_LIB  := $(if $(filter 1,$(CUDNN)),-lcudnn)
 NVCCFLAGS  += $(CUDNN_DEF)
 CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas $(CUDNN_LIB) -lstdc++ -lm -ldl
 CU_OBJ     := $(B)/cuda/devtensor_cuda$(if $(filter 1,$(CUDNN)),_cudnn).o
-CUDA_TESTS := $(addprefix $(B)/cuda/,$(TESTS))
+# tests that touch no device (the CPU gemm's kernels, the vector math, number formatting, the
+# CPU's BF16 gemm, the CPU allocator without its cache): the C and C++ builds run them, the CUDA
+# build and the emulator's (ci.mk) leave them out, as they would test the same CPU code again
+CPU_ONLY   := test_gemm_kernel test_vmath test_print_format test_gemm_bf16 test_cpu_nocache
+CUDA_TESTS := $(addprefix $(B)/cuda/,$(filter-out $(CPU_ONLY),$(TESTS)))
 CUDA_EX    := $(addprefix $(B)/cuda/ex/,$(EXAMPLES))
 ifeq ($(CUDA),1)
   CUDA_ALL := $(CUDA_TESTS) $(B)/cuda/fault_gpu $(CUDA_EX) $(B)/cuda/own_kernel $(B)/cuda/gpus_nvcc
@@ -282,7 +286,7 @@ run: $(RUN_GPUS)
 
 # the scripts and the longest programs first, so that two run at a time to the end;
 # safetensors_py.sh last, alone: it reads the file test_nn writes (c, cxx and cuda)
-TEST_LONG := $(addsuffix /test_gemm_kernel,$(B)/c $(B)/cxx $(if $(CUDA_ALL),$(B)/cuda))
+TEST_LONG := $(addsuffix /test_gemm_kernel,$(B)/c $(B)/cxx)
 test: all lib
 	@DT_CUDA=$(CUDA) sh tests/run.sh tests/doc_snippets.sh tests/examples_smoke.sh $(if $(CUDA_ALL),tests/cuda_examples.sh) \
 	  tests/packaging.sh tests/interop_py.sh $(TEST_LONG) \

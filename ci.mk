@@ -29,11 +29,9 @@ EMU_DIR    := $(B)/emu
 EMU_LIB    := $(EMU_DIR)/libcudart_emu.so
 EMU_OBJ    := $(EMU_DIR)/devtensor_cuda.o
 EMU_LINK   := -L$(EMU_DIR) -lcudart_emu -Wl,-rpath,$(abspath $(EMU_DIR)) -lstdc++ -lm -pthread -ldl
-# all tests but those that touch no device (the CPU gemm's kernels, the vector math, number
-# formatting, the CPU's BF16 gemm): make asan runs those under the same sanitizers, and CI's 30
-# minutes are tight
-EMU_CPU_ONLY := test_gemm_kernel test_vmath test_print_format test_gemm_bf16
-EMU_TESTS  := $(addprefix $(EMU_DIR)/,$(filter-out $(EMU_CPU_ONLY),$(TESTS)))
+# all tests but those that touch no device (the Makefile's CPU_ONLY): make asan runs those under
+# the same sanitizers, and CI's 30 minutes are tight
+EMU_TESTS  := $(addprefix $(EMU_DIR)/,$(filter-out $(CPU_ONLY),$(TESTS)))
 EMU_EX     := $(addprefix $(EMU_DIR)/ex/,$(EXAMPLES))
 EMU_HDRS   := $(wildcard tests/emu/*.h)
 EMU_ENV    := DTEMU_GPUS=2 ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1
@@ -95,7 +93,7 @@ $(eval $(call IMPL,asan,$(B)/asan,-x c))
 $(eval $(call IMPL,emu,$(EMU_DIR),-x c))
 $(eval $(call LINKED,asan,$(B)/asan,tests,$(LINK_TESTS),$(TEST_DEPS),$(B)/asan/devtensor_impl.o))
 EMU_IMPL := $(EMU_DIR)/devtensor_impl.o
-$(eval $(call LINKED,emu,$(EMU_DIR),tests,$(filter-out $(EMU_CPU_ONLY),$(LINK_TESTS)),$(TEST_DEPS),$(EMU_IMPL)))
+$(eval $(call LINKED,emu,$(EMU_DIR),tests,$(filter-out $(CPU_ONLY),$(LINK_TESTS)),$(TEST_DEPS),$(EMU_IMPL)))
 $(eval $(call LINKED,emu,$(EMU_DIR)/ex,examples,$(EXAMPLES),$(EX_DEPS),$(EMU_IMPL)))
 $(eval $(call LINKED,emu,$(EMU_DIR),tests,fault_gpu,$(TEST_DEPS),$(EMU_IMPL)))
 $(eval $(call LINKED,emu,$(EMU_DIR),tests/emu,ctx_check no_driver,$(HDR) tests/harness.h,$(EMU_IMPL)))
@@ -110,7 +108,7 @@ $(addprefix $(2)/obj/,$(addsuffix .o,$(4))): $(2)/obj/%.o: $(3)/%.c $(5) | $$$$(
 $(addprefix $(2)/,$(4)): $(2)/%: $(2)/obj/%.o $$($(1)_DEPS) | $$$$(@D)
 	$$($(1)_CMD) $$(filter %.o,$$^) -o $$@ $$($(1)_LIBS)
 endef
-EMU_OWN := $(filter-out $(EMU_CPU_ONLY) $(LINK_TESTS),$(TESTS))
+EMU_OWN := $(filter-out $(CPU_ONLY) $(LINK_TESTS),$(TESTS))
 $(eval $(call SPLIT,emu,$(EMU_DIR),tests,$(EMU_OWN),$(TEST_DEPS)))
 $(eval $(call SPLIT,tsanemu,$(TSAN_EMU),tests,test_threads,$(HDR) tests/harness.h))
 

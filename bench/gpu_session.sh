@@ -96,7 +96,9 @@ phase_cudatest() {
   log=$out/cudatest.log
   header >"$log"
   arch=${GPU_ARCH:-90}
-  progs=$(for t in tests/test_*.c; do printf 'build/cuda/%s ' "$(basename "$t" .c)"; done)
+  # every test but the Makefile's CPU_ONLY (they touch no device: the CUDA build leaves them out)
+  cpu_only=" $(sed -n 's/^CPU_ONLY *:= *//p' Makefile) "
+  progs=$(for t in tests/test_*.c; do t=$(basename "$t" .c); case $cpu_only in *" $t "*) ;; *) printf 'build/cuda/%s ' "$t" ;; esac; done)
   run "$log" python3 bench/gpu_versions.py
   # shellcheck disable=SC2086
   run "$log" make -k -j"$jobs" CUDA=1 GENCODE="-gencode arch=compute_$arch,code=sm_$arch" $progs build/cuda/fault_gpu \
