@@ -2193,6 +2193,17 @@ static void dt__node_release(struct dt__node *n); /* src/autograd/graph.c */
 /* The version counter of t's memory: a view's is its base's. */
 static unsigned *dt__version(const dt_tensor *t) { return t->st->base ? &t->st->base->version : &t->st->version; }
 
+/* Whether a and b share some bytes of one memory without being the same elements (a slice of a
+   tensor and another slice of it that it overlaps): an operation writing a while reading b would
+   give a result that depends on the order elements are written. Disjoint slices and a tensor
+   with itself do not count. */
+static int dt__partial_overlap(const dt_tensor *a, const dt_tensor *b) {
+  const char *pa = (const char *)a->st->ptr, *pb = (const char *)b->st->ptr;
+  if ((a->st->base ? a->st->base : a->st) != (b->st->base ? b->st->base : b->st)) return 0;
+  if (pa == pb && a->nbytes == b->nbytes) return 0;
+  return pa < pb + b->nbytes && pb < pa + a->nbytes;
+}
+
 /* Gives a storage's memory back (its last reference went): to the backend, or to the
    owner of foreign memory. */
 static void dt__storage_free(dt__storage *st) {
@@ -2712,6 +2723,13 @@ DTDEF dt_status dt_copy_(dt_tensor *dst, const dt_tensor *src) {
       memcmp(dst->shape.dims, src->shape.dims, sizeof(int64_t) * (size_t)dst->shape.ndim) != 0)
     return dt__fail(DT_ERR_SHAPE, "%s: dst has shape %s but src has shape %s", op,
                     dt__shape_str(&dst->shape, a, sizeof a), dt__shape_str(&src->shape, b, sizeof b));
+  if (dt__partial_overlap(dst, src)) /* PyTorch refuses it too; a GPU's copy would be undefined */
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: src overlaps dst's memory without being dst itself (a slice of one tensor): "
+                    "some elements would be read after they were written (pass a copy of src: dt_copyto(src, its device))", op);
+  if (dst->st->ptr == src->st->ptr) { /* dst itself: nothing to move */
+    dt__bump(dst);
+    return DT_OK;
+  }
   s = dt__copy_bytes(op, dst->st->device, dst->st->ptr, src->st->device, src->st->ptr, src->nbytes);
   if (s == DT_OK) dt__bump(dst);
   return s;
@@ -3612,7 +3630,11 @@ static dt_status dt__same_float_shape(const char *op, const char *an, const dt_t
 DTDEF dt_status dt_axpy_(dt_tensor *y, double alpha, const dt_tensor *x) {
   const char *op = "dt_axpy_";
   dt_status s;
-  if ((s = dt__same_float_shape(op, "y", y, "x", x)) != DT_OK || (s = dt__inplace_check(op, "y", y)) != DT_OK) return s;
+  if ((s = dt__same_float_shape(op, "y", y, "x", x)) != DT_OK) return s;
+  if (dt__partial_overlap(y, x))
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: x overlaps y's memory without being y itself (a slice of one tensor): the "
+                    "result would depend on the order elements are written (pass a copy of x: dt_copyto(x, its device))", op);
+  if ((s = dt__inplace_check(op, "y", y)) != DT_OK) return s;
   if (y->numel == 0) return DT_OK;
   s = dt__run(op, y->st->device, dt__be(y->st->device)->axpy(y->st->device.index, y->dtype, y->numel, alpha, x->st->ptr, y->st->ptr));
   if (s == DT_OK) dt__bump(y);
@@ -3638,8 +3660,7 @@ static dt_status dt__binary_(const char *op, dt__binary_op bop, dt_tensor *a, co
   if (sh.ndim != a->shape.ndim || memcmp(sh.dims, a->shape.dims, sizeof(int64_t) * (size_t)a->shape.ndim) != 0)
     return dt__fail(DT_ERR_SHAPE, "%s: a has shape %s, but a and b broadcast to %s: an in-place result keeps a's shape", op,
                     dt__shape_str(&a->shape, x, sizeof x), dt__shape_str(&sh, y, sizeof y));
-  if ((a->st->base ? a->st->base : a->st) == (b->st->base ? b->st->base : b->st) && !(a->st->ptr == b->st->ptr && a->nbytes == b->nbytes) &&
-      (const char *)a->st->ptr < (const char *)b->st->ptr + b->nbytes && (const char *)b->st->ptr < (const char *)a->st->ptr + a->nbytes)
+  if (dt__partial_overlap(a, b))
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: b overlaps a's memory without being a itself (a slice of one tensor): the "
                     "result would depend on the order elements are written (pass a copy of b: dt_copyto(b, its device))", op);
   if ((s = dt__inplace_check(op, "a", a)) != DT_OK) return s;

@@ -50,7 +50,8 @@
    - Numerics: as the CPU backend. Reductions accumulate in double (F32 too) with
      a fixed order, so they are deterministic; long rows are split over blocks
      and finished by a second kernel (no atomics). cuBLAS runs in its default
-     math mode: plain FP32 for float32, no TF32. Sizes given to cuBLAS must fit
+     math mode (plain FP32 for float32, no TF32) with reduced-precision reductions
+     disallowed (half gemms sum in float32 to the end). Sizes given to cuBLAS must fit
      an int (else DT_ERR_UNSUPPORTED). The random kernel computes the normals in
      double like the CPU (fast-math never touches double), and the uniforms are
      bit-identical to the CPU's.
@@ -369,7 +370,10 @@ dt_status blas_handle(int dev, DevState &s, cublasHandle_t *out) {
       }
       if (st != CUBLAS_STATUS_SUCCESS) return blas_fail("cublasCreate", st);
       if ((st = cublasSetStream(h, s.stream)) != CUBLAS_STATUS_SUCCESS ||
-          (st = cublasSetMathMode(h, CUBLAS_DEFAULT_MATH)) != CUBLAS_STATUS_SUCCESS) { /* FP32 stays FP32: no TF32 */
+          /* FP32 stays FP32 (no TF32); half gemms sum in float32 to the end (no split-K partial
+             sums reduced in the half type: PyTorch's allow_*_reduced_precision_reduction off) */
+          (st = cublasSetMathMode(h, (cublasMath_t)(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION))) !=
+              CUBLAS_STATUS_SUCCESS) {
         cublasDestroy(h);
         return blas_fail("cublasSetStream/cublasSetMathMode", st);
       }
@@ -1124,7 +1128,8 @@ template <typename T> struct UGelu {
 };
 template <typename T> struct UGeluGrad {
   __device__ T operator()(T v) const {
-    return (T)0.5 * ((T)1 + d_erf(v * (T)0.70710678118654752)) + v * (T)0.39894228040143268 * d_exp((T)-0.5 * v * v);
+    /* the CPU's a + b, with the product b rounded before the add (nvcc would fuse them) */
+    return d_affine(v * (T)0.39894228040143268, d_exp((T)-0.5 * v * v), (T)0.5 * ((T)1 + d_erf(v * (T)0.70710678118654752)));
   }
 };
 template <typename T> struct UPow { T p; __device__ T operator()(T v) const { return d_pow(v, p); } };
@@ -1302,7 +1307,8 @@ template <typename T> struct BSigmoidGrad {
 };
 template <typename T> struct BTanhGrad {
   static constexpr bool uses_b = true;
-  __device__ T operator()(T u, T w) const { return u * ((T)1 - w * w); }
+  /* u * (1 - w * w) as the CPU's: w * w rounded before the subtraction (no FMA) */
+  __device__ T operator()(T u, T w) const { return u * d_affine(-w, w, (T)1); }
 };
 template <typename T> struct BCopyA {
   static constexpr bool uses_b = false;
@@ -2758,7 +2764,7 @@ __global__ void k_xent_rows(const T *x, const int64_t *target, int64_t n, int64_
       T *q = g + o * c;
       C inv = (C)(1.0 / s), scale = (C)(1.0 / (double)n);
       for (int64_t r = lane; r < c; r += width)
-        q[r] = sto<T>(ok ? (d_exp(ld(p[r]) - m) * inv - (r == lab ? (C)1 : (C)0)) * scale : (C)CUDART_NAN);
+        q[r] = sto<T>(ok ? d_affine(d_exp(ld(p[r]) - m), inv, r == lab ? (C)-1 : (C)0) * scale : (C)CUDART_NAN);
     } else if (lane == 0) {
       part[o] = ok ? log(s) + (double)m - ldd(p[lab]) : CUDART_NAN;
     }

@@ -803,6 +803,22 @@ static int inplace_refused(int k) {
   return r;
 }
 
+/* dt_copy_ (k 0) and dt_axpy_ (k 1) between the overlapping slices t[0:2] and t[1:3] of a (3, 3):
+   refused, t unchanged */
+static int overlap_refused(int k) {
+  static const float v[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  float h[9] = {0};
+  int r, i;
+  dt_tensor *t = dt_from_data(v, dt_shape2(3, 3), DT_F32, dt_cpu()), *x = t ? dt_slice(t, 0, 0, 2) : NULL,
+            *y = t ? dt_slice(t, 0, 1, 3) : NULL;
+  r = x && y && (k == 0 ? dt_copy_(y, x) : dt_axpy_(y, 1.0, x)) != DT_OK;
+  if (r && dt_to_host(t, h, sizeof h) == DT_OK)
+    for (i = 0; i < 9; i++) r = r && h[i] == v[i];
+  if (r) { if (k == 0) dt_copy_(y, x); else dt_axpy_(y, 1.0, x); } /* the error again */
+  dt_release(x); dt_release(y); dt_release(t);
+  return r;
+}
+
 #define BAD_CASES(X_)                                                                                                      \
   /* errors */                                                                                                              \
   X_(status_string_unknown, DT_OK, "", "", strcmp(dt_status_string((dt_status)99), "unknown status") != 0)                  \
@@ -1029,6 +1045,8 @@ static int inplace_refused(int k) {
   X_(inplace_scalar_fraction, DT_ERR_DTYPE, "dt_add_scalar_:", "a is int32|0.5 is not a whole number", bad(dt_add_scalar_(I, 0.5))) \
   X_(inplace_shares_memory, DT_ERR_INVALID_ARGUMENT, "dt_add_:", "b overlaps a's memory", inplace_refused(0))              \
   X_(inplace_leaf_grad, DT_ERR_INVALID_ARGUMENT, "dt_mul_scalar_:", "a is a leaf that requires grad", inplace_refused(1))   \
+  X_(copy_shares_memory, DT_ERR_INVALID_ARGUMENT, "dt_copy_:", "src overlaps dst's memory", overlap_refused(0))           \
+  X_(axpy_shares_memory, DT_ERR_INVALID_ARGUMENT, "dt_axpy_:", "x overlaps y's memory", overlap_refused(1))                 \
   X_(axpy_gpu0_gpu1, DT_ERR_DEVICE_MISMATCH, "dt_axpy_:", "=expected all tensors on the same device, but x is on cuda:1 and y is on cuda:0 (move one with dt_to)", GPUS(2, bad(dt_axpy_(G0, 1, G1)))) \
   /* classification: argmax/min, max/min, softmax, cross-entropy */                                                          \
   X_(argmax_null, DT_ERR_INVALID_ARGUMENT, "dt_argmax:", "t is NULL", nul(dt_argmax(NULL, 0)))                               \

@@ -177,6 +177,15 @@ static void test_disjoint_slices(dt_device dev) {
     T_CHECK_MSG(dt_add_(top, bottom) == DT_OK, "%s", dt_last_error());
     T_CHECK(dt_to_host(t, h, sizeof h) == DT_OK && h[0] == 11 && h[1] == 22 && h[2] == 33 && h[3] == 44 && h[4] == 10 && h[7] == 40);
     T_CHECK(dt_sub_(top, mid) == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "overlaps"));
+    /* dt_copy_ and dt_axpy_ likewise (PyTorch's copy_ refuses it too; on a GPU the result would be
+       undefined): nothing written */
+    T_CHECK(dt_copy_(top, mid) == DT_ERR_INVALID_ARGUMENT && contains(dt_last_error(), "dt_copy_: src overlaps dst's memory"));
+    T_CHECK(dt_copy_(mid, top) == DT_ERR_INVALID_ARGUMENT && dt_axpy_(top, 2.0, mid) == DT_ERR_INVALID_ARGUMENT &&
+            contains(dt_last_error(), "dt_axpy_: x overlaps y's memory"));
+    T_CHECK(dt_to_host(t, h, sizeof h) == DT_OK && h[0] == 11 && h[2] == 33 && h[5] == 20 && h[7] == 40);
+    /* a tensor with itself, and disjoint slices, are fine */
+    T_CHECK(dt_copy_(t, t) == DT_OK && dt_axpy_(top, 1.0, top) == DT_OK && dt_copy_(bottom, top) == DT_OK);
+    T_CHECK(dt_to_host(t, h, sizeof h) == DT_OK && h[0] == 22 && h[3] == 88 && h[4] == 22 && h[7] == 88);
   }
   dt_release(top); dt_release(bottom); dt_release(mid); dt_release(t);
 }

@@ -26,6 +26,13 @@ DTDEF dt_status dt_copy_(dt_tensor *dst, const dt_tensor *src) {
       memcmp(dst->shape.dims, src->shape.dims, sizeof(int64_t) * (size_t)dst->shape.ndim) != 0)
     return dt__fail(DT_ERR_SHAPE, "%s: dst has shape %s but src has shape %s", op,
                     dt__shape_str(&dst->shape, a, sizeof a), dt__shape_str(&src->shape, b, sizeof b));
+  if (dt__partial_overlap(dst, src)) /* PyTorch refuses it too; a GPU's copy would be undefined */
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: src overlaps dst's memory without being dst itself (a slice of one tensor): "
+                    "some elements would be read after they were written (pass a copy of src: dt_copyto(src, its device))", op);
+  if (dst->st->ptr == src->st->ptr) { /* dst itself: nothing to move */
+    dt__bump(dst);
+    return DT_OK;
+  }
   s = dt__copy_bytes(op, dst->st->device, dst->st->ptr, src->st->device, src->st->ptr, src->nbytes);
   if (s == DT_OK) dt__bump(dst);
   return s;

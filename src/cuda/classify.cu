@@ -263,7 +263,7 @@ __global__ void k_xent_rows(const T *x, const int64_t *target, int64_t n, int64_
       T *q = g + o * c;
       C inv = (C)(1.0 / s), scale = (C)(1.0 / (double)n);
       for (int64_t r = lane; r < c; r += width)
-        q[r] = sto<T>(ok ? (d_exp(ld(p[r]) - m) * inv - (r == lab ? (C)1 : (C)0)) * scale : (C)CUDART_NAN);
+        q[r] = sto<T>(ok ? d_affine(d_exp(ld(p[r]) - m), inv, r == lab ? (C)-1 : (C)0) * scale : (C)CUDART_NAN);
     } else if (lane == 0) {
       part[o] = ok ? log(s) + (double)m - ldd(p[lab]) : CUDART_NAN;
     }

@@ -225,7 +225,10 @@ dt_status blas_handle(int dev, DevState &s, cublasHandle_t *out) {
       }
       if (st != CUBLAS_STATUS_SUCCESS) return blas_fail("cublasCreate", st);
       if ((st = cublasSetStream(h, s.stream)) != CUBLAS_STATUS_SUCCESS ||
-          (st = cublasSetMathMode(h, CUBLAS_DEFAULT_MATH)) != CUBLAS_STATUS_SUCCESS) { /* FP32 stays FP32: no TF32 */
+          /* FP32 stays FP32 (no TF32); half gemms sum in float32 to the end (no split-K partial
+             sums reduced in the half type: PyTorch's allow_*_reduced_precision_reduction off) */
+          (st = cublasSetMathMode(h, (cublasMath_t)(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION))) !=
+              CUBLAS_STATUS_SUCCESS) {
         cublasDestroy(h);
         return blas_fail("cublasSetStream/cublasSetMathMode", st);
       }

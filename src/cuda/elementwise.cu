@@ -102,7 +102,8 @@ template <typename T> struct UGelu {
 };
 template <typename T> struct UGeluGrad {
   __device__ T operator()(T v) const {
-    return (T)0.5 * ((T)1 + d_erf(v * (T)0.70710678118654752)) + v * (T)0.39894228040143268 * d_exp((T)-0.5 * v * v);
+    /* the CPU's a + b, with the product b rounded before the add (nvcc would fuse them) */
+    return d_affine(v * (T)0.39894228040143268, d_exp((T)-0.5 * v * v), (T)0.5 * ((T)1 + d_erf(v * (T)0.70710678118654752)));
   }
 };
 template <typename T> struct UPow { T p; __device__ T operator()(T v) const { return d_pow(v, p); } };
@@ -280,7 +281,8 @@ template <typename T> struct BSigmoidGrad {
 };
 template <typename T> struct BTanhGrad {
   static constexpr bool uses_b = true;
-  __device__ T operator()(T u, T w) const { return u * ((T)1 - w * w); }
+  /* u * (1 - w * w) as the CPU's: w * w rounded before the subtraction (no FMA) */
+  __device__ T operator()(T u, T w) const { return u * d_affine(-w, w, (T)1); }
 };
 template <typename T> struct BCopyA {
   static constexpr bool uses_b = false;

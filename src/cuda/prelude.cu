@@ -50,7 +50,8 @@
    - Numerics: as the CPU backend. Reductions accumulate in double (F32 too) with
      a fixed order, so they are deterministic; long rows are split over blocks
      and finished by a second kernel (no atomics). cuBLAS runs in its default
-     math mode: plain FP32 for float32, no TF32. Sizes given to cuBLAS must fit
+     math mode (plain FP32 for float32, no TF32) with reduced-precision reductions
+     disallowed (half gemms sum in float32 to the end). Sizes given to cuBLAS must fit
      an int (else DT_ERR_UNSUPPORTED). The random kernel computes the normals in
      double like the CPU (fast-math never touches double), and the uniforms are
      bit-identical to the CPU's.

@@ -465,7 +465,11 @@ static dt_status dt__same_float_shape(const char *op, const char *an, const dt_t
 DTDEF dt_status dt_axpy_(dt_tensor *y, double alpha, const dt_tensor *x) {
   const char *op = "dt_axpy_";
   dt_status s;
-  if ((s = dt__same_float_shape(op, "y", y, "x", x)) != DT_OK || (s = dt__inplace_check(op, "y", y)) != DT_OK) return s;
+  if ((s = dt__same_float_shape(op, "y", y, "x", x)) != DT_OK) return s;
+  if (dt__partial_overlap(y, x))
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: x overlaps y's memory without being y itself (a slice of one tensor): the "
+                    "result would depend on the order elements are written (pass a copy of x: dt_copyto(x, its device))", op);
+  if ((s = dt__inplace_check(op, "y", y)) != DT_OK) return s;
   if (y->numel == 0) return DT_OK;
   s = dt__run(op, y->st->device, dt__be(y->st->device)->axpy(y->st->device.index, y->dtype, y->numel, alpha, x->st->ptr, y->st->ptr));
   if (s == DT_OK) dt__bump(y);
@@ -491,8 +495,7 @@ static dt_status dt__binary_(const char *op, dt__binary_op bop, dt_tensor *a, co
   if (sh.ndim != a->shape.ndim || memcmp(sh.dims, a->shape.dims, sizeof(int64_t) * (size_t)a->shape.ndim) != 0)
     return dt__fail(DT_ERR_SHAPE, "%s: a has shape %s, but a and b broadcast to %s: an in-place result keeps a's shape", op,
                     dt__shape_str(&a->shape, x, sizeof x), dt__shape_str(&sh, y, sizeof y));
-  if ((a->st->base ? a->st->base : a->st) == (b->st->base ? b->st->base : b->st) && !(a->st->ptr == b->st->ptr && a->nbytes == b->nbytes) &&
-      (const char *)a->st->ptr < (const char *)b->st->ptr + b->nbytes && (const char *)b->st->ptr < (const char *)a->st->ptr + a->nbytes)
+  if (dt__partial_overlap(a, b))
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: b overlaps a's memory without being a itself (a slice of one tensor): the "
                     "result would depend on the order elements are written (pass a copy of b: dt_copyto(b, its device))", op);
   if ((s = dt__inplace_check(op, "a", a)) != DT_OK) return s;

@@ -1351,7 +1351,9 @@ cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t s) {
 
 cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t mode) {
   (void)blas_of(h, "cublasSetMathMode");
-  return mode <= CUBLAS_TF32_TENSOR_OP_MATH ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+  /* the gemms here always sum in double to the end: the reduction flag changes nothing */
+  return (mode & ~CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION) <= CUBLAS_TF32_TENSOR_OP_MATH ? CUBLAS_STATUS_SUCCESS
+                                                                                               : CUBLAS_STATUS_INVALID_VALUE;
 }
 
 cublasStatus_t cublasSetWorkspace(cublasHandle_t h, void *ws, size_t bytes) {
