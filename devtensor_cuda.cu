@@ -3030,13 +3030,13 @@ dt_status nccl_fail(const char *what, ncclResult_t r) {
   return DT_ERR_BACKEND;
 }
 
-/* NCCL's type for t. Halves reduce in NCCL's own ncclFloat16 and ncclBfloat16 (NCCL 2.10 on),
-   rounding to the type at each step as PyTorch's NCCL all_reduce does; a broadcast only moves
-   bytes, so with an older NCCL a bfloat16 broadcast goes as ncclFloat16. */
+/* NCCL's type for t. Halves reduce in NCCL's own ncclFloat16 and ncclBfloat16, rounding to the
+   type at each step as PyTorch's NCCL all_reduce does. Both, and ncclAvg, came with NCCL 2.10
+   (2021; CUDA 12's NCCL is newer). */
 #if defined(NCCL_VERSION_CODE) && NCCL_VERSION_CODE < 21000
-#define DT__NCCL_NO_BF16 1
+#error "DEVTENSOR_NCCL needs NCCL 2.10 or newer (ncclBfloat16, ncclAvg)"
 #endif
-dt_status nccl_type(dt_dtype t, bool reduce, ncclDataType_t *out) {
+dt_status nccl_type(dt_dtype t, ncclDataType_t *out) {
   switch (t) {
     case DT_F32: *out = ncclFloat32; return DT_OK;
     case DT_F64: *out = ncclFloat64; return DT_OK;
@@ -3044,16 +3044,7 @@ dt_status nccl_type(dt_dtype t, bool reduce, ncclDataType_t *out) {
     case DT_I64: *out = ncclInt64; return DT_OK;
     case DT_U8: case DT_BOOL: *out = ncclUint8; return DT_OK; /* bools are 0 or 1: MAX is OR, MIN is AND */
     case DT_F16: *out = ncclFloat16; return DT_OK;
-    case DT_BF16:
-#ifdef DT__NCCL_NO_BF16
-      if (!reduce) { *out = ncclFloat16; return DT_OK; }
-      set_err("this NCCL (%d) has no ncclBfloat16 (NCCL 2.10 added it): dt_cast to float32, or build with a newer NCCL", NCCL_VERSION_CODE);
-      return DT_ERR_UNSUPPORTED;
-#else
-      (void)reduce;
-      *out = ncclBfloat16;
-      return DT_OK;
-#endif
+    case DT_BF16: *out = ncclBfloat16; return DT_OK;
   }
   set_err("NCCL collectives are not defined for %s", dt__dtype_str(t));
   return DT_ERR_DTYPE;
@@ -3117,7 +3108,7 @@ dt_status nccl_grouped(const char *what, int ncomm, const int *devs, F collectiv
 
 dt_status cu_dist_all_reduce(int ncomm, void *const *comms, const int *devs, dt_dtype t, int op, int64_t n, void *const *bufs) {
   ncclDataType_t ty;
-  dt_status st = nccl_type(t, true, &ty);
+  dt_status st = nccl_type(t, &ty);
   if (st != DT_OK) return st;
   ncclRedOp_t o = op == DT_REDUCE_AVG ? ncclAvg : op == DT_REDUCE_MAX ? ncclMax : op == DT_REDUCE_MIN ? ncclMin : ncclSum;
   return nccl_grouped("ncclAllReduce", ncomm, devs, [&](int i, cudaStream_t stream) {
@@ -3127,7 +3118,7 @@ dt_status cu_dist_all_reduce(int ncomm, void *const *comms, const int *devs, dt_
 
 dt_status cu_dist_broadcast(int ncomm, void *const *comms, const int *devs, dt_dtype t, int64_t n, void *const *bufs, int root) {
   ncclDataType_t ty;
-  dt_status st = nccl_type(t, false, &ty);
+  dt_status st = nccl_type(t, &ty);
   if (st != DT_OK) return st;
   return nccl_grouped("ncclBroadcast", ncomm, devs, [&](int i, cudaStream_t stream) {
     return ncclBroadcast(bufs[i], bufs[i], (size_t)n, ty, root, (ncclComm_t)comms[i], stream);
