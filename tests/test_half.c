@@ -525,6 +525,56 @@ static void test_reductions_rounded_once(dt_device dev) {
   }
 }
 
+/* The CPU's half softmax, arg reductions, nll_loss, pooling and axpy convert a chunk of items at a
+   time (src/core/half.c): operands of several chunks give the float32 kernel's bits, rounded once.
+   The CPU only: the CUDA kernels read half elements themselves (test_reductions_rounded_once). */
+static void test_cpu_half_chunks(void) {
+  const dt_device dev = dt_cpu();
+  int h;
+  for (h = 0; h < 2; h++) {
+    const dt_dtype t = h ? DT_BF16 : DT_F16;
+    const char *tn = dt_dtype_name(t);
+    dt_tensor *a = t_half_rand(dev, t, dt_shape3(6, 40, 1000), 7u + (uint32_t)h, 1), *fa = a ? dt_cast(a, DT_F32) : NULL;
+    dt_tensor *x = t_half_rand(dev, t, dt_shape4(64, 8, 20, 20), 9u + (uint32_t)h, 1), *fx = x ? dt_cast(x, DT_F32) : NULL;
+    dt_tensor *r = t_half_rand(dev, t, dt_shape2(40000, 5), 11u + (uint32_t)h, 1), *fr = r ? dt_cast(r, DT_F32) : NULL;
+    dt_tensor *tg = NULL, *idx = NULL, *fidx = NULL, *y = NULL, *fy = NULL, *gy = NULL, *fgy = NULL;
+    int64_t *lab = (int64_t *)malloc(8 * 40000), i;
+    T_CHECK(a && fa && x && fx && r && fr && lab);
+    if (!a || !fa || !x || !fx || !r || !fr || !lab) goto done;
+    /* (6, 40, 1000) over dim 1: six slices of 40000 elements, three to a chunk */
+    T_CHECK_MSG(t_rounded_once(dt_softmax(a, 1), dt_softmax(fa, 1)), "%s softmax", tn);
+    T_CHECK_MSG(t_rounded_once(dt_log_softmax(a, 1), dt_log_softmax(fa, 1)), "%s log_softmax", tn);
+    T_CHECK_MSG(t_rounded_once(dt_max_dim(a, 1), dt_max_dim(fa, 1)), "%s max over 1", tn);
+    T_CHECK_MSG(t_rounded_once(dt_argmax(a, 1), dt_argmax(fa, 1)), "%s argmax over 1", tn);
+    /* (40000, 5) rows: two chunks */
+    for (i = 0; i < 40000; i++) lab[i] = (i * 7919 + 3) % 5;
+    tg = dt_from_data(lab, dt_shape1(40000), DT_I64, dev);
+    T_CHECK_MSG(tg && t_rounded_once(dt_nll_loss(r, tg), dt_nll_loss(fr, tg)), "%s nll_loss", tn);
+    { /* axpy over 240000 elements: two chunks */
+      dt_tensor *b = t_half_rand(dev, t, dt_shape3(6, 40, 1000), 13u, 1), *fb = b ? dt_cast(b, DT_F32) : NULL;
+      T_CHECK(b && fb && dt_axpy_(b, 0.61, a) == DT_OK && dt_axpy_(fb, 0.61, fa) == DT_OK);
+      T_CHECK_MSG(t_rounded_once(dt_retain(b), dt_retain(fb)), "%s axpy", tn);
+      dt_release(b); dt_release(fb);
+    }
+    /* (64, 8, 20, 20) images: two chunks, forward and backward */
+    y = dt_f_max_pool2d_ex(x, 3, 3, 2, 2, 1, 1, &idx);
+    fy = dt_f_max_pool2d_ex(fx, 3, 3, 2, 2, 1, 1, &fidx);
+    gy = y ? t_half_rand(dev, t, dt_shape_of(y), 15u, 1) : NULL;
+    fgy = gy ? dt_cast(gy, DT_F32) : NULL;
+    T_CHECK(gy && fgy);
+    T_CHECK_MSG(t_rounded_once(y, fy), "%s max_pool2d", tn);
+    T_CHECK_MSG(t_rounded_once(dt_retain(idx), dt_retain(fidx)), "%s max_pool2d indices", tn);
+    T_CHECK_MSG(t_rounded_once(dt_f_max_pool2d_backward(gy, x, idx, 3, 3, 2, 2, 1, 1),
+                               dt_f_max_pool2d_backward(fgy, fx, fidx, 3, 3, 2, 2, 1, 1)), "%s max_pool2d backward", tn);
+    T_CHECK_MSG(t_rounded_once(dt_f_avg_pool2d_backward(gy, x, 3, 3, 2, 2, 1, 1), dt_f_avg_pool2d_backward(fgy, fx, 3, 3, 2, 2, 1, 1)),
+                "%s avg_pool2d backward", tn);
+  done:
+    free(lab);
+    dt_release(a); dt_release(fa); dt_release(x); dt_release(fx); dt_release(r); dt_release(fr); dt_release(tg);
+    dt_release(idx); dt_release(fidx); dt_release(gy); dt_release(fgy);
+  }
+}
+
 /* F32 matmul precision: on a GPU "high" rounds the inputs to TF32 (10-bit mantissa) and
    "medium" to bfloat16 (7 bits): errors of about 2^-11 and 2^-8 relative per product, where
    "highest" stays at float32's; on the CPU the setting changes nothing */
@@ -771,6 +821,7 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_ops);
   T_RUN_ALL_DEVICES(test_ops_rounded_once);
   T_RUN_ALL_DEVICES(test_reductions_rounded_once);
+  T_RUN(test_cpu_half_chunks);
   T_RUN_ALL_DEVICES(test_matmul_precision);
   T_RUN_ALL_DEVICES(test_safetensors);
   T_RUN_ALL_DEVICES(test_dlpack);

@@ -9,7 +9,8 @@
    has the instructions, else this F32 route), and the elementwise unary and binary operations
    and comparisons: the same F32 operations on elements converted on the way (the CPU: blocks
    of a few hundred; CUDA: each element in its thread), so no temporaries of the operands'
-   size; so do the CPU's reductions (a block at a time). The CUDA backend takes the half dtypes
+   size; so do the CPU's reductions (a block at a time); softmax, arg reductions, nll_loss, pooling and
+   axpy go a chunk of items at a time (below). The CUDA backend takes the half dtypes
    in every slot below itself, in one pass (src/cuda/half.cu: its kernels read a half element as
    float and round each result once), so its table is its own; the CPU's goes through the
    slots below. Other dtypes go straight through. */
@@ -33,6 +34,15 @@ static void dt__hscratch_put(dt__hscratch *s) {
 
 /* elements spanned by batch items of `item` elements every `stride` (0: one shared item) */
 static int64_t dt__hspan(int64_t batch, int64_t item, int64_t stride) { return stride == 0 ? item : (batch - 1) * stride + item; }
+
+/* The slots below whose work splits into independent items (rows, slices, images) convert a
+   chunk of items at a time: their F32 temporaries hold about DT__HALF_CHUNK elements of each
+   operand (one item where an item is larger), not the whole operand. The same bits as one
+   chunk: every item is computed alone. */
+#define DT__HALF_CHUNK ((int64_t)1 << 17)
+static int64_t dt__half_per(int64_t item) { return item >= DT__HALF_CHUNK ? 1 : DT__HALF_CHUNK / (item > 0 ? item : 1); }
+static const void *dt__half_at(const void *p, int64_t i) { return (const char *)p + i * 2; } /* half element i */
+static void *dt__half_atw(void *p, int64_t i) { return (char *)p + i * 2; }
 
 /* the gemm slot's product in half dtype t through F32 copies of A, B (and C where beta != 0):
    the route of a backend whose gemm does not take t itself (and the CPU's gemm for what its BF16
@@ -65,12 +75,19 @@ static dt_status dt__half_gemm(const dt__backend *be, int dev, dt_dtype t, int t
 
 static dt_status dt__half_axpy(const dt__backend *be, int dev, dt_dtype t, int64_t n, double alpha, const void *x, void *y) {
   dt__hscratch s;
-  dt_status rc;
+  dt_status rc = DT_OK;
+  int64_t per = DT__HALF_CHUNK, o, k;
+  float *fx, *fy;
   if (!dt__is_half(t)) return be->axpy(dev, t, n, alpha, x, y);
-  if ((rc = dt__hscratch_get(&s, be, dev, 2 * n)) != DT_OK) return rc;
-  if ((rc = be->cast(dev, t, DT_F32, n, x, s.p)) == DT_OK && (rc = be->cast(dev, t, DT_F32, n, y, (float *)s.p + n)) == DT_OK &&
-      (rc = be->axpy(dev, DT_F32, n, alpha, s.p, (float *)s.p + n)) == DT_OK)
-    rc = be->cast(dev, DT_F32, t, n, (float *)s.p + n, y);
+  if (n < per) per = n;
+  if ((rc = dt__hscratch_get(&s, be, dev, 2 * per)) != DT_OK) return rc;
+  fx = (float *)s.p; fy = fx + per;
+  for (o = 0; o < n && rc == DT_OK; o += k) {
+    k = n - o < per ? n - o : per;
+    if ((rc = be->cast(dev, t, DT_F32, k, dt__half_at(x, o), fx)) == DT_OK && (rc = be->cast(dev, t, DT_F32, k, dt__half_at(y, o), fy)) == DT_OK &&
+        (rc = be->axpy(dev, DT_F32, k, alpha, fx, fy)) == DT_OK)
+      rc = be->cast(dev, DT_F32, t, k, fy, dt__half_atw(y, o));
+  }
   dt__hscratch_put(&s);
   return rc;
 }
@@ -78,15 +95,20 @@ static dt_status dt__half_axpy(const dt__backend *be, int dev, dt_dtype t, int64
 static dt_status dt__half_arg_reduce(const dt__backend *be, int dev, int min, dt_dtype t, int64_t outer, int64_t len, int64_t inner,
                                      const void *x, void *vals, int64_t *idx) {
   dt__hscratch s;
-  dt_status rc;
-  int64_t nx = outer * len * inner;
-  float *fv;
+  dt_status rc = DT_OK;
+  int64_t item = len * inner, per = dt__half_per(item), o, k;
+  float *fx, *fv;
   if (!dt__is_half(t)) return be->arg_reduce(dev, min, t, outer, len, inner, x, vals, idx);
-  if ((rc = dt__hscratch_get(&s, be, dev, nx + (vals ? outer * inner : 0))) != DT_OK) return rc;
-  fv = vals ? (float *)s.p + nx : NULL;
-  if ((rc = be->cast(dev, t, DT_F32, nx, x, s.p)) == DT_OK && (rc = be->arg_reduce(dev, min, DT_F32, outer, len, inner, s.p, fv, idx)) == DT_OK &&
-      vals)
-    rc = be->cast(dev, DT_F32, t, outer * inner, fv, vals);
+  if (outer < per) per = outer;
+  if ((rc = dt__hscratch_get(&s, be, dev, per * item + (vals ? per * inner : 0))) != DT_OK) return rc;
+  fx = (float *)s.p;
+  fv = vals ? fx + per * item : NULL;
+  for (o = 0; o < outer && rc == DT_OK; o += k) { /* k slices of (len, inner) */
+    k = outer - o < per ? outer - o : per;
+    if ((rc = be->cast(dev, t, DT_F32, k * item, dt__half_at(x, o * item), fx)) == DT_OK &&
+        (rc = be->arg_reduce(dev, min, DT_F32, k, len, inner, fx, fv, idx ? idx + o * inner : NULL)) == DT_OK && vals)
+      rc = be->cast(dev, DT_F32, t, k * inner, fv, dt__half_atw(vals, o * inner));
+  }
   dt__hscratch_put(&s);
   return rc;
 }
@@ -94,13 +116,19 @@ static dt_status dt__half_arg_reduce(const dt__backend *be, int dev, int min, dt
 static dt_status dt__half_softmax(const dt__backend *be, int dev, int lg, dt_dtype t, int64_t outer, int64_t len, int64_t inner,
                                   const void *x, void *y) {
   dt__hscratch s;
-  dt_status rc;
-  int64_t nx = outer * len * inner;
+  dt_status rc = DT_OK;
+  int64_t item = len * inner, per = dt__half_per(item), o, k;
+  float *fx, *fy;
   if (!dt__is_half(t)) return be->softmax(dev, lg, t, outer, len, inner, x, y);
-  if ((rc = dt__hscratch_get(&s, be, dev, 2 * nx)) != DT_OK) return rc;
-  if ((rc = be->cast(dev, t, DT_F32, nx, x, s.p)) == DT_OK &&
-      (rc = be->softmax(dev, lg, DT_F32, outer, len, inner, s.p, (float *)s.p + nx)) == DT_OK)
-    rc = be->cast(dev, DT_F32, t, nx, (float *)s.p + nx, y);
+  if (outer < per) per = outer;
+  if ((rc = dt__hscratch_get(&s, be, dev, 2 * per * item)) != DT_OK) return rc;
+  fx = (float *)s.p; fy = fx + per * item;
+  for (o = 0; o < outer && rc == DT_OK; o += k) { /* k slices of (len, inner) */
+    k = outer - o < per ? outer - o : per;
+    if ((rc = be->cast(dev, t, DT_F32, k * item, dt__half_at(x, o * item), fx)) == DT_OK &&
+        (rc = be->softmax(dev, lg, DT_F32, k, len, inner, fx, fy)) == DT_OK)
+      rc = be->cast(dev, DT_F32, t, k * item, fy, dt__half_atw(y, o * item));
+  }
   dt__hscratch_put(&s);
   return rc;
 }
@@ -122,12 +150,19 @@ static dt_status dt__half_cross_entropy(const dt__backend *be, int dev, int grad
 static dt_status dt__half_nll_loss(const dt__backend *be, int dev, dt_dtype t, int64_t n, int64_t c, const void *logp,
                                    const int64_t *target, void *y) {
   dt__hscratch s;
-  dt_status rc;
+  dt_status rc = DT_OK;
+  int64_t per = dt__half_per(c), o, k;
+  float *fx, *fy;
   if (!dt__is_half(t)) return be->nll_loss(dev, t, n, c, logp, target, y);
-  if ((rc = dt__hscratch_get(&s, be, dev, n * c + n)) != DT_OK) return rc;
-  if ((rc = be->cast(dev, t, DT_F32, n * c, logp, s.p)) == DT_OK &&
-      (rc = be->nll_loss(dev, DT_F32, n, c, s.p, target, (float *)s.p + n * c)) == DT_OK)
-    rc = be->cast(dev, DT_F32, t, n, (float *)s.p + n * c, y);
+  if (n < per) per = n;
+  if ((rc = dt__hscratch_get(&s, be, dev, per * c + per)) != DT_OK) return rc;
+  fx = (float *)s.p; fy = fx + per * c;
+  for (o = 0; o < n && rc == DT_OK; o += k) { /* k rows */
+    k = n - o < per ? n - o : per;
+    if ((rc = be->cast(dev, t, DT_F32, k * c, dt__half_at(logp, o * c), fx)) == DT_OK &&
+        (rc = be->nll_loss(dev, DT_F32, k, c, fx, target + o, fy)) == DT_OK)
+      rc = be->cast(dev, DT_F32, t, k, fy, dt__half_atw(y, o));
+  }
   dt__hscratch_put(&s);
   return rc;
 }
@@ -158,12 +193,20 @@ static dt_status dt__half_col2im(const dt__backend *be, int dev, dt_dtype t, con
 
 static dt_status dt__half_pool2d(const dt__backend *be, int dev, dt_dtype t, const dt__pool2d *p, const void *x, void *y, int64_t *idx) {
   dt__hscratch s;
-  dt_status rc;
-  int64_t nx = p->n * p->c * p->h * p->w, ny = p->n * p->c * p->oh * p->ow;
+  dt_status rc = DT_OK;
+  int64_t ix = p->c * p->h * p->w, iy = p->c * p->oh * p->ow, per = dt__half_per(ix + iy), o;
+  dt__pool2d q = *p;
+  float *fx, *fy;
   if (!dt__is_half(t)) return be->pool2d(dev, t, p, x, y, idx);
-  if ((rc = dt__hscratch_get(&s, be, dev, nx + ny)) != DT_OK) return rc;
-  if ((rc = be->cast(dev, t, DT_F32, nx, x, s.p)) == DT_OK && (rc = be->pool2d(dev, DT_F32, p, s.p, (float *)s.p + nx, idx)) == DT_OK)
-    rc = be->cast(dev, DT_F32, t, ny, (float *)s.p + nx, y);
+  if (p->n < per) per = p->n;
+  if ((rc = dt__hscratch_get(&s, be, dev, per * (ix + iy))) != DT_OK) return rc;
+  fx = (float *)s.p; fy = fx + per * ix;
+  for (o = 0; o < p->n && rc == DT_OK; o += q.n) { /* q.n images */
+    q.n = p->n - o < per ? p->n - o : per;
+    if ((rc = be->cast(dev, t, DT_F32, q.n * ix, dt__half_at(x, o * ix), fx)) == DT_OK &&
+        (rc = be->pool2d(dev, DT_F32, &q, fx, fy, idx ? idx + o * iy : NULL)) == DT_OK)
+      rc = be->cast(dev, DT_F32, t, q.n * iy, fy, dt__half_atw(y, o * iy));
+  }
   dt__hscratch_put(&s);
   return rc;
 }
@@ -171,13 +214,20 @@ static dt_status dt__half_pool2d(const dt__backend *be, int dev, dt_dtype t, con
 static dt_status dt__half_pool2d_backward(const dt__backend *be, int dev, dt_dtype t, const dt__pool2d *p, const void *gy,
                                           const int64_t *idx, void *gx) {
   dt__hscratch s;
-  dt_status rc;
-  int64_t nx = p->n * p->c * p->h * p->w, ny = p->n * p->c * p->oh * p->ow;
+  dt_status rc = DT_OK;
+  int64_t ix = p->c * p->h * p->w, iy = p->c * p->oh * p->ow, per = dt__half_per(ix + iy), o;
+  dt__pool2d q = *p;
+  float *fgy, *fgx;
   if (!dt__is_half(t)) return be->pool2d_backward(dev, t, p, gy, idx, gx);
-  if ((rc = dt__hscratch_get(&s, be, dev, nx + ny)) != DT_OK) return rc;
-  if ((rc = be->cast(dev, t, DT_F32, ny, gy, s.p)) == DT_OK &&
-      (rc = be->pool2d_backward(dev, DT_F32, p, s.p, idx, (float *)s.p + ny)) == DT_OK)
-    rc = be->cast(dev, DT_F32, t, nx, (float *)s.p + ny, gx);
+  if (p->n < per) per = p->n;
+  if ((rc = dt__hscratch_get(&s, be, dev, per * (ix + iy))) != DT_OK) return rc;
+  fgy = (float *)s.p; fgx = fgy + per * iy;
+  for (o = 0; o < p->n && rc == DT_OK; o += q.n) { /* q.n images */
+    q.n = p->n - o < per ? p->n - o : per;
+    if ((rc = be->cast(dev, t, DT_F32, q.n * iy, dt__half_at(gy, o * iy), fgy)) == DT_OK &&
+        (rc = be->pool2d_backward(dev, DT_F32, &q, fgy, idx ? idx + o * iy : NULL, fgx)) == DT_OK)
+      rc = be->cast(dev, DT_F32, t, q.n * ix, fgx, dt__half_atw(gx, o * ix));
+  }
   dt__hscratch_put(&s);
   return rc;
 }
