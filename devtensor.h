@@ -2243,15 +2243,17 @@ static void dt__node_release(struct dt__node *n); /* src/autograd/graph.c */
 /* The version counter of t's memory: a view's is its base's. */
 static unsigned *dt__version(const dt_tensor *t) { return t->st->base ? &t->st->base->version : &t->st->version; }
 
-/* Whether a and b share some bytes of one memory without being the same elements (a slice of a
-   tensor and another slice of it that it overlaps): an operation writing a while reading b would
-   give a result that depends on the order elements are written. Disjoint slices and a tensor
-   with itself do not count. */
-static int dt__partial_overlap(const dt_tensor *a, const dt_tensor *b) {
+/* Whether a and b share some bytes of one memory (views of one tensor; disjoint slices do not) */
+static int dt__overlap(const dt_tensor *a, const dt_tensor *b) {
   const char *pa = (const char *)a->st->ptr, *pb = (const char *)b->st->ptr;
   if ((a->st->base ? a->st->base : a->st) != (b->st->base ? b->st->base : b->st)) return 0;
-  if (pa == pb && a->nbytes == b->nbytes) return 0;
   return pa < pb + b->nbytes && pb < pa + a->nbytes;
+}
+/* Whether they do without being the same elements (a slice of a tensor and another slice of it
+   that it overlaps): an elementwise operation writing a while reading b would give a result that
+   depends on the order elements are written. A tensor with itself does not count. */
+static int dt__partial_overlap(const dt_tensor *a, const dt_tensor *b) {
+  return dt__overlap(a, b) && !(a->st->ptr == b->st->ptr && a->nbytes == b->nbytes);
 }
 
 /* Gives a storage's memory back (its last reference went): to the backend, or to the
@@ -5420,6 +5422,9 @@ DTDEF dt_status dt_scatter_add_(dt_tensor *x, int dim, const dt_tensor *index, c
   const char *op = "dt_scatter_add_";
   dt_status s;
   if ((s = dt__gs_check(op, x, &dim, index, 1, src)) != DT_OK) return s;
+  if (dt__overlap(x, src)) /* src itself too: an element may be added into before it is read (PyTorch refuses it too) */
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: src shares x's memory: some elements would be read after they were "
+                    "written (pass a copy of src: dt_copyto(src, its device))", op);
   if ((s = dt__inplace_check(op, "x", x)) != DT_OK) return s;
   if (src->requires_grad && !dt__no_grad)
     return dt__fail(DT_ERR_UNSUPPORTED, "%s: src requires grad and grad mode is on: the in-place form records no backward "

@@ -590,13 +590,14 @@ static dt_tensor *sca(const dt_tensor *x, int dim, const int64_t *v, dt_shape s,
   dt_release(i);
   return y;
 }
-/* dt_scatter_add_ into a copy of F (what: 0 plain, 1 the copy a leaf that requires grad, 2 src one) */
+/* dt_scatter_add_ into a copy of F (what: 0 plain, 1 the copy a leaf that requires grad, 2 src one,
+   3 src the copy itself) */
 static dt_status sca_(int what) {
   static const int64_t v[3] = {0, 1, 0};
   dt_tensor *x = dt_copyto(F, dt_cpu()), *src = dt_copyto(F, dt_cpu()), *i = dt_from_data(v, dt_shape2(1, 3), DT_I64, dt_cpu());
   dt_status s = DT_ERR_BACKEND;
   if (x && src && i && (what != 1 || dt_requires_grad_(x, 1) == DT_OK) && (what != 2 || dt_requires_grad_(src, 1) == DT_OK))
-    s = dt_scatter_add_(x, 0, i, src);
+    s = dt_scatter_add_(x, 0, i, what == 3 ? x : src);
   dt_release(x); dt_release(src); dt_release(i);
   return s;
 }
@@ -1603,6 +1604,7 @@ static int overlap_refused(int k) {
   X_(scatter_inplace_ok, DT_OK, "", "", bad(sca_(0)))                                                                  \
   X_(scatter_inplace_leaf, DT_ERR_INVALID_ARGUMENT, "dt_scatter_add_:", "x is a leaf that requires grad", bad(sca_(1))) \
   X_(scatter_inplace_src_grad, DT_ERR_UNSUPPORTED, "dt_scatter_add_:", "src requires grad|use dt_scatter_add", bad(sca_(2))) \
+  X_(scatter_inplace_src_is_x, DT_ERR_INVALID_ARGUMENT, "dt_scatter_add_:", "src shares x's memory", bad(sca_(3)))           \
   X_(pad_null, DT_ERR_INVALID_ARGUMENT, "dt_pad:", "=x is NULL", nul(dt_pad(NULL, PAD_ODD, 2, 0)))                       \
   X_(pad_odd, DT_ERR_INVALID_ARGUMENT, "dt_pad:", "npad is 3|even", nul(dt_pad(F, PAD_ODD, 3, 0)))                      \
   X_(pad_too_many, DT_ERR_INVALID_ARGUMENT, "dt_pad:", "npad is 6|at most twice", nul(dt_pad(F, GI_BIG, 6, 0)))        \

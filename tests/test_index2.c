@@ -192,6 +192,9 @@ static void test_scatter_add(dt_device dev) {
     xk = dt_copyto(x, dev);
     T_CHECK(dt_scatter_add_(xk, 0, i0, s0) == DT_OK);
     T_CHECK(check_vals(xk, scatter0, 12, 0, 0));
+    xk = dt_copyto(x, dev); /* src x itself: refused (PyTorch too), x unchanged */
+    T_CHECK(xk && dt_scatter_add_(xk, 0, i0, xk) == DT_ERR_INVALID_ARGUMENT && strstr(dt_last_error(), "src shares x's memory"));
+    T_CHECK(check_vals(xk, before, 12, 0, 0));
     { /* an empty index: x unchanged */
       dt_tensor *ie = dt_empty(dt_shape2(0, 4), DT_I64, dev), *se = dt_empty(dt_shape2(0, 4), dt, dev);
       T_CHECK(check_vals(dt_scatter_add(x, 0, ie, se), before, 12, 0, 0));
