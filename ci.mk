@@ -26,6 +26,11 @@ MPIRUN  ?= mpirun
 #      cublas_v2.h, all of it under ASan + UBSan; two emulated GPUs.
 EMU_SAN    := -O1 $(DBG) -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -U_FORTIFY_SOURCE
 EMU_DIR    := $(B)/emu
+# EMU_FMA=1 (with EMU_DIR=build/emu-fma, so that the usual build stays): the backend compiled with
+# FMA contraction, as nvcc compiles it for a GPU, where the emulator's usual build has none; a
+# result that should not depend on fused multiply-adds (the CPU's bits, a half kernel's against
+# the float32 one's) then shows it does. x86 with FMA only.
+EMU_FP     := $(if $(filter 1,$(EMU_FMA)),-O2 -mfma -ffp-contract=fast -DDTEMU_FMA,-ffp-contract=off)
 EMU_LIB    := $(EMU_DIR)/libcudart_emu.so
 EMU_OBJ    := $(EMU_DIR)/devtensor_cuda.o
 EMU_LINK   := -L$(EMU_DIR) -lcudart_emu -Wl,-rpath,$(abspath $(EMU_DIR)) -lstdc++ -lm -pthread -ldl
@@ -121,8 +126,9 @@ $(EMU_FASHION_EX): EMU_LINK += -lz
 $(B)/fuzz/fuzz_safetensors $(B)/fuzz/replay_safetensors: tests/fuzz/nest_decode.h
 
 # the folders CI's programs are built in
-CI_DIRS := $(addprefix $(B)/,asan emu emu/ex emu/bench emu/obj fault fuzz tsan tsan-emu tsan-emu/obj dist dist/ex \
-           tsan-omp mingw/gcc mingw/interlocked mingw/cxx $(addprefix cxxstd/,c++11 c++14 c++17 c++20))
+CI_DIRS := $(addprefix $(B)/,asan fault fuzz tsan tsan-emu tsan-emu/obj dist dist/ex \
+           tsan-omp mingw/gcc mingw/interlocked mingw/cxx $(addprefix cxxstd/,c++11 c++14 c++17 c++20)) \
+           $(EMU_DIR) $(addprefix $(EMU_DIR)/,ex bench obj)
 $(CI_DIRS):
 	@mkdir -p $@
 
@@ -135,7 +141,7 @@ $(EMU_LIB): tests/emu/emu.cpp $(EMU_HDRS) | $$(@D)
 # with the emulator's NCCL and cuDNN (DEVTENSOR_CUDNN: convolutions through tests/emu/cudnn.h); the
 # build without cuDNN is $(TSAN_EMU)'s below and make cu-cxx20's
 $(EMU_OBJ): devtensor_cuda.cu $(HDR) $(EMU_HDRS) | $$(@D)
-	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas $(EMU_SAN) -ffp-contract=off -DDTEMU -DDEVTENSOR_NCCL -DDEVTENSOR_CUDNN -Itests/emu -I. -c $< -o $@
+	$(CXX) -x c++ $(CXXSTD) $(WARN) -Wno-unknown-pragmas $(EMU_SAN) $(EMU_FP) -DDTEMU -DDEVTENSOR_NCCL -DDEVTENSOR_CUDNN -Itests/emu -I. -c $< -o $@
 
 # distributed over ranks with emulated GPUs (tests/emu/dist_nccl.sh): MPI and the emulator's NCCL
 # (each compiled first, then linked, as SPLIT's programs)

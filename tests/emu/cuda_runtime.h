@@ -257,11 +257,17 @@ inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
   return r;
 }
 
-/* the _rn intrinsics: one IEEE operation, rounded to nearest (build with -ffp-contract=off) */
-inline float __fadd_rn(float a, float b) { return a + b; }
-inline float __fmul_rn(float a, float b) { return a * b; }
-inline double __dadd_rn(double a, double b) { return a + b; }
-inline double __dmul_rn(double a, double b) { return a * b; }
+/* the _rn intrinsics: one IEEE operation, rounded to nearest (build with -ffp-contract=off; the
+   build that contracts, ci.mk's EMU_FMA, keeps them out of line, so that they stay unfused as on a GPU) */
+#ifdef DTEMU_FMA
+#define DTEMU_RN __attribute__((noinline))
+#else
+#define DTEMU_RN
+#endif
+DTEMU_RN inline float __fadd_rn(float a, float b) { return a + b; }
+DTEMU_RN inline float __fmul_rn(float a, float b) { return a * b; }
+DTEMU_RN inline double __dadd_rn(double a, double b) { return a + b; }
+DTEMU_RN inline double __dmul_rn(double a, double b) { return a * b; }
 
 /* atomicAdd: one atomic read-modify-write (streams run on several host threads, and a kernel's
    blocks may meet the same address); returns the old value, as CUDA's. Floats by compare-and-swap
