@@ -224,7 +224,7 @@ DTDEF void       dt_release(dt_tensor *t);
 
 DTDEF dt_tensor *dt_to(dt_tensor *t, dt_device d);            /* already on d: t itself, one more reference; else a copy */
 DTDEF dt_tensor *dt_copyto(const dt_tensor *t, dt_device d);  /* always new memory, also on the same device */
-DTDEF dt_status  dt_copy_(dt_tensor *dst, const dt_tensor *src); /* same shape and dtype, any two devices */
+DTDEF dt_status  dt_copy_(dt_tensor *dst, const dt_tensor *src); /* same shape and dtype, any two devices; src overlapping dst (not dst itself): refused */
 DTDEF dt_status  dt_to_host(const dt_tensor *t, void *dst, size_t nbytes); /* waits */
 DTDEF double     dt_item(const dt_tensor *t);                 /* one element -> value; waits; NAN on error */
 
@@ -250,7 +250,7 @@ DTDEF dt_tensor *dt_norm(const dt_tensor *a);                       /* Frobenius
 DTDEF dt_tensor *dt_cast(const dt_tensor *a, dt_dtype t);
 DTDEF dt_tensor *dt_stack(const dt_tensor *const *ts, int n);      /* torch.stack: (n, ...) on their device */
 DTDEF dt_status  dt_fill_(dt_tensor *t, double v);
-DTDEF dt_status  dt_axpy_(dt_tensor *y, double alpha, const dt_tensor *x); /* y += alpha * x */
+DTDEF dt_status  dt_axpy_(dt_tensor *y, double alpha, const dt_tensor *x); /* y += alpha * x; x overlapping y (not y itself): refused */
 /* in place (a.add_(b), a.sub_(b), a.mul_(b), a.div_(b)): b broadcast to a's shape, one dtype
    (div_: a float one), one device; b may be a itself but not overlap a's memory otherwise; a leaf
    that requires grad is refused while grad mode is on, as every _ function */
@@ -337,7 +337,7 @@ DTDEF dt_tensor *dt_clamp(const dt_tensor *a, double lo, double hi); /* torch.cl
 DTDEF dt_tensor *dt_where(const dt_tensor *cond, const dt_tensor *a, const dt_tensor *b); /* torch.where: cond bool; the three broadcast; a, b promote as PyTorch's */
 DTDEF dt_tensor *dt_gather(const dt_tensor *x, int dim, const dt_tensor *index);          /* torch.gather: index I64 of x's ndim; the result has index's shape */
 DTDEF dt_tensor *dt_scatter_add(const dt_tensor *x, int dim, const dt_tensor *index, const dt_tensor *src); /* x.scatter_add(dim, index, src): a new tensor */
-DTDEF dt_status  dt_scatter_add_(dt_tensor *x, int dim, const dt_tensor *index, const dt_tensor *src);      /* x.scatter_add_(dim, index, src): not recorded */
+DTDEF dt_status  dt_scatter_add_(dt_tensor *x, int dim, const dt_tensor *index, const dt_tensor *src);      /* x.scatter_add_(dim, index, src): not recorded; src or index sharing x's memory: refused */
 DTDEF dt_tensor *dt_pad(const dt_tensor *x, const int64_t *pad, int npad, double value); /* F.pad(x, pad, value=value): (left, right) of the last dim, then the one before...; negative crops */
 DTDEF dt_tensor *dt_randperm(int64_t n, dt_device d);                                  /* torch.randperm(n): I64 (n,), from the seeded generator */
 DTDEF dt_tensor *dt_randint(int64_t low, int64_t high, dt_shape s, dt_device d);       /* torch.randint(low, high, s): I64 in [low, high) */
@@ -2243,11 +2243,11 @@ static void dt__node_release(struct dt__node *n); /* src/autograd/graph.c */
 /* The version counter of t's memory: a view's is its base's. */
 static unsigned *dt__version(const dt_tensor *t) { return t->st->base ? &t->st->base->version : &t->st->version; }
 
-/* Whether a and b share some bytes of one memory (views of one tensor; disjoint slices do not) */
+/* Whether a and b share some bytes of memory: views of one tensor (disjoint slices do not), or
+   tensors over the same foreign memory (dt_from_blob, DLPack) */
 static int dt__overlap(const dt_tensor *a, const dt_tensor *b) {
   const char *pa = (const char *)a->st->ptr, *pb = (const char *)b->st->ptr;
-  if ((a->st->base ? a->st->base : a->st) != (b->st->base ? b->st->base : b->st)) return 0;
-  return pa < pb + b->nbytes && pb < pa + a->nbytes;
+  return dt_device_equal(a->st->device, b->st->device) && pa < pb + b->nbytes && pb < pa + a->nbytes;
 }
 /* Whether they do without being the same elements (a slice of a tensor and another slice of it
    that it overlaps): an elementwise operation writing a while reading b would give a result that
@@ -5422,9 +5422,10 @@ DTDEF dt_status dt_scatter_add_(dt_tensor *x, int dim, const dt_tensor *index, c
   const char *op = "dt_scatter_add_";
   dt_status s;
   if ((s = dt__gs_check(op, x, &dim, index, 1, src)) != DT_OK) return s;
-  if (dt__overlap(x, src)) /* src itself too: an element may be added into before it is read (PyTorch refuses it too) */
-    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: src shares x's memory: some elements would be read after they were "
-                    "written (pass a copy of src: dt_copyto(src, its device))", op);
+  if (dt__overlap(x, src) || dt__overlap(x, index)) /* x itself too: read after it was added into (PyTorch refuses it too) */
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s shares x's memory: some elements would be read after they were "
+                    "written (pass a copy: dt_copyto(%s, its device))", op, dt__overlap(x, src) ? "src" : "index",
+                    dt__overlap(x, src) ? "src" : "index");
   if ((s = dt__inplace_check(op, "x", x)) != DT_OK) return s;
   if (src->requires_grad && !dt__no_grad)
     return dt__fail(DT_ERR_UNSUPPORTED, "%s: src requires grad and grad mode is on: the in-place form records no backward "

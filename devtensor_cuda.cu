@@ -2762,9 +2762,11 @@ __global__ void k_xent_rows(const T *x, const int64_t *target, int64_t n, int64_
     s = team_reduce<Block>(s, Plus<double>());
     if (g) {
       T *q = g + o * c;
-      C inv = (C)(1.0 / s), scale = (C)(1.0 / (double)n);
+      const double inv = 1.0 / s, scale = 1.0 / (double)n;
+      /* (e / s - onehot) / n in double, as the CPU's, rounded once to C (with 1 / s in float, a
+         confident row's label entry, about 1 - 1, would lose most of its digits) */
       for (int64_t r = lane; r < c; r += width)
-        q[r] = sto<T>(ok ? d_affine(d_exp(ld(p[r]) - m), inv, r == lab ? (C)-1 : (C)0) * scale : (C)CUDART_NAN);
+        q[r] = sto<T>(ok ? (C)(d_affine((double)d_exp(ld(p[r]) - m), inv, r == lab ? -1.0 : 0.0) * scale) : (C)CUDART_NAN);
     } else if (lane == 0) {
       part[o] = ok ? log(s) + (double)m - ldd(p[lab]) : CUDART_NAN;
     }

@@ -534,14 +534,14 @@ static void test_cpu_half_chunks(void) {
   for (h = 0; h < 2; h++) {
     const dt_dtype t = h ? DT_BF16 : DT_F16;
     const char *tn = dt_dtype_name(t);
-    dt_tensor *a = t_half_rand(dev, t, dt_shape3(6, 40, 1000), 7u + (uint32_t)h, 1), *fa = a ? dt_cast(a, DT_F32) : NULL;
-    dt_tensor *x = t_half_rand(dev, t, dt_shape4(64, 8, 20, 20), 9u + (uint32_t)h, 1), *fx = x ? dt_cast(x, DT_F32) : NULL;
+    dt_tensor *a = t_half_rand(dev, t, dt_shape3(7, 40, 1000), 7u + (uint32_t)h, 1), *fa = a ? dt_cast(a, DT_F32) : NULL;
+    dt_tensor *x = t_half_rand(dev, t, dt_shape4(70, 8, 20, 20), 9u + (uint32_t)h, 1), *fx = x ? dt_cast(x, DT_F32) : NULL;
     dt_tensor *r = t_half_rand(dev, t, dt_shape2(40000, 5), 11u + (uint32_t)h, 1), *fr = r ? dt_cast(r, DT_F32) : NULL;
     dt_tensor *tg = NULL, *idx = NULL, *fidx = NULL, *y = NULL, *fy = NULL, *gy = NULL, *fgy = NULL;
     int64_t *lab = (int64_t *)malloc(8 * 40000), i;
     T_CHECK(a && fa && x && fx && r && fr && lab);
     if (!a || !fa || !x || !fx || !r || !fr || !lab) goto done;
-    /* (6, 40, 1000) over dim 1: six slices of 40000 elements, three to a chunk */
+    /* (7, 40, 1000) over dim 1: seven slices of 40000 elements, three to a chunk (the last one alone) */
     T_CHECK_MSG(t_rounded_once(dt_softmax(a, 1), dt_softmax(fa, 1)), "%s softmax", tn);
     T_CHECK_MSG(t_rounded_once(dt_log_softmax(a, 1), dt_log_softmax(fa, 1)), "%s log_softmax", tn);
     T_CHECK_MSG(t_rounded_once(dt_max_dim(a, 1), dt_max_dim(fa, 1)), "%s max over 1", tn);
@@ -550,13 +550,17 @@ static void test_cpu_half_chunks(void) {
     for (i = 0; i < 40000; i++) lab[i] = (i * 7919 + 3) % 5;
     tg = dt_from_data(lab, dt_shape1(40000), DT_I64, dev);
     T_CHECK_MSG(tg && t_rounded_once(dt_nll_loss(r, tg), dt_nll_loss(fr, tg)), "%s nll_loss", tn);
-    { /* axpy over 240000 elements: two chunks */
-      dt_tensor *b = t_half_rand(dev, t, dt_shape3(6, 40, 1000), 13u, 1), *fb = b ? dt_cast(b, DT_F32) : NULL;
+    { /* axpy over 280000 elements: three chunks; then b += 0.61 b */
+      dt_tensor *b = t_half_rand(dev, t, dt_shape3(7, 40, 1000), 13u, 1), *fb = b ? dt_cast(b, DT_F32) : NULL;
       T_CHECK(b && fb && dt_axpy_(b, 0.61, a) == DT_OK && dt_axpy_(fb, 0.61, fa) == DT_OK);
       T_CHECK_MSG(t_rounded_once(dt_retain(b), dt_retain(fb)), "%s axpy", tn);
+      dt_release(fb);
+      fb = dt_cast(b, DT_F32); /* b's values again, not the float32 sum's */
+      T_CHECK(fb && dt_axpy_(b, 0.61, b) == DT_OK && dt_axpy_(fb, 0.61, fb) == DT_OK);
+      T_CHECK_MSG(t_rounded_once(dt_retain(b), dt_retain(fb)), "%s axpy of b into itself", tn);
       dt_release(b); dt_release(fb);
     }
-    /* (64, 8, 20, 20) images: two chunks, forward and backward */
+    /* (70, 8, 20, 20) images: 32 to a chunk (the last one 6), forward and backward */
     y = dt_f_max_pool2d_ex(x, 3, 3, 2, 2, 1, 1, &idx);
     fy = dt_f_max_pool2d_ex(fx, 3, 3, 2, 2, 1, 1, &fidx);
     gy = y ? t_half_rand(dev, t, dt_shape_of(y), 15u, 1) : NULL;
@@ -566,6 +570,7 @@ static void test_cpu_half_chunks(void) {
     T_CHECK_MSG(t_rounded_once(dt_retain(idx), dt_retain(fidx)), "%s max_pool2d indices", tn);
     T_CHECK_MSG(t_rounded_once(dt_f_max_pool2d_backward(gy, x, idx, 3, 3, 2, 2, 1, 1),
                                dt_f_max_pool2d_backward(fgy, fx, fidx, 3, 3, 2, 2, 1, 1)), "%s max_pool2d backward", tn);
+    T_CHECK_MSG(t_rounded_once(dt_f_avg_pool2d_ex(x, 3, 3, 2, 2, 1, 1), dt_f_avg_pool2d_ex(fx, 3, 3, 2, 2, 1, 1)), "%s avg_pool2d", tn);
     T_CHECK_MSG(t_rounded_once(dt_f_avg_pool2d_backward(gy, x, 3, 3, 2, 2, 1, 1), dt_f_avg_pool2d_backward(fgy, fx, 3, 3, 2, 2, 1, 1)),
                 "%s avg_pool2d backward", tn);
   done:

@@ -195,6 +195,22 @@ static void test_scatter_add(dt_device dev) {
     xk = dt_copyto(x, dev); /* src x itself: refused (PyTorch too), x unchanged */
     T_CHECK(xk && dt_scatter_add_(xk, 0, i0, xk) == DT_ERR_INVALID_ARGUMENT && strstr(dt_last_error(), "src shares x's memory"));
     T_CHECK(check_vals(xk, before, 12, 0, 0));
+    { /* slices of one tensor: an overlapping src refused, a disjoint one added */
+      dt_tensor *big = dt_zeros(dt_shape2(6, 4), dev), *cb = big ? dt_cast(big, dt) : NULL, *top = cb ? dt_slice(cb, 0, 0, 3) : NULL,
+                *mid = cb ? dt_slice(cb, 0, 1, 4) : NULL, *bot = cb ? dt_slice(cb, 0, 3, 6) : NULL;
+      T_CHECK(top && mid && bot && dt_scatter_add_(top, 0, i0, mid) == DT_ERR_INVALID_ARGUMENT &&
+              strstr(dt_last_error(), "src shares x's memory"));
+      T_CHECK(bot && dt_copy_(bot, x) == DT_OK && dt_scatter_add_(top, 0, i0, bot) == DT_OK);
+      dt_release(top); dt_release(mid); dt_release(bot); dt_release(cb); dt_release(big);
+    }
+    if (t == 0) { /* an int64 x as its own index: refused, unchanged */
+      static const int64_t iv[4] = {0, 1, 1, 0}, one[4] = {1, 1, 1, 1};
+      dt_tensor *xi = i64(iv, dt_shape2(2, 2), dev), *si = i64(one, dt_shape2(2, 2), dev);
+      int64_t h[4] = {0};
+      T_CHECK(xi && si && dt_scatter_add_(xi, 0, xi, si) == DT_ERR_INVALID_ARGUMENT && strstr(dt_last_error(), "index shares x's memory"));
+      T_CHECK(xi && dt_to_host(xi, h, sizeof h) == DT_OK && h[0] == 0 && h[1] == 1 && h[2] == 1 && h[3] == 0);
+      dt_release(xi); dt_release(si);
+    }
     { /* an empty index: x unchanged */
       dt_tensor *ie = dt_empty(dt_shape2(0, 4), DT_I64, dev), *se = dt_empty(dt_shape2(0, 4), dt, dev);
       T_CHECK(check_vals(dt_scatter_add(x, 0, ie, se), before, 12, 0, 0));

@@ -188,6 +188,13 @@ static void test_disjoint_slices(dt_device dev) {
     T_CHECK(dt_to_host(t, h, sizeof h) == DT_OK && h[0] == 22 && h[3] == 88 && h[4] == 22 && h[7] == 88);
   }
   dt_release(top); dt_release(bottom); dt_release(mid); dt_release(t);
+  if (dev.type == DT_CPU) { /* two tensors over overlapping memory of the caller's (dt_from_blob): the same */
+    float buf[6] = {1, 2, 3, 4, 5, 6};
+    dt_tensor *lo = dt_from_blob(buf, dt_shape1(4), DT_F32, dev, NULL, NULL), *hi = dt_from_blob(buf + 2, dt_shape1(4), DT_F32, dev, NULL, NULL);
+    T_CHECK(lo && hi && dt_copy_(hi, lo) == DT_ERR_INVALID_ARGUMENT && dt_axpy_(lo, 1.0, hi) == DT_ERR_INVALID_ARGUMENT);
+    T_CHECK(buf[0] == 1 && buf[2] == 3 && buf[5] == 6);
+    dt_release(lo); dt_release(hi);
+  }
 }
 
 /* in a graph: an in-place update captured once and replayed adds each time */

@@ -298,6 +298,23 @@ static void test_bce_extremes(dt_device dev) {
   }
 }
 
+/* cross-entropy's gradient on confident rows: the label entry (softmax - 1) / n is about -3.4e-7 / 2,
+   a difference of two numbers near 1, which 1 / sum(exp) rounded to float would leave with only a
+   few correct digits; computed in double and rounded once it keeps float's */
+static void test_xent_grad_confident(dt_device dev) {
+  static const double x[8] = {16, 0, 0, 0, 0, 0, 16, 0};
+  static const int64_t lab[2] = {0, 2};
+  const double e = exp(-16.0), p = 1.0 / (1.0 + 3.0 * e), q = e / (1.0 + 3.0 * e);
+  const double want[8] = {(p - 1) / 2, q / 2, q / 2, q / 2, q / 2, q / 2, (p - 1) / 2, q / 2};
+  int f;
+  for (f = 0; f < 2; f++) {
+    dt_dtype dt = f ? DT_F64 : DT_F32;
+    dt_tensor *a = as(x, dt_shape2(2, 4), dt, dev), *t = dt_from_data(lab, dt_shape1(2), DT_I64, dev);
+    T_CHECK_MSG(check_vals(dt_cross_entropy_grad(a, t), want, 8, 0, f ? 1e-12 : 1e-5), "%s", dt_dtype_name(dt));
+    dt_release(a); dt_release(t);
+  }
+}
+
 /* out-of-range labels: refused on the CPU before anything runs; on a GPU reported by the next
    synchronizing call, naming dt_nll_loss, as dt_cross_entropy's */
 static void test_nll_bad_labels(dt_device dev) {
@@ -439,6 +456,7 @@ int main(void) {
   T_RUN_ALL_DEVICES(test_nll_values);
   T_RUN_ALL_DEVICES(test_loss_empty);
   T_RUN_ALL_DEVICES(test_bce_extremes);
+  T_RUN_ALL_DEVICES(test_xent_grad_confident);
   T_RUN_ALL_DEVICES(test_nll_bad_labels);
   T_RUN_ALL_DEVICES(test_gradcheck);
   T_RUN_ALL_DEVICES(test_promotion_table);

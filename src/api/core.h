@@ -85,6 +85,6 @@ DTDEF void       dt_release(dt_tensor *t);
 
 DTDEF dt_tensor *dt_to(dt_tensor *t, dt_device d);            /* already on d: t itself, one more reference; else a copy */
 DTDEF dt_tensor *dt_copyto(const dt_tensor *t, dt_device d);  /* always new memory, also on the same device */
-DTDEF dt_status  dt_copy_(dt_tensor *dst, const dt_tensor *src); /* same shape and dtype, any two devices */
+DTDEF dt_status  dt_copy_(dt_tensor *dst, const dt_tensor *src); /* same shape and dtype, any two devices; src overlapping dst (not dst itself): refused */
 DTDEF dt_status  dt_to_host(const dt_tensor *t, void *dst, size_t nbytes); /* waits */
 DTDEF double     dt_item(const dt_tensor *t);                 /* one element -> value; waits; NAN on error */

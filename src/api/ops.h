@@ -19,7 +19,7 @@ DTDEF dt_tensor *dt_norm(const dt_tensor *a);                       /* Frobenius
 DTDEF dt_tensor *dt_cast(const dt_tensor *a, dt_dtype t);
 DTDEF dt_tensor *dt_stack(const dt_tensor *const *ts, int n);      /* torch.stack: (n, ...) on their device */
 DTDEF dt_status  dt_fill_(dt_tensor *t, double v);
-DTDEF dt_status  dt_axpy_(dt_tensor *y, double alpha, const dt_tensor *x); /* y += alpha * x */
+DTDEF dt_status  dt_axpy_(dt_tensor *y, double alpha, const dt_tensor *x); /* y += alpha * x; x overlapping y (not y itself): refused */
 /* in place (a.add_(b), a.sub_(b), a.mul_(b), a.div_(b)): b broadcast to a's shape, one dtype
    (div_: a float one), one device; b may be a itself but not overlap a's memory otherwise; a leaf
    that requires grad is refused while grad mode is on, as every _ function */
@@ -106,7 +106,7 @@ DTDEF dt_tensor *dt_clamp(const dt_tensor *a, double lo, double hi); /* torch.cl
 DTDEF dt_tensor *dt_where(const dt_tensor *cond, const dt_tensor *a, const dt_tensor *b); /* torch.where: cond bool; the three broadcast; a, b promote as PyTorch's */
 DTDEF dt_tensor *dt_gather(const dt_tensor *x, int dim, const dt_tensor *index);          /* torch.gather: index I64 of x's ndim; the result has index's shape */
 DTDEF dt_tensor *dt_scatter_add(const dt_tensor *x, int dim, const dt_tensor *index, const dt_tensor *src); /* x.scatter_add(dim, index, src): a new tensor */
-DTDEF dt_status  dt_scatter_add_(dt_tensor *x, int dim, const dt_tensor *index, const dt_tensor *src);      /* x.scatter_add_(dim, index, src): not recorded */
+DTDEF dt_status  dt_scatter_add_(dt_tensor *x, int dim, const dt_tensor *index, const dt_tensor *src);      /* x.scatter_add_(dim, index, src): not recorded; src or index sharing x's memory: refused */
 DTDEF dt_tensor *dt_pad(const dt_tensor *x, const int64_t *pad, int npad, double value); /* F.pad(x, pad, value=value): (left, right) of the last dim, then the one before...; negative crops */
 DTDEF dt_tensor *dt_randperm(int64_t n, dt_device d);                                  /* torch.randperm(n): I64 (n,), from the seeded generator */
 DTDEF dt_tensor *dt_randint(int64_t low, int64_t high, dt_shape s, dt_device d);       /* torch.randint(low, high, s): I64 in [low, high) */

@@ -43,11 +43,11 @@ static void dt__node_release(struct dt__node *n); /* src/autograd/graph.c */
 /* The version counter of t's memory: a view's is its base's. */
 static unsigned *dt__version(const dt_tensor *t) { return t->st->base ? &t->st->base->version : &t->st->version; }
 
-/* Whether a and b share some bytes of one memory (views of one tensor; disjoint slices do not) */
+/* Whether a and b share some bytes of memory: views of one tensor (disjoint slices do not), or
+   tensors over the same foreign memory (dt_from_blob, DLPack) */
 static int dt__overlap(const dt_tensor *a, const dt_tensor *b) {
   const char *pa = (const char *)a->st->ptr, *pb = (const char *)b->st->ptr;
-  if ((a->st->base ? a->st->base : a->st) != (b->st->base ? b->st->base : b->st)) return 0;
-  return pa < pb + b->nbytes && pb < pa + a->nbytes;
+  return dt_device_equal(a->st->device, b->st->device) && pa < pb + b->nbytes && pb < pa + a->nbytes;
 }
 /* Whether they do without being the same elements (a slice of a tensor and another slice of it
    that it overlaps): an elementwise operation writing a while reading b would give a result that

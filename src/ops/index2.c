@@ -242,9 +242,10 @@ DTDEF dt_status dt_scatter_add_(dt_tensor *x, int dim, const dt_tensor *index, c
   const char *op = "dt_scatter_add_";
   dt_status s;
   if ((s = dt__gs_check(op, x, &dim, index, 1, src)) != DT_OK) return s;
-  if (dt__overlap(x, src)) /* src itself too: an element may be added into before it is read (PyTorch refuses it too) */
-    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: src shares x's memory: some elements would be read after they were "
-                    "written (pass a copy of src: dt_copyto(src, its device))", op);
+  if (dt__overlap(x, src) || dt__overlap(x, index)) /* x itself too: read after it was added into (PyTorch refuses it too) */
+    return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s shares x's memory: some elements would be read after they were "
+                    "written (pass a copy: dt_copyto(%s, its device))", op, dt__overlap(x, src) ? "src" : "index",
+                    dt__overlap(x, src) ? "src" : "index");
   if ((s = dt__inplace_check(op, "x", x)) != DT_OK) return s;
   if (src->requires_grad && !dt__no_grad)
     return dt__fail(DT_ERR_UNSUPPORTED, "%s: src requires grad and grad mode is on: the in-place form records no backward "
