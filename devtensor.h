@@ -2778,7 +2778,7 @@ DTDEF dt_status dt_copy_(dt_tensor *dst, const dt_tensor *src) {
   if (dt__partial_overlap(dst, src)) /* PyTorch refuses it too; a GPU's copy would be undefined */
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: src overlaps dst's memory without being dst itself (a slice of one tensor): "
                     "some elements would be read after they were written (pass a copy of src: dt_copyto(src, its device))", op);
-  if (dst->st->ptr == src->st->ptr && dt_device_equal(dst->st->device, src->st->device)) { /* dst itself: nothing to move */
+  if (dt__overlap(dst, src)) { /* not partly, so dst itself: nothing to move */
     dt__bump(dst);
     return DT_OK;
   }
@@ -5419,13 +5419,13 @@ DTDEF dt_tensor *dt_scatter_add(const dt_tensor *x, int dim, const dt_tensor *in
 }
 /* in place: not recorded, so refused while grad mode is on and x or src requires grad */
 DTDEF dt_status dt_scatter_add_(dt_tensor *x, int dim, const dt_tensor *index, const dt_tensor *src) {
-  const char *op = "dt_scatter_add_";
+  const char *op = "dt_scatter_add_", *shared;
   dt_status s;
   if ((s = dt__gs_check(op, x, &dim, index, 1, src)) != DT_OK) return s;
-  if (dt__overlap(x, src) || dt__overlap(x, index)) /* x itself too: read after it was added into (PyTorch refuses it too) */
+  shared = dt__overlap(x, src) ? "src" : dt__overlap(x, index) ? "index" : NULL; /* x itself too (PyTorch refuses it too) */
+  if (shared)
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: %s shares x's memory: some elements would be read after they were "
-                    "written (pass a copy: dt_copyto(%s, its device))", op, dt__overlap(x, src) ? "src" : "index",
-                    dt__overlap(x, src) ? "src" : "index");
+                    "written (pass a copy: dt_copyto(%s, its device))", op, shared, shared);
   if ((s = dt__inplace_check(op, "x", x)) != DT_OK) return s;
   if (src->requires_grad && !dt__no_grad)
     return dt__fail(DT_ERR_UNSUPPORTED, "%s: src requires grad and grad mode is on: the in-place form records no backward "

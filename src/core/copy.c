@@ -29,7 +29,7 @@ DTDEF dt_status dt_copy_(dt_tensor *dst, const dt_tensor *src) {
   if (dt__partial_overlap(dst, src)) /* PyTorch refuses it too; a GPU's copy would be undefined */
     return dt__fail(DT_ERR_INVALID_ARGUMENT, "%s: src overlaps dst's memory without being dst itself (a slice of one tensor): "
                     "some elements would be read after they were written (pass a copy of src: dt_copyto(src, its device))", op);
-  if (dst->st->ptr == src->st->ptr && dt_device_equal(dst->st->device, src->st->device)) { /* dst itself: nothing to move */
+  if (dt__overlap(dst, src)) { /* not partly, so dst itself: nothing to move */
     dt__bump(dst);
     return DT_OK;
   }
